@@ -1,0 +1,1 @@
+"""The Textual operations console: screens and widgets over the headless core."""

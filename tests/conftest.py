@@ -1,0 +1,62 @@
+"""Shared fixtures: the real Slurm cluster, the test site file, running the CLIs."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_SITE = REPO / "conf" / "submit_test_cluster.yaml"
+SLURM_UP = REPO / "tests" / "slurm" / "up.sh"
+
+
+def _cluster_answers() -> bool:
+    if not shutil.which("scontrol") or not shutil.which("sacct"):
+        return False
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    acct = subprocess.run(["sacct", "-n", "-X", "-S", "now"], capture_output=True, text=True)
+    return ping.returncode == 0 and "UP" in ping.stdout and acct.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> None:
+    """Make sure the project's single-node cluster runs; start it (as root) if not.
+
+    Under CI a cluster that cannot be started fails the test rather than skipping it.
+    """
+    if _cluster_answers():
+        return
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("Slurm is not running and tests/slurm/up.sh needs root")
+        pytest.skip("Slurm is not running and tests/slurm/up.sh needs root")
+    result = subprocess.run(["bash", str(SLURM_UP)], capture_output=True, text=True)
+    if result.returncode != 0 or not _cluster_answers():
+        pytest.fail(f"tests/slurm/up.sh failed:\n{result.stdout}\n{result.stderr}")
+
+
+@pytest.fixture
+def test_site() -> Path:
+    """The site YAML of the test cluster (partitions cpu/gpu, fake v100, MaxArraySize 1001)."""
+    return TEST_SITE
+
+
+@pytest.fixture
+def cli_env() -> dict[str, str]:
+    """An environment whose PATH finds this interpreter's console scripts first."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("SLURM_ARRAY_TASK_ID", None)
+    return env
+
+
+def run_cli(*argv: str, cwd: Path | str | None = None, env: dict[str, str] | None = None,
+            timeout: float = 600, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run one of the project's console scripts as a user would, capturing its output."""
+    path_env = env if env is not None else {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(list(argv), cwd=cwd, env=path_env, capture_output=True, text=True,
+                          timeout=timeout, input=input)
