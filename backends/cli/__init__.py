@@ -1,0 +1,1 @@
+"""Command-line faces of the core (hyperion-submit, hyperion-jobs)."""

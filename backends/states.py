@@ -1,0 +1,103 @@
+"""One model of Slurm job states, shared by the poller, the CLIs and the console.
+
+Slurm spells states differently in sacct (``CANCELLED by 0``) and squeue
+(``CANCELLED``); everything past this module sees only `JobState`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class JobState(str, Enum):
+    """A Slurm job (or array task) state, as sacct and squeue name it."""
+
+    PENDING = "PENDING"
+    CONFIGURING = "CONFIGURING"
+    RUNNING = "RUNNING"
+    COMPLETING = "COMPLETING"
+    SUSPENDED = "SUSPENDED"
+    STOPPED = "STOPPED"
+    SIGNALING = "SIGNALING"
+    STAGE_OUT = "STAGE_OUT"
+    RESIZING = "RESIZING"
+    REQUEUED = "REQUEUED"
+    REQUEUE_HOLD = "REQUEUE_HOLD"
+    REQUEUE_FED = "REQUEUE_FED"
+    RESV_DEL_HOLD = "RESV_DEL_HOLD"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMEOUT = "TIMEOUT"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    NODE_FAIL = "NODE_FAIL"
+    PREEMPTED = "PREEMPTED"
+    BOOT_FAIL = "BOOT_FAIL"
+    DEADLINE = "DEADLINE"
+    SPECIAL_EXIT = "SPECIAL_EXIT"
+    REVOKED = "REVOKED"
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once Slurm will not run the task again (without a requeue by hand)."""
+        return self in TERMINAL
+
+    @property
+    def is_success(self) -> bool:
+        return self is JobState.COMPLETED
+
+    @property
+    def is_active(self) -> bool:
+        """Running or about to run (what squeue reports fresher than sacct)."""
+        return not self.is_terminal
+
+    @classmethod
+    def parse(cls, text: str) -> "JobState":
+        """``"CANCELLED by 0"`` -> CANCELLED, ``"OOM"``/``"CANCELLED+"`` accepted; unknown -> ValueError."""
+        word = text.strip().split(" ", 1)[0].rstrip("+").upper()
+        word = _ALIASES.get(word, word)
+        try:
+            return cls(word)
+        except ValueError:
+            raise ValueError(f"unknown Slurm job state: {text!r}") from None
+
+
+TERMINAL = frozenset({
+    JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT,
+    JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED, JobState.BOOT_FAIL,
+    JobState.DEADLINE, JobState.SPECIAL_EXIT, JobState.REVOKED,
+})
+SUCCESS = frozenset({JobState.COMPLETED})
+
+# squeue's compact codes (%t) and sacct's short spellings.
+_ALIASES = {
+    "PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPLETED", "F": "FAILED",
+    "CA": "CANCELLED", "TO": "TIMEOUT", "OOM": "OUT_OF_MEMORY", "NF": "NODE_FAIL",
+    "PR": "PREEMPTED", "BF": "BOOT_FAIL", "DL": "DEADLINE", "RQ": "REQUEUED",
+    "RH": "REQUEUE_HOLD", "RF": "REQUEUE_FED", "S": "SUSPENDED", "ST": "STOPPED",
+    "SI": "SIGNALING", "SO": "STAGE_OUT", "RS": "RESIZING", "RD": "RESV_DEL_HOLD",
+    "SE": "SPECIAL_EXIT", "RV": "REVOKED", "CF": "CONFIGURING",
+}
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What Slurm last said about one array task (or a non-array job)."""
+
+    job_id: str              # the array's job id ("1234"), as in JobRecord.job_id
+    task_id: int | None      # physical array index, None for non-array jobs
+    state: JobState
+    exit_code: int | None = None
+    signal: int | None = None
+    elapsed: float | None = None   # seconds
+    node: str | None = None
+    source: str = "sacct"    # "sacct" | "squeue"
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        return (self.job_id, self.task_id)
+
+    @property
+    def slurm_id(self) -> str:
+        """``1234_5`` or ``1234``: the id scancel and squeue understand."""
+        return self.job_id if self.task_id is None else f"{self.job_id}_{self.task_id}"

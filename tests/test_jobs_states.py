@@ -1,0 +1,139 @@
+"""Job state model and the sacct/squeue parsers, on output recorded from Slurm 22.05."""
+from __future__ import annotations
+
+import pytest
+
+from backends.errors import InputError
+from backends.slurm.accounting import (
+    CommandResult, QueryError, merge, parse_duration, parse_exit_code, parse_sacct,
+    parse_squeue, run_squeue, sacct_argv, squeue_argv,
+)
+from backends.slurm.cancel import CancelError, cancel, cancel_argv
+from backends.states import JobState
+
+# Recorded on the test cluster (sbatch --array=1-6%3; task 1 exits 0, task 2 exits 3).
+SACCT_MIXED = """\
+1_1|2|COMPLETED|0:0|00:00:00|vm|2026-12-02T13:04:12|2026-12-02T13:04:12
+1_2|3|FAILED|3:0|00:00:00|vm|2026-12-02T13:04:12|2026-12-02T13:04:12
+1_3|4|RUNNING|0:0|00:00:04|vm|2026-12-02T13:04:12|Unknown
+1_4|5|RUNNING|0:0|00:00:04|vm|2026-12-02T13:04:12|Unknown
+1_5|6|RUNNING|0:0|00:00:04|vm|2026-12-02T13:04:12|Unknown
+1_6|1|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown
+"""
+SACCT_PENDING_RANGE = "7_[3-5%2]|7|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"
+SACCT_CANCELLED_RANGE = "7_[3-5%2]|7|CANCELLED by 0|0:0|00:00:00|None assigned|None|2026-12-02T13:04:28\n"
+SQUEUE_MIXED = "1_6|PENDING|0:00|\n1_5|RUNNING|0:04|vm\n1_4|RUNNING|0:04|vm\n1_3|RUNNING|0:04|vm\n"
+
+
+@pytest.mark.parametrize("text,state", [
+    ("CANCELLED by 0", JobState.CANCELLED), ("CANCELLED+", JobState.CANCELLED),
+    ("OUT_OF_MEMORY", JobState.OUT_OF_MEMORY), ("PD", JobState.PENDING),
+    ("NODE_FAIL", JobState.NODE_FAIL), ("requeued", JobState.REQUEUED),
+])
+def test_parse_state_spellings(text, state):
+    assert JobState.parse(text) is state
+
+
+def test_unknown_state_is_an_error():
+    with pytest.raises(ValueError, match="BOGUS"):
+        JobState.parse("BOGUS")
+
+
+def test_terminal_and_success_sets():
+    finals = {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT,
+              JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED,
+              JobState.BOOT_FAIL, JobState.DEADLINE}
+    live = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.REQUEUED,
+            JobState.SUSPENDED, JobState.RESIZING}
+    assert all(s.is_terminal for s in finals)
+    assert not any(s.is_terminal for s in live)
+    assert [s for s in JobState if s.is_success] == [JobState.COMPLETED]
+
+
+def test_sacct_mixed_array_rows():
+    tasks = {t.task_id: t for t in parse_sacct(SACCT_MIXED)}
+    assert {t.job_id for t in tasks.values()} == {"1"}
+    assert tasks[1].state is JobState.COMPLETED and tasks[1].exit_code == 0
+    assert tasks[2].state is JobState.FAILED and tasks[2].exit_code == 3
+    assert tasks[3].state is JobState.RUNNING and tasks[3].exit_code is None
+    assert tasks[3].elapsed == 4 and tasks[3].node == "vm"
+    assert tasks[6].state is JobState.PENDING and tasks[6].node is None
+
+
+def test_sacct_pending_range_expands_to_tasks():
+    tasks = parse_sacct(SACCT_PENDING_RANGE)
+    assert [(t.job_id, t.task_id, t.state) for t in tasks] == [
+        ("7", 3, JobState.PENDING), ("7", 4, JobState.PENDING), ("7", 5, JobState.PENDING)]
+    cancelled = parse_sacct(SACCT_CANCELLED_RANGE)
+    assert {t.state for t in cancelled} == {JobState.CANCELLED} and len(cancelled) == 3
+
+
+def test_sacct_own_row_beats_pending_range():
+    text = "9_[4-5]|9|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n" \
+           "9_3|10|FAILED|1:0|00:00:01|vm|x|y\n"
+    merged = merge(parse_sacct(text), [])
+    assert merged[("9", 3)].state is JobState.FAILED
+    assert merged[("9", 4)].state is JobState.PENDING
+
+
+def test_sacct_non_array_and_signal():
+    (task,) = parse_sacct("42|42|CANCELLED by 0|0:15|1-02:03:04|vm|a|b\n")
+    assert (task.job_id, task.task_id, task.state) == ("42", None, JobState.CANCELLED)
+    assert task.signal == 15 and task.elapsed == 86400 + 2 * 3600 + 3 * 60 + 4
+
+
+def test_sacct_garbage_is_an_error():
+    with pytest.raises(ValueError):
+        parse_sacct("sacct: error: something\n")
+
+
+def test_exit_code_and_duration_spellings():
+    assert parse_exit_code("3:0") == (3, None)
+    assert parse_exit_code("0:9") == (0, 9)
+    assert parse_duration("0:04") == 4
+    assert parse_duration("1:02:03") == 3723
+    assert parse_duration("INVALID") is None
+
+
+def test_squeue_rows():
+    tasks = parse_squeue(SQUEUE_MIXED)
+    assert sorted((t.task_id, t.state.value) for t in tasks) == [
+        (3, "RUNNING"), (4, "RUNNING"), (5, "RUNNING"), (6, "PENDING")]
+    assert all(t.source == "squeue" for t in tasks)
+
+
+def test_merge_squeue_live_wins_but_sacct_final_wins_over_all():
+    sacct = parse_sacct("5_1|5|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"
+                        "5_2|6|COMPLETED|0:0|00:00:02|vm|a|b\n")
+    squeue = parse_squeue("5_1|RUNNING|0:01|vm\n5_2|COMPLETING|0:02|vm\n5_3|PENDING|0:00|\n")
+    merged = merge(sacct, squeue)
+    assert merged[("5", 1)].state is JobState.RUNNING and merged[("5", 1)].source == "squeue"
+    assert merged[("5", 2)].state is JobState.COMPLETED
+    assert merged[("5", 3)].state is JobState.PENDING
+
+
+def test_argv_queries_all_jobs_at_once():
+    assert sacct_argv(["1", "7"])[:3] == ["sacct", "-j", "1,7"]
+    assert "-X" in sacct_argv(["1"])
+    assert squeue_argv(["1", "7"])[:4] == ["squeue", "-j", "1,7", "-r"]
+
+
+def test_squeue_unknown_job_is_empty_not_an_error():
+    gone = CommandResult(1, "", "slurm_load_jobs error: Invalid job id specified\n")
+    assert run_squeue(["999"], lambda argv: gone) == []
+    down = CommandResult(1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")
+    with pytest.raises(QueryError, match="Unable to contact"):
+        run_squeue(["999"], lambda argv: down)
+
+
+def test_cancel_argv_and_bad_target():
+    assert cancel_argv(["12", "13_4"]) == ["scancel", "12", "13_4"]
+    with pytest.raises(InputError) as err:
+        cancel_argv(["12; rm -rf /"])
+    assert err.value.field == "JOB"
+
+
+def test_cancel_reports_scancel_failure():
+    failed = CommandResult(1, "", "scancel: error: Kill job error on job id 99: Invalid job id specified\n")
+    with pytest.raises(CancelError, match="Invalid job id"):
+        cancel(["99"], runner=lambda argv: failed)
