@@ -1,0 +1,115 @@
+"""Last lines of a log and following what is appended, without reading the whole file.
+
+Logs of long array tasks reach gigabytes; `last_lines` seeks from the end in
+blocks, and `Follower` reads only the bytes added since its last call, coping
+with a file that does not exist yet, is truncated, or is replaced.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BLOCK = 64 * 1024
+MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall a UI tick
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+
+def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
+    """The last `n` lines before byte `end` (default: end of file); [] if the file is missing.
+
+    A final line without a newline counts as a line.
+    """
+    if n <= 0:
+        return []
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return []
+    with handle:
+        position = os.fstat(handle.fileno()).st_size if end is None else end
+        chunks: list[bytes] = []
+        newlines = 0
+        while position > 0 and newlines <= n:   # n + 1 newlines: a trailing one ends, not starts, a line
+            size = min(BLOCK, position)
+            position -= size
+            handle.seek(position)
+            chunk = handle.read(size)
+            chunks.append(chunk)
+            newlines += chunk.count(b"\n")
+    data = b"".join(reversed(chunks))
+    if not data:
+        return []
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    return [_decode(line) for line in data.split(b"\n")[-n:]]
+
+
+def complete_end(path: str | Path) -> int:
+    """Byte offset just past the last newline (0 if none or missing): where following starts."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return 0
+    with handle:
+        position = os.fstat(handle.fileno()).st_size
+        while position > 0:
+            size = min(BLOCK, position)
+            handle.seek(position - size)
+            chunk = handle.read(size)
+            index = chunk.rfind(b"\n")
+            if index >= 0:
+                return position - size + index + 1
+            position -= size
+    return 0
+
+
+class Follower:
+    """Reads lines appended to `path` since the last call (no threads: the caller polls).
+
+    Starts at byte `position` (0: the whole file). A missing file gives no lines
+    until it appears; a file that shrinks or is replaced (new inode) is read again
+    from its start. A partial last line is held back until its newline arrives.
+    """
+
+    def __init__(self, path: str | Path, position: int = 0) -> None:
+        self.path = Path(path)
+        self.position = position
+        self._inode: int | None = None
+        self._partial = b""
+        try:
+            self._inode = self.path.stat().st_ino
+        except FileNotFoundError:
+            self.position = 0
+
+    @classmethod
+    def from_end(cls, path: str | Path) -> "Follower":
+        """Follow only what comes after the file's last complete line."""
+        return cls(path, complete_end(path))
+
+    def read_new(self, flush: bool = False) -> list[str]:
+        """New complete lines; with `flush`, a pending partial line too (e.g. at the end)."""
+        try:
+            handle = open(self.path, "rb")
+        except FileNotFoundError:
+            return self._flush() if flush else []
+        with handle:
+            info = os.fstat(handle.fileno())
+            if self._inode is not None and info.st_ino != self._inode or info.st_size < self.position:
+                self.position, self._partial = 0, b""
+            self._inode = info.st_ino
+            handle.seek(self.position)
+            data = handle.read(min(MAX_READ, max(0, info.st_size - self.position)))
+        self.position += len(data)
+        pieces = (self._partial + data).split(b"\n")
+        self._partial = pieces.pop()
+        lines = [_decode(p) for p in pieces]
+        return lines + self._flush() if flush else lines
+
+    def _flush(self) -> list[str]:
+        if not self._partial:
+            return []
+        line, self._partial = _decode(self._partial), b""
+        return [line]

@@ -1,0 +1,91 @@
+"""Log tailing: last lines from the end, following appends, truncation, missing files."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from backends import tail
+from backends.tail import Follower, last_lines
+
+
+def expected_last(data: bytes, n: int) -> list[str]:
+    text = data.decode()
+    if not text:
+        return []
+    if text.endswith("\n"):
+        text = text[:-1]
+    return text.split("\n")[-n:] if n > 0 else []
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.text(alphabet="ab\n", max_size=12), max_size=30), n=st.integers(0, 12))
+def test_last_lines_matches_reading_everything(tmp_path_factory, lines, n):
+    path = tmp_path_factory.mktemp("t") / "log"
+    data = "".join(lines).encode()
+    path.write_bytes(data)
+    old = tail.BLOCK
+    tail.BLOCK = 5   # many block boundaries in a small file
+    try:
+        assert last_lines(path, n) == expected_last(data, n)
+    finally:
+        tail.BLOCK = old
+
+
+def test_last_lines_agrees_with_tail(tmp_path):
+    path = tmp_path / "big.log"
+    with open(path, "w") as handle:
+        for i in range(50_000):
+            handle.write(f"line {i} " + "x" * (i % 97) + "\n")
+    ours = last_lines(path, 100)
+    theirs = subprocess.run(["tail", "-n", "100", str(path)], capture_output=True, text=True).stdout
+    assert ours == theirs.splitlines()
+    assert ours[-1].startswith("line 49999 ")
+
+
+def test_missing_log_gives_nothing(tmp_path):
+    assert last_lines(tmp_path / "nope.log", 10) == []
+
+
+def test_follower_waits_for_file_then_follows_appends_and_partial_lines(tmp_path):
+    path = tmp_path / "task.log"
+    follower = Follower(path)
+    assert follower.read_new() == []
+    path.write_text("one\ntw")
+    assert follower.read_new() == ["one"]
+    with open(path, "a") as handle:
+        handle.write("o\nthree\n")
+    assert follower.read_new() == ["two", "three"]
+    assert follower.read_new() == []
+
+
+def test_follower_restarts_after_truncation_and_replacement(tmp_path):
+    path = tmp_path / "task.log"
+    path.write_text("a long first line\nsecond\n")
+    follower = Follower(path)
+    assert follower.read_new() == ["a long first line", "second"]
+    path.write_text("new\n")                       # truncated in place: smaller than before
+    assert follower.read_new() == ["new"]
+    other = tmp_path / "other.log"
+    other.write_text("replaced file with more bytes than before\n")
+    os.replace(other, path)                        # new inode, larger
+    assert follower.read_new() == ["replaced file with more bytes than before"]
+
+
+def test_follow_from_end_skips_existing_and_flush_gives_partial(tmp_path):
+    path = tmp_path / "task.log"
+    path.write_text("old\nhalf")
+    follower = Follower.from_end(path)
+    with open(path, "a") as handle:
+        handle.write(" done\nnext")
+    assert follower.read_new() == ["half done"]
+    assert follower.read_new(flush=True) == ["next"]
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_last_lines_without_final_newline(tmp_path, n):
+    path = tmp_path / "log"
+    path.write_text("a\nb\nc")
+    assert last_lines(path, n) == ["a", "b", "c"][-n:]
