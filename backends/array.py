@@ -1,0 +1,71 @@
+"""Array specifications: ``NAME=A:B[,C:D|,E...]`` parsed into a name and its values.
+
+Kept apart from planning so the console and the retry bridge can build arrays
+from values they already hold.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from backends.errors import InputError
+from sharding.ranges import compress
+
+FIELD = "--array"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_POSITIVE = re.compile(r"[0-9]+\Z")
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """An array's substitution name and its logical values (sorted, unique, positive)."""
+
+    name: str
+    values: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise InputError(FIELD, f"name {self.name!r} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        if not self.values:
+            raise InputError(FIELD, "the array has no values")
+        if any(v < 1 for v in self.values):
+            raise InputError(FIELD, "array values must be positive integers")
+        object.__setattr__(self, "values", tuple(sorted(set(self.values))))
+
+    def slurm_expression(self, max_jobs_run: int | None = None) -> str:
+        """The logical values as Slurm's ``--array`` text, e.g. ``1-2,5%4``."""
+        text = compress(self.values)
+        return f"{text}%{max_jobs_run}" if max_jobs_run else text
+
+    @property
+    def text(self) -> str:
+        """The ``--array`` argument that recreates this spec (``JOB=1:2,5``)."""
+        parts = []
+        for part in compress(self.values).split(","):
+            lo, _, hi = part.partition("-")
+            parts.append(f"{lo}:{hi}" if hi else lo)
+        return f"{self.name}={','.join(parts)}"
+
+
+def _endpoint(text: str, whole: str) -> int:
+    if not _POSITIVE.match(text) or int(text) < 1:
+        raise InputError(FIELD, f"{whole!r}: endpoints must be positive integers, got {text!r}")
+    return int(text)
+
+
+def parse_array(text: str) -> ArraySpec:
+    """Parse ``NAME=START:END`` (or a comma list of ranges and single values)."""
+    name, sep, body = text.partition("=")
+    if not sep or not body:
+        raise InputError(FIELD, f"{text!r} is not NAME=START:END")
+    if not _NAME.match(name):
+        raise InputError(FIELD, f"name {name!r} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    values: set[int] = set()
+    for part in body.split(","):
+        lo, colon, hi = part.partition(":")
+        start = _endpoint(lo.strip(), text)
+        end = _endpoint(hi.strip(), text) if colon else start
+        if end < start:
+            raise InputError(FIELD, f"{text!r}: range {part!r} has START > END")
+        values.update(range(start, end + 1))
+    return ArraySpec(name, tuple(sorted(values)))

@@ -1,0 +1,64 @@
+"""The header and footer lines of every task log, local and Slurm alike.
+
+Defined once so that the local runner (Python) and the Slurm batch script
+(bash, rendered by backends.slurm.script) write identical lines that tools can
+parse: ``# Running: ...``, ``# Started at ... on HOST``, ``# Ended (code N) at ...``.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime
+
+RUNNING_PREFIX = "# Running: "
+STARTED_PREFIX = "# Started at "
+ENDED_PREFIX = "# Ended (code "
+# The bash command whose output matches `iso_now()` (both: 2026-12-02T13:04:05+00:00).
+BASH_DATE = "date --iso-8601=seconds"
+ENDED_RE = re.compile(r"^# Ended \(code (-?\d+)\) at (\S+), elapsed time (\d+) seconds$")
+
+
+def iso_now() -> str:
+    """Local time, ISO-8601 with seconds and UTC offset, as `date --iso-8601=seconds`."""
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def running_line(argv: list[str] | tuple[str, ...]) -> str:
+    return f"{RUNNING_PREFIX}{shlex.join(argv)}"
+
+
+def started_line(when: str, host: str) -> str:
+    return f"{STARTED_PREFIX}{when} on {host}"
+
+
+def ended_line(code: int, when: str, elapsed: int) -> str:
+    return f"{ENDED_PREFIX}{code}) at {when}, elapsed time {elapsed} seconds"
+
+
+def bash_header(running_word: str) -> str:
+    """Bash lines printing `running_line` and `started_line` and noting the start time.
+
+    `running_word` is a bash word that expands to ``shlex.join(argv)`` of the
+    launched command, e.g. ``"${hyperion_running//JOB/$JOB}"``: replacing an
+    identifier by digits inside the joined text gives the same text as joining
+    the substituted arguments, so the script can substitute at run time.
+    """
+    return (
+        f"echo {shlex.quote(RUNNING_PREFIX)}{running_word}\n"
+        "hyperion_start=$(date +%s)\n"
+        f"echo {shlex.quote(STARTED_PREFIX)}\"$({BASH_DATE}) on $(hostname)\"\n"
+    )
+
+
+def bash_footer(rc_var: str = "rc") -> str:
+    """Bash line printing the footer from ``$<rc_var>`` and ``$hyperion_start``."""
+    return (
+        f"echo {shlex.quote(ENDED_PREFIX)}\"${{{rc_var}}}) at $({BASH_DATE}), elapsed time "
+        "$(( $(date +%s) - hyperion_start )) seconds\"\n"
+    )
+
+
+def parse_ended(line: str) -> tuple[int, str, int] | None:
+    """(code, time, elapsed) from a footer line, or None if it is not one."""
+    match = ENDED_RE.match(line.rstrip("\n"))
+    return (int(match[1]), match[2], int(match[3])) if match else None

@@ -1,0 +1,149 @@
+"""Submission records: q/<log-stem>.submit.json, the hand-off to jobs, console and retries.
+
+A record says what was launched and where every task's log is, so other tools
+never have to reconstruct it from the command line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from backends.errors import InputError
+
+RECORD_SUFFIX = ".submit.json"
+LOCAL_SUFFIX = ".local.json"
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One logical array value (or the single task of a non-array job)."""
+
+    value: int | None
+    job_id: str
+    array_task_id: int | None
+    log: str
+    slurm_out: str | None
+    slurm_err: str | None
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One sbatch submission (one window)."""
+
+    job_id: str
+    offset: int
+    array_expression: str | None
+
+
+@dataclass(frozen=True)
+class SubmitRecord:
+    path: str
+    backend: str
+    argv: tuple[str, ...]
+    cfg: str
+    options: dict
+    script: str | None
+    array_name: str | None
+    jobs: tuple[JobRecord, ...]
+    tasks: tuple[TaskRecord, ...]
+    submitted_at: str
+    cwd: str
+
+
+def q_dir(output_file: str | Path) -> Path:
+    """The ``q`` directory beside the output file (absolute)."""
+    return Path(os.path.abspath(output_file)).parent / "q"
+
+
+def log_stem(output_file: str | Path) -> str:
+    """The output file's basename without its last suffix, NAME left in."""
+    name = Path(output_file).name
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem else name
+
+
+def record_path(output_file: str) -> Path:
+    return q_dir(output_file) / f"{log_stem(output_file)}{RECORD_SUFFIX}"
+
+
+def local_results_path(output_file_or_record: str | Path) -> Path:
+    """q/<log-stem>.local.json: per-task results of a local run, beside its record."""
+    path = Path(output_file_or_record)
+    if path.name.endswith(RECORD_SUFFIX):
+        return path.with_name(path.name[: -len(RECORD_SUFFIX)] + LOCAL_SUFFIX)
+    return q_dir(path) / f"{log_stem(path)}{LOCAL_SUFFIX}"
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write JSON via a temp file in the same directory and os.replace (readers never see half)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_record(record: SubmitRecord) -> None:
+    write_json_atomic(Path(record.path), asdict(record))
+
+
+def _task(raw: dict) -> TaskRecord:
+    return TaskRecord(value=raw["value"], job_id=str(raw["job_id"]), array_task_id=raw["array_task_id"],
+                      log=raw["log"], slurm_out=raw.get("slurm_out"), slurm_err=raw.get("slurm_err"))
+
+
+def load_record(path: str | Path) -> SubmitRecord:
+    """Read a record; InputError("record", ...) for a missing, corrupt or foreign file."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise InputError("record", f"cannot read {path}: {err.strerror or err}") from None
+    except ValueError as err:
+        raise InputError("record", f"{path} is not JSON: {err}") from None
+    try:
+        return SubmitRecord(
+            path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
+            cfg=str(raw["cfg"]), options=dict(raw["options"]), script=raw.get("script"),
+            array_name=raw.get("array_name"),
+            jobs=tuple(JobRecord(str(j["job_id"]), int(j["offset"]), j.get("array_expression"))
+                       for j in raw["jobs"]),
+            tasks=tuple(_task(t) for t in raw["tasks"]),
+            submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise InputError("record", f"{path} is not a hyperion-submit record ({type(err).__name__}: {err})") from None
+
+
+def find_records(dirs: Sequence[Path], max_depth: int = 5) -> list[Path]:
+    """Every ``q/*.submit.json`` under the given directories, newest first.
+
+    Walks at most `max_depth` levels and skips hidden directories, so pointing
+    it at an experiment tree stays quick.
+    """
+    found: set[Path] = set()
+    for top in map(Path, dirs):
+        if top.is_file() and top.name.endswith(RECORD_SUFFIX):
+            found.add(top.resolve())
+            continue
+        base_depth = len(top.resolve().parts)
+        for root, subdirs, files in os.walk(top):
+            here = Path(root).resolve()
+            if here.name == "q":
+                found.update(here / f for f in files if f.endswith(RECORD_SUFFIX))
+            subdirs[:] = [d for d in subdirs if not d.startswith(".")
+                          and len(here.parts) - base_depth < max_depth]
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+    return sorted(found, key=mtime, reverse=True)

@@ -1,0 +1,146 @@
+"""Which sbatch options a site YAML may carry, checked in every spelling sbatch accepts.
+
+hyperion-submit itself owns the options that decide the environment, the logs,
+the array and the resources a task gets (the contract's list). A site file that
+set one of them, even as a short form (``-c4``), a separate value item
+(``--time 10``) or an abbreviation that getopt_long would expand
+(``--exp=NONE``), would silently change what was asked for, so it is refused.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from backends.errors import InputError
+
+# Long options of sbatch 22.05 (man sbatch), with whether they take a value:
+# "r" required, "o" optional (only as --opt=value), "n" none.
+SBATCH_LONG_OPTIONS: dict[str, str] = {
+    "account": "r", "acctg-freq": "r", "array": "r", "batch": "r", "bb": "r", "bbf": "r",
+    "begin": "r", "chdir": "r", "cluster-constraint": "r", "clusters": "r", "comment": "r",
+    "constraint": "r", "container": "r", "contiguous": "n", "core-spec": "r",
+    "cores-per-socket": "r", "cpu-freq": "r", "cpus-per-gpu": "r", "cpus-per-task": "r",
+    "deadline": "r", "delay-boot": "r", "dependency": "r", "distribution": "r", "error": "r",
+    "exclude": "r", "exclusive": "o", "export": "r", "export-file": "r",
+    "extra-node-info": "r", "get-user-env": "o", "gid": "r", "gpu-bind": "r", "gpu-freq": "r",
+    "gpus": "r", "gpus-per-node": "r", "gpus-per-socket": "r", "gpus-per-task": "r",
+    "gres": "r", "gres-flags": "r", "help": "n", "hint": "r", "hold": "n", "ignore-pbs": "n",
+    "input": "r", "job-name": "r", "kill-on-invalid-dep": "r", "licenses": "r",
+    "mail-type": "r", "mail-user": "r", "mcs-label": "r", "mem": "r", "mem-bind": "r",
+    "mem-per-cpu": "r", "mem-per-gpu": "r", "mincpus": "r", "network": "r", "nice": "o",
+    "no-kill": "o", "no-requeue": "n", "nodefile": "r", "nodelist": "r", "nodes": "r",
+    "ntasks": "r", "ntasks-per-core": "r", "ntasks-per-gpu": "r", "ntasks-per-node": "r",
+    "ntasks-per-socket": "r", "open-mode": "r", "output": "r", "overcommit": "n",
+    "oversubscribe": "n", "parsable": "n", "partition": "r", "power": "r", "prefer": "r",
+    "priority": "r", "profile": "r", "propagate": "o", "qos": "r", "quiet": "n",
+    "reboot": "n", "requeue": "n", "reservation": "r", "signal": "r",
+    "sockets-per-node": "r", "spread-job": "n", "switches": "r", "test-only": "n",
+    "thread-spec": "r", "threads-per-core": "r", "time": "r", "time-min": "r", "tmp": "r",
+    "uid": "r", "usage": "n", "use-min-nodes": "n", "verbose": "n", "version": "n",
+    "wait": "n", "wait-all-nodes": "r", "wckey": "r", "wrap": "r",
+}
+SBATCH_SHORT_OPTIONS: dict[str, str] = {
+    "A": "account", "a": "array", "b": "begin", "B": "extra-node-info", "C": "constraint",
+    "c": "cpus-per-task", "D": "chdir", "d": "dependency", "e": "error", "F": "nodefile",
+    "G": "gpus", "H": "hold", "h": "help", "i": "input", "J": "job-name", "k": "no-kill",
+    "L": "licenses", "M": "clusters", "m": "distribution", "N": "nodes", "n": "ntasks",
+    "O": "overcommit", "o": "output", "p": "partition", "Q": "quiet", "q": "qos",
+    "S": "core-spec", "s": "oversubscribe", "t": "time", "V": "version", "v": "verbose",
+    "W": "wait", "w": "nodelist", "x": "exclude",
+}
+GPU_SELECTION = frozenset({"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"})
+# The contract's submitter-owned options, plus those that would break how
+# hyperion-submit drives sbatch (--wrap replaces the script, --wait blocks, ...).
+SUBMITTER_OWNED = frozenset({
+    "export", "export-file", "parsable", "output", "error", "array", "cpus-per-task", "mem",
+    "mem-per-cpu", "mem-per-gpu", "time", "wrap", "wait", "test-only", "help", "usage",
+    "version",
+}) | GPU_SELECTION
+PLACEHOLDERS = frozenset({"num_gpus"})
+_SHELL_CHARS = re.compile(r"[\s'\"`;|&$<>()\\]")
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def resolve_long(spelled: str) -> tuple[str, ...]:
+    """The sbatch long options `spelled` may name: the exact match, else every prefix match.
+
+    getopt_long takes an exact match, else a unique prefix, and rejects an
+    ambiguous one; so more than one result means sbatch would refuse it.
+    """
+    if spelled in SBATCH_LONG_OPTIONS:
+        return (spelled,)
+    return tuple(sorted(name for name in SBATCH_LONG_OPTIONS if name.startswith(spelled)))
+
+
+def _check_text(field: str, item: object) -> str:
+    if not isinstance(item, str):
+        raise InputError(field, f"expected an option string, got {item!r}")
+    if _SHELL_CHARS.search(item):
+        raise InputError(field, f"{item!r} looks like a shell fragment; each item must be one "
+                         "argument without whitespace, quotes or any of ;|&$`<>()\\")
+    for name in _BRACES.findall(item):
+        if name not in PLACEHOLDERS:
+            raise InputError(field, f"{item!r} uses unknown placeholder {{{name}}}; only {{num_gpus}} is allowed")
+    if _BRACES.sub("", item).count("{") or _BRACES.sub("", item).count("}"):
+        raise InputError(field, f"{item!r} has an unmatched brace; only {{num_gpus}} is allowed")
+    return item
+
+
+def _refuse(field: str, item: str, option: str, allow_gpu: bool) -> None:
+    if option in SUBMITTER_OWNED and not (allow_gpu and option in GPU_SELECTION):
+        why = ("GPU selection belongs in gpu_types" if option in GPU_SELECTION
+               else "hyperion-submit sets it itself")
+        raise InputError(field, f"{item!r} sets --{option}, which site options may not set ({why})")
+
+
+def _long(field: str, item: str, allow_gpu: bool) -> bool:
+    """Check one long option item; True if it still needs the next item as its value."""
+    spelled, has_value = item[2:].partition("=")[0], "=" in item
+    candidates = resolve_long(spelled)
+    if not candidates:
+        raise InputError(field, f"{item!r} is not an sbatch option")
+    for option in candidates:  # refused if any reading of the prefix is owned
+        _refuse(field, item, option, allow_gpu)
+    if len(candidates) > 1:
+        names = ", ".join(f"--{c}" for c in candidates)
+        raise InputError(field, f"{item!r} is an ambiguous sbatch option (could be {names})")
+    return SBATCH_LONG_OPTIONS[candidates[0]] == "r" and not has_value
+
+
+def _short(field: str, item: str, allow_gpu: bool) -> bool:
+    """Check a short-option cluster (``-c4``, ``-HQ``); True if the next item is its value."""
+    for pos, letter in enumerate(item[1:], start=1):
+        option = SBATCH_SHORT_OPTIONS.get(letter)
+        if option is None:
+            raise InputError(field, f"{item!r}: -{letter} is not an sbatch option")
+        _refuse(field, item, option, allow_gpu)
+        if SBATCH_LONG_OPTIONS[option] == "r":
+            return pos == len(item) - 1
+    return False
+
+
+def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tuple[str, ...]:
+    """Validate a list of site sbatch options; return them as a tuple.
+
+    `allow_gpu` is true only for a gpu_types entry, the one place GPU selection belongs.
+    """
+    if items is None:
+        return ()
+    if isinstance(items, str) or not isinstance(items, Sequence):
+        raise InputError(field, f"expected a list of option strings, got {items!r}")
+    checked = [_check_text(field, item) for item in items]
+    expects_value = False
+    for item in checked:
+        if expects_value:
+            expects_value = False
+            if not item.startswith("-"):
+                continue
+        if not item.startswith("-") or item in ("-", "--"):
+            raise InputError(field, f"{item!r} is not an option (items must start with -)")
+        if item.startswith("--"):
+            expects_value = _long(field, item, allow_gpu)
+        else:
+            expects_value = _short(field, item, allow_gpu)
+    if expects_value:
+        raise InputError(field, f"{checked[-1]!r} needs a value")
+    return tuple(checked)
