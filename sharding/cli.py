@@ -1,0 +1,178 @@
+"""``hyperion-checkpoint``: inspect a checkpoint and plan (or submit) retries of missing shards.
+
+Bad input prints one line ``hyperion-checkpoint: error: <field>: <problem>`` and
+exits 2. Skipped files (corrupt or foreign manifests, stray records) are
+reported as warnings on stderr and do not stop the command.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, NoReturn, Sequence
+
+from sharding.coverage import Coverage, coverage, coverage_json
+from sharding.errors import ShardingError
+from sharding.retry import RetryPlan, format_fields, format_ranges, plan_json, plan_retry
+from sharding.store import Checkpoint, FailedRecord, Problem
+
+PROG = "hyperion-checkpoint"
+FORMATS = ("fields", "json", "ranges", "array")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one ``field: problem`` line instead of usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument "):
+            field, _, problem = message[len("argument "):].partition(": ")
+            field = "command" if field.startswith("{") else field.split("/")[-1]
+        elif message.startswith("the following arguments are required: "):
+            field, problem = message.split(": ", 1)[1], "required"
+        elif message.startswith("unrecognized arguments: "):
+            field, problem = message.split(": ", 1)[1], "unrecognized argument"
+        else:
+            field, problem = "arguments", message
+        _fail(field, problem)
+
+
+def _fail(field: str, problem: str) -> NoReturn:
+    print(f"{PROG}: error: {field}: {problem}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _warn(problems: Sequence[Problem]) -> None:
+    for p in problems:
+        print(f"{PROG}: warning: {p.path}: {p.message}", file=sys.stderr)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Inspect a NeMo Curator compatible array checkpoint and retry missing shards.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{show,shards,failed,retry}")
+    helps = {"show": "run.json and shard counts", "shards": "per-shard complete/incomplete/failed",
+             "failed": "failed-task records by attempt", "retry": "incomplete shards as retry submissions"}
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("path", metavar="PATH", nargs="?", help="checkpoint directory")
+        p.add_argument("--checkpoint-path", dest="checkpoint_path", help="same as PATH (Curator's spelling)")
+        if name != "retry":
+            p.add_argument("--json", action="store_true", help="print JSON")
+    retry = sub.choices["retry"]
+    retry.add_argument("--format", choices=FORMATS, default="fields",
+                       help="fields (default): 'ARRAY_EXPRESSION SHARD_INDEX_OFFSET MINIMUM_SHARD_INDEX TOTAL_SHARDS' "
+                            "per window; json: plan with windows; ranges (alias array): the expression only")
+    retry.add_argument("--max-array-size", type=_positive, help="split into windows whose physical indices stay below N")
+    retry.add_argument("--submit", metavar="RECORD", help="resubmit the missing shards with this q/*.submit.json record")
+    return parser
+
+
+def _path(args: argparse.Namespace) -> str:
+    if args.path and args.checkpoint_path and args.path != args.checkpoint_path:
+        _fail("PATH", "given twice with different values (PATH and --checkpoint-path)")
+    path = args.path or args.checkpoint_path
+    if not path:
+        _fail("PATH", "required")
+    return path
+
+
+def _show(path: str, as_json: bool) -> int:
+    cov = coverage(path)
+    _warn(cov.problems)
+    attempts = {(r.job, r.array_task, r.restart) for r in cov.failed}
+    if as_json:
+        data = coverage_json(cov, per_shard=False)
+        data.update(failed_records=len(cov.failed), failed_attempts=len(attempts))
+        print(json.dumps(data, indent=2))
+        return 0
+    run, counts = cov.run, cov.counts()
+    print(f"checkpoint   {cov.checkpoint}")
+    print(f"run.json     minimum_shard_index={run.minimum_shard_index} total_shards={run.total_shards} "
+          f"(shards {run.minimum_shard_index}-{run.maximum_shard_index})")
+    for status, n in counts.items():
+        print(f"{status:<12} {n}")
+    print(f"failed-task records {len(cov.failed)} in {len(attempts)} attempt(s)")
+    if cov.problems:
+        print(f"skipped files {len(cov.problems)} (see warnings)")
+    return 0
+
+
+def _shards(path: str, as_json: bool) -> int:
+    cov: Coverage = coverage(path)
+    _warn(cov.problems)
+    if as_json:
+        print(json.dumps(coverage_json(cov), indent=2))
+        return 0
+    from sharding.ranges import compress
+    for status, shards in cov.by_status().items():
+        print(f"{status:<12} {len(shards):>6}  {compress(shards)}".rstrip())
+    return 0
+
+
+def _record_json(r: FailedRecord) -> dict[str, Any]:
+    return {"path": r.path, "shard": r.shard, "slurm_job": r.job, "array_task": r.array_task,
+            "restart": r.restart, "details": r.details}
+
+
+def _failed(path: str, as_json: bool) -> int:
+    records, problems = Checkpoint(path).scan_failed()
+    _warn(problems)
+    if as_json:
+        print(json.dumps([_record_json(r) for r in records], indent=2))
+        return 0
+    for r in records:
+        details = r.details or {}
+        tasks = ",".join(str(t) for t in details.get("task_ids", [])) or "-"
+        error = str(details.get("error", "")).splitlines()[0] if details.get("error") else "(empty marker)"
+        print(f"shard {r.shard}  job {r.job}  array_task {r.array_task}  restart {r.restart}  tasks {tasks}  {error}")
+        print(f"    {r.path}")
+    return 0
+
+
+def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None) -> int:
+    if max_array_size is not None and fmt in ("ranges", "array") and record is None:
+        _fail("--max-array-size", f"needs --format fields or json (--format {fmt} prints one expression without offsets)")
+    if record is not None:
+        from sharding.resubmit import resubmit
+        return resubmit(path, record, max_array_size)
+    plan: RetryPlan = plan_retry(path, max_array_size)
+    _warn(plan.problems)
+    if fmt == "json":
+        print(json.dumps(plan_json(plan), indent=2))
+        return 0
+    lines = format_fields(plan) if fmt == "fields" else format_ranges(plan)
+    for line in lines:
+        print(line)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    path = _path(args)
+    try:
+        if args.command == "show":
+            return _show(path, args.json)
+        if args.command == "shards":
+            return _shards(path, args.json)
+        if args.command == "failed":
+            return _failed(path, args.json)
+        return _retry(path, args.format, args.max_array_size, args.submit)
+    except ShardingError as exc:
+        _fail(exc.field, exc.problem)
+    except ValueError as exc:  # backends.errors.InputError from the bridge carries the same pair
+        if hasattr(exc, "field") and hasattr(exc, "problem"):
+            _fail(exc.field, exc.problem)  # type: ignore[attr-defined]
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
