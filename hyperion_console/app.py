@@ -1,0 +1,109 @@
+"""The console app and the one factory both the CLI and the tests build it with."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.worker import Worker, WorkerState
+
+from .commands import ConsoleCommands
+from .core import describe_error
+from .messages import Submitted
+from .screens.checkpoint import CheckpointScreen
+from .screens.help import HelpScreen
+from .screens.jobs import JobsScreen
+from .screens.submit import SubmitScreen
+
+SCREENS = ("submit", "jobs", "checkpoint")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the console was started on (command line or test)."""
+
+    cfg_dir: Path
+    checkpoint: Path | None = None
+    record: Path | None = None
+    search_dirs: tuple[Path, ...] = ()
+    submit_defaults: dict = field(default_factory=dict)
+    start: str = "submit"
+
+
+class HyperionConsole(App[None]):
+    CSS_PATH = "console.tcss"
+    TITLE = "Hyperion Console"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    BINDINGS = [
+        Binding("1", "show('submit')", "Submit"),
+        Binding("2", "show('jobs')", "Jobs"),
+        Binding("3", "show('checkpoint')", "Ckpt"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
+        self.settings = settings
+        self.submit_screen = SubmitScreen(settings.cfg_dir, settings.submit_defaults)
+        self.jobs_screen = JobsScreen(settings.search_dirs, settings.record)
+        self.checkpoint_screen = CheckpointScreen(settings.checkpoint, settings.record)
+
+    def on_mount(self) -> None:
+        for name in SCREENS:
+            self.install_screen(self.screen_named(name), name)
+        self.push_screen(self.settings.start)
+
+    def screen_named(self, name: str):
+        return {"submit": self.submit_screen, "jobs": self.jobs_screen,
+                "checkpoint": self.checkpoint_screen}[name]
+
+    def action_show(self, name: str) -> None:
+        if isinstance(self.screen, ModalScreen) or self.screen is self.screen_named(name):
+            return
+        self.switch_screen(name)
+        self.sub_title = name.capitalize()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, ModalScreen):
+            self.push_screen(HelpScreen())
+
+    def run_screen_action(self, screen: str | None, action: str) -> None:
+        """Palette entry point: go to the action's screen, then run it there."""
+        if screen is None:
+            self.call_later(self.run_action, action)
+            return
+        self.action_show(screen)
+        self.call_later(self.run_action, action, self.screen_named(screen))
+
+    def on_submitted(self, message: Submitted) -> None:
+        self.jobs_screen.open_record(Path(message.record_path))
+        self.action_show("jobs")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker's failure becomes a notification, never a crash."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.notify(describe_error(event.worker.error), title=event.worker.name or "error",
+                        severity="error", timeout=10)
+
+
+def make_app(cfg_dir: str | Path = "conf", checkpoint: str | Path | None = None,
+             record: str | Path | None = None, demo: bool = False,
+             demo_dir: str | Path | None = None) -> HyperionConsole:
+    """Build the console. With `demo`, first prepare the demo checkpoint (local backend)."""
+    cfg = Path(cfg_dir)
+    search = [Path.cwd()]
+    if demo:
+        from .demo import prepare_demo
+        paths = prepare_demo(Path(demo_dir) if demo_dir else None, cfg)
+        checkpoint, record = paths.checkpoint, paths.record
+        search.append(paths.root)
+    ckpt = Path(checkpoint).absolute() if checkpoint else None
+    rec = Path(record).absolute() if record else None
+    if rec is not None:
+        search.append(rec.parent.parent)
+    start = "checkpoint" if ckpt else "jobs" if rec else "submit"
+    return HyperionConsole(Settings(cfg_dir=cfg, checkpoint=ckpt, record=rec,
+                                    search_dirs=tuple(search), start=start))

@@ -1,0 +1,44 @@
+"""Command palette entries: every action of every screen, by name."""
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+# (title, help, screen or None for the app, action)
+ACTIONS: tuple[tuple[str, str, str | None, str], ...] = (
+    ("Show Submit screen", "form, validation and dry-run preview", None, "show('submit')"),
+    ("Show Jobs screen", "recent submissions and live task states", None, "show('jobs')"),
+    ("Show Checkpoint screen", "coverage, failed tasks and retry", None, "show('checkpoint')"),
+    ("Submit job", "submit the Submit form (asks first)", "submit", "submit"),
+    ("Cancel selected task", "scancel JOB_TASK (asks first)", "jobs", "cancel_task"),
+    ("Cancel whole job", "scancel JOB (asks first)", "jobs", "cancel_job"),
+    ("Cycle state filter", "Jobs: all, PENDING, RUNNING, ...", "jobs", "cycle_filter"),
+    ("Switch log source", "Jobs: program log, q/ .err, q/ .out", "jobs", "cycle_log"),
+    ("Reload recent submissions", "Jobs: search for q/*.submit.json again", "jobs", "reload"),
+    ("Reload checkpoint", "Checkpoint: read it again", "checkpoint", "reload"),
+    ("Resubmit missing shards", "Checkpoint: retry through the core (asks first)", "checkpoint",
+     "resubmit"),
+    ("Help", "keys and screens", None, "help"),
+    ("Quit", "leave the console", None, "quit"),
+)
+
+
+class ConsoleCommands(Provider):
+    """Runs each action on its screen, switching to that screen first."""
+
+    def _callback(self, screen: str | None, action: str) -> Callable[[], object]:
+        return partial(self.app.run_screen_action, screen, action)
+
+    async def discover(self) -> Hits:
+        for title, help_text, screen, action in ACTIONS:
+            yield DiscoveryHit(title, self._callback(screen, action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, screen, action in ACTIONS:
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), self._callback(screen, action),
+                          text=title, help=help_text)

@@ -1,0 +1,65 @@
+"""The Submit form's fields as a hyperion-submit argv, so the core parses them as the CLI does.
+
+Blank fields are left out, so the site YAML's defaults apply exactly as on the
+command line; nothing here validates values: the core's InputError does.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from backends.errors import InputError
+
+# form field -> hyperion-submit option (memory is special: its scope picks the option)
+OPTION_OF: dict[str, str] = {
+    "num_gpus": "--num-gpus",
+    "num_threads": "--num-threads",
+    "time": "--time",
+    "array": "--array",
+    "max_jobs_run": "--max-jobs-run",
+    "output_file": "--output-file",
+}
+MEM_SCOPES: dict[str, str] = {"node": "--mem", "cpu": "--mem-per-cpu"}
+
+
+@dataclass(frozen=True)
+class FormValues:
+    backend: str
+    cfg: str
+    num_gpus: str = ""
+    num_threads: str = ""
+    mem: str = ""
+    mem_scope: str = "node"
+    time: str = ""
+    array: str = ""
+    max_jobs_run: str = ""
+    output_file: str = ""
+    command: str = ""
+
+
+def form_argv(form: FormValues) -> list[str]:
+    """`[backend, --cfg, PATH, ..., --, command...]` (no program name)."""
+    argv = [form.backend, "--cfg", form.cfg]
+    for field, option in OPTION_OF.items():
+        value = getattr(form, field).strip()
+        if value:
+            argv += [option, value]
+    if form.mem.strip():
+        argv += [MEM_SCOPES[form.mem_scope], form.mem.strip()]
+    try:
+        command = shlex.split(form.command)
+    except ValueError as exc:
+        raise InputError("command", f"cannot split into words: {exc}") from exc
+    return argv + ["--", *command]
+
+
+def field_of_error(field: str) -> str | None:
+    """The form field an InputError's field names (`--mem-per-cpu` -> `mem`)."""
+    name = field.strip().lstrip("-").replace("-", "_")
+    if name in {"mem", "mem_per_cpu", "memory"}:
+        return "mem"
+    if name in {"cfg", "site", "config"}:
+        return "cfg"
+    if name in OPTION_OF or name == "command":
+        return name
+    return None

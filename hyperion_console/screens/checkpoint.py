@@ -1,0 +1,234 @@
+"""Checkpoint screen: run.json, shard coverage, failed-task records, retry preview, Resubmit.
+
+Coverage comes from sharding.coverage, the retry windows from sharding.retry
+(the same plan `hyperion-checkpoint retry` prints) and Resubmit goes through the
+bridge sharding.resubmit, so the console does exactly what the CLI does.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shlex
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static, TabbedContent, TabPane
+
+from ..core import describe_error, need
+from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
+from ..widgets.coverage import CoverageMap
+from .confirm import ConfirmScreen
+
+
+class CheckpointScreen(Screen):
+    BINDINGS = [
+        Binding("r", "reload", "Reload"),
+        Binding("ctrl+r", "resubmit", "Resubmit", priority=True),
+    ]
+
+    def __init__(self, checkpoint: Path | None = None, record: Path | None = None,
+                 max_array_size: int | None = None) -> None:
+        super().__init__(id="checkpoint")
+        self.checkpoint = checkpoint
+        self.record_path = record
+        self.initial_max = max_array_size
+        self.plan = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(id="ckpt-tabs"):
+            with TabPane("Coverage", id="tab-coverage"):
+                with VerticalScroll():
+                    yield Static("", id="ckpt-run")
+                    yield Static("", id="ckpt-map")
+                    yield Static("", id="ckpt-problems")
+            with TabPane("Failed", id="tab-failed"):
+                table = DataTable(id="ckpt-failed", cursor_type="row", zebra_stripes=True)
+                for column in ("shard", "job", "array task", "restart", "recorded", "details"):
+                    table.add_column(column, key=column)
+                yield table
+            with TabPane("Retry", id="tab-retry"):
+                with VerticalScroll():
+                    with Horizontal(classes="form-row"):
+                        yield Label("max array size", classes="form-label-wide")
+                        yield Input("" if self.initial_max is None else str(self.initial_max),
+                                    placeholder="none", id="max-array-size", compact=True)
+                    with Horizontal(classes="form-row"):
+                        yield Label("submit record", classes="form-label-wide")
+                        yield Input(str(self.record_path or ""), placeholder="q/NAME.submit.json",
+                                    id="record-path", compact=True)
+                    yield Static("", id="retry-summary")
+                    windows = DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
+                    for column in ("array", "offset", "minimum", "total", "shards"):
+                        windows.add_column(column, key=column)
+                    yield windows
+                    yield Static("", id="retry-commands")
+                    yield Button("Resubmit missing shards", id="resubmit", variant="error",
+                                 compact=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.action_reload()
+
+    def open(self, checkpoint: Path, record: Path | None = None) -> None:
+        self.checkpoint = checkpoint
+        if record is not None:
+            self.record_path = record
+            self.query_one("#record-path", Input).value = str(record)
+        self.action_reload()
+
+    def max_array_size(self) -> int | None:
+        text = self.query_one("#max-array-size", Input).value.strip()
+        if not text:
+            return None
+        if not text.isdigit():
+            raise need("sharding.errors", "ShardingError")("--max-array-size",
+                                                           f"must be a positive integer, got {text!r}")
+        return int(text)
+
+    def action_reload(self) -> None:
+        if self.checkpoint is None:
+            self.query_one("#ckpt-run", Static).update(
+                "No checkpoint: start with --checkpoint PATH (or --demo).")
+            return
+        try:
+            cov = need("sharding.coverage", "coverage")(self.checkpoint)
+        except Exception as exc:
+            self.query_one("#ckpt-run", Static).update(Text(describe_error(exc), style="bold red"))
+            self.notify(describe_error(exc), title="checkpoint", severity="error")
+            return
+        self.show_coverage(cov)
+        self.refresh_retry()
+
+    def show_coverage(self, cov) -> None:
+        store = need("sharding.store", "Checkpoint")(self.checkpoint)
+        run_text = Text.assemble(("checkpoint ", "bold"), str(self.checkpoint), "\n",
+                                 ("run.json   ", "bold"))
+        try:
+            run_text.append(store.run_path.read_text().strip())
+        except OSError as exc:
+            run_text.append(str(exc), style="red")
+        run_text.append(f"\nshards     {cov.run.minimum_shard_index}..{cov.run.maximum_shard_index}"
+                        f" ({cov.run.total_shards})")
+        self.query_one("#ckpt-run", Static).update(run_text)
+        self.query_one("#ckpt-map", Static).update(CoverageMap(cov))
+        problems = Text()
+        for problem in cov.problems:
+            problems.append(f"skipped {problem.path}: {problem.message}\n", style="yellow")
+        self.query_one("#ckpt-problems", Static).update(problems)
+        table = self.query_one("#ckpt-failed", DataTable)
+        table.clear()
+        for record in cov.failed:
+            when = dt.datetime.fromtimestamp(record.mtime).strftime("%Y-%m-%d %H:%M:%S")
+            details = "" if record.details is None else json.dumps(dict(record.details))
+            table.add_row(str(record.shard), record.job, record.array_task, record.restart, when,
+                          details, key=record.path)
+
+    @on(Input.Changed, "#max-array-size")
+    @on(Input.Changed, "#record-path")
+    def _retry_input_changed(self) -> None:
+        self.refresh_retry()
+
+    def refresh_retry(self) -> None:
+        """Plan the retry as `hyperion-checkpoint retry` does and show its windows and commands."""
+        summary = self.query_one("#retry-summary", Static)
+        windows = self.query_one("#retry-windows", DataTable)
+        commands = self.query_one("#retry-commands", Static)
+        windows.clear()
+        self.plan = None
+        if self.checkpoint is None:
+            return
+        try:
+            plan = need("sharding.retry", "plan_retry")(self.checkpoint, self.max_array_size())
+            fields = need("sharding.retry", "format_fields")(plan)
+        except Exception as exc:
+            summary.update(Text(describe_error(exc), style="bold red"))
+            commands.update("")
+            return
+        self.plan = plan
+        self.post_message(CheckpointLoaded(str(self.checkpoint), plan.missing))
+        if plan.complete:
+            summary.update(Text("every shard is complete: nothing to resubmit", style="green"))
+        else:
+            summary.update(Text.assemble(("missing ", "bold"), plan.expression,
+                                         f"  ({len(plan.missing)} shards, {len(plan.windows)} window(s))"))
+        for window, line in zip(plan.windows, fields):
+            expression, offset, minimum, total = line.split(" ")
+            windows.add_row(expression, offset, minimum, total, str(len(window.values)))
+        commands.update(self.retry_commands(plan, fields))
+
+    def retry_commands(self, plan, fields: list[str]) -> Text:
+        text = Text()
+        text.append("retry fields (hyperion-checkpoint retry --format fields):\n", style="bold")
+        for line in fields:
+            text.append(f"  {line}\n")
+        if plan.complete:
+            return text
+        record_text = self.query_one("#record-path", Input).value.strip()
+        if not record_text:
+            text.append("no submit record: give one above (or --record FILE) to resubmit\n",
+                        style="yellow")
+            return text
+        try:
+            record = need("backends.record", "load_record")(record_text)
+            options = need("sharding.resubmit", "retry_options")(plan, record)
+            argv = need("backends.plan", "submit_argv")(options)
+        except Exception as exc:
+            text.append(describe_error(exc) + "\n", style="bold red")
+            return text
+        text.append("resubmit runs:\n", style="bold")
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in getattr(options, "env", ()))
+        text.append(f"  {env + ' ' if env else ''}{shlex.join(argv)}\n")
+        return text
+
+    @on(Button.Pressed, "#resubmit")
+    def _resubmit_pressed(self) -> None:
+        self.action_resubmit()
+
+    def action_resubmit(self) -> None:
+        self.refresh_retry()
+        plan = self.plan
+        if plan is None:
+            self.notify("no retry plan (see the Retry tab)", severity="error")
+            return
+        if plan.complete:
+            self.notify("every shard is complete: nothing to resubmit", severity="warning")
+            return
+        record_text = self.query_one("#record-path", Input).value.strip()
+        if not record_text:
+            self.notify("resubmit: give the original submit record (--record FILE)",
+                        severity="error")
+            return
+        commands = str(self.query_one("#retry-commands", Static).content)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.post_message(ResubmitRequested(str(self.checkpoint), record_text,
+                                                    plan.max_array_size))
+                self.run_resubmit(plan, record_text)
+
+        self.app.push_screen(ConfirmScreen(f"Resubmit shards {plan.expression}?", commands,
+                                           yes="Resubmit"), answered)
+
+    @work(thread=True, exclusive=True, group="resubmit", exit_on_error=False)
+    def run_resubmit(self, plan, record_text: str) -> None:
+        record = need("backends.record", "load_record")(record_text)
+        result = need("sharding.resubmit", "resubmit")(plan, record)
+        path = _record_path_of(result)
+        self.app.call_from_thread(self.notify, f"resubmitted shards {plan.expression}")
+        self.app.call_from_thread(self.action_reload)
+        if path:
+            self.app.call_from_thread(self.app.post_message, Submitted(path))
+
+
+def _record_path_of(result) -> str | None:
+    """The record the bridge returned (one record, or the first of several)."""
+    if isinstance(result, (list, tuple)):
+        result = result[0] if result else None
+    path = getattr(result, "path", None) or getattr(result, "record_path", None)
+    return str(path) if path else None

@@ -1,0 +1,43 @@
+"""A yes/no dialog in front of every action that starts or stops jobs."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+from rich.text import Text
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Dismisses with True only on an explicit yes."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, title: str, detail: str = "", yes: str = "Yes") -> None:
+        super().__init__()
+        self.title_text = title
+        self.detail = detail
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog"):
+            yield Label(self.title_text, id="confirm-title")
+            with VerticalScroll(id="confirm-detail"):
+                yield Static(Text(self.detail))
+            with Horizontal(id="confirm-buttons"):
+                yield Button(self.yes, variant="error", id="confirm-yes", compact=True)
+                yield Button("No", variant="primary", id="confirm-no", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm-yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)

@@ -1,0 +1,370 @@
+"""Jobs screen: recent submissions, one record's tasks updated live, a log pane, cancel.
+
+States come only from the core: backends.poller.Poller for Slurm records (run in a
+thread worker, each update posted as a JobsUpdated message carrying only what
+changed) and backends.jobs for local records. The table is updated cell by cell.
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Label, Log, OptionList, ProgressBar, Select, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from ..core import describe_error, need
+from ..messages import CancelRequested, JobsUpdated, LogUpdated, RecordOpened
+from ..widgets.states import elapsed_text, state_name, state_text
+from .confirm import ConfirmScreen
+
+FILTERS: tuple[str, ...] = ("all", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
+                            "TIMEOUT", "OUT_OF_MEMORY")
+LOG_SOURCES: tuple[str, ...] = ("log", "err", "out")
+COLUMNS: tuple[tuple[str, str], ...] = (("value", "value"), ("job", "job"), ("state", "state"),
+                                        ("exit", "exit"), ("elapsed", "elapsed"), ("node", "node"))
+
+
+def task_key(job_id: str, task_id: int | None) -> str:
+    return job_id if task_id is None else f"{job_id}_{task_id}"
+
+
+def expected_tasks(record) -> dict[str, tuple[int, ...] | None]:
+    """Poller input: job id -> physical task ids (None for a non-array job)."""
+    expected: dict[str, list[int] | None] = {}
+    for task in record.tasks:
+        if task.array_task_id is None:
+            expected[task.job_id] = None
+        elif expected.get(task.job_id, []) is not None:
+            expected.setdefault(task.job_id, []).append(task.array_task_id)
+    return {job: None if ids is None else tuple(ids) for job, ids in expected.items()}
+
+
+class JobsScreen(Screen):
+    BINDINGS = [
+        Binding("f", "cycle_filter", "Filter"),
+        Binding("l", "cycle_log", "Log src"),
+        Binding("x", "cancel_task", "Cancel task"),
+        Binding("X", "cancel_job", "Cancel job"),
+        Binding("r", "reload", "Reload"),
+    ]
+
+    def __init__(self, search_dirs: Sequence[Path] = (), record: Path | None = None) -> None:
+        super().__init__(id="jobs")
+        self.search_dirs = list(search_dirs)
+        self.initial_record = record
+        self.record = None
+        self.record_path: str | None = None
+        self.tasks: dict[str, object] = {}        # row key -> TaskRecord
+        self.states: dict[str, object] = {}       # row key -> TaskState
+        self.filter = "all"
+        self.log_source = "log"
+        self.log_path: str | None = None
+        self._stop_poll = threading.Event()
+        self._stop_log = threading.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield OptionList(id="records")
+        with Horizontal(id="jobs-summary-row"):
+            yield Static("no submission selected", id="jobs-summary")
+            yield Select([(f, f) for f in FILTERS], value="all", allow_blank=False,
+                         id="state-filter", compact=True)
+        yield ProgressBar(total=1, show_eta=False, id="jobs-progress")
+        table = DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Label("log: (select a task)", id="log-title")
+        yield Log(id="log", max_lines=2000)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.action_reload()
+        if self.initial_record is not None:
+            self.open_record(self.initial_record)
+
+    def on_unmount(self) -> None:
+        self._stop_poll.set()
+        self._stop_log.set()
+
+    # -- recent submissions -------------------------------------------------
+    def add_search_dir(self, directory: Path) -> None:
+        if directory not in self.search_dirs:
+            self.search_dirs.append(directory)
+
+    def action_reload(self) -> None:
+        options = self.query_one("#records", OptionList)
+        options.clear_options()
+        try:
+            paths = need("backends.record", "find_records")(self.search_dirs)
+        except Exception as exc:
+            self.notify(describe_error(exc), title="recent submissions", severity="warning")
+            return
+        for path in list(paths)[:50]:
+            options.add_option(Option(self._record_label(Path(path)), id=str(path)))
+
+    def _record_label(self, path: Path) -> Text:
+        try:
+            record = need("backends.record", "load_record")(path)
+        except Exception:
+            return Text(f"{path.name}  (unreadable)", style="red")
+        jobs = ",".join(j.job_id for j in record.jobs) or record.backend
+        return Text.assemble((f"{record.backend:<5} ", "bold"), (f"{jobs:<14} ", "cyan"),
+                             f"{len(record.tasks):>5} tasks  ", (path.name, "dim"))
+
+    @on(OptionList.OptionSelected, "#records")
+    def _record_chosen(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.open_record(Path(event.option.id))
+
+    # -- one record ---------------------------------------------------------
+    def open_record(self, path: Path | str) -> None:
+        try:
+            record = need("backends.record", "load_record")(path)
+        except Exception as exc:
+            self.notify(describe_error(exc), title="cannot open record", severity="error")
+            return
+        self.show_record(record)
+        self.add_search_dir(Path(record.path).parent.parent.parent)
+        self.start_watching(record)
+
+    def show_record(self, record, states: Iterable = ()) -> None:
+        """Fill the table from a record's tasks (states unknown until the core reports)."""
+        self._stop_poll.set()
+        self.record, self.record_path = record, str(record.path)
+        self.tasks = {task_key(t.job_id, t.array_task_id): t for t in record.tasks}
+        self.states = {}
+        for state in states:
+            self.states[task_key(*state.key)] = state
+        self.rebuild_table()
+        self.post_message(RecordOpened(self.record_path, len(self.tasks)))
+
+    def start_watching(self, record) -> None:
+        self._stop_poll = threading.Event()
+        if record.backend == "slurm":
+            self.poll_slurm(record, self._stop_poll)
+        else:
+            self.poll_local(record, self._stop_poll)
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def poll_slurm(self, record, stop: threading.Event) -> None:
+        """The core's Poller in a thread; each update crosses to the UI as one message."""
+        poller = need("backends.poller", "Poller")(expected_tasks(record))
+        path = str(record.path)
+
+        def observer(update) -> None:
+            if not stop.is_set():
+                self.app.call_from_thread(self.post_message, JobsUpdated(
+                    path, update.changed, update.error, update.all_terminal))
+
+        poller.run(observer, stop)
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def poll_local(self, record, stop: threading.Event) -> None:
+        """Local records: re-read the core's per-task status until every task has ended."""
+        local_states = need("backends.jobs", "local_states")
+        path = str(record.path)
+        seen: dict[str, object] = {}
+        while not stop.is_set():
+            states = local_states(need("backends.record", "load_record")(path))
+            changed = [s for s in states if seen.get(task_key(*s.key)) != s]
+            for s in changed:
+                seen[task_key(*s.key)] = s
+            done = len(seen) == len(record.tasks) and all(s.state.is_terminal for s in seen.values())
+            if changed or done:
+                self.app.call_from_thread(self.post_message, JobsUpdated(path, changed, None, done))
+            if done:
+                return
+            stop.wait(0.5)
+
+    def on_jobs_updated(self, message: JobsUpdated) -> None:
+        if message.record_path != self.record_path:
+            return
+        self.apply_states(message.changed)
+        if message.error:
+            self.notify(message.error, title="poll error (retrying)", severity="warning")
+
+    def apply_states(self, changed: Iterable) -> None:
+        table = self.query_one("#tasks", DataTable)
+        rebuild = False
+        for state in changed:
+            key = task_key(*state.key)
+            old = self.states.get(key)
+            self.states[key] = state
+            if key not in self.tasks:
+                continue
+            if self.filter != "all" and (self._matches(old) != self._matches(state)):
+                rebuild = True
+            elif self._matches(state):
+                for column, value in self._state_cells(state).items():
+                    table.update_cell(key, column, value, update_width=True)
+        if rebuild:
+            self.rebuild_table()
+        else:
+            self.update_summary()
+
+    def _matches(self, state) -> bool:
+        return self.filter == "all" or state_name(getattr(state, "state", None)) == self.filter
+
+    @staticmethod
+    def _state_cells(state) -> dict[str, object]:
+        exit_code = "" if state.exit_code is None else str(state.exit_code)
+        if getattr(state, "signal", None):
+            exit_code += f" sig{state.signal}"
+        return {"state": state_text(state.state), "exit": exit_code,
+                "elapsed": elapsed_text(state.elapsed), "node": state.node or ""}
+
+    def rebuild_table(self) -> None:
+        table = self.query_one("#tasks", DataTable)
+        table.clear()
+        rows = []
+        for key, task in self.tasks.items():
+            state = self.states.get(key)
+            if not self._matches(state):
+                continue
+            cells = self._state_cells(state) if state else {
+                "state": Text("UNKNOWN", style="dim"), "exit": "", "elapsed": "", "node": ""}
+            value = "" if task.value is None else str(task.value)
+            job = task_key(task.job_id, task.array_task_id)
+            rows.append(((value, job, cells["state"], cells["exit"], cells["elapsed"],
+                          cells["node"]), key))
+        for cells, key in rows:
+            table.add_row(*cells, key=key)
+        self.update_summary()
+
+    def update_summary(self) -> None:
+        counts = Counter(state_name(s.state) for key, s in self.states.items() if key in self.tasks)
+        total = len(self.tasks)
+        known = sum(counts.values())
+        if total - known:
+            counts["UNKNOWN"] = total - known
+        done = sum(1 for key, s in self.states.items() if key in self.tasks and s.state.is_terminal)
+        summary = Text()
+        name = Path(self.record_path).name if self.record_path else ""
+        summary.append(f"{name} ", style="bold")
+        for state, count in sorted(counts.items()):
+            summary.append_text(state_text(_Named(state)))
+            summary.append(f" {count}  ")
+        self.query_one("#jobs-summary", Static).update(summary)
+        self.query_one("#jobs-progress", ProgressBar).update(total=max(total, 1), progress=done)
+
+    # -- filter ---------------------------------------------------------------
+    @on(Select.Changed, "#state-filter")
+    def _filter_changed(self, event: Select.Changed) -> None:
+        if event.value != self.filter:
+            self.filter = str(event.value)
+            self.rebuild_table()
+
+    def action_cycle_filter(self) -> None:
+        self.set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])
+
+    def set_filter(self, name: str) -> None:
+        self.query_one("#state-filter", Select).value = name
+        self.filter = name
+        self.rebuild_table()
+
+    # -- log pane ---------------------------------------------------------------
+    @on(DataTable.RowHighlighted, "#tasks")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.follow_selected()
+
+    def selected_task(self):
+        table = self.query_one("#tasks", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        return self.tasks.get(key)
+
+    def action_cycle_log(self) -> None:
+        self.log_source = LOG_SOURCES[(LOG_SOURCES.index(self.log_source) + 1) % len(LOG_SOURCES)]
+        self.follow_selected()
+
+    def follow_selected(self) -> None:
+        task = self.selected_task()
+        if task is None:
+            return
+        path = {"log": task.log, "err": task.slurm_err, "out": task.slurm_out}[self.log_source]
+        title = self.query_one("#log-title", Label)
+        if not path:
+            title.update(f"log [{self.log_source}]: none for this task")
+            return
+        if path == self.log_path:
+            return
+        self.log_path = path
+        title.update(f"log [{self.log_source}]: {path}")
+        self.query_one("#log", Log).clear()
+        self._stop_log.set()
+        self._stop_log = threading.Event()
+        self.follow_log(path, self._stop_log)
+
+    @work(thread=True, exclusive=True, group="log", exit_on_error=False)
+    def follow_log(self, path: str, stop: threading.Event) -> None:
+        """Re-read the tail through backends.tail; each read replaces the pending one."""
+        last_lines = need("backends.tail", "last_lines")
+        previous = None
+        while not stop.is_set() and not get_current_worker().is_cancelled:
+            try:
+                lines = tuple(last_lines(path, 200))
+            except FileNotFoundError:
+                lines = (f"(no file yet: {path})",)
+            if lines != previous:
+                previous = lines
+                self.app.call_from_thread(self.post_message, LogUpdated(path, lines))
+            stop.wait(0.5)
+
+    def on_log_updated(self, message: LogUpdated) -> None:
+        if message.path != self.log_path:
+            return
+        log = self.query_one("#log", Log)
+        log.clear()
+        log.write_lines(message.lines)
+
+    # -- cancel ---------------------------------------------------------------
+    def action_cancel_task(self) -> None:
+        task = self.selected_task()
+        if task is None:
+            self.notify("no task selected", severity="warning")
+            return
+        self._confirm_cancel([task_key(task.job_id, task.array_task_id)])
+
+    def action_cancel_job(self) -> None:
+        if self.record is None:
+            self.notify("no submission selected", severity="warning")
+            return
+        self._confirm_cancel([job.job_id for job in self.record.jobs])
+
+    def _confirm_cancel(self, targets: list[str]) -> None:
+        if self.record is None or self.record.backend != "slurm":
+            self.notify("cancel: only Slurm submissions can be cancelled", severity="warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.post_message(CancelRequested(targets))
+                self.run_cancel(targets)
+
+        self.app.push_screen(ConfirmScreen("Cancel with scancel?", "scancel " + " ".join(targets),
+                                           yes="Cancel"), answered)
+
+    @work(thread=True, group="cancel", exit_on_error=False)
+    def run_cancel(self, targets: list[str]) -> None:
+        need("backends.slurm.cancel", "cancel")(targets)
+        self.app.call_from_thread(self.notify, "cancelled " + " ".join(targets))
+
+
+class _Named:
+    """A state name with no enum behind it (UNKNOWN), for state_text."""
+
+    def __init__(self, name: str) -> None:
+        self.value = name
+        self.is_terminal = name not in {"PENDING", "RUNNING", "COMPLETING", "UNKNOWN",
+                                        "REQUEUED", "SUSPENDED"}

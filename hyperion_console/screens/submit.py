@@ -1,0 +1,182 @@
+"""Submit screen: a form over hyperion-submit's portable options with a live dry-run preview.
+
+Every keystroke re-runs the core's own parse_submit_argv + build_plan on the
+form's argv; the preview is describe_plan's text (what --dry-run prints) and the
+equivalent command line is submit_argv's.
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
+
+from ..core import describe_error, need
+from ..form import FormValues, field_of_error, form_argv
+from ..messages import PreviewUpdated, SubmitRequested, Submitted
+from .confirm import ConfirmScreen
+
+TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("num_gpus", "GPUs", "site default"),
+    ("num_threads", "threads", "site default"),
+    ("mem", "memory", "e.g. 8G"),
+    ("time", "time", "e.g. 01:00:00"),
+    ("array", "array", "JOB=1:10"),
+    ("max_jobs_run", "max running", "e.g. 4"),
+    ("output_file", "log path", "exp/log/run.JOB.log"),
+    ("command", "command", "words after --"),
+)
+
+
+def site_files(cfg_dir: Path) -> list[Path]:
+    return sorted(p for p in cfg_dir.glob("*.y*ml") if p.suffix in {".yaml", ".yml"})
+
+
+class SubmitScreen(Screen):
+    """Form on the left, preview on the right; ctrl+s submits after a confirmation."""
+
+    BINDINGS = [Binding("ctrl+s", "submit", "Submit", priority=True)]
+
+    def __init__(self, cfg_dir: Path, defaults: dict[str, str] | None = None) -> None:
+        super().__init__(id="submit")
+        self.cfg_dir = cfg_dir
+        self.defaults = defaults or {}
+        self.plan = None
+        self.argv: list[str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        sites = site_files(self.cfg_dir)
+        default_site = self.defaults.get("cfg") or next(
+            (str(p) for p in sites if p.name == "submit_test_cluster.yaml"),
+            str(sites[0]) if sites else Select.BLANK)
+        with Horizontal(id="submit-body"):
+            with VerticalScroll(id="submit-form"):
+                with Horizontal(classes="form-row"):
+                    yield Label("site", classes="form-label")
+                    yield Select([(p.name, str(p)) for p in sites], value=default_site,
+                                 allow_blank=not sites, id="cfg", compact=True)
+                with Horizontal(classes="form-row"):
+                    yield Label("backend", classes="form-label")
+                    yield Select([("local", "local"), ("slurm", "slurm")], id="backend",
+                                 value=self.defaults.get("backend", "slurm"),
+                                 allow_blank=False, compact=True)
+                for field, label, hint in TEXT_FIELDS:
+                    with Horizontal(classes="form-row"):
+                        yield Label(label, classes="form-label")
+                        yield Input(self.defaults.get(field, ""), placeholder=hint, id=field,
+                                    compact=True)
+                    if field == "mem":
+                        with Horizontal(classes="form-row"):
+                            yield Label("mem scope", classes="form-label")
+                            yield Select([("per node (--mem)", "node"),
+                                          ("per CPU (--mem-per-cpu)", "cpu")],
+                                         value=self.defaults.get("mem_scope", "node"),
+                                         allow_blank=False, id="mem_scope", compact=True)
+                yield Static("", id="submit-error")
+                yield Button("Submit", id="submit-button", variant="primary", compact=True)
+            with Vertical(id="submit-preview-pane"):
+                yield Static("", id="submit-command")
+                with VerticalScroll(id="submit-preview-scroll"):
+                    yield Static("", id="submit-preview")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_preview()
+
+    def form(self) -> FormValues:
+        values = {f: self.query_one(f"#{f}", Input).value for f, _, _ in TEXT_FIELDS}
+        cfg = self.query_one("#cfg", Select).value
+        backend = self.query_one("#backend", Select).value
+        scope = self.query_one("#mem_scope", Select).value
+        return FormValues(backend=str(backend), cfg="" if cfg is Select.BLANK else str(cfg),
+                          mem_scope=str(scope), **values)
+
+    def set_field(self, field: str, value: str) -> None:
+        """Fill one field (tests and the palette use it as a user would type)."""
+        widget = self.query_one(f"#{field}")
+        if isinstance(widget, Select):
+            widget.value = value
+        else:
+            widget.value = value
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self) -> None:
+        self.refresh_preview()
+
+    def refresh_preview(self) -> None:
+        """Plan the form through the core; show its preview or its one-line error."""
+        for widget in self.query(".invalid"):
+            widget.remove_class("invalid")
+        error_box = self.query_one("#submit-error", Static)
+        try:
+            argv = form_argv(self.form())
+            _, options = need("backends.plan", "parse_submit_argv")(argv)
+            plan = need("backends.plan", "build_plan")(_, options)
+            command = shlex.join(need("backends.plan", "submit_argv")(options))
+            preview = need("backends.plan", "describe_plan")(plan)
+        except Exception as exc:  # InputError, Unavailable: shown, never raised
+            self.plan, self.argv = None, None
+            message = describe_error(exc)
+            error_box.update(Text(message, style="bold red"))
+            field = field_of_error(getattr(exc, "field", ""))
+            if field:
+                self.query_one(f"#{field}").add_class("invalid")
+            self.post_message(PreviewUpdated(None, message))
+            return
+        self.plan, self.argv = plan, argv
+        error_box.update(Text("✓ valid", style="green"))
+        self.query_one("#submit-command", Static).update(Text("$ " + command, style="bold"))
+        self.query_one("#submit-preview", Static).update(Text(preview))
+        self.post_message(PreviewUpdated(command, None))
+
+    @on(Button.Pressed, "#submit-button")
+    def _pressed(self) -> None:
+        self.action_submit()
+
+    def action_submit(self) -> None:
+        self.refresh_preview()
+        if self.plan is None:
+            self.notify(str(self.query_one("#submit-error", Static).content),
+                        title="cannot submit", severity="error")
+            return
+        plan, argv = self.plan, list(self.argv or [])
+        detail = "$ " + str(self.query_one("#submit-command", Static).content)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.post_message(SubmitRequested(argv))
+                self.run_submission(plan, argv[0])
+
+        self.app.push_screen(ConfirmScreen(f"Submit to {argv[0]}?", detail, yes="Submit"),
+                             answered)
+
+    @work(thread=True, exclusive=True, group="submit", exit_on_error=False)
+    def run_submission(self, plan, backend: str) -> None:
+        """slurm: sbatch through the core, then watch; local: run in this worker while watching."""
+        if backend == "slurm":
+            record = need("backends.slurm.submit", "submit")(plan)
+            self.app.call_from_thread(self.app.post_message, Submitted(record.path))
+            return
+        run_local = need("backends.local.run", "run_local")
+        record_path = str(plan.record_path)
+        announced = []
+
+        def on_event(*_args) -> None:
+            if not announced and Path(record_path).exists():
+                announced.append(True)
+                self.app.call_from_thread(self.app.post_message, Submitted(record_path))
+
+        status = run_local(plan, on_event=on_event)
+        if not announced:
+            self.app.call_from_thread(self.app.post_message, Submitted(record_path))
+        severity = "information" if status == 0 else "error"
+        self.app.call_from_thread(self.app.notify, f"local run finished: exit status {status}",
+                                  severity=severity)

@@ -1,0 +1,1 @@
+"""Small widgets and renderables shared by the screens."""
