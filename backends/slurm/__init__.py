@@ -1,0 +1,1 @@
+"""The Slurm backend: batch script, sbatch argv, submission, waiting and cancelling."""

@@ -1,0 +1,62 @@
+"""The sbatch command line of one submission window (pure).
+
+Order: submitter-owned options first (--parsable, --export=ALL, job name,
+q/ output files, array, CPUs, memory, time), then the site's base_options,
+then the CPU or GPU policy, then the script. Site YAML values are single
+argument strings; nothing here goes through a shell.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from backends.record import log_stem, q_dir
+
+if TYPE_CHECKING:
+    from backends.config import SiteConfig
+    from backends.plan import SubmitOptions
+    from sharding.ranges import Window
+
+
+def slurm_file_pattern(options: SubmitOptions, suffix: str) -> str:
+    """Slurm's own stdout/stderr pattern in q/: slurm-%j.out, or slurm-%A_%a.out for arrays."""
+    name = "slurm-%A_%a" if options.array is not None else "slurm-%j"
+    return str(q_dir(options.output_file) / f"{name}.{suffix}")
+
+
+def request_options(options: SubmitOptions) -> list[str]:
+    """--cpus-per-task, then --mem or --mem-per-cpu, then --time (each only when set)."""
+    argv = [f"--cpus-per-task={options.num_threads}"]
+    if options.mem is not None:
+        argv.append(f"--mem={options.mem}")
+    elif options.mem_per_cpu is not None:
+        argv.append(f"--mem-per-cpu={options.mem_per_cpu}")
+    if options.time is not None:
+        argv.append(f"--time={options.time}")
+    return argv
+
+
+def array_option(options: SubmitOptions, window: Window | None) -> list[str]:
+    """``--array=<physical expression>[%max_jobs_run]`` for an array window, else nothing."""
+    if window is None:
+        return []
+    limit = f"%{options.max_jobs_run}" if options.max_jobs_run else ""
+    return [f"--array={window.expression}{limit}"]
+
+
+def sbatch_argv(site: SiteConfig, options: SubmitOptions, window: Window | None,
+                script_path: Path | str) -> list[str]:
+    """The full sbatch argv submitting `script_path` for one window (None: not an array)."""
+    return [
+        site.sbatch_command,
+        "--parsable",
+        "--export=ALL",
+        f"--job-name={log_stem(options.output_file)}",
+        f"--output={slurm_file_pattern(options, 'out')}",
+        f"--error={slurm_file_pattern(options, 'err')}",
+        *array_option(options, window),
+        *request_options(options),
+        *site.base_options,
+        *site.resource_options(options.num_gpus),
+        str(script_path),
+    ]
