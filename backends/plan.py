@@ -98,3 +98,125 @@ def submit_argv(options: SubmitOptions) -> list[str]:
     for key, value in options.env:
         argv += ["--env", f"{key}={value}"]
     return [*argv, "--", *options.command]
+
+
+def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
+    """Cross-checks between options (and the site) that no single field can make."""
+    if options.backend not in BACKENDS:
+        raise InputError("backend", f"expected 'local' or 'slurm', got {options.backend!r}")
+    if not options.command or not options.command[0].strip():
+        raise InputError("command", "no command after '--'")
+    if not options.output_file.strip():
+        raise InputError("--output-file", "required: the combined stdout/stderr log path")
+    check_count("--num-gpus", options.num_gpus, minimum=0)
+    check_count("--num-threads", options.num_threads, minimum=1)
+    if options.mem is not None and options.mem_per_cpu is not None:
+        raise InputError("--mem-per-cpu", "--mem and --mem-per-cpu are mutually exclusive; give only one")
+    check_memory("--mem", options.mem)
+    check_memory("--mem-per-cpu", options.mem_per_cpu)
+    check_time("--time", options.time)
+    if options.max_jobs_run is not None:
+        check_count("--max-jobs-run", options.max_jobs_run, minimum=1)
+        if options.array is None:
+            raise InputError("--max-jobs-run", "needs --array (it limits concurrently running array tasks)")
+    if options.array is not None and options.array.name not in options.output_file:
+        raise InputError("--output-file", f"{options.output_file!r} must contain the array name "
+                         f"{options.array.name} so that every task writes its own log")
+    if options.num_gpus > 0:
+        site.gpu_options(options.num_gpus)
+
+
+def record_options(options: SubmitOptions) -> dict:
+    """The resolved portable options as a record keeps them (JSON-ready)."""
+    array = options.array
+    return {
+        "num_gpus": options.num_gpus, "num_threads": options.num_threads, "mem": options.mem,
+        "mem_per_cpu": options.mem_per_cpu, "time": options.time,
+        "array": None if array is None else {"name": array.name, "values": list(array.values)},
+        "max_jobs_run": options.max_jobs_run, "output_file": os.path.abspath(options.output_file),
+        "command": list(options.command), "env": [list(pair) for pair in options.env],
+    }
+
+
+def launch_prefix(num_gpus: int) -> tuple[str, ...]:
+    """The contract's torchrun prefix for more than one GPU, nothing otherwise."""
+    if num_gpus > 1:
+        return ("torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={num_gpus}")
+    return ()
+
+
+def substitute(text: str, name: str | None, value: int | None) -> str:
+    """Every literal occurrence of NAME replaced by the value, as slurm.pl does."""
+    return text if name is None or value is None else text.replace(name, str(value))
+
+
+def _task(options: SubmitOptions, value: int | None) -> PlannedTask:
+    name = options.array.name if options.array else None
+    argv = launch_prefix(options.num_gpus) + tuple(substitute(a, name, value) for a in options.command)
+    env = ((name, str(value)),) if name is not None and value is not None else ()
+    log = os.path.abspath(substitute(options.output_file, name, value))
+    return PlannedTask(value, argv, log, env + tuple(options.env))
+
+
+def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, ...]:
+    from backends.slurm.argv import sbatch_argv
+    from backends.slurm.script import render_script
+    from sharding.ranges import split_windows
+
+    base = q_dir(options.output_file) / log_stem(options.output_file)
+    if options.array is None:
+        script_path = f"{base}.sh"
+        argv = sbatch_argv(site, options, None, script_path)
+        return (PlannedWindow(0, (), None, script_path, render_script(options, 0), tuple(argv)),)
+    planned = []
+    limit = f"%{options.max_jobs_run}" if options.max_jobs_run else ""
+    for number, window in enumerate(split_windows(options.array.values, site.max_array_size)):
+        script_path = f"{base}.sh" if number == 0 else f"{base}.offset{window.offset}.sh"
+        argv = sbatch_argv(site, options, window, script_path)
+        planned.append(PlannedWindow(window.offset, window.values, window.expression + limit,
+                                     script_path, render_script(options, window.offset), tuple(argv)))
+    return tuple(planned)
+
+
+def build_plan(site: SiteConfig, options: SubmitOptions) -> SubmitPlan:
+    """Validate and plan everything a submission would do (pure; raises InputError)."""
+    validate_options(site, options)
+    values: tuple[int | None, ...] = options.array.values if options.array else (None,)
+    is_local = options.backend == "local"
+    return SubmitPlan(
+        site=site, options=options, argv=("hyperion-submit", *submit_argv(options)),
+        tasks=tuple(_task(options, v) for v in values),
+        windows=() if is_local else _windows(site, options),
+        q_dir=str(q_dir(options.output_file)), record_path=str(record_path(options.output_file)),
+        results_path=str(local_results_path(options.output_file)) if is_local else None,
+    )
+
+
+def _task_label(plan: SubmitPlan, task: PlannedTask) -> str:
+    return "task" if task.value is None else f"task {plan.options.array.name}={task.value}"
+
+
+def describe_plan(plan: SubmitPlan) -> str:
+    """What ``--dry-run`` prints: every command that would run, nothing executed."""
+    import shlex
+
+    lines = [f"# hyperion-submit dry run ({plan.options.backend}); nothing was submitted or written",
+             f"# command line: {shlex.join(plan.argv)}",
+             f"# record: {plan.record_path}"]
+    if plan.options.backend == "local":
+        lines.append(f"# {len(plan.tasks)} task(s), run one after another, stopping at the first failure")
+        for task in plan.tasks:
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in task.env)
+            lines += [f"{_task_label(plan, task)}: log {task.log}",
+                      f"  {env + ' ' if env else ''}{shlex.join(task.argv)}"]
+        return "\n".join(lines) + "\n"
+    for number, window in enumerate(plan.windows, start=1):
+        what = f"array {window.array_expression}, offset {window.offset}" if window.array_expression else "single job"
+        lines += [f"# window {number}/{len(plan.windows)}: {what}",
+                  f"sbatch argv: {shlex.join(window.sbatch_argv)}",
+                  f"# batch script {window.script_path}:",
+                  window.script.rstrip("\n"),
+                  "# end of batch script"]
+    lines.append("# task logs:")
+    lines += [f"#   {_task_label(plan, t)}: {t.log}" for t in plan.tasks]
+    return "\n".join(lines) + "\n"

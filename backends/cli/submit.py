@@ -1,0 +1,76 @@
+"""hyperion-submit: run a command locally or as a Slurm job (array), synchronously.
+
+Exit status: 0 every task exited 0; 1 a task or the submission failed;
+2 bad input (one line on stderr, nothing run or written); 130 interrupted.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from backends.errors import InputError
+
+PROG = "hyperion-submit"
+USAGE = f"""\
+usage: {PROG} <local|slurm> --cfg SITE.yaml --output-file LOG [options] -- COMMAND [ARGS...]
+
+options:
+  --cfg PATH            site YAML (defaults and sbatch policy); required
+  --output-file PATH    combined stdout/stderr log; must contain NAME for arrays; required
+  --num-gpus N          GPUs per task (default from the site file, normally 0)
+  --num-threads N       CPU threads per task (default from the site file, normally 1)
+  --mem SIZE            memory per node, e.g. 8G (excludes --mem-per-cpu)
+  --mem-per-cpu SIZE    memory per CPU, e.g. 2G (excludes --mem)
+  --time DURATION       wall-clock limit, e.g. 168:00:00
+  --array NAME=A:B[,C:D|,E...]  one task per value; NAME is substituted in args and log
+  --max-jobs-run N      concurrently running Slurm array tasks (needs --array)
+  --env NAME=VALUE      extra variable exported to every task (repeatable)
+  --dry-run             print what would run (sbatch argv and script, or local commands)
+"""
+OK, FAILED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
+
+
+def _wants_help(argv: Sequence[str]) -> bool:
+    head = list(argv)[: list(argv).index("--")] if "--" in argv else list(argv)
+    return any(a in ("-h", "--help") for a in head)
+
+
+def _run(argv: Sequence[str]) -> int:
+    from backends.cli_options import parse_submit_request
+    from backends.plan import build_plan, describe_plan
+
+    try:
+        request = parse_submit_request(argv)
+        plan = build_plan(request.site, request.options)
+    except InputError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return BAD_INPUT
+    if request.dry_run:
+        sys.stdout.write(describe_plan(plan))
+        return OK
+    if plan.options.backend == "local":
+        from backends.local.run import print_event, run_local
+
+        array_name = plan.options.array.name if plan.options.array else None
+        return run_local(plan, lambda event: print_event(event, array_name))
+    from backends.slurm.submit import run_slurm
+
+    status = run_slurm(plan)
+    return status if status in (OK, INTERRUPTED) else FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if _wants_help(argv) or not argv:
+        (sys.stdout if argv else sys.stderr).write(USAGE)
+        return OK if argv else BAD_INPUT
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The hyperion-submit command line: ``<local|slurm> --cfg site.yaml [options] -- command``.
+
+Shared by the CLI and the console so both accept exactly the same text. The
+command after ``--`` is split off here (jsonargparse would swallow it), the
+site file is validated by `load_site` for precise messages, and jsonargparse's
+ActionConfigFile merges it under the command line (``--cfg`` moved first so
+the command line wins).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from backends.array import parse_array
+from backends.config import KEYS, SiteConfig, load_site
+from backends.errors import InputError
+from backends.plan import BACKENDS, SubmitOptions, validate_options
+from backends.resources import check_count, check_memory, check_time
+
+PORTABLE = ("output_file", "num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "array",
+            "max_jobs_run")
+SITE_ONLY = tuple(k for k in KEYS if k not in PORTABLE)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    site: SiteConfig
+    options: SubmitOptions
+    dry_run: bool = False
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """Submitter tokens and the command: everything after the first ``--``."""
+    if "--" not in argv:
+        raise InputError("--", "the command must follow a '--' separator: "
+                         "hyperion-submit <local|slurm> --cfg site.yaml [options] -- command ...")
+    cut = list(argv).index("--")
+    command = tuple(argv[cut + 1:])
+    if not command or not command[0].strip():
+        raise InputError("command", "no command after '--'")
+    return list(argv[:cut]), command
+
+
+def _cfg_first(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """(``--cfg`` tokens, the other tokens) so the config can be applied before the CLI."""
+    cfg: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--cfg":
+            if i + 1 >= len(tokens) or tokens[i + 1].startswith("--"):
+                raise InputError("--cfg", "expected a site YAML path")
+            cfg += tokens[i:i + 2]
+            i += 2
+            continue
+        if token.startswith("--cfg="):
+            cfg += ["--cfg", token[len("--cfg="):]]
+        else:
+            rest.append(token)
+        i += 1
+    if not cfg:
+        raise InputError("--cfg", "required: the site YAML file (e.g. --cfg conf/submit_test_cluster.yaml)")
+    return cfg, rest
+
+
+def _parser():
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    parser = ArgumentParser(prog="hyperion-submit", exit_on_error=False, allow_abbrev=False,
+                            default_meta=False)
+    parser.add_argument("--cfg", action=ActionConfigFile)
+    for key in PORTABLE:
+        parser.add_argument("--" + key.replace("_", "-"), dest=key, default=None)
+    parser.add_argument("--env", action="append", default=None)
+    parser.add_argument("--dry-run", dest="dry_run", action="store_true", default=False)
+    for key in SITE_ONLY:  # accepted from the YAML; refused on the command line below
+        parser.add_argument("--" + key, dest=key, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def _parse(parser, tokens: list[str]):
+    try:
+        return parser.parse_args(tokens)
+    except (argparse.ArgumentError, SystemExit, ValueError, TypeError) as err:
+        raise _input_error(str(err)) from None
+
+
+def _input_error(message: str) -> InputError:
+    text = " ".join(message.split())
+    match = re.match(r"unrecognized arguments: (\S+)", text)
+    if match:
+        return InputError(match[1], "unknown option (see hyperion-submit --help / the README)")
+    match = re.match(r"argument (\S+?)(?:/\S+)?: (.*)", text)
+    if match:
+        return InputError(match[1], match[2])
+    match = re.match(r'Parser key "([^"]+)": (.*)', text)
+    if match:
+        return InputError(match[1], match[2])
+    return InputError("arguments", text or "could not parse the command line")
+
+
+def _refuse_site_only(tokens: list[str]) -> None:
+    for token in tokens:
+        name = token.partition("=")[0]
+        if name.startswith("--") and name[2:].replace("-", "_") in SITE_ONLY:
+            raise InputError(name, "is a site YAML key, not a command-line option")
+
+
+def _env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not _ENV_NAME.match(key):
+            raise InputError("--env", f"{item!r} is not NAME=VALUE with a shell identifier NAME")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def _memory(site: SiteConfig, cli) -> tuple[str | None, str | None]:
+    """A command-line memory option replaces the site's memory default of either scope."""
+    if cli.mem is not None and cli.mem_per_cpu is not None:
+        raise InputError("--mem-per-cpu", "--mem and --mem-per-cpu are mutually exclusive; give only one")
+    if cli.mem is not None:
+        return check_memory("--mem", cli.mem), None
+    if cli.mem_per_cpu is not None:
+        return None, check_memory("--mem-per-cpu", cli.mem_per_cpu)
+    return site.mem, site.mem_per_cpu
+
+
+def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
+    """Parse and validate a full hyperion-submit argv (without the program name)."""
+    head, command = split_command(argv)
+    if not head or head[0] not in BACKENDS:
+        got = repr(head[0]) if head else "nothing"
+        raise InputError("backend", f"expected 'local' or 'slurm' first, got {got}")
+    cfg, rest = _cfg_first(head[1:])
+    _refuse_site_only(rest)
+    site = load_site(cfg[-1])
+    parser = _parser()
+    cli = _parse(parser, rest)                 # what the command line itself says
+    merged = _parse(parser, cfg + rest)        # YAML defaults under the command line
+    if merged.output_file is None:
+        raise InputError("--output-file", "required: the combined stdout/stderr log path")
+    mem, mem_per_cpu = _memory(site, cli)
+    array = parse_array(str(cli.array)) if cli.array is not None else None
+    max_jobs = cli.max_jobs_run
+    options = SubmitOptions(
+        backend=head[0], cfg=site.path, output_file=str(merged.output_file), command=command,
+        num_gpus=check_count("--num-gpus", merged.num_gpus if merged.num_gpus is not None else site.num_gpus, minimum=0),
+        num_threads=check_count("--num-threads", merged.num_threads if merged.num_threads is not None else site.num_threads, minimum=1),
+        mem=mem, mem_per_cpu=mem_per_cpu,
+        time=check_time("--time", cli.time) if cli.time is not None else site.time,
+        array=array,
+        max_jobs_run=None if max_jobs is None else check_count("--max-jobs-run", max_jobs, minimum=1),
+        env=_env(cli.env),
+    )
+    validate_options(site, options)
+    return SubmitRequest(site, options, bool(cli.dry_run))
+
+
+def parse_submit_argv(argv: Sequence[str]) -> tuple[SiteConfig, SubmitOptions]:
+    request = parse_submit_request(argv)
+    return request.site, request.options

@@ -1,0 +1,151 @@
+"""Running a plan on this machine: one child per array value, in order, stop at the first failure.
+
+Thin on purpose: the plan already says what to run and where to log; this
+module starts the processes, writes the shared log header/footer, and keeps
+the record and the per-task results file current for hyperion-jobs.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from backends import logheader
+from backends.plan import PlannedTask, SubmitPlan, record_options
+from backends.record import JobRecord, SubmitRecord, TaskRecord, save_record, write_json_atomic
+
+LOCAL_JOB = "local"
+
+
+@dataclass(frozen=True)
+class LocalEvent:
+    """A task started (`code` None) or ended (`code` its exit status)."""
+
+    kind: str                 # "start" | "end"
+    task: PlannedTask
+    code: int | None = None
+    elapsed: float | None = None
+
+
+def task_key(task: PlannedTask) -> str:
+    """The results-file key: the array value, or "single" for a plain job."""
+    return "single" if task.value is None else str(task.value)
+
+
+def local_record(plan: SubmitPlan) -> SubmitRecord:
+    options = plan.options
+    expression = options.array.slurm_expression() if options.array else None
+    return SubmitRecord(
+        path=plan.record_path, backend="local", argv=plan.argv, cfg=os.path.abspath(options.cfg),
+        options=record_options(options), script=None,
+        array_name=options.array.name if options.array else None,
+        jobs=(JobRecord(LOCAL_JOB, 0, expression),),
+        tasks=tuple(TaskRecord(t.value, LOCAL_JOB, t.value, t.log, None, None) for t in plan.tasks),
+        submitted_at=logheader.iso_now(), cwd=os.getcwd(),
+    )
+
+
+class _Results:
+    """q/<stem>.local.json, rewritten atomically at every task start and end."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+        self.tasks: dict[str, dict] = {}
+
+    def update(self, key: str, **fields: object) -> None:
+        self.tasks.setdefault(key, {}).update(fields)
+        write_json_atomic(self.path, {"tasks": self.tasks})
+
+
+def _returncode(code: int) -> int:
+    """A signal death as the shell reports it (128 + signal number)."""
+    return 128 - code if code < 0 else code
+
+
+def _run_child(task: PlannedTask, log) -> int:
+    env = {**os.environ, **dict(task.env)}
+    try:
+        child = subprocess.Popen(list(task.argv), stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT, env=env)
+    except FileNotFoundError:
+        log.write(f"hyperion-submit: {task.argv[0]}: command not found\n")
+        return 127
+    except PermissionError:
+        log.write(f"hyperion-submit: {task.argv[0]}: permission denied\n")
+        return 126
+    except OSError as err:
+        log.write(f"hyperion-submit: {task.argv[0]}: cannot run: {err.strerror or err}\n")
+        return 126
+    try:
+        return _returncode(child.wait())
+    except KeyboardInterrupt:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        raise
+
+
+def run_task(task: PlannedTask) -> tuple[int, float]:
+    """Run one task with its output (stdout and stderr) in its log; (exit status, seconds)."""
+    Path(task.log).parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(task.log, "w", encoding="utf-8", errors="replace") as log:
+        log.write(logheader.running_line(task.argv) + "\n")
+        log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
+        log.flush()
+        code = 130
+        try:
+            code = _run_child(task, log)
+        finally:
+            log.flush()
+            elapsed = time.monotonic() - started
+            log.write(logheader.ended_line(code, logheader.iso_now(), int(elapsed)) + "\n")
+    return code, elapsed
+
+
+def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None) -> int:
+    """Run every task in ascending order; 0 if all exit 0, else 1 (after the first failure).
+
+    KeyboardInterrupt is passed on (after recording the task as failed with 130).
+    """
+    emit = on_event or (lambda event: None)
+    save_record(local_record(plan))
+    results = _Results(plan.results_path or str(Path(plan.record_path).with_suffix(".local.json")))
+    for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
+        key = task_key(task)
+        results.update(key, state="RUNNING", exit_code=None, start=logheader.iso_now(), end=None)
+        emit(LocalEvent("start", task))
+        try:
+            code, elapsed = run_task(task)
+        except KeyboardInterrupt:
+            results.update(key, state="FAILED", exit_code=130, end=logheader.iso_now())
+            raise
+        results.update(key, state="COMPLETED" if code == 0 else "FAILED", exit_code=code,
+                       end=logheader.iso_now())
+        emit(LocalEvent("end", task, code, elapsed))
+        if code != 0:
+            return 1
+    return 0
+
+
+def print_event(event: LocalEvent, array_name: str | None = None) -> None:
+    """The CLI's one line per finished task (failures also name the log on stderr)."""
+    if event.kind != "end":
+        return
+    label = "task" if event.task.value is None else f"{array_name}={event.task.value}"
+    if event.code == 0:
+        print(f"{label}: ok ({event.elapsed:.1f} s), log {event.task.log}", flush=True)
+    else:
+        print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {event.task.log}",
+              flush=True)
+        print(f"hyperion-submit: {label} failed (exit code {event.code}); see {event.task.log}",
+              file=sys.stderr, flush=True)
