@@ -251,3 +251,26 @@ def filter_expected(states: Mapping[Key, TaskState],
             continue
         out[key] = state
     return out
+
+
+def scontrol_argv(slurm_id: str) -> list[str]:
+    return ["scontrol", "show", "job", "-o", slurm_id]
+
+
+def parse_std_paths(text: str) -> tuple[str | None, str | None]:
+    """StdOut= and StdErr= of a one-line ``scontrol show job -o`` answer."""
+    out = err = None
+    for word in text.split():
+        if word.startswith("StdOut="):
+            out = word[len("StdOut="):] or None
+        elif word.startswith("StdErr="):
+            err = word[len("StdErr="):] or None
+    return out, err
+
+
+def job_std_paths(slurm_id: str, runner: Runner = run_command) -> tuple[str | None, str | None]:
+    """Slurm's stdout/stderr files of a job or task still known to slurmctld, else (None, None)."""
+    result = runner(scontrol_argv(slurm_id))
+    if result.returncode != 0:
+        return None, None
+    return parse_std_paths(result.stdout.splitlines()[0] if result.stdout else "")
