@@ -1,0 +1,100 @@
+"""The example pipeline, run locally shard by shard as an array would run it."""
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+from sharding.example import make_input
+from sharding.retry import plan_retry
+from sharding.store import Checkpoint
+
+
+def _run(tmp_path, env, *extra):
+    return run_cli("hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+                   "--checkpoint", str(tmp_path / "ck"), *extra, env=env)
+
+
+def _outputs(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+def test_all_shards_cover_every_record_once_and_complete(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=12, records=3)
+    for shard in range(1, 6):
+        result = _run(tmp_path, cli_env, "--shard-index", str(shard), "--total-shards", "5", "--minimum-shard-index", "1")
+        assert result.returncode == 0, result.stderr
+    outputs = _outputs(tmp_path / "out")
+    assert sorted(outputs) == [f"p{i:06d}.jsonl" for i in range(12)]
+    records = [json.loads(line) for data in outputs.values() for line in data.decode().splitlines()]
+    assert len(records) == 36 and len({r["id"] for r in records}) == 36
+    assert {r["shard"] for r in records} <= set(range(1, 6))
+    assert plan_retry(tmp_path / "ck").complete
+    first = outputs
+    # A rerun is idempotent: same files, same bytes.
+    _run(tmp_path, cli_env, "--shard-index", "2", "--total-shards", "5", "--minimum-shard-index", "1")
+    assert _outputs(tmp_path / "out") == first
+
+
+def test_the_shard_comes_from_the_environment(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=4, records=1)
+    env = {**cli_env, "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": "0", "NEMO_CURATOR_SLURM_ARRAY_TOTAL_SHARDS": "2"}
+    result = _run(tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert Checkpoint(tmp_path / "ck").read_run().total_shards == 2
+    assert Checkpoint(tmp_path / "ck").completed()[0] == {0}
+
+
+def test_without_configuration_it_processes_everything_and_writes_no_manifest(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=3, records=2)
+    result = _run(tmp_path, cli_env)
+    assert result.returncode == 0 and "unsharded run: 3 of 3 source tasks" in result.stdout
+    assert len(_outputs(tmp_path / "out")) == 3
+    assert Checkpoint(tmp_path / "ck").read_run() is None
+
+
+def test_a_failing_record_fails_its_shard_once(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=6, records=2)
+    args = ("--shard-index", "SHARD", "--total-shards", "3", "--minimum-shard-index", "1", "--fail-record", "doc-0002-0001",
+            "--fail-once")
+    codes = {}
+    for shard in (1, 2, 3):
+        codes[shard] = _run(tmp_path, cli_env, *[str(shard) if a == "SHARD" else a for a in args]).returncode
+    assert sorted(codes.values()) == [0, 0, 1]
+    bad = next(s for s, c in codes.items() if c == 1)
+    store = Checkpoint(tmp_path / "ck")
+    assert plan_retry(store.path).missing == (bad,)
+    [record] = store.failed_records()
+    assert record.shard == bad and record.details["task_ids"] == ["p000002"]
+    assert "p000002.jsonl" not in _outputs(tmp_path / "out")
+    again = _run(tmp_path, cli_env, *[str(bad) if a == "SHARD" else a for a in args])
+    assert again.returncode == 0, again.stderr
+    assert plan_retry(store.path).complete
+    assert "p000002.jsonl" in _outputs(tmp_path / "out")
+
+
+def test_fail_record_from_the_environment_fails_every_time(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=1, records=1)
+    env = {**cli_env, "HYPERION_EXAMPLE_FAIL_ID": "doc-0000-0000", "SLURM_JOB_ID": "900",
+           "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "1"}
+    for _ in range(2):
+        assert _run(tmp_path, env).returncode == 1
+    records = Checkpoint(tmp_path / "ck").failed_records()
+    assert {Path(r.path).parts[-5:-1] for r in records} == {("slurm_job_900", "array_task_0", "restart_0", "shard_0")}
+
+
+def test_bad_configuration_is_one_line_exit_2(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=1, records=1)
+    result = _run(tmp_path, cli_env, "--shard-index", "1")
+    assert result.returncode == 2
+    assert result.stderr.startswith("hyperion-shard-example: error: HYPERION_ARRAY_TOTAL_SHARDS: not set")
+    assert len(result.stderr.splitlines()) == 1
+    _run(tmp_path, cli_env, "--shard-index", "1", "--total-shards", "4")
+    mismatch = _run(tmp_path, cli_env, "--shard-index", "1", "--total-shards", "5")
+    assert mismatch.returncode == 2 and "separate checkpoint path" in mismatch.stderr
+
+
+def test_make_input_command(tmp_path, cli_env):
+    result = run_cli("hyperion-shard-example", "make-input", str(tmp_path / "d"), "--files", "3", "--records", "4", env=cli_env)
+    assert result.returncode == 0
+    files = sorted((tmp_path / "d").glob("*.jsonl"))
+    assert len(files) == 3 and all(len(f.read_text().splitlines()) == 4 for f in files)

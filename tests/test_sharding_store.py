@@ -1,0 +1,150 @@
+"""Checkpoint store: Curator's byte layout, atomic run.json, tolerant readers."""
+import json
+import multiprocessing
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sharding.errors import ShardingError
+from sharding.store import Attempt, Checkpoint, RunConfig
+
+FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
+COMPLETION = Path(".nemo_curator_metadata/.slurm_array_completion")
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    target = tmp_path / name
+    shutil.copytree(FIXTURES / name, target)
+    return target
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_run_json_is_compact_sorted_json_at_curators_path(tmp_path):
+    store = Checkpoint(tmp_path)
+    assert store.ensure_run(RunConfig(1, 20)) is True
+    assert (tmp_path / COMPLETION / "run.json").read_text() == '{"minimum_shard_index":1,"total_shards":20}'
+    assert store.ensure_run(RunConfig(1, 20)) is False
+    assert store.read_run() == RunConfig(1, 20)
+    assert [p.name for p in (tmp_path / COMPLETION).iterdir()] == ["run.json"]  # no temp files left
+
+
+def test_a_different_run_is_refused_naming_both_values(tmp_path):
+    store = Checkpoint(tmp_path)
+    store.ensure_run(RunConfig(1, 20))
+    with pytest.raises(ShardingError) as err:
+        store.ensure_run(RunConfig(0, 20))
+    message = str(err.value)
+    assert '{"minimum_shard_index":1,"total_shards":20}' in message
+    assert '{"minimum_shard_index":0,"total_shards":20}' in message
+    assert "separate checkpoint path" in message
+    assert store.read_run() == RunConfig(1, 20)
+
+
+def test_completion_manifest_name_and_payload_match_curator(tmp_path):
+    store = Checkpoint(tmp_path)
+    run = RunConfig(0, 3)
+    store.ensure_run(run)
+    path = store.write_completion(0)
+    # The name Curator's docs show for shard 0 of a 3-shard run starting at 0.
+    assert path.name == "completed_slurm_array_3800bd4ecff9e7f6.json"
+    assert path.read_text() == '{"minimum_shard_index":0,"shard_index":0,"status":"completed","total_shards":3}'
+    assert store.write_completion(0) == path  # idempotent
+    assert store.completed() == ({0}, [])
+
+
+def test_completion_needs_run_json_and_a_shard_in_range(tmp_path):
+    store = Checkpoint(tmp_path)
+    with pytest.raises(ShardingError, match="run.json"):
+        store.write_completion(1)
+    store.ensure_run(RunConfig(1, 4))
+    with pytest.raises(ShardingError, match=r"outside the shard range \[1, 4\]"):
+        store.write_completion(5)
+
+
+def test_a_corrupt_run_json_is_an_error_not_a_crash(tmp_path):
+    (tmp_path / COMPLETION).mkdir(parents=True)
+    for text in ("{", "[]", '{"minimum_shard_index":"1","total_shards":2}', '{"minimum_shard_index":0,"total_shards":0}'):
+        (tmp_path / COMPLETION / "run.json").write_text(text)
+        with pytest.raises(ShardingError) as err:
+            Checkpoint(tmp_path).read_run()
+        assert err.value.field == "run.json"
+
+
+def test_curator_fixture_reads_as_curator_wrote_it(tmp_path):
+    root = _copy("curator_partial", tmp_path)
+    store = Checkpoint(root)
+    assert store.read_run() == RunConfig(0, 8)
+    assert store.completed() == ({0, 1, 2, 4, 5, 7}, [])
+    records, problems = store.scan_failed()
+    assert problems == []
+    assert sorted((r.job, r.array_task, r.restart, r.shard, r.details) for r in records) == [
+        ("1001", "3", "0", 3, None), ("1001", "5", "0", 5, None), ("1012", "0", "1", 3, None)]
+
+
+def test_corrupt_and_foreign_files_are_reported_and_kept(tmp_path):
+    root = _copy("corrupt", tmp_path)
+    before = _tree(root)
+    store = Checkpoint(root)
+    done, problems = store.completed()
+    assert done == {1, 2, 3, 4, 5, 6}
+    messages = {Path(p.path).name: p.message for p in problems}
+    assert len(messages) == 6
+    assert "unreadable" in messages["completed_slurm_array_00000000truncated.json"]
+    assert "not a JSON object" in messages["completed_slurm_array_0000000000list.json"]
+    assert "outside the run's range" in messages["completed_slurm_array_00000000000099.json"]
+    assert "lacks integer shard_index" in messages["completed_slurm_array_0000000000bool.json"]
+    assert any("status 'pending'" in m for m in messages.values())
+    assert any("another run" in m and "total_shards=20" in m for m in messages.values())
+    records, failed_problems = store.scan_failed()
+    by_shard = {r.shard: r for r in records}
+    assert by_shard[9].details == {"task_ids": ["p000004"], "error": "ValueError: bad record"}
+    assert by_shard[10].details is None  # unreadable JSON: still counts as a failure
+    assert sorted(Path(p.path).parent.name for p in failed_problems) == ["shard_10", "stray"]
+    assert _tree(root) == before  # readers never delete or rewrite
+
+
+def test_failed_records_are_attempt_scoped(tmp_path):
+    store = Checkpoint(tmp_path)
+    env = {"SLURM_JOB_ID": "77", "SLURM_ARRAY_TASK_ID": "4", "SLURM_RESTART_COUNT": "2"}
+    first = store.write_failed(5, Attempt.from_env(env), {"task_ids": ["p000001"]})
+    assert first.relative_to(tmp_path).as_posix() == (
+        ".nemo_curator_metadata/.failed_tasks/slurm_job_77/array_task_4/restart_2/shard_5/failed_tasks.json")
+    local = store.write_failed(5, Attempt.from_env({}))
+    assert f"slurm_job_local_{os.getpid()}/array_task_local/restart_0/shard_5" in local.as_posix()
+    assert local.read_text() == ""
+    assert {r.path for r in store.failed_records()} == {str(first), str(local)}
+
+
+def _race(path, total, barrier, results):
+    barrier.wait()
+    try:
+        results.put(("created" if Checkpoint(path).ensure_run(RunConfig(0, total)) else "validated", total))
+    except ShardingError as exc:
+        results.put(("refused", total, str(exc)))
+
+
+@pytest.mark.parametrize("totals", [(10, 10), (10, 11)])
+def test_two_processes_creating_run_json_at_once(tmp_path, totals):
+    ctx = multiprocessing.get_context("fork")
+    for attempt in range(5):
+        path = tmp_path / f"ck{attempt}"
+        barrier, results = ctx.Barrier(2), ctx.Queue()
+        procs = [ctx.Process(target=_race, args=(path, t, barrier, results)) for t in totals]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(30)
+        outcomes = sorted(results.get(timeout=5)[0] for _ in procs)
+        winner = Checkpoint(path).read_run()
+        if totals[0] == totals[1]:
+            assert outcomes == ["created", "validated"]
+        else:
+            assert outcomes == ["created", "refused"]
+        assert winner is not None and winner.total_shards in totals
+        assert json.loads((path / COMPLETION / "run.json").read_text()) == winner.payload()
+        assert [p.name for p in (path / COMPLETION).iterdir()] == ["run.json"]
