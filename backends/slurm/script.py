@@ -13,6 +13,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
+from backends.plan import launch_prefix
 
 if TYPE_CHECKING:
     from backends.plan import SubmitOptions
@@ -24,16 +25,9 @@ _CMD = "_hyperion_cmd"
 _RC = "_hyperion_rc"
 
 
-def torchrun_prefix(num_gpus: int) -> tuple[str, ...]:
-    """The contract's launcher prefix for more than one GPU, nothing otherwise."""
-    if num_gpus > 1:
-        return ("torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={num_gpus}")
-    return ()
-
-
 def launched_command(options: SubmitOptions) -> tuple[str, ...]:
     """The argv the batch script runs, before NAME substitution."""
-    return torchrun_prefix(options.num_gpus) + tuple(options.command)
+    return launch_prefix(options.num_gpus) + tuple(options.command)
 
 
 def splice(text: str, name: str | None) -> str:
