@@ -70,8 +70,7 @@ def _cfg_first(tokens: list[str]) -> tuple[list[str], list[str]]:
 def _parser():
     from jsonargparse import ActionConfigFile, ArgumentParser
 
-    parser = ArgumentParser(prog="hyperion-submit", exit_on_error=False, allow_abbrev=False,
-                            default_meta=False)
+    parser = ArgumentParser(prog="hyperion-submit", exit_on_error=False, allow_abbrev=False)
     parser.add_argument("--cfg", action=ActionConfigFile)
     for key in PORTABLE:
         parser.add_argument("--" + key.replace("_", "-"), dest=key, default=None)

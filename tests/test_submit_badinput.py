@@ -1,0 +1,140 @@
+"""Bad input through the real hyperion-submit: one line naming the field, exit 2, nothing run.
+
+Every case runs with both backends (the checks happen before either runs
+anything): no traceback, no q/ directory, no log file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import TEST_SITE, run_cli
+
+BASE = yaml.safe_load(TEST_SITE.read_text())
+
+
+def _site(**changes: object) -> str:
+    data = {**BASE, **changes}
+    return yaml.safe_dump({k: v for k, v in data.items() if v is not None}, sort_keys=False)
+
+
+def _gpu(options: list[str]) -> str:
+    return _site(gpu_types={"v100": {"options": options}})
+
+
+# (id, site YAML text or None for the test site, submitter args, command, expected field)
+ARRAY_LOG = "log/t.JOB.log"
+YAML_CASES = [
+    ("export", _site(base_options=["--export=NONE"]), "base_options"),
+    ("export-prefix", _site(base_options=["--exp=NONE"]), "base_options"),
+    ("output-prefix", _site(base_options=["--outp=x"]), "base_options"),
+    ("mem-per-prefix", _site(base_options=["--mem-p=1G"]), "base_options"),
+    ("short-output", _site(base_options=["-o", "x.out"]), "base_options"),
+    ("short-cpus-attached", _site(base_options=["-c4"]), "base_options"),
+    ("time-separate-value", _site(base_options=["--time", "10"]), "base_options"),
+    ("short-time-attached", _site(base_options=["-t10"]), "base_options"),
+    ("gres-in-base", _site(base_options=["--gres=gpu:1"]), "base_options"),
+    ("short-gpus", _site(base_options=["-G1"]), "base_options"),
+    ("array-in-base", _site(base_options=["--array=1-3"]), "base_options"),
+    ("parsable-in-base", _site(base_options=["--parsable"]), "base_options"),
+    ("gpus-in-cpu-options", _site(cpu_options=["--gpus=1"]), "cpu_options"),
+    ("mem-in-gpu-options", _gpu(["--partition=gpu", "--mem=1G"]), "gpu_types.v100.options"),
+    ("shell-semicolon", _site(base_options=["--account=a;rm -rf"]), "base_options"),
+    ("shell-subst", _site(base_options=["--qos=$(x)"]), "base_options"),
+    ("shell-backtick", _site(cpu_options=["--comment=`id`"]), "cpu_options"),
+    ("not-an-option", _site(base_options=["nodes=1"]), "base_options"),
+    ("unknown-sbatch-option", _site(base_options=["--nodez=1"]), "base_options"),
+    ("bad-placeholder", _gpu(["--partition=gpu", "--gres=gpu:v100:{gpus}"]), "gpu_types.v100.options"),
+    ("unknown-key", _site(num_gpu=1), "num_gpu"),
+    ("unquoted-time", TEST_SITE.read_text().replace('"00:10:00"', "168:00:00"), "time"),
+    ("bad-time", _site(time="ten hours"), "time"),
+    ("both-mem-scopes", _site(mem="8G", mem_per_cpu="2G"), "mem_per_cpu"),
+    ("bad-mem", _site(mem="8X"), "mem"),
+    ("zero-threads", _site(num_threads=0), "num_threads"),
+    ("negative-gpus", _site(num_gpus=-1), "num_gpus"),
+    ("not-a-mapping", "- a\n- b\n", "--cfg"),
+]
+CLI_CASES = [
+    ("both-mem-on-cli", ["--mem", "1G", "--mem-per-cpu", "1G", "--output-file", "log/t.log"], ["true"], "--mem-per-cpu"),
+    ("missing-output-file", [], ["true"], "--output-file"),
+    ("missing-separator", ["--output-file", "log/t.log", "true"], None, "--"),
+    ("empty-command", ["--output-file", "log/t.log"], [], "command"),
+    ("array-bad-name", ["--array", "1JOB=1:3", "--output-file", "log/t.1JOB.log"], ["true"], "--array"),
+    ("array-zero-start", ["--array", "JOB=0:3", "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("array-reversed", ["--array", "JOB=5:3", "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("array-not-integer", ["--array", "JOB=1:x", "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("array-name-not-in-log", ["--array", "JOB=1:3", "--output-file", "log/t.log"], ["true"], "--output-file"),
+    ("max-jobs-without-array", ["--max-jobs-run", "2", "--output-file", "log/t.log"], ["true"], "--max-jobs-run"),
+    ("max-jobs-zero", ["--array", "JOB=1:3", "--max-jobs-run", "0", "--output-file", ARRAY_LOG], ["true"], "--max-jobs-run"),
+    ("negative-gpus", ["--num-gpus", "-1", "--output-file", "log/t.log"], ["true"], "--num-gpus"),
+    ("gpus-not-integer", ["--num-gpus", "two", "--output-file", "log/t.log"], ["true"], "--num-gpus"),
+    ("zero-threads", ["--num-threads", "0", "--output-file", "log/t.log"], ["true"], "--num-threads"),
+    ("bad-mem", ["--mem", "lots", "--output-file", "log/t.log"], ["true"], "--mem"),
+    ("bad-time", ["--time", "1:2:3:4", "--output-file", "log/t.log"], ["true"], "--time"),
+    ("unknown-option", ["--foo", "1", "--output-file", "log/t.log"], ["true"], "--foo"),
+    ("site-key-on-cli", ["--base_options", "--nodes=1", "--output-file", "log/t.log"], ["true"], "--base_options"),
+    ("option-without-value", ["--output-file"], ["true"], "--output-file"),
+]
+
+
+def _check_rejected(result, tmp_path: Path, field: str) -> None:
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"hyperion-submit: error: {field}: "), lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not list(tmp_path.rglob("q")), "a q/ directory was created"
+    assert not list(tmp_path.rglob("*.log")), "a log was written"
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+@pytest.mark.parametrize("site_text,field", [c[1:] for c in YAML_CASES], ids=[c[0] for c in YAML_CASES])
+def test_bad_site_file_is_one_line_exit_2(tmp_path, cli_env, backend, site_text, field):
+    site = tmp_path / "site.yaml"
+    site.write_text(site_text)
+    args = ["--output-file", "log/t.log"]
+    if field == "default_gpu_type":
+        args += ["--num-gpus", "1"]
+    result = run_cli("hyperion-submit", backend, "--cfg", str(site), *args, "--", "true",
+                     cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, field)
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+@pytest.mark.parametrize("args,command,field", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
+def test_bad_command_line_is_one_line_exit_2(tmp_path, cli_env, backend, args, command, field):
+    tail = [] if command is None else ["--", *command]
+    result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), *args, *tail,
+                     cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, field)
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+def test_gpus_without_a_defined_default_gpu_type(tmp_path, cli_env, backend):
+    site = tmp_path / "site.yaml"
+    site.write_text(_site(default_gpu_type="a100"))
+    result = run_cli("hyperion-submit", backend, "--cfg", str(site), "--num-gpus", "1",
+                     "--output-file", "log/t.log", "--", "true", cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, "default_gpu_type")
+    assert "a100" in result.stderr
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["sge", "--cfg", str(TEST_SITE), "--output-file", "t.log", "--", "true"], "backend"),
+    (["local", "--output-file", "t.log", "--", "true"], "--cfg"),
+    (["local", "--cfg", "does-not-exist.yaml", "--output-file", "t.log", "--", "true"], "--cfg"),
+], ids=["unknown-backend", "missing-cfg", "cfg-not-found"])
+def test_bad_backend_or_cfg(tmp_path, cli_env, argv, field):
+    result = run_cli("hyperion-submit", *argv, cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, field)
+
+
+def test_unquoted_time_message_says_to_quote_it(tmp_path, cli_env):
+    site = tmp_path / "site.yaml"
+    site.write_text(TEST_SITE.read_text().replace('"00:10:00"', "168:00:00"))
+    result = run_cli("hyperion-submit", "local", "--cfg", str(site), "--output-file", "t.log",
+                     "--", "true", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 2
+    assert "604800" in result.stderr and "quote" in result.stderr
