@@ -1,0 +1,119 @@
+"""The bridge from a retry plan to hyperion-submit's core: rerun only the missing shards.
+
+The only `sharding` module that imports `backends`. It reuses the original
+submission's record (q/<stem>.submit.json) so the retry runs the same command
+with the same resources, logs and site file; only the array changes (to the
+missing shards) and the run's shard configuration is exported so a program
+reading HYPERION_ARRAY_* keeps the original total and minimum.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Iterator, TextIO
+
+from backends.array import ArraySpec
+from backends.config import load_site
+from backends.errors import InputError
+from backends.plan import SubmitOptions, SubmitPlan, build_plan
+from backends.record import SubmitRecord, load_record
+from sharding.retry import RetryPlan, plan_retry
+
+PROG = "hyperion-checkpoint"
+RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
+
+
+def _array_name(record: SubmitRecord) -> str:
+    array = record.options.get("array") or {}
+    name = record.array_name or array.get("name")
+    if not name:
+        raise InputError("record", f"{record.path} is not an array submission: nothing to restrict to the missing shards")
+    return str(name)
+
+
+def retry_options(plan: RetryPlan, record: SubmitRecord) -> SubmitOptions:
+    """The record's options with the array restricted to ``plan.missing`` and the run exported."""
+    if not plan.missing:
+        raise InputError("checkpoint", f"{plan.checkpoint}: every shard is complete; nothing to resubmit")
+    if plan.missing[0] < 1:
+        raise InputError("run.json", f"shard {plan.missing[0]} is missing but hyperion-submit array values start "
+                         "at 1; submit shard 0 by hand (or use minimum_shard_index >= 1 for new runs)")
+    opts = record.options
+    env = tuple((k, v) for k, v in (tuple(pair) for pair in opts.get("env") or ()) if k not in RUN_ENV)
+    env += ((RUN_ENV[0], str(plan.run.total_shards)), (RUN_ENV[1], str(plan.run.minimum_shard_index)))
+    return SubmitOptions(
+        backend=record.backend, cfg=record.cfg, output_file=str(opts["output_file"]),
+        command=tuple(opts["command"]), num_gpus=int(opts.get("num_gpus") or 0),
+        num_threads=int(opts.get("num_threads") or 1), mem=opts.get("mem"), mem_per_cpu=opts.get("mem_per_cpu"),
+        time=opts.get("time"), array=ArraySpec(_array_name(record), plan.missing),
+        max_jobs_run=opts.get("max_jobs_run"), env=env)
+
+
+@dataclass(frozen=True)
+class Resubmission:
+    """What a retry would submit: ``plan`` is None when every shard is complete."""
+
+    retry: RetryPlan
+    record: SubmitRecord | None
+    plan: SubmitPlan | None
+
+
+def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = None) -> Resubmission:
+    """Plan without running anything (reads the checkpoint, the record and the site file).
+
+    ``max_array_size`` (if given) also caps the site's own limit, so windows
+    match what ``retry --format fields --max-array-size`` printed.
+    """
+    retry = plan_retry(path, max_array_size)
+    if retry.complete:
+        return Resubmission(retry, None, None)
+    record = load_record(os.path.abspath(record_path))
+    site = load_site(record.cfg)
+    if max_array_size is not None:
+        limit = min(max_array_size, site.max_array_size or max_array_size)
+        site = dataclasses.replace(site, max_array_size=limit)
+    return Resubmission(retry, record, build_plan(site, retry_options(retry, record)))
+
+
+@contextlib.contextmanager
+def _working_dir(path: str) -> Iterator[None]:
+    """Run where the original was submitted: its command may use relative paths."""
+    before = os.getcwd()
+    os.chdir(path if os.path.isdir(path) else before)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def run_submit_plan(plan: SubmitPlan) -> int:
+    """Run with the record's backend, synchronously, as hyperion-submit would."""
+    if plan.options.backend == "local":
+        from backends.local.run import print_event, run_local
+        return run_local(plan, lambda event: print_event(event, plan.options.array.name if plan.options.array else None))
+    from backends.slurm.submit import run_slurm
+    return run_slurm(plan)
+
+
+def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None) -> int:
+    """Resubmit the missing shards of checkpoint ``path`` like ``record_path``; the exit status.
+
+    0 when nothing is missing (nothing is submitted) or every resubmitted task
+    succeeded; 1 when a task failed. Bad input raises InputError/ShardingError.
+    """
+    err = err or sys.stderr
+    prepared = prepare_resubmit(os.path.abspath(path), os.path.abspath(record_path), max_array_size)
+    retry, plan = prepared.retry, prepared.plan
+    for problem in retry.problems:
+        print(f"{PROG}: warning: {problem.path}: {problem.message}", file=err)
+    if plan is None or prepared.record is None:
+        print(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted", file=err)
+        return 0
+    print(f"{PROG}: resubmitting {len(retry.missing)} of {retry.run.total_shards} shard(s) ({retry.expression}) "
+          f"in {prepared.record.cwd}: {shlex.join(plan.argv)}", file=err, flush=True)
+    with _working_dir(prepared.record.cwd):
+        return run_submit_plan(plan)
