@@ -1,0 +1,42 @@
+"""End to end on the real cluster: 20 shards, one fails, retry finds it, --submit reruns it."""
+import json
+
+import pytest
+from conftest import run_cli
+
+from sharding.assign import shard_for
+from sharding.example import make_input
+
+
+@pytest.mark.slurm
+def test_twenty_shards_one_fails_and_is_resubmitted(slurm_cluster, test_site, tmp_path, cli_env):
+    make_input(tmp_path / "in", files=20, records=3)
+    poison_task = "p000007"  # holds doc-0007-0001
+    bad_shard = shard_for(poison_task, 20, 1)
+    first = run_cli(
+        "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:20",
+        "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
+        "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+        "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "20",
+        "--minimum-shard-index", "1", "--fail-record", "doc-0007-0001", "--fail-once",
+        cwd=tmp_path, env=cli_env, timeout=180)
+    assert first.returncode == 1, first.stderr
+    ck = str(tmp_path / "ck")
+
+    retry = run_cli("hyperion-checkpoint", "retry", ck, "--format", "fields", env=cli_env)
+    assert retry.stdout == f"{bad_shard} 0 1 20\n", retry.stderr
+    failed = json.loads(run_cli("hyperion-checkpoint", "failed", ck, "--json", env=cli_env).stdout)
+    assert [(r["shard"], r["details"]["task_ids"]) for r in failed] == [(bad_shard, [poison_task])]
+    assert failed[0]["slurm_job"].isdigit() and failed[0]["array_task"] == str(bad_shard)  # offset 0: physical = logical
+
+    record = tmp_path / "log" / "q" / "shard.SHARD.submit.json"
+    again = run_cli("hyperion-checkpoint", "retry", ck, "--submit", str(record), env=cli_env, timeout=180)
+    assert again.returncode == 0, again.stderr
+    assert f"--array SHARD={bad_shard}" in again.stderr
+
+    assert run_cli("hyperion-checkpoint", "retry", ck, env=cli_env).stdout == ""
+    shards = json.loads(run_cli("hyperion-checkpoint", "shards", ck, "--json", env=cli_env).stdout)
+    assert shards["counts"] == {"complete": 20, "incomplete": 0, "failed": 0}
+    outputs = sorted(p.name for p in (tmp_path / "out").glob("*.jsonl"))
+    assert outputs == [f"p{i:06d}.jsonl" for i in range(20)]
+    assert (tmp_path / "log" / f"shard.{bad_shard}.log").exists()
