@@ -1,0 +1,93 @@
+"""hyperion-submit as a command: help, --dry-run, and real submissions to the test cluster."""
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backends.logheader import parse_ended
+from backends.plan import parse_submit_argv
+from backends.record import load_record
+from conftest import TEST_SITE, run_cli
+
+PY = sys.executable
+
+
+def test_help_prints_usage(cli_env):
+    result = run_cli("hyperion-submit", "--help", env=cli_env)
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: hyperion-submit <local|slurm>")
+    assert "--max-jobs-run" in result.stdout
+
+
+def test_slurm_dry_run_prints_windows_and_scripts_and_touches_nothing(tmp_path, cli_env):
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--dry-run",
+                     "--array", "JOB=1:2,1500", "--max-jobs-run", "2", "--output-file", "log/t.JOB.log",
+                     "--", "prog", "--part", "JOB", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    sbatch = [shlex.split(line.split(": ", 1)[1]) for line in out.splitlines() if line.startswith("sbatch argv:")]
+    assert len(sbatch) == 2
+    assert "--array=1-2%2" in sbatch[0] and "--array=499%2" in sbatch[1]
+    assert sbatch[0][-1] == str(tmp_path / "log" / "q" / "t.JOB.sh")
+    assert sbatch[1][-1] == str(tmp_path / "log" / "q" / "t.JOB.offset1001.sh")
+    assert "JOB=$(( SLURM_ARRAY_TASK_ID + 1001 ))" in out
+    assert "--export=ALL" in sbatch[0] and "--partition=cpu" in sbatch[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_command_line_reparses_to_the_same_options(tmp_path, cli_env):
+    argv = ["slurm", "--cfg", str(TEST_SITE), "--num-threads", "3", "--mem-per-cpu", "1G",
+            "--array", "JOB=1:4", "--output-file", "t.JOB.log", "--", "echo", "JOB"]
+    result = run_cli("hyperion-submit", *argv[:1], "--dry-run", *argv[1:], cwd=tmp_path, env=cli_env)
+    line = next(l for l in result.stdout.splitlines() if l.startswith("# command line: "))
+    shown = shlex.split(line[len("# command line: "):])
+    assert shown[0] == "hyperion-submit"
+    assert parse_submit_argv(shown[1:]) == parse_submit_argv(argv)
+
+
+@pytest.mark.slurm
+def test_slurm_array_failure_names_the_task_and_exits_1(slurm_cluster, tmp_path, cli_env):
+    script = "import os, sys; print('value', os.environ['J' 'OB'], sys.argv[1]); sys.exit(5 if sys.argv[1] == '2' else 0)"
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3",
+                     "--output-file", "log/t.JOB.log", "--", PY, "-c", script, "JOB",
+                     cwd=tmp_path, env=cli_env, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert str(tmp_path / "log" / "t.2.log") in result.stderr
+    assert "Traceback" not in result.stderr
+    record = load_record(tmp_path / "log" / "q" / "t.JOB.submit.json")
+    assert record.backend == "slurm" and [t.value for t in record.tasks] == [1, 2, 3]
+    for value in (1, 2, 3):
+        lines = (tmp_path / "log" / f"t.{value}.log").read_text().splitlines()
+        assert lines[2] == f"value {value} {value}"
+        assert parse_ended(lines[-1])[0] == (5 if value == 2 else 0)
+
+
+@pytest.mark.slurm
+def test_slurm_windows_keep_logical_values(slurm_cluster, tmp_path, cli_env):
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1000:1002",
+                     "--output-file", "t.JOB.log", "--", "echo", "task", "JOB",
+                     cwd=tmp_path, env=cli_env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    record = load_record(tmp_path / "q" / "t.JOB.submit.json")
+    assert [(j.offset, j.array_expression) for j in record.jobs] == [(0, "1000"), (1001, "0-1")]
+    for value in (1000, 1001, 1002):
+        assert (tmp_path / f"t.{value}.log").read_text().splitlines()[2] == f"task {value}"
+
+
+@pytest.mark.slurm
+def test_sbatch_refusal_is_one_line_exit_1_with_script_kept(slurm_cluster, tmp_path, cli_env):
+    site = yaml.safe_load(TEST_SITE.read_text())
+    del site["max_array_size"]  # so the launcher does not split: Slurm refuses index 1500
+    cfg = tmp_path / "site.yaml"
+    cfg.write_text(yaml.safe_dump(site))
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(cfg), "--array", "JOB=1500:1501",
+                     "--output-file", "t.JOB.log", "--", "true", cwd=tmp_path, env=cli_env, timeout=120)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert str(tmp_path / "q" / "t.JOB.sh") in lines[0]
+    assert (tmp_path / "q" / "t.JOB.sh").exists()

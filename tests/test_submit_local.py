@@ -1,0 +1,136 @@
+"""hyperion-submit local, run as a user runs it: real child processes, real logs."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from backends.logheader import parse_ended
+from backends.record import load_record
+from conftest import TEST_SITE, run_cli
+
+PY = sys.executable
+
+
+def submit(tmp_path: Path, env: dict, *args: str, timeout: float = 60):
+    return run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), *args,
+                   cwd=tmp_path, env=env, timeout=timeout)
+
+
+def body(log: Path) -> list[str]:
+    """The log without its header (2 lines) and footer (1 line)."""
+    return log.read_text().splitlines()[2:-1]
+
+
+def test_array_runs_in_ascending_order_and_stops_at_first_failure(tmp_path, cli_env):
+    order = tmp_path / "order.txt"
+    script = (f"import os, sys; open({str(order)!r}, 'a').write(os.environ['J' 'OB'] + '\\n'); "
+              "sys.exit(3 if os.environ['J' 'OB'] == '3' else 0)")  # 'J' 'OB': not substituted
+    result = submit(tmp_path, cli_env, "--array", "JOB=1:2,3:5", "--output-file", "log/t.JOB.log",
+                    "--", PY, "-c", script)
+    assert result.returncode == 1
+    assert order.read_text().split() == ["1", "2", "3"]
+    assert [p.name for p in sorted((tmp_path / "log").glob("t.*.log"))] == ["t.1.log", "t.2.log", "t.3.log"]
+    assert "exit code 3" in result.stderr and str(tmp_path / "log" / "t.3.log") in result.stderr
+    assert "Traceback" not in result.stderr
+    results = json.loads((tmp_path / "log" / "q" / "t.JOB.local.json").read_text())["tasks"]
+    assert {k: (v["state"], v["exit_code"]) for k, v in results.items()} == {
+        "1": ("COMPLETED", 0), "2": ("COMPLETED", 0), "3": ("FAILED", 3)}
+
+
+def test_name_is_in_env_args_and_log_path(tmp_path, cli_env):
+    script = "import os, sys; print(sys.argv[1:], os.environ['J' 'OB'], os.environ['EXTRA'])"
+    result = submit(tmp_path, cli_env, "--array", "JOB=7:8", "--env", "EXTRA=e x",
+                    "--output-file", "JOB/out.JOB.log", "--", PY, "-c", script,
+                    "--part", "JOB", "file.JOB.ark", "JOBJOB")
+    assert result.returncode == 0, result.stderr
+    assert body(tmp_path / "7" / "out.7.log") == ["['--part', '7', 'file.7.ark', '77'] 7 e x"]
+    assert body(tmp_path / "8" / "out.8.log") == ["['--part', '8', 'file.8.ark', '88'] 8 e x"]
+    assert result.stdout.count(": ok") == 2
+
+
+def test_log_has_combined_output_and_header_footer(tmp_path, cli_env):
+    script = "import sys; print('to out', flush=True); print('to err', file=sys.stderr, flush=True); sys.exit(4)"
+    result = submit(tmp_path, cli_env, "--output-file", "t.log", "--", PY, "-c", script)
+    assert result.returncode == 1
+    lines = (tmp_path / "t.log").read_text().splitlines()
+    assert lines[0] == f"# Running: {shlex.join([PY, '-c', script])}"
+    assert re.fullmatch(r"# Started at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d on \S+", lines[1])
+    assert lines[2:4] == ["to out", "to err"]
+    code, _, elapsed = parse_ended(lines[-1])
+    assert (code, elapsed) == (4, 0)
+
+
+def test_success_writes_record_and_exits_zero(tmp_path, cli_env):
+    result = submit(tmp_path, cli_env, "--output-file", "log/run.log", "--", "true")
+    assert result.returncode == 0, result.stderr
+    record = load_record(tmp_path / "log" / "q" / "run.submit.json")
+    assert record.backend == "local" and record.jobs[0].job_id == "local"
+    assert record.tasks[0].log == str(tmp_path / "log" / "run.log")
+    assert record.argv[:2] == ("hyperion-submit", "local")
+    results = json.loads((tmp_path / "log" / "q" / "run.local.json").read_text())
+    assert results["tasks"]["single"]["state"] == "COMPLETED"
+
+
+def test_missing_executable_fails_with_127(tmp_path, cli_env):
+    result = submit(tmp_path, cli_env, "--output-file", "t.log", "--", "no-such-program-xyz", "a")
+    assert result.returncode == 1
+    assert "exit code 127" in result.stderr and "Traceback" not in result.stderr
+    log = (tmp_path / "t.log").read_text().splitlines()
+    assert "no-such-program-xyz: command not found" in log[2]
+    assert parse_ended(log[-1])[0] == 127
+
+
+def test_torchrun_prefix_for_more_than_one_gpu(tmp_path, cli_env):
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    torchrun = fake_bin / "torchrun"  # stands in for the launched command, not the scheduler
+    torchrun.write_text("#!/bin/sh\necho \"torchrun got: $*\"\n")
+    torchrun.chmod(0o755)
+    env = {**cli_env, "PATH": f"{fake_bin}{os.pathsep}{cli_env['PATH']}"}
+    result = submit(tmp_path, env, "--num-gpus", "2", "--output-file", "t.log", "--", "train", "--lr", "1")
+    assert result.returncode == 0, result.stderr
+    assert body(tmp_path / "t.log") == ["torchrun got: --standalone --nnodes=1 --nproc-per-node=2 train --lr 1"]
+
+
+def test_one_gpu_runs_the_command_directly(tmp_path, cli_env):
+    result = submit(tmp_path, cli_env, "--num-gpus", "1", "--output-file", "t.log", "--",
+                    PY, "-c", "import sys; print(sys.argv)")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "t.log").read_text().splitlines()[0].startswith(f"# Running: {PY} -c")
+
+
+def test_dry_run_prints_commands_and_touches_nothing(tmp_path, cli_env):
+    result = submit(tmp_path, cli_env, "--dry-run", "--num-gpus", "4", "--array", "JOB=1:2",
+                    "--output-file", "log/t.JOB.log", "--", "train", "--part", "JOB")
+    assert result.returncode == 0, result.stderr
+    assert "JOB=1 torchrun --standalone --nnodes=1 --nproc-per-node=4 train --part 1" in result.stdout
+    assert "JOB=2 torchrun --standalone --nnodes=1 --nproc-per-node=4 train --part 2" in result.stdout
+    assert str(tmp_path / "log" / "t.2.log") in result.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupt_exits_130_and_stops_the_task(tmp_path, cli_env):
+    marker = tmp_path / "started"
+    script = f"import time; open({str(marker)!r}, 'w').close(); time.sleep(60)"
+    proc = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                             "--output-file", "t.JOB.log", "--", PY, "-c", script],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert "interrupted" in err and "Traceback" not in err
+    assert not (tmp_path / "t.2.log").exists()
+    assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == 130
+    results = json.loads((tmp_path / "q" / "t.JOB.local.json").read_text())["tasks"]
+    assert results["1"]["state"] == "FAILED" and "2" not in results
