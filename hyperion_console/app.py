@@ -79,11 +79,11 @@ class HyperionConsole(App[None]):
         self.call_later(self.run_action, action, self.screen_named(screen))
 
     def on_submitted(self, message: Submitted) -> None:
-        self.jobs_screen.open_record(Path(message.record_path))
         self.action_show("jobs")
+        self.jobs_screen.open_record(Path(message.record_path))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """Every worker's failure becomes a notification, never a crash."""
+        """Failures of the app's own workers (screens report theirs) become notifications."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.notify(describe_error(event.worker.error), title=event.worker.name or "error",
                         severity="error", timeout=10)

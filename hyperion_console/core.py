@@ -32,3 +32,18 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, Unavailable) or (hasattr(exc, "field") and hasattr(exc, "problem")):
         return text  # InputError / ShardingError: already `field: problem`
     return f"{type(exc).__name__}: {text}"
+
+
+def guarded(method):
+    """Run a screen's action or handler; any error becomes a notification, never a crash."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:  # the console shows errors; it must not die of them
+            self.notify(describe_error(exc), title="error", severity="error", timeout=10)
+            return None
+
+    return wrapper

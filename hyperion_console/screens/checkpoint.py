@@ -16,16 +16,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static, TabbedContent, TabPane
 
-from ..core import describe_error, need
+from ..core import describe_error, guarded, need
+from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..widgets.coverage import CoverageMap
+from .base import ConsoleScreen
 from .confirm import ConfirmScreen
 
 
-class CheckpointScreen(Screen):
+class CheckpointScreen(ConsoleScreen):
     BINDINGS = [
         Binding("r", "reload", "Reload"),
         Binding("ctrl+r", "resubmit", "Resubmit", priority=True),
@@ -70,7 +71,7 @@ class CheckpointScreen(Screen):
                     yield Static("", id="retry-commands")
                     yield Button("Resubmit missing shards", id="resubmit", variant="error",
                                  compact=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.action_reload()
@@ -91,6 +92,7 @@ class CheckpointScreen(Screen):
                                                            f"must be a positive integer, got {text!r}")
         return int(text)
 
+    @guarded
     def action_reload(self) -> None:
         if self.checkpoint is None:
             self.query_one("#ckpt-run", Static).update(
@@ -131,9 +133,11 @@ class CheckpointScreen(Screen):
 
     @on(Input.Changed, "#max-array-size")
     @on(Input.Changed, "#record-path")
+    @guarded
     def _retry_input_changed(self) -> None:
         self.refresh_retry()
 
+    @guarded
     def refresh_retry(self) -> None:
         """Plan the retry as `hyperion-checkpoint retry` does and show its windows and commands."""
         summary = self.query_one("#retry-summary", Static)
@@ -175,21 +179,22 @@ class CheckpointScreen(Screen):
                         style="yellow")
             return text
         try:
-            record = need("backends.record", "load_record")(record_text)
-            options = need("sharding.resubmit", "retry_options")(plan, record)
-            argv = need("backends.plan", "submit_argv")(options)
+            submit_plan = need("sharding.resubmit", "prepare_resubmit")(
+                str(self.checkpoint), record_text, plan.max_array_size).plan
         except Exception as exc:
             text.append(describe_error(exc) + "\n", style="bold red")
             return text
-        text.append("resubmit runs:\n", style="bold")
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in getattr(options, "env", ()))
-        text.append(f"  {env + ' ' if env else ''}{shlex.join(argv)}\n")
+        text.append(f"resubmit runs ({submit_plan.options.backend}):\n", style="bold")
+        text.append(f"  {shlex.join(submit_plan.argv)}\n")
+        for window in submit_plan.windows:
+            text.append(f"  {shlex.join(window.sbatch_argv)}\n", style="dim")
         return text
 
     @on(Button.Pressed, "#resubmit")
     def _resubmit_pressed(self) -> None:
         self.action_resubmit()
 
+    @guarded
     def action_resubmit(self) -> None:
         self.refresh_retry()
         plan = self.plan
@@ -210,25 +215,28 @@ class CheckpointScreen(Screen):
             if yes:
                 self.post_message(ResubmitRequested(str(self.checkpoint), record_text,
                                                     plan.max_array_size))
-                self.run_resubmit(plan, record_text)
+                self.run_resubmit(record_text, plan.max_array_size)
 
         self.app.push_screen(ConfirmScreen(f"Resubmit shards {plan.expression}?", commands,
                                            yes="Resubmit"), answered)
 
     @work(thread=True, exclusive=True, group="resubmit", exit_on_error=False)
-    def run_resubmit(self, plan, record_text: str) -> None:
-        record = need("backends.record", "load_record")(record_text)
-        result = need("sharding.resubmit", "resubmit")(plan, record)
-        path = _record_path_of(result)
-        self.app.call_from_thread(self.notify, f"resubmitted shards {plan.expression}")
-        self.app.call_from_thread(self.action_reload)
-        if path:
+    def run_resubmit(self, record_text: str, max_array_size: int | None) -> None:
+        """The bridge plans the retry; the core runs it exactly as hyperion-checkpoint does."""
+        prepared = need("sharding.resubmit", "prepare_resubmit")(
+            str(self.checkpoint), record_text, max_array_size)
+        retry, plan = prepared.retry, prepared.plan
+        if plan is None:
+            self.app.call_from_thread(self.notify, "every shard is complete; nothing resubmitted")
+            return
+
+        def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-
-def _record_path_of(result) -> str | None:
-    """The record the bridge returned (one record, or the first of several)."""
-    if isinstance(result, (list, tuple)):
-        result = result[0] if result else None
-    path = getattr(result, "path", None) or getattr(result, "record_path", None)
-    return str(path) if path else None
+        self.app.call_from_thread(self.notify, f"resubmitting shards {retry.expression}")
+        status = launch(plan, announce)
+        if status is not None:
+            severity = "information" if status == 0 else "error"
+            self.app.call_from_thread(self.notify, f"local retry finished: exit status {status}",
+                                      severity=severity)
+        self.app.call_from_thread(self.action_reload)

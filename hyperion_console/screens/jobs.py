@@ -16,14 +16,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, Log, OptionList, ProgressBar, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from ..core import describe_error, need
+from ..core import describe_error, guarded, need
 from ..messages import CancelRequested, JobsUpdated, LogUpdated, RecordOpened
 from ..widgets.states import elapsed_text, state_name, state_text
+from .base import ConsoleScreen
 from .confirm import ConfirmScreen
 
 FILTERS: tuple[str, ...] = ("all", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
@@ -33,28 +33,30 @@ COLUMNS: tuple[tuple[str, str], ...] = (("value", "value"), ("job", "job"), ("st
                                         ("exit", "exit"), ("elapsed", "elapsed"), ("node", "node"))
 
 
-def task_key(job_id: str, task_id: int | None) -> str:
+def task_key(job_id: str, task_id: int | None, value: int | None = None) -> str:
+    """Row key: Slurm tasks by job and physical index; local tasks (job "local") by value."""
+    if job_id == "local":
+        return f"local:{value}"
     return job_id if task_id is None else f"{job_id}_{task_id}"
 
 
-def expected_tasks(record) -> dict[str, tuple[int, ...] | None]:
-    """Poller input: job id -> physical task ids (None for a non-array job)."""
-    expected: dict[str, list[int] | None] = {}
-    for task in record.tasks:
-        if task.array_task_id is None:
-            expected[task.job_id] = None
-        elif expected.get(task.job_id, []) is not None:
-            expected.setdefault(task.job_id, []).append(task.array_task_id)
-    return {job: None if ids is None else tuple(ids) for job, ids in expected.items()}
+def row_key(row) -> str:
+    """The row key of a TaskState (Slurm) or a TaskRow (local, carries its value)."""
+    return task_key(row.job_id, row.task_id, getattr(row, "value", None))
 
 
-class JobsScreen(Screen):
+def slurm_target(task) -> str:
+    """What scancel takes for one task: JOB_TASK, or JOB for a non-array job."""
+    return task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}"
+
+
+class JobsScreen(ConsoleScreen):
     BINDINGS = [
         Binding("f", "cycle_filter", "Filter"),
-        Binding("l", "cycle_log", "Log src"),
-        Binding("x", "cancel_task", "Cancel task"),
+        Binding("l", "cycle_log", "Log"),
+        Binding("x", "cancel_task", "Cancel"),
         Binding("X", "cancel_job", "Cancel job"),
-        Binding("r", "reload", "Reload"),
+        Binding("r", "reload", "Reload", show=False),
     ]
 
     def __init__(self, search_dirs: Sequence[Path] = (), record: Path | None = None) -> None:
@@ -70,6 +72,7 @@ class JobsScreen(Screen):
         self.log_path: str | None = None
         self._stop_poll = threading.Event()
         self._stop_log = threading.Event()
+        self._ready = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -85,9 +88,10 @@ class JobsScreen(Screen):
         yield table
         yield Label("log: (select a task)", id="log-title")
         yield Log(id="log", max_lines=2000)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._ready = True
         self.action_reload()
         if self.initial_record is not None:
             self.open_record(self.initial_record)
@@ -101,6 +105,7 @@ class JobsScreen(Screen):
         if directory not in self.search_dirs:
             self.search_dirs.append(directory)
 
+    @guarded
     def action_reload(self) -> None:
         options = self.query_one("#records", OptionList)
         options.clear_options()
@@ -122,12 +127,17 @@ class JobsScreen(Screen):
                              f"{len(record.tasks):>5} tasks  ", (path.name, "dim"))
 
     @on(OptionList.OptionSelected, "#records")
+    @guarded
     def _record_chosen(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
             self.open_record(Path(event.option.id))
 
     # -- one record ---------------------------------------------------------
+    @guarded
     def open_record(self, path: Path | str) -> None:
+        if not self._ready:        # not composed yet: on_mount opens it
+            self.initial_record = Path(path)
+            return
         try:
             record = need("backends.record", "load_record")(path)
         except Exception as exc:
@@ -141,10 +151,10 @@ class JobsScreen(Screen):
         """Fill the table from a record's tasks (states unknown until the core reports)."""
         self._stop_poll.set()
         self.record, self.record_path = record, str(record.path)
-        self.tasks = {task_key(t.job_id, t.array_task_id): t for t in record.tasks}
+        self.tasks = {task_key(t.job_id, t.array_task_id, t.value): t for t in record.tasks}
         self.states = {}
         for state in states:
-            self.states[task_key(*state.key)] = state
+            self.states[row_key(state)] = state
         self.rebuild_table()
         self.post_message(RecordOpened(self.record_path, len(self.tasks)))
 
@@ -158,7 +168,8 @@ class JobsScreen(Screen):
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_slurm(self, record, stop: threading.Event) -> None:
         """The core's Poller in a thread; each update crosses to the UI as one message."""
-        poller = need("backends.poller", "Poller")(expected_tasks(record))
+        expected = need("backends.jobs", "expected")(record)
+        poller = need("backends.poller", "Poller")(expected)
         path = str(record.path)
 
         def observer(update) -> None:
@@ -170,22 +181,24 @@ class JobsScreen(Screen):
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_local(self, record, stop: threading.Event) -> None:
-        """Local records: re-read the core's per-task status until every task has ended."""
-        local_states = need("backends.jobs", "local_states")
+        """Local records: re-read backends.jobs.local_rows (q/*.local.json) until the run ended."""
+        local_rows = need("backends.jobs", "local_rows")
+        load_record = need("backends.record", "load_record")
         path = str(record.path)
         seen: dict[str, object] = {}
         while not stop.is_set():
-            states = local_states(need("backends.record", "load_record")(path))
-            changed = [s for s in states if seen.get(task_key(*s.key)) != s]
-            for s in changed:
-                seen[task_key(*s.key)] = s
-            done = len(seen) == len(record.tasks) and all(s.state.is_terminal for s in seen.values())
+            rows = local_rows(load_record(path))
+            changed = [r for r in rows if seen.get(row_key(r)) != r]
+            for row in changed:
+                seen[row_key(row)] = row
+            done = local_run_ended(rows)
             if changed or done:
                 self.app.call_from_thread(self.post_message, JobsUpdated(path, changed, None, done))
             if done:
                 return
             stop.wait(0.5)
 
+    @guarded
     def on_jobs_updated(self, message: JobsUpdated) -> None:
         if message.record_path != self.record_path:
             return
@@ -197,7 +210,7 @@ class JobsScreen(Screen):
         table = self.query_one("#tasks", DataTable)
         rebuild = False
         for state in changed:
-            key = task_key(*state.key)
+            key = row_key(state)
             old = self.states.get(key)
             self.states[key] = state
             if key not in self.tasks:
@@ -213,14 +226,14 @@ class JobsScreen(Screen):
             self.update_summary()
 
     def _matches(self, state) -> bool:
-        return self.filter == "all" or state_name(getattr(state, "state", None)) == self.filter
+        return self.filter == "all" or row_state_name(state) == self.filter
 
     @staticmethod
     def _state_cells(state) -> dict[str, object]:
         exit_code = "" if state.exit_code is None else str(state.exit_code)
         if getattr(state, "signal", None):
             exit_code += f" sig{state.signal}"
-        return {"state": state_text(state.state), "exit": exit_code,
+        return {"state": row_state_text(state), "exit": exit_code,
                 "elapsed": elapsed_text(state.elapsed), "node": state.node or ""}
 
     def rebuild_table(self) -> None:
@@ -232,9 +245,9 @@ class JobsScreen(Screen):
             if not self._matches(state):
                 continue
             cells = self._state_cells(state) if state else {
-                "state": Text("UNKNOWN", style="dim"), "exit": "", "elapsed": "", "node": ""}
+                "state": row_state_text(None), "exit": "", "elapsed": "", "node": ""}
             value = "" if task.value is None else str(task.value)
-            job = task_key(task.job_id, task.array_task_id)
+            job = task.job_id if task.job_id == "local" else slurm_target(task)
             rows.append(((value, job, cells["state"], cells["exit"], cells["elapsed"],
                           cells["node"]), key))
         for cells, key in rows:
@@ -242,28 +255,28 @@ class JobsScreen(Screen):
         self.update_summary()
 
     def update_summary(self) -> None:
-        counts = Counter(state_name(s.state) for key, s in self.states.items() if key in self.tasks)
-        total = len(self.tasks)
-        known = sum(counts.values())
-        if total - known:
-            counts["UNKNOWN"] = total - known
-        done = sum(1 for key, s in self.states.items() if key in self.tasks and s.state.is_terminal)
+        shown = [self.states.get(key) for key in self.tasks]
+        counts = Counter(row_state_name(s) for s in shown)
+        done = sum(1 for s in shown if s is not None and s.state is not None and s.state.is_terminal)
         summary = Text()
         name = Path(self.record_path).name if self.record_path else ""
         summary.append(f"{name} ", style="bold")
         for state, count in sorted(counts.items()):
-            summary.append_text(state_text(_Named(state)))
+            summary.append(state, style=state_style(state))
             summary.append(f" {count}  ")
         self.query_one("#jobs-summary", Static).update(summary)
-        self.query_one("#jobs-progress", ProgressBar).update(total=max(total, 1), progress=done)
+        self.query_one("#jobs-progress", ProgressBar).update(total=max(len(self.tasks), 1),
+                                                             progress=done)
 
     # -- filter ---------------------------------------------------------------
     @on(Select.Changed, "#state-filter")
+    @guarded
     def _filter_changed(self, event: Select.Changed) -> None:
         if event.value != self.filter:
             self.filter = str(event.value)
             self.rebuild_table()
 
+    @guarded
     def action_cycle_filter(self) -> None:
         self.set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])
 
@@ -274,6 +287,7 @@ class JobsScreen(Screen):
 
     # -- log pane ---------------------------------------------------------------
     @on(DataTable.RowHighlighted, "#tasks")
+    @guarded
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.follow_selected()
 
@@ -284,6 +298,7 @@ class JobsScreen(Screen):
         key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         return self.tasks.get(key)
 
+    @guarded
     def action_cycle_log(self) -> None:
         self.log_source = LOG_SOURCES[(LOG_SOURCES.index(self.log_source) + 1) % len(LOG_SOURCES)]
         self.follow_selected()
@@ -295,12 +310,12 @@ class JobsScreen(Screen):
         path = {"log": task.log, "err": task.slurm_err, "out": task.slurm_out}[self.log_source]
         title = self.query_one("#log-title", Label)
         if not path:
-            title.update(f"log [{self.log_source}]: none for this task")
+            title.update(Text(f"log [{self.log_source}]: none for this task"))
             return
         if path == self.log_path:
             return
         self.log_path = path
-        title.update(f"log [{self.log_source}]: {path}")
+        title.update(Text(f"log [{self.log_source}]: {path}"))
         self.query_one("#log", Log).clear()
         self._stop_log.set()
         self._stop_log = threading.Event()
@@ -321,6 +336,7 @@ class JobsScreen(Screen):
                 self.app.call_from_thread(self.post_message, LogUpdated(path, lines))
             stop.wait(0.5)
 
+    @guarded
     def on_log_updated(self, message: LogUpdated) -> None:
         if message.path != self.log_path:
             return
@@ -329,13 +345,15 @@ class JobsScreen(Screen):
         log.write_lines(message.lines)
 
     # -- cancel ---------------------------------------------------------------
+    @guarded
     def action_cancel_task(self) -> None:
         task = self.selected_task()
         if task is None:
             self.notify("no task selected", severity="warning")
             return
-        self._confirm_cancel([task_key(task.job_id, task.array_task_id)])
+        self._confirm_cancel([slurm_target(task)])
 
+    @guarded
     def action_cancel_job(self) -> None:
         if self.record is None:
             self.notify("no submission selected", severity="warning")
@@ -361,10 +379,37 @@ class JobsScreen(Screen):
         self.app.call_from_thread(self.notify, "cancelled " + " ".join(targets))
 
 
-class _Named:
-    """A state name with no enum behind it (UNKNOWN), for state_text."""
+def row_state_name(row) -> str:
+    """A TaskState's or TaskRow's state; rows Slurm has not reported yet are UNKNOWN."""
+    if row is None:
+        return "UNKNOWN"
+    if row.state is None:
+        return getattr(row, "state_label", "UNKNOWN")
+    return state_name(row.state)
 
-    def __init__(self, name: str) -> None:
-        self.value = name
-        self.is_terminal = name not in {"PENDING", "RUNNING", "COMPLETING", "UNKNOWN",
-                                        "REQUEUED", "SUSPENDED"}
+
+def row_state_text(row) -> Text:
+    if row is None or row.state is None:
+        return Text(row_state_name(row), style="dim")
+    return state_text(row.state)
+
+
+def state_style(name: str) -> str:
+    return str(state_text(_by_name(name)).style)
+
+
+def _by_name(name: str):
+    try:
+        return need("backends.states", "JobState")(name)
+    except ValueError:
+        return None
+
+
+def local_run_ended(rows) -> bool:
+    """A local array stops at its first failure: ended when all are terminal, or one failed
+    and none still runs."""
+    states = [r.state for r in rows]
+    if all(s is not None and s.is_terminal for s in states):
+        return True
+    failed = any(s is not None and s.is_terminal and not s.is_success for s in states)
+    return failed and not any(s is not None and not s.is_terminal for s in states)

@@ -14,12 +14,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
-from ..core import describe_error, need
+from ..core import describe_error, guarded, need
 from ..form import FormValues, field_of_error, form_argv
+from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
+from .base import ConsoleScreen
 from .confirm import ConfirmScreen
 
 TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -38,7 +39,7 @@ def site_files(cfg_dir: Path) -> list[Path]:
     return sorted(p for p in cfg_dir.glob("*.y*ml") if p.suffix in {".yaml", ".yml"})
 
 
-class SubmitScreen(Screen):
+class SubmitScreen(ConsoleScreen):
     """Form on the left, preview on the right; ctrl+s submits after a confirmation."""
 
     BINDINGS = [Binding("ctrl+s", "submit", "Submit", priority=True)]
@@ -79,13 +80,13 @@ class SubmitScreen(Screen):
                                           ("per CPU (--mem-per-cpu)", "cpu")],
                                          value=self.defaults.get("mem_scope", "node"),
                                          allow_blank=False, id="mem_scope", compact=True)
-                yield Static("", id="submit-error")
                 yield Button("Submit", id="submit-button", variant="primary", compact=True)
             with Vertical(id="submit-preview-pane"):
+                yield Static("", id="submit-error")
                 yield Static("", id="submit-command")
                 with VerticalScroll(id="submit-preview-scroll"):
                     yield Static("", id="submit-preview")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.refresh_preview()
@@ -141,6 +142,7 @@ class SubmitScreen(Screen):
     def _pressed(self) -> None:
         self.action_submit()
 
+    @guarded
     def action_submit(self) -> None:
         self.refresh_preview()
         if self.plan is None:
@@ -160,23 +162,12 @@ class SubmitScreen(Screen):
 
     @work(thread=True, exclusive=True, group="submit", exit_on_error=False)
     def run_submission(self, plan, backend: str) -> None:
-        """slurm: sbatch through the core, then watch; local: run in this worker while watching."""
-        if backend == "slurm":
-            record = need("backends.slurm.submit", "submit")(plan)
-            self.app.call_from_thread(self.app.post_message, Submitted(record.path))
-            return
-        run_local = need("backends.local.run", "run_local")
-        record_path = str(plan.record_path)
-        announced = []
+        """The core submits (slurm) or runs (local) the plan; the Jobs screen watches it."""
+        def announce(path: str) -> None:
+            self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-        def on_event(*_args) -> None:
-            if not announced and Path(record_path).exists():
-                announced.append(True)
-                self.app.call_from_thread(self.app.post_message, Submitted(record_path))
-
-        status = run_local(plan, on_event=on_event)
-        if not announced:
-            self.app.call_from_thread(self.app.post_message, Submitted(record_path))
-        severity = "information" if status == 0 else "error"
-        self.app.call_from_thread(self.app.notify, f"local run finished: exit status {status}",
-                                  severity=severity)
+        status = launch(plan, announce)
+        if status is not None:
+            severity = "information" if status == 0 else "error"
+            self.app.call_from_thread(self.app.notify, f"local run finished: exit status {status}",
+                                      severity=severity)

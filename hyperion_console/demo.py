@@ -1,0 +1,77 @@
+"""`hyperion-console --demo`: a real sharded run on the local backend to open the console on.
+
+The example pipeline (sharding.example) runs over SHARDS shards through
+hyperion-submit's local core with one record set to fail once, so the local
+array stops there: shards before it complete, it fails (failed-task record),
+the rest stay incomplete. Resubmit then reruns exactly the missing shards, and
+they succeed because the injected failure fires only once.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .core import need
+
+SHARDS = 12
+FAILING_SHARD = 11       # shards 1-10 complete, 11 fails, 12 is never reached
+FILES = 24
+MARKER = ".hyperion-console-demo"
+DEFAULT_ROOT = Path.home() / ".cache" / "hyperion-console" / "demo"
+PACKAGED_SITE = Path(__file__).with_name("demo") / "submit_local.yaml"
+
+
+@dataclass(frozen=True)
+class DemoPaths:
+    root: Path
+    checkpoint: Path
+    record: Path
+    site: Path
+
+
+def demo_site(cfg_dir: Path | None) -> Path:
+    candidate = (cfg_dir or Path("conf")) / "submit_test_cluster.yaml"
+    return candidate.absolute() if candidate.is_file() else PACKAGED_SITE
+
+
+def failing_record_id(input_dir: Path) -> str:
+    """A record of a source task that the core's shard assignment puts in FAILING_SHARD."""
+    list_sources = need("sharding.listing", "list_sources")
+    shard_for = need("sharding.assign", "shard_for")
+    for task in list_sources(input_dir):
+        if shard_for(task.task_id, SHARDS, 1) == FAILING_SHARD:
+            first = task.files[0].read_text().splitlines()[0]
+            import json
+            return json.loads(first)["id"]
+    raise RuntimeError(f"no source task falls in shard {FAILING_SHARD}; raise FILES")
+
+
+def demo_argv(root: Path, site: Path, fail_id: str) -> list[str]:
+    """The hyperion-submit local argv of the demo run (no program name)."""
+    return ["local", "--cfg", str(site), "--array", f"SHARD=1:{SHARDS}",
+            "--output-file", str(root / "exp" / "log" / "shard.SHARD.log"), "--",
+            sys.executable, "-m", "sharding.example", "--input", str(root / "input"),
+            "--output", str(root / "output"), "--checkpoint", str(root / "checkpoint"),
+            "--shard-index", "SHARD", "--total-shards", str(SHARDS), "--minimum-shard-index", "1",
+            "--fail-record", fail_id, "--fail-once"]
+
+
+def prepare_demo(root: Path | None = None, cfg_dir: Path | None = None) -> DemoPaths:
+    """Build the demo from scratch in `root` (only a directory this function made is wiped)."""
+    root = (root or DEFAULT_ROOT).absolute()
+    if root.exists():
+        if not (root / MARKER).exists():
+            raise need("backends.errors", "InputError")(
+                "--demo-dir", f"{root} exists and is not a demo directory; choose another")
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    (root / MARKER).write_text("made by hyperion-console --demo; deleted on the next --demo\n")
+    need("sharding.example", "make_input")(root / "input", FILES, 5)
+    site = demo_site(cfg_dir)
+    argv = demo_argv(root, site, failing_record_id(root / "input"))
+    site_config, options = need("backends.plan", "parse_submit_argv")(argv)
+    plan = need("backends.plan", "build_plan")(site_config, options)
+    need("backends.local.run", "run_local")(plan)   # exits 1 at shard 11: that is the demo
+    return DemoPaths(root, root / "checkpoint", Path(plan.record_path), site)

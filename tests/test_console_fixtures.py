@@ -1,0 +1,82 @@
+"""Fixture builders for the console tests: a checkpoint and a local record, with fixed times.
+
+Built only through the core's writers (sharding.store, backends.record), so the
+console reads them exactly as the CLIs would. Snapshot tests build them under a
+fixed directory so the paths shown on screen do not change between runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from backends.record import SubmitRecord, TaskRecord, JobRecord, local_results_path, save_record
+from sharding.store import Attempt, Checkpoint, RunConfig
+
+FIXED_TIME = 1_790_000_000  # 2026-09-21, any fixed instant will do
+FIXED_ROOT = Path("/tmp/hyperion-console-fixtures")
+
+
+def fresh(root: Path) -> Path:
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    return root
+
+
+def build_checkpoint(root: Path, total: int = 8, complete: tuple[int, ...] = (1, 2, 3, 4, 5, 7),
+                     failed: tuple[int, ...] = (6,)) -> Path:
+    """Run 1..total; `complete` shards have manifests, `failed` ones a failed-task record."""
+    path = root / "checkpoint"
+    store = Checkpoint(path)
+    run = RunConfig(minimum_shard_index=1, total_shards=total)
+    store.ensure_run(run)
+    for shard in complete:
+        store.write_completion(shard, run)
+    for number, shard in enumerate(failed):
+        record = store.write_failed(shard, Attempt(job=str(500 + number), array_task=str(shard),
+                                                   restart="0"),
+                                    {"task_ids": ["p000003"], "error": "InjectedFailure: boom"})
+        os.utime(record, (FIXED_TIME, FIXED_TIME))
+    return path
+
+
+def build_local_record(root: Path, results: dict[int, tuple[str, int | None]]) -> Path:
+    """A local array record JOB=1..n with per-task results (state, exit code) and logs."""
+    log_dir = root / "exp" / "log"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    values = sorted(results)
+    tasks = []
+    for value in values:
+        log = log_dir / f"task.{value}.log"
+        log.write_text(f"# task {value}\nworking on part {value}\ndone with part {value}\n")
+        tasks.append(TaskRecord(value=value, job_id="local", array_task_id=None, log=str(log),
+                                slurm_out=None, slurm_err=None))
+    output = str(log_dir / "task.JOB.log")
+    record_file = log_dir / "q" / "task.JOB.submit.json"
+    record = SubmitRecord(
+        path=str(record_file), backend="local",
+        argv=("hyperion-submit", "local", "--cfg", "conf/submit_test_cluster.yaml", "--array",
+              f"JOB={values[0]}:{values[-1]}", "--output-file", output, "--", "true"),
+        cfg="conf/submit_test_cluster.yaml", options={"output_file": output}, script=None,
+        array_name="JOB", jobs=(JobRecord("local", 0, None),), tasks=tuple(tasks),
+        submitted_at="2026-09-21T12:00:00", cwd=str(root))
+    save_record(record)
+    start = "2026-09-21T12:00:00"
+    local = {"tasks": {str(v): {"state": state, "exit_code": code, "start": start,
+                                "end": "2026-09-21T12:00:07" if state != "RUNNING" else None}
+                       for v, (state, code) in results.items()}}
+    local_results_path(record_file).write_text(json.dumps(local))
+    return record_file
+
+
+def test_fixtures_read_back_through_the_core(tmp_path: Path) -> None:
+    from backends.jobs import local_rows
+    from backends.record import load_record
+    from sharding.coverage import coverage
+
+    cov = coverage(build_checkpoint(tmp_path))
+    assert cov.counts() == {"complete": 6, "incomplete": 1, "failed": 1}
+    rows = local_rows(load_record(build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 3)})))
+    assert [r.state_label for r in rows] == ["COMPLETED", "FAILED"]
