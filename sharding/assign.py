@@ -21,6 +21,12 @@ def shard_for(task_id: str, total_shards: int, minimum_shard_index: int = 0) -> 
     return int(digest[:16], 16) % total_shards + minimum_shard_index
 
 
+def shards_for(task_ids: Iterable[str], total_shards: int, minimum_shard_index: int = 0) -> list[int]:
+    """`shard_for` over many ids, with the lookups hoisted (array tasks hash every source id)."""
+    sha = hashlib.sha256
+    return [int(sha(i.encode("utf-8")).hexdigest()[:16], 16) % total_shards + minimum_shard_index for i in task_ids]
+
+
 def check_task_ids(task_ids: Iterable[str]) -> None:
     """Reject ids that begin with ``r``: Curator reserves them for non-deterministic ids.
 
@@ -51,8 +57,8 @@ def select(tasks: Sequence[T], config: ArrayConfig | None,
     check_task_ids(ids)
     if not config.in_range:
         return Selection((), len(tasks), config.range_warning())
-    kept = tuple(t for t, i in zip(tasks, ids)
-                 if shard_for(i, config.total_shards, config.minimum_shard_index) == config.shard_index)
+    shards = shards_for(ids, config.total_shards, config.minimum_shard_index)
+    kept = tuple(t for t, s in zip(tasks, shards) if s == config.shard_index)
     warning = None
     if not kept and tasks:
         warning = (f"shard {config.shard_index} of {config.total_shards} got none of the "

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sharding.arrayenv import ArrayConfig
-from sharding.assign import check_task_ids, select, shard_for
+from sharding.assign import check_task_ids, select, shard_for, shards_for
 from sharding.errors import ShardingError
 from sharding.listing import SourceTask, list_sources
 
@@ -24,6 +24,11 @@ def test_assignment_follows_the_published_formula_and_stays_in_range(task_id, to
     digest = hashlib.sha256(task_id.encode()).hexdigest()
     assert shard == int(digest[:16], 16) % total + minimum
     assert minimum <= shard <= minimum + total - 1
+
+
+@given(st.lists(ids, max_size=30), st.integers(1, 500), st.integers(0, 9))
+def test_batch_assignment_equals_one_by_one(names, total, minimum):
+    assert shards_for(names, total, minimum) == [shard_for(n, total, minimum) for n in names]
 
 
 @given(st.lists(ids, min_size=1, max_size=30, unique=True), st.randoms(), st.integers(1, 12))
