@@ -64,7 +64,6 @@ class HyperionConsole(App[None]):
         if isinstance(self.screen, ModalScreen) or self.screen is self.screen_named(name):
             return
         self.switch_screen(name)
-        self.sub_title = name.capitalize()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, ModalScreen):
@@ -91,10 +90,16 @@ class HyperionConsole(App[None]):
 
 def make_app(cfg_dir: str | Path = "conf", checkpoint: str | Path | None = None,
              record: str | Path | None = None, demo: bool = False,
-             demo_dir: str | Path | None = None) -> HyperionConsole:
-    """Build the console. With `demo`, first prepare the demo checkpoint (local backend)."""
+             demo_dir: str | Path | None = None,
+             search_dirs: list[Path] | None = None) -> HyperionConsole:
+    """Build the console. With `demo`, first prepare the demo checkpoint (local backend).
+
+    `search_dirs` (default: the working directory) is where the Jobs screen looks
+    for recent q/*.submit.json records; the record's and the demo's own
+    directories are added.
+    """
     cfg = Path(cfg_dir)
-    search = [Path.cwd()]
+    search = [Path.cwd()] if search_dirs is None else [Path(d) for d in search_dirs]
     if demo:
         from .demo import prepare_demo
         paths = prepare_demo(Path(demo_dir) if demo_dir else None, cfg)

@@ -80,3 +80,38 @@ def test_fixtures_read_back_through_the_core(tmp_path: Path) -> None:
     assert cov.counts() == {"complete": 6, "incomplete": 1, "failed": 1}
     rows = local_rows(load_record(build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 3)})))
     assert [r.state_label for r in rows] == ["COMPLETED", "FAILED"]
+
+
+async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1) -> None:
+    """Let the app run until `predicate()` holds; fail with what was awaited otherwise."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await pilot.pause(step)
+    raise AssertionError(f"timed out after {timeout}s waiting for {predicate.__doc__ or predicate}")
+
+
+def notifications(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def table_column(table, column: str) -> list[str]:
+    """The plain text of one DataTable column, top to bottom."""
+    return [str(table.get_cell(row, column)) for row in table.rows]
+
+
+def text_of(static) -> str:
+    """What a Static shows, as plain text (renders rich renderables like the coverage map)."""
+    import io
+
+    from rich.console import Console
+
+    content = static.content
+    if isinstance(content, str) or hasattr(content, "plain"):
+        return str(content)
+    console = Console(width=max(static.size.width, 40), file=io.StringIO(), record=True)
+    console.print(content)
+    return console.export_text()

@@ -27,6 +27,7 @@ from .confirm import ConfirmScreen
 
 
 class CheckpointScreen(ConsoleScreen):
+    SUB_TITLE = "Checkpoint"
     BINDINGS = [
         Binding("r", "reload", "Reload"),
         Binding("ctrl+r", "resubmit", "Resubmit", priority=True),

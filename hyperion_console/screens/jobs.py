@@ -51,6 +51,7 @@ def slurm_target(task) -> str:
 
 
 class JobsScreen(ConsoleScreen):
+    SUB_TITLE = "Jobs"
     BINDINGS = [
         Binding("f", "cycle_filter", "Filter"),
         Binding("l", "cycle_log", "Log"),

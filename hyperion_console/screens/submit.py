@@ -42,6 +42,7 @@ def site_files(cfg_dir: Path) -> list[Path]:
 class SubmitScreen(ConsoleScreen):
     """Form on the left, preview on the right; ctrl+s submits after a confirmation."""
 
+    SUB_TITLE = "Submit"
     BINDINGS = [Binding("ctrl+s", "submit", "Submit", priority=True)]
 
     def __init__(self, cfg_dir: Path, defaults: dict[str, str] | None = None) -> None:
@@ -121,12 +122,15 @@ class SubmitScreen(ConsoleScreen):
             argv = form_argv(self.form())
             _, options = need("backends.plan", "parse_submit_argv")(argv)
             plan = need("backends.plan", "build_plan")(_, options)
-            command = shlex.join(need("backends.plan", "submit_argv")(options))
+            command = shlex.join(["hyperion-submit", *need("backends.plan", "submit_argv")(options)])
             preview = need("backends.plan", "describe_plan")(plan)
         except Exception as exc:  # InputError, Unavailable: shown, never raised
             self.plan, self.argv = None, None
             message = describe_error(exc)
             error_box.update(Text(message, style="bold red"))
+            self.query_one("#submit-command", Static).update("")
+            self.query_one("#submit-preview", Static).update(
+                Text("(no preview until the form is valid)", style="dim"))
             field = field_of_error(getattr(exc, "field", ""))
             if field:
                 self.query_one(f"#{field}").add_class("invalid")
@@ -150,7 +154,7 @@ class SubmitScreen(ConsoleScreen):
                         title="cannot submit", severity="error")
             return
         plan, argv = self.plan, list(self.argv or [])
-        detail = "$ " + str(self.query_one("#submit-command", Static).content)
+        detail = str(self.query_one("#submit-command", Static).content)
 
         def answered(yes: bool | None) -> None:
             if yes:

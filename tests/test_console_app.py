@@ -1,0 +1,146 @@
+"""The console as a whole: navigation, help, command palette, errors, the CLI, --demo."""
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_console_fixtures import notifications, table_column, text_of, wait_for
+from hyperion_console.__main__ import main
+from hyperion_console.app import make_app
+from hyperion_console.commands import ACTIONS
+from hyperion_console.screens.checkpoint import CheckpointScreen
+from hyperion_console.screens.help import HelpScreen
+from hyperion_console.screens.jobs import JobsScreen
+from hyperion_console.screens.submit import SubmitScreen
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+def test_core_imports_without_textual() -> None:
+    """harlequin style: every backends/sharding module imports without pulling in Textual."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import backends, sharding\n"
+        "for pkg in (backends, sharding):\n"
+        "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
+        "        importlib.import_module(m.name)\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')"
+        " or m.startswith('hyperion_console'))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_number_keys_switch_screens_and_help_opens(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            assert isinstance(app.screen, SubmitScreen)
+            await pilot.press("escape", "2")     # leave the form's input, then switch
+            assert isinstance(app.screen, JobsScreen)
+            await pilot.press("3")
+            assert isinstance(app.screen, CheckpointScreen)
+            assert "No checkpoint" in str(app.screen.query_one("#ckpt-run").content)
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("1")                # modal: navigation keys do nothing
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            assert isinstance(app.screen, CheckpointScreen)
+            await pilot.press("1")
+            assert isinstance(app.screen, SubmitScreen)
+
+    asyncio.run(scenario())
+
+
+def test_every_palette_entry_names_a_real_action() -> None:
+    app = make_app(cfg_dir=CONF)
+    for title, _help, screen, action in ACTIONS:
+        owner = app if screen is None else app.screen_named(screen)
+        name = action.split("(", 1)[0]
+        assert callable(getattr(owner, f"action_{name}", None)), title
+
+
+def test_palette_runs_actions_on_their_screen(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"show checkpoint")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, CheckpointScreen), 5)
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"cancel whole job")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 5)
+            await wait_for(pilot, lambda: "no submission selected" in notifications(app), 5)
+
+    asyncio.run(scenario())
+
+
+def test_unreadable_record_is_a_notification_not_a_crash(tmp_path: Path) -> None:
+    bad = tmp_path / "q" / "x.submit.json"
+    bad.parent.mkdir()
+    bad.write_text("{not json")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=bad, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, JobsScreen)
+            assert any(m.startswith("record: ") and "not JSON" in m for m in notifications(app))
+            await pilot.press("x")               # nothing selected: told, not crashed
+            assert "no task selected" in notifications(app)
+            assert app.is_running
+
+    asyncio.run(scenario())
+
+
+def test_cli_rejects_a_demo_dir_it_did_not_make(tmp_path: Path, capsys) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    assert main(["--demo", "--demo-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hyperion-console: error: --demo-dir: ") and err.count("\n") == 1
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_demo_opens_a_checkpoint_and_resubmit_reruns_the_missing_shards(tmp_path: Path) -> None:
+    """--demo: shards 1-10 complete, 11 failed once, 12 never ran; Resubmit runs 11-12 locally."""
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, demo=True, demo_dir=tmp_path / "demo", search_dirs=[])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, CheckpointScreen)
+            legend = text_of(screen.query_one("#ckpt-map"))
+            assert "complete 10" in legend and "incomplete 1" in legend and "failed 1" in legend
+            assert table_column(screen.query_one("#ckpt-failed"), "shard") == ["11"]
+            assert table_column(screen.query_one("#retry-windows"), "array") == ["11-12"]
+            commands = str(screen.query_one("#retry-commands").content)
+            assert "11-12 0 1 12" in commands and "hyperion-submit local" in commands
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            await pilot.press("y")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 20)
+            jobs = app.screen
+            await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
+                           == ["COMPLETED", "COMPLETED"], 30)
+            assert table_column(jobs.query_one("#tasks"), "value") == ["11", "12"]
+            await pilot.press("3")
+            await wait_for(pilot, lambda: "every shard is complete"
+                           in str(screen.query_one("#retry-summary").content), 10)
+        names = [type(m).__name__ for m in seen]
+        assert names.index("ResubmitRequested") < names.index("Submitted") < names.index("RecordOpened")
+
+    asyncio.run(scenario())
