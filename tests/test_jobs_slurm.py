@@ -1,0 +1,175 @@
+"""hyperion-jobs and the poller against the real single-node Slurm cluster."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SLURM_UP, run_cli
+
+from backends.poller import Poller, PollUpdate
+from backends.record import JobRecord, SubmitRecord, TaskRecord, save_record
+from backends.states import JobState
+
+pytestmark = pytest.mark.slurm
+CTLD_PID = Path("/run/slurm-up/slurmctld.pid")
+
+
+def sbatch(tmp_path: Path, body: str, array: str) -> str:
+    """Submit `body` as an array with Slurm's own files in tmp_path/q; return the job id."""
+    script = tmp_path / "task.sh"
+    script.write_text("#!/bin/bash\n" + body)
+    (tmp_path / "q").mkdir(exist_ok=True)
+    done = subprocess.run(
+        ["sbatch", "--parsable", f"--array={array}", "-p", "cpu", "-t", "5", "-J", "hyperion-jobs-test",
+         "-o", str(tmp_path / "q" / "slurm-%A_%a.out"), "-e", str(tmp_path / "q" / "slurm-%A_%a.err"),
+         str(script)], capture_output=True, text=True, check=True)
+    return done.stdout.strip().split(";")[0]
+
+
+def poll_until(poller: Poller, done, timeout: float = 60.0) -> PollUpdate:
+    deadline = time.monotonic() + timeout
+    while True:
+        update = poller.poll_once()
+        if done(update) or time.monotonic() > deadline:
+            return update
+        time.sleep(0.5)
+
+
+def states_of(update: PollUpdate, job: str) -> dict[int | None, JobState]:
+    return {task: s.state for (j, task), s in update.states.items() if j == job}
+
+
+MIXED = """\
+case $SLURM_ARRAY_TASK_ID in
+1) exit 0;;
+2) exit 3;;
+*) sleep 90;;
+esac
+"""
+
+
+def test_mixed_array_states_and_cancel_one_task(slurm_cluster, tmp_path, cli_env):
+    job = sbatch(tmp_path, MIXED, "1-5%2")
+    try:
+        poller = Poller({job: (1, 2, 3, 4, 5)}, cap=2.0)
+        want = {1: JobState.COMPLETED, 2: JobState.FAILED, 3: JobState.RUNNING,
+                4: JobState.RUNNING, 5: JobState.PENDING}
+        update = poll_until(poller, lambda u: states_of(u, job) == want)
+        assert states_of(update, job) == want
+        assert update.states[(job, 2)].exit_code == 3 and update.states[(job, 1)].exit_code == 0
+        assert not update.all_terminal
+
+        status = run_cli("hyperion-jobs", "status", job, "--json", env=cli_env, cwd=tmp_path)
+        assert status.returncode == 0, status.stderr
+        shown = {t["task_id"]: (t["state"], t["exit_code"]) for t in json.loads(status.stdout)["tasks"]}
+        assert shown[1] == ("COMPLETED", 0) and shown[2] == ("FAILED", 3)
+        assert shown[3][0] == "RUNNING" and shown[5][0] in {"PENDING", "RUNNING"}
+
+        cancelled = run_cli("hyperion-jobs", "cancel", f"{job}_3", "--yes", env=cli_env)
+        assert cancelled.returncode == 0, cancelled.stderr
+        update = poll_until(poller, lambda u: states_of(u, job).get(3) is JobState.CANCELLED)
+        after = states_of(update, job)
+        assert after[3] is JobState.CANCELLED
+        assert after[4] is JobState.RUNNING and after[1] is JobState.COMPLETED
+    finally:
+        subprocess.run(["scancel", job])
+
+
+def test_logs_follow_sees_lines_as_the_task_writes_them(slurm_cluster, tmp_path, cli_env):
+    log = tmp_path / "tick.1.log"
+    job = sbatch(tmp_path, f"for i in 1 2 3 4 5 6; do echo tick $i >> {log}; sleep 1; done\n", "1")
+    record = SubmitRecord(
+        path=str(tmp_path / "q" / "tick.JOB.submit.json"), backend="slurm", argv=("hyperion-submit",),
+        cfg="", options={}, script=None, array_name="JOB", jobs=(JobRecord(job, 0, "1"),),
+        tasks=(TaskRecord(1, job, 1, str(log), str(tmp_path / "q" / f"slurm-{job}_1.out"), None),),
+        submitted_at="", cwd=str(tmp_path))
+    save_record(record)
+    follow = subprocess.Popen(["hyperion-jobs", "logs", f"{job}_1", "-f", "--dir", str(tmp_path)],
+                              env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list[tuple[float, str]] = []
+    try:
+        reader = threading.Thread(target=lambda: [seen.append((time.monotonic(), line.strip()))
+                                                  for line in follow.stdout], daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(line == "tick 6" for _, line in seen):
+            time.sleep(0.2)
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.wait(10)
+        subprocess.run(["scancel", job])
+    lines = [line for _, line in seen]
+    assert lines == [f"tick {i}" for i in range(1, 7)][-len(lines):] and lines[-1] == "tick 6"
+    times = [t for t, _ in seen]
+    assert times[-1] - times[0] >= 2.0     # lines came while the task wrote them, not at once
+
+
+def _ctld_pid() -> int:
+    return int(CTLD_PID.read_text().strip())
+
+
+def _restart_slurmctld(pid: int) -> None:
+    """Stop the (frozen) controller and bring the cluster back with the project's script."""
+    os.kill(pid, signal.SIGTERM)
+    os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    subprocess.run(["bash", str(SLURM_UP)], capture_output=True, text=True, timeout=180)
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    assert "UP" in ping.stdout, ping.stdout + ping.stderr
+
+
+def test_poller_survives_slurmctld_restart(slurm_cluster, tmp_path):
+    """The controller hangs (SIGSTOP) until the poller reports it, then restarts.
+
+    A hang rather than a plain stop: other test sessions on this cluster run
+    tests/slurm/up.sh when they find it down, so only a hang reliably outlasts
+    squeue's own retries.
+    """
+    job = sbatch(tmp_path, "sleep 8\n[ $SLURM_ARRAY_TASK_ID = 2 ] && exit 5\nexit 0\n", "1-2")
+    updates: list[PollUpdate] = []
+    stop = threading.Event()
+    poller = Poller({job: (1, 2)}, floor=0.5, cap=2.0)
+    result: list[PollUpdate] = []
+    watcher = threading.Thread(target=lambda: result.append(poller.run(updates.append, stop)), daemon=True)
+    watcher.start()
+    pid = _ctld_pid()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                updates and set(states_of(updates[-1], job).values()) == {JobState.RUNNING}):
+            time.sleep(0.2)
+        os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and not any(u.error for u in updates):
+            time.sleep(0.2)
+    finally:
+        _restart_slurmctld(pid)
+    watcher.join(120)
+    stop.set()
+    errors = [u for u in updates if u.error]
+    for u in updates:   # the timeline, for -s
+        print(u.error, [(s.slurm_id, s.state.value, s.source) for s in u.changed])
+    assert errors, "the poller never reported the controller being away"
+    # An error only ever carries sacct's final answers, never a result made from the failure.
+    assert all(s.source == "sacct" and s.state.is_terminal for u in errors for s in u.changed)
+    for task in (1, 2):   # once final, a task's state never changes again
+        seen = [u.states[(job, task)].state for u in updates if (job, task) in u.states]
+        first_final = next(i for i, st in enumerate(seen) if st.is_terminal)
+        assert len(set(seen[first_final:])) == 1
+    final = result[0]
+    assert final.all_terminal
+    assert final.states[(job, 1)].state is JobState.COMPLETED
+    assert final.states[(job, 2)].state is JobState.FAILED and final.states[(job, 2)].exit_code == 5
