@@ -115,3 +115,13 @@ def text_of(static) -> str:
     console = Console(width=max(static.size.width, 40), file=io.StringIO(), record=True)
     console.print(content)
     return console.export_text()
+
+
+def posted(seen: list, kind: type) -> list:
+    """Messages of one kind from a run_test message_hook, once each (bubbling re-posts them)."""
+    out, ids = [], set()
+    for message in seen:
+        if isinstance(message, kind) and id(message) not in ids:
+            ids.add(id(message))
+            out.append(message)
+    return out

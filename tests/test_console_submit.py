@@ -1,0 +1,144 @@
+"""Submit screen: the core's validation messages, the dry-run preview, local and Slurm submits."""
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from test_console_fixtures import notifications, posted, table_column, wait_for
+from backends.errors import InputError
+from backends.plan import build_plan, describe_plan, parse_submit_argv, submit_argv
+from hyperion_console.app import make_app
+from hyperion_console.form import form_argv
+from hyperion_console.messages import JobsUpdated, PreviewUpdated, SubmitRequested
+from hyperion_console.screens.confirm import ConfirmScreen
+from hyperion_console.screens.jobs import JobsScreen
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+def fill(screen, **fields: str) -> None:
+    for name, value in fields.items():
+        screen.set_field(name, value)
+
+
+def core_error(argv: list[str]) -> str:
+    """What the core says about an argv: the message the CLI would print after `error: `."""
+    try:
+        build_plan(*parse_submit_argv(argv))
+    except InputError as exc:
+        return str(exc)
+    raise AssertionError(f"the core accepts {argv}")
+
+
+@pytest.mark.parametrize("field, value, highlighted", [
+    ("time", "abc", "#time"),
+    ("num_gpus", "-2", "#num_gpus"),
+    ("mem", "lots", "#mem"),
+    ("array", "JOB=5:1", "#array"),
+    ("output_file", "", "#output_file"),
+])
+def test_invalid_field_shows_the_cores_message_inline(tmp_path: Path, field: str, value: str,
+                                                      highlighted: str) -> None:
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            screen = app.submit_screen
+            fill(screen, output_file=str(tmp_path / "log" / "t.JOB.log"), array="JOB=1:2",
+                 command="echo JOB")
+            fill(screen, **{field: value})
+            await pilot.pause()
+            expected = core_error(form_argv(screen.form()))
+            assert str(screen.query_one("#submit-error").content) == expected
+            assert screen.query_one(highlighted).has_class("invalid")
+            previews = posted(seen, PreviewUpdated)
+            assert previews[-1].error == expected and previews[-1].command_line is None
+            await pilot.press("ctrl+s")          # refused with the same message, nothing asked
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert expected in notifications(app)
+
+    asyncio.run(scenario())
+
+
+def test_preview_is_what_hyperion_submit_dry_run_prints(tmp_path: Path, cli_env) -> None:
+    async def scenario() -> tuple[str, str]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="slurm", num_gpus="2", mem="1G", mem_scope="cpu", time="00:05:00",
+                 array="JOB=1:3", max_jobs_run="2", output_file=str(tmp_path / "log" / "t.JOB.log"),
+                 command="python -c 'print(1)' --part JOB")
+            await pilot.pause()
+            assert str(screen.query_one("#submit-error").content) == "✓ valid"
+            return (str(screen.query_one("#submit-command").content),
+                    str(screen.query_one("#submit-preview").content))
+
+    command, preview = asyncio.run(scenario())
+    argv = shlex.split(command.removeprefix("$ "))
+    assert argv[0] == "hyperion-submit" and "--mem-per-cpu" in argv and "--gres=gpu:v100:2" in preview
+    dry = run_cli(*argv[:2], "--dry-run", *argv[2:], env=cli_env, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert preview.rstrip("\n") == dry.stdout.rstrip("\n")
+    assert not (tmp_path / "log").exists()      # planning wrote nothing
+
+
+def test_local_submit_confirms_then_watches_on_the_jobs_screen(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="local", array="JOB=1:3",
+                 output_file=str(tmp_path / "log" / "t.JOB.log"),
+                 command="echo hello from task JOB")
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")             # no: nothing runs
+            await pilot.pause()
+            assert not (tmp_path / "log").exists()
+            await pilot.press("ctrl+s")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 20)
+            jobs = app.screen
+            await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
+                           == ["COMPLETED"] * 3, 30)
+            await wait_for(pilot, lambda: "hello from task 1" in "\n".join(jobs.query_one("#log").lines), 10)
+        requested = posted(seen, SubmitRequested)
+        assert len(requested) == 1 and requested[0].argv[0] == "local"
+        assert "\nhello from task 3\n" in (tmp_path / "log" / "t.3.log").read_text()  # ran once, here
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="slurm", array="JOB=1:3", time="00:02:00",
+                 output_file=str(tmp_path / "log" / "s.JOB.log"),
+                 command="sh -c 'sleep 2; echo slurm task JOB'")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 30)
+            jobs = app.screen
+            await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
+                           == ["COMPLETED"] * 3, 120)
+            assert jobs.query_one("#jobs-progress").percentage == 1.0
+            assert str(jobs.query_one("#jobs-summary").content).endswith("COMPLETED 3  ")
+            await wait_for(pilot, lambda: "slurm task 1" in "\n".join(jobs.query_one("#log").lines), 10)
+        updates = posted(seen, JobsUpdated)
+        assert updates and updates[-1].all_terminal
+        # only what changed travels: no update repeats every task every time
+        assert sum(len(u.changed) for u in updates) < 3 * len(updates) or len(updates) == 1
+
+    asyncio.run(scenario())
