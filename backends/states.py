@@ -80,7 +80,7 @@ _ALIASES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskState:
     """What Slurm last said about one array task (or a non-array job)."""
 

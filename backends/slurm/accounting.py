@@ -8,10 +8,11 @@ so a task shows its freshest true state.
 from __future__ import annotations
 
 import subprocess
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from backends.states import JobState, TaskState
+from backends.states import TERMINAL, JobState, TaskState
 from sharding.ranges import expand
 
 SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "NodeList", "Start", "End")
@@ -67,19 +68,23 @@ def squeue_user_argv(user: str) -> list[str]:
 
 def parse_duration(text: str) -> float | None:
     """``[D-]HH:MM:SS``, ``MM:SS``, ``SS`` (sacct and squeue spellings) -> seconds."""
-    text = text.strip()
-    if not text or text in {"INVALID", "UNLIMITED", "NOT_SET"}:
-        return None
-    days, _, clock = text.rpartition("-")
+    days, _, clock = text.strip().rpartition("-")
     try:
-        total = 0.0
+        total = 0
         for part in clock.split(":"):
-            total = total * 60 + float(part)
-        return total + (int(days) * 86400 if days else 0)
-    except ValueError:
+            total = total * 60 + int(part)
+        return float(total + (int(days) * 86400 if days else 0))
+    except ValueError:   # INVALID, UNLIMITED, empty, fractions
         return None
 
 
+@lru_cache(maxsize=256)
+def _state(text: str) -> JobState:
+    """JobState.parse, cached: a 10k-task answer repeats a handful of spellings."""
+    return JobState.parse(text)
+
+
+@lru_cache(maxsize=1024)
 def parse_exit_code(text: str) -> tuple[int | None, int | None]:
     """sacct's ``code:signal`` -> (code, signal or None when 0)."""
     code, _, sig = text.strip().partition(":")
@@ -121,21 +126,24 @@ def parse_sacct(text: str) -> list[TaskState]:
     """
     ranged: list[TaskState] = []
     single: list[TaskState] = []
+    width = len(SACCT_FIELDS)
     for line in text.splitlines():
         if not line:
             continue
         fields = line.split("|")
-        if len(fields) != len(SACCT_FIELDS):
+        if len(fields) != width:
             raise ValueError(f"unexpected sacct line: {line!r}")
-        job, tasks = split_job_id(fields[0])
-        state = JobState.parse(fields[2])
-        code, sig = parse_exit_code(fields[3]) if state.is_terminal else (None, None)
-        elapsed = parse_duration(fields[4])
-        node = _node(fields[5])
+        job_text = fields[0]
+        state = _state(fields[2])
+        code, sig = parse_exit_code(fields[3]) if state in TERMINAL else (None, None)
+        elapsed, node = parse_duration(fields[4]), _node(fields[5])
+        job, sep, task = job_text.partition("_")
+        if sep and task.isdigit() and job.isdigit():   # the common row: one task
+            single.append(TaskState(job, int(task), state, code, sig, elapsed, node, "sacct"))
+            continue
+        job, tasks = split_job_id(job_text)
         if tasks is None:
             single.append(TaskState(job, None, state, code, sig, elapsed, node, "sacct"))
-        elif len(tasks) == 1 and "[" not in fields[0]:
-            single.append(TaskState(job, tasks[0], state, code, sig, elapsed, node, "sacct"))
         else:
             ranged.extend(TaskState(job, t, state, code, sig, elapsed, node, "sacct") for t in tasks)
     return ranged + single
@@ -151,7 +159,7 @@ def parse_squeue(text: str) -> list[TaskState]:
         if len(fields) < 4:
             raise ValueError(f"unexpected squeue line: {line!r}")
         job, tasks = split_job_id(fields[0])
-        state = JobState.parse(fields[1])
+        state = _state(fields[1])
         elapsed = parse_duration(fields[2])
         node = _node(fields[3])
         for task in tasks if tasks is not None else (None,):

@@ -1,0 +1,105 @@
+"""Jobs figures: parsing a 10k-task sacct answer, and tailing a 1 GB log against tail(1).
+
+    python bench/bench_jobs.py [--tasks 10000] [--log-gb 1] [--repeat 5]
+
+1. `parse_sacct` + `merge` on a synthetic sacct answer of N array tasks (finished,
+   failed, running rows and one pending range row), best of --repeat; target < 50 ms
+   for 10k tasks. A bare ``str.split`` of the same text is printed as the floor.
+2. `last_lines(path, 100)` on a generated log of --log-gb GB in /tmp against
+   ``tail -n 100`` on the same file (ratio = ours / tail, both wall-clock in this
+   run; tail includes its process start, ours runs in-process). The file is
+   deleted afterwards.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from backends.slurm.accounting import merge, parse_sacct  # noqa: E402
+from backends.tail import last_lines  # noqa: E402
+
+
+def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def sacct_text(tasks: int, job: int = 4242) -> str:
+    """What sacct prints for an array of `tasks`: most ended, some running, the rest pending."""
+    rows = []
+    running_from, pending_from = int(tasks * 0.8), int(tasks * 0.9)
+    for i in range(1, running_from):
+        state, code = ("FAILED", "3:0") if i % 17 == 0 else ("COMPLETED", "0:0")
+        rows.append(f"{job}_{i}|{job + i}|{state}|{code}|00:12:{i % 60:02d}|vm|"
+                    f"2026-12-02T10:00:00|2026-12-02T10:12:00")
+    for i in range(running_from, pending_from):
+        rows.append(f"{job}_{i}|{job + i}|RUNNING|0:0|00:03:{i % 60:02d}|vm|2026-12-02T10:20:00|Unknown")
+    rows.append(f"{job}_[{pending_from}-{tasks}%50]|{job}|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown")
+    return "\n".join(rows) + "\n"
+
+
+def bench_parse(tasks: int, repeat: int) -> None:
+    text = sacct_text(tasks)
+    seconds, merged = best(lambda: merge(parse_sacct(text), []), repeat)
+    floor, _ = best(lambda: [line.split("|") for line in text.splitlines()], repeat)
+    assert len(merged) == tasks, len(merged)
+    verdict = "ok" if seconds * 1000 < 50 or tasks != 10_000 else "OVER TARGET"
+    print(f"sacct parse+merge, {tasks} tasks: {seconds * 1000:.1f} ms (target < 50 ms: {verdict}); "
+          f"bare split {floor * 1000:.1f} ms, ratio {seconds / floor:.1f}x")
+
+
+def write_log(path: Path, size: int) -> None:
+    """Real, varied lines; a 4 MiB block repeated (with a changing prefix) so writing stays fast."""
+    block = "".join(f"[step {i:07d}] loss={i * 0.001:.4f} lr=0.0003 tokens/s={1000 + i % 977}\n"
+                    for i in range(60_000)).encode()
+    with open(path, "wb") as handle:
+        written = n = 0
+        while written < size:
+            chunk = f"epoch {n} begins\n".encode() + block
+            handle.write(chunk)
+            written += len(chunk)
+            n += 1
+        handle.write(b"the last line, no newline")
+
+
+def bench_tail(gigabytes: float, repeat: int) -> None:
+    fd, name = tempfile.mkstemp(prefix="hyperion-bench-", suffix=".log", dir="/tmp")
+    os.close(fd)
+    path = Path(name)
+    try:
+        write_log(path, int(gigabytes * 1024 ** 3))
+        size = path.stat().st_size
+        ours_s, ours = best(lambda: last_lines(path, 100), repeat)
+        tail_s, tail = best(lambda: subprocess.run(["tail", "-n", "100", str(path)], capture_output=True,
+                                                   text=True, check=True).stdout, repeat)
+        assert ours == tail.splitlines(), "last_lines disagrees with tail -n 100"
+        print(f"last 100 lines of a {size / 1024 ** 3:.2f} GB log: last_lines {ours_s * 1000:.2f} ms, "
+              f"tail -n 100 {tail_s * 1000:.2f} ms, ratio {ours_s / tail_s:.2f}x (same output)")
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--log-gb", type=float, default=1.0)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    bench_parse(args.tasks, args.repeat)
+    bench_tail(args.log_gb, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
