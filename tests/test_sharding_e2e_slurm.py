@@ -40,3 +40,31 @@ def test_twenty_shards_one_fails_and_is_resubmitted(slurm_cluster, test_site, tm
     outputs = sorted(p.name for p in (tmp_path / "out").glob("*.jsonl"))
     assert outputs == [f"p{i:06d}.jsonl" for i in range(20)]
     assert (tmp_path / "log" / f"shard.{bad_shard}.log").exists()
+
+
+@pytest.mark.slurm
+def test_resubmitting_a_shard_above_the_array_limit_uses_a_window(slurm_cluster, test_site, tmp_path, cli_env):
+    """Shard 1003 of 1005 cannot be a physical index (MaxArraySize 1001): it runs at an offset."""
+    from sharding.store import Checkpoint, RunConfig
+
+    make_input(tmp_path / "in", files=3, records=1)
+    first = run_cli(
+        "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:2",
+        "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
+        "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+        "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "1005",
+        "--minimum-shard-index", "1", cwd=tmp_path, env=cli_env, timeout=120)
+    assert first.returncode == 0, first.stderr
+    store = Checkpoint(tmp_path / "ck")
+    assert store.read_run() == RunConfig(1, 1005)
+    for shard in set(range(3, 1006)) - {1003}:  # pretend the other windows ran
+        store.write_completion(shard)
+    ck = str(tmp_path / "ck")
+    fields = run_cli("hyperion-checkpoint", "retry", ck, "--max-array-size", "1001", env=cli_env)
+    assert fields.stdout == "2 1001 1 1005\n"
+    again = run_cli("hyperion-checkpoint", "retry", ck, "--submit", str(tmp_path / "log" / "q" / "shard.SHARD.submit.json"),
+                    env=cli_env, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "offset 1001" in again.stderr
+    assert run_cli("hyperion-checkpoint", "retry", ck, env=cli_env).stdout == ""
+    assert "shard 1003 of 1005" in (tmp_path / "log" / "shard.1003.log").read_text()
