@@ -1,0 +1,114 @@
+"""Jobs screen: per-task table from the core, state filter, live log pane, cancel."""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from test_console_fixtures import build_local_record, notifications, posted, table_column, wait_for
+from backends.plan import build_plan, parse_submit_argv
+from backends.slurm.submit import submit
+from hyperion_console.app import make_app
+from hyperion_console.messages import CancelRequested, RecordOpened
+from hyperion_console.screens.confirm import ConfirmScreen
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+RESULTS = {1: ("COMPLETED", 0), 2: ("COMPLETED", 0), 3: ("FAILED", 3), 4: ("COMPLETED", 0)}
+
+
+def test_table_counts_and_filter_follow_the_local_results(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, RESULTS)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: "FAILED" in table_column(table, "state"), 10)
+            assert table_column(table, "state") == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]
+            assert table_column(table, "exit") == ["0", "0", "3", "0"]
+            summary = str(jobs.query_one("#jobs-summary").content)
+            assert "COMPLETED 3" in summary and "FAILED 1" in summary
+            assert jobs.query_one("#jobs-progress").percentage == 1.0
+            options = jobs.query_one("#records")
+            assert options.option_count == 1 and options.get_option_at_index(0).id == str(record)
+            while jobs.filter != "FAILED":
+                await pilot.press("f")
+            assert table_column(table, "value") == ["3"]
+            await pilot.press("f")                       # CANCELLED: none
+            assert table.row_count == 0
+            jobs.set_filter("all")
+            await pilot.pause()
+            assert table_column(table, "value") == ["1", "2", "3", "4"]
+
+    asyncio.run(scenario())
+
+
+def test_log_pane_follows_the_selected_task_live(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, RESULTS)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            log = jobs.query_one("#log")
+            await wait_for(pilot, lambda: "working on part 1" in log.lines, 10)
+            jobs.query_one("#tasks").focus()
+            await pilot.press("down", "down")
+            await wait_for(pilot, lambda: "working on part 3" in log.lines, 10)
+            assert "task.3.log" in str(jobs.query_one("#log-title").content)
+            with open(tmp_path / "exp" / "log" / "task.3.log", "a") as handle:
+                handle.write("a line written while watching\n")
+            await wait_for(pilot, lambda: log.lines[-1:] == ["a line written while watching"], 10)
+            await pilot.press("l")                        # local tasks have no q/ .err
+            assert "none for this task" in str(jobs.query_one("#log-title").content)
+
+    asyncio.run(scenario())
+
+
+def test_cancel_of_a_local_record_is_refused_with_a_notification(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, RESULTS)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("X")
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert "cancel: only Slurm submissions can be cancelled" in notifications(app)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_cancel_one_task_of_a_slurm_array_after_confirmation(slurm_cluster, tmp_path: Path) -> None:
+    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
+                                       "--array", "JOB=1:2", "--time", "00:02:00",
+                                       "--output-file", str(tmp_path / "log" / "c.JOB.log"),
+                                       "--", "sleep", "90"])
+    record = submit(build_plan(site, options))
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["RUNNING", "RUNNING"], 60)
+            jobs.query_one("#tasks").focus()
+            await pilot.press("x")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: table_column(table, "state")[0] == "CANCELLED", 60)
+            assert table_column(table, "state")[1] == "RUNNING"
+            await pilot.press("X", "y")                  # the whole job
+            await wait_for(pilot, lambda: table_column(table, "state") == ["CANCELLED"] * 2, 60)
+        targets = [m.targets for m in posted(seen, CancelRequested)]
+        job = record.jobs[0].job_id
+        assert targets == [(f"{job}_1",), (job,)]
+        assert posted(seen, RecordOpened)[0].tasks == 2
+
+    asyncio.run(scenario())
