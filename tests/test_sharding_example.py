@@ -98,3 +98,13 @@ def test_make_input_command(tmp_path, cli_env):
     assert result.returncode == 0
     files = sorted((tmp_path / "d").glob("*.jsonl"))
     assert len(files) == 3 and all(len(f.read_text().splitlines()) == 4 for f in files)
+
+
+def test_an_out_of_range_shard_processes_nothing_and_warns(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=3, records=1)
+    result = _run(tmp_path, cli_env, "--shard-index", "0", "--total-shards", "3", "--minimum-shard-index", "1")
+    assert result.returncode == 0
+    assert "outside the assignable shard range [1, 3]" in result.stderr
+    assert list((tmp_path / "out").glob("*.jsonl")) == []
+    assert Checkpoint(tmp_path / "ck").completed()[0] == set()
+
