@@ -194,7 +194,7 @@ def report(outcome: Outcome, array_name: str | None = None) -> list[str]:
     lines = []
     for task, state in outcome.bad:
         how = state.state.value if state.source != "unknown" else "never reported by Slurm"
-        if state.exit_code is not None:
+        if state.exit_code or state.state is JobState.FAILED:
             how += f" exit code {state.exit_code}"
         if state.signal:
             how += f" signal {state.signal}"

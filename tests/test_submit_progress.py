@@ -1,0 +1,88 @@
+"""The waiting side of hyperion-submit slurm without a cluster: progress lines and reports."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from backends.poller import PollUpdate
+from backends.progress import Progress, count
+from backends.record import SubmitRecord, TaskRecord
+from backends.slurm.submit import expected_tasks, outcome_from, parse_job_id, report
+from backends.states import JobState, TaskState
+
+
+def _update(*states: TaskState, error: str | None = None) -> PollUpdate:
+    return PollUpdate({s.key: s for s in states}, states, error, False)
+
+
+def _state(task: int, state: JobState, code: int | None = 0) -> TaskState:
+    return TaskState("7", task, state, exit_code=code)
+
+
+def test_counts_treat_unseen_tasks_as_pending():
+    states = {s.key: s for s in (_state(1, JobState.COMPLETED), _state(2, JobState.FAILED, 3),
+                                 _state(3, JobState.RUNNING), _state(4, JobState.CANCELLED))}
+    counts = count(states, 6)
+    assert counts.text == "done 1/6 failed 2 running 1 pending 2"
+
+
+def test_plain_progress_prints_a_line_only_when_counts_change():
+    out = io.StringIO()
+    progress = Progress(2, stream=out, live=False)
+    progress(_update(_state(1, JobState.PENDING)))
+    progress(_update(_state(1, JobState.PENDING)))
+    progress(_update(_state(1, JobState.RUNNING), error="sacct: timed out"))
+    progress(_update(_state(1, JobState.COMPLETED), _state(2, JobState.COMPLETED)))
+    progress.close()
+    assert out.getvalue().splitlines() == [
+        "done 0/2 failed 0 running 0 pending 2",
+        "query failed, retrying: sacct: timed out",
+        "done 0/2 failed 0 running 1 pending 1",
+        "done 2/2 failed 0 running 0 pending 0",
+    ]
+
+
+def test_live_progress_redraws_one_line_in_place():
+    out = io.StringIO()
+    progress = Progress(1, stream=out, live=True)
+    progress(_update(_state(1, JobState.RUNNING)))
+    progress(_update(_state(1, JobState.COMPLETED)))
+    progress.close()
+    text = out.getvalue()
+    assert text.count("\n") == 1 and text.endswith("done 1/1 failed 0 running 0 pending 0\n")
+    assert text.count("\r\x1b[K") == 2
+
+
+def _record(tmp_path: Path) -> SubmitRecord:
+    tasks = []
+    for value in (1, 2, 3):
+        log = tmp_path / f"t.{value}.log"
+        if value != 3:
+            log.write_text("# Running: x\n")
+        tasks.append(TaskRecord(value, "7", value, str(log), str(tmp_path / f"q/slurm-7_{value}.out"),
+                                str(tmp_path / f"q/slurm-7_{value}.err")))
+    return SubmitRecord(str(tmp_path / "q/t.JOB.submit.json"), "slurm", ("hyperion-submit",), "c", {},
+                        None, "JOB", (), tuple(tasks), "now", str(tmp_path))
+
+
+def test_outcome_flags_failures_and_missing_logs_and_reports_their_paths(tmp_path):
+    record = _record(tmp_path)
+    assert expected_tasks(record) == {"7": (1, 2, 3)}
+    states = {s.key: s for s in (_state(1, JobState.COMPLETED), _state(2, JobState.FAILED, 3),
+                                 _state(3, JobState.COMPLETED))}
+    outcome = outcome_from(record, states)
+    assert not outcome.ok and outcome.exit_status == 1
+    assert [task.value for task, _ in outcome.bad] == [2, 3]
+    lines = report(outcome, "JOB")
+    assert lines[0].startswith("JOB=2 (job 7_2): FAILED exit code 3; log ")
+    assert str(tmp_path / "t.2.log") in lines[0] and str(tmp_path / "q/slurm-7_2.err") in lines[0]
+    assert "log is missing" in lines[1] and f"{tmp_path / 't.3.log'} (missing)" in lines[1]
+    good = outcome_from(record, {**states, ("7", 2): _state(2, JobState.COMPLETED)})
+    assert [task.value for task, _ in good.bad] == [3]
+
+
+def test_parsable_sbatch_output():
+    assert parse_job_id("1234\n") == "1234"
+    assert parse_job_id("1234;cluster\n") == "1234"
+    assert parse_job_id("") is None
+    assert parse_job_id("Submitted batch job 12") is None

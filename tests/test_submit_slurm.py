@@ -1,0 +1,253 @@
+"""hyperion-submit slurm against the real single-node cluster, as a user runs it.
+
+Each test runs the console script in its own tmp_path and checks what a user
+sees: the exit status, stderr, the task logs, the record and what Slurm
+accounting says about the jobs.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backends.record import load_record
+from conftest import run_cli
+
+pytestmark = pytest.mark.slurm
+
+# The task program. It gets the substituted NAME as $1 and prints it next to
+# the environment's value; a file cannot be substituted, so $JOB here is the
+# variable the batch script exported.
+TASK = """\
+#!/bin/bash
+echo "value=$1 env=${JOB-unset} custom=${HYPERION_TEST_CUSTOM-unset} cuda=${CUDA_VISIBLE_DEVICES-unset}"
+sleep "${2:-1}"
+[ "$1" = "${3:-none}" ] && exit 3
+exit 0
+"""
+FAKE_TORCHRUN = """\
+#!/bin/bash
+# Records how it was called, then runs the program like torchrun --no-python would.
+printf '%s\\n' "$@" > "$TORCHRUN_DIR/args"
+printf '%s' "${CUDA_VISIBLE_DEVICES-unset}" > "$TORCHRUN_DIR/cuda"
+while [[ $1 == --* ]]; do shift; done
+exec "$@"
+"""
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> str:
+    path = tmp_path / "task.sh"
+    path.write_text(TASK)
+    path.chmod(0o755)
+    return str(path)
+
+
+def submit(site: Path, *argv: str, cwd: Path, env: dict[str, str], timeout: float = 300):
+    return run_cli("hyperion-submit", "slurm", "--cfg", str(site), *argv, cwd=cwd, env=env,
+                   timeout=timeout)
+
+
+def sacct(job_id: str, fields: str) -> list[list[str]]:
+    out = subprocess.run(["sacct", "-j", job_id, "-X", "--parsable2", "--noheader", "-o", fields],
+                         capture_output=True, text=True, check=True).stdout
+    return [line.split("|") for line in out.splitlines() if line]
+
+
+def wait_for(predicate, timeout: float = 60, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def running_tasks(job_id: str) -> set[str]:
+    out = subprocess.run(["squeue", "-j", job_id, "-r", "-h", "-o", "%i %T"],
+                         capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.endswith(" RUNNING")}
+
+
+def start(site: Path, *argv: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), *argv], cwd=cwd,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_single_job_succeeds_with_log_header_footer_and_record(slurm_cluster, test_site, cli_env,
+                                                                tmp_path, task):
+    result = submit(test_site, "--output-file", "exp/log/one.log", "--", task, "hello", "0",
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "exp/log/one.log").read_text().splitlines()
+    assert lines[0] == f"# Running: {task} hello 0"
+    assert lines[1].startswith("# Started at ") and lines[1].endswith(" on vm")
+    assert lines[2] == "value=hello env=unset custom=unset cuda=unset"
+    assert lines[-1].startswith("# Ended (code 0) at ")
+    record = load_record(tmp_path / "exp/log/q/one.submit.json")
+    (job,) = record.jobs
+    assert record.backend == "slurm" and job.array_expression is None
+    assert Path(record.tasks[0].slurm_out) == tmp_path / f"exp/log/q/slurm-{job.job_id}.out"
+    assert (tmp_path / f"exp/log/q/slurm-{job.job_id}.out").exists()
+    assert (tmp_path / "exp/log/q/one.sh").read_text().startswith("#!/bin/bash\n")
+    assert sacct(job.job_id, "State,ExitCode") == [["COMPLETED", "0:0"]]
+
+
+def test_array_with_a_failing_task_exits_non_zero_naming_its_log(slurm_cluster, test_site,
+                                                                 cli_env, tmp_path, task):
+    result = submit(test_site, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log", "--",
+                    task, "JOB", "1", "2", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1
+    bad = [line for line in result.stderr.splitlines() if "FAILED" in line]
+    assert len(bad) == 1, result.stderr
+    assert "JOB=2" in bad[0] and "exit code 3" in bad[0]
+    assert str(tmp_path / "log/t.2.log") in bad[0]
+    assert str(tmp_path / "log/t.1.log") not in result.stderr
+    for value in (1, 2, 3):
+        text = (tmp_path / f"log/t.{value}.log").read_text()
+        assert f"value={value} env={value} " in text
+    assert "# Ended (code 3)" in (tmp_path / "log/t.2.log").read_text()
+
+
+def test_timeout_is_reported_with_the_task_log(slurm_cluster, test_site, cli_env, tmp_path, task):
+    result = submit(test_site, "--time", "1", "--output-file", "log/slow.log", "--",
+                    task, "x", "120", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1
+    assert "TIMEOUT" in result.stderr and str(tmp_path / "log/slow.log") in result.stderr
+
+
+def test_a_cancelled_task_fails_the_array_and_is_named(slurm_cluster, test_site, cli_env,
+                                                       tmp_path, task):
+    # Value 2 sleeps long enough to be cancelled; sleeps are per value via the 2nd argument.
+    proc = start(test_site, "--array", "JOB=1:3", "--output-file", "log/c.JOB.log", "--",
+                 "bash", "-c", 'exec "$0" "$1" "$(( $1 == 2 ? 60 : 1 ))"', task, "JOB",
+                 cwd=tmp_path, env=cli_env)
+    try:
+        record_file = tmp_path / "log/q/c.JOB.submit.json"
+        wait_for(record_file.exists, what="the record")
+        job_id = load_record(record_file).jobs[0].job_id
+        wait_for(lambda: f"{job_id}_2" in running_tasks(job_id), what="task 2 running")
+        subprocess.run(["scancel", f"{job_id}_2"], check=True)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    (line,) = [line for line in stderr.splitlines() if "CANCELLED" in line]
+    assert f"JOB=2 (job {job_id}_2)" in line and str(tmp_path / "log/c.2.log") in line
+
+
+def test_gpu_job_gets_gres_cuda_devices_and_torchrun(slurm_cluster, test_site, cli_env,
+                                                     tmp_path, task):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text(FAKE_TORCHRUN)
+    (bin_dir / "torchrun").chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}:{cli_env['PATH']}", "TORCHRUN_DIR": str(tmp_path),
+           "HYPERION_TEST_CUSTOM": "carried by --export=ALL"}
+    result = submit(test_site, "--num-gpus", "2", "--output-file", "log/gpu.log", "--",
+                    task, "train", "0", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args == ["--standalone", "--nnodes=1", "--nproc-per-node=2", task, "train", "0"]
+    cuda = (tmp_path / "cuda").read_text()
+    assert len(cuda.split(",")) == 2 and all(d.isdigit() for d in cuda.split(",")), cuda
+    log = (tmp_path / "log/gpu.log").read_text()
+    assert f"custom=carried by --export=ALL cuda={cuda}" in log
+    job_id = load_record(tmp_path / "log/q/gpu.submit.json").jobs[0].job_id
+    # Accounting drops the GPU type; the controller still shows the job (MinJobAge 300 s).
+    shown = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True).stdout.split()
+    assert "Partition=gpu" in shown and "TresPerNode=gres:gpu:v100:2" in shown
+
+
+def test_max_jobs_run_limits_concurrent_tasks(slurm_cluster, test_site, cli_env, tmp_path, task):
+    result = submit(test_site, "--array", "JOB=1:6", "--max-jobs-run", "2",
+                    "--output-file", "log/m.JOB.log", "--", task, "JOB", "3",
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    record = load_record(tmp_path / "log/q/m.JOB.submit.json")
+    assert record.jobs[0].array_expression == "1-6%2"
+    rows = sacct(record.jobs[0].job_id, "JobID,State,Start,End")
+    assert len(rows) == 6 and {r[1] for r in rows} == {"COMPLETED"}
+    spans = [(datetime.fromisoformat(r[2]), datetime.fromisoformat(r[3])) for r in rows]
+    # Whole seconds: a task that starts in the second another ends does not overlap it.
+    most = max(sum(1 for s, e in spans if s <= moment < e) for moment, _ in spans)
+    assert most <= 2
+
+
+def test_array_beyond_max_array_size_is_windowed_with_offsets(slurm_cluster, test_site, cli_env,
+                                                              tmp_path, task):
+    site_file = _site_with(tmp_path, test_site, max_array_size=1001)
+    result = submit(site_file, "--array", "JOB=999:1003", "--output-file", "log/w.JOB.log",
+                    "--", task, "JOB", "0", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    record = load_record(tmp_path / "log/q/w.JOB.submit.json")
+    assert [(j.offset, j.array_expression) for j in record.jobs] == [(0, "999-1000"), (1001, "0-2")]
+    assert [(t.value, t.array_task_id) for t in record.tasks] == [
+        (999, 999), (1000, 1000), (1001, 0), (1002, 1), (1003, 2)]
+    for value in range(999, 1004):
+        assert f"value={value} env={value} " in (tmp_path / f"log/w.{value}.log").read_text()
+    assert (tmp_path / "log/q/w.JOB.offset1001.sh").exists()
+
+
+def _site_with(tmp_path: Path, test_site: Path, **changes) -> Path:
+    site = {**yaml.safe_load(test_site.read_text()), **changes}
+    path = tmp_path / "site.yaml"
+    path.write_text(yaml.safe_dump(site))
+    return path
+
+
+def test_refused_submission_says_why_keeps_the_script_and_writes_no_record(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    site = _site_with(tmp_path, test_site, cpu_options=["--partition=nosuch"])
+    result = submit(site, "--output-file", "log/r.log", "--", task, "x", "0", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert "sbatch failed" in line and "invalid partition" in line.lower()
+    assert f"script kept at {tmp_path / 'log/q/r.sh'}" in line
+    assert (tmp_path / "log/q/r.sh").exists()
+    assert not (tmp_path / "log/q/r.submit.json").exists()
+
+
+def test_refused_later_window_cancels_the_earlier_ones(slurm_cluster, test_site, cli_env,
+                                                       tmp_path, task):
+    # With max_array_size above the cluster's MaxArraySize (1001), value 2999 goes to
+    # offset 1500 with physical index 1499, which Slurm refuses; value 5 was queued first.
+    site = _site_with(tmp_path, test_site, max_array_size=1500)
+    result = submit(site, "--array", "JOB=5,2999", "--output-file", "log/l.JOB.log", "--",
+                    task, "JOB", "30", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert "Invalid job array specification" in line
+    assert f"script kept at {tmp_path / 'log/q/l.JOB.offset1500.sh'}" in line
+    job_id = line.rsplit("cancelled the windows already submitted: ", 1)[1].strip()
+    assert wait_for(lambda: (rows := sacct(job_id, "State")) and rows[0][0].startswith("CANCELLED"),
+                    timeout=30, what="the first window CANCELLED")
+    assert not (tmp_path / "log/q/l.JOB.submit.json").exists()
+
+
+def test_sigint_while_waiting_cancels_the_job_and_exits_130(slurm_cluster, test_site, cli_env,
+                                                            tmp_path, task):
+    proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/i.JOB.log", "--",
+                 task, "JOB", "60", cwd=tmp_path, env=cli_env)
+    try:
+        record_file = tmp_path / "log/q/i.JOB.submit.json"
+        wait_for(record_file.exists, what="the record")
+        job_id = load_record(record_file).jobs[0].job_id
+        wait_for(lambda: running_tasks(job_id), what="a running task")
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert f"cancelled job(s) {job_id}" in stderr
+    states = wait_for(lambda: (rows := sacct(job_id, "JobID,State")) and len(rows) == 2
+                      and all(r[1].startswith("CANCELLED") for r in rows) and rows,
+                      timeout=30, what="CANCELLED in sacct")
+    assert {r[0] for r in states} == {f"{job_id}_1", f"{job_id}_2"}
