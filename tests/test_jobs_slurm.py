@@ -173,3 +173,31 @@ def test_poller_survives_slurmctld_restart(slurm_cluster, tmp_path):
     assert final.all_terminal
     assert final.states[(job, 1)].state is JobState.COMPLETED
     assert final.states[(job, 2)].state is JobState.FAILED and final.states[(job, 2)].exit_code == 5
+
+
+def test_watch_and_list_a_record_written_by_hyperion_submit(slurm_cluster, tmp_path, cli_env, test_site):
+    script = tmp_path / "task.sh"
+    script.write_text('echo "value $IDX"; sleep 2; [ "$IDX" = 2 ] && exit 4; exit 0\n')
+    submit = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:3",
+         "--output-file", str(tmp_path / "exp" / "log" / "run.IDX.log"), "--", "bash", str(script)],
+        env=cli_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "exp" / "log" / "q" / "run.IDX.submit.json"
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline and submit.poll() is None:
+            time.sleep(0.2)
+        assert record.exists(), submit.communicate()
+        watch = run_cli("hyperion-jobs", "watch", str(record), "--cap", "2", env=cli_env, timeout=180)
+        assert watch.returncode == 1, watch.stdout + watch.stderr   # task 2 exits 4
+        assert "3 tasks: COMPLETED 2, FAILED 1" in watch.stdout
+        assert "FAILED exit 4" in watch.stdout and "run.2.log" in watch.stdout
+
+        listed = run_cli("hyperion-jobs", "list", str(tmp_path), "--json", env=cli_env)
+        (summary,) = json.loads(listed.stdout)["records"]
+        assert summary["record"] == str(record) and summary["counts"] == {"COMPLETED": 2, "FAILED": 1}
+
+        logs = run_cli("hyperion-jobs", "logs", f"{record}:2", "-n", "50", env=cli_env)
+        assert logs.returncode == 0 and "value 2" in logs.stdout
+    finally:
+        submit.wait(120)
