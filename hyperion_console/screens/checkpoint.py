@@ -127,7 +127,7 @@ class CheckpointScreen(ConsoleScreen):
         table = self.query_one("#ckpt-failed", DataTable)
         table.clear()
         for record in cov.failed:
-            when = dt.datetime.fromtimestamp(record.mtime).strftime("%Y-%m-%d %H:%M:%S")
+            when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%Y-%m-%d %H:%MZ")
             details = "" if record.details is None else json.dumps(dict(record.details))
             table.add_row(str(record.shard), record.job, record.array_task, record.restart, when,
                           details, key=record.path)

@@ -29,8 +29,9 @@ from .confirm import ConfirmScreen
 FILTERS: tuple[str, ...] = ("all", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
                             "TIMEOUT", "OUT_OF_MEMORY")
 LOG_SOURCES: tuple[str, ...] = ("log", "err", "out")
-COLUMNS: tuple[tuple[str, str], ...] = (("value", "value"), ("job", "job"), ("state", "state"),
-                                        ("exit", "exit"), ("elapsed", "elapsed"), ("node", "node"))
+# fixed widths: live updates never shift the columns (OUT_OF_MEMORY is the longest state)
+COLUMNS: tuple[tuple[str, int], ...] = (("value", 6), ("job", 12), ("state", 13),
+                                               ("exit", 7), ("elapsed", 9), ("node", 16))
 
 
 def task_key(job_id: str, task_id: int | None, value: int | None = None) -> str:
@@ -84,8 +85,8 @@ class JobsScreen(ConsoleScreen):
                          id="state-filter", compact=True)
         yield ProgressBar(total=1, show_eta=False, id="jobs-progress")
         table = DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
+        for key, width in COLUMNS:
+            table.add_column(key, key=key, width=width)
         yield table
         yield Label("log: (select a task)", id="log-title")
         yield Log(id="log", max_lines=2000)
@@ -220,7 +221,7 @@ class JobsScreen(ConsoleScreen):
                 rebuild = True
             elif self._matches(state):
                 for column, value in self._state_cells(state).items():
-                    table.update_cell(key, column, value, update_width=True)
+                    table.update_cell(key, column, value)
         if rebuild:
             self.rebuild_table()
         else:

@@ -1,0 +1,92 @@
+"""Snapshots of every screen at 80x24 (pytest-textual-snapshot; update with --snapshot-update).
+
+Fixtures live under one fixed directory and times are fixed, so the pictures
+only change when the console's look does.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from test_console_fixtures import FIXED_ROOT, build_checkpoint, build_local_record, fresh
+from hyperion_console.app import make_app
+
+REPO = Path(__file__).resolve().parents[1]
+SIZE = (80, 24)
+
+
+def fixed_conf() -> Path:
+    conf = FIXED_ROOT / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "conf" / "submit_test_cluster.yaml", conf)
+    return conf
+
+
+def submit_app():
+    root = fresh(FIXED_ROOT / "submit")
+    return make_app(cfg_dir=fixed_conf(), search_dirs=[root]), root
+
+
+def fill(pilot, root: Path, **extra: str):
+    async def run_before(pilot) -> None:
+        screen = pilot.app.submit_screen
+        fields = {"backend": "slurm", "array": "JOB=1:4", "mem": "200M", "time": "00:05:00",
+                  "output_file": str(root / "exp" / "log" / "extract.JOB.log"),
+                  "command": "hyperion-extract --part JOB --num-parts 4", **extra}
+        for name, value in fields.items():
+            screen.set_field(name, value)
+        await pilot.pause()
+        pilot.app.set_focus(None)
+    return run_before
+
+
+def test_snapshot_submit_valid(snap_compare) -> None:
+    app, root = submit_app()
+    assert snap_compare(app, terminal_size=SIZE, run_before=fill(None, root))
+
+
+def test_snapshot_submit_invalid(snap_compare) -> None:
+    app, root = submit_app()
+    assert snap_compare(app, terminal_size=SIZE, run_before=fill(None, root, time="soon"))
+
+
+def test_snapshot_jobs(snap_compare) -> None:
+    root = fresh(FIXED_ROOT / "jobs")
+    record = build_local_record(root, {1: ("COMPLETED", 0), 2: ("COMPLETED", 0), 3: ("FAILED", 3),
+                                       4: ("COMPLETED", 0), 5: ("COMPLETED", 0)})
+    app = make_app(cfg_dir=fixed_conf(), record=record, search_dirs=[root])
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.8)       # local results read, log pane filled
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def checkpoint_app():
+    root = fresh(FIXED_ROOT / "checkpoint")
+    checkpoint = build_checkpoint(root, total=40, complete=tuple(i for i in range(1, 41)
+                                                                  if i not in (6, 17, 18, 33)),
+                                  failed=(6, 33))
+    return make_app(cfg_dir=fixed_conf(), checkpoint=checkpoint, search_dirs=[root])
+
+
+def test_snapshot_checkpoint_coverage(snap_compare) -> None:
+    assert snap_compare(checkpoint_app(), terminal_size=SIZE)
+
+
+def test_snapshot_checkpoint_failed(snap_compare) -> None:
+    assert snap_compare(checkpoint_app(), terminal_size=SIZE, press=["right"])
+
+
+def test_snapshot_checkpoint_retry(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        pilot.app.checkpoint_screen.query_one("#max-array-size").value = "20"
+        await pilot.pause()
+
+    assert snap_compare(checkpoint_app(), terminal_size=SIZE, press=["right", "right"],
+                        run_before=run_before)
+
+
+def test_snapshot_help(snap_compare) -> None:
+    app, _ = submit_app()
+    assert snap_compare(app, terminal_size=SIZE, press=["escape", "question_mark"])
