@@ -48,6 +48,9 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
     text = str(value).strip()
     if not any(form.match(text) for form in _TIME_FORMS):
         raise InputError(field, f"{text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)")
+    _, _, clock = text.rpartition("-")
+    if any(int(part) >= 60 for part in clock.split(":")[1:]):
+        raise InputError(field, f"{text!r}: minutes and seconds after the first field must be below 60")
     return text
 
 

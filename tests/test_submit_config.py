@@ -198,3 +198,17 @@ def test_corrupt_record_is_an_input_error(tmp_path):
 
 def test_footer_line_parses_back():
     assert parse_ended(ended_line(3, "2026-12-02T13:00:00+00:00", 12)) == (3, "2026-12-02T13:00:00+00:00", 12)
+
+
+@pytest.mark.parametrize("value", ["10:75", "1:61:00", "1:2:3:4", "1.5", "-5", "1d", "", "2-", True])
+def test_bad_times_are_refused(value):
+    with pytest.raises(InputError) as err:
+        check_time("--time", value)
+    assert err.value.field == "--time"
+
+
+@pytest.mark.parametrize("value", ["0", "8X", "8.5G", "-1G", "G", "8 G", 1.5, True])
+def test_bad_memory_sizes_are_refused(value):
+    with pytest.raises(InputError) as err:
+        check_memory("--mem", value)
+    assert err.value.field == "--mem"

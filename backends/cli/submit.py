@@ -70,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except OSError as err:  # e.g. the q/ directory beside the log is not writable
+        where = f" {err.filename}" if err.filename else ""
+        print(f"{PROG}: error: cannot write{where}: {err.strerror or err}", file=sys.stderr)
+        return FAILED
 
 
 if __name__ == "__main__":

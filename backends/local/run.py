@@ -129,6 +129,11 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
         except KeyboardInterrupt:
             results.update(key, state="FAILED", exit_code=130, end=logheader.iso_now())
             raise
+        except OSError as err:  # the log itself cannot be written: the task never ran
+            results.update(key, state="FAILED", exit_code=None, end=logheader.iso_now())
+            print(f"hyperion-submit: cannot write log {task.log}: {err.strerror or err}",
+                  file=sys.stderr, flush=True)
+            return 1
         results.update(key, state="COMPLETED" if code == 0 else "FAILED", exit_code=code,
                        end=logheader.iso_now())
         emit(LocalEvent("end", task, code, elapsed))
