@@ -143,7 +143,7 @@ def test_a_cancelled_task_fails_the_array_and_is_named(slurm_cluster, test_site,
     assert f"JOB=2 (job {job_id}_2)" in line and str(tmp_path / "log/c.2.log") in line
 
 
-def test_gpu_job_gets_gres_cuda_devices_and_torchrun(slurm_cluster, test_site, cli_env,
+def test_gpu_job_gets_gres_cuda_devices_torchrun_and_exported_env(slurm_cluster, test_site, cli_env,
                                                      tmp_path, task):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -232,8 +232,9 @@ def test_refused_later_window_cancels_the_earlier_ones(slurm_cluster, test_site,
     assert not (tmp_path / "log/q/l.JOB.submit.json").exists()
 
 
-def test_sigint_while_waiting_cancels_the_job_and_exits_130(slurm_cluster, test_site, cli_env,
-                                                            tmp_path, task):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_while_waiting_cancels_the_job_and_exits_130(slurm_cluster, test_site, cli_env,
+                                                            tmp_path, task, signum):
     proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/i.JOB.log", "--",
                  task, "JOB", "60", cwd=tmp_path, env=cli_env)
     try:
@@ -241,7 +242,7 @@ def test_sigint_while_waiting_cancels_the_job_and_exits_130(slurm_cluster, test_
         wait_for(record_file.exists, what="the record")
         job_id = load_record(record_file).jobs[0].job_id
         wait_for(lambda: running_tasks(job_id), what="a running task")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()

@@ -209,17 +209,19 @@ def report(outcome: Outcome, array_name: str | None = None) -> list[str]:
 # --- the synchronous command ----------------------------------------------------------------
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[list[int]]:
-    """SIGINT/SIGTERM set `stop` instead of killing us, so we can cancel what we queued."""
-    received: list[int] = []
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set `stop` instead of killing us, so we can cancel what we queued.
 
-    def handler(signum: int, frame: object) -> None:
-        received.append(signum)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    Only the main thread may install handlers; elsewhere (a console worker)
+    the caller's own `stop` is the way to interrupt.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield received
+        yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
@@ -243,17 +245,19 @@ def _describe(record: SubmitRecord) -> str:
     return f"{PROG}: submitted job(s) {jobs}; record {record.path}"
 
 
-def run_slurm(plan: SubmitPlan, err: TextIO | None = None) -> int:
+def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
+              stop: threading.Event | None = None) -> int:
     """Submit `plan`, wait for every task, report bad tasks; the exit status for main.
 
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
     otherwise; 130 after SIGINT/SIGTERM, having cancelled everything
-    submitted. An sbatch refusal prints one line and gives 1.
+    submitted (or after `stop` was set by the caller). An sbatch refusal
+    prints one line and gives 1.
     """
     from backends.progress import Progress
     err = err or sys.stderr
-    stop = threading.Event()
-    with _stop_on_signals(stop) as received:
+    stop = stop or threading.Event()
+    with _stop_on_signals(stop):
         try:
             record = submit(plan)
         except SubmitError as exc:
@@ -265,7 +269,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None) -> int:
             outcome = wait(record, progress, stop)
         finally:
             progress.close()
-        if received or stop.is_set():
+        if stop.is_set():
             _cancel_all(record, err)
             return INTERRUPTED
     for line in report(outcome, record.array_name):
