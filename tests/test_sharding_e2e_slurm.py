@@ -19,7 +19,7 @@ def test_twenty_shards_one_fails_and_is_resubmitted(slurm_cluster, test_site, tm
         "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
         "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "20",
         "--minimum-shard-index", "1", "--fail-record", "doc-0007-0001", "--fail-once",
-        cwd=tmp_path, env=cli_env, timeout=180)
+        cwd=tmp_path, env=cli_env, timeout=300)
     assert first.returncode == 1, first.stderr
     ck = str(tmp_path / "ck")
 
@@ -30,7 +30,7 @@ def test_twenty_shards_one_fails_and_is_resubmitted(slurm_cluster, test_site, tm
     assert failed[0]["slurm_job"].isdigit() and failed[0]["array_task"] == str(bad_shard)  # offset 0: physical = logical
 
     record = tmp_path / "log" / "q" / "shard.SHARD.submit.json"
-    again = run_cli("hyperion-checkpoint", "retry", ck, "--submit", str(record), env=cli_env, timeout=180)
+    again = run_cli("hyperion-checkpoint", "retry", ck, "--submit", str(record), env=cli_env, timeout=300)
     assert again.returncode == 0, again.stderr
     assert f"--array SHARD={bad_shard}" in again.stderr
 
@@ -53,7 +53,7 @@ def test_resubmitting_a_shard_above_the_array_limit_uses_a_window(slurm_cluster,
         "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
         "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
         "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "1005",
-        "--minimum-shard-index", "1", cwd=tmp_path, env=cli_env, timeout=120)
+        "--minimum-shard-index", "1", cwd=tmp_path, env=cli_env, timeout=300)
     assert first.returncode == 0, first.stderr
     store = Checkpoint(tmp_path / "ck")
     assert store.read_run() == RunConfig(1, 1005)
@@ -61,10 +61,11 @@ def test_resubmitting_a_shard_above_the_array_limit_uses_a_window(slurm_cluster,
         store.write_completion(shard)
     ck = str(tmp_path / "ck")
     fields = run_cli("hyperion-checkpoint", "retry", ck, "--max-array-size", "1001", env=cli_env)
-    assert fields.stdout == "2 1001 1 1005\n"
+    assert fields.stdout == "2 1001 1 1005\n", fields.stderr
     again = run_cli("hyperion-checkpoint", "retry", ck, "--submit", str(tmp_path / "log" / "q" / "shard.SHARD.submit.json"),
-                    env=cli_env, timeout=120)
+                    env=cli_env, timeout=300)
     assert again.returncode == 0, again.stderr
     assert "offset 1001" in again.stderr
-    assert run_cli("hyperion-checkpoint", "retry", ck, env=cli_env).stdout == ""
+    final = run_cli("hyperion-checkpoint", "retry", ck, env=cli_env)
+    assert final.stdout == "", final.stderr
     assert "shard 1003 of 1005" in (tmp_path / "log" / "shard.1003.log").read_text()
