@@ -41,11 +41,26 @@ async def shoot(size: tuple[int, int]) -> list[Path]:
         await save("checkpoint-failed")
         await pilot.press("right")
         await save("checkpoint-retry")
-        await pilot.press("2")
-        await pilot.pause(0.5)
+        await pilot.press("ctrl+r")
+        await save("confirm-resubmit")
+        await pilot.press("y")       # the missing shards run on the local backend
+        for _ in range(100):
+            await pilot.pause(0.1)
+            rows = app.jobs_screen.states.values()
+            if app.screen is app.jobs_screen and rows and all(r.state and r.state.is_terminal for r in rows):
+                break
         await save("jobs")
         await pilot.press("1")
+        screen = app.submit_screen
+        for name, value in {"backend": "slurm", "num_gpus": "2", "mem": "4G", "time": "02:00:00",
+                            "array": "JOB=1:40", "max_jobs_run": "8",
+                            "output_file": "exp/xvector/log/extract.JOB.log",
+                            "command": "hyperion-extract-wav2xvectors --part-idx JOB --num-parts 40"}.items():
+            screen.set_field(name, value)
+        app.set_focus(None)
         await save("submit")
+        screen.set_field("time", "two hours")
+        await save("submit-invalid")
         await pilot.press("question_mark")
         await save("help")
     return saved

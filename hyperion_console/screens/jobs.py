@@ -220,8 +220,10 @@ class JobsScreen(ConsoleScreen):
             if self.filter != "all" and (self._matches(old) != self._matches(state)):
                 rebuild = True
             elif self._matches(state):
+                before = self._state_cells(old) if old is not None else {}
                 for column, value in self._state_cells(state).items():
-                    table.update_cell(key, column, value)
+                    if before.get(column) != value:     # only cells that changed
+                        table.update_cell(key, column, value)
         if rebuild:
             self.rebuild_table()
         else:

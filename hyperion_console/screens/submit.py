@@ -84,8 +84,8 @@ class SubmitScreen(ConsoleScreen):
                 yield Button("Submit", id="submit-button", variant="primary", compact=True)
             with Vertical(id="submit-preview-pane"):
                 yield Static("", id="submit-error")
-                yield Static("", id="submit-command")
                 with VerticalScroll(id="submit-preview-scroll"):
+                    yield Static("", id="submit-command")
                     yield Static("", id="submit-preview")
         yield Footer(compact=True)
 

@@ -1,0 +1,67 @@
+"""Smoke test of the installed `hyperion-console --demo` binary in a real 80x24 terminal (tmux)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def screen_text(session: str) -> str:
+    return tmux("capture-pane", "-p", "-t", session)
+
+
+def wait_for_text(session: str, *needles: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = screen_text(session)
+        if all(n in text for n in needles):
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"{needles} not on screen after {timeout}s:\n{text}")
+
+
+def test_demo_binary_in_tmux(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    binary = shutil.which("hyperion-console", path=cli_env["PATH"])
+    assert binary, "hyperion-console is not installed (pip install -e .)"
+    session = f"hyperion-{uuid.uuid4().hex[:8]}"
+    command = f"{binary} --demo --demo-dir {tmp_path / 'demo'} --cfg-dir {REPO / 'conf'}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24",
+                    "-e", f"PATH={cli_env['PATH']}", command], check=True, cwd=tmp_path)
+    try:
+        text = wait_for_text(session, "complete 10", "incomplete 1", "failed 1")
+        assert "Checkpoint" in text and "^r Resubmit" in text
+        tmux("send-keys", "-t", session, "Right", "Right")
+        wait_for_text(session, "missing 11-12", "11-12 0 1 12")
+        tmux("send-keys", "-t", session, "C-r")
+        wait_for_text(session, "Resubmit shards 11-12?")
+        tmux("send-keys", "-t", session, "y")
+        text = wait_for_text(session, "COMPLETED 2", "100%", timeout=60)
+        assert "shard.SHARD.submit.json" in text
+        tmux("send-keys", "-t", session, "?")
+        wait_for_text(session, "Hyperion Console — keys")
+        tmux("send-keys", "-t", session, "Escape")     # alone: escape + q would read as alt+q
+        deadline = time.monotonic() + 10
+        while "Hyperion Console — keys" in screen_text(session) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        tmux("send-keys", "-t", session, "q")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("q did not quit the console:\n" + screen_text(session))
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
