@@ -9,13 +9,23 @@ a task result.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from backends.slurm.accounting import QueryError, Runner, run_command, run_sacct, run_squeue
+from backends.slurm.accounting import (
+    QueryError, Runner, merge, range_only, run_command, run_sacct, run_squeue,
+)
 from backends.states import JobState, TaskState
 
 Key = tuple[str, "int | None"]
+
+# A pending array task cancelled on its own leaves the controller at once and,
+# about 4 s later, sacct's pending-range row, and never gets a row of its own.
+# A task missing from both answers, in at least two polls this many seconds
+# apart, while the controller still lists other tasks of its job, was removed
+# from the array: it is reported CANCELLED.
+VANISHED_AFTER = 5.0
 
 
 @dataclass(frozen=True)
@@ -32,14 +42,17 @@ def _same(a: TaskState, b: TaskState) -> bool:
     return (a.state, a.exit_code, a.signal, a.node) == (b.state, b.exit_code, b.signal, b.node)
 
 
-def _accept(old: TaskState | None, new: TaskState) -> bool:
+def _accept(old: TaskState | None, new: TaskState, range_row: bool) -> bool:
     """Whether `new` may replace `old`: never step back from a final or a running state.
 
     sacct can lag behind squeue (PENDING after squeue saw RUNNING and the task
-    already left squeue), and a final state is never undone by a stale row.
+    already left squeue), a pending-range row still names tasks that started,
+    and a final state is never undone by a stale row.
     """
     if old is None:
         return True
+    if range_row and old.state is not JobState.PENDING:
+        return False
     if old.state.is_terminal:
         return new.state.is_terminal
     if new.source == "sacct" and new.state is JobState.PENDING and old.state is not JobState.PENDING:
@@ -53,7 +66,9 @@ class Poller:
     def __init__(self, expected: Mapping[str, tuple[int, ...] | None], *, floor: float = 1.0,
                  cap: float = 30.0, factor: float = 1.5, error_factor: float = 2.0,
                  runner: Runner = run_command,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 vanished_after: float = VANISHED_AFTER) -> None:
         if floor <= 0 or cap < floor:
             raise ValueError("need 0 < floor <= cap")
         self._expected = {str(j): (frozenset(t) if t is not None else None)
@@ -62,6 +77,9 @@ class Poller:
         self._factor, self._error_factor = factor, error_factor
         self._runner = runner
         self._sleep = sleep
+        self._clock = clock
+        self._vanished_after = vanished_after
+        self._missing_since: dict[Key, tuple[float, int]] = {}
         self._states: dict[Key, TaskState] = {}
         self.interval = floor
 
@@ -89,32 +107,56 @@ class Poller:
     def _all_terminal(self) -> bool:
         return all(self._job_done(job) for job in self._expected)
 
-    def _apply(self, candidates: Mapping[Key, TaskState]) -> tuple[TaskState, ...]:
+    def _apply(self, candidates: Mapping[Key, TaskState], range_rows: set[Key]) -> tuple[TaskState, ...]:
         changed = []
         for key, new in candidates.items():
             old = self._states.get(key)
-            if not _accept(old, new):
+            if not _accept(old, new, key in range_rows):
                 continue
             self._states[key] = new
             if old is None or not _same(old, new):
                 changed.append(new)
         return tuple(changed)
 
-    def _query(self, jobs: list[str]) -> tuple[dict[Key, TaskState], str | None]:
-        """Merged candidates; on a squeue failure only sacct's final states are kept."""
-        rows = [t for t in run_sacct(jobs, self._runner) if self._wanted(t)]
-        candidates: dict[Key, TaskState] = {t.key: t for t in rows}
+    def _query(self, jobs: list[str]) -> tuple[dict[Key, TaskState], set[Key], str | None]:
+        """Merged candidates, the range-row ones among them, and a squeue error.
+
+        When squeue fails only sacct's own final rows are kept: they are true
+        whatever the controller is doing.
+        """
+        sacct = run_sacct(jobs, self._runner)
         try:
             live = run_squeue(jobs, self._runner)
         except QueryError as exc:
-            return {k: t for k, t in candidates.items() if t.state.is_terminal}, str(exc)
-        for task in live:
-            if not self._wanted(task):
+            final = {t.key: t for t in sacct.own if t.state.is_terminal and self._wanted(t)}
+            return final, set(), str(exc)
+        merged = {k: t for k, t in merge(sacct, live).items() if self._wanted(t)}
+        merged.update(self._vanished(merged, {t.job_id for t in live}))
+        return merged, range_only(sacct, live), None
+
+    def _vanished(self, candidates: Mapping[Key, TaskState], in_squeue: set[str]) -> dict[Key, TaskState]:
+        """Unfinished tasks missing from both answers (see VANISHED_AFTER), as CANCELLED."""
+        now = self._clock()
+        out: dict[Key, TaskState] = {}
+        for key in self._watched_keys():
+            known = self._states.get(key)
+            if key in candidates or key[0] not in in_squeue or (known and known.state.is_terminal):
+                self._missing_since.pop(key, None)
                 continue
-            known = candidates.get(task.key)
-            if known is None or not known.state.is_terminal:
-                candidates[task.key] = task
-        return candidates, None
+            first, polls = self._missing_since.get(key, (now, 0))
+            self._missing_since[key] = (first, polls + 1)
+            if polls + 1 >= 2 and now - first >= self._vanished_after:
+                out[key] = TaskState(key[0], key[1], JobState.CANCELLED, source="squeue")
+        return out
+
+    def _watched_keys(self) -> list[Key]:
+        """Listed tasks of every job; for jobs watched whole, the tasks seen so far."""
+        keys: list[Key] = []
+        for job, tasks in self._expected.items():
+            if tasks is not None:
+                keys.extend((job, t) for t in tasks)
+        keys.extend(k for k in self._states if self._expected.get(k[0], ()) is None)
+        return keys
 
     def poll_once(self) -> PollUpdate:
         """One sacct (and one squeue) for every job that still has unfinished tasks."""
@@ -123,8 +165,8 @@ class Poller:
         error: str | None = None
         if jobs:
             try:
-                candidates, error = self._query(jobs)
-                changed = self._apply(candidates)
+                candidates, range_rows, error = self._query(jobs)
+                changed = self._apply(candidates, range_rows)
             except QueryError as exc:
                 error = str(exc)
         if error:

@@ -72,11 +72,14 @@ def test_mixed_array_states_and_cancel_one_task(slurm_cluster, tmp_path, cli_env
         assert shown[1] == ("COMPLETED", 0) and shown[2] == ("FAILED", 3)
         assert shown[3][0] == "RUNNING" and shown[5][0] in {"PENDING", "RUNNING"}
 
-        cancelled = run_cli("hyperion-jobs", "cancel", f"{job}_3", "--yes", env=cli_env)
+        # One running and one pending task; a pending task cancelled alone never
+        # gets a sacct row of its own, the poller must still see it end.
+        cancelled = run_cli("hyperion-jobs", "cancel", f"{job}_3", f"{job}_5", "--yes", env=cli_env)
         assert cancelled.returncode == 0, cancelled.stderr
-        update = poll_until(poller, lambda u: states_of(u, job).get(3) is JobState.CANCELLED)
+        update = poll_until(poller, lambda u: states_of(u, job).get(3) is JobState.CANCELLED
+                            and states_of(u, job).get(5) is JobState.CANCELLED)
         after = states_of(update, job)
-        assert after[3] is JobState.CANCELLED
+        assert after[3] is JobState.CANCELLED and after[5] is JobState.CANCELLED
         assert after[4] is JobState.RUNNING and after[1] is JobState.COMPLETED
     finally:
         subprocess.run(["scancel", job])

@@ -6,7 +6,7 @@ import pytest
 from backends.errors import InputError
 from backends.slurm.accounting import (
     CommandResult, QueryError, merge, parse_duration, parse_exit_code, parse_sacct,
-    parse_squeue, run_squeue, sacct_argv, squeue_argv,
+    parse_sacct_rows, parse_squeue, range_only, run_squeue, sacct_argv, squeue_argv,
 )
 from backends.slurm.cancel import CancelError, cancel, cancel_argv
 from backends.states import JobState
@@ -22,7 +22,14 @@ SACCT_MIXED = """\
 """
 SACCT_PENDING_RANGE = "7_[3-5%2]|7|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"
 SACCT_CANCELLED_RANGE = "7_[3-5%2]|7|CANCELLED by 0|0:0|00:00:00|None assigned|None|2026-12-02T13:04:28\n"
-SQUEUE_MIXED = "1_6|PENDING|0:00|\n1_5|RUNNING|0:04|vm\n1_4|RUNNING|0:04|vm\n1_3|RUNNING|0:04|vm\n"
+# squeue -t all -r -O JobArrayID:|,State:|,exit_code:|,TimeUsed:|,NodeList:| (exit_code: wait status)
+SQUEUE_MIXED = """\
+453_1|COMPLETED|0|0:00|vm|
+453_2|FAILED|768|0:00|vm|
+454|FAILED|9|0:01|vm|
+453_3|PENDING|0|0:00||
+453_4|RUNNING|0|0:04|vm|
+"""
 
 
 @pytest.mark.parametrize("text,state", [
@@ -71,7 +78,7 @@ def test_sacct_pending_range_expands_to_tasks():
 def test_sacct_own_row_beats_pending_range():
     text = "9_[4-5]|9|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n" \
            "9_3|10|FAILED|1:0|00:00:01|vm|x|y\n"
-    merged = merge(parse_sacct(text), [])
+    merged = merge(parse_sacct_rows(text), [])
     assert merged[("9", 3)].state is JobState.FAILED
     assert merged[("9", 4)].state is JobState.PENDING
 
@@ -96,26 +103,46 @@ def test_exit_code_and_duration_spellings():
 
 
 def test_squeue_rows():
-    tasks = parse_squeue(SQUEUE_MIXED)
-    assert sorted((t.task_id, t.state.value) for t in tasks) == [
-        (3, "RUNNING"), (4, "RUNNING"), (5, "RUNNING"), (6, "PENDING")]
-    assert all(t.source == "squeue" for t in tasks)
+    tasks = {t.key: t for t in parse_squeue(SQUEUE_MIXED)}
+    assert {k: t.state.value for k, t in tasks.items()} == {
+        ("453", 1): "COMPLETED", ("453", 2): "FAILED", ("454", None): "FAILED",
+        ("453", 3): "PENDING", ("453", 4): "RUNNING"}
+    assert (tasks[("453", 2)].exit_code, tasks[("453", 2)].signal) == (3, None)
+    assert (tasks[("454", None)].exit_code, tasks[("454", None)].signal) == (0, 9)   # kill -9
+    assert tasks[("453", 4)].exit_code is None and tasks[("453", 4)].elapsed == 4
+    assert tasks[("453", 3)].node is None
+    assert all(t.source == "squeue" for t in tasks.values())
 
 
-def test_merge_squeue_live_wins_but_sacct_final_wins_over_all():
-    sacct = parse_sacct("5_1|5|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"
-                        "5_2|6|COMPLETED|0:0|00:00:02|vm|a|b\n")
-    squeue = parse_squeue("5_1|RUNNING|0:01|vm\n5_2|COMPLETING|0:02|vm\n5_3|PENDING|0:00|\n")
+def test_merge_precedence():
+    sacct = parse_sacct_rows("5_1|5|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"
+                             "5_2|6|COMPLETED|0:0|00:00:02|vm|a|b\n"
+                             "5_4|8|RUNNING|0:0|00:00:02|vm|a|Unknown\n")
+    squeue = parse_squeue("5_1|RUNNING|0|0:01|vm|\n5_2|COMPLETING|0|0:02|vm|\n5_3|PENDING|0|0:00||\n"
+                          "5_4|FAILED|256|0:03|vm|\n")
     merged = merge(sacct, squeue)
     assert merged[("5", 1)].state is JobState.RUNNING and merged[("5", 1)].source == "squeue"
-    assert merged[("5", 2)].state is JobState.COMPLETED
+    assert merged[("5", 2)].state is JobState.COMPLETED and merged[("5", 2)].source == "sacct"
     assert merged[("5", 3)].state is JobState.PENDING
+    assert merged[("5", 4)].state is JobState.FAILED and merged[("5", 4)].exit_code == 1
+
+
+def test_stale_pending_range_row_loses_to_the_controller():
+    # Recorded: after `scancel 373_3 373_5` (5 pending, carrying the array's raw id),
+    # sacct's only row was the old range row, now CANCELLED, while 373_4 still ran.
+    sacct = parse_sacct_rows("373_[3-5%2]|373|CANCELLED by 0|0:0|00:00:00|None assigned|None|x\n")
+    squeue = parse_squeue("373_4|RUNNING|0|0:03|vm|\n")
+    merged = merge(sacct, squeue)
+    assert merged[("373", 4)].state is JobState.RUNNING
+    assert merged[("373", 5)].state is JobState.CANCELLED
+    assert range_only(sacct, squeue) == {("373", 3), ("373", 5)}
 
 
 def test_argv_queries_all_jobs_at_once():
     assert sacct_argv(["1", "7"])[:3] == ["sacct", "-j", "1,7"]
     assert "-X" in sacct_argv(["1"])
     assert squeue_argv(["1", "7"])[:4] == ["squeue", "-j", "1,7", "-r"]
+    assert "all" in squeue_argv(["1"])   # ended tasks too, while the controller has them
 
 
 def test_squeue_unknown_job_is_empty_not_an_error():

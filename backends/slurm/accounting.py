@@ -1,9 +1,12 @@
 """sacct and squeue: the argv we run, running them, and parsing what they print.
 
 sacct is authoritative once a task is in accounting, but it lags (a job's first
-row appears 0.5-5 s after sbatch, and it can say PENDING while the task runs);
-squeue is fresh but forgets a task the moment it ends. `merge` combines the two
-so a task shows its freshest true state.
+row appears 0.5-5 s after sbatch, a task's own row seconds after it started,
+and it can say PENDING while the task runs); its pending-range row
+(``11_[3-5%2]``) is stale for tasks that started since. ``squeue -t all`` asks
+the controller, which is fresh and keeps ended tasks (with their wait status)
+for MinJobAge, but knows nothing of older jobs. `merge` combines the two so a
+task shows its freshest true state.
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from backends.states import TERMINAL, JobState, TaskState
 from sharding.ranges import expand
 
 SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "NodeList", "Start", "End")
-SQUEUE_FORMAT = "%i|%T|%M|%N"
+# -O field:| = no padding, "|" after each field (so a line ends with "|").
+SQUEUE_FIELDS = ("JobArrayID", "State", "exit_code", "TimeUsed", "NodeList")
 # What squeue prints (rc 1) when none of the ids is known any more: for jobs that
 # ended more than MinJobAge ago this is the normal answer, not a failure.
 SQUEUE_UNKNOWN_JOB = "Invalid job id specified"
@@ -57,8 +61,10 @@ def sacct_argv(job_ids: Iterable[str]) -> list[str]:
 
 
 def squeue_argv(job_ids: Iterable[str]) -> list[str]:
-    """``-r``: pending array tasks one per line instead of ``15_[2-6%1]``."""
-    return ["squeue", "-j", ",".join(job_ids), "-r", "-h", "-o", SQUEUE_FORMAT]
+    """``-r``: pending array tasks one per line instead of ``15_[2-6%1]``;
+    ``-t all``: ended tasks too, while the controller keeps them."""
+    return ["squeue", "-j", ",".join(job_ids), "-r", "-h", "-t", "all",
+            "-O", ",".join(f"{name}:|" for name in SQUEUE_FIELDS)]
 
 
 def squeue_user_argv(user: str) -> list[str]:
@@ -118,14 +124,21 @@ def _node(text: str) -> str | None:
     return None if not text or text in {"None assigned", "(null)"} else text
 
 
-def parse_sacct(text: str) -> list[TaskState]:
-    """Rows of `sacct_argv` output -> task states; a pending range gives one per task.
+@dataclass(frozen=True)
+class SacctRows:
+    """sacct's answer split by how much each row can be trusted."""
 
-    Explicit task rows come after range rows, so a task that left the pending
-    range keeps its own row. Raises ValueError on a line that is not sacct's.
+    own: list[TaskState]      # rows naming one task (or a non-array job)
+    ranged: list[TaskState]   # expanded from a pending-range row such as 11_[3-5%2]
+
+
+def parse_sacct_rows(text: str) -> SacctRows:
+    """Rows of `sacct_argv` output; a pending range gives one state per task.
+
+    Raises ValueError on a line that is not sacct's.
     """
     ranged: list[TaskState] = []
-    single: list[TaskState] = []
+    own: list[TaskState] = []
     width = len(SACCT_FIELDS)
     for line in text.splitlines():
         if not line:
@@ -139,55 +152,76 @@ def parse_sacct(text: str) -> list[TaskState]:
         elapsed, node = parse_duration(fields[4]), _node(fields[5])
         job, sep, task = job_text.partition("_")
         if sep and task.isdigit() and job.isdigit():   # the common row: one task
-            single.append(TaskState(job, int(task), state, code, sig, elapsed, node, "sacct"))
+            own.append(TaskState(job, int(task), state, code, sig, elapsed, node, "sacct"))
             continue
         job, tasks = split_job_id(job_text)
         if tasks is None:
-            single.append(TaskState(job, None, state, code, sig, elapsed, node, "sacct"))
+            own.append(TaskState(job, None, state, code, sig, elapsed, node, "sacct"))
         else:
             ranged.extend(TaskState(job, t, state, code, sig, elapsed, node, "sacct") for t in tasks)
-    return ranged + single
+    return SacctRows(own, ranged)
+
+
+def parse_sacct(text: str) -> list[TaskState]:
+    """All of sacct's rows, range rows first (so a task's own row comes after)."""
+    rows = parse_sacct_rows(text)
+    return rows.ranged + rows.own
+
+
+def wait_status(status: int) -> tuple[int, int | None]:
+    """squeue's exit_code is a wait(2) status: (exit code, signal or None)."""
+    return status >> 8, (status & 0x7F) or None
 
 
 def parse_squeue(text: str) -> list[TaskState]:
-    """Rows of `squeue_argv` output -> task states (source "squeue", no exit code)."""
+    """Rows of `squeue_argv` output -> task states (source "squeue")."""
     out: list[TaskState] = []
     for line in text.splitlines():
         if not line.strip():
             continue
         fields = line.split("|")
-        if len(fields) < 4:
+        if len(fields) < len(SQUEUE_FIELDS):
             raise ValueError(f"unexpected squeue line: {line!r}")
         job, tasks = split_job_id(fields[0])
         state = _state(fields[1])
-        elapsed = parse_duration(fields[2])
-        node = _node(fields[3])
+        code = sig = None
+        if state in TERMINAL and fields[2].strip().isdigit():
+            code, sig = wait_status(int(fields[2]))
+        elapsed, node = parse_duration(fields[3]), _node(fields[4])
         for task in tasks if tasks is not None else (None,):
-            out.append(TaskState(job, task, state, None, None, elapsed, node, "squeue"))
+            out.append(TaskState(job, task, state, code, sig, elapsed, node, "squeue"))
     return out
 
 
-def merge(sacct: Iterable[TaskState], squeue: Iterable[TaskState]) -> dict[Key, TaskState]:
+def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -> dict[Key, TaskState]:
     """Freshest true state per task.
 
-    sacct's terminal state wins over anything (squeue drops finished tasks);
-    otherwise squeue's live state wins over sacct's lagging PENDING/RUNNING.
+    sacct's own terminal row > squeue's row (the controller's view) > sacct's
+    own non-terminal row > sacct's pending-range row.
     """
-    merged: dict[Key, TaskState] = {t.key: t for t in sacct}
-    for live in squeue:
-        known = merged.get(live.key)
-        if known is None or not known.state.is_terminal:
-            merged[live.key] = live
+    rows = sacct if isinstance(sacct, SacctRows) else SacctRows(list(sacct), [])
+    merged: dict[Key, TaskState] = {t.key: t for t in rows.ranged}
+    live = {t.key: t for t in squeue}
+    merged.update(live)
+    for task in rows.own:
+        if task.state.is_terminal or task.key not in live:
+            merged[task.key] = task
     return merged
 
 
-def run_sacct(job_ids: Sequence[str], runner: Runner = run_command) -> list[TaskState]:
+def range_only(sacct: SacctRows, squeue: Iterable[TaskState]) -> set[Key]:
+    """Keys whose merged state comes only from a (possibly stale) pending-range row."""
+    named = {t.key for t in sacct.own} | {t.key for t in squeue}
+    return {t.key for t in sacct.ranged} - named
+
+
+def run_sacct(job_ids: Sequence[str], runner: Runner = run_command) -> SacctRows:
     """Raises QueryError when sacct fails or prints something we cannot read."""
     result = runner(sacct_argv(job_ids))
     if result.returncode != 0:
         raise QueryError(f"sacct failed (rc {result.returncode}): {_first_line(result.stderr)}")
     try:
-        return parse_sacct(result.stdout)
+        return parse_sacct_rows(result.stdout)
     except ValueError as exc:
         raise QueryError(f"sacct: {exc}") from None
 
