@@ -23,7 +23,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backends.slurm.accounting import merge, parse_sacct  # noqa: E402
+from backends.slurm.accounting import merge, parse_sacct_rows  # noqa: E402
 from backends.tail import last_lines  # noqa: E402
 
 
@@ -52,7 +52,7 @@ def sacct_text(tasks: int, job: int = 4242) -> str:
 
 def bench_parse(tasks: int, repeat: int) -> None:
     text = sacct_text(tasks)
-    seconds, merged = best(lambda: merge(parse_sacct(text), []), repeat)
+    seconds, merged = best(lambda: merge(parse_sacct_rows(text), []), repeat)
     floor, _ = best(lambda: [line.split("|") for line in text.splitlines()], repeat)
     assert len(merged) == tasks, len(merged)
     verdict = "ok" if seconds * 1000 < 50 or tasks != 10_000 else "OVER TARGET"
