@@ -98,7 +98,7 @@ def make_app(cfg_dir: str | Path = "conf", checkpoint: str | Path | None = None,
     for recent q/*.submit.json records; the record's and the demo's own
     directories are added.
     """
-    cfg = Path(cfg_dir)
+    cfg = Path(cfg_dir).absolute()
     search = [Path.cwd()] if search_dirs is None else [Path(d) for d in search_dirs]
     if demo:
         from .demo import prepare_demo

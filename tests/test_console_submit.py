@@ -94,10 +94,13 @@ def test_local_submit_confirms_then_watches_on_the_jobs_screen(tmp_path: Path) -
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
             screen = app.submit_screen
-            fill(screen, backend="local", array="JOB=1:3",
-                 output_file=str(tmp_path / "log" / "t.JOB.log"),
-                 command="echo hello from task JOB")
+            fill(screen, backend="local", output_file=str(tmp_path / "log" / "t.JOB.log"))
+            for field, text in (("#array", "JOB=1:3"), ("#command", "echo hello from task JOB")):
+                await pilot.click(field)             # typed as a user would
+                await pilot.press(*text)
+            await pilot.press("escape")
             await pilot.pause()
+            assert screen.form().array == "JOB=1:3"
             await pilot.press("ctrl+s")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("n")             # no: nothing runs

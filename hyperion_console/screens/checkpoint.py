@@ -6,7 +6,9 @@ bridge sharding.resubmit, so the console does exactly what the CLI does.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import json
 import shlex
 from pathlib import Path
@@ -235,7 +237,10 @@ class CheckpointScreen(ConsoleScreen):
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
         self.app.call_from_thread(self.notify, f"resubmitting shards {retry.expression}")
-        status = launch(plan, announce)
+        # as `hyperion-checkpoint retry --submit`: run where the original was submitted
+        cwd = prepared.record.cwd if os.path.isdir(prepared.record.cwd) else os.getcwd()
+        with contextlib.chdir(cwd):
+            status = launch(plan, announce)
         if status is not None:
             severity = "information" if status == 0 else "error"
             self.app.call_from_thread(self.notify, f"local retry finished: exit status {status}",

@@ -75,6 +75,7 @@ class JobsScreen(ConsoleScreen):
         self._stop_poll = threading.Event()
         self._stop_log = threading.Event()
         self._ready = False
+        self._last_error: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -205,8 +206,9 @@ class JobsScreen(ConsoleScreen):
         if message.record_path != self.record_path:
             return
         self.apply_states(message.changed)
-        if message.error:
+        if message.error and message.error != self._last_error:   # once per distinct error
             self.notify(message.error, title="poll error (retrying)", severity="warning")
+        self._last_error = message.error
 
     def apply_states(self, changed: Iterable) -> None:
         table = self.query_one("#tasks", DataTable)
@@ -237,8 +239,9 @@ class JobsScreen(ConsoleScreen):
         exit_code = "" if state.exit_code is None else str(state.exit_code)
         if getattr(state, "signal", None):
             exit_code += f" sig{state.signal}"
-        return {"state": row_state_text(state), "exit": exit_code,
-                "elapsed": elapsed_text(state.elapsed), "node": state.node or ""}
+        # Text, not str: DataTable parses str cells as markup (slow, and a "[" would break)
+        return {"state": row_state_text(state), "exit": Text(exit_code),
+                "elapsed": Text(elapsed_text(state.elapsed)), "node": Text(state.node or "")}
 
     def rebuild_table(self) -> None:
         table = self.query_one("#tasks", DataTable)
@@ -249,9 +252,9 @@ class JobsScreen(ConsoleScreen):
             if not self._matches(state):
                 continue
             cells = self._state_cells(state) if state else {
-                "state": row_state_text(None), "exit": "", "elapsed": "", "node": ""}
-            value = "" if task.value is None else str(task.value)
-            job = task.job_id if task.job_id == "local" else slurm_target(task)
+                "state": row_state_text(None), "exit": Text(), "elapsed": Text(), "node": Text()}
+            value = Text("" if task.value is None else str(task.value))
+            job = Text(task.job_id if task.job_id == "local" else slurm_target(task))
             rows.append(((value, job, cells["state"], cells["exit"], cells["elapsed"],
                           cells["node"]), key))
         for cells, key in rows:
