@@ -255,6 +255,10 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
             for task in record.tasks:
                 if task.job_id == job and task.array_task_id == task_id:
                     return TaskLogs(text, task.log, task.slurm_out, task.slurm_err)
+            if task_id is None:
+                raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
+                                         f"{next(t.array_task_id for t in record.tasks if t.job_id == job)}")
+            raise InputError("TASK", f"{record.path} has no task {text}")
         out, err = job_std_paths(text, runner)
         if out is None and err is None:
             raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm no longer "

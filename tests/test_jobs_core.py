@@ -127,6 +127,14 @@ def test_watch_view_shows_counts_progress_and_error(tmp_path):
     console = Console(width=160, record=True, color_system=None)
     console.print(render_watch("x", update, record_rows(record, states)))
     text = console.export_text()
-    assert "1/3 tasks ended" in text and "COMPLETED 1" in text and "RUNNING 1" in text
+    assert "1/3 tasks ended" in text and "━" in text and "COMPLETED 1" in text and "RUNNING 1" in text
     assert "UNKNOWN 1" in text and "500_2" in text and "Unable to contact" in text
     assert JobState.RUNNING.value in text
+
+
+def test_task_logs_of_an_array_job_needs_a_task(tmp_path):
+    make_record(tmp_path)
+    with pytest.raises(InputError, match="is an array; name one task, e.g. 500_1"):
+        task_logs("500", dirs=[tmp_path])
+    with pytest.raises(InputError, match="has no task 500_9"):
+        task_logs("500_9", dirs=[tmp_path])

@@ -383,8 +383,10 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     unfinished = [r for r in rows if r.state is None or not r.state.is_terminal or not r.ok]
     for row in unfinished[:max_rows]:
         tasks.add_row(*status_cells(row))
-    parts = [Text(f"{name}: {done}/{len(rows)} tasks ended", style="bold"),
-             ProgressBar(total=max(1, len(rows)), completed=done, width=50), counts, tasks]
+    header = Table.grid(padding=(0, 1))
+    header.add_row(Text(name, style="bold"), ProgressBar(total=max(1, len(rows)), completed=done, width=40),
+                   Text(f"{done}/{len(rows)} tasks ended"))
+    parts = [header, counts, tasks]
     if len(unfinished) > max_rows:
         parts.append(Text(f"... and {len(unfinished) - max_rows} more"))
     if update.error:
