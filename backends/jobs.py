@@ -257,7 +257,7 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
                     return TaskLogs(text, task.log, task.slurm_out, task.slurm_err)
             if task_id is None:
                 raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
-                                         f"{next(t.array_task_id for t in record.tasks if t.job_id == job)}")
+                                         f"{next((t.array_task_id for t in record.tasks if t.job_id == job), 1)}")
             raise InputError("TASK", f"{record.path} has no task {text}")
         out, err = job_std_paths(text, runner)
         if out is None and err is None:

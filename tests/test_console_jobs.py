@@ -34,6 +34,7 @@ def test_table_counts_and_filter_follow_the_local_results(tmp_path: Path) -> Non
             assert "COMPLETED 3" in summary and "FAILED 1" in summary
             assert jobs.query_one("#jobs-progress").percentage == 1.0
             options = jobs.query_one("#records")
+            await wait_for(pilot, lambda: options.option_count == 1, 10)
             assert options.option_count == 1 and options.get_option_at_index(0).id == str(record)
             while jobs.filter != "FAILED":
                 await pilot.press("f")

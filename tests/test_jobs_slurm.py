@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SLURM_UP, run_cli
+from conftest import SLURM_UP, run_cli
 
 from backends.poller import Poller, PollUpdate
 from backends.record import JobRecord, SubmitRecord, TaskRecord, save_record

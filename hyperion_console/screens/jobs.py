@@ -110,15 +110,19 @@ class JobsScreen(ConsoleScreen):
 
     @guarded
     def action_reload(self) -> None:
-        options = self.query_one("#records", OptionList)
-        options.clear_options()
-        try:
-            paths = need("backends.record", "find_records")(self.search_dirs)
-        except Exception as exc:
-            self.notify(describe_error(exc), title="recent submissions", severity="warning")
-            return
-        for path in list(paths)[:50]:
-            options.add_option(Option(self._record_label(Path(path)), id=str(path)))
+        self.find_recent(list(self.search_dirs))
+
+    @work(thread=True, exclusive=True, group="records", exit_on_error=False)
+    def find_recent(self, dirs: list[Path]) -> None:
+        """Walking a big experiment tree takes a while: off the UI thread."""
+        paths = need("backends.record", "find_records")(dirs)[:50]
+        options = [Option(self._record_label(Path(p)), id=str(p)) for p in paths]
+        self.app.call_from_thread(self._show_recent, options)
+
+    def _show_recent(self, options: list[Option]) -> None:
+        records = self.query_one("#records", OptionList)
+        records.clear_options()
+        records.add_options(options)
 
     def _record_label(self, path: Path) -> Text:
         try:
@@ -284,6 +288,9 @@ class JobsScreen(ConsoleScreen):
             self.rebuild_table()
 
     @guarded
+    def action_filter(self, name: str) -> None:
+        self.set_filter(name)
+
     def action_cycle_filter(self) -> None:
         self.set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])
 
