@@ -106,18 +106,6 @@ def test_bad_input_is_one_line_and_exit_2(argv, field, capsys):
     assert err.startswith(f"hyperion-jobs: error: {field}: ") and err.count("\n") == 1
 
 
-def test_cancel_without_yes_asks_and_no_cancels_nothing(monkeypatch, capsys):
-    import io
-    import backends.cli.jobs as cli
-    called = []
-    monkeypatch.setattr(cli, "cancel", called.append)
-    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
-    assert main(["cancel", "77_3"]) == 1
-    assert "Cancel 77_3? [y/N]" in capsys.readouterr().out and called == []
-    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
-    assert main(["cancel", "77_3"]) == 0 and called == [["77_3"]]
-
-
 def test_watch_view_shows_counts_progress_and_error(tmp_path):
     from rich.console import Console
     record = make_record(tmp_path)

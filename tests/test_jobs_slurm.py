@@ -204,3 +204,19 @@ def test_watch_and_list_a_record_written_by_hyperion_submit(slurm_cluster, tmp_p
         assert logs.returncode == 0 and "value 2" in logs.stdout
     finally:
         submit.wait(120)
+
+
+def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env):
+    (tmp_path / "q").mkdir()
+    job = subprocess.run(["sbatch", "--parsable", "-H", "-o", str(tmp_path / "q" / "slurm-%j.out"),
+                          "--wrap", "sleep 30"], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        kept = run_cli("hyperion-jobs", "cancel", job, env=cli_env, input="n\n")
+        assert kept.returncode == 1 and f"Cancel {job}? [y/N]" in kept.stdout
+        assert Poller({job: None}).poll_once().states[(job, None)].state is JobState.PENDING
+        gone = run_cli("hyperion-jobs", "cancel", job, env=cli_env, input="y\n")
+        assert gone.returncode == 0, gone.stderr
+        update = poll_until(Poller({job: None}), lambda u: u.all_terminal, timeout=30)
+        assert update.states[(job, None)].state is JobState.CANCELLED
+    finally:
+        subprocess.run(["scancel", job])
