@@ -11,6 +11,7 @@ from pathlib import Path
 
 BLOCK = 64 * 1024
 MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall a UI tick
+MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r progress bars has huge lines)
 
 
 def _decode(raw: bytes) -> str:
@@ -20,7 +21,8 @@ def _decode(raw: bytes) -> str:
 def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
     """The last `n` lines before byte `end` (default: end of file); [] if the file is missing.
 
-    A final line without a newline counts as a line.
+    A final line without a newline counts as a line. At most MAX_TAIL bytes are
+    read, so the first line returned may be cut at its start.
     """
     if n <= 0:
         return []
@@ -32,8 +34,9 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
         position = os.fstat(handle.fileno()).st_size if end is None else end
         chunks: list[bytes] = []
         newlines = 0
-        while position > 0 and newlines <= n:   # n + 1 newlines: a trailing one ends, not starts, a line
-            size = min(BLOCK, position)
+        stop = max(0, position - MAX_TAIL)
+        while position > stop and newlines <= n:   # n + 1 newlines: a trailing one ends, not starts, a line
+            size = min(BLOCK, position - stop)
             position -= size
             handle.seek(position)
             chunk = handle.read(size)

@@ -89,3 +89,11 @@ def test_last_lines_without_final_newline(tmp_path, n):
     path = tmp_path / "log"
     path.write_text("a\nb\nc")
     assert last_lines(path, n) == ["a", "b", "c"][-n:]
+
+
+def test_last_lines_reads_a_bounded_amount_of_a_huge_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(tail, "MAX_TAIL", 1000)
+    path = tmp_path / "progress.log"
+    path.write_bytes(b"start\n" + b"\r 50%" * 10_000 + b"\ndone\n")
+    lines = last_lines(path, 3)
+    assert lines[-1] == "done" and len(lines) == 2 and len(lines[0]) < 1000
