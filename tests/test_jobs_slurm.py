@@ -214,6 +214,9 @@ def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env
         kept = run_cli("hyperion-jobs", "cancel", job, env=cli_env, input="n\n")
         assert kept.returncode == 1 and f"Cancel {job}? [y/N]" in kept.stdout
         assert Poller({job: None}).poll_once().states[(job, None)].state is JobState.PENDING
+        listed = json.loads(run_cli("hyperion-jobs", "list", str(tmp_path), "--json", env=cli_env).stdout)
+        assert {"job_id": job, "state": "PENDING"}.items() <= next(
+            j for j in listed["live"] if j["job_id"] == job).items()
         gone = run_cli("hyperion-jobs", "cancel", job, env=cli_env, input="y\n")
         assert gone.returncode == 0, gone.stderr
         update = poll_until(Poller({job: None}), lambda u: u.all_terminal, timeout=30)
