@@ -48,7 +48,7 @@ def states_of(update: PollUpdate, job: str) -> dict[int | None, JobState]:
 
 MIXED = """\
 case $SLURM_ARRAY_TASK_ID in
-1) exit 0;;
+1) echo "hello from 1"; exit 0;;
 2) exit 3;;
 *) sleep 90;;
 esac
@@ -74,6 +74,10 @@ def test_mixed_array_states_and_cancel_one_task(slurm_cluster, tmp_path, cli_env
 
         # One running and one pending task; a pending task cancelled alone never
         # gets a sacct row of its own, the poller must still see it end.
+        # No record here: Slurm's own .out path comes from the controller.
+        out = run_cli("hyperion-jobs", "logs", f"{job}_1", "--out", env=cli_env, cwd=tmp_path)
+        assert out.returncode == 0 and out.stdout == "hello from 1\n", out.stderr
+
         cancelled = run_cli("hyperion-jobs", "cancel", f"{job}_3", f"{job}_5", "--yes", env=cli_env)
         assert cancelled.returncode == 0, cancelled.stderr
         update = poll_until(poller, lambda u: states_of(u, job).get(3) is JobState.CANCELLED
