@@ -91,7 +91,8 @@ async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1) -
         if predicate():
             return
         await pilot.pause(step)
-    raise AssertionError(f"timed out after {timeout}s waiting for {predicate.__doc__ or predicate}")
+    raise AssertionError(f"timed out after {timeout}s waiting for {predicate.__doc__ or predicate}; "
+                         f"screen {pilot.app.screen}, notifications {notifications(pilot.app)}")
 
 
 def notifications(app) -> list[str]:

@@ -132,10 +132,10 @@ def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) 
                  command="sh -c 'sleep 2; echo slurm task JOB'")
             await pilot.pause()
             await pilot.press("ctrl+s", "y")
-            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 30)
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 90)
             jobs = app.screen
             await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
-                           == ["COMPLETED"] * 3, 120)
+                           == ["COMPLETED"] * 3, 240)
             assert jobs.query_one("#jobs-progress").percentage == 1.0
             assert str(jobs.query_one("#jobs-summary").content).endswith("COMPLETED 3  ")
             await wait_for(pilot, lambda: "slurm task 1" in "\n".join(jobs.query_one("#log").lines), 10)

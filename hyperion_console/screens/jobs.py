@@ -30,8 +30,8 @@ FILTERS: tuple[str, ...] = ("all", "PENDING", "RUNNING", "COMPLETED", "FAILED", 
                             "TIMEOUT", "OUT_OF_MEMORY")
 LOG_SOURCES: tuple[str, ...] = ("log", "err", "out")
 # fixed widths: live updates never shift the columns (OUT_OF_MEMORY is the longest state)
-COLUMNS: tuple[tuple[str, int], ...] = (("value", 6), ("job", 12), ("state", 13),
-                                               ("exit", 7), ("elapsed", 9), ("node", 16))
+COLUMNS: tuple[tuple[str, int], ...] = (("value", 6), ("job", 12), ("state", 13), ("exit", 7),
+                                        ("elapsed", 9), ("node", 16))
 
 
 def task_key(job_id: str, task_id: int | None, value: int | None = None) -> str:
