@@ -30,6 +30,9 @@ def test_coverage_map_run_json_and_failed_records(tmp_path: Path) -> None:
             failed = screen.query_one("#ckpt-failed")
             assert table_column(failed, "shard") == ["6"] and table_column(failed, "job") == ["500"]
             assert "InjectedFailure: boom" in table_column(failed, "details")[0]
+            detail = text_of(screen.query_one("#ckpt-failed-detail"))
+            assert "slurm_job_500/array_task_6/restart_0/shard_6/failed_tasks.json" in detail
+            assert '"error": "InjectedFailure: boom"' in detail
 
     asyncio.run(scenario())
 

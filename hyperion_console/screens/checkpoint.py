@@ -42,6 +42,7 @@ class CheckpointScreen(ConsoleScreen):
         self.record_path = record
         self.initial_max = max_array_size
         self.plan = None
+        self.failed_by_path: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -56,6 +57,7 @@ class CheckpointScreen(ConsoleScreen):
                 for column in ("shard", "job", "array task", "restart", "recorded", "details"):
                     table.add_column(column, key=column)
                 yield table
+                yield Static("", id="ckpt-failed-detail")
             with TabPane("Retry", id="tab-retry"):
                 with VerticalScroll():
                     with Horizontal(classes="form-row"):
@@ -128,11 +130,23 @@ class CheckpointScreen(ConsoleScreen):
         self.query_one("#ckpt-problems", Static).update(problems)
         table = self.query_one("#ckpt-failed", DataTable)
         table.clear()
+        self.failed_by_path = {record.path: record for record in cov.failed}
         for record in cov.failed:
             when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%Y-%m-%d %H:%MZ")
             details = "" if record.details is None else json.dumps(dict(record.details))
             table.add_row(str(record.shard), record.job, record.array_task, record.restart, when,
                           details, key=record.path)
+
+    @on(DataTable.RowHighlighted, "#ckpt-failed")
+    def _failed_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The whole record of the selected attempt: the table can only show its start."""
+        record = self.failed_by_path.get(str(event.row_key.value))
+        if record is None:
+            return
+        details = "(empty marker, as NeMo Curator writes it)" if record.details is None \
+            else json.dumps(dict(record.details), sort_keys=True)
+        self.query_one("#ckpt-failed-detail", Static).update(Text.assemble(
+            (record.path, "dim"), "\n", details))
 
     @on(Input.Changed, "#max-array-size")
     @on(Input.Changed, "#record-path")
