@@ -145,3 +145,20 @@ def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) 
         assert sum(len(u.changed) for u in updates) < 3 * len(updates) or len(updates) == 1
 
     asyncio.run(scenario())
+
+
+def test_an_empty_config_directory_is_reported_not_a_crash(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=tmp_path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, output_file=str(tmp_path / "t.log"), command="true")
+            await pilot.pause()
+            expected = core_error(form_argv(screen.form()))
+            assert expected.startswith("--cfg: ")
+            assert str(screen.query_one("#submit-error").content) == expected
+            assert screen.query_one("#cfg").has_class("invalid")
+            await pilot.press("ctrl+s")
+            assert expected in notifications(app)
+
+    asyncio.run(scenario())

@@ -138,6 +138,7 @@ class CheckpointScreen(ConsoleScreen):
                           details, key=record.path)
 
     @on(DataTable.RowHighlighted, "#ckpt-failed")
+    @guarded
     def _failed_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The whole record of the selected attempt: the table can only show its start."""
         record = self.failed_by_path.get(str(event.row_key.value))

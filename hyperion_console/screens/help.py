@@ -14,7 +14,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("everywhere", "?", "this help"),
     ("everywhere", "q", "quit"),
     ("Submit", "ctrl+s", "submit the form (asks first)"),
-    ("Submit", "tab", "next field; errors show under the form"),
+    ("Submit", "tab", "next field; the core's error shows above the preview"),
     ("Jobs", "up/down", "select a task; its log follows below"),
     ("Jobs", "f", "cycle the state filter"),
     ("Jobs", "l", "switch log pane: program log / q/ .err / .out"),

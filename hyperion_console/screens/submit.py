@@ -57,7 +57,7 @@ class SubmitScreen(ConsoleScreen):
         sites = site_files(self.cfg_dir)
         default_site = self.defaults.get("cfg") or next(
             (str(p) for p in sites if p.name == "submit_test_cluster.yaml"),
-            str(sites[0]) if sites else Select.BLANK)
+            str(sites[0]) if sites else Select.NULL)
         with Horizontal(id="submit-body"):
             with VerticalScroll(id="submit-form"):
                 with Horizontal(classes="form-row"):
@@ -97,7 +97,7 @@ class SubmitScreen(ConsoleScreen):
         cfg = self.query_one("#cfg", Select).value
         backend = self.query_one("#backend", Select).value
         scope = self.query_one("#mem_scope", Select).value
-        return FormValues(backend=str(backend), cfg="" if cfg is Select.BLANK else str(cfg),
+        return FormValues(backend=str(backend), cfg=cfg if isinstance(cfg, str) else "",
                           mem_scope=str(scope), **values)
 
     def set_field(self, field: str, value: str) -> None:
