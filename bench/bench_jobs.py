@@ -17,23 +17,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import best  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 from backends.slurm.accounting import merge, parse_sacct_rows  # noqa: E402
 from backends.tail import last_lines  # noqa: E402
-
-
-def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def sacct_text(tasks: int, job: int = 4242) -> str:

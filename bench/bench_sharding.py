@@ -20,24 +20,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import best  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from sharding.arrayenv import ArrayConfig  # noqa: E402
 from sharding.assign import select, shard_for, shards_for  # noqa: E402
 from sharding.listing import SourceTask  # noqa: E402
 from sharding.retry import format_fields, plan_retry  # noqa: E402
 from sharding.store import Checkpoint, RunConfig, compact_json, manifest_identity, manifest_name  # noqa: E402
-
-
-def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def bench_assignment(n: int, repeat: int, total: int = 1000) -> None:
