@@ -113,3 +113,26 @@ def test_cancel_one_task_of_a_slurm_array_after_confirmation(slurm_cluster, tmp_
         assert posted(seen, RecordOpened)[0].tasks == 2
 
     asyncio.run(scenario())
+
+
+def test_choosing_a_recent_submission_opens_it(tmp_path: Path) -> None:
+    first = build_local_record(tmp_path / "a", {1: ("COMPLETED", 0)})
+    second = build_local_record(tmp_path / "b", {1: ("FAILED", 1), 2: ("COMPLETED", 0)})
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.press("escape", "2")
+            records = app.jobs_screen.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 2, 10)
+            assert {records.get_option_at_index(i).id for i in range(2)} == {str(first), str(second)}
+            records.focus()
+            index = [records.get_option_at_index(i).id for i in range(2)].index(str(second))
+            await pilot.press("down")                     # first highlight
+            await pilot.press(*(["down"] * index), "enter")
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["FAILED", "COMPLETED"], 10)
+        assert [m.record_path for m in posted(seen, RecordOpened)] == [str(second)]
+
+    asyncio.run(scenario())
