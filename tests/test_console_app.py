@@ -42,7 +42,10 @@ def test_number_keys_switch_screens_and_help_opens(tmp_path: Path) -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
             assert isinstance(app.screen, SubmitScreen)
-            await pilot.press("escape", "2")     # leave the form's input, then switch
+            await pilot.click("#time")
+            await pilot.press("2")                # typed into the field
+            assert app.submit_screen.query_one("#time").value == "2"
+            await pilot.press("escape", "2")     # leave the field, then switch
             assert isinstance(app.screen, JobsScreen)
             await pilot.press("3")
             assert isinstance(app.screen, CheckpointScreen)

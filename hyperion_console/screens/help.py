@@ -15,6 +15,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("everywhere", "q", "quit"),
     ("Submit", "ctrl+s", "submit the form (asks first)"),
     ("Submit", "tab", "next field; the core's error shows above the preview"),
+    ("Submit", "escape", "leave a text field (then 1 / 2 / 3 work again)"),
     ("Jobs", "up/down", "select a task; its log follows below"),
     ("Jobs", "f", "cycle the state filter"),
     ("Jobs", "l", "switch log pane: program log / q/ .err / .out"),

@@ -43,7 +43,10 @@ class SubmitScreen(ConsoleScreen):
     """Form on the left, preview on the right; ctrl+s submits after a confirmation."""
 
     SUB_TITLE = "Submit"
-    BINDINGS = [Binding("ctrl+s", "submit", "Submit", priority=True)]
+    BINDINGS = [
+        Binding("ctrl+s", "submit", "Submit", priority=True),
+        Binding("escape", "leave_field", "Leave field", show=False),
+    ]
 
     def __init__(self, cfg_dir: Path, defaults: dict[str, str] | None = None) -> None:
         super().__init__(id="submit")
@@ -107,6 +110,10 @@ class SubmitScreen(ConsoleScreen):
             widget.value = value
         else:
             widget.value = value
+
+    def action_leave_field(self) -> None:
+        """Text fields take digits; after escape, 1/2/3 switch screens again."""
+        self.set_focus(None)
 
     @on(Input.Changed)
     @on(Select.Changed)
