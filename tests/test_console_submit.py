@@ -141,8 +141,12 @@ def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) 
             await wait_for(pilot, lambda: "slurm task 1" in "\n".join(jobs.query_one("#log").lines), 10)
         updates = posted(seen, JobsUpdated)
         assert updates and updates[-1].all_terminal
-        # only what changed travels: no update repeats every task every time
-        assert sum(len(u.changed) for u in updates) < 3 * len(updates) or len(updates) == 1
+        last: dict = {}
+        for update in updates:                    # only what changed travels to the UI
+            for state in update.changed:
+                assert last.get(state.key) != state, f"{state} sent again unchanged"
+                last[state.key] = state
+        assert {s.state.value for s in last.values()} == {"COMPLETED"} and len(last) == 3
 
     asyncio.run(scenario())
 
