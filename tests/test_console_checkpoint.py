@@ -3,11 +3,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
+
+import pytest
 
 from test_console_fixtures import build_checkpoint, notifications, table_column, text_of, wait_for
 from hyperion_console.app import make_app
 from hyperion_console.screens.confirm import ConfirmScreen
+from backends.plan import build_plan, parse_submit_argv
+from backends.slurm.submit import submit, wait
+from sharding.assign import shard_for
+from sharding.example import make_input
+from sharding.listing import list_sources
 from sharding.retry import format_fields, plan_retry
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,5 +84,43 @@ def test_missing_run_json_is_shown_not_raised(tmp_path: Path) -> None:
             assert any(m.startswith("run.json: ") for m in notifications(app))
             await pilot.press("r")
             assert app.is_running
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_resubmit_on_slurm_lands_on_jobs_and_completes_the_run(slurm_cluster, tmp_path: Path) -> None:
+    """A 4-shard Slurm run whose shard 3 fails once; Resubmit sends only shard 3 to Slurm."""
+    make_input(tmp_path / "input", 8, 3)
+    fail_id = next(json.loads(t.files[0].read_text().splitlines()[0])["id"]
+                   for t in list_sources(tmp_path / "input") if shard_for(t.task_id, 4, 1) == 3)
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:4",
+        "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--",
+        sys.executable, "-m", "sharding.example", "--input", str(tmp_path / "input"),
+        "--output", str(tmp_path / "output"), "--checkpoint", str(tmp_path / "ckpt"),
+        "--shard-index", "SHARD", "--total-shards", "4", "--minimum-shard-index", "1",
+        "--fail-record", fail_id, "--fail-once"])
+    first = submit(build_plan(site, options))
+    assert not wait(first).ok                       # shard 3 failed: that is the point
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path,
+                       search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            assert table_column(screen.query_one("#retry-windows"), "array") == ["3"]
+            assert "hyperion-submit slurm" in text_of(screen.query_one("#retry-commands"))
+            await pilot.press("ctrl+r", "y")
+            await wait_for(pilot, lambda: app.screen is app.jobs_screen
+                           and app.jobs_screen.record is not None
+                           and app.jobs_screen.record.jobs[0].job_id != first.jobs[0].job_id, 60)
+            table = app.jobs_screen.query_one("#tasks")
+            assert table_column(table, "value") == ["3"]
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"], 180)
+            await pilot.press("3", "r")
+            await wait_for(pilot, lambda: "every shard is complete"
+                           in text_of(screen.query_one("#retry-summary")), 10)
 
     asyncio.run(scenario())
