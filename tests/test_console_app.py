@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from test_console_fixtures import notifications, table_column, text_of, wait_for
 from hyperion_console.__main__ import main

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 from test_console_fixtures import notifications, posted, table_column, wait_for
 from backends.errors import InputError
-from backends.plan import build_plan, describe_plan, parse_submit_argv, submit_argv
+from backends.plan import build_plan, parse_submit_argv
 from hyperion_console.app import make_app
 from hyperion_console.form import form_argv
 from hyperion_console.messages import JobsUpdated, PreviewUpdated, SubmitRequested
