@@ -135,3 +135,16 @@ def test_choosing_a_recent_submission_opens_it(tmp_path: Path) -> None:
         assert [m.record_path for m in posted(seen, RecordOpened)] == [str(second)]
 
     asyncio.run(scenario())
+
+
+def test_record_may_be_named_by_its_q_directory(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, RESULTS)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record.parent, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: posted(seen, RecordOpened), 10)
+        assert posted(seen, RecordOpened)[0].record_path == str(record)
+
+    asyncio.run(scenario())

@@ -57,7 +57,7 @@ class JobsScreen(ConsoleScreen):
         Binding("f", "cycle_filter", "Filter"),
         Binding("l", "cycle_log", "Log"),
         Binding("x", "cancel_task", "Cancel"),
-        Binding("X", "cancel_job", "Cancel job"),
+        Binding("X", "cancel_job", "Cancel job", show=False),   # in help and palette; 80 columns
         Binding("r", "reload", "Reload", show=False),
     ]
 
@@ -130,8 +130,10 @@ class JobsScreen(ConsoleScreen):
         except Exception:
             return Text(f"{path.name}  (unreadable)", style="red")
         jobs = ",".join(j.job_id for j in record.jobs) or record.backend
+        when = record.submitted_at[5:16].replace("T", " ")
         return Text.assemble((f"{record.backend:<5} ", "bold"), (f"{jobs:<14} ", "cyan"),
-                             f"{len(record.tasks):>5} tasks  ", (path.name, "dim"))
+                             f"{len(record.tasks):>5} tasks  ", (f"{when}  ", "dim"),
+                             (path.name, "dim"))
 
     @on(OptionList.OptionSelected, "#records")
     @guarded
@@ -146,6 +148,8 @@ class JobsScreen(ConsoleScreen):
             self.initial_record = Path(path)
             return
         try:
+            # as hyperion-jobs status: a directory holding one record names it
+            path = need("backends.jobs", "record_file")(str(path)) or path
             record = need("backends.record", "load_record")(path)
         except Exception as exc:
             self.notify(describe_error(exc), title="cannot open record", severity="error")
