@@ -20,7 +20,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     from .app import make_app
-    from .core import describe_error
+    from .errors import describe_error
     try:
         app = make_app(cfg_dir=args.cfg_dir, checkpoint=args.checkpoint, record=args.record,
                        demo=args.demo, demo_dir=args.demo_dir)

@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from .commands import ConsoleCommands
-from .core import describe_error
+from .errors import describe_error
 from .messages import Submitted
 from .screens.checkpoint import CheckpointScreen
 from .screens.help import HelpScreen

@@ -13,7 +13,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .core import need
+from backends.errors import InputError
+from backends.local.run import run_local
+from backends.plan import build_plan, parse_submit_argv
+from sharding.assign import shard_for
+from sharding.example import make_input
+from sharding.listing import list_sources
+
 
 SHARDS = 12
 FAILING_SHARD = 11       # shards 1-10 complete, 11 fails, 12 is never reached
@@ -38,8 +44,6 @@ def demo_site(cfg_dir: Path | None) -> Path:
 
 def failing_record_id(input_dir: Path) -> str:
     """A record of a source task that the core's shard assignment puts in FAILING_SHARD."""
-    list_sources = need("sharding.listing", "list_sources")
-    shard_for = need("sharding.assign", "shard_for")
     for task in list_sources(input_dir):
         if shard_for(task.task_id, SHARDS, 1) == FAILING_SHARD:
             first = task.files[0].read_text().splitlines()[0]
@@ -63,15 +67,15 @@ def prepare_demo(root: Path | None = None, cfg_dir: Path | None = None) -> DemoP
     root = (root or DEFAULT_ROOT).absolute()
     if root.exists():
         if not (root / MARKER).exists():
-            raise need("backends.errors", "InputError")(
+            raise InputError(
                 "--demo-dir", f"{root} exists and is not a demo directory; choose another")
         shutil.rmtree(root)
     root.mkdir(parents=True)
     (root / MARKER).write_text("made by hyperion-console --demo; deleted on the next --demo\n")
-    need("sharding.example", "make_input")(root / "input", FILES, 5)
+    make_input(root / "input", FILES, 5)
     site = demo_site(cfg_dir)
     argv = demo_argv(root, site, failing_record_id(root / "input"))
-    site_config, options = need("backends.plan", "parse_submit_argv")(argv)
-    plan = need("backends.plan", "build_plan")(site_config, options)
-    need("backends.local.run", "run_local")(plan)   # exits 1 at shard 11: that is the demo
+    site_config, options = parse_submit_argv(argv)
+    plan = build_plan(site_config, options)
+    run_local(plan)   # exits 1 at shard 11: that is the demo
     return DemoPaths(root, root / "checkpoint", Path(plan.record_path), site)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .core import need
+from backends.local.run import run_local
+from backends.slurm.submit import submit
 
 
 def launch(plan, announce: Callable[[str], None]) -> int | None:
     """Run `plan`; `announce(record_path)` once its record exists. Local: the exit status."""
     if plan.options.backend == "slurm":
-        record = need("backends.slurm.submit", "submit")(plan)
+        record = submit(plan)
         announce(str(record.path))
         return None
     announced: list[bool] = []
@@ -25,7 +26,7 @@ def launch(plan, announce: Callable[[str], None]) -> int | None:
             announced.append(True)
             announce(str(plan.record_path))
 
-    status = need("backends.local.run", "run_local")(plan, on_event=on_event)
+    status = run_local(plan, on_event=on_event)
     if not announced:
         announce(str(plan.record_path))
     return status

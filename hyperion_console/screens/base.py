@@ -4,7 +4,7 @@ from __future__ import annotations
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from ..core import describe_error
+from ..errors import describe_error
 
 
 class ConsoleScreen(Screen):

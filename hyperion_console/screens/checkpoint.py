@@ -20,7 +20,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static, TabbedContent, TabPane
 
-from ..core import describe_error, guarded, need
+from sharding.coverage import coverage
+from sharding.errors import ShardingError
+from sharding.resubmit import prepare_resubmit
+from sharding.retry import format_fields, plan_retry
+from sharding.store import Checkpoint
+
+from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..widgets.coverage import CoverageMap
@@ -93,7 +99,7 @@ class CheckpointScreen(ConsoleScreen):
         if not text:
             return None
         if not text.isdigit():
-            raise need("sharding.errors", "ShardingError")("--max-array-size",
+            raise ShardingError("--max-array-size",
                                                            f"must be a positive integer, got {text!r}")
         return int(text)
 
@@ -104,7 +110,7 @@ class CheckpointScreen(ConsoleScreen):
                 "No checkpoint: start with --checkpoint PATH (or --demo).")
             return
         try:
-            cov = need("sharding.coverage", "coverage")(self.checkpoint)
+            cov = coverage(self.checkpoint)
         except Exception as exc:
             self.query_one("#ckpt-run", Static).update(Text(describe_error(exc), style="bold red"))
             self.notify(describe_error(exc), title="checkpoint", severity="error")
@@ -113,7 +119,7 @@ class CheckpointScreen(ConsoleScreen):
         self.refresh_retry()
 
     def show_coverage(self, cov) -> None:
-        store = need("sharding.store", "Checkpoint")(self.checkpoint)
+        store = Checkpoint(self.checkpoint)
         run_text = Text.assemble(("checkpoint ", "bold"), str(self.checkpoint), "\n",
                                  ("run.json   ", "bold"))
         try:
@@ -166,8 +172,8 @@ class CheckpointScreen(ConsoleScreen):
         if self.checkpoint is None:
             return
         try:
-            plan = need("sharding.retry", "plan_retry")(self.checkpoint, self.max_array_size())
-            fields = need("sharding.retry", "format_fields")(plan)
+            plan = plan_retry(self.checkpoint, self.max_array_size())
+            fields = format_fields(plan)
         except Exception as exc:
             summary.update(Text(describe_error(exc), style="bold red"))
             commands.update("")
@@ -197,7 +203,7 @@ class CheckpointScreen(ConsoleScreen):
                         style="yellow")
             return text
         try:
-            submit_plan = need("sharding.resubmit", "prepare_resubmit")(
+            submit_plan = prepare_resubmit(
                 str(self.checkpoint), record_text, plan.max_array_size).plan
         except Exception as exc:
             text.append(describe_error(exc) + "\n", style="bold red")
@@ -241,7 +247,7 @@ class CheckpointScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="resubmit", exit_on_error=False)
     def run_resubmit(self, record_text: str, max_array_size: int | None) -> None:
         """The bridge plans the retry; the core runs it exactly as hyperion-checkpoint does."""
-        prepared = need("sharding.resubmit", "prepare_resubmit")(
+        prepared = prepare_resubmit(
             str(self.checkpoint), record_text, max_array_size)
         retry, plan = prepared.retry, prepared.plan
         if plan is None:

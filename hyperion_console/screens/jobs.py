@@ -20,7 +20,14 @@ from textual.widgets import DataTable, Footer, Header, Label, Log, OptionList, P
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from ..core import describe_error, guarded, need
+from backends.jobs import expected, local_rows, record_file
+from backends.poller import Poller
+from backends.record import find_records, load_record
+from backends.slurm.cancel import cancel
+from backends.states import JobState
+from backends.tail import last_lines
+
+from ..errors import describe_error, guarded
 from ..messages import CancelRequested, JobsUpdated, LogUpdated, RecordOpened
 from ..widgets.states import elapsed_text, state_name, state_text
 from .base import ConsoleScreen
@@ -115,7 +122,7 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="records", exit_on_error=False)
     def find_recent(self, dirs: list[Path]) -> None:
         """Walking a big experiment tree takes a while: off the UI thread."""
-        paths = need("backends.record", "find_records")(dirs)[:50]
+        paths = find_records(dirs)[:50]
         options = [Option(self._record_label(Path(p)), id=str(p)) for p in paths]
         self.app.call_from_thread(self._show_recent, options)
 
@@ -126,7 +133,7 @@ class JobsScreen(ConsoleScreen):
 
     def _record_label(self, path: Path) -> Text:
         try:
-            record = need("backends.record", "load_record")(path)
+            record = load_record(path)
         except Exception:
             return Text(f"{path.name}  (unreadable)", style="red")
         jobs = ",".join(j.job_id for j in record.jobs) or record.backend
@@ -149,8 +156,8 @@ class JobsScreen(ConsoleScreen):
             return
         try:
             # as hyperion-jobs status: a directory holding one record names it
-            path = need("backends.jobs", "record_file")(str(path)) or path
-            record = need("backends.record", "load_record")(path)
+            path = record_file(str(path)) or path
+            record = load_record(path)
         except Exception as exc:
             self.notify(describe_error(exc), title="cannot open record", severity="error")
             return
@@ -179,8 +186,7 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_slurm(self, record, stop: threading.Event) -> None:
         """The core's Poller in a thread; each update crosses to the UI as one message."""
-        expected = need("backends.jobs", "expected")(record)
-        poller = need("backends.poller", "Poller")(expected)
+        poller = Poller(expected(record))
         path = str(record.path)
 
         def observer(update) -> None:
@@ -193,8 +199,6 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_local(self, record, stop: threading.Event) -> None:
         """Local records: re-read backends.jobs.local_rows (q/*.local.json) until the run ended."""
-        local_rows = need("backends.jobs", "local_rows")
-        load_record = need("backends.record", "load_record")
         path = str(record.path)
         seen: dict[str, object] = {}
         while not stop.is_set():
@@ -342,7 +346,6 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="log", exit_on_error=False)
     def follow_log(self, path: str, stop: threading.Event) -> None:
         """Re-read the tail through backends.tail; each read replaces the pending one."""
-        last_lines = need("backends.tail", "last_lines")
         previous = None
         while not stop.is_set() and not get_current_worker().is_cancelled:
             try:
@@ -393,7 +396,7 @@ class JobsScreen(ConsoleScreen):
 
     @work(thread=True, group="cancel", exit_on_error=False)
     def run_cancel(self, targets: list[str]) -> None:
-        need("backends.slurm.cancel", "cancel")(targets)
+        cancel(targets)
         self.app.call_from_thread(self.notify, "cancelled " + " ".join(targets))
 
 
@@ -418,7 +421,7 @@ def state_style(name: str) -> str:
 
 def _by_name(name: str):
     try:
-        return need("backends.states", "JobState")(name)
+        return JobState(name)
     except ValueError:
         return None
 

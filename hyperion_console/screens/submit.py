@@ -16,7 +16,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
-from ..core import describe_error, guarded, need
+from backends.plan import build_plan, describe_plan, parse_submit_argv, submit_argv
+
+from ..errors import describe_error, guarded
 from ..form import FormValues, field_of_error, form_argv
 from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
@@ -127,11 +129,11 @@ class SubmitScreen(ConsoleScreen):
         error_box = self.query_one("#submit-error", Static)
         try:
             argv = form_argv(self.form())
-            _, options = need("backends.plan", "parse_submit_argv")(argv)
-            plan = need("backends.plan", "build_plan")(_, options)
-            command = shlex.join(["hyperion-submit", *need("backends.plan", "submit_argv")(options)])
-            preview = need("backends.plan", "describe_plan")(plan)
-        except Exception as exc:  # InputError, Unavailable: shown, never raised
+            _, options = parse_submit_argv(argv)
+            plan = build_plan(_, options)
+            command = shlex.join(["hyperion-submit", *submit_argv(options)])
+            preview = describe_plan(plan)
+        except Exception as exc:  # InputError and the like: shown, never raised
             self.plan, self.argv = None, None
             message = describe_error(exc)
             error_box.update(Text(message, style="bold red"))

@@ -1,0 +1,29 @@
+"""How the console turns the core's errors into notifications.
+
+The console computes nothing the CLIs do not: screens import and call the core
+(backends, sharding) directly; this module only decides how a failure is shown.
+"""
+from __future__ import annotations
+
+import functools
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a notification: InputError already reads `field: problem`."""
+    text = str(exc) or type(exc).__name__
+    if hasattr(exc, "field") and hasattr(exc, "problem"):
+        return text  # InputError / ShardingError: already `field: problem`
+    return f"{type(exc).__name__}: {text}"
+
+
+def guarded(method):
+    """Run a screen's action or handler; any error becomes a notification, never a crash."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:  # the console shows errors; it must not die of them
+            self.notify(describe_error(exc), title="error", severity="error", timeout=10)
+            return None
+
+    return wrapper
