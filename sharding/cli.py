@@ -124,7 +124,9 @@ def _record_json(r: FailedRecord) -> dict[str, Any]:
 
 
 def _failed(path: str, as_json: bool) -> int:
-    records, problems = Checkpoint(path).scan_failed()
+    store = Checkpoint(path)
+    store.read_run()  # listing needs no run.json, but a corrupt one means a broken checkpoint: say so
+    records, problems = store.scan_failed()
     _warn(problems)
     if as_json:
         print(json.dumps([_record_json(r) for r in records], indent=2))
@@ -159,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     path = _path(args)
     try:
+        Checkpoint(path).require_dir("PATH" if args.path else "--checkpoint-path")
         if args.command == "show":
             return _show(path, args.json)
         if args.command == "shards":

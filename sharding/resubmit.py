@@ -69,9 +69,9 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     match what ``retry --format fields --max-array-size`` printed.
     """
     retry = plan_retry(path, max_array_size)
+    record = load_record(os.path.abspath(record_path))  # a bad record is an error even with nothing to do
     if retry.complete:
-        return Resubmission(retry, None, None)
-    record = load_record(os.path.abspath(record_path))
+        return Resubmission(retry, record, None)
     site = load_site(record.cfg)
     if max_array_size is not None:
         limit = min(max_array_size, site.max_array_size or max_array_size)

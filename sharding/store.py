@@ -174,6 +174,13 @@ class Checkpoint:
         self.run_path = self.completion_dir / RUN_FILENAME
         self.failed_dir = self.metadata_dir / FAILED_DIRNAME
 
+    def require_dir(self, field: str = "PATH") -> None:
+        """A checkpoint given by a user must be an existing directory (a typo is not "run.json missing")."""
+        if not self.path.exists():
+            raise ShardingError(field, f"no such directory: {self.path}")
+        if not self.path.is_dir():
+            raise ShardingError(field, f"not a directory: {self.path}")
+
     # run.json ---------------------------------------------------------------
     def read_run(self) -> RunConfig | None:
         """The run configuration; None when absent. A corrupt run.json is an error: nothing can be planned."""

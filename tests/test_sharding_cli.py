@@ -47,8 +47,9 @@ def test_retry_prints_nothing_when_complete(tmp_path, cli_env):
     store.ensure_run(RunConfig(1, 3))
     for s in (1, 2, 3):
         store.write_completion(s)
-    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path), env=cli_env)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    for extra in ((), ("--format", "fields", "--max-array-size", "2")):
+        result = run_cli("hyperion-checkpoint", "retry", str(tmp_path), *extra, env=cli_env)
+        assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
 @pytest.mark.parametrize("argv,field", [
@@ -59,13 +60,38 @@ def test_retry_prints_nothing_when_complete(tmp_path, cli_env):
     (["show"], "PATH"),
     (["frobnicate", "BIG"], "command"),
     (["shards", "CORRUPT_RUN"], "run.json"),
+    (["show", "NOWHERE"], "PATH"),
+    (["retry", "NOWHERE"], "PATH"),
+    (["failed", "NOWHERE"], "PATH"),
+    (["shards", "A_FILE"], "PATH"),
+    (["retry", "--checkpoint-path", "A_FILE"], "--checkpoint-path"),
+    (["failed", "CORRUPT_RUN"], "run.json"),
+    (["failed", "LIST_RUN"], "run.json"),
+    (["retry", "LIST_RUN"], "run.json"),
+    (["retry", "BIG", "--max-array-size", "-5"], "--max-array-size"),
+    (["retry", "BIG", "--max-array-size", "abc"], "--max-array-size"),
+    (["retry", "BIG", "--format", "xml"], "--format"),
+    (["retry", "BIG", "--submit", "NOWHERE"], "record"),
+    (["retry", "BIG", "--submit", "CORRUPT_RUN"], "record"),
+    (["retry", "COMPLETE", "--submit", "NOWHERE"], "record"),   # nothing to do is no excuse
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, field, big, tmp_path, cli_env):
     corrupt = tmp_path / "bad"
     (corrupt / ".nemo_curator_metadata/.slurm_array_completion").mkdir(parents=True)
     (corrupt / ".nemo_curator_metadata/.slurm_array_completion/run.json").write_text("{")
-    subst = {"BIG": str(big), "MISSING_RUN": str(FIXTURES / "missing_run"), "CORRUPT_RUN": str(corrupt)}
+    as_list = tmp_path / "list"
+    (as_list / ".nemo_curator_metadata/.slurm_array_completion").mkdir(parents=True)
+    (as_list / ".nemo_curator_metadata/.slurm_array_completion/run.json").write_text("[1, 20]")
+    complete = Checkpoint(tmp_path / "complete")
+    complete.ensure_run(RunConfig(1, 1))
+    complete.write_completion(1)
+    (tmp_path / "a_file").write_text("")
+    subst = {"BIG": str(big), "MISSING_RUN": str(FIXTURES / "missing_run"), "CORRUPT_RUN": str(corrupt),
+             "LIST_RUN": str(as_list), "COMPLETE": str(complete.path), "NOWHERE": str(tmp_path / "nowhere"),
+             "A_FILE": str(tmp_path / "a_file")}
+    before = sorted(p for p in tmp_path.rglob("*"))
     result = run_cli("hyperion-checkpoint", *[subst.get(a, a) for a in argv], env=cli_env)
+    assert sorted(p for p in tmp_path.rglob("*")) == before     # nothing written
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
