@@ -57,8 +57,18 @@ class FailSpec:
         return not (self.once and self.marker.exists())
 
 
+def require_dir_or_absent(path: str | Path, field: str) -> None:
+    """A directory the program will create or write into: an existing file there is bad input."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise ShardingError(field, f"not a directory: {path}")
+
+
 def make_input(directory: str | Path, files: int, records: int) -> list[Path]:
     """Write ``files`` JSONL files of ``records`` records each (ids ``doc-FFFF-RRRR``); deterministic."""
+    for field, count in (("--files", files), ("--records", records)):
+        if count <= 0:
+            raise ShardingError(field, f"must be a positive integer, got {count}")
+    require_dir_or_absent(directory, "DIRECTORY")
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -132,7 +142,7 @@ def run_parser() -> argparse.ArgumentParser:
 
 def input_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=f"{PROG} make-input", description="Write deterministic demo JSONL input.")
-    p.add_argument("directory")
+    p.add_argument("directory", metavar="DIRECTORY")
     p.add_argument("--files", type=_int, default=20)
     p.add_argument("--records", type=_int, default=10)
     return p
@@ -151,6 +161,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     config: ArrayConfig | None = resolve(env, shard_index=args.shard_index, total_shards=args.total_shards,
                                          minimum_shard_index=args.minimum_shard_index)
     tasks = list_sources(args.input, files_per_partition=args.files_per_partition)
+    require_dir_or_absent(args.output, "--output")       # checked before run.json is written
+    require_dir_or_absent(args.checkpoint, "--checkpoint")
     store = Checkpoint(args.checkpoint)
     run_config = RunConfig(config.minimum_shard_index, config.total_shards) if config else None
     if run_config is not None:

@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 from sharding.example import make_input
@@ -108,3 +109,25 @@ def test_an_out_of_range_shard_processes_nothing_and_warns(tmp_path, cli_env):
     assert list((tmp_path / "out").glob("*.jsonl")) == []
     assert Checkpoint(tmp_path / "ck").completed()[0] == set()
 
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["--input", "IN", "--output", "A_FILE", "--checkpoint", "CK", "--shard-index", "1", "--total-shards", "2"],
+     "--output"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "A_FILE", "--shard-index", "1", "--total-shards", "2"],
+     "--checkpoint"),
+    (["make-input", "A_FILE"], "DIRECTORY"),
+    (["make-input", "NEW", "--files", "-3"], "--files"),
+    (["make-input", "NEW", "--records", "0"], "--records"),
+])
+def test_bad_paths_and_counts_are_one_line_exit_2_and_write_nothing(argv, field, tmp_path, cli_env):
+    make_input(tmp_path / "in", files=2, records=1)
+    (tmp_path / "a_file").write_text("")
+    subst = {"IN": tmp_path / "in", "OUT": tmp_path / "out", "CK": tmp_path / "ck", "A_FILE": tmp_path / "a_file",
+             "NEW": tmp_path / "new"}
+    before = sorted(tmp_path.rglob("*"))
+    result = run_cli("hyperion-shard-example", *[str(subst.get(a, a)) for a in argv], env=cli_env)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hyperion-shard-example: error: {field}: "), result.stderr
+    assert sorted(tmp_path.rglob("*")) == before       # no run.json, no output dir, no input files
