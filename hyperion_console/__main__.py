@@ -3,12 +3,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+from backends.errors import InputError
+
+PROG = "hyperion-console"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one `field: problem` line, like every other Hyperion command."""
+
+    def error(self, message: str) -> NoReturn:
+        field, problem = "arguments", message
+        if message.startswith("argument "):
+            field, _, problem = message[len("argument "):].partition(": ")
+            field = field.split("/")[-1]
+        elif message.startswith("unrecognized arguments: "):
+            field, problem = message.split(": ", 1)[1], "unrecognized argument"
+        print(f"{PROG}: error: {field}: {problem}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="hyperion-console", description=__doc__)
-    parser.add_argument("--cfg-dir", default="conf", help="directory of site YAML files")
+    parser = _Parser(prog=PROG, description=__doc__)
+    parser.add_argument("--cfg-dir", help="directory of site YAML files (default: conf)")
     parser.add_argument("--checkpoint", help="open the Checkpoint screen on this checkpoint")
     parser.add_argument("--record", help="a q/NAME.submit.json record to watch / resubmit")
     parser.add_argument("--demo", action="store_true",
@@ -17,15 +36,41 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse bad paths given on the command line before the screen takes over the terminal.
+
+    Inside the console the same failures (a checkpoint deleted meanwhile) are
+    notifications; at start-up the user gets one line and exit 2 instead of an
+    empty screen.
+    """
+    from backends.jobs import record_file
+    from backends.record import load_record
+    from sharding.store import Checkpoint
+
+    if args.demo and (args.checkpoint or args.record):
+        raise InputError("--demo", "builds its own checkpoint and record; leave out --checkpoint/--record")
+    if args.cfg_dir is not None:
+        cfg = Path(args.cfg_dir)
+        if not cfg.is_dir():
+            raise InputError("--cfg-dir", f"{'not a directory' if cfg.exists() else 'no such directory'}: {cfg}")
+    if args.checkpoint:
+        store = Checkpoint(args.checkpoint)
+        store.require_dir("--checkpoint")
+        store.require_run()
+    if args.record:
+        load_record(record_file(args.record) or args.record)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     from .app import make_app
     from .errors import describe_error
     try:
-        app = make_app(cfg_dir=args.cfg_dir, checkpoint=args.checkpoint, record=args.record,
+        check_args(args)
+        app = make_app(cfg_dir=args.cfg_dir or "conf", checkpoint=args.checkpoint, record=args.record,
                        demo=args.demo, demo_dir=args.demo_dir)
     except Exception as exc:  # InputError and friends: one line, exit 2
-        print(f"hyperion-console: error: {describe_error(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: {describe_error(exc)}", file=sys.stderr)
         return 2
     app.run()
     return 0

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 from test_console_fixtures import notifications, table_column, text_of, wait_for
 from hyperion_console.__main__ import main
@@ -146,3 +147,51 @@ def test_demo_opens_a_checkpoint_and_resubmit_reruns_the_missing_shards(tmp_path
         assert names.index("ResubmitRequested") < names.index("Submitted") < names.index("RecordOpened")
 
     asyncio.run(scenario())
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, str]:
+    corrupt = tmp_path / "corrupt" / ".nemo_curator_metadata" / ".slurm_array_completion"
+    corrupt.mkdir(parents=True)
+    (corrupt / "run.json").write_text("{")
+    as_list = tmp_path / "list" / ".nemo_curator_metadata" / ".slurm_array_completion"
+    as_list.mkdir(parents=True)
+    (as_list / "run.json").write_text("[1, 12]")
+    (tmp_path / "a_file").write_text("")
+    (tmp_path / "bad.submit.json").write_text("{not json")
+    return {"NOWHERE": str(tmp_path / "nowhere"), "A_FILE": str(tmp_path / "a_file"),
+            "CORRUPT": str(tmp_path / "corrupt"), "LIST": str(tmp_path / "list"),
+            "BAD_RECORD": str(tmp_path / "bad.submit.json")}
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["--checkpoint", "NOWHERE"], "--checkpoint"),
+    (["--checkpoint", "A_FILE"], "--checkpoint"),
+    (["--checkpoint", "CORRUPT"], "run.json"),
+    (["--checkpoint", "LIST"], "run.json"),
+    (["--record", "NOWHERE"], "record"),
+    (["--record", "BAD_RECORD"], "record"),
+    (["--cfg-dir", "NOWHERE"], "--cfg-dir"),
+    (["--cfg-dir", "A_FILE"], "--cfg-dir"),
+    (["--demo", "--checkpoint", "LIST"], "--demo"),
+    (["--checkpoint"], "--checkpoint"),
+    (["--bogus"], "--bogus"),
+])
+def test_cli_bad_input_is_one_line_exit_2_before_the_screen(argv, field, tmp_path: Path, capsys,
+                                                            monkeypatch) -> None:
+    paths = _bad_inputs(tmp_path)
+
+    def opened(_self, *args, **kwargs):
+        raise AssertionError("the console opened its screen on bad input")
+
+    monkeypatch.setattr("hyperion_console.app.HyperionConsole.run", opened)
+    before = sorted(tmp_path.rglob("*"))
+    try:
+        status = main([paths.get(a, a) for a in argv])
+    except SystemExit as exc:     # argparse's own errors leave through SystemExit
+        status = exc.code
+    assert status == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hyperion-console: error: {field}: "), captured.err
+    assert sorted(tmp_path.rglob("*")) == before
