@@ -69,6 +69,32 @@ def test_log_pane_follows_the_selected_task_live(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_log_pane_never_shows_a_log_under_another_title(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, RESULTS)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            log, title = jobs.query_one("#log"), jobs.query_one("#log-title")
+            await wait_for(pilot, lambda: "working on part 1" in log.lines, 10)
+            for source in ("err", "out"):                 # local tasks have neither
+                await pilot.press("l")
+                assert str(title.content) == f"log [{source}]: none for this task"
+                assert log.lines == []
+            await pilot.press("l")                        # back to the program log
+            assert "task.1.log" in str(title.content) and str(title.content).startswith("log [log]")
+            await wait_for(pilot, lambda: "working on part 1" in log.lines, 10)
+            jobs.set_filter("CANCELLED")                  # hides every task
+            await pilot.pause()
+            assert str(title.content) == "log [log]: (select a task)" and log.lines == []
+            jobs.set_filter("FAILED")
+            await wait_for(pilot, lambda: "working on part 3" in log.lines, 10)
+            assert "task.3.log" in str(title.content)
+
+    asyncio.run(scenario())
+
+
 def test_cancel_of_a_local_record_is_refused_with_a_notification(tmp_path: Path) -> None:
     record = build_local_record(tmp_path, RESULTS)
 

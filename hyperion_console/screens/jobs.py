@@ -272,6 +272,7 @@ class JobsScreen(ConsoleScreen):
         for cells, key in rows:
             table.add_row(*cells, key=key)
         self.update_summary()
+        self.follow_selected()     # the filter may have hidden the task whose log was shown
 
     def update_summary(self) -> None:
         shown = [self.states.get(key) for key in self.tasks]
@@ -326,22 +327,28 @@ class JobsScreen(ConsoleScreen):
         self.follow_selected()
 
     def follow_selected(self) -> None:
+        """Point the log pane at the selected task's chosen log; without one, show nothing.
+
+        Title and lines always change together: a stale log under another title
+        (or under a filter that hides its task) would be read as the wrong task's.
+        """
         task = self.selected_task()
-        if task is None:
+        path = None if task is None else {"log": task.log, "err": task.slurm_err,
+                                          "out": task.slurm_out}[self.log_source]
+        if path and path == self.log_path:
             return
-        path = {"log": task.log, "err": task.slurm_err, "out": task.slurm_out}[self.log_source]
-        title = self.query_one("#log-title", Label)
-        if not path:
-            title.update(Text(f"log [{self.log_source}]: none for this task"))
-            return
-        if path == self.log_path:
-            return
-        self.log_path = path
-        title.update(Text(f"log [{self.log_source}]: {path}"))
-        self.query_one("#log", Log).clear()
         self._stop_log.set()
-        self._stop_log = threading.Event()
-        self.follow_log(path, self._stop_log)
+        self.log_path = path
+        self.query_one("#log", Log).clear()
+        title = self.query_one("#log-title", Label)
+        if task is None:
+            title.update(Text(f"log [{self.log_source}]: (select a task)"))
+        elif not path:
+            title.update(Text(f"log [{self.log_source}]: none for this task"))
+        else:
+            title.update(Text(f"log [{self.log_source}]: {path}"))
+            self._stop_log = threading.Event()
+            self.follow_log(path, self._stop_log)
 
     @work(thread=True, exclusive=True, group="log", exit_on_error=False)
     def follow_log(self, path: str, stop: threading.Event) -> None:
