@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +196,27 @@ def test_cli_bad_input_is_one_line_exit_2_before_the_screen(argv, field, tmp_pat
     lines = captured.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-console: error: {field}: "), captured.err
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def _font_families_with(char: str) -> str:
+    return subprocess.run(["fc-list", f":charset={ord(char):x}", "family"], capture_output=True,
+                          text=True).stdout
+
+
+HAS_FIRA_CODE = shutil.which("fc-list") is not None and "Fira Code" in _font_families_with("a")
+
+
+@pytest.mark.skipif(not HAS_FIRA_CODE, reason="needs fontconfig and Fira Code")
+def test_header_icon_is_a_glyph_of_the_screenshot_font(tmp_path: Path) -> None:
+    """The SVG screenshots name Fira Code; an icon it lacks renders as a missing-glyph box."""
+    from textual.widgets._header import HeaderIcon
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            for key in ("escape", "1", "2", "3"):
+                await pilot.press(key)
+                icon = app.screen.query_one(HeaderIcon).icon
+                assert "Fira Code" in _font_families_with(icon), (app.screen, icon)
+
+    asyncio.run(scenario())

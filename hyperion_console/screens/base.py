@@ -1,10 +1,20 @@
-"""What every console screen shares: worker failures shown as notifications."""
+"""What every console screen shares: its header, and worker failures shown as notifications."""
 from __future__ import annotations
 
 from textual.screen import Screen
+from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
 from ..errors import describe_error
+
+
+# Textual's default palette icon (U+2B58) is missing from Fira Code, the font of the SVG
+# screenshots, and from many terminal fonts; U+2261 is in Fira Code, DejaVu and Liberation Mono.
+HEADER_ICON = "\u2261"
+
+
+def console_header() -> Header:
+    return Header(icon=HEADER_ICON)
 
 
 class ConsoleScreen(Screen):

@@ -18,7 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static, TabbedContent, TabPane
+from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TabbedContent, TabPane
 
 from sharding.coverage import coverage
 from sharding.errors import ShardingError
@@ -30,7 +30,7 @@ from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..widgets.coverage import CoverageMap
-from .base import ConsoleScreen
+from .base import ConsoleScreen, console_header
 from .confirm import ConfirmScreen
 
 
@@ -51,7 +51,7 @@ class CheckpointScreen(ConsoleScreen):
         self.failed_by_path: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield console_header()
         with TabbedContent(id="ckpt-tabs"):
             with TabPane("Coverage", id="tab-coverage"):
                 with VerticalScroll():

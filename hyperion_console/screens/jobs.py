@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, Label, Log, OptionList, ProgressBar, Select, Static
+from textual.widgets import DataTable, Footer, Label, Log, OptionList, ProgressBar, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -30,7 +30,7 @@ from backends.tail import last_lines
 from ..errors import describe_error, guarded
 from ..messages import CancelRequested, JobsUpdated, LogUpdated, RecordOpened
 from ..widgets.states import elapsed_text, state_name, state_text
-from .base import ConsoleScreen
+from .base import ConsoleScreen, console_header
 from .confirm import ConfirmScreen
 
 FILTERS: tuple[str, ...] = ("all", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
@@ -85,7 +85,7 @@ class JobsScreen(ConsoleScreen):
         self._last_error: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield console_header()
         yield OptionList(id="records")
         with Horizontal(id="jobs-summary-row"):
             yield Static("no submission selected", id="jobs-summary")

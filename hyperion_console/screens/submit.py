@@ -14,7 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
+from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from backends.plan import build_plan, describe_plan, parse_submit_argv, submit_argv
 
@@ -22,7 +22,7 @@ from ..errors import describe_error, guarded
 from ..form import FormValues, field_of_error, form_argv
 from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
-from .base import ConsoleScreen
+from .base import ConsoleScreen, console_header
 from .confirm import ConfirmScreen
 
 TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -46,7 +46,7 @@ class SubmitScreen(ConsoleScreen):
 
     SUB_TITLE = "Submit"
     BINDINGS = [
-        Binding("ctrl+s", "submit", "Submit", priority=True),
+        Binding("ctrl+s", "submit", "Submit job", priority=True),   # "1 Submit" is the screen
         Binding("escape", "leave_field", "Leave field", show=False),
     ]
 
@@ -58,7 +58,7 @@ class SubmitScreen(ConsoleScreen):
         self.argv: list[str] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield console_header()
         sites = site_files(self.cfg_dir)
         default_site = self.defaults.get("cfg") or next(
             (str(p) for p in sites if p.name == "submit_test_cluster.yaml"),
@@ -67,7 +67,7 @@ class SubmitScreen(ConsoleScreen):
             with VerticalScroll(id="submit-form"):
                 with Horizontal(classes="form-row"):
                     yield Label("site", classes="form-label")
-                    yield Select([(p.name, str(p)) for p in sites], value=default_site,
+                    yield Select([(p.stem, str(p)) for p in sites], value=default_site,  # .yaml: too wide
                                  allow_blank=not sites, id="cfg", compact=True)
                 with Horizontal(classes="form-row"):
                     yield Label("backend", classes="form-label")
