@@ -8,9 +8,11 @@ import pytest
 
 from test_console_fixtures import build_local_record, notifications, posted, table_column, wait_for
 from backends.plan import build_plan, parse_submit_argv
+from backends.record import JobRecord, SubmitRecord, TaskRecord
+from backends.states import JobState, TaskState
 from backends.slurm.submit import submit
 from hyperion_console.app import make_app
-from hyperion_console.messages import CancelRequested, RecordOpened
+from hyperion_console.messages import CancelRequested, JobsUpdated, RecordOpened
 from hyperion_console.screens.confirm import ConfirmScreen
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,6 +107,46 @@ def test_cancel_of_a_local_record_is_refused_with_a_notification(tmp_path: Path)
             await pilot.press("X")
             assert not isinstance(app.screen, ConfirmScreen)
             assert "cancel: only Slurm submissions can be cancelled" in notifications(app)
+
+    asyncio.run(scenario())
+
+
+def _slurm_record(tmp_path: Path, n: int) -> SubmitRecord:
+    tasks = tuple(TaskRecord(value=i, job_id="4242", array_task_id=i, log=str(tmp_path / f"t.{i}.log"),
+                             slurm_out=None, slurm_err=None) for i in range(1, n + 1))
+    return SubmitRecord(path=str(tmp_path / "q" / "t.JOB.submit.json"), backend="slurm",
+                        argv=("hyperion-submit",), cfg=str(CONF / "submit_test_cluster.yaml"), options={},
+                        script=None, array_name="JOB", jobs=(JobRecord("4242", 0, f"1-{n}"),), tasks=tasks,
+                        submitted_at="2026-01-01T00:00:00", cwd=str(tmp_path))
+
+
+def test_cancel_of_finished_slurm_tasks_is_refused_not_confirmed(tmp_path: Path) -> None:
+    """scancel exits 0 on a finished job, so the console must not offer it and then say "cancelled"."""
+    record = _slurm_record(tmp_path, 2)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, (
+                TaskState("4242", 1, JobState.COMPLETED, 0, None, 3.0, "vm"),
+                TaskState("4242", 2, JobState.RUNNING, None, None, 3.0, "vm"))))
+            await pilot.pause()
+            jobs.query_one("#tasks").focus()
+            await pilot.press("x")                       # task 1: COMPLETED
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert "4242_1 already ended (COMPLETED): nothing to cancel" in notifications(app)
+            await pilot.press("X")                       # task 2 still runs: the job may be cancelled
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+            jobs.post_message(JobsUpdated(record.path, (
+                TaskState("4242", 2, JobState.FAILED, 1, None, 4.0, "vm"),)))
+            await pilot.pause()
+            await pilot.press("X")
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert "every task already ended: nothing to cancel" in notifications(app)
 
     asyncio.run(scenario())
 

@@ -379,18 +379,25 @@ class JobsScreen(ConsoleScreen):
         if task is None:
             self.notify("no task selected", severity="warning")
             return
-        self._confirm_cancel([slurm_target(task)])
+        state = self.states.get(task_key(task.job_id, task.array_task_id, task.value))
+        self._confirm_cancel([slurm_target(task)], [state],
+                             f"{slurm_target(task)} already ended ({row_state_name(state)})")
 
     @guarded
     def action_cancel_job(self) -> None:
         if self.record is None:
             self.notify("no submission selected", severity="warning")
             return
-        self._confirm_cancel([job.job_id for job in self.record.jobs])
+        self._confirm_cancel([job.job_id for job in self.record.jobs],
+                             [self.states.get(key) for key in self.tasks], "every task already ended")
 
-    def _confirm_cancel(self, targets: list[str]) -> None:
+    def _confirm_cancel(self, targets: list[str], states: list, ended: str) -> None:
         if self.record is None or self.record.backend != "slurm":
             self.notify("cancel: only Slurm submissions can be cancelled", severity="warning")
+            return
+        if states and all(s is not None and s.state is not None and s.state.is_terminal for s in states):
+            # scancel of a finished job exits 0 and does nothing: "cancelled" would be a lie
+            self.notify(f"{ended}: nothing to cancel", severity="warning")
             return
 
         def answered(yes: bool | None) -> None:
