@@ -105,18 +105,36 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
     )
 
 
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's own problem and where it is (its str() starts with context, not the cause)."""
+    problem, mark = getattr(err, "problem", None), getattr(err, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(err).splitlines()[0]
+
+
 def read_yaml(path: str | Path) -> Mapping[str, object]:
-    """The YAML mapping of a site file; InputError("--cfg", ...) if unreadable."""
+    """The YAML mapping of a site file; InputError("--cfg", ...) if unreadable.
+
+    An empty (or comment-only) file is refused: it is almost always a file
+    truncated or not yet written, and jsonargparse would reject it later anyway.
+    """
+    if not str(path).strip():
+        raise InputError("--cfg", "expected a site YAML path, got ''")
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise InputError("--cfg", f"cannot read {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise InputError("--cfg", f"{path} is not UTF-8 text (byte 0x{err.object[err.start]:02x} "
+                         f"at offset {err.start})") from None
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise InputError("--cfg", f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
+        raise InputError("--cfg", f"{path} is not valid YAML: {_yaml_problem(err)}") from None
     if raw is None:
-        return {}
+        raise InputError("--cfg", f"{path} is empty; a site file holds keys such as num_gpus, "
+                         "base_options and cpu_options (see conf/submit_coe_v100.yaml)")
     if not isinstance(raw, Mapping):
         raise InputError("--cfg", f"{path} must hold a mapping of keys, got {type(raw).__name__}")
     return raw

@@ -55,6 +55,15 @@ YAML_CASES = [
     ("zero-threads", _site(num_threads=0), "num_threads"),
     ("negative-gpus", _site(num_gpus=-1), "num_gpus"),
     ("not-a-mapping", "- a\n- b\n", "--cfg"),
+    ("empty-file", "", "--cfg"),
+    ("comments-only", "# nothing here yet\n", "--cfg"),
+    ("not-utf8", b"num_gpus: 0\n# caf\xe9\n", "--cfg"),
+    ("unhashable-key", "? [1, 2]\n: 3\n", "--cfg"),
+    ("gpus-not-integer", _site(num_gpus="two"), "num_gpus"),
+    ("base-options-string", _site(base_options="--nodes=1"), "base_options"),
+    ("gpu-types-list", _site(gpu_types=["v100"]), "gpu_types"),
+    ("gpu-type-without-options", _site(gpu_types={"v100": None}), "gpu_types.v100"),
+    ("gpu-options-string", _gpu("--gres=gpu:v100:{num_gpus}"), "gpu_types.v100.options"),
 ]
 CLI_CASES = [
     ("both-mem-on-cli", ["--mem", "1G", "--mem-per-cpu", "1G", "--output-file", "log/t.log"], ["true"], "--mem-per-cpu"),
@@ -93,7 +102,7 @@ def _check_rejected(result, tmp_path: Path, field: str) -> None:
 @pytest.mark.parametrize("site_text,field", [c[1:] for c in YAML_CASES], ids=[c[0] for c in YAML_CASES])
 def test_bad_site_file_is_one_line_exit_2(tmp_path, cli_env, backend, site_text, field):
     site = tmp_path / "site.yaml"
-    site.write_text(site_text)
+    site.write_bytes(site_text if isinstance(site_text, bytes) else site_text.encode())
     args = ["--output-file", "log/t.log"]
     if field == "default_gpu_type":
         args += ["--num-gpus", "1"]
@@ -125,7 +134,9 @@ def test_gpus_without_a_defined_default_gpu_type(tmp_path, cli_env, backend):
     (["sge", "--cfg", str(TEST_SITE), "--output-file", "t.log", "--", "true"], "backend"),
     (["local", "--output-file", "t.log", "--", "true"], "--cfg"),
     (["local", "--cfg", "does-not-exist.yaml", "--output-file", "t.log", "--", "true"], "--cfg"),
-], ids=["unknown-backend", "missing-cfg", "cfg-not-found"])
+    (["slurm", "--cfg", ".", "--output-file", "t.log", "--", "true"], "--cfg"),
+    (["slurm", "--cfg", "", "--output-file", "t.log", "--", "true"], "--cfg"),
+], ids=["unknown-backend", "missing-cfg", "cfg-not-found", "cfg-is-a-directory", "cfg-empty-path"])
 def test_bad_backend_or_cfg(tmp_path, cli_env, argv, field):
     result = run_cli("hyperion-submit", *argv, cwd=tmp_path, env=cli_env)
     _check_rejected(result, tmp_path, field)
