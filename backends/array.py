@@ -12,6 +12,9 @@ from backends.errors import InputError
 from sharding.ranges import compress
 
 FIELD = "--array"
+# Far beyond any real recipe (a record lists every task); a typo such as
+# JOB=1:100000000 is refused before its values are built, not after memory runs out.
+MAX_VALUES = 100_000
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _POSITIVE = re.compile(r"[0-9]+\Z")
 
@@ -30,6 +33,8 @@ class ArraySpec:
             raise InputError(FIELD, "the array has no values")
         if any(v < 1 for v in self.values):
             raise InputError(FIELD, "array values must be positive integers")
+        if len(self.values) > MAX_VALUES:
+            raise InputError(FIELD, _too_many(len(self.values)))
         object.__setattr__(self, "values", tuple(sorted(set(self.values))))
 
     def slurm_expression(self, max_jobs_run: int | None = None) -> str:
@@ -45,6 +50,11 @@ class ArraySpec:
             lo, _, hi = part.partition("-")
             parts.append(f"{lo}:{hi}" if hi else lo)
         return f"{self.name}={','.join(parts)}"
+
+
+def _too_many(count: int) -> str:
+    return (f"{count} values; at most {MAX_VALUES} tasks per submission "
+            "(split the work into fewer, larger tasks or several submissions)")
 
 
 def _endpoint(text: str, whole: str) -> int:
@@ -67,5 +77,9 @@ def parse_array(text: str) -> ArraySpec:
         end = _endpoint(hi.strip(), text) if colon else start
         if end < start:
             raise InputError(FIELD, f"{text!r}: range {part!r} has START > END")
+        if end - start + 1 > MAX_VALUES:  # refused before its values are built
+            raise InputError(FIELD, f"{text!r}: " + _too_many(end - start + 1))
         values.update(range(start, end + 1))
+        if len(values) > MAX_VALUES:
+            raise InputError(FIELD, f"{text!r}: " + _too_many(len(values)))
     return ArraySpec(name, tuple(sorted(values)))

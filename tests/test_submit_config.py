@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends.array import ArraySpec, parse_array
+from backends.array import MAX_VALUES, ArraySpec, parse_array
 from backends.config import load_site
 from backends.errors import InputError
 from backends.logheader import ended_line, parse_ended
@@ -102,6 +102,16 @@ def test_contract_example_sbatch_argv():
 ])
 def test_parse_array_range_lists(text, values):
     assert parse_array(text).values == values
+
+
+def test_array_size_limit_counts_distinct_values():
+    assert len(parse_array("JOB=1:60000,1:60000").values) == 60000
+    assert len(parse_array(f"JOB=1:{MAX_VALUES}").values) == MAX_VALUES
+    for text in (f"JOB=1:{MAX_VALUES + 1}", "JOB=1:60000,50000:110000", "JOB=1:100000000000"):
+        with pytest.raises(InputError, match="at most 100000 tasks"):
+            parse_array(text)
+    with pytest.raises(InputError, match="at most 100000 tasks"):
+        ArraySpec("JOB", tuple(range(1, MAX_VALUES + 2)))
 
 
 def test_array_text_and_slurm_expression():
