@@ -173,8 +173,10 @@ def test_max_jobs_run_limits_concurrent_tasks(slurm_cluster, test_site, cli_env,
     assert result.returncode == 0, result.stderr
     record = load_record(tmp_path / "log/q/m.JOB.submit.json")
     assert record.jobs[0].array_expression == "1-6%2"
-    rows = sacct(record.jobs[0].job_id, "JobID,State,Start,End")
-    assert len(rows) == 6 and {r[1] for r in rows} == {"COMPLETED"}
+    # hyperion-submit may learn the end from squeue before sacct has every task's row.
+    rows = wait_for(lambda: (found := sacct(record.jobs[0].job_id, "JobID,State,Start,End"))
+                    and len(found) == 6 and found, timeout=30, what="six sacct rows")
+    assert {r[1] for r in rows} == {"COMPLETED"}
     spans = [(datetime.fromisoformat(r[2]), datetime.fromisoformat(r[3])) for r in rows]
     # Whole seconds: a task that starts in the second another ends does not overlap it.
     most = max(sum(1 for s, e in spans if s <= moment < e) for moment, _ in spans)
