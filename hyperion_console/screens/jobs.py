@@ -234,7 +234,7 @@ class JobsScreen(ConsoleScreen):
             if self.filter != "all" and (self._matches(old) != self._matches(state)):
                 rebuild = True
             elif self._matches(state):
-                before = self._state_cells(old) if old is not None else {}
+                before = self._state_cells(old)        # what the row shows now
                 for column, value in self._state_cells(state).items():
                     if before.get(column) != value:     # only cells that changed
                         table.update_cell(key, column, value)
@@ -248,6 +248,8 @@ class JobsScreen(ConsoleScreen):
 
     @staticmethod
     def _state_cells(state) -> dict[str, object]:
+        if state is None:           # not reported yet
+            return {"state": row_state_text(None), "exit": Text(), "elapsed": Text(), "node": Text()}
         exit_code = "" if state.exit_code is None else str(state.exit_code)
         if getattr(state, "signal", None):
             exit_code += f" sig{state.signal}"
@@ -263,8 +265,7 @@ class JobsScreen(ConsoleScreen):
             state = self.states.get(key)
             if not self._matches(state):
                 continue
-            cells = self._state_cells(state) if state else {
-                "state": row_state_text(None), "exit": Text(), "elapsed": Text(), "node": Text()}
+            cells = self._state_cells(state)
             value = Text("" if task.value is None else str(task.value))
             job = Text(task.job_id if task.job_id == "local" else slurm_target(task))
             rows.append(((value, job, cells["state"], cells["exit"], cells["elapsed"],
