@@ -4,29 +4,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 from backends.errors import InputError
+from sharding.usage import OneLineParser
 
 PROG = "hyperion-console"
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one `field: problem` line, like every other Hyperion command."""
-
-    def error(self, message: str) -> NoReturn:
-        field, problem = "arguments", message
-        if message.startswith("argument "):
-            field, _, problem = message[len("argument "):].partition(": ")
-            field = field.split("/")[-1]
-        elif message.startswith("unrecognized arguments: "):
-            field, problem = message.split(": ", 1)[1], "unrecognized argument"
-        print(f"{PROG}: error: {field}: {problem}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _Parser(prog=PROG, description=__doc__)
+    parser = OneLineParser(prog=PROG, description=__doc__)
     parser.add_argument("--cfg-dir", help="directory of site YAML files (default: conf)")
     parser.add_argument("--checkpoint", help="open the Checkpoint screen on this checkpoint")
     parser.add_argument("--record", help="a q/NAME.submit.json record to watch / resubmit")

@@ -15,30 +15,14 @@ from sharding.coverage import Coverage, coverage, coverage_json
 from sharding.errors import ShardingError
 from sharding.retry import RetryPlan, format_fields, format_ranges, plan_json, plan_retry
 from sharding.store import Checkpoint, FailedRecord, Problem
+from sharding.usage import OneLineParser, fail
 
 PROG = "hyperion-checkpoint"
 FORMATS = ("fields", "json", "ranges", "array")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports errors as one ``field: problem`` line instead of usage text."""
-
-    def error(self, message: str) -> NoReturn:
-        if message.startswith("argument "):
-            field, _, problem = message[len("argument "):].partition(": ")
-            field = "command" if field.startswith("{") else field.split("/")[-1]
-        elif message.startswith("the following arguments are required: "):
-            field, problem = message.split(": ", 1)[1], "required"
-        elif message.startswith("unrecognized arguments: "):
-            field, problem = message.split(": ", 1)[1], "unrecognized argument"
-        else:
-            field, problem = "arguments", message
-        _fail(field, problem)
-
-
 def _fail(field: str, problem: str) -> NoReturn:
-    print(f"{PROG}: error: {field}: {problem}", file=sys.stderr)
-    raise SystemExit(2)
+    fail(PROG, field, problem)
 
 
 def _warn(problems: Sequence[Problem]) -> None:
@@ -57,7 +41,7 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Inspect a NeMo Curator compatible array checkpoint and retry missing shards.")
+    parser = OneLineParser(prog=PROG, description="Inspect a NeMo Curator compatible array checkpoint and retry missing shards.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{show,shards,failed,retry}")
     helps = {"show": "run.json and shard counts", "shards": "per-shard complete/incomplete/failed",
              "failed": "failed-task records by attempt", "retry": "incomplete shards as retry submissions"}

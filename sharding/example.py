@@ -30,13 +30,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, NoReturn, Sequence
+from typing import Any, Mapping, Sequence
 
 from sharding.arrayenv import ArrayConfig, resolve
 from sharding.assign import select
 from sharding.errors import ShardingError
 from sharding.listing import SourceTask, list_sources
 from sharding.store import Attempt, Checkpoint, RunConfig, compact_json, write_atomically
+from sharding.usage import OneLineParser, fail
 
 PROG = "hyperion-shard-example"
 FAIL_ENV = "HYPERION_EXAMPLE_FAIL_ID"
@@ -106,19 +107,6 @@ def process_task(task: SourceTask, output_dir: Path, shard: int | None, fail: Fa
     return target
 
 
-def _error(field: str, problem: str) -> NoReturn:
-    print(f"{PROG}: error: {field}: {problem}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        field, _, problem = message.removeprefix("argument ").partition(": ")
-        if message.startswith("the following arguments are required: "):
-            field, problem = message.split(": ", 1)[1], "required"
-        _error(field, problem or message)
-
-
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -127,7 +115,7 @@ def _int(text: str) -> int:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Sharded JSONL example pipeline (see `make-input DIR` for demo data).")
+    p = OneLineParser(prog=PROG, description="Sharded JSONL example pipeline (see `make-input DIR` for demo data).")
     p.add_argument("--input", required=True, help="directory of *.jsonl files")
     p.add_argument("--output", required=True, help="directory for <task_id>.jsonl outputs")
     p.add_argument("--checkpoint", required=True, help="checkpoint directory shared by all shards of the run")
@@ -141,7 +129,7 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def input_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=f"{PROG} make-input", description="Write deterministic demo JSONL input.")
+    p = OneLineParser(prog=f"{PROG} make-input", description="Write deterministic demo JSONL input.")
     p.add_argument("directory", metavar="DIRECTORY")
     p.add_argument("--files", type=_int, default=20)
     p.add_argument("--records", type=_int, default=10)
@@ -208,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         return run(run_parser().parse_args(argv), os.environ)
     except ShardingError as exc:
-        _error(exc.field, exc.problem)
+        fail(PROG, exc.field, exc.problem)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ def test_retry_prints_nothing_when_complete(tmp_path, cli_env):
     (["retry", "BIG", "--max-array-size", "0"], "--max-array-size"),
     (["retry", "BIG", "--format", "yaml"], "--format"),
     (["show"], "PATH"),
+    ([], "command"),
+    (["retry", "BIG", "--bogus"], "--bogus"),
     (["frobnicate", "BIG"], "command"),
     (["shards", "CORRUPT_RUN"], "run.json"),
     (["show", "NOWHERE"], "PATH"),

@@ -119,6 +119,8 @@ def test_an_out_of_range_shard_processes_nothing_and_warns(tmp_path, cli_env):
     (["make-input", "A_FILE"], "DIRECTORY"),
     (["make-input", "NEW", "--files", "-3"], "--files"),
     (["make-input", "NEW", "--records", "0"], "--records"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK", "--bogus"], "--bogus"),
+    (["make-input", "NEW", "--files"], "--files"),
 ])
 def test_bad_paths_and_counts_are_one_line_exit_2_and_write_nothing(argv, field, tmp_path, cli_env):
     make_input(tmp_path / "in", files=2, records=1)

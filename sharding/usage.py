@@ -1,0 +1,36 @@
+"""Usage errors of Hyperion's argparse CLIs as one `prog: error: field: problem` line, exit 2.
+
+argparse would print the whole usage text; the project's rule for bad input is
+one line naming the field. hyperion-checkpoint, hyperion-shard-example and
+hyperion-console share this parser so that they say it the same way.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+
+def fail(prog: str, field: str, problem: str) -> NoReturn:
+    print(f"{prog}: error: {field}: {problem}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def usage_error(message: str) -> tuple[str, str]:
+    """argparse's error text as (field, problem)."""
+    if message.startswith("argument "):
+        field, _, problem = message[len("argument "):].partition(": ")
+        return ("command" if field.startswith("{") else field.split("/")[-1]), problem
+    if message.startswith("the following arguments are required: "):
+        names = message.split(": ", 1)[1]
+        return ("command" if names.startswith("{") else names), "required"
+    if message.startswith("unrecognized arguments: "):
+        return message.split(": ", 1)[1], "unrecognized argument"
+    return "arguments", message
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser (and its subparsers) whose errors are one line under the program's name."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(self.prog.split()[0], *usage_error(message))
