@@ -13,7 +13,7 @@ from typing import Any, NoReturn, Sequence
 
 from sharding.coverage import Coverage, coverage, coverage_json
 from sharding.errors import ShardingError
-from sharding.retry import RetryPlan, format_fields, format_ranges, plan_json, plan_retry
+from sharding.retry import RetryPlan, format_fields, format_ranges, parse_max_array_size, plan_json, plan_retry
 from sharding.store import Checkpoint, FailedRecord, Problem
 from sharding.usage import OneLineParser, fail
 
@@ -30,14 +30,11 @@ def _warn(problems: Sequence[Problem]) -> None:
         print(f"{PROG}: warning: {p.path}: {p.message}", file=sys.stderr)
 
 
-def _positive(text: str) -> int:
+def _max_array_size(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+        return parse_max_array_size(text)
+    except ShardingError as exc:   # argparse turns a plain ValueError into its own vaguer message
+        raise argparse.ArgumentTypeError(exc.problem) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     retry.add_argument("--format", choices=FORMATS, default="fields",
                        help="fields (default): 'ARRAY_EXPRESSION SHARD_INDEX_OFFSET MINIMUM_SHARD_INDEX TOTAL_SHARDS' "
                             "per window; json: plan with windows; ranges (alias array): the expression only")
-    retry.add_argument("--max-array-size", type=_positive, help="split into windows whose physical indices stay below N")
+    retry.add_argument("--max-array-size", type=_max_array_size, help="split into windows whose physical indices stay below N")
     retry.add_argument("--submit", metavar="RECORD", help="resubmit the missing shards with this q/*.submit.json record")
     return parser
 

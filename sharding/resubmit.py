@@ -80,8 +80,8 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
 
 
 @contextlib.contextmanager
-def _working_dir(path: str) -> Iterator[None]:
-    """Run where the original was submitted: its command may use relative paths."""
+def working_dir(path: str) -> Iterator[None]:
+    """Run where the original was submitted: its command may use relative paths (stay put if it is gone)."""
     before = os.getcwd()
     os.chdir(path if os.path.isdir(path) else before)
     try:
@@ -115,5 +115,5 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         return 0
     print(f"{PROG}: resubmitting {len(retry.missing)} of {retry.run.total_shards} shard(s) ({retry.expression}) "
           f"in {prepared.record.cwd}: {shlex.join(plan.argv)}", file=err, flush=True)
-    with _working_dir(prepared.record.cwd):
+    with working_dir(prepared.record.cwd):
         return run_submit_plan(plan)

@@ -39,6 +39,17 @@ class RetryPlan:
         return compress(self.missing)
 
 
+def parse_max_array_size(text: str) -> int:
+    """``--max-array-size`` as a user typed it (command line or console field)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ShardingError("--max-array-size", f"must be a positive integer, got {text!r}")
+    return value
+
+
 def check_max_array_size(max_array_size: int | None) -> None:
     if max_array_size is not None and (isinstance(max_array_size, bool) or max_array_size <= 0):
         raise ShardingError("--max-array-size", f"must be a positive integer, got {max_array_size}")

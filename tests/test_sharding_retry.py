@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from sharding.coverage import ShardStatus, coverage
 from sharding.errors import ShardingError
 from sharding.ranges import expand
-from sharding.retry import build_retry, format_fields, format_ranges, plan_json, plan_retry
+from sharding.retry import build_retry, format_fields, format_ranges, parse_max_array_size, plan_json, plan_retry
 from sharding.store import Checkpoint, RunConfig
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
@@ -85,3 +85,15 @@ def test_coverage_of_the_curator_fixture(tmp_path):
     assert cov.by_status() == {"complete": (0, 1, 2, 4, 5, 7), "incomplete": (6,), "failed": (3,)}
     assert cov.status_of(5) is ShardStatus.COMPLETE  # an old failure does not undo a later success
     assert [s.failures for s in cov.shards if s.shard == 3] == [2]
+
+
+@pytest.mark.parametrize("text,value", [("1000", 1000), (" 7 ", 7), ("0", None), ("-5", None), ("abc", None),
+                                        ("1e3", None), ("", None)])
+def test_max_array_size_as_typed(text, value):
+    """One reading for the CLI option and the console field."""
+    if value is None:
+        with pytest.raises(ShardingError) as err:
+            parse_max_array_size(text)
+        assert err.value.field == "--max-array-size" and "positive integer" in err.value.problem
+    else:
+        assert parse_max_array_size(text) == value

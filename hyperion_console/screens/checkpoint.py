@@ -6,9 +6,7 @@ bridge sharding.resubmit, so the console does exactly what the CLI does.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
 import json
 import shlex
 from pathlib import Path
@@ -21,9 +19,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TabbedContent, TabPane
 
 from sharding.coverage import coverage
-from sharding.errors import ShardingError
-from sharding.resubmit import prepare_resubmit
-from sharding.retry import format_fields, plan_retry
+from sharding.resubmit import prepare_resubmit, working_dir
+from sharding.retry import format_fields, parse_max_array_size, plan_retry
 from sharding.store import Checkpoint
 
 from ..errors import describe_error, guarded
@@ -96,12 +93,7 @@ class CheckpointScreen(ConsoleScreen):
 
     def max_array_size(self) -> int | None:
         text = self.query_one("#max-array-size", Input).value.strip()
-        if not text:
-            return None
-        if not text.isdigit():
-            raise ShardingError("--max-array-size",
-                                                           f"must be a positive integer, got {text!r}")
-        return int(text)
+        return parse_max_array_size(text) if text else None
 
     @guarded
     def action_reload(self) -> None:
@@ -258,9 +250,7 @@ class CheckpointScreen(ConsoleScreen):
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
         self.app.call_from_thread(self.notify, f"resubmitting shards {retry.expression}")
-        # as `hyperion-checkpoint retry --submit`: run where the original was submitted
-        cwd = prepared.record.cwd if os.path.isdir(prepared.record.cwd) else os.getcwd()
-        with contextlib.chdir(cwd):
+        with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
             status = launch(plan, announce)
         if status is not None:
             severity = "information" if status == 0 else "error"
