@@ -174,6 +174,7 @@ class JobsScreen(ConsoleScreen):
         for state in states:
             self.states[row_key(state)] = state
         self.rebuild_table()
+        self.query_one("#tasks", DataTable).focus()   # up/down now select tasks, as the help says
         self.post_message(RecordOpened(self.record_path, len(self.tasks)))
 
     def start_watching(self, record) -> None:
