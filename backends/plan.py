@@ -106,8 +106,12 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
         raise InputError("backend", f"expected 'local' or 'slurm', got {options.backend!r}")
     if not options.command or not options.command[0].strip():
         raise InputError("command", "no command after '--'")
+    if options.command[0].startswith("-"):
+        raise InputError("command", f"{options.command[0]!r} is not a program; the command after "
+                         "'--' must start with the program to run")
     if not options.output_file.strip():
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
+    _check_log_file(options.output_file)
     check_count("--num-gpus", options.num_gpus, minimum=0)
     check_count("--num-threads", options.num_threads, minimum=1)
     if options.mem is not None and options.mem_per_cpu is not None:
@@ -124,6 +128,14 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
                          f"{options.array.name} so that every task writes its own log")
     if options.num_gpus > 0:
         site.gpu_options(options.num_gpus)
+
+
+def _check_log_file(output_file: str) -> None:
+    """The log must be a file path: a directory would also put q/ (and the record) above it."""
+    if output_file.endswith(os.sep) or os.path.basename(output_file) in (".", "..") \
+            or os.path.isdir(output_file):
+        raise InputError("--output-file", f"{output_file!r} is a directory; give the log file's "
+                         "path, e.g. exp/log/train.log")
 
 
 def record_options(options: SubmitOptions) -> dict:

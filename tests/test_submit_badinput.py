@@ -70,6 +70,12 @@ CLI_CASES = [
     ("missing-output-file", [], ["true"], "--output-file"),
     ("missing-separator", ["--output-file", "log/t.log", "true"], None, "--"),
     ("empty-command", ["--output-file", "log/t.log"], [], "command"),
+    ("command-is-separator", ["--output-file", "log/t.log"], ["--"], "command"),
+    ("command-is-option", ["--output-file", "log/t.log"], ["--time", "10", "true"], "command"),
+    ("output-file-empty", ["--output-file", ""], ["true"], "--output-file"),
+    ("output-file-trailing-slash", ["--output-file", "log/"], ["true"], "--output-file"),
+    ("output-file-dot", ["--output-file", "."], ["true"], "--output-file"),
+    ("output-file-dotdot", ["--output-file", "log/.."], ["true"], "--output-file"),
     ("array-bad-name", ["--array", "1JOB=1:3", "--output-file", "log/t.1JOB.log"], ["true"], "--array"),
     ("array-zero-start", ["--array", "JOB=0:3", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-reversed", ["--array", "JOB=5:3", "--output-file", ARRAY_LOG], ["true"], "--array"),
@@ -153,3 +159,12 @@ def test_unquoted_time_message_says_to_quote_it(tmp_path, cli_env):
                      "--", "true", cwd=tmp_path, env=cli_env)
     assert result.returncode == 2
     assert "604800" in result.stderr and "quote" in result.stderr
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+def test_output_file_that_is_an_existing_directory(tmp_path, cli_env, backend):
+    (tmp_path / "exp" / "train").mkdir(parents=True)
+    result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), "--output-file", "exp/train",
+                     "--", "true", cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, "--output-file")
+    assert "is a directory" in result.stderr
