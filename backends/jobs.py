@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from backends.errors import InputError
+from backends.local.runner import runner_gone
 from backends.record import (
     RECORD_SUFFIX, SubmitRecord, TaskRecord, find_records, load_record, local_results_path,
 )
@@ -158,7 +159,11 @@ def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None
 
 
 def local_rows(record: SubmitRecord) -> list[TaskRow]:
-    """Rows of a local record from q/<stem>.local.json (tasks not reached are NOT_RUN)."""
+    """Rows of a local record from q/<stem>.local.json (tasks not reached are NOT_RUN).
+
+    A RUNNING task whose runner process (on this host) is gone is LOST: it was
+    killed before it could record the end, so its end will never come.
+    """
     results = _local_results(Path(record.path))
     rows = []
     for task in record.tasks:
@@ -169,8 +174,10 @@ def local_rows(record: SubmitRecord) -> list[TaskRow]:
                 state = JobState.parse(str(raw.get("state")))
             except ValueError:
                 state = None
+            if state is not None and not state.is_terminal and runner_gone(raw):
+                state = JobState.LOST
             exit_code = raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None
-            elapsed = _elapsed(raw.get("start"), raw.get("end"))
+            elapsed = None if state is JobState.LOST else _elapsed(raw.get("start"), raw.get("end"))
         rows.append(TaskRow(task.value, task.job_id, task.array_task_id, state, exit_code, None,
                             elapsed, "localhost" if state else None, task.log, None, None))
     return rows

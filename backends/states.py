@@ -36,6 +36,8 @@ class JobState(str, Enum):
     DEADLINE = "DEADLINE"
     SPECIAL_EXIT = "SPECIAL_EXIT"
     REVOKED = "REVOKED"
+    # Not a Slurm state: a local task whose runner died before recording its end.
+    LOST = "LOST"
 
     @property
     def is_terminal(self) -> bool:
@@ -65,7 +67,7 @@ class JobState(str, Enum):
 TERMINAL = frozenset({
     JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT,
     JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED, JobState.BOOT_FAIL,
-    JobState.DEADLINE, JobState.SPECIAL_EXIT, JobState.REVOKED,
+    JobState.DEADLINE, JobState.SPECIAL_EXIT, JobState.REVOKED, JobState.LOST,
 })
 SUCCESS = frozenset({JobState.COMPLETED})
 

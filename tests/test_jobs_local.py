@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import time
 
+from backends.local.runner import runner_fields, runner_gone
 from conftest import run_cli
 
 
@@ -25,3 +31,50 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
 
     logs = run_cli("hyperion-jobs", "logs", f"{record}:2", env=cli_env)
     assert logs.returncode == 0 and "value 2" in logs.stdout
+
+
+def test_local_run_whose_runner_was_killed_is_lost_not_running(tmp_path, cli_env, test_site):
+    runner = subprocess.Popen(
+        ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:2",
+         "--output-file", "log/k.IDX.log", "--", "sleep", "60"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    try:
+        results = tmp_path / "log" / "q" / "k.IDX.local.json"
+        deadline = time.monotonic() + 30
+        while not (results.exists() and '"RUNNING"' in results.read_text()):
+            assert time.monotonic() < deadline, "the local run never started its first task"
+            time.sleep(0.1)
+        entry = json.loads(results.read_text())["tasks"]["1"]
+        assert entry["pid"] == runner.pid and entry["host"] == socket.gethostname()
+        record = tmp_path / "log" / "q" / "k.IDX.submit.json"
+
+        running = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
+        assert [t["state"] for t in json.loads(running.stdout)["tasks"]] == ["RUNNING", "NOT_RUN"]
+
+        runner.send_signal(signal.SIGKILL)   # the runner only: its child sleeps on, orphaned
+        runner.wait()
+        status = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
+        shown = json.loads(status.stdout)
+        assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "LOST"), (2, "NOT_RUN")]
+        assert shown["exit_status"] == 1
+
+        watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env, timeout=20)
+        assert watch.returncode == 1 and "2 tasks: LOST 1, NOT_RUN 1" in watch.stdout
+    finally:
+        try:
+            os.killpg(runner.pid, signal.SIGKILL)   # the orphaned sleep (and the runner if still there)
+        except ProcessLookupError:
+            pass
+        runner.wait()
+
+
+def test_runner_gone_only_when_certain():
+    me = runner_fields()
+    assert not runner_gone(me)                                   # this very process
+    assert runner_gone({**me, "pid_start": me["pid_start"] + 1})  # the pid was reused
+    assert not runner_gone({**me, "host": me["host"] + "-elsewhere", "pid": 2 ** 22 + 1})
+    assert not runner_gone({"state": "RUNNING"})                  # older file: cannot judge
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert runner_gone({**me, "pid": dead.pid, "pid_start": None})

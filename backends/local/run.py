@@ -18,6 +18,7 @@ from pathlib import Path
 
 from backends import logheader
 from backends.plan import PlannedTask, SubmitPlan, record_options
+from backends.local.runner import runner_fields
 from backends.record import JobRecord, SubmitRecord, TaskRecord, save_record, write_json_atomic
 
 LOCAL_JOB = "local"
@@ -122,7 +123,8 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
     results = _Results(plan.results_path or str(Path(plan.record_path).with_suffix(".local.json")))
     for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
         key = task_key(task)
-        results.update(key, state="RUNNING", exit_code=None, start=logheader.iso_now(), end=None)
+        results.update(key, state="RUNNING", exit_code=None, start=logheader.iso_now(), end=None,
+                       **runner_fields())
         emit(LocalEvent("start", task))
         try:
             code, elapsed = run_task(task)

@@ -1,0 +1,60 @@
+"""Who runs a local task: the runner's pid, host and process start time, and whether it still lives.
+
+The local backend has no scheduler that would notice a runner killed mid-task,
+so each RUNNING entry of q/<stem>.local.json names its runner; a reader on the
+same host that finds that process gone reports the task as LOST instead of
+waiting for an end that will never be written. The start time (from /proc)
+guards against the pid having been reused by an unrelated process.
+"""
+from __future__ import annotations
+
+import os
+import socket
+
+
+def process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name may hold spaces and ')'
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def runner_fields() -> dict[str, object]:
+    """What the runner writes beside a RUNNING task: pid, host and pid start time."""
+    pid = os.getpid()
+    return {"pid": pid, "host": socket.gethostname(), "pid_start": process_start(pid)}
+
+
+def runner_gone(entry: dict) -> bool:
+    """True only when `entry` names a runner on this host that is certainly no longer running.
+
+    Entries without a pid (older files) or from another host cannot be judged
+    and are taken as alive.
+    """
+    pid, host = entry.get("pid"), entry.get("host")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by someone else
+        pass
+    recorded, now = entry.get("pid_start"), process_start(pid)
+    return isinstance(recorded, int) and now is not None and now != recorded or _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """A killed runner whose parent has not reaped it yet still answers kill(pid, 0)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().decode("ascii", "replace").rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
