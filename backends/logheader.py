@@ -45,16 +45,16 @@ def bash_header(running_word: str) -> str:
     """
     return (
         f"echo {shlex.quote(RUNNING_PREFIX)}{running_word}\n"
-        "hyperion_start=$(date +%s)\n"
+        "_hyperion_start=$(date +%s)\n"
         f"echo {shlex.quote(STARTED_PREFIX)}\"$({BASH_DATE}) on $(hostname)\"\n"
     )
 
 
 def bash_footer(rc_var: str = "rc") -> str:
-    """Bash line printing the footer from ``$<rc_var>`` and ``$hyperion_start``."""
+    """Bash line printing the footer from ``$<rc_var>`` and ``$_hyperion_start``."""
     return (
         f"echo {shlex.quote(ENDED_PREFIX)}\"${{{rc_var}}}) at $({BASH_DATE}), elapsed time "
-        "$(( $(date +%s) - hyperion_start )) seconds\"\n"
+        "$(( $(date +%s) - _hyperion_start )) seconds\"\n"
     )
 
 

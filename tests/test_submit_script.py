@@ -84,6 +84,17 @@ def test_rendered_script_passes_every_argument_verbatim(args, task, offset, odd,
         assert parse_ended(log.splitlines()[-1])[0] == exit_with
 
 
+def test_array_name_like_the_scripts_own_variables_reaches_the_program(tmp_path):
+    name = "hyperion_start"   # the log header's start-time variable before it got the _hyperion_ prefix
+    show = "import os; print('value', os.environ['hyperion_' 'start'])"   # split: not substituted
+    options = _options(tmp_path, (sys.executable, "-c", show), array=ArraySpec(name, (1, 2)),
+                       output_file=str(tmp_path / f"t.{name}.log"))
+    assert _run(render_script(options, 0), tmp_path, {"SLURM_ARRAY_TASK_ID": "2"}) == 0
+    lines = (tmp_path / "t.2.log").read_text().splitlines()
+    assert lines[2] == "value 2"
+    assert parse_ended(lines[-1])[2] < 60
+
+
 def test_non_array_script_keeps_the_name_literal(tmp_path):
     (tmp_path / "dump.py").write_text(DUMPER)
     dump = tmp_path / "argv.json"
