@@ -106,6 +106,16 @@ def test_bad_input_is_one_line_and_exit_2(argv, field, capsys):
     assert err.startswith(f"hyperion-jobs: error: {field}: ") and err.count("\n") == 1
 
 
+def test_logs_of_a_task_without_a_log_yet_is_one_line_exit_2(tmp_path, capsys):
+    record = make_record(tmp_path)
+    assert main(["logs", f"{record.path}:2"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"hyperion-jobs: error: TASK: {record.path}:2 has no log yet: "
+                            f"{tmp_path / 'exp' / 'log' / 'x.2.log'} does not exist "
+                            "(not started, or never run; -f waits for it)\n")
+
+
 def test_watch_view_shows_counts_progress_and_error(tmp_path):
     from rich.console import Console
     record = make_record(tmp_path)

@@ -225,5 +225,18 @@ def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env
         assert gone.returncode == 0, gone.stderr
         update = poll_until(Poller({job: None}), lambda u: u.all_terminal, timeout=30)
         assert update.states[(job, None)].state is JobState.CANCELLED
+
+        again = run_cli("hyperion-jobs", "cancel", job, "--yes", env=cli_env)   # scancel itself says rc 0
+        assert again.returncode == 2 and again.stdout == ""
+        assert again.stderr == f"hyperion-jobs: error: JOB: {job} already ended (CANCELLED); nothing to cancel\n"
     finally:
         subprocess.run(["scancel", job])
+
+
+@pytest.mark.parametrize("argv", [["cancel", "99999999", "--yes"], ["cancel", "99999999_1", "--yes"],
+                                  ["watch", "99999999"], ["status", "99999999"]])
+def test_a_job_slurm_does_not_know_is_one_line_exit_2(slurm_cluster, cli_env, argv):
+    result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.startswith("hyperion-jobs: error: JOB: Slurm knows no job 99999999")
+    assert result.stderr.count("\n") == 1

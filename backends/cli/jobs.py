@@ -211,15 +211,16 @@ def _record_summary(record, states, slurm_ok: bool) -> dict:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    ids: list[str] = []
+    named: list[tuple[str, list[str]]] = []   # (what the user typed, its scancel ids)
     for text in args.targets:
         target = resolve(text, "JOB")
         if target.record is not None:
             if target.record.backend != "slurm":
                 raise InputError("JOB", f"{text} is a local run; nothing to scancel")
-            ids.extend(j.job_id for j in target.record.jobs)
+            named.append((text, [j.job_id for j in target.record.jobs]))
         else:
-            ids.append(text)
+            named.append((text, [text]))
+    ids = _live_ids(named)
     if not args.yes:
         print(f"Cancel {' '.join(ids)}? [y/N] ", end="", flush=True)
         answer = sys.stdin.readline().strip().lower()
@@ -229,6 +230,32 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     cancel(ids)
     print(f"cancelled {' '.join(ids)}")
     return 0
+
+
+def _live_ids(named: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """The scancel ids that still have a task to cancel.
+
+    scancel exits 0 for a job that already ended, so without this check
+    ``cancel`` would report "cancelled" for a no-op. A target Slurm does not
+    know, or whose every task has ended, is refused before anything is cancelled.
+    """
+    states = snapshot(sorted({i.partition("_")[0] for _, ids in named for i in ids}))
+    live: list[str] = []
+    for text, ids in named:
+        known = [s for i in ids for s in _states_of(i, states)]
+        if not known:
+            raise InputError("JOB", f"Slurm knows no job {text}; nothing to cancel")
+        kept = [i for i in ids if any(not s.state.is_terminal for s in _states_of(i, states))]
+        if not kept:
+            ended = ", ".join(sorted({s.state.value for s in known}))
+            raise InputError("JOB", f"{text} already ended ({ended}); nothing to cancel")
+        live.extend(kept)
+    return live
+
+
+def _states_of(slurm_id: str, states) -> list:
+    job, _, task = slurm_id.partition("_")
+    return [s for (j, t), s in states.items() if j == job and (not task or t == int(task))]
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
@@ -241,8 +268,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
         raise InputError("TASK", f"no {which} log is known for {args.task}")
     if not args.follow:
         if not Path(path).exists():
-            print(f"{PROG}: {path} does not exist (yet)", file=sys.stderr)
-            return 1
+            raise InputError("TASK", f"{args.task} has no log yet: {path} does not exist "
+                             "(not started, or never run; -f waits for it)")
         for line in last_lines(path, args.lines):
             print(line)
         return 0
@@ -288,6 +315,10 @@ def _rows_for(target: Target, update: PollUpdate, record) -> list[TaskRow]:
 
 
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
+    if target.record is None and not status(target, _dirs(args)):
+        # A record's jobs may be too new for sacct, but squeue knows them at once:
+        # a bare id neither knows would be watched forever.
+        raise InputError("JOB", f"Slurm knows no job {args.target}")
     record = target.record or record_for_job(target.job_id, _dirs(args))
     poller = Poller(_watch_expected(target), cap=args.cap)
     view = LiveView(args.target) if sys.stdout.isatty() else PlainView(args.target)
