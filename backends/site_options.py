@@ -50,11 +50,12 @@ SBATCH_SHORT_OPTIONS: dict[str, str] = {
 }
 GPU_SELECTION = frozenset({"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"})
 # The contract's submitter-owned options, plus those that would break how
-# hyperion-submit drives sbatch (--wrap replaces the script, --wait blocks, ...).
+# hyperion-submit drives sbatch (--wrap replaces the script, --wait blocks, ...,
+# --cpus-per-gpu, which sbatch refuses beside the --cpus-per-task we always pass).
 SUBMITTER_OWNED = frozenset({
-    "export", "export-file", "parsable", "output", "error", "array", "cpus-per-task", "mem",
-    "mem-per-cpu", "mem-per-gpu", "time", "wrap", "wait", "test-only", "help", "usage",
-    "version",
+    "export", "export-file", "parsable", "output", "error", "array", "cpus-per-task",
+    "cpus-per-gpu", "mem", "mem-per-cpu", "mem-per-gpu", "time", "wrap", "wait", "test-only",
+    "help", "usage", "version",
 }) | GPU_SELECTION
 PLACEHOLDERS = frozenset({"num_gpus"})
 _SHELL_CHARS = re.compile(r"[\s'\"`;|&$<>()\\]")
