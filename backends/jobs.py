@@ -19,6 +19,7 @@ from backends.errors import InputError
 from backends.local.runner import runner_gone
 from backends.record import (
     RECORD_SUFFIX, SubmitRecord, TaskRecord, find_records, load_record, local_results_path,
+    results_key,
 )
 from backends.slurm.accounting import Runner, job_std_paths, run_command, snapshot
 from backends.states import JobState, TaskState
@@ -167,7 +168,7 @@ def local_rows(record: SubmitRecord) -> list[TaskRow]:
     results = _local_results(Path(record.path))
     rows = []
     for task in record.tasks:
-        raw = results.get("single" if task.value is None else str(task.value))
+        raw = results.get(results_key(task.value))
         state = exit_code = elapsed = None
         if isinstance(raw, dict):
             try:

@@ -171,7 +171,7 @@ def _task(options: SubmitOptions, value: int | None) -> PlannedTask:
 
 
 def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, ...]:
-    from backends.slurm.argv import sbatch_argv
+    from backends.slurm.argv import array_expression, sbatch_argv
     from backends.slurm.script import render_script
     from sharding.ranges import split_windows
 
@@ -181,11 +181,10 @@ def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, .
         argv = sbatch_argv(site, options, None, script_path)
         return (PlannedWindow(0, (), None, script_path, render_script(options, 0), tuple(argv)),)
     planned = []
-    limit = f"%{options.max_jobs_run}" if options.max_jobs_run else ""
     for number, window in enumerate(split_windows(options.array.values, site.max_array_size)):
         script_path = f"{base}.sh" if number == 0 else f"{base}.offset{window.offset}.sh"
         argv = sbatch_argv(site, options, window, script_path)
-        planned.append(PlannedWindow(window.offset, window.values, window.expression + limit,
+        planned.append(PlannedWindow(window.offset, window.values, array_expression(options, window),
                                      script_path, render_script(options, window.offset), tuple(argv)))
     return tuple(planned)
 

@@ -78,6 +78,11 @@ def local_results_path(output_file_or_record: str | Path) -> Path:
     return q_dir(path) / f"{log_stem(path)}{LOCAL_SUFFIX}"
 
 
+def results_key(value: int | None) -> str:
+    """A task's key in q/<stem>.local.json: its array value, or "single" for a plain job."""
+    return "single" if value is None else str(value)
+
+
 def write_json_atomic(path: Path, data: object) -> None:
     """Write JSON via a temp file in the same directory and os.replace (readers never see half)."""
     path.parent.mkdir(parents=True, exist_ok=True)

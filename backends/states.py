@@ -48,11 +48,6 @@ class JobState(str, Enum):
     def is_success(self) -> bool:
         return self is JobState.COMPLETED
 
-    @property
-    def is_active(self) -> bool:
-        """Running or about to run (what squeue reports fresher than sacct)."""
-        return not self.is_terminal
-
     @classmethod
     def parse(cls, text: str) -> "JobState":
         """``"CANCELLED by 0"`` -> CANCELLED, ``"OOM"``/``"CANCELLED+"`` accepted; unknown -> ValueError."""
@@ -69,7 +64,6 @@ TERMINAL = frozenset({
     JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.PREEMPTED, JobState.BOOT_FAIL,
     JobState.DEADLINE, JobState.SPECIAL_EXIT, JobState.REVOKED, JobState.LOST,
 })
-SUCCESS = frozenset({JobState.COMPLETED})
 
 # squeue's compact codes (%t) and sacct's short spellings.
 _ALIASES = {

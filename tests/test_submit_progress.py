@@ -7,7 +7,8 @@ from pathlib import Path
 from backends.poller import PollUpdate
 from backends.progress import Progress, count
 from backends.record import SubmitRecord, TaskRecord
-from backends.slurm.submit import expected_tasks, outcome_from, parse_job_id, report
+from backends.jobs import expected
+from backends.slurm.submit import outcome_from, parse_job_id, report
 from backends.states import JobState, TaskState
 
 
@@ -67,7 +68,7 @@ def _record(tmp_path: Path) -> SubmitRecord:
 
 def test_outcome_flags_failures_and_missing_logs_and_reports_their_paths(tmp_path):
     record = _record(tmp_path)
-    assert expected_tasks(record) == {"7": (1, 2, 3)}
+    assert expected(record) == {"7": (1, 2, 3)}
     states = {s.key: s for s in (_state(1, JobState.COMPLETED), _state(2, JobState.FAILED, 3),
                                  _state(3, JobState.COMPLETED))}
     outcome = outcome_from(record, states)

@@ -19,7 +19,9 @@ from pathlib import Path
 from backends import logheader
 from backends.plan import PlannedTask, SubmitPlan, record_options
 from backends.local.runner import runner_fields
-from backends.record import JobRecord, SubmitRecord, TaskRecord, save_record, write_json_atomic
+from backends.record import (
+    JobRecord, SubmitRecord, TaskRecord, results_key, save_record, write_json_atomic,
+)
 
 LOCAL_JOB = "local"
 
@@ -32,11 +34,6 @@ class LocalEvent:
     task: PlannedTask
     code: int | None = None
     elapsed: float | None = None
-
-
-def task_key(task: PlannedTask) -> str:
-    """The results-file key: the array value, or "single" for a plain job."""
-    return "single" if task.value is None else str(task.value)
 
 
 def local_record(plan: SubmitPlan) -> SubmitRecord:
@@ -122,7 +119,7 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
     save_record(local_record(plan))
     results = _Results(plan.results_path or str(Path(plan.record_path).with_suffix(".local.json")))
     for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
-        key = task_key(task)
+        key = results_key(task.value)
         results.update(key, state="RUNNING", exit_code=None, start=logheader.iso_now(), end=None,
                        **runner_fields())
         emit(LocalEvent("start", task))

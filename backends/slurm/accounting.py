@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 from functools import lru_cache
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Sequence
 
 from backends.states import TERMINAL, JobState, TaskState
 from sharding.ranges import expand
@@ -279,20 +279,6 @@ def snapshot(job_ids: Sequence[str], runner: Runner = run_command) -> dict[Key, 
 def _first_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[0].strip() if lines else "no message"
-
-
-def filter_expected(states: Mapping[Key, TaskState],
-                    expected: Mapping[str, tuple[int, ...] | None]) -> dict[Key, TaskState]:
-    """Keep only tasks of the watched jobs (and, when listed, only the listed task ids)."""
-    out: dict[Key, TaskState] = {}
-    for key, state in states.items():
-        if state.job_id not in expected:
-            continue
-        tasks = expected[state.job_id]
-        if tasks is not None and state.task_id not in tasks:
-            continue
-        out[key] = state
-    return out
 
 
 def scontrol_argv(slurm_id: str) -> list[str]:

@@ -36,12 +36,18 @@ def request_options(options: SubmitOptions) -> list[str]:
     return argv
 
 
-def array_option(options: SubmitOptions, window: Window | None) -> list[str]:
-    """``--array=<physical expression>[%max_jobs_run]`` for an array window, else nothing."""
+def array_expression(options: SubmitOptions, window: Window | None) -> str | None:
+    """What goes to ``--array`` for a window: its physical expression[%max_jobs_run]; None if no array."""
     if window is None:
-        return []
+        return None
     limit = f"%{options.max_jobs_run}" if options.max_jobs_run else ""
-    return [f"--array={window.expression}{limit}"]
+    return window.expression + limit
+
+
+def array_option(options: SubmitOptions, window: Window | None) -> list[str]:
+    """``--array=...`` for an array window, else nothing."""
+    expression = array_expression(options, window)
+    return [] if expression is None else [f"--array={expression}"]
 
 
 def sbatch_argv(site: SiteConfig, options: SubmitOptions, window: Window | None,

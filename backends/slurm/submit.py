@@ -143,18 +143,6 @@ def _cancel_note(job_ids: Sequence[str]) -> str:
 
 # --- waiting --------------------------------------------------------------------------------
 
-def expected_tasks(record: SubmitRecord) -> dict[str, tuple[int, ...] | None]:
-    """job id -> physical task ids (None for a non-array job), what the Poller watches."""
-    expected: dict[str, list[int] | None] = {}
-    for task in record.tasks:
-        if task.array_task_id is None:
-            expected[task.job_id] = None
-        else:
-            expected.setdefault(task.job_id, [])
-            expected[task.job_id].append(task.array_task_id)  # type: ignore[union-attr]
-    return {job: (tuple(tasks) if tasks is not None else None) for job, tasks in expected.items()}
-
-
 def _state_of(task: TaskRecord, states: dict) -> TaskState:
     known = states.get((task.job_id, task.array_task_id))
     if known is None and task.array_task_id is None:
@@ -176,8 +164,9 @@ def outcome_from(record: SubmitRecord, states: dict) -> Outcome:
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
          stop: threading.Event | None = None) -> Outcome:
     """Poll until every task of `record` is terminal (or `stop` is set), then judge it."""
+    from backends.jobs import expected
     from backends.poller import Poller
-    poller = Poller(expected_tasks(record), cap=POLL_CAP)
+    poller = Poller(expected(record), cap=POLL_CAP)
     last = poller.run(observer or (lambda update: None), stop)
     return outcome_from(record, dict(last.states))
 
