@@ -68,11 +68,19 @@ async def measure(n: int, presses: int) -> dict[str, float]:
         await pilot.pause()
         refilter = time.perf_counter() - t0
         assert jobs.query_one("#tasks").row_count == n - batch
+        moved, left = min(50, batch), min(50, n - batch)   # under the filter: tasks enter and leave it
+        t0 = time.perf_counter()
+        jobs.post_message(JobsUpdated(record.path, states(moved, JobState.PENDING)
+                                      + states(left, JobState.RUNNING, start=batch + 1)))
+        await pilot.pause()
+        live = time.perf_counter() - t0
+        assert jobs.query_one("#tasks").row_count == n - batch + moved - left
     return {"start-up to a filled table": ready,
             "key to redraw (down), median": statistics.median(timings),
             "key to redraw (down), max": max(timings),
             "apply a batch of changed states": update,
-            "filter key (rebuild)": refilter}
+            "filter key (rebuild)": refilter,
+            "states entering/leaving the filter": live}
 
 
 def main() -> int:

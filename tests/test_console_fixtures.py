@@ -101,7 +101,7 @@ def notifications(app) -> list[str]:
 
 def table_column(table, column: str) -> list[str]:
     """The plain text of one DataTable column, top to bottom."""
-    return [str(table.get_cell(row, column)) for row in table.rows]
+    return [str(table.get_cell(row.key, column)) for row in table.ordered_rows]   # as displayed
 
 
 def text_of(static) -> str:

@@ -150,6 +150,43 @@ def test_cancel_of_finished_slurm_tasks_is_refused_not_confirmed(tmp_path: Path)
     asyncio.run(scenario())
 
 
+def test_filtered_table_follows_live_updates_in_record_order(tmp_path: Path) -> None:
+    record = _slurm_record(tmp_path, 6)
+
+    def update(*pairs):
+        return JobsUpdated(record.path, tuple(TaskState("4242", i, state, None, None, 1.0, "vm")
+                                              for i, state in pairs))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            jobs.show_record(record)
+            jobs.post_message(update(*((i, JobState.PENDING) for i in range(1, 7))))
+            jobs.set_filter("RUNNING")
+            await pilot.pause()
+            assert table.row_count == 0
+            jobs.post_message(update((5, JobState.RUNNING), (2, JobState.RUNNING)))
+            await pilot.pause()
+            assert table_column(table, "value") == ["2", "5"]
+            jobs.post_message(update((2, JobState.COMPLETED), (4, JobState.RUNNING), (1, JobState.RUNNING)))
+            await pilot.pause()
+            assert table_column(table, "value") == ["1", "4", "5"]
+            assert table_column(table, "state") == ["RUNNING"] * 3
+            assert "COMPLETED 1" in str(jobs.query_one("#jobs-summary").content)
+            jobs.post_message(update((4, JobState.FAILED)))
+            await pilot.pause()
+            assert table_column(table, "value") == ["1", "5"]
+            jobs.set_filter("all")
+            await pilot.pause()
+            assert table_column(table, "state") == ["RUNNING", "COMPLETED", "PENDING", "FAILED",
+                                                    "RUNNING", "PENDING"]
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.slurm
 def test_cancel_one_task_of_a_slurm_array_after_confirmation(slurm_cluster, tmp_path: Path) -> None:
     site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
