@@ -114,6 +114,10 @@ def load_record(path: str | Path) -> SubmitRecord:
         raise InputError("record", f"cannot read {path}: {err.strerror or err}") from None
     except ValueError as err:
         raise InputError("record", f"{path} is not JSON: {err}") from None
+    if not isinstance(raw, dict):
+        kind = {list: "array", str: "string", bool: "boolean", int: "number",
+                float: "number"}.get(type(raw), "null")
+        raise InputError("record", f"{path} is not a hyperion-submit record (a JSON {kind}, not an object)")
     try:
         return SubmitRecord(
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
@@ -124,7 +128,9 @@ def load_record(path: str | Path) -> SubmitRecord:
             tasks=tuple(_task(t) for t in raw["tasks"]),
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+    except KeyError as err:
+        raise InputError("record", f"{path} is not a hyperion-submit record (no {err} key)") from None
+    except (TypeError, ValueError, AttributeError) as err:
         raise InputError("record", f"{path} is not a hyperion-submit record ({type(err).__name__}: {err})") from None
 
 

@@ -99,11 +99,29 @@ def test_logs_prints_last_lines_of_the_program_log(tmp_path, capsys):
     (["cancel", "12;ls", "--yes"], "JOB"),
     (["list", "/does/not/exist"], "DIR"),
     (["frobnicate"], "COMMAND"),
+    (["watch", "1", "--cap", "nan"], "--cap"),
+    (["watch", "1", "--cap", "inf"], "--cap"),
+    (["watch", "1", "--cap", "0.5"], "--cap"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, field, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"hyperion-jobs: error: {field}: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("[]", "(a JSON array, not an object)"), ('"x"', "(a JSON string, not an object)"),
+    ("null", "(a JSON null, not an object)"), ("3", "(a JSON number, not an object)"), ('{"path": "p"}', "(no 'backend' key)"),
+    ("{", "is not JSON: "), (b"\xff\xfe", "is not JSON: "),
+])
+def test_corrupt_record_is_one_line_naming_the_problem(tmp_path, capsys, text, problem):
+    path = tmp_path / "q" / "x.submit.json"
+    path.parent.mkdir()
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert main(["status", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hyperion-jobs: error: record: {path} ") and err.count("\n") == 1
+    assert problem in err
 
 
 def test_logs_of_a_task_without_a_log_yet_is_one_line_exit_2(tmp_path, capsys):

@@ -293,8 +293,8 @@ def _follow(path: str, n: int) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    if args.cap < 1:
-        raise InputError("--cap", "must be at least 1 second")
+    if not args.cap >= 1 or args.cap == float("inf"):   # also refuses nan
+        raise InputError("--cap", f"must be a number of seconds, at least 1, got {args.cap:g}")
     target = resolve(args.target)
     if target.record is not None and target.record.backend == "local":
         return _watch_local(target)
