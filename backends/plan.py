@@ -123,6 +123,9 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
         check_count("--max-jobs-run", options.max_jobs_run, minimum=1)
         if options.array is None:
             raise InputError("--max-jobs-run", "needs --array (it limits concurrently running array tasks)")
+    if options.array is not None and options.array.name in dict(options.env):
+        raise InputError("--env", f"{options.array.name} is the array name; each task gets its own "
+                         "value, so it cannot also be set for all tasks")
     if options.array is not None and options.array.name not in options.output_file:
         raise InputError("--output-file", f"{options.output_file!r} must contain the array name "
                          f"{options.array.name} so that every task writes its own log")

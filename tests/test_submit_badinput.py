@@ -88,6 +88,7 @@ CLI_CASES = [
     ("array-no-range", ["--array", "JOB=", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-trailing-comma", ["--array", "JOB=1:3,", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-name-not-in-log", ["--array", "JOB=1:3", "--output-file", "log/t.log"], ["true"], "--output-file"),
+    ("env-sets-array-name", ["--array", "JOB=1:3", "--env", "JOB=5", "--output-file", ARRAY_LOG], ["true"], "--env"),
     ("max-jobs-without-array", ["--max-jobs-run", "2", "--output-file", "log/t.log"], ["true"], "--max-jobs-run"),
     ("max-jobs-zero", ["--array", "JOB=1:3", "--max-jobs-run", "0", "--output-file", ARRAY_LOG], ["true"], "--max-jobs-run"),
     ("negative-gpus", ["--num-gpus", "-1", "--output-file", "log/t.log"], ["true"], "--num-gpus"),
