@@ -17,8 +17,8 @@ ACTIONS: tuple[tuple[str, str, str | None, str], ...] = (
     ("Cancel selected task", "scancel JOB_TASK (asks first)", "jobs", "cancel_task"),
     ("Cancel whole job", "scancel JOB (asks first)", "jobs", "cancel_job"),
     ("Cycle state filter", "Jobs: all, PENDING, RUNNING, ...", "jobs", "cycle_filter"),
-    *((f"Filter jobs: {state}", f"Jobs: show only {state} tasks", "jobs", f"filter('{state}')")
-      for state in FILTERS),
+    *((f"Filter jobs: {state}", "Jobs: show every task" if state == "all" else f"Jobs: show only {state} tasks",
+       "jobs", f"filter('{state}')") for state in FILTERS),
     ("Switch log source", "Jobs: program log, q/ .err, q/ .out", "jobs", "cycle_log"),
     ("Reload recent submissions", "Jobs: search for q/*.submit.json again", "jobs", "reload"),
     ("Reload checkpoint", "Checkpoint: read it again", "checkpoint", "reload"),

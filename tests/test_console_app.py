@@ -71,6 +71,12 @@ def test_every_palette_entry_names_a_real_action() -> None:
         assert callable(getattr(owner, f"action_{name}", None)), title
 
 
+def test_palette_filter_entries_say_what_they_show() -> None:
+    helps = {title: help_text for title, help_text, _screen, _action in ACTIONS}
+    assert helps["Filter jobs: all"] == "Jobs: show every task"
+    assert helps["Filter jobs: FAILED"] == "Jobs: show only FAILED tasks"
+
+
 def test_palette_runs_actions_on_their_screen(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
