@@ -116,6 +116,26 @@ def test_dry_run_prints_commands_and_touches_nothing(tmp_path, cli_env):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_sigterm_stops_the_task_records_it_and_exits_143(tmp_path, cli_env):
+    marker = tmp_path / "started"
+    script = f"import time; open({str(marker)!r}, 'w').close(); time.sleep(60)"
+    proc = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                             "--output-file", "t.JOB.log", "--", PY, "-c", script],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143
+    assert err == "hyperion-submit: terminated\n"
+    assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == 143  # child waited for
+    assert not (tmp_path / "t.2.log").exists()
+    results = json.loads((tmp_path / "q" / "t.JOB.local.json").read_text())["tasks"]
+    assert (results["1"]["state"], results["1"]["exit_code"]) == ("FAILED", 143) and "2" not in results
+
+
 def test_interrupt_exits_130_and_stops_the_task(tmp_path, cli_env):
     marker = tmp_path / "started"
     script = f"import time; open({str(marker)!r}, 'w').close(); time.sleep(60)"

@@ -1,7 +1,8 @@
 """hyperion-submit: run a command locally or as a Slurm job (array), synchronously.
 
 Exit status: 0 every task exited 0; 1 a task or the submission failed;
-2 bad input (one line on stderr, nothing run or written); 130 interrupted.
+2 bad input (one line on stderr, nothing run or written); 130 interrupted;
+143 a local run terminated (SIGTERM).
 """
 from __future__ import annotations
 
@@ -67,9 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return OK if argv else BAD_INPUT
     try:
         return _run(argv)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", None)   # backends.local.run.Terminated: SIGTERM
+        print(f"{PROG}: {'terminated' if signum else 'interrupted'}", file=sys.stderr)
+        return 128 + signum if signum else INTERRUPTED
     except OSError as err:  # e.g. the q/ directory beside the log is not writable
         where = f" {err.filename}" if err.filename else ""
         print(f"{PROG}: error: cannot write{where}: {err.strerror or err}", file=sys.stderr)

@@ -11,8 +11,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +63,34 @@ class _Results:
         write_json_atomic(self.path, {"tasks": self.tasks})
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while tasks run (``kill``, a session ending): stopped like Ctrl-C, with its own code.
+
+    Without it the runner died at once and left its child running, unrecorded.
+    """
+
+    signum = signal.SIGTERM
+
+
+def _interrupt_code(exc: KeyboardInterrupt) -> int:
+    return 128 + getattr(exc, "signum", signal.SIGINT)
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Turn SIGTERM into `Terminated` (only the main thread may install handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def terminate(signum, frame):
+        raise Terminated()
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _returncode(code: int) -> int:
     """A signal death as the shell reports it (128 + signal number)."""
     return 128 - code if code < 0 else code
@@ -82,8 +112,8 @@ def _run_child(task: PlannedTask, log) -> int:
         return 126
     try:
         return _returncode(child.wait())
-    except KeyboardInterrupt:
-        child.send_signal(signal.SIGINT)
+    except KeyboardInterrupt as exc:
+        child.send_signal(getattr(exc, "signum", signal.SIGINT))
         try:
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -103,6 +133,9 @@ def run_task(task: PlannedTask) -> tuple[int, float]:
         code = 130
         try:
             code = _run_child(task, log)
+        except KeyboardInterrupt as exc:
+            code = _interrupt_code(exc)
+            raise
         finally:
             log.flush()
             elapsed = time.monotonic() - started
@@ -113,8 +146,14 @@ def run_task(task: PlannedTask) -> tuple[int, float]:
 def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None) -> int:
     """Run every task in ascending order; 0 if all exit 0, else 1 (after the first failure).
 
-    KeyboardInterrupt is passed on (after recording the task as failed with 130).
+    KeyboardInterrupt (or `Terminated` for SIGTERM) is passed on, after recording the
+    task as failed with 130 (143).
     """
+    with _sigterm_interrupts():
+        return _run_all(plan, on_event)
+
+
+def _run_all(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None) -> int:
     emit = on_event or (lambda event: None)
     save_record(local_record(plan))
     results = _Results(plan.results_path or str(Path(plan.record_path).with_suffix(".local.json")))
@@ -125,8 +164,8 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
         emit(LocalEvent("start", task))
         try:
             code, elapsed = run_task(task)
-        except KeyboardInterrupt:
-            results.update(key, state="FAILED", exit_code=130, end=logheader.iso_now())
+        except KeyboardInterrupt as exc:
+            results.update(key, state="FAILED", exit_code=_interrupt_code(exc), end=logheader.iso_now())
             raise
         except OSError as err:  # the log itself cannot be written: the task never ran
             results.update(key, state="FAILED", exit_code=None, end=logheader.iso_now())
