@@ -100,6 +100,17 @@ def test_single_job_succeeds_with_log_header_footer_and_record(slurm_cluster, te
     assert sacct(job.job_id, "State,ExitCode") == [["COMPLETED", "0:0"]]
 
 
+def test_percent_in_the_log_directory_is_not_a_slurm_pattern(slurm_cluster, test_site, cli_env,
+                                                              tmp_path, task):
+    result = submit(test_site, "--array", "JOB=1:2", "--output-file", "run%a/log/t.JOB.log", "--",
+                    task, "JOB", "0", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    record = load_record(tmp_path / "run%a/log/q/t.JOB.submit.json")
+    for t in record.tasks:
+        assert Path(t.slurm_out).parent == tmp_path / "run%a/log/q" and Path(t.slurm_out).exists()
+    assert not (tmp_path / "run1").exists()
+
+
 def test_array_with_a_failing_task_exits_non_zero_naming_its_log(slurm_cluster, test_site,
                                                                  cli_env, tmp_path, task):
     result = submit(test_site, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log", "--",

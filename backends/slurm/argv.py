@@ -19,9 +19,12 @@ if TYPE_CHECKING:
 
 
 def slurm_file_pattern(options: SubmitOptions, suffix: str) -> str:
-    """Slurm's own stdout/stderr pattern in q/: slurm-%j.out, or slurm-%A_%a.out for arrays."""
+    """Slurm's own stdout/stderr pattern in q/: slurm-%j.out, or slurm-%A_%a.out for arrays.
+
+    A ``%`` in the directory is doubled: sbatch would read ``exp/100%j/`` as a pattern too.
+    """
     name = "slurm-%A_%a" if options.array is not None else "slurm-%j"
-    return str(q_dir(options.output_file) / f"{name}.{suffix}")
+    return str(q_dir(options.output_file)).replace("%", "%%") + f"/{name}.{suffix}"
 
 
 def request_options(options: SubmitOptions) -> list[str]:
