@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from backends.logheader import parse_ended
 from backends.record import load_record
 from conftest import TEST_SITE, run_cli
@@ -116,7 +118,8 @@ def test_dry_run_prints_commands_and_touches_nothing(tmp_path, cli_env):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_sigterm_stops_the_task_records_it_and_exits_143(tmp_path, cli_env):
+def signal_first_of_two_tasks(tmp_path, cli_env, signum: int) -> tuple[int, str]:
+    """Run a 2-task local array, send `signum` while task 1 runs; (exit status, stderr)."""
     marker = tmp_path / "started"
     script = f"import time; open({str(marker)!r}, 'w').close(); time.sleep(60)"
     proc = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
@@ -126,31 +129,21 @@ def test_sigterm_stops_the_task_records_it_and_exits_143(tmp_path, cli_env):
     deadline = time.monotonic() + 20
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 143
-    assert err == "hyperion-submit: terminated\n"
-    assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == 143  # child waited for
-    assert not (tmp_path / "t.2.log").exists()
-    results = json.loads((tmp_path / "q" / "t.JOB.local.json").read_text())["tasks"]
-    assert (results["1"]["state"], results["1"]["exit_code"]) == ("FAILED", 143) and "2" not in results
+    return proc.returncode, err
 
 
-def test_interrupt_exits_130_and_stops_the_task(tmp_path, cli_env):
-    marker = tmp_path / "started"
-    script = f"import time; open({str(marker)!r}, 'w').close(); time.sleep(60)"
-    proc = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
-                             "--output-file", "t.JOB.log", "--", PY, "-c", script],
-                            cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    deadline = time.monotonic() + 20
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 130
-    assert "interrupted" in err and "Traceback" not in err
+@pytest.mark.parametrize("signum, status, message", [
+    (signal.SIGINT, 130, "hyperion-submit: interrupted"),
+    (signal.SIGTERM, 143, "hyperion-submit: terminated"),
+], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli_env, signum, status,
+                                                                   message):
+    returncode, err = signal_first_of_two_tasks(tmp_path, cli_env, signum)
+    assert returncode == status
+    assert message in err and "Traceback" not in err
+    assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == status  # child waited for
     assert not (tmp_path / "t.2.log").exists()
-    assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == 130
     results = json.loads((tmp_path / "q" / "t.JOB.local.json").read_text())["tasks"]
     assert results["1"]["state"] == "FAILED" and "2" not in results
