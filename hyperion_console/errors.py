@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import functools
 
+from sharding.errors import FieldError
+
 
 def describe_error(exc: BaseException) -> str:
     """One line for a notification: InputError already reads `field: problem`."""
     text = str(exc) or type(exc).__name__
-    if hasattr(exc, "field") and hasattr(exc, "problem"):
+    if isinstance(exc, FieldError):
         return text  # InputError / ShardingError: already `field: problem`
     return f"{type(exc).__name__}: {text}"
 

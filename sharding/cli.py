@@ -12,7 +12,7 @@ import sys
 from typing import Any, NoReturn, Sequence
 
 from sharding.coverage import Coverage, coverage, coverage_json
-from sharding.errors import ShardingError
+from sharding.errors import FieldError, ShardingError
 from sharding.retry import RetryPlan, format_fields, format_ranges, parse_max_array_size, plan_json, plan_retry
 from sharding.store import Checkpoint, FailedRecord, Problem
 from sharding.usage import OneLineParser, fail
@@ -150,12 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "failed":
             return _failed(path, args.json)
         return _retry(path, args.format, args.max_array_size, args.submit)
-    except ShardingError as exc:
+    except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
-    except ValueError as exc:  # backends.errors.InputError from the bridge carries the same pair
-        if hasattr(exc, "field") and hasattr(exc, "problem"):
-            _fail(exc.field, exc.problem)  # type: ignore[attr-defined]
-        raise
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
-"""The error type of the sharding package for bad input and unusable checkpoints.
+"""Errors for bad input that name their field, shared by the whole core.
 
-`sharding` must not import `backends` (outside the bridge), so it cannot raise
-`backends.errors.InputError`; this twin carries the same (field, problem) pair
-and is a ValueError too, so callers that catch either see one shape.
+`FieldError` lives here rather than in `backends` because `sharding` must not
+import `backends` (outside the bridge) while `backends` may import `sharding`;
+`backends.errors.InputError` derives from it, so every face shows both the
+same way: one line, ``field: problem``.
 """
 from __future__ import annotations
 
 
-class ShardingError(ValueError):
-    """Bad array configuration, task ids or checkpoint metadata, found before work starts."""
+class FieldError(ValueError):
+    """Bad input named by its field; CLIs print it as one line and exit 2."""
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")
@@ -17,3 +18,7 @@ class ShardingError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.field}: {self.problem}"
+
+
+class ShardingError(FieldError):
+    """Bad array configuration, task ids or checkpoint metadata, found before work starts."""
