@@ -1,12 +1,22 @@
-"""The one error type for bad user input to the submission and jobs core.
+"""The one error type for bad input, shared by the whole core (backends and sharding).
 
 Every face (CLI, console) shows it as a single line naming the field and the
-problem; the CLIs exit with status 2 and print no traceback. Its shape comes
-from `sharding.errors.FieldError`, which the sharding errors share.
+problem; the CLIs exit with status 2 and print no traceback. `sharding`'s
+ShardingError derives from `FieldError` too, so every face shows both the same way.
 """
 from __future__ import annotations
 
-from sharding.errors import FieldError
+
+class FieldError(ValueError):
+    """Bad input named by its field; CLIs print it as one line and exit 2."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.problem}"
 
 
 class InputError(FieldError):

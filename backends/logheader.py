@@ -1,7 +1,7 @@
 """The header and footer lines of every task log, local and Slurm alike.
 
 Defined once so that the local runner (Python) and the Slurm batch script
-(bash, rendered by backends.slurm.script) write identical lines that tools can
+(bash, rendered by backends.submit.slurm.script) write identical lines that tools can
 parse: ``# Running: ...``, ``# Started at ... on HOST``, ``# Ended (code N) at ...``.
 """
 from __future__ import annotations

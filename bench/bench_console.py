@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from backends.record import JobRecord, SubmitRecord, TaskRecord  # noqa: E402
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord  # noqa: E402
 from backends.states import JobState, TaskState  # noqa: E402
 from hyperion_console.app import make_app  # noqa: E402
 from hyperion_console.messages import JobsUpdated  # noqa: E402

@@ -30,8 +30,8 @@ def check_args(args: argparse.Namespace) -> None:
     notifications; at start-up the user gets one line and exit 2 instead of an
     empty screen.
     """
-    from backends.jobs import record_file
-    from backends.record import load_record
+    from backends.records.record import load_record
+    from backends.watch.targets import record_file
     from sharding.store import Checkpoint
 
     if args.demo and (args.checkpoint or args.record):

@@ -6,7 +6,7 @@ from typing import Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from .screens.jobs import FILTERS
+from .widgets.task_table import FILTERS
 
 # (title, help, screen or None for the app, action)
 ACTIONS: tuple[tuple[str, str, str | None, str], ...] = (

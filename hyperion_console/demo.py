@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends.errors import InputError
-from backends.local.run import run_local
-from backends.plan import build_plan, parse_submit_argv
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.local.run import run_local
+from backends.submit.plan import build_plan
 from sharding.assign import shard_for
 from sharding.example import make_input
 from sharding.listing import list_sources
-
 
 SHARDS = 12
 FAILING_SHARD = 11       # shards 1-10 complete, 11 fails, 12 is never reached

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from sharding.errors import FieldError
+from backends.errors import FieldError
 
 
 def describe_error(exc: BaseException) -> str:

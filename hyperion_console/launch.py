@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from backends.local.run import run_local
-from backends.slurm.submit import submit
+from backends.launch import submit
+from backends.submit.local.run import run_local
 
 
 def launch(plan, announce: Callable[[str], None]) -> int | None:

@@ -1,6 +1,7 @@
 """Shard assignment, checkpoint metadata and retry planning.
 
 Compatible with the on-disk layout NeMo Curator's Slurm array support writes.
-Never imports `backends` except in `sharding.resubmit`, the bridge that turns a
-retry plan into submit requests.
+Imports `backends` only for its pure range math and error type
+(``backends.ranges``, ``backends.errors``), and in `sharding.resubmit`, the
+bridge that turns a retry plan into submit requests.
 """

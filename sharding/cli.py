@@ -11,9 +11,17 @@ import json
 import sys
 from typing import Any, NoReturn, Sequence
 
+from backends.errors import FieldError
 from sharding.coverage import Coverage, coverage, coverage_json
-from sharding.errors import FieldError, ShardingError
-from sharding.retry import RetryPlan, format_fields, format_ranges, parse_max_array_size, plan_json, plan_retry
+from sharding.errors import ShardingError
+from sharding.retry import (
+    RetryPlan,
+    format_fields,
+    format_ranges,
+    parse_max_array_size,
+    plan_json,
+    plan_retry,
+)
 from sharding.store import Checkpoint, FailedRecord, Problem
 from sharding.usage import OneLineParser, fail
 
@@ -93,7 +101,7 @@ def _shards(path: str, as_json: bool) -> int:
     if as_json:
         print(json.dumps(coverage_json(cov), indent=2))
         return 0
-    from sharding.ranges import compress
+    from backends.ranges import compress
     for status, shards in cov.by_status().items():
         print(f"{status:<12} {len(shards):>6}  {compress(shards)}".rstrip())
     return 0

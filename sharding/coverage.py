@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from sharding.ranges import compress
+from backends.ranges import compress
 from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig
 
 

@@ -1,23 +1,11 @@
-"""Errors for bad input that name their field, shared by the whole core.
+"""Errors of bad array configuration, task ids or checkpoint metadata.
 
-`FieldError` lives here rather than in `backends` because `sharding` must not
-import `backends` (outside the bridge) while `backends` may import `sharding`;
-`backends.errors.InputError` derives from it, so every face shows both the
-same way: one line, ``field: problem``.
+`ShardingError` shares `backends.errors.FieldError`'s shape (``field: problem``),
+so every face shows it as one line, exit 2.
 """
 from __future__ import annotations
 
-
-class FieldError(ValueError):
-    """Bad input named by its field; CLIs print it as one line and exit 2."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.problem}"
+from backends.errors import FieldError
 
 
 class ShardingError(FieldError):

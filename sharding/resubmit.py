@@ -1,8 +1,8 @@
 """The bridge from a retry plan to hyperion-submit's core: rerun only the missing shards.
 
-The only `sharding` module that imports `backends`. It reuses the original
-submission's record (q/<stem>.submit.json) so the retry runs the same command
-with the same resources, logs and site file; only the array changes (to the
+The only `sharding` module that imports `backends` beyond its range math and
+error type. It reuses the original submission's record (q/<stem>.submit.json)
+so the retry runs the same command with the same resources, logs and site file; only the array changes (to the
 missing shards) and the run's shard configuration is exported so a program
 reading HYPERION_ARRAY_* keeps the original total and minimum.
 """
@@ -16,11 +16,13 @@ import sys
 from dataclasses import dataclass
 from typing import Iterator, TextIO
 
-from backends.array import ArraySpec
-from backends.config import load_site
 from backends.errors import InputError
-from backends.plan import SubmitOptions, SubmitPlan, build_plan
-from backends.record import SubmitRecord, load_record
+from backends.launch import run_plan
+from backends.records.record import SubmitRecord, load_record
+from backends.submit.array import ArraySpec
+from backends.submit.config import load_site
+from backends.submit.model import SubmitOptions, SubmitPlan
+from backends.submit.plan import build_plan
 from sharding.retry import RetryPlan, plan_retry
 
 PROG = "hyperion-checkpoint"
@@ -90,15 +92,6 @@ def working_dir(path: str) -> Iterator[None]:
         os.chdir(before)
 
 
-def run_submit_plan(plan: SubmitPlan) -> int:
-    """Run with the record's backend, synchronously, as hyperion-submit would."""
-    if plan.options.backend == "local":
-        from backends.local.run import print_event, run_local
-        return run_local(plan, lambda event: print_event(event, plan.options.array.name if plan.options.array else None))
-    from backends.slurm.submit import run_slurm
-    return run_slurm(plan)
-
-
 def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None) -> int:
     """Resubmit the missing shards of checkpoint ``path`` like ``record_path``; the exit status.
 
@@ -116,4 +109,4 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     print(f"{PROG}: resubmitting {len(retry.missing)} of {retry.run.total_shards} shard(s) ({retry.expression}) "
           f"in {prepared.record.cwd}: {shlex.join(plan.argv)}", file=err, flush=True)
     with working_dir(prepared.record.cwd):
-        return run_submit_plan(plan)
+        return run_plan(plan)

@@ -2,7 +2,7 @@
 
 Incomplete = the run's assignable range minus the shards with a valid
 completion manifest. With a maximum array size M the shards are split into
-windows (``sharding.ranges.split_windows``) whose physical indices stay below M,
+windows (``backends.ranges.split_windows``) whose physical indices stay below M,
 each with the ``SHARD_INDEX_OFFSET`` to add back.
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from backends.ranges import Window, compress, split_windows
 from sharding.errors import ShardingError
-from sharding.ranges import Window, compress, split_windows
 from sharding.store import Checkpoint, Problem, RunConfig
 
 RetryWindow = Window  # offset + logical values; .expression is the physical --array text

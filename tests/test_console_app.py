@@ -4,12 +4,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
 from test_console_fixtures import notifications, table_column, text_of, wait_for
+
 from hyperion_console.__main__ import main
 from hyperion_console.app import make_app
 from hyperion_console.commands import ACTIONS
@@ -20,22 +19,6 @@ from hyperion_console.screens.submit import SubmitScreen
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
-
-
-def test_core_imports_without_textual() -> None:
-    """harlequin style: every backends/sharding module imports without pulling in Textual."""
-    code = (
-        "import importlib, pkgutil, sys\n"
-        "import backends, sharding\n"
-        "for pkg in (backends, sharding):\n"
-        "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
-        "        importlib.import_module(m.name)\n"
-        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')"
-        " or m.startswith('hyperion_console'))\n"
-        "print(bad)\n"
-        "sys.exit(1 if bad else 0)\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_number_keys_switch_screens_and_help_opens(tmp_path: Path) -> None:

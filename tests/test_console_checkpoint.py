@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_console_fixtures import build_checkpoint, notifications, table_column, text_of, wait_for
+
+from backends.launch import submit
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.plan import build_plan
+from backends.watch.wait import wait
 from hyperion_console.app import make_app
 from hyperion_console.screens.confirm import ConfirmScreen
-from backends.plan import build_plan, parse_submit_argv
-from backends.slurm.submit import submit, wait
 from sharding.assign import shard_for
 from sharding.example import make_input
 from sharding.listing import list_sources

@@ -1,6 +1,6 @@
 """Fixture builders for the console tests: a checkpoint and a local record, with fixed times.
 
-Built only through the core's writers (sharding.store, backends.record), so the
+Built only through the core's writers (sharding.store, backends.records), so the
 console reads them exactly as the CLIs would. Snapshot tests build them under a
 fixed directory so the paths shown on screen do not change between runs.
 """
@@ -11,7 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
-from backends.record import SubmitRecord, TaskRecord, JobRecord, local_results_path, save_record
+from backends.records.local_results import local_results_path
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
 from sharding.store import Attempt, Checkpoint, RunConfig
 
 FIXED_TIME = 1_790_000_000  # 2026-09-21, any fixed instant will do
@@ -72,8 +73,8 @@ def build_local_record(root: Path, results: dict[int, tuple[str, int | None]]) -
 
 
 def test_fixtures_read_back_through_the_core(tmp_path: Path) -> None:
-    from backends.jobs import local_rows
-    from backends.record import load_record
+    from backends.records.record import load_record
+    from backends.watch.rows import local_rows
     from sharding.coverage import coverage
 
     cov = coverage(build_checkpoint(tmp_path))

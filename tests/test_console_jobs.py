@@ -5,12 +5,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-
 from test_console_fixtures import build_local_record, notifications, posted, table_column, wait_for
-from backends.plan import build_plan, parse_submit_argv
-from backends.record import JobRecord, SubmitRecord, TaskRecord
+
+from backends.launch import submit
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
-from backends.slurm.submit import submit
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.plan import build_plan
 from hyperion_console.app import make_app
 from hyperion_console.messages import CancelRequested, JobsUpdated, RecordOpened
 from hyperion_console.screens.confirm import ConfirmScreen

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from test_console_fixtures import FIXED_ROOT, build_checkpoint, build_local_record, fresh
+
 from hyperion_console.app import make_app
 
 REPO = Path(__file__).resolve().parents[1]

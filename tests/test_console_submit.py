@@ -6,11 +6,12 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 from test_console_fixtures import notifications, posted, table_column, wait_for
+
 from backends.errors import InputError
-from backends.plan import build_plan, parse_submit_argv
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.plan import build_plan
 from hyperion_console.app import make_app
 from hyperion_console.form import form_argv
 from hyperion_console.messages import JobsUpdated, PreviewUpdated, SubmitRequested

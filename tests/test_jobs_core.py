@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from backends.cli.jobs import main, render_watch
+from backends.cli.jobs import main
+from backends.cli.jobs.watching import render_watch
 from backends.errors import InputError
-from backends.jobs import (
-    TaskLogs, exit_status, expected, job_rows, local_rows, record_rows, resolve, task_logs,
-)
-from backends.poller import PollUpdate
-from backends.record import JobRecord, SubmitRecord, TaskRecord, save_record
-from backends.slurm.accounting import parse_sacct
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
 from backends.states import JobState
+from backends.watch.poller import PollUpdate
+from backends.watch.rows import exit_status, expected, job_rows, local_rows, record_rows
+from backends.watch.slurm.accounting import parse_sacct
+from backends.watch.targets import TaskLogs, resolve, task_logs
 
 
 def make_record(tmp_path: Path, backend: str = "slurm", values=(1, 2, 3)) -> SubmitRecord:

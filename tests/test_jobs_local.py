@@ -8,8 +8,9 @@ import socket
 import subprocess
 import time
 
-from backends.local.runner import runner_fields, runner_gone
 from conftest import run_cli
+
+from backends.records.runner import runner_fields, runner_gone
 
 
 def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, cli_env, test_site):

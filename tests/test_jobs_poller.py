@@ -1,9 +1,9 @@
 """The poller driven by recorded sacct/squeue outputs: interval, merge over time, errors."""
 from __future__ import annotations
 
-from backends.poller import Poller
-from backends.slurm.accounting import CommandResult
 from backends.states import JobState
+from backends.watch.poller import Poller
+from backends.watch.slurm.accounting import CommandResult
 
 EMPTY = CommandResult(0, "", "")
 DOWN = CommandResult(1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")

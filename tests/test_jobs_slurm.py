@@ -10,12 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import SLURM_UP, run_cli
 
-from backends.poller import Poller, PollUpdate
-from backends.record import JobRecord, SubmitRecord, TaskRecord, save_record
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
 from backends.states import JobState
+from backends.watch.poller import Poller, PollUpdate
 
 pytestmark = pytest.mark.slurm
 CTLD_PID = Path("/run/slurm-up/slurmctld.pid")

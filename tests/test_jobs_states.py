@@ -4,12 +4,22 @@ from __future__ import annotations
 import pytest
 
 from backends.errors import InputError
-from backends.slurm.accounting import (
-    CommandResult, QueryError, merge, parse_duration, parse_exit_code, parse_sacct,
-    parse_sacct_rows, parse_squeue, range_only, run_squeue, sacct_argv, squeue_argv,
-)
-from backends.slurm.cancel import CancelError, cancel, cancel_argv
 from backends.states import JobState
+from backends.watch.slurm.accounting import (
+    CommandResult,
+    QueryError,
+    merge,
+    parse_duration,
+    parse_exit_code,
+    parse_sacct,
+    parse_sacct_rows,
+    parse_squeue,
+    range_only,
+    run_squeue,
+    sacct_argv,
+    squeue_argv,
+)
+from backends.watch.slurm.cancel import CancelError, cancel, cancel_argv
 
 # Recorded on the test cluster (sbatch --array=1-6%3; task 1 exits 0, task 2 exits 3).
 SACCT_MIXED = """\

@@ -5,10 +5,11 @@ import os
 import subprocess
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from backends import tail
-from backends.tail import Follower, last_lines
+from backends.watch import tail
+from backends.watch.tail import Follower, last_lines
 
 
 def expected_last(data: bytes, n: int) -> list[str]:

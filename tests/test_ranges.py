@@ -1,6 +1,7 @@
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sharding.ranges import Window, compress, expand, split_windows
+from backends.ranges import Window, compress, expand, split_windows
 
 
 def test_compress_runs_and_singles():

@@ -4,7 +4,8 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sharding.arrayenv import ArrayConfig
 from sharding.assign import check_task_ids, select, shard_for, shards_for

@@ -6,7 +6,7 @@ import pytest
 from conftest import run_cli
 
 from backends.errors import InputError
-from backends.record import load_record
+from backends.records.record import load_record
 from sharding.example import make_input
 from sharding.resubmit import prepare_resubmit, retry_options
 from sharding.retry import build_retry, plan_retry

@@ -3,12 +3,20 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
+from backends.ranges import expand
 from sharding.coverage import ShardStatus, coverage
 from sharding.errors import ShardingError
-from sharding.ranges import expand
-from sharding.retry import build_retry, format_fields, format_ranges, parse_max_array_size, plan_json, plan_retry
+from sharding.retry import (
+    build_retry,
+    format_fields,
+    format_ranges,
+    parse_max_array_size,
+    plan_json,
+    plan_retry,
+)
 from sharding.store import Checkpoint, RunConfig
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import TEST_SITE, run_cli
 
 BASE = yaml.safe_load(TEST_SITE.read_text())

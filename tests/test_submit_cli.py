@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import shlex
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import TEST_SITE, run_cli
 
 from backends.logheader import parse_ended
-from backends.plan import parse_submit_argv
-from backends.record import load_record
-from conftest import TEST_SITE, run_cli
+from backends.records.record import load_record
+from backends.submit.commandline import parse_submit_argv
 
 PY = sys.executable
 

@@ -9,19 +9,28 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO, TEST_SITE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends.array import MAX_VALUES, ArraySpec, parse_array
-from backends.config import load_site
 from backends.errors import InputError
 from backends.logheader import ended_line, parse_ended
-from backends.plan import SubmitOptions, build_plan, parse_submit_argv, submit_argv
-from backends.record import (JobRecord, SubmitRecord, TaskRecord, find_records, load_record,
-                             record_path, save_record)
-from backends.resources import check_memory, check_time
-from backends.site_options import check_options
-from conftest import REPO, TEST_SITE
+from backends.records.record import (
+    JobRecord,
+    SubmitRecord,
+    TaskRecord,
+    find_records,
+    load_record,
+    record_path,
+    save_record,
+)
+from backends.submit.array import MAX_VALUES, ArraySpec, parse_array
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.config import load_site
+from backends.submit.model import SubmitOptions
+from backends.submit.plan import build_plan, submit_argv
+from backends.submit.resources import check_memory, check_time
+from backends.submit.site_options import check_options
 
 CLSP = REPO / "conf" / "submit_clsp.yaml"
 COE = REPO / "conf" / "submit_coe_v100.yaml"

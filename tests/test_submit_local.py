@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import TEST_SITE, run_cli
 
 from backends.logheader import parse_ended
-from backends.record import load_record
-from conftest import TEST_SITE, run_cli
+from backends.records.record import load_record
 
 PY = sys.executable
 

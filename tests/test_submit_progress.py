@@ -4,12 +4,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from backends.poller import PollUpdate
-from backends.progress import Progress, count
-from backends.record import SubmitRecord, TaskRecord
-from backends.jobs import expected
-from backends.slurm.submit import outcome_from, parse_job_id, report
+from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
+from backends.submit.slurm.sbatch import parse_job_id
+from backends.watch.poller import PollUpdate
+from backends.watch.progress import Progress, count
+from backends.watch.rows import expected
+from backends.watch.wait import outcome_from, report
 
 
 def _update(*states: TaskState, error: str | None = None) -> PollUpdate:

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backends.array import ArraySpec
-from backends.config import load_site
 from backends.logheader import parse_ended, running_line
-from backends.plan import SubmitOptions
-from backends.slurm.argv import sbatch_argv
-from backends.slurm.script import render_script
-from sharding.ranges import Window
+from backends.ranges import Window
+from backends.submit.array import ArraySpec
+from backends.submit.config import load_site
+from backends.submit.model import SubmitOptions
+from backends.submit.slurm.argv import sbatch_argv
+from backends.submit.slurm.script import render_script
 
 REPO = Path(__file__).resolve().parents[1]
 DUMPER = """\

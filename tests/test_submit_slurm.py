@@ -6,7 +6,6 @@ accounting says about the jobs.
 """
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -15,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from backends.record import load_record
 from conftest import run_cli
+
+from backends.records.record import load_record
 
 pytestmark = pytest.mark.slurm
 

@@ -37,8 +37,8 @@ def _wants_help(argv: Sequence[str]) -> bool:
 
 
 def _run(argv: Sequence[str]) -> int:
-    from backends.cli_options import parse_submit_request
-    from backends.plan import build_plan, describe_plan
+    from backends.submit.commandline import parse_submit_request
+    from backends.submit.plan import build_plan, describe_plan
 
     try:
         request = parse_submit_request(argv)
@@ -49,15 +49,9 @@ def _run(argv: Sequence[str]) -> int:
     if request.dry_run:
         sys.stdout.write(describe_plan(plan))
         return OK
-    if plan.options.backend == "local":
-        from backends.local.run import print_event, run_local
+    from backends.launch import run_plan
 
-        array_name = plan.options.array.name if plan.options.array else None
-        return run_local(plan, lambda event: print_event(event, array_name))
-    from backends.slurm.submit import run_slurm
-
-    status = run_slurm(plan)
-    return status if status in (OK, INTERRUPTED) else FAILED
+    return run_plan(plan)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
     except KeyboardInterrupt as exc:
-        signum = getattr(exc, "signum", None)   # backends.local.run.Terminated: SIGTERM
+        signum = getattr(exc, "signum", None)   # backends.submit.local.run.Terminated: SIGTERM
         print(f"{PROG}: {'terminated' if signum else 'interrupted'}", file=sys.stderr)
         return 128 + signum if signum else INTERRUPTED
     except OSError as err:  # e.g. the q/ directory beside the log is not writable

@@ -7,7 +7,6 @@ from textual.worker import Worker, WorkerState
 
 from ..errors import describe_error
 
-
 # Textual's default palette icon (U+2B58) is missing from Fira Code, the font of the SVG
 # screenshots, and from many terminal fonts; U+2261 is in Fira Code, DejaVu and Liberation Mono.
 HEADER_ICON = "\u2261"

@@ -1,12 +1,12 @@
 """A yes/no dialog in front of every action that starts or stops jobs."""
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
-from rich.text import Text
 
 
 class ConfirmScreen(ModalScreen[bool]):

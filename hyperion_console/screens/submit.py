@@ -16,7 +16,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
-from backends.plan import build_plan, describe_plan, parse_submit_argv, submit_argv
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.plan import build_plan, describe_plan, submit_argv
 
 from ..errors import describe_error, guarded
 from ..form import FormValues, field_of_error, form_argv

@@ -13,10 +13,10 @@ import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
-from backends.plan import launch_prefix
+from backends.submit.model import launch_prefix
 
 if TYPE_CHECKING:
-    from backends.plan import SubmitOptions
+    from backends.submit.model import SubmitOptions
 
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Internal variables carry a prefix no recipe is likely to choose as NAME.

@@ -13,10 +13,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from backends.slurm.accounting import (
-    QueryError, Runner, merge, range_only, run_command, run_sacct, run_squeue,
-)
 from backends.states import JobState, TaskState
+from backends.watch.slurm.accounting import (
+    QueryError,
+    Runner,
+    merge,
+    range_only,
+    run_command,
+    run_sacct,
+    run_squeue,
+)
 
 Key = tuple[str, "int | None"]
 

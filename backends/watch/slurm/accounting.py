@@ -11,12 +11,12 @@ task shows its freshest true state.
 from __future__ import annotations
 
 import subprocess
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
+from backends.ranges import expand
 from backends.states import TERMINAL, JobState, TaskState
-from sharding.ranges import expand
 
 SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "NodeList", "Start", "End")
 # -O field:| = no padding, "|" after each field (so a line ends with "|").

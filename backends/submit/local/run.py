@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends import logheader
-from backends.plan import PlannedTask, SubmitPlan, record_options
-from backends.local.runner import runner_fields
-from backends.record import (
-    JobRecord, SubmitRecord, TaskRecord, results_key, save_record, write_json_atomic,
-)
+from backends.records.local_results import LocalResults, results_key
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+from backends.records.runner import runner_fields
+from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 LOCAL_JOB = "local"
 
@@ -49,18 +48,6 @@ def local_record(plan: SubmitPlan) -> SubmitRecord:
         tasks=tuple(TaskRecord(t.value, LOCAL_JOB, t.value, t.log, None, None) for t in plan.tasks),
         submitted_at=logheader.iso_now(), cwd=os.getcwd(),
     )
-
-
-class _Results:
-    """q/<stem>.local.json, rewritten atomically at every task start and end."""
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-        self.tasks: dict[str, dict] = {}
-
-    def update(self, key: str, **fields: object) -> None:
-        self.tasks.setdefault(key, {}).update(fields)
-        write_json_atomic(self.path, {"tasks": self.tasks})
 
 
 class Terminated(KeyboardInterrupt):
@@ -156,7 +143,7 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
 def _run_all(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None) -> int:
     emit = on_event or (lambda event: None)
     save_record(local_record(plan))
-    results = _Results(plan.results_path or str(Path(plan.record_path).with_suffix(".local.json")))
+    results = LocalResults(plan.results_path or str(Path(plan.record_path).with_suffix(".local.json")))
     for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
         key = results_key(task.value)
         results.update(key, state="RUNNING", exit_code=None, start=logheader.iso_now(), end=None,

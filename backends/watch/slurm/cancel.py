@@ -5,7 +5,7 @@ import re
 from typing import Sequence
 
 from backends.errors import InputError
-from backends.slurm.accounting import Runner, run_command
+from backends.watch.slurm.accounting import Runner, run_command
 
 _TARGET = re.compile(r"^\d+(_\d+)?$")
 

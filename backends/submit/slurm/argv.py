@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backends.record import log_stem, q_dir
+from backends.records.record import log_stem, q_dir
 
 if TYPE_CHECKING:
-    from backends.config import SiteConfig
-    from backends.plan import SubmitOptions
-    from sharding.ranges import Window
+    from backends.ranges import Window
+    from backends.submit.config import SiteConfig
+    from backends.submit.model import SubmitOptions
 
 
 def slurm_file_pattern(options: SubmitOptions, suffix: str) -> str:

@@ -15,7 +15,6 @@ from pathlib import Path
 from backends.errors import InputError
 
 RECORD_SUFFIX = ".submit.json"
-LOCAL_SUFFIX = ".local.json"
 
 
 @dataclass(frozen=True)
@@ -68,19 +67,6 @@ def log_stem(output_file: str | Path) -> str:
 
 def record_path(output_file: str) -> Path:
     return q_dir(output_file) / f"{log_stem(output_file)}{RECORD_SUFFIX}"
-
-
-def local_results_path(output_file_or_record: str | Path) -> Path:
-    """q/<log-stem>.local.json: per-task results of a local run, beside its record."""
-    path = Path(output_file_or_record)
-    if path.name.endswith(RECORD_SUFFIX):
-        return path.with_name(path.name[: -len(RECORD_SUFFIX)] + LOCAL_SUFFIX)
-    return q_dir(path) / f"{log_stem(path)}{LOCAL_SUFFIX}"
-
-
-def results_key(value: int | None) -> str:
-    """A task's key in q/<stem>.local.json: its array value, or "single" for a plain job."""
-    return "single" if value is None else str(value)
 
 
 def write_json_atomic(path: Path, data: object) -> None:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from backends.errors import InputError
-from sharding.ranges import compress
+from backends.ranges import compress
 
 FIELD = "--array"
 # Far beyond any real recipe (a record lists every task); a typo such as

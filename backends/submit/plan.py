@@ -6,79 +6,21 @@ console and the retry bridge can all show exactly what would run.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
 
-from backends.array import ArraySpec
-from backends.config import SiteConfig
 from backends.errors import InputError
-from backends.record import local_results_path, log_stem, q_dir, record_path
-from backends.resources import check_count, check_memory, check_time
-
-BACKENDS = ("local", "slurm")
-
-
-@dataclass(frozen=True)
-class SubmitOptions:
-    """Portable options after YAML defaults + CLI overrides."""
-
-    backend: str
-    cfg: str
-    output_file: str
-    command: tuple[str, ...]
-    num_gpus: int = 0
-    num_threads: int = 1
-    mem: str | None = None
-    mem_per_cpu: str | None = None
-    time: str | None = None
-    array: ArraySpec | None = None
-    max_jobs_run: int | None = None
-    env: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class PlannedTask:
-    """One launched process: a logical array value (None for a plain job)."""
-
-    value: int | None
-    argv: tuple[str, ...]            # NAME substituted, torchrun prefix included
-    log: str                         # absolute, NAME substituted
-    env: tuple[tuple[str, str], ...] # NAME=value plus options.env
-
-
-@dataclass(frozen=True)
-class PlannedWindow:
-    """One sbatch submission: logical values whose physical index is value - offset."""
-
-    offset: int
-    values: tuple[int, ...]          # logical values; () for a non-array job
-    array_expression: str | None     # what goes to --array (incl. %max), None for non-array
-    script_path: str
-    script: str
-    sbatch_argv: tuple[str, ...]     # full command line, script path last
-
-
-@dataclass(frozen=True)
-class SubmitPlan:
-    site: SiteConfig
-    options: SubmitOptions
-    argv: tuple[str, ...]            # "hyperion-submit", *submit_argv(options)
-    tasks: tuple[PlannedTask, ...]
-    windows: tuple[PlannedWindow, ...]   # slurm only; () for local
-    q_dir: str
-    record_path: str
-    results_path: str | None         # q/<stem>.local.json for local, else None
-
-    @property
-    def script_path(self) -> str | None:
-        return self.windows[0].script_path if self.windows else None
-
-
-def parse_submit_argv(argv: Sequence[str]) -> tuple[SiteConfig, SubmitOptions]:
-    """Parse ``<local|slurm> --cfg site.yaml [options] -- command...`` (no program name)."""
-    from backends.cli_options import parse_submit_argv as parse  # jsonargparse is slow to import
-
-    return parse(argv)
+from backends.records.local_results import local_results_path
+from backends.records.record import log_stem, q_dir, record_path
+from backends.submit.config import SiteConfig
+from backends.submit.model import (
+    BACKENDS,
+    PlannedTask,
+    PlannedWindow,
+    SubmitOptions,
+    SubmitPlan,
+    launch_prefix,
+    substitute,
+)
+from backends.submit.resources import check_count, check_memory, check_time
 
 
 def submit_argv(options: SubmitOptions) -> list[str]:
@@ -141,30 +83,6 @@ def _check_log_file(output_file: str) -> None:
                          "path, e.g. exp/log/train.log")
 
 
-def record_options(options: SubmitOptions) -> dict:
-    """The resolved portable options as a record keeps them (JSON-ready)."""
-    array = options.array
-    return {
-        "num_gpus": options.num_gpus, "num_threads": options.num_threads, "mem": options.mem,
-        "mem_per_cpu": options.mem_per_cpu, "time": options.time,
-        "array": None if array is None else {"name": array.name, "values": list(array.values)},
-        "max_jobs_run": options.max_jobs_run, "output_file": os.path.abspath(options.output_file),
-        "command": list(options.command), "env": [list(pair) for pair in options.env],
-    }
-
-
-def launch_prefix(num_gpus: int) -> tuple[str, ...]:
-    """The contract's torchrun prefix for more than one GPU, nothing otherwise."""
-    if num_gpus > 1:
-        return ("torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={num_gpus}")
-    return ()
-
-
-def substitute(text: str, name: str | None, value: int | None) -> str:
-    """Every literal occurrence of NAME replaced by the value, as slurm.pl does."""
-    return text if name is None or value is None else text.replace(name, str(value))
-
-
 def _task(options: SubmitOptions, value: int | None) -> PlannedTask:
     name = options.array.name if options.array else None
     argv = launch_prefix(options.num_gpus) + tuple(substitute(a, name, value) for a in options.command)
@@ -174,9 +92,9 @@ def _task(options: SubmitOptions, value: int | None) -> PlannedTask:
 
 
 def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, ...]:
-    from backends.slurm.argv import array_expression, sbatch_argv
-    from backends.slurm.script import render_script
-    from sharding.ranges import split_windows
+    from backends.ranges import split_windows
+    from backends.submit.slurm.argv import array_expression, sbatch_argv
+    from backends.submit.slurm.script import render_script
 
     base = q_dir(options.output_file) / log_stem(options.output_file)
     if options.array is None:

@@ -13,11 +13,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backends.array import parse_array
-from backends.config import KEYS, SiteConfig, load_site
 from backends.errors import InputError
-from backends.plan import BACKENDS, SubmitOptions, validate_options
-from backends.resources import check_count, check_memory, check_time
+from backends.submit.array import parse_array
+from backends.submit.config import KEYS, SiteConfig, load_site
+from backends.submit.model import BACKENDS, SubmitOptions
+from backends.submit.plan import validate_options
+from backends.submit.resources import check_count, check_memory, check_time
 
 PORTABLE = ("output_file", "num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "array",
             "max_jobs_run")

@@ -13,8 +13,8 @@ from types import MappingProxyType
 import yaml
 
 from backends.errors import InputError
-from backends.resources import check_count, check_memory, check_time
-from backends.site_options import check_options
+from backends.submit.resources import check_count, check_memory, check_time
+from backends.submit.site_options import check_options
 
 KEYS = ("num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "sbatch_command",
         "base_options", "cpu_options", "default_gpu_type", "gpu_types", "max_array_size")

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Mapping, TextIO
 from backends.states import JobState
 
 if TYPE_CHECKING:
-    from backends.poller import PollUpdate
     from backends.states import TaskState
+    from backends.watch.poller import PollUpdate
 
 _RUNNING = frozenset({JobState.RUNNING, JobState.COMPLETING, JobState.CONFIGURING})
 

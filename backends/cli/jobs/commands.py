@@ -1,0 +1,176 @@
+"""hyperion-jobs list, status, cancel and logs."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from backends.cli.jobs.parser import PROG
+from backends.cli.jobs.table import STATUS_HEADER, columns, counts_text, fmt_elapsed, status_cells
+from backends.errors import InputError
+from backends.records.record import find_records, load_record
+from backends.watch.rows import exit_status, local_rows, record_rows, state_counts
+from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
+from backends.watch.slurm.cancel import cancel
+from backends.watch.tail import Follower, complete_end, last_lines
+from backends.watch.targets import current_user, resolve, status, task_logs
+
+
+def record_dirs(args: argparse.Namespace) -> list[Path]:
+    return args.dir or [Path(".")]
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    target = resolve(args.target)
+    rows = status(target, record_dirs(args))
+    if not rows:
+        raise InputError("JOB", f"Slurm knows no job {args.target}")
+    if args.json:
+        print(json.dumps({"target": args.target, "exit_status": exit_status(rows),
+                          "counts": state_counts(rows), "tasks": [r.to_json() for r in rows]}, indent=2))
+    else:
+        print(columns([STATUS_HEADER, *map(status_cells, rows)]))
+        print(f"{len(rows)} tasks: {counts_text(rows)}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.limit <= 0:
+        raise InputError("--limit", "must be positive")
+    for d in args.dirs:
+        if not Path(d).exists():
+            raise InputError("DIR", f"{d} does not exist")
+    records = []
+    for path in find_records([Path(d) for d in args.dirs])[: args.limit]:
+        try:
+            records.append(load_record(path))
+        except InputError as err:
+            print(f"{PROG}: skipping {path}: {err.problem}", file=sys.stderr)
+    states, problem = {}, None
+    slurm_jobs = sorted({j.job_id for r in records if r.backend == "slurm" for j in r.jobs})
+    if slurm_jobs:
+        try:
+            states = snapshot(slurm_jobs)
+        except QueryError as err:
+            problem = str(err)
+    try:
+        live = user_jobs(current_user())
+    except QueryError as err:
+        live, problem = [], problem or str(err)
+    summaries = [_record_summary(r, states, problem is None) for r in records]
+    if args.json:
+        print(json.dumps({"records": summaries, "live": [
+            {"job_id": j.job_id, "state": j.state.value, "elapsed": j.elapsed, "node": j.node,
+             "name": j.name} for j in live], "error": problem}, indent=2))
+        return 0
+    if summaries:
+        print(columns([("RECORD", "BACKEND", "JOBS", "TASKS", "SUBMITTED", "STATES")] + [
+            (s["record"], s["backend"], ",".join(s["jobs"]), str(s["tasks"]), s["submitted_at"],
+             s["states"]) for s in summaries]))
+    else:
+        print(f"no submit records under {' '.join(args.dirs)}")
+    print()
+    if live:
+        print(columns([("JOBID", "STATE", "ELAPSED", "NODE", "NAME")] + [
+            (j.job_id, j.state.value, fmt_elapsed(j.elapsed), j.node or "-", j.name) for j in live]))
+    else:
+        print(f"no live Slurm jobs for {current_user()}")
+    if problem:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+    return 0
+
+
+def _record_summary(record, states, slurm_ok: bool) -> dict:
+    if record.backend == "local":
+        rows = local_rows(record)
+    else:
+        rows = record_rows(record, states)
+    text = counts_text(rows) if record.backend == "local" or slurm_ok else "?"
+    return {"record": record.path, "backend": record.backend,
+            "jobs": [j.job_id for j in record.jobs], "tasks": len(record.tasks),
+            "submitted_at": record.submitted_at, "states": text, "counts": state_counts(rows)}
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    named: list[tuple[str, list[str]]] = []   # (what the user typed, its scancel ids)
+    for text in args.targets:
+        target = resolve(text, "JOB")
+        if target.record is not None:
+            if target.record.backend != "slurm":
+                raise InputError("JOB", f"{text} is a local run; nothing to scancel")
+            named.append((text, [j.job_id for j in target.record.jobs]))
+        else:
+            named.append((text, [text]))
+    ids = _live_ids(named)
+    if not args.yes:
+        print(f"Cancel {' '.join(ids)}? [y/N] ", end="", flush=True)
+        answer = sys.stdin.readline().strip().lower()
+        if answer not in {"y", "yes"}:
+            print("not cancelled")
+            return 1
+    cancel(ids)
+    print(f"cancelled {' '.join(ids)}")
+    return 0
+
+
+def _live_ids(named: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """The scancel ids that still have a task to cancel.
+
+    scancel exits 0 for a job that already ended, so without this check
+    ``cancel`` would report "cancelled" for a no-op. A target Slurm does not
+    know, or whose every task has ended, is refused before anything is cancelled.
+    """
+    states = snapshot(sorted({i.partition("_")[0] for _, ids in named for i in ids}))
+    live: list[str] = []
+    for text, ids in named:
+        known = [s for i in ids for s in _states_of(i, states)]
+        if not known:
+            raise InputError("JOB", f"Slurm knows no job {text}; nothing to cancel")
+        kept = [i for i in ids if any(not s.state.is_terminal for s in _states_of(i, states))]
+        if not kept:
+            ended = ", ".join(sorted({s.state.value for s in known}))
+            raise InputError("JOB", f"{text} already ended ({ended}); nothing to cancel")
+        live.extend(kept)
+    return live
+
+
+def _states_of(slurm_id: str, states) -> list:
+    job, _, task = slurm_id.partition("_")
+    return [s for (j, t), s in states.items() if j == job and (not task or t == int(task))]
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    if args.lines < 0:
+        raise InputError("-n", "must be zero or more")
+    logs = task_logs(args.task, record_dirs(args))
+    path = logs.slurm_err if args.err else logs.slurm_out if args.out else (logs.log or logs.slurm_out)
+    if path is None:
+        which = "--err" if args.err else "--out" if args.out else "program"
+        raise InputError("TASK", f"no {which} log is known for {args.task}")
+    if not args.follow:
+        if not Path(path).exists():
+            raise InputError("TASK", f"{args.task} has no log yet: {path} does not exist "
+                             "(not started, or never run; -f waits for it)")
+        for line in last_lines(path, args.lines):
+            print(line)
+        return 0
+    return _follow(path, args.lines)
+
+
+def _follow(path: str, n: int) -> int:
+    end = complete_end(path)
+    for line in last_lines(path, n, end=end):
+        print(line)
+    if not Path(path).exists():
+        print(f"{PROG}: waiting for {path}", file=sys.stderr)
+    sys.stdout.flush()
+    follower = Follower(path, end)
+    while True:
+        lines = follower.read_new()
+        if lines:
+            print("\n".join(lines), flush=True)
+        else:
+            time.sleep(0.25)

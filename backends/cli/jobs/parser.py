@@ -1,0 +1,62 @@
+"""The hyperion-jobs command line: subcommands, options, and usage errors as one line."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from backends.errors import InputError
+
+PROG = "hyperion-jobs"
+DESCRIPTION = "hyperion-jobs: list, status, watch, logs and cancel Slurm (and local) submissions."
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad input as one ``field: problem`` line, exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(*_field_problem(message))
+
+
+def _field_problem(message: str) -> tuple[str, str]:
+    if message.startswith("argument "):
+        field, _, problem = message[len("argument "):].partition(": ")
+        return field, problem
+    if message.startswith("the following arguments are required: "):
+        return message.split(": ", 1)[1], "required"
+    if message.startswith("unrecognized arguments: "):
+        return message.split(": ", 1)[1], "unrecognized argument"
+    return "arguments", message
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="submit records under DIRs and your live Slurm jobs")
+    p.add_argument("dirs", nargs="*", metavar="DIR", default=["."])
+    p.add_argument("--limit", type=int, default=20, help="newest records to show (default 20)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("status", help="per-task state, exit code, elapsed, node and log")
+    p.add_argument("target", metavar="JOB|RECORD")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--dir", action="append", type=Path, help="where to look for records of a job id")
+
+    p = sub.add_parser("watch", help="live table until every task has ended")
+    p.add_argument("target", metavar="JOB|RECORD")
+    p.add_argument("--cap", type=float, default=30.0, help="longest poll interval, seconds (default 30)")
+    p.add_argument("--dir", action="append", type=Path)
+
+    p = sub.add_parser("logs", help="last lines of a task's log; -f follows it")
+    p.add_argument("task", metavar="TASK", help="JOB_TASK, JOB, RECORD or RECORD:VALUE")
+    p.add_argument("-n", "--lines", type=int, default=20)
+    p.add_argument("-f", "--follow", action="store_true")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--out", action="store_true", help="Slurm's q/slurm-*.out instead of the program log")
+    which.add_argument("--err", action="store_true", help="Slurm's q/slurm-*.err")
+    p.add_argument("--dir", action="append", type=Path)
+
+    p = sub.add_parser("cancel", help="scancel jobs or tasks (asks first unless --yes)")
+    p.add_argument("targets", nargs="+", metavar="JOB[_TASK]|RECORD")
+    p.add_argument("--yes", "-y", action="store_true")
+    return parser

@@ -1,1 +1,0 @@
-"""The Slurm backend: batch script, sbatch argv, submission, waiting and cancelling."""

@@ -1,0 +1,1 @@
+"""The Slurm side of submitting: batch script, sbatch argv, sbatch itself."""

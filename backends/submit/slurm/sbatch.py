@@ -1,0 +1,115 @@
+"""Submitting a plan to Slurm: write each window's batch script, sbatch it, save the record.
+
+The pure parts (script text, sbatch argv, windows) come from the plan; this
+module only runs sbatch and records what it answered. Waiting is
+`backends.watch.wait`; the synchronous ``hyperion-submit slurm`` that joins
+both is `backends.launch.run_slurm`.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+from backends.logheader import iso_now
+from backends.ranges import Window
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+from backends.submit.model import PlannedWindow, SubmitPlan, record_options
+
+
+class SubmitError(RuntimeError):
+    """sbatch refused a submission; the message is one line with its stderr and the script path.
+
+    `queued` names the windows sbatch had already accepted before the refusal:
+    the caller cancels them so that no half-submitted array runs.
+    """
+
+    def __init__(self, message: str, queued: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.queued = queued
+
+
+# --- planning the submissions (pure given the plan) -----------------------------------------
+
+def task_records(plan: SubmitPlan, planned: PlannedWindow, job_id: str) -> list[TaskRecord]:
+    """Where each task of one submitted window logs: the plan's log, Slurm's q/ files."""
+    q = Path(plan.q_dir)
+    logs = {task.value: task.log for task in plan.tasks}
+    if not planned.values:
+        return [TaskRecord(None, job_id, None, logs[None], str(q / f"slurm-{job_id}.out"),
+                           str(q / f"slurm-{job_id}.err"))]
+    return [TaskRecord(value, job_id, task, logs[value], str(q / f"slurm-{job_id}_{task}.out"),
+                       str(q / f"slurm-{job_id}_{task}.err"))
+            for value, task in zip(planned.values, Window(planned.offset, planned.values).physical)]
+
+
+def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]]) -> SubmitRecord:
+    """The record of the submitted windows (`done`: each planned window with its job id)."""
+    options = plan.options
+    return SubmitRecord(
+        path=str(plan.record_path), backend="slurm", argv=tuple(plan.argv),
+        cfg=os.path.abspath(options.cfg), options=record_options(options),
+        script=str(done[0][0].script_path) if done else None,
+        array_name=options.array.name if options.array is not None else None,
+        jobs=tuple(JobRecord(job_id, w.offset, w.array_expression) for w, job_id in done),
+        tasks=tuple(t for w, job_id in done for t in task_records(plan, w, job_id)),
+        submitted_at=iso_now(), cwd=os.getcwd(),
+    )
+
+
+def parse_job_id(stdout: str) -> str | None:
+    """The job id from ``sbatch --parsable`` output (``1234`` or ``1234;cluster``)."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        return None
+    job_id = lines[-1].split(";", 1)[0]
+    return job_id if job_id.isdigit() else None
+
+
+# --- running sbatch -------------------------------------------------------------------------
+
+def _one_line(text: str) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def _sbatch(sub: PlannedWindow) -> str:
+    """Run one sbatch (no shell); the job id, or SubmitError naming the kept script."""
+    try:
+        done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=120)
+    except FileNotFoundError:
+        raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}; script kept at {sub.script_path}") from None
+    except subprocess.TimeoutExpired:
+        raise SubmitError(f"{sub.sbatch_argv[0]} did not answer within 120 s; script kept at {sub.script_path}") from None
+    job_id = parse_job_id(done.stdout) if done.returncode == 0 else None
+    if job_id is None:
+        said = _one_line(done.stderr) or _one_line(done.stdout) or "no output"
+        raise SubmitError(f"sbatch failed (exit {done.returncode}): {said}; script kept at {sub.script_path}")
+    return job_id
+
+
+def _write_script(sub: PlannedWindow) -> None:
+    path = Path(sub.script_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(sub.script, encoding="utf-8")
+    path.chmod(0o755)
+
+
+def submit(plan: SubmitPlan) -> SubmitRecord:
+    """Write the scripts, sbatch every window and save the record.
+
+    If a window after the first is refused, SubmitError.queued names the
+    windows already queued (`backends.launch.submit` cancels them).
+    """
+    for sub in plan.windows:
+        _write_script(sub)
+    done: list[tuple[PlannedWindow, str]] = []
+    for sub in plan.windows:
+        try:
+            done.append((sub, _sbatch(sub)))
+        except SubmitError as err:
+            raise SubmitError(str(err), queued=tuple(job for _, job in done)) from None
+    record = make_record(plan, done)
+    save_record(record)
+    return record

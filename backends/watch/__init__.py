@@ -1,0 +1,1 @@
+"""Watching a submission: Slurm queries, the poller, per-task rows, logs, waiting for the end."""

@@ -1,0 +1,1 @@
+"""The Slurm clients a watcher runs: sacct and squeue (accounting), scancel (cancel)."""
