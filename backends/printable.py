@@ -1,0 +1,31 @@
+"""Text from files and users made safe to show on a terminal: controls become visible escapes.
+
+A log, a record, a path or a command may hold ESC sequences (OSC 52 writes the
+clipboard, OSC 0 the window title), other C0/C1 controls or bidi overrides that
+make text read differently than it is. Every face shows such text through
+`printable`, which spells each of those characters as a visible escape
+(``\\x1b``, ``\\u202e``) and leaves everything else as it is.
+"""
+from __future__ import annotations
+
+import re
+
+# C0 controls, DEL, C1 controls; bidi embeddings, overrides, isolates and marks;
+# line and paragraph separators (a terminal may break the line there).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_KEEP_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, layout: bool = False) -> str:
+    """`text` with every control and bidi character spelled as an escape.
+
+    With `layout`, tabs and newlines stay as they are (multi-line text such as a
+    log); otherwise they are escaped too (one cell, one line).
+    """
+    pattern = _UNSAFE_KEEP_LAYOUT if layout else _UNSAFE
+    return pattern.sub(_escape, text) if pattern.search(text) else text

@@ -1,0 +1,34 @@
+"""Controls and bidi overrides from files and users never reach the terminal as themselves."""
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from backends.printable import printable
+
+
+def test_escape_sequences_become_visible_text() -> None:
+    osc52 = "\x1b]52;c;cm0gLXJmIH4vKg==\x07"
+    assert printable(f"ok {osc52} done") == "ok \\x1b]52;c;cm0gLXJmIH4vKg==\\x07 done"
+    assert printable("\x1b[2J\x9b31m") == "\\x1b[2J\\x9b31m"
+
+
+def test_bidi_overrides_are_spelled_out() -> None:
+    assert printable("invoice\u202efdp.exe") == "invoice\\u202efdp.exe"
+    assert printable("a\u2066b\u2069") == "a\\u2066b\\u2069"
+
+
+def test_layout_keeps_tabs_and_newlines_only_when_asked() -> None:
+    assert printable("a\tb\nc\r") == "a\\x09b\\x0ac\\x0d"
+    assert printable("a\tb\nc\r", layout=True) == "a\tb\nc\\x0d"
+
+
+@given(st.text())
+def test_output_has_no_control_or_bidi_character(text: str) -> None:
+    shown = printable(text)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u2028\u2029"
+                   for c in shown)
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Zl", "Zp"))))
+def test_plain_text_is_unchanged(text: str) -> None:
+    assert printable(text) == text
