@@ -1,20 +1,24 @@
 """The synchronous runs that join both halves of the core: submit a plan, then wait for it.
 
-``hyperion-submit``, the checkpoint retry bridge and the console all come here
-to run a plan: `run_plan` runs it locally or on Slurm and returns
-hyperion-submit's exit status; `submit` is sbatch for every window with the
-windows already queued cancelled when a later one is refused.
+``hyperion-submit``, ``hyperion-jobs retry``, the checkpoint retry bridge and
+the console all come here to run a plan, and each run is a new attempt of its
+output pattern (`backends.attempt`): `run_plan` runs it locally or on Slurm
+and returns hyperion-submit's exit status; `submit` is sbatch for every
+window with the windows already queued cancelled when a later one is refused;
+`run_local_plan` runs a local plan holding the pattern until it ends.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator, Sequence, TextIO
+from typing import Callable, Iterator, Sequence, TextIO
 
+from backends.attempt import begin_attempt
 from backends.records.record import SubmitRecord
-from backends.submit.local.run import print_event, run_local
+from backends.submit.local.run import LocalEvent, print_event, run_local
 from backends.submit.model import SubmitPlan
 from backends.submit.slurm import sbatch
 from backends.submit.slurm.sbatch import SubmitError
@@ -26,14 +30,16 @@ PROG = "hyperion-submit"
 INTERRUPTED = 130
 
 
-def submit(plan: SubmitPlan) -> SubmitRecord:
-    """sbatch every window of `plan` and save its record.
+def submit(plan: SubmitPlan, kind: str = "submit") -> SubmitRecord:
+    """sbatch every window of `plan` as a new attempt and save its record.
 
     If a window after the first is refused, the windows already queued are
     cancelled (so no half-submitted array runs) and the error says so.
+    InputError when the pattern's newest attempt still has live tasks.
     """
     try:
-        return sbatch.submit(plan)
+        with begin_attempt(plan, kind) as attempt:
+            return sbatch.submit(plan, attempt)
     except SubmitError as err:
         if not err.queued:
             raise
@@ -48,12 +54,30 @@ def _cancel_note(job_ids: Sequence[str]) -> str:
     return f"cancelled the windows already submitted: {', '.join(job_ids)}"
 
 
-def run_plan(plan: SubmitPlan) -> int:
+@contextmanager
+def working_dir(path: str) -> Iterator[None]:
+    """Run where the original was submitted: its command may use relative paths (stay put if it is gone)."""
+    before = os.getcwd()
+    os.chdir(path if os.path.isdir(path) else before)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def run_local_plan(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
+                   kind: str = "submit") -> int:
+    """Run a local plan as a new attempt, holding its output pattern until the last task ends."""
+    with begin_attempt(plan, kind) as attempt:
+        return run_local(plan, on_event, attempt)
+
+
+def run_plan(plan: SubmitPlan, kind: str = "submit") -> int:
     """Run `plan` with its backend, synchronously, printing what hyperion-submit prints."""
     if plan.options.backend == "local":
         array_name = plan.options.array.name if plan.options.array else None
-        return run_local(plan, lambda event: print_event(event, array_name))
-    return run_slurm(plan)
+        return run_local_plan(plan, lambda event: print_event(event, array_name), kind)
+    return run_slurm(plan, kind=kind)
 
 
 @contextmanager
@@ -93,7 +117,7 @@ def _describe(record: SubmitRecord) -> str:
 
 
 def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
-              stop: threading.Event | None = None) -> int:
+              stop: threading.Event | None = None, kind: str = "submit") -> int:
     """Submit `plan`, wait for every task, report bad tasks; the exit status for main.
 
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
@@ -105,7 +129,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     stop = stop or threading.Event()
     with _stop_on_signals(stop):
         try:
-            record = submit(plan)
+            record = submit(plan, kind)
         except SubmitError as exc:
             print(f"{PROG}: error: {exc}", file=err)
             return 1

@@ -2,21 +2,21 @@
 
 Slurm: the core's `submit` (sbatch per window, record written), then the Jobs
 screen watches with the core's Poller; the console does not block on `wait`.
-Local: the core's `run_local`, synchronously in the worker, while the Jobs
-screen reads the results file the core writes as each task ends.
+Local: the core's `run_local_plan`, synchronously in the worker, while the
+Jobs screen reads the ledger the core appends to as each task starts and ends.
+Either way the run is a new attempt of its output pattern, as on the command line.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from backends.launch import submit
-from backends.submit.local.run import run_local
+from backends.launch import run_local_plan, submit
 
 
-def launch(plan, announce: Callable[[str], None]) -> int | None:
+def launch(plan, announce: Callable[[str], None], kind: str = "submit") -> int | None:
     """Run `plan`; `announce(record_path)` once its record exists. Local: the exit status."""
     if plan.options.backend == "slurm":
-        record = submit(plan)
+        record = submit(plan, kind)
         announce(str(record.path))
         return None
     announced: list[bool] = []
@@ -26,7 +26,7 @@ def launch(plan, announce: Callable[[str], None]) -> int | None:
             announced.append(True)
             announce(str(plan.record_path))
 
-    status = run_local(plan, on_event=on_event)
+    status = run_local_plan(plan, on_event, kind)
     if not announced:
         announce(str(plan.record_path))
     return status

@@ -8,16 +8,15 @@ reading HYPERION_ARRAY_* keeps the original total and minimum.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import shlex
 import sys
 from dataclasses import dataclass
-from typing import Iterator, TextIO
+from typing import TextIO
 
 from backends.errors import InputError
-from backends.launch import run_plan
+from backends.launch import run_plan, working_dir
 from backends.records.record import SubmitRecord, load_record
 from backends.submit.array import ArraySpec
 from backends.submit.config import load_site
@@ -81,17 +80,6 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     return Resubmission(retry, record, build_plan(site, retry_options(retry, record)))
 
 
-@contextlib.contextmanager
-def working_dir(path: str) -> Iterator[None]:
-    """Run where the original was submitted: its command may use relative paths (stay put if it is gone)."""
-    before = os.getcwd()
-    os.chdir(path if os.path.isdir(path) else before)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None) -> int:
     """Resubmit the missing shards of checkpoint ``path`` like ``record_path``; the exit status.
 
@@ -109,4 +97,4 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     print(f"{PROG}: resubmitting {len(retry.missing)} of {retry.run.total_shards} shard(s) ({retry.expression}) "
           f"in {prepared.record.cwd}: {shlex.join(plan.argv)}", file=err, flush=True)
     with working_dir(prepared.record.cwd):
-        return run_plan(plan)
+        return run_plan(plan, "resubmit")

@@ -41,12 +41,12 @@ def test_local_run_whose_runner_was_killed_is_lost_not_running(tmp_path, cli_env
         cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     try:
-        results = tmp_path / "log" / "q" / "k.IDX.local.json"
+        ledger = tmp_path / "log" / "q" / "k.IDX.attempts.jsonl"
         deadline = time.monotonic() + 30
-        while not (results.exists() and '"RUNNING"' in results.read_text()):
+        while not (ledger.exists() and '"type":"start"' in ledger.read_text()):
             assert time.monotonic() < deadline, "the local run never started its first task"
             time.sleep(0.1)
-        entry = json.loads(results.read_text())["tasks"]["1"]
+        entry = next(json.loads(line) for line in ledger.read_text().splitlines() if '"start"' in line)
         assert entry["pid"] == runner.pid and entry["host"] == socket.gethostname()
         record = tmp_path / "log" / "q" / "k.IDX.submit.json"
 

@@ -128,6 +128,11 @@ FORBIDDEN = [
     ("backends.submit", "backends.watch"), ("backends.watch", "backends.submit"),
     ("backends.submit", "backends.launch"), ("backends.watch", "backends.launch"),
     ("backends.records", "backends.launch"),
+    ("backends.submit", "backends.attempt"), ("backends.watch", "backends.attempt"),
+    ("backends.records", "backends.attempt"), ("backends.attempt", "backends.launch"),
+    ("backends.attempt", "backends.cli"),
+    ("backends.submit", "backends.retry"), ("backends.watch", "backends.retry"),
+    ("backends.records", "backends.retry"), ("backends.retry", "backends.cli"),
     ("backends.submit", "backends.cli"), ("backends.watch", "backends.cli"),
     ("backends.records", "backends.cli"), ("backends.launch", "backends.cli"),
     # the command-line parser sits on top of the planner, the renderers below it

@@ -134,7 +134,9 @@ OPTIONS = st.builds(
     SubmitOptions,
     backend=st.sampled_from(["local", "slurm"]), cfg=st.just(str(TEST_SITE)),
     output_file=st.sampled_from(["log/t.JOB.log", "/abs/JOB/x.JOB.txt"]),
-    command=st.lists(st.text(min_size=1, max_size=8).filter(lambda s: s.strip()), min_size=1, max_size=4).map(tuple),
+    # the program comes first and is never an option (hyperion-submit refuses '-x' there)
+    command=st.lists(st.text(min_size=1, max_size=8).filter(lambda s: s.strip()), min_size=1, max_size=4)
+    .filter(lambda argv: not argv[0].startswith("-")).map(tuple),
     num_gpus=st.just(0), num_threads=st.integers(1, 64),
     mem=st.sampled_from(["8G", "100M", "2048"]), mem_per_cpu=st.none(),
     time=st.sampled_from(["10", "01:00", "168:00:00", "2-12", "1-00:30:00"]),

@@ -30,6 +30,13 @@ def body(log: Path) -> list[str]:
     return log.read_text().splitlines()[2:-1]
 
 
+def task_states(record: Path, env: dict) -> dict:
+    """What `hyperion-jobs status --json` says of each value: (state, exit code)."""
+    shown = run_cli("hyperion-jobs", "status", str(record), "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    return {t["value"]: (t["state"], t["exit_code"]) for t in json.loads(shown.stdout)["tasks"]}
+
+
 def test_array_runs_in_ascending_order_and_stops_at_first_failure(tmp_path, cli_env):
     order = tmp_path / "order.txt"
     script = (f"import os, sys; open({str(order)!r}, 'a').write(os.environ['J' 'OB'] + '\\n'); "
@@ -41,9 +48,9 @@ def test_array_runs_in_ascending_order_and_stops_at_first_failure(tmp_path, cli_
     assert [p.name for p in sorted((tmp_path / "log").glob("t.*.log"))] == ["t.1.log", "t.2.log", "t.3.log"]
     assert "exit code 3" in result.stderr and str(tmp_path / "log" / "t.3.log") in result.stderr
     assert "Traceback" not in result.stderr
-    results = json.loads((tmp_path / "log" / "q" / "t.JOB.local.json").read_text())["tasks"]
-    assert {k: (v["state"], v["exit_code"]) for k, v in results.items()} == {
-        "1": ("COMPLETED", 0), "2": ("COMPLETED", 0), "3": ("FAILED", 3)}
+    assert task_states(tmp_path / "log" / "q" / "t.JOB.submit.json", cli_env) == {
+        1: ("COMPLETED", 0), 2: ("COMPLETED", 0), 3: ("FAILED", 3), 4: ("NOT_RUN", None),
+        5: ("NOT_RUN", None)}
 
 
 def test_name_is_in_env_args_and_log_path(tmp_path, cli_env):
@@ -76,8 +83,7 @@ def test_success_writes_record_and_exits_zero(tmp_path, cli_env):
     assert record.backend == "local" and record.jobs[0].job_id == "local"
     assert record.tasks[0].log == str(tmp_path / "log" / "run.log")
     assert record.argv[:2] == ("hyperion-submit", "local")
-    results = json.loads((tmp_path / "log" / "q" / "run.local.json").read_text())
-    assert results["tasks"]["single"]["state"] == "COMPLETED"
+    assert task_states(tmp_path / "log" / "q" / "run.submit.json", cli_env) == {None: ("COMPLETED", 0)}
 
 
 def test_missing_executable_fails_with_127(tmp_path, cli_env):
@@ -145,5 +151,5 @@ def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli
     assert message in err and "Traceback" not in err
     assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == status  # child waited for
     assert not (tmp_path / "t.2.log").exists()
-    results = json.loads((tmp_path / "q" / "t.JOB.local.json").read_text())["tasks"]
-    assert results["1"]["state"] == "FAILED" and "2" not in results
+    assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {
+        1: ("FAILED", status), 2: ("NOT_RUN", None)}

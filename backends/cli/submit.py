@@ -51,7 +51,11 @@ def _run(argv: Sequence[str]) -> int:
         return OK
     from backends.launch import run_plan
 
-    return run_plan(plan)
+    try:
+        return run_plan(plan)
+    except InputError as err:   # refused before anything ran: another attempt is live
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return BAD_INPUT
 
 
 def main(argv: Sequence[str] | None = None) -> int:

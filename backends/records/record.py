@@ -27,6 +27,7 @@ class TaskRecord:
     log: str
     slurm_out: str | None
     slurm_err: str | None
+    attempt: int = 1                 # the attempt of the submission history that ran it
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class SubmitRecord:
     tasks: tuple[TaskRecord, ...]
     submitted_at: str
     cwd: str
+    attempt: int = 1                 # its number in q/<stem>.attempts.jsonl (1 for older records)
+    kind: str = "submit"             # submit | retry | resubmit
 
 
 def q_dir(output_file: str | Path) -> Path:
@@ -89,7 +92,13 @@ def save_record(record: SubmitRecord) -> None:
 
 def _task(raw: dict) -> TaskRecord:
     return TaskRecord(value=raw["value"], job_id=str(raw["job_id"]), array_task_id=raw["array_task_id"],
-                      log=raw["log"], slurm_out=raw.get("slurm_out"), slurm_err=raw.get("slurm_err"))
+                      log=raw["log"], slurm_out=raw.get("slurm_out"), slurm_err=raw.get("slurm_err"),
+                      attempt=_attempt(raw.get("attempt")))
+
+
+def _attempt(raw: object) -> int:
+    """Records written before attempts existed have none: they are attempt 1."""
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1 else 1
 
 
 def load_record(path: str | Path) -> SubmitRecord:
@@ -113,6 +122,7 @@ def load_record(path: str | Path) -> SubmitRecord:
                        for j in raw["jobs"]),
             tasks=tuple(_task(t) for t in raw["tasks"]),
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
+            attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
         )
     except KeyError as err:
         raise InputError("record", f"{path} is not a hyperion-submit record (no {err} key)") from None

@@ -1,8 +1,9 @@
-"""Per-task status rows: a submission record (or a bare job id) joined with Slurm's states.
+"""Per-task status rows: a submission's history (or a bare job id) joined with Slurm's states.
 
-`hyperion-jobs` and the console both show these rows; the record says which
-tasks exist and where their logs are, Slurm says how they are doing. For local
-records the results come from q/<stem>.local.json instead of Slurm.
+`hyperion-jobs` and the console both show these rows; the records say which
+tasks exist and where their logs are, the ledger holds every final state
+seen so far, and Slurm says how the others are doing. Local tasks come from the
+ledger's start and final lines (older local runs: q/<stem>.local.json).
 """
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from backends.records.attempts import FinalState
+from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
 from backends.records.record import SubmitRecord, TaskRecord
 from backends.records.runner import runner_gone
 from backends.states import JobState, TaskState
 
 Key = tuple[str, "int | None"]
+LOCAL_JOB = "local"
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class TaskRow:
     log: str | None
     slurm_out: str | None
     slurm_err: str | None
+    attempt: int = 1             # the attempt whose run this row shows
+    reason: str | None = None    # why a task failed before it ran (e.g. its log could not be written)
 
     @property
     def slurm_id(self) -> str:
@@ -53,13 +59,19 @@ class TaskRow:
         return {"value": self.value, "job_id": self.job_id, "task_id": self.task_id,
                 "slurm_id": self.slurm_id, "state": self.state_label, "exit_code": self.exit_code,
                 "signal": self.signal, "elapsed": self.elapsed, "node": self.node, "log": self.log,
-                "slurm_out": self.slurm_out, "slurm_err": self.slurm_err}
+                "slurm_out": self.slurm_out, "slurm_err": self.slurm_err, "attempt": self.attempt,
+                "reason": self.reason}
 
 
 def expected(record: SubmitRecord) -> dict[str, tuple[int, ...] | None]:
     """Poller input for a record: each job id with its physical task ids."""
-    out: dict[str, list[int] | None] = {job.job_id: [] for job in record.jobs}
-    for task in record.tasks:
+    return expected_tasks(record.tasks, [job.job_id for job in record.jobs])
+
+
+def expected_tasks(tasks: Sequence[TaskRecord], jobs: Sequence[str] = ()) -> dict[str, tuple[int, ...] | None]:
+    """Poller input for some tasks (of any attempts): each job id with its physical task ids."""
+    out: dict[str, list[int] | None] = {job: [] for job in jobs}
+    for task in tasks:
         bucket = out.setdefault(task.job_id, [])
         if task.array_task_id is None:
             out[task.job_id] = None
@@ -73,13 +85,45 @@ def record_rows(record: SubmitRecord, states: Mapping[Key, TaskState]) -> list[T
     return [_row(task, states.get((task.job_id, task.array_task_id))) for task in record.tasks]
 
 
-def _row(task: TaskRecord, state: TaskState | None) -> TaskRow:
+def _row(task: TaskRecord, state: TaskState | None, log: str | None = None) -> TaskRow:
     return TaskRow(
         value=task.value, job_id=task.job_id, task_id=task.array_task_id,
         state=state.state if state else None, exit_code=state.exit_code if state else None,
         signal=state.signal if state else None, elapsed=state.elapsed if state else None,
-        node=state.node if state else None, log=task.log, slurm_out=task.slurm_out,
-        slurm_err=task.slurm_err)
+        node=state.node if state else None, log=log or task.log, slurm_out=task.slurm_out,
+        slurm_err=task.slurm_err, attempt=task.attempt)
+
+
+def final_row(task: TaskRecord, final: FinalState, log: str | None = None) -> TaskRow:
+    """A row from the ledger: how the task ended, whether or not Slurm still knows it."""
+    try:
+        state: JobState | None = JobState.parse(final.state)
+    except ValueError:
+        state = None
+    return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code, final.signal,
+                   final.elapsed, final.node, log or task.log, task.slurm_out, task.slurm_err,
+                   task.attempt, final.reason)
+
+
+def pending_tasks(history: History) -> tuple[TaskRecord, ...]:
+    """The latest task of each value that has no final state in the ledger yet."""
+    return tuple(t for t in history.latest_tasks() if history.final(t) is None)
+
+
+def history_rows(history: History, states: Mapping[Key, TaskState]) -> list[TaskRow]:
+    """One row per value: its newest attempt's final state, else Slurm's (or the local runner's) word."""
+    return [task_row(history, task, states) for task in history.latest_tasks()]
+
+
+def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]) -> TaskRow:
+    """How one task of one attempt is doing: the ledger's final state, else the runner's or Slurm's word."""
+    log = history.log_of(task)
+    final = history.final(task)
+    if final is not None:
+        return final_row(task, final, log)
+    if task.job_id == LOCAL_JOB:
+        return _local_row(history, task)
+    return _row(task, states.get((task.job_id, task.array_task_id)), log)
 
 
 def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None) -> list[TaskRow]:
@@ -100,28 +144,43 @@ def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None
 
 
 def local_rows(record: SubmitRecord) -> list[TaskRow]:
-    """Rows of a local record from q/<stem>.local.json (tasks not reached are NOT_RUN).
+    """Rows of a local submission (every attempt): tasks not reached are NOT_RUN.
 
     A RUNNING task whose runner process (on this host) is gone is LOST: it was
     killed before it could record the end, so its end will never come.
     """
-    results = read_results(Path(record.path))
-    rows = []
-    for task in record.tasks:
-        raw = results.get(results_key(task.value))
-        state = exit_code = elapsed = None
-        if isinstance(raw, dict):
-            try:
-                state = JobState.parse(str(raw.get("state")))
-            except ValueError:
-                state = None
-            if state is not None and not state.is_terminal and runner_gone(raw):
-                state = JobState.LOST
-            exit_code = raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None
-            elapsed = None if state is JobState.LOST else _elapsed(raw.get("start"), raw.get("end"))
-        rows.append(TaskRow(task.value, task.job_id, task.array_task_id, state, exit_code, None,
-                            elapsed, "localhost" if state else None, task.log, None, None))
-    return rows
+    return history_rows(load_history(record.path, record), {})
+
+
+def _local_row(history: History, task: TaskRecord) -> TaskRow:
+    start = history.ledger.starts.get((task.attempt, task.value))
+    if start is not None:
+        gone = runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+        state = JobState.LOST if gone else JobState.RUNNING
+        elapsed = None if gone else _elapsed(start.time, None)
+        return TaskRow(task.value, task.job_id, task.array_task_id, state, None, None, elapsed,
+                       "localhost", task.log, None, None, task.attempt)
+    if history.entry(task.attempt) is None:   # a local run from before the ledger
+        return _legacy_local_row(history.record_path, task)
+    return TaskRow(task.value, task.job_id, task.array_task_id, None, None, None, None, None,
+                   task.log, None, None, task.attempt)
+
+
+def _legacy_local_row(record_path: str, task: TaskRecord) -> TaskRow:
+    """Local runs before the ledger kept their results in q/<stem>.local.json."""
+    raw = read_results(Path(record_path)).get(results_key(task.value))
+    state = exit_code = elapsed = None
+    if isinstance(raw, dict):
+        try:
+            state = JobState.parse(str(raw.get("state")))
+        except ValueError:
+            state = None
+        if state is not None and not state.is_terminal and runner_gone(raw):
+            state = JobState.LOST
+        exit_code = raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None
+        elapsed = None if state is JobState.LOST else _elapsed(raw.get("start"), raw.get("end"))
+    return TaskRow(task.value, task.job_id, task.array_task_id, state, exit_code, None,
+                   elapsed, "localhost" if state else None, task.log, None, None)
 
 
 def _elapsed(start: object, end: object) -> float | None:

@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Sequence
 
 from backends.errors import InputError
+from backends.records.attempts import read_ledger
+from backends.records.history import History, load_history
 from backends.records.record import RECORD_SUFFIX, SubmitRecord, TaskRecord, find_records, load_record
-from backends.watch.rows import TaskRow, expected, job_rows, local_rows, record_rows
+from backends.watch.finals import FinalsRecorder
+from backends.watch.rows import LOCAL_JOB, TaskRow, expected_tasks, history_rows, job_rows, pending_tasks
 from backends.watch.slurm.accounting import Runner, job_std_paths, run_command, snapshot
 
 _JOB = re.compile(r"^(\d+)(?:_(\d+))?$")
+
 
 
 @dataclass(frozen=True)
@@ -28,8 +32,10 @@ class Target:
     job_id: str | None = None
     task_id: int | None = None
 
+
 def current_user() -> str:
     return os.environ.get("USER") or pwd.getpwuid(os.getuid()).pw_name
+
 
 def record_file(text: str) -> Path | None:
     """A record path, or a directory/output-file pointing at exactly one record."""
@@ -44,6 +50,7 @@ def record_file(text: str) -> Path | None:
             raise InputError("RECORD", f"{text} holds {len(found)} records; name one of them")
     return None
 
+
 def resolve(text: str, field: str = "JOB|RECORD") -> Target:
     """``1234``, ``1234_5`` or a path to a ``.submit.json`` (or a dir holding one)."""
     match = _JOB.match(text)
@@ -55,31 +62,68 @@ def resolve(text: str, field: str = "JOB|RECORD") -> Target:
         raise InputError(field, f"{text!r} is neither a job id (1234, 1234_5) nor a submit record")
     return Target(load_record(path))
 
-def record_for_job(job_id: str, dirs: Sequence[Path]) -> SubmitRecord | None:
-    """The newest record under `dirs` that submitted `job_id` (for log paths)."""
+
+def history_for_job(job_id: str, dirs: Sequence[Path]) -> History | None:
+    """The newest submission under `dirs` one of whose attempts submitted `job_id` (for log paths)."""
     for path in find_records(dirs):
         try:
             record = load_record(path)
+            if any(job.job_id == job_id for job in record.jobs):
+                return load_history(path, record)
+            if any(job_id in entry.job_ids for entry in read_ledger(path).attempts):
+                return load_history(path, record)
         except InputError:
             continue
-        if any(job.job_id == job_id for job in record.jobs):
-            return record
     return None
+
+
+def history_of(target: Target, dirs: Sequence[Path] = (Path("."),)) -> History:
+    """The submission a target belongs to: its record's history, or the one a job id was found in."""
+    if target.record is not None:
+        return load_history(target.record.path)
+    assert target.job_id is not None
+    history = history_for_job(target.job_id, dirs)
+    if history is None:
+        raise InputError("JOB", f"no submit record under {', '.join(map(str, dirs))} submitted job "
+                         f"{target.job_id}; name the record instead (e.g. exp/log/q/NAME.submit.json)")
+    return history
+
+
+def record_for_job(job_id: str, dirs: Sequence[Path]) -> SubmitRecord | None:
+    """The record of the attempt under `dirs` that submitted `job_id`."""
+    history = history_for_job(job_id, dirs)
+    if history is None:
+        return None
+    return next((history.records[n] for n in history.numbers
+                 if any(job.job_id == job_id for job in history.records[n].jobs)), history.current)
+
 
 def status(target: Target, dirs: Sequence[Path] = (Path("."),),
            runner: Runner = run_command) -> list[TaskRow]:
     """One sacct + squeue for the target's jobs, as rows (QueryError if Slurm does not answer)."""
     record = target.record
-    if record is not None and record.backend == "local":
-        return local_rows(record)
     if record is not None:
-        exp = expected(record)
-        return record_rows(record, snapshot(list(exp), runner))
+        return history_status(load_history(record.path), runner)
     assert target.job_id is not None
     states = snapshot([target.job_id], runner)
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
     return job_rows(states, record_for_job(target.job_id, dirs))
+
+
+def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:
+    """The latest outcome of every value across attempts.
+
+    Only tasks without a final state in the ledger are asked about (one sacct +
+    squeue for all of them); the final states Slurm reports are written into
+    the ledger on the way.
+    """
+    pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
+    states = snapshot(list(expected_tasks(pending)), runner) if pending else {}
+    FinalsRecorder(history.record_path, pending).observe(states.values())
+    return history_rows(history, states)
+
+
 
 @dataclass(frozen=True)
 class TaskLogs:
@@ -90,37 +134,31 @@ class TaskLogs:
     slurm_out: str | None
     slurm_err: str | None
 
-def _pick_task(record: SubmitRecord, text: str, value: int | None) -> TaskRecord:
+
+def _pick_task(tasks: Sequence[TaskRecord], text: str, value: int | None, where: str) -> TaskRecord:
     if value is None:
-        if len(record.tasks) != 1:
-            raise InputError("TASK", f"{text} has {len(record.tasks)} tasks; add :VALUE (e.g. {text}:1)")
-        return record.tasks[0]
-    for task in record.tasks:
+        if len(tasks) != 1:
+            raise InputError("TASK", f"{text} has {len(tasks)} tasks; add :VALUE (e.g. {text}:"
+                             f"{next((t.value for t in tasks if t.value is not None), 1)})")
+        return tasks[0]
+    for task in tasks:
         if task.value == value:
             return task
-    raise InputError("TASK", f"{record.path} has no task with value {value}")
+    raise InputError("TASK", f"{where} has no task with value {value}")
+
 
 def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
-              runner: Runner = run_command) -> TaskLogs:
-    """Logs of ``JOB_TASK``, ``JOB``, ``RECORD`` or ``RECORD:VALUE`` (VALUE: the logical NAME)."""
+              runner: Runner = run_command, attempt: int | None = None) -> TaskLogs:
+    """Logs of ``JOB_TASK``, ``JOB``, ``RECORD`` or ``RECORD:VALUE`` (VALUE: the logical NAME).
+
+    For a record, the task of the newest attempt that ran VALUE, or of attempt
+    `attempt`; a log a later rerun moved aside is read where it was moved.
+    """
     match = _JOB.match(text)
     if match:
-        job, task_text = match.group(1), match.group(2)
-        task_id = int(task_text) if task_text is not None else None
-        record = record_for_job(job, dirs)
-        if record is not None:
-            for task in record.tasks:
-                if task.job_id == job and task.array_task_id == task_id:
-                    return TaskLogs(text, task.log, task.slurm_out, task.slurm_err)
-            if task_id is None:
-                raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
-                                         f"{next((t.array_task_id for t in record.tasks if t.job_id == job), 1)}")
-            raise InputError("TASK", f"{record.path} has no task {text}")
-        out, err = job_std_paths(text, runner)
-        if out is None and err is None:
-            raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm no longer "
-                                     f"knows {text}; name the record instead (RECORD:VALUE)")
-        return TaskLogs(text, None, out, err)
+        if attempt is not None:
+            raise InputError("--attempt", "a job id names its attempt already; use RECORD:VALUE --attempt N")
+        return _job_task_logs(text, match.group(1), match.group(2), dirs, runner)
     path_text, value = text, None
     head, sep, tail_text = text.rpartition(":")
     if sep and tail_text.isdigit():
@@ -128,6 +166,36 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     path = record_file(path_text)
     if path is None:
         raise InputError("TASK", f"{text!r} is not JOB_TASK, JOB, RECORD or RECORD:VALUE")
-    record = load_record(path)
-    task = _pick_task(record, text, value)
-    return TaskLogs(text, task.log, task.slurm_out, task.slurm_err)
+    history = load_history(load_record(path).path)
+    if attempt is None:
+        tasks, where = history.latest_tasks(), history.record_path
+    elif attempt in history.records:
+        tasks, where = history.tasks_of(attempt), f"attempt {attempt} of {history.record_path}"
+    else:
+        raise InputError("--attempt", f"{history.record_path} has attempts {_numbers(history)}, not {attempt}")
+    task = _pick_task(tasks, text, value, where)
+    return TaskLogs(text, history.log_of(task), task.slurm_out, task.slurm_err)
+
+
+def _numbers(history: History) -> str:
+    return ", ".join(map(str, history.numbers))
+
+
+def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Path],
+                   runner: Runner) -> TaskLogs:
+    task_id = int(task_text) if task_text is not None else None
+    history = history_for_job(job, dirs)
+    if history is not None:
+        ran = [t for n in history.numbers for t in history.tasks_of(n) if t.job_id == job]
+        for task in ran:
+            if task.array_task_id == task_id:
+                return TaskLogs(text, history.log_of(task), task.slurm_out, task.slurm_err)
+        if task_id is None:
+            raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
+                                     f"{next((t.array_task_id for t in ran), 1)}")
+        raise InputError("TASK", f"{history.record_path} has no task {text}")
+    out, err = job_std_paths(text, runner)
+    if out is None and err is None:
+        raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm no longer "
+                                 f"knows {text}; name the record instead (RECORD:VALUE)")
+    return TaskLogs(text, None, out, err)

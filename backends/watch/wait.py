@@ -13,6 +13,7 @@ from typing import Callable
 
 from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
+from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import Poller, PollUpdate
 from backends.watch.rows import expected
 
@@ -49,9 +50,19 @@ def outcome_from(record: SubmitRecord, states: dict) -> Outcome:
 
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
          stop: threading.Event | None = None) -> Outcome:
-    """Poll until every task of `record` is terminal (or `stop` is set), then judge it."""
+    """Poll until every task of `record` is terminal (or `stop` is set), then judge it.
+
+    Each task's final state goes into the submission's ledger as soon as it is seen.
+    """
     poller = Poller(expected(record), cap=POLL_CAP)
-    last = poller.run(observer or (lambda update: None), stop)
+    finals = FinalsRecorder(record.path, record.tasks)
+    show = observer or (lambda update: None)
+
+    def observe(update: PollUpdate) -> None:
+        finals.observe(update.changed)
+        show(update)
+
+    last = poller.run(observe, stop)
     return outcome_from(record, dict(last.states))
 
 

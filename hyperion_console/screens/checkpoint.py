@@ -251,7 +251,7 @@ class CheckpointScreen(ConsoleScreen):
 
         self.app.call_from_thread(self.notify, f"resubmitting shards {retry.expression}")
         with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
-            status = launch(plan, announce)
+            status = launch(plan, announce, "resubmit")
         if status is not None:
             severity = "information" if status == 0 else "error"
             self.app.call_from_thread(self.notify, f"local retry finished: exit status {status}",

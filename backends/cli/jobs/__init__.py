@@ -1,4 +1,4 @@
-"""hyperion-jobs: list, status, watch, logs and cancel Slurm (and local) submissions.
+"""hyperion-jobs: list, status, watch, logs, cancel, history and retry Slurm (and local) submissions.
 
 Targets are a job id (``1234``), one array task (``1234_5``, the physical
 SLURM_ARRAY_TASK_ID), or a submit record (``exp/log/q/extract.JOB.submit.json``,
@@ -11,7 +11,9 @@ import sys
 from typing import Sequence
 
 from backends.cli.jobs.commands import cmd_cancel, cmd_list, cmd_logs, cmd_status
+from backends.cli.jobs.history import cmd_history
 from backends.cli.jobs.parser import PROG, build_parser
+from backends.cli.jobs.retrying import cmd_retry
 from backends.cli.jobs.watching import cmd_watch
 from backends.errors import InputError
 from backends.watch.slurm.accounting import QueryError
@@ -35,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 COMMANDS = {"list": cmd_list, "status": cmd_status, "watch": cmd_watch, "logs": cmd_logs,
-            "cancel": cmd_cancel}
+            "cancel": cmd_cancel, "history": cmd_history, "retry": cmd_retry}
 
 if __name__ == "__main__":
     sys.exit(main())

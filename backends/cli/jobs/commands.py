@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Sequence
 
 from backends.cli.jobs.parser import PROG
-from backends.cli.jobs.table import STATUS_HEADER, columns, counts_text, fmt_elapsed, status_cells
+from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table
 from backends.errors import InputError
-from backends.records.record import find_records, load_record
-from backends.watch.rows import exit_status, local_rows, record_rows, state_counts
+from backends.printable import printable
+from backends.records.history import History, load_history
+from backends.records.record import find_records
+from backends.watch.rows import LOCAL_JOB, TaskRow, exit_status, history_rows, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.tail import Follower, complete_end, last_lines
 from backends.watch.targets import current_user, resolve, status, task_logs
+from backends.watch.triage import failure_groups
 
 
 def record_dirs(args: argparse.Namespace) -> list[Path]:
@@ -28,12 +31,30 @@ def cmd_status(args: argparse.Namespace) -> int:
     rows = status(target, record_dirs(args))
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
+    if args.failures:
+        return _print_failures(args, rows)
     if args.json:
         print(json.dumps({"target": args.target, "exit_status": exit_status(rows),
                           "counts": state_counts(rows), "tasks": [r.to_json() for r in rows]}, indent=2))
     else:
-        print(columns([STATUS_HEADER, *map(status_cells, rows)]))
+        print(columns(status_table(rows)))
         print(f"{len(rows)} tasks: {counts_text(rows)}")
+    return 0
+
+
+def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
+    groups = failure_groups(rows)
+    failed = sum(group.count for group in groups)
+    if args.json:
+        print(json.dumps({"target": args.target, "failed": failed, "tasks": len(rows),
+                          "groups": [g.to_json() for g in groups]}, indent=2))
+        return 0
+    if not groups:
+        print(f"no failed tasks: {len(rows)} tasks: {counts_text(rows)}")
+        return 0
+    print(f"{failed} of {len(rows)} task(s) did not succeed, in {len(groups)} group(s):")
+    for group in groups:
+        print(printable(failure_line(group)))
     return 0
 
 
@@ -43,14 +64,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     for d in args.dirs:
         if not Path(d).exists():
             raise InputError("DIR", f"{d} does not exist")
-    records = []
+    histories = []
     for path in find_records([Path(d) for d in args.dirs])[: args.limit]:
         try:
-            records.append(load_record(path))
+            histories.append(load_history(path))
         except InputError as err:
             print(f"{PROG}: skipping {path}: {err.problem}", file=sys.stderr)
     states, problem = {}, None
-    slurm_jobs = sorted({j.job_id for r in records if r.backend == "slurm" for j in r.jobs})
+    slurm_jobs = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     if slurm_jobs:
         try:
             states = snapshot(slurm_jobs)
@@ -60,7 +81,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         live = user_jobs(current_user())
     except QueryError as err:
         live, problem = [], problem or str(err)
-    summaries = [_record_summary(r, states, problem is None) for r in records]
+    summaries = [_record_summary(h, states, problem is None) for h in histories]
     if args.json:
         print(json.dumps({"records": summaries, "live": [
             {"job_id": j.job_id, "state": j.state.value, "elapsed": j.elapsed, "node": j.node,
@@ -83,14 +104,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record_summary(record, states, slurm_ok: bool) -> dict:
-    if record.backend == "local":
-        rows = local_rows(record)
-    else:
-        rows = record_rows(record, states)
+def _record_summary(history: History, states, slurm_ok: bool) -> dict:
+    """One line of `list`: the newest outcome of every value, over all attempts."""
+    record = history.current
+    rows = history_rows(history, states)
     text = counts_text(rows) if record.backend == "local" or slurm_ok else "?"
     return {"record": record.path, "backend": record.backend,
-            "jobs": [j.job_id for j in record.jobs], "tasks": len(record.tasks),
+            "jobs": [j.job_id for j in record.jobs], "tasks": len(rows), "attempts": len(history.numbers),
             "submitted_at": record.submitted_at, "states": text, "counts": state_counts(rows)}
 
 
@@ -145,7 +165,9 @@ def _states_of(slurm_id: str, states) -> list:
 def cmd_logs(args: argparse.Namespace) -> int:
     if args.lines < 0:
         raise InputError("-n", "must be zero or more")
-    logs = task_logs(args.task, record_dirs(args))
+    if args.attempt is not None and args.attempt < 1:
+        raise InputError("--attempt", f"attempts are numbered from 1, got {args.attempt}")
+    logs = task_logs(args.task, record_dirs(args), attempt=args.attempt)
     path = logs.slurm_err if args.err else logs.slurm_out if args.out else (logs.log or logs.slurm_out)
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"

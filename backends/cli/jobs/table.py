@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from backends.watch.rows import TaskRow, state_counts
+from backends.watch.triage import FailureGroup
 
 
 def fmt_elapsed(seconds: float | None) -> str:
@@ -28,6 +29,23 @@ STATUS_HEADER = ("TASK", "VALUE", "STATE", "EXIT", "ELAPSED", "NODE", "LOG")
 def status_cells(row: TaskRow) -> tuple[str, ...]:
     return (row.slurm_id, "-" if row.value is None else str(row.value), row.state_label,
             fmt_exit(row), fmt_elapsed(row.elapsed), row.node or "-", row.log or row.slurm_out or "-")
+
+
+def status_table(rows: Sequence[TaskRow]) -> list[tuple[str, ...]]:
+    """Header and cells of `status`; an ATTEMPT column once the submission has been retried."""
+    if all(row.attempt == 1 for row in rows):
+        return [STATUS_HEADER, *map(status_cells, rows)]
+    header = STATUS_HEADER[:2] + ("ATTEMPT",) + STATUS_HEADER[2:]
+    return [header, *((*c[:2], str(r.attempt), *c[2:]) for r, c in ((r, status_cells(r)) for r in rows))]
+
+
+def failure_line(group: FailureGroup) -> str:
+    """``  8 FAILED exit 1  values 7,27,31-33  last line: ValueError: ...  e.g. log/x.7.log``."""
+    how = group.state + (f" exit {group.exit_code}" if group.exit_code is not None else "")
+    how += f" signal {group.signal}" if group.signal else ""
+    line = f"  {group.count:>5} {how}  values {group.value_ranges}"
+    line += f"  last line: {group.last_line}" if group.last_line else ""
+    return line + (f"  e.g. {group.example_log}" if group.example_log else "")
 
 
 def columns(rows: Sequence[Sequence[str]]) -> str:

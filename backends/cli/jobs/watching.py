@@ -11,14 +11,18 @@ from typing import Sequence
 from backends.cli.jobs.commands import record_dirs
 from backends.cli.jobs.table import STATUS_HEADER, counts_text, fmt_exit, status_cells
 from backends.errors import InputError
+from backends.records.history import History, load_history
+from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import Poller, PollUpdate
 from backends.watch.rows import (
+    LOCAL_JOB,
     TaskRow,
     exit_status,
-    expected,
+    expected_tasks,
+    history_rows,
     job_rows,
     local_rows,
-    record_rows,
+    pending_tasks,
     state_counts,
 )
 from backends.watch.targets import Target, record_for_job, resolve, status
@@ -33,16 +37,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return _watch_slurm(target, args)
 
 
-def _watch_expected(target: Target) -> dict[str, tuple[int, ...] | None]:
-    if target.record is not None:
-        return expected(target.record)
+def _watch_expected(target: Target, history: History | None) -> dict[str, tuple[int, ...] | None]:
+    if history is not None:
+        return expected_tasks([t for t in pending_tasks(history) if t.job_id != LOCAL_JOB])
     assert target.job_id is not None
     return {target.job_id: (target.task_id,) if target.task_id is not None else None}
 
 
-def _rows_for(target: Target, update: PollUpdate, record) -> list[TaskRow]:
-    if target.record is not None:
-        return record_rows(target.record, update.states)
+def _rows_for(history: History | None, update: PollUpdate, record) -> list[TaskRow]:
+    if history is not None:
+        return history_rows(history, update.states)
     return job_rows(update.states, record)
 
 
@@ -51,17 +55,25 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         # A record's jobs may be too new for sacct, but squeue knows them at once:
         # a bare id neither knows would be watched forever.
         raise InputError("JOB", f"Slurm knows no job {args.target}")
+    history = load_history(target.record.path) if target.record is not None else None
     record = target.record or record_for_job(target.job_id, record_dirs(args))
-    poller = Poller(_watch_expected(target), cap=args.cap)
+    poller = Poller(_watch_expected(target, history), cap=args.cap)
+    finals = FinalsRecorder(history.record_path, pending_tasks(history)) if history is not None else None
     view = LiveView(args.target) if sys.stdout.isatty() else PlainView(args.target)
     stop = threading.Event()
+
+    def observe(update: PollUpdate) -> None:
+        if finals is not None:
+            finals.observe(update.changed)
+        view.show(update, _rows_for(history, update, record))
+
     try:
         with view:
-            final = poller.run(lambda u: view.show(u, _rows_for(target, u, record)), stop)
+            final = poller.run(observe, stop)
     except KeyboardInterrupt:
         stop.set()
         return 130
-    rows = _rows_for(target, final, record)
+    rows = _rows_for(history, final, record)
     print(f"{len(rows)} tasks: {counts_text(rows)}")
     for row in rows:
         if not row.ok:

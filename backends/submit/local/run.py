@@ -19,8 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends import logheader
-from backends.records.local_results import LocalResults, results_key
-from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+from backends.records.attempts import (
+    FinalState,
+    LedgerWriter,
+    NewAttempt,
+    TaskStart,
+    closed_line,
+    ledger_path,
+)
+from backends.records.history import commit_attempt
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord
 from backends.records.runner import runner_fields
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
@@ -37,7 +45,7 @@ class LocalEvent:
     elapsed: float | None = None
 
 
-def local_record(plan: SubmitPlan) -> SubmitRecord:
+def local_record(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
     options = plan.options
     expression = options.array.slurm_expression() if options.array else None
     return SubmitRecord(
@@ -45,8 +53,9 @@ def local_record(plan: SubmitPlan) -> SubmitRecord:
         options=record_options(options), script=None,
         array_name=options.array.name if options.array else None,
         jobs=(JobRecord(LOCAL_JOB, 0, expression),),
-        tasks=tuple(TaskRecord(t.value, LOCAL_JOB, t.value, t.log, None, None) for t in plan.tasks),
-        submitted_at=logheader.iso_now(), cwd=os.getcwd(),
+        tasks=tuple(TaskRecord(t.value, LOCAL_JOB, t.value, t.log, None, None, attempt.number)
+                    for t in plan.tasks),
+        submitted_at=logheader.iso_now(), cwd=os.getcwd(), attempt=attempt.number, kind=attempt.kind,
     )
 
 
@@ -130,37 +139,51 @@ def run_task(task: PlannedTask) -> tuple[int, float]:
     return code, elapsed
 
 
-def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None) -> int:
+def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
+              attempt: NewAttempt = NewAttempt()) -> int:
     """Run every task in ascending order; 0 if all exit 0, else 1 (after the first failure).
 
-    KeyboardInterrupt (or `Terminated` for SIGTERM) is passed on, after recording the
-    task as failed with 130 (143).
+    The record is saved first; each task's start (with this runner's identity)
+    and end are appended to the ledger, so a reader after a SIGKILL at any
+    instant still sees what ran. KeyboardInterrupt (or `Terminated` for
+    SIGTERM) is passed on, after recording the task as failed with 130 (143).
     """
     with _sigterm_interrupts():
-        return _run_all(plan, on_event)
+        record = local_record(plan, attempt)
+        commit_attempt(record, attempt)
+        with LedgerWriter(ledger_path(plan.record_path)) as ledger:
+            try:
+                return _run_all(plan, on_event or (lambda event: None), attempt.number, ledger)
+            finally:
+                ledger.write(closed_line(attempt.number, logheader.iso_now()))
 
 
-def _run_all(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None) -> int:
-    emit = on_event or (lambda event: None)
-    save_record(local_record(plan))
-    results = LocalResults(plan.results_path or str(Path(plan.record_path).with_suffix(".local.json")))
+def _final(attempt: int, task: PlannedTask, state: str, code: int | None, start: str,
+           elapsed: float | None, reason: str | None = None) -> FinalState:
+    return FinalState(attempt, task.value, LOCAL_JOB, task.value, state, code, None, elapsed, "localhost",
+                      reason=reason, time=logheader.iso_now(), start=start)
+
+
+def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
+             ledger: LedgerWriter) -> int:
+    runner = runner_fields()
     for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
-        key = results_key(task.value)
-        results.update(key, state="RUNNING", exit_code=None, start=logheader.iso_now(), end=None,
-                       **runner_fields())
+        start, began = logheader.iso_now(), time.monotonic()
+        ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
+                                runner["pid_start"]))
         emit(LocalEvent("start", task))
         try:
             code, elapsed = run_task(task)
         except KeyboardInterrupt as exc:
-            results.update(key, state="FAILED", exit_code=_interrupt_code(exc), end=logheader.iso_now())
+            ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
+                                 time.monotonic() - began))
             raise
         except OSError as err:  # the log itself cannot be written: the task never ran
-            results.update(key, state="FAILED", exit_code=None, end=logheader.iso_now())
-            print(f"hyperion-submit: cannot write log {task.log}: {err.strerror or err}",
-                  file=sys.stderr, flush=True)
+            reason = f"cannot write log {task.log}: {err.strerror or err}"
+            ledger.append(_final(attempt, task, "FAILED", None, start, time.monotonic() - began, reason))
+            print(f"hyperion-submit: {reason}", file=sys.stderr, flush=True)
             return 1
-        results.update(key, state="COMPLETED" if code == 0 else "FAILED", exit_code=code,
-                       end=logheader.iso_now())
+        ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed))
         emit(LocalEvent("end", task, code, elapsed))
         if code != 0:
             return 1

@@ -14,7 +14,9 @@ from typing import Sequence
 
 from backends.logheader import iso_now
 from backends.ranges import Window
-from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+from backends.records.attempts import NewAttempt
+from backends.records.history import commit_attempt
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord
 from backends.submit.model import PlannedWindow, SubmitPlan, record_options
 
 
@@ -32,19 +34,21 @@ class SubmitError(RuntimeError):
 
 # --- planning the submissions (pure given the plan) -----------------------------------------
 
-def task_records(plan: SubmitPlan, planned: PlannedWindow, job_id: str) -> list[TaskRecord]:
+def task_records(plan: SubmitPlan, planned: PlannedWindow, job_id: str,
+                 attempt: int = 1) -> list[TaskRecord]:
     """Where each task of one submitted window logs: the plan's log, Slurm's q/ files."""
     q = Path(plan.q_dir)
     logs = {task.value: task.log for task in plan.tasks}
     if not planned.values:
         return [TaskRecord(None, job_id, None, logs[None], str(q / f"slurm-{job_id}.out"),
-                           str(q / f"slurm-{job_id}.err"))]
+                           str(q / f"slurm-{job_id}.err"), attempt)]
     return [TaskRecord(value, job_id, task, logs[value], str(q / f"slurm-{job_id}_{task}.out"),
-                       str(q / f"slurm-{job_id}_{task}.err"))
+                       str(q / f"slurm-{job_id}_{task}.err"), attempt)
             for value, task in zip(planned.values, Window(planned.offset, planned.values).physical)]
 
 
-def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]]) -> SubmitRecord:
+def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]],
+                attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
     """The record of the submitted windows (`done`: each planned window with its job id)."""
     options = plan.options
     return SubmitRecord(
@@ -53,8 +57,8 @@ def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]]) -> 
         script=str(done[0][0].script_path) if done else None,
         array_name=options.array.name if options.array is not None else None,
         jobs=tuple(JobRecord(job_id, w.offset, w.array_expression) for w, job_id in done),
-        tasks=tuple(t for w, job_id in done for t in task_records(plan, w, job_id)),
-        submitted_at=iso_now(), cwd=os.getcwd(),
+        tasks=tuple(t for w, job_id in done for t in task_records(plan, w, job_id, attempt.number)),
+        submitted_at=iso_now(), cwd=os.getcwd(), attempt=attempt.number, kind=attempt.kind,
     )
 
 
@@ -96,8 +100,8 @@ def _write_script(sub: PlannedWindow) -> None:
     path.chmod(0o755)
 
 
-def submit(plan: SubmitPlan) -> SubmitRecord:
-    """Write the scripts, sbatch every window and save the record.
+def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
+    """Write the scripts, sbatch every window, save the record and add the attempt to the ledger.
 
     If a window after the first is refused, SubmitError.queued names the
     windows already queued (`backends.launch.submit` cancels them).
@@ -110,6 +114,6 @@ def submit(plan: SubmitPlan) -> SubmitRecord:
             done.append((sub, _sbatch(sub)))
         except SubmitError as err:
             raise SubmitError(str(err), queued=tuple(job for _, job in done)) from None
-    record = make_record(plan, done)
-    save_record(record)
+    record = make_record(plan, done, attempt)
+    commit_attempt(record, attempt)
     return record

@@ -1,0 +1,190 @@
+"""Starting a new attempt of a submission: one at a time, never over live tasks, nothing overwritten.
+
+Every submission to an ``--output-file`` pattern is an attempt of that
+pattern's history. `begin_attempt` holds the pattern's lock (q/<stem>.lock)
+while the attempt starts: it refuses while the newest attempt still has live
+tasks, keeps the current record under q/attempts/<N>/, moves aside every file
+of an earlier attempt that the new one would overwrite (a rerun task's log,
+the batch scripts) and says which number the new attempt has. A local run
+holds the lock until it ends; a Slurm submission until its record is written.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from backends.errors import InputError
+from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir
+from backends.records.history import History, archive_current, load_history
+from backends.records.record import RECORD_SUFFIX, SubmitRecord
+from backends.records.runner import runner_gone
+from backends.submit.model import SubmitPlan, record_options
+from backends.watch.finals import FinalsRecorder
+from backends.watch.rows import LOCAL_JOB, expected_tasks, pending_tasks
+from backends.watch.slurm.accounting import QueryError, run_squeue, snapshot
+
+FIELD = "--output-file"
+# Options an attempt may change; the ledger keeps the ones that differ from the attempt before.
+COMPARED = ("num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "max_jobs_run", "command", "env")
+
+
+def lock_path(record_path: str | Path) -> Path:
+    path = Path(record_path)
+    return path.with_name(path.name[: -len(RECORD_SUFFIX)] + ".lock")
+
+
+@contextmanager
+def output_lock(record_path: str | Path) -> Iterator[None]:
+    """Exclusive use of one output pattern; a second submitter is refused at once, naming the first."""
+    path = lock_path(record_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise InputError(FIELD, f"{holder} is submitting or running {_pattern(record_path)} right now; "
+                             "wait for it to end or choose another --output-file") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"hyperion-submit (pid {os.getpid()} on {socket.gethostname()})".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _pattern(record_path: str | Path) -> str:
+    return str(Path(record_path).parent.parent / Path(record_path).name[: -len(RECORD_SUFFIX)])
+
+
+def _history(record_path: str) -> History | None:
+    if not Path(record_path).exists():
+        return None
+    try:
+        return load_history(record_path)
+    except InputError as err:
+        raise InputError(FIELD, f"the earlier submission's record cannot be read ({err.problem}); move it "
+                         "away or choose another --output-file, so that nothing of it is lost") from None
+
+
+def live_tasks(history: History) -> list[str]:
+    """Slurm ids (or local values) of the newest attempts' tasks that are still pending or running.
+
+    Final states seen on the way are written into the ledger. Raises InputError
+    when Slurm cannot say (running over live tasks would mix two attempts).
+    """
+    pending = pending_tasks(history)
+    live = [f"{LOCAL_JOB} {t.value}" for t in pending if t.job_id == LOCAL_JOB and _local_running(history, t)]
+    slurm = [t for t in pending if t.job_id != LOCAL_JOB]
+    if not slurm:
+        return live
+    jobs = list(expected_tasks(slurm))
+    try:
+        states = snapshot(jobs)
+        FinalsRecorder(history.record_path, slurm).observe(states.values())
+    except QueryError:
+        try:
+            states = {t.key: t for t in run_squeue(jobs)}
+        except QueryError as err:
+            raise InputError(FIELD, f"cannot tell whether job(s) {', '.join(jobs)} of the earlier attempt "
+                             f"still run ({err}); nothing was submitted, try again") from None
+    for task in slurm:
+        state = states.get((task.job_id, task.array_task_id))
+        if state is not None and not state.state.is_terminal:
+            live.append(task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}")
+    return live
+
+
+def _local_running(history: History, task) -> bool:
+    start = history.ledger.starts.get((task.attempt, task.value))
+    return start is not None and not runner_gone(
+        {"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+
+
+def _refuse_live(history: History, live: list[str]) -> None:
+    jobs = sorted({item.split("_")[0].split(" ")[0] for item in live})
+    shown = ", ".join(live[:5]) + (f" and {len(live) - 5} more" if len(live) > 5 else "")
+    raise InputError(FIELD, f"{history.record_path} still has {len(live)} live task(s) ({shown}) of job(s) "
+                     f"{', '.join(jobs)}; wait for them (hyperion-jobs watch {history.record_path}) or cancel "
+                     "them (hyperion-jobs cancel ...) before submitting to the same --output-file again")
+
+
+def overrides(previous: SubmitRecord | None, plan: SubmitPlan) -> dict[str, object]:
+    """The options this attempt changes against the attempt before it (JSON-ready)."""
+    if previous is None:
+        return {}
+    new = record_options(plan.options)
+    return {key: new.get(key) for key in COMPARED if previous.options.get(key) != new.get(key)}
+
+
+def _writers(history: History | None) -> dict[tuple[int | None, str], int]:
+    """(value, log path) -> the newest attempt whose task of that value wrote that path."""
+    if history is None:
+        return {}
+    return {(t.value, t.log): n for n in history.numbers for t in history.tasks_of(n)}
+
+
+def _move(source: str, directory: Path, name: str) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / name
+    counter = 1
+    while os.path.lexists(target):
+        counter += 1
+        target = directory / f"{name}.{counter}"
+    try:
+        os.rename(source, target)
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+        shutil.move(source, target)
+    return str(target)
+
+
+def move_aside(plan: SubmitPlan, history: History | None) -> list[MovedFile]:
+    """Move every existing file the plan would write (task logs, batch scripts) into its attempt's folder."""
+    moved: list[MovedFile] = []
+    record_path = plan.record_path
+    writers = _writers(history)
+    latest = history.latest_number if history is not None else 0
+    array = plan.options.array
+    # NAME only in the directory part: the basenames of different values would collide
+    prefix = array is not None and array.name not in os.path.basename(plan.options.output_file)
+    for task in plan.tasks:
+        if os.path.lexists(task.log):
+            owner = writers.get((task.value, task.log), latest)
+            name = os.path.basename(task.log)
+            target = _move(task.log, attempt_dir(record_path, owner), f"{task.value}.{name}" if prefix else name)
+            moved.append(MovedFile(owner, task.value, "log", task.log, target))
+    for window in plan.windows:
+        if os.path.lexists(window.script_path):
+            target = _move(window.script_path, attempt_dir(record_path, latest),
+                           os.path.basename(window.script_path))
+            moved.append(MovedFile(latest, None, "script", window.script_path, target))
+    return moved
+
+
+@contextmanager
+def begin_attempt(plan: SubmitPlan, kind: str = "submit") -> Iterator[NewAttempt]:
+    """Hold the output pattern and prepare attempt N+1; the caller runs or submits it inside.
+
+    InputError (exit 2, nothing submitted) when another submitter holds the
+    pattern or its newest attempt still has live tasks.
+    """
+    with output_lock(plan.record_path):
+        history = _history(plan.record_path)
+        if history is not None:
+            live = live_tasks(history)
+            if live:
+                _refuse_live(history, live)
+            archive_current(plan.record_path)
+        number = 1 if history is None else max(history.latest_number, history.ledger.last_number) + 1
+        moved = move_aside(plan, history)
+        if moved:
+            append_entries(plan.record_path, moved)
+        yield NewAttempt(number, kind, overrides(history.current if history else None, plan))

@@ -1,0 +1,53 @@
+"""hyperion-jobs history: the attempts of a submission, oldest first."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from backends.cli.jobs.commands import record_dirs
+from backends.cli.jobs.table import columns
+from backends.printable import printable
+from backends.records.history import History
+from backends.watch.rows import TaskRow, state_counts, task_row
+from backends.watch.targets import history_of, history_status, resolve
+
+
+def attempt_counts(history: History, latest_rows: list[TaskRow]) -> dict[int, dict[str, int]]:
+    """Per attempt, how its tasks ended (the newest run of a value: as `status` shows it)."""
+    current = {(row.attempt, row.value): row for row in latest_rows}
+    return {number: state_counts([current.get((number, task.value)) or task_row(history, task, {})
+                                  for task in history.tasks_of(number)])
+            for number in history.numbers}
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{state} {n}" for state, n in sorted(counts.items())) or "-"
+
+
+def _changed(overrides: dict) -> str:
+    return " ".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in overrides.items()) or "-"
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    history = history_of(resolve(args.target), record_dirs(args))
+    counts = attempt_counts(history, history_status(history))
+    attempts = []
+    for number in history.numbers:
+        record = history.records[number]
+        entry = history.entry(number)
+        attempts.append({
+            "attempt": number, "kind": entry.kind if entry else record.kind,
+            "time": entry.time if entry else record.submitted_at,
+            "job_ids": [j.job_id for j in record.jobs], "tasks": len(record.tasks),
+            "values": entry.values if entry else "", "counts": counts[number],
+            "overrides": dict(entry.overrides) if entry else {}})
+    if args.json:
+        print(json.dumps({"record": history.record_path, "attempts": attempts,
+                          "problems": list(history.problems)}, indent=2))
+        return 0
+    print(printable(columns([("ATTEMPT", "KIND", "SUBMITTED", "JOBS", "TASKS", "STATES", "CHANGED")] + [
+        (str(a["attempt"]), a["kind"], a["time"], ",".join(a["job_ids"]), str(a["tasks"]),
+         _counts_text(a["counts"]), _changed(a["overrides"])) for a in attempts]), layout=True))
+    for problem in history.problems:
+        print(printable(f"warning: {problem}"))
+    return 0

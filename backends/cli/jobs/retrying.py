@@ -1,0 +1,83 @@
+"""hyperion-jobs retry: rerun the failed tasks of a submission as its next attempt."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from backends.cli.jobs.commands import record_dirs
+from backends.cli.jobs.parser import PROG
+from backends.errors import InputError
+from backends.launch import run_plan, working_dir
+from backends.printable import printable
+from backends.retry import RetryPlan, RetryRequest, parse_states, plan_retry
+from backends.submit.array import parse_array
+from backends.submit.plan import describe_plan
+from backends.submit.resources import check_count, check_memory, check_time
+from backends.watch.rows import state_counts
+from backends.watch.targets import history_of, history_status, resolve
+
+
+def parse_values(text: str) -> tuple[int, ...]:
+    """``1-5,9`` or ``1:5,9`` (the --array spelling) -> values."""
+    try:
+        return parse_array("V=" + text.replace("-", ":")).values
+    except InputError as err:
+        raise InputError("--values", err.problem.replace("'V=", "'").replace("V=", "")) from None
+
+
+def request_of(args: argparse.Namespace) -> RetryRequest:
+    """The command line's choices and overrides, each checked as hyperion-submit checks it."""
+    return RetryRequest(
+        states=parse_states(args.state) if args.state is not None else None,
+        values=parse_values(args.values) if args.values is not None else None,
+        num_threads=None if args.num_threads is None else check_count("--num-threads", args.num_threads, minimum=1),
+        mem=check_memory("--mem", args.mem), mem_per_cpu=check_memory("--mem-per-cpu", args.mem_per_cpu),
+        time=check_time("--time", args.time),
+        max_jobs_run=None if args.max_jobs_run is None else check_count("--max-jobs-run", args.max_jobs_run,
+                                                                         minimum=1))
+
+
+def summary(retry: RetryPlan) -> str:
+    """What the retry would do, in the words of the preview and the confirmation."""
+    assert retry.plan is not None
+    plan = retry.plan
+    counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(retry.chosen).items()))
+    lines = [f"retry of {retry.history.record_path} as attempt {retry.history.latest_number + 1}: "
+             f"{len(retry.chosen)} task(s) ({counts})",
+             f"  values: {retry.value_ranges}"]
+    if plan.windows:
+        lines.append("  windows: " + "; ".join(
+            f"--array={w.array_expression} offset {w.offset}" if w.array_expression else "single job"
+            for w in plan.windows))
+    lines.append(f"  runs in: {retry.history.current.cwd}")
+    lines.append(f"  command: {shlex.join(plan.argv)}")
+    return printable("\n".join(lines), layout=True)
+
+
+def _confirmed(retry: RetryPlan) -> bool:
+    print(summary(retry), file=sys.stderr)
+    print(f"Retry {len(retry.chosen)} task(s)? [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in {"y", "yes"}
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    request = request_of(args)
+    history = history_of(resolve(args.target), record_dirs(args))
+    retry = plan_retry(history, history_status(history), request)
+    if retry.plan is None:
+        what = "in the states asked for" if request.states or request.values else "that did not complete"
+        print(f"nothing to retry: no task of {history.record_path} {what} "
+              f"({len(history.latest_tasks())} task(s))")
+        return 0
+    if args.dry_run:
+        print(summary(retry))
+        sys.stdout.write(printable(describe_plan(retry.plan), layout=True))
+        return 0
+    if not args.yes and not _confirmed(retry):
+        print("not retried", file=sys.stderr)
+        return 1
+    print(f"{PROG}: retrying {len(retry.chosen)} task(s) of {history.record_path} "
+          f"(values {retry.value_ranges})", file=sys.stderr, flush=True)
+    with working_dir(history.current.cwd):
+        return run_plan(retry.plan, "retry")

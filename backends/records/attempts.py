@@ -1,0 +1,327 @@
+"""The ledger of one output-file pattern: q/<stem>.attempts.jsonl, every attempt and every task end.
+
+Each submission or retry to the same ``--output-file`` is an attempt; the
+ledger keeps, one JSON object per line and only ever appended:
+
+- ``attempt``: its number, kind (submit, retry, resubmit), time, job ids, values
+  and the options it changed;
+- ``start`` (local runs): a task started, and which runner process runs it;
+- ``final``: a task's final state (state, exit code, signal, elapsed, node,
+  restart count, usage), written once by whichever face sees it first, so a
+  later reader never depends on Slurm still remembering the job;
+- ``moved``: a file of an earlier attempt (a task's log, a batch script) that
+  a rerun would have overwritten, and where it was moved;
+- ``closed`` (local runs): the runner finished the attempt.
+
+Appending costs the same whatever the array size; a line torn by a crash is
+skipped by readers and never glues itself to the next one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from backends.records.record import RECORD_SUFFIX
+
+LEDGER_SUFFIX = ".attempts.jsonl"
+ATTEMPTS_DIR = "attempts"
+# A final line with usage is a few hundred bytes; an attempt line lists job ids and
+# changed options. Anything longer was not written by us.
+MAX_LINE = 256 * 1024
+KINDS = ("submit", "retry", "resubmit")
+
+Key = tuple[int, "int | None"]       # (attempt, value)
+
+
+@dataclass(frozen=True)
+class AttemptEntry:
+    """One submission or retry to the pattern."""
+
+    number: int
+    kind: str
+    time: str
+    backend: str
+    job_ids: tuple[str, ...]
+    values: str                      # the logical values as ranges ("" for a plain job)
+    overrides: Mapping[str, object]  # options that differ from the attempt before
+    tasks: int = 0
+
+
+@dataclass(frozen=True)
+class NewAttempt:
+    """What a runner needs to know of the attempt it runs: its number, kind and changed options."""
+
+    number: int = 1
+    kind: str = "submit"
+    overrides: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskStart:
+    """A local task started; its runner's identity judges whether it still runs."""
+
+    attempt: int
+    value: int | None
+    time: str
+    pid: int | None = None
+    host: str | None = None
+    pid_start: int | None = None
+
+
+@dataclass(frozen=True)
+class FinalState:
+    """How one task of one attempt ended, as first seen by any face."""
+
+    attempt: int
+    value: int | None
+    job_id: str
+    task_id: int | None
+    state: str
+    exit_code: int | None = None
+    signal: int | None = None
+    elapsed: float | None = None
+    node: str | None = None
+    restart_count: int | None = None
+    reason: str | None = None        # e.g. why a local task could not write its log
+    usage: Mapping[str, object] | None = None
+    time: str | None = None
+    start: str | None = None         # ISO start time (local tasks), for elapsed
+
+
+@dataclass(frozen=True)
+class MovedFile:
+    """A file of attempt `attempt` moved aside before a rerun would overwrite it."""
+
+    attempt: int
+    value: int | None
+    what: str                        # "log" | "script"
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """Everything the ledger file says, folded: the first final of a task wins."""
+
+    attempts: tuple[AttemptEntry, ...] = ()
+    starts: Mapping[Key, TaskStart] = field(default_factory=dict)
+    finals: Mapping[Key, FinalState] = field(default_factory=dict)
+    moved: Mapping[tuple[int, "int | None", str], MovedFile] = field(default_factory=dict)
+    closed: frozenset[int] = frozenset()
+    skipped: int = 0                 # lines that were torn, foreign or too long
+
+    @property
+    def last_number(self) -> int:
+        return max((a.number for a in self.attempts), default=0)
+
+
+def ledger_path(record_path: str | Path) -> Path:
+    """q/<stem>.attempts.jsonl beside q/<stem>.submit.json."""
+    path = Path(record_path)
+    stem = path.name[: -len(RECORD_SUFFIX)] if path.name.endswith(RECORD_SUFFIX) else path.stem
+    return path.with_name(stem + LEDGER_SUFFIX)
+
+
+def attempt_dir(record_path: str | Path, number: int) -> Path:
+    """q/attempts/<number>/: the archived record and the moved files of one attempt."""
+    return Path(record_path).parent / ATTEMPTS_DIR / str(number)
+
+
+def archived_record_path(record_path: str | Path, number: int) -> Path:
+    return attempt_dir(record_path, number) / Path(record_path).name
+
+
+# --- writing -----------------------------------------------------------------------------
+
+def _line(kind: str, entry: object) -> bytes:
+    data = {"type": kind, **asdict(entry)}
+    return (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
+def entry_lines(entries: Iterable[object]) -> bytes:
+    """The ledger lines of `entries` (AttemptEntry, TaskStart, FinalState, MovedFile)."""
+    kinds = {AttemptEntry: "attempt", TaskStart: "start", FinalState: "final", MovedFile: "moved"}
+    return b"".join(_line(kinds[type(e)], e) for e in entries)
+
+
+def closed_line(attempt: int, time: str) -> bytes:
+    return (json.dumps({"type": "closed", "attempt": attempt, "time": time}, sort_keys=True) + "\n").encode()
+
+
+class LedgerWriter:
+    """Appends to one ledger through an O_APPEND descriptor (one write per call).
+
+    Before the first write it ends a line a crashed writer left torn, so the
+    torn fragment stays a line of its own that readers skip.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        self._checked = False
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self._checked:
+            self._checked = True
+            size = os.fstat(self._fd).st_size
+            if size and _last_byte(self.path, size) != b"\n":
+                data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+
+    def append(self, *entries: object) -> None:
+        self.write(entry_lines(entries))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> LedgerWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return os.pread(handle.fileno(), 1, size - 1)
+    except OSError:
+        return b"\n"
+
+
+def append_entries(record_path: str | Path, entries: Iterable[object]) -> None:
+    """Append entries to the ledger of the record at `record_path` (one write)."""
+    data = entry_lines(entries)
+    if data:
+        with LedgerWriter(ledger_path(record_path)) as writer:
+            writer.write(data)
+
+
+# --- reading -----------------------------------------------------------------------------
+
+def _int(raw: object, minimum: int | None = None) -> int | None:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        return None
+    return raw if minimum is None or raw >= minimum else None
+
+
+def _opt_str(raw: object) -> str | None:
+    return raw if isinstance(raw, str) else None
+
+
+def _number(raw: object) -> float | None:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw != raw:
+        return None
+    return float(raw)
+
+
+def _attempt_entry(raw: dict) -> AttemptEntry | None:
+    number = _int(raw.get("number"), 1)
+    jobs = raw.get("job_ids")
+    if number is None or not isinstance(jobs, list):
+        return None
+    overrides = raw.get("overrides")
+    return AttemptEntry(number, str(raw.get("kind") or "submit"), str(raw.get("time") or ""),
+                        str(raw.get("backend") or ""), tuple(str(j) for j in jobs),
+                        str(raw.get("values") or ""), overrides if isinstance(overrides, dict) else {},
+                        _int(raw.get("tasks"), 0) or 0)
+
+
+def _start(raw: dict) -> TaskStart | None:
+    attempt = _int(raw.get("attempt"), 1)
+    if attempt is None:
+        return None
+    return TaskStart(attempt, _int(raw.get("value")), str(raw.get("time") or ""), _int(raw.get("pid")),
+                     _opt_str(raw.get("host")), _int(raw.get("pid_start")))
+
+
+def _final(raw: dict) -> FinalState | None:
+    attempt = _int(raw.get("attempt"))
+    state = raw.get("state")
+    if attempt is None or not isinstance(state, str) or not state:
+        return None
+    usage = raw.get("usage")
+    return FinalState(attempt, _int(raw.get("value")), str(raw.get("job_id") or ""), _int(raw.get("task_id")),
+                      state, _int(raw.get("exit_code")), _int(raw.get("signal")), _number(raw.get("elapsed")),
+                      _opt_str(raw.get("node")), _int(raw.get("restart_count")), _opt_str(raw.get("reason")),
+                      usage if isinstance(usage, dict) else None, _opt_str(raw.get("time")),
+                      _opt_str(raw.get("start")))
+
+
+def _moved(raw: dict) -> MovedFile | None:
+    attempt = _int(raw.get("attempt"), 0)
+    source, target = raw.get("source"), raw.get("target")
+    if attempt is None or not isinstance(source, str) or not isinstance(target, str):
+        return None
+    return MovedFile(attempt, _int(raw.get("value")), str(raw.get("what") or "log"), source, target)
+
+
+def parse_ledger(data: bytes) -> Ledger:
+    """Fold the ledger's lines; torn, foreign or oversized lines are counted and skipped."""
+    attempts: dict[int, AttemptEntry] = {}
+    starts: dict[Key, TaskStart] = {}
+    finals: dict[Key, FinalState] = {}
+    moved: dict[tuple[int, int | None, str], MovedFile] = {}
+    closed: set[int] = set()
+    skipped = 0
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        raw = _object(line)
+        kind = raw.get("type") if raw is not None else None
+        if kind == "final" and (entry := _final(raw)) is not None:
+            finals.setdefault((entry.attempt, entry.value), entry)
+        elif kind == "start" and (start := _start(raw)) is not None:
+            starts[(start.attempt, start.value)] = start
+        elif kind == "attempt" and (attempt := _attempt_entry(raw)) is not None:
+            attempts.setdefault(attempt.number, attempt)
+        elif kind == "moved" and (move := _moved(raw)) is not None:
+            moved[(move.attempt, move.value, move.what)] = move
+        elif kind == "closed" and _int(raw.get("attempt"), 1) is not None:
+            closed.add(raw["attempt"])
+        else:
+            skipped += 1
+    return Ledger(tuple(attempts[n] for n in sorted(attempts)), starts, finals, moved,
+                  frozenset(closed), skipped)
+
+
+def _object(line: bytes) -> dict | None:
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def read_ledger(record_path: str | Path) -> Ledger:
+    """The ledger beside a record; an empty one when there is none (records before attempts).
+
+    Only a regular file is read (a FIFO or device named like a ledger is ignored).
+    """
+    path = ledger_path(record_path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return Ledger()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return Ledger()
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return parse_ledger(b"".join(chunks))

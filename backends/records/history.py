@@ -1,0 +1,162 @@
+"""The attempts of one output-file pattern read together: each attempt's record, its ledger, the latest task per value.
+
+q/<stem>.submit.json is always the newest attempt's record (what users and
+tools open); each attempt's own record is kept in q/attempts/<N>/ under the
+same name (a hard link of the same file while it is the newest). A record
+written before attempts existed is attempt 1.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from backends.errors import InputError
+from backends.ranges import compress
+from backends.records.attempts import (
+    ATTEMPTS_DIR,
+    AttemptEntry,
+    FinalState,
+    Ledger,
+    NewAttempt,
+    append_entries,
+    archived_record_path,
+    read_ledger,
+)
+from backends.records.record import SubmitRecord, TaskRecord, load_record, write_json_atomic
+
+
+@dataclass(frozen=True)
+class History:
+    """A submission's attempts: records by number, the ledger, and what is unreadable."""
+
+    record_path: str
+    current: SubmitRecord
+    ledger: Ledger
+    records: Mapping[int, SubmitRecord]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        return tuple(sorted(self.records))
+
+    @property
+    def latest_number(self) -> int:
+        return max(self.records, default=self.current.attempt)
+
+    def entry(self, number: int) -> AttemptEntry | None:
+        return next((a for a in self.ledger.attempts if a.number == number), None)
+
+    def latest_tasks(self) -> tuple[TaskRecord, ...]:
+        """For every value, the task of the newest attempt that ran it, in value order."""
+        latest: dict[int | None, TaskRecord] = {}
+        for number in self.numbers:
+            for task in self.records[number].tasks:
+                latest[task.value] = _with_attempt(task, number)
+        return tuple(latest[v] for v in sorted(latest, key=lambda v: -1 if v is None else v))
+
+    def tasks_of(self, number: int) -> tuple[TaskRecord, ...]:
+        record = self.records.get(number)
+        return () if record is None else tuple(_with_attempt(t, number) for t in record.tasks)
+
+    def final(self, task: TaskRecord) -> FinalState | None:
+        return self.ledger.finals.get((task.attempt, task.value))
+
+    def log_of(self, task: TaskRecord) -> str:
+        """Where the task's log is now: moved aside by a later rerun, or where it was written."""
+        moved = self.ledger.moved.get((task.attempt, task.value, "log"))
+        return moved.target if moved is not None else task.log
+
+    @property
+    def array_name(self) -> str | None:
+        return self.current.array_name
+
+
+def _with_attempt(task: TaskRecord, number: int) -> TaskRecord:
+    """Older records carry no attempt in their tasks: the record's number is theirs."""
+    if task.attempt == number:
+        return task
+    return TaskRecord(task.value, task.job_id, task.array_task_id, task.log, task.slurm_out,
+                      task.slurm_err, number)
+
+
+def load_history(record_path: str | Path, current: SubmitRecord | None = None) -> History:
+    """Every attempt of the submission whose newest record is `record_path`.
+
+    An attempt whose archived record cannot be read is left out and named in
+    `problems`; the current record must be readable (InputError otherwise).
+    """
+    path = str(record_path)
+    current = current if current is not None else load_record(path)
+    ledger = read_ledger(path)
+    records: dict[int, SubmitRecord] = {current.attempt: current}
+    problems: list[str] = []
+    for number in sorted({entry.number for entry in ledger.attempts} | _archived_numbers(path)):
+        if number in records:
+            continue
+        try:
+            records[number] = load_record(archived_record_path(path, number))
+        except InputError as err:
+            problems.append(f"attempt {number}: {err.problem}")
+    return History(path, current, ledger, records, tuple(problems))
+
+
+def _archived_numbers(record_path: str) -> set[int]:
+    """Attempts kept under q/attempts/<N>/ (a record from before the ledger has no ledger line)."""
+    name = Path(record_path).name
+    try:
+        entries = os.scandir(Path(record_path).parent / ATTEMPTS_DIR)
+    except OSError:
+        return set()
+    with entries:
+        return {int(e.name) for e in entries
+                if e.name.isdigit() and len(e.name) < 10 and os.path.isfile(os.path.join(e.path, name))}
+
+
+def save_attempt_record(record: SubmitRecord) -> None:
+    """Write attempt `record.attempt`'s record to q/attempts/<N>/ and make it q/<stem>.submit.json.
+
+    The current name becomes a hard link of the archived file (readers never
+    see half a record); where hard links are refused, a second copy is written.
+    """
+    current = Path(record.path)
+    archived = archived_record_path(current, record.attempt)
+    write_json_atomic(archived, asdict(record))
+    temp = current.with_name(f".{current.name}.{os.getpid()}.link")
+    try:
+        temp.unlink(missing_ok=True)
+        os.link(archived, temp)
+        os.replace(temp, current)
+    except OSError:
+        temp.unlink(missing_ok=True)
+        write_json_atomic(current, asdict(record))
+
+
+def archive_current(record_path: str | Path) -> SubmitRecord | None:
+    """Keep the current record of an older attempt under q/attempts/<N>/ before a new one replaces it.
+
+    Records written before attempts existed live only at q/<stem>.submit.json.
+    Returns the current record, or None when there is none (a first submission).
+    """
+    path = Path(record_path)
+    if not path.exists():
+        return None
+    current = load_record(path)
+    archived = archived_record_path(path, current.attempt)
+    if not archived.exists():
+        archived.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, archived)
+        except OSError:
+            write_json_atomic(archived, asdict(current))
+    return current
+
+
+def commit_attempt(record: SubmitRecord, attempt: NewAttempt) -> None:
+    """Save attempt `record.attempt`'s record and add its line to the ledger."""
+    save_attempt_record(record)
+    values = compress(t.value for t in record.tasks if t.value is not None)
+    append_entries(record.path, [AttemptEntry(
+        record.attempt, record.kind, record.submitted_at, record.backend,
+        tuple(j.job_id for j in record.jobs), values, dict(attempt.overrides), len(record.tasks))])

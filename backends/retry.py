@@ -1,0 +1,147 @@
+"""Retrying a submission's failed tasks: which values, with what options, as a new attempt.
+
+Works for any array (checkpoint or not) and for a plain job: the values whose
+newest attempt did not complete with exit code 0 are rerun with the original
+backend, site file, command, NAME and log pattern, the overrides applied.
+Planning is pure given the history and its rows; `backends.launch.run_plan`
+runs the plan as the next attempt.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from backends.errors import InputError
+from backends.ranges import compress
+from backends.records.history import History
+from backends.states import JobState
+from backends.submit.array import ArraySpec
+from backends.submit.config import load_site
+from backends.submit.model import SubmitOptions, SubmitPlan
+from backends.submit.plan import build_plan
+from backends.watch.rows import TaskRow, state_counts
+
+# Labels a row can have besides Slurm's states (see TaskRow.state_label).
+EXTRA_LABELS = ("NOT_RUN", "UNKNOWN")
+
+
+@dataclass(frozen=True)
+class RetryRequest:
+    """What the user asked for; None everywhere means: every failed value, options unchanged."""
+
+    states: frozenset[str] | None = None
+    values: tuple[int, ...] | None = None
+    num_threads: int | None = None
+    mem: str | None = None
+    mem_per_cpu: str | None = None
+    time: str | None = None
+    max_jobs_run: int | None = None
+
+
+@dataclass(frozen=True)
+class RetryPlan:
+    """The rows chosen and the submission that reruns them (None when nothing needs a retry)."""
+
+    history: History
+    chosen: tuple[TaskRow, ...]
+    plan: SubmitPlan | None
+
+    @property
+    def values(self) -> tuple[int | None, ...]:
+        return tuple(row.value for row in self.chosen)
+
+    @property
+    def value_ranges(self) -> str:
+        numbers = [v for v in self.values if v is not None]
+        return compress(numbers) if numbers else "the job"
+
+
+def parse_states(text: str) -> frozenset[str]:
+    """``FAILED,TIMEOUT`` (case-insensitive, Slurm's short forms too) -> state labels."""
+    labels: set[str] = set()
+    for word in (w.strip() for w in text.split(",")):
+        if not word:
+            raise InputError("--state", f"{text!r}: empty state name")
+        upper = word.upper()
+        if upper in EXTRA_LABELS:
+            labels.add(upper)
+            continue
+        try:
+            labels.add(JobState.parse(upper).value)
+        except ValueError:
+            raise InputError("--state", f"{word!r} is not a job state (e.g. FAILED, TIMEOUT, "
+                             "OUT_OF_MEMORY, CANCELLED, LOST, NOT_RUN)") from None
+    return frozenset(labels)
+
+
+def live_rows(rows: Sequence[TaskRow]) -> list[TaskRow]:
+    return [row for row in rows if row.state is not None and not row.state.is_terminal]
+
+
+def choose(rows: Sequence[TaskRow], request: RetryRequest) -> list[TaskRow]:
+    """By default every row that did not complete with exit code 0; --state and --values narrow it.
+
+    Named values are rerun whatever their state unless --state is given too.
+    """
+    if request.values is not None:
+        known = {row.value for row in rows}
+        unknown = [v for v in request.values if v not in known]
+        if unknown:
+            raise InputError("--values", f"the submission has no task with value(s) {compress(unknown)}")
+        wanted = set(request.values)
+        rows = [row for row in rows if row.value in wanted]
+        if request.states is None:
+            return list(rows)
+    if request.states is not None:
+        return [row for row in rows if row.state_label in request.states]
+    return [row for row in rows if not row.ok]
+
+
+def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryRequest) -> SubmitOptions:
+    """The newest attempt's options, the array narrowed to the chosen values, the overrides applied."""
+    record = history.current
+    opts = record.options
+    mem, mem_per_cpu = opts.get("mem"), opts.get("mem_per_cpu")
+    if request.mem is not None:
+        mem, mem_per_cpu = request.mem, None
+    if request.mem_per_cpu is not None:
+        mem, mem_per_cpu = None, request.mem_per_cpu
+    values = tuple(row.value for row in chosen if row.value is not None)
+    array = ArraySpec(_array_name(history), values) if values else None
+    return SubmitOptions(
+        backend=record.backend, cfg=record.cfg, output_file=str(opts["output_file"]),
+        command=tuple(opts["command"]), num_gpus=int(opts.get("num_gpus") or 0),
+        num_threads=request.num_threads if request.num_threads is not None else int(opts.get("num_threads") or 1),
+        mem=mem, mem_per_cpu=mem_per_cpu,
+        time=request.time if request.time is not None else opts.get("time"),
+        array=array,
+        max_jobs_run=(request.max_jobs_run if request.max_jobs_run is not None
+                      else opts.get("max_jobs_run") if array is not None else None),
+        env=tuple(tuple(pair) for pair in opts.get("env") or ()),
+    )
+
+
+def _array_name(history: History) -> str:
+    array = history.current.options.get("array") or {}
+    name = history.array_name or array.get("name")
+    if not name:
+        raise InputError("record", f"{history.record_path} names no array")
+    return str(name)
+
+
+def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest) -> RetryPlan:
+    """Refuse while tasks are live; choose the rows; plan the rerun (no plan when nothing is chosen)."""
+    live = live_rows(rows)
+    if live:
+        counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(live).items()))
+        jobs = ", ".join(sorted({row.job_id for row in live}))
+        raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
+                         f"of job(s) {jobs}; wait for them to end (hyperion-jobs watch) or cancel them first")
+    chosen = tuple(choose(rows, request))
+    if not chosen:
+        return RetryPlan(history, (), None)
+    try:
+        site = load_site(history.current.cfg)
+    except InputError as err:
+        raise InputError("--cfg", f"the submission's site file cannot be used any more: {err}") from None
+    return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request)))

@@ -1,0 +1,254 @@
+"""Attempts: the ledger format, and retries of local runs as a user runs them (no Slurm needed)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TEST_SITE, run_cli
+
+from backends.records.attempts import (
+    FinalState, LedgerWriter, append_entries, ledger_path, parse_ledger, read_ledger,
+)
+from backends.records.history import load_history
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+
+PY = sys.executable
+# Fails for the values listed in fail.txt (one per line) beside the working directory.
+FLAKY = ("import pathlib, sys; v = sys.argv[1]; print('working on', v); "
+         "bad = pathlib.Path('fail.txt').read_text().split() if pathlib.Path('fail.txt').exists() else []; "
+         "print('ValueError: bad input', v) if v in bad else None; sys.exit(3 if v in bad else 0)")
+
+
+def submit_local(cwd: Path, env: dict, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), *args, cwd=cwd, env=env, timeout=120)
+
+
+def status_json(record: Path, env: dict, *extra: str) -> dict:
+    shown = run_cli("hyperion-jobs", "status", str(record), "--json", *extra, env=env)
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+# --- the ledger format ------------------------------------------------------------------------
+
+def test_first_final_wins_and_torn_or_foreign_lines_are_skipped(tmp_path: Path) -> None:
+    record = tmp_path / "q" / "x.JOB.submit.json"
+    first = FinalState(1, 3, "12", 3, "FAILED", 3)
+    append_entries(record, [first, FinalState(1, 3, "12", 3, "COMPLETED", 0)])
+    with open(ledger_path(record), "ab") as handle:       # a writer killed mid-line, then junk
+        handle.write(b'{"type":"final","attempt":1,"value":4,"sta')
+    append_entries(record, [FinalState(1, 5, "12", 5, "TIMEOUT")])   # must not glue to the torn line
+    with open(ledger_path(record), "ab") as handle:
+        handle.write(b'[1, 2]\n{"type":"final","attempt":"x"}\n' + b"x" * 300_000 + b"\n")
+    ledger = read_ledger(record)
+    assert ledger.finals[(1, 3)] == first
+    assert ledger.finals[(1, 5)].state == "TIMEOUT"
+    assert (1, 4) not in ledger.finals
+    assert ledger.skipped == 4
+
+
+def test_writer_appends_one_line_per_entry(tmp_path: Path) -> None:
+    record = tmp_path / "q" / "x.submit.json"
+    with LedgerWriter(ledger_path(record)) as writer:
+        for value in range(3):
+            writer.append(FinalState(1, value, "local", value, "COMPLETED", 0))
+    lines = ledger_path(record).read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["type"] == "final" for line in lines)
+    assert parse_ledger(b"").attempts == ()
+
+
+def test_a_fifo_named_like_a_ledger_is_ignored_not_waited_on(tmp_path: Path) -> None:
+    record = tmp_path / "q" / "x.submit.json"
+    record.parent.mkdir()
+    os.mkfifo(ledger_path(record))
+    assert read_ledger(record).finals == {}
+
+
+def legacy_local_record(root: Path) -> Path:
+    """A local run as hyperion-submit wrote it before attempts existed: record + q/<stem>.local.json."""
+    log_dir = root / "log"
+    (log_dir / "q").mkdir(parents=True)
+    tasks = []
+    for value in (1, 2, 3):
+        log = log_dir / f"t.{value}.log"
+        log.write_text(f"# Running: old {value}\nold output {value}\n")
+        tasks.append({"value": value, "job_id": "local", "array_task_id": value, "log": str(log),
+                      "slurm_out": None, "slurm_err": None})
+    record = log_dir / "q" / "t.JOB.submit.json"
+    record.write_text(json.dumps({
+        "path": str(record), "backend": "local",
+        "argv": ["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:3",
+                 "--output-file", str(log_dir / "t.JOB.log"), "--", PY, "-c", FLAKY, "JOB"],
+        "cfg": str(TEST_SITE), "options": {
+            "num_gpus": 0, "num_threads": 1, "mem": None, "mem_per_cpu": None, "time": None,
+            "array": {"name": "JOB", "values": [1, 2, 3]}, "max_jobs_run": None,
+            "output_file": str(log_dir / "t.JOB.log"), "command": [PY, "-c", FLAKY, "JOB"], "env": []},
+        "script": None, "array_name": "JOB", "jobs": [{"job_id": "local", "offset": 0, "array_expression": "1-3"}],
+        "tasks": tasks, "submitted_at": "2026-11-30T10:00:00+00:00", "cwd": str(root)}))
+    (log_dir / "q" / "t.JOB.local.json").write_text(json.dumps({"tasks": {
+        "1": {"state": "COMPLETED", "exit_code": 0, "start": "2026-11-30T10:00:00", "end": "2026-11-30T10:00:01"},
+        "2": {"state": "FAILED", "exit_code": 3, "start": "2026-11-30T10:00:01", "end": "2026-11-30T10:00:02"}}}))
+    return record
+
+
+def test_a_record_written_before_attempts_reads_and_becomes_attempt_one(tmp_path, cli_env) -> None:
+    record = legacy_local_record(tmp_path)
+    before = status_json(record, cli_env)
+    assert [(t["value"], t["state"], t["attempt"]) for t in before["tasks"]] == [
+        (1, "COMPLETED", 1), (2, "FAILED", 1), (3, "NOT_RUN", 1)]
+
+    retried = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+    assert retried.returncode == 0, retried.stderr
+    after = status_json(record, cli_env)
+    assert [(t["value"], t["state"], t["attempt"]) for t in after["tasks"]] == [
+        (1, "COMPLETED", 1), (2, "COMPLETED", 2), (3, "COMPLETED", 2)]
+    # the old record and the logs the retry replaced are kept under q/attempts/1/
+    attempts = tmp_path / "log" / "q" / "attempts" / "1"
+    assert json.loads((attempts / "t.JOB.submit.json").read_text())["submitted_at"] == "2026-11-30T10:00:00+00:00"
+    assert (attempts / "t.2.log").read_text() == "# Running: old 2\nold output 2\n"
+    old = run_cli("hyperion-jobs", "logs", f"{record}:2", "--attempt", "1", env=cli_env)
+    assert old.returncode == 0 and "old output 2" in old.stdout
+    assert "working on 1" not in (tmp_path / "log" / "t.1.log").read_text()   # value 1 was not rerun
+
+
+# --- retries of local runs --------------------------------------------------------------------
+
+def test_local_retry_reruns_the_failed_and_not_run_values_and_keeps_the_first_logs(tmp_path, cli_env):
+    (tmp_path / "fail.txt").write_text("3\n")
+    first = submit_local(tmp_path, cli_env, "--array", "JOB=1:5", "--output-file", "log/t.JOB.log",
+                         "--", PY, "-c", FLAKY, "JOB")
+    assert first.returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    failures = status_json(record, cli_env, "--failures")
+    assert [(g["state"], g["exit_code"], g["values"], g["last_line"]) for g in failures["groups"]] == [
+        ("NOT_RUN", None, "4-5", ""), ("FAILED", 3, "3", "ValueError: bad input 3")]
+
+    preview = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", cwd=tmp_path, env=cli_env)
+    assert preview.returncode == 0 and "values: 3-5" in preview.stdout and "task JOB=3" in preview.stdout
+    assert not (tmp_path / "log" / "q" / "attempts" / "2").exists()       # a dry run writes nothing
+
+    (tmp_path / "fail.txt").write_text("")
+    retried = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+    assert retried.returncode == 0, retried.stderr
+    shown = status_json(record, cli_env)
+    assert [(t["value"], t["state"], t["attempt"]) for t in shown["tasks"]] == [
+        (1, "COMPLETED", 1), (2, "COMPLETED", 1), (3, "COMPLETED", 2), (4, "COMPLETED", 2), (5, "COMPLETED", 2)]
+    assert shown["exit_status"] == 0
+    assert "bad input 3" in (tmp_path / "log" / "q" / "attempts" / "1" / "t.3.log").read_text()
+
+    history = run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env)
+    attempts = json.loads(history.stdout)["attempts"]
+    assert [(a["attempt"], a["kind"], a["tasks"], a["values"]) for a in attempts] == [
+        (1, "submit", 5, "1-5"), (2, "retry", 3, "3-5")]
+    assert attempts[0]["counts"] == {"COMPLETED": 2, "FAILED": 1, "NOT_RUN": 2}
+
+    nothing = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+    assert nothing.returncode == 0 and "nothing to retry" in nothing.stdout
+    assert len(load_history(record).numbers) == 2
+
+
+def test_retry_choices_and_overrides_are_checked_before_anything_runs(tmp_path, cli_env):
+    (tmp_path / "fail.txt").write_text("2\n")
+    submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log",
+                 "--", PY, "-c", FLAKY, "JOB")
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    ledger_before = ledger_path(record).read_bytes()
+    for args, field in [(["--state", "FIALED"], "--state"), (["--values", "9"], "--values"),
+                        (["--values", "3-1"], "--values"), (["--mem", "lots"], "--mem"),
+                        (["--num-threads", "0"], "--num-threads"), (["--time", "soon"], "--time"),
+                        (["--mem", "1G", "--mem-per-cpu", "1G"], "--mem-per-cpu")]:
+        refused = run_cli("hyperion-jobs", "retry", str(record), "--yes", *args, cwd=tmp_path, env=cli_env)
+        assert refused.returncode == 2, (args, refused.stderr)
+        assert refused.stderr.count("\n") == 1 and field in refused.stderr and "Traceback" not in refused.stderr
+    assert ledger_path(record).read_bytes() == ledger_before
+
+    # --values alone reruns the named values whatever their state; --state narrows
+    only = run_cli("hyperion-jobs", "retry", str(record), "--values", "1", "--dry-run", env=cli_env)
+    assert "values: 1" in only.stdout
+    none = run_cli("hyperion-jobs", "retry", str(record), "--state", "TIMEOUT", "--yes", env=cli_env)
+    assert none.returncode == 0 and "nothing to retry" in none.stdout
+    declined = run_cli("hyperion-jobs", "retry", str(record), input="n\n", cwd=tmp_path, env=cli_env)
+    assert declined.returncode == 1 and "Retry 2 task(s)?" in declined.stderr and "not retried" in declined.stderr
+
+
+def test_two_submissions_to_one_output_at_the_same_instant_exactly_one_proceeds(tmp_path, cli_env):
+    argv = ["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+            "--output-file", "log/s.JOB.log", "--", "sleep", "2"]
+    runs = [subprocess.Popen(argv, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(2)]
+    results = sorted((run.wait(timeout=60), run.stderr.read()) for run in runs)
+    assert [code for code, _ in results] == [0, 2]
+    assert "--output-file" in results[1][1] and "right now" in results[1][1] or "live task" in results[1][1]
+    record = tmp_path / "log" / "q" / "s.JOB.submit.json"
+    assert load_history(record).numbers == (1,)
+    again = submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/s.JOB.log", "--", "true")
+    assert again.returncode == 0 and load_history(record).numbers == (1, 2)   # after the end: the next attempt
+
+
+def started(record: Path, attempt: int) -> bool:
+    """Whether the ledger says a task of `attempt` started."""
+    path = ledger_path(record)
+    lines = path.read_text().splitlines() if path.exists() else []
+    return any('"type":"start"' in line and json.loads(line)["attempt"] == attempt for line in lines)
+
+
+def test_a_retry_killed_mid_way_leaves_a_readable_history(tmp_path, cli_env):
+    # exits 3 while mode.txt says "fail", sleeps while it says "slow", succeeds otherwise
+    script = ("import pathlib, sys, time; mode = pathlib.Path('mode.txt').read_text().strip(); "
+              "time.sleep(60 if mode == 'slow' else 0); sys.exit(3 if mode == 'fail' else 0)")
+    (tmp_path / "mode.txt").write_text("fail")
+    submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/k.JOB.log",
+                 "--", PY, "-c", script, "JOB")
+    record = tmp_path / "log" / "q" / "k.JOB.submit.json"
+    (tmp_path / "mode.txt").write_text("slow")
+    retry = subprocess.Popen(["hyperion-jobs", "retry", str(record), "--yes"], cwd=tmp_path, env=cli_env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not started(record, 2):
+            assert time.monotonic() < deadline, "the retry never started a task"
+            time.sleep(0.1)
+        os.killpg(retry.pid, signal.SIGKILL)      # the retry and the task it runs, at once
+        retry.wait()
+        shown = status_json(record, cli_env)
+        assert [(t["value"], t["state"], t["attempt"]) for t in shown["tasks"]] == [
+            (1, "LOST", 2), (2, "NOT_RUN", 2)]
+        history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+        assert [a["attempt"] for a in history["attempts"]] == [1, 2] and history["problems"] == []
+        (tmp_path / "mode.txt").write_text("ok")
+        again = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+        assert again.returncode == 0, again.stderr                       # the lock died with the runner
+        assert [(t["attempt"], t["state"]) for t in status_json(record, cli_env)["tasks"]] == [
+            (3, "COMPLETED"), (3, "COMPLETED")]
+    finally:
+        try:
+            os.killpg(retry.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_status_of_an_old_slurm_record_without_attempt_fields(tmp_path):
+    record = SubmitRecord(str(tmp_path / "q" / "x.JOB.submit.json"), "slurm", ("hyperion-submit",), "site.yaml",
+                          {}, None, "JOB", (JobRecord("7", 0, "1-2"),),
+                          (TaskRecord(1, "7", 1, "l.1", None, None), TaskRecord(2, "7", 2, "l.2", None, None)),
+                          "2026-11-30T10:00:00", str(tmp_path))
+    save_record(record)
+    raw = json.loads(Path(record.path).read_text())
+    for task in raw["tasks"]:
+        del task["attempt"]
+    del raw["attempt"], raw["kind"]
+    Path(record.path).write_text(json.dumps(raw))
+    history = load_history(record.path)
+    assert history.numbers == (1,) and [t.attempt for t in history.latest_tasks()] == [1, 1]
+
+
+@pytest.mark.parametrize("text", ["FAILED,timeout", "OOM", "NOT_RUN,LOST"])
+def test_state_names_as_slurm_spells_them(text):
+    from backends.retry import parse_states
+    assert parse_states(text) <= {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NOT_RUN", "LOST"}
