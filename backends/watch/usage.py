@@ -124,26 +124,32 @@ def _ended(text: str) -> bool:
         return False
 
 
-def _task_keys(base: str, line: str) -> list[Key]:
-    """``12_3`` -> [("12", 3)], ``12_[3-5%2]`` -> three keys, ``12`` -> [("12", None)]."""
+def _task_keys(base: str, line: str) -> tuple[Key, ...]:
+    """``12_3`` -> (("12", 3),), ``12_[3-5%2]`` -> three keys, ``12`` -> (("12", None),)."""
     job, sep, task = base.partition("_")
+    if sep and task.isdigit() and job.isdigit():   # the common row first
+        return ((job, int(task)),)
     if not job.isdigit():
         raise ValueError(f"unexpected sacct line: {line!r}")
     if not sep:
-        return [(job, None)]
-    if task.isdigit():
-        return [(job, int(task))]
+        return ((job, None),)
     if task.startswith("[") and task.endswith("]"):
-        return [(job, t) for t in expand(task[1:-1])]
+        return tuple((job, t) for t in expand(task[1:-1]))
     raise ValueError(f"unexpected sacct line: {line!r}")
+
+
+@lru_cache(maxsize=1024)
+def _request(time_limit: str, req_mem: str, alloc_cpus: str, req_tres: str) -> tuple[float | None, int | None, int | None]:
+    """(limit, memory, CPUs) of an allocation row; the same for every task of an array, so cached."""
+    cpus = _cpus(alloc_cpus, req_tres)
+    return parse_duration(time_limit), req_mem_bytes(req_mem, req_tres, cpus), cpus
 
 
 def _allocation_usage(fields: list[str], max_rss: int | None) -> Usage:
     """Usage from a task's allocation row, with the steps' peak already found."""
-    cpus = _cpus(fields[7], fields[8])
+    limit, mem, cpus = _request(fields[5], fields[6], fields[7], fields[8])
     cpu = parse_duration(fields[3]) if _ended(fields[1]) else None   # 0 while running
-    return Usage(max_rss, cpu, parse_duration(fields[4]), parse_duration(fields[5]),
-                 req_mem_bytes(fields[6], fields[8], cpus), cpus)
+    return Usage(max_rss, cpu, parse_duration(fields[4]), limit, mem, cpus)
 
 
 def parse_usage(text: str) -> dict[Key, Usage]:
@@ -165,30 +171,26 @@ def parse_usage(text: str) -> dict[Key, Usage]:
             raise ValueError(f"unexpected sacct line: {line!r}")
         base, dot, _step = fields[0].partition(".")
         keys = _task_keys(base, line)
-        rss = parse_size(fields[2])
+        rss = parse_size(fields[2]) if fields[2] else None
+        if rss is not None:   # on step rows; an allocation row's would count the same
+            for key in keys:
+                if rss > peaks.get(key, -1):
+                    peaks[key] = rss
         if dot:
-            if rss is not None:
-                for key in keys:
-                    if rss > peaks.get(key, -1):
-                        peaks[key] = rss
             continue
         target = rows if len(keys) == 1 and "[" not in base else ranged
         for key in keys:
             target[key] = fields
-        if rss is not None:   # not seen on allocation rows, but harmless if it is
-            for key in keys:
-                peaks[key] = max(rss, peaks.get(key, -1))
     out: dict[Key, Usage] = {}
     shared: dict[int, Usage] = {}   # one Usage per pending range row, not per task
-    for key, fields in (ranged | rows).items():
-        peak = peaks.get(key)
-        if peak is None and key in ranged and key not in rows:
+    for key, fields in ranged.items():
+        if key not in rows:
             usage = shared.get(id(fields))
             if usage is None:
                 usage = shared[id(fields)] = _allocation_usage(fields, None)
-            out[key] = usage
-        else:
-            out[key] = _allocation_usage(fields, peak)
+            out[key] = usage if key not in peaks else _allocation_usage(fields, peaks[key])
+    for key, fields in rows.items():
+        out[key] = _allocation_usage(fields, peaks.get(key))
     for key in peaks.keys() - out.keys():
         out[key] = Usage(max_rss_bytes=peaks[key])
     return out
