@@ -137,3 +137,15 @@ def test_any_duration_sacct_prints_reads_back(days: int, hours: int, minutes: in
     text = f"{hours:02d}:{minutes:02d}:{seconds:02d}.{ms:03d}"
     expected = days * 86400 + hours * 3600 + minutes * 60 + seconds + ms / 1000
     assert parse_duration(f"{days}-{text}" if days else text) == pytest.approx(expected)
+
+
+def test_a_query_with_more_fields_reads_the_same() -> None:
+    """The poller may ask for states and usage in one sacct: columns are found by name."""
+    fields = ("JobIDRaw", *reversed(USAGE_FIELDS), "ExitCode")
+    lines = []
+    for line in recorded("ended.txt").splitlines():
+        values = line.split("|")
+        lines.append("|".join(["0", *reversed(values), "0:0"]))
+    assert parse_usage("\n".join(lines), fields) == parse_usage(recorded("ended.txt"))
+    with pytest.raises(ValueError, match="lack MaxRSS"):
+        parse_usage("", tuple(f for f in USAGE_FIELDS if f != "MaxRSS"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from backends.ranges import expand
 from backends.states import JobState
@@ -25,7 +25,6 @@ from backends.states import JobState
 # versions that print ReqMem per CPU).
 USAGE_FIELDS = ("JobID", "State", "MaxRSS", "TotalCPU", "Elapsed", "Timelimit",
                 "ReqMem", "AllocCPUS", "ReqTRES")
-_WIDTH = len(USAGE_FIELDS)
 _UNITS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([nc]?)\Z")
 _SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?\Z")
@@ -152,14 +151,27 @@ def _allocation_usage(fields: list[str], max_rss: int | None) -> Usage:
     return Usage(max_rss, cpu, parse_duration(fields[4]), limit, mem, cpus)
 
 
-def parse_usage(text: str) -> dict[Key, Usage]:
-    """Usage per task from `usage_argv` output (allocation rows and step rows).
+def _projection(fields: Sequence[str]) -> tuple[int, ...] | None:
+    """Where each of USAGE_FIELDS sits among `fields` (None: they are USAGE_FIELDS)."""
+    if tuple(fields) == USAGE_FIELDS:
+        return None
+    missing = [name for name in USAGE_FIELDS if name not in fields]
+    if missing:
+        raise ValueError(f"the sacct fields lack {', '.join(missing)}")
+    return tuple(list(fields).index(name) for name in USAGE_FIELDS)
 
+
+def parse_usage(text: str, fields: Sequence[str] = USAGE_FIELDS) -> dict[Key, Usage]:
+    """Usage per task from sacct's answer with step rows (`usage_argv`).
+
+    `fields` names the columns of `text` when the query asked for more than
+    USAGE_FIELDS (one query for states and usage); they must include them all.
     A pending range row (``12_[3-5%2]``) gives each of its tasks the request and
     the limit; a task's own row wins over it. Step rows of a task whose
     allocation row is missing still give its MaxRSS. Raises ValueError on a line
     that is not sacct's.
     """
+    projection, width = _projection(fields), len(fields)
     rows: dict[Key, list[str]] = {}
     ranged: dict[Key, list[str]] = {}
     peaks: dict[Key, int] = {}
@@ -167,8 +179,10 @@ def parse_usage(text: str) -> dict[Key, Usage]:
         if not line:
             continue
         fields = line.split("|")
-        if len(fields) != _WIDTH:
+        if len(fields) != width:
             raise ValueError(f"unexpected sacct line: {line!r}")
+        if projection is not None:
+            fields = [fields[i] for i in projection]
         base, dot, _step = fields[0].partition(".")
         keys = _task_keys(base, line)
         rss = parse_size(fields[2]) if fields[2] else None
