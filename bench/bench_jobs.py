@@ -5,7 +5,10 @@
 1. `parse_sacct` + `merge` on a synthetic sacct answer of N array tasks (finished,
    failed, running rows and one pending range row), best of --repeat; target < 50 ms
    for 10k tasks. A bare ``str.split`` of the same text is printed as the floor.
-2. `last_lines(path, 100)` on a generated log of --log-gb GB in /tmp against
+2. `parse_usage` on the answer of the usage query (``sacct`` without ``-X``) for N
+   tasks with 3 step rows each (batch, extern, 0), against the existing parse of
+   the ``-X`` answer of the same tasks as baseline.
+3. `last_lines(path, 100)` on a generated log of --log-gb GB in /tmp against
    ``tail -n 100`` on the same file (ratio = ours / tail, both wall-clock in this
    run; tail includes its process start, ours runs in-process). The file is
    deleted afterwards.
@@ -25,6 +28,8 @@ from timing import best  # noqa: E402  (bench/ is on sys.path when run as a scri
 
 from backends.watch.slurm.accounting import merge, parse_sacct_rows  # noqa: E402
 from backends.watch.tail import last_lines  # noqa: E402
+from backends.watch.usage import parse_usage  # noqa: E402
+from report import emit  # noqa: E402
 
 
 def sacct_text(tasks: int, job: int = 4242) -> str:
@@ -49,6 +54,32 @@ def bench_parse(tasks: int, repeat: int) -> None:
     verdict = "ok" if seconds * 1000 < 50 or tasks != 10_000 else "OVER TARGET"
     print(f"sacct parse+merge, {tasks} tasks: {seconds * 1000:.1f} ms (target < 50 ms: {verdict}); "
           f"bare split {floor * 1000:.1f} ms, ratio {seconds / floor:.1f}x")
+
+
+def usage_text(tasks: int, job: int = 4242) -> str:
+    """The usage query's answer for `tasks`: allocation row + batch, extern and srun step rows
+    for the ended and running ones (MaxRSS only on ended steps), one pending range row."""
+    rows = []
+    running_from, pending_from = int(tasks * 0.8), int(tasks * 0.9)
+    limits = "00:30:00|4000M|2|billing=2,cpu=2,mem=4000M,node=1"
+    for i in range(1, pending_from):
+        ended = i < running_from
+        state = ("FAILED" if i % 17 == 0 else "COMPLETED") if ended else "RUNNING"
+        cpu = f"12:{i % 60:02d}.{i % 1000:03d}" if ended else "00:00:00"
+        rows.append(f"{job}_{i}|{state}||{cpu}|00:12:{i % 60:02d}|{limits}")
+        for step, share in (("batch", 1), ("extern", 0), ("0", 3)):
+            step_rss = f"{(100000 + i * 37) * share}K" if ended and share else "0" if ended else ""
+            rows.append(f"{job}_{i}.{step}|{state}|{step_rss}|{cpu}|00:12:{i % 60:02d}|||2|")
+    rows.append(f"{job}_[{pending_from}-{tasks}%50]|PENDING||00:00:00|00:00:00|{limits}")
+    return "\n".join(rows) + "\n"
+
+
+def bench_usage(tasks: int, repeat: int) -> None:
+    text, plain = usage_text(tasks), sacct_text(tasks)
+    seconds, usage = best(lambda: parse_usage(text), repeat)
+    baseline, rows = best(lambda: parse_sacct_rows(plain), repeat)
+    assert len(usage) == tasks and len(rows.own) + len(rows.ranged) == tasks
+    emit(f"usage_parse_{tasks}_tasks_3_steps", seconds * 1000, "ms", baseline=baseline * 1000)
 
 
 def write_log(path: Path, size: int) -> None:
@@ -89,6 +120,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     bench_parse(args.tasks, args.repeat)
+    bench_usage(args.tasks, args.repeat)
     bench_tail(args.log_gb, args.repeat)
 
 

@@ -23,9 +23,16 @@
 #   SLURM_UP_MIN_JOB_AGE      MinJobAge: seconds a finished job stays visible to
 #                             squeue/scontrol; also sets how often sbatch --wait polls
 #                             (2 s, then x4 while below MinJobAge/2 and 32 s)  [300]
-#   SLURM_UP_CGROUP           no: proctrack/linuxproc + task/none;
-#                             yes: proctrack/cgroup + task/cgroup,task/affinity with
-#                             ConstrainCores/RAMSpace/Devices (cgroup v1 works here)  [no]
+#   SLURM_UP_CGROUP           how a job's --mem is enforced (a task over it ends OUT_OF_MEMORY):
+#                             yes: proctrack/cgroup + task/cgroup with ConstrainRAMSpace
+#                               (cgroup v1 memory controller; the kernel kills at the limit);
+#                             no: proctrack/linuxproc + task/none, and jobacct_gather/linux
+#                               with OverMemoryKill kills a step whose sampled RSS is over it
+#                               (Slurm 22.05 then records FAILED, signal 9, not OUT_OF_MEMORY);
+#                             auto: yes when /sys/fs/cgroup/memory is a cgroup v1 memory
+#                               hierarchy this script may create groups in, else no  [auto]
+#   SLURM_UP_ACCT_FREQ        accounting sample interval, seconds (MaxRSS, OverMemoryKill):
+#                             short, so that a 4-second task is measured  [1]
 #   SLURM_UP_TIMEOUT          seconds to wait for each step     [120]
 set -euo pipefail
 
@@ -38,7 +45,8 @@ ACCOUNTING=${SLURM_UP_ACCOUNTING:-slurmdbd}
 DB_PORT=${SLURM_UP_DB_PORT:-6829}
 TIMEOUT=${SLURM_UP_TIMEOUT:-120}
 MIN_JOB_AGE=${SLURM_UP_MIN_JOB_AGE:-300}
-CGROUP=${SLURM_UP_CGROUP:-no}
+CGROUP=${SLURM_UP_CGROUP:-auto}
+ACCT_FREQ=${SLURM_UP_ACCT_FREQ:-1}
 
 ETC=/etc/slurm                 # slurm.conf, gres.conf, slurmdbd.conf (default client path)
 RUN=/run/slurm-up              # pid files of the daemons this script started
@@ -54,7 +62,8 @@ say() { printf '[slurm-up %3ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 die() { say "ERROR: $*" >&2; exit 1; }
 
 case "$ACCOUNTING" in slurmdbd|none) ;; *) die "SLURM_UP_ACCOUNTING must be slurmdbd or none";; esac
-case "$CGROUP" in yes|no) ;; *) die "SLURM_UP_CGROUP must be yes or no";; esac
+case "$CGROUP" in yes|no|auto) ;; *) die "SLURM_UP_CGROUP must be yes, no or auto";; esac
+case "$ACCT_FREQ" in ''|*[!0-9]*|0) die "SLURM_UP_ACCT_FREQ must be a whole number of seconds > 0";; esac
 [ "$(id -u)" = 0 ] || die "must run as root"
 
 # ---------------------------------------------------------------- helpers
@@ -183,31 +192,54 @@ done
 # RealMemory as slurmd itself sees it, so the node is never drained for "Low RealMemory"
 MEM=$(slurmd -C 2>/dev/null | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' | head -n1)
 [ -n "$MEM" ] || MEM=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 ))
+# Memory is a consumable resource (CR_CPU_Memory), so a job's --mem is its allocation
+# and its limit; a job that names no size gets the node's memory per CPU.
+DEF_MEM_PER_CPU=$(( MEM / CPUS ))
 
+# cgroup v1 memory controller usable: mounted (not cgroup2) and we may create a group in it
+cgroup_v1_memory() {
+  local probe=/sys/fs/cgroup/memory/slurm-up-probe.$$
+  [ "$(stat -f -c %T /sys/fs/cgroup/memory 2>/dev/null)" = cgroupfs ] || return 1
+  [ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ] || return 1
+  mkdir "$probe" 2>/dev/null || return 1
+  rmdir "$probe"
+}
+if [ "$CGROUP" = auto ]; then
+  if cgroup_v1_memory; then CGROUP=yes; else CGROUP=no; fi
+fi
+
+# Samples every ACCT_FREQ s give MaxRSS/TotalCPU per step (the default, 30 s, misses
+# short tasks). Without cgroups, OverMemoryKill is what enforces --mem.
 if [ "$ACCOUNTING" = slurmdbd ]; then
   ACCT_LINES="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=6819
 AccountingStorageTRES=gres/gpu
 JobAcctGatherType=jobacct_gather/linux
-JobAcctGatherFrequency=30"
+JobAcctGatherFrequency=task=$ACCT_FREQ"
 else
   ACCT_LINES="AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none"
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=$ACCT_FREQ"
 fi
+[ "$CGROUP" = no ] && ACCT_LINES="$ACCT_LINES
+JobAcctGatherParams=OverMemoryKill"
 
 if [ "$CGROUP" = yes ]; then
   TASK_LINES="ProctrackType=proctrack/cgroup
-TaskPlugin=task/cgroup,task/affinity"
+TaskPlugin=task/cgroup"
 else
   TASK_LINES="ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none"
 fi
+# Memory only: the node advertises more CPUs than exist (config_overrides), so a
+# cpuset or CPU binding could name CPUs the kernel does not have.
 CGROUP_CONF="# written by slurm-up.sh
 CgroupPlugin=autodetect
-ConstrainCores=yes
+ConstrainCores=no
 ConstrainRAMSpace=yes
-ConstrainDevices=yes"
+ConstrainSwapSpace=no
+ConstrainDevices=no"
 
 SLURM_CONF="# written by slurm-up.sh - single-node cluster on localhost
 ClusterName=$CLUSTER
@@ -229,7 +261,8 @@ SlurmdParameters=config_overrides
 MpiDefault=none
 $TASK_LINES
 SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
+SelectTypeParameters=CR_CPU_Memory
+DefMemPerCPU=$DEF_MEM_PER_CPU
 GresTypes=gpu
 SchedulerType=sched/backfill
 MaxArraySize=$MAX_ARRAY

@@ -1,0 +1,157 @@
+"""One array's usage at a glance: spread of memory and time, CPU efficiency, tasks near a limit.
+
+Users size the next run from this: the p95 of MaxRSS says what ``--mem`` most
+tasks need, the tasks above 90% of a limit say which ones are about to fail.
+Pure: usages in, a frozen summary out, then text or JSON.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from backends.watch.usage import Key, Usage
+
+NEAR_LIMIT = 0.9   # a task above this fraction of its memory or time limit is "near" it
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median, 95th percentile (nearest rank) and maximum of the tasks that reported a value."""
+
+    count: int
+    median: float | None
+    p95: float | None
+    max: float | None
+
+    def to_json(self) -> dict[str, float | int | None]:
+        return {"count": self.count, "median": self.median, "p95": self.p95, "max": self.max}
+
+
+@dataclass(frozen=True)
+class NearLimit:
+    """A task above NEAR_LIMIT of a limit: its id (``12_3``) and the fraction used."""
+
+    task: str
+    fraction: float
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    tasks: int
+    max_rss_bytes: Spread
+    elapsed_seconds: Spread
+    cpu_efficiency: float | None            # all CPU time / all allocated CPU time
+    near_memory_limit: tuple[NearLimit, ...]
+    near_time_limit: tuple[NearLimit, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tasks": self.tasks,
+            "max_rss_bytes": self.max_rss_bytes.to_json(),
+            "elapsed_seconds": self.elapsed_seconds.to_json(),
+            "cpu_efficiency": self.cpu_efficiency,
+            "near_memory_limit": [{"task": n.task, "fraction": n.fraction} for n in self.near_memory_limit],
+            "near_time_limit": [{"task": n.task, "fraction": n.fraction} for n in self.near_time_limit],
+        }
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """Median, nearest-rank p95 and max; all None for no values."""
+    if not values:
+        return Spread(0, None, None, None)
+    ordered = sorted(values)
+    rank = max(1, math.ceil(0.95 * len(ordered)))
+    return Spread(len(ordered), statistics.median(ordered), ordered[rank - 1], ordered[-1])
+
+
+def task_label(key: Key) -> str:
+    """``("12", 3)`` -> ``12_3``; a plain job is its id."""
+    job, task = key
+    return job if task is None else f"{job}_{task}"
+
+
+def _near(pairs: list[tuple[Key, int | float | None, int | float | None]]) -> tuple[NearLimit, ...]:
+    """Tasks whose used/limit is above NEAR_LIMIT, most loaded first."""
+    near = [(used / limit, key) for key, used, limit in pairs
+            if used is not None and limit and used / limit > NEAR_LIMIT]
+    near.sort(key=lambda item: (-item[0], item[1][0], item[1][1] or 0))
+    return tuple(NearLimit(task_label(key), round(fraction, 4)) for fraction, key in near)
+
+
+def cpu_efficiency(usages: Sequence[Usage]) -> float | None:
+    """CPU time over allocated CPU time (elapsed x CPUs), over the tasks that report all three."""
+    used = allocated = 0.0
+    for u in usages:
+        if u.cpu_seconds is not None and u.elapsed_seconds and u.alloc_cpus:
+            used += u.cpu_seconds
+            allocated += u.elapsed_seconds * u.alloc_cpus
+    return used / allocated if allocated else None
+
+
+def summarize(usages: Mapping[Key, Usage]) -> UsageSummary:
+    """The summary of every task given (pass one array's or one record's tasks)."""
+    items = list(usages.items())
+    values = [u for _, u in items]
+    return UsageSummary(
+        tasks=len(items),
+        max_rss_bytes=spread([u.max_rss_bytes for u in values if u.max_rss_bytes is not None]),
+        elapsed_seconds=spread([u.elapsed_seconds for u in values if u.elapsed_seconds is not None]),
+        cpu_efficiency=cpu_efficiency(values),
+        near_memory_limit=_near([(k, u.max_rss_bytes, u.req_mem_bytes) for k, u in items]),
+        near_time_limit=_near([(k, u.elapsed_seconds, u.time_limit_seconds) for k, u in items]),
+    )
+
+
+def human_bytes(value: float | None) -> str:
+    """``328732672`` -> ``314M`` (binary units, 3 significant digits); None -> ``-``."""
+    if value is None:
+        return "-"
+    for unit in ("", "K", "M", "G", "T"):
+        if value < 1024 or unit == "T":
+            break
+        value /= 1024
+    return f"{value:.0f}{unit}" if value >= 100 or not unit else f"{value:.3g}{unit}"
+
+
+def human_seconds(value: float | None) -> str:
+    """``93780`` -> ``1-02:03:00``, ``6.4`` -> ``00:00:06`` (Slurm's spelling); None -> ``-``."""
+    if value is None:
+        return "-"
+    total = int(round(value))
+    days, rest = divmod(total, 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def _task_list(prefix: str, near: tuple[NearLimit, ...], width: int = 80) -> str:
+    """``PREFIX 12_3 (98%), 12_7 (93%) and 4 more``: the most loaded first, within `width`."""
+    if not near:
+        return prefix + "none"
+    shown: list[str] = []
+    for i, n in enumerate(near):
+        item = f"{n.task} ({n.fraction:.0%})"
+        rest = len(near) - i - 1
+        tail = f" and {rest} more" if rest else ""
+        line = prefix + ", ".join(shown + [item]) + tail
+        if shown and len(line) > width:
+            break
+        shown.append(item)
+    more = len(near) - len(shown)
+    return prefix + ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def format_summary(summary: UsageSummary) -> list[str]:
+    """Lines of at most 80 columns (unless task ids are very long) for the CLI and the console."""
+    rss, elapsed = summary.max_rss_bytes, summary.elapsed_seconds
+    eff = "-" if summary.cpu_efficiency is None else f"{summary.cpu_efficiency:.0%}"
+    return [
+        f"MaxRSS   median {human_bytes(rss.median)}  p95 {human_bytes(rss.p95)}  "
+        f"max {human_bytes(rss.max)}  ({rss.count} of {summary.tasks} tasks)",
+        f"elapsed  median {human_seconds(elapsed.median)}  p95 {human_seconds(elapsed.p95)}  "
+        f"max {human_seconds(elapsed.max)}",
+        f"CPU efficiency {eff} (CPU time / elapsed x CPUs)",
+        _task_list("over 90% of --mem: ", summary.near_memory_limit),
+        _task_list("over 90% of --time: ", summary.near_time_limit),
+    ]

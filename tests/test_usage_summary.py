@@ -1,0 +1,88 @@
+"""The per-array usage summary (backends/watch/usage_summary.py), text and JSON."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backends.watch.usage import Usage, parse_usage
+from backends.watch.usage_summary import format_summary, human_bytes, human_seconds, spread, summarize
+
+M = 1024 ** 2
+FIXTURES = Path(__file__).parent / "fixtures" / "sacct"
+
+
+def test_spread_is_median_nearest_rank_p95_and_max() -> None:
+    got = spread(list(range(100, 0, -1)))
+    assert (got.count, got.median, got.p95, got.max) == (100, 50.5, 95, 100)
+    assert spread([7]).p95 == 7 and spread([]).median is None
+
+
+def test_summary_of_the_recorded_300mb_array() -> None:
+    usage = parse_usage((FIXTURES / "ended.txt").read_text())
+    array = {key: u for key, u in usage.items() if key[0] == "161"}
+    summary = summarize(array)
+    assert summary.tasks == 2 and summary.max_rss_bytes.max == 321028 * 1024
+    assert summary.elapsed_seconds.median == 6.0
+    assert summary.cpu_efficiency == pytest.approx((1.171 + 1.075) / 12)
+    assert summary.near_memory_limit == () and summary.near_time_limit == ()
+    lines = format_summary(summary)
+    assert lines[0].startswith("MaxRSS   median 313M  p95 314M  max 314M  (2 of 2 tasks)")
+    assert "CPU efficiency 19%" in lines[2]
+
+
+def test_tasks_above_90_percent_of_a_limit_are_named_most_loaded_first() -> None:
+    usage = {
+        ("12", 1): Usage(max_rss_bytes=95 * M, req_mem_bytes=100 * M, elapsed_seconds=10, time_limit_seconds=600),
+        ("12", 2): Usage(max_rss_bytes=50 * M, req_mem_bytes=100 * M, elapsed_seconds=590, time_limit_seconds=600),
+        ("12", 3): Usage(max_rss_bytes=99 * M, req_mem_bytes=100 * M),
+        ("12", 4): Usage(max_rss_bytes=90 * M, req_mem_bytes=100 * M),       # exactly 90%: not above
+        ("12", 5): Usage(),                                                    # nothing known
+    }
+    summary = summarize(usage)
+    assert [n.task for n in summary.near_memory_limit] == ["12_3", "12_1"]
+    assert [(n.task, n.fraction) for n in summary.near_time_limit] == [("12_2", 0.9833)]
+    lines = format_summary(summary)
+    assert lines[3] == "over 90% of --mem: 12_3 (99%), 12_1 (95%)"
+    assert lines[4] == "over 90% of --time: 12_2 (98%)"
+    assert summary.max_rss_bytes.count == 4
+
+
+def test_text_stays_within_80_columns_for_a_large_array() -> None:
+    usage = {("1234567", i): Usage(max_rss_bytes=(95 + i % 5) * M, req_mem_bytes=100 * M,
+                                   elapsed_seconds=86400 * 3 + i % 100, time_limit_seconds=86400 * 3 + 100,
+                                   cpu_seconds=1.0, alloc_cpus=8) for i in range(1, 10_001)}
+    lines = format_summary(summarize(usage))
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines[3].endswith("more") and lines[4].endswith("more")
+    assert lines[1].startswith("elapsed  median 3-00:")
+
+
+def test_json_is_plain_data_with_the_spreads_and_the_near_limit_tasks() -> None:
+    summary = summarize({("5", None): Usage(max_rss_bytes=99 * M, req_mem_bytes=100 * M, elapsed_seconds=3.0)})
+    data = json.loads(json.dumps(summary.to_json()))
+    assert data == {
+        "tasks": 1,
+        "max_rss_bytes": {"count": 1, "median": 99 * M, "p95": 99 * M, "max": 99 * M},
+        "elapsed_seconds": {"count": 1, "median": 3.0, "p95": 3.0, "max": 3.0},
+        "cpu_efficiency": None,
+        "near_memory_limit": [{"task": "5", "fraction": 0.99}],
+        "near_time_limit": [],
+    }
+
+
+def test_an_empty_array_summarises_to_dashes() -> None:
+    lines = format_summary(summarize({}))
+    assert lines[0] == "MaxRSS   median -  p95 -  max -  (0 of 0 tasks)"
+    assert lines[2].startswith("CPU efficiency -")
+
+
+@pytest.mark.parametrize(("value", "text"), [(0, "0"), (1023, "1023"), (3484 * 1024, "3.4M"),
+                                            (100 * M, "100M"), (1536 * M, "1.5G"), (None, "-")])
+def test_human_bytes(value: int | None, text: str) -> None:
+    assert human_bytes(value) == text
+
+
+def test_human_seconds_spells_like_slurm() -> None:
+    assert (human_seconds(6.4), human_seconds(93780), human_seconds(None)) == ("00:00:06", "1-02:03:00", "-")
