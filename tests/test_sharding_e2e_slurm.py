@@ -40,6 +40,14 @@ def test_twenty_shards_one_fails_and_is_resubmitted(slurm_cluster, test_site, tm
     outputs = sorted(p.name for p in (tmp_path / "out").glob("*.jsonl"))
     assert outputs == [f"p{i:06d}.jsonl" for i in range(20)]
     assert (tmp_path / "log" / f"shard.{bad_shard}.log").exists()
+    # the resubmission is the submission's second attempt: the first record and log are kept
+    history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert [(a["attempt"], a["kind"], a["values"]) for a in history["attempts"]] == [
+        (1, "submit", "1-20"), (2, "resubmit", str(bad_shard))]
+    first_log = tmp_path / "log" / "q" / "attempts" / "1" / f"shard.{bad_shard}.log"
+    assert "doc-0007-0001" in first_log.read_text()
+    status = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert status["exit_status"] == 0 and len(status["tasks"]) == 20
 
 
 @pytest.mark.slurm

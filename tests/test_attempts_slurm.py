@@ -1,0 +1,130 @@
+"""Attempts on the real cluster: a partial failure retried, a second submission refused, nothing lost."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TEST_SITE, run_cli
+
+from backends.records.history import load_history
+
+pytestmark = pytest.mark.slurm
+PY = sys.executable
+# Fails (exit 3, after a line naming the value) for the values listed in fail.txt.
+FLAKY = ("import pathlib, sys; v = sys.argv[1]; print('working on', v); "
+         "bad = pathlib.Path('fail.txt').read_text().split(); "
+         "print('ValueError: bad input', v) if v in bad else None; sys.exit(3 if v in bad else 0)")
+
+
+def sacct_tasks(job_id: str, at_least: int) -> list[str]:
+    """The array task ids accounting holds for a job (what Slurm really ran).
+
+    sacct lags: wait for `at_least` ended rows, then read once more a moment
+    later so that a task beyond them would show too.
+    """
+    def rows() -> list[list[str]]:
+        done = subprocess.run(["sacct", "-j", job_id, "-X", "-n", "-P", "-o", "JobID,State"],
+                              capture_output=True, text=True)
+        return [line.split("|") for line in done.stdout.splitlines() if line]
+
+    for _ in range(60):
+        ended = [job for job, state in rows() if "[" not in job and state not in ("PENDING", "RUNNING")]
+        if len(ended) >= at_least:
+            time.sleep(2)
+            return sorted(job.partition("_")[2] for job, _ in rows())
+        time.sleep(1)
+    raise AssertionError(f"sacct never listed the tasks of {job_id}")
+
+
+def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is_lost(
+        slurm_cluster, tmp_path, cli_env):
+    (tmp_path / "fail.txt").write_text("2\n5\n")
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:6",
+                    "--output-file", "log/x.JOB.log", "--", PY, "-c", FLAKY, "JOB", cwd=tmp_path, env=cli_env)
+    assert first.returncode == 1, first.stderr
+    record = tmp_path / "log" / "q" / "x.JOB.submit.json"
+    first_job = load_history(record).current.jobs[0].job_id
+
+    triage = json.loads(run_cli("hyperion-jobs", "status", str(record), "--failures", "--json",
+                                env=cli_env).stdout)
+    assert [(g["state"], g["exit_code"], g["values"], g["last_line"]) for g in triage["groups"]] == [
+        ("FAILED", 3, "2", "ValueError: bad input 2"), ("FAILED", 3, "5", "ValueError: bad input 5")]
+
+    (tmp_path / "fail.txt").write_text("")
+    retried = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--mem", "200M", cwd=tmp_path, env=cli_env)
+    assert retried.returncode == 0, retried.stderr
+    history = load_history(record)
+    assert history.numbers == (1, 2)
+    second_job = history.current.jobs[0].job_id
+    assert second_job != first_job
+    assert sacct_tasks(second_job, 2) == ["2", "5"]               # the retry held exactly the failed values
+
+    shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert [(t["value"], t["state"], t["attempt"], t["job_id"]) for t in shown["tasks"]] == [
+        (1, "COMPLETED", 1, first_job), (2, "COMPLETED", 2, second_job), (3, "COMPLETED", 1, first_job),
+        (4, "COMPLETED", 1, first_job), (5, "COMPLETED", 2, second_job), (6, "COMPLETED", 1, first_job)]
+    assert shown["exit_status"] == 0
+
+    old = run_cli("hyperion-jobs", "logs", f"{record}:2", "--attempt", "1", env=cli_env)
+    assert old.returncode == 0 and "ValueError: bad input 2" in old.stdout
+    new = run_cli("hyperion-jobs", "logs", f"{record}:2", env=cli_env)
+    assert "working on 2" in new.stdout and "ValueError: bad input 2" not in new.stdout
+    by_job = run_cli("hyperion-jobs", "logs", f"{first_job}_5", "--dir", str(tmp_path), env=cli_env)
+    assert "ValueError: bad input 5" in by_job.stdout        # the first job's task, moved aside
+
+    listing = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert [(a["kind"], a["job_ids"], a["values"], a["overrides"]) for a in listing["attempts"]] == [
+        ("submit", [first_job], "1-6", {}), ("retry", [second_job], "2,5", {"mem": "200M"})]
+    assert listing["attempts"][0]["counts"] == {"COMPLETED": 4, "FAILED": 2}
+
+
+def test_a_second_submission_while_the_first_runs_is_refused_and_names_the_job(slurm_cluster, tmp_path, cli_env):
+    argv = ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+            "--output-file", "log/s.JOB.log", "--", "sleep", "20"]
+    first = subprocess.Popen(argv, cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    record = tmp_path / "log" / "q" / "s.JOB.submit.json"
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the first submission never got queued"
+            time.sleep(0.2)
+        job = load_history(record).current.jobs[0].job_id
+        log_before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "log").glob("s.*.log")}
+        second = run_cli(*argv, cwd=tmp_path, env=cli_env)
+        assert second.returncode == 2
+        assert second.stderr.count("\n") == 1 and f"of job(s) {job}" in second.stderr
+        retry = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--values", "1", env=cli_env)
+        assert retry.returncode == 2 and "live task" in retry.stderr
+        assert load_history(record).numbers == (1,)
+        assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "log").glob("s.*.log")} == log_before
+    finally:
+        run_cli("hyperion-jobs", "cancel", str(record), "--yes", env=cli_env)
+        first.wait(timeout=120)
+
+
+def test_a_pending_task_cancelled_before_it_started_stays_cancelled_after_the_job_is_gone(
+        slurm_cluster, tmp_path, cli_env):
+    waiting = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--max-jobs-run", "1",
+         "--output-file", "log/p.JOB.log", "--", "sleep", "4"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "p.JOB.submit.json"
+    deadline = time.monotonic() + 60
+    while not record.exists():
+        assert time.monotonic() < deadline, "never queued"
+        time.sleep(0.2)
+    job = load_history(record).current.jobs[0].job_id
+    cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert waiting.wait(timeout=180) == 1              # hyperion-submit saw the cancelled task
+    # long after, Slurm has no row of its own for the task; the ledger still says how it ended
+    shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),
+                                                                   (3, "CANCELLED")]
+    retry = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env)
+    assert "values: 3" in retry.stdout
