@@ -1,10 +1,20 @@
-"""Launcher overhead figures: a 100-task local array and --dry-run start-up, each vs a baseline.
+"""Launcher figures a user waits on: local arrays against a bash loop, and start-up against `import yaml`.
 
-Prints times and ratios (measured in the same run); no thresholds: read the
-figures. Run: python bench/bench_submit.py
+    python bench/bench_submit.py [--tasks 100,2000,10000] [--repeat 3] [--startup-runs 7]
+
+1. ``hyperion-submit local --array JOB=1:N -- true`` against a bash loop that
+   runs ``/bin/true`` writing one log per task (best of --repeat; 10000 tasks
+   once). Bookkeeping is an append per task start and end, so the ratio should
+   not grow with N.
+2. Start-up: ``hyperion-submit slurm --dry-run``, ``hyperion-jobs status`` of a
+   local record and ``hyperion-checkpoint retry`` of a small checkpoint, each
+   against ``python3 -c 'import yaml'`` (median of --startup-runs).
+
+Every figure is a ``bench: NAME VALUE UNIT baseline VALUE ratio R`` line.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -13,10 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+
+from report import emit  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 REPO = Path(__file__).resolve().parents[1]
 SITE = REPO / "conf" / "submit_test_cluster.yaml"
-TASKS = 100
-RUNS = 5
 
 
 def _env() -> dict[str, str]:
@@ -29,31 +42,57 @@ def _timed(argv: list[str], cwd: str) -> float:
     return time.perf_counter() - start
 
 
-def local_array(cwd: str) -> tuple[float, float]:
-    """(hyperion-submit local --array of `true`, a bash loop running `true`)."""
-    ours = _timed(["hyperion-submit", "local", "--cfg", str(SITE), "--array", f"JOB=1:{TASKS}",
-                   "--output-file", "log/t.JOB.log", "--", "true"], cwd)
-    loop = _timed(["bash", "-c", f"for i in $(seq {TASKS}); do /bin/true; done"], cwd)
-    return ours, loop
+def local_array(n: int, repeat: int) -> None:
+    """Ours against the bash loop, each in a fresh directory (no earlier attempt to move aside)."""
+    ours, loop = [], []
+    for run in range(repeat if n < 10_000 else 1):
+        with tempfile.TemporaryDirectory() as cwd:
+            ours.append(_timed(["hyperion-submit", "local", "--cfg", str(SITE), "--array", f"JOB=1:{n}",
+                                "--output-file", f"log{run}/t.JOB.log", "--", "true"], cwd))
+            loop.append(_timed(["bash", "-c", f"mkdir -p loop; for i in $(seq {n}); do /bin/true > loop/t.$i.log; done"],
+                               cwd))
+    emit(f"local_array_{n}", min(ours), "s", baseline=min(loop))
+    emit(f"local_array_{n}_per_task", 1000 * min(ours) / n, "ms", baseline=1000 * min(loop) / n)
 
 
-def dry_run_startup(cwd: str) -> tuple[float, float]:
-    """Median (hyperion-submit slurm --dry-run, python -c pass) wall times."""
-    argv = ["hyperion-submit", "slurm", "--cfg", str(SITE), "--dry-run", "--array", "JOB=1:100",
-            "--output-file", "log/t.JOB.log", "--", "true"]
-    ours = statistics.median(_timed(argv, cwd) for _ in range(RUNS))
-    base = statistics.median(_timed([sys.executable, "-c", "pass"], cwd) for _ in range(RUNS))
-    return ours, base
+def _median(argv: list[str], cwd: str, runs: int) -> float:
+    return statistics.median(_timed(argv, cwd) for _ in range(runs))
+
+
+def startup(runs: int) -> None:
+    with tempfile.TemporaryDirectory() as cwd:
+        _timed(["hyperion-submit", "local", "--cfg", str(SITE), "--array", "JOB=1:3",
+                "--output-file", "log/s.JOB.log", "--", "true"], cwd)
+        _make_checkpoint(Path(cwd) / "ck")
+        base = _median([sys.executable, "-c", "import yaml"], cwd, runs)
+        commands = {
+            "startup_submit_dry_run": ["hyperion-submit", "slurm", "--cfg", str(SITE), "--dry-run", "--array",
+                                       "JOB=1:100", "--output-file", "log/t.JOB.log", "--", "true"],
+            "startup_jobs_status": ["hyperion-jobs", "status", "log/q/s.JOB.submit.json"],
+            "startup_checkpoint_retry": ["hyperion-checkpoint", "retry", "ck"],
+        }
+        for name, argv in commands.items():
+            emit(name, _median(argv, cwd, runs), "s", baseline=base)
+
+
+def _make_checkpoint(path: Path) -> None:
+    from sharding.store import Checkpoint, RunConfig
+
+    store = Checkpoint(path)
+    store.ensure_run(RunConfig(1, 100))
+    for shard in range(1, 101, 2):
+        store.write_completion(shard)
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as cwd:
-        ours, loop = local_array(cwd)
-        print(f"local array of {TASKS} x true: hyperion-submit {ours:.3f} s, bash loop {loop:.3f} s, "
-              f"ratio {ours / loop:.1f}x, per task {1000 * (ours - loop) / TASKS:.1f} ms overhead")
-        ours, base = dry_run_startup(cwd)
-        print(f"--dry-run start-up (median of {RUNS}): {ours:.3f} s, python -c pass {base:.3f} s, "
-              f"ratio {ours / base:.1f}x")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", default="100,2000,10000", help="comma list of array sizes")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--startup-runs", type=int, default=7)
+    args = parser.parse_args()
+    for n in (int(t) for t in args.tasks.split(",") if t):
+        local_array(n, args.repeat)
+    startup(args.startup_runs)
 
 
 if __name__ == "__main__":
