@@ -110,8 +110,9 @@ def process_task(task: SourceTask, output_dir: Path, shard: int | None, fail: Fa
 def _int(text: str) -> int:
     try:
         return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    except ValueError:   # also a number of more than 4300 digits
+        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+        raise argparse.ArgumentTypeError(f"must be an integer, got {shown!r}") from None
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -153,6 +154,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     require_dir_or_absent(args.checkpoint, "--checkpoint")
     store = Checkpoint(args.checkpoint)
     run_config = RunConfig(config.minimum_shard_index, config.total_shards) if config else None
+    if config is not None and not config.in_range:   # as Curator: refused before run.json exists
+        raise ShardingError("shard_index", f"{config.shard_index} is outside the shard range "
+                            f"[{config.minimum_shard_index}, {config.maximum_shard_index}] of this checkpointed run")
     if run_config is not None:
         store.ensure_run(run_config)
     selection = select(tasks, config)
@@ -174,7 +178,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             print(f"  {task.task_id} FAILED: {exc}", file=sys.stderr)
     if failures:
         if fail is not None and fail.once:
-            write_atomically(fail.marker, json.dumps({"record": fail.record_id}))
+            write_atomically(fail.marker, json.dumps({"record": fail.record_id}) + "\n")
         if config is not None and config.in_range:
             path = store.write_failed(config.shard_index, Attempt.from_env(env),
                                       {"task_ids": sorted(failures), "errors": failures,

@@ -101,13 +101,15 @@ def test_make_input_command(tmp_path, cli_env):
     assert len(files) == 3 and all(len(f.read_text().splitlines()) == 4 for f in files)
 
 
-def test_an_out_of_range_shard_processes_nothing_and_warns(tmp_path, cli_env):
+@pytest.mark.parametrize("index", ["0", "4"])
+def test_an_out_of_range_shard_is_refused_before_run_json_exists(tmp_path, cli_env, index):
+    """As Curator's writer: an index outside [minimum, minimum+total-1] with a checkpoint is an error."""
     make_input(tmp_path / "in", files=3, records=1)
-    result = _run(tmp_path, cli_env, "--shard-index", "0", "--total-shards", "3", "--minimum-shard-index", "1")
-    assert result.returncode == 0
-    assert "outside the assignable shard range [1, 3]" in result.stderr
-    assert list((tmp_path / "out").glob("*.jsonl")) == []
-    assert Checkpoint(tmp_path / "ck").completed()[0] == set()
+    result = _run(tmp_path, cli_env, "--shard-index", index, "--total-shards", "3", "--minimum-shard-index", "1")
+    assert result.returncode == 2
+    assert result.stderr == (f"hyperion-shard-example: error: shard_index: {index} is outside the shard range "
+                             "[1, 3] of this checkpointed run\n")
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "out").exists()
 
 
 

@@ -27,7 +27,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_run_json_is_compact_sorted_json_at_curators_path(tmp_path):
     store = Checkpoint(tmp_path)
     assert store.ensure_run(RunConfig(1, 20)) is True
-    assert (tmp_path / COMPLETION / "run.json").read_text() == '{"minimum_shard_index":1,"total_shards":20}'
+    assert (tmp_path / COMPLETION / "run.json").read_text() == '{"minimum_shard_index":1,"total_shards":20}\n'  # Curator ends it with a newline
     assert store.ensure_run(RunConfig(1, 20)) is False
     assert store.read_run() == RunConfig(1, 20)
     assert [p.name for p in (tmp_path / COMPLETION).iterdir()] == ["run.json"]  # no temp files left
@@ -52,7 +52,7 @@ def test_completion_manifest_name_and_payload_match_curator(tmp_path):
     path = store.write_completion(0)
     # The name Curator's docs show for shard 0 of a 3-shard run starting at 0.
     assert path.name == "completed_slurm_array_3800bd4ecff9e7f6.json"
-    assert path.read_text() == '{"minimum_shard_index":0,"shard_index":0,"status":"completed","total_shards":3}'
+    assert path.read_text() == '{"minimum_shard_index":0,"shard_index":0,"status":"completed","total_shards":3}\n'
     assert store.write_completion(0) == path  # idempotent
     assert store.completed() == ({0}, [])
 

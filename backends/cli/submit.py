@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from backends.errors import InputError
+from backends.printable import printable
 
 PROG = "hyperion-submit"
 USAGE = f"""\
@@ -43,8 +44,8 @@ def _run(argv: Sequence[str]) -> int:
     try:
         request = parse_submit_request(argv)
         plan = build_plan(request.site, request.options)
-    except InputError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+    except InputError as err:   # escaped: the line may quote a hostile file or argument
+        print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
     if request.dry_run:
         sys.stdout.write(describe_plan(plan))

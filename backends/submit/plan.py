@@ -20,7 +20,8 @@ from backends.submit.model import (
     launch_prefix,
     substitute,
 )
-from backends.submit.resources import check_count, check_memory, check_time
+from backends.submit.array import MAX_VALUES
+from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
 
 
 def submit_argv(options: SubmitOptions) -> list[str]:
@@ -54,15 +55,15 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
     if not options.output_file.strip():
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
     _check_log_file(options.output_file)
-    check_count("--num-gpus", options.num_gpus, minimum=0)
-    check_count("--num-threads", options.num_threads, minimum=1)
+    check_count("--num-gpus", options.num_gpus, minimum=0, maximum=MAX_GPUS)
+    check_count("--num-threads", options.num_threads, minimum=1, maximum=MAX_THREADS)
     if options.mem is not None and options.mem_per_cpu is not None:
         raise InputError("--mem-per-cpu", "--mem and --mem-per-cpu are mutually exclusive; give only one")
     check_memory("--mem", options.mem)
     check_memory("--mem-per-cpu", options.mem_per_cpu)
     check_time("--time", options.time)
     if options.max_jobs_run is not None:
-        check_count("--max-jobs-run", options.max_jobs_run, minimum=1)
+        check_count("--max-jobs-run", options.max_jobs_run, minimum=1, maximum=MAX_VALUES)
         if options.array is None:
             raise InputError("--max-jobs-run", "needs --array (it limits concurrently running array tasks)")
     if options.array is not None and options.array.name in dict(options.env):
