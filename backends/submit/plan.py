@@ -6,6 +6,7 @@ console and the retry bridge can all show exactly what would run.
 from __future__ import annotations
 
 import os
+import stat
 
 from backends.errors import InputError
 from backends.records.local_results import local_results_path
@@ -111,18 +112,62 @@ def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, .
     return tuple(planned)
 
 
+def dir_problem(directory: str) -> str | None:
+    """Why files cannot be created in `directory` (or in the directories it needs), or None.
+
+    Walks up to the nearest existing directory: that one must be a directory
+    (not a file in the way) that this user may write into. Reads only (stat,
+    access), so a dry run still writes nothing.
+    """
+    path = os.path.abspath(directory)
+    while True:
+        try:
+            info = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            parent = os.path.dirname(path)
+            if parent == path:
+                return f"{path} does not exist"
+            path = parent
+            continue
+        except OSError as err:
+            return f"cannot reach {path}: {err.strerror or err}"
+        if not stat.S_ISDIR(info.st_mode):
+            return f"{path} is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"{path} is not writable by you"
+        return None
+
+
+def check_log_dirs(plan: SubmitPlan) -> None:
+    """Every log directory and q/ can be created and written, before anything is submitted or run.
+
+    Otherwise Slurm would accept the job and each task fail when it opens its
+    log (or the local runner stop at the first task).
+    """
+    directories = sorted({os.path.dirname(task.log) for task in plan.tasks} | {plan.q_dir})
+    for directory in directories:
+        problem = dir_problem(directory)
+        if problem is not None:
+            raise InputError("--output-file", f"cannot write logs in {directory}: {problem}")
+
+
 def build_plan(site: SiteConfig, options: SubmitOptions) -> SubmitPlan:
-    """Validate and plan everything a submission would do (pure; raises InputError)."""
+    """Validate and plan everything a submission would do (raises InputError).
+
+    Pure but for reading the filesystem to check that the logs can be written.
+    """
     validate_options(site, options)
     values: tuple[int | None, ...] = options.array.values if options.array else (None,)
     is_local = options.backend == "local"
-    return SubmitPlan(
+    plan = SubmitPlan(
         site=site, options=options, argv=("hyperion-submit", *submit_argv(options)),
         tasks=tuple(_task(options, v) for v in values),
         windows=() if is_local else _windows(site, options),
         q_dir=str(q_dir(options.output_file)), record_path=str(record_path(options.output_file)),
         results_path=str(local_results_path(options.output_file)) if is_local else None,
     )
+    check_log_dirs(plan)
+    return plan
 
 
 def _task_label(plan: SubmitPlan, task: PlannedTask) -> str:

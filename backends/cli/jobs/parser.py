@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--out", action="store_true", help="Slurm's q/slurm-*.out instead of the program log")
     which.add_argument("--err", action="store_true", help="Slurm's q/slurm-*.err")
+    p.add_argument("--raw", action="store_true",
+                   help="print control characters as they are (default on a terminal: shown as escapes)")
     p.add_argument("--dir", action="append", type=Path)
 
     p = sub.add_parser("cancel", help="scancel jobs or tasks (asks first unless --yes)")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from backends.printable import printable
 from backends.watch.rows import TaskRow, state_counts
 
 
@@ -31,6 +32,8 @@ def status_cells(row: TaskRow) -> tuple[str, ...]:
 
 
 def columns(rows: Sequence[Sequence[str]]) -> str:
+    """Aligned columns; every cell escaped (a path, job name or record may hold ESC sequences)."""
+    rows = [[printable(str(c)) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 

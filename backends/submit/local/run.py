@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends import logheader
+from backends.fileio import umask_mode
+from backends.printable import printable
 from backends.records.local_results import LocalResults, results_key
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
 from backends.records.runner import runner_fields
@@ -109,24 +111,49 @@ def _run_child(task: PlannedTask, log) -> int:
         raise
 
 
+class LogWriteError(OSError):
+    """The task's log could not be written (a full disk, a quota); `code` is the child's status if it ran."""
+
+    def __init__(self, err: OSError, code: int | None) -> None:
+        super().__init__(err.errno, err.strerror or str(err), err.filename)
+        self.code = code
+
+
+def _open_log(path: str):
+    """The log opened for writing, with the mode the umask gives (also when it existed with a wider one)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        os.fchmod(fd, umask_mode())
+    except PermissionError:   # someone else's file we may write: leave its mode alone
+        pass
+    return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+
+
 def run_task(task: PlannedTask) -> tuple[int, float]:
-    """Run one task with its output (stdout and stderr) in its log; (exit status, seconds)."""
+    """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
+
+    A log that cannot be written (header or footer) raises LogWriteError.
+    """
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with open(task.log, "w", encoding="utf-8", errors="replace") as log:
-        log.write(logheader.running_line(task.argv) + "\n")
-        log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
-        log.flush()
-        code = 130
-        try:
-            code = _run_child(task, log)
-        except KeyboardInterrupt as exc:
-            code = _interrupt_code(exc)
-            raise
-        finally:
+    code: int | None = None
+    try:
+        with _open_log(task.log) as log:
+            log.write(logheader.running_line(task.argv) + "\n")
+            log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
             log.flush()
-            elapsed = time.monotonic() - started
-            log.write(logheader.ended_line(code, logheader.iso_now(), int(elapsed)) + "\n")
+            code = 130
+            try:
+                code = _run_child(task, log)
+            except KeyboardInterrupt as exc:
+                code = _interrupt_code(exc)
+                raise
+            finally:
+                log.flush()
+                elapsed = time.monotonic() - started
+                log.write(logheader.ended_line(code, logheader.iso_now(), int(elapsed)) + "\n")
+    except OSError as err:
+        raise LogWriteError(err, code) from None
     return code, elapsed
 
 
@@ -154,10 +181,14 @@ def _run_all(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None) ->
         except KeyboardInterrupt as exc:
             results.update(key, state="FAILED", exit_code=_interrupt_code(exc), end=logheader.iso_now())
             raise
-        except OSError as err:  # the log itself cannot be written: the task never ran
-            results.update(key, state="FAILED", exit_code=None, end=logheader.iso_now())
-            print(f"hyperion-submit: cannot write log {task.log}: {err.strerror or err}",
-                  file=sys.stderr, flush=True)
+        except LogWriteError as err:  # e.g. the disk filled up: FAILED, with the reason and the log
+            reason = f"cannot write the log {task.log}: {err.strerror or err}"
+            try:
+                results.update(key, state="FAILED", exit_code=err.code, end=logheader.iso_now(),
+                               reason=reason, log=task.log)
+            except OSError:
+                pass   # not even in place: the line below still says what happened
+            print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
             return 1
         results.update(key, state="COMPLETED" if code == 0 else "FAILED", exit_code=code,
                        end=logheader.iso_now())
