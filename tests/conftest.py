@@ -60,3 +60,58 @@ def run_cli(*argv: str, cwd: Path | str | None = None, env: dict[str, str] | Non
     path_env = env if env is not None else {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run(list(argv), cwd=cwd, env=path_env, capture_output=True, text=True,
                           timeout=timeout, input=input)
+
+
+# --- hostile files and another user ----------------------------------------------------------
+# The tests run as root, which every permission check lets through; what a
+# user without rights sees is run as `nobody` (setpriv), in a directory that
+# user can reach (pytest's own tmp_path is private to root).
+
+def can_run_as_nobody() -> bool:
+    return os.geteuid() == 0 and shutil.which("setpriv") is not None
+
+
+def as_nobody(*argv: str) -> list[str]:
+    """`argv` run as user nobody, group nogroup, no supplementary groups."""
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", *argv]
+
+
+@pytest.fixture
+def nobody_dir():
+    """A fresh directory under /tmp that user nobody owns (and can reach)."""
+    if not can_run_as_nobody():
+        pytest.skip("needs root and setpriv to run a check as user nobody")
+    import pwd
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="hyperion-nobody-"))
+    path.chmod(0o755)
+    user = pwd.getpwnam("nobody")
+    os.chown(path, user.pw_uid, user.pw_gid)
+    yield path
+    for root, dirs, _ in os.walk(path):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)   # a chmod 000 directory would stop rmtree
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def make_fifo(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def make_sparse(path: Path, size: int = 1 << 30) -> Path:
+    """A file that claims `size` bytes (of zeros) and takes no disk."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+def make_symlink_loop(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    other = path.with_name(path.name + ".loop")
+    os.symlink(other.name, path)
+    os.symlink(path.name, other)
+    return path
