@@ -75,10 +75,12 @@ def _lookup(env: Mapping[str, str], key: str) -> tuple[str, str] | None:
 
 
 def _as_int(field: str, text: str) -> int:
+    shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+    if len(text.strip().lstrip("+-")) > len(str(MAX_INDEX)):   # int() refuses 4300+ digits anyway
+        raise ShardingError(field, f"must be an integer of at most {MAX_INDEX}, got {shown!r}")
     try:
         return int(text.strip())
     except ValueError:
-        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
         raise ShardingError(field, f"must be an integer, got {shown!r}") from None
 
 
