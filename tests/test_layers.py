@@ -124,6 +124,8 @@ FORBIDDEN = [
     # inside backends: shared bottom < records < submit | watch < launch < cli
     ("backends.errors", "backends.records"), ("backends.ranges", "backends.records"),
     ("backends.states", "backends.records"), ("backends.logheader", "backends.records"),
+    ("backends.printable", "backends.records"), ("backends.fileio", "backends.records"),
+    ("backends.fileio", "backends.submit"), ("backends.fileio", "backends.watch"),
     ("backends.records", "backends.submit"), ("backends.records", "backends.watch"),
     ("backends.submit", "backends.watch"), ("backends.watch", "backends.submit"),
     ("backends.submit", "backends.launch"), ("backends.watch", "backends.launch"),
