@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from backends.printable import printable
 from sharding.arrayenv import ArrayConfig, resolve
 from sharding.assign import select
 from sharding.errors import ShardingError
@@ -172,10 +173,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     for task in selection.tasks:
         try:
             target = process_task(task, output, shard, fail)
-            print(f"  {task.task_id} -> {target}")
+            print(printable(f"  {task.task_id} -> {target}"))
         except (InjectedFailure, ValueError, OSError) as exc:
             failures[task.task_id] = f"{exc.__class__.__name__}: {exc}"
-            print(f"  {task.task_id} FAILED: {exc}", file=sys.stderr)
+            print(printable(f"  {task.task_id} FAILED: {exc}"), file=sys.stderr)
     if failures:
         if fail is not None and fail.once:
             write_atomically(fail.marker, json.dumps({"record": fail.record_id}) + "\n")

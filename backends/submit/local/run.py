@@ -203,10 +203,11 @@ def print_event(event: LocalEvent, array_name: str | None = None) -> None:
     if event.kind != "end":
         return
     label = "task" if event.task.value is None else f"{array_name}={event.task.value}"
+    log = printable(event.task.log)   # a path may hold control characters
     if event.code == 0:
-        print(f"{label}: ok ({event.elapsed:.1f} s), log {event.task.log}", flush=True)
+        print(f"{label}: ok ({event.elapsed:.1f} s), log {log}", flush=True)
     else:
-        print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {event.task.log}",
+        print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {log}",
               flush=True)
-        print(f"hyperion-submit: {label} failed (exit code {event.code}); see {event.task.log}",
+        print(f"hyperion-submit: {label} failed (exit code {event.code}); see {log}",
               file=sys.stderr, flush=True)
