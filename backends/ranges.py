@@ -6,7 +6,7 @@ logical indices into the same windows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator, Sequence
 
 
 def compress(values: Iterable[int]) -> str:
@@ -78,3 +78,109 @@ def split_windows(values: Iterable[int], max_array_size: int | None = None) -> t
     for value in ordered:
         groups.setdefault(value // max_array_size * max_array_size, []).append(value)
     return tuple(Window(offset, tuple(vals)) for offset, vals in sorted(groups.items()))
+
+
+# --- runs: sets too large to list, kept as inclusive (first, last) pairs --------------------
+# A checkpoint of 10**12 shards with a thousand manifests has a thousand and one
+# gaps; everything below costs time in the number of runs, never in their length.
+
+Run = tuple[int, int]
+
+
+def runs_of(ordered: Sequence[int]) -> tuple[Run, ...]:
+    """Consecutive runs of sorted, distinct values: ``[1, 2, 5]`` -> ``((1, 2), (5, 5))``."""
+    out: list[Run] = []
+    for value in ordered:
+        if out and value == out[-1][1] + 1:
+            out[-1] = (out[-1][0], value)
+        else:
+            out.append((value, value))
+    return tuple(out)
+
+
+def gaps(ordered: Sequence[int], first: int, last: int) -> tuple[Run, ...]:
+    """The runs of [first, last] that sorted, distinct `ordered` leaves uncovered."""
+    out: list[Run] = []
+    start = first
+    for value in ordered:
+        if value < start:
+            continue
+        if value > last:
+            break
+        if value > start:
+            out.append((start, value - 1))
+        start = value + 1
+    if start <= last:
+        out.append((start, last))
+    return tuple(out)
+
+
+def count_runs(runs: Iterable[Run]) -> int:
+    return sum(hi - lo + 1 for lo, hi in runs)
+
+
+def compress_runs(runs: Iterable[Run], offset: int = 0) -> str:
+    """Runs as a Slurm-style expression, each value minus `offset` (``1-2,5``)."""
+    return ",".join(str(lo - offset) if lo == hi else f"{lo - offset}-{hi - offset}" for lo, hi in runs)
+
+
+def iter_runs(runs: Iterable[Run]) -> Iterator[int]:
+    for lo, hi in runs:
+        yield from range(lo, hi + 1)
+
+
+@dataclass(frozen=True)
+class RunWindow:
+    """One submission under an array limit, its logical values kept as runs."""
+
+    offset: int
+    runs: tuple[Run, ...]
+
+    @property
+    def count(self) -> int:
+        return count_runs(self.runs)
+
+    @property
+    def expression(self) -> str:
+        """The physical ``--array`` expression (logical value - offset)."""
+        return compress_runs(self.runs, self.offset)
+
+    @property
+    def logical(self) -> str:
+        return compress_runs(self.runs)
+
+
+def count_run_windows(runs: Sequence[Run], max_array_size: int | None) -> int:
+    """How many windows `split_run_windows` would make, without making them."""
+    if not runs:
+        return 0
+    if max_array_size is None or runs[-1][1] < max_array_size:
+        return 1
+    count, last = 0, None
+    for lo, hi in runs:
+        first, final = lo // max_array_size, hi // max_array_size
+        count += final - first + 1 - (first == last)
+        last = final
+    return count
+
+
+def split_run_windows(runs: Sequence[Run], max_array_size: int | None = None) -> tuple[RunWindow, ...]:
+    """As `split_windows`, for runs: value ``s`` goes to ``offset = s // M * M``.
+
+    Costs time in the number of runs plus windows; callers that cannot afford
+    every window check `count_run_windows` first.
+    """
+    if not runs:
+        return ()
+    if max_array_size is None or runs[-1][1] < max_array_size:
+        return (RunWindow(0, tuple(runs)),)
+    if max_array_size <= 0:
+        raise ValueError("max_array_size must be positive")
+    groups: dict[int, list[Run]] = {}
+    for lo, hi in runs:
+        while lo <= hi:
+            offset = lo // max_array_size * max_array_size
+            end = min(hi, offset + max_array_size - 1)
+            groups.setdefault(offset, []).append((lo, end))
+            lo = end + 1
+    return tuple(RunWindow(offset, tuple(parts)) for offset, parts in sorted(groups.items()))

@@ -9,6 +9,8 @@
    every 10th shard missing vs a bare ``os.listdir`` of the completion folder,
    and vs listing + reading + json-parsing every manifest (what any correct
    reader must do at least). Best of --repeat runs, measured in this process.
+3. Coverage + retry planning with the same --manifests manifests under a run of
+   10**12 shards vs a run of exactly the shards they cover (target ratio < 2).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from report import emit  # noqa: E402
 from timing import best  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from sharding.arrayenv import ArrayConfig  # noqa: E402
@@ -91,7 +94,7 @@ def bench_retry(shards: int, repeat: int) -> None:
         t_list, count = best(listing, repeat)
         t_read, _ = best(listing_and_reading, repeat)
         t_plan, plan = best(lambda: plan_retry(root, max_array_size=1000), repeat)
-        assert count == shards - missing and len(plan.missing) == missing  # type: ignore[union-attr]
+        assert count == shards - missing and plan.missing_count == missing  # type: ignore[union-attr]
         lines = format_fields(plan)  # type: ignore[arg-type]
         print(f"retry discovery: bare listdir {t_list:.3f} s, listdir+read+parse {t_read:.3f} s, "
               f"plan_retry {t_plan:.3f} s ({missing:,} missing, {len(lines)} windows)")
@@ -99,14 +102,46 @@ def bench_retry(shards: int, repeat: int) -> None:
               f"plan_retry / listdir+read+parse {t_plan / t_read:.2f}")
 
 
+def bench_total_shards(manifests: int, repeat: int) -> None:
+    """Coverage and retry planning cost what the manifests cost, not what total_shards says.
+
+    The same `manifests` completion manifests (every 1000th shard) under a run
+    of 10**12 shards and under a run of exactly as many shards as they cover
+    (the baseline): the ratio should stay near 1 (target: below 2), memory flat.
+    """
+    from sharding.coverage import coverage
+    from sharding.retry import format_ranges
+
+    with tempfile.TemporaryDirectory() as tmp:
+        times = {}
+        for name, total in (("small", manifests * 1000), ("huge", 10 ** 12)):
+            root = Path(tmp) / name
+            run = RunConfig(0, total)
+            Checkpoint(root).ensure_run(run)
+            folder = Checkpoint(root).completion_dir
+            for shard in range(0, manifests * 1000, 1000):
+                payload = {**manifest_identity(run, shard), "status": "completed"}
+                (folder / manifest_name(run, shard)).write_text(compact_json(payload) + "\n")
+
+            def everything() -> int:
+                cov = coverage(root)
+                plan = plan_retry(root, max_array_size=total // 10)
+                return len(cov.expressions()["incomplete"]) + len(format_ranges(plan)[0]) + len(format_fields(plan))
+
+            times[name], _ = best(everything, repeat)
+        emit("coverage_and_retry_1e12_shards", times["huge"] * 1000, "ms", baseline=times["small"] * 1000)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ids", type=int, default=1_000_000)
     parser.add_argument("--shards", type=int, default=100_000)
+    parser.add_argument("--manifests", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     bench_assignment(args.ids, args.repeat)
     bench_retry(args.shards, args.repeat)
+    bench_total_shards(args.manifests, args.repeat)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from backends.errors import InputError
+from backends.printable import printable
 from sharding.usage import OneLineParser
 
 PROG = "hyperion-console"
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = make_app(cfg_dir=args.cfg_dir or "conf", checkpoint=args.checkpoint, record=args.record,
                        demo=args.demo, demo_dir=args.demo_dir)
     except Exception as exc:  # InputError and friends: one line, exit 2
-        print(f"{PROG}: error: {describe_error(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: {printable(describe_error(exc))}", file=sys.stderr)
         return 2
     app.run()
     return 0

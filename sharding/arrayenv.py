@@ -18,6 +18,7 @@ from sharding.errors import ShardingError
 PREFIXES = ("HYPERION_ARRAY_", "NEMO_CURATOR_SLURM_ARRAY_")
 SLURM_FALLBACK = {"SHARD_INDEX": "SLURM_ARRAY_TASK_ID", "TOTAL_SHARDS": "SLURM_ARRAY_TASK_COUNT"}
 TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+MAX_INDEX = 2 ** 63 - 1   # what a checkpoint's readers accept (19 digits)
 FALSE_VALUES = frozenset({"0", "false", "no", "off"})
 
 
@@ -54,6 +55,11 @@ def validate(config: ArrayConfig, fields: Mapping[str, str] | None = None) -> Ar
         raise ShardingError(names["minimum_shard_index"], f"must be non-negative, got {config.minimum_shard_index}")
     if config.shard_index < 0:
         raise ShardingError(names["shard_index"], f"must be non-negative, got {config.shard_index}")
+    for field in ("shard_index", "total_shards", "minimum_shard_index"):
+        if getattr(config, field) > MAX_INDEX:
+            raise ShardingError(names[field], f"must be at most {MAX_INDEX}, got a larger number")
+    if config.maximum_shard_index > MAX_INDEX:
+        raise ShardingError(names["total_shards"], f"minimum_shard_index + total_shards - 1 must be at most {MAX_INDEX}")
     return config
 
 
@@ -69,10 +75,13 @@ def _lookup(env: Mapping[str, str], key: str) -> tuple[str, str] | None:
 
 
 def _as_int(field: str, text: str) -> int:
+    shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+    if len(text.strip().lstrip("+-")) > len(str(MAX_INDEX)):   # int() refuses 4300+ digits anyway
+        raise ShardingError(field, f"must be an integer of at most {MAX_INDEX}, got {shown!r}")
     try:
         return int(text.strip())
     except ValueError:
-        raise ShardingError(field, f"must be an integer, got {text!r}") from None
+        raise ShardingError(field, f"must be an integer, got {shown!r}") from None
 
 
 def _enabled(env: Mapping[str, str]) -> tuple[bool, bool]:

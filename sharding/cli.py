@@ -12,7 +12,8 @@ import sys
 from typing import Any, NoReturn, Sequence
 
 from backends.errors import FieldError
-from sharding.coverage import Coverage, coverage, coverage_json
+from backends.printable import printable
+from sharding.coverage import Coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
 from sharding.retry import (
     RetryPlan,
@@ -34,8 +35,9 @@ def _fail(field: str, problem: str) -> NoReturn:
 
 
 def _warn(problems: Sequence[Problem]) -> None:
+    """One line per skipped file, escaped: a file name in a checkpoint may hold ESC sequences."""
     for p in problems:
-        print(f"{PROG}: warning: {p.path}: {p.message}", file=sys.stderr)
+        print(printable(f"{PROG}: warning: {p.path}: {p.message}"), file=sys.stderr)
 
 
 def _max_array_size(text: str) -> int:
@@ -62,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "per window; json: plan with windows; ranges (alias array): the expression only")
     retry.add_argument("--max-array-size", type=_max_array_size, help="split into windows whose physical indices stay below N")
     retry.add_argument("--submit", metavar="RECORD", help="resubmit the missing shards with this q/*.submit.json record")
+    retry.add_argument("--trust-record", action="store_true",
+                       help="run the record's command even if another user owns it or others may write it")
     return parser
 
 
@@ -84,7 +88,7 @@ def _show(path: str, as_json: bool) -> int:
         print(json.dumps(data, indent=2))
         return 0
     run, counts = cov.run, cov.counts()
-    print(f"checkpoint   {cov.checkpoint}")
+    print(f"checkpoint   {printable(cov.checkpoint)}")
     print(f"run.json     minimum_shard_index={run.minimum_shard_index} total_shards={run.total_shards} "
           f"(shards {run.minimum_shard_index}-{run.maximum_shard_index})")
     for status, n in counts.items():
@@ -99,11 +103,13 @@ def _shards(path: str, as_json: bool) -> int:
     cov: Coverage = coverage(path)
     _warn(cov.problems)
     if as_json:
+        if not cov.listable:
+            print(f"{PROG}: warning: shards: {too_many_shards(cov.run.total_shards)}", file=sys.stderr)
         print(json.dumps(coverage_json(cov), indent=2))
         return 0
-    from backends.ranges import compress
-    for status, shards in cov.by_status().items():
-        print(f"{status:<12} {len(shards):>6}  {compress(shards)}".rstrip())
+    counts, expressions = cov.counts(), cov.expressions()
+    for status, expression in expressions.items():
+        print(f"{status:<12} {counts[status]:>6}  {expression}".rstrip())
     return 0
 
 
@@ -121,20 +127,31 @@ def _failed(path: str, as_json: bool) -> int:
         print(json.dumps([_record_json(r) for r in records], indent=2))
         return 0
     for r in records:
-        details = r.details or {}
-        tasks = ",".join(str(t) for t in details.get("task_ids", [])) or "-"
-        error = str(details.get("error", "")).splitlines()[0] if details.get("error") else "(empty marker)"
-        print(f"shard {r.shard}  job {r.job}  array_task {r.array_task}  restart {r.restart}  tasks {tasks}  {error}")
-        print(f"    {r.path}")
+        print(printable(f"shard {r.shard}  job {r.job}  array_task {r.array_task}  restart {r.restart}  "
+                        f"{_summary(r.details)}"))
+        print(f"    {printable(r.path)}")
     return 0
 
 
-def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None) -> int:
+def _summary(details: Any, limit: int = 200) -> str:
+    """``tasks A,B  first error line`` of a record's details, whatever shape a foreign file gave them."""
+    if not isinstance(details, dict) or not details:
+        return "tasks -  (empty marker)"
+    ids = details.get("task_ids")
+    tasks = ",".join(str(t) for t in ids) if isinstance(ids, list) and ids else "-"
+    lines = str(details.get("error") or "").strip().splitlines()
+    text = f"tasks {tasks}  {lines[0] if lines else '(no error text)'}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, trust: bool = False) -> int:
     if max_array_size is not None and fmt in ("ranges", "array") and record is None:
         _fail("--max-array-size", f"needs --format fields or json (--format {fmt} prints one expression without offsets)")
+    if trust and record is None:
+        _fail("--trust-record", "only means something with --submit RECORD")
     if record is not None:
         from sharding.resubmit import resubmit
-        return resubmit(path, record, max_array_size)
+        return resubmit(path, record, max_array_size, trust=trust)
     plan: RetryPlan = plan_retry(path, max_array_size)
     _warn(plan.problems)
     if fmt == "json":
@@ -157,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _shards(path, args.json)
         if args.command == "failed":
             return _failed(path, args.json)
-        return _retry(path, args.format, args.max_array_size, args.submit)
+        return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record)
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
 

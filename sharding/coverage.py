@@ -4,17 +4,26 @@ A shard with a completion manifest is complete even if an older attempt left a
 failed-task record (Curator: old failures cannot make a later success look
 failed); without one it is failed if any attempt recorded failures, else
 incomplete (never ran, still running, crashed or timed out).
+
+Only complete and failed shards are stored (one per file found); incomplete
+shards are the gaps between them, kept as runs, so a run of 10**12 shards with
+a thousand manifests costs a thousand entries, not 10**12.
 """
 from __future__ import annotations
 
-from collections import Counter
+import heapq
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from backends.ranges import compress
+from backends.ranges import Run, compress_runs, gaps, runs_of
+from sharding.errors import ShardingError
 from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig
+
+# Above this many shards a per-shard listing is not built; callers say so instead.
+MAX_LISTING = 100_000
 
 
 class ShardStatus(str, Enum):
@@ -35,41 +44,77 @@ class ShardCoverage:
 class Coverage:
     checkpoint: str
     run: RunConfig
-    shards: tuple[ShardCoverage, ...]
+    completed: tuple[int, ...]              # shards with a valid manifest, sorted
+    failed_shards: tuple[int, ...]          # shards with failure records and no manifest, sorted
+    failures: Mapping[int, tuple[FailedRecord, ...]]   # records per shard in the run's range
     failed: tuple[FailedRecord, ...]        # every readable failed-task record, oldest first
     problems: tuple[Problem, ...]
 
     def counts(self) -> dict[str, int]:
-        tally = Counter(s.status.value for s in self.shards)
-        return {status.value: tally.get(status.value, 0) for status in ShardStatus}
+        complete, failed = len(self.completed), len(self.failed_shards)
+        return {ShardStatus.COMPLETE.value: complete,
+                ShardStatus.INCOMPLETE.value: self.run.total_shards - complete - failed,
+                ShardStatus.FAILED.value: failed}
 
-    def by_status(self) -> dict[str, tuple[int, ...]]:
-        groups: dict[str, list[int]] = {status.value: [] for status in ShardStatus}
-        for s in self.shards:
-            groups[s.status.value].append(s.shard)
-        return {k: tuple(v) for k, v in groups.items()}
+    def runs(self) -> dict[str, tuple[Run, ...]]:
+        """Each status's shards as runs (first, last); incomplete = the gaps between the others."""
+        known = list(heapq.merge(self.completed, self.failed_shards))
+        return {ShardStatus.COMPLETE.value: runs_of(self.completed),
+                ShardStatus.INCOMPLETE.value: gaps(known, self.run.minimum_shard_index, self.run.maximum_shard_index),
+                ShardStatus.FAILED.value: runs_of(self.failed_shards)}
+
+    def expressions(self) -> dict[str, str]:
+        """Each status's shards as a range expression (``0-2,4-5,7``)."""
+        return {status: compress_runs(runs) for status, runs in self.runs().items()}
 
     def status_of(self, shard: int) -> ShardStatus:
-        return self.shards[shard - self.run.minimum_shard_index].status
+        if _contains(self.completed, shard):
+            return ShardStatus.COMPLETE
+        return ShardStatus.FAILED if _contains(self.failed_shards, shard) else ShardStatus.INCOMPLETE
+
+    def count_in(self, first: int, last: int) -> dict[str, int]:
+        """How many shards of [first, last] have each status (for a map cell covering many shards)."""
+        complete = bisect_right(self.completed, last) - bisect_left(self.completed, first)
+        failed = bisect_right(self.failed_shards, last) - bisect_left(self.failed_shards, first)
+        return {ShardStatus.COMPLETE.value: complete, ShardStatus.FAILED.value: failed,
+                ShardStatus.INCOMPLETE.value: last - first + 1 - complete - failed}
+
+    @property
+    def listable(self) -> bool:
+        return self.run.total_shards <= MAX_LISTING
+
+    def shard_rows(self) -> tuple[ShardCoverage, ...]:
+        """One row per shard; ShardingError when there are more than MAX_LISTING (say so, do not allocate)."""
+        if not self.listable:
+            raise ShardingError("shards", too_many_shards(self.run.total_shards))
+        rows = []
+        for shard in self.run.shards:
+            records = self.failures.get(shard, ())
+            rows.append(ShardCoverage(shard, self.status_of(shard), len(records), records[-1] if records else None))
+        return tuple(rows)
+
+
+def too_many_shards(total: int) -> str:
+    return (f"{total} shards; a per-shard listing is made only up to {MAX_LISTING} "
+            "(the ranges per status say the same in less)")
+
+
+def _contains(ordered: tuple[int, ...], value: int) -> bool:
+    index = bisect_left(ordered, value)
+    return index < len(ordered) and ordered[index] == value
 
 
 def build_coverage(checkpoint: str, run: RunConfig, completed: set[int], failed: list[FailedRecord],
                    problems: list[Problem]) -> Coverage:
-    """Pure: combine what the store read into one status per shard."""
+    """Pure: combine what the store read into one status per shard (in time of the files found)."""
     per_shard: dict[int, list[FailedRecord]] = {}
     for record in failed:
-        per_shard.setdefault(record.shard, []).append(record)
-    shards = []
-    for shard in run.shards:
-        records = per_shard.get(shard, [])
-        if shard in completed:
-            status = ShardStatus.COMPLETE
-        elif records:
-            status = ShardStatus.FAILED
-        else:
-            status = ShardStatus.INCOMPLETE
-        shards.append(ShardCoverage(shard, status, len(records), records[-1] if records else None))
-    return Coverage(checkpoint, run, tuple(shards), tuple(failed), tuple(problems))
+        if record.shard in run.shards:
+            per_shard.setdefault(record.shard, []).append(record)
+    done = tuple(sorted(s for s in completed if s in run.shards))
+    failed_shards = tuple(sorted(s for s in per_shard if s not in completed))
+    return Coverage(checkpoint, run, done, failed_shards, {k: tuple(v) for k, v in per_shard.items()},
+                    tuple(failed), tuple(problems))
 
 
 def coverage(path: str | Path) -> Coverage:
@@ -82,14 +127,19 @@ def coverage(path: str | Path) -> Coverage:
 
 
 def coverage_json(cov: Coverage, per_shard: bool = True) -> dict[str, Any]:
+    """The coverage as JSON; per-shard rows only while there are at most MAX_LISTING shards."""
     data: dict[str, Any] = {
         "checkpoint": cov.checkpoint,
         "minimum_shard_index": cov.run.minimum_shard_index,
         "total_shards": cov.run.total_shards,
         "counts": cov.counts(),
-        "ranges": {k: compress(v) for k, v in cov.by_status().items()},
+        "ranges": cov.expressions(),
         "problems": [{"path": p.path, "message": p.message} for p in cov.problems],
     }
-    if per_shard:
-        data["shards"] = [{"shard": s.shard, "status": s.status.value, "failures": s.failures} for s in cov.shards]
+    if per_shard and cov.listable:
+        data["shards"] = [{"shard": s.shard, "status": s.status.value, "failures": s.failures}
+                          for s in cov.shard_rows()]
+    elif per_shard:
+        data["shards"] = None
+        data["shards_omitted"] = too_many_shards(cov.run.total_shards)
     return data

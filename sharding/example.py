@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from backends.printable import printable
 from sharding.arrayenv import ArrayConfig, resolve
 from sharding.assign import select
 from sharding.errors import ShardingError
@@ -110,8 +111,9 @@ def process_task(task: SourceTask, output_dir: Path, shard: int | None, fail: Fa
 def _int(text: str) -> int:
     try:
         return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    except ValueError:   # also a number of more than 4300 digits
+        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+        raise argparse.ArgumentTypeError(f"must be an integer, got {shown!r}") from None
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -153,6 +155,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     require_dir_or_absent(args.checkpoint, "--checkpoint")
     store = Checkpoint(args.checkpoint)
     run_config = RunConfig(config.minimum_shard_index, config.total_shards) if config else None
+    if config is not None and not config.in_range:   # as Curator: refused before run.json exists
+        raise ShardingError("shard_index", f"{config.shard_index} is outside the shard range "
+                            f"[{config.minimum_shard_index}, {config.maximum_shard_index}] of this checkpointed run")
     if run_config is not None:
         store.ensure_run(run_config)
     selection = select(tasks, config)
@@ -168,13 +173,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     for task in selection.tasks:
         try:
             target = process_task(task, output, shard, fail)
-            print(f"  {task.task_id} -> {target}")
+            print(printable(f"  {task.task_id} -> {target}"))
         except (InjectedFailure, ValueError, OSError) as exc:
             failures[task.task_id] = f"{exc.__class__.__name__}: {exc}"
-            print(f"  {task.task_id} FAILED: {exc}", file=sys.stderr)
+            print(printable(f"  {task.task_id} FAILED: {exc}"), file=sys.stderr)
     if failures:
         if fail is not None and fail.once:
-            write_atomically(fail.marker, json.dumps({"record": fail.record_id}))
+            write_atomically(fail.marker, json.dumps({"record": fail.record_id}) + "\n")
         if config is not None and config.in_range:
             path = store.write_failed(config.shard_index, Attempt.from_env(env),
                                       {"task_ids": sorted(failures), "errors": failures,

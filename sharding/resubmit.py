@@ -17,8 +17,10 @@ from typing import TextIO
 
 from backends.errors import InputError
 from backends.launch import run_plan, working_dir
+from backends.printable import printable
 from backends.records.record import SubmitRecord, load_record
-from backends.submit.array import ArraySpec
+from backends.records.trust import check_trusted
+from backends.submit.array import MAX_VALUES, ArraySpec
 from backends.submit.config import load_site
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
@@ -38,11 +40,15 @@ def _array_name(record: SubmitRecord) -> str:
 
 def retry_options(plan: RetryPlan, record: SubmitRecord) -> SubmitOptions:
     """The record's options with the array restricted to ``plan.missing`` and the run exported."""
-    if not plan.missing:
+    if plan.complete:
         raise InputError("checkpoint", f"{plan.checkpoint}: every shard is complete; nothing to resubmit")
-    if plan.missing[0] < 1:
-        raise InputError("run.json", f"shard {plan.missing[0]} is missing but hyperion-submit array values start "
+    first = plan.missing_runs[0][0]
+    if first < 1:
+        raise InputError("run.json", f"shard {first} is missing but hyperion-submit array values start "
                          "at 1; submit shard 0 by hand (or use minimum_shard_index >= 1 for new runs)")
+    if plan.missing_count > MAX_VALUES:   # refused before the values are built
+        raise InputError("--array", f"{plan.missing_count} missing shards; at most {MAX_VALUES} tasks per "
+                         f"submission (resubmit part of them: {plan.expression[:80]})")
     opts = record.options
     env = tuple((k, v) for k, v in (tuple(pair) for pair in opts.get("env") or ()) if k not in RUN_ENV)
     env += ((RUN_ENV[0], str(plan.run.total_shards)), (RUN_ENV[1], str(plan.run.minimum_shard_index)))
@@ -80,21 +86,25 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     return Resubmission(retry, record, build_plan(site, retry_options(retry, record)))
 
 
-def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None) -> int:
+def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None,
+             trust: bool = False) -> int:
     """Resubmit the missing shards of checkpoint ``path`` like ``record_path``; the exit status.
 
     0 when nothing is missing (nothing is submitted) or every resubmitted task
-    succeeded; 1 when a task failed. Bad input raises InputError/ShardingError.
+    succeeded; 1 when a task failed. Bad input raises InputError/ShardingError,
+    and so does a record another user owns or others may write, unless `trust`
+    (the record says what runs, as you).
     """
     err = err or sys.stderr
+    check_trusted(os.path.abspath(record_path), trust)
     prepared = prepare_resubmit(os.path.abspath(path), os.path.abspath(record_path), max_array_size)
     retry, plan = prepared.retry, prepared.plan
     for problem in retry.problems:
-        print(f"{PROG}: warning: {problem.path}: {problem.message}", file=err)
+        print(printable(f"{PROG}: warning: {problem.path}: {problem.message}"), file=err)
     if plan is None or prepared.record is None:
-        print(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted", file=err)
+        print(printable(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted"), file=err)
         return 0
-    print(f"{PROG}: resubmitting {len(retry.missing)} of {retry.run.total_shards} shard(s) ({retry.expression}) "
-          f"in {prepared.record.cwd}: {shlex.join(plan.argv)}", file=err, flush=True)
+    print(printable(f"{PROG}: resubmitting {retry.missing_count} of {retry.run.total_shards} shard(s) "
+                    f"({retry.expression}) in {prepared.record.cwd}: {shlex.join(plan.argv)}"), file=err, flush=True)
     with working_dir(prepared.record.cwd):
         return run_plan(plan, "resubmit")

@@ -1,9 +1,12 @@
 """Which logical shards still need a run, and how to submit them under an array limit.
 
 Incomplete = the run's assignable range minus the shards with a valid
-completion manifest. With a maximum array size M the shards are split into
-windows (``backends.ranges.split_windows``) whose physical indices stay below M,
-each with the ``SHARD_INDEX_OFFSET`` to add back.
+completion manifest, computed as the gaps between those shards: planning costs
+time and memory in the number of manifests found, not in total_shards. With a
+maximum array size M the missing runs are split into windows
+(``backends.ranges.split_run_windows``) whose physical indices stay below M,
+each with the ``SHARD_INDEX_OFFSET`` to add back; more than MAX_WINDOWS
+windows is refused in one line rather than listed.
 """
 from __future__ import annotations
 
@@ -11,42 +14,65 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from backends.ranges import Window, compress, split_windows
+from backends.ranges import (
+    Run,
+    RunWindow,
+    compress_runs,
+    count_run_windows,
+    count_runs,
+    gaps,
+    iter_runs,
+    split_run_windows,
+)
 from sharding.errors import ShardingError
 from sharding.store import Checkpoint, Problem, RunConfig
 
-RetryWindow = Window  # offset + logical values; .expression is the physical --array text
+RetryWindow = RunWindow  # offset + logical runs; .expression is the physical --array text
+MAX_WINDOWS = 100_000    # more would be a listing nobody reads (and memory nobody has)
+MAX_MISSING_LISTED = 100_000
 
 
 @dataclass(frozen=True)
 class RetryPlan:
-    """What a retry must submit; ``missing`` empty means the run is complete."""
+    """What a retry must submit; ``missing_runs`` empty means the run is complete."""
 
     checkpoint: str
     run: RunConfig
-    missing: tuple[int, ...]
+    missing_runs: tuple[Run, ...]
     windows: tuple[RetryWindow, ...]
     problems: tuple[Problem, ...] = ()
     max_array_size: int | None = None
 
     @property
     def complete(self) -> bool:
-        return not self.missing
+        return not self.missing_runs
+
+    @property
+    def missing_count(self) -> int:
+        return count_runs(self.missing_runs)
 
     @property
     def expression(self) -> str:
         """The logical missing shards as one range list (``1-2,5-10,99``)."""
-        return compress(self.missing)
+        return compress_runs(self.missing_runs)
+
+    @property
+    def missing(self) -> tuple[int, ...]:
+        """Every missing shard; ShardingError above MAX_MISSING_LISTED (use the runs or the expression)."""
+        count = self.missing_count
+        if count > MAX_MISSING_LISTED:
+            raise ShardingError("shards", f"{count} missing shards; more than {MAX_MISSING_LISTED} "
+                                "are not listed one by one (see the ranges)")
+        return tuple(iter_runs(self.missing_runs))
 
 
 def parse_max_array_size(text: str) -> int:
     """``--max-array-size`` as a user typed it (command line or console field)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    stripped = text.strip()
+    value = int(stripped) if stripped.isascii() and stripped.isdigit() and len(stripped) <= 18 else 0
     if value <= 0:
-        raise ShardingError("--max-array-size", f"must be a positive integer, got {text!r}")
+        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+        raise ShardingError("--max-array-size", f"must be a positive integer, got {shown!r}")
     return value
 
 
@@ -55,12 +81,22 @@ def check_max_array_size(max_array_size: int | None) -> None:
         raise ShardingError("--max-array-size", f"must be a positive integer, got {max_array_size}")
 
 
+def missing_runs(run: RunConfig, completed: Iterable[int]) -> tuple[Run, ...]:
+    """The run's shards without a manifest, as runs: the gaps between the completed ones."""
+    return gaps(sorted(set(completed)), run.minimum_shard_index, run.maximum_shard_index)
+
+
 def build_retry(checkpoint: str, run: RunConfig, completed: Iterable[int], problems: Iterable[Problem] = (),
                 max_array_size: int | None = None) -> RetryPlan:
     """Pure planning from what the store read."""
     check_max_array_size(max_array_size)
-    missing = tuple(sorted(set(run.shards) - set(completed)))
-    return RetryPlan(checkpoint, run, missing, split_windows(missing, max_array_size), tuple(problems), max_array_size)
+    runs = missing_runs(run, completed)
+    windows = count_run_windows(runs, max_array_size)
+    if windows > MAX_WINDOWS:
+        raise ShardingError("--max-array-size", f"the {count_runs(runs)} missing shards make {windows} windows of "
+                            f"{max_array_size}; more than {MAX_WINDOWS} are not listed (a larger "
+                            "--max-array-size makes fewer)")
+    return RetryPlan(checkpoint, run, runs, split_run_windows(runs, max_array_size), tuple(problems), max_array_size)
 
 
 def plan_retry(path: str | Path, max_array_size: int | None = None) -> RetryPlan:
@@ -79,7 +115,7 @@ def format_fields(plan: RetryPlan) -> list[str]:
 
 def format_ranges(plan: RetryPlan) -> list[str]:
     """The missing shards as one expression (Curator's ``--format array``), nothing when complete."""
-    return [plan.expression] if plan.missing else []
+    return [plan.expression] if plan.missing_runs else []
 
 
 def plan_json(plan: RetryPlan) -> dict[str, Any]:
@@ -89,9 +125,9 @@ def plan_json(plan: RetryPlan) -> dict[str, Any]:
         "total_shards": plan.run.total_shards,
         "complete": plan.complete,
         "missing": plan.expression,
-        "missing_count": len(plan.missing),
+        "missing_count": plan.missing_count,
         "max_array_size": plan.max_array_size,
         "windows": [{"array_expression": w.expression, "shard_index_offset": w.offset,
-                     "shards": compress(w.values)} for w in plan.windows],
+                     "shards": w.logical} for w in plan.windows],
         "problems": [{"path": p.path, "message": p.message} for p in plan.problems],
     }

@@ -6,19 +6,31 @@
 <ckpt>/.nemo_curator_metadata/.failed_tasks/slurm_job_<J>/array_task_<A>/restart_<R>/shard_<i>/failed_tasks.json
 ```
 Writers are atomic (temp + fsync + link/replace) because many array tasks
-write into one directory at once. Readers never delete and never crash on a
-corrupt or foreign file: they skip it and report it as a `Problem`.
+write into one directory at once; like NeMo Curator's writer they go on (with
+a warning) where a shared filesystem cannot fsync a directory or remove a temp
+file, and every file ends with a newline. Files follow the umask.
+
+Readers never delete and never crash on a corrupt, foreign or hostile file:
+they read only regular files (a FIFO named like a manifest would block a plain
+``open`` forever), at most MAX_METADATA_BYTES of each, integers of at most
+MAX_INT_DIGITS digits, and skip anything else (or what they may not read) as
+a `Problem`.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from backends.printable import printable
 from sharding.errors import ShardingError
 
 METADATA_DIRNAME = ".nemo_curator_metadata"
@@ -27,13 +39,123 @@ FAILED_DIRNAME = ".failed_tasks"
 RUN_FILENAME = "run.json"
 MANIFEST_PREFIX = "completed_slurm_array_"
 FAILED_FILENAME = "failed_tasks.json"
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
+MAX_METADATA_BYTES = 1 << 20   # a manifest is ~80 bytes, a failed-task record a few KiB
+MAX_INT_DIGITS = 19            # 2**63 - 1 has 19: total_shards 10**12 fits, 5000 digits does not
+MAX_INDEX = 2 ** 63 - 1
+_SHARD_DIR = re.compile(r"-?[0-9]{1,19}\Z")
 
 
 def compact_json(payload: Mapping[str, Any]) -> str:
-    """The byte-exact serialisation Curator uses for identities and metadata files."""
+    """The byte-exact serialisation Curator uses for identities (hashing: no newline)."""
     return json.dumps(payload, separators=(",", ":"), sort_keys=True)
+
+
+def metadata_text(payload: Mapping[str, Any]) -> str:
+    """What a metadata file holds: the compact JSON and a final newline, as Curator writes it."""
+    return compact_json(payload) + "\n"
+
+
+class UnreadableMetadata(OSError):
+    """A checkpoint file that cannot or must not be read; str() is the reason, one line."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _reason(err: OSError) -> str:
+    if err.errno == errno.ELOOP:
+        return "a symlink loop"
+    return err.strerror or str(err)
+
+
+def read_metadata_text(path: str | Path, cap: int = MAX_METADATA_BYTES) -> tuple[str, float]:
+    """(text, mtime) of a regular file of at most `cap` bytes; UnreadableMetadata otherwise.
+
+    Checked with stat before opening and fstat after (opened O_NONBLOCK, so a
+    FIFO swapped in between cannot block); reads at most ``cap + 1`` bytes.
+    """
+    try:
+        before = os.stat(path)
+    except OSError as err:
+        raise UnreadableMetadata(_reason(err)) from None
+    if not stat.S_ISREG(before.st_mode):
+        raise UnreadableMetadata(f"{_kind(before.st_mode)}, not a regular file")
+    if before.st_size > cap:
+        raise UnreadableMetadata(f"{before.st_size} bytes, more than the {cap} a metadata file may have")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise UnreadableMetadata(_reason(err)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableMetadata(f"{_kind(info.st_mode)}, not a regular file")
+        chunks, total = [], 0
+        while total <= cap:
+            chunk = os.read(fd, cap + 1 - total)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except UnreadableMetadata:
+        raise
+    except OSError as err:
+        raise UnreadableMetadata(_reason(err)) from None
+    finally:
+        os.close(fd)
+    if total > cap:
+        raise UnreadableMetadata(f"more than the {cap} bytes a metadata file may have")
+    try:
+        return b"".join(chunks).decode("utf-8"), info.st_mtime
+    except UnicodeDecodeError as err:
+        raise UnreadableMetadata(f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})") from None
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"a number of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def parse_metadata_json(text: str) -> Any:
+    """json.loads with bounded integers; ValueError (one line) for anything it cannot read."""
+    try:
+        return json.loads(text, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def _current_umask() -> int:
+    """The umask, read without changing it (os.umask's set-and-restore races other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _warn(message: str) -> None:
+    """A shared-filesystem hiccup that does not make the write fail: said on stderr, once."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "hyperion"
+    print(printable(f"{prog}: warning: {message}"), file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -106,22 +228,47 @@ def manifest_name(run: RunConfig, shard: int) -> str:
 
 
 def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    """Make the new directory entry durable where the filesystem can (NFS/Lustre may refuse: warn, go on).
+
+    The file is already complete and visible after the rename or link; this only
+    hurries its entry to disk, so a refusal is no reason to fail the shard.
+    """
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        _warn(f"{path}: cannot fsync the directory ({_reason(err)}); the file is written, "
+              "its entry may reach the disk later")
+
+
+def _remove_temp(temp: Path) -> None:
+    """Remove a temporary file; a failure leaves a stray dot-file (never read) and a warning."""
+    try:
+        temp.unlink(missing_ok=True)
+    except OSError as err:
+        _warn(f"{temp}: cannot remove the temporary file ({_reason(err)}); it is ignored by readers")
 
 
 def _write_temp(directory: Path, text: str) -> Path:
-    """A durable temporary file beside its final name (same filesystem, so link/replace is atomic)."""
+    """A durable temporary file beside its final name (same filesystem, so link/replace is atomic).
+
+    Its mode is what a plain open() would give under the umask: mkstemp's 0600
+    would hide shared metadata from the group, 0644 would ignore a umask of 077.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide shared metadata from other users
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        os.fchmod(fd, 0o666 & ~_current_umask())
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        _remove_temp(Path(name))
+        raise
     return Path(name)
 
 
@@ -131,7 +278,7 @@ def write_atomically(path: Path, text: str) -> None:
     try:
         os.replace(temp, path)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _remove_temp(temp)
         raise
     _fsync_dir(path.parent)
 
@@ -148,7 +295,7 @@ def create_if_absent(path: Path, text: str) -> bool:
     except FileExistsError:
         return False
     finally:
-        temp.unlink(missing_ok=True)
+        _remove_temp(temp)
     _fsync_dir(path.parent)
     return True
 
@@ -161,7 +308,8 @@ def _strict_int(payload: Mapping[str, Any], key: str) -> int | None:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A metadata file's JSON; UnreadableMetadata or ValueError (both one line) otherwise."""
+    return parse_metadata_json(read_metadata_text(path)[0])
 
 
 class Checkpoint:
@@ -182,22 +330,42 @@ class Checkpoint:
             raise ShardingError(field, f"not a directory: {self.path}")
 
     # run.json ---------------------------------------------------------------
+    def _run_exists(self) -> bool:
+        """Whether anything is at run.json's path (a FIFO or directory there is an error, not absence)."""
+        try:
+            os.stat(self.run_path)
+        except FileNotFoundError:
+            return False
+        except NotADirectoryError:
+            return False
+        except OSError as exc:
+            raise ShardingError("run.json", f"cannot read {self.run_path}: {_reason(exc)}") from None
+        return True
+
+    def read_run_text(self) -> str:
+        """run.json's text, read as safely as the readers read it (for showing it)."""
+        try:
+            return read_metadata_text(self.run_path)[0]
+        except UnreadableMetadata as exc:
+            raise ShardingError("run.json", f"cannot read {self.run_path}: {exc}") from None
+
     def read_run(self) -> RunConfig | None:
         """The run configuration; None when absent. A corrupt run.json is an error: nothing can be planned."""
-        if not self.run_path.is_file():
+        if not self._run_exists():
             return None
         try:
-            payload = _read_json(self.run_path)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            payload = parse_metadata_json(self.read_run_text())
+        except ValueError as exc:
             raise ShardingError("run.json", f"cannot read {self.run_path}: {exc}") from None
         if not isinstance(payload, dict):
             raise ShardingError("run.json", f"{self.run_path} does not hold a JSON object")
         minimum, total = _strict_int(payload, "minimum_shard_index"), _strict_int(payload, "total_shards")
         if minimum is None or total is None:
-            raise ShardingError("run.json", f"{self.run_path} needs integer minimum_shard_index and total_shards, got {payload}")
-        if total <= 0 or minimum < 0:
+            raise ShardingError("run.json", f"{self.run_path} needs integer minimum_shard_index and total_shards, "
+                                f"got {compact_json(payload)[:200]}")
+        if total <= 0 or minimum < 0 or minimum + total - 1 > MAX_INDEX:
             raise ShardingError("run.json", f"{self.run_path} has total_shards={total}, minimum_shard_index={minimum}: "
-                                "total must be > 0 and minimum non-negative")
+                                f"total must be > 0, minimum non-negative and the last shard at most {MAX_INDEX}")
         return RunConfig(minimum, total)
 
     def require_run(self) -> RunConfig:
@@ -208,10 +376,10 @@ class Checkpoint:
 
     def ensure_run(self, run: RunConfig) -> bool:
         """Create run.json for ``run`` or check the existing one matches; True if created here."""
-        if run.total_shards <= 0 or run.minimum_shard_index < 0:
+        if run.total_shards <= 0 or run.minimum_shard_index < 0 or run.maximum_shard_index > MAX_INDEX:
             raise ShardingError("total_shards", f"invalid run total_shards={run.total_shards}, "
-                                f"minimum_shard_index={run.minimum_shard_index}")
-        created = self.run_path.is_file() is False and create_if_absent(self.run_path, compact_json(run.payload()))
+                                f"minimum_shard_index={run.minimum_shard_index} (the last shard must be at most {MAX_INDEX})")
+        created = not self._run_exists() and create_if_absent(self.run_path, metadata_text(run.payload()))
         if created:
             return True
         self._check_same_run(run)
@@ -219,8 +387,8 @@ class Checkpoint:
 
     def _check_same_run(self, run: RunConfig) -> None:
         try:
-            payload = _read_json(self.run_path)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            payload = parse_metadata_json(self.read_run_text())
+        except ValueError as exc:
             raise ShardingError("run.json", f"cannot read {self.run_path}: {exc}") from None
         if payload != run.payload():
             raise ShardingError("run.json", f"{self.run_path} holds {json.dumps(payload, sort_keys=True, separators=(',', ':'))}, "
@@ -234,18 +402,26 @@ class Checkpoint:
             raise ShardingError("shard_index", f"{shard} is outside the shard range "
                                 f"[{run.minimum_shard_index}, {run.maximum_shard_index}]")
         path = self.completion_dir / manifest_name(run, shard)
-        write_atomically(path, compact_json({**manifest_identity(run, shard), "status": "completed"}))
+        write_atomically(path, metadata_text({**manifest_identity(run, shard), "status": "completed"}))
         return path
 
     def completed(self, run: RunConfig | None = None) -> tuple[set[int], list[Problem]]:
-        """Shards with a valid manifest for this run, and the manifests that were skipped."""
+        """Shards with a valid manifest for this run, and the manifests that were skipped.
+
+        Costs time in the number of files in the completion folder, whatever total_shards is.
+        """
         run = run or self.require_run()
         done: set[int] = set()
         problems: list[Problem] = []
-        if not self.completion_dir.is_dir():
+        try:
+            with os.scandir(self.completion_dir) as entries:
+                names = sorted(e.name for e in entries if e.name.startswith(MANIFEST_PREFIX) and e.name.endswith(".json"))
+        except (FileNotFoundError, NotADirectoryError):
             return done, problems
-        with os.scandir(self.completion_dir) as entries:
-            names = sorted(e.name for e in entries if e.name.startswith(MANIFEST_PREFIX) and e.name.endswith(".json"))
+        except OSError as exc:
+            problems.append(Problem(str(self.completion_dir), f"cannot list the completion folder ({_reason(exc)}); "
+                                    "no shard counts as complete"))
+            return done, problems
         for name in names:
             path = self.completion_dir / name
             shard, problem = self._read_manifest(path, run)
@@ -259,8 +435,8 @@ class Checkpoint:
     def _read_manifest(path: Path, run: RunConfig) -> tuple[int | None, str | None]:
         try:
             payload = _read_json(path)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return None, f"unreadable completion manifest ({exc.__class__.__name__}: {exc}); skipped"
+        except (OSError, ValueError) as exc:
+            return None, f"unreadable completion manifest ({exc}); skipped"
         if not isinstance(payload, dict):
             return None, "completion manifest is not a JSON object; skipped"
         if payload.get("status") != "completed":
@@ -285,22 +461,42 @@ class Checkpoint:
         """Record that ``shard`` had failed tasks in this attempt (a fresh directory per attempt)."""
         attempt = attempt or Attempt.from_env()
         path = self.failed_dir / attempt.relative_dir(shard) / FAILED_FILENAME
-        write_atomically(path, compact_json(dict(details)) if details is not None else "")
+        write_atomically(path, metadata_text(dict(details)) if details is not None else "")
         return path
+
+    def _failed_paths(self, problems: list[Problem]) -> list[Path]:
+        """Every entry named failed_tasks.json under the failed-task folder (symlinks not followed).
+
+        A folder that cannot be listed is a Problem; a directory named like a
+        record is one too, and is not entered.
+        """
+        found: list[Path] = []
+
+        def unreadable(exc: OSError) -> None:
+            where = str(exc.filename or self.failed_dir)
+            if isinstance(exc, FileNotFoundError) and where == str(self.failed_dir):
+                return   # no failures recorded yet
+            problems.append(Problem(where, f"cannot list this folder ({_reason(exc)}); its records are not counted"))
+
+        for root, dirs, files in os.walk(self.failed_dir, onerror=unreadable):
+            if FAILED_FILENAME in dirs:
+                dirs.remove(FAILED_FILENAME)
+                problems.append(Problem(str(Path(root, FAILED_FILENAME)), "a directory, not a regular file; skipped"))
+            found += [Path(root, name) for name in files if name == FAILED_FILENAME]
+        return sorted(found)
 
     def scan_failed(self) -> tuple[list[FailedRecord], list[Problem]]:
         """Every failed-task record, oldest first, and the files that did not fit the layout."""
         records: list[FailedRecord] = []
         problems: list[Problem] = []
-        if not self.failed_dir.is_dir():
-            return records, problems
-        for path in sorted(self.failed_dir.rglob(FAILED_FILENAME)):
+        for path in self._failed_paths(problems):
             record, problem = self._read_failed(path)
             if record is not None:
                 records.append(record)
             if problem is not None:
                 problems.append(Problem(str(path), problem))
         records.sort(key=lambda r: (r.mtime, r.path))
+        problems.sort(key=lambda p: p.path)
         return records, problems
 
     def failed_records(self) -> list[FailedRecord]:
@@ -312,18 +508,17 @@ class Checkpoint:
         if len(parts) != 5 or not all(p.startswith(x) for p, x in zip(parts, prefixes)):
             return None, "failed-task record outside the slurm_job_*/array_task_*/restart_*/shard_* layout; skipped"
         job, task, restart, shard_text = (p[len(x):] for p, x in zip(parts, prefixes))
-        if not shard_text.lstrip("-").isdigit():
-            return None, f"failed-task record with a non-integer shard {shard_text!r}; skipped"
+        if not _SHARD_DIR.match(shard_text):
+            return None, f"failed-task record with a non-integer shard {printable(shard_text[:40])!r}; skipped"
         try:
-            text = path.read_text(encoding="utf-8")
-            mtime = path.stat().st_mtime
-        except (OSError, UnicodeDecodeError) as exc:
+            text, mtime = read_metadata_text(path)
+        except UnreadableMetadata as exc:
             return None, f"unreadable failed-task record ({exc}); skipped"
         details, problem = None, None
         if text.strip():
             try:
-                loaded = json.loads(text)
-            except json.JSONDecodeError as exc:
+                loaded = parse_metadata_json(text)
+            except ValueError as exc:
                 loaded, problem = None, f"failed-task record is not JSON ({exc}); counted, details ignored"
             if isinstance(loaded, dict):
                 details = loaded

@@ -10,9 +10,12 @@ import argparse
 import sys
 from typing import NoReturn
 
+from backends.printable import printable
+
 
 def fail(prog: str, field: str, problem: str) -> NoReturn:
-    print(f"{prog}: error: {field}: {problem}", file=sys.stderr)
+    """One line, escaped: the field or problem may quote a hostile path, file or argument."""
+    print(printable(f"{prog}: error: {field}: {problem}"), file=sys.stderr)
     raise SystemExit(2)
 
 

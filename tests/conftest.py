@@ -60,3 +60,52 @@ def run_cli(*argv: str, cwd: Path | str | None = None, env: dict[str, str] | Non
     path_env = env if env is not None else {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run(list(argv), cwd=cwd, env=path_env, capture_output=True, text=True,
                           timeout=timeout, input=input)
+
+
+# --- hostile files and a user without rights ------------------------------------------------
+# The tests run as root, whom no permission check stops. What a user without
+# rights sees is run as root without the capabilities that bypass file
+# permissions (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): a chmod 000 folder or a
+# read-only directory stops it as it stops any user, while the interpreter and
+# the installed scripts (root's own files, wherever pip put them) still run.
+
+def can_drop_rights() -> bool:
+    return os.geteuid() == 0 and shutil.which("setpriv") is not None
+
+
+def without_rights(*argv: str) -> list[str]:
+    """`argv` run with file permissions enforced (root minus its permission-bypassing capabilities)."""
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", *argv]
+
+
+@pytest.fixture
+def rightless_dir(tmp_path):
+    """A directory for a check run `without_rights`."""
+    if not can_drop_rights():
+        pytest.skip("needs root and setpriv to run a check with file permissions enforced")
+    yield tmp_path
+    for root, dirs, _ in os.walk(tmp_path):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)   # a chmod 000 directory would stop the cleanup
+
+
+def make_fifo(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def make_sparse(path: Path, size: int = 1 << 30) -> Path:
+    """A file that claims `size` bytes (of zeros) and takes no disk."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+def make_symlink_loop(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    other = path.with_name(path.name + ".loop")
+    os.symlink(other.name, path)
+    os.symlink(path.name, other)
+    return path

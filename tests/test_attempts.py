@@ -13,7 +13,12 @@ import pytest
 from conftest import TEST_SITE, run_cli
 
 from backends.records.attempts import (
-    FinalState, LedgerWriter, append_entries, ledger_path, parse_ledger, read_ledger,
+    FinalState,
+    LedgerWriter,
+    append_entries,
+    ledger_path,
+    parse_ledger,
+    read_ledger,
 )
 from backends.records.history import load_history
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
@@ -252,3 +257,18 @@ def test_status_of_an_old_slurm_record_without_attempt_fields(tmp_path):
 def test_state_names_as_slurm_spells_them(text):
     from backends.retry import parse_states
     assert parse_states(text) <= {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NOT_RUN", "LOST"}
+
+
+def test_retry_of_a_record_others_may_write_needs_trust_record(tmp_path, cli_env):
+    (tmp_path / "fail.txt").write_text("1\n")
+    submit_local(tmp_path, cli_env, "--output-file", "log/t.log", "--", PY, "-c", FLAKY, "1")
+    record = tmp_path / "log" / "q" / "t.submit.json"
+    record.chmod(0o666)                      # anyone could have changed the command it runs
+    ledger_before = ledger_path(record).read_bytes()
+    refused = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "may be changed by its group and other users" in refused.stderr
+    assert ledger_path(record).read_bytes() == ledger_before
+    (tmp_path / "fail.txt").write_text("")
+    trusted = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--trust-record", cwd=tmp_path, env=cli_env)
+    assert trusted.returncode == 0, trusted.stderr

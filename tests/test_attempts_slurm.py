@@ -5,7 +5,6 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from conftest import TEST_SITE, run_cli

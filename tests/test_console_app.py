@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import make_fifo, make_sparse
 from test_console_fixtures import notifications, table_column, text_of, wait_for
 
 from hyperion_console.__main__ import main
@@ -148,9 +149,21 @@ def _bad_inputs(tmp_path: Path) -> dict[str, str]:
     (as_list / "run.json").write_text("[1, 12]")
     (tmp_path / "a_file").write_text("")
     (tmp_path / "bad.submit.json").write_text("{not json")
+    completion = Path(".nemo_curator_metadata", ".slurm_array_completion")
+    make_fifo(tmp_path / "run_fifo" / completion / "run.json")
+    (tmp_path / "run_zero" / completion).mkdir(parents=True)
+    (tmp_path / "run_zero" / completion / "run.json").symlink_to("/dev/zero")
+    make_sparse(tmp_path / "run_sparse" / completion / "run.json")
+    make_fifo(tmp_path / "q" / "fifo.submit.json")
+    (tmp_path / "q" / "bigint.submit.json").write_text('{"path": ' + "9" * 5000 + "}")
+    (tmp_path / "q" / "nested.submit.json").write_text("[" * 100_000 + "]" * 100_000)
     return {"NOWHERE": str(tmp_path / "nowhere"), "A_FILE": str(tmp_path / "a_file"),
             "CORRUPT": str(tmp_path / "corrupt"), "LIST": str(tmp_path / "list"),
-            "BAD_RECORD": str(tmp_path / "bad.submit.json")}
+            "BAD_RECORD": str(tmp_path / "bad.submit.json"), "RUN_FIFO": str(tmp_path / "run_fifo"),
+            "RUN_ZERO": str(tmp_path / "run_zero"), "RUN_SPARSE": str(tmp_path / "run_sparse"),
+            "RECORD_FIFO": str(tmp_path / "q" / "fifo.submit.json"),
+            "RECORD_BIGINT": str(tmp_path / "q" / "bigint.submit.json"),
+            "RECORD_NESTED": str(tmp_path / "q" / "nested.submit.json")}
 
 
 @pytest.mark.parametrize("argv,field", [
@@ -165,6 +178,15 @@ def _bad_inputs(tmp_path: Path) -> dict[str, str]:
     (["--demo", "--checkpoint", "LIST"], "--demo"),
     (["--checkpoint"], "--checkpoint"),
     (["--bogus"], "--bogus"),
+    # hostile files (issue 13): one line before the screen, never a hang
+    (["--checkpoint", "RUN_FIFO"], "run.json"),
+    (["--checkpoint", "RUN_ZERO"], "run.json"),
+    (["--checkpoint", "RUN_SPARSE"], "run.json"),
+    (["--record", "RECORD_FIFO"], "record"),
+    (["--record", "RECORD_BIGINT"], "record"),
+    (["--record", "RECORD_NESTED"], "record"),
+    (["--record", "/dev/zero"], "record"),
+    (["--checkpoint", "\x1b]0;owned\x07"], "--checkpoint"),
 ])
 def test_cli_bad_input_is_one_line_exit_2_before_the_screen(argv, field, tmp_path: Path, capsys,
                                                             monkeypatch) -> None:
@@ -184,6 +206,7 @@ def test_cli_bad_input_is_one_line_exit_2_before_the_screen(argv, field, tmp_pat
     assert captured.out == ""
     lines = captured.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-console: error: {field}: "), captured.err
+    assert lines[0].isprintable() and len(lines[0]) < 1000
     assert sorted(tmp_path.rglob("*")) == before
 
 

@@ -3,22 +3,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
-from test_console_fixtures import build_checkpoint, notifications, table_column, text_of, wait_for
+from test_console_fixtures import build_checkpoint, notifications, posted, table_column, text_of, wait_for
 
 from backends.launch import submit
+from backends.records.record import load_record
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan
 from backends.watch.wait import wait
 from hyperion_console.app import make_app
+from hyperion_console.messages import ResubmitRequested
 from hyperion_console.screens.confirm import ConfirmScreen
 from sharding.assign import shard_for
 from sharding.example import make_input
 from sharding.listing import list_sources
 from sharding.retry import format_fields, plan_retry
+from sharding.store import Checkpoint, RunConfig
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -124,5 +128,86 @@ def test_resubmit_on_slurm_lands_on_jobs_and_completes_the_run(slurm_cluster, tm
             await pilot.press("3", "r")
             await wait_for(pilot, lambda: "every shard is complete"
                            in text_of(screen.query_one("#retry-summary")), 10)
+
+    asyncio.run(scenario())
+
+
+# --- Resubmit shows what runs and whose record says so, and runs nothing else (issue 13) -------------
+
+def _demo_app(tmp_path: Path):
+    return make_app(cfg_dir=CONF, demo=True, demo_dir=tmp_path / "demo", search_dirs=[])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_resubmit_confirmation_names_the_command_its_directory_and_a_foreign_owner(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        seen: list = []
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            record = Path(screen.query_one("#record-path").value).absolute()
+            os.chown(record, 65534, 65534)
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            detail = text_of(app.screen.query_one("#confirm-detail Static"))
+            lines = detail.splitlines()
+            assert lines[0] == f"WARNING: the record {record} is owned by nobody (uid 65534), not by you."
+            assert f"runs in: {load_record(record).cwd}" in lines
+            command = next(line for line in lines if line.startswith("command: "))
+            assert command.startswith("command: hyperion-submit local --cfg ") and "--array SHARD=11:12" in command
+            await pilot.press("n")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert not posted(seen, ResubmitRequested)
+            assert plan_retry(screen.checkpoint).expression == "11-12"      # nothing ran
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_resubmit_runs_nothing_if_the_record_changed_owner_after_the_confirmation(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            record = Path(screen.query_one("#record-path").value).absolute()
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            detail = text_of(app.screen.query_one("#confirm-detail Static"))
+            assert "WARNING" not in detail and detail.splitlines()[0] == f"record:  {record}"
+            os.chown(record, 65534, 65534)          # swapped between the question and the answer
+            await pilot.press("y")
+            await wait_for(pilot, lambda: any("changed since it was confirmed" in m for m in notifications(app)), 20)
+            assert plan_retry(screen.checkpoint).expression == "11-12"
+            assert not isinstance(app.screen, ConfirmScreen)
+
+    asyncio.run(scenario())
+
+
+def test_a_trillion_shard_checkpoint_opens_with_a_bucketed_map(tmp_path: Path) -> None:
+    """Coverage and retry of 10**12 shards cost what the manifests cost: the screen opens at once."""
+    store = Checkpoint(tmp_path / "ck")
+    run = RunConfig(1, 10 ** 12)
+    store.ensure_run(run)
+    for shard in (1, 2, 5 * 10 ** 11):
+        store.write_completion(shard, run)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=store.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            legend = text_of(screen.query_one("#ckpt-map"))
+            assert "complete 3" in legend and "incomplete 999999999997" in legend
+            assert "each block: 500000000 shards" in legend
+            summary = text_of(screen.query_one("#retry-summary"))
+            assert summary.startswith("missing 3-499999999999,500000000001-1000000000000")
+            assert "(999999999997 shards, 1 window(s))" in summary
+            screen.query_one("#max-array-size").value = "10"
+            await pilot.pause()
+            assert text_of(screen.query_one("#retry-summary")).startswith("--max-array-size: the 999999999997 missing")
 
     asyncio.run(scenario())

@@ -2,13 +2,20 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from conftest import make_fifo, make_sparse, run_cli
 
 from backends.cli.jobs import main
 from backends.cli.jobs.watching import render_watch
 from backends.errors import InputError
+from backends.printable import printable
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
 from backends.states import JobState
 from backends.watch.poller import PollUpdate
@@ -154,3 +161,132 @@ def test_task_logs_of_an_array_job_needs_a_task(tmp_path):
         task_logs("500", dirs=[tmp_path])
     with pytest.raises(InputError, match="has no task 500_9"):
         task_logs("500_9", dirs=[tmp_path])
+
+
+# --- hyperion-jobs logs: control characters escaped on a terminal, as-is when piped (issue 13) ------
+
+HOSTILE_LOG = ("plain line\n"
+               "\x1b]52;c;cm0gLXJmIH4vKg==\x07clipboard\n"      # OSC 52: writes `rm -rf ~/*` to the clipboard
+               "\x1b]0;owned\x07title\n"                          # OSC 0: the window title
+               "\x1b[2J\x1b[31mred\x1b[0m\n"                      # CSI: clear screen, colour
+               "tab\there\n"
+               "bidi \u202eevil\u202c text\n"
+               "c1 \x9b31m csi\n")
+
+
+def _on_a_pty(argv: list[str], env: dict[str, str]) -> str:
+    """What `argv` writes to a terminal (a pty), with the terminal's CRLF turned back into LF."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:    # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=60)
+    os.close(master)
+    return out.decode("utf-8").replace("\r\n", "\n")
+
+
+def test_logs_escapes_control_characters_on_a_terminal(tmp_path, cli_env):
+    record = make_record(tmp_path)
+    Path(record.tasks[0].log).write_text(HOSTILE_LOG)
+    shown = _on_a_pty(["hyperion-jobs", "logs", f"{record.path}:1"], cli_env)
+    assert shown == "".join(printable(line, layout=True) + "\n" for line in HOSTILE_LOG.splitlines())
+    assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown and "\x9b" not in shown
+    assert "\\x1b]52;c;cm0gLXJmIH4vKg==\\x07clipboard\n" in shown and "tab\there\n" in shown
+    assert "bidi \\u202eevil\\u202c text" in shown
+
+
+def test_logs_prints_the_bytes_as_they_are_when_piped_or_raw(tmp_path, cli_env):
+    record = make_record(tmp_path)
+    Path(record.tasks[0].log).write_text(HOSTILE_LOG)
+    piped = run_cli("hyperion-jobs", "logs", f"{record.path}:1", env=cli_env)
+    assert piped.returncode == 0 and piped.stdout == HOSTILE_LOG
+    raw = _on_a_pty(["hyperion-jobs", "logs", f"{record.path}:1", "--raw"], cli_env)
+    assert raw == HOSTILE_LOG
+
+
+def test_logs_follow_escapes_appended_lines_on_a_terminal(tmp_path, cli_env):
+    record = make_record(tmp_path)
+    log = Path(record.tasks[0].log)
+    log.write_text("start\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], stdout=slave,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=cli_env)
+    os.close(slave)
+    try:
+        out = b""
+        deadline = time.monotonic() + 30
+        with open(log, "a") as handle:
+            handle.write("\x1b]0;owned\x07appended\n")
+        while b"appended" not in out and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                out += os.read(master, 65536)
+        text = out.decode().replace("\r\n", "\n")
+        assert "start\n\\x1b]0;owned\\x07appended\n" in text and "\x1b" not in text
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(master)
+
+
+# --- hostile records and logs: one line, exit 2, never a hang (issue 13) ----------------------------
+
+def _hostile_targets(tmp_path: Path) -> dict[str, str]:
+    record = make_record(tmp_path)
+    make_fifo(Path(record.tasks[0].log))                     # a FIFO where task 1's log should be
+    Path(record.tasks[1].log).symlink_to("/dev/zero")
+    q = tmp_path / "hostile" / "q"
+    q.mkdir(parents=True)
+    make_fifo(q / "fifo.submit.json")
+    make_sparse(q / "sparse.submit.json", 1 << 30)
+    (q / "bigint.submit.json").write_text(json.dumps({**json.loads(Path(record.path).read_text()),
+                                                      "jobs": []})[:-1] + ', "x": ' + "9" * 5000 + "}")
+    (q / "nested.submit.json").write_text("[" * 100_000 + "]" * 100_000)
+    (q / "esc.submit.json").write_text('{"path": "\\u001b]0;owned\\u0007"}')
+    return {"RECORD": record.path, "FIFO_RECORD": str(q / "fifo.submit.json"),
+            "SPARSE_RECORD": str(q / "sparse.submit.json"), "BIGINT_RECORD": str(q / "bigint.submit.json"),
+            "NESTED_RECORD": str(q / "nested.submit.json"), "ESC_RECORD": str(q / "esc.submit.json")}
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["status", "FIFO_RECORD"], "record"),
+    (["status", "SPARSE_RECORD"], "record"),
+    (["status", "BIGINT_RECORD"], "record"),
+    (["watch", "NESTED_RECORD"], "record"),
+    (["status", "ESC_RECORD"], "record"),
+    (["logs", "FIFO_RECORD:1"], "record"),
+    (["logs", "RECORD:1"], "TASK"),                # its log is a FIFO
+    (["logs", "RECORD:1", "-f"], "TASK"),
+    (["logs", "RECORD:2"], "TASK"),                # its log is /dev/zero
+    (["logs", "RECORD:" + "9" * 5000], "TASK"),
+    (["logs", "1_" + "9" * 5000], "TASK"),
+    (["status", "9" * 5000], "JOB|RECORD"),
+    (["cancel", "9" * 5000 + "_1", "--yes"], "JOB"),
+    (["logs", "RECORD:1", "-n", "9" * 5000], "-n/--lines"),
+    (["list", "--limit", "9" * 5000], "--limit"),
+    (["status", "\x1b]0;owned\x07"], "JOB|RECORD"),
+])
+def test_hostile_records_and_logs_are_one_line_exit_2(tmp_path, cli_env, argv, field):
+    paths = _hostile_targets(tmp_path)
+
+    def filled(text: str) -> str:
+        for name, value in sorted(paths.items(), key=lambda item: -len(item[0])):
+            text = text.replace(name, value)
+        return text
+
+    before = sorted(tmp_path.rglob("*"))
+    result = run_cli("hyperion-jobs", *map(filled, argv), env=cli_env, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hyperion-jobs: error: {field}: "), result.stderr
+    assert lines[0].isprintable() and "Traceback" not in result.stderr
+    assert sorted(tmp_path.rglob("*")) == before

@@ -1,7 +1,8 @@
 """Controls and bidi overrides from files and users never reach the terminal as themselves."""
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from backends.printable import printable
 

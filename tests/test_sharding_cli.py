@@ -1,14 +1,22 @@
 """hyperion-checkpoint as a user runs it."""
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import make_fifo, make_sparse, make_symlink_loop, run_cli, without_rights
 
-from sharding.store import Checkpoint, RunConfig
+from sharding.assign import shard_for
+from sharding.example import make_input
+from sharding.listing import list_sources
+from sharding.store import Attempt, Checkpoint, RunConfig
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
+SITE = Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +84,22 @@ def test_retry_prints_nothing_when_complete(tmp_path, cli_env):
     (["retry", "BIG", "--submit", "NOWHERE"], "record"),
     (["retry", "BIG", "--submit", "CORRUPT_RUN"], "record"),
     (["retry", "COMPLETE", "--submit", "NOWHERE"], "record"),   # nothing to do is no excuse
+    # hostile run.json (issue 13): one line, never a hang, never a traceback
+    (["show", "RUN_FIFO"], "run.json"),
+    (["retry", "RUN_FIFO"], "run.json"),
+    (["shards", "RUN_DIR"], "run.json"),
+    (["retry", "RUN_ZERO"], "run.json"),
+    (["show", "RUN_SPARSE"], "run.json"),
+    (["retry", "RUN_HUGE_INT"], "run.json"),
+    (["shards", "RUN_NESTED"], "run.json"),
+    (["failed", "RUN_LOOP"], "run.json"),
+    (["retry", "RUN_BEYOND_2_63"], "run.json"),
+    (["retry", "RUN_1E12", "--max-array-size", "1"], "--max-array-size"),
+    (["retry", "RUN_1E12", "--format", "json", "--max-array-size", "1000"], "--max-array-size"),
+    (["retry", "BIG", "--max-array-size", "9" * 5000], "--max-array-size"),
+    (["retry", "BIG", "--trust-record"], "--trust-record"),
+    (["retry", "RUN_1E12", "--submit", "NOWHERE"], "record"),
+    (["retry", "RUN_1E12", "--submit", "RECORD_FIFO"], "record"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, field, big, tmp_path, cli_env):
     corrupt = tmp_path / "bad"
@@ -90,14 +114,44 @@ def test_bad_input_is_one_line_and_exit_2(argv, field, big, tmp_path, cli_env):
     (tmp_path / "a_file").write_text("")
     subst = {"BIG": str(big), "MISSING_RUN": str(FIXTURES / "missing_run"), "CORRUPT_RUN": str(corrupt),
              "LIST_RUN": str(as_list), "COMPLETE": str(complete.path), "NOWHERE": str(tmp_path / "nowhere"),
-             "A_FILE": str(tmp_path / "a_file")}
+             "A_FILE": str(tmp_path / "a_file"), **_hostile_runs(tmp_path)}
     before = sorted(p for p in tmp_path.rglob("*"))
-    result = run_cli("hyperion-checkpoint", *[subst.get(a, a) for a in argv], env=cli_env)
+    result = run_cli("hyperion-checkpoint", *[subst.get(a, a) for a in argv], env=cli_env, timeout=60)
     assert sorted(p for p in tmp_path.rglob("*")) == before     # nothing written
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-checkpoint: error: {field}: "), result.stderr
+    assert lines[0].isprintable() and len(lines[0]) < 1000
+
+
+def _run_json(root: Path, make) -> str:
+    """A checkpoint whose run.json is made by `make(path)`."""
+    path = root / ".nemo_curator_metadata" / ".slurm_array_completion" / "run.json"
+    path.parent.mkdir(parents=True)
+    make(path)
+    return str(root)
+
+
+def _hostile_runs(tmp_path: Path) -> dict[str, str]:
+    huge = Checkpoint(tmp_path / "run_1e12")
+    huge.ensure_run(RunConfig(0, 10 ** 12))
+    huge.write_completion(5 * 10 ** 11)
+    make_fifo(tmp_path / "record.submit.json")
+    return {
+        "RUN_FIFO": _run_json(tmp_path / "run_fifo", make_fifo),
+        "RUN_DIR": _run_json(tmp_path / "run_dir", lambda p: p.mkdir()),
+        "RUN_ZERO": _run_json(tmp_path / "run_zero", lambda p: p.symlink_to("/dev/zero")),
+        "RUN_SPARSE": _run_json(tmp_path / "run_sparse", make_sparse),
+        "RUN_HUGE_INT": _run_json(tmp_path / "run_huge_int", lambda p: p.write_text(
+            '{"minimum_shard_index":0,"total_shards":' + "9" * 5000 + "}\n")),
+        "RUN_NESTED": _run_json(tmp_path / "run_nested", lambda p: p.write_text("[" * 100_000 + "]" * 100_000)),
+        "RUN_LOOP": _run_json(tmp_path / "run_loop", make_symlink_loop),
+        "RUN_BEYOND_2_63": _run_json(tmp_path / "run_beyond", lambda p: p.write_text(
+            json.dumps({"minimum_shard_index": 2 ** 62, "total_shards": 2 ** 62 + 1}))),
+        "RUN_1E12": str(huge.path),
+        "RECORD_FIFO": str(tmp_path / "record.submit.json"),
+    }
 
 
 def test_shards_and_show_on_the_curator_fixture(cli_env):
@@ -130,3 +184,185 @@ def test_failed_lists_records_by_attempt(cli_env):
     assert records[9]["slurm_job"] == "2001" and records[9]["details"]["task_ids"] == ["p000004"]
     text = run_cli("hyperion-checkpoint", "failed", str(FIXTURES / "corrupt"), env=cli_env)
     assert "shard 9  job 2001  array_task 9  restart 0  tasks p000004  ValueError: bad record" in text.stdout
+
+
+# --- hostile files inside a checkpoint: one warning each, skipped, never a hang (issue 13) -----------
+
+def _hostile_checkpoint(root: Path) -> Checkpoint:
+    """Shards 1-10, 1-3 complete and 4 failed, plus one hostile file of each kind named like metadata."""
+    store = Checkpoint(root)
+    run = RunConfig(1, 10)
+    store.ensure_run(run)
+    for shard in (1, 2, 3):
+        store.write_completion(shard, run)
+    store.write_failed(4, Attempt("100", "4", "0"), {"task_ids": ["p1"], "error": "ValueError: \x1b]52;c;cm0gLXJmIH4=\x07"})
+    folder = store.completion_dir
+    make_fifo(folder / "completed_slurm_array_fifo.json")
+    (folder / "completed_slurm_array_directory.json").mkdir()
+    (folder / "completed_slurm_array_zero.json").symlink_to("/dev/zero")
+    make_sparse(folder / "completed_slurm_array_sparse.json")
+    make_symlink_loop(folder / "completed_slurm_array_loop.json")
+    (folder / "completed_slurm_array_bigint.json").write_text(
+        '{"minimum_shard_index":1,"shard_index":' + "9" * 5000 + ',"status":"completed","total_shards":10}')
+    (folder / "completed_slurm_array_nested.json").write_text("[" * 100_000 + "]" * 100_000)
+    (folder / "completed_slurm_array_\x1b]0;owned\x07.json").write_text("{")
+    attempt = store.failed_dir / "slurm_job_200" / "array_task_5" / "restart_0"
+    make_fifo(attempt / "shard_5" / "failed_tasks.json")
+    (attempt / "shard_6" / "failed_tasks.json").mkdir(parents=True)
+    (attempt / ("shard_" + "9" * 200)).mkdir()
+    (attempt / ("shard_" + "9" * 200) / "failed_tasks.json").write_text("")
+    return store
+
+
+@pytest.mark.parametrize("argv,stdout", [
+    (["retry"], "4-10 0 1 10\n"),
+    (["retry", "--format", "ranges"], "4-10\n"),
+    (["shards"], "complete          3  1-3\nincomplete        6  5-10\nfailed            1  4\n"),
+])
+def test_hostile_files_in_a_checkpoint_are_warnings_and_skipped(tmp_path, cli_env, argv, stdout):
+    store = _hostile_checkpoint(tmp_path / "ck")
+    started = time.monotonic()
+    result = run_cli("hyperion-checkpoint", argv[0], str(store.path), *argv[1:], env=cli_env, timeout=60)
+    assert time.monotonic() - started < 20
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == stdout
+    warnings = result.stderr.splitlines()
+    assert all(w.startswith("hyperion-checkpoint: warning: ") and w.isprintable() for w in warnings)
+    assert "Traceback" not in result.stderr
+    expected = {"fifo": "a FIFO, not a regular file", "directory": "a directory, not a regular file",
+                "zero": "a device, not a regular file", "sparse": "more than the 1048576",
+                "loop": "a symlink loop", "bigint": "a number of 5000 digits", "nested": "nested too deeply",
+                "\\x1b]0;owned\\x07": "unreadable completion manifest"}
+    for name, reason in expected.items():
+        assert sum(f"completed_slurm_array_{name}.json: " in w and reason in w for w in warnings) == 1, (name, warnings)
+    if argv[0] == "shards":   # coverage also reads the failed-task records
+        assert sum("shard_5/failed_tasks.json: unreadable failed-task record (a FIFO" in w for w in warnings) == 1
+        assert sum("shard_6/failed_tasks.json: a directory, not a regular file" in w for w in warnings) == 1
+        assert sum("non-integer shard" in w for w in warnings) == 1
+
+
+def test_failed_listing_escapes_what_a_record_says(tmp_path, cli_env):
+    """A failed-task record's error text is shown with its ESC visible, never sent to the terminal."""
+    store = _hostile_checkpoint(tmp_path / "ck")
+    result = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env, timeout=60)
+    assert result.returncode == 0
+    assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout
+    assert "tasks p1  ValueError: \\x1b]52;c;cm0gLXJmIH4=\\x07" in result.stdout
+
+
+def _readable_by_all(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+@pytest.mark.parametrize("locked,warning", [
+    (".nemo_curator_metadata/.failed_tasks/slurm_job_100", "slurm_job_100: cannot list this folder (Permission denied)"),
+    (".nemo_curator_metadata/.failed_tasks", ".failed_tasks: cannot list this folder (Permission denied)"),
+    (".nemo_curator_metadata/.slurm_array_completion/MANIFEST", "unreadable completion manifest (Permission denied)"),
+])
+def test_unreadable_files_and_folders_are_warnings_for_a_user_without_rights(rightless_dir, locked, warning):
+    store = Checkpoint(rightless_dir / "ck")
+    run = RunConfig(1, 4)
+    store.ensure_run(run)
+    manifest = store.write_completion(1, run)
+    store.write_failed(2, Attempt("100", "2", "0"))
+    _readable_by_all(store.path)
+    (store.path / locked.replace("MANIFEST", manifest.name)).chmod(0o000)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(without_rights("hyperion-checkpoint", "shards", str(store.path)), env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hyperion-checkpoint: warning: ") and warning in lines[0], lines
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unreadable_completion_folder_is_one_line_exit_2_for_a_user_without_rights(rightless_dir):
+    store = Checkpoint(rightless_dir / "ck")
+    store.ensure_run(RunConfig(1, 4))
+    _readable_by_all(store.path)
+    store.completion_dir.chmod(0o000)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(without_rights("hyperion-checkpoint", "retry", str(store.path)), env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == f"hyperion-checkpoint: error: run.json: cannot read {store.run_path}: Permission denied\n"
+
+
+# --- a run of 10**12 shards: answers from the manifests found, not from total_shards ----------------
+
+@pytest.fixture(scope="module")
+def trillion(tmp_path_factory):
+    store = Checkpoint(tmp_path_factory.mktemp("trillion") / "ck")
+    run = RunConfig(1, 10 ** 12)
+    store.ensure_run(run)
+    for shard in (1, 2, 3, 10 ** 6, 10 ** 12):
+        store.write_completion(shard, run)
+    store.write_failed(7, Attempt("1", "7", "0"))
+    return store.path
+
+
+@pytest.mark.parametrize("argv,stdout", [
+    (["retry", "--format", "ranges"], "4-999999,1000001-999999999999\n"),
+    (["retry"], "4-999999,1000001-999999999999 0 1 1000000000000\n"),
+    (["retry", "--max-array-size", "1000000000000"], "4-999999,1000001-999999999999 0 1 1000000000000\n"),
+    (["retry", "--max-array-size", "400000000000"],
+     "4-999999,1000001-399999999999 0 1 1000000000000\n0-399999999999 400000000000 1 1000000000000\n"
+     "0-199999999999 800000000000 1 1000000000000\n"),
+    (["shards"], "complete          5  1-3,1000000,1000000000000\nincomplete   999999999994  4-6,8-999999,1000001-999999999999\n"
+                 "failed            1  7\n"),
+])
+def test_a_trillion_shards_plan_from_the_manifests(trillion, cli_env, argv, stdout):
+    result = run_cli("hyperion-checkpoint", argv[0], str(trillion), *argv[1:], env=cli_env, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, stdout, "")
+
+
+def test_a_trillion_shards_show_and_json_say_what_is_not_listed(trillion, cli_env):
+    show = run_cli("hyperion-checkpoint", "show", str(trillion), env=cli_env, timeout=60)
+    assert "complete     5" in show.stdout and "incomplete   999999999994" in show.stdout
+    shards = run_cli("hyperion-checkpoint", "shards", str(trillion), "--json", env=cli_env, timeout=60)
+    data = json.loads(shards.stdout)
+    assert data["shards"] is None and "per-shard listing is made only up to 100000" in data["shards_omitted"]
+    assert data["ranges"]["failed"] == "7" and data["counts"]["complete"] == 5
+    assert shards.stderr.splitlines() == [f"hyperion-checkpoint: warning: shards: {data['shards_omitted']}"]
+    plan = json.loads(run_cli("hyperion-checkpoint", "retry", str(trillion), "--format", "json",
+                              env=cli_env, timeout=60).stdout)
+    assert plan["missing_count"] == 10 ** 12 - 5 and len(plan["windows"]) == 1
+
+
+# --- trust: a record someone else could have written is not run without --trust-record ---------------
+
+def _retry_with_a_record(tmp_path, cli_env):
+    """A local 3-shard run where shard 2 failed once; the record of that run."""
+    make_input(tmp_path / "in", files=6, records=1)
+    fail = next(json.loads(t.files[0].read_text())["id"] for t in list_sources(tmp_path / "in")
+                if shard_for(t.task_id, 3, 1) == 2)
+    run_cli("hyperion-submit", "local", "--cfg", str(SITE), "--array", "SHARD=1:3",
+            "--output-file", "log/s.SHARD.log", "--", "hyperion-shard-example", "--input", "in", "--output", "out",
+            "--checkpoint", "ck", "--shard-index", "SHARD", "--total-shards", "3", "--minimum-shard-index", "1",
+            "--fail-record", fail, "--fail-once", cwd=tmp_path, env=cli_env)
+    return tmp_path / "log" / "q" / "s.SHARD.submit.json"
+
+
+@pytest.mark.parametrize("change,problem", [
+    (lambda p: os.chown(p, 65534, 65534), "is owned by nobody (uid 65534), not by you"),
+    (lambda p: p.chmod(0o664), "may be changed by its group (mode 0664)"),
+    (lambda p: p.chmod(0o646), "may be changed by other users (mode 0646)"),
+])
+def test_retry_submit_refuses_a_record_others_could_have_written(tmp_path, cli_env, change, problem):
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    record = _retry_with_a_record(tmp_path, cli_env)
+    change(record)
+    before = sorted((tmp_path / "log").rglob("*"))
+    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record), env=cli_env,
+                     cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"hyperion-checkpoint: error: record: {record} {problem}; its command would run as you. "
+        "Check it, then pass --trust-record to run it anyway"]
+    assert sorted((tmp_path / "log").rglob("*")) == before      # nothing ran
+    trusted = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record),
+                      "--trust-record", env=cli_env, cwd=tmp_path)
+    assert trusted.returncode == 0, trusted.stderr
+    assert run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), env=cli_env).stdout == ""

@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import make_fifo, make_sparse, run_cli
 
 from sharding.example import make_input
 from sharding.retry import plan_retry
@@ -101,13 +101,15 @@ def test_make_input_command(tmp_path, cli_env):
     assert len(files) == 3 and all(len(f.read_text().splitlines()) == 4 for f in files)
 
 
-def test_an_out_of_range_shard_processes_nothing_and_warns(tmp_path, cli_env):
+@pytest.mark.parametrize("index", ["0", "4"])
+def test_an_out_of_range_shard_is_refused_before_run_json_exists(tmp_path, cli_env, index):
+    """As Curator's writer: an index outside [minimum, minimum+total-1] with a checkpoint is an error."""
     make_input(tmp_path / "in", files=3, records=1)
-    result = _run(tmp_path, cli_env, "--shard-index", "0", "--total-shards", "3", "--minimum-shard-index", "1")
-    assert result.returncode == 0
-    assert "outside the assignable shard range [1, 3]" in result.stderr
-    assert list((tmp_path / "out").glob("*.jsonl")) == []
-    assert Checkpoint(tmp_path / "ck").completed()[0] == set()
+    result = _run(tmp_path, cli_env, "--shard-index", index, "--total-shards", "3", "--minimum-shard-index", "1")
+    assert result.returncode == 2
+    assert result.stderr == (f"hyperion-shard-example: error: shard_index: {index} is outside the shard range "
+                             "[1, 3] of this checkpointed run\n")
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "out").exists()
 
 
 
@@ -121,15 +123,47 @@ def test_an_out_of_range_shard_processes_nothing_and_warns(tmp_path, cli_env):
     (["make-input", "NEW", "--records", "0"], "--records"),
     (["--input", "IN", "--output", "OUT", "--checkpoint", "CK", "--bogus"], "--bogus"),
     (["make-input", "NEW", "--files"], "--files"),
+    # hostile input (issue 13)
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK", "--shard-index", "9" * 5000, "--total-shards", "2"],
+     "--shard-index"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK", "--shard-index", "1", "--total-shards", "9" * 5000],
+     "--total-shards"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK", "--shard-index", "1", "--total-shards", "2",
+      "--minimum-shard-index", str(2 ** 63)], "--minimum-shard-index"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK", "--shard-index", "3", "--total-shards", "2"],
+     "shard_index"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK_RUN_FIFO", "--shard-index", "1", "--total-shards", "2"],
+     "run.json"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK_RUN_DIR", "--shard-index", "1", "--total-shards", "2"],
+     "run.json"),
+    (["--input", "IN", "--output", "OUT", "--checkpoint", "CK_RUN_BIG", "--shard-index", "1", "--total-shards", "2"],
+     "run.json"),
+    (["make-input", "NEW", "--files", "9" * 5000], "--files"),
 ])
 def test_bad_paths_and_counts_are_one_line_exit_2_and_write_nothing(argv, field, tmp_path, cli_env):
     make_input(tmp_path / "in", files=2, records=1)
     (tmp_path / "a_file").write_text("")
+    completion = Path(".nemo_curator_metadata", ".slurm_array_completion")
+    make_fifo(tmp_path / "ck_fifo" / completion / "run.json")
+    (tmp_path / "ck_dir" / completion / "run.json").mkdir(parents=True)
+    make_sparse(tmp_path / "ck_big" / completion / "run.json")
     subst = {"IN": tmp_path / "in", "OUT": tmp_path / "out", "CK": tmp_path / "ck", "A_FILE": tmp_path / "a_file",
-             "NEW": tmp_path / "new"}
+             "NEW": tmp_path / "new", "CK_RUN_FIFO": tmp_path / "ck_fifo", "CK_RUN_DIR": tmp_path / "ck_dir",
+             "CK_RUN_BIG": tmp_path / "ck_big"}
     before = sorted(tmp_path.rglob("*"))
-    result = run_cli("hyperion-shard-example", *[str(subst.get(a, a)) for a in argv], env=cli_env)
+    result = run_cli("hyperion-shard-example", *[str(subst.get(a, a)) for a in argv], env=cli_env, timeout=60)
     assert result.returncode == 2
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-shard-example: error: {field}: "), result.stderr
+    assert lines[0].isprintable() and len(lines[0]) < 1000
     assert sorted(tmp_path.rglob("*")) == before       # no run.json, no output dir, no input files
+
+
+def test_a_shard_count_of_5000_digits_in_the_environment_is_one_line(tmp_path, cli_env):
+    make_input(tmp_path / "in", files=2, records=1)
+    env = {**cli_env, "HYPERION_ARRAY_SHARD_INDEX": "1", "HYPERION_ARRAY_TOTAL_SHARDS": "9" * 5000}
+    result = _run(tmp_path, env)
+    assert result.returncode == 2 and not (tmp_path / "ck").exists()
+    assert result.stderr.startswith("hyperion-shard-example: error: HYPERION_ARRAY_TOTAL_SHARDS: must be an integer of at most "
+                                 "9223372036854775807")
+    assert len(result.stderr.splitlines()) == 1 and len(result.stderr) < 300

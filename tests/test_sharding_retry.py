@@ -90,9 +90,10 @@ def test_corrupt_fixture_retries_what_has_no_valid_manifest(tmp_path):
 
 def test_coverage_of_the_curator_fixture(tmp_path):
     cov = coverage(FIXTURES / "curator_partial")
-    assert cov.by_status() == {"complete": (0, 1, 2, 4, 5, 7), "incomplete": (6,), "failed": (3,)}
+    assert cov.expressions() == {"complete": "0-2,4-5,7", "incomplete": "6", "failed": "3"}
+    assert cov.counts() == {"complete": 6, "incomplete": 1, "failed": 1}
     assert cov.status_of(5) is ShardStatus.COMPLETE  # an old failure does not undo a later success
-    assert [s.failures for s in cov.shards if s.shard == 3] == [2]
+    assert [s.failures for s in cov.shard_rows() if s.shard == 3] == [2]
 
 
 @pytest.mark.parametrize("text,value", [("1000", 1000), (" 7 ", 7), ("0", None), ("-5", None), ("abc", None),

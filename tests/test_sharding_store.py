@@ -1,8 +1,10 @@
 """Checkpoint store: Curator's byte layout, atomic run.json, tolerant readers."""
+import errno
 import json
 import multiprocessing
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_run_json_is_compact_sorted_json_at_curators_path(tmp_path):
     store = Checkpoint(tmp_path)
     assert store.ensure_run(RunConfig(1, 20)) is True
-    assert (tmp_path / COMPLETION / "run.json").read_text() == '{"minimum_shard_index":1,"total_shards":20}'
+    assert (tmp_path / COMPLETION / "run.json").read_text() == '{"minimum_shard_index":1,"total_shards":20}\n'  # Curator ends it with a newline
     assert store.ensure_run(RunConfig(1, 20)) is False
     assert store.read_run() == RunConfig(1, 20)
     assert [p.name for p in (tmp_path / COMPLETION).iterdir()] == ["run.json"]  # no temp files left
@@ -52,7 +54,7 @@ def test_completion_manifest_name_and_payload_match_curator(tmp_path):
     path = store.write_completion(0)
     # The name Curator's docs show for shard 0 of a 3-shard run starting at 0.
     assert path.name == "completed_slurm_array_3800bd4ecff9e7f6.json"
-    assert path.read_text() == '{"minimum_shard_index":0,"shard_index":0,"status":"completed","total_shards":3}'
+    assert path.read_text() == '{"minimum_shard_index":0,"shard_index":0,"status":"completed","total_shards":3}\n'
     assert store.write_completion(0) == path  # idempotent
     assert store.completed() == ({0}, [])
 
@@ -148,3 +150,81 @@ def test_two_processes_creating_run_json_at_once(tmp_path, totals):
         assert winner is not None and winner.total_shards in totals
         assert json.loads((path / COMPLETION / "run.json").read_text()) == winner.payload()
         assert [p.name for p in (path / COMPLETION).iterdir()] == ["run.json"]
+
+
+# --- shared filesystems and the umask (issue 13) ---------------------------------------------------
+# NFS and Lustre mounts may refuse to fsync a directory, and a temp file may
+# not be removable after the rename; NeMo Curator's writer goes on in both
+# cases. Neither can be provoked on a local disk, so the system calls raise here.
+
+def _refuse_directory_fsync(monkeypatch):
+    real = os.fsync
+
+    def fsync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_directory_that_cannot_be_fsynced_is_a_warning_and_the_write_goes_on(tmp_path, monkeypatch, capsys):
+    _refuse_directory_fsync(monkeypatch)
+    store = Checkpoint(tmp_path)
+    assert store.ensure_run(RunConfig(1, 4)) is True
+    path = store.write_completion(2)
+    assert store.completed() == ({2}, [])
+    assert path.read_text().endswith("\n")
+    warnings = capsys.readouterr().err.splitlines()
+    assert len(warnings) == 2 and all("cannot fsync the directory (Invalid argument)" in w for w in warnings)
+    assert all(": warning: " in w for w in warnings)
+
+
+def test_a_temp_file_that_cannot_be_removed_after_the_link_is_a_warning(tmp_path, monkeypatch, capsys):
+    real = Path.unlink
+
+    def unlink(self, missing_ok=False):
+        if self.name.startswith(".tmp-"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    store = Checkpoint(tmp_path)
+    assert store.ensure_run(RunConfig(1, 4)) is True
+    assert store.read_run() == RunConfig(1, 4)
+    err = capsys.readouterr().err
+    assert "cannot remove the temporary file (Permission denied); it is ignored by readers" in err
+    assert store.completed() == (set(), [])     # the stray .tmp-*.json is not read as a manifest
+
+
+def test_every_json_file_ends_with_a_newline_as_curators_writer_does(tmp_path):
+    store = Checkpoint(tmp_path)
+    store.ensure_run(RunConfig(0, 2))
+    manifest = store.write_completion(1)
+    record = store.write_failed(1, Attempt("9", "1", "0"), {"task_ids": ["p1"]})
+    for path in (store.run_path, manifest, record):
+        text = path.read_text()
+        assert text.endswith("}\n") and text.count("\n") == 1, path
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_checkpoint_files_follow_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        store = Checkpoint(tmp_path)
+        store.ensure_run(RunConfig(0, 2))
+        written = [store.run_path, store.write_completion(0), store.write_failed(1, Attempt("9", "1", "0"))]
+    finally:
+        os.umask(old)
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in written} == {oct(mode)}
+
+
+@pytest.mark.parametrize("number", ["9" * 5000, "9" * 20, "-" + "9" * 4400])
+def test_a_number_too_long_for_any_shard_is_a_skipped_manifest_not_a_traceback(tmp_path, number):
+    store = Checkpoint(tmp_path)
+    store.ensure_run(RunConfig(1, 3))
+    bad = store.completion_dir / "completed_slurm_array_bad.json"
+    bad.write_text('{"minimum_shard_index":1,"shard_index":%s,"status":"completed","total_shards":3}' % number)
+    done, problems = store.completed()
+    assert done == set() and len(problems) == 1
+    assert f"a number of {len(number.lstrip('-'))} digits (at most 19)" in problems[0].message

@@ -5,11 +5,15 @@ anything): no traceback, no q/ directory, no log file.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TEST_SITE, run_cli
+from conftest import TEST_SITE, make_fifo, make_sparse, make_symlink_loop, run_cli, without_rights
 
 BASE = yaml.safe_load(TEST_SITE.read_text())
 
@@ -66,6 +70,33 @@ YAML_CASES = [
     ("gpu-types-list", _site(gpu_types=["v100"]), "gpu_types"),
     ("gpu-type-without-options", _site(gpu_types={"v100": None}), "gpu_types.v100"),
     ("gpu-options-string", _gpu("--gres=gpu:v100:{num_gpus}"), "gpu_types.v100.options"),
+    # hostile files (issue 13): refused before PyYAML builds anything, naming the field
+    ("duplicate-key", TEST_SITE.read_text() + "num_threads: 2\n", "num_threads"),
+    ("duplicate-nested-key", _site(gpu_types={"v100": {"options": ["--partition=gpu"]}})
+     + "    options: [--partition=cpu]\n", "gpu_types.v100.options"),
+    ("anchor-and-alias", TEST_SITE.read_text().replace("cpu_options:", "cpu_options: &o")
+     + "extra: *o\n", "cpu_options"),
+    ("alias-bomb", "a: &a [x, x, x, x, x, x, x, x, x]\n"
+     + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)), "a"),
+    ("deep-nesting", "gpu_types: " + "[" * 5000 + "]" * 5000 + "\n", "gpu_types"),
+    ("deep-mapping", "gpu_types:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(20)), "gpu_types.k0.k1.k2.k3.k4.k5.k6"),
+    ("number-of-5000-digits", "num_threads: " + "9" * 5000 + "\n", "num_threads"),
+    ("quoted-number-of-5000-digits", 'num_threads: "' + "9" * 5000 + '"\n', "num_threads"),
+    ("threads-beyond-bound", _site(num_threads=10 ** 9), "num_threads"),
+    ("gpus-beyond-bound", _site(num_gpus=5000), "num_gpus"),
+    ("max-array-size-2-63", _site(max_array_size=2 ** 63), "max_array_size"),
+    ("max-array-size-beyond-slurm", _site(max_array_size=4_000_002), "max_array_size"),
+    ("mem-beyond-bound", _site(mem="99999999T"), "mem"),
+    ("mem-of-30-digits", _site(mem="9" * 30 + "G"), "mem"),
+    ("time-beyond-bound", _site(time="99999999-00:00:00"), "time"),
+    ("esc-in-option", _site(base_options=["--comment=\x1b]0;owned\x07"]), "base_options"),
+    ("csi-in-option", _site(cpu_options=["--partition=cpu\x1b[2J"]), "cpu_options"),
+    ("bidi-in-option", _site(cpu_options=["--comment=abc\u202edef"]), "cpu_options"),
+    ("bidi-in-gpu-option", _gpu(["--partition=gpu\u2066", "--gres=gpu:v100:{num_gpus}"]), "gpu_types.v100.options"),
+    ("esc-in-key", _site(**{"num\x1bgpus": 1}), "num\\x1bgpus"),
+    ("bidi-in-value", _site(default_gpu_type="v100\u202e"), "default_gpu_type"),
+    ("nel-in-value", _site(sbatch_command="sbatch\x85"), "sbatch_command"),
+    ("oversized-file", "# padding\n" * 7000, "--cfg"),
 ]
 CLI_CASES = [
     ("both-mem-on-cli", ["--mem", "1G", "--mem-per-cpu", "1G", "--output-file", "log/t.log"], ["true"], "--mem-per-cpu"),
@@ -98,6 +129,33 @@ CLI_CASES = [
     ("unknown-option", ["--foo", "1", "--output-file", "log/t.log"], ["true"], "--foo"),
     ("site-key-on-cli", ["--base_options", "--nodes=1", "--output-file", "log/t.log"], ["true"], "--base_options"),
     ("option-without-value", ["--output-file"], ["true"], "--output-file"),
+    # numbers beyond sane bounds, environment names, values that would wrap (issue 13)
+    ("threads-5000-digits", ["--num-threads", "9" * 5000, "--output-file", "log/t.log"], ["true"], "--num-threads"),
+    ("threads-beyond-bound", ["--num-threads", "1000000", "--output-file", "log/t.log"], ["true"], "--num-threads"),
+    ("gpus-5000-digits", ["--num-gpus", "9" * 5000, "--output-file", "log/t.log"], ["true"], "--num-gpus"),
+    ("max-jobs-beyond-bound", ["--array", "JOB=1:3", "--max-jobs-run", "9" * 40, "--output-file", ARRAY_LOG],
+     ["true"], "--max-jobs-run"),
+    ("mem-beyond-bound", ["--mem", "9999999999T", "--output-file", "log/t.log"], ["true"], "--mem"),
+    ("mem-5000-digits", ["--mem", "9" * 5000, "--output-file", "log/t.log"], ["true"], "--mem"),
+    ("time-beyond-bound", ["--time", "9999999999", "--output-file", "log/t.log"], ["true"], "--time"),
+    ("time-5000-digits", ["--time", "1-" + "9" * 5000, "--output-file", "log/t.log"], ["true"], "--time"),
+    ("array-name-path", ["--array", "PATH=1:2", "--output-file", "log/t.PATH.log"], ["true"], "--array"),
+    ("array-name-home", ["--array", "HOME=1:2", "--output-file", "log/t.HOME.log"], ["true"], "--array"),
+    ("array-name-ifs", ["--array", "IFS=1:2", "--output-file", "log/t.IFS.log"], ["true"], "--array"),
+    ("array-name-ld", ["--array", "LD_PRELOAD=1:2", "--output-file", "log/t.LD_PRELOAD.log"], ["true"], "--array"),
+    ("array-name-python", ["--array", "PYTHONPATH=1:2", "--output-file", "log/t.PYTHONPATH.log"], ["true"], "--array"),
+    ("array-name-slurm", ["--array", "SLURM_ARRAY_TASK_ID=1:2", "--output-file", "log/t.SLURM_ARRAY_TASK_ID.log"],
+     ["true"], "--array"),
+    ("array-name-cuda", ["--array", "CUDA_VISIBLE_DEVICES=1:2", "--output-file", "log/t.CUDA_VISIBLE_DEVICES.log"],
+     ["true"], "--array"),
+    ("array-name-locale", ["--array", "LC_ALL=1:2", "--output-file", "log/t.LC_ALL.log"], ["true"], "--array"),
+    ("array-value-2-63", ["--array", f"JOB={2 ** 63}", "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("array-value-beyond-bound", ["--array", "JOB=1000000001", "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("array-endpoint-5000-digits", ["--array", "JOB=1:" + "9" * 5000, "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("array-esc-in-name", ["--array", "J\x1b[2JOB=1:2", "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("log-under-a-regular-file", ["--output-file", "A_FILE/log/t.log"], ["true"], "--output-file"),
+    ("array-log-under-a-regular-file", ["--array", "JOB=1:2", "--output-file", "A_FILE/JOB/t.log"], ["true"],
+     "--output-file"),
 ]
 
 
@@ -106,8 +164,10 @@ def _check_rejected(result, tmp_path: Path, field: str) -> None:
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"hyperion-submit: error: {field}: "), lines[0]
+    assert lines[0].isprintable(), lines[0]          # no control or bidi character reaches the terminal
+    assert len(lines[0]) < 1000, "the error repeats a huge value"
     assert "Traceback" not in result.stderr + result.stdout
-    assert not list(tmp_path.rglob("q")), "a q/ directory was created"
+    assert not list(tmp_path.rglob("q")), "a q/ directory was created (nothing may be submitted or written)"
     assert not list(tmp_path.rglob("*.log")), "a log was written"
 
 
@@ -127,9 +187,10 @@ def test_bad_site_file_is_one_line_exit_2(tmp_path, cli_env, backend, site_text,
 @pytest.mark.parametrize("backend", ["local", "slurm"])
 @pytest.mark.parametrize("args,command,field", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_bad_command_line_is_one_line_exit_2(tmp_path, cli_env, backend, args, command, field):
+    (tmp_path / "A_FILE").write_text("a regular file where a directory would be\n")
     tail = [] if command is None else ["--", *command]
     result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), *args, *tail,
-                     cwd=tmp_path, env=cli_env)
+                     cwd=tmp_path, env=cli_env, timeout=60)
     _check_rejected(result, tmp_path, field)
 
 
@@ -149,7 +210,11 @@ def test_gpus_without_a_defined_default_gpu_type(tmp_path, cli_env, backend):
     (["local", "--cfg", "does-not-exist.yaml", "--output-file", "t.log", "--", "true"], "--cfg"),
     (["slurm", "--cfg", ".", "--output-file", "t.log", "--", "true"], "--cfg"),
     (["slurm", "--cfg", "", "--output-file", "t.log", "--", "true"], "--cfg"),
-], ids=["unknown-backend", "missing-cfg", "cfg-not-found", "cfg-is-a-directory", "cfg-empty-path"])
+    (["local", "--cfg", str(TEST_SITE), "--cfg", str(TEST_SITE), "--output-file", "t.log", "--", "true"], "--cfg"),
+    (["slurm", "--cfg", "/dev/zero", "--output-file", "t.log", "--", "true"], "--cfg"),
+    (["local", "--cfg", "/dev/null", "--output-file", "t.log", "--", "true"], "--cfg"),
+], ids=["unknown-backend", "missing-cfg", "cfg-not-found", "cfg-is-a-directory", "cfg-empty-path", "cfg-twice",
+        "cfg-dev-zero", "cfg-dev-null"])
 def test_bad_backend_or_cfg(tmp_path, cli_env, argv, field):
     result = run_cli("hyperion-submit", *argv, cwd=tmp_path, env=cli_env)
     _check_rejected(result, tmp_path, field)
@@ -171,3 +236,78 @@ def test_output_file_that_is_an_existing_directory(tmp_path, cli_env, backend):
                      "--", "true", cwd=tmp_path, env=cli_env)
     _check_rejected(result, tmp_path, "--output-file")
     assert "is a directory" in result.stderr
+
+
+# --- where --cfg points (issue 13): never a hang, never an unbounded read -------------------------
+
+SPECIAL_CFG = {
+    "fifo-without-writer": lambda d: make_fifo(d / "site.yaml"),
+    "sparse-1-gb": lambda d: make_sparse(d / "site.yaml"),
+    "symlink-loop": lambda d: make_symlink_loop(d / "site.yaml"),
+    "symlink-to-dev-zero": lambda d: (d / "site.yaml").symlink_to("/dev/zero") or d / "site.yaml",
+    "directory": lambda d: (d / "site.yaml").mkdir() or d / "site.yaml",
+}
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+@pytest.mark.parametrize("kind", sorted(SPECIAL_CFG))
+def test_cfg_that_is_not_a_regular_file_is_one_line_not_a_hang(tmp_path, cli_env, backend, kind):
+    cfg_dir = tmp_path / "cfg"
+    cfg_dir.mkdir()
+    site = SPECIAL_CFG[kind](cfg_dir)
+    started = time.monotonic()
+    result = run_cli("hyperion-submit", backend, "--cfg", str(site), "--output-file", "log/t.log", "--", "true",
+                     cwd=tmp_path, env=cli_env, timeout=60)
+    assert time.monotonic() - started < 20
+    _check_rejected(result, tmp_path, "--cfg")
+
+
+def test_cfg_from_process_substitution_still_works(tmp_path, cli_env):
+    """``--cfg <(...)`` is a pipe: read once, to its end (jsonargparse gets the text, not the path)."""
+    script = (f'hyperion-submit local --cfg <(cat {TEST_SITE}) --num-threads 2 --output-file log/t.log '
+              '-- python3 -c "print(\'ok\')"')
+    result = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=cli_env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "ok" in (tmp_path / "log" / "t.log").read_text()
+    record = (tmp_path / "log" / "q" / "t.submit.json").read_text()
+    assert '"num_threads": 2' in record and "/dev/fd/" in record
+
+
+def test_alias_bomb_is_refused_at_once(tmp_path, cli_env):
+    """Nine levels of nine aliases would expand to 387 million items (a 663 MB error after 16 s)."""
+    bomb = dict(YAML_CASES_BY_ID)["alias-bomb"]
+    (tmp_path / "site.yaml").write_text(bomb)
+    started = time.monotonic()
+    result = run_cli("hyperion-submit", "local", "--cfg", "site.yaml", "--output-file", "t.log", "--", "true",
+                     cwd=tmp_path, env=cli_env, timeout=60)
+    assert time.monotonic() - started < 10 and len(result.stderr) < 300
+    _check_rejected(result, tmp_path, "a")
+
+
+YAML_CASES_BY_ID = [(c[0], c[1]) for c in YAML_CASES]
+
+
+# --- log directories that cannot be written, seen by a user without rights -------------------------
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+@pytest.mark.parametrize("where,field_text", [
+    ("ro/log/t.log", "/ro is not writable by you"),          # must create log/ under a read-only directory
+    ("ro/t.log", "/ro is not writable by you"),              # the log directory itself is read-only
+    ("afile/log/t.log", "/afile is not a directory"),        # a regular file is in the way
+])
+def test_unwritable_log_directory_is_refused_before_anything_runs(rightless_dir, backend, where, field_text):
+    (rightless_dir / "ro").mkdir()
+    (rightless_dir / "afile").write_text("")
+    (rightless_dir / "ro").chmod(0o555)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "HOME": str(rightless_dir)}
+    before = sorted(rightless_dir.rglob("*"))
+    result = subprocess.run(without_rights("hyperion-submit", backend, "--cfg", str(TEST_SITE), "--output-file",
+                                           where, "--", "true"),
+                            cwd=rightless_dir, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hyperion-submit: error: --output-file: cannot write logs in ")
+    assert lines[0].endswith(field_text), lines[0]
+    assert sorted(rightless_dir.rglob("*")) == before          # no record, no q/: nothing submitted

@@ -116,7 +116,7 @@ def test_parse_array_range_lists(text, values):
 def test_array_size_limit_counts_distinct_values():
     assert len(parse_array("JOB=1:60000,1:60000").values) == 60000
     assert len(parse_array(f"JOB=1:{MAX_VALUES}").values) == MAX_VALUES
-    for text in (f"JOB=1:{MAX_VALUES + 1}", "JOB=1:60000,50000:110000", "JOB=1:100000000000"):
+    for text in (f"JOB=1:{MAX_VALUES + 1}", "JOB=1:60000,50000:110000", "JOB=1:100000000"):
         with pytest.raises(InputError, match="at most 100000 tasks"):
             parse_array(text)
     with pytest.raises(InputError, match="at most 100000 tasks"):

@@ -153,3 +153,52 @@ def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli
     assert not (tmp_path / "t.2.log").exists()
     assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {
         1: ("FAILED", status), 2: ("NOT_RUN", None)}
+
+
+# --- files follow the umask; a full disk is FAILED with the reason and the log (issue 13) -----------
+
+def _under_umask(umask: int, argv: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", f'umask {umask:03o}; exec "$@"', "bash", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600)])
+def test_local_records_results_and_logs_follow_the_umask(tmp_path, cli_env, umask, mode):
+    old_log = tmp_path / "log" / "t.log"
+    old_log.parent.mkdir()
+    old_log.write_text("an earlier run's log, left world-readable\n")
+    old_log.chmod(0o666)
+    result = _under_umask(umask, ["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--env", "TOKEN=s3cret",
+                                  "--output-file", "log/t.log", "--", "true"], tmp_path, cli_env)
+    assert result.returncode == 0, result.stderr
+    q = tmp_path / "log" / "q"
+    written = [q / "t.submit.json", q / "t.attempts.jsonl", old_log]
+    assert "s3cret" in written[0].read_text()
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in written} == {p.name: oct(mode) for p in written}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs mounted for the test: a task can fill it."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'}); needs root")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_while_the_log_is_written_is_failed_with_the_reason_and_the_log(small_disk, cli_env):
+    filler = "import sys\nfor _ in range(100000): print('x' * 100)\n"
+    result = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/t.log",
+                     "--", PY, "-c", filler, cwd=small_disk, env=cli_env, timeout=120)
+    log = small_disk / "log" / "t.log"
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"hyperion-submit: cannot write the log {log}: No space left on device"]
+    status = run_cli("hyperion-jobs", "status", str(small_disk / "log" / "q" / "t.submit.json"), "--json",
+                     env=cli_env)
+    task = json.loads(status.stdout)["tasks"][0]
+    assert task["state"] == "FAILED" and task["log"] == str(log)
+    assert task["reason"] == f"cannot write the log {log}: No space left on device"

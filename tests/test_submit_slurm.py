@@ -264,3 +264,23 @@ def test_signal_while_waiting_cancels_the_job_and_exits_130(slurm_cluster, test_
                       and all(r[1].startswith("CANCELLED") for r in rows) and rows,
                       timeout=30, what="CANCELLED in sacct")
     assert {r[0] for r in states} == {f"{job_id}_1", f"{job_id}_2"}
+
+
+@pytest.mark.parametrize("umask,script_mode,file_mode", [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)])
+def test_batch_script_and_record_follow_the_umask(slurm_cluster, test_site, cli_env, tmp_path, task,
+                                                  umask, script_mode, file_mode):
+    """Both hold --env values: under umask 077 no other user may read them (the script was 0755 always)."""
+    script = tmp_path / "exp/log/q/one.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text("# an earlier run's script, world-writable\n")
+    script.chmod(0o777)
+    result = subprocess.run(["bash", "-c", f'umask {umask:03o}; exec "$@"', "bash", "hyperion-submit", "slurm",
+                             "--cfg", str(test_site), "--env", "HYPERION_TEST_CUSTOM=s3cret-token",
+                             "--output-file", "exp/log/one.log", "--", task, "x", "0"],
+                            cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    record = tmp_path / "exp/log/q/one.submit.json"
+    assert "s3cret-token" in script.read_text() and "s3cret-token" in record.read_text()
+    assert oct(script.stat().st_mode & 0o777) == oct(script_mode)
+    assert oct(record.stat().st_mode & 0o777) == oct(file_mode)
+    assert "custom=s3cret-token" in (tmp_path / "exp/log/one.log").read_text()

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from backends.errors import InputError
+from backends.printable import printable
 
 PROG = "hyperion-submit"
 USAGE = f"""\
@@ -43,11 +44,12 @@ def _run(argv: Sequence[str]) -> int:
     try:
         request = parse_submit_request(argv)
         plan = build_plan(request.site, request.options)
-    except InputError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+    except InputError as err:   # escaped: the line may quote a hostile file or argument
+        print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
-    if request.dry_run:
-        sys.stdout.write(describe_plan(plan))
+    if request.dry_run:   # on a terminal, control characters in paths or arguments are shown escaped
+        text = describe_plan(plan)
+        sys.stdout.write(printable(text, layout=True) if sys.stdout.isatty() else text)
         return OK
     from backends.launch import run_plan
 
@@ -72,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum if signum else INTERRUPTED
     except OSError as err:  # e.g. the q/ directory beside the log is not writable
         where = f" {err.filename}" if err.filename else ""
-        print(f"{PROG}: error: cannot write{where}: {err.strerror or err}", file=sys.stderr)
+        print(printable(f"{PROG}: error: cannot write{where}: {err.strerror or err}"), file=sys.stderr)
         return FAILED
 
 

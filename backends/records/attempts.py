@@ -18,6 +18,7 @@ skipped by readers and never glues itself to the next one.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -28,6 +29,8 @@ from pathlib import Path
 from backends.records.record import RECORD_SUFFIX
 
 LEDGER_SUFFIX = ".attempts.jsonl"
+SPARE_SUFFIX = ".spare"
+SPARE_CAP = 64 * 1024
 ATTEMPTS_DIR = "attempts"
 # A final line with usage is a few hundred bytes; an attempt line lists job ids and
 # changed options. Anything longer was not written by us.
@@ -156,14 +159,18 @@ class LedgerWriter:
     """Appends to one ledger through an O_APPEND descriptor (one write per call).
 
     Before the first write it ends a line a crashed writer left torn, so the
-    torn fragment stays a line of its own that readers skip.
+    torn fragment stays a line of its own that readers skip. With `reserve`,
+    it first claims that many bytes of disk in a spare file beside the ledger:
+    when the disk fills up (a task's log took it all), the lines that say so
+    are written there in place, and readers fold them in after the ledger's.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, reserve: int = 0) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         self._checked = False
+        self._spare = _Spare.claim(self.path, reserve) if reserve else None
 
     def write(self, data: bytes) -> None:
         if not data:
@@ -174,8 +181,13 @@ class LedgerWriter:
             if size and _last_byte(self.path, size) != b"\n":
                 data = b"\n" + data
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as err:
+            if err.errno not in (errno.ENOSPC, errno.EDQUOT) or self._spare is None \
+                    or not self._spare.put(b"\n" + bytes(view)):
+                raise
 
     def append(self, *entries: object) -> None:
         self.write(entry_lines(entries))
@@ -184,12 +196,50 @@ class LedgerWriter:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
 
     def __enter__(self) -> LedgerWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Spare:
+    """Disk claimed ahead for a full disk: q/<stem>.attempts.jsonl.<pid>.spare, zeros until used."""
+
+    def __init__(self, path: Path, fd: int, size: int) -> None:
+        self.path, self._fd, self._size, self._used = path, fd, size, 0
+
+    @classmethod
+    def claim(cls, ledger: Path, size: int) -> _Spare | None:
+        path = ledger.with_name(f"{ledger.name}.{os.getpid()}{SPARE_SUFFIX}")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        except OSError:
+            return None
+        try:
+            os.write(fd, b"\0" * size)
+        except OSError:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            return None
+        return cls(path, fd, size)
+
+    def put(self, data: bytes) -> bool:
+        """Write `data` into the claimed room; False when it does not fit."""
+        if self._used + len(data) > self._size:
+            return False
+        os.pwrite(self._fd, data, self._used)
+        self._used += len(data)
+        return True
+
+    def close(self) -> None:
+        os.close(self._fd)
+        if not self._used:
+            self.path.unlink(missing_ok=True)
 
 
 def _last_byte(path: Path, size: int) -> bytes:
@@ -312,16 +362,30 @@ def read_ledger(record_path: str | Path) -> Ledger:
     Only a regular file is read (a FIFO or device named like a ledger is ignored).
     """
     path = ledger_path(record_path)
+    data = _read_regular(path)
+    if data is None:
+        return Ledger()
+    for spare in sorted(path.parent.glob(f"{path.name}.*{SPARE_SUFFIX}")):
+        data += b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b"")
+    return parse_ledger(data)
+
+
+def _read_regular(path: Path, cap: int | None = None) -> bytes | None:
+    """The bytes of a regular file (at most `cap`), None for anything else or nothing there."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return Ledger()
+        return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return Ledger()
+            return None
         chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        while chunk := os.read(fd, 1 << 20 if cap is None else cap):
             chunks.append(chunk)
+            if cap is not None:
+                break
+        return b"".join(chunks)
+    except OSError:
+        return None
     finally:
         os.close(fd)
-    return parse_ledger(b"".join(chunks))

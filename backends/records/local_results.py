@@ -1,14 +1,21 @@
-"""q/<log-stem>.local.json: what a local run records of each task (state, exit code, times, runner).
+"""q/<log-stem>.local.json: what local runs before the ledger recorded of each task.
 
-Written by the local runner as each task starts and ends, read by hyperion-jobs
-and the console; the key of a task is its array value (``single`` for a plain job).
+Local runs now append their task starts and ends to the ledger
+(backends.records.attempts); this reader keeps older runs' results readable.
+The key of a task is its array value (``single`` for a plain job).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from backends.records.record import RECORD_SUFFIX, log_stem, q_dir, write_json_atomic
+from backends.fileio import read_bounded
+from backends.records.record import (
+    MAX_RECORD_BYTES,
+    RECORD_SUFFIX,
+    log_stem,
+    q_dir,
+)
 
 LOCAL_SUFFIX = ".local.json"
 
@@ -26,23 +33,11 @@ def results_key(value: int | None) -> str:
     return "single" if value is None else str(value)
 
 
-class LocalResults:
-    """q/<stem>.local.json, rewritten atomically at every task start and end."""
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-        self.tasks: dict[str, dict] = {}
-
-    def update(self, key: str, **fields: object) -> None:
-        self.tasks.setdefault(key, {}).update(fields)
-        write_json_atomic(self.path, {"tasks": self.tasks})
-
-
 def read_results(record_path: Path) -> dict:
     """The tasks of the results file beside a record; {} when it is missing or unreadable."""
-    try:
-        raw = json.loads(local_results_path(record_path).read_text())
-    except (OSError, ValueError):
+    try:   # a regular file of bounded size only: a FIFO here must not block a reader
+        raw = json.loads(read_bounded(local_results_path(record_path), MAX_RECORD_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return {}
     tasks = raw.get("tasks") if isinstance(raw, dict) else None
     return tasks if isinstance(tasks, dict) else {}

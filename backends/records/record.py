@@ -13,8 +13,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backends.errors import InputError
+from backends.fileio import UnreadableFile, read_bounded, umask_mode
+from backends.printable import printable
 
 RECORD_SUFFIX = ".submit.json"
+MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,16 @@ def record_path(output_file: str) -> Path:
 
 
 def write_json_atomic(path: Path, data: object) -> None:
-    """Write JSON via a temp file in the same directory and os.replace (readers never see half)."""
+    """Write JSON via a temp file in the same directory and os.replace (readers never see half).
+
+    The file gets the mode a plain open() would give under the umask (mkstemp
+    alone makes 0600, whatever the umask): a record holds ``--env`` values, so
+    under umask 077 it stays 0600.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "w") as handle:
             json.dump(data, handle, indent=2, sort_keys=True)
             handle.write("\n")
@@ -102,13 +111,18 @@ def _attempt(raw: object) -> int:
 
 
 def load_record(path: str | Path) -> SubmitRecord:
-    """Read a record; InputError("record", ...) for a missing, corrupt or foreign file."""
+    """Read a record; InputError("record", ...) for a missing, corrupt, foreign or hostile file.
+
+    Only a regular file of at most MAX_RECORD_BYTES is read (a FIFO would block,
+    /dev/zero never end); deep nesting and huge numbers are errors, not tracebacks.
+    """
+    shown = printable(str(path))
     try:
-        raw = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise InputError("record", f"cannot read {path}: {err.strerror or err}") from None
-    except ValueError as err:
-        raise InputError("record", f"{path} is not JSON: {err}") from None
+        raw = json.loads(read_bounded(path, MAX_RECORD_BYTES).decode("utf-8"))
+    except UnreadableFile as err:
+        raise InputError("record", f"cannot read {shown}: {err}") from None
+    except (ValueError, RecursionError) as err:   # bad JSON, bad UTF-8, a 5000-digit number, nesting
+        raise InputError("record", f"{shown} is not JSON: {printable(str(err))[:200]}") from None
     if not isinstance(raw, dict):
         kind = {list: "array", str: "string", bool: "boolean", int: "number",
                 float: "number"}.get(type(raw), "null")
@@ -125,9 +139,10 @@ def load_record(path: str | Path) -> SubmitRecord:
             attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
         )
     except KeyError as err:
-        raise InputError("record", f"{path} is not a hyperion-submit record (no {err} key)") from None
+        raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None
     except (TypeError, ValueError, AttributeError) as err:
-        raise InputError("record", f"{path} is not a hyperion-submit record ({type(err).__name__}: {err})") from None
+        raise InputError("record", f"{shown} is not a hyperion-submit record "
+                         f"({type(err).__name__}: {printable(str(err))[:200]})") from None
 
 
 def find_records(dirs: Sequence[Path], max_depth: int = 5) -> list[Path]:

@@ -9,14 +9,33 @@ import re
 from dataclasses import dataclass
 
 from backends.errors import InputError
+from backends.printable import printable
 from backends.ranges import compress
 
 FIELD = "--array"
 # Far beyond any real recipe (a record lists every task); a typo such as
 # JOB=1:100000000 is refused before its values are built, not after memory runs out.
 MAX_VALUES = 100_000
+# The largest array value: far above any shard count, far below where a 64-bit
+# NAME would wrap (2**63 became a negative NAME) or a shell's $(( )) overflows.
+MAX_VALUE = 10 ** 9
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_POSITIVE = re.compile(r"[0-9]+\Z")
+_POSITIVE = re.compile(r"[0-9]{1,18}\Z")
+# NAME is exported to the task and replaced in every argument, so it may not be a
+# variable the task's shell, loader, interpreter, Slurm or the GPU runtime depends on.
+RESERVED_NAMES = frozenset({
+    "PATH", "HOME", "IFS", "SHELL", "USER", "LOGNAME", "PWD", "OLDPWD", "TERM", "TMPDIR", "TMP",
+    "TEMP", "LANG", "LANGUAGE", "TZ", "MAIL", "HOSTNAME", "HOSTTYPE", "OSTYPE", "MACHTYPE",
+    "PS1", "PS2", "PS3", "PS4", "ENV", "CDPATH", "GLOBIGNORE", "SHELLOPTS", "SHLVL", "OPTIND",
+    "OPTARG", "OPTERR", "PPID", "UID", "EUID", "GROUPS", "RANDOM", "SECONDS", "LINENO",
+    "HISTFILE", "PROMPT_COMMAND", "DISPLAY", "EDITOR", "PAGER", "MANPATH", "INFOPATH",
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "CPATH", "LIBRARY_PATH", "PKG_CONFIG_PATH",
+    "GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "VIRTUAL_ENV", "CONDA_PREFIX", "PERL5LIB", "NODE_OPTIONS",
+})
+RESERVED_PREFIXES = ("LD_", "PYTHON", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_", "BASH",
+                     "CUDA_", "NCCL_", "XDG_", "SSH_", "MUNGE_", "PMI", "OMPI_", "TORCH")
 
 
 @dataclass(frozen=True)
@@ -27,14 +46,15 @@ class ArraySpec:
     values: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.name):
-            raise InputError(FIELD, f"name {self.name!r} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        check_name(self.name)
         if not self.values:
             raise InputError(FIELD, "the array has no values")
-        if any(v < 1 for v in self.values):
-            raise InputError(FIELD, "array values must be positive integers")
         if len(self.values) > MAX_VALUES:
             raise InputError(FIELD, _too_many(len(self.values)))
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in self.values):
+            raise InputError(FIELD, "array values must be positive integers")
+        if max(self.values) > MAX_VALUE:
+            raise InputError(FIELD, f"array values must be at most {MAX_VALUE}")
         object.__setattr__(self, "values", tuple(sorted(set(self.values))))
 
     def slurm_expression(self, max_jobs_run: int | None = None) -> str:
@@ -52,6 +72,20 @@ class ArraySpec:
         return f"{self.name}={','.join(parts)}"
 
 
+def is_reserved(name: str) -> bool:
+    """True for a variable the environment of a task depends on (see RESERVED_NAMES/PREFIXES)."""
+    return name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES)
+
+
+def check_name(name: str) -> None:
+    """NAME must be a shell identifier that is not a variable the task's environment depends on."""
+    if not _NAME.match(name):
+        raise InputError(FIELD, f"name {_quoted(name)} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    if is_reserved(name):
+        raise InputError(FIELD, f"name {name} is a variable the task's environment depends on "
+                         "(PATH, HOME, LD_*, PYTHON*, SLURM_*, ...); pick another NAME, e.g. JOB")
+
+
 def _too_many(count: int) -> str:
     return (f"{count} values; at most {MAX_VALUES} tasks per submission "
             "(split the work into fewer, larger tasks or several submissions)")
@@ -59,27 +93,34 @@ def _too_many(count: int) -> str:
 
 def _endpoint(text: str, whole: str) -> int:
     if not _POSITIVE.match(text) or int(text) < 1:
-        raise InputError(FIELD, f"{whole!r}: endpoints must be positive integers, got {text!r}")
+        raise InputError(FIELD, f"{_quoted(whole)}: endpoints must be positive integers, got {_quoted(text)}")
+    if int(text) > MAX_VALUE:
+        raise InputError(FIELD, f"{_quoted(whole)}: {text} is more than {MAX_VALUE}, the largest array value")
     return int(text)
+
+
+def _quoted(text: str, limit: int = 60) -> str:
+    """`text` fit for a one-line message: escaped, and cut when long (a 5000-digit number)."""
+    shown = printable(text if len(text) <= limit else f"{text[:limit]}...")
+    return f"'{shown}'" + (f" ({len(text)} characters)" if len(text) > limit else "")
 
 
 def parse_array(text: str) -> ArraySpec:
     """Parse ``NAME=START:END`` (or a comma list of ranges and single values)."""
     name, sep, body = text.partition("=")
     if not sep or not body:
-        raise InputError(FIELD, f"{text!r} is not NAME=START:END")
-    if not _NAME.match(name):
-        raise InputError(FIELD, f"name {name!r} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        raise InputError(FIELD, f"{_quoted(text)} is not NAME=START:END")
+    check_name(name)
     values: set[int] = set()
     for part in body.split(","):
         lo, colon, hi = part.partition(":")
         start = _endpoint(lo.strip(), text)
         end = _endpoint(hi.strip(), text) if colon else start
         if end < start:
-            raise InputError(FIELD, f"{text!r}: range {part!r} has START > END")
+            raise InputError(FIELD, f"{_quoted(text)}: range {_quoted(part)} has START > END")
         if end - start + 1 > MAX_VALUES:  # refused before its values are built
-            raise InputError(FIELD, f"{text!r}: " + _too_many(end - start + 1))
+            raise InputError(FIELD, f"{_quoted(text)}: " + _too_many(end - start + 1))
         values.update(range(start, end + 1))
         if len(values) > MAX_VALUES:
-            raise InputError(FIELD, f"{text!r}: " + _too_many(len(values)))
+            raise InputError(FIELD, f"{_quoted(text)}: " + _too_many(len(values)))
     return ArraySpec(name, tuple(sorted(values)))

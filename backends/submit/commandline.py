@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.errors import InputError
-from backends.submit.array import parse_array
-from backends.submit.config import KEYS, SiteConfig, load_site
+from backends.submit.array import MAX_VALUES, parse_array
+from backends.submit.config import KEYS, SiteConfig, load_site_text
 from backends.submit.model import BACKENDS, SubmitOptions
 from backends.submit.plan import validate_options
-from backends.submit.resources import check_count, check_memory, check_time
+from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
 
 PORTABLE = ("output_file", "num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "array",
             "max_jobs_run")
@@ -65,6 +65,8 @@ def _cfg_first(tokens: list[str]) -> tuple[list[str], list[str]]:
         i += 1
     if not cfg:
         raise InputError("--cfg", "required: the site YAML file (e.g. --cfg conf/submit_test_cluster.yaml)")
+    if len(cfg) > 2:
+        raise InputError("--cfg", "given more than once; pass one site file")
     return cfg, rest
 
 
@@ -139,10 +141,12 @@ def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
         raise InputError("backend", f"expected 'local' or 'slurm' first, got {got}")
     cfg, rest = _cfg_first(head[1:])
     _refuse_site_only(rest)
-    site = load_site(cfg[-1])
+    site, text = load_site_text(cfg[-1])
     parser = _parser()
     cli = _parse(parser, rest)                 # what the command line itself says
-    merged = _parse(parser, cfg + rest)        # YAML defaults under the command line
+    # The text already read and checked, not the path: a pipe (--cfg <(...)) cannot be
+    # read twice, and a file may change between two reads.
+    merged = _parse(parser, ["--cfg", text] + rest)   # YAML defaults under the command line
     if merged.output_file is None:
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
     mem, mem_per_cpu = _memory(site, cli)
@@ -150,12 +154,12 @@ def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
     max_jobs = cli.max_jobs_run
     options = SubmitOptions(
         backend=head[0], cfg=site.path, output_file=str(merged.output_file), command=command,
-        num_gpus=check_count("--num-gpus", merged.num_gpus if merged.num_gpus is not None else site.num_gpus, minimum=0),
-        num_threads=check_count("--num-threads", merged.num_threads if merged.num_threads is not None else site.num_threads, minimum=1),
+        num_gpus=check_count("--num-gpus", merged.num_gpus if merged.num_gpus is not None else site.num_gpus, minimum=0, maximum=MAX_GPUS),
+        num_threads=check_count("--num-threads", merged.num_threads if merged.num_threads is not None else site.num_threads, minimum=1, maximum=MAX_THREADS),
         mem=mem, mem_per_cpu=mem_per_cpu,
         time=check_time("--time", cli.time) if cli.time is not None else site.time,
         array=array,
-        max_jobs_run=None if max_jobs is None else check_count("--max-jobs-run", max_jobs, minimum=1),
+        max_jobs_run=None if max_jobs is None else check_count("--max-jobs-run", max_jobs, minimum=1, maximum=MAX_VALUES),
         env=_env(cli.env),
     )
     validate_options(site, options)

@@ -5,6 +5,8 @@ controls, so a bad file is reported once, before any job exists.
 """
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,11 +15,19 @@ from types import MappingProxyType
 import yaml
 
 from backends.errors import InputError
-from backends.submit.resources import check_count, check_memory, check_time
+from backends.fileio import UnreadableFile, read_bounded
+from backends.printable import printable
+from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
 from backends.submit.site_options import check_options
 
 KEYS = ("num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "sbatch_command",
         "base_options", "cpu_options", "default_gpu_type", "gpu_types", "max_array_size")
+MAX_SITE_BYTES = 64 * 1024   # a real site file is well under 2 KiB
+MAX_DEPTH = 8                # gpu_types.NAME.options is the deepest a site file goes (4)
+MAX_INT_DIGITS = 18          # any larger integer is a typo or an attack (and fits in 64 bits)
+MAX_ARRAY_SIZE = 4_000_001   # Slurm's own ceiling for MaxArraySize
+_INT_TAG = "tag:yaml.org,2002:int"
+_RESOLVER = yaml.SafeLoader("")
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,27 @@ def _text(key: str, value: object) -> str | None:
     return value.strip()
 
 
+def _check_plain_text(value: object, field: str = "--cfg", depth: int = 0) -> None:
+    """No control or bidi character in any key or string value (the console passes edited values here)."""
+    if depth > MAX_DEPTH:
+        raise InputError(field, f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        if printable(value) != value:
+            shown = printable(value if len(value) <= 80 else value[:80] + "...")
+            raise InputError(field, f"\"{shown}\" holds a control or bidi character; site values are plain text")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            name = printable(str(key)) if field == "--cfg" else f"{field}.{printable(str(key))}"
+            _check_plain_text(str(key), name, depth + 1)
+            _check_plain_text(item, name, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_plain_text(item, field, depth + 1)
+
+
 def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
     """Validate an already-read YAML mapping (the console passes edited values here)."""
+    _check_plain_text(raw)
     unknown = [k for k in raw if k not in KEYS]
     if unknown:
         raise InputError(str(unknown[0]), f"unknown key in {path or 'the site file'} (known: {', '.join(KEYS)})")
@@ -90,8 +119,8 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
         raise InputError("sbatch_command", f"{sbatch!r} must be one program name or path (no arguments)")
     max_array = raw.get("max_array_size")
     return SiteConfig(
-        num_gpus=check_count("num_gpus", raw.get("num_gpus", 0), minimum=0),
-        num_threads=check_count("num_threads", raw.get("num_threads", 1), minimum=1),
+        num_gpus=check_count("num_gpus", raw.get("num_gpus", 0), minimum=0, maximum=MAX_GPUS),
+        num_threads=check_count("num_threads", raw.get("num_threads", 1), minimum=1, maximum=MAX_THREADS),
         mem=check_memory("mem", raw.get("mem")),
         mem_per_cpu=check_memory("mem_per_cpu", raw.get("mem_per_cpu")),
         time=check_time("time", raw.get("time"), from_yaml=True),
@@ -100,7 +129,8 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
         cpu_options=check_options("cpu_options", raw.get("cpu_options")),
         default_gpu_type=_text("default_gpu_type", raw.get("default_gpu_type")),
         gpu_types=_gpu_types(raw.get("gpu_types")),
-        max_array_size=None if max_array is None else check_count("max_array_size", max_array, minimum=1),
+        max_array_size=None if max_array is None else check_count("max_array_size", max_array, minimum=1,
+                                                                   maximum=MAX_ARRAY_SIZE),
         path=path,
     )
 
@@ -110,37 +140,173 @@ def _yaml_problem(err: yaml.YAMLError) -> str:
     problem, mark = getattr(err, "problem", None), getattr(err, "problem_mark", None)
     if problem and mark is not None:
         return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(err).splitlines()[0]
+    return printable(str(err).splitlines()[0]) if str(err) else type(err).__name__
 
 
-def read_yaml(path: str | Path) -> Mapping[str, object]:
-    """The YAML mapping of a site file; InputError("--cfg", ...) if unreadable.
+def _where(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "somewhere"
 
-    An empty (or comment-only) file is refused: it is almost always a file
-    truncated or not yet written, and jsonargparse would reject it later anyway.
+
+class _Frame:
+    """One open mapping or sequence while the event stream is walked: its field name and position."""
+
+    def __init__(self, field: str, is_mapping: bool) -> None:
+        self.field = field
+        self.is_mapping = is_mapping
+        self.key: str | None = None      # the key whose value comes next (mappings)
+        self.keys: set[str] = set()
+        self.index = 0                   # the next item (sequences)
+
+
+def _child_field(frame: _Frame | None) -> str:
+    """The field name of the node that comes next in `frame` (a sequence item keeps its sequence's name)."""
+    if frame is None:
+        return "--cfg"
+    if not frame.is_mapping:
+        return frame.field
+    key = printable(frame.key or "")
+    return key if frame.field == "--cfg" else f"{frame.field}.{key}"
+
+
+def _check_scalar(field: str, event: yaml.ScalarEvent, frame: _Frame | None) -> None:
+    value = event.value
+    item = f"item {frame.index + 1} " if frame is not None and not frame.is_mapping else ""
+    if printable(value) != value:
+        shown = printable(value if len(value) <= 80 else value[:80] + "...")
+        raise InputError(field, f"{item}\"{shown}\" holds a control or bidi character "
+                         f"({_where(event)}); site values are plain text")
+    is_int = event.tag == _INT_TAG or (event.tag is None and event.implicit[0]
+                                       and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _INT_TAG)
+    if is_int and sum(ch.isdigit() for ch in value) > MAX_INT_DIGITS:
+        raise InputError(field, f"{item}a number of {sum(ch.isdigit() for ch in value)} digits "
+                         f"({_where(event)}); site numbers have at most {MAX_INT_DIGITS}")
+
+
+def check_yaml_events(text: str) -> None:
+    """Refuse, before PyYAML builds anything, what a site file never needs and an attacker uses.
+
+    Walks the event stream (no recursion, so deep nesting cannot overflow the
+    stack): anchors and aliases (an alias bomb expands to gigabytes), nesting
+    deeper than MAX_DEPTH, a key given twice (PyYAML keeps the last silently),
+    control and bidi characters in any key or value, and integers too long
+    for any sane setting (Python refuses to convert more than 4300 digits).
+    """
+    stack: list[_Frame] = []
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        frame = stack[-1] if stack else None
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+            _advance(stack[-1] if stack else None)
+            continue
+        if not isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent,
+                                  yaml.AliasEvent)):
+            continue
+        is_key = frame is not None and frame.is_mapping and frame.key is None
+        field = frame.field if is_key else _child_field(frame)
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise InputError(field, f"YAML anchors and aliases are not allowed in a site file ({_where(event)})")
+        if is_key:
+            if not isinstance(event, yaml.ScalarEvent):
+                raise InputError("--cfg", f"a key that is not plain text ({_where(event)})")
+            frame.key = event.value
+            _check_scalar(_child_field(frame), event, None)
+            if event.value in frame.keys:
+                raise InputError(_child_field(frame), f"key given twice ({_where(event)}); keep one")
+            frame.keys.add(event.value)
+            continue
+        if isinstance(event, yaml.ScalarEvent):
+            _check_scalar(field, event, frame)
+            _advance(frame)
+            continue
+        if len(stack) >= MAX_DEPTH:
+            raise InputError(field, f"nested deeper than {MAX_DEPTH} levels ({_where(event)})")
+        stack.append(_Frame(field, isinstance(event, yaml.MappingStartEvent)))
+
+
+def _advance(frame: _Frame | None) -> None:
+    """A value (or item) of `frame` is complete."""
+    if frame is None:
+        return
+    if frame.is_mapping:
+        frame.key = None
+    else:
+        frame.index += 1
+
+
+def _decode(path: str | Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError("--cfg", f"{printable(str(path))} is not UTF-8 text (byte 0x{err.object[err.start]:02x} "
+                         f"at offset {err.start})") from None
+
+
+def read_site_text(path: str | Path) -> str:
+    """The text of a site file: a regular file or a pipe (``--cfg <(...)``) of at most MAX_SITE_BYTES.
+
+    A FIFO nobody writes to, /dev/zero, a directory or a symlink loop is one
+    InputError("--cfg", ...), never a hang or an unbounded read.
     """
     if not str(path).strip():
         raise InputError("--cfg", "expected a site YAML path, got ''")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError("--cfg", f"cannot read {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise InputError("--cfg", f"{path} is not UTF-8 text (byte 0x{err.object[err.start]:02x} "
-                         f"at offset {err.start})") from None
+        data = read_bounded(path, MAX_SITE_BYTES, allow_pipe=True)
+    except UnreadableFile as err:
+        raise InputError("--cfg", f"cannot read {printable(str(path))}: {err}") from None
+    if not data and _is_pipe(path):
+        raise InputError("--cfg", f"cannot read {printable(str(path))}: a pipe or FIFO that no program "
+                         "wrote anything to")
+    return _decode(path, data)
+
+
+def _is_pipe(path: str | Path) -> bool:
     try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def parse_site_text(text: str, path: str | Path) -> Mapping[str, object]:
+    """The YAML mapping of a site file's text; InputError naming the field for anything hostile.
+
+    An empty (or comment-only) file is refused: it is almost always a file
+    truncated or not yet written, and jsonargparse would reject it later anyway.
+    """
+    shown = printable(str(path))
+    try:
+        check_yaml_events(text)
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise InputError("--cfg", f"{path} is not valid YAML: {_yaml_problem(err)}") from None
+        raise InputError("--cfg", f"{shown} is not valid YAML: {_yaml_problem(err)}") from None
+    except InputError:
+        raise
+    except (RecursionError, ValueError, OverflowError) as err:   # belt and braces: never a traceback
+        raise InputError("--cfg", f"{shown} cannot be read as a site file ({type(err).__name__})") from None
     if raw is None:
-        raise InputError("--cfg", f"{path} is empty; a site file holds keys such as num_gpus, "
+        raise InputError("--cfg", f"{shown} is empty; a site file holds keys such as num_gpus, "
                          "base_options and cpu_options (see conf/submit_coe_v100.yaml)")
     if not isinstance(raw, Mapping):
-        raise InputError("--cfg", f"{path} must hold a mapping of keys, got {type(raw).__name__}")
+        raise InputError("--cfg", f"{shown} must hold a mapping of keys, got {type(raw).__name__}")
     return raw
+
+
+def read_yaml(path: str | Path) -> Mapping[str, object]:
+    """The YAML mapping of a site file; InputError("--cfg", ...) if unreadable."""
+    return parse_site_text(read_site_text(path), path)
+
+
+def _site_path(path: str | Path) -> str:
+    """Where the site file is, for the record: resolved for a file, as given for a pipe (/dev/fd/63)."""
+    return os.path.abspath(path) if _is_pipe(path) else str(Path(path).resolve())
+
+
+def load_site_text(path: str | Path) -> tuple[SiteConfig, str]:
+    """The validated site and the text it came from (read once: a pipe cannot be read twice)."""
+    text = read_site_text(path)
+    return site_from_mapping(parse_site_text(text, path), _site_path(path)), text
 
 
 def load_site(path: str | Path) -> SiteConfig:
     """Read and validate a site YAML file (raises InputError naming the bad key)."""
-    absolute = str(Path(path).resolve())
-    return site_from_mapping(read_yaml(path), absolute)
+    return load_site_text(path)[0]

@@ -6,10 +6,12 @@ console and the retry bridge can all show exactly what would run.
 from __future__ import annotations
 
 import os
+import stat
 
 from backends.errors import InputError
 from backends.records.local_results import local_results_path
 from backends.records.record import log_stem, q_dir, record_path
+from backends.submit.array import MAX_VALUES
 from backends.submit.config import SiteConfig
 from backends.submit.model import (
     BACKENDS,
@@ -20,7 +22,7 @@ from backends.submit.model import (
     launch_prefix,
     substitute,
 )
-from backends.submit.resources import check_count, check_memory, check_time
+from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
 
 
 def submit_argv(options: SubmitOptions) -> list[str]:
@@ -54,15 +56,15 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
     if not options.output_file.strip():
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
     _check_log_file(options.output_file)
-    check_count("--num-gpus", options.num_gpus, minimum=0)
-    check_count("--num-threads", options.num_threads, minimum=1)
+    check_count("--num-gpus", options.num_gpus, minimum=0, maximum=MAX_GPUS)
+    check_count("--num-threads", options.num_threads, minimum=1, maximum=MAX_THREADS)
     if options.mem is not None and options.mem_per_cpu is not None:
         raise InputError("--mem-per-cpu", "--mem and --mem-per-cpu are mutually exclusive; give only one")
     check_memory("--mem", options.mem)
     check_memory("--mem-per-cpu", options.mem_per_cpu)
     check_time("--time", options.time)
     if options.max_jobs_run is not None:
-        check_count("--max-jobs-run", options.max_jobs_run, minimum=1)
+        check_count("--max-jobs-run", options.max_jobs_run, minimum=1, maximum=MAX_VALUES)
         if options.array is None:
             raise InputError("--max-jobs-run", "needs --array (it limits concurrently running array tasks)")
     if options.array is not None and options.array.name in dict(options.env):
@@ -110,18 +112,62 @@ def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, .
     return tuple(planned)
 
 
+def dir_problem(directory: str) -> str | None:
+    """Why files cannot be created in `directory` (or in the directories it needs), or None.
+
+    Walks up to the nearest existing directory: that one must be a directory
+    (not a file in the way) that this user may write into. Reads only (stat,
+    access), so a dry run still writes nothing.
+    """
+    path = os.path.abspath(directory)
+    while True:
+        try:
+            info = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            parent = os.path.dirname(path)
+            if parent == path:
+                return f"{path} does not exist"
+            path = parent
+            continue
+        except OSError as err:
+            return f"cannot reach {path}: {err.strerror or err}"
+        if not stat.S_ISDIR(info.st_mode):
+            return f"{path} is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"{path} is not writable by you"
+        return None
+
+
+def check_log_dirs(plan: SubmitPlan) -> None:
+    """Every log directory and q/ can be created and written, before anything is submitted or run.
+
+    Otherwise Slurm would accept the job and each task fail when it opens its
+    log (or the local runner stop at the first task).
+    """
+    directories = sorted({os.path.dirname(task.log) for task in plan.tasks} | {plan.q_dir})
+    for directory in directories:
+        problem = dir_problem(directory)
+        if problem is not None:
+            raise InputError("--output-file", f"cannot write logs in {directory}: {problem}")
+
+
 def build_plan(site: SiteConfig, options: SubmitOptions) -> SubmitPlan:
-    """Validate and plan everything a submission would do (pure; raises InputError)."""
+    """Validate and plan everything a submission would do (raises InputError).
+
+    Pure but for reading the filesystem to check that the logs can be written.
+    """
     validate_options(site, options)
     values: tuple[int | None, ...] = options.array.values if options.array else (None,)
     is_local = options.backend == "local"
-    return SubmitPlan(
+    plan = SubmitPlan(
         site=site, options=options, argv=("hyperion-submit", *submit_argv(options)),
         tasks=tuple(_task(options, v) for v in values),
         windows=() if is_local else _windows(site, options),
         q_dir=str(q_dir(options.output_file)), record_path=str(record_path(options.output_file)),
         results_path=str(local_results_path(options.output_file)) if is_local else None,
     )
+    check_log_dirs(plan)
+    return plan
 
 
 def _task_label(plan: SubmitPlan, task: PlannedTask) -> str:

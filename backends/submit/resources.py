@@ -9,7 +9,15 @@ import re
 
 from backends.errors import InputError
 
-_MEMORY = re.compile(r"([0-9]+)([KMGTkmgt]?)")
+_MEMORY = re.compile(r"([0-9]{1,18})([KMGTkmgt]?)")
+# Upper bounds: far above any real request, low enough that no number wraps or
+# overflows anywhere (Slurm keeps memory in MiB and times in minutes as 32/64-bit).
+MAX_MEMORY_MIB = 2 ** 30                 # 1 PiB
+MAX_TIME_MINUTES = 100 * 365 * 24 * 60   # 100 years
+MAX_COUNT = 1_000_000                    # any count option unless a smaller bound is given
+MAX_GPUS = 1024                          # per task (one node)
+MAX_THREADS = 100_000                    # per task (one node)
+_MIB_PER_UNIT = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 ** 2}
 _TIME_FORMS = (
     re.compile(r"[0-9]+\Z"),                              # minutes
     re.compile(r"[0-9]+:[0-9]{1,2}\Z"),                   # MM:SS
@@ -26,10 +34,18 @@ def check_memory(field: str, value: object) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(field, f"expected a size such as 8G, got {value!r}")
-    match = _MEMORY.fullmatch(str(value).strip())
+    text = str(value).strip()
+    match = _MEMORY.fullmatch(text)
     if not match or int(match[1]) == 0:
-        raise InputError(field, f"{str(value)!r} is not a memory size (a positive integer with optional K, M, G or T suffix, e.g. 8G)")
+        raise InputError(field, f"{_short(text)!r} is not a memory size (a positive integer with optional K, M, G or T suffix, e.g. 8G)")
+    if int(match[1]) * _MIB_PER_UNIT[match[2].upper()] > MAX_MEMORY_MIB:
+        raise InputError(field, f"{text!r} is more than {MAX_MEMORY_MIB // 1024 ** 2}T")
     return match[1] + match[2].upper()
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """A value as an error message may quote it: a 5000-digit number is not worth repeating."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | None:
@@ -46,26 +62,47 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
         raise InputError(field, f"YAML read the value as the number {value} (unquoted H:M:S is base 60); "
                          "quote it, e.g. time: \"168:00:00\"")
     text = str(value).strip()
-    if not any(form.match(text) for form in _TIME_FORMS):
-        raise InputError(field, f"{text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)")
-    _, _, clock = text.rpartition("-")
+    if len(text) > 40 or not any(form.match(text) for form in _TIME_FORMS):
+        raise InputError(field, f"{_short(text)!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)")
+    days, _, clock = text.rpartition("-")
     if any(int(part) >= 60 for part in clock.split(":")[1:]):
         raise InputError(field, f"{text!r}: minutes and seconds after the first field must be below 60")
+    if _minutes(days, clock) > MAX_TIME_MINUTES:
+        raise InputError(field, f"{text!r} is more than {MAX_TIME_MINUTES // (365 * 24 * 60)} years")
     return text
 
 
-def check_count(field: str, value: object, *, minimum: int) -> int:
-    """An integer option (``--num-gpus``, ``--num-threads``) at least `minimum`."""
+def _minutes(days: str, clock: str) -> float:
+    """The limit in minutes (Slurm's reading: one field is minutes, or hours after D-)."""
+    parts = [int(p) for p in clock.split(":")]
+    if days:
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+        return int(days) * 1440 + hours * 60 + minutes + seconds / 60
+    if len(parts) == 3:
+        return parts[0] * 60 + parts[1] + parts[2] / 60
+    return parts[0] + (parts[1] / 60 if len(parts) == 2 else 0)
+
+
+def check_count(field: str, value: object, *, minimum: int, maximum: int = MAX_COUNT) -> int:
+    """An integer option (``--num-gpus``, ``--num-threads``) in [`minimum`, `maximum`].
+
+    The text is checked before ``int()``: Python refuses to convert more than
+    4300 digits (a ValueError that would otherwise be a traceback).
+    """
     if isinstance(value, bool):
         raise InputError(field, f"expected an integer, got {value!r}")
     if isinstance(value, str):
         text = value.strip()
         if not re.fullmatch(r"[+-]?[0-9]+", text):
-            raise InputError(field, f"expected an integer, got {value!r}")
+            raise InputError(field, f"expected an integer, got {_short(value)!r}")
+        if len(text.lstrip("+-").lstrip("0")) > len(str(maximum)):
+            raise InputError(field, f"{_short(text)} is more than {maximum}")
         value = int(text)
     if not isinstance(value, int):
-        raise InputError(field, f"expected an integer, got {value!r}")
+        raise InputError(field, f"expected an integer, got {_short(repr(value))}")
     if value < minimum:
         kind = "non-negative" if minimum == 0 else "positive" if minimum == 1 else f">= {minimum}"
         raise InputError(field, f"must be a {kind} integer, got {value}")
+    if value > maximum:
+        raise InputError(field, f"{value if value.bit_length() <= 64 else 'the value'} is more than {maximum}")
     return value

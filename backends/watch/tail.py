@@ -7,11 +7,29 @@ with a file that does not exist yet, is truncated, or is replaced.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 BLOCK = 64 * 1024
 MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall a UI tick
 MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r progress bars has huge lines)
+
+
+def _open_log(path: str | Path):
+    """The log opened for reading, or None if it is missing or not a regular file.
+
+    Opened without blocking and checked with fstat: a FIFO put at a log's path
+    would block a plain open() forever, a device would never end.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def _decode(raw: bytes) -> str:
@@ -26,9 +44,8 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
     """
     if n <= 0:
         return []
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
+    handle = _open_log(path)
+    if handle is None:
         return []
     with handle:
         position = os.fstat(handle.fileno()).st_size if end is None else end
@@ -52,9 +69,8 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
 
 def complete_end(path: str | Path) -> int:
     """Byte offset just past the last newline (0 if none or missing): where following starts."""
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
+    handle = _open_log(path)
+    if handle is None:
         return 0
     with handle:
         position = os.fstat(handle.fileno()).st_size
@@ -94,9 +110,8 @@ class Follower:
 
     def read_new(self, flush: bool = False) -> list[str]:
         """New complete lines; with `flush`, a pending partial line too (e.g. at the end)."""
-        try:
-            handle = open(self.path, "rb")
-        except FileNotFoundError:
+        handle = _open_log(self.path)
+        if handle is None:
             return self._flush() if flush else []
         with handle:
             info = os.fstat(handle.fileno())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -20,7 +21,7 @@ from backends.watch.finals import FinalsRecorder
 from backends.watch.rows import LOCAL_JOB, TaskRow, expected_tasks, history_rows, job_rows, pending_tasks
 from backends.watch.slurm.accounting import Runner, job_std_paths, run_command, snapshot
 
-_JOB = re.compile(r"^(\d+)(?:_(\d+))?$")
+_JOB = re.compile(r"^([0-9]{1,18})(?:_([0-9]{1,18}))?$")   # bounded: int() refuses 4300+ digits
 
 
 
@@ -38,11 +39,19 @@ def current_user() -> str:
 
 
 def record_file(text: str) -> Path | None:
-    """A record path, or a directory/output-file pointing at exactly one record."""
+    """A record path, or a directory/output-file pointing at exactly one record.
+
+    Anything named like a record that is not a directory is returned, so that
+    `load_record` says what is wrong with it (a FIFO, too large, not JSON).
+    """
     path = Path(text)
-    if path.is_file() and path.name.endswith(RECORD_SUFFIX):
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):   # missing, a name too long, a symlink loop, a NUL byte
+        return None
+    if path.name.endswith(RECORD_SUFFIX) and not stat.S_ISDIR(info.st_mode):
         return path
-    if path.is_dir():
+    if stat.S_ISDIR(info.st_mode):
         found = find_records([path], max_depth=1)
         if len(found) == 1:
             return found[0]
@@ -161,7 +170,7 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
         return _job_task_logs(text, match.group(1), match.group(2), dirs, runner)
     path_text, value = text, None
     head, sep, tail_text = text.rpartition(":")
-    if sep and tail_text.isdigit():
+    if sep and tail_text.isascii() and tail_text.isdigit() and len(tail_text) <= 18:
         path_text, value = head, int(tail_text)
     path = record_file(path_text)
     if path is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -18,9 +19,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TabbedContent, TabPane
 
+from backends.printable import printable
+from backends.records.trust import trust_problem
 from sharding.coverage import coverage
-from sharding.resubmit import prepare_resubmit, working_dir
-from sharding.retry import format_fields, parse_max_array_size, plan_retry
+from sharding.errors import ShardingError
+from sharding.resubmit import Resubmission, prepare_resubmit, working_dir
+from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, plan_retry
 from sharding.store import Checkpoint
 
 from ..errors import describe_error, guarded
@@ -29,6 +33,28 @@ from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..widgets.coverage import CoverageMap
 from .base import ConsoleScreen, console_header
 from .confirm import ConfirmScreen
+
+MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    """A long range expression shortened for one screen line (the CLI prints it whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str | None) -> str:
+    """What Resubmit will run, where, and whose record says so: plain text, every part escaped."""
+    plan, record = prepared.plan, prepared.record
+    assert plan is not None and record is not None
+    lines = []
+    if untrusted is not None:
+        lines += [f"WARNING: the record {printable(record_path)} {printable(untrusted)}.",
+                  "Its command runs as you. Resubmit only if you trust it.", ""]
+    lines += [f"record:  {printable(record_path)}",
+              f"runs in: {printable(record.cwd)}",
+              f"command: {printable(shlex.join(plan.argv))}"]
+    lines += [f"sbatch:  {printable(shlex.join(window.sbatch_argv))}" for window in plan.windows[:MAX_WINDOW_ROWS]]
+    return "\n".join(lines)
 
 
 class CheckpointScreen(ConsoleScreen):
@@ -114,10 +140,10 @@ class CheckpointScreen(ConsoleScreen):
         store = Checkpoint(self.checkpoint)
         run_text = Text.assemble(("checkpoint ", "bold"), str(self.checkpoint), "\n",
                                  ("run.json   ", "bold"))
-        try:
-            run_text.append(store.run_path.read_text().strip())
-        except OSError as exc:
-            run_text.append(str(exc), style="red")
+        try:   # read as the core reads it: a FIFO put there meanwhile must not hang the console
+            run_text.append(printable(store.read_run_text().strip()))
+        except ShardingError as exc:
+            run_text.append(printable(exc.problem), style="red")
         run_text.append(f"\nshards     {cov.run.minimum_shard_index}..{cov.run.maximum_shard_index}"
                         f" ({cov.run.total_shards})")
         self.query_one("#ckpt-run", Static).update(run_text)
@@ -171,22 +197,27 @@ class CheckpointScreen(ConsoleScreen):
             commands.update("")
             return
         self.plan = plan
-        self.post_message(CheckpointLoaded(str(self.checkpoint), plan.missing))
+        listed = plan.missing if plan.missing_count <= MAX_MISSING_LISTED else ()
+        self.post_message(CheckpointLoaded(str(self.checkpoint), listed))
         if plan.complete:
             summary.update(Text("every shard is complete: nothing to resubmit", style="green"))
         else:
-            summary.update(Text.assemble(("missing ", "bold"), plan.expression,
-                                         f"  ({len(plan.missing)} shards, {len(plan.windows)} window(s))"))
-        for window, line in zip(plan.windows, fields):
+            summary.update(Text.assemble(("missing ", "bold"), _cut(plan.expression),
+                                         f"  ({plan.missing_count} shards, {len(plan.windows)} window(s))"))
+        for window, line in zip(plan.windows[:MAX_WINDOW_ROWS], fields):
             expression, offset, minimum, total = line.split(" ")
-            windows.add_row(expression, offset, minimum, total, str(len(window.values)))
+            windows.add_row(_cut(expression), offset, minimum, total, str(window.count))
+        if len(plan.windows) > MAX_WINDOW_ROWS:
+            windows.add_row(f"... {len(plan.windows) - MAX_WINDOW_ROWS} more", "", "", "", "")
         commands.update(self.retry_commands(plan, fields))
 
     def retry_commands(self, plan, fields: list[str]) -> Text:
         text = Text()
         text.append("retry fields (hyperion-checkpoint retry --format fields):\n", style="bold")
-        for line in fields:
-            text.append(f"  {line}\n")
+        for line in fields[:MAX_WINDOW_ROWS]:
+            text.append(f"  {_cut(line)}\n")
+        if len(fields) > MAX_WINDOW_ROWS:
+            text.append(f"  ... {len(fields) - MAX_WINDOW_ROWS} more lines\n")
         if plan.complete:
             return text
         record_text = self.query_one("#record-path", Input).value.strip()
@@ -201,9 +232,9 @@ class CheckpointScreen(ConsoleScreen):
             text.append(describe_error(exc) + "\n", style="bold red")
             return text
         text.append(f"resubmit runs ({submit_plan.options.backend}):\n", style="bold")
-        text.append(f"  {shlex.join(submit_plan.argv)}\n")
+        text.append(f"  {printable(shlex.join(submit_plan.argv))}\n")
         for window in submit_plan.windows:
-            text.append(f"  {shlex.join(window.sbatch_argv)}\n", style="dim")
+            text.append(f"  {printable(shlex.join(window.sbatch_argv))}\n", style="dim")
         return text
 
     @on(Button.Pressed, "#resubmit")
@@ -212,6 +243,7 @@ class CheckpointScreen(ConsoleScreen):
 
     @guarded
     def action_resubmit(self) -> None:
+        """Plan the retry, then ask: the dialog shows the exact command, where it runs and whose record it is."""
         self.refresh_retry()
         plan = self.plan
         if plan is None:
@@ -225,31 +257,50 @@ class CheckpointScreen(ConsoleScreen):
             self.notify("resubmit: give the original submit record (--record FILE)",
                         severity="error")
             return
-        commands = str(self.query_one("#retry-commands", Static).content)
+        record_path = os.path.abspath(record_text)
+        prepared = prepare_resubmit(str(self.checkpoint), record_path, plan.max_array_size)
+        if prepared.plan is None or prepared.record is None:
+            self.notify("every shard is complete: nothing to resubmit", severity="warning")
+            return
+        untrusted = trust_problem(record_path)
+        confirmed = (tuple(prepared.plan.argv), prepared.record.cwd, untrusted)
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.post_message(ResubmitRequested(str(self.checkpoint), record_text,
                                                     plan.max_array_size))
-                self.run_resubmit(record_text, plan.max_array_size)
+                self.run_resubmit(record_path, plan.max_array_size, confirmed)
 
-        self.app.push_screen(ConfirmScreen(f"Resubmit shards {plan.expression}?", commands,
+        self.app.push_screen(ConfirmScreen(f"Resubmit shards {_cut(plan.expression, 40)}?",
+                                           confirmation_text(prepared, record_path, untrusted),
                                            yes="Resubmit"), answered)
 
     @work(thread=True, exclusive=True, group="resubmit", exit_on_error=False)
-    def run_resubmit(self, record_text: str, max_array_size: int | None) -> None:
-        """The bridge plans the retry; the core runs it exactly as hyperion-checkpoint does."""
+    def run_resubmit(self, record_path: str, max_array_size: int | None,
+                     confirmed: tuple[tuple[str, ...], str, str | None] | None = None) -> None:
+        """The bridge plans the retry; the core runs it exactly as hyperion-checkpoint does.
+
+        Planned again here (the checkpoint may have moved on): if the command,
+        its directory or the record's ownership differ from what the user
+        confirmed, nothing runs.
+        """
         prepared = prepare_resubmit(
-            str(self.checkpoint), record_text, max_array_size)
+            str(self.checkpoint), record_path, max_array_size)
         retry, plan = prepared.retry, prepared.plan
-        if plan is None:
+        if plan is None or prepared.record is None:
             self.app.call_from_thread(self.notify, "every shard is complete; nothing resubmitted")
+            return
+        now = (tuple(plan.argv), prepared.record.cwd, trust_problem(record_path))
+        if confirmed is not None and now != confirmed:
+            self.app.call_from_thread(self.notify, "the retry changed since it was confirmed (command, "
+                                      "directory or record owner); nothing ran: press ctrl+r again",
+                                      severity="error", timeout=10)
             return
 
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-        self.app.call_from_thread(self.notify, f"resubmitting shards {retry.expression}")
+        self.app.call_from_thread(self.notify, f"resubmitting shards {_cut(retry.expression, 40)}")
         with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
             status = launch(plan, announce, "resubmit")
         if status is not None:

@@ -33,6 +33,7 @@ from ..widgets.task_table import FILTERS, TaskTable, row_key, row_state_name, sl
 from .base import ConsoleScreen, console_header
 from .confirm import ConfirmScreen
 
+
 class JobsScreen(ConsoleScreen):
     SUB_TITLE = "Jobs"
     BINDINGS = [

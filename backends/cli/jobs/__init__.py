@@ -16,6 +16,7 @@ from backends.cli.jobs.parser import PROG, build_parser
 from backends.cli.jobs.retrying import cmd_retry
 from backends.cli.jobs.watching import cmd_watch
 from backends.errors import InputError
+from backends.printable import printable
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.slurm.cancel import CancelError
 
@@ -24,11 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         return COMMANDS[args.command](args)
-    except InputError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+    except InputError as err:   # escaped: the line may quote a hostile record, path or argument
+        print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return 2
     except (QueryError, CancelError) as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
+        print(f"{PROG}: {printable(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

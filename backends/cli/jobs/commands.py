@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table
@@ -69,7 +71,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         try:
             histories.append(load_history(path))
         except InputError as err:
-            print(f"{PROG}: skipping {path}: {err.problem}", file=sys.stderr)
+            print(printable(f"{PROG}: skipping {path}: {err.problem}"), file=sys.stderr)
     states, problem = {}, None
     slurm_jobs = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     if slurm_jobs:
@@ -172,27 +174,49 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"
         raise InputError("TASK", f"no {which} log is known for {args.task}")
+    _check_log_file(path, args.task, must_exist=not args.follow)
+    show = _shown(args.raw)
     if not args.follow:
-        if not Path(path).exists():
-            raise InputError("TASK", f"{args.task} has no log yet: {path} does not exist "
-                             "(not started, or never run; -f waits for it)")
         for line in last_lines(path, args.lines):
-            print(line)
+            print(show(line))
         return 0
-    return _follow(path, args.lines)
+    return _follow(path, args.lines, show)
 
 
-def _follow(path: str, n: int) -> int:
+def _shown(raw: bool) -> Callable[[str], str]:
+    """How a log line reaches stdout: escaped on a terminal (an OSC 52 in a log must not write the
+    clipboard), as-is with --raw or when piped (a file or `grep` gets the bytes the task wrote)."""
+    if raw or not sys.stdout.isatty():
+        return lambda line: line
+    return lambda line: printable(line, layout=True)
+
+
+def _check_log_file(path: str, task: str, must_exist: bool) -> None:
+    """The log must be a regular file: a FIFO or device at a log's path would block or never end."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if must_exist:
+            raise InputError("TASK", f"{task} has no log yet: {path} does not exist "
+                             "(not started, or never run; -f waits for it)") from None
+        return
+    except OSError as err:
+        raise InputError("TASK", f"cannot read the log {path}: {err.strerror or err}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError("TASK", f"the log {path} is not a regular file")
+
+
+def _follow(path: str, n: int, show: Callable[[str], str]) -> int:
     end = complete_end(path)
     for line in last_lines(path, n, end=end):
-        print(line)
+        print(show(line))
     if not Path(path).exists():
-        print(f"{PROG}: waiting for {path}", file=sys.stderr)
+        print(printable(f"{PROG}: waiting for {path}"), file=sys.stderr)
     sys.stdout.flush()
     follower = Follower(path, end)
     while True:
         lines = follower.read_new()
         if lines:
-            print("\n".join(lines), flush=True)
+            print("\n".join(map(show, lines)), flush=True)
         else:
             time.sleep(0.25)

@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-jobs-run", type=int)
     p.add_argument("--dry-run", action="store_true", help="print the plan (values, windows, sbatch argv, script)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--trust-record", action="store_true",
+                   help="run a record another user owns or others may write (its command runs as you)")
     p.add_argument("--dir", action="append", type=Path)
 
     p = sub.add_parser("watch", help="live table until every task has ended")
@@ -76,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--out", action="store_true", help="Slurm's q/slurm-*.out instead of the program log")
     which.add_argument("--err", action="store_true", help="Slurm's q/slurm-*.err")
+    p.add_argument("--raw", action="store_true",
+                   help="print control characters as they are (default on a terminal: shown as escapes)")
     p.add_argument("--dir", action="append", type=Path)
 
     p = sub.add_parser("cancel", help="scancel jobs or tasks (asks first unless --yes)")

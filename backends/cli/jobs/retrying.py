@@ -10,6 +10,7 @@ from backends.cli.jobs.parser import PROG
 from backends.errors import InputError
 from backends.launch import run_plan, working_dir
 from backends.printable import printable
+from backends.records.trust import check_trusted
 from backends.retry import RetryPlan, RetryRequest, parse_states, plan_retry
 from backends.submit.array import parse_array
 from backends.submit.plan import describe_plan
@@ -64,6 +65,7 @@ def _confirmed(retry: RetryPlan) -> bool:
 def cmd_retry(args: argparse.Namespace) -> int:
     request = request_of(args)
     history = history_of(resolve(args.target), record_dirs(args))
+    check_trusted(history.record_path, args.trust_record)
     retry = plan_retry(history, history_status(history), request)
     if retry.plan is None:
         what = "in the states asked for" if request.states or request.values else "that did not complete"

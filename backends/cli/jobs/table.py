@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from backends.printable import printable
 from backends.watch.rows import TaskRow, state_counts
 from backends.watch.triage import FailureGroup
 
@@ -49,6 +50,8 @@ def failure_line(group: FailureGroup) -> str:
 
 
 def columns(rows: Sequence[Sequence[str]]) -> str:
+    """Aligned columns; every cell escaped (a path, job name or record may hold ESC sequences)."""
+    rows = [[printable(str(c)) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 

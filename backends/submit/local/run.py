@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends import logheader
+from backends.fileio import umask_mode
+from backends.printable import printable
 from backends.records.attempts import (
     FinalState,
     LedgerWriter,
@@ -33,6 +35,8 @@ from backends.records.runner import runner_fields
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 LOCAL_JOB = "local"
+# Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
+LEDGER_RESERVE = 4096
 
 
 @dataclass(frozen=True)
@@ -118,24 +122,49 @@ def _run_child(task: PlannedTask, log) -> int:
         raise
 
 
+class LogWriteError(OSError):
+    """The task's log could not be written (a full disk, a quota); `code` is the child's status if it ran."""
+
+    def __init__(self, err: OSError, code: int | None) -> None:
+        super().__init__(err.errno, err.strerror or str(err), err.filename)
+        self.code = code
+
+
+def _open_log(path: str):
+    """The log opened for writing, with the mode the umask gives (also when it existed with a wider one)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        os.fchmod(fd, umask_mode())
+    except PermissionError:   # someone else's file we may write: leave its mode alone
+        pass
+    return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+
+
 def run_task(task: PlannedTask) -> tuple[int, float]:
-    """Run one task with its output (stdout and stderr) in its log; (exit status, seconds)."""
+    """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
+
+    A log that cannot be written (header or footer) raises LogWriteError.
+    """
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with open(task.log, "w", encoding="utf-8", errors="replace") as log:
-        log.write(logheader.running_line(task.argv) + "\n")
-        log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
-        log.flush()
-        code = 130
-        try:
-            code = _run_child(task, log)
-        except KeyboardInterrupt as exc:
-            code = _interrupt_code(exc)
-            raise
-        finally:
+    code: int | None = None
+    try:
+        with _open_log(task.log) as log:
+            log.write(logheader.running_line(task.argv) + "\n")
+            log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
             log.flush()
-            elapsed = time.monotonic() - started
-            log.write(logheader.ended_line(code, logheader.iso_now(), int(elapsed)) + "\n")
+            code = 130
+            try:
+                code = _run_child(task, log)
+            except KeyboardInterrupt as exc:
+                code = _interrupt_code(exc)
+                raise
+            finally:
+                log.flush()
+                elapsed = time.monotonic() - started
+                log.write(logheader.ended_line(code, logheader.iso_now(), int(elapsed)) + "\n")
+    except OSError as err:
+        raise LogWriteError(err, code) from None
     return code, elapsed
 
 
@@ -151,7 +180,7 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
     with _sigterm_interrupts():
         record = local_record(plan, attempt)
         commit_attempt(record, attempt)
-        with LedgerWriter(ledger_path(plan.record_path)) as ledger:
+        with LedgerWriter(ledger_path(plan.record_path), reserve=LEDGER_RESERVE) as ledger:
             try:
                 return _run_all(plan, on_event or (lambda event: None), attempt.number, ledger)
             finally:
@@ -178,10 +207,13 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
             ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
                                  time.monotonic() - began))
             raise
-        except OSError as err:  # the log itself cannot be written: the task never ran
-            reason = f"cannot write log {task.log}: {err.strerror or err}"
-            ledger.append(_final(attempt, task, "FAILED", None, start, time.monotonic() - began, reason))
-            print(f"hyperion-submit: {reason}", file=sys.stderr, flush=True)
+        except LogWriteError as err:  # e.g. the disk filled up: FAILED, with the reason and the log
+            reason = f"cannot write the log {task.log}: {err.strerror or err}"
+            try:
+                ledger.append(_final(attempt, task, "FAILED", err.code, start, time.monotonic() - began, reason))
+            except OSError:
+                pass   # not even in the ledger's spare room: the line below still says what happened
+            print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
             return 1
         ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed))
         emit(LocalEvent("end", task, code, elapsed))
@@ -195,10 +227,11 @@ def print_event(event: LocalEvent, array_name: str | None = None) -> None:
     if event.kind != "end":
         return
     label = "task" if event.task.value is None else f"{array_name}={event.task.value}"
+    log = printable(event.task.log)   # a path may hold control characters
     if event.code == 0:
-        print(f"{label}: ok ({event.elapsed:.1f} s), log {event.task.log}", flush=True)
+        print(f"{label}: ok ({event.elapsed:.1f} s), log {log}", flush=True)
     else:
-        print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {event.task.log}",
+        print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {log}",
               flush=True)
-        print(f"hyperion-submit: {label} failed (exit code {event.code}); see {event.task.log}",
+        print(f"hyperion-submit: {label} failed (exit code {event.code}); see {log}",
               file=sys.stderr, flush=True)

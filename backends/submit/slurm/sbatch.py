@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
+from backends.fileio import umask_mode
 from backends.logheader import iso_now
 from backends.ranges import Window
 from backends.records.attempts import NewAttempt
@@ -94,10 +95,18 @@ def _sbatch(sub: PlannedWindow) -> str:
 
 
 def _write_script(sub: PlannedWindow) -> None:
+    """Write the batch script with the mode the umask gives an executable (0700 under 077, 0755 under 022).
+
+    It holds every ``--env`` value, so it must never be readable by others when
+    the umask says so; an existing script keeps no wider mode from an earlier run,
+    and a symlink planted at its path is refused (O_NOFOLLOW), not followed.
+    """
     path = Path(sub.script_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(sub.script, encoding="utf-8")
-    path.chmod(0o755)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(fd, umask_mode(executable=True))
+        handle.write(sub.script)
 
 
 def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:

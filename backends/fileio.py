@@ -1,0 +1,143 @@
+"""Reading files that may be hostile, and writing files that follow the umask.
+
+Everything the core reads from disk (site YAML, records, local results) may
+have been put there by someone else or be something other than a file: a FIFO
+nobody writes to (an ordinary ``open`` waits forever), ``/dev/zero`` (a read
+never ends), a 1 GB sparse file, a directory or a symlink loop. `read_bounded`
+opens without blocking, checks what it opened with ``fstat`` and reads at most
+a cap, so each of those is one `UnreadableFile` with a plain reason.
+
+Files the core writes follow the user's umask like a plain ``open()`` would:
+``tempfile.mkstemp`` always creates 0600 and a rewritten file keeps its old
+mode, so writers call `umask_mode` and ``fchmod``.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import select
+import stat
+import time
+from pathlib import Path
+
+PIPE_TIMEOUT = 10.0  # seconds a pipe may take to deliver its text (process substitution is instant)
+
+
+class UnreadableFile(OSError):
+    """A file that cannot or must not be read; str() is one line without the path."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it (os.umask's set-and-restore races threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def umask_mode(executable: bool = False) -> int:
+    """The mode ``open()`` (0666) or ``mkdir`` (0777) would give a new file under the umask."""
+    return (0o777 if executable else 0o666) & ~current_umask()
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _os_reason(err: OSError) -> str:
+    if err.errno == errno.ELOOP:
+        return "too many levels of symbolic links (a symlink loop?)"
+    return err.strerror or str(err)
+
+
+def _size_text(size: int) -> str:
+    return f"{size} bytes" if size < 1024 else f"{size // 1024} KiB" if size < 1024 ** 2 else f"{size // 1024 ** 2} MiB"
+
+
+def read_bounded(path: str | Path, cap: int, *, allow_pipe: bool = False,
+                 timeout: float = PIPE_TIMEOUT) -> bytes:
+    """The bytes of `path` if it is a regular file (or, with `allow_pipe`, a pipe) of at most `cap` bytes.
+
+    Raises UnreadableFile otherwise, never blocks on a FIFO without a writer
+    and never reads more than ``cap + 1`` bytes. A pipe (``--cfg <(cat f)``)
+    is read until its writer closes it, for at most `timeout` seconds.
+    """
+    try:
+        before = os.stat(path)
+    except OSError as err:
+        raise UnreadableFile(_os_reason(err)) from None
+    is_pipe = stat.S_ISFIFO(before.st_mode)
+    if not stat.S_ISREG(before.st_mode) and not (allow_pipe and is_pipe):
+        raise UnreadableFile(f"{_kind(before.st_mode)}, not a regular file")
+    if not is_pipe and before.st_size > cap:
+        raise UnreadableFile(f"{_size_text(before.st_size)}, larger than the {_size_text(cap)} allowed")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise UnreadableFile(_os_reason(err)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_IFMT(info.st_mode) != stat.S_IFMT(before.st_mode):  # swapped since the stat
+            raise UnreadableFile(f"{_kind(info.st_mode)}, not a regular file")
+        data = _read_pipe(fd, cap, timeout) if is_pipe else _read_file(fd, cap)
+    except OSError as err:
+        if isinstance(err, UnreadableFile):
+            raise
+        raise UnreadableFile(_os_reason(err)) from None
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise UnreadableFile(f"more than the {_size_text(cap)} allowed")
+    return data
+
+
+def _read_file(fd: int, cap: int) -> bytes:
+    os.set_blocking(fd, True)
+    chunks: list[bytes] = []
+    total = 0
+    while total <= cap:
+        chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_pipe(fd: int, cap: int, timeout: float) -> bytes:
+    """Read a pipe until EOF; a FIFO that no program has opened for writing reads as empty."""
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    total = 0
+    while total <= cap:
+        try:
+            chunk = os.read(fd, min(65536, cap + 1 - total))
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise UnreadableFile(f"a pipe that sent no end of file within {timeout:g} s") from None
+            select.select([fd], [], [], min(left, 0.5))
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
