@@ -99,7 +99,9 @@ def test_a_second_submission_while_the_first_runs_is_refused_and_names_the_job(s
         retry = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--values", "1", env=cli_env)
         assert retry.returncode == 2 and "live task" in retry.stderr
         assert load_history(record).numbers == (1,)
-        assert not (tmp_path / "log" / "q" / "attempts").exists()    # nothing archived or moved aside
+        q = tmp_path / "log" / "q"
+        kept = sorted(str(p.relative_to(q)) for p in (q / "attempts").rglob("*"))
+        assert kept == ["attempts/1", "attempts/1/s.JOB.submit.json"]   # nothing else archived or moved aside
     finally:
         run_cli("hyperion-jobs", "cancel", str(record), "--yes", env=cli_env)
         first.wait(timeout=120)
