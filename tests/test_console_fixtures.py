@@ -101,7 +101,9 @@ def notifications(app) -> list[str]:
 
 
 def table_column(table, column: str) -> list[str]:
-    """The plain text of one DataTable column, top to bottom."""
+    """The plain text of one column, top to bottom (a DataTable, or the console's TaskTable)."""
+    if hasattr(table, "column_text"):
+        return table.column_text(column)
     return [str(table.get_cell(row.key, column)) for row in table.ordered_rows]   # as displayed
 
 
