@@ -21,7 +21,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, OptionList, ProgressBar, Select, Static
 
-from backends.records.record import load_record
 from backends.watch.poller import Poller
 from backends.watch.rows import expected, local_rows
 from backends.watch.slurm.cancel import cancel
@@ -29,13 +28,14 @@ from backends.watch.targets import record_file
 
 from ..errors import describe_error, guarded
 from ..messages import CancelRequested, FilterChanged, JobsUpdated, RecordOpened, TaskHighlighted
+from ..record_cache import cached_record
 from ..shown import shown, tell
 from ..task_index import FILTERS, row_key, row_state_name, slurm_target
 from ..widgets.find_bar import FindBar
 from ..widgets.fit_line import FitLine
 from ..widgets.log_pane import LogPane
 from ..widgets.log_view import LogView
-from ..widgets.record_list import RecordList
+from ..widgets.record_list import RecordList, remember
 from ..widgets.state_map import StateMap, legend_text
 from ..widgets.summary import PollStatus, StateCounts
 from ..widgets.task_table import TaskTable
@@ -138,9 +138,10 @@ class JobsScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self._ready = True
         self.state_map.index = self.table.index
-        self.action_reload()
         if self.initial_record is not None:
-            self.open_record(self.initial_record)
+            self.open_record(self.initial_record)      # lists the records too, once it is read
+        else:
+            self.action_reload()
         self.set_interval(TICK_SECONDS, self.tick)
 
     def on_unmount(self) -> None:
@@ -194,11 +195,12 @@ class JobsScreen(ConsoleScreen):
         try:
             # as hyperion-jobs status: a directory holding one record names it
             path = record_file(str(path)) or path
-            record = load_record(path)
+            record = cached_record(path)
         except Exception as exc:
             tell(self, describe_error(exc), title="cannot open record", severity="error")
             return
         self.add_search_dir(Path(record.path).parent.parent.parent)
+        remember(record)
         self.show_record(record)
         self.start_watching(record)
         self.action_reload()
@@ -255,7 +257,7 @@ class JobsScreen(ConsoleScreen):
         path = str(record.path)
         seen: dict = {}
         while not stop.is_set():
-            rows = local_rows(load_record(path))
+            rows = local_rows(cached_record(path))
             changed = [r for r in rows if seen.get(row_key(r)) != r]
             for row in changed:
                 seen[row_key(row)] = row

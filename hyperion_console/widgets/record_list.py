@@ -14,27 +14,49 @@ from textual import work
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from backends.records.record import find_records, load_record
+from backends.records.record import find_records
 
 from ..messages import RecordsListed
+from ..record_cache import cached_record, file_key
 from ..shown import shown
 
 RECENT = 50
 CURRENT_MARK = "▸ "
+MAX_LABELS = 500
+# (path, mtime, size) -> label: the list is read again after every action, the records are not.
+_labels: dict[tuple[str, int, int], Text] = {}
+
+
+def describe(record, name: str) -> Text:
+    """backend, job ids, task count, submission time and file name of one record."""
+    jobs = ",".join(j.job_id for j in record.jobs) or record.backend
+    when = record.submitted_at[5:16].replace("T", " ")
+    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<14} ", "cyan"),
+                         f"{len(record.tasks):>5} tasks  ", shown(f"{when}  ", "dim"),
+                         shown(name, "dim"))
+
+
+def remember(record) -> None:
+    """The Jobs screen has this record in hand: its label needs no second read."""
+    key = file_key(record.path)
+    if key is not None:
+        _labels[key] = describe(record, Path(record.path).name)
 
 
 def record_label(path: Path, current: bool = False) -> Text:
-    """backend, job ids, task count, submission time and file name of one record."""
     mark = Text(CURRENT_MARK if current else "  ", style="bold")
-    try:
-        record = load_record(path)
-    except Exception:
-        return mark + shown(path.name, "red") + Text("  (unreadable)", style="red")
-    jobs = ",".join(j.job_id for j in record.jobs) or record.backend
-    when = record.submitted_at[5:16].replace("T", " ")
-    return Text.assemble(mark, shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<14} ", "cyan"),
-                         f"{len(record.tasks):>5} tasks  ", shown(f"{when}  ", "dim"),
-                         shown(path.name, "dim"))
+    key = file_key(path)
+    label = _labels.get(key) if key is not None else None
+    if label is None:
+        try:
+            label = describe(cached_record(path), path.name)
+        except Exception:
+            return mark + shown(path.name, "red") + Text("  (unreadable)", style="red")
+        if key is not None:
+            if len(_labels) >= MAX_LABELS:
+                _labels.clear()
+            _labels[key] = label
+    return mark + label
 
 
 class RecordList(OptionList):
