@@ -169,6 +169,13 @@ class LogPane(Vertical):
         self.update_title()
         self.post_message(LogAppended(message.path, added, view.following, restart))
 
+    def on_descendant_focus(self) -> None:
+        """The title lights up while the log has the focus (keys scroll it then, not the table)."""
+        self.add_class("-focused")
+
+    def on_descendant_blur(self) -> None:
+        self.remove_class("-focused")
+
     def on_log_view_follow_changed(self, event: LogView.FollowChanged) -> None:
         event.stop()
         self.update_title()

@@ -96,7 +96,7 @@ class LogView(ScrollView, can_focus=True):
         self._lines, self._width, self.match_line = [], 0, None
         self.following = True
         self._resize_virtual()
-        self.scroll_to(0, 0, animate=False)
+        self.scroll_to(0, 0, animate=False, force=True)
         self.refresh()
 
     def append(self, lines: Iterable[str]) -> int:
@@ -113,9 +113,9 @@ class LogView(ScrollView, can_focus=True):
                 self.match_line = self.match_line - dropped if self.match_line >= dropped else None
         self._resize_virtual()
         if self.following:
-            self.scroll_to(y=self.max_scroll_y, animate=False)
+            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
         elif dropped > 0:            # keep the same lines under the user's eyes
-            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False)
+            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, force=True)
         self.refresh()
         return len(new)
 
@@ -129,22 +129,22 @@ class LogView(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._resize_virtual()
         if self.following:
-            self.scroll_to(y=self.max_scroll_y, animate=False)
+            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
 
     # -- keys -------------------------------------------------------------------
     def action_scroll_lines(self, lines: int) -> None:
-        self.scroll_to(y=self.scroll_y + lines, animate=False)
+        self.scroll_to(y=self.scroll_y + lines, animate=False, force=True)
 
     def action_scroll_pages(self, pages: int) -> None:
-        self.scroll_to(y=self.scroll_y + pages * max(1, self.size.height - 1), animate=False)
+        self.scroll_to(y=self.scroll_y + pages * max(1, self.size.height - 1), animate=False, force=True)
 
     def action_top(self) -> None:
-        self.scroll_to(y=0, animate=False)
+        self.scroll_to(y=0, animate=False, force=True)
 
     def action_follow(self) -> None:
         """Back to the end, and stay there while the log grows."""
         self.following = True
-        self.scroll_to(y=self.max_scroll_y, animate=False)
+        self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
 
     def action_pan(self, cells: int) -> None:
         self.scroll_to(x=max(0, self.scroll_x + cells), animate=False, force=True)
@@ -165,7 +165,7 @@ class LogView(ScrollView, can_focus=True):
             if needle in self._lines[index].casefold():
                 self.match_line = index
                 top = max(0, index - self.size.height // 2)
-                self.scroll_to(y=min(top, self.max_scroll_y), animate=False)
+                self.scroll_to(y=min(top, self.max_scroll_y), animate=False, force=True)
                 self.following = False     # the user looks at the match: new lines must not move it
                 self.refresh()
                 return True

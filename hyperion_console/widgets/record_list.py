@@ -23,6 +23,9 @@ from ..shown import shown
 RECENT = 50
 CURRENT_MARK = "▸ "
 MAX_LABELS = 500
+# A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
+# the way are listed by name and size until opened.
+LABEL_MAX_BYTES = 4 * 1024 * 1024
 # (path, mtime, size) -> label: the list is read again after every action, the records are not.
 _labels: dict[tuple[str, int, int], Text] = {}
 
@@ -47,6 +50,9 @@ def record_label(path: Path, current: bool = False) -> Text:
     mark = Text(CURRENT_MARK if current else "  ", style="bold")
     key = file_key(path)
     label = _labels.get(key) if key is not None else None
+    if label is None and key is not None and key[2] > LABEL_MAX_BYTES:
+        return mark + Text.assemble(shown(path.name, "dim"),
+                                    (f"  ({key[2] / 1e6:.0f} MB record: enter opens it)", "dim"))
     if label is None:
         try:
             label = describe(cached_record(path), path.name)

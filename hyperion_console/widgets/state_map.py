@@ -81,14 +81,14 @@ class StateMap(ScrollView, can_focus=True):
 
     # -- geometry ---------------------------------------------------------------
     @property
-    def gutter(self) -> int:
+    def gutter_width(self) -> int:
         values = self.index.by_value
         digits = len(str(max(values))) if values else len(str(len(self.index)))
         return digits + 1
 
     @property
     def per_line(self) -> int:
-        return max(1, self.scrollable_content_region.width - self.gutter)
+        return max(1, self.scrollable_content_region.width - self.gutter_width)
 
     @property
     def line_count(self) -> int:
@@ -125,9 +125,9 @@ class StateMap(ScrollView, can_focus=True):
         line = self.cursor // self.per_line
         top, height = int(self.scroll_y), max(1, self.scrollable_content_region.height)
         if line < top:
-            self.scroll_to(y=line, animate=False)
+            self.scroll_to(y=line, animate=False, force=True)
         elif line >= top + height:
-            self.scroll_to(y=line - height + 1, animate=False)
+            self.scroll_to(y=line - height + 1, animate=False, force=True)
 
     def action_move(self, step: int) -> None:
         self._place(self.cursor + step)
@@ -151,7 +151,7 @@ class StateMap(ScrollView, can_focus=True):
             self.post_message(self.Chosen(key))
 
     def on_click(self, event: events.Click) -> None:
-        column = event.x - self.gutter
+        column = event.x - self.gutter_width
         if column < 0:
             return
         position = (int(self.scroll_y) + event.y) * self.per_line + column
@@ -164,7 +164,7 @@ class StateMap(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         base = self.rich_style
         line = int(self.scroll_y) + y
-        per_line, gutter = self.per_line, self.gutter
+        per_line, gutter = self.per_line, self.gutter_width
         start = line * per_line
         keys = self.index.keys
         if start >= len(keys):

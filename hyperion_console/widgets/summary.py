@@ -93,12 +93,11 @@ class PollStatus(FitLine):
             text = Text(f"⚠ {age}, retrying: ", style="bold yellow")
             text.append_text(shown(self.problem, "yellow"))
             return text
+        if self.final:           # nothing will change: an age would only grow
+            return Text(f"every task ended: final states from {self.source}", style="dim")
         if self.as_of is None:
             return Text(f"asking {self.source}…", style="dim")
-        text = Text(f"states from {self.source} {age_text(now - self.as_of)} ago", style="dim")
-        if self.final:
-            text.append(" · every task ended", style="dim")
-        return text
+        return Text(f"states from {self.source} {age_text(now - self.as_of)} ago", style="dim")
 
     def render(self) -> Text:
         return fit_text(self.line(), self.size.width)

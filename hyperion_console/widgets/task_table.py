@@ -92,11 +92,12 @@ def _value_width(index: TaskIndex) -> int:
 
 
 def _job_width(index: TaskIndex) -> int:
+    """JOB_TASK of the first and last task (as shown), 8 to 24 cells."""
     if not index.keys:
         return 8
-    widest = max(len(str(job)) + (0 if task is None else len(str(task)) + 1)
+    widest = max(len(printable(str(job))) + (0 if task is None else len(str(task)) + 1)
                  for job, task in (index.keys[0], index.keys[-1]))
-    return max(8, widest)
+    return min(24, max(8, widest))
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -235,9 +236,9 @@ class TaskTable(ScrollView, can_focus=True):
         top = int(self.scroll_y)
         rows = self.page_rows
         if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor, animate=False, force=True)
         elif self.cursor >= top + rows:
-            self.scroll_to(y=self.cursor - rows + 1, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor - rows + 1, animate=False, force=True)
 
     def on_click(self, event: events.Click) -> None:
         if event.y >= 1:
