@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from backends.errors import InputError
+from backends.printable import printable
 from sharding.usage import OneLineParser
 
 PROG = "hyperion-console"
@@ -35,6 +36,11 @@ def check_args(args: argparse.Namespace) -> None:
 
     from .record_cache import cached_record
 
+    for field, value in (("--cfg-dir", args.cfg_dir), ("--checkpoint", args.checkpoint),
+                         ("--record", args.record), ("--demo-dir", args.demo_dir)):
+        if value is not None and printable(value) != value:
+            # a text field would show (and send to the terminal) what the path holds
+            raise InputError(field, f"holds control or bidi characters: {printable(value)}")
     if args.demo and (args.checkpoint or args.record):
         raise InputError("--demo", "builds its own checkpoint and record; leave out --checkpoint/--record")
     if args.cfg_dir is not None:

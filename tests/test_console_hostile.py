@@ -157,3 +157,15 @@ def test_checkpoint_with_hostile_failed_records_is_shown_escaped(tmp_path: Path)
             assert app.is_running
 
     asyncio.run(scenario())
+
+
+def test_a_path_with_control_characters_on_the_command_line_is_refused(tmp_path: Path, capsys) -> None:
+    from hyperion_console.__main__ import main
+
+    hostile = tmp_path / f"ckpt{OSC0}"
+    hostile.mkdir()
+    assert main(["--checkpoint", str(hostile)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert err.startswith("hyperion-console: error: --checkpoint: holds control or bidi characters: ")
+    assert err.rstrip().endswith("ckpt\\x1b]0;owned\\x07")

@@ -71,6 +71,9 @@ def _exit(row: Row) -> str:
 
 
 def _elapsed(row: Row) -> str:
+    """Ticking for running tasks; none for tasks still waiting (squeue says 0:00)."""
+    if row.name == "PENDING":
+        return ""
     return elapsed_text(row.index.elapsed(row.key, row.now))
 
 
