@@ -253,3 +253,23 @@ def test_focus_is_visible_on_the_task_table_and_the_log(tmp_path: Path) -> None:
             assert title.rich_style.bgcolor != title_blurred.bgcolor
 
     asyncio.run(scenario())
+
+
+def test_state_map_of_a_small_array_names_each_cell(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            record = slurm_like_record(tmp_path, 12)
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, mixed_states(12)))
+            await pilot.pause()
+            await pilot.press("m")
+            state_map = jobs.query_one("#state-map")
+            assert rendered(state_map)[0].startswith("R 1 C 2 C 3 C 4 C 5 C 6 C 7 C 8 C 9 F10 R11 C12")
+            await pilot.click("#state-map", offset=(9 * 4 + 1, 0))     # the cell "F10"
+            await pilot.pause()
+            assert not jobs.map_shown and jobs.query_one("#tasks").selected_task().value == 10
+
+    asyncio.run(scenario())

@@ -51,7 +51,7 @@ class HelpScreen(ModalScreen[None]):
             yield Label("Hyperion Console — keys", id="help-title")
             with VerticalScroll():
                 yield Static(table)
-            yield Label("escape closes", id="help-hint")
+            yield Label("up/down, page keys scroll · escape closes", id="help-hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -3,8 +3,8 @@
 Like the checkpoint coverage map, but for the tasks of a submission, and a Line
 API widget: a 100k-task array is 1300 lines of 78 cells, and only those on
 screen are drawn. Each cell carries its state's symbol (C, F, R, P, ...), so the
-legend and the map read without colour. The gutter shows the value of each
-line's first task. Enter (or a click) on a cell posts `StateMap.Chosen`: the
+legend and the map read without colour. A small array shows each task's
+value in its cell; a big one a gutter with the value of each line's first task. Enter (or a click) on a cell posts `StateMap.Chosen`: the
 Jobs screen shows that task in the table.
 """
 from __future__ import annotations
@@ -81,14 +81,29 @@ class StateMap(ScrollView, can_focus=True):
 
     # -- geometry ---------------------------------------------------------------
     @property
-    def gutter_width(self) -> int:
+    def digits(self) -> int:
         values = self.index.by_value
-        digits = len(str(max(values))) if values else len(str(len(self.index)))
-        return digits + 1
+        return len(str(max(values))) if values else len(str(len(self.index)))
+
+    @property
+    def wide(self) -> bool:
+        """Small arrays get a cell per task with its value in it (`C 12`), while all fit on screen;
+        bigger ones one character per task, the value of each line's first task in a gutter."""
+        region = self.scrollable_content_region
+        per_line = max(1, region.width // (self.digits + 2))
+        return -(-len(self.index) // per_line) <= max(1, region.height)
+
+    @property
+    def cell_width(self) -> int:
+        return self.digits + 2 if self.wide else 1
+
+    @property
+    def gutter_width(self) -> int:
+        return 0 if self.wide else self.digits + 1
 
     @property
     def per_line(self) -> int:
-        return max(1, self.scrollable_content_region.width - self.gutter_width)
+        return max(1, (self.scrollable_content_region.width - self.gutter_width) // self.cell_width)
 
     @property
     def line_count(self) -> int:
@@ -151,11 +166,11 @@ class StateMap(ScrollView, can_focus=True):
             self.post_message(self.Chosen(key))
 
     def on_click(self, event: events.Click) -> None:
-        column = event.x - self.gutter_width
-        if column < 0:
+        column = (event.x - self.gutter_width) // self.cell_width
+        if event.x < self.gutter_width or column >= self.per_line:
             return
         position = (int(self.scroll_y) + event.y) * self.per_line + column
-        if column < self.per_line and position < len(self.index):
+        if position < len(self.index):
             self._place(position)
             self.action_choose()
 
@@ -163,17 +178,15 @@ class StateMap(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         base = self.rich_style
-        line = int(self.scroll_y) + y
-        per_line, gutter = self.per_line, self.gutter_width
-        start = line * per_line
-        keys = self.index.keys
+        per_line, gutter, wide = self.per_line, self.gutter_width, self.wide
+        start = (int(self.scroll_y) + y) * per_line
+        keys, tasks, names = self.index.keys, self.index.tasks, self.index.names
         if start >= len(keys):
             return Strip.blank(width, base)
-        task = self.index.tasks[keys[start]]
-        label = str(start + 1) if task.value is None else str(task.value)
-        segments = [Segment(label.rjust(gutter - 1) + " ",
-                            base + self.get_component_rich_style("state-map--gutter"))]
-        names = self.index.names
+        segments = []
+        if gutter:
+            segments.append(Segment(self._label(start).rjust(gutter - 1) + " ",
+                                    base + self.get_component_rich_style("state-map--gutter")))
         cursor_style = self.get_component_rich_style("state-map--cursor")
         run, run_style = [], None
         for position in range(start, min(start + per_line, len(keys))):
@@ -181,6 +194,10 @@ class StateMap(ScrollView, can_focus=True):
             style = Style.parse(cell_style(name))
             if position == self.cursor:
                 style = style + cursor_style
+            if wide:
+                segments.append(Segment(f"{symbol_of(name)}{self._label(position):>{self.digits}}", style))
+                segments.append(Segment(" ", base))
+                continue
             if style != run_style and run:
                 segments.append(Segment("".join(run), run_style))
                 run = []
@@ -189,3 +206,8 @@ class StateMap(ScrollView, can_focus=True):
         if run:
             segments.append(Segment("".join(run), run_style))
         return Strip(segments).adjust_cell_length(width, base)
+
+    def _label(self, position: int) -> str:
+        """A task's value (its place in the record when it has none)."""
+        value = self.index.tasks[self.index.keys[position]].value
+        return str(position + 1) if value is None else str(value)
