@@ -160,14 +160,17 @@ def main() -> int:
     base = run_size(args.baseline)
     print(f"# 80x24; baseline {args.baseline} tasks; targets: " +
           ", ".join(f"{k} <= {v:g}" for k, v in TARGETS.items()))
-    worst = 0
+    over = []
     for n in args.tasks or [100_000]:
         figures = run_size(n)
         for name, value in figures.items():
             unit = "MB" if name == "peak_rss" else "s"
             emit(f"{name}_{n}", value, unit, base[name])
-            worst |= value > TARGETS[name]
-    return 0 if not worst else 1
+            if n >= 100_000 and value > TARGETS[name]:      # the targets are for 100k tasks
+                over.append(f"{name}_{n}")
+    if over:
+        print("# over target (this machine is noisy: run again before believing it): " + ", ".join(over))
+    return 1 if over else 0
 
 
 if __name__ == "__main__":
