@@ -29,9 +29,16 @@ MAX_LINES = 10_000
 TAB = 8
 
 
+MAX_LINE = 4096       # characters kept of one line (a progress bar without newlines can be megabytes)
+
+
 def clean(line: str) -> str:
-    """What one log line shows: controls as escapes, tabs as spaces."""
-    return printable(line, layout=True).expandtabs(TAB)
+    """What one log line shows: controls as escapes, tabs as spaces, at most MAX_LINE characters."""
+    more = len(line) - MAX_LINE
+    if more > 0:
+        line = line[:MAX_LINE]
+    shown = printable(line, layout=True).expandtabs(TAB)
+    return f"{shown} … ({more} more characters)" if more > 0 else shown
 
 
 class LogView(ScrollView, can_focus=True):
