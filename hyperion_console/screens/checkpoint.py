@@ -32,6 +32,9 @@ from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
 
 
+DETAILS_CELL = 18     # characters of a failed record's details in its table cell (80 columns)
+
+
 class CheckpointScreen(ConsoleScreen):
     SUB_TITLE = "Checkpoint"
     BINDINGS = [
@@ -145,6 +148,8 @@ class CheckpointScreen(ConsoleScreen):
         for record in cov.failed:
             when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%Y-%m-%d %H:%MZ")
             details = "" if record.details is None else json.dumps(dict(record.details))
+            if len(details) > DETAILS_CELL:        # the whole record shows below the table
+                details = details[:DETAILS_CELL - 1] + "…"
             table.add_row(*(shown(cell) for cell in (record.shard, record.job, record.array_task,
                                                      record.restart, when, details)),
                           key=record.path)
