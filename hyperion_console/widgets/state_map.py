@@ -180,7 +180,7 @@ class StateMap(ScrollView, can_focus=True):
         base = self.rich_style
         per_line, gutter, wide = self.per_line, self.gutter_width, self.wide
         start = (int(self.scroll_y) + y) * per_line
-        keys, tasks, names = self.index.keys, self.index.tasks, self.index.names
+        keys, names = self.index.keys, self.index.names
         if start >= len(keys):
             return Strip.blank(width, base)
         segments = []

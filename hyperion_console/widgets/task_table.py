@@ -25,7 +25,7 @@ from backends.printable import printable
 
 from ..messages import TaskHighlighted
 from ..shown import fit
-from ..task_index import FILTERS, Key, TaskIndex, slurm_target
+from ..task_index import FILTERS, Key, TaskIndex, record_key, slurm_target
 from .states import elapsed_text, style_of
 
 __all__ = ["COLUMNS", "Column", "FILTERS", "Row", "TaskTable"]
@@ -207,7 +207,6 @@ class TaskTable(ScrollView, can_focus=True):
         return None if self._cursor_key is None else self.index.tasks.get(self._cursor_key)
 
     def state_of(self, task):
-        from ..task_index import record_key
         return self.index.states.get(record_key(task))
 
     def move_to_key(self, key: Key) -> bool:
