@@ -31,10 +31,16 @@ def check_args(args: argparse.Namespace) -> None:
     notifications; at start-up the user gets one line and exit 2 instead of an
     empty screen.
     """
-    from backends.records.record import load_record
     from backends.watch.targets import record_file
     from sharding.store import Checkpoint
 
+    from .record_cache import cached_record
+
+    for field, value in (("--cfg-dir", args.cfg_dir), ("--checkpoint", args.checkpoint),
+                         ("--record", args.record), ("--demo-dir", args.demo_dir)):
+        if value is not None and printable(value) != value:
+            # a text field would show (and send to the terminal) what the path holds
+            raise InputError(field, f"holds control or bidi characters: {printable(value)}")
     if args.demo and (args.checkpoint or args.record):
         raise InputError("--demo", "builds its own checkpoint and record; leave out --checkpoint/--record")
     if args.cfg_dir is not None:
@@ -46,7 +52,7 @@ def check_args(args: argparse.Namespace) -> None:
         store.require_dir("--checkpoint")
         store.require_run()
     if args.record:
-        load_record(record_file(args.record) or args.record)
+        cached_record(record_file(args.record) or args.record)   # parsed once: the screen reuses it
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,8 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
+from backends.printable import printable
+
 from .commands import ConsoleCommands
 from .errors import describe_error
 from .messages import Submitted
@@ -16,6 +18,7 @@ from .screens.checkpoint import CheckpointScreen
 from .screens.help import HelpScreen
 from .screens.jobs import JobsScreen
 from .screens.submit import SubmitScreen
+from .shown import tell
 
 SCREENS = ("submit", "jobs", "checkpoint")
 
@@ -77,6 +80,13 @@ class HyperionConsole(App[None]):
         self.action_show(screen)
         self.call_later(self.run_action, action, self.screen_named(screen))
 
+    def notify(self, message: str, *, title: str = "", severity="information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification, whoever raises it, is plain printable text: a `[/]` or an ESC
+        from a record, a path or a form field can neither crash the toast nor reach the terminal."""
+        super().notify(printable(str(message)), title=printable(str(title)), severity=severity,
+                       timeout=timeout, markup=False)
+
     def on_submitted(self, message: Submitted) -> None:
         self.action_show("jobs")
         self.jobs_screen.open_record(Path(message.record_path))
@@ -84,8 +94,8 @@ class HyperionConsole(App[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Failures of the app's own workers (screens report theirs) become notifications."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
-            self.notify(describe_error(event.worker.error), title=event.worker.name or "error",
-                        severity="error", timeout=10)
+            tell(self, describe_error(event.worker.error), title=event.worker.name or "error",
+                 severity="error", timeout=10)
 
 
 def make_app(cfg_dir: str | Path = "conf", checkpoint: str | Path | None = None,

@@ -6,7 +6,7 @@ from typing import Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from .widgets.task_table import FILTERS
+from .task_index import FILTERS
 
 # (title, help, screen or None for the app, action)
 ACTIONS: tuple[tuple[str, str, str | None, str], ...] = (
@@ -16,7 +16,13 @@ ACTIONS: tuple[tuple[str, str, str | None, str], ...] = (
     ("Submit job", "submit the Submit form (asks first)", "submit", "submit"),
     ("Cancel selected task", "scancel JOB_TASK (asks first)", "jobs", "cancel_task"),
     ("Cancel whole job", "scancel JOB (asks first)", "jobs", "cancel_job"),
-    ("Cycle state filter", "Jobs: all, PENDING, RUNNING, ...", "jobs", "cycle_filter"),
+    ("Cycle state filter", "Jobs: all, not completed, PENDING, RUNNING, ...", "jobs", "cycle_filter(1)"),
+    ("Show state map", "Jobs: one cell per task, coloured and lettered by state", "jobs", "toggle_map"),
+    ("Search tasks", "Jobs: find text in the task table (n / N: next / previous)", "jobs", "find"),
+    ("Go to task value", "Jobs: put the cursor on the task with a value", "jobs", "go_to_value"),
+    ("Choose a recent submission", "Jobs: focus the list of records (enter opens)", "jobs", "focus_records"),
+    ("Open newer submission", "Jobs: the record above the open one", "jobs", "neighbour_record(-1)"),
+    ("Open older submission", "Jobs: the record below the open one", "jobs", "neighbour_record(1)"),
     *((f"Filter jobs: {state}", "Jobs: show every task" if state == "all" else f"Jobs: show only {state} tasks",
        "jobs", f"filter('{state}')") for state in FILTERS),
     ("Switch log source", "Jobs: program log, q/ .err, q/ .out", "jobs", "cycle_log"),

@@ -25,7 +25,8 @@ def guarded(method):
         try:
             return method(self, *args, **kwargs)
         except Exception as exc:  # the console shows errors; it must not die of them
-            self.notify(describe_error(exc), title="error", severity="error", timeout=10)
+            from .shown import tell
+            tell(self, describe_error(exc), title="error", severity="error", timeout=10)
             return None
 
     return wrapper

@@ -41,27 +41,72 @@ class RecordOpened(Message):
 
 
 class JobsUpdated(Message):
-    """New task states from the core's poller; `changed` holds only what changed."""
+    """New task states from the core's poller; `changed` holds only what changed.
+
+    `as_of` (time.time()) is when the newest answer was current, None when this
+    poll got no answer; `problem` is the query trouble while it lasts (shown on
+    the status line), `error` the poll's own error text.
+    """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
-                 all_terminal: bool = False) -> None:
+                 all_terminal: bool = False, as_of: float | None = None,
+                 problem: str | None = None) -> None:
         super().__init__()
         self.record_path = record_path
         self.changed = tuple(changed)
         self.error = error
         self.all_terminal = all_terminal
+        self.as_of = as_of
+        self.problem = problem
+
+
+class TaskHighlighted(Message):
+    """The cursor of the task table (or the state map) is on this task (None: no task shown)."""
+
+    def __init__(self, key: tuple | None, task: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.task = task
+
+
+class FilterChanged(Message):
+    """The Jobs screen now shows the tasks passing this state filter."""
+
+    def __init__(self, name: str, shown: int) -> None:
+        super().__init__()
+        self.name = name
+        self.shown = shown
 
 
 class LogUpdated(Message):
-    """The tail of a followed log; a newer one replaces a pending older one (toolong style)."""
+    """New lines of a followed log wait in the pane's buffer; a newer one replaces a pending older
+    one (toolong style), and the handler takes everything buffered."""
 
-    def __init__(self, path: str, lines: Sequence[str]) -> None:
+    def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
-        self.lines = tuple(lines)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, LogUpdated) and message.path == self.path
+
+
+class LogAppended(Message):
+    """The log view took `lines` new lines of `path`; `following` says whether it is at the end."""
+
+    def __init__(self, path: str, lines: int, following: bool, restarted: bool = False) -> None:
+        super().__init__()
+        self.path = path
+        self.lines = lines
+        self.following = following
+        self.restarted = restarted
+
+
+class RecordsListed(Message):
+    """The list of recent submissions was read again."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        super().__init__()
+        self.paths = tuple(paths)
 
 
 class CancelRequested(Message):

@@ -1,8 +1,17 @@
 """Regenerate screenshots/ : every console screen as SVG (and PNG when chromium is installed).
 
-Run from the repository root: `python screenshots/regenerate.py`. Fixtures are
-built under a fixed directory so that paths in the pictures stay the same.
-Needs no Slurm: the Jobs screen is shown on a local demo run.
+Run from the repository root: `python screenshots/regenerate.py`. Two sources:
+
+* the demo (`hyperion-console --demo`, local backend): Checkpoint, Failed, Retry,
+  the Resubmit confirmation, the Jobs screen after it, Submit, Help;
+* a real Slurm array on the test cluster (tests/slurm/up.sh), submitted here
+  through hyperion-submit's core: 40 tasks, every 9th fails with exit 3, three
+  run for minutes printing progress, at most 6 at a time so the rest wait. It is
+  shot while it runs (the table, a filter in use, the state map, the log pane
+  following a running task) and cancelled at the end. Without Slurm those are
+  skipped with a line saying so.
+
+Fixtures are built under fixed directories so that paths in the pictures stay the same.
 """
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -20,22 +30,47 @@ sys.path.insert(0, str(REPO))
 from hyperion_console.app import make_app  # noqa: E402
 
 DEMO_DIR = Path("/tmp/hyperion-console-screenshots")
+SLURM_DIR = Path("/tmp/hyperion-console-screenshots-slurm")
 SIZES = ((80, 24), (120, 40))
+TASKS = 40
+LONG = (5, 17, 29)            # run for minutes: RUNNING in every picture
+# One task of the array: progress lines, a failure for every 9th value, long runners.
+TASK_SCRIPT = f"""
+import sys, time
+value = int(sys.argv[1])
+steps = 400 if value in {LONG} else 8
+for step in range(1, steps + 1):
+    print(f"extract part {{value}}: progress {{step}}/{{steps}}", flush=True)
+    if value % 9 == 0 and step == 3:
+        print(f"part {{value}}: ValueError: corrupt input file part-{{value:04d}}.wav", flush=True)
+        sys.exit(3)
+    time.sleep(0.6)
+print(f"part {{value}} done", flush=True)
+"""
 
 
-async def shoot(size: tuple[int, int]) -> list[Path]:
-    """Open each screen of the demo app and save it."""
-    app = make_app(cfg_dir=REPO / "conf", demo=True, demo_dir=DEMO_DIR)
+async def settle(pilot, seconds: float = 0.4) -> None:
+    await pilot.pause(seconds)
+
+
+def saver(app, pilot, size: tuple[int, int], saved: list[Path]):
     suffix = f"{size[0]}x{size[1]}"
-    saved: list[Path] = []
 
     async def save(name: str) -> None:
-        await pilot.pause(0.3)
+        await settle(pilot)
         filename = f"{name}-{suffix}.svg"
         app.save_screenshot(filename, path=str(HERE))
         saved.append(HERE / filename)
 
+    return save
+
+
+async def shoot_demo(size: tuple[int, int]) -> list[Path]:
+    """Each screen of the demo app (`hyperion-console --demo`)."""
+    app = make_app(cfg_dir=REPO / "conf", demo=True, demo_dir=DEMO_DIR)
+    saved: list[Path] = []
     async with app.run_test(size=size) as pilot:
+        save = saver(app, pilot, size, saved)
         await save("checkpoint")
         await pilot.press("right")   # Failed tab (focus is on the tab bar)
         await save("checkpoint-failed")
@@ -66,6 +101,65 @@ async def shoot(size: tuple[int, int]) -> list[Path]:
     return saved
 
 
+def slurm_answers() -> bool:
+    """The controller answers (a busy shared cluster may miss one ping: three tries)."""
+    if not shutil.which("sbatch"):
+        return False
+    for _ in range(3):
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+        if ping.returncode == 0 and "UP" in ping.stdout:
+            return True
+        time.sleep(2)
+    return False
+
+
+def submit_array():
+    """The Slurm array of the pictures, through hyperion-submit's own core."""
+    from backends.launch import submit
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+
+    if SLURM_DIR.exists():
+        shutil.rmtree(SLURM_DIR)
+    SLURM_DIR.mkdir(parents=True)
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(REPO / "conf" / "submit_test_cluster.yaml"), "--array", f"JOB=1:{TASKS}",
+        "--max-jobs-run", "6", "--time", "00:06:00", "--mem", "100M",
+        "--output-file", str(SLURM_DIR / "exp" / "log" / "extract.JOB.log"),
+        "--", sys.executable, "-c", TASK_SCRIPT, "JOB"])
+    return submit(build_plan(site, options))
+
+
+def mixed(counts: dict[str, int]) -> bool:
+    """Enough of each state to tell them apart in a picture."""
+    return (counts.get("FAILED", 0) >= 2 and counts.get("RUNNING", 0) >= 3
+            and counts.get("PENDING", 0) >= 5 and counts.get("COMPLETED", 0) >= 4)
+
+
+async def shoot_slurm(record, size: tuple[int, int]) -> list[Path]:
+    """The running array: all tasks, a filter, the state map, the log pane following."""
+    app = make_app(cfg_dir=REPO / "conf", record=record.path, search_dirs=[SLURM_DIR])
+    saved: list[Path] = []
+    async with app.run_test(size=size) as pilot:
+        save = saver(app, pilot, size, saved)
+        jobs = app.jobs_screen
+        deadline = time.monotonic() + 150
+        while not mixed(jobs.table.index.counts) and time.monotonic() < deadline:
+            await pilot.pause(0.5)
+        await pilot.press("colon", *str(LONG[0]), "enter")     # a long runner: its log grows
+        await pilot.pause(2.5)
+        await save("jobs-slurm")
+        jobs.query_one("#log").focus()                       # the log pane, lit, following
+        await pilot.pause(2.0)
+        await save("jobs-slurm-log")
+        jobs.table.focus()
+        await pilot.press("f")                                # "not completed"
+        await save("jobs-slurm-filter")
+        await pilot.press("F", "m")
+        await save("jobs-slurm-map")
+    return saved
+
+
 def svg_size(svg: Path) -> tuple[int, int]:
     match = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg.read_text())
     assert match, svg
@@ -85,7 +179,18 @@ def to_png(svg: Path, chromium: str) -> Path:
 def main() -> int:
     svgs: list[Path] = []
     for size in SIZES:
-        svgs += asyncio.run(shoot(size))
+        svgs += asyncio.run(shoot_demo(size))
+    if slurm_answers():
+        from backends.watch.slurm.cancel import cancel
+
+        record = submit_array()
+        try:
+            for size in SIZES:
+                svgs += asyncio.run(shoot_slurm(record, size))
+        finally:
+            cancel([job.job_id for job in record.jobs])
+    else:
+        print("Slurm does not answer (tests/slurm/up.sh): the jobs-slurm-* pictures are kept as they are")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     for svg in svgs:
         print(svg.relative_to(REPO))

@@ -101,7 +101,9 @@ def notifications(app) -> list[str]:
 
 
 def table_column(table, column: str) -> list[str]:
-    """The plain text of one DataTable column, top to bottom."""
+    """The plain text of one column, top to bottom (a DataTable, or the console's TaskTable)."""
+    if hasattr(table, "column_text"):
+        return table.column_text(column)
     return [str(table.get_cell(row.key, column)) for row in table.ordered_rows]   # as displayed
 
 
@@ -127,3 +129,22 @@ def posted(seen: list, kind: type) -> list:
             ids.add(id(message))
             out.append(message)
     return out
+
+
+def rendered(widget) -> list[str]:
+    """The lines a widget draws on screen now (its own render, as the compositor gets it)."""
+    strips = widget.render_lines(widget.size.region)
+    return ["".join(segment.text for segment in strip) for strip in strips]
+
+
+def slurm_like_record(root: Path, n: int, job: str = "4242", log_dir: Path | None = None):
+    """A Slurm record of `n` tasks (values 1..n) that is never submitted: states come from the test."""
+    from backends.records.record import JobRecord, SubmitRecord, TaskRecord
+
+    log_dir = log_dir or root / "exp" / "log"
+    tasks = tuple(TaskRecord(value=i, job_id=job, array_task_id=i, log=str(log_dir / f"t.{i}.log"),
+                             slurm_out=None, slurm_err=None) for i in range(1, n + 1))
+    return SubmitRecord(path=str(log_dir / "q" / "t.JOB.submit.json"), backend="slurm",
+                        argv=("hyperion-submit",), cfg="conf/submit_test_cluster.yaml", options={},
+                        script=None, array_name="JOB", jobs=(JobRecord(job, 0, f"1-{n}"),), tasks=tasks,
+                        submitted_at="2026-09-21T12:00:00", cwd=str(root))

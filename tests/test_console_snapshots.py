@@ -8,9 +8,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from test_console_fixtures import FIXED_ROOT, build_checkpoint, build_local_record, fresh
+from test_console_fixtures import FIXED_ROOT, build_checkpoint, build_local_record, fresh, slurm_like_record
 
+from backends.states import JobState, TaskState
 from hyperion_console.app import make_app
+from hyperion_console.messages import JobsUpdated
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = (80, 24)
@@ -59,6 +61,45 @@ def test_snapshot_jobs(snap_compare) -> None:
 
     async def run_before(pilot) -> None:
         await pilot.pause(0.8)       # local results read, log pane filled
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def map_states(n: int) -> tuple[TaskState, ...]:
+    """A fixed mix: failures every 13th task, a running stretch, pending and unknown tails."""
+    out = []
+    for i in range(1, n + 1):
+        if i > 190:
+            continue                                       # not reported yet: UNKNOWN
+        if i % 13 == 0:
+            out.append(TaskState("4242", i, JobState.FAILED, 3))
+        elif i in (44, 97):
+            out.append(TaskState("4242", i, JobState.OUT_OF_MEMORY, 137))
+        elif i == 120:
+            out.append(TaskState("4242", i, JobState.CANCELLED))
+        elif i <= 110:
+            out.append(TaskState("4242", i, JobState.COMPLETED, 0))
+        elif i <= 150:
+            out.append(TaskState("4242", i, JobState.RUNNING, node="node01"))    # no elapsed: no tick
+        else:
+            out.append(TaskState("4242", i, JobState.PENDING))
+    return tuple(out)
+
+
+def test_snapshot_state_map(snap_compare) -> None:
+    """One lettered, coloured cell per task; the legend names every symbol."""
+    root = fresh(FIXED_ROOT / "state-map")
+    record = slurm_like_record(root, 200)
+    app = make_app(cfg_dir=fixed_conf(), search_dirs=[])
+
+    async def run_before(pilot) -> None:
+        await pilot.press("escape", "2")
+        jobs = pilot.app.jobs_screen
+        jobs.show_record(record)
+        jobs.post_message(JobsUpdated(record.path, map_states(200)))   # as_of None: "asking Slurm…"
+        await pilot.pause()
+        await pilot.press("m", "down", "right", "right")
+        await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

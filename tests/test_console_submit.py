@@ -114,6 +114,10 @@ def test_local_submit_confirms_then_watches_on_the_jobs_screen(tmp_path: Path) -
             await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
                            == ["COMPLETED"] * 3, 30)
             await wait_for(pilot, lambda: "hello from task 1" in "\n".join(jobs.query_one("#log").lines), 10)
+            records = jobs.query_one("#records")          # the new submission is listed, marked open
+            await wait_for(pilot, lambda: records.current in records.paths, 10)
+            label = str(records.get_option_at_index(records.paths.index(records.current)).prompt)
+            assert label.startswith("▸ local") and "3 tasks" in label
         requested = posted(seen, SubmitRequested)
         assert len(requested) == 1 and requested[0].argv[0] == "local"
         assert "\nhello from task 3\n" in (tmp_path / "log" / "t.3.log").read_text()  # ran once, here
@@ -138,7 +142,7 @@ def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) 
             await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
                            == ["COMPLETED"] * 3, 240)
             assert jobs.query_one("#jobs-progress").percentage == 1.0
-            assert str(jobs.query_one("#jobs-summary").content).endswith("COMPLETED 3  ")
+            assert str(jobs.query_one("#jobs-summary").content) == "3 tasks  COMPLETED 3"
             await wait_for(pilot, lambda: "slurm task 1" in "\n".join(jobs.query_one("#log").lines), 10)
         updates = posted(seen, JobsUpdated)
         assert updates and updates[-1].all_terminal

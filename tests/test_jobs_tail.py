@@ -67,12 +67,15 @@ def test_follower_restarts_after_truncation_and_replacement(tmp_path):
     path.write_text("a long first line\nsecond\n")
     follower = Follower(path)
     assert follower.read_new() == ["a long first line", "second"]
+    assert follower.restarts == 0
     path.write_text("new\n")                       # truncated in place: smaller than before
     assert follower.read_new() == ["new"]
+    assert follower.restarts == 1                  # a viewer knows to drop what it showed
     other = tmp_path / "other.log"
     other.write_text("replaced file with more bytes than before\n")
     os.replace(other, path)                        # new inode, larger
     assert follower.read_new() == ["replaced file with more bytes than before"]
+    assert follower.restarts == 2
 
 
 def test_follow_from_end_skips_existing_and_flush_gives_partial(tmp_path):

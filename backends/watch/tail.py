@@ -90,7 +90,8 @@ class Follower:
 
     Starts at byte `position` (0: the whole file). A missing file gives no lines
     until it appears; a file that shrinks or is replaced (new inode) is read again
-    from its start. A partial last line is held back until its newline arrives.
+    from its start, and `restarts` counts those (a viewer clears what it showed).
+    A partial last line is held back until its newline arrives.
     """
 
     def __init__(self, path: str | Path, position: int = 0) -> None:
@@ -98,6 +99,7 @@ class Follower:
         self.position = position
         self._inode: int | None = None
         self._partial = b""
+        self.restarts = 0
         try:
             self._inode = self.path.stat().st_ino
         except FileNotFoundError:
@@ -117,6 +119,7 @@ class Follower:
             info = os.fstat(handle.fileno())
             if self._inode is not None and info.st_ino != self._inode or info.st_size < self.position:
                 self.position, self._partial = 0, b""
+                self.restarts += 1
             self._inode = info.st_ino
             handle.seek(self.position)
             data = handle.read(min(MAX_READ, max(0, info.st_size - self.position)))

@@ -1,11 +1,15 @@
-"""What every console screen shares: its header, and worker failures shown as notifications."""
+"""What every console screen shares: its header, Escape out of text fields, and worker
+failures shown as notifications."""
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Header
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState
 
 from ..errors import describe_error
+from ..shown import tell
 
 # Textual's default palette icon (U+2B58) is missing from Fira Code, the font of the SVG
 # screenshots, and from many terminal fonts; U+2261 is in Fira Code, DejaVu and Liberation Mono.
@@ -16,9 +20,26 @@ def console_header() -> Header:
     return Header(icon=HEADER_ICON)
 
 
+def console_footer() -> Footer:
+    """The keys of the screen. Without `^p palette`: at 80 columns it pushed the screen's own
+    keys off the line (ctrl+p is in the help, and the header's icon opens the palette)."""
+    return Footer(compact=True, show_command_palette=False)
+
+
 class ConsoleScreen(Screen):
+    # A text field takes 1/2/3/q as text; Escape gives them back to the console.
+    BINDINGS = [Binding("escape", "leave_field", "Leave field", show=False)]
+
+    def action_leave_field(self) -> None:
+        if isinstance(self.focused, Input):
+            self.set_focus(self.home_focus())
+
+    def home_focus(self) -> Widget | None:
+        """Where the focus goes when it leaves a text field (None: nowhere)."""
+        return None
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Worker.StateChanged does not bubble, so each screen reports its own workers."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
-            self.notify(describe_error(event.worker.error), title=event.worker.name or "error",
-                        severity="error", timeout=10)
+            tell(self, describe_error(event.worker.error), title=event.worker.name or "error",
+                 severity="error", timeout=10)

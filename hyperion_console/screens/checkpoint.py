@@ -17,7 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TabbedContent, TabPane
+from textual.widgets import Button, DataTable, Input, Label, Static, TabbedContent, TabPane, Tabs
 
 from backends.printable import printable
 from backends.records.trust import trust_problem
@@ -30,8 +30,9 @@ from sharding.store import Checkpoint
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
+from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
-from .base import ConsoleScreen, console_header
+from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
 
 MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
@@ -57,6 +58,9 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
     return "\n".join(lines)
 
 
+DETAILS_CELL = 18     # characters of a failed record's details in its table cell (80 columns)
+
+
 class CheckpointScreen(ConsoleScreen):
     SUB_TITLE = "Checkpoint"
     BINDINGS = [
@@ -72,6 +76,7 @@ class CheckpointScreen(ConsoleScreen):
         self.initial_max = max_array_size
         self.plan = None
         self.failed_by_path: dict[str, object] = {}
+        self._loaded = False
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -105,10 +110,20 @@ class CheckpointScreen(ConsoleScreen):
                     yield Static("", id="retry-commands")
                     yield Button("Resubmit missing shards", id="resubmit", variant="error",
                                  compact=True)
-        yield Footer(compact=True)
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.action_reload()
+        self._loaded = True
+
+    def on_screen_resume(self) -> None:
+        """Back on this screen (after a Resubmit ran, tasks ended...): the checkpoint as it is now."""
+        if self._loaded:
+            self.action_reload()
+
+    def home_focus(self):
+        """Escape from the Retry tab's fields lands on the tab bar: left/right and 1/2/3/q work."""
+        return self.query_one("#ckpt-tabs", TabbedContent).query_one(Tabs)
 
     def open(self, checkpoint: Path, record: Path | None = None) -> None:
         self.checkpoint = checkpoint
@@ -130,27 +145,28 @@ class CheckpointScreen(ConsoleScreen):
         try:
             cov = coverage(self.checkpoint)
         except Exception as exc:
-            self.query_one("#ckpt-run", Static).update(Text(describe_error(exc), style="bold red"))
-            self.notify(describe_error(exc), title="checkpoint", severity="error")
+            self.query_one("#ckpt-run", Static).update(shown(describe_error(exc), "bold red"))
+            tell(self, describe_error(exc), title="checkpoint", severity="error")
             return
         self.show_coverage(cov)
         self.refresh_retry()
 
     def show_coverage(self, cov) -> None:
         store = Checkpoint(self.checkpoint)
-        run_text = Text.assemble(("checkpoint ", "bold"), str(self.checkpoint), "\n",
+        run_text = Text.assemble(("checkpoint ", "bold"), shown(self.checkpoint), "\n",
                                  ("run.json   ", "bold"))
         try:   # read as the core reads it: a FIFO put there meanwhile must not hang the console
-            run_text.append(printable(store.read_run_text().strip()))
+            run_text.append_text(shown(store.read_run_text().strip()))
         except ShardingError as exc:
-            run_text.append(printable(exc.problem), style="red")
+            run_text.append_text(shown(exc.problem, "red"))
         run_text.append(f"\nshards     {cov.run.minimum_shard_index}..{cov.run.maximum_shard_index}"
                         f" ({cov.run.total_shards})")
         self.query_one("#ckpt-run", Static).update(run_text)
         self.query_one("#ckpt-map", Static).update(CoverageMap(cov))
         problems = Text()
         for problem in cov.problems:
-            problems.append(f"skipped {problem.path}: {problem.message}\n", style="yellow")
+            problems.append_text(shown(f"skipped {problem.path}: {problem.message}", "yellow"))
+            problems.append("\n")
         self.query_one("#ckpt-problems", Static).update(problems)
         table = self.query_one("#ckpt-failed", DataTable)
         table.clear()
@@ -158,8 +174,11 @@ class CheckpointScreen(ConsoleScreen):
         for record in cov.failed:
             when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%Y-%m-%d %H:%MZ")
             details = "" if record.details is None else json.dumps(dict(record.details))
-            table.add_row(str(record.shard), record.job, record.array_task, record.restart, when,
-                          details, key=record.path)
+            if len(details) > DETAILS_CELL:        # the whole record shows below the table
+                details = details[:DETAILS_CELL - 1] + "…"
+            table.add_row(*(shown(cell) for cell in (record.shard, record.job, record.array_task,
+                                                     record.restart, when, details)),
+                          key=record.path)
 
     @on(DataTable.RowHighlighted, "#ckpt-failed")
     @guarded
@@ -171,7 +190,7 @@ class CheckpointScreen(ConsoleScreen):
         details = "(empty marker, as NeMo Curator writes it)" if record.details is None \
             else json.dumps(dict(record.details), sort_keys=True)
         self.query_one("#ckpt-failed-detail", Static).update(Text.assemble(
-            (record.path, "dim"), "\n", details))
+            shown(record.path, "dim"), "\n", shown(details)))
 
     @on(Input.Changed, "#max-array-size")
     @on(Input.Changed, "#record-path")
@@ -193,7 +212,7 @@ class CheckpointScreen(ConsoleScreen):
             plan = plan_retry(self.checkpoint, self.max_array_size())
             fields = format_fields(plan)
         except Exception as exc:
-            summary.update(Text(describe_error(exc), style="bold red"))
+            summary.update(shown(describe_error(exc), "bold red"))
             commands.update("")
             return
         self.plan = plan
@@ -206,16 +225,17 @@ class CheckpointScreen(ConsoleScreen):
                                          f"  ({plan.missing_count} shards, {len(plan.windows)} window(s))"))
         for window, line in zip(plan.windows[:MAX_WINDOW_ROWS], fields):
             expression, offset, minimum, total = line.split(" ")
-            windows.add_row(_cut(expression), offset, minimum, total, str(window.count))
+            windows.add_row(*(shown(cell) for cell in (_cut(expression), offset, minimum, total, window.count)))
         if len(plan.windows) > MAX_WINDOW_ROWS:
-            windows.add_row(f"... {len(plan.windows) - MAX_WINDOW_ROWS} more", "", "", "", "")
+            windows.add_row(shown(f"... {len(plan.windows) - MAX_WINDOW_ROWS} more"), "", "", "", "")
         commands.update(self.retry_commands(plan, fields))
 
     def retry_commands(self, plan, fields: list[str]) -> Text:
         text = Text()
         text.append("retry fields (hyperion-checkpoint retry --format fields):\n", style="bold")
         for line in fields[:MAX_WINDOW_ROWS]:
-            text.append(f"  {_cut(line)}\n")
+            text.append_text(shown(f"  {_cut(line)}"))
+            text.append("\n")
         if len(fields) > MAX_WINDOW_ROWS:
             text.append(f"  ... {len(fields) - MAX_WINDOW_ROWS} more lines\n")
         if plan.complete:
@@ -229,12 +249,14 @@ class CheckpointScreen(ConsoleScreen):
             submit_plan = prepare_resubmit(
                 str(self.checkpoint), record_text, plan.max_array_size).plan
         except Exception as exc:
-            text.append(describe_error(exc) + "\n", style="bold red")
+            text.append_text(shown(describe_error(exc), "bold red"))
+            text.append("\n")
             return text
-        text.append(f"resubmit runs ({submit_plan.options.backend}):\n", style="bold")
-        text.append(f"  {printable(shlex.join(submit_plan.argv))}\n")
+        text.append_text(shown(f"resubmit runs ({submit_plan.options.backend}):", "bold"))
+        text.append_text(shown(f"\n  {shlex.join(submit_plan.argv)}", layout=True))
         for window in submit_plan.windows:
-            text.append(f"  {printable(shlex.join(window.sbatch_argv))}\n", style="dim")
+            text.append_text(shown(f"\n  {shlex.join(window.sbatch_argv)}", "dim", layout=True))
+        text.append("\n")
         return text
 
     @on(Button.Pressed, "#resubmit")
@@ -247,20 +269,19 @@ class CheckpointScreen(ConsoleScreen):
         self.refresh_retry()
         plan = self.plan
         if plan is None:
-            self.notify("no retry plan (see the Retry tab)", severity="error")
+            tell(self, "no retry plan (see the Retry tab)", severity="error")
             return
         if plan.complete:
-            self.notify("every shard is complete: nothing to resubmit", severity="warning")
+            tell(self, "every shard is complete: nothing to resubmit", severity="warning")
             return
         record_text = self.query_one("#record-path", Input).value.strip()
         if not record_text:
-            self.notify("resubmit: give the original submit record (--record FILE)",
-                        severity="error")
+            tell(self, "resubmit: give the original submit record (--record FILE)", severity="error")
             return
         record_path = os.path.abspath(record_text)
         prepared = prepare_resubmit(str(self.checkpoint), record_path, plan.max_array_size)
         if prepared.plan is None or prepared.record is None:
-            self.notify("every shard is complete: nothing to resubmit", severity="warning")
+            tell(self, "every shard is complete: nothing to resubmit", severity="warning")
             return
         untrusted = trust_problem(record_path)
         confirmed = (tuple(prepared.plan.argv), prepared.record.cwd, untrusted)
@@ -288,11 +309,12 @@ class CheckpointScreen(ConsoleScreen):
             str(self.checkpoint), record_path, max_array_size)
         retry, plan = prepared.retry, prepared.plan
         if plan is None or prepared.record is None:
-            self.app.call_from_thread(self.notify, "every shard is complete; nothing resubmitted")
+            self.app.call_from_thread(tell, self, "every shard is complete; nothing resubmitted")
+            self.app.call_from_thread(self.action_reload)
             return
         now = (tuple(plan.argv), prepared.record.cwd, trust_problem(record_path))
         if confirmed is not None and now != confirmed:
-            self.app.call_from_thread(self.notify, "the retry changed since it was confirmed (command, "
+            self.app.call_from_thread(tell, self, "the retry changed since it was confirmed (command, "
                                       "directory or record owner); nothing ran: press ctrl+r again",
                                       severity="error", timeout=10)
             return
@@ -300,11 +322,13 @@ class CheckpointScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-        self.app.call_from_thread(self.notify, f"resubmitting shards {_cut(retry.expression, 40)}")
-        with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
-            status = launch(plan, announce, "resubmit")
+        self.app.call_from_thread(tell, self, f"resubmitting shards {_cut(retry.expression, 40)}")
+        try:
+            with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
+                status = launch(plan, announce, "resubmit")
+        finally:                                       # fresh coverage, whatever happened
+            self.app.call_from_thread(self.action_reload)
         if status is not None:
             severity = "information" if status == 0 else "error"
-            self.app.call_from_thread(self.notify, f"local retry finished: exit status {status}",
+            self.app.call_from_thread(tell, self, f"local retry finished: exit status {status}",
                                       severity=severity)
-        self.app.call_from_thread(self.action_reload)

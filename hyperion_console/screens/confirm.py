@@ -1,12 +1,13 @@
 """A yes/no dialog in front of every action that starts or stops jobs."""
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
+
+from ..shown import shown
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -25,9 +26,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
-            yield Label(self.title_text, id="confirm-title")
+            yield Label(shown(self.title_text), id="confirm-title")
             with VerticalScroll(id="confirm-detail"):
-                yield Static(Text(self.detail))
+                yield Static(shown(self.detail, layout=True))
             with Horizontal(id="confirm-buttons"):
                 yield Button(self.yes, variant="error", id="confirm-yes", compact=True)
                 yield Button("No", variant="primary", id="confirm-no", compact=True)

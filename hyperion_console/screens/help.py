@@ -11,16 +11,25 @@ from textual.widgets import Label, Static
 KEYS: tuple[tuple[str, str, str], ...] = (
     ("everywhere", "1 / 2 / 3", "Submit / Jobs / Checkpoint screen"),
     ("everywhere", "ctrl+p", "command palette: every action by name"),
+    ("everywhere", "tab / shift+tab", "next / previous part of the screen (the focused one is lit)"),
+    ("everywhere", "escape", "leave a text field (then 1 / 2 / 3 / q work again)"),
     ("everywhere", "?", "this help"),
     ("everywhere", "q", "quit"),
     ("Submit", "ctrl+s", "submit the form (asks first)"),
     ("Submit", "tab", "next field; the core's error shows above the preview"),
-    ("Submit", "escape", "leave a text field (then 1 / 2 / 3 work again)"),
-    ("Jobs", "up/down", "select a task; its log follows below"),
-    ("Jobs", "f", "cycle the state filter"),
+    ("Jobs", "o", "choose a recent submission: up/down, enter opens"),
+    ("Jobs", "[ / ]", "open the newer / older submission in the list"),
+    ("Jobs", "up/down j/k", "select a task; its log follows below"),
+    ("Jobs", "home/end g/G", "first / last task (in the log: top / follow the end)"),
+    ("Jobs", "pgup/pgdn", "a page up / down (also ctrl+b / ctrl+f)"),
+    ("Jobs", ":", "go to the task with a value"),
+    ("Jobs", "/  n / N", "search tasks (or the log, when it has the focus); next / previous"),
+    ("Jobs", "f / F", "next / previous state filter (not completed, UNKNOWN, NOT_RUN, LOST...)"),
+    ("Jobs", "m", "state map: a cell per task; arrows, enter shows the task"),
     ("Jobs", "l", "switch log pane: program log / q/ .err / .out"),
     ("Jobs", "x / X", "cancel the task / the whole job (asks first)"),
     ("Jobs", "r", "reload recent submissions"),
+    ("Checkpoint", "left/right", "Coverage / Failed / Retry tab (on the tab bar)"),
     ("Checkpoint", "r", "re-read the checkpoint"),
     ("Checkpoint", "ctrl+r", "resubmit the missing shards (asks first)"),
 )
@@ -42,7 +51,7 @@ class HelpScreen(ModalScreen[None]):
             yield Label("Hyperion Console — keys", id="help-title")
             with VerticalScroll():
                 yield Static(table)
-            yield Label("escape closes", id="help-hint")
+            yield Label("up/down, page keys scroll · escape closes", id="help-hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

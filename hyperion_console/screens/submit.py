@@ -14,7 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan, describe_plan, submit_argv
@@ -23,7 +23,8 @@ from ..errors import describe_error, guarded
 from ..form import FormValues, field_of_error, form_argv
 from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
-from .base import ConsoleScreen, console_header
+from ..shown import shown, tell
+from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
 
 TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -48,7 +49,6 @@ class SubmitScreen(ConsoleScreen):
     SUB_TITLE = "Submit"
     BINDINGS = [
         Binding("ctrl+s", "submit", "Submit job", priority=True),   # "1 Submit" is the screen
-        Binding("escape", "leave_field", "Leave field", show=False),
     ]
 
     def __init__(self, cfg_dir: Path, defaults: dict[str, str] | None = None) -> None:
@@ -68,7 +68,7 @@ class SubmitScreen(ConsoleScreen):
             with VerticalScroll(id="submit-form"):
                 with Horizontal(classes="form-row"):
                     yield Label("site", classes="form-label")
-                    yield Select([(p.stem, str(p)) for p in sites], value=default_site,  # .yaml: too wide
+                    yield Select([(shown(p.stem), str(p)) for p in sites], value=default_site,  # .yaml: too wide
                                  allow_blank=not sites, id="cfg", compact=True)
                 with Horizontal(classes="form-row"):
                     yield Label("backend", classes="form-label")
@@ -93,7 +93,7 @@ class SubmitScreen(ConsoleScreen):
                 with VerticalScroll(id="submit-preview-scroll"):
                     yield Static("", id="submit-command")
                     yield Static("", id="submit-preview")
-        yield Footer(compact=True)
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.refresh_preview()
@@ -114,10 +114,6 @@ class SubmitScreen(ConsoleScreen):
         else:
             widget.value = value
 
-    def action_leave_field(self) -> None:
-        """Text fields take digits; after escape, 1/2/3 switch screens again."""
-        self.set_focus(None)
-
     @on(Input.Changed)
     @on(Select.Changed)
     def _changed(self) -> None:
@@ -137,7 +133,7 @@ class SubmitScreen(ConsoleScreen):
         except Exception as exc:  # InputError and the like: shown, never raised
             self.plan, self.argv = None, None
             message = describe_error(exc)
-            error_box.update(Text(message, style="bold red"))
+            error_box.update(shown(message, "bold red"))
             self.query_one("#submit-command", Static).update("")
             self.query_one("#submit-preview", Static).update(
                 Text("(no preview until the form is valid)", style="dim"))
@@ -148,8 +144,8 @@ class SubmitScreen(ConsoleScreen):
             return
         self.plan, self.argv = plan, argv
         error_box.update(Text("✓ valid", style="green"))
-        self.query_one("#submit-command", Static).update(Text("$ " + command, style="bold"))
-        self.query_one("#submit-preview", Static).update(Text(preview))
+        self.query_one("#submit-command", Static).update(shown("$ " + command, "bold"))
+        self.query_one("#submit-preview", Static).update(shown(preview, layout=True))
         self.post_message(PreviewUpdated(command, None))
 
     @on(Button.Pressed, "#submit-button")
@@ -160,8 +156,8 @@ class SubmitScreen(ConsoleScreen):
     def action_submit(self) -> None:
         self.refresh_preview()
         if self.plan is None:
-            self.notify(str(self.query_one("#submit-error", Static).content),
-                        title="cannot submit", severity="error")
+            tell(self, str(self.query_one("#submit-error", Static).content), title="cannot submit",
+                 severity="error")
             return
         plan, argv = self.plan, list(self.argv or [])
         detail = str(self.query_one("#submit-command", Static).content)
@@ -183,5 +179,5 @@ class SubmitScreen(ConsoleScreen):
         status = launch(plan, announce)
         if status is not None:
             severity = "information" if status == 0 else "error"
-            self.app.call_from_thread(self.app.notify, f"local run finished: exit status {status}",
+            self.app.call_from_thread(tell, self.app, f"local run finished: exit status {status}",
                                       severity=severity)

@@ -1,30 +1,61 @@
-"""The log pane of the Jobs screen: a title naming the file, and its last lines re-read while shown.
+"""The log pane of the Jobs screen: a title naming the file, and the log followed as it grows.
 
-Reading goes through the core's `backends.watch.tail` in a thread worker; each
-read is a LogUpdated message, and a newer one replaces one still queued.
+Reading is the core's: `backends.watch.tail.last_lines` for what the file
+holds when the pane opens it, then a `Follower` that reads only the bytes
+added since (tail -f), in a thread worker. New lines wait in a buffer; each
+read posts a LogUpdated that replaces one still queued (toolong style), and
+the handler takes everything buffered, so a fast writer never floods the UI.
 """
 from __future__ import annotations
 
+import os
 import threading
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Label, Log
 from textual.worker import get_current_worker
 
-from backends.watch.tail import last_lines
+from backends.printable import printable
+from backends.watch.tail import Follower, complete_end, last_lines
 
 from ..errors import guarded
-from ..messages import LogUpdated
+from ..messages import LogAppended, LogUpdated
+from .fit_line import FitLine, fit_text
+from .log_view import MAX_LINES, LogView
 
 LOG_SOURCES: tuple[str, ...] = ("log", "err", "out")
+INITIAL_LINES = 1000       # what the pane shows of a file it opens
+POLL_SECONDS = 0.3
 
 
 def task_log_path(task, source: str) -> str | None:
     """The task's program log, or Slurm's own .err / .out file."""
     return {"log": task.log, "err": task.slurm_err, "out": task.slurm_out}[source]
+
+
+class LogTitle(FitLine):
+    """`log [SOURCE]: PATH · following`; a cut shortens the path from its start."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(Text(""), **kwargs)
+        self.parts: tuple[str, str, str] = ("", "", "")
+
+    def show(self, prefix: str, path: str = "", suffix: str = "") -> None:
+        self.parts = (prefix, printable(path), suffix)
+        self.update(Text(prefix + self.parts[1] + suffix))
+
+    def render(self) -> Text:
+        prefix, path, suffix = self.parts
+        width = self.size.width
+        whole = Text(prefix + path + suffix)
+        if whole.cell_len <= width or not path:
+            return fit_text(whole, width)
+        room = width - len(prefix) - len(suffix)
+        if room < 8:
+            return fit_text(whole, width)
+        return Text(prefix) + fit_text(Text(path), room, cut_start=True) + Text(suffix, style="bold")
 
 
 class LogPane(Vertical):
@@ -36,10 +67,18 @@ class LogPane(Vertical):
         self.source = "log"
         self.path: str | None = None
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._restart = False
+        self._exists = True
 
     def compose(self) -> ComposeResult:
-        yield Label("log: (select a task)", id="log-title")
-        yield Log(id="log", max_lines=2000)
+        yield LogTitle(id="log-title")
+        yield LogView(id="log")
+
+    @property
+    def view(self) -> LogView:
+        return self.query_one("#log", LogView)
 
     def on_unmount(self) -> None:
         self._stop.set()
@@ -53,36 +92,90 @@ class LogPane(Vertical):
         if path and path == self.path:
             return
         self._stop.set()
-        self.path = path
-        self.query_one("#log", Log).clear()
-        title = self.query_one("#log-title", Label)
+        with self._lock:      # an old worker's last read must not land in the new file's buffer
+            self.path = path
+            self._pending, self._restart = [], False
+        self.view.clear()
+        title = self.query_one("#log-title", LogTitle)
         if task is None:
-            title.update(Text(f"log [{self.source}]: (select a task)"))
+            title.show(f"log [{self.source}]: (select a task)")
         elif not path:
-            title.update(Text(f"log [{self.source}]: none for this task"))
+            title.show(f"log [{self.source}]: none for this task")
         else:
-            title.update(Text(f"log [{self.source}]: {path}"))
             self._stop = threading.Event()
+            self._exists = True
+            self.update_title()
             self.follow(path, self._stop)
 
+    def update_title(self) -> None:
+        if not self.path:
+            return
+        if not self._exists:
+            suffix = " · no file yet"
+        elif self.view.following:
+            suffix = " · following"
+        else:
+            suffix = " · scrolled (End: follow)"
+        self.query_one("#log-title", LogTitle).show(f"log [{self.source}]: ", self.path, suffix)
+
+    # -- reading (thread) ------------------------------------------------------------
     @work(thread=True, exclusive=True, group="log", exit_on_error=False)
     def follow(self, path: str, stop: threading.Event) -> None:
-        """Re-read the tail through backends.watch.tail; each read replaces the pending one."""
-        previous = None
-        while not stop.is_set() and not get_current_worker().is_cancelled:
-            try:
-                lines = tuple(last_lines(path, 200))
-            except FileNotFoundError:
-                lines = (f"(no file yet: {path})",)
-            if lines != previous:
-                previous = lines
-                self.app.call_from_thread(self.post_message, LogUpdated(path, lines))
-            stop.wait(0.5)
+        """The file's last lines, then only what is appended (the core's Follower)."""
+        end = complete_end(path)
+        self._deliver(path, last_lines(path, INITIAL_LINES, end=end), restart=True)
+        follower = Follower(path, end)
+        restarts = follower.restarts
+        worker = get_current_worker()
+        while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
+            lines = follower.read_new()
+            restarted = follower.restarts != restarts
+            restarts = follower.restarts
+            if lines or restarted:
+                self._deliver(path, lines, restart=restarted)
+            elif self._exists != os.path.exists(path):
+                self._deliver(path, [], restart=False)
+
+    def _deliver(self, path: str, lines: list[str], restart: bool) -> None:
+        with self._lock:
+            if path != self.path:
+                return
+            if restart:
+                self._pending, self._restart = [], True
+            self._pending.extend(lines)
+            if len(self._pending) > MAX_LINES:
+                del self._pending[:-MAX_LINES]
+            exists = os.path.exists(path)
+        try:
+            self.app.call_from_thread(self._post_update, path, exists)
+        except RuntimeError:       # the app is closing
+            pass
+
+    def _post_update(self, path: str, exists: bool) -> None:
+        self._exists = exists if path == self.path else self._exists
+        self.post_message(LogUpdated(path))
 
     @guarded
     def on_log_updated(self, message: LogUpdated) -> None:
         if message.path != self.path:
             return
-        log = self.query_one("#log", Log)
-        log.clear()
-        log.write_lines(message.lines)
+        with self._lock:
+            lines, restart = self._pending, self._restart
+            self._pending, self._restart = [], False
+        view = self.view
+        if restart:
+            view.clear()
+        added = view.append(lines)
+        self.update_title()
+        self.post_message(LogAppended(message.path, added, view.following, restart))
+
+    def on_descendant_focus(self) -> None:
+        """The title lights up while the log has the focus (keys scroll it then, not the table)."""
+        self.add_class("-focused")
+
+    def on_descendant_blur(self) -> None:
+        self.remove_class("-focused")
+
+    def on_log_view_follow_changed(self, event: LogView.FollowChanged) -> None:
+        event.stop()
+        self.update_title()

@@ -1,4 +1,10 @@
-"""The list of recent submissions on the Jobs screen: q/*.submit.json records found under a few dirs."""
+"""The list of recent submissions on the Jobs screen: q/*.submit.json records found under a few dirs.
+
+Read again whenever something may have changed it (a submission, a resubmit,
+a cancel, a run that ended, coming back to the screen), so task counts and new
+records are never stale. Labels come from the records, i.e. from files: every
+piece is shown through `printable`, as text.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,34 +14,91 @@ from textual import work
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from backends.records.record import find_records, load_record
+from backends.records.record import find_records
+
+from ..messages import RecordsListed
+from ..record_cache import cached_record, file_key
+from ..shown import shown
 
 RECENT = 50
+CURRENT_MARK = "▸ "
+MAX_LABELS = 500
+# A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
+# the way are listed by name and size until opened.
+LABEL_MAX_BYTES = 4 * 1024 * 1024
+# (path, mtime, size) -> label: the list is read again after every action, the records are not.
+_labels: dict[tuple[str, int, int], Text] = {}
 
 
-def record_label(path: Path) -> Text:
+def describe(record, name: str) -> Text:
     """backend, job ids, task count, submission time and file name of one record."""
-    try:
-        record = load_record(path)
-    except Exception:
-        return Text(f"{path.name}  (unreadable)", style="red")
     jobs = ",".join(j.job_id for j in record.jobs) or record.backend
     when = record.submitted_at[5:16].replace("T", " ")
-    return Text.assemble((f"{record.backend:<5} ", "bold"), (f"{jobs:<14} ", "cyan"),
-                         f"{len(record.tasks):>5} tasks  ", (f"{when}  ", "dim"),
-                         (path.name, "dim"))
+    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<14} ", "cyan"),
+                         f"{len(record.tasks):>5} tasks  ", shown(f"{when}  ", "dim"),
+                         shown(name, "dim"))
+
+
+def remember(record) -> None:
+    """The Jobs screen has this record in hand: its label needs no second read."""
+    key = file_key(record.path)
+    if key is not None:
+        _labels[key] = describe(record, Path(record.path).name)
+
+
+def record_label(path: Path, current: bool = False) -> Text:
+    mark = Text(CURRENT_MARK if current else "  ", style="bold")
+    key = file_key(path)
+    label = _labels.get(key) if key is not None else None
+    if label is None and key is not None and key[2] > LABEL_MAX_BYTES:
+        return mark + Text.assemble(shown(path.name, "dim"),
+                                    (f"  ({key[2] / 1e6:.0f} MB record: enter opens it)", "dim"))
+    if label is None:
+        try:
+            label = describe(cached_record(path), path.name)
+        except Exception:
+            return mark + shown(path.name, "red") + Text("  (unreadable)", style="red")
+        if key is not None:
+            if len(_labels) >= MAX_LABELS:
+                _labels.clear()
+            _labels[key] = label
+    return mark + label
 
 
 class RecordList(OptionList):
-    """Newest first; each option's id is the record's path."""
+    """Newest first; each option's id is the record's path; the open record is marked."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.current: str | None = None
+        self.paths: list[str] = []
 
     @work(thread=True, exclusive=True, group="records", exit_on_error=False)
-    def find_recent(self, dirs: list[Path]) -> None:
+    def find_recent(self, dirs: list[Path], current: str | None = None) -> None:
         """Walking a big experiment tree takes a while: off the UI thread."""
-        paths = find_records(dirs)[:RECENT]
-        options = [Option(record_label(Path(p)), id=str(p)) for p in paths]
-        self.app.call_from_thread(self._show, options)
+        paths = [str(p) for p in find_records(dirs)[:RECENT]]
+        current = str(Path(current).resolve()) if current else None
+        if current and current not in paths and Path(current).is_file():
+            paths.insert(0, current)
+        options = [Option(record_label(Path(p), p == current), id=p) for p in paths]
+        self.app.call_from_thread(self._show, paths, options, current)
 
-    def _show(self, options: list[Option]) -> None:
+    def _show(self, paths: list[str], options: list[Option], current: str | None) -> None:
+        self.paths, self.current = paths, current
+        highlighted = self.highlighted
         self.clear_options()
         self.add_options(options)
+        if current in paths:
+            self.highlighted = paths.index(current)
+        elif highlighted is not None and paths:
+            self.highlighted = min(highlighted, len(paths) - 1)
+        self.post_message(RecordsListed(paths))
+
+    def neighbour(self, step: int) -> str | None:
+        """The record `step` places after (before, if negative) the open one in the list."""
+        if not self.paths:
+            return None
+        if self.current not in self.paths:
+            return self.paths[0]
+        position = self.paths.index(self.current) + step
+        return self.paths[position] if 0 <= position < len(self.paths) else None

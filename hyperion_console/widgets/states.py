@@ -1,7 +1,15 @@
-"""How a job state looks: colour only; what a state means comes from backends.states."""
+"""How a job state looks: colour, a one-letter symbol and a short name; what a state
+means comes from backends.states.
+
+Colour alone does not tell states apart (colour-blind users, monochrome
+terminals, screenshots in print): every place that colours a state also shows
+its name, its abbreviation or its symbol.
+"""
 from __future__ import annotations
 
 from rich.text import Text
+
+from backends.states import JobState
 
 STYLE: dict[str, str] = {
     "PENDING": "yellow",
@@ -13,23 +21,92 @@ STYLE: dict[str, str] = {
     "SUSPENDED": "yellow",
 }
 FAILURE_STYLE = "bold red"
+UNREPORTED_STYLE = "dim"
+
+# Not Slurm states: a task Slurm has not reported (yet), a local task never reached.
+UNREPORTED = ("UNKNOWN", "NOT_RUN")
+
+# One cell of the state map. Letters where a word starts, symbols for "no state".
+SYMBOL: dict[str, str] = {
+    "PENDING": "P", "RUNNING": "R", "COMPLETING": "c", "CONFIGURING": "g", "COMPLETED": "C",
+    "FAILED": "F", "CANCELLED": "X", "TIMEOUT": "T", "OUT_OF_MEMORY": "M", "NODE_FAIL": "N",
+    "PREEMPTED": "E", "BOOT_FAIL": "B", "DEADLINE": "D", "LOST": "L", "REQUEUED": "Q",
+    "SUSPENDED": "S", "UNKNOWN": "?", "NOT_RUN": "-",
+}
+OTHER_SYMBOL = "*"
+
+# squeue's compact codes where Slurm has one; the console's own for the rest.
+ABBREVIATION: dict[str, str] = {
+    "PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "CONFIGURING": "CF", "COMPLETED": "CD",
+    "FAILED": "F", "CANCELLED": "CA", "TIMEOUT": "TO", "OUT_OF_MEMORY": "OOM", "NODE_FAIL": "NF",
+    "PREEMPTED": "PR", "BOOT_FAIL": "BF", "DEADLINE": "DL", "REQUEUED": "RQ", "SUSPENDED": "S",
+    "LOST": "LOST", "UNKNOWN": "UNK", "NOT_RUN": "NR",
+}
+
+# The order counts and legends list states in: the life of a task, then the bad endings.
+ORDER: tuple[str, ...] = ("UNKNOWN", "NOT_RUN", "PENDING", "CONFIGURING", "RUNNING", "COMPLETING",
+                          "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY",
+                          "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "LOST")
 
 
 def state_name(state) -> str:
     return getattr(state, "value", None) or str(state or "UNKNOWN")
 
 
-def state_text(state) -> Text:
-    """A coloured cell; terminal non-success states not listed above are red."""
-    name = state_name(state)
+def style_of(name: str) -> str:
+    """Rich style of a state name; terminal non-success states not listed above are red."""
     style = STYLE.get(name)
-    if style is None:
-        style = FAILURE_STYLE if getattr(state, "is_terminal", False) else "dim"
-    return Text(name, style=style)
+    if style is not None:
+        return style
+    if name in UNREPORTED:
+        return UNREPORTED_STYLE
+    try:
+        return FAILURE_STYLE if JobState(name).is_terminal else UNREPORTED_STYLE
+    except ValueError:
+        return UNREPORTED_STYLE
+
+
+def state_text(state) -> Text:
+    """A coloured cell."""
+    name = state_name(state)
+    return Text(name, style=style_of(name))
+
+
+def symbol_of(name: str) -> str:
+    return SYMBOL.get(name, OTHER_SYMBOL)
+
+
+def abbreviation_of(name: str) -> str:
+    return ABBREVIATION.get(name, name)
+
+
+def ordered(names) -> list[str]:
+    """State names in ORDER (unknown names last, alphabetically)."""
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return sorted(names, key=lambda n: (rank.get(n, len(ORDER)), n))
 
 
 def elapsed_text(seconds: float | None) -> str:
+    """`H:MM:SS`, `D-H:MM:SS` past a day (as hyperion-jobs prints it)."""
     if seconds is None:
         return ""
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    total = int(seconds)
+    days, rest = divmod(total, 86400)
+    clock = f"{rest // 3600}:{rest // 60 % 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+# Cells of the state map: the state's colour as a background, its symbol on top.
+CELL_STYLE: dict[str, str] = {
+    "yellow": "black on yellow",
+    "bold cyan": "black on cyan",
+    "cyan": "black on dark_cyan",
+    "bold green": "black on green",
+    "magenta": "white on magenta",
+    FAILURE_STYLE: "bold white on red",
+    UNREPORTED_STYLE: "white on grey30",
+}
+
+
+def cell_style(name: str) -> str:
+    return CELL_STYLE.get(style_of(name), "white on grey30")

@@ -1,167 +1,337 @@
-"""The task table of the Jobs screen: one row per task of a record, its state updated in place.
+"""The task table of the Jobs screen: a Line API widget that renders only the rows on screen.
 
-The table holds the record's tasks and the latest state of each (from the core:
-Slurm TaskStates or local TaskRows) and shows those that pass the state filter.
+The rows live in a TaskIndex (record order, latest states, filter); drawing a
+frame costs the rows visible, whatever the array size, so 100k tasks scroll,
+filter and update as fast as 10. Columns are a tuple of `Column`s, each a
+function from a row to its text: adding one (an attempt number, say) is one
+entry in COLUMNS. Cells are shown through `printable` and never parsed as
+markup: a node name or a reason from Slurm is text.
 """
 from __future__ import annotations
 
-from typing import Iterable
+import time
+from dataclasses import dataclass
+from typing import Callable
 
-from rich.text import Text
-from textual.widgets import DataTable
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
-from backends.states import JobState
+from backends.printable import printable
 
-from .states import elapsed_text, state_name, state_text
+from ..messages import TaskHighlighted
+from ..shown import fit
+from ..task_index import FILTERS, Key, TaskIndex, record_key, slurm_target
+from .states import elapsed_text, style_of
 
-FILTERS: tuple[str, ...] = ("all", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
-                            "TIMEOUT", "OUT_OF_MEMORY")
-# Beyond these many rows entering / leaving a filter in one update, one rebuild (~1 s at 10k
-# rows) is cheaper: DataTable.add_row is cheap, each remove_row re-indexes the table (~10 ms).
-ENTERING_BEFORE_REBUILD = 1000
-LEAVING_BEFORE_REBUILD = 100
-# fixed widths: live updates never shift the columns (OUT_OF_MEMORY is the longest state)
-COLUMNS: tuple[tuple[str, int], ...] = (("value", 6), ("job", 12), ("state", 13), ("exit", 7),
-                                        ("elapsed", 9), ("node", 16))
-
-
-def task_key(job_id: str, task_id: int | None, value: int | None = None) -> str:
-    """Row key: Slurm tasks by job and physical index; local tasks (job "local") by value."""
-    if job_id == "local":
-        return f"local:{value}"
-    return job_id if task_id is None else f"{job_id}_{task_id}"
+__all__ = ["COLUMNS", "Column", "FILTERS", "Row", "TaskTable"]
 
 
-def row_key(row) -> str:
-    """The row key of a TaskState (Slurm) or a TaskRow (local, carries its value)."""
-    return task_key(row.job_id, row.task_id, getattr(row, "value", None))
+@dataclass(frozen=True)
+class Row:
+    """What a column's cell function gets: one task, its latest state and the time now."""
+
+    key: Key
+    task: object
+    state: object
+    name: str
+    index: TaskIndex
+    now: float
 
 
-def slurm_target(task) -> str:
-    """What scancel takes for one task: JOB_TASK, or JOB for a non-array job."""
-    return task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}"
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    width: int                                   # cells; 0: what the line has left
+    text: Callable[[Row], str]
+    style: Callable[[Row], str] | None = None    # rich style of the cell
+    right: bool = False                          # right-justified (numbers)
+    measure: Callable[[TaskIndex], int] | None = None   # width from the data, at load
 
 
-def row_state_name(row) -> str:
-    """A TaskState's or TaskRow's state; rows Slurm has not reported yet are UNKNOWN."""
-    if row is None:
-        return "UNKNOWN"
-    if row.state is None:
-        return getattr(row, "state_label", "UNKNOWN")
-    return state_name(row.state)
+def _value(row: Row) -> str:
+    return "" if row.task.value is None else str(row.task.value)
 
 
-def row_state_text(row) -> Text:
-    if row is None or row.state is None:
-        return Text(row_state_name(row), style="dim")
-    return state_text(row.state)
+def _job(row: Row) -> str:
+    return row.task.job_id if row.task.job_id == "local" else slurm_target(row.task)
 
 
-def state_style(name: str) -> str:
-    return str(state_text(_by_name(name)).style)
+def _exit(row: Row) -> str:
+    state = row.state
+    if state is None or state.exit_code is None:
+        return ""
+    signal = getattr(state, "signal", None)
+    return f"{state.exit_code} sig{signal}" if signal else str(state.exit_code)
 
 
-def _by_name(name: str):
-    try:
-        return JobState(name)
-    except ValueError:
-        return None
+def _elapsed(row: Row) -> str:
+    """Ticking for running tasks; none for tasks still waiting (squeue says 0:00)."""
+    if row.name == "PENDING":
+        return ""
+    return elapsed_text(row.index.elapsed(row.key, row.now))
 
 
-def _value_order(value: Text) -> int:
-    """Rows sort by their logical value, as the record lists its tasks (no value: one task)."""
-    return int(value.plain) if value.plain else -1
+def _node(row: Row) -> str:
+    return (row.state.node or "") if row.state is not None else ""
 
 
-def state_cells(state) -> dict[str, object]:
-    """The state-dependent cells of a row (Text, not str: DataTable would parse str as markup)."""
-    if state is None:           # not reported yet
-        return {"state": row_state_text(None), "exit": Text(), "elapsed": Text(), "node": Text()}
-    exit_code = "" if state.exit_code is None else str(state.exit_code)
-    if getattr(state, "signal", None):
-        exit_code += f" sig{state.signal}"
-    return {"state": row_state_text(state), "exit": Text(exit_code),
-            "elapsed": Text(elapsed_text(state.elapsed)), "node": Text(state.node or "")}
+def _reason(row: Row) -> str:
+    """Why a pending task waits (squeue's %r: Resources, Priority, JobArrayTaskLimit...)."""
+    if row.name != "PENDING":
+        return ""
+    reason = getattr(row.state, "reason", None)
+    return "" if reason in (None, "None") else str(reason)
 
 
-class TaskTable(DataTable):
-    """A record's tasks with their latest states, filtered by state name ("all": every task)."""
+def _value_width(index: TaskIndex) -> int:
+    values = index.by_value
+    return max([5] + [len(str(v)) for v in (min(values), max(values))] if values else [5])
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.tasks: dict[str, object] = {}        # row key -> TaskRecord
-        self.states: dict[str, object] = {}       # row key -> TaskState / TaskRow
-        self.filter = "all"
-        for key, width in COLUMNS:
-            self.add_column(key, key=key, width=width)
 
-    def show_tasks(self, tasks: Iterable, states: Iterable = ()) -> None:
-        """Fill from a record's tasks (states unknown until the core reports)."""
-        self.tasks = {task_key(t.job_id, t.array_task_id, t.value): t for t in tasks}
-        self.states = {row_key(state): state for state in states}
-        self.rebuild()
+def _job_width(index: TaskIndex) -> int:
+    """JOB_TASK of the first and last task (as shown), 8 to 24 cells."""
+    if not index.keys:
+        return 8
+    widest = max(len(printable(str(job))) + (0 if task is None else len(str(task)) + 1)
+                 for job, task in (index.keys[0], index.keys[-1]))
+    return min(24, max(8, widest))
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("value", "value", 5, _value, right=True, measure=_value_width),
+    Column("job", "job", 10, _job, measure=_job_width),
+    Column("state", "state", 13, lambda row: row.name, style=lambda row: style_of(row.name)),
+    Column("exit", "exit", 6, _exit),
+    Column("elapsed", "elapsed", 9, _elapsed, right=True),
+    Column("node", "node", 10, _node),
+    Column("reason", "pending reason", 0, _reason, style=lambda row: "yellow"),
+)
+GAP = 1
+
+
+class TaskTable(ScrollView, can_focus=True):
+    """A record's tasks (one row each, header fixed on top) with a row cursor."""
+
+    COMPONENT_CLASSES = {"task-table--header", "task-table--cursor", "task-table--even-row"}
+    DEFAULT_CSS = """
+    TaskTable {
+        background: $surface;
+        overflow-x: hidden;
+        overflow-y: auto;
+        scrollbar-size-vertical: 1;
+        & > .task-table--header { text-style: bold; background: $panel; }
+        & > .task-table--even-row { background: $surface-lighten-1 50%; }
+        & > .task-table--cursor { background: $block-cursor-blurred-background; }
+        &:focus > .task-table--cursor {
+            background: $block-cursor-background; color: $block-cursor-foreground;
+            text-style: bold;
+        }
+        &:focus > .task-table--header { background: $accent; color: $text; }
+    }
+    """
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("pageup,ctrl+b", "page(-1)", "Page up", show=False),
+        Binding("pagedown,ctrl+f", "page(1)", "Page down", show=False),
+        Binding("home,g", "first", "First", show=False),
+        Binding("end,G", "last", "Last", show=False),
+    ]
+
+    def __init__(self, columns: tuple[Column, ...] = COLUMNS, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.columns = columns
+        self.index = TaskIndex()
+        self.cursor = 0
+        self._cursor_key: Key | None = None
+        self._widths: dict[str, int] = {c.key: c.width for c in columns}
+        self._style_cache: dict[tuple, Style] = {}
+
+    # -- data ----------------------------------------------------------------
+    @property
+    def filter(self) -> str:
+        return self.index.filter
+
+    @property
+    def row_count(self) -> int:
+        return len(self.index.shown)
+
+    def show_tasks(self, tasks, states=()) -> None:
+        """A new record: every task, states unknown until the core reports."""
+        self.index.load(tasks, states)
+        for column in self.columns:
+            if column.measure is not None:
+                self._widths[column.key] = column.measure(self.index)
+        self._cursor_key = None
+        self._place_cursor(0)
+
+    def apply(self, changed, as_of: float | None = None) -> bool:
+        """Newer states; True when rows entered or left the filtered view."""
+        moved = self.index.apply(changed, as_of)
+        if moved:
+            self._keep_cursor()
+        else:
+            self.refresh()
+        return moved
 
     def set_filter(self, name: str) -> None:
-        self.filter = name
-        self.rebuild()
+        self.index.set_filter(name)
+        self._keep_cursor()
 
-    def matches(self, state) -> bool:
-        return self.filter == "all" or row_state_name(state) == self.filter
+    def _keep_cursor(self) -> None:
+        """After the view changed: the same task if still shown, else the same position."""
+        position = self.index.position(self._cursor_key)
+        self._place_cursor(self.cursor if position is None else position)
 
-    def row_cells(self, key: str) -> tuple:
-        task = self.tasks[key]
-        cells = state_cells(self.states.get(key))
-        value = Text("" if task.value is None else str(task.value))
-        job = Text(task.job_id if task.job_id == "local" else slurm_target(task))
-        return value, job, cells["state"], cells["exit"], cells["elapsed"], cells["node"]
+    def _place_cursor(self, position: int) -> None:
+        count = self.row_count
+        self.cursor = max(0, min(position, count - 1))
+        self.virtual_size = Size(self.size.width, count + 1)
+        self._scroll_cursor_into_view()
+        self.refresh()
+        key = self.index.shown[self.cursor] if count else None
+        if key != self._cursor_key:
+            self._cursor_key = key
+            self.post_message(TaskHighlighted(key, None if key is None else self.index.tasks[key]))
 
-    def rebuild(self) -> None:
-        self.clear()
-        for key in self.tasks:
-            if self.matches(self.states.get(key)):
-                self.add_row(*self.row_cells(key), key=key)
-
-    def apply(self, changed: Iterable) -> bool:
-        """Update only what changed; under a filter, remove and add just the rows that move.
-
-        Rebuilding a 10k-row table costs about a second, so it is left for
-        batches that move many rows (the first poll of a big array). True when
-        rows entered or left (the selected task may have changed).
-        """
-        entering: list[str] = []
-        leaving: list[str] = []
-        for state in changed:
-            key = row_key(state)
-            old = self.states.get(key)
-            self.states[key] = state
-            if key not in self.tasks:
-                continue
-            was, now = self.matches(old), self.matches(state)
-            if was and not now:
-                leaving.append(key)
-            elif now and not was:
-                entering.append(key)
-            elif now:
-                before = state_cells(old)        # what the row shows now
-                for column, value in state_cells(state).items():
-                    if before.get(column) != value:     # only cells that changed
-                        self.update_cell(key, column, value)
-        if len(entering) > ENTERING_BEFORE_REBUILD or len(leaving) > LEAVING_BEFORE_REBUILD:
-            self.rebuild()
-            return True
-        for key in leaving:
-            self.remove_row(key)
-        for key in entering:
-            self.add_row(*self.row_cells(key), key=key)
-        if entering:
-            self.sort("value", key=_value_order)      # back into the record's order
-        return bool(entering or leaving)
+    def selected_key(self) -> Key | None:
+        return self._cursor_key
 
     def selected_task(self):
-        if not self.row_count:
-            return None
-        key = self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
-        return self.tasks.get(key)
+        return None if self._cursor_key is None else self.index.tasks.get(self._cursor_key)
 
     def state_of(self, task):
-        return self.states.get(task_key(task.job_id, task.array_task_id, task.value))
+        return self.index.states.get(record_key(task))
+
+    def move_to_key(self, key: Key) -> bool:
+        """Put the cursor on `key`; False when the filter hides it."""
+        position = self.index.position(key)
+        if position is None:
+            return False
+        self._place_cursor(position)
+        return True
+
+    # -- cursor ----------------------------------------------------------------
+    @property
+    def page_rows(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def action_move(self, step: int) -> None:
+        self._place_cursor(self.cursor + step)
+
+    def action_page(self, pages: int) -> None:
+        self._place_cursor(self.cursor + pages * self.page_rows)
+
+    def action_first(self) -> None:
+        self._place_cursor(0)
+
+    def action_last(self) -> None:
+        self._place_cursor(self.row_count - 1)
+
+    def _scroll_cursor_into_view(self) -> None:
+        top = int(self.scroll_y)
+        rows = self.page_rows
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, force=True)
+        elif self.cursor >= top + rows:
+            self.scroll_to(y=self.cursor - rows + 1, animate=False, force=True)
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            self._place_cursor(int(self.scroll_y) + event.y - 1)
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.size.width, self.row_count + 1)
+        self._scroll_cursor_into_view()
+
+    # -- search ----------------------------------------------------------------
+    def row(self, key: Key, now: float | None = None) -> Row:
+        index = self.index
+        return Row(key, index.tasks[key], index.states.get(key), index.names[key], index,
+                   time.time() if now is None else now)
+
+    def row_texts(self, key: Key, now: float | None = None) -> dict[str, str]:
+        """Each column's text for one task, as shown (before fitting to the width)."""
+        row = self.row(key, now)
+        return {column.key: printable(column.text(row)) for column in self.columns}
+
+    def column_text(self, column: str) -> list[str]:
+        """One column of the filtered view, top to bottom (tests, exports)."""
+        now = time.time()
+        return [self.row_texts(key, now)[column] for key in self.index.shown]
+
+    def find(self, query: str, forward: bool = True) -> bool:
+        """Move to the next row (after the cursor, wrapping) whose text contains `query`."""
+        needle = query.casefold()
+        shown, count = self.index.shown, self.row_count
+        if not needle or not count:
+            return False
+        now = time.time()
+        step = 1 if forward else -1
+        for offset in range(1, count + 1):
+            position = (self.cursor + step * offset) % count
+            texts = self.row_texts(shown[position], now)
+            if any(needle in text.casefold() for text in texts.values()):
+                self._place_cursor(position)
+                return True
+        return False
+
+    # -- drawing ---------------------------------------------------------------
+    def layout_widths(self, width: int) -> list[int]:
+        """Fixed columns as measured; a 0-width column takes the rest (maybe nothing)."""
+        widths = [self._widths[c.key] for c in self.columns]
+        fixed = sum(w for w in widths) + GAP * (len(widths) - 1)
+        return [w if w else max(0, width - fixed) for w in widths]
+
+    def _style(self, *parts) -> Style:
+        cached = self._style_cache.get(parts)
+        if cached is None:
+            cached = Style.combine(Style.parse(p) if isinstance(p, str) else p for p in parts if p)
+            self._style_cache[parts] = cached
+        return cached
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style_cache.clear()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if y == 0:
+            style = self._style(base, self.get_component_rich_style("task-table--header"))
+            cells = [column.title for column in self.columns]
+            return self._strip(cells, [""] * len(cells), width, style)
+        position = int(self.scroll_y) + y - 1
+        if position >= self.row_count:
+            return Strip.blank(width, base)
+        key = self.index.shown[position]
+        if position == self.cursor:
+            background = self.get_component_rich_style("task-table--cursor")
+        elif position % 2:
+            background = self.get_component_rich_style("task-table--even-row")
+        else:
+            background = None
+        style = self._style(base, background)
+        row = self.row(key)
+        texts = [printable(column.text(row)) for column in self.columns]
+        styles = ["" if column.style is None or position == self.cursor else column.style(row)
+                  for column in self.columns]
+        return self._strip(texts, styles, width, style)
+
+    def _strip(self, texts: list[str], styles: list[str], width: int, base: Style) -> Strip:
+        segments = []
+        for column, size, text, style in zip(self.columns, self.layout_widths(width), texts, styles):
+            if not size:
+                continue
+            cell = fit(text, size)
+            if column.right and len(text) < size:
+                cell = text.rjust(size)
+            segments.append(Segment(cell, self._style(base, style)))
+            segments.append(Segment(" " * GAP, base))
+        return Strip(segments).adjust_cell_length(width, base)

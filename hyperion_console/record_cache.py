@@ -1,0 +1,45 @@
+"""The last submission record the console read, kept while its file is unchanged.
+
+A 100k-task record is a 26 MB JSON file that takes the core's load_record half
+a second: the command line's check, the Jobs screen and the record list all
+want it at start-up. They ask here, and the file is parsed once. The cache
+holds one record (the one on screen, which the screen holds anyway), so it
+costs no memory of its own; a changed file (mtime or size) is read again.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from backends.records.record import SubmitRecord, load_record
+
+from .task_index import bulk
+
+_lock = threading.Lock()
+_last: tuple[tuple[str, int, int], SubmitRecord] | None = None
+
+
+def file_key(path: str | Path) -> tuple[str, int, int] | None:
+    """(resolved path, mtime, size), None if the file cannot be stat'ed."""
+    try:
+        resolved = Path(path).resolve()
+        info = os.stat(resolved)
+    except OSError:
+        return None
+    return str(resolved), info.st_mtime_ns, info.st_size
+
+
+def cached_record(path: str | Path) -> SubmitRecord:
+    """load_record(path), from the cache when the file has not changed since."""
+    global _last
+    key = file_key(path)
+    with _lock:
+        if key is not None and _last is not None and _last[0] == key:
+            return _last[1]
+    with bulk():
+        record = load_record(path)       # InputError for a bad file, as the CLIs say it
+    if key is not None:
+        with _lock:
+            _last = (key, record)
+    return record

@@ -1,0 +1,103 @@
+"""The Jobs screen's one-line summaries: per-state counts, and how fresh the states are.
+
+Counts keep every state visible at 80 columns: full names while they fit,
+squeue's short codes (CD, F, R, PD...) when not, an ellipsis only beyond that.
+The status line says how old the states are and, while it lasts, what went
+wrong asking Slurm: a frozen table must never look like a quiet array.
+"""
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from rich.text import Text
+
+from ..shown import shown
+from .fit_line import FitLine, fit_text
+from .states import abbreviation_of, ordered, style_of
+
+
+def counts_text(counts: Mapping[str, int], total: int, short: bool = False) -> Text:
+    """`40 tasks  COMPLETED 20  FAILED 2 ...` (short: `40: CD 20 F 2 ...`)."""
+    text = Text(f"{total}:" if short else f"{total} tasks ", style="bold")
+    for name in ordered(n for n, count in counts.items() if count):
+        text.append(" ")
+        text.append(abbreviation_of(name) if short else name, style=style_of(name))
+        text.append(f" {counts[name]}" + ("" if short else " "))
+    text.rstrip()
+    return text
+
+
+class StateCounts(FitLine):
+    """Counts per state for the open record; `content` always holds the full names."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(Text("no submission selected"), **kwargs)
+        self.counts: dict[str, int] = {}
+        self.total = 0
+
+    def show_counts(self, counts: Mapping[str, int], total: int) -> None:
+        self.counts, self.total = dict(counts), total
+        self.update(counts_text(self.counts, total))
+
+    def render(self) -> Text:
+        width = self.size.width
+        full = self.content if isinstance(self.content, Text) else Text(str(self.content))
+        if full.cell_len <= width or not self.counts:
+            return fit_text(full, width)
+        return fit_text(counts_text(self.counts, self.total, short=True), width)
+
+
+def age_text(seconds: float) -> str:
+    """3 s, 2 min 05 s, 1 h 03 min: how long ago the states were current."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
+
+
+class PollStatus(FitLine):
+    """`states from Slurm 3 s ago`, or the query problem and the age of the last good answer.
+
+    Drawn from the time now, so a once-a-second refresh keeps the age true
+    between polls.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(Text(""), **kwargs)
+        self.source = ""
+        self.as_of: float | None = None
+        self.problem: str | None = None
+        self.final = False
+
+    def start(self, source: str) -> None:
+        """A new record: nothing known yet (`source`: "Slurm" or "local results")."""
+        self.source, self.as_of, self.problem, self.final = source, None, None, False
+        self.refresh()
+
+    def report(self, as_of: float | None, problem: str | None, final: bool = False) -> None:
+        if as_of is not None:
+            self.as_of = as_of if self.as_of is None else max(self.as_of, as_of)
+        self.problem = problem
+        self.final = final
+        self.refresh()
+
+    def line(self, now: float | None = None) -> Text:
+        now = time.time() if now is None else now
+        if not self.source:
+            return Text("")
+        if self.problem:
+            age = "no answer yet" if self.as_of is None else f"states {age_text(now - self.as_of)} old"
+            text = Text(f"⚠ {age}, retrying: ", style="bold yellow")
+            text.append_text(shown(self.problem, "yellow"))
+            return text
+        if self.final:           # nothing will change: an age would only grow
+            return Text(f"every task ended: final states from {self.source}", style="dim")
+        if self.as_of is None:
+            return Text(f"asking {self.source}…", style="dim")
+        return Text(f"states from {self.source} {age_text(now - self.as_of)} ago", style="dim")
+
+    def render(self) -> Text:
+        return fit_text(self.line(), self.size.width)

@@ -1,0 +1,171 @@
+"""Hostile text never reaches the terminal: control sequences are shown as escapes, markup literally.
+
+A task log full of OSC 52 (clipboard), OSC 0 (window title), CSI (clear
+screen), C1 and bidi controls and Rich markup; a record, a checkpoint and form
+fields holding the same. Each case asserts what the widgets draw.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from test_console_fixtures import (
+    build_checkpoint,
+    build_local_record,
+    notifications,
+    rendered,
+    slurm_like_record,
+    text_of,
+    wait_for,
+)
+
+from backends.records.record import save_record
+from hyperion_console.app import make_app
+from hyperion_console.messages import JobsUpdated
+from sharding.store import Attempt, Checkpoint
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+OSC52 = "\x1b]52;c;cm0gLXJmIH4vKg==\x07"          # "rm -rf ~/*" into the clipboard
+OSC0 = "\x1b]0;owned\x07"                          # the window title
+CLEAR = "\x1b[2J\x1b[H"                            # clear the screen
+BIDI = "\u202eexe.txt"                             # right-to-left override
+C1 = "\x9b31m"                                     # 8-bit CSI
+MARKUP = "[bold red]not bold[/] [/] [link=http://x]y[/link]"
+HOSTILE_LINES = [f"clipboard {OSC52} end", f"title {OSC0} end", f"clear {CLEAR} end",
+                 f"bidi {BIDI}", f"c1 {C1} end", f"markup {MARKUP}", "tab\tstop"]
+RAW = ("\x1b", "\x07", "\u202e", "\x9b")
+
+
+def no_raw_controls(lines: list[str]) -> bool:
+    return not any(c in line for line in lines for c in RAW)
+
+
+def test_a_log_full_of_control_sequences_and_markup_is_shown_as_text(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    (tmp_path / "exp" / "log" / "task.1.log").write_text("\n".join(HOSTILE_LINES) + "\n")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: len(view.lines) == len(HOSTILE_LINES), 10)
+            await pilot.pause()
+            drawn = [line.rstrip() for line in rendered(view)]
+            view.focus()
+            await pilot.press("home")                           # the first line too
+            drawn += [line.rstrip() for line in rendered(view)]
+            assert no_raw_controls(drawn) and no_raw_controls(view.lines)
+            assert "clipboard \\x1b]52;c;cm0gLXJmIH4vKg==\\x07 end" in drawn
+            assert "title \\x1b]0;owned\\x07 end" in drawn
+            assert "clear \\x1b[2J\\x1b[H end" in drawn
+            assert "bidi \\u202eexe.txt" in drawn
+            assert "c1 \\x9b31m end" in drawn
+            assert f"markup {MARKUP}" in drawn                  # brackets as typed, nothing styled
+            assert "tab     stop" in drawn
+            assert "\x1b" not in app.export_screenshot()        # the whole frame, as a terminal gets it
+
+    asyncio.run(scenario())
+
+
+def test_a_record_with_hostile_paths_and_ids_is_shown_escaped(tmp_path: Path) -> None:
+    """Every widget that shows record text: list label, table, log title, map line, notifications."""
+    log_dir = tmp_path / f"run[/]{OSC0}"
+    record = slurm_like_record(tmp_path, 2, job=f"77{OSC52}", log_dir=log_dir)
+    record = type(record)(**{**record.__dict__, "path": str(tmp_path / "exp" / "log" / "q" / "[red]x[blink].submit.json")})
+    save_record(record)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            jobs = app.jobs_screen
+            records = jobs.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 1, 10)
+            await pilot.pause(0.5)
+            label = str(records.get_option_at_index(0).prompt)
+            assert "[red]x[blink].submit.json" in label and "77\\x1b]52;" in label
+            table, title = jobs.query_one("#tasks"), jobs.query_one("#log-title")
+            assert " 77\\x1b]52;c;cm0gLXJmIH4… UNKNOWN" in rendered(table)[1]     # 24 cells, cut: marked
+            assert "run[/]\\x1b]0;owned\\x07/t.1.log" in str(title.content)
+            await pilot.press("m")
+            assert "77\\x1b]52;" in str(jobs.query_one("#map-cursor").content)
+            await pilot.press("m", "x")         # scancel is asked about the hostile job id
+            assert "77\\x1b]52;" in text_of(app.screen.query_one("#confirm-detail Static"))
+            await pilot.press("n")
+            jobs._stop_poll.set()               # from here on the test plays the poller
+            await pilot.pause(0.3)
+            jobs.post_message(JobsUpdated(record.path, (), error=f"sacct: {OSC0} [/] failed",
+                                          problem=f"sacct: {OSC0} [/] failed"))
+            await pilot.pause()
+            assert any("\\x1b]0;owned\\x07 [/] failed" in m for m in notifications(app))
+            status = jobs.query_one("#poll-status")
+            assert "\\x1b]0;owned\\x07 [/]" in status.line().plain
+            assert app.is_running
+            frame = app.export_screenshot()
+            assert "\x1b" not in frame and "\x07" not in frame
+
+    asyncio.run(scenario())
+
+
+def test_markup_typed_in_a_form_field_cannot_crash_a_notification(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            screen.set_field("time", "[/]")
+            screen.set_field("output_file", str(tmp_path / "x.JOB.log"))
+            screen.set_field("command", f"echo {CLEAR}[bold]x")
+            await pilot.pause()
+            app.set_focus(None)
+            await pilot.press("ctrl+s")                      # invalid: a notification, not a crash
+            await pilot.pause()
+            assert app.is_running
+            assert any("[/]" in m for m in notifications(app))
+            error = screen.query_one("#submit-error")
+            assert "[/]" in str(error.content) and no_raw_controls([str(error.content)])
+            screen.set_field("time", "00:05:00")
+            await pilot.pause()
+            preview = str(screen.query_one("#submit-preview").content) + \
+                str(screen.query_one("#submit-command").content) + str(error.content)
+            assert no_raw_controls([preview])
+            assert "\\x1b[2J" in preview or "\\x1b" in str(error.content)
+
+    asyncio.run(scenario())
+
+
+def test_checkpoint_with_hostile_failed_records_is_shown_escaped(tmp_path: Path) -> None:
+    checkpoint = build_checkpoint(tmp_path, total=4, complete=(1, 2), failed=())
+    store = Checkpoint(checkpoint)
+    store.write_failed(3, Attempt(job="9", array_task="3", restart="0"),
+                       {"error": f"boom {OSC52} [/]", "note": BIDI})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            await pilot.press("right")
+            await pilot.pause()
+            failed = screen.query_one("#ckpt-failed")
+            detail = text_of(screen.query_one("#ckpt-failed-detail"))
+            shown = detail + " ".join(rendered(failed))
+            assert no_raw_controls([shown])
+            assert "[/]" in detail
+            assert json.loads(detail.splitlines()[-1])["error"] == f"boom {OSC52} [/]"   # JSON's own escapes
+            assert app.is_running
+
+    asyncio.run(scenario())
+
+
+def test_a_path_with_control_characters_on_the_command_line_is_refused(tmp_path: Path, capsys) -> None:
+    from hyperion_console.__main__ import main
+
+    hostile = tmp_path / f"ckpt{OSC0}"
+    hostile.mkdir()
+    assert main(["--checkpoint", str(hostile)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert err.startswith("hyperion-console: error: --checkpoint: holds control or bidi characters: ")
+    assert err.rstrip().endswith("ckpt\\x1b]0;owned\\x07")

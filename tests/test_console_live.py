@@ -1,0 +1,216 @@
+"""A live view you can trust: the log pane follows a growing log, elapsed ticks, outages show."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from test_console_fixtures import (
+    build_local_record,
+    posted,
+    rendered,
+    slurm_like_record,
+    table_column,
+    wait_for,
+)
+
+from backends.launch import submit
+from backends.states import JobState, TaskState
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.plan import build_plan
+from hyperion_console.app import make_app
+from hyperion_console.messages import JobsUpdated, LogAppended
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+def test_log_pane_follows_a_growing_log_and_stays_where_the_user_scrolled(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    log_file = tmp_path / "exp" / "log" / "task.1.log"
+
+    def write(first: int, last: int) -> None:
+        with open(log_file, "a") as handle:
+            handle.writelines(f"progress {i}/400\n" for i in range(first, last + 1))
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            pane = app.jobs_screen.log_pane
+            view, title = pane.view, pane.query_one("#log-title")
+            await wait_for(pilot, lambda: "done with part 1" in view.lines, 10)
+            for chunk in range(4):                       # far more than a screenful, in bursts
+                write(chunk * 100 + 1, chunk * 100 + 100)
+                await wait_for(pilot, lambda: view.lines[-1:] == [f"progress {chunk * 100 + 100}/400"], 10)
+                assert view.following and view.scroll_y == view.max_scroll_y
+                assert rendered(view)[-1].rstrip() == f"progress {chunk * 100 + 100}/400"
+            assert str(title.content).endswith(" · following")
+            view.focus()
+            await pilot.press("up", "up", "up")          # the user reads something above
+            assert not view.following
+            top = view.scroll_y
+            shown_before = rendered(view)
+            write(401, 450)
+            await wait_for(pilot, lambda: view.lines[-1:] == ["progress 450/400"], 10)
+            assert view.scroll_y == top and rendered(view) == shown_before
+            assert "scrolled (End: follow)" in str(title.content)
+            await pilot.press("end")                     # back to following
+            assert view.following
+            assert rendered(view)[-1].rstrip() == "progress 450/400"
+            write(451, 452)
+            await wait_for(pilot, lambda: rendered(view)[-1].rstrip() == "progress 452/400", 10)
+        appended = posted(seen, LogAppended)
+        assert sum(m.lines for m in appended) == 3 + 452     # every line once: only what is new
+        assert any(not m.following for m in appended) and appended[-1].following
+
+    asyncio.run(scenario())
+
+
+def test_log_pane_starts_over_when_the_file_is_replaced(tmp_path: Path) -> None:
+    """A rerun moves the earlier log aside and writes a new file: the pane shows the new one."""
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    log_file = tmp_path / "exp" / "log" / "task.1.log"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: "done with part 1" in view.lines, 10)
+            log_file.rename(log_file.with_suffix(".log.1"))
+            log_file.write_text("attempt 2 starts\n")
+            await wait_for(pilot, lambda: view.lines == ["attempt 2 starts"], 10)
+
+    asyncio.run(scenario())
+
+
+def test_log_pane_search_finds_highlights_and_stops_following(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    with open(tmp_path / "exp" / "log" / "task.1.log", "a") as handle:
+        handle.writelines(f"step {i}{' WARNING disk' if i in (30, 70) else ''}\n" for i in range(100))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: "step 99" in view.lines, 10)
+            view.focus()
+            await pilot.press("home", "slash", *"warning", "enter")
+            assert view.lines[view.match_line] == "step 30 WARNING disk" and not view.following
+            assert any("step 30 WARNING disk" in line for line in rendered(view))
+            await pilot.press("n")
+            assert view.lines[view.match_line] == "step 70 WARNING disk"
+            await pilot.press("N")
+            assert view.lines[view.match_line] == "step 30 WARNING disk"
+            assert view.has_focus                         # the find bar gave the focus back
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_log_pane_follows_a_running_slurm_task_to_its_end(slurm_cluster, tmp_path: Path) -> None:
+    script = "import time\nfor i in range(1, 41):\n    print(f'progress {i}/40', flush=True)\n    time.sleep(0.3)\n"
+    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
+                                       "--array", "JOB=1:1", "--time", "00:02:00",
+                                       "--output-file", str(tmp_path / "log" / "f.JOB.log"),
+                                       "--", sys.executable, "-c", script])
+    record = submit(build_plan(site, options))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: any(line.startswith("progress ") for line in view.lines), 90)
+            await wait_for(pilot, lambda: view.lines[-1:] == ["progress 40/40"]
+                           or view.lines[-2:-1] == ["progress 40/40"], 90)
+            assert view.following
+            assert "progress 40/40" in "\n".join(rendered(view))
+
+    asyncio.run(scenario())
+
+
+def _running(task: int, elapsed: float, state: JobState = JobState.RUNNING) -> TaskState:
+    return TaskState("4242", task, state, None if not state.is_terminal else 0, None, elapsed, "node01")
+
+
+def test_elapsed_of_running_tasks_ticks_between_polls(tmp_path: Path) -> None:
+    record = slurm_like_record(tmp_path, 3)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, (
+                _running(1, 34.0), _running(2, 12.0, JobState.COMPLETED),
+                TaskState("4242", 3, JobState.PENDING)), as_of=time.time()))
+            await pilot.pause()
+            table = jobs.query_one("#tasks")
+            assert table_column(table, "elapsed") == ["0:00:34", "0:00:12", ""]
+            await pilot.pause(2.3)                        # no poll meanwhile
+            ticked = table_column(table, "elapsed")
+            assert ticked[0] in ("0:00:36", "0:00:37") and ticked[1:] == ["0:00:12", ""]
+            on_screen = rendered(table)[1]                # drawn at the last once-a-second tick
+            assert any(f"0:00:{s}" in on_screen for s in (35, 36, 37)), on_screen
+
+    asyncio.run(scenario())
+
+
+def test_status_line_shows_the_age_of_the_states_and_an_outage_while_it_lasts(tmp_path: Path) -> None:
+    record = slurm_like_record(tmp_path, 2)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            status = jobs.query_one("#poll-status")
+            jobs.show_record(record)
+            await pilot.pause()
+            assert status.line().plain == "asking Slurm…"
+            jobs.post_message(JobsUpdated(record.path, (_running(1, 5.0),), as_of=time.time() - 5))
+            await pilot.pause()
+            assert status.line().plain == "states from Slurm 5 s ago"
+            problem = "sacct: error: Problem talking to the database: Connection refused"
+            jobs.post_message(JobsUpdated(record.path, (), error=problem, problem=problem))
+            await pilot.pause()
+            assert status.line().plain == f"⚠ states 5 s old, retrying: {problem}"
+            assert rendered(status)[0].startswith("⚠ states 5 s old, retrying: sacct: error")
+            assert rendered(status)[0].rstrip().endswith("…")      # cut at 80 columns: marked
+            await pilot.pause(1.2)                                 # the age goes on while it lasts
+            assert status.line().plain.startswith("⚠ states 6 s old")
+            jobs.post_message(JobsUpdated(record.path, (), as_of=time.time()))
+            await pilot.pause()
+            assert status.line().plain == "states from Slurm 0 s ago"
+
+    asyncio.run(scenario())
+
+
+def test_pending_tasks_show_why_they_wait(tmp_path: Path) -> None:
+    """TaskState.reason (squeue %r) in its own column, for pending tasks only."""
+    record = slurm_like_record(tmp_path, 3)
+
+    def state(task: int, name: JobState, reason: str | None) -> SimpleNamespace:
+        return SimpleNamespace(job_id="4242", task_id=task, state=name, exit_code=None, signal=None,
+                               elapsed=None, node=None, reason=reason)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, (
+                state(1, JobState.RUNNING, "None"), state(2, JobState.PENDING, "JobArrayTaskLimit"),
+                state(3, JobState.PENDING, None))))
+            await pilot.pause()
+            table = jobs.query_one("#tasks")
+            assert table_column(table, "reason") == ["", "JobArrayTaskLimit", ""]
+            assert rendered(table)[0].rstrip().endswith("pending reason")
+            assert rendered(table)[2].rstrip().endswith("JobArrayTaskLimit")
+
+    asyncio.run(scenario())

@@ -1,0 +1,275 @@
+"""Moving around: task keys, go to a value, search, filters, the state map, records, Escape."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from test_console_fixtures import (
+    build_checkpoint,
+    build_local_record,
+    posted,
+    rendered,
+    slurm_like_record,
+    table_column,
+    wait_for,
+)
+
+from backends.states import JobState, TaskState
+from hyperion_console.app import make_app
+from hyperion_console.messages import FilterChanged, JobsUpdated, RecordOpened, RecordsListed, TaskHighlighted
+from hyperion_console.screens.checkpoint import CheckpointScreen
+from hyperion_console.screens.submit import SubmitScreen
+from hyperion_console.task_index import FILTERS
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+N = 500
+
+
+def mixed_states(n: int) -> tuple[TaskState, ...]:
+    """Every 10th task FAILED on node07, the next RUNNING, 400-500 PENDING, the rest COMPLETED."""
+    out = []
+    for i in range(1, n + 1):
+        if i > 400:
+            out.append(TaskState("4242", i, JobState.PENDING))
+        elif i % 10 == 0:
+            out.append(TaskState("4242", i, JobState.FAILED, 3, None, 5.0, "node07"))
+        elif i % 10 == 1:
+            out.append(TaskState("4242", i, JobState.RUNNING, None, None, 5.0, "node02"))
+        else:
+            out.append(TaskState("4242", i, JobState.COMPLETED, 0, None, 5.0, "node01"))
+    return tuple(out)
+
+
+async def open_big(pilot, tmp_path: Path):
+    app = pilot.app
+    await pilot.press("escape", "2")
+    jobs = app.jobs_screen
+    record = slurm_like_record(tmp_path, N)
+    jobs.show_record(record)
+    jobs.post_message(JobsUpdated(record.path, mixed_states(N)))
+    await pilot.pause()
+    return jobs, jobs.query_one("#tasks")
+
+
+def highlighted_values(seen: list) -> list:
+    return [m.task.value for m in posted(seen, TaskHighlighted) if m.task is not None]
+
+
+def test_task_table_keys_move_the_cursor_and_the_screen_follows(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs, table = await open_big(pilot, tmp_path)
+            assert table.has_focus
+            page = table.page_rows
+            await pilot.press("end")
+            assert table.selected_task().value == N
+            assert rendered(table)[-1].lstrip().startswith(f"{N} 4242_{N}")     # scrolled to it
+            await pilot.press("home")
+            assert table.selected_task().value == 1
+            assert rendered(table)[1].lstrip().startswith("1 4242_1 ")
+            await pilot.press("G", "g", "pagedown")
+            assert table.selected_task().value == 1 + page
+            await pilot.press("pagedown", "pageup", "j", "j", "k")
+            assert table.selected_task().value == 2 + page
+            await pilot.press("ctrl+f", "ctrl+b")
+            assert table.selected_task().value == 2 + page
+            log_title = str(jobs.query_one("#log-title").content)
+            assert log_title.startswith("log [log]: ") and f"t.{2 + page}.log" in log_title
+        assert highlighted_values(seen)[-1] == 2 + page and N in highlighted_values(seen)
+
+    asyncio.run(scenario())
+
+
+def test_go_to_a_value_and_search_the_tasks(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs, table = await open_big(pilot, tmp_path)
+            find = jobs.query_one("#find")
+            await pilot.press("colon", *"250", "enter")
+            assert table.selected_task().value == 250 and table.has_focus and not find.display
+            await pilot.press("slash", *"node07", "enter")
+            assert table.selected_task().value == 260
+            await pilot.press("n", "n")
+            assert table.selected_task().value == 280
+            await pilot.press("N")
+            assert table.selected_task().value == 270
+            await pilot.press("colon", *"9999", "enter")          # no such task: told, cursor stays
+            assert table.selected_task().value == 270
+            await pilot.press("colon", *"abc", "escape")          # escape: nothing happens
+            assert table.selected_task().value == 270 and table.has_focus and not find.display
+            jobs.set_filter("FAILED")
+            await pilot.pause()
+            await pilot.press("colon", *"401", "enter")           # hidden by the filter: shown anyway
+            assert jobs.filter == "all" and table.selected_task().value == 401
+
+    asyncio.run(scenario())
+
+
+def test_filters_include_not_completed_unknown_not_run_and_lost(tmp_path: Path) -> None:
+    assert {"not completed", "UNKNOWN", "NOT_RUN", "LOST"} <= set(FILTERS)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs, table = await open_big(pilot, tmp_path)
+            jobs.post_message(JobsUpdated(jobs.record_path, (TaskState("4242", 3, JobState.LOST),)))
+            await pilot.pause()
+            await pilot.press("f")
+            assert jobs.filter == "not completed"
+            values = [int(v) for v in table_column(table, "value")]
+            assert values == [i for i in range(1, N + 1) if i > 400 or i % 10 in (0, 1) or i == 3]
+            await pilot.press("F", "F")                             # backwards: all, then LOST
+            assert jobs.filter == "LOST" and table_column(table, "value") == ["3"]
+            jobs.set_filter("UNKNOWN")
+            await pilot.pause()
+            assert table.row_count == 0
+            assert str(jobs.query_one("#log-title").content) == "log [log]: (select a task)"
+        changes = [(m.name, m.shown) for m in posted(seen, FilterChanged)]
+        assert changes[:3] == [("not completed", 181), ("all", N), ("LOST", 1)]
+
+    asyncio.run(scenario())
+
+
+def test_local_not_run_tasks_have_their_own_filter(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 2), 3: ("NOT_RUN", None)})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: "FAILED" in table_column(table, "state"), 10)
+            jobs.set_filter("NOT_RUN")
+            await pilot.pause()
+            assert table_column(table, "value") == ["3"]
+
+    asyncio.run(scenario())
+
+
+def test_state_map_cell_jumps_to_its_task(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs, table = await open_big(pilot, tmp_path)
+            jobs.set_filter("RUNNING")
+            await pilot.pause()
+            await pilot.press("m")
+            state_map = jobs.query_one("#state-map")
+            assert state_map.has_focus and jobs.map_shown
+            legend = str(jobs.query_one("#map-legend").content)
+            assert " R  RUNNING 40" in legend and " F  FAILED 40" in legend and " P  PENDING 100" in legend
+            first_line = rendered(state_map)[0]
+            per_line = state_map.per_line
+            assert first_line.startswith("  1 RCCCCCCCCFRCCCCCCCCF")
+            assert rendered(state_map)[1].startswith(f"{1 + per_line:>3} ")
+            await pilot.press("right", "right", "down")        # onto a COMPLETED task
+            assert state_map.selected_key() == ("4242", 3 + per_line)
+            assert "t." + str(3 + per_line) + ".log" in str(jobs.query_one("#log-title").content)
+            await pilot.press("enter")                          # hidden by RUNNING: filter goes
+            assert not jobs.map_shown and table.has_focus and jobs.filter == "all"
+            assert table.selected_task().value == 3 + per_line
+            await pilot.press("m")
+            await pilot.click("#state-map", offset=(4 + 9, 0))  # the cell of value 10 (FAILED)
+            await pilot.pause()
+            assert not jobs.map_shown and table.selected_task().value == 10
+        assert highlighted_values(seen)[-1] == 10
+
+    asyncio.run(scenario())
+
+
+def test_record_keys_choose_submissions(tmp_path: Path) -> None:
+    first = build_local_record(tmp_path / "a", {1: ("COMPLETED", 0)})
+    second = build_local_record(tmp_path / "b", {1: ("FAILED", 1), 2: ("COMPLETED", 0)})
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=first, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            records = jobs.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 2, 10)
+            order = [records.get_option_at_index(i).id for i in range(2)]
+            step = 1 if order.index(str(first)) == 0 else -1
+            await pilot.press("right_square_bracket" if step == 1 else "left_square_bracket")
+            await wait_for(pilot, lambda: jobs.record_path == str(second), 10)
+            await wait_for(pilot, lambda: records.current == str(second), 10)
+            labels = [str(records.get_option_at_index(i).prompt) for i in range(2)]
+            assert labels[order.index(str(second))].startswith("▸ local")
+            await pilot.press("o")
+            assert records.has_focus
+            await pilot.press("up" if step == 1 else "down", "enter")
+            await wait_for(pilot, lambda: jobs.record_path == str(first), 10)
+        assert [m.record_path for m in posted(seen, RecordOpened)] == [str(first), str(second), str(first)]
+        assert len(posted(seen, RecordsListed)) >= 3        # read again after each opening
+
+    asyncio.run(scenario())
+
+
+def test_escape_leaves_every_text_field(tmp_path: Path) -> None:
+    checkpoint = build_checkpoint(tmp_path)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.checkpoint_screen
+            await pilot.press("right", "right")                 # Retry tab
+            field = screen.query_one("#max-array-size")
+            field.focus()
+            await pilot.press("1")
+            assert field.value == "1"                           # a field takes digits...
+            await pilot.press("escape")
+            assert not field.has_focus
+            await pilot.press("left")                           # ...after escape the tab bar has the keys
+            assert screen.query_one("#ckpt-tabs").active == "tab-failed"
+            screen.query_one("#record-path").focus()
+            await pilot.press("escape", "1")
+            assert isinstance(app.screen, SubmitScreen) and field.value == "1"
+            await pilot.press("2", "slash", "x")                # the Jobs find bar
+            jobs = app.jobs_screen
+            assert jobs.query_one("#find").value == "x"
+            await pilot.press("escape", "3")
+            assert isinstance(app.screen, CheckpointScreen)
+
+    asyncio.run(scenario())
+
+
+def test_focus_is_visible_on_the_task_table_and_the_log(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs, table = await open_big(pilot, tmp_path)
+            title = jobs.query_one("#log-title")
+            header_focused = table.get_component_rich_style("task-table--header")
+            title_blurred = title.rich_style
+            jobs.query_one("#log").focus()
+            await pilot.pause()
+            assert table.get_component_rich_style("task-table--header") != header_focused
+            assert title.rich_style.bgcolor != title_blurred.bgcolor
+
+    asyncio.run(scenario())
+
+
+def test_state_map_of_a_small_array_names_each_cell(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            record = slurm_like_record(tmp_path, 12)
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, mixed_states(12)))
+            await pilot.pause()
+            await pilot.press("m")
+            state_map = jobs.query_one("#state-map")
+            assert rendered(state_map)[0].startswith("R 1 C 2 C 3 C 4 C 5 C 6 C 7 C 8 C 9 F10 R11 C12")
+            await pilot.click("#state-map", offset=(9 * 4 + 1, 0))     # the cell "F10"
+            await pilot.pause()
+            assert not jobs.map_shown and jobs.query_one("#tasks").selected_task().value == 10
+
+    asyncio.run(scenario())
