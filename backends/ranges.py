@@ -6,7 +6,7 @@ logical indices into the same windows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 
 def compress(values: Iterable[int]) -> str:
@@ -78,3 +78,22 @@ def split_windows(values: Iterable[int], max_array_size: int | None = None) -> t
     for value in ordered:
         groups.setdefault(value // max_array_size * max_array_size, []).append(value)
     return tuple(Window(offset, tuple(vals)) for offset, vals in sorted(groups.items()))
+
+
+def share_slots(demands: Sequence[int], limit: int) -> tuple[int, ...]:
+    """Split `limit` concurrently running tasks among windows wanting `demands` tasks each.
+
+    Every window with work gets one slot first (in order, while slots last), so
+    none has to be held; the rest go to the earliest windows, never more than
+    a window has tasks. A window given 0 must not start anything.
+    """
+    slots = [0] * len(demands)
+    left = limit
+    for i, demand in enumerate(demands):
+        if demand > 0 and left > 0:
+            slots[i], left = 1, left - 1
+    for i, demand in enumerate(demands):
+        extra = min(max(demand - slots[i], 0), left)
+        slots[i] += extra
+        left -= extra
+    return tuple(slots)

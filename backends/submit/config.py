@@ -17,7 +17,10 @@ from backends.submit.resources import check_count, check_memory, check_time
 from backends.submit.site_options import check_options
 
 KEYS = ("num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "sbatch_command",
-        "base_options", "cpu_options", "default_gpu_type", "gpu_types", "max_array_size")
+        "base_options", "cpu_options", "default_gpu_type", "gpu_types", "max_array_size",
+        "poll_interval")
+# A site may ask for slower polling than the default pace, not for none at all.
+MAX_POLL_INTERVAL = 3600.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class SiteConfig:
     default_gpu_type: str | None = None
     gpu_types: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     max_array_size: int | None = None
+    poll_interval: float | None = None   # seconds: the least time between two polls of Slurm
     path: str = ""
 
     def gpu_options(self, num_gpus: int) -> tuple[str, ...]:
@@ -70,6 +74,17 @@ def _gpu_types(raw: object) -> Mapping[str, tuple[str, ...]]:
     return MappingProxyType(types)
 
 
+def _seconds(key: str, value: object) -> float | None:
+    """A positive number of seconds (int or float), at most MAX_POLL_INTERVAL."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise InputError(key, f"expected a number of seconds, got {value!r}")
+    if not 0 < value <= MAX_POLL_INTERVAL:
+        raise InputError(key, f"must be above 0 and at most {MAX_POLL_INTERVAL:g} seconds, got {value!r}")
+    return float(value)
+
+
 def _text(key: str, value: object) -> str | None:
     if value is None:
         return None
@@ -101,6 +116,7 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
         default_gpu_type=_text("default_gpu_type", raw.get("default_gpu_type")),
         gpu_types=_gpu_types(raw.get("gpu_types")),
         max_array_size=None if max_array is None else check_count("max_array_size", max_array, minimum=1),
+        poll_interval=_seconds("poll_interval", raw.get("poll_interval")),
         path=path,
     )
 

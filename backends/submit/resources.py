@@ -18,6 +18,9 @@ _TIME_FORMS = (
     re.compile(r"[0-9]+-[0-9]+:[0-9]{1,2}\Z"),            # D-HH:MM
     re.compile(r"[0-9]+-[0-9]+:[0-9]{1,2}:[0-9]{1,2}\Z"), # D-HH:MM:SS
 )
+# The longest limit Slurm's tools handle: squeue prints INVALID for anything above
+# 365 days (while sbatch accepts it and scontrol wraps it), so it is refused here.
+MAX_TIME_MINUTES = 365 * 24 * 60
 
 
 def check_memory(field: str, value: object) -> str | None:
@@ -51,7 +54,30 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
     _, _, clock = text.rpartition("-")
     if any(int(part) >= 60 for part in clock.split(":")[1:]):
         raise InputError(field, f"{text!r}: minutes and seconds after the first field must be below 60")
+    minutes = time_minutes(text)
+    if minutes == 0:
+        raise InputError(field, f"{text!r} is zero, which Slurm reads as no time limit at all; "
+                         "give a positive limit such as 168:00:00")
+    if minutes > MAX_TIME_MINUTES:
+        raise InputError(field, f"{text!r} is above 365-00:00:00, the longest time limit Slurm "
+                         "handles (squeue shows longer ones as INVALID)")
     return text
+
+
+def time_minutes(text: str) -> int:
+    """A checked Slurm time as whole minutes, seconds rounded up as Slurm does."""
+    days, dash, clock = text.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    if dash:             # D-HH[:MM[:SS]]
+        parts += [0] * (3 - len(parts))
+        seconds = int(days) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    elif len(parts) == 1:  # minutes
+        seconds = parts[0] * 60
+    elif len(parts) == 2:  # MM:SS
+        seconds = parts[0] * 60 + parts[1]
+    else:                  # HH:MM:SS
+        seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    return -(-seconds // 60)
 
 
 def check_count(field: str, value: object, *, minimum: int) -> int:
