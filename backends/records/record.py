@@ -51,6 +51,16 @@ class SubmitRecord:
     tasks: tuple[TaskRecord, ...]
     submitted_at: str
     cwd: str
+    # How to wait for the jobs again after hyperion-submit's wait ended early (hangup, lost
+    # terminal): the command, whose exit statuses are hyperion-submit's.
+    reattach: str | None = None
+
+
+def reattach_command(path: str | Path) -> str:
+    """``hyperion-jobs watch /abs/q/x.submit.json``: waits as hyperion-submit did, same exit statuses."""
+    import shlex
+
+    return f"hyperion-jobs watch {shlex.quote(os.path.abspath(path))}"
 
 
 def q_dir(output_file: str | Path) -> Path:
@@ -113,6 +123,7 @@ def load_record(path: str | Path) -> SubmitRecord:
                        for j in raw["jobs"]),
             tasks=tuple(_task(t) for t in raw["tasks"]),
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
+            reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
         )
     except KeyError as err:
         raise InputError("record", f"{path} is not a hyperion-submit record (no {err} key)") from None

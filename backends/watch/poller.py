@@ -388,14 +388,14 @@ class Poller:
             elif stop.wait(step):
                 return
 
-    def run(self, observer: Callable[[PollUpdate], None],
+    def run(self, observer: Callable[[PollUpdate], object],
             stop: threading.Event | None = None) -> PollUpdate:
-        """Poll until every expected task is terminal or `stop` is set; return the last update."""
+        """Poll until every expected task is terminal, `stop` is set or the observer
+        returns True (it has seen enough, e.g. a task that can never run); the last update."""
         stop = stop or threading.Event()
         while True:
             update = self.poll_once()
-            observer(update)
-            if update.all_terminal or stop.is_set():
+            if observer(update) is True or update.all_terminal or stop.is_set():
                 return update
             self._wait(stop)
             if stop.is_set():

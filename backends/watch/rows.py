@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from backends.printable import printable
 from backends.records.local_results import read_results, results_key
 from backends.records.record import SubmitRecord, TaskRecord
 from backends.records.runner import runner_gone
@@ -34,6 +35,8 @@ class TaskRow:
     log: str | None
     slurm_out: str | None
     slurm_err: str | None
+    reason: str | None = None          # Slurm's pending reason while it waits to run
+    restart_count: int | None = None   # times Slurm requeued it (None: not known)
 
     @property
     def slurm_id(self) -> str:
@@ -46,6 +49,15 @@ class TaskRow:
         return self.state.value
 
     @property
+    def state_text(self) -> str:
+        """The state with why it waits and how often it was requeued: ``PENDING (Priority)``,
+        ``RUNNING (restart 1)``."""
+        notes = [printable(self.reason)] if self.reason else []
+        if self.restart_count:
+            notes.append(f"restart {self.restart_count}")
+        return self.state_label + (f" ({'; '.join(notes)})" if notes else "")
+
+    @property
     def ok(self) -> bool:
         return self.state is JobState.COMPLETED and self.exit_code in (0, None)
 
@@ -53,7 +65,8 @@ class TaskRow:
         return {"value": self.value, "job_id": self.job_id, "task_id": self.task_id,
                 "slurm_id": self.slurm_id, "state": self.state_label, "exit_code": self.exit_code,
                 "signal": self.signal, "elapsed": self.elapsed, "node": self.node, "log": self.log,
-                "slurm_out": self.slurm_out, "slurm_err": self.slurm_err}
+                "slurm_out": self.slurm_out, "slurm_err": self.slurm_err, "reason": self.reason,
+                "restart_count": self.restart_count}
 
 
 def expected(record: SubmitRecord) -> dict[str, tuple[int, ...] | None]:
@@ -79,7 +92,8 @@ def _row(task: TaskRecord, state: TaskState | None) -> TaskRow:
         state=state.state if state else None, exit_code=state.exit_code if state else None,
         signal=state.signal if state else None, elapsed=state.elapsed if state else None,
         node=state.node if state else None, log=task.log, slurm_out=task.slurm_out,
-        slurm_err=task.slurm_err)
+        slurm_err=task.slurm_err, reason=state.reason if state else None,
+        restart_count=state.restart_count if state else None)
 
 
 def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None) -> list[TaskRow]:
@@ -95,7 +109,8 @@ def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None
             continue
         value = key[1] + offsets[key[0]] if key[0] in offsets and key[1] is not None else None
         rows.append(TaskRow(value, key[0], key[1], state.state, state.exit_code, state.signal,
-                            state.elapsed, state.node, None, None, None))
+                            state.elapsed, state.node, None, None, None, state.reason,
+                            state.restart_count))
     return rows
 
 

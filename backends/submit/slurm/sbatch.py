@@ -14,7 +14,7 @@ from typing import Sequence
 
 from backends.logheader import iso_now
 from backends.ranges import Window
-from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, reattach_command, save_record
 from backends.submit.model import PlannedWindow, SubmitPlan, record_options
 
 
@@ -54,7 +54,7 @@ def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]]) -> 
         array_name=options.array.name if options.array is not None else None,
         jobs=tuple(JobRecord(job_id, w.offset, w.array_expression) for w, job_id in done),
         tasks=tuple(t for w, job_id in done for t in task_records(plan, w, job_id)),
-        submitted_at=iso_now(), cwd=os.getcwd(),
+        submitted_at=iso_now(), cwd=os.getcwd(), reattach=reattach_command(plan.record_path),
     )
 
 
