@@ -106,7 +106,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--sleep", type=int, default=5)
+    parser.add_argument("--shapes", default="job,array", help="job, array or both (default)")
+    parser.add_argument("--tools", default="sbatch,hyperion,submitit",
+                        help="which of sbatch, hyperion, submitit to measure (default: all)")
     args = parser.parse_args()
+    tools = set(args.tools.split(","))
     try:
         import submitit  # noqa: F401
         has_submitit = True
@@ -115,13 +119,17 @@ def main() -> None:
         print("submitit is not installed (pip install submitit): its figures are left out")
     with tempfile.TemporaryDirectory(prefix="bench-return-") as tmp:
         cwd = Path(tmp)
-        for shape, tasks in (("job", None), (f"array{args.tasks}", args.tasks)):
-            sbatch = measure(run_sbatch_wait, cwd, tasks, args.sleep, args.runs)
-            ours = measure(run_hyperion, cwd, tasks, args.sleep, args.runs)
-            emit(f"return_sbatch_wait_{shape}", sbatch, "s")
-            emit(f"return_hyperion_submit_{shape}", ours, "s", sbatch)
-            if has_submitit:
-                emit(f"return_submitit_{shape}", measure(run_submitit, cwd, tasks, args.sleep, args.runs), "s")
+        shapes = [s for s in (("job", None), ("array", args.tasks)) if s[0] in args.shapes.split(",")]
+        for shape, tasks in shapes:
+            name = shape if tasks is None else f"array{tasks}"
+            sbatch = measure(run_sbatch_wait, cwd, tasks, args.sleep, args.runs) if "sbatch" in tools else None
+            if sbatch is not None:
+                emit(f"return_sbatch_wait_{name}", sbatch, "s")
+            if "hyperion" in tools:
+                ours = measure(run_hyperion, cwd, tasks, args.sleep, args.runs)
+                emit(f"return_hyperion_submit_{name}", ours, "s", sbatch)
+            if has_submitit and "submitit" in tools:
+                emit(f"return_submitit_{name}", measure(run_submitit, cwd, tasks, args.sleep, args.runs), "s")
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ def test_start_and_footer_nudge_once_and_the_footer_until_slurm_agrees(tmp_path)
     assert nudge(running) is False                # output is no news
     with open(task.log, "a") as log:
         log.write(ended_line(0, "now", 3) + "\n")
-    assert nudge(running) is True                 # the footer: the end is near
+    assert nudge(running) is False                # the footer: the end is near, but Slurm
+    clock.now = 0.3                               # needs a moment to register it
+    assert nudge(running) is True
     clock.now = 10.0
     assert nudge(running) is True                 # Slurm still says RUNNING: keep asking
     assert nudge(_state(1, JobState.COMPLETED)) is False
@@ -60,6 +62,8 @@ def test_slurmstepd_writing_the_err_file_of_a_running_task_nudges(tmp_path):
     task = _task(tmp_path, 3)
     nudge = LogNudge([task], clock=Clock())
     assert nudge(_state(3, JobState.RUNNING)) is False
+    Path(task.slurm_err).write_text("")          # Slurm creates it empty when the task starts
+    assert nudge(_state(3, JobState.RUNNING)) is False
     Path(task.slurm_err).write_text("slurmstepd: error: *** JOB 9 ON vm CANCELLED AT now DUE TO TIME LIMIT ***\n")
     assert nudge(_state(3, JobState.RUNNING)) is True
 
@@ -69,13 +73,15 @@ def test_a_requeue_forgets_the_earlier_attempts_footer(tmp_path):
     clock = Clock()
     nudge = LogNudge([task], clock=clock)
     Path(task.log).write_text(ended_line(0, "now", 1) + "\n")
+    nudge(_state(4, JobState.RUNNING))
+    clock.now = 1.0
     assert nudge(_state(4, JobState.RUNNING)) is True
     assert nudge(_state(4, JobState.PENDING, restarts=1)) is False
 
 
 def test_many_unfinished_tasks_look_only_at_running_ones(tmp_path):
     tasks = [_task(tmp_path, v) for v in range(1, 31)]
-    nudge = LogNudge(tasks, clock=Clock(), all_files_up_to=10)
+    nudge = LogNudge(tasks, clock=Clock(), all_files_up_to=10, footer_delay=0.0)
     Path(tasks[5].log).write_text(ended_line(0, "now", 1) + "\n")
     assert nudge({}) is False                     # 30 unfinished, none known running
     assert nudge(_state(6, JobState.RUNNING)) is True

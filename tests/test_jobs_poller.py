@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from backends.states import JobState
 from backends.watch.budget import QueryBudget
 from backends.watch.poller import Poller
@@ -303,15 +305,23 @@ def test_poll_interval_floor_holds_even_for_nudges():
     assert all(b - a >= 30.0 for a, b in zip(starts, starts[1:]))
 
 
-def test_budget_spaces_calls_and_caps_any_minute():
+def test_budget_allows_small_bursts_refills_at_30_a_minute_and_caps_any_minute():
     clock = Clock()
-    budget = QueryBudget(per_minute=30, clock=clock)
-    budget.charge(2, 0.0)
-    assert budget.earliest(1, 0.0) == 4.0 and not budget.allows(1, 3.9)
-    for t in range(4, 60, 2):
-        budget.charge(1, float(t))
-    assert budget.used(59.0) == 30
-    assert budget.earliest(1, 59.0) == 60.0
+    budget = QueryBudget(per_minute=30, burst=3, clock=clock)
+    budget.charge(3, 0.0)                                # a burst empties the bucket
+    spacing = 60 / 27                                    # refilled at 27 a minute: 3 + 27 = 30
+    assert budget.earliest(1, 0.0) == pytest.approx(spacing) and not budget.allows(1, 2.0)
+    budget.charge(1, 2.5)
+    assert budget.earliest(2, 2.5) == pytest.approx(3 * spacing)   # 3 refilled since 0, 1 spent
+    # A caller that calls as soon as it may, for 5 minutes: never more than 30 in a
+    # minute, and never a long silence after a burst.
+    now, stamps = 6.0, []
+    while now < 300:
+        now = budget.earliest(1, now)
+        budget.charge(1, now)
+        stamps.append(now)
+    assert max(sum(1 for u in stamps if t <= u < t + 60) for t in stamps) <= 30
+    assert max(b - a for a, b in zip(stamps, stamps[1:])) <= spacing + 1e-9
 
 
 def test_stop_ends_the_run_between_polls():
@@ -322,3 +332,11 @@ def test_stop_ends_the_run_between_polls():
     seen = []
     last = p.run(lambda update: (seen.append(update), stop.set()), stop)
     assert len(seen) == 1 and not last.all_terminal
+
+
+def test_a_task_the_controller_calls_completing_is_asked_of_accounting_at_once():
+    script = Script([ok("3_1|4|COMPLETED|0:0|00:00:05|vm|a|b|None\n")],
+                    [ok("3_1|COMPLETING|0|0:05|vm|None|0|\n")])
+    update = poller({"3": (1,)}, script).poll_once()
+    assert script.tools() == ["squeue", "sacct"]
+    assert update.all_terminal and update.states[("3", 1)].state is JobState.COMPLETED

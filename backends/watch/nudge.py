@@ -23,6 +23,10 @@ Key = tuple[str, "int | None"]
 ALL_FILES_UP_TO = 200
 # How long a footer keeps asking for polls while Slurm has not reported the end yet.
 SETTLE = 15.0
+# The footer comes just before the batch script exits; the controller registers the
+# end a moment later (about 0.1 s here): asking at once would mostly find it RUNNING
+# still, and the budget spaces the next poll 2 s later.
+FOOTER_DELAY = 0.3
 TAIL_BYTES = 1024
 _RUNNING = frozenset({JobState.RUNNING, JobState.CONFIGURING, JobState.COMPLETING})
 
@@ -55,7 +59,8 @@ class LogNudge:
     """A Poller nudge: True when a watched task's log or Slurm .err file says it started or ended."""
 
     def __init__(self, tasks: Sequence[TaskRecord], clock: Callable[[], float] = time.monotonic,
-                 all_files_up_to: int = ALL_FILES_UP_TO, settle: float = SETTLE) -> None:
+                 all_files_up_to: int = ALL_FILES_UP_TO, settle: float = SETTLE,
+                 footer_delay: float = FOOTER_DELAY) -> None:
         self._files = {(t.job_id, t.array_task_id): (t.log, t.slurm_err) for t in tasks}
         # Files as they were before anything ran: an earlier run's footer is no hint.
         self._seen = {key: (_signature(log), _signature(err)) for key, (log, err) in self._files.items()}
@@ -63,6 +68,7 @@ class LogNudge:
         self._clock = clock
         self._all_up_to = all_files_up_to
         self._settle = settle
+        self._delay = footer_delay
 
     def _to_check(self, states: Mapping[Key, TaskState]) -> list[Key]:
         open_keys = [k for k in self._files if not (k in states and states[k].state.is_terminal)]
@@ -79,7 +85,7 @@ class LogNudge:
             state = states.get(key)
             if state is not None and (state.restart_count or 0) > restarts:
                 del self._ended[key]          # requeued: that footer was an earlier attempt's
-            elif (state is None or not state.state.is_terminal) and now - when < self._settle:
+            elif (state is None or not state.state.is_terminal) and self._delay <= now - when < self._settle:
                 fire = True
         return fire
 
@@ -92,9 +98,9 @@ class LogNudge:
         if log_sig != old_log and log_sig is not None:
             if key not in self._ended and has_footer(log):
                 self._ended[key] = (now, (state.restart_count or 0) if state else 0)
-                fire = True
             elif state is None or state.state not in _RUNNING:
                 fire = True                    # its log appeared or grew: it has started
-        if err_sig != old_err and err_sig is not None and state is not None and state.state in _RUNNING:
+        grew = err_sig is not None and err_sig[0] > (old_err[0] if old_err else 0)
+        if grew and state is not None and state.state in _RUNNING:
             fire = True                        # slurmstepd wrote why it ended the task
         return fire

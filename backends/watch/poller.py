@@ -4,8 +4,9 @@ Used by hyperion-submit's waiting, hyperion-jobs watch and the console alike, so
 all of them see the same states. Each poll asks the controller (one squeue for
 all unfinished jobs); accounting (one sacct for all jobs that need it) is asked
 only when the controller cannot answer for a task: squeue failed, it no longer
-lists the task (ended longer than MinJobAge ago), or every task has just ended
-(one last sacct for the authoritative final rows).
+lists the task (ended longer than MinJobAge ago), it still says COMPLETING
+(accounting has the end already), or every task has just ended (one last sacct
+for the authoritative final rows).
 
 Pacing: every call that reaches a daemon is charged to a QueryBudget (30 a
 minute at most). After a poll in which something changed the next comes
@@ -190,6 +191,11 @@ class Poller:
                 out.append(job)
         return out
 
+    @staticmethod
+    def _completing(rows: Mapping[Key, TaskState]) -> list[str]:
+        """Jobs with a task the controller still calls COMPLETING: accounting may know its end."""
+        return sorted({t.job_id for t in rows.values() if t.state is JobState.COMPLETING})
+
     def _terminal(self, job: str, task: int | None) -> bool:
         known = self._states.get((job, task))
         return known is not None and known.state.is_terminal
@@ -231,6 +237,7 @@ class Poller:
             need = jobs if now >= self._sacct_due else need
         else:
             need += [j for j in self._unanswered(live_jobs, rows) if j not in need]
+            need += [j for j in self._completing(rows) if j not in need]
         sacct = None
         if need and self.budget.room(now) >= 1:
             sacct = self._ask("sacct", need, now)
