@@ -315,3 +315,25 @@ def test_sighup_leaves_the_jobs_queued_and_watch_reattaches(slurm_cluster, test_
     watch = run_cli(*record.reattach.split(), env=cli_env, timeout=120)
     assert watch.returncode == 0, watch.stdout + watch.stderr
     assert "1 tasks: COMPLETED 1" in watch.stdout
+
+
+def test_watch_reattached_after_a_hangup_releases_held_windows_and_keeps_the_limit(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    # --max-jobs-run 1 over two windows: the second is submitted held; only a waiter releases it.
+    proc = start(test_site, "--array", "JOB=999:1004", "--max-jobs-run", "1", "--output-file", "log/w.JOB.log",
+                 "--", task, "JOB", "2", cwd=tmp_path, env=cli_env)
+    try:
+        record = record_of(tmp_path, "w.JOB")
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=30) == 129
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    jobs = [j.job_id for j in record.jobs]
+    assert len(jobs) == 2
+    watch = run_cli("hyperion-jobs", "watch", record.path, env=cli_env, timeout=300)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    rows = wait_for(lambda: (found := sacct_rows(jobs, "JobID,State,Start,End")) and len(found) == 6
+                    and all(r[3] != "Unknown" for r in found) and found, timeout=30, what="six sacct rows")
+    assert {r[1] for r in rows} == {"COMPLETED"}
+    assert most_at_once([(datetime.fromisoformat(r[2]), datetime.fromisoformat(r[3])) for r in rows]) <= 1
