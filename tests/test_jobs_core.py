@@ -154,3 +154,35 @@ def test_task_logs_of_an_array_job_needs_a_task(tmp_path):
         task_logs("500", dirs=[tmp_path])
     with pytest.raises(InputError, match="has no task 500_9"):
         task_logs("500_9", dirs=[tmp_path])
+
+
+def test_plain_watch_lines_show_reasons_restarts_and_how_old_the_states_are():
+    import io
+    import re
+
+    from backends.cli.jobs.watching import PlainView
+    from backends.states import TaskState
+    from backends.watch.terminal import SafeStream
+
+    out = io.StringIO()
+    view = PlainView("x", SafeStream(out))
+    waiting = TaskState("9", 1, JobState.PENDING, reason="BeginTime", restart_count=1)
+    view.show(PollUpdate({waiting.key: waiting}, (waiting,), None, False, 3.0, None, 1000.0), [])
+    problem = "accounting (sacct) not answering for 40 s: sacct failed (rc 1): Connection refused"
+    view.show(PollUpdate({waiting.key: waiting}, (), problem, False, 2.0, problem, 1000.0), [])
+    view.show(PollUpdate({waiting.key: waiting}, (), None, False, 3.0, None, 1042.0), [])
+    lines = [re.sub(r"^\d\d:\d\d:\d\d ", "", line) for line in out.getvalue().splitlines()]
+    assert lines[0] == "9_1 PENDING (BeginTime; restart 1)"
+    assert lines[1].startswith(problem + "; states as of ")
+    assert lines[2] == "Slurm answering again"
+
+
+def test_status_rows_carry_reason_and_restart_count_into_json(tmp_path):
+    from backends.states import TaskState
+
+    record = make_record(tmp_path)
+    states = {("500", 1): TaskState("500", 1, JobState.PENDING, reason="Priority"),
+              ("500", 2): TaskState("500", 2, JobState.RUNNING, restart_count=2)}
+    rows = record_rows(record, states)
+    assert [r.state_text for r in rows[:2]] == ["PENDING (Priority)", "RUNNING (restart 2)"]
+    assert rows[0].to_json()["reason"] == "Priority" and rows[1].to_json()["restart_count"] == 2
