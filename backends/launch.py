@@ -17,17 +17,21 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TextIO
 
 from backends.attempt import begin_attempt
+from backends.printable import printable
 from backends.records.record import SubmitRecord
+from backends.states import explain_reason
 from backends.submit.local.run import LocalEvent, print_event, run_local
 from backends.submit.model import SubmitPlan
 from backends.submit.slurm import sbatch
 from backends.submit.slurm.sbatch import SubmitError
 from backends.watch.progress import Progress
 from backends.watch.slurm.cancel import CancelError, cancel
-from backends.watch.wait import report, wait
+from backends.watch.terminal import SafeStream, safe
+from backends.watch.wait import Outcome, report, task_label, wait
 
 PROG = "hyperion-submit"
 INTERRUPTED = 130
+HANGUP = 129   # SIGHUP: the wait ends, the jobs stay queued (reattach with the record's command)
 
 
 def submit(plan: SubmitPlan, kind: str = "submit") -> SubmitRecord:
@@ -81,8 +85,9 @@ def run_plan(plan: SubmitPlan, kind: str = "submit") -> int:
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM set `stop` instead of killing us, so we can cancel what we queued.
+def _stop_on_signals(stop: threading.Event, hangup: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set `stop` instead of killing us, so we can cancel what we queued;
+    SIGHUP sets `hangup` too: the wait ends but the jobs are left to run.
 
     Only the main thread may install handlers; elsewhere (a console worker)
     the caller's own `stop` is the way to interrupt.
@@ -90,8 +95,14 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+
+    def on_hangup(signum, frame) -> None:
+        hangup.set()
+        stop.set()
+
     previous = {sig: signal.signal(sig, lambda signum, frame: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
         yield
     finally:
@@ -99,15 +110,18 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def _cancel_all(record: SubmitRecord, err: TextIO) -> None:
-    job_ids = [job.job_id for job in record.jobs]
+def _job_ids(record: SubmitRecord) -> list[str]:
+    return [job.job_id for job in record.jobs]
+
+
+def _cancel_all(record: SubmitRecord, err: SafeStream, why: str = "interrupted") -> None:
+    job_ids = _job_ids(record)
     try:
         cancel(job_ids)
     except (CancelError, OSError) as exc:
-        print(f"{PROG}: could not cancel {' '.join(job_ids)}: {exc}", file=err)
+        err.line(f"{PROG}: could not cancel {' '.join(job_ids)}: {exc}")
         return
-    print(f"{PROG}: interrupted; cancelled job(s) {' '.join(job_ids)} ({len(record.tasks)} task(s))",
-          file=err)
+    err.line(f"{PROG}: {why}; cancelled job(s) {' '.join(job_ids)} ({len(record.tasks)} task(s))")
 
 
 def _describe(record: SubmitRecord) -> str:
@@ -116,34 +130,55 @@ def _describe(record: SubmitRecord) -> str:
     return f"{PROG}: submitted job(s) {jobs}; record {record.path}"
 
 
+def _never_runs(record: SubmitRecord, outcome: Outcome, err: SafeStream) -> int:
+    """A task Slurm will never start: name it and the reason, cancel everything submitted, 1."""
+    task, reason = outcome.never_runs[0]
+    more = len(outcome.never_runs) - 1
+    others = f" (and {more} more task(s))" if more else ""
+    err.line(f"{PROG}: error: {task_label(task, record.array_name)}{others} can never run: "
+             f"Slurm says {printable(explain_reason(reason))}")
+    _cancel_all(record, err, "nothing of it can complete")
+    return 1
+
+
 def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
               stop: threading.Event | None = None, kind: str = "submit") -> int:
     """Submit `plan`, wait for every task, report bad tasks; the exit status for main.
 
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
-    otherwise; 130 after SIGINT/SIGTERM, having cancelled everything
-    submitted (or after `stop` was set by the caller). An sbatch refusal
-    prints one line and gives 1.
+    otherwise, and at once (everything submitted cancelled) when Slurm says a
+    task can never run as asked; 130 after SIGINT/SIGTERM, having cancelled
+    everything submitted (or after `stop` was set by the caller); 129 after
+    SIGHUP, with the jobs left queued (the record's `reattach` command waits
+    for them again). An sbatch refusal prints one line and gives 1. Losing the
+    terminal stops the output, not the wait.
     """
-    err = err or sys.stderr
+    err_stream = safe(err or sys.stderr)
     stop = stop or threading.Event()
-    with _stop_on_signals(stop):
+    hangup = threading.Event()
+    with _stop_on_signals(stop, hangup):
         try:
             record = submit(plan, kind)
         except SubmitError as exc:
-            print(f"{PROG}: error: {exc}", file=err)
+            err_stream.line(f"{PROG}: error: {exc}")
             return 1
-        print(_describe(record), file=err, flush=True)
-        progress = Progress(len(record.tasks), stream=err)
+        err_stream.line(_describe(record))
+        progress = Progress(len(record.tasks), stream=err_stream)
         try:
-            outcome = wait(record, progress, stop)
+            outcome = wait(record, progress, stop, floor=plan.site.poll_interval)
         finally:
             progress.close()
+        if outcome.never_runs:
+            return _never_runs(record, outcome, err_stream)
+        if hangup.is_set():
+            err_stream.line(f"{PROG}: hangup; job(s) {' '.join(_job_ids(record))} left queued; "
+                            f"wait for them again with: {record.reattach}")
+            return HANGUP
         if stop.is_set():
-            _cancel_all(record, err)
+            _cancel_all(record, err_stream)
             return INTERRUPTED
     for line in report(outcome, record.array_name):
-        print(f"{PROG}: {line}", file=err)
+        err_stream.line(f"{PROG}: {line}")
     if not outcome.ok:
-        print(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) failed", file=err)
+        err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) failed")
     return outcome.exit_status

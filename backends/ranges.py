@@ -184,3 +184,22 @@ def split_run_windows(runs: Sequence[Run], max_array_size: int | None = None) ->
             groups.setdefault(offset, []).append((lo, end))
             lo = end + 1
     return tuple(RunWindow(offset, tuple(parts)) for offset, parts in sorted(groups.items()))
+
+
+def share_slots(demands: Sequence[int], limit: int) -> tuple[int, ...]:
+    """Split `limit` concurrently running tasks among windows wanting `demands` tasks each.
+
+    Every window with work gets one slot first (in order, while slots last), so
+    none has to be held; the rest go to the earliest windows, never more than
+    a window has tasks. A window given 0 must not start anything.
+    """
+    slots = [0] * len(demands)
+    left = limit
+    for i, demand in enumerate(demands):
+        if demand > 0 and left > 0:
+            slots[i], left = 1, left - 1
+    for i, demand in enumerate(demands):
+        extra = min(max(demand - slots[i], 0), left)
+        slots[i] += extra
+        left -= extra
+    return tuple(slots)

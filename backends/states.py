@@ -5,6 +5,7 @@ Slurm spells states differently in sacct (``CANCELLED by 0``) and squeue
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -65,6 +66,11 @@ TERMINAL = frozenset({
     JobState.DEADLINE, JobState.SPECIAL_EXIT, JobState.REVOKED, JobState.LOST,
 })
 
+# Ends after which Slurm may run the task again (JobRequeue, --requeue, PreemptMode=REQUEUE):
+# such a state from accounting is final only once the controller no longer lists the task
+# as alive (it then shows PENDING/REQUEUED with a higher restart count instead).
+REQUEUE_PRONE = frozenset({JobState.NODE_FAIL, JobState.PREEMPTED, JobState.BOOT_FAIL})
+
 # squeue's compact codes (%t) and sacct's short spellings.
 _ALIASES = {
     "PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPLETED", "F": "FAILED",
@@ -88,6 +94,8 @@ class TaskState:
     elapsed: float | None = None   # seconds
     node: str | None = None
     source: str = "sacct"    # "sacct" | "squeue"
+    reason: str | None = None          # Slurm's pending reason; None unless waiting to run
+    restart_count: int | None = None   # times Slurm requeued it (squeue's RestartCnt); None: unknown
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -97,3 +105,49 @@ class TaskState:
     def slurm_id(self) -> str:
         """``1234_5`` or ``1234``: the id scancel and squeue understand."""
         return self.job_id if self.task_id is None else f"{self.job_id}_{self.task_id}"
+
+
+# Pending reasons that no amount of waiting fixes: the request exceeds what the
+# partition, its nodes, the account or the QOS allow (Slurm's job_reason strings).
+_NEVER = frozenset({
+    "PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints",
+    "InvalidAccount", "InvalidQOS", "AccountNotAllowed", "QOSNotAllowed",
+    "DependencyNeverSatisfied", "InvalidReservation",
+})
+# Per-job QOS/association limits (e.g. QOSMaxCpuPerJobLimit) and QOS minimums: fixed by
+# the request, unlike the per-user limits (QOSMaxCpuPerUserLimit) that other jobs free.
+_NEVER_PATTERN = re.compile(r"(?:Assoc|QOS)(?:Max\w*PerJob\w*|Min\w+)\Z")
+_EXPLAIN = {
+    "PartitionConfig": "it asks for more than the partition's nodes have or allow "
+                       "(CPUs, memory, GPUs, features or nodes)",
+    "PartitionNodeLimit": "it asks for more nodes than the partition allows",
+    "PartitionTimeLimit": "its time limit is above the partition's MaxTime",
+    "BadConstraints": "no node has the requested features/constraints",
+    "ReqNodeNotAvail": "the nodes it needs are not available to it",
+    "DependencyNeverSatisfied": "a job it depends on ended in a way that never satisfies it",
+}
+
+
+def never_runs(reason: str | None) -> bool:
+    """True for a pending reason that means Slurm will never start the task as asked.
+
+    ``ReqNodeNotAvail`` counts only without nodes named after it: with
+    ``UnavailableNodes:vm`` the node is down and may come back.
+    """
+    if not reason:
+        return False
+    word, _, rest = reason.partition(",")
+    word = word.strip()
+    if word == "ReqNodeNotAvail":
+        nodes = rest.partition("UnavailableNodes:")[2].strip() if "UnavailableNodes:" in rest else ""
+        return not nodes and not rest.strip().lower().startswith("reserved")
+    return word in _NEVER or bool(_NEVER_PATTERN.match(word))
+
+
+def explain_reason(reason: str) -> str:
+    """``PartitionConfig: it asks for more than ...``: Slurm's word and what it means."""
+    word = reason.partition(",")[0].strip()
+    meaning = _EXPLAIN.get(word)
+    if meaning is None and _NEVER_PATTERN.match(word):
+        meaning = "it is outside a per-job limit of its QOS or account"
+    return f"{reason}: {meaning}" if meaning else reason

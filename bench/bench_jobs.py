@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from report import emit  # noqa: E402
 from timing import best  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from backends.watch.slurm.accounting import merge, parse_sacct_rows  # noqa: E402
 from backends.watch.tail import last_lines  # noqa: E402
 from backends.watch.usage import parse_usage  # noqa: E402
-from report import emit  # noqa: E402
 
 
 def sacct_text(tasks: int, job: int = 4242) -> str:

@@ -290,3 +290,35 @@ def test_hostile_records_and_logs_are_one_line_exit_2(tmp_path, cli_env, argv, f
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-jobs: error: {field}: "), result.stderr
     assert lines[0].isprintable() and "Traceback" not in result.stderr
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_plain_watch_lines_show_reasons_restarts_and_how_old_the_states_are():
+    import io
+    import re
+
+    from backends.cli.jobs.watching import PlainView
+    from backends.states import TaskState
+    from backends.watch.terminal import SafeStream
+
+    out = io.StringIO()
+    view = PlainView("x", SafeStream(out))
+    waiting = TaskState("9", 1, JobState.PENDING, reason="BeginTime", restart_count=1)
+    view.show(PollUpdate({waiting.key: waiting}, (waiting,), None, False, 3.0, None, 1000.0), [])
+    problem = "accounting (sacct) not answering for 40 s: sacct failed (rc 1): Connection refused"
+    view.show(PollUpdate({waiting.key: waiting}, (), problem, False, 2.0, problem, 1000.0), [])
+    view.show(PollUpdate({waiting.key: waiting}, (), None, False, 3.0, None, 1042.0), [])
+    lines = [re.sub(r"^\d\d:\d\d:\d\d ", "", line) for line in out.getvalue().splitlines()]
+    assert lines[0] == "9_1 PENDING (BeginTime; restart 1)"
+    assert lines[1].startswith(problem + "; states as of ")
+    assert lines[2] == "Slurm answering again"
+
+
+def test_status_rows_carry_reason_and_restart_count_into_json(tmp_path):
+    from backends.states import TaskState
+
+    record = make_record(tmp_path)
+    states = {("500", 1): TaskState("500", 1, JobState.PENDING, reason="Priority"),
+              ("500", 2): TaskState("500", 2, JobState.RUNNING, restart_count=2)}
+    rows = record_rows(record, states)
+    assert [r.state_text for r in rows[:2]] == ["PENDING (Priority)", "RUNNING (restart 2)"]
+    assert rows[0].to_json()["reason"] == "Priority" and rows[1].to_json()["restart_count"] == 2

@@ -1,16 +1,26 @@
-"""The poller driven by recorded sacct/squeue outputs: interval, merge over time, errors."""
+"""The poller driven by recorded sacct/squeue outputs and a fake clock: merge over time,
+requeues, outages, pacing and the query budget."""
 from __future__ import annotations
 
+import threading
+
+import pytest
+
 from backends.states import JobState
+from backends.watch.budget import QueryBudget
 from backends.watch.poller import Poller
 from backends.watch.slurm.accounting import CommandResult
 
 EMPTY = CommandResult(0, "", "")
 DOWN = CommandResult(1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")
+DBD_DOWN = CommandResult(1, "", "sacct: error: slurm_persist_conn_open_without_init: failed to open "
+                                "persistent connection to host:localhost:6819: Connection refused\n"
+                                "sacct: error: Problem talking to the database: Connection refused\n")
+RATE_LIMITED = CommandResult(1, "", "slurm_load_jobs error: Rate limit exceeded, please retry momentarily\n")
 
 
 class Script:
-    """Answers each sacct/squeue call with the next recorded result."""
+    """Answers each sacct/squeue call with the next recorded result (the last one repeats)."""
 
     def __init__(self, sacct: list[CommandResult], squeue: list[CommandResult]) -> None:
         self.sacct, self.squeue = list(sacct), list(squeue)
@@ -21,148 +31,312 @@ class Script:
         queue = self.sacct if argv[0] == "sacct" else self.squeue
         return queue.pop(0) if len(queue) > 1 else queue[0]
 
-
-def ok(text: str) -> CommandResult:
-    return CommandResult(0, text, "")
-
-
-def test_not_in_sacct_yet_is_not_a_result():
-    script = Script([EMPTY], [EMPTY])
-    update = Poller({"3": (1, 2)}, runner=script).poll_once()
-    assert update.states == {} and not update.all_terminal and update.error is None
-
-
-def test_one_sacct_and_one_squeue_per_poll_for_all_jobs():
-    script = Script([EMPTY], [EMPTY])
-    Poller({"3": (1,), "4": None}, runner=script).poll_once()
-    assert [c[0] for c in script.calls] == ["sacct", "squeue"]
-    assert script.calls[0][2] == "3,4" and script.calls[1][2] == "3,4"
-
-
-def test_states_over_time_and_only_changes_reported():
-    script = Script(
-        [EMPTY,
-         ok("3_1|3|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"
-            "3_2|4|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"),
-         ok("3_1|3|COMPLETED|0:0|00:00:01|vm|a|b\n3_2|4|FAILED|3:0|00:00:01|vm|a|b\n")],
-        [ok("3_1|PENDING|0|0:00||\n3_2|PENDING|0|0:00||\n"),
-         ok("3_1|RUNNING|0|0:01|vm|\n3_2|RUNNING|0|0:01|vm|\n"),
-         ok("")])
-    poller = Poller({"3": (1, 2)}, runner=script)
-    first = poller.poll_once()
-    assert {k: s.state for k, s in first.states.items()} == {
-        ("3", 1): JobState.PENDING, ("3", 2): JobState.PENDING}
-    second = poller.poll_once()
-    assert {s.state for s in second.changed} == {JobState.RUNNING}   # squeue beats sacct's PENDING
-    third = poller.poll_once()
-    assert third.all_terminal
-    assert third.states[("3", 2)].state is JobState.FAILED and third.states[("3", 2)].exit_code == 3
-    assert len(third.changed) == 2
-
-
-def test_stale_sacct_pending_does_not_undo_running():
-    script = Script([EMPTY, ok("3_1|3|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n")],
-                    [ok("3_1|RUNNING|0|0:01|vm|\n"), ok("")])
-    poller = Poller({"3": (1,)}, runner=script)
-    poller.poll_once()
-    update = poller.poll_once()
-    assert update.states[("3", 1)].state is JobState.RUNNING and update.changed == ()
-
-
-def test_interval_backs_off_to_cap_and_resets_on_change():
-    pending = ok("3_1|PENDING|0|0:00||\n")
-    script = Script([EMPTY], [pending] * 12 + [ok("3_1|RUNNING|0|0:01|vm|\n")])
-    poller = Poller({"3": (1,)}, floor=1.0, cap=5.0, runner=script)
-    intervals = [poller.poll_once().interval for _ in range(12)]
-    assert intervals[0] == 1.0 and intervals[1] == 1.5 and intervals[2] == 2.25
-    assert max(intervals) == 5.0 and intervals[-1] == 5.0
-    assert poller.poll_once().interval == 1.0
-
-
-def test_transient_error_is_reported_and_never_a_result():
-    script = Script([ok("3_1|3|RUNNING|0:0|00:00:01|vm|a|Unknown\n"),
-                     CommandResult(1, "", "sacct: error: Problem talking to the database: Connection refused\n"),
-                     ok("3_1|3|COMPLETED|0:0|00:00:09|vm|a|b\n")],
-                    [ok("3_1|RUNNING|0|0:01|vm|\n"), ok("")])   # no squeue after a failed sacct
-    poller = Poller({"3": (1,)}, floor=1.0, cap=30.0, runner=script)
-    poller.poll_once()
-    failed = poller.poll_once()
-    assert "Problem talking to the database" in failed.error
-    assert failed.states[("3", 1)].state is JobState.RUNNING and failed.changed == ()
-    assert failed.interval == 2.0
-    done = poller.poll_once()
-    assert done.error is None and done.all_terminal
-
-
-def test_squeue_down_keeps_only_final_sacct_states():
-    script = Script([ok("3_1|3|COMPLETED|0:0|00:00:01|vm|a|b\n3_2|4|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n")],
-                    [DOWN])
-    update = Poller({"3": (1, 2)}, runner=script).poll_once()
-    assert "Unable to contact" in update.error
-    assert set(update.states) == {("3", 1)}
-
-
-def test_run_stops_when_all_terminal_and_finished_jobs_are_not_queried_again():
-    script = Script([ok("3|3|COMPLETED|0:0|00:00:01|vm|a|b\n"),
-                     ok("3|3|COMPLETED|0:0|00:00:01|vm|a|b\n4_1|5|RUNNING|0:0|00:00:01|vm|a|Unknown\n"),
-                     ok("4_1|5|FAILED|2:0|00:00:02|vm|a|b\n")],
-                    [ok("4_1|RUNNING|0|0:01|vm|\n"), ok(""), ok("")])
-    slept: list[float] = []
-    seen = []
-    final = Poller({"3": None, "4": (1,)}, runner=script, sleep=slept.append).run(seen.append)
-    assert final.all_terminal and len(seen) == 3 and len(slept) == 2
-    assert final.states[("3", None)].state is JobState.COMPLETED
-    assert final.states[("4", 1)].exit_code == 2
-    assert script.calls[-2][2] == "4"   # job 3 was done: only job 4 asked about
+    def tools(self) -> list[str]:
+        return [c[0] for c in self.calls]
 
 
 class Clock:
+    """A monotonic clock that only moves when the poller sleeps (or a test says so)."""
+
     def __init__(self) -> None:
         self.now = 0.0
 
     def __call__(self) -> float:
         return self.now
 
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def ok(text: str) -> CommandResult:
+    return CommandResult(0, text, "")
+
+
+def poller(expected, script, clock=None, **kw) -> Poller:
+    clock = clock or Clock()
+    return Poller(expected, runner=script, clock=clock, sleep=clock.sleep, wall=lambda: 1000 + clock.now, **kw)
+
+
+def test_not_in_slurm_yet_is_not_a_result():
+    script = Script([EMPTY], [EMPTY])
+    update = poller({"3": (1, 2)}, script).poll_once()
+    assert update.states == {} and not update.all_terminal and update.error is None
+
+
+def test_one_squeue_for_all_jobs_and_sacct_only_for_what_the_controller_does_not_name():
+    script = Script([EMPTY], [ok("3_1|RUNNING|0|0:01|vm|None|0|\n4|PENDING|0|0:00||Priority|0|\n")])
+    p = poller({"3": (1,), "4": None}, script)
+    p.poll_once()
+    assert script.tools() == ["squeue"] and script.calls[0][2] == "3,4"
+    script.squeue = [ok("4|PENDING|0|0:00||Priority|0|\n")]   # 3_1 left the controller
+    p.poll_once()
+    assert script.tools() == ["squeue", "squeue", "sacct"] and script.calls[2][2] == "3"
+
+
+def test_states_over_time_and_only_changes_reported():
+    script = Script([ok("3_1|3|COMPLETED|0:0|00:00:01|vm|a|b|None\n3_2|4|FAILED|3:0|00:00:01|vm|a|b|None\n")],
+                    [ok("3_1|PENDING|0|0:00||Priority|0|\n3_2|PENDING|0|0:00||Priority|0|\n"),
+                     ok("3_1|RUNNING|0|0:01|vm|None|0|\n3_2|RUNNING|0|0:01|vm|None|0|\n"),
+                     ok("3_1|COMPLETED|0|0:01|vm|None|0|\n3_2|FAILED|768|0:01|vm|None|0|\n")])
+    p = poller({"3": (1, 2)}, script)
+    first = p.poll_once()
+    assert {k: (s.state, s.reason) for k, s in first.states.items()} == {
+        ("3", 1): (JobState.PENDING, "Priority"), ("3", 2): (JobState.PENDING, "Priority")}
+    second = p.poll_once()
+    assert {s.state for s in second.changed} == {JobState.RUNNING}
+    assert second.states[("3", 1)].reason is None
+    third = p.poll_once()
+    assert third.all_terminal and len(third.changed) == 2
+    assert third.states[("3", 2)].state is JobState.FAILED and third.states[("3", 2)].exit_code == 3
+    # the controller said every task ended: one last sacct for the lasting rows
+    assert script.tools() == ["squeue", "squeue", "squeue", "sacct"]
+    assert third.states[("3", 1)].source == "sacct"
+
+
+def test_stale_sacct_pending_does_not_undo_running():
+    script = Script([ok("3_1|3|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|Priority\n")],
+                    [ok("3_1|RUNNING|0|0:01|vm|None|0|\n"), EMPTY])
+    p = poller({"3": (1,)}, script)
+    p.poll_once()
+    update = p.poll_once()
+    assert update.states[("3", 1)].state is JobState.RUNNING and update.changed == ()
+
+
+def test_requeued_task_is_not_final_until_its_new_attempt_ends():
+    # NODE_FAIL with JobRequeue=1: accounting closes the old attempt as NODE_FAIL while the
+    # controller, with RestartCnt 1, finishes it (COMPLETING) and queues it again.
+    script = Script([ok("8_1|9|NODE_FAIL|0:0|00:00:07|vm|a|b|None\n")],
+                    [ok("8_1|RUNNING|0|0:05|vm|None|0|\n8_2|RUNNING|0|0:05|vm|None|0|\n"),
+                     ok("8_1|COMPLETING|0|0:07|vm|None|1|\n8_2|RUNNING|0|0:07|vm|None|0|\n"),
+                     ok("8_1|PENDING|0|0:00||BeginTime|1|\n8_2|COMPLETED|0|0:09|vm|None|0|\n"),
+                     ok("8_1|RUNNING|0|0:01|vm|None|1|\n8_2|COMPLETED|0|0:09|vm|None|0|\n"),
+                     ok("8_1|COMPLETED|0|0:03|vm|None|1|\n8_2|COMPLETED|0|0:09|vm|None|0|\n")])
+    p = poller({"8": (1, 2)}, script)
+    p.poll_once()
+    dying = p.poll_once()
+    assert dying.states[("8", 1)].state is JobState.COMPLETING and not dying.all_terminal
+    again = p.poll_once()
+    assert again.states[("8", 1)].state is JobState.PENDING
+    assert again.states[("8", 1)].restart_count == 1 and again.states[("8", 1)].reason == "BeginTime"
+    assert not again.all_terminal
+    assert p.poll_once().states[("8", 1)].state is JobState.RUNNING
+    script.sacct = [ok("8_1|9|COMPLETED|0:0|00:00:03|vm|a|b|None\n8_2|10|COMPLETED|0:0|00:00:09|vm|a|b|None\n")]
+    done = p.poll_once()
+    assert done.all_terminal and done.states[("8", 1)].state is JobState.COMPLETED
+    assert done.states[("8", 1)].restart_count == 1
+
+
+def test_a_requeue_by_hand_reopens_an_ended_task():
+    script = Script([EMPTY], [ok("5_1|COMPLETED|0|0:02|vm|None|0|\n5_2|RUNNING|0|0:02|vm|None|0|\n"),
+                              ok("5_1|PENDING|0|0:00||BeginTime|1|\n5_2|RUNNING|0|0:03|vm|None|0|\n")])
+    p = poller({"5": (1, 2)}, script)
+    assert p.poll_once().states[("5", 1)].state is JobState.COMPLETED
+    update = p.poll_once()
+    assert update.states[("5", 1)].state is JobState.PENDING and update.states[("5", 1)].restart_count == 1
+
+
+def test_squeue_down_lets_sacct_move_live_tasks_but_not_end_a_requeueable_one():
+    script = Script([ok("3_1|3|RUNNING|0:0|00:00:01|vm|a|Unknown|None\n"
+                        "3_2|4|NODE_FAIL|0:0|00:00:01|vm|a|b|None\n"
+                        "3_3|5|COMPLETED|0:0|00:00:01|vm|a|b|None\n")], [DOWN])
+    update = poller({"3": (1, 2, 3)}, script).poll_once()
+    assert "Unable to contact" in update.error
+    assert {k: s.state for k, s in update.states.items()} == {
+        ("3", 1): JobState.RUNNING, ("3", 3): JobState.COMPLETED}   # NODE_FAIL: the controller decides
+    assert update.problem.startswith("controller (squeue) not answering for 0 s: squeue failed (rc 1)")
+
+
+def test_sacct_down_while_needed_is_a_problem_with_its_age_and_recovery_is_polled_within_2s():
+    clock = Clock()
+    script = Script([DBD_DOWN], [ok("6_2|RUNNING|0|0:01|vm|None|0|\n")])   # 6_1 ended long ago
+    p = poller({"6": (1, 2)}, script, clock)
+    first = p.poll_once()
+    assert first.states[("6", 2)].state is JobState.RUNNING            # squeue still moves tasks
+    assert first.as_of == 1000.0 and first.interval <= 2.0
+    calls_before = p.budget.used(clock.now)
+    for _ in range(20):                                                 # 40 s of outage
+        clock.sleep(p.interval)
+        update = p.poll_once()
+    assert update.problem.startswith("accounting (sacct) not answering for 40 s: sacct failed (rc 1): ")
+    assert "Connection refused" in update.problem
+    assert update.as_of == 1040.0
+    # refused connections cost nothing: only the squeue calls were charged
+    assert p.budget.used(clock.now) - calls_before == 20
+    script.sacct = [ok("6_1|7|COMPLETED|0:0|00:00:01|vm|a|b|None\n")]
+    clock.sleep(p.interval)
+    recovered = p.poll_once()
+    assert recovered.problem is None and recovered.states[("6", 1)].state is JobState.COMPLETED
+
+
+def test_rate_limited_answers_slow_the_pace_down():
+    clock = Clock()
+    script = Script([EMPTY], [ok("3_1|RUNNING|0|0:01|vm|None|0|\n")])
+    p = poller({"3": (1,)}, script, clock)
+    p.poll_once()
+    clock.sleep(p.interval)
+    normal = p.poll_once().interval
+    script.squeue = [RATE_LIMITED]
+    clock.sleep(p.interval)
+    limited = p.poll_once()
+    assert limited.interval >= 2 * normal
+    assert "rate-limiting our queries" in limited.problem
+
+
+def test_run_stops_when_all_terminal_and_finished_jobs_are_not_queried_again():
+    script = Script([ok("3|3|COMPLETED|0:0|00:00:01|vm|a|b|None\n4_1|5|FAILED|2:0|00:00:02|vm|a|b|None\n")],
+                    [ok("3|COMPLETED|0|0:01|vm|None|0|\n4_1|RUNNING|0|0:01|vm|None|0|\n"),
+                     ok("4_1|RUNNING|0|0:02|vm|None|0|\n"),
+                     ok("4_1|FAILED|512|0:02|vm|None|0|\n")])
+    seen = []
+    final = poller({"3": None, "4": (1,)}, script).run(seen.append)
+    assert final.all_terminal and len(seen) == 3
+    assert final.states[("3", None)].state is JobState.COMPLETED
+    assert final.states[("4", 1)].exit_code == 2
+    assert [c[2] for c in script.calls if c[0] == "squeue"] == ["3,4", "4", "4"]
+
 
 def test_pending_task_cancelled_alone_vanishes_and_is_reported_cancelled():
-    # Recorded: 327_[2-3%1] pending, then `scancel 327_3`: the range row becomes
-    # 327_[2%1] and task 3 never gets a row of its own anywhere.
-    before = ok("327_1|328|RUNNING|0:0|00:00:01|vm|a|Unknown\n"
-                "327_[2-3%1]|327|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n")
-    after = ok("327_1|328|RUNNING|0:0|00:00:05|vm|a|Unknown\n"
-               "327_[2%1]|327|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n")
-    script = Script([before, after], [ok("327_2|PENDING|0|0:00||\n327_1|RUNNING|0|0:01|vm|\n")])
+    # Recorded: 327_[2-3%1] pending, then `scancel 327_3`: the controller drops task 3 at
+    # once, sacct's range row becomes 327_[2%1], and task 3 never gets a row of its own.
+    script = Script([ok("327_1|328|RUNNING|0:0|00:00:05|vm|a|Unknown|None\n"
+                        "327_[2-3%1]|327|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|JobArrayTaskLimit\n"),
+                     ok("327_1|328|RUNNING|0:0|00:00:05|vm|a|Unknown|None\n"
+                        "327_[2%1]|327|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|JobArrayTaskLimit\n")],
+                    [ok("327_2|PENDING|0|0:00||JobArrayTaskLimit|0|\n327_3|PENDING|0|0:00||JobArrayTaskLimit|0|\n"
+                        "327_1|RUNNING|0|0:01|vm|None|0|\n"),
+                     ok("327_2|PENDING|0|0:00||JobArrayTaskLimit|0|\n327_1|RUNNING|0|0:01|vm|None|0|\n")])
     clock = Clock()
-    poller = Poller({"327": (1, 2, 3)}, runner=script, clock=clock, vanished_after=12.0)
-    assert poller.poll_once().states[("327", 3)].state is JobState.PENDING
+    p = poller({"327": (1, 2, 3)}, script, clock, vanished_after=12.0)
+    assert p.poll_once().states[("327", 3)].state is JobState.PENDING
     clock.now = 1.0
-    assert poller.poll_once().states[("327", 3)].state is JobState.PENDING   # missing: not a result yet
-    clock.now = 12.0
-    assert poller.poll_once().states[("327", 3)].state is JobState.PENDING
-    clock.now = 13.5
-    update = poller.poll_once()
+    assert p.poll_once().states[("327", 3)].state is JobState.PENDING   # the stale range row names it
+    clock.now = 2.0
+    assert p.poll_once().states[("327", 3)].state is JobState.PENDING   # missing: not a result yet
+    clock.now = 14.5
+    update = p.poll_once()
     assert update.states[("327", 3)].state is JobState.CANCELLED
     assert [s.key for s in update.changed] == [("327", 3)]
     assert update.states[("327", 2)].state is JobState.PENDING
 
 
-def test_job_not_in_sacct_yet_never_counts_as_vanished():
+def test_job_not_in_slurm_yet_never_counts_as_vanished():
     clock = Clock()
     script = Script([EMPTY], [EMPTY])
-    poller = Poller({"8": (1, 2)}, runner=script, clock=clock, vanished_after=1.0)
+    p = poller({"8": (1, 2)}, script, clock, vanished_after=1.0)
     for step in range(5):
         clock.now = step * 10.0
-        update = poller.poll_once()
+        update = p.poll_once()
     assert update.states == {} and not update.all_terminal
 
 
 def test_stale_range_row_does_not_end_a_task_that_started():
-    script = Script([ok("9_[1-2]|9|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n"),
-                     ok("9_[1-2]|9|CANCELLED by 0|0:0|00:00:00|None assigned|None|x\n")],
-                    [ok("9_1|RUNNING|0|0:01|vm|\n9_2|PENDING|0|0:00||\n"),
+    script = Script([ok("9_[1-2]|9|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|None\n"),
+                     ok("9_[1-2]|9|CANCELLED by 0|0:0|00:00:00|None assigned|None|x|None\n")],
+                    [ok("9_1|RUNNING|0|0:01|vm|None|0|\n"),
                      CommandResult(1, "", "slurm_load_jobs error: Invalid job id specified\n")])
-    poller = Poller({"9": (1, 2)}, runner=script)
-    poller.poll_once()
-    update = poller.poll_once()
+    p = poller({"9": (1, 2)}, script)
+    p.poll_once()
+    update = p.poll_once()
     assert update.states[("9", 1)].state is JobState.RUNNING      # it has started: wait for its own row
     assert update.states[("9", 2)].state is JobState.CANCELLED    # never started: the range row is its row
+
+
+# --- pacing and the budget -------------------------------------------------------------------
+
+class Cluster:
+    """A fake controller whose array tasks start and end on a schedule (clock seconds)."""
+
+    def __init__(self, clock: Clock, tasks: dict[int, tuple[float, float]]) -> None:
+        self.clock, self.tasks = clock, tasks
+        self.calls: list[tuple[float, str]] = []
+
+    def state(self, task: int) -> str:
+        start, end = self.tasks[task]
+        now = self.clock.now
+        return "PENDING" if now < start else "RUNNING" if now < end else "COMPLETED"
+
+    def __call__(self, argv):
+        self.calls.append((self.clock.now, argv[0]))
+        if argv[0] == "sacct":
+            return ok("".join(f"7_{t}|{t}|{self.state(t)}|0:0|00:00:01|vm|a|b|None\n" for t in self.tasks))
+        return ok("".join(f"7_{t}|{self.state(t)}|0|0:01|vm|None|0|\n" for t in self.tasks))
+
+    def most_in_a_minute(self, since: float = 0.0, until: float = float("inf")) -> int:
+        times = [t for t, _ in self.calls if since <= t < until]
+        return max((sum(1 for u in times if t <= u < t + 60) for t in times), default=0)
+
+
+def test_at_most_30_queries_a_minute_while_tasks_change_even_when_nudged_all_the_time():
+    clock = Clock()
+    tasks = {i: (i * 1.5, i * 1.5 + 4) for i in range(1, 201)}   # an end every 1.5 s for 5 minutes
+    cluster = Cluster(clock, tasks)
+    p = Poller({"7": tuple(tasks)}, runner=cluster, clock=clock, sleep=clock.sleep, nudge=lambda s: True)
+    final = p.run(lambda update: None)
+    assert final.all_terminal
+    assert cluster.most_in_a_minute() <= 30
+    assert len(cluster.calls) >= 5 * 25     # and the budget is used, not wasted
+
+
+def test_at_most_6_queries_a_minute_while_nothing_changes():
+    clock = Clock()
+    cluster = Cluster(clock, {1: (0.0, 600.0)})   # one task running for 10 minutes
+    p = Poller({"7": (1,)}, runner=cluster, clock=clock, sleep=clock.sleep)
+    p.run(lambda update: None)
+    assert cluster.most_in_a_minute(since=10.0, until=590.0) <= 6
+
+
+def test_a_nudge_brings_the_poll_forward_and_the_end_is_seen_promptly():
+    clock = Clock()
+    cluster = Cluster(clock, {1: (0.0, 95.3)})
+    ended = lambda states: clock.now >= 95.3   # noqa: E731  (the task's log footer appeared)
+    p = Poller({"7": (1,)}, runner=cluster, clock=clock, sleep=clock.sleep, nudge=ended)
+    p.run(lambda update: None)
+    assert clock.now - 95.3 <= 0.5
+
+
+def test_poll_interval_floor_holds_even_for_nudges():
+    clock = Clock()
+    tasks = {i: (i * 2.0, i * 2.0 + 3) for i in range(1, 31)}
+    cluster = Cluster(clock, tasks)
+    p = Poller({"7": tuple(tasks)}, runner=cluster, clock=clock, sleep=clock.sleep, floor=30.0,
+               cap=60.0, nudge=lambda s: True)
+    p.run(lambda update: None)
+    starts = [t for t, tool in cluster.calls if tool == "squeue"]
+    assert all(b - a >= 30.0 for a, b in zip(starts, starts[1:]))
+
+
+def test_budget_allows_small_bursts_refills_at_30_a_minute_and_caps_any_minute():
+    clock = Clock()
+    budget = QueryBudget(per_minute=30, burst=3, clock=clock)
+    budget.charge(3, 0.0)                                # a burst empties the bucket
+    spacing = 60 / 27                                    # refilled at 27 a minute: 3 + 27 = 30
+    assert budget.earliest(1, 0.0) == pytest.approx(spacing) and not budget.allows(1, 2.0)
+    budget.charge(1, 2.5)
+    assert budget.earliest(2, 2.5) == pytest.approx(3 * spacing)   # 3 refilled since 0, 1 spent
+    # A caller that calls as soon as it may, for 5 minutes: never more than 30 in a
+    # minute, and never a long silence after a burst.
+    now, stamps = 6.0, []
+    while now < 300:
+        now = budget.earliest(1, now)
+        budget.charge(1, now)
+        stamps.append(now)
+    assert max(sum(1 for u in stamps if t <= u < t + 60) for t in stamps) <= 30
+    assert max(b - a for a, b in zip(stamps, stamps[1:])) <= spacing + 1e-9
+
+
+def test_stop_ends_the_run_between_polls():
+    clock = Clock()
+    cluster = Cluster(clock, {1: (0.0, 1e9)})
+    stop = threading.Event()
+    p = Poller({"7": (1,)}, runner=cluster, clock=clock, sleep=clock.sleep)
+    seen = []
+    last = p.run(lambda update: (seen.append(update), stop.set()), stop)
+    assert len(seen) == 1 and not last.all_terminal
+
+
+def test_a_task_the_controller_calls_completing_is_asked_of_accounting_at_once():
+    script = Script([ok("3_1|4|COMPLETED|0:0|00:00:05|vm|a|b|None\n")],
+                    [ok("3_1|COMPLETING|0|0:05|vm|None|0|\n")])
+    update = poller({"3": (1,)}, script).poll_once()
+    assert script.tools() == ["squeue", "sacct"]
+    assert update.all_terminal and update.states[("3", 1)].state is JobState.COMPLETED

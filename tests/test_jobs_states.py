@@ -4,10 +4,11 @@ from __future__ import annotations
 import pytest
 
 from backends.errors import InputError
-from backends.states import JobState
+from backends.states import JobState, explain_reason, never_runs
 from backends.watch.slurm.accounting import (
     CommandResult,
     QueryError,
+    error_kind,
     merge,
     parse_duration,
     parse_exit_code,
@@ -174,3 +175,56 @@ def test_cancel_reports_scancel_failure():
     failed = CommandResult(1, "", "scancel: error: Kill job error on job id 99: Invalid job id specified\n")
     with pytest.raises(CancelError, match="Invalid job id"):
         cancel(["99"], runner=lambda argv: failed)
+
+
+@pytest.mark.parametrize("reason,never", [
+    ("PartitionConfig", True), ("PartitionNodeLimit", True), ("PartitionTimeLimit", True),
+    ("BadConstraints", True), ("QOSMaxCpuPerJobLimit", True), ("AssocMaxWallDurationPerJobLimit", True),
+    ("ReqNodeNotAvail", True), ("ReqNodeNotAvail, UnavailableNodes:", True),
+    ("ReqNodeNotAvail, UnavailableNodes:vm", False), ("ReqNodeNotAvail, Reserved for maintenance", False),
+    ("Priority", False), ("Resources", False), ("JobArrayTaskLimit", False), ("BeginTime", False),
+    ("JobHeldUser", False), ("QOSMaxCpuPerUserLimit", False), (None, False), ("", False)])
+def test_pending_reasons_that_never_resolve(reason, never):
+    assert never_runs(reason) is never
+
+
+def test_explain_reason_says_what_slurm_means():
+    assert explain_reason("PartitionTimeLimit") == "PartitionTimeLimit: its time limit is above the partition's MaxTime"
+    assert explain_reason("Priority") == "Priority"
+
+
+def test_squeue_reason_and_restart_count():
+    tasks = {t.key: t for t in parse_squeue("9_1|PENDING|0|0:00||BeginTime|2|\n9_2|RUNNING|0|0:03|vm|None|0|\n"
+                                            "10|PENDING|0|0:00||PartitionConfig|0|\n")}
+    assert (tasks[("9", 1)].reason, tasks[("9", 1)].restart_count) == ("BeginTime", 2)
+    assert (tasks[("9", 2)].reason, tasks[("9", 2)].restart_count) == (None, 0)
+    assert tasks[("10", None)].reason == "PartitionConfig"
+
+
+def test_sacct_step_rows_are_not_task_states():
+    rows = parse_sacct_rows("4_1|5|COMPLETED|0:0|00:00:01|vm|a|b|None\n4_1.batch|5.batch|COMPLETED|0:0|00:00:01|vm|a|b|\n"
+                            "6|6|FAILED|2:0|00:00:01|vm|a|b|None\n6.0|6.0|FAILED|2:0|00:00:01|vm|a|b|\n")
+    assert [t.key for t in rows.own] == [("4", 1), ("6", None)]
+
+
+@pytest.mark.parametrize("rc,stderr,kind", [
+    (1, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)", "unreachable"),
+    (1, "sacct: error: Problem talking to the database: Connection refused", "unreachable"),
+    (1, "slurm_load_jobs error: Rate limit exceeded, please retry momentarily", "rate_limited"),
+    (1, "slurm_load_jobs error: Socket timed out on send/recv operation", "timeout"),
+    (124, "squeue timed out after 30 s", "timeout"),
+    (1, "squeue: error: something else", "other")])
+def test_query_errors_are_classified_for_retrying(rc, stderr, kind):
+    assert error_kind(rc, stderr) == kind
+
+
+def test_merge_keeps_a_requeued_task_alive_over_its_earlier_attempts_end():
+    sacct = parse_sacct_rows("8_1|9|NODE_FAIL|0:0|00:00:07|vm|a|b|None\n8_2|10|PREEMPTED|0:0|00:00:07|vm|a|b|None\n"
+                             "8_3|11|COMPLETED|0:0|00:00:07|vm|a|b|None\n8_4|12|COMPLETED|0:0|00:00:07|vm|a|b|None\n")
+    squeue = parse_squeue("8_1|COMPLETING|0|0:07|vm|None|1|\n8_2|PENDING|0|0:00||BeginTime|1|\n"
+                          "8_3|COMPLETING|0|0:07|vm|None|0|\n8_4|PENDING|0|0:00||BeginTime|1|\n")
+    merged = merge(sacct, squeue)
+    assert merged[("8", 1)].state is JobState.COMPLETING           # NODE_FAIL, being requeued
+    assert merged[("8", 2)].state is JobState.PENDING              # PREEMPTED, requeued
+    assert merged[("8", 3)].state is JobState.COMPLETED            # an ordinary end, ahead of squeue
+    assert merged[("8", 4)].state is JobState.PENDING              # requeued by hand after it completed

@@ -135,6 +135,8 @@ FORBIDDEN = [
     ("backends.attempt", "backends.cli"),
     ("backends.submit", "backends.retry"), ("backends.watch", "backends.retry"),
     ("backends.records", "backends.retry"), ("backends.retry", "backends.cli"),
+    ("backends.submit", "backends.retry_sizes"), ("backends.watch", "backends.retry_sizes"),
+    ("backends.retry_sizes", "backends.cli"),
     ("backends.submit", "backends.cli"), ("backends.watch", "backends.cli"),
     ("backends.records", "backends.cli"), ("backends.launch", "backends.cli"),
     # the command-line parser sits on top of the planner, the renderers below it

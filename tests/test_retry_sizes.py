@@ -1,4 +1,4 @@
-"""Sizes proposed for retrying OUT_OF_MEMORY and TIMEOUT tasks (backends/watch/retry_sizes.py)."""
+"""Sizes proposed for retrying OUT_OF_MEMORY and TIMEOUT tasks (backends/retry_sizes.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from backends.retry_sizes import mem_spelling, propose_sizes, time_spelling
 from backends.submit.resources import check_memory, check_time
-from backends.watch.retry_sizes import mem_spelling, propose_sizes, time_spelling
 from backends.watch.usage import Usage, parse_duration, parse_size, parse_usage
 
 M, G = 1024 ** 2, 1024 ** 3
@@ -75,7 +75,7 @@ def test_any_memory_proposal_is_accepted_and_covers_the_need(size: float) -> Non
     assert size <= parse_size(text, "M") < size + M
 
 
-@given(st.floats(1, 400 * 86400))
+@given(st.floats(1, 365 * 86400))
 def test_any_time_proposal_is_accepted_and_covers_the_need(seconds: float) -> None:
     text = time_spelling(seconds)
     assert check_time("--time", text) == text
@@ -86,3 +86,9 @@ def test_any_time_proposal_is_accepted_and_covers_the_need(seconds: float) -> No
 @pytest.mark.parametrize(("size", "text"), [(200 * M, "200M"), (2 * G, "2G"), (1, "1M"), (G + 1, "1025M")])
 def test_memory_spellings(size: int, text: str) -> None:
     assert mem_spelling(size) == text
+
+
+def test_a_time_proposal_beyond_what_slurm_handles_is_its_longest_limit() -> None:
+    proposal = propose_sizes([("TIMEOUT", Usage(time_limit_seconds=300 * 86400))])
+    assert proposal.time == "365-00:00:00" and check_time("--time", proposal.time) == proposal.time
+    assert "more than Slurm handles" in proposal.reasons[0]

@@ -30,12 +30,26 @@ def test_slurm_dry_run_prints_windows_and_scripts_and_touches_nothing(tmp_path, 
     out = result.stdout
     sbatch = [shlex.split(line.split(": ", 1)[1]) for line in out.splitlines() if line.startswith("sbatch argv:")]
     assert len(sbatch) == 2
-    assert "--array=1-2%2" in sbatch[0] and "--array=499%2" in sbatch[1]
+    # --max-jobs-run 2 is shared by the two windows: one slot each, two in all
+    assert "--array=1-2%1" in sbatch[0] and "--array=499%1" in sbatch[1]
+    assert "--hold" not in sbatch[0] + sbatch[1]
     assert sbatch[0][-1] == str(tmp_path / "log" / "q" / "t.JOB.sh")
     assert sbatch[1][-1] == str(tmp_path / "log" / "q" / "t.JOB.offset1001.sh")
     assert "JOB=$(( SLURM_ARRAY_TASK_ID + 1001 ))" in out
     assert "--export=ALL" in sbatch[0] and "--partition=cpu" in sbatch[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_holds_windows_beyond_the_shared_max_jobs_run(tmp_path, cli_env):
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--dry-run",
+                     "--array", "JOB=1:3,1500,2500", "--max-jobs-run", "2", "--output-file", "log/t.JOB.log",
+                     "--", "prog", "JOB", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    sbatch = [shlex.split(line.split(": ", 1)[1]) for line in result.stdout.splitlines()
+              if line.startswith("sbatch argv:")]
+    assert [[a for a in argv if a.startswith("--array") or a == "--hold"] for argv in sbatch] == [
+        ["--array=1-3%1"], ["--array=499%1"], ["--array=498%1", "--hold"]]
+    assert "window 3/3: array 498%1, offset 2002, held until a slot frees" in result.stdout
 
 
 def test_dry_run_command_line_reparses_to_the_same_options(tmp_path, cli_env):

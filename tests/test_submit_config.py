@@ -233,3 +233,35 @@ def test_bad_memory_sizes_are_refused(value):
     with pytest.raises(InputError) as err:
         check_memory("--mem", value)
     assert err.value.field == "--mem"
+
+
+@pytest.mark.parametrize("value", ["0", "00:00:00", "0:0", "0-0", "0-00:00:00"])
+def test_zero_time_is_refused_not_read_as_no_limit(value):
+    with pytest.raises(InputError, match="no time limit at all"):
+        check_time("--time", value)
+
+
+@pytest.mark.parametrize("value,ok", [("525600", True), ("365-00:00:00", True), ("525601", False),
+                                      ("365-00:01", False), ("8760:00:01", False), ("0:30", True)])
+def test_time_limits_above_what_slurm_handles_are_refused(value, ok):
+    if ok:
+        assert check_time("--time", value) == value
+    else:
+        with pytest.raises(InputError, match="above 365-00:00:00"):
+            check_time("--time", value)
+
+
+@pytest.mark.parametrize("value,expected", [(None, None), (5, 5.0), (2.5, 2.5), (3600, 3600.0)])
+def test_site_poll_interval(tmp_path, value, expected):
+    path = tmp_path / "site.yaml"
+    path.write_text("num_gpus: 0\n" + (f"poll_interval: {value}\n" if value is not None else ""))
+    assert load_site(path).poll_interval == expected
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "3601", "'5'", "true", ".nan"])
+def test_bad_site_poll_interval_is_refused(tmp_path, text):
+    path = tmp_path / "site.yaml"
+    path.write_text(f"poll_interval: {text}\n")
+    with pytest.raises(InputError) as err:
+        load_site(path)
+    assert err.value.field == "poll_interval"

@@ -1,7 +1,9 @@
 """The waiting side of hyperion-submit slurm without a cluster: progress lines and reports."""
 from __future__ import annotations
 
+import errno
 import io
+import time
 from pathlib import Path
 
 from backends.records.record import SubmitRecord, TaskRecord
@@ -13,8 +15,8 @@ from backends.watch.rows import expected
 from backends.watch.wait import outcome_from, report
 
 
-def _update(*states: TaskState, error: str | None = None) -> PollUpdate:
-    return PollUpdate({s.key: s for s in states}, states, error, False)
+def _update(*states: TaskState, problem: str | None = None, as_of: float | None = None) -> PollUpdate:
+    return PollUpdate({s.key: s for s in states}, states, problem, False, 1.0, problem, as_of)
 
 
 def _state(task: int, state: JobState, code: int | None = 0) -> TaskState:
@@ -28,20 +30,41 @@ def test_counts_treat_unseen_tasks_as_pending():
     assert counts.text == "done 1/6 failed 2 running 1 pending 2"
 
 
-def test_plain_progress_prints_a_line_only_when_counts_change():
+def test_plain_progress_prints_a_line_only_when_counts_change_and_says_how_old_states_are():
     out = io.StringIO()
     progress = Progress(2, stream=out, live=False)
-    progress(_update(_state(1, JobState.PENDING)))
-    progress(_update(_state(1, JobState.PENDING)))
-    progress(_update(_state(1, JobState.RUNNING), error="sacct: timed out"))
-    progress(_update(_state(1, JobState.COMPLETED), _state(2, JobState.COMPLETED)))
+    waiting = TaskState("7", 1, JobState.PENDING, reason="Priority")
+    progress(_update(waiting))
+    progress(_update(waiting))
+    as_of = time.time() - 40
+    down = "accounting (sacct) not answering for 40 s: sacct failed (rc 1): Connection refused"
+    progress(_update(_state(1, JobState.RUNNING), problem=down, as_of=as_of))
+    progress(_update(_state(1, JobState.RUNNING), problem=down.replace("40 s", "44 s"), as_of=as_of))
+    progress(_update(_state(1, JobState.COMPLETED), _state(2, JobState.COMPLETED), as_of=time.time()))
     progress.close()
+    clock = time.strftime("%H:%M:%S", time.localtime(as_of))
     assert out.getvalue().splitlines() == [
-        "done 0/2 failed 0 running 0 pending 2",
-        "query failed, retrying: sacct: timed out",
+        "done 0/2 failed 0 running 0 pending 2 (Priority)",
+        f"{down}; states as of {clock} (40 s ago)",
         "done 0/2 failed 0 running 1 pending 1",
+        "Slurm answering again",
         "done 2/2 failed 0 running 0 pending 0",
     ]
+
+
+class Gone(io.StringIO):
+    """A stream whose terminal went away: every write fails with EIO."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EIO, "Input/output error")
+
+
+def test_progress_on_a_lost_terminal_stops_quietly():
+    progress = Progress(1, stream=Gone(), live=True)
+    progress(_update(_state(1, JobState.RUNNING)))
+    progress(_update(_state(1, JobState.COMPLETED)))
+    progress.close()
+    assert progress.broken
 
 
 def test_live_progress_redraws_one_line_in_place():

@@ -13,7 +13,7 @@ import pytest
 from conftest import SLURM_UP, run_cli
 
 from backends.records.record import load_record
-from backends.watch.retry_sizes import propose_sizes
+from backends.retry_sizes import propose_sizes
 from backends.watch.usage import parse_size, parse_usage, usage_argv
 
 pytestmark = pytest.mark.slurm

@@ -108,7 +108,7 @@ class MovedFile:
 
 @dataclass(frozen=True)
 class Ledger:
-    """Everything the ledger file says, folded: the first final of a task wins."""
+    """Everything the ledger file says, folded: the first final of a task wins (of its last requeue)."""
 
     attempts: tuple[AttemptEntry, ...] = ()
     starts: Mapping[Key, TaskStart] = field(default_factory=dict)
@@ -331,7 +331,9 @@ def parse_ledger(data: bytes) -> Ledger:
         raw = _object(line)
         kind = raw.get("type") if raw is not None else None
         if kind == "final" and (entry := _final(raw)) is not None:
-            finals.setdefault((entry.attempt, entry.value), entry)
+            known = finals.get((entry.attempt, entry.value))
+            if known is None or (entry.restart_count or 0) > (known.restart_count or 0):
+                finals[(entry.attempt, entry.value)] = entry   # first wins, unless Slurm ran it again
         elif kind == "start" and (start := _start(raw)) is not None:
             starts[(start.attempt, start.value)] = start
         elif kind == "attempt" and (attempt := _attempt_entry(raw)) is not None:

@@ -57,6 +57,16 @@ class SubmitRecord:
     cwd: str
     attempt: int = 1                 # its number in q/<stem>.attempts.jsonl (1 for older records)
     kind: str = "submit"             # submit | retry | resubmit
+    # How to wait for the jobs again after hyperion-submit's wait ended early (hangup, lost
+    # terminal): the command, whose exit statuses are hyperion-submit's.
+    reattach: str | None = None
+
+
+def reattach_command(path: str | Path) -> str:
+    """``hyperion-jobs watch /abs/q/x.submit.json``: waits as hyperion-submit did, same exit statuses."""
+    import shlex
+
+    return f"hyperion-jobs watch {shlex.quote(os.path.abspath(path))}"
 
 
 def q_dir(output_file: str | Path) -> Path:
@@ -137,6 +147,7 @@ def load_record(path: str | Path) -> SubmitRecord:
             tasks=tuple(_task(t) for t in raw["tasks"]),
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
             attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
+            reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
         )
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None

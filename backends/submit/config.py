@@ -21,13 +21,16 @@ from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_
 from backends.submit.site_options import check_options
 
 KEYS = ("num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "sbatch_command",
-        "base_options", "cpu_options", "default_gpu_type", "gpu_types", "max_array_size")
+        "base_options", "cpu_options", "default_gpu_type", "gpu_types", "max_array_size",
+        "poll_interval")
 MAX_SITE_BYTES = 64 * 1024   # a real site file is well under 2 KiB
 MAX_DEPTH = 8                # gpu_types.NAME.options is the deepest a site file goes (4)
 MAX_INT_DIGITS = 18          # any larger integer is a typo or an attack (and fits in 64 bits)
 MAX_ARRAY_SIZE = 4_000_001   # Slurm's own ceiling for MaxArraySize
 _INT_TAG = "tag:yaml.org,2002:int"
 _RESOLVER = yaml.SafeLoader("")
+# A site may ask for slower polling than the default pace, not for none at all.
+MAX_POLL_INTERVAL = 3600.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class SiteConfig:
     default_gpu_type: str | None = None
     gpu_types: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     max_array_size: int | None = None
+    poll_interval: float | None = None   # seconds: the least time between two polls of Slurm
     path: str = ""
 
     def gpu_options(self, num_gpus: int) -> tuple[str, ...]:
@@ -78,6 +82,17 @@ def _gpu_types(raw: object) -> Mapping[str, tuple[str, ...]]:
             raise InputError(f"{where}.{extra[0]}", "unknown key (only 'options' is allowed)")
         types[str(name)] = check_options(f"{where}.options", entry.get("options"), allow_gpu=True)
     return MappingProxyType(types)
+
+
+def _seconds(key: str, value: object) -> float | None:
+    """A positive number of seconds (int or float), at most MAX_POLL_INTERVAL."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise InputError(key, f"expected a number of seconds, got {value!r}")
+    if not 0 < value <= MAX_POLL_INTERVAL:
+        raise InputError(key, f"must be above 0 and at most {MAX_POLL_INTERVAL:g} seconds, got {value!r}")
+    return float(value)
 
 
 def _text(key: str, value: object) -> str | None:
@@ -131,6 +146,7 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
         gpu_types=_gpu_types(raw.get("gpu_types")),
         max_array_size=None if max_array is None else check_count("max_array_size", max_array, minimum=1,
                                                                    maximum=MAX_ARRAY_SIZE),
+        poll_interval=_seconds("poll_interval", raw.get("poll_interval")),
         path=path,
     )
 

@@ -53,6 +53,7 @@ class PlannedWindow:
     script_path: str
     script: str
     sbatch_argv: tuple[str, ...]     # full command line, script path last
+    held: bool = False               # submitted --hold: no share of --max-jobs-run yet
 
 
 @dataclass(frozen=True)

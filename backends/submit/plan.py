@@ -94,7 +94,8 @@ def _task(options: SubmitOptions, value: int | None) -> PlannedTask:
 
 
 def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, ...]:
-    from backends.ranges import split_windows
+    """One PlannedWindow per sbatch; with several windows, --max-jobs-run is shared among them."""
+    from backends.ranges import share_slots, split_windows
     from backends.submit.slurm.argv import array_expression, sbatch_argv
     from backends.submit.slurm.script import render_script
 
@@ -103,12 +104,19 @@ def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, .
         script_path = f"{base}.sh"
         argv = sbatch_argv(site, options, None, script_path)
         return (PlannedWindow(0, (), None, script_path, render_script(options, 0), tuple(argv)),)
+    windows = split_windows(options.array.values, site.max_array_size)
+    shares: tuple[int | None, ...] = (None,) * len(windows)
+    if options.max_jobs_run and len(windows) > 1:
+        shares = share_slots([len(w.values) for w in windows], options.max_jobs_run)
     planned = []
-    for number, window in enumerate(split_windows(options.array.values, site.max_array_size)):
+    for number, (window, share) in enumerate(zip(windows, shares)):
         script_path = f"{base}.sh" if number == 0 else f"{base}.offset{window.offset}.sh"
-        argv = sbatch_argv(site, options, window, script_path)
-        planned.append(PlannedWindow(window.offset, window.values, array_expression(options, window),
-                                     script_path, render_script(options, window.offset), tuple(argv)))
+        held = share == 0            # submitted with a placeholder throttle of 1, held
+        throttle = 1 if held else share
+        argv = sbatch_argv(site, options, window, script_path, throttle, held)
+        planned.append(PlannedWindow(window.offset, window.values,
+                                     array_expression(options, window, throttle), script_path,
+                                     render_script(options, window.offset), tuple(argv), held))
     return tuple(planned)
 
 
@@ -188,8 +196,15 @@ def describe_plan(plan: SubmitPlan) -> str:
             lines += [f"{_task_label(plan, task)}: log {task.log}",
                       f"  {env + ' ' if env else ''}{shlex.join(task.argv)}"]
         return "\n".join(lines) + "\n"
+    shared = plan.options.max_jobs_run and len(plan.windows) > 1
+    if shared:
+        lines.append(f"# --max-jobs-run {plan.options.max_jobs_run} is shared by the {len(plan.windows)} "
+                     "windows (the %N of each); while hyperion-submit waits it moves slots to the windows "
+                     "that still have tasks as others drain")
     for number, window in enumerate(plan.windows, start=1):
         what = f"array {window.array_expression}, offset {window.offset}" if window.array_expression else "single job"
+        if window.held:
+            what += ", held until a slot frees"
         lines += [f"# window {number}/{len(plan.windows)}: {what}",
                   f"sbatch argv: {shlex.join(window.sbatch_argv)}",
                   f"# batch script {window.script_path}:",

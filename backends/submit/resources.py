@@ -11,9 +11,8 @@ from backends.errors import InputError
 
 _MEMORY = re.compile(r"([0-9]{1,18})([KMGTkmgt]?)")
 # Upper bounds: far above any real request, low enough that no number wraps or
-# overflows anywhere (Slurm keeps memory in MiB and times in minutes as 32/64-bit).
+# overflows anywhere (Slurm keeps memory in MiB as a 64-bit number).
 MAX_MEMORY_MIB = 2 ** 30                 # 1 PiB
-MAX_TIME_MINUTES = 100 * 365 * 24 * 60   # 100 years
 MAX_COUNT = 1_000_000                    # any count option unless a smaller bound is given
 MAX_GPUS = 1024                          # per task (one node)
 MAX_THREADS = 100_000                    # per task (one node)
@@ -26,6 +25,9 @@ _TIME_FORMS = (
     re.compile(r"[0-9]+-[0-9]+:[0-9]{1,2}\Z"),            # D-HH:MM
     re.compile(r"[0-9]+-[0-9]+:[0-9]{1,2}:[0-9]{1,2}\Z"), # D-HH:MM:SS
 )
+# The longest limit Slurm's tools handle: squeue prints INVALID for anything above
+# 365 days (while sbatch accepts it and scontrol wraps it), so it is refused here.
+MAX_TIME_MINUTES = 365 * 24 * 60
 
 
 def check_memory(field: str, value: object) -> str | None:
@@ -67,20 +69,30 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
     days, _, clock = text.rpartition("-")
     if any(int(part) >= 60 for part in clock.split(":")[1:]):
         raise InputError(field, f"{text!r}: minutes and seconds after the first field must be below 60")
-    if _minutes(days, clock) > MAX_TIME_MINUTES:
-        raise InputError(field, f"{text!r} is more than {MAX_TIME_MINUTES // (365 * 24 * 60)} years")
+    minutes = time_minutes(text)
+    if minutes == 0:
+        raise InputError(field, f"{text!r} is zero, which Slurm reads as no time limit at all; "
+                         "give a positive limit such as 168:00:00")
+    if minutes > MAX_TIME_MINUTES:
+        raise InputError(field, f"{text!r} is above 365-00:00:00, the longest time limit Slurm "
+                         "handles (squeue shows longer ones as INVALID)")
     return text
 
 
-def _minutes(days: str, clock: str) -> float:
-    """The limit in minutes (Slurm's reading: one field is minutes, or hours after D-)."""
+def time_minutes(text: str) -> int:
+    """A checked Slurm time as whole minutes, seconds rounded up as Slurm does."""
+    days, dash, clock = text.rpartition("-")
     parts = [int(p) for p in clock.split(":")]
-    if days:
-        hours, minutes, seconds = (parts + [0, 0])[:3]
-        return int(days) * 1440 + hours * 60 + minutes + seconds / 60
-    if len(parts) == 3:
-        return parts[0] * 60 + parts[1] + parts[2] / 60
-    return parts[0] + (parts[1] / 60 if len(parts) == 2 else 0)
+    if dash:             # D-HH[:MM[:SS]]
+        parts += [0] * (3 - len(parts))
+        seconds = int(days) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    elif len(parts) == 1:  # minutes
+        seconds = parts[0] * 60
+    elif len(parts) == 2:  # MM:SS
+        seconds = parts[0] * 60 + parts[1]
+    else:                  # HH:MM:SS
+        seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    return -(-seconds // 60)
 
 
 def check_count(field: str, value: object, *, minimum: int, maximum: int = MAX_COUNT) -> int:

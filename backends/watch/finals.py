@@ -18,7 +18,7 @@ from backends.states import TaskState
 def final_state(task: TaskRecord, state: TaskState) -> FinalState:
     return FinalState(task.attempt, task.value, task.job_id, task.array_task_id, state.state.value,
                       state.exit_code, state.signal, state.elapsed, state.node,
-                      getattr(state, "restart_count", None), time=iso_now())
+                      state.restart_count, time=iso_now())
 
 
 class FinalsRecorder:
@@ -31,7 +31,7 @@ class FinalsRecorder:
     def __init__(self, record_path: str, tasks: Sequence[TaskRecord]) -> None:
         self.record_path = record_path
         self._tasks = {(t.job_id, t.array_task_id): t for t in tasks}
-        self._written: set[tuple[str, int | None]] = set()
+        self._written: set[tuple[tuple[str, int | None], int]] = set()
         self.error: str | None = None
 
     def observe(self, states: Iterable[TaskState]) -> list[FinalState]:
@@ -39,9 +39,10 @@ class FinalsRecorder:
         new: list[FinalState] = []
         for state in states:
             task = self._tasks.get(state.key)
-            if task is None or not state.state.is_terminal or state.key in self._written:
+            seen = (state.key, state.restart_count or 0)   # a requeued task ends once per run
+            if task is None or not state.state.is_terminal or seen in self._written:
                 continue
-            self._written.add(state.key)
+            self._written.add(seen)
             new.append(final_state(task, state))
         if new:
             try:

@@ -1,22 +1,38 @@
-"""Polls Slurm for a set of jobs: one sacct and at most one squeue per interval.
+"""Polls Slurm for a set of jobs within a query budget, telling how fresh its states are.
 
 Used by hyperion-submit's waiting, hyperion-jobs watch and the console alike, so
-all of them see the same states. The interval starts at `floor`, grows while
-nothing changes up to `cap`, and drops back to `floor` on any change. A failed
-query is reported (PollUpdate.error) and retried with backoff; it never becomes
-a task result.
+all of them see the same states. Each poll asks the controller (one squeue for
+all unfinished jobs); accounting (one sacct for all jobs that need it) is asked
+only when the controller cannot answer for a task: squeue failed, it no longer
+lists the task (ended longer than MinJobAge ago), it still says COMPLETING
+(accounting has the end already), or every task has just ended (one last sacct
+for the authoritative final rows).
+
+Pacing: every call that reaches a daemon is charged to a QueryBudget (30 a
+minute at most). After a poll in which something changed the next comes
+`busy` seconds per charged call later; when nothing changed, `idle` seconds
+per call (6 calls a minute), never past `cap`, never sooner than `floor` (the
+site's ``poll_interval`` raises it). A `nudge` (e.g. a task's log footer
+appeared) brings the next poll forward, within the budget. A query refused
+because its daemon is down costs nothing and is retried every OUTAGE_RETRY
+seconds, so the first poll after recovery comes within that; a rate-limited or
+timed-out query slows the pace down instead. A failed query is never a task
+result: PollUpdate.problem says which source has not answered for how long.
 """
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 from backends.states import JobState, TaskState
+from backends.watch.budget import QueryBudget
 from backends.watch.slurm.accounting import (
     QueryError,
     Runner,
+    SacctRows,
+    accounting_only,
     merge,
     range_only,
     run_command,
@@ -25,6 +41,7 @@ from backends.watch.slurm.accounting import (
 )
 
 Key = tuple[str, "int | None"]
+Nudge = Callable[[Mapping[Key, TaskState]], bool]
 
 # A pending array task cancelled on its own leaves the controller at once and,
 # about 4 s later, sacct's pending-range row, and never gets a row of its own.
@@ -32,20 +49,39 @@ Key = tuple[str, "int | None"]
 # apart, while the controller still lists other tasks of its job, was removed
 # from the array: it is reported CANCELLED.
 VANISHED_AFTER = 5.0
+BUSY_SECONDS_PER_CALL = 3.0    # after a change: 20 calls a minute from pacing, room left for nudges
+IDLE_SECONDS_PER_CALL = 10.0   # nothing changed: 6 calls a minute
+OUTAGE_RETRY = 2.0             # a daemon that refused the connection is asked again this soon
+MIN_GAP = 1.0                  # never two polls closer than this
+MAX_SLOWDOWN = 8.0             # rate-limited answers stretch the pace at most this much
+TICK = 0.25                    # how often a nudge is asked between polls
+LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)"}
 
 
 @dataclass(frozen=True)
 class PollUpdate:
     states: Mapping[Key, TaskState]     # latest known for every task seen so far
     changed: tuple[TaskState, ...]      # only what changed since the last update
-    error: str | None                   # transient query error text, shown, never a result
+    error: str | None                   # this poll's query error text, shown, never a result
     all_terminal: bool                  # every expected task is terminal
     interval: float = field(default=0.0, compare=False)   # seconds until the next poll
+    problem: str | None = None          # while a source fails: which, for how long, why
+    as_of: float | None = None          # time.time() of the newest answer the states reflect
+
+
+@dataclass
+class _Health:
+    """One source's failure streak (None: answering)."""
+
+    since: float | None = None
+    error: str | None = None
+    kind: str | None = None
 
 
 def _same(a: TaskState, b: TaskState) -> bool:
     """Equal for observers: elapsed ticking on a running task is not a change."""
-    return (a.state, a.exit_code, a.signal, a.node) == (b.state, b.exit_code, b.signal, b.node)
+    return ((a.state, a.exit_code, a.signal, a.node, a.reason, a.restart_count)
+            == (b.state, b.exit_code, b.signal, b.node, b.reason, b.restart_count))
 
 
 def _accept(old: TaskState | None, new: TaskState, range_row: bool) -> bool:
@@ -53,9 +89,13 @@ def _accept(old: TaskState | None, new: TaskState, range_row: bool) -> bool:
 
     sacct can lag behind squeue (PENDING after squeue saw RUNNING and the task
     already left squeue), a pending-range row still names tasks that started,
-    and a final state is never undone by a stale row.
+    and a final state is never undone by a stale row. The exception is a new
+    attempt: the controller's row with a higher restart count (Slurm requeued
+    the task, even one that had ended) replaces anything.
     """
     if old is None:
+        return True
+    if new.restart_count is not None and new.restart_count > (old.restart_count or 0):
         return True
     if range_row and old.state is not JobState.PENDING:
         return False
@@ -69,29 +109,44 @@ def _accept(old: TaskState | None, new: TaskState, range_row: bool) -> bool:
 class Poller:
     """Watches `expected` (job id -> physical task ids, None: every task the job has)."""
 
-    def __init__(self, expected: Mapping[str, tuple[int, ...] | None], *, floor: float = 1.0,
-                 cap: float = 30.0, factor: float = 1.5, error_factor: float = 2.0,
-                 runner: Runner = run_command,
+    def __init__(self, expected: Mapping[str, tuple[int, ...] | None], *, floor: float = MIN_GAP,
+                 cap: float = 60.0, busy: float = BUSY_SECONDS_PER_CALL,
+                 idle: float = IDLE_SECONDS_PER_CALL, runner: Runner = run_command,
                  sleep: Callable[[float], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 vanished_after: float = VANISHED_AFTER) -> None:
+                 wall: Callable[[], float] = time.time,
+                 budget: QueryBudget | None = None, nudge: Nudge | None = None,
+                 vanished_after: float = VANISHED_AFTER, tick: float = TICK) -> None:
         if floor <= 0 or cap < floor:
             raise ValueError("need 0 < floor <= cap")
         self._expected = {str(j): (frozenset(t) if t is not None else None)
                           for j, t in expected.items()}
-        self._floor, self._cap = floor, cap
-        self._factor, self._error_factor = factor, error_factor
+        self._floor, self._cap, self._busy, self._idle = floor, cap, busy, idle
         self._runner = runner
         self._sleep = sleep
-        self._clock = clock
+        self._clock, self._wall = clock, wall
+        self.budget = budget or QueryBudget(clock=clock)
+        self._nudge = nudge
+        self._tick = tick
         self._vanished_after = vanished_after
         self._missing_since: dict[Key, tuple[float, int]] = {}
         self._states: dict[Key, TaskState] = {}
+        self._health = {"squeue": _Health(), "sacct": _Health()}
+        self._gone: set[str] = set()          # jobs the controller no longer knows (sacct only)
+        self._slow = 1.0                      # pace multiplier while Slurm asks us to back off
+        self._as_of: float | None = None
+        self._last_poll = float("-inf")
+        self._next_poll = float("-inf")
+        self._sacct_due = float("-inf")       # sacct as a fallback keeps its own pace
+        self._errors: list[str] = []          # this poll's failed queries
+        self._asked_sacct = False             # whether this poll has asked sacct already
         self.interval = floor
 
     @property
     def states(self) -> Mapping[Key, TaskState]:
         return dict(self._states)
+
+    # --- what is being watched -----------------------------------------------------------
 
     def _wanted(self, task: TaskState) -> bool:
         if task.job_id not in self._expected:
@@ -113,32 +168,101 @@ class Poller:
     def _all_terminal(self) -> bool:
         return all(self._job_done(job) for job in self._expected)
 
-    def _apply(self, candidates: Mapping[Key, TaskState], range_rows: set[Key]) -> tuple[TaskState, ...]:
-        changed = []
-        for key, new in candidates.items():
-            old = self._states.get(key)
-            if not _accept(old, new, key in range_rows):
-                continue
-            self._states[key] = new
-            if old is None or not _same(old, new):
-                changed.append(new)
-        return tuple(changed)
+    def _watched_keys(self) -> list[Key]:
+        """Listed tasks of every job; for jobs watched whole, the tasks seen so far."""
+        keys: list[Key] = []
+        for job, tasks in self._expected.items():
+            if tasks is not None:
+                keys.extend((job, t) for t in tasks)
+        keys.extend(k for k in self._states if self._expected.get(k[0], ()) is None)
+        return keys
 
-    def _query(self, jobs: list[str]) -> tuple[dict[Key, TaskState], set[Key], str | None]:
-        """Merged candidates, the range-row ones among them, and a squeue error.
+    def _unanswered(self, jobs: list[str], rows: Mapping[Key, TaskState]) -> list[str]:
+        """Jobs with an unfinished watched task the controller's answer does not name."""
+        named_jobs = {job for job, _ in rows}
+        out = []
+        for job in jobs:
+            tasks = self._expected[job]
+            if tasks is None:
+                missing = job not in named_jobs
+            else:
+                missing = any((job, t) not in rows and not self._terminal(job, t) for t in tasks)
+            if missing:
+                out.append(job)
+        return out
 
-        When squeue fails only sacct's own final rows are kept: they are true
-        whatever the controller is doing.
-        """
-        sacct = run_sacct(jobs, self._runner)
+    @staticmethod
+    def _completing(rows: Mapping[Key, TaskState]) -> list[str]:
+        """Jobs with a task the controller still calls COMPLETING: accounting may know its end."""
+        return sorted({t.job_id for t in rows.values() if t.state is JobState.COMPLETING})
+
+    def _terminal(self, job: str, task: int | None) -> bool:
+        known = self._states.get((job, task))
+        return known is not None and known.state.is_terminal
+
+    # --- asking Slurm ----------------------------------------------------------------------
+
+    def _ask(self, source: str, jobs: list[str], now: float):
+        """One squeue or sacct; its answer, or None after recording the failure."""
+        self._asked_sacct = self._asked_sacct or source == "sacct"
         try:
-            live = run_squeue(jobs, self._runner)
+            answer = (run_squeue if source == "squeue" else run_sacct)(jobs, self._runner)
         except QueryError as exc:
-            final = {t.key: t for t in sacct.own if t.state.is_terminal and self._wanted(t)}
-            return final, set(), str(exc)
-        merged = {k: t for k, t in merge(sacct, live).items() if self._wanted(t)}
-        merged.update(self._vanished(merged, {t.job_id for t in live}))
-        return merged, range_only(sacct, live), None
+            self._errors.append(str(exc))
+            health = self._health[source]
+            if health.since is None:
+                health.since = now
+            health.error, health.kind = str(exc), exc.kind
+            if exc.kind != "unreachable":
+                self.budget.charge(1, now)
+            if exc.kind in ("rate_limited", "timeout"):
+                self._slow = min(MAX_SLOWDOWN, self._slow * 2)
+            return None
+        self.budget.charge(1, now)
+        self._health[source] = _Health()
+        self._as_of = self._wall()
+        return answer
+
+    def _query(self, jobs: list[str], now: float) -> tuple[dict[Key, TaskState], set[Key]]:
+        """Candidates from this poll's answers and the range-row keys among them.
+
+        While squeue fails, sacct stands in for it at its own (busy) pace, so
+        live tasks still move; while squeue's outage lasts it is retried free.
+        """
+        live_jobs = [j for j in jobs if j not in self._gone]
+        squeue = self._ask("squeue", live_jobs, now) if live_jobs else []
+        rows = {t.key: t for t in squeue or () if self._wanted(t)}
+        need = [j for j in jobs if j in self._gone]
+        if squeue is None:
+            need = jobs if now >= self._sacct_due else need
+        else:
+            need += [j for j in self._unanswered(live_jobs, rows) if j not in need]
+            need += [j for j in self._completing(rows) if j not in need]
+        sacct = None
+        if need and self.budget.room(now) >= 1:
+            sacct = self._ask("sacct", need, now)
+            self._sacct_due = now + self._pace(1, changed=True)
+        if sacct is not None and squeue is not None:
+            self._note_gone(need, squeue, sacct)
+        return self._combine(squeue, sacct)
+
+    def _combine(self, squeue, sacct: SacctRows | None) -> tuple[dict[Key, TaskState], set[Key]]:
+        if squeue is not None and sacct is not None:
+            merged = {k: t for k, t in merge(sacct, squeue).items() if self._wanted(t)}
+            merged.update(self._vanished(merged, {t.job_id for t in squeue}))
+            return merged, range_only(sacct, squeue)
+        if squeue is not None:
+            return {t.key: t for t in squeue if self._wanted(t)}, set()
+        if sacct is not None:
+            alone = {k: t for k, t in accounting_only(sacct).items() if self._wanted(t)}
+            return alone, range_only(sacct, [])
+        return {}, set()
+
+    def _note_gone(self, asked: list[str], squeue, sacct: SacctRows) -> None:
+        """Jobs accounting knows but the controller no longer lists: ask only sacct about them."""
+        in_squeue = {t.job_id for t in squeue}
+        in_sacct = {t.job_id for t in sacct.own} | {t.job_id for t in sacct.ranged}
+        self._gone.update(j for j in asked if j in in_sacct and j not in in_squeue)
 
     def _vanished(self, candidates: Mapping[Key, TaskState], in_squeue: set[str]) -> dict[Key, TaskState]:
         """Unfinished tasks missing from both answers (see VANISHED_AFTER), as CANCELLED."""
@@ -155,46 +279,131 @@ class Poller:
                 out[key] = TaskState(key[0], key[1], JobState.CANCELLED, source="squeue")
         return out
 
-    def _watched_keys(self) -> list[Key]:
-        """Listed tasks of every job; for jobs watched whole, the tasks seen so far."""
-        keys: list[Key] = []
-        for job, tasks in self._expected.items():
-            if tasks is not None:
-                keys.extend((job, t) for t in tasks)
-        keys.extend(k for k in self._states if self._expected.get(k[0], ()) is None)
-        return keys
+    def _final_sacct(self, now: float) -> tuple[TaskState, ...]:
+        """Every task has ended per the controller: one sacct for all jobs, for the final rows.
+
+        Accounting's own row replaces the controller's when both name the same
+        end (it is the lasting record, and carries what other readers of the
+        same query want, such as usage); a row that lags behind or tells of an
+        earlier attempt is ignored, and nothing waits for it.
+        """
+        if self._asked_sacct or self.budget.room(now) < 1:
+            return ()
+        sacct = self._ask("sacct", list(self._expected), now)
+        if sacct is None:
+            self._errors.pop()
+            self._health["sacct"] = _Health()   # the states are final already; not a problem
+            return ()
+        changed = []
+        for task in sacct.own:
+            old = self._states.get(task.key)
+            if old is None or not self._wanted(task) or task.state is not old.state:
+                continue
+            task = replace(task, restart_count=old.restart_count)
+            self._states[task.key] = task
+            if not _same(old, task):
+                changed.append(task)
+        return tuple(changed)
+
+    # --- one poll --------------------------------------------------------------------------
+
+    def _apply(self, candidates: Mapping[Key, TaskState], range_rows: set[Key]) -> tuple[TaskState, ...]:
+        changed = []
+        for key, new in candidates.items():
+            old = self._states.get(key)
+            if not _accept(old, new, key in range_rows):
+                continue
+            if new.restart_count is None and old is not None and old.restart_count is not None:
+                new = replace(new, restart_count=old.restart_count)
+            self._states[key] = new
+            if old is None or not _same(old, new):
+                changed.append(new)
+        return tuple(changed)
 
     def poll_once(self) -> PollUpdate:
-        """One sacct (and one squeue) for every job that still has unfinished tasks."""
+        """One squeue for every unfinished job (and one sacct when needed), applied."""
+        now = self._clock()
+        self._last_poll = now
+        self._errors, self._asked_sacct = [], False
         jobs = [job for job in self._expected if not self._job_done(job)]
         changed: tuple[TaskState, ...] = ()
-        error: str | None = None
         if jobs:
-            try:
-                candidates, range_rows, error = self._query(jobs)
-                changed = self._apply(candidates, range_rows)
-            except QueryError as exc:
-                error = str(exc)
-        if error:
-            self.interval = min(self._cap, max(self.interval, self._floor) * self._error_factor)
-        elif changed:
-            self.interval = self._floor
-        else:
-            self.interval = min(self._cap, self.interval * self._factor)
-        return PollUpdate(dict(self._states), changed, error, self._all_terminal(), self.interval)
+            changed = self._apply(*self._query(jobs, now))
+            if self._all_terminal():
+                changed += self._final_sacct(now)
+        if not self._errors:
+            self._slow = max(1.0, self._slow / 2)
+        self._schedule(now, bool(changed))
+        return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
+                          self._all_terminal(), self.interval, self.problem(now), self._as_of)
 
-    def run(self, observer: Callable[[PollUpdate], None],
+    def _pace(self, calls: int, changed: bool) -> float:
+        per_call = (self._busy if changed else self._idle) * self._slow
+        interval = max(1, calls) * per_call
+        return max(self._floor, interval if changed else min(self._cap, interval))
+
+    def _schedule(self, now: float, changed: bool) -> None:
+        """When the next poll is due: by pace, sooner while a daemon is down (retry is free)."""
+        interval = self._pace(2 if self._needs_sacct() else 1, changed)
+        if any(h.kind == "unreachable" for h in self._health.values()):
+            interval = min(interval, max(self._floor, OUTAGE_RETRY))
+        self.interval = interval
+        self._next_poll = now + interval
+
+    def _needs_sacct(self) -> bool:
+        return bool(self._gone) or self._health["squeue"].since is not None
+
+    def problem(self, now: float | None = None) -> str | None:
+        """``accounting (sacct) not answering for 40 s: ...`` for every failing source, or None."""
+        now = self._clock() if now is None else now
+        lines = []
+        for source, health in self._health.items():
+            if health.since is None:
+                continue
+            age = f"{now - health.since:.0f} s"
+            if health.kind == "rate_limited":
+                lines.append(f"{LABELS[source]} is rate-limiting our queries (for {age}); "
+                             f"polling every {self.interval:.0f} s: {health.error}")
+            else:
+                lines.append(f"{LABELS[source]} not answering for {age}: {health.error}")
+        return "; ".join(lines) or None
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def _due(self) -> float:
+        """The next poll's time: its schedule, pushed back until the budget allows a call."""
+        due = max(self._next_poll, self._last_poll + self._floor)
+        if not any(h.kind == "unreachable" for h in self._health.values()):
+            due = max(due, self.budget.earliest(1, due))
+        return due
+
+    def _nudged(self, now: float) -> bool:
+        if self._nudge is None or now < self._last_poll + self._floor or not self.budget.allows(1, now):
+            return False
+        return bool(self._nudge(self._states))
+
+    def _wait(self, stop: threading.Event) -> None:
+        """Sleep until the next poll is due or a nudge says something just happened."""
+        while not stop.is_set():
+            now = self._clock()
+            due = self._due()
+            if now >= due or self._nudged(now):
+                return
+            step = min(self._tick, due - now) if self._nudge is not None else due - now
+            if self._sleep is not None:
+                self._sleep(step)
+            elif stop.wait(step):
+                return
+
+    def run(self, observer: Callable[[PollUpdate], object],
             stop: threading.Event | None = None) -> PollUpdate:
-        """Poll until every expected task is terminal or `stop` is set; return the last update."""
+        """Poll until every expected task is terminal, `stop` is set or the observer
+        returns True (it has seen enough, e.g. a task that can never run); the last update."""
         stop = stop or threading.Event()
         while True:
             update = self.poll_once()
-            observer(update)
-            if update.all_terminal or stop.is_set():
+            if observer(update) is True or update.all_terminal or stop.is_set():
                 return update
-            if self._sleep is not None:
-                self._sleep(self.interval)
-                if stop.is_set():
-                    return update
-            elif stop.wait(self.interval):
+            self._wait(stop)
+            if stop.is_set():
                 return update

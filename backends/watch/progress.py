@@ -2,20 +2,29 @@
 
 On a terminal the line is redrawn in place; otherwise (logs, CI, pipes) a
 plain line is printed only when the counts change, so output stays short.
+While a Slurm query fails the line says which source, for how long and how
+old the states are. A stream that stops taking output (terminal gone, pipe
+closed) ends the display, never the wait.
 """
 from __future__ import annotations
 
-import sys
+import re
+import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, TextIO
 
+from backends.printable import printable
 from backends.states import JobState
+from backends.watch.terminal import SafeStream, safe
 
 if TYPE_CHECKING:
     from backends.states import TaskState
     from backends.watch.poller import PollUpdate
 
 _RUNNING = frozenset({JobState.RUNNING, JobState.COMPLETING, JobState.CONFIGURING})
+# A plain (non-tty) output repeats an ongoing problem at most this often.
+PROBLEM_EVERY = 30.0
 
 
 @dataclass(frozen=True)
@@ -24,12 +33,14 @@ class Counts:
     failed: int
     running: int
     pending: int  # includes tasks Slurm has not reported yet
+    reason: str | None = None   # the commonest pending reason Slurm gives
 
     @property
     def text(self) -> str:
         total = self.done + self.failed + self.running + self.pending
+        why = f" ({printable(self.reason)})" if self.reason and self.pending else ""
         return (f"done {self.done}/{total} failed {self.failed} "
-                f"running {self.running} pending {self.pending}")
+                f"running {self.running} pending {self.pending}{why}")
 
 
 def count(states: Mapping[object, TaskState], total: int) -> Counts:
@@ -37,37 +48,70 @@ def count(states: Mapping[object, TaskState], total: int) -> Counts:
     done = sum(1 for s in states.values() if s.state.is_success)
     failed = sum(1 for s in states.values() if s.state.is_terminal and not s.state.is_success)
     running = sum(1 for s in states.values() if s.state in _RUNNING)
-    return Counts(done, failed, running, max(total - done - failed - running, 0))
+    reasons = Counter(s.reason for s in states.values() if s.reason)
+    reason = reasons.most_common(1)[0][0] if reasons else None
+    return Counts(done, failed, running, max(total - done - failed - running, 0), reason)
+
+
+def staleness(update: PollUpdate, now: float | None = None) -> str | None:
+    """``accounting (sacct) not answering for 40 s: ...; states as of 12:03:04`` while a problem lasts."""
+    if not update.problem:
+        return None
+    problem = printable(update.problem)
+    if update.as_of is None:
+        return f"{problem}; no answer yet"
+    now = time.time() if now is None else now
+    clock = time.strftime("%H:%M:%S", time.localtime(update.as_of))
+    return f"{problem}; states as of {clock} ({max(0.0, now - update.as_of):.0f} s ago)"
 
 
 class Progress:
     """Callable observer: ``Poller.run(Progress(total))``; call `close` when done."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, live: bool | None = None) -> None:
+    def __init__(self, total: int, stream: TextIO | SafeStream | None = None,
+                 live: bool | None = None) -> None:
+        import sys
+
         self.total = total
-        self.stream = stream if stream is not None else sys.stderr
-        self.live = live if live is not None else _isatty(self.stream)
+        self.stream = safe(stream if stream is not None else sys.stderr)
+        self.live = live if live is not None else self.stream.isatty()
         self._last: str | None = None
-        self._last_error: str | None = None
+        self._problem: tuple[str | None, float] = (None, 0.0)
         self._drawn = False
+
+    @property
+    def broken(self) -> bool:
+        return self.stream.broken
 
     def __call__(self, update: PollUpdate) -> None:
         line = count(update.states, self.total).text
+        stale = staleness(update)
         if self.live:
-            if update.error:
-                line += f" (query failed, retrying: {update.error})"
-            if line != self._last:
-                self.stream.write("\r\x1b[K" + line)
+            shown = line + (f" [{stale}]" if stale else "")
+            if shown != self._last:
+                self.stream.write("\r\x1b[K" + shown)
                 self.stream.flush()
                 self._drawn = True
-        else:
-            if update.error and update.error != self._last_error:
-                self.stream.write(f"query failed, retrying: {update.error}\n")
-            if line != self._last:
-                self.stream.write(line + "\n")
-            self.stream.flush()
-        self._last_error = update.error
+            self._last = shown
+            return
+        self._plain_problem(update.problem, stale)
+        if line != self._last:
+            self.stream.write(line + "\n")
+        self.stream.flush()
         self._last = line
+
+    def _plain_problem(self, problem: str | None, stale: str | None) -> None:
+        """A problem line when one starts, changes source, or every PROBLEM_EVERY s; one when it ends."""
+        last, when = self._problem
+        now = time.monotonic()
+        if problem is None:
+            if last is not None:
+                self.stream.write("Slurm answering again\n")
+            self._problem = (None, 0.0)
+            return
+        if last is None or _ageless(last) != _ageless(problem) or now - when >= PROBLEM_EVERY:
+            self.stream.write(f"{stale}\n")
+            self._problem = (problem, now)
 
     def close(self) -> None:
         """End the live line so later output starts on a fresh line."""
@@ -77,8 +121,6 @@ class Progress:
             self._drawn = False
 
 
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+def _ageless(problem: str) -> str:
+    """The problem without its growing ages, to tell a new problem from the same one later."""
+    return re.sub(r"\d+ s\b", "", problem)

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from backends.printable import printable
 from backends.records.attempts import FinalState
 from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
@@ -38,8 +39,9 @@ class TaskRow:
     log: str | None
     slurm_out: str | None
     slurm_err: str | None
-    attempt: int = 1             # the attempt whose run this row shows
-    reason: str | None = None    # why a task failed before it ran (e.g. its log could not be written)
+    attempt: int = 1                   # the attempt whose run this row shows
+    reason: str | None = None          # Slurm's pending reason while it waits, or why it failed unrun
+    restart_count: int | None = None   # times Slurm requeued it (None: not known)
 
     @property
     def slurm_id(self) -> str:
@@ -52,6 +54,15 @@ class TaskRow:
         return self.state.value
 
     @property
+    def state_text(self) -> str:
+        """The state with why it waits and how often it was requeued: ``PENDING (Priority)``,
+        ``RUNNING (restart 1)``."""
+        notes = [printable(self.reason)] if self.reason else []
+        if self.restart_count:
+            notes.append(f"restart {self.restart_count}")
+        return self.state_label + (f" ({'; '.join(notes)})" if notes else "")
+
+    @property
     def ok(self) -> bool:
         return self.state is JobState.COMPLETED and self.exit_code in (0, None)
 
@@ -60,7 +71,7 @@ class TaskRow:
                 "slurm_id": self.slurm_id, "state": self.state_label, "exit_code": self.exit_code,
                 "signal": self.signal, "elapsed": self.elapsed, "node": self.node, "log": self.log,
                 "slurm_out": self.slurm_out, "slurm_err": self.slurm_err, "attempt": self.attempt,
-                "reason": self.reason}
+                "reason": self.reason, "restart_count": self.restart_count}
 
 
 def expected(record: SubmitRecord) -> dict[str, tuple[int, ...] | None]:
@@ -91,7 +102,8 @@ def _row(task: TaskRecord, state: TaskState | None, log: str | None = None) -> T
         state=state.state if state else None, exit_code=state.exit_code if state else None,
         signal=state.signal if state else None, elapsed=state.elapsed if state else None,
         node=state.node if state else None, log=log or task.log, slurm_out=task.slurm_out,
-        slurm_err=task.slurm_err, attempt=task.attempt)
+        slurm_err=task.slurm_err, attempt=task.attempt, reason=state.reason if state else None,
+        restart_count=state.restart_count if state else None)
 
 
 def final_row(task: TaskRecord, final: FinalState, log: str | None = None) -> TaskRow:
@@ -102,7 +114,7 @@ def final_row(task: TaskRecord, final: FinalState, log: str | None = None) -> Ta
         state = None
     return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code, final.signal,
                    final.elapsed, final.node, log or task.log, task.slurm_out, task.slurm_err,
-                   task.attempt, final.reason)
+                   task.attempt, final.reason, final.restart_count)
 
 
 def pending_tasks(history: History) -> tuple[TaskRecord, ...]:
@@ -139,7 +151,8 @@ def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None
             continue
         value = key[1] + offsets[key[0]] if key[0] in offsets and key[1] is not None else None
         rows.append(TaskRow(value, key[0], key[1], state.state, state.exit_code, state.signal,
-                            state.elapsed, state.node, None, None, None))
+                            state.elapsed, state.node, None, None, None, reason=state.reason,
+                            restart_count=state.restart_count))
     return rows
 
 

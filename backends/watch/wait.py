@@ -1,24 +1,24 @@
 """Waiting for a submission to end, and judging how it went.
 
-`wait` polls with the shared Poller until every task of a record is terminal;
-`outcome_from` says which tasks did not complete with code 0 and wrote their
-log; `report` is one line per such task, naming its logs.
+`wait` polls with the shared Poller until every task of a record is terminal
+(or one can never run); `outcome_from` says which tasks did not complete with
+code 0 and wrote their log; `report` is one line per such task, naming its logs.
 """
 from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, Sequence
 
 from backends.records.record import SubmitRecord, TaskRecord
-from backends.states import JobState, TaskState
+from backends.states import JobState, TaskState, never_runs
 from backends.watch.finals import FinalsRecorder
-from backends.watch.poller import Poller, PollUpdate
-from backends.watch.rows import expected
-
-# A synchronous submit watches one record: a short cap keeps the exit prompt.
-POLL_CAP = 10.0
+from backends.watch.nudge import LogNudge
+from backends.watch.poller import MIN_GAP, Poller, PollUpdate
+from backends.watch.rows import expected, expected_tasks
+from backends.watch.slurm.accounting import Runner, run_command
+from backends.watch.throttle import Throttler
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,8 @@ class Outcome:
     ok: bool
     bad: tuple[tuple[TaskRecord, TaskState], ...]
     exit_status: int
+    # Tasks Slurm will never start as asked, with its pending reason (the wait stopped there).
+    never_runs: tuple[tuple[TaskRecord, str], ...] = ()
 
 
 def _state_of(task: TaskRecord, states: dict) -> TaskState:
@@ -48,22 +50,52 @@ def outcome_from(record: SubmitRecord, states: dict) -> Outcome:
     return Outcome(not bad, tuple(bad), 1 if bad else 0)
 
 
+def never_running(record: SubmitRecord, states: Mapping) -> tuple[tuple[TaskRecord, str], ...]:
+    """Pending tasks whose reason says Slurm will never start them (see states.never_runs)."""
+    found = []
+    for task in record.tasks:
+        state = states.get((task.job_id, task.array_task_id))
+        if state is not None and not state.state.is_terminal and never_runs(state.reason):
+            found.append((task, state.reason))
+    return tuple(found)
+
+
+def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner = run_command,
+            cap: float = 60.0, tasks: Sequence[TaskRecord] | None = None) -> tuple[Poller, Throttler | None]:
+    """The Poller for a record (nudged by its task logs) and, for a windowed
+    --max-jobs-run, the Throttler that keeps its slots busy; `floor` is the
+    site's poll_interval. `tasks` (default: the record's) are the tasks to
+    watch, e.g. every attempt's tasks that have not ended yet."""
+    watched = record.tasks if tasks is None else tuple(tasks)
+    poller = Poller(expected(record) if tasks is None else expected_tasks(watched),
+                    floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
+                    runner=runner, nudge=LogNudge(watched))
+    return poller, Throttler.for_record(record, poller.budget, runner)
+
+
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
-         stop: threading.Event | None = None) -> Outcome:
-    """Poll until every task of `record` is terminal (or `stop` is set), then judge it.
+         stop: threading.Event | None = None, *, floor: float | None = None,
+         runner: Runner = run_command) -> Outcome:
+    """Poll until every task of `record` is terminal, one can never run, or `stop` is set; judge it.
 
     Each task's final state goes into the submission's ledger as soon as it is seen.
     """
-    poller = Poller(expected(record), cap=POLL_CAP)
+    poller, throttler = watcher(record, floor=floor, runner=runner)
     finals = FinalsRecorder(record.path, record.tasks)
-    show = observer or (lambda update: None)
+    found: list[tuple[TaskRecord, str]] = []
 
-    def observe(update: PollUpdate) -> None:
+    def watch(update: PollUpdate) -> bool:
         finals.observe(update.changed)
-        show(update)
+        if throttler is not None and not update.all_terminal:
+            throttler(update.states)
+        if observer is not None:
+            observer(update)
+        found[:] = never_running(record, update.states)
+        return bool(found)
 
-    last = poller.run(observe, stop)
-    return outcome_from(record, dict(last.states))
+    last = poller.run(watch, stop)
+    outcome = outcome_from(record, dict(last.states))
+    return replace(outcome, never_runs=tuple(found)) if found else outcome
 
 
 def task_label(task: TaskRecord, array_name: str | None) -> str:

@@ -28,7 +28,7 @@ STATUS_HEADER = ("TASK", "VALUE", "STATE", "EXIT", "ELAPSED", "NODE", "LOG")
 
 
 def status_cells(row: TaskRow) -> tuple[str, ...]:
-    return (row.slurm_id, "-" if row.value is None else str(row.value), row.state_label,
+    return (row.slurm_id, "-" if row.value is None else str(row.value), row.state_text,
             fmt_exit(row), fmt_elapsed(row.elapsed), row.node or "-", row.log or row.slurm_out or "-")
 
 

@@ -1,4 +1,9 @@
-"""hyperion-jobs watch: a live table on a terminal, one line per change elsewhere."""
+"""hyperion-jobs watch: a live table on a terminal, one line per change elsewhere.
+
+Watching a record waits as hyperion-submit does (same pace, nudges, window
+throttles for a shared --max-jobs-run, same exit statuses): it is how to
+reattach after hyperion-submit's wait ended early.
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,11 +14,16 @@ from datetime import datetime
 from typing import Sequence
 
 from backends.cli.jobs.commands import record_dirs
+from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, counts_text, fmt_exit, status_cells
 from backends.errors import InputError
+from backends.printable import printable
 from backends.records.history import History, load_history
+from backends.records.record import SubmitRecord
+from backends.states import TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
-from backends.watch.poller import Poller, PollUpdate
+from backends.watch.poller import MIN_GAP, Poller, PollUpdate
+from backends.watch.progress import PROBLEM_EVERY, staleness
 from backends.watch.rows import (
     LOCAL_JOB,
     TaskRow,
@@ -26,6 +36,8 @@ from backends.watch.rows import (
     state_counts,
 )
 from backends.watch.targets import Target, record_for_job, resolve, status
+from backends.watch.terminal import SafeStream
+from backends.watch.wait import never_running, task_label, watcher
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -50,6 +62,27 @@ def _rows_for(history: History | None, update: PollUpdate, record) -> list[TaskR
     return job_rows(update.states, record)
 
 
+def _site_floor(record: SubmitRecord | None) -> float | None:
+    """The site's poll_interval from the record's site file (None if unset or unreadable)."""
+    if record is None or not record.cfg:
+        return None
+    from backends.submit.config import load_site  # the site file is the submit half's
+
+    try:
+        return load_site(record.cfg).poll_interval
+    except (InputError, OSError):
+        return None
+
+
+def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
+    """(what, Slurm's reason) for each watched task Slurm will never start."""
+    if target.record is not None:
+        return [(task_label(task, target.record.array_name), reason)
+                for task, reason in never_running(target.record, update.states)]
+    return [(f"job {s.slurm_id}", s.reason) for s in update.states.values()
+            if not s.state.is_terminal and never_runs(s.reason)]
+
+
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if target.record is None and not status(target, record_dirs(args)):
         # A record's jobs may be too new for sacct, but squeue knows them at once:
@@ -57,15 +90,28 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
     history = load_history(target.record.path) if target.record is not None else None
     record = target.record or record_for_job(target.job_id, record_dirs(args))
-    poller = Poller(_watch_expected(target, history), cap=args.cap)
-    finals = FinalsRecorder(history.record_path, pending_tasks(history)) if history is not None else None
-    view = LiveView(args.target) if sys.stdout.isatty() else PlainView(args.target)
+    floor = _site_floor(record)
+    finals = None
+    if history is not None:
+        pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
+        poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending)
+        finals = FinalsRecorder(history.record_path, pending)
+    else:
+        poller, throttler = Poller(_watch_expected(target, None), floor=max(MIN_GAP, floor or MIN_GAP),
+                                   cap=max(args.cap, floor or 0)), None
+    out = SafeStream(sys.stdout)
+    view = LiveView(args.target) if out.isatty() else PlainView(args.target, out)
     stop = threading.Event()
+    never: list[tuple[str, str]] = []
 
-    def observe(update: PollUpdate) -> None:
+    def observe(update: PollUpdate) -> bool:
         if finals is not None:
             finals.observe(update.changed)
+        if throttler is not None and not update.all_terminal:
+            throttler(update.states)
         view.show(update, _rows_for(history, update, record))
+        never[:] = _never(target, update)
+        return bool(never)
 
     try:
         with view:
@@ -73,11 +119,18 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop.set()
         return 130
+    if never:
+        what, reason = never[0]
+        err = SafeStream(sys.stderr)
+        err.line(f"{PROG}: error: {what} can never run: Slurm says {printable(explain_reason(reason))}; "
+                 f"cancel it with: hyperion-jobs cancel {args.target}")
+        return 1
     rows = _rows_for(history, final, record)
-    print(f"{len(rows)} tasks: {counts_text(rows)}")
+    out.line(f"{len(rows)} tasks: {counts_text(rows)}")
     for row in rows:
         if not row.ok:
-            print(f"  {row.slurm_id} {row.state_label} exit {fmt_exit(row)} log {row.log or row.slurm_out or '-'}")
+            out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
+                     f"log {printable(row.log or row.slurm_out or '-')}")
     return exit_status(rows)
 
 
@@ -102,11 +155,23 @@ def _now() -> str:
     return datetime.now().strftime("%H:%M:%S")
 
 
-class PlainView:
-    """Non-tty watch output: one line per change, and errors as they happen."""
+def change_text(task: TaskState) -> str:
+    """``123_4 PENDING (Priority)``, ``123_4 FAILED exit 3``, ``123_4 RUNNING (restart 1)``."""
+    notes = [printable(task.reason)] if task.reason else []
+    if task.restart_count:
+        notes.append(f"restart {task.restart_count}")
+    code = f" exit {task.exit_code}" if task.exit_code is not None else ""
+    return f"{task.slurm_id} {task.state.value}{code}" + (f" ({'; '.join(notes)})" if notes else "")
 
-    def __init__(self, name: str) -> None:
+
+class PlainView:
+    """Non-tty watch output: one line per change, and query problems as they start and end."""
+
+    def __init__(self, name: str, out: SafeStream | None = None) -> None:
         self.name = name
+        self.out = out or SafeStream(sys.stdout)
+        self._problem: str | None = None
+        self._problem_at = 0.0
 
     def __enter__(self) -> "PlainView":
         return self
@@ -116,10 +181,20 @@ class PlainView:
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
         for task in update.changed:
-            code = f" exit {task.exit_code}" if task.exit_code is not None else ""
-            print(f"{_now()} {task.slurm_id} {task.state.value}{code}", flush=True)
-        if update.error:
-            print(f"{_now()} query failed, retrying in {update.interval:.0f} s: {update.error}", flush=True)
+            self.out.line(f"{_now()} {change_text(task)}")
+        stale = staleness(update)
+        now = time.monotonic()
+        if stale is None and self._problem is not None:
+            self.out.line(f"{_now()} Slurm answering again")
+        elif stale is not None and (self._problem is None or now - self._problem_at >= PROBLEM_EVERY
+                                    or _source(update.problem) != _source(self._problem)):
+            self.out.line(f"{_now()} {stale}")
+            self._problem_at = now
+        self._problem = update.problem
+
+
+def _source(problem: str | None) -> str:
+    return (problem or "").split(" ", 1)[0]
 
 
 class LiveView:
@@ -130,6 +205,7 @@ class LiveView:
         from rich.live import Live
 
         self.name = name
+        self.broken = False
         self.console = Console()
         self.live = Live(console=self.console, refresh_per_second=4, transient=False)
 
@@ -138,10 +214,20 @@ class LiveView:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.live.__exit__(None, None, None)
+        try:
+            self.live.__exit__(None, None, None)
+        except (OSError, ValueError):
+            pass
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
-        self.live.update(render_watch(self.name, update, rows))
+        """Redraw; a terminal gone away ends the display, not the watch."""
+        if self.broken:
+            return
+        try:
+            self.live.update(render_watch(self.name, update, rows))
+        except (OSError, ValueError):
+            self.broken = True
+            SafeStream(sys.stdout).lose()
 
 
 def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_rows: int = 20):
@@ -164,6 +250,10 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     parts = [header, counts, tasks]
     if len(unfinished) > max_rows:
         parts.append(Text(f"... and {len(unfinished) - max_rows} more"))
-    if update.error:
-        parts.append(Text(f"query failed, retrying in {update.interval:.0f} s: {update.error}", style="red"))
+    stale = staleness(update)
+    if stale:
+        parts.append(Text(stale, style="red"))
+    elif update.error:
+        parts.append(Text(f"query failed, retrying in {update.interval:.0f} s: {printable(update.error)}",
+                          style="red"))
     return Group(*parts)

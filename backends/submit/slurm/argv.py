@@ -39,23 +39,32 @@ def request_options(options: SubmitOptions) -> list[str]:
     return argv
 
 
-def array_expression(options: SubmitOptions, window: Window | None) -> str | None:
-    """What goes to ``--array`` for a window: its physical expression[%max_jobs_run]; None if no array."""
+def array_expression(options: SubmitOptions, window: Window | None,
+                     throttle: int | None = None) -> str | None:
+    """What goes to ``--array`` for a window: its physical expression[%throttle]; None if no array.
+
+    `throttle` is the window's share of --max-jobs-run when the array is split
+    into windows (all shares sum to it); by default the whole --max-jobs-run.
+    """
     if window is None:
         return None
-    limit = f"%{options.max_jobs_run}" if options.max_jobs_run else ""
-    return window.expression + limit
+    limit = throttle if throttle is not None else options.max_jobs_run
+    return window.expression + (f"%{limit}" if limit else "")
 
 
-def array_option(options: SubmitOptions, window: Window | None) -> list[str]:
+def array_option(options: SubmitOptions, window: Window | None, throttle: int | None = None) -> list[str]:
     """``--array=...`` for an array window, else nothing."""
-    expression = array_expression(options, window)
+    expression = array_expression(options, window, throttle)
     return [] if expression is None else [f"--array={expression}"]
 
 
 def sbatch_argv(site: SiteConfig, options: SubmitOptions, window: Window | None,
-                script_path: Path | str) -> list[str]:
-    """The full sbatch argv submitting `script_path` for one window (None: not an array)."""
+                script_path: Path | str, throttle: int | None = None, held: bool = False) -> list[str]:
+    """The full sbatch argv submitting `script_path` for one window (None: not an array).
+
+    A `held` window (no share of --max-jobs-run left for it yet) is submitted
+    with ``--hold``; whoever waits for the submission releases it when a slot frees.
+    """
     return [
         site.sbatch_command,
         "--parsable",
@@ -63,7 +72,8 @@ def sbatch_argv(site: SiteConfig, options: SubmitOptions, window: Window | None,
         f"--job-name={log_stem(options.output_file)}",
         f"--output={slurm_file_pattern(options, 'out')}",
         f"--error={slurm_file_pattern(options, 'err')}",
-        *array_option(options, window),
+        *array_option(options, window, throttle),
+        *(["--hold"] if held else []),
         *request_options(options),
         *site.base_options,
         *site.resource_options(options.num_gpus),

@@ -17,7 +17,7 @@ from backends.logheader import iso_now
 from backends.ranges import Window
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
-from backends.records.record import JobRecord, SubmitRecord, TaskRecord
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, reattach_command
 from backends.submit.model import PlannedWindow, SubmitPlan, record_options
 
 
@@ -60,6 +60,7 @@ def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]],
         jobs=tuple(JobRecord(job_id, w.offset, w.array_expression) for w, job_id in done),
         tasks=tuple(t for w, job_id in done for t in task_records(plan, w, job_id, attempt.number)),
         submitted_at=iso_now(), cwd=os.getcwd(), attempt=attempt.number, kind=attempt.kind,
+        reattach=reattach_command(plan.record_path),
     )
 
 

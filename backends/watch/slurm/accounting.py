@@ -16,11 +16,19 @@ from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from backends.ranges import expand
-from backends.states import TERMINAL, JobState, TaskState
+from backends.states import REQUEUE_PRONE, TERMINAL, JobState, TaskState
 
-SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "NodeList", "Start", "End")
+# The first 8 are required in every line; later ones (Reason, and whatever else is
+# appended for other readers of the same single query) are read when present.
+SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "NodeList", "Start", "End",
+                "Reason")
+SACCT_REQUIRED = 8
 # -O field:| = no padding, "|" after each field (so a line ends with "|").
-SQUEUE_FIELDS = ("JobArrayID", "State", "exit_code", "TimeUsed", "NodeList")
+SQUEUE_FIELDS = ("JobArrayID", "State", "exit_code", "TimeUsed", "NodeList", "Reason", "RestartCnt")
+SQUEUE_REQUIRED = 5
+# States in which a task holds its CPUs; a pending reason means nothing for them.
+_WAITING = frozenset({JobState.PENDING, JobState.REQUEUED, JobState.REQUEUE_HOLD,
+                      JobState.REQUEUE_FED, JobState.SUSPENDED, JobState.RESV_DEL_HOLD})
 # What squeue prints (rc 1) when none of the ids is known any more: for jobs that
 # ended more than MinJobAge ago this is the normal answer, not a failure.
 SQUEUE_UNKNOWN_JOB = "Invalid job id specified"
@@ -40,7 +48,38 @@ Runner = Callable[[Sequence[str]], CommandResult]
 
 
 class QueryError(RuntimeError):
-    """sacct or squeue failed in a way worth retrying (rc, timeout, garbage)."""
+    """sacct or squeue failed in a way worth retrying (rc, timeout, garbage).
+
+    `kind` says how to retry: "unreachable" (the daemon refused the connection:
+    the call reached no server, so retrying soon costs nothing), "rate_limited"
+    (slurmctld asks this user to slow down), "timeout", or "other".
+    """
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+_UNREACHABLE = ("connection refused", "unable to contact slurm controller", "connect failure",
+                "problem talking to the database", "unable to connect to database",
+                "no route to host", "connection reset")
+
+
+def error_kind(returncode: int, stderr: str) -> str:
+    """Classify a failed sacct/squeue/scontrol by its exit status and message (see QueryError)."""
+    text = stderr.lower()
+    if "rate limit" in text:
+        return "rate_limited"
+    if returncode == 124 or "timed out" in text:
+        return "timeout"
+    if any(marker in text for marker in _UNREACHABLE):
+        return "unreachable"
+    return "other"
+
+
+def _failure(tool: str, result: "CommandResult") -> QueryError:
+    return QueryError(f"{tool} failed (rc {result.returncode}): {_first_line(result.stderr)}",
+                      error_kind(result.returncode, result.stderr))
 
 
 def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> CommandResult:
@@ -132,33 +171,48 @@ class SacctRows:
     ranged: list[TaskState]   # expanded from a pending-range row such as 11_[3-5%2]
 
 
+def _reason(text: str | None, state: JobState) -> str | None:
+    """Slurm's reason, kept only while the task waits to run ("None" means no reason)."""
+    if text is None or state not in _WAITING:
+        return None
+    text = text.strip()
+    return None if not text or text == "None" else text
+
+
 def parse_sacct_rows(text: str) -> SacctRows:
     """Rows of `sacct_argv` output; a pending range gives one state per task.
 
-    Raises ValueError on a line that is not sacct's.
+    Step rows (``12_3.batch``, ``12.0``: present when the query asks for steps)
+    are skipped; they carry usage, not the task's state. Raises ValueError on a
+    line that is not sacct's.
     """
     ranged: list[TaskState] = []
     own: list[TaskState] = []
     width = len(SACCT_FIELDS)
+    reason_at = SACCT_FIELDS.index("Reason")
     for line in text.splitlines():
         if not line:
             continue
         fields = line.split("|")
-        if len(fields) != width:
+        if not SACCT_REQUIRED <= len(fields) <= width:
             raise ValueError(f"unexpected sacct line: {line!r}")
         job_text = fields[0]
+        if "." in job_text:
+            continue
         state = _state(fields[2])
         code, sig = parse_exit_code(fields[3]) if state in TERMINAL else (None, None)
         elapsed, node = parse_duration(fields[4]), _node(fields[5])
+        reason = _reason(fields[reason_at] if len(fields) > reason_at else None, state)
         job, sep, task = job_text.partition("_")
         if sep and task.isdigit() and job.isdigit():   # the common row: one task
-            own.append(TaskState(job, int(task), state, code, sig, elapsed, node, "sacct"))
+            own.append(TaskState(job, int(task), state, code, sig, elapsed, node, "sacct", reason))
             continue
         job, tasks = split_job_id(job_text)
         if tasks is None:
-            own.append(TaskState(job, None, state, code, sig, elapsed, node, "sacct"))
+            own.append(TaskState(job, None, state, code, sig, elapsed, node, "sacct", reason))
         else:
-            ranged.extend(TaskState(job, t, state, code, sig, elapsed, node, "sacct") for t in tasks)
+            ranged.extend(TaskState(job, t, state, code, sig, elapsed, node, "sacct", reason)
+                          for t in tasks)
     return SacctRows(own, ranged)
 
 
@@ -180,7 +234,7 @@ def parse_squeue(text: str) -> list[TaskState]:
         if not line.strip():
             continue
         fields = line.split("|")
-        if len(fields) < len(SQUEUE_FIELDS):
+        if len(fields) < SQUEUE_REQUIRED:
             raise ValueError(f"unexpected squeue line: {line!r}")
         job, tasks = split_job_id(fields[0])
         state = _state(fields[1])
@@ -188,25 +242,65 @@ def parse_squeue(text: str) -> list[TaskState]:
         if state in TERMINAL and fields[2].strip().isdigit():
             code, sig = wait_status(int(fields[2]))
         elapsed, node = parse_duration(fields[3]), _node(fields[4])
+        reason = _reason(fields[5] if len(fields) > 5 else None, state)
+        restarts = fields[6].strip() if len(fields) > 6 else ""
+        restart_count = int(restarts) if restarts.isdigit() else None
         for task in tasks if tasks is not None else (None,):
-            out.append(TaskState(job, task, state, code, sig, elapsed, node, "squeue"))
+            out.append(TaskState(job, task, state, code, sig, elapsed, node, "squeue",
+                                 reason, restart_count))
     return out
 
 
 def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -> dict[Key, TaskState]:
-    """Freshest true state per task.
+    """Freshest true state per task (sacct must have been asked before squeue).
 
-    sacct's own terminal row > squeue's row (the controller's view) > sacct's
-    own non-terminal row > sacct's pending-range row.
+    squeue's row (the controller's view) > sacct's own non-terminal row >
+    sacct's pending-range row; sacct's own terminal row wins over squeue only
+    while the controller still says COMPLETING or has ended the task too (it
+    reaches accounting as the job completes). A terminal accounting row of an
+    earlier attempt (NODE_FAIL, PREEMPTED, REQUEUED) never ends a task the
+    controller has queued again: squeue then says PENDING/RUNNING (with a
+    higher RestartCnt), and that is what the task is.
     """
     rows = sacct if isinstance(sacct, SacctRows) else SacctRows(list(sacct), [])
     merged: dict[Key, TaskState] = {t.key: t for t in rows.ranged}
     live = {t.key: t for t in squeue}
     merged.update(live)
     for task in rows.own:
-        if task.state.is_terminal or task.key not in live:
+        fresh = live.get(task.key)
+        if fresh is None:
             merged[task.key] = task
+        elif task.state.is_terminal and _ended_in_controller(task, fresh):
+            merged[task.key] = _with_restarts(task, fresh.restart_count)
     return merged
+
+
+def _ended_in_controller(final: TaskState, live: TaskState) -> bool:
+    """Whether the controller's row agrees that the attempt `final` reports has ended."""
+    if live.state.is_terminal:
+        return True
+    return live.state is JobState.COMPLETING and final.state not in REQUEUE_PRONE
+
+
+def _with_restarts(task: TaskState, restart_count: int | None) -> TaskState:
+    if restart_count is None or task.restart_count == restart_count:
+        return task
+    return TaskState(task.job_id, task.task_id, task.state, task.exit_code, task.signal,
+                     task.elapsed, task.node, task.source, task.reason, restart_count)
+
+
+def accounting_only(sacct: SacctRows) -> dict[Key, TaskState]:
+    """What sacct alone may say while squeue does not answer.
+
+    Its own rows, except an end Slurm may undo by requeueing (NODE_FAIL,
+    PREEMPTED, BOOT_FAIL): only the controller knows whether the task runs
+    again. Range rows are returned too (the poller uses them for unseen tasks).
+    """
+    out: dict[Key, TaskState] = {t.key: t for t in sacct.ranged}
+    for task in sacct.own:
+        if task.state not in REQUEUE_PRONE:
+            out[task.key] = task
+    return out
 
 
 def range_only(sacct: SacctRows, squeue: Iterable[TaskState]) -> set[Key]:
@@ -219,7 +313,7 @@ def run_sacct(job_ids: Sequence[str], runner: Runner = run_command) -> SacctRows
     """Raises QueryError when sacct fails or prints something we cannot read."""
     result = runner(sacct_argv(job_ids))
     if result.returncode != 0:
-        raise QueryError(f"sacct failed (rc {result.returncode}): {_first_line(result.stderr)}")
+        raise _failure("sacct", result)
     try:
         return parse_sacct_rows(result.stdout)
     except ValueError as exc:
@@ -232,7 +326,7 @@ def run_squeue(job_ids: Sequence[str], runner: Runner = run_command) -> list[Tas
     if result.returncode != 0:
         if SQUEUE_UNKNOWN_JOB in result.stderr:
             return []
-        raise QueryError(f"squeue failed (rc {result.returncode}): {_first_line(result.stderr)}")
+        raise _failure("squeue", result)
     try:
         return parse_squeue(result.stdout)
     except ValueError as exc:
@@ -267,7 +361,7 @@ def parse_user_squeue(text: str) -> list[LiveJob]:
 def user_jobs(user: str, runner: Runner = run_command) -> list[LiveJob]:
     result = runner(squeue_user_argv(user))
     if result.returncode != 0:
-        raise QueryError(f"squeue failed (rc {result.returncode}): {_first_line(result.stderr)}")
+        raise _failure("squeue", result)
     return parse_user_squeue(result.stdout)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from backends.states import JobState
+from backends.submit.resources import MAX_TIME_MINUTES
 from backends.watch.usage import Usage
 from backends.watch.usage_summary import human_bytes, human_seconds
 
@@ -95,7 +96,12 @@ def propose_time(tasks: Sequence[tuple[str, Usage]]) -> tuple[str | None, str | 
         return None, (f"{len(timed_out)} task(s) TIMEOUT, but Slurm reported no time limit: "
                       "choose --time by hand")
     limit = max(limits)
-    value = time_spelling(TIME_FACTOR * limit)
+    wanted = TIME_FACTOR * limit
+    if wanted > MAX_TIME_MINUTES * 60:
+        value = time_spelling(MAX_TIME_MINUTES * 60)
+        return value, (f"--time {value}: {len(timed_out)} task(s) TIMEOUT; 2x the limit {human_seconds(limit)} "
+                       "is more than Slurm handles, so its longest limit")
+    value = time_spelling(wanted)
     return value, f"--time {value}: {len(timed_out)} task(s) TIMEOUT; 2x the limit {human_seconds(limit)}"
 
 

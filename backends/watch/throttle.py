@@ -1,0 +1,143 @@
+"""``--max-jobs-run N`` for a submission split into array windows: N at most, all N busy.
+
+Slurm's ``%N`` limits one array; a submission of several windows gets each
+window its share (``backends.ranges.share_slots``, summing to N, a window left
+without a slot submitted held). As windows drain, whoever waits for the
+submission (hyperion-submit, or ``hyperion-jobs watch RECORD`` after it)
+moves the freed slots to the earliest window that still has tasks to start,
+with ``scontrol update JobId=X ArrayTaskThrottle=K`` (and ``scontrol release``
+for a held window). A throttle is only ever raised on a window that still has
+tasks to start, and only by slots no other window can use, so the sum of what
+can run never exceeds N; if nobody waits, the throttles simply stay as they
+were (never above N, possibly fewer than N busy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from backends.records.record import SubmitRecord
+from backends.states import JobState, TaskState
+from backends.watch.budget import QueryBudget
+from backends.watch.rows import expected
+from backends.watch.slurm.accounting import QueryError, Runner, run_command
+from backends.watch.slurm.control import WindowControl, pending_arrays, release, set_throttle
+
+Key = tuple[str, "int | None"]
+# Tasks that hold one of the window's slots as Slurm counts them.
+_HOLDING = frozenset({JobState.RUNNING, JobState.CONFIGURING, JobState.COMPLETING})
+
+
+@dataclass(frozen=True)
+class WindowLoad:
+    """One window now: tasks holding slots, tasks that may still start, its throttle and hold."""
+
+    job_id: str
+    running: int
+    waiting: int
+    throttle: int | None      # None: unknown (counted as if every waiting task could start)
+    held: bool = False
+
+
+@dataclass(frozen=True)
+class ThrottleChange:
+    job_id: str
+    throttle: int
+    release: bool = False
+
+
+def _taken(load: WindowLoad) -> int:
+    """Slots a window may fill without us: what runs, or all its throttle allows if it can start more."""
+    if not load.waiting or load.held:
+        return load.running
+    if load.throttle is None:
+        return load.running + load.waiting
+    return max(load.throttle, load.running)
+
+
+def plan_changes(loads: Sequence[WindowLoad], limit: int) -> tuple[ThrottleChange, ...]:
+    """The throttle raises (and releases) that put free slots to work, earliest window first."""
+    free = limit - sum(_taken(load) for load in loads)
+    changes = []
+    for load in loads:
+        if free <= 0:
+            break
+        if not load.waiting or (load.throttle is None and not load.held):
+            continue
+        base = load.running if load.held else max(load.throttle or 0, load.running)
+        extra = min(free, load.running + load.waiting - base)
+        if extra > 0:
+            changes.append(ThrottleChange(load.job_id, base + extra, release=load.held))
+            free -= extra
+    return tuple(changes)
+
+
+def window_loads(windows: Sequence[tuple[str, tuple[int, ...]]], states: Mapping[Key, TaskState],
+                 control: Mapping[str, WindowControl]) -> list[WindowLoad]:
+    """Each window's load from the latest states (a task not seen yet is waiting)."""
+    loads = []
+    for job, tasks in windows:
+        running = waiting = 0
+        for task in tasks:
+            state = states.get((job, task))
+            if state is None or (not state.state.is_terminal and state.state not in _HOLDING):
+                waiting += 1
+            elif state.state in _HOLDING:
+                running += 1
+        known = control.get(job)
+        loads.append(WindowLoad(job, running, waiting, known.throttle if known else None,
+                                bool(known and known.held)))
+    return loads
+
+
+class Throttler:
+    """Called with every poll's states; moves slots between windows through scontrol."""
+
+    def __init__(self, windows: Sequence[tuple[str, tuple[int, ...]]], limit: int,
+                 budget: QueryBudget, runner: Runner = run_command) -> None:
+        self._windows = list(windows)
+        self._limit = limit
+        self._budget = budget
+        self._runner = runner
+        self._control: dict[str, WindowControl] | None = None
+        self.error: str | None = None       # the last scontrol/squeue failure, retried next time
+
+    @classmethod
+    def for_record(cls, record: SubmitRecord, budget: QueryBudget,
+                   runner: Runner = run_command) -> "Throttler | None":
+        """A throttler when the record has several array windows and a --max-jobs-run."""
+        limit = record.options.get("max_jobs_run") if isinstance(record.options, dict) else None
+        if record.backend != "slurm" or not isinstance(limit, int) or len(record.jobs) < 2:
+            return None
+        windows = [(job, tasks) for job, tasks in expected(record).items() if tasks]
+        return cls(windows, limit, budget, runner)
+
+    def __call__(self, states: Mapping[Key, TaskState]) -> tuple[ThrottleChange, ...]:
+        """Apply what `plan_changes` says for these states; the changes made."""
+        self.error = None
+        try:
+            if self._control is None:
+                if self._budget.room() < 1:
+                    return ()
+                self._budget.charge(1)
+                self._control = dict(pending_arrays([job for job, _ in self._windows], self._runner))
+            loads = window_loads(self._windows, states, self._control)
+            return self._apply(plan_changes(loads, self._limit))
+        except QueryError as exc:
+            self.error = str(exc)
+            return ()
+
+    def _apply(self, changes: Sequence[ThrottleChange]) -> tuple[ThrottleChange, ...]:
+        assert self._control is not None
+        done = []
+        for change in changes:
+            calls = 2 if change.release else 1
+            if self._budget.room() < calls:
+                break
+            self._budget.charge(calls)
+            set_throttle(change.job_id, change.throttle, self._runner)
+            if change.release:
+                release(change.job_id, self._runner)
+            self._control[change.job_id] = WindowControl(change.throttle, False)
+            done.append(change)
+        return tuple(done)

@@ -1,0 +1,74 @@
+"""--max-jobs-run across array windows, without a cluster: shares, rebalancing plans, scontrol calls."""
+from __future__ import annotations
+
+import pytest
+
+from backends.ranges import share_slots
+from backends.states import JobState, TaskState
+from backends.watch.budget import QueryBudget
+from backends.watch.slurm.accounting import CommandResult
+from backends.watch.slurm.control import WindowControl, parse_pending_arrays, throttle_argv
+from backends.watch.throttle import ThrottleChange, Throttler, WindowLoad, plan_changes, window_loads
+
+
+@pytest.mark.parametrize("demands,limit,shares", [
+    ((6, 6), 2, (1, 1)), ((6, 6), 5, (4, 1)), ((1001, 1001, 5), 100, (98, 1, 1)),
+    ((3, 3, 3), 2, (1, 1, 0)), ((2, 0, 4), 10, (2, 0, 4)), ((5,), 3, (3,))])
+def test_shares_sum_to_the_limit_and_give_every_window_a_slot_while_they_last(demands, limit, shares):
+    assert share_slots(demands, limit) == shares
+    assert sum(shares) <= limit
+
+
+def test_a_drained_windows_slots_go_to_the_earliest_window_with_tasks_to_start():
+    loads = [WindowLoad("a", 0, 0, 1), WindowLoad("b", 1, 5, 1), WindowLoad("c", 0, 4, 1, held=True)]
+    assert plan_changes(loads, 2) == (ThrottleChange("b", 2),)
+
+
+def test_a_held_window_is_released_when_slots_free():
+    loads = [WindowLoad("a", 0, 0, 1), WindowLoad("b", 0, 0, 1), WindowLoad("c", 0, 3, 1, held=True)]
+    assert plan_changes(loads, 2) == (ThrottleChange("c", 2, release=True),)
+
+
+def test_no_change_while_every_slot_is_taken_or_could_be():
+    assert plan_changes([WindowLoad("a", 1, 0, 1), WindowLoad("b", 1, 5, 1)], 2) == ()
+    # a window still able to start tasks keeps its whole throttle, even while it runs fewer
+    assert plan_changes([WindowLoad("a", 0, 3, 2), WindowLoad("b", 0, 5, 1)], 3) == ()
+    # an unknown throttle counts as if every waiting task could run
+    assert plan_changes([WindowLoad("a", 2, 3, 2), WindowLoad("b", 0, 5, None)], 4) == ()
+
+
+def test_window_loads_count_holding_and_waiting_tasks():
+    states = {("a", 1): TaskState("a", 1, JobState.RUNNING), ("a", 2): TaskState("a", 2, JobState.COMPLETED),
+              ("a", 3): TaskState("a", 3, JobState.PENDING), ("b", 0): TaskState("b", 0, JobState.COMPLETING)}
+    loads = window_loads([("a", (1, 2, 3, 4)), ("b", (0, 1))], states, {"a": WindowControl(2, False)})
+    assert loads == [WindowLoad("a", 1, 2, 2, False), WindowLoad("b", 1, 1, None, False)]
+
+
+def test_pending_range_rows_name_throttle_and_hold():
+    text = "177_[3-6%2]|3-6%2|JobArrayTaskLimit|\n178_[0-3%1]|0-3%1|JobHeldUser|\n179_[1-2]|1-2|Priority|\n"
+    assert parse_pending_arrays(text) == {"177": WindowControl(2, False), "178": WindowControl(1, True),
+                                          "179": WindowControl(None, False)}
+    with pytest.raises(ValueError):
+        throttle_argv("5", 0)     # 0 would lift the limit
+
+
+def test_throttler_reads_the_throttles_once_then_raises_and_releases_through_scontrol():
+    calls: list[list[str]] = []
+
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[2-3%1]|2-3%1|JobArrayTaskLimit|\n12_[0-2%1]|0-2%1|JobHeldUser|\n", "")
+        return CommandResult(0, "", "")
+
+    budget = QueryBudget()
+    throttler = Throttler([("10", (1,)), ("11", (1, 2, 3)), ("12", (0, 1, 2))], 2, budget, runner)
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED),
+              ("11", 1): TaskState("11", 1, JobState.COMPLETED)}
+    assert throttler(states) == (ThrottleChange("11", 2),)
+    assert calls[0][0] == "squeue" and calls[1] == ["scontrol", "update", "JobId=11", "ArrayTaskThrottle=2"]
+    states.update({("11", t): TaskState("11", t, JobState.COMPLETED) for t in (2, 3)})
+    assert throttler(states) == (ThrottleChange("12", 2, release=True),)
+    assert calls[2:] == [["scontrol", "update", "JobId=12", "ArrayTaskThrottle=2"], ["scontrol", "release", "12"]]
+    assert throttler(states) == () and len(calls) == 4
+    assert budget.used() == 4

@@ -1,0 +1,336 @@
+"""A wait that tells the truth, on the real cluster: shared --max-jobs-run across windows,
+requeues, impossible requests, query outages, lost terminals and hangups.
+
+Faults are injected without disturbing the other users of the shared cluster:
+requeues with ``scontrol requeue`` on our own tasks, outages with PATH wrappers
+that make our own squeue/sacct calls fail while a flag file exists.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from backends.records.record import load_record
+from backends.watch.poller import Poller, PollUpdate
+from backends.watch.slurm.accounting import CommandResult, run_command
+
+pytestmark = pytest.mark.slurm
+
+TASK = """\
+#!/bin/bash
+echo "value=$1 restart=${SLURM_RESTART_COUNT:-0}"
+sleep "${2:-1}"
+"""
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> str:
+    path = tmp_path / "task.sh"
+    path.write_text(TASK)
+    path.chmod(0o755)
+    return str(path)
+
+
+def start(site: Path, *argv: str, cwd: Path, env: dict[str, str], **kw) -> subprocess.Popen:
+    options = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kw}
+    return subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), *argv], cwd=cwd, env=env,
+                            **options)
+
+
+def wait_for(predicate, timeout: float = 60, what: str = "condition", every: float = 0.3):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def squeue_states(job_id: str) -> dict[str, str]:
+    out = subprocess.run(["squeue", "-j", job_id, "-r", "-h", "-t", "all", "-o", "%i %T"],
+                         capture_output=True, text=True).stdout
+    return dict(line.split() for line in out.splitlines() if line.strip())
+
+
+def sacct_rows(job_ids: list[str], fields: str, duplicates: bool = False) -> list[list[str]]:
+    argv = ["sacct", "-j", ",".join(job_ids), "-X", "--parsable2", "--noheader", "-o", fields]
+    out = subprocess.run(argv + (["-D"] if duplicates else []), capture_output=True, text=True,
+                         check=True).stdout
+    return [line.split("|") for line in out.splitlines() if line]
+
+
+def record_of(tmp_path: Path, stem: str):
+    return wait_for(lambda: (tmp_path / f"log/q/{stem}.submit.json").exists()
+                    and load_record(tmp_path / f"log/q/{stem}.submit.json"), timeout=60, what="the record")
+
+
+def most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
+    """Most tasks running in any second (a task starting in the second another ends does not overlap)."""
+    return max(sum(1 for s, e in spans if s <= moment < e) for moment, _ in spans)
+
+
+# --- 1. --max-jobs-run across windows --------------------------------------------------------
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_max_jobs_run_holds_for_the_whole_windowed_submission(slurm_cluster, test_site, cli_env,
+                                                              tmp_path, task, limit):
+    # MaxArraySize 1001: 999-1000 in one window, 1001-1006 (physical 0-5) in the other.
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=999:1006",
+                     "--max-jobs-run", str(limit), "--output-file", "log/m.JOB.log", "--", task, "JOB", "3",
+                     cwd=tmp_path, env=cli_env, timeout=400)
+    assert result.returncode == 0, result.stderr
+    record = load_record(tmp_path / "log/q/m.JOB.submit.json")
+    jobs = [j.job_id for j in record.jobs]
+    assert len(jobs) == 2
+    rows = wait_for(lambda: (found := sacct_rows(jobs, "JobID,State,Start,End")) and len(found) == 8
+                    and all(r[3] != "Unknown" for r in found) and found, timeout=30, what="eight sacct rows")
+    assert {r[1] for r in rows} == {"COMPLETED"}
+    spans = {r[0]: (datetime.fromisoformat(r[2]), datetime.fromisoformat(r[3])) for r in rows}
+    assert most_at_once(list(spans.values())) <= limit
+    # The slots of the small window, once it drained, went to the big one: with 2 slots
+    # the big window ran two tasks at once, with 1 its held start came after the small one.
+    big = [span for job_task, span in spans.items() if job_task.startswith(jobs[1] + "_")]
+    small = [span for job_task, span in spans.items() if job_task.startswith(jobs[0] + "_")]
+    if limit == 2:
+        assert most_at_once(big) == 2
+    else:
+        assert min(s for s, _ in big) >= max(e for _, e in small)
+
+
+# --- 2. requeues -----------------------------------------------------------------------------
+
+def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster, test_site, cli_env,
+                                                                   tmp_path, task):
+    proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/r.JOB.log", "--", task, "JOB", "8",
+                 cwd=tmp_path, env=cli_env)
+    try:
+        record = record_of(tmp_path, "r.JOB")
+        job = record.jobs[0].job_id
+        wait_for(lambda: squeue_states(job).get(f"{job}_1") == "RUNNING", what="task 1 running")
+        subprocess.run(["scontrol", "requeue", f"{job}_1"], check=True)
+        # Requeued tasks wait out BeginTime (about 2 minutes): meanwhile the wait goes on.
+        wait_for(lambda: squeue_states(job).get(f"{job}_1") == "PENDING", what="task 1 pending again")
+        time.sleep(4)
+        assert proc.poll() is None, proc.communicate()
+        status = run_cli("hyperion-jobs", "status", record.path, "--json", env=cli_env)
+        first = json.loads(status.stdout)["tasks"][0]
+        assert first["state"] == "PENDING" and first["restart_count"] == 1 and first["reason"] == "BeginTime"
+        text = run_cli("hyperion-jobs", "status", record.path, env=cli_env).stdout
+        assert "PENDING (BeginTime; restart 1)" in text
+        subprocess.run(["scontrol", "update", f"JobId={job}_1", "StartTime=now"], check=True)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert (tmp_path / "log/r.1.log").read_text().splitlines()[2] == "value=1 restart=1"
+    attempts = [r for r in sacct_rows([job], "JobID,State", duplicates=True) if r[0] == f"{job}_1"]
+    assert [r[1] for r in attempts] == ["REQUEUED", "COMPLETED"]
+
+
+# --- 3. impossible requests ------------------------------------------------------------------
+
+def test_a_request_the_cluster_can_never_run_is_cancelled_and_named(slurm_cluster, test_site, cli_env,
+                                                                    tmp_path, task):
+    began = time.monotonic()
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--num-threads", "1000",
+                     "--array", "JOB=1:3", "--output-file", "log/big.JOB.log", "--", task, "JOB",
+                     cwd=tmp_path, env=cli_env, timeout=120)
+    assert result.returncode == 1
+    assert time.monotonic() - began < 30
+    lines = result.stderr.splitlines()
+    assert any(line.startswith("hyperion-submit: error: JOB=1 (job ") and "can never run: Slurm says "
+               "PartitionConfig: it asks for more than" in line for line in lines), result.stderr
+    record = load_record(tmp_path / "log/q/big.JOB.submit.json")
+    job = record.jobs[0].job_id
+    assert f"cancelled job(s) {job} (3 task(s))" in result.stderr
+    wait_for(lambda: set(squeue_states(job).values()) == {"CANCELLED"}, timeout=30, what="all cancelled")
+
+
+def test_status_and_watch_show_the_pending_reason(slurm_cluster, tmp_path, cli_env):
+    held = subprocess.run(["sbatch", "--parsable", "--hold", "-p", "cpu", "-t", "1", "-o", "/dev/null",
+                           "--wrap", "true"], capture_output=True, text=True, check=True).stdout.strip()
+    big = subprocess.run(["sbatch", "--parsable", "-p", "cpu", "-t", "1", "-c", "1000", "-o", "/dev/null",
+                          "--wrap", "true"], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        status = run_cli("hyperion-jobs", "status", held, env=cli_env)
+        assert status.returncode == 0 and "PENDING (JobHeldUser)" in status.stdout, status.stdout
+        as_json = json.loads(run_cli("hyperion-jobs", "status", held, "--json", env=cli_env).stdout)
+        assert as_json["tasks"][0]["reason"] == "JobHeldUser"
+        watch = run_cli("hyperion-jobs", "watch", big, env=cli_env, timeout=60)
+        assert watch.returncode == 1
+        assert f"{big} PENDING (PartitionConfig)" in watch.stdout
+        assert watch.stderr.startswith(f"hyperion-jobs: error: job {big} can never run: Slurm says PartitionConfig")
+        assert f"cancel it with: hyperion-jobs cancel {big}" in watch.stderr
+    finally:
+        subprocess.run(["scancel", held, big])
+
+
+# --- 4. outages ------------------------------------------------------------------------------
+
+WRAPPER = """\
+#!/bin/bash
+if [ -e "{flags}/{tool}" ]; then
+  echo "{message}" >&2
+  exit 1
+fi
+exec {real} "$@"
+"""
+MESSAGES = {"squeue": "slurm_load_jobs error: Unable to contact slurm controller (connect failure)",
+            "sacct": "sacct: error: Problem talking to the database: Connection refused"}
+
+
+@pytest.fixture
+def flaky(tmp_path: Path, cli_env: dict[str, str]):
+    """PATH wrappers around our own squeue and sacct: each fails while tmp_path/flags/TOOL exists."""
+    bin_dir, flags = tmp_path / "wrap", tmp_path / "flags"
+    bin_dir.mkdir()
+    flags.mkdir()
+    for tool, message in MESSAGES.items():
+        path = bin_dir / tool
+        path.write_text(WRAPPER.format(flags=flags, tool=tool, message=message, real=shutil.which(tool)))
+        path.chmod(0o755)
+    cli_env["PATH"] = f"{bin_dir}{os.pathsep}{cli_env['PATH']}"
+    return flags
+
+
+def test_squeue_down_sacct_moves_the_task_to_its_end_and_the_output_says_so(
+        slurm_cluster, test_site, cli_env, tmp_path, task, flaky):
+    (flaky / "squeue").touch()      # the controller does not answer our squeue for the whole run
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/o.log",
+                     "--", task, "x", "12", cwd=tmp_path, env=cli_env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    down = [line for line in lines if line.startswith("controller (squeue) not answering for ")]
+    assert down and "Unable to contact slurm controller" in down[0] and "; states as of " in down[0], lines
+    assert "done 0/1 failed 0 running 1 pending 0" in lines    # accounting said it runs
+    assert lines[-1] == "done 1/1 failed 0 running 0 pending 0"
+
+
+def test_sacct_down_squeue_still_moves_live_tasks(slurm_cluster, test_site, cli_env, tmp_path, task, flaky):
+    (flaky / "sacct").touch()
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:2",
+                     "--output-file", "log/a.JOB.log", "--", task, "JOB", "2", cwd=tmp_path, env=cli_env,
+                     timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "running 2" in result.stderr or "running 1" in result.stderr
+    assert result.stderr.splitlines()[-1] == "done 2/2 failed 0 running 0 pending 0"
+
+
+def test_first_poll_after_the_controller_answers_again_comes_within_2s(slurm_cluster, tmp_path):
+    """The Poller's own loop, in real time against the real cluster, squeue failing for a while."""
+    script = tmp_path / "t.sh"
+    script.write_text("#!/bin/bash\nsleep 40\n")
+    job = subprocess.run(["sbatch", "--parsable", "-p", "cpu", "-t", "2", "-o", "/dev/null", str(script)],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    down = threading.Event()
+
+    def runner(argv):
+        if argv[0] == "squeue" and down.is_set():
+            return CommandResult(1, "", MESSAGES["squeue"] + "\n")
+        return run_command(argv)
+
+    updates: list[tuple[float, PollUpdate]] = []
+    stop = threading.Event()
+    poller = Poller({job: None}, runner=runner)
+    thread = threading.Thread(target=poller.run, args=(lambda u: updates.append((time.monotonic(), u)), stop),
+                              daemon=True)
+    try:
+        thread.start()
+        wait_for(lambda: updates and updates[-1][1].states.get((job, None)) is not None, what="first state")
+        time.sleep(8)            # idle: polls are 10 s apart by now
+        down.set()
+        wait_for(lambda: updates[-1][1].problem, timeout=30, what="the problem reported")
+        time.sleep(15)
+        assert "not answering for" in updates[-1][1].problem
+        back = time.monotonic()
+        down.clear()
+        first_good = wait_for(lambda: next((t for t, u in updates if t > back and u.problem is None), None),
+                              timeout=30, what="a poll after recovery")
+        assert first_good - back <= 2.0
+    finally:
+        stop.set()
+        subprocess.run(["scancel", job])
+        thread.join(30)
+
+
+# --- 5. lost terminals and hangups -----------------------------------------------------------
+
+def test_a_lost_terminal_stops_the_output_not_the_wait(slurm_cluster, test_site, cli_env, tmp_path, task):
+    master, slave = pty.openpty()
+    proc = start(test_site, "--output-file", "log/t.log", "--", task, "x", "5", cwd=tmp_path, env=cli_env,
+                 stdin=slave, stdout=slave, stderr=slave, text=False, start_new_session=True)
+    os.close(slave)
+    try:
+        seen = b""
+        while b"submitted job(s)" not in seen:
+            seen += os.read(master, 4096)
+        os.close(master)          # the terminal goes away: every later write fails with EIO
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    record = load_record(tmp_path / "log/q/t.submit.json")
+    assert sacct_rows([record.jobs[0].job_id], "State") == [["COMPLETED"]]
+
+
+def test_a_closed_pipe_stops_the_output_not_the_wait(slurm_cluster, test_site, cli_env, tmp_path, task):
+    proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/p.JOB.log", "--", task, "JOB", "4",
+                 cwd=tmp_path, env=cli_env)
+    proc.stderr.readline()
+    proc.stderr.close()           # nobody reads any more: the next write fails with EPIPE
+    assert proc.wait(timeout=120) == 0
+
+
+def test_sighup_leaves_the_jobs_queued_and_watch_reattaches(slurm_cluster, test_site, cli_env, tmp_path, task):
+    proc = start(test_site, "--output-file", "log/h.log", "--", task, "x", "8", cwd=tmp_path, env=cli_env)
+    try:
+        record = record_of(tmp_path, "h")
+        job = record.jobs[0].job_id
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 129
+    assert err.splitlines()[-1] == (f"hyperion-submit: hangup; job(s) {job} left queued; wait for them "
+                                    f"again with: hyperion-jobs watch {record.path}")
+    assert record.reattach == f"hyperion-jobs watch {record.path}"
+    assert squeue_states(job).get(job) in ("PENDING", "RUNNING", "COMPLETING", "COMPLETED")
+    watch = run_cli(*record.reattach.split(), env=cli_env, timeout=120)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    assert "1 tasks: COMPLETED 1" in watch.stdout
+
+
+def test_watch_reattached_after_a_hangup_releases_held_windows_and_keeps_the_limit(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    # --max-jobs-run 1 over two windows: the second is submitted held; only a waiter releases it.
+    proc = start(test_site, "--array", "JOB=999:1004", "--max-jobs-run", "1", "--output-file", "log/w.JOB.log",
+                 "--", task, "JOB", "2", cwd=tmp_path, env=cli_env)
+    try:
+        record = record_of(tmp_path, "w.JOB")
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=30) == 129
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    jobs = [j.job_id for j in record.jobs]
+    assert len(jobs) == 2
+    watch = run_cli("hyperion-jobs", "watch", record.path, env=cli_env, timeout=300)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    rows = wait_for(lambda: (found := sacct_rows(jobs, "JobID,State,Start,End")) and len(found) == 6
+                    and all(r[3] != "Unknown" for r in found) and found, timeout=30, what="six sacct rows")
+    assert {r[1] for r in rows} == {"COMPLETED"}
+    assert most_at_once([(datetime.fromisoformat(r[2]), datetime.fromisoformat(r[3])) for r in rows]) <= 1
