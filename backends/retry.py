@@ -8,10 +8,12 @@ runs the plan as the next attempt.
 """
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.errors import InputError
+from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
 from backends.states import JobState
@@ -145,3 +147,20 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     except InputError as err:
         raise InputError("--cfg", f"the submission's site file cannot be used any more: {err}") from None
     return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request)))
+
+
+def describe_retry(retry: RetryPlan) -> str:
+    """What the retry would do, in the words of the preview and the confirmation."""
+    assert retry.plan is not None
+    plan = retry.plan
+    counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(retry.chosen).items()))
+    lines = [f"retry of {retry.history.record_path} as attempt {retry.history.latest_number + 1}: "
+             f"{len(retry.chosen)} task(s) ({counts})",
+             f"  values: {retry.value_ranges}"]
+    if plan.windows:
+        lines.append("  windows: " + "; ".join(
+            f"--array={w.array_expression} offset {w.offset}" if w.array_expression else "single job"
+            for w in plan.windows))
+    lines.append(f"  runs in: {retry.history.current.cwd}")
+    lines.append(f"  command: {shlex.join(plan.argv)}")
+    return printable("\n".join(lines), layout=True)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 
 from backends.cli.jobs.commands import record_dirs
@@ -11,11 +10,10 @@ from backends.errors import InputError
 from backends.launch import run_plan, working_dir
 from backends.printable import printable
 from backends.records.trust import check_trusted
-from backends.retry import RetryPlan, RetryRequest, parse_states, plan_retry
+from backends.retry import RetryPlan, RetryRequest, describe_retry, parse_states, plan_retry
 from backends.submit.array import parse_array
 from backends.submit.plan import describe_plan
 from backends.submit.resources import check_count, check_memory, check_time
-from backends.watch.rows import state_counts
 from backends.watch.targets import history_of, history_status, resolve
 
 
@@ -39,25 +37,8 @@ def request_of(args: argparse.Namespace) -> RetryRequest:
                                                                          minimum=1))
 
 
-def summary(retry: RetryPlan) -> str:
-    """What the retry would do, in the words of the preview and the confirmation."""
-    assert retry.plan is not None
-    plan = retry.plan
-    counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(retry.chosen).items()))
-    lines = [f"retry of {retry.history.record_path} as attempt {retry.history.latest_number + 1}: "
-             f"{len(retry.chosen)} task(s) ({counts})",
-             f"  values: {retry.value_ranges}"]
-    if plan.windows:
-        lines.append("  windows: " + "; ".join(
-            f"--array={w.array_expression} offset {w.offset}" if w.array_expression else "single job"
-            for w in plan.windows))
-    lines.append(f"  runs in: {retry.history.current.cwd}")
-    lines.append(f"  command: {shlex.join(plan.argv)}")
-    return printable("\n".join(lines), layout=True)
-
-
 def _confirmed(retry: RetryPlan) -> bool:
-    print(summary(retry), file=sys.stderr)
+    print(describe_retry(retry), file=sys.stderr)
     print(f"Retry {len(retry.chosen)} task(s)? [y/N] ", end="", file=sys.stderr, flush=True)
     return sys.stdin.readline().strip().lower() in {"y", "yes"}
 
@@ -73,7 +54,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
               f"({len(history.latest_tasks())} task(s))")
         return 0
     if args.dry_run:
-        print(summary(retry))
+        print(describe_retry(retry))
         sys.stdout.write(printable(describe_plan(retry.plan), layout=True))
         return 0
     if not args.yes and not _confirmed(retry):
