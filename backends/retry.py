@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
+from backends.retry_sizes import SizeProposal, propose_sizes
 from backends.states import JobState
 from backends.submit.array import ArraySpec
 from backends.submit.config import load_site
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
 from backends.watch.rows import TaskRow, state_counts
+from backends.watch.usage import Usage
 
 # Labels a row can have besides Slurm's states (see TaskRow.state_label).
 EXTRA_LABELS = ("NOT_RUN", "UNKNOWN")
+AUTO = "auto"   # --mem auto / --time auto: sizes proposed from what the tasks used
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class RetryPlan:
     history: History
     chosen: tuple[TaskRow, ...]
     plan: SubmitPlan | None
+    sizes: SizeProposal | None = None     # what --mem auto / --time auto chose, and why
 
     @property
     def values(self) -> tuple[int | None, ...]:
@@ -142,11 +146,30 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     chosen = tuple(choose(rows, request))
     if not chosen:
         return RetryPlan(history, (), None)
+    request, sizes = resolve_auto(request, rows, chosen)
     try:
         site = load_site(history.current.cfg)
     except InputError as err:
         raise InputError("--cfg", f"the submission's site file cannot be used any more: {err}") from None
-    return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request)))
+    return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request)), sizes)
+
+
+def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow],
+                 chosen: Sequence[TaskRow]) -> tuple[RetryRequest, SizeProposal | None]:
+    """``--mem auto`` / ``--time auto``: sizes from what the tasks used (retry_sizes), or unchanged.
+
+    The chosen tasks' states decide (OUT_OF_MEMORY, TIMEOUT); every task's
+    MaxRSS counts, since a peak seen anywhere may be what the rerun needs.
+    """
+    if AUTO not in (request.mem, request.time):
+        return request, None
+    picked = {id(row) for row in chosen}
+    observed = [(row.state_label if id(row) in picked else "COMPLETED", row.usage or Usage())
+                for row in rows if id(row) in picked or row.usage is not None]
+    sizes = propose_sizes(observed)
+    return replace(request,
+                   mem=sizes.mem if request.mem == AUTO else request.mem,
+                   time=sizes.time if request.time == AUTO else request.time), sizes
 
 
 def describe_retry(retry: RetryPlan) -> str:
@@ -161,6 +184,9 @@ def describe_retry(retry: RetryPlan) -> str:
         lines.append("  windows: " + "; ".join(
             f"--array={w.array_expression} offset {w.offset}" if w.array_expression else "single job"
             for w in plan.windows))
+    if retry.sizes is not None:
+        lines += [f"  sizes: {why}" for why in retry.sizes.reasons] or \
+            ["  sizes: no task ran out of memory or time: --mem and --time as before"]
     lines.append(f"  runs in: {retry.history.current.cwd}")
     lines.append(f"  command: {shlex.join(plan.argv)}")
     return printable("\n".join(lines), layout=True)

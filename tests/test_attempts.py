@@ -272,3 +272,23 @@ def test_retry_of_a_record_others_may_write_needs_trust_record(tmp_path, cli_env
     (tmp_path / "fail.txt").write_text("")
     trusted = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--trust-record", cwd=tmp_path, env=cli_env)
     assert trusted.returncode == 0, trusted.stderr
+
+
+def test_usage_learnt_after_the_end_is_kept_with_the_final_state(tmp_path: Path) -> None:
+    from backends.states import JobState, TaskState
+    from backends.watch.finals import FinalsRecorder
+    from backends.watch.usage import Usage
+
+    record = tmp_path / "q" / "u.JOB.submit.json"
+    task = TaskRecord(3, "12", 3, "log.3", None, None, 1)
+    recorder = FinalsRecorder(str(record), [task])
+    ended = TaskState("12", 3, JobState.OUT_OF_MEMORY, 0, 125)
+    recorder.observe([ended])                                  # the controller says it ended...
+    assert read_ledger(record).finals[(1, 3)].usage is None
+    used = Usage(max_rss_bytes=104_000_000, req_mem_bytes=100 * 1024 ** 2, alloc_cpus=1)
+    recorder.observe([ended], {("12", 3): used})               # ...accounting tells what it used
+    recorder.observe([ended], {("12", 3): used})               # the same again writes nothing
+    ledger = read_ledger(record)
+    assert ledger.finals[(1, 3)].state == "OUT_OF_MEMORY"
+    assert ledger.finals[(1, 3)].usage["max_rss_bytes"] == 104_000_000
+    assert len(ledger_path(record).read_text().splitlines()) == 2

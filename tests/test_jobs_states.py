@@ -151,7 +151,9 @@ def test_stale_pending_range_row_loses_to_the_controller():
 
 def test_argv_queries_all_jobs_at_once():
     assert sacct_argv(["1", "7"])[:3] == ["sacct", "-j", "1,7"]
-    assert "-X" in sacct_argv(["1"])
+    assert "-X" not in sacct_argv(["1"])           # step rows too: MaxRSS lives there
+    assert sacct_argv(["1"])[-1].split(",")[:3] == ["JobID", "JobIDRaw", "State"]
+    assert "MaxRSS" in sacct_argv(["1"])[-1]
     assert squeue_argv(["1", "7"])[:4] == ["squeue", "-j", "1,7", "-r"]
     assert "all" in squeue_argv(["1"])   # ended tasks too, while the controller has them
 

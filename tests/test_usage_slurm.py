@@ -5,6 +5,7 @@ and samples accounting every second, so a task of a few seconds is measured.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -13,8 +14,7 @@ import pytest
 from conftest import SLURM_UP, run_cli
 
 from backends.records.record import load_record
-from backends.retry_sizes import propose_sizes
-from backends.watch.usage import parse_size, parse_usage, usage_argv
+from backends.watch.usage import parse_size
 
 pytestmark = pytest.mark.slurm
 MB = 1000 ** 2
@@ -44,49 +44,76 @@ def submit(site: Path, tmp_path: Path, env: dict[str, str], *argv: str) -> tuple
     return done, [job.job_id for job in load_record(records[-1]).jobs]
 
 
-def usage_of(job_ids: list[str], tasks: int) -> dict:
-    """parse_usage of one sacct run, once accounting has every task's peak and request.
-
-    Both lag: right after a job ended its row has been seen without ReqMem and Timelimit.
-    """
+def status_json(record: Path, env: dict[str, str], want: int) -> dict:
+    """hyperion-jobs status --json once `want` tasks show their peak and request (accounting lags)."""
     deadline = time.monotonic() + 60
     while True:
-        out = subprocess.run(usage_argv(job_ids), capture_output=True, text=True, check=True).stdout
-        usage = parse_usage(out)
-        known = [u for u in usage.values() if u.max_rss_bytes is not None and u.req_mem_bytes is not None]
-        if len(known) >= tasks or time.monotonic() > deadline:
-            return usage
+        shown = run_cli("hyperion-jobs", "status", str(record), "--json", env=env)
+        assert shown.returncode == 0, shown.stderr
+        data = json.loads(shown.stdout)
+        known = [t for t in data["tasks"] if t["max_rss_bytes"] is not None and t["req_mem_bytes"] is not None]
+        if len(known) >= want or time.monotonic() > deadline:
+            return data
         time.sleep(1)
 
 
-def test_tasks_holding_300_mb_report_it_as_max_rss(enforced_memory, test_site, tmp_path, cli_env) -> None:
+def failing_slurm_clients(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """An environment whose sacct and squeue fail, as when accounting was purged and the controller is away."""
+    bin_dir = tmp_path / "broken-bin"
+    bin_dir.mkdir()
+    for name in ("sacct", "squeue"):
+        tool = bin_dir / name
+        tool.write_text("#!/bin/sh\necho 'slurm_persist_conn_open_without_init: failed to open' >&2\nexit 1\n")
+        tool.chmod(0o755)
+    return {**env, "PATH": f"{bin_dir}:{env['PATH']}"}
+
+
+def test_tasks_holding_300_mb_report_it_and_the_history_keeps_it(enforced_memory, test_site, tmp_path, cli_env) -> None:
     done, jobs = submit(test_site, tmp_path, cli_env, "--mem", "1G", "--array", "T=1:2",
                         "--output-file", "log/hold.T.log", "--", "python", "-c", HOLD, "300")
     assert done.returncode == 0, done.stderr
-    usage = usage_of(jobs, 2)
-    assert sorted(key[1] for key in usage) == [1, 2]
-    for task in usage.values():
-        assert 250 * MB <= task.max_rss_bytes <= 600 * MB, task
-        assert (task.req_mem_bytes, task.alloc_cpus, task.time_limit_seconds) == (1024 ** 3, 1, 600.0)
-        assert task.elapsed_seconds >= 4 and task.cpu_seconds > 0
+    record = tmp_path / "log" / "q" / "hold.T.submit.json"
+    tasks = status_json(record, cli_env, 2)["tasks"]
+    for task in tasks:
+        assert 250 * MB <= task["max_rss_bytes"] <= 600 * MB, task
+        assert (task["req_mem_bytes"], task["alloc_cpus"], task["time_limit_seconds"]) == (1024 ** 3, 1, 600.0)
+        assert task["elapsed_seconds"] >= 4 and task["cpu_seconds"] > 0
+    table = run_cli("hyperion-jobs", "status", str(record), env=cli_env).stdout
+    assert "MEM USED/REQ" in table and "M/1G " in table and "/00:10:00" in table
+    summary = json.loads(run_cli("hyperion-jobs", "usage", str(record), "--json", env=cli_env).stdout)["summary"]
+    assert summary["tasks"] == 2 and 250 * MB <= summary["max_rss_bytes"]["median"] <= 600 * MB
+    # Slurm unreachable (or its accounting purged): the history still says what the tasks used
+    offline = run_cli("hyperion-jobs", "status", str(record), "--json", env=failing_slurm_clients(tmp_path, cli_env))
+    assert offline.returncode == 0, offline.stderr
+    assert [t["max_rss_bytes"] for t in json.loads(offline.stdout)["tasks"]] == [t["max_rss_bytes"] for t in tasks]
 
 
-def test_over_its_mem_a_task_is_out_of_memory_and_the_proposals_get_it_done(
+def test_an_out_of_memory_array_task_is_retried_with_proposed_memory_until_it_fits(
         enforced_memory, test_site, tmp_path, cli_env) -> None:
-    """600 MB in a 100M job; retried with each proposal until it fits (at least 600 MB)."""
-    mem, proposals = "100M", []
-    for attempt in range(5):
-        done, jobs = submit(test_site, tmp_path, cli_env, "--mem", mem, "--output-file",
-                            f"log/oom{attempt}.log", "--", "python", "-c", HOLD, "600")
-        if done.returncode == 0:
+    """A user's session: 2 tasks, one needs 600 MB in a 100M job; hyperion-jobs retry --mem auto."""
+    script = "import sys, time; x = b'\\1' * ((600 if sys.argv[1] == '2' else 20) << 20); time.sleep(4)"
+    done, _ = submit(test_site, tmp_path, cli_env, "--mem", "100M", "--array", "T=1:2",
+                     "--output-file", "log/fit.T.log", "--", "python", "-c", script, "T")
+    assert done.returncode == 1 and "T=2" in done.stderr and "OUT_OF_MEMORY" in done.stderr, done.stderr
+    record = tmp_path / "log" / "q" / "fit.T.submit.json"
+    status_json(record, cli_env, 2)                    # accounting has the request of the OOM task
+    sizes = []
+    for _ in range(3):
+        preview = run_cli("hyperion-jobs", "retry", str(record), "--mem", "auto", "--dry-run", env=cli_env)
+        assert preview.returncode == 0 and "values: 2" in preview.stdout, preview.stdout + preview.stderr
+        line = next(line for line in preview.stdout.splitlines() if "sizes: --mem" in line)
+        sizes.append(line.split("--mem ")[1].split(":")[0])
+        retried = run_cli("hyperion-jobs", "retry", str(record), "--mem", "auto", "--yes", cwd=tmp_path,
+                          env=cli_env, timeout=300)
+        if retried.returncode == 0:
             break
-        assert done.returncode == 1 and "OUT_OF_MEMORY" in done.stderr, done.stderr
-        (key, usage), = usage_of(jobs, 1).items()
-        assert usage.req_mem_bytes == parse_size(mem, "M")
-        proposal = propose_sizes([("OUT_OF_MEMORY", usage)])
-        assert proposal.mem is not None and parse_size(proposal.mem, "M") >= 2 * usage.req_mem_bytes
-        assert proposal.time is None and len(proposal.reasons) == 1
-        proposals.append(proposal.mem)
-        mem = proposal.mem
-    assert done.returncode == 0, f"still failing after {proposals}: {done.stderr}"
-    assert proposals and parse_size(mem, "M") >= 600 * MB and len(proposals) <= 3, proposals
+        assert "OUT_OF_MEMORY" in retried.stderr, retried.stderr
+        status_json(record, cli_env, 2)
+    assert retried.returncode == 0, f"still out of memory after {sizes}"
+    assert parse_size(sizes[0], "M") >= 2 * 100 * 1024 ** 2
+    assert parse_size(sizes[-1], "M") >= 600 * MB and all(
+        parse_size(b, "M") >= 2 * parse_size(a, "M") for a, b in zip(sizes, sizes[1:]))
+    history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert [a["overrides"].get("mem") for a in history["attempts"]] == [None, *sizes]
+    shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED")]

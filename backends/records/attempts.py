@@ -9,6 +9,8 @@ ledger keeps, one JSON object per line and only ever appended:
 - ``final``: a task's final state (state, exit code, signal, elapsed, node,
   restart count, usage), written once by whichever face sees it first, so a
   later reader never depends on Slurm still remembering the job;
+- ``usage``: what an ended task used, when accounting told it only after the
+  final state was written (the newest such line wins);
 - ``moved``: a file of an earlier attempt (a task's log, a batch script) that
   a rerun would have overwritten, and where it was moved;
 - ``closed`` (local runs): the runner finished the attempt.
@@ -23,7 +25,7 @@ import json
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from backends.records.record import RECORD_SUFFIX
@@ -96,6 +98,15 @@ class FinalState:
 
 
 @dataclass(frozen=True)
+class TaskUsage:
+    """What an ended task used, learnt after its final state was written (accounting lags)."""
+
+    attempt: int
+    value: int | None
+    usage: Mapping[str, object]
+
+
+@dataclass(frozen=True)
 class MovedFile:
     """A file of attempt `attempt` moved aside before a rerun would overwrite it."""
 
@@ -146,8 +157,9 @@ def _line(kind: str, entry: object) -> bytes:
 
 
 def entry_lines(entries: Iterable[object]) -> bytes:
-    """The ledger lines of `entries` (AttemptEntry, TaskStart, FinalState, MovedFile)."""
-    kinds = {AttemptEntry: "attempt", TaskStart: "start", FinalState: "final", MovedFile: "moved"}
+    """The ledger lines of `entries` (AttemptEntry, TaskStart, FinalState, MovedFile, TaskUsage)."""
+    kinds = {AttemptEntry: "attempt", TaskStart: "start", FinalState: "final", MovedFile: "moved",
+             TaskUsage: "usage"}
     return b"".join(_line(kinds[type(e)], e) for e in entries)
 
 
@@ -324,6 +336,7 @@ def parse_ledger(data: bytes) -> Ledger:
     finals: dict[Key, FinalState] = {}
     moved: dict[tuple[int, int | None, str], MovedFile] = {}
     closed: set[int] = set()
+    usages: dict[Key, dict] = {}
     skipped = 0
     for line in data.split(b"\n"):
         if not line.strip():
@@ -342,8 +355,13 @@ def parse_ledger(data: bytes) -> Ledger:
             moved[(move.attempt, move.value, move.what)] = move
         elif kind == "closed" and _int(raw.get("attempt"), 1) is not None:
             closed.add(raw["attempt"])
+        elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
+            usages[(raw["attempt"], _int(raw.get("value")))] = raw["usage"]
         else:
             skipped += 1
+    for key, usage in usages.items():      # the newest usage line of an ended task wins
+        if key in finals:
+            finals[key] = replace(finals[key], usage=usage)
     return Ledger(tuple(attempts[n] for n in sorted(attempts)), starts, finals, moved,
                   frozenset(closed), skipped)
 

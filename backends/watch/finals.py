@@ -1,49 +1,71 @@
-"""Writing each task's final state into the ledger the first time any face sees it.
+"""Writing each task's final state (and what it used) into the ledger the first time any face sees it.
 
 hyperion-submit's wait, hyperion-jobs status and watch, and the console all
 observe states through this, so the history keeps how every task ended even
 after Slurm forgets the job (MinJobAge, purged accounting, a pending task
-cancelled before it ever had an accounting row).
+cancelled before it ever had an accounting row). Accounting often tells what
+an ended task used only a poll or two after the controller said it ended: that
+usage follows as a line of its own.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from backends.logheader import iso_now
-from backends.records.attempts import FinalState, append_entries
+from backends.records.attempts import FinalState, TaskUsage, append_entries
 from backends.records.record import TaskRecord
 from backends.states import TaskState
+from backends.watch.usage import Usage
+
+Key = tuple[str, "int | None"]
 
 
-def final_state(task: TaskRecord, state: TaskState) -> FinalState:
+def final_state(task: TaskRecord, state: TaskState, usage: Usage | None = None) -> FinalState:
     return FinalState(task.attempt, task.value, task.job_id, task.array_task_id, state.state.value,
                       state.exit_code, state.signal, state.elapsed, state.node,
-                      state.restart_count, time=iso_now())
+                      state.restart_count, usage=usage.to_json() if usage is not None else None,
+                      time=iso_now())
 
 
 class FinalsRecorder:
     """Appends the final state of watched tasks, once each, to the ledger of `record_path`.
 
-    A ledger that cannot be written (someone else's directory, a full disk) is
-    not an error for a watcher: the states are still shown, only not kept.
+    `ended` names tasks whose final state the ledger holds already, with the
+    usage it holds for them (None when none): their usage is recorded when
+    accounting gives it. A ledger that cannot be written (someone else's
+    directory, a full disk) is not an error for a watcher: the states are
+    still shown, only not kept.
     """
 
-    def __init__(self, record_path: str, tasks: Sequence[TaskRecord]) -> None:
+    def __init__(self, record_path: str, tasks: Sequence[TaskRecord],
+                 ended: Mapping[Key, tuple[TaskRecord, Mapping | None]] | None = None) -> None:
         self.record_path = record_path
         self._tasks = {(t.job_id, t.array_task_id): t for t in tasks}
-        self._written: set[tuple[tuple[str, int | None], int]] = set()
+        self._written: set[tuple[Key, int]] = set()
+        self._usage: dict[Key, Mapping | None] = {k: u for k, (_, u) in (ended or {}).items()}
+        self._ended = {k: t for k, (t, _) in (ended or {}).items()}
         self.error: str | None = None
 
-    def observe(self, states: Iterable[TaskState]) -> list[FinalState]:
-        """Record the terminal states among `states` not recorded yet; what was written."""
-        new: list[FinalState] = []
+    def observe(self, states: Iterable[TaskState], usage: Mapping[Key, Usage] | None = None) -> list[object]:
+        """Record the terminal states among `states` not recorded yet, and new usage of ended tasks."""
+        usage = usage or {}
+        new: list[object] = []
         for state in states:
             task = self._tasks.get(state.key)
             seen = (state.key, state.restart_count or 0)   # a requeued task ends once per run
             if task is None or not state.state.is_terminal or seen in self._written:
                 continue
             self._written.add(seen)
-            new.append(final_state(task, state))
+            used = usage.get(state.key)
+            new.append(final_state(task, state, used))
+            self._ended[state.key] = task
+            self._usage[state.key] = used.to_json() if used is not None else None
+        for key, used in usage.items():
+            task = self._ended.get(key)
+            if task is None or self._usage.get(key) == used.to_json():
+                continue
+            self._usage[key] = used.to_json()
+            new.append(TaskUsage(task.attempt, task.value, used.to_json()))
         if new:
             try:
                 append_entries(self.record_path, new)

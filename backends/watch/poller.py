@@ -39,6 +39,7 @@ from backends.watch.slurm.accounting import (
     run_sacct,
     run_squeue,
 )
+from backends.watch.usage import Usage
 
 Key = tuple[str, "int | None"]
 Nudge = Callable[[Mapping[Key, TaskState]], bool]
@@ -67,6 +68,7 @@ class PollUpdate:
     interval: float = field(default=0.0, compare=False)   # seconds until the next poll
     problem: str | None = None          # while a source fails: which, for how long, why
     as_of: float | None = None          # time.time() of the newest answer the states reflect
+    usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)   # from sacct answers
 
 
 @dataclass
@@ -131,6 +133,7 @@ class Poller:
         self._vanished_after = vanished_after
         self._missing_since: dict[Key, tuple[float, int]] = {}
         self._states: dict[Key, TaskState] = {}
+        self._usage: dict[Key, Usage] = {}
         self._health = {"squeue": _Health(), "sacct": _Health()}
         self._gone: set[str] = set()          # jobs the controller no longer knows (sacct only)
         self._slow = 1.0                      # pace multiplier while Slurm asks us to back off
@@ -153,6 +156,10 @@ class Poller:
             return False
         tasks = self._expected[task.job_id]
         return tasks is None or task.task_id in tasks
+
+    def _watched(self, key: Key) -> bool:
+        tasks = self._expected.get(key[0], ())
+        return tasks is None or key[1] in tasks
 
     def _job_done(self, job_id: str) -> bool:
         tasks = self._expected[job_id]
@@ -221,6 +228,8 @@ class Poller:
         self.budget.charge(1, now)
         self._health[source] = _Health()
         self._as_of = self._wall()
+        if source == "sacct":
+            self._usage.update((key, used) for key, used in answer.usage.items() if self._watched(key))
         return answer
 
     def _query(self, jobs: list[str], now: float) -> tuple[dict[Key, TaskState], set[Key]]:
@@ -335,7 +344,8 @@ class Poller:
             self._slow = max(1.0, self._slow / 2)
         self._schedule(now, bool(changed))
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
-                          self._all_terminal(), self.interval, self.problem(now), self._as_of)
+                          self._all_terminal(), self.interval, self.problem(now), self._as_of,
+                          dict(self._usage))
 
     def _pace(self, calls: int, changed: bool) -> float:
         per_call = (self._busy if changed else self._idle) * self._slow

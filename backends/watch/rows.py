@@ -19,6 +19,7 @@ from backends.records.local_results import read_results, results_key
 from backends.records.record import SubmitRecord, TaskRecord
 from backends.records.runner import runner_gone
 from backends.states import JobState, TaskState
+from backends.watch.usage import Usage, usage_from_json
 
 Key = tuple[str, "int | None"]
 LOCAL_JOB = "local"
@@ -42,6 +43,7 @@ class TaskRow:
     attempt: int = 1                   # the attempt whose run this row shows
     reason: str | None = None          # Slurm's pending reason while it waits, or why it failed unrun
     restart_count: int | None = None   # times Slurm requeued it (None: not known)
+    usage: Usage | None = None         # what it used and was allowed, once accounting says
 
     @property
     def slurm_id(self) -> str:
@@ -71,7 +73,8 @@ class TaskRow:
                 "slurm_id": self.slurm_id, "state": self.state_label, "exit_code": self.exit_code,
                 "signal": self.signal, "elapsed": self.elapsed, "node": self.node, "log": self.log,
                 "slurm_out": self.slurm_out, "slurm_err": self.slurm_err, "attempt": self.attempt,
-                "reason": self.reason, "restart_count": self.restart_count}
+                "reason": self.reason, "restart_count": self.restart_count,
+                **(self.usage or Usage()).to_json()}
 
 
 def expected(record: SubmitRecord) -> dict[str, tuple[int, ...] | None]:
@@ -96,25 +99,32 @@ def record_rows(record: SubmitRecord, states: Mapping[Key, TaskState]) -> list[T
     return [_row(task, states.get((task.job_id, task.array_task_id))) for task in record.tasks]
 
 
-def _row(task: TaskRecord, state: TaskState | None, log: str | None = None) -> TaskRow:
+def _row(task: TaskRecord, state: TaskState | None, log: str | None = None,
+         usage: Usage | None = None) -> TaskRow:
     return TaskRow(
         value=task.value, job_id=task.job_id, task_id=task.array_task_id,
         state=state.state if state else None, exit_code=state.exit_code if state else None,
         signal=state.signal if state else None, elapsed=state.elapsed if state else None,
         node=state.node if state else None, log=log or task.log, slurm_out=task.slurm_out,
         slurm_err=task.slurm_err, attempt=task.attempt, reason=state.reason if state else None,
-        restart_count=state.restart_count if state else None)
+        restart_count=state.restart_count if state else None, usage=usage)
 
 
-def final_row(task: TaskRecord, final: FinalState, log: str | None = None) -> TaskRow:
-    """A row from the ledger: how the task ended, whether or not Slurm still knows it."""
+def final_row(task: TaskRecord, final: FinalState, log: str | None = None,
+              usage: Usage | None = None) -> TaskRow:
+    """A row from the ledger: how the task ended, whether or not Slurm still knows it.
+
+    Usage kept in the ledger wins; `usage` (accounting's, this instant) fills in
+    for an ended task whose usage was not known when its end was written.
+    """
     try:
         state: JobState | None = JobState.parse(final.state)
     except ValueError:
         state = None
+    kept = usage_from_json(final.usage) if final.usage else None
     return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code, final.signal,
                    final.elapsed, final.node, log or task.log, task.slurm_out, task.slurm_err,
-                   task.attempt, final.reason, final.restart_count)
+                   task.attempt, final.reason, final.restart_count, kept or usage)
 
 
 def pending_tasks(history: History) -> tuple[TaskRecord, ...]:
@@ -122,20 +132,33 @@ def pending_tasks(history: History) -> tuple[TaskRecord, ...]:
     return tuple(t for t in history.latest_tasks() if history.final(t) is None)
 
 
-def history_rows(history: History, states: Mapping[Key, TaskState]) -> list[TaskRow]:
+def history_rows(history: History, states: Mapping[Key, TaskState],
+                 usage: Mapping[Key, Usage] | None = None) -> list[TaskRow]:
     """One row per value: its newest attempt's final state, else Slurm's (or the local runner's) word."""
-    return [task_row(history, task, states) for task in history.latest_tasks()]
+    return [task_row(history, task, states, usage) for task in history.latest_tasks()]
 
 
-def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]) -> TaskRow:
+def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState],
+             usage: Mapping[Key, Usage] | None = None) -> TaskRow:
     """How one task of one attempt is doing: the ledger's final state, else the runner's or Slurm's word."""
     log = history.log_of(task)
     final = history.final(task)
+    used = (usage or {}).get((task.job_id, task.array_task_id))
     if final is not None:
-        return final_row(task, final, log)
+        return final_row(task, final, log, used)
     if task.job_id == LOCAL_JOB:
         return _local_row(history, task)
-    return _row(task, states.get((task.job_id, task.array_task_id)), log)
+    return _row(task, states.get((task.job_id, task.array_task_id)), log, used)
+
+
+def usage_missing(history: History) -> dict[Key, tuple[TaskRecord, None]]:
+    """Ended Slurm tasks (newest attempt per value) whose usage the ledger does not hold yet."""
+    out: dict[Key, tuple[TaskRecord, None]] = {}
+    for task in history.latest_tasks():
+        final = history.final(task)
+        if final is not None and not final.usage and task.job_id != LOCAL_JOB:
+            out[(task.job_id, task.array_task_id)] = (task, None)
+    return out
 
 
 def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None) -> list[TaskRow]:

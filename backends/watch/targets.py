@@ -18,8 +18,16 @@ from backends.records.attempts import read_ledger
 from backends.records.history import History, load_history
 from backends.records.record import RECORD_SUFFIX, SubmitRecord, TaskRecord, find_records, load_record
 from backends.watch.finals import FinalsRecorder
-from backends.watch.rows import LOCAL_JOB, TaskRow, expected_tasks, history_rows, job_rows, pending_tasks
-from backends.watch.slurm.accounting import Runner, job_std_paths, run_command, snapshot
+from backends.watch.rows import (
+    LOCAL_JOB,
+    TaskRow,
+    expected_tasks,
+    history_rows,
+    job_rows,
+    pending_tasks,
+    usage_missing,
+)
+from backends.watch.slurm.accounting import Runner, job_std_paths, query, run_command, snapshot
 
 _JOB = re.compile(r"^([0-9]{1,18})(?:_([0-9]{1,18}))?$")   # bounded: int() refuses 4300+ digits
 
@@ -121,17 +129,21 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
 
 
 def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:
-    """The latest outcome of every value across attempts.
+    """The latest outcome of every value across attempts, with what each task used.
 
-    Only tasks without a final state in the ledger are asked about (one sacct +
-    squeue for all of them); the final states Slurm reports are written into
-    the ledger on the way.
+    Only tasks without a final state in the ledger are asked about, and ended
+    tasks whose usage the ledger does not hold yet (one sacct, plus one squeue
+    when a task may still be live); the final states and usage Slurm reports
+    are written into the ledger on the way.
     """
     pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
-    states = snapshot(list(expected_tasks(pending)), runner) if pending else {}
-    FinalsRecorder(history.record_path, pending).observe(states.values())
-    return history_rows(history, states)
-
+    missing = usage_missing(history)
+    jobs = list(expected_tasks([*pending, *(task for task, _ in missing.values())]))
+    if not jobs:
+        return history_rows(history, {})
+    answer = query(jobs, runner, controller=bool(pending))
+    FinalsRecorder(history.record_path, pending, missing).observe(answer.states.values(), answer.usage)
+    return history_rows(history, answer.states, answer.usage)
 
 
 @dataclass(frozen=True)

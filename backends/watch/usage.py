@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from backends.ranges import expand
 from backends.states import JobState
@@ -30,6 +30,8 @@ _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([nc]?)\Z")
 _SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?\Z")
 
 Key = tuple[str, "int | None"]
+USAGE_KEYS = ("max_rss_bytes", "cpu_seconds", "elapsed_seconds", "time_limit_seconds", "req_mem_bytes",
+              "alloc_cpus")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,20 @@ class Usage:
     def to_json(self) -> dict[str, int | float | None]:
         """Exactly the six fields, for ``--json`` and the attempt history."""
         return asdict(self)
+
+
+def usage_from_json(raw: Mapping[str, object]) -> Usage | None:
+    """A Usage from its `to_json` form (as the ledger keeps it); None when nothing in it is a number."""
+    values = {}
+    for name in USAGE_KEYS:
+        value = raw.get(name)
+        values[name] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if all(v is None for v in values.values()):
+        return None
+    for name in ("max_rss_bytes", "req_mem_bytes", "alloc_cpus"):
+        if values[name] is not None:
+            values[name] = int(values[name])
+    return Usage(**values)
 
 
 def usage_argv(job_ids: Iterable[str]) -> list[str]:

@@ -85,7 +85,7 @@ def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = N
     found: list[tuple[TaskRecord, str]] = []
 
     def watch(update: PollUpdate) -> bool:
-        finals.observe(update.changed)
+        finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
         if observer is not None:

@@ -14,6 +14,7 @@ from backends.cli.jobs.commands import cmd_cancel, cmd_list, cmd_logs, cmd_statu
 from backends.cli.jobs.history import cmd_history
 from backends.cli.jobs.parser import PROG, build_parser
 from backends.cli.jobs.retrying import cmd_retry
+from backends.cli.jobs.usage import cmd_usage
 from backends.cli.jobs.watching import cmd_watch
 from backends.errors import InputError
 from backends.printable import printable
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 COMMANDS = {"list": cmd_list, "status": cmd_status, "watch": cmd_watch, "logs": cmd_logs,
-            "cancel": cmd_cancel, "history": cmd_history, "retry": cmd_retry}
+            "cancel": cmd_cancel, "history": cmd_history, "retry": cmd_retry, "usage": cmd_usage}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,6 +6,7 @@ from typing import Sequence
 from backends.printable import printable
 from backends.watch.rows import TaskRow, state_counts
 from backends.watch.triage import FailureGroup
+from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
 
 
 def fmt_elapsed(seconds: float | None) -> str:
@@ -32,12 +33,33 @@ def status_cells(row: TaskRow) -> tuple[str, ...]:
             fmt_exit(row), fmt_elapsed(row.elapsed), row.node or "-", row.log or row.slurm_out or "-")
 
 
+USAGE_HEADER = ("MEM USED/REQ", "CPU", "TIME USED/LIMIT")
+
+
+def usage_cells(row: TaskRow) -> tuple[str, str, str]:
+    """``314M/1.00G``, ``87%``, ``00:01:10/00:10:00``: what the task used against what it had."""
+    used = row.usage
+    if used is None:
+        return ("-", "-", "-")
+    efficiency = cpu_efficiency([used])
+    return (f"{human_bytes(used.max_rss_bytes)}/{human_bytes(used.req_mem_bytes)}",
+            "-" if efficiency is None else f"{efficiency:.0%}",
+            f"{human_seconds(used.elapsed_seconds)}/{human_seconds(used.time_limit_seconds)}")
+
+
 def status_table(rows: Sequence[TaskRow]) -> list[tuple[str, ...]]:
-    """Header and cells of `status`; an ATTEMPT column once the submission has been retried."""
-    if all(row.attempt == 1 for row in rows):
-        return [STATUS_HEADER, *map(status_cells, rows)]
-    header = STATUS_HEADER[:2] + ("ATTEMPT",) + STATUS_HEADER[2:]
-    return [header, *((*c[:2], str(r.attempt), *c[2:]) for r, c in ((r, status_cells(r)) for r in rows))]
+    """Header and cells of `status`: an ATTEMPT column once the submission has been retried,
+    usage columns once accounting told what any task used."""
+    attempts = any(row.attempt != 1 for row in rows)
+    usage = any(row.usage is not None for row in rows)
+    header = STATUS_HEADER[:2] + (("ATTEMPT",) if attempts else ()) + STATUS_HEADER[2:-1] \
+        + (USAGE_HEADER if usage else ()) + STATUS_HEADER[-1:]
+    table = [header]
+    for row in rows:
+        cells = status_cells(row)
+        table.append((*cells[:2], *((str(row.attempt),) if attempts else ()), *cells[2:-1],
+                      *(usage_cells(row) if usage else ()), cells[-1]))
+    return table
 
 
 def failure_line(group: FailureGroup) -> str:

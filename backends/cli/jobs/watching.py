@@ -58,7 +58,7 @@ def _watch_expected(target: Target, history: History | None) -> dict[str, tuple[
 
 def _rows_for(history: History | None, update: PollUpdate, record) -> list[TaskRow]:
     if history is not None:
-        return history_rows(history, update.states)
+        return history_rows(history, update.states, update.usage)
     return job_rows(update.states, record)
 
 
@@ -106,7 +106,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
 
     def observe(update: PollUpdate) -> bool:
         if finals is not None:
-            finals.observe(update.changed)
+            finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
         view.show(update, _rows_for(history, update, record))

@@ -11,18 +11,22 @@ task shows its freshest true state.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from backends.ranges import expand
 from backends.states import REQUEUE_PRONE, TERMINAL, JobState, TaskState
+from backends.watch.usage import USAGE_FIELDS, Usage, parse_usage
 
 # The first 8 are required in every line; later ones (Reason, and whatever else is
 # appended for other readers of the same single query) are read when present.
 SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Elapsed", "NodeList", "Start", "End",
                 "Reason")
 SACCT_REQUIRED = 8
+# One sacct serves states and usage: the usage fields follow the state fields, and
+# step rows (where MaxRSS lives) are asked for too.
+QUERY_FIELDS = SACCT_FIELDS + tuple(f for f in USAGE_FIELDS if f not in SACCT_FIELDS)
 # -O field:| = no padding, "|" after each field (so a line ends with "|").
 SQUEUE_FIELDS = ("JobArrayID", "State", "exit_code", "TimeUsed", "NodeList", "Reason", "RestartCnt")
 SQUEUE_REQUIRED = 5
@@ -94,9 +98,9 @@ def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> Comman
 
 
 def sacct_argv(job_ids: Iterable[str]) -> list[str]:
-    """One allocation row per task (``-X``) for all jobs at once."""
-    return ["sacct", "-j", ",".join(job_ids), "-X", "--parsable2", "--noheader",
-            "-o", ",".join(SACCT_FIELDS)]
+    """All jobs at once: each task's allocation row and its step rows (for usage)."""
+    return ["sacct", "-j", ",".join(job_ids), "--parsable2", "--noheader",
+            "-o", ",".join(QUERY_FIELDS)]
 
 
 def squeue_argv(job_ids: Iterable[str]) -> list[str]:
@@ -169,6 +173,7 @@ class SacctRows:
 
     own: list[TaskState]      # rows naming one task (or a non-array job)
     ranged: list[TaskState]   # expanded from a pending-range row such as 11_[3-5%2]
+    usage: dict[Key, Usage] = field(default_factory=dict)   # what each task used (QUERY_FIELDS answers)
 
 
 def _reason(text: str | None, state: JobState) -> str | None:
@@ -188,8 +193,9 @@ def parse_sacct_rows(text: str) -> SacctRows:
     """
     ranged: list[TaskState] = []
     own: list[TaskState] = []
-    width = len(SACCT_FIELDS)
+    width = len(QUERY_FIELDS)
     reason_at = SACCT_FIELDS.index("Reason")
+    usage = _usage(text)
     for line in text.splitlines():
         if not line:
             continue
@@ -213,7 +219,15 @@ def parse_sacct_rows(text: str) -> SacctRows:
         else:
             ranged.extend(TaskState(job, t, state, code, sig, elapsed, node, "sacct", reason)
                           for t in tasks)
-    return SacctRows(own, ranged)
+    return SacctRows(own, ranged, usage)
+
+
+def _usage(text: str) -> dict[Key, Usage]:
+    """Usage per task when the answer has the usage columns (older, narrower answers: none)."""
+    first = next((line for line in text.splitlines() if line), "")
+    if first.count("|") + 1 != len(QUERY_FIELDS):
+        return {}
+    return parse_usage(text, QUERY_FIELDS)
 
 
 def parse_sacct(text: str) -> list[TaskState]:
@@ -368,6 +382,21 @@ def user_jobs(user: str, runner: Runner = run_command) -> list[LiveJob]:
 def snapshot(job_ids: Sequence[str], runner: Runner = run_command) -> dict[Key, TaskState]:
     """One sacct and one squeue for `job_ids`, merged (QueryError on failure)."""
     return merge(run_sacct(job_ids, runner), run_squeue(job_ids, runner))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One sacct and one squeue: every task's freshest state and what the ended ones used."""
+
+    states: dict[Key, TaskState]
+    usage: dict[Key, Usage]
+
+
+def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: bool = True) -> Snapshot:
+    """States and usage of `job_ids` (QueryError on failure); without `controller`, sacct only."""
+    sacct = run_sacct(job_ids, runner)
+    states = merge(sacct, run_squeue(job_ids, runner)) if controller else accounting_only(sacct)
+    return Snapshot(states, sacct.usage)
 
 
 def _first_line(text: str) -> str:

@@ -1,0 +1,25 @@
+"""hyperion-jobs usage: what a submission's tasks used, summed up for right-sizing --mem and --time."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from backends.cli.jobs.commands import record_dirs
+from backends.printable import printable
+from backends.watch.targets import history_of, history_status, resolve
+from backends.watch.usage_summary import format_summary, summarize
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    history = history_of(resolve(args.target), record_dirs(args))
+    rows = history_status(history)
+    used = {(row.job_id, row.task_id): row.usage for row in rows if row.usage is not None}
+    summary = summarize(used)
+    if args.json:
+        print(json.dumps({"record": history.record_path, "summary": summary.to_json(),
+                          "tasks": [row.to_json() for row in rows]}, indent=2))
+        return 0
+    print(printable(f"{history.record_path}: usage of {len(used)} of {len(rows)} task(s)"))
+    for line in format_summary(summary):
+        print(printable(line))
+    return 0
