@@ -51,9 +51,7 @@ def bench_parse(tasks: int, repeat: int) -> None:
     seconds, merged = best(lambda: merge(parse_sacct_rows(text), []), repeat)
     floor, _ = best(lambda: [line.split("|") for line in text.splitlines()], repeat)
     assert len(merged) == tasks, len(merged)
-    verdict = "ok" if seconds * 1000 < 50 or tasks != 10_000 else "OVER TARGET"
-    print(f"sacct parse+merge, {tasks} tasks: {seconds * 1000:.1f} ms (target < 50 ms: {verdict}); "
-          f"bare split {floor * 1000:.1f} ms, ratio {seconds / floor:.1f}x")
+    emit(f"sacct_parse_merge_{tasks}_tasks", seconds * 1000, "ms", baseline=floor * 1000)  # target < 50 ms
 
 
 def usage_text(tasks: int, job: int = 4242) -> str:
@@ -107,8 +105,7 @@ def bench_tail(gigabytes: float, repeat: int) -> None:
         tail_s, tail = best(lambda: subprocess.run(["tail", "-n", "100", str(path)], capture_output=True,
                                                    text=True, check=True).stdout, repeat)
         assert ours == tail.splitlines(), "last_lines disagrees with tail -n 100"
-        print(f"last 100 lines of a {size / 1024 ** 3:.2f} GB log: last_lines {ours_s * 1000:.2f} ms, "
-              f"tail -n 100 {tail_s * 1000:.2f} ms, ratio {ours_s / tail_s:.2f}x (same output)")
+        emit(f"last_100_lines_of_{size / 1024 ** 3:.0f}_gb_log", ours_s * 1000, "ms", baseline=tail_s * 1000)
     finally:
         path.unlink(missing_ok=True)
 

@@ -51,9 +51,9 @@ def bench_assignment(n: int, repeat: int, total: int = 1000) -> None:
     t_many, r_many = best(lambda: shards_for(ids, total), repeat)
     assert r_bare == r_ours == r_many, "assignment differs from the bare formula"
     t_select, _ = best(lambda: select(tasks, ArrayConfig(0, total)), repeat)
-    print(f"assignment of {n:,} ids: bare hashlib {t_bare:.3f} s, shard_for {t_ours:.3f} s, "
-          f"ratio {t_ours / t_bare:.2f}; shards_for {t_many:.3f} s, ratio {t_many / t_bare:.2f}")
-    print(f"select() of one shard out of {n:,} tasks: {t_select:.3f} s, ratio vs bare {t_select / t_bare:.2f}")
+    emit(f"shard_for_{n}_ids", t_ours, "s", baseline=t_bare)
+    emit(f"shards_for_{n}_ids", t_many, "s", baseline=t_bare)
+    emit(f"select_one_shard_of_{n}_tasks", t_select, "s", baseline=t_bare)
 
 
 def make_checkpoint(root: Path, shards: int) -> int:
@@ -76,7 +76,7 @@ def bench_retry(shards: int, repeat: int) -> None:
         root = Path(tmp) / "ck"
         start = time.perf_counter()
         missing = make_checkpoint(root, shards)
-        print(f"synthetic checkpoint: {shards:,} shards, {shards - missing:,} manifests, "
+        print(f"# synthetic checkpoint: {shards:,} shards, {shards - missing:,} manifests, "
               f"made in {time.perf_counter() - start:.1f} s")
         folder = Checkpoint(root).completion_dir
 
@@ -96,10 +96,9 @@ def bench_retry(shards: int, repeat: int) -> None:
         t_plan, plan = best(lambda: plan_retry(root, max_array_size=1000), repeat)
         assert count == shards - missing and plan.missing_count == missing  # type: ignore[union-attr]
         lines = format_fields(plan)  # type: ignore[arg-type]
-        print(f"retry discovery: bare listdir {t_list:.3f} s, listdir+read+parse {t_read:.3f} s, "
-              f"plan_retry {t_plan:.3f} s ({missing:,} missing, {len(lines)} windows)")
-        print(f"ratio plan_retry / bare listdir {t_plan / t_list:.1f}; "
-              f"plan_retry / listdir+read+parse {t_plan / t_read:.2f}")
+        print(f"# {missing:,} missing, {len(lines)} windows")
+        emit(f"retry_discovery_{shards}_shards_vs_listdir", t_plan, "s", baseline=t_list)
+        emit(f"retry_discovery_{shards}_shards_vs_read_all", t_plan, "s", baseline=t_read)
 
 
 def bench_total_shards(manifests: int, repeat: int) -> None:

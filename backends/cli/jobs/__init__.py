@@ -7,25 +7,31 @@ logical array value.
 """
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
-from backends.cli.jobs.commands import cmd_cancel, cmd_list, cmd_logs, cmd_status
-from backends.cli.jobs.history import cmd_history
 from backends.cli.jobs.parser import PROG, build_parser
-from backends.cli.jobs.retrying import cmd_retry
-from backends.cli.jobs.usage import cmd_usage
-from backends.cli.jobs.watching import cmd_watch
 from backends.errors import InputError
 from backends.printable import printable
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.slurm.cancel import CancelError
 
+# Each command's module is imported only when it runs: `status` need not load
+# what `retry` plans and submits with (site YAML, the planner, the launcher).
+COMMANDS = {"list": "commands", "status": "commands", "watch": "watching", "logs": "commands",
+            "cancel": "commands", "history": "history", "retry": "retrying", "usage": "usage"}
+
+
+def command(name: str) -> Callable[..., int]:
+    module = importlib.import_module(f"backends.cli.jobs.{COMMANDS[name]}")
+    return getattr(module, f"cmd_{name}")
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-        return COMMANDS[args.command](args)
+        return command(args.command)(args)
     except InputError as err:   # escaped: the line may quote a hostile record, path or argument
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return 2
@@ -37,9 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
 
-
-COMMANDS = {"list": cmd_list, "status": cmd_status, "watch": cmd_watch, "logs": cmd_logs,
-            "cancel": cmd_cancel, "history": cmd_history, "retry": cmd_retry, "usage": cmd_usage}
 
 if __name__ == "__main__":
     sys.exit(main())
