@@ -25,9 +25,7 @@ from backends.records.history import History, archive_current, load_history
 from backends.records.record import RECORD_SUFFIX, SubmitRecord
 from backends.records.runner import runner_gone
 from backends.submit.model import SubmitPlan, record_options
-from backends.watch.finals import FinalsRecorder
 from backends.watch.rows import LOCAL_JOB, expected_tasks, pending_tasks
-from backends.watch.slurm.accounting import QueryError, run_squeue, snapshot
 
 FIELD = "--output-file"
 # Options an attempt may change; the ledger keeps the ones that differ from the attempt before.
@@ -84,6 +82,8 @@ def live_tasks(history: History) -> list[str]:
     slurm = [t for t in pending if t.job_id != LOCAL_JOB]
     if not slurm:
         return live
+    from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
+    from backends.watch.slurm.accounting import QueryError, run_squeue, snapshot
     jobs = list(expected_tasks(slurm))
     try:
         states = snapshot(jobs)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from backends.launch import run_local_plan, submit
+from backends.launch import run_local_plan
+from backends.launch_slurm import submit
 
 
 def launch(plan, announce: Callable[[str], None], kind: str = "submit") -> int | None:

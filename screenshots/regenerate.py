@@ -115,7 +115,7 @@ def slurm_answers() -> bool:
 
 def submit_array():
     """The Slurm array of the pictures, through hyperion-submit's own core."""
-    from backends.launch import submit
+    from backends.launch_slurm import submit
     from backends.submit.commandline import parse_submit_argv
     from backends.submit.plan import build_plan
 

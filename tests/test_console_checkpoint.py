@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_console_fixtures import build_checkpoint, notifications, posted, table_column, text_of, wait_for
 
-from backends.launch import submit
+from backends.launch_slurm import submit
 from backends.records.record import load_record
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_console_fixtures import build_local_record, notifications, posted, table_column, wait_for
 
-from backends.launch import submit
+from backends.launch_slurm import submit
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
 from backends.submit.commandline import parse_submit_argv

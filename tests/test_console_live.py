@@ -17,7 +17,7 @@ from test_console_fixtures import (
     wait_for,
 )
 
-from backends.launch import submit
+from backends.launch_slurm import submit
 from backends.states import JobState, TaskState
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan

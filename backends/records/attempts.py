@@ -25,7 +25,7 @@ import json
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from backends.records.record import RECORD_SUFFIX
@@ -152,7 +152,8 @@ def archived_record_path(record_path: str | Path, number: int) -> Path:
 # --- writing -----------------------------------------------------------------------------
 
 def _line(kind: str, entry: object) -> bytes:
-    data = {"type": kind, **asdict(entry)}
+    # a shallow copy (not asdict's deep one): entries hold only plain values and dicts
+    data = {"type": kind, **{f.name: getattr(entry, f.name) for f in fields(entry)}}
     return (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 

@@ -130,17 +130,17 @@ class LogWriteError(OSError):
         self.code = code
 
 
-def _open_log(path: str):
-    """The log opened for writing, with the mode the umask gives (also when it existed with a wider one)."""
+def _open_log(path: str, mode: int):
+    """The log opened for writing, with `mode` (the umask's) also when it existed with a wider one."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
-        os.fchmod(fd, umask_mode())
+        os.fchmod(fd, mode)
     except PermissionError:   # someone else's file we may write: leave its mode alone
         pass
     return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
 
 
-def run_task(task: PlannedTask) -> tuple[int, float]:
+def run_task(task: PlannedTask, mode: int | None = None) -> tuple[int, float]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
 
     A log that cannot be written (header or footer) raises LogWriteError.
@@ -149,7 +149,7 @@ def run_task(task: PlannedTask) -> tuple[int, float]:
     started = time.monotonic()
     code: int | None = None
     try:
-        with _open_log(task.log) as log:
+        with _open_log(task.log, umask_mode() if mode is None else mode) as log:
             log.write(logheader.running_line(task.argv) + "\n")
             log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
             log.flush()
@@ -196,13 +196,14 @@ def _final(attempt: int, task: PlannedTask, state: str, code: int | None, start:
 def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
              ledger: LedgerWriter) -> int:
     runner = runner_fields()
+    mode = umask_mode()          # once: reading the umask costs a /proc read
     for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
         start, began = logheader.iso_now(), time.monotonic()
         ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
                                 runner["pid_start"]))
         emit(LocalEvent("start", task))
         try:
-            code, elapsed = run_task(task)
+            code, elapsed = run_task(task, mode)
         except KeyboardInterrupt as exc:
             ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
                                  time.monotonic() - began))

@@ -3,7 +3,7 @@
 The pure parts (script text, sbatch argv, windows) come from the plan; this
 module only runs sbatch and records what it answered. Waiting is
 `backends.watch.wait`; the synchronous ``hyperion-submit slurm`` that joins
-both is `backends.launch.run_slurm`.
+both is `backends.launch_slurm.run_slurm`.
 """
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord
     """Write the scripts, sbatch every window, save the record and add the attempt to the ledger.
 
     If a window after the first is refused, SubmitError.queued names the
-    windows already queued (`backends.launch.submit` cancels them).
+    windows already queued (`backends.launch_slurm.submit` cancels them).
     """
     for sub in plan.windows:
         _write_script(sub)

@@ -1,0 +1,153 @@
+"""Submitting a plan to Slurm as the next attempt of its output pattern, and waiting for it to end.
+
+`submit` is sbatch for every window, the windows already queued cancelled when a
+later one is refused; `run_slurm` is the synchronous ``hyperion-submit slurm``:
+submit, wait with the shared poller, report, cancel on a signal.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Sequence, TextIO
+
+from backends.attempt import begin_attempt
+from backends.printable import printable
+from backends.records.record import SubmitRecord
+from backends.states import explain_reason
+from backends.submit.model import SubmitPlan
+from backends.submit.slurm import sbatch
+from backends.submit.slurm.sbatch import SubmitError
+from backends.watch.progress import Progress
+from backends.watch.slurm.cancel import CancelError, cancel
+from backends.watch.terminal import SafeStream, safe
+from backends.watch.wait import Outcome, report, task_label, wait
+
+PROG = "hyperion-submit"
+INTERRUPTED = 130
+HANGUP = 129   # SIGHUP: the wait ends, the jobs stay queued (reattach with the record's command)
+
+
+def submit(plan: SubmitPlan, kind: str = "submit") -> SubmitRecord:
+    """sbatch every window of `plan` as a new attempt and save its record.
+
+    If a window after the first is refused, the windows already queued are
+    cancelled (so no half-submitted array runs) and the error says so.
+    InputError when the pattern's newest attempt still has live tasks.
+    """
+    try:
+        with begin_attempt(plan, kind) as attempt:
+            return sbatch.submit(plan, attempt)
+    except SubmitError as err:
+        if not err.queued:
+            raise
+        raise SubmitError(f"{err}; {_cancel_note(err.queued)}") from None
+
+
+def _cancel_note(job_ids: Sequence[str]) -> str:
+    try:
+        cancel(list(job_ids))
+    except (CancelError, OSError) as err:
+        return f"could not cancel the windows already submitted ({', '.join(job_ids)}): {err}"
+    return f"cancelled the windows already submitted: {', '.join(job_ids)}"
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event, hangup: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set `stop` instead of killing us, so we can cancel what we queued;
+    SIGHUP sets `hangup` too: the wait ends but the jobs are left to run.
+
+    Only the main thread may install handlers; elsewhere (a console worker)
+    the caller's own `stop` is the way to interrupt.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_hangup(signum, frame) -> None:
+        hangup.set()
+        stop.set()
+
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _job_ids(record: SubmitRecord) -> list[str]:
+    return [job.job_id for job in record.jobs]
+
+
+def _cancel_all(record: SubmitRecord, err: SafeStream, why: str = "interrupted") -> None:
+    job_ids = _job_ids(record)
+    try:
+        cancel(job_ids)
+    except (CancelError, OSError) as exc:
+        err.line(f"{PROG}: could not cancel {' '.join(job_ids)}: {exc}")
+        return
+    err.line(f"{PROG}: {why}; cancelled job(s) {' '.join(job_ids)} ({len(record.tasks)} task(s))")
+
+
+def _describe(record: SubmitRecord) -> str:
+    jobs = ", ".join(f"{j.job_id}" + (f" (--array={j.array_expression}, offset {j.offset})"
+                                      if j.array_expression else "") for j in record.jobs)
+    return f"{PROG}: submitted job(s) {jobs}; record {record.path}"
+
+
+def _never_runs(record: SubmitRecord, outcome: Outcome, err: SafeStream) -> int:
+    """A task Slurm will never start: name it and the reason, cancel everything submitted, 1."""
+    task, reason = outcome.never_runs[0]
+    more = len(outcome.never_runs) - 1
+    others = f" (and {more} more task(s))" if more else ""
+    err.line(f"{PROG}: error: {task_label(task, record.array_name)}{others} can never run: "
+             f"Slurm says {printable(explain_reason(reason))}")
+    _cancel_all(record, err, "nothing of it can complete")
+    return 1
+
+
+def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
+              stop: threading.Event | None = None, kind: str = "submit") -> int:
+    """Submit `plan`, wait for every task, report bad tasks; the exit status for main.
+
+    0 only if every task COMPLETED with exit code 0 and wrote its log; 1
+    otherwise, and at once (everything submitted cancelled) when Slurm says a
+    task can never run as asked; 130 after SIGINT/SIGTERM, having cancelled
+    everything submitted (or after `stop` was set by the caller); 129 after
+    SIGHUP, with the jobs left queued (the record's `reattach` command waits
+    for them again). An sbatch refusal prints one line and gives 1. Losing the
+    terminal stops the output, not the wait.
+    """
+    err_stream = safe(err or sys.stderr)
+    stop = stop or threading.Event()
+    hangup = threading.Event()
+    with _stop_on_signals(stop, hangup):
+        try:
+            record = submit(plan, kind)
+        except SubmitError as exc:
+            err_stream.line(f"{PROG}: error: {exc}")
+            return 1
+        err_stream.line(_describe(record))
+        progress = Progress(len(record.tasks), stream=err_stream)
+        try:
+            outcome = wait(record, progress, stop, floor=plan.site.poll_interval)
+        finally:
+            progress.close()
+        if outcome.never_runs:
+            return _never_runs(record, outcome, err_stream)
+        if hangup.is_set():
+            err_stream.line(f"{PROG}: hangup; job(s) {' '.join(_job_ids(record))} left queued; "
+                            f"wait for them again with: {record.reattach}")
+            return HANGUP
+        if stop.is_set():
+            _cancel_all(record, err_stream)
+            return INTERRUPTED
+    for line in report(outcome, record.array_name):
+        err_stream.line(f"{PROG}: {line}")
+    if not outcome.ok:
+        err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) failed")
+    return outcome.exit_status
