@@ -1,7 +1,8 @@
 """Shard assignment, checkpoint metadata and retry planning.
 
 Compatible with the on-disk layout NeMo Curator's Slurm array support writes.
-Imports `backends` only for its pure range math and error type
-(``backends.ranges``, ``backends.errors``), and in `sharding.resubmit`, the
-bridge that turns a retry plan into submit requests.
+Imports `backends` only for its bottom layer (range math, the error type,
+printable text, umask-following writes: ``backends.ranges``, ``errors``,
+``printable``, ``fileio``), and in `sharding.resubmit`, the bridge that turns
+a retry plan into submit requests.
 """

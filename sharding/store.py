@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from backends.fileio import umask_mode
 from backends.printable import printable
 from sharding.errors import ShardingError
 
@@ -136,20 +137,6 @@ def parse_metadata_json(text: str) -> Any:
         return json.loads(text, parse_int=_bounded_int)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
-
-
-def _current_umask() -> int:
-    """The umask, read without changing it (os.umask's set-and-restore races other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _warn(message: str) -> None:
@@ -261,7 +248,7 @@ def _write_temp(directory: Path, text: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     try:
-        os.fchmod(fd, 0o666 & ~_current_umask())
+        os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
