@@ -167,7 +167,7 @@ def _write_log(path: Path, value: int, attempt: int, last: str | None) -> None:
 
 def build_history(root: Path, cfg: Path, n: int = 8, failures: dict | None = None,
                   retried: dict | None = None, job: str = "4242", retry_job: str = "4243",
-                  unfinished: tuple[int, ...] = ()) -> Path:
+                  unfinished: tuple[int, ...] = (), changed: dict | None = None) -> Path:
     """A Slurm submission of JOB=1..n (job `job`) with the final states of its tasks in the ledger,
     but the `unfinished` values, and, when `retried` ({value: (state, exit code)}) is given, a
     retry of those values with --mem 300M as attempt 2 (job `retry_job`): attempt 1's logs of
@@ -212,7 +212,7 @@ def build_history(root: Path, cfg: Path, n: int = 8, failures: dict | None = Non
             Path(task.log).rename(target)
             moved.append(MovedFile(1, task.value, "log", task.log, str(target)))
     append_entries(first.path, moved)
-    new = NewAttempt(2, "retry", {"mem": "300M"})
+    new = NewAttempt(2, "retry", changed if changed is not None else {"mem": "300M"})
     second = replace(make_record(retry.plan, [(w, retry_job) for w in retry.plan.windows], new),
                      submitted_at=RETRY_ISO, cwd=str(root))
     commit_attempt(second, new)
