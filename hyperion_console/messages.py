@@ -56,12 +56,13 @@ class JobsUpdated(Message):
 
     `as_of` (time.time()) is when the newest answer was current, None when this
     poll got no answer; `problem` is the query trouble while it lasts (shown on
-    the status line), `error` the poll's own error text.
+    the status line), `error` the poll's own error text, `warning` what else went wrong
+    (the attempt history cannot be written: the states are shown, not kept).
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
-                 problem: str | None = None) -> None:
+                 problem: str | None = None, warning: str | None = None) -> None:
         super().__init__()
         self.record_path = record_path
         self.changed = tuple(changed)
@@ -69,6 +70,7 @@ class JobsUpdated(Message):
         self.all_terminal = all_terminal
         self.as_of = as_of
         self.problem = problem
+        self.warning = warning
 
 
 class TaskHighlighted(Message):

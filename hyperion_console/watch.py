@@ -38,6 +38,7 @@ class Seen:
     all_terminal: bool = False
     as_of: float | None = None
     problem: str | None = None
+    warning: str | None = None          # e.g. the ledger cannot be written: states shown, not kept
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event) -> None:
@@ -64,7 +65,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
                 usage_seen[key] = used
                 keys[key] = None
         rows = tuple(row_of(history, tasks[key], update.states, usage) for key in keys if key in tasks)
-        deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem))
+        deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error))
         return False
 
     poller.run(observe, stop)

@@ -28,33 +28,25 @@ from backends.records.history import History, load_history
 from backends.states import explain_reason, never_runs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import record_file
-from backends.watch.triage import failure_groups
 from backends.watch.usage_summary import summarize
 
 from ..errors import describe_error, guarded
 from ..messages import (
-    AttemptShown,
-    AttemptsListed,
     CancelRequested,
     FailureGroupChosen,
-    FailureGroupsListed,
     FilterChanged,
     JobsUpdated,
     RecordOpened,
-    RetryRefused,
-    RetryRequested,
-    Submitted,
     TaskHighlighted,
     WatchStarted,
 )
 from ..record_cache import cached_record, file_key
-from ..retrying import Refused, preview, run_retry
 from ..shown import shown, tell
 from ..task_index import FILTERS, record_key, row_state_name, slurm_target
-from ..task_rows import attempt_rows, attempt_tasks, polled_tasks, rows_now, usage_of
+from ..task_rows import polled_tasks, rows_now, usage_of
 from ..watch import Seen, watch_local, watch_slurm
-from ..widgets.attempts import HEAD, AttemptList, attempt_detail, attempt_lines
-from ..widgets.failures import FailureList, failures_head, group_title
+from ..widgets.attempts import AttemptsView
+from ..widgets.failures import FailuresView, group_title
 from ..widgets.find_bar import FindBar
 from ..widgets.fit_line import FitLine
 from ..widgets.log_pane import LogPane
@@ -66,7 +58,7 @@ from ..widgets.task_table import TaskTable, column_set
 from ..widgets.usage import UsageSummaryLines
 from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
-from .retry import RetryDecision, RetryScreen
+from .jobs_retry import RetryFlow
 
 TICK_SECONDS = 1.0
 RECORD_CHECK_SECONDS = 2.0   # how often the open record's file is looked at (a new attempt elsewhere)
@@ -114,11 +106,12 @@ class JobsScreen(ConsoleScreen):
         self._answered = False       # a poll answered since the record was opened
         self._polling = False
         self._never_told: set = set()
+        self._warned: set[str] = set()
         self._derived_timer = None
         self._ticks = 0
         self._columns = "states"
-        self._attempt_shown: int | None = None
         self._last_find: tuple[str, str] | None = None     # (mode, text) for n / N
+        self.retry_flow = RetryFlow(self)
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -139,14 +132,8 @@ class JobsScreen(ConsoleScreen):
                 yield Static(id="map-legend", markup=False)
                 yield FitLine(id="map-cursor")
                 yield StateMap(id="state-map")
-            with Vertical(id="failures-view"):
-                yield FitLine(id="failures-head")
-                yield FailureList(id="failure-list")
-            with Vertical(id="attempts-view"):
-                yield FitLine(shown(HEAD, "bold"), id="attempts-head")
-                yield AttemptList(id="attempt-list")
-                yield FitLine(id="attempt-detail")
-                yield TaskTable(id="attempt-tasks")
+            yield FailuresView(id="failures-view")
+            yield AttemptsView(id="attempts-view")
         yield LogPane(id="log-pane")
         yield FindBar(id="find")
         yield console_footer()
@@ -157,8 +144,16 @@ class JobsScreen(ConsoleScreen):
         return self.query_one("#tasks", TaskTable)
 
     @property
+    def attempts_view(self) -> AttemptsView:
+        return self.query_one("#attempts-view", AttemptsView)
+
+    @property
+    def failures_view(self) -> FailuresView:
+        return self.query_one("#failures-view", FailuresView)
+
+    @property
     def attempt_table(self) -> TaskTable:
-        return self.query_one("#attempt-tasks", TaskTable)
+        return self.attempts_view.table
 
     @property
     def state_map(self) -> StateMap:
@@ -195,8 +190,8 @@ class JobsScreen(ConsoleScreen):
         return self.view == "map-view"
 
     def home_focus(self) -> Widget | None:
-        return {"map-view": self.state_map, "failures-view": self.query_one("#failure-list"),
-                "attempts-view": self.query_one("#attempt-list")}.get(self.view, self.table)
+        return {"map-view": self.state_map, "failures-view": self.failures_view.listing,
+                "attempts-view": self.attempts_view.listing}.get(self.view, self.table)
 
     def on_mount(self) -> None:
         self._ready = True
@@ -288,7 +283,7 @@ class JobsScreen(ConsoleScreen):
         self._record_key = file_key(self.record_path)
         self._ended, self._last_error, self._answered, self._polling = False, None, False, False
         self._never_told = set()
-        self._attempt_shown = None
+        self._warned: set[str] = set()
         latest = history.latest_tasks()
         known = [row for row in rows_now(history, {record_key(t): t for t in latest
                                                     if history.final(t) is not None}, {})]
@@ -297,7 +292,7 @@ class JobsScreen(ConsoleScreen):
         self.state_map.index = self.table.index
         self.state_map.refresh_map()
         self.show_selection(None)
-        self.attempt_table.show_tasks((), ())
+        self.attempts_view.reset()
         self.query_one("#poll-status", PollStatus).start(
             "Slurm" if self.record.backend == "slurm" else "local results")
         self.update_summary()
@@ -327,7 +322,7 @@ class JobsScreen(ConsoleScreen):
         def deliver(seen: Seen) -> None:
             if not stop.is_set():
                 self.app.call_from_thread(self.post_message, JobsUpdated(
-                    path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem))
+                    path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -362,6 +357,9 @@ class JobsScreen(ConsoleScreen):
         if message.error and message.error != self._last_error:   # once per distinct error
             tell(self, message.error, title="poll error (retrying)", severity="warning")
         self._last_error = message.error
+        if message.warning and message.warning not in self._warned:      # once per record
+            self._warned.add(message.warning)
+            tell(self, message.warning, title="attempt history", severity="warning", timeout=10)
         if message.all_terminal and not self._ended:
             self._ended = True
             self.action_reload()       # the record list shows fresh counts
@@ -381,6 +379,8 @@ class JobsScreen(ConsoleScreen):
         """Once per task: Slurm says it can never start as asked (the reason column has it too)."""
         for row in changed:
             reason = getattr(row, "reason", None)
+            if not reason:               # most rows: nothing to look at (100k at start-up)
+                continue
             state = getattr(row, "state", None)
             key = (row.job_id, row.task_id)
             if state is not None and not state.is_terminal and never_runs(reason) and key not in self._never_told:
@@ -490,41 +490,27 @@ class JobsScreen(ConsoleScreen):
             return
         snapshot = (self.history, dict(self.tasks), dict(self.states))
         if self.view == "failures-view":
-            self.derive_failures(*snapshot)
+            self.failures_view.derive(*snapshot)
         elif self.view == "attempts-view":
-            self.derive_attempts(*snapshot)
+            self.attempts_view.derive(*snapshot)
         if self._columns == "usage":
             self.derive_usage(*snapshot)
 
-    @work(thread=True, exclusive=True, group="failures", exit_on_error=False)
-    def derive_failures(self, history: History, tasks: dict, states: dict) -> None:
-        """The core's failure groups (it reads the last line of each failed task's log)."""
-        groups = failure_groups(rows_now(history, tasks, states))
-        self.app.call_from_thread(self.show_failures, history.record_path, groups, len(tasks))
-
-    def show_failures(self, path: str, groups: list, total: int) -> None:
-        if path != self.record_path:
-            return
-        self.query_one("#failures-head", FitLine).update(failures_head(groups, total))
-        self.query_one("#failure-list", FailureList).show_groups(groups)
-        self.post_message(FailureGroupsListed(path, [(g.state, g.exit_code, g.signal, g.last_line, g.count,
-                                                      g.value_ranges) for g in groups]))
-
-    @on(OptionList.OptionHighlighted, "#failure-list")
+    @on(FailuresView.Highlighted)
     @guarded
-    def _group_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        """The log pane shows the group's example: the log whose last line the group is named by."""
-        group = self.query_one("#failure-list", FailureList).selected_group()
+    def _group_highlighted(self, event: FailuresView.Highlighted) -> None:
+        """The log pane shows the group's example: the log whose last line names the group."""
+        self.show_group_log(event.group)
+
+    def show_group_log(self, group) -> None:
         keys = [] if group is None else self.table.index.keys_of_values(group.values[:1])
-        if keys:
-            self.log_pane.show_task(self.tasks[keys[0]])
+        self.log_pane.show_task(self.tasks[keys[0]] if keys else None)
 
-    @on(OptionList.OptionSelected, "#failure-list")
+    @on(FailuresView.Chosen)
     @guarded
-    def _group_chosen(self, event: OptionList.OptionSelected) -> None:
-        group = self.query_one("#failure-list", FailureList).selected_group()
-        if group is None:
-            return
+    def _group_chosen(self, event: FailuresView.Chosen) -> None:
+        """Enter on a group: the table with only its tasks (escape: every task again)."""
+        group = event.group
         self.set_filter("all")
         self.query_one("#jobs-views", ContentSwitcher).current = "tasks-view"
         self.show_selection(group)
@@ -532,43 +518,6 @@ class JobsScreen(ConsoleScreen):
         self.follow_selected()
         self.post_message(FailureGroupChosen(self.record_path or "", group.state, group.value_ranges,
                                              self.table.row_count))
-
-    @work(thread=True, exclusive=True, group="attempts", exit_on_error=False)
-    def derive_attempts(self, history: History, tasks: dict, states: dict) -> None:
-        """Every attempt, as hyperion-jobs history lists them."""
-        lines = attempt_lines(history, rows_now(history, tasks, states))
-        self.app.call_from_thread(self.show_attempts, history.record_path, lines)
-
-    def show_attempts(self, path: str, lines: list) -> None:
-        if path != self.record_path:
-            return
-        listing = self.query_one("#attempt-list", AttemptList)
-        listing.show_attempts(lines, self._attempt_shown)
-        self.post_message(AttemptsListed(path, [line.as_tuple() for line in lines]))
-
-    @on(OptionList.OptionHighlighted, "#attempt-list")
-    @guarded
-    def _attempt_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option.id is not None and self.history is not None:
-            self.show_attempt(int(event.option.id))
-
-    @on(OptionList.OptionSelected, "#attempt-list")
-    def _attempt_chosen(self) -> None:
-        self.attempt_table.focus()
-
-    def show_attempt(self, number: int) -> None:
-        """Attempt `number`'s tasks in the table below the list; their logs where they are now."""
-        history = self.history
-        line = self.query_one("#attempt-list", AttemptList).line_of(number)
-        if line is not None:
-            self.query_one("#attempt-detail", FitLine).update(shown(
-                "▸ " + attempt_detail(line) + " · enter: its tasks · escape: back", "dim"))
-        if number == self._attempt_shown:
-            return
-        self._attempt_shown = number
-        tasks = attempt_tasks(history, number)
-        self.attempt_table.show_tasks(tasks, attempt_rows(history, tasks, self.states, self.tasks))
-        self.post_message(AttemptShown(history.record_path, number, len(tasks)))
 
     @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
     def derive_usage(self, history: History, tasks: dict, states: dict) -> None:
@@ -678,7 +627,7 @@ class JobsScreen(ConsoleScreen):
         if self.view == "attempts-view":
             self.log_pane.show_task(self.attempt_table.selected_task())
         elif self.view == "failures-view":
-            self._group_highlighted(None)
+            self.show_group_log(self.failures_view.selected_group())
         elif self.view != "map-view":
             self.log_pane.show_task(self.selected_task())
 
@@ -691,58 +640,15 @@ class JobsScreen(ConsoleScreen):
             tell(self, "retry: no submission selected", severity="warning")
             return
         if self._polling and not self._answered:
-            self.refuse_retry("retry: Slurm has not answered yet, so which tasks ended is not known; "
+            self.retry_flow.refuse("retry: Slurm has not answered yet, so which tasks ended is not known; "
                               "try again in a moment")
             return
         values = ""
         if self.view == "failures-view":
-            group = self.query_one("#failure-list", FailureList).selected_group()
+            group = self.failures_view.selected_group()
             if group is not None and any(v is not None for v in group.values):
                 values = group.value_ranges
-        self.prepare_retry(self.history, dict(self.tasks), dict(self.states), values)
-
-    @work(thread=True, exclusive=True, group="retry", exit_on_error=False)
-    def prepare_retry(self, history: History, tasks: dict, states: dict, values: str) -> None:
-        rows = rows_now(history, tasks, states)
-        first = preview(history, rows, {"values": values})
-        if first.retry is None:
-            self.app.call_from_thread(self.refuse_retry, first.error or "retry: nothing to retry")
-            return
-        self.app.call_from_thread(self.open_preview, history, rows, values)
-
-    def open_preview(self, history: History, rows: list, values: str) -> None:
-        if history is self.history:           # not another record opened meanwhile
-            self.app.push_screen(RetryScreen(history, rows, values), self.retry_decided)
-
-    def refuse_retry(self, reason: str) -> None:
-        self.post_message(RetryRefused(self.record_path or "", reason))
-        tell(self, reason, title="retry", severity="warning", timeout=10)
-
-    def retry_decided(self, decision: RetryDecision | None) -> None:
-        if decision is None:
-            return
-        self.post_message(RetryRequested(decision.record_path, decision.attempt, decision.values, decision.argv))
-        tell(self, f"retrying values {decision.values} as attempt {decision.attempt}")
-        self.run_retry(decision)
-
-    @work(thread=True, group="retry-run", exit_on_error=False)
-    def run_retry(self, decision: RetryDecision) -> None:
-        """As hyperion-jobs retry: planned again from Slurm's answer now, run as the next attempt;
-        the Jobs screen opens that attempt as soon as its record exists."""
-        def announce(path: str) -> None:
-            self.app.call_from_thread(self.app.post_message, Submitted(path))
-
-        try:
-            status = run_retry(decision.record_path, decision.request, decision.confirmed, announce)
-        except Refused as refused:
-            self.app.call_from_thread(self.refuse_retry, str(refused))
-            return
-        except Exception as exc:       # sbatch refused, a live task appeared: one line
-            self.app.call_from_thread(self.refuse_retry, describe_error(exc))
-            return
-        if status is not None:
-            self.app.call_from_thread(tell, self, f"local retry finished: exit status {status}",
-                                      severity="information" if status == 0 else "error")
+        self.retry_flow.start(self.history, dict(self.tasks), dict(self.states), values)
 
     # -- cancel ----------------------------------------------------------------------
     @guarded

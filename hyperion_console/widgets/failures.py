@@ -10,12 +10,20 @@ comes from a log: it is shown through `printable`, as text.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from backends.watch.triage import FailureGroup
+from backends.records.history import History
+from backends.watch.triage import FailureGroup, failure_groups
 
+from ..messages import FailureGroupsListed
 from ..shown import shown
+from ..task_rows import rows_now
+from .fit_line import FitLine
 from .states import style_of
 
 
@@ -75,3 +83,65 @@ def failures_head(groups: list[FailureGroup], total: int) -> Text:
     text = Text(f"{failed} of {total} task(s) did not succeed, in {len(groups)} group(s)", style="bold")
     text.append(" · enter: its tasks · R: retry it", style="dim")
     return text
+
+
+class FailuresView(Vertical):
+    """The head line and the groups of the open record."""
+
+    class Highlighted(Message):
+        """The cursor is on this group (None: no failures)."""
+
+        def __init__(self, group: FailureGroup | None) -> None:
+            super().__init__()
+            self.group = group
+
+    class Chosen(Message):
+        """Enter on a group: show its tasks."""
+
+        def __init__(self, group: FailureGroup) -> None:
+            super().__init__()
+            self.group = group
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.record_path: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield FitLine(id="failures-head")
+        yield FailureList(id="failure-list")
+
+    @property
+    def listing(self) -> FailureList:
+        return self.query_one(FailureList)
+
+    def selected_group(self) -> FailureGroup | None:
+        return self.listing.selected_group()
+
+    @work(thread=True, exclusive=True, group="failures", exit_on_error=False)
+    def derive(self, history: History, tasks: dict, states: dict) -> None:
+        """The core's failure groups of the rows the screen holds (`tasks`, `states`: copies)."""
+        self.record_path = history.record_path
+        groups = failure_groups(rows_now(history, tasks, states))
+        self.app.call_from_thread(self.show, history.record_path, groups, len(tasks))
+
+    def show(self, path: str, groups: list[FailureGroup], total: int) -> None:
+        if path != self.record_path:        # another record was opened meanwhile
+            return
+        self.query_one("#failures-head", FitLine).update(failures_head(groups, total))
+        self.listing.show_groups(groups)
+        if not groups:
+            self.post_message(self.Highlighted(None))
+        self.post_message(FailureGroupsListed(path, [(g.state, g.exit_code, g.signal, g.last_line, g.count,
+                                                      g.value_ranges) for g in groups]))
+
+    @on(OptionList.OptionHighlighted)
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        self.post_message(self.Highlighted(self.selected_group()))
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        group = self.selected_group()
+        if group is not None:
+            self.post_message(self.Chosen(group))
