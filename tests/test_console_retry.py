@@ -232,3 +232,25 @@ def test_retry_from_the_console_reruns_exactly_the_failed_values_on_slurm(slurm_
         assert [m.values for m in posted(seen, RetryRequested)] == ["2"]
 
     asyncio.run(scenario())
+
+
+def test_retry_is_in_the_footer_and_the_palette(tmp_path: Path) -> None:
+    record = build_history(tmp_path, SITE)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.pause(0.5)
+            keys = [(key.key_display, key.description) for key in app.screen.query("FooterKey")]
+            assert ("R", "Retry") in keys and ("o", "Records") in keys
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"retry failed")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+            await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+            assert posted(seen, RetryPreviewed)[-1].values == "3,5-6"
+
+    asyncio.run(scenario())

@@ -314,8 +314,10 @@ class JobsScreen(ConsoleScreen):
             self.poll_local(history.record_path, self._stop_poll)
 
     def restart_watching(self) -> None:
-        """A fresh poller (interval back at its floor): after an action the states follow at once."""
+        """A fresh poller (interval back at its floor): after an action the states follow at once.
+        The ledger is read again: tasks that ended meanwhile are not asked about twice."""
         if self.history is not None:
+            self.history = load_history(self.history.record_path, self.history.current)
             self.start_watching(self.history)
 
     def _deliver(self, path: str, stop: threading.Event):
