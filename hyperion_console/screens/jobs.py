@@ -285,8 +285,8 @@ class JobsScreen(ConsoleScreen):
         self._never_told = set()
         self._warned: set[str] = set()
         latest = history.latest_tasks()
-        known = [row for row in rows_now(history, {record_key(t): t for t in latest
-                                                    if history.final(t) is not None}, {})]
+        ended = {record_key(t): t for t in latest if history.final(t) is not None} if history.ledger.finals else {}
+        known = rows_now(history, ended, {})
         self.table.set_columns(column_set(self._columns, len(history.numbers) > 1))
         self.table.show_tasks(latest, [*known, *states])
         self.state_map.index = self.table.index
