@@ -59,22 +59,18 @@ def polled_tasks(history: History) -> list[TaskRecord]:
 
 
 def rows_now(history: History, tasks: Mapping[Key, TaskRecord], states: Mapping[Key, object]) -> list[TaskRow]:
-    """A row for every task from what the screen holds now (for retry planning and triage).
+    """A row for every task from what the screen holds now (for retry planning and triage)."""
+    return [_row_from(history, task, states.get(key)) for key, task in tasks.items()]
 
-    Rows the poller delivered are used as they are; a bare TaskState (the
-    screen was fed one directly) becomes a row through the core; a task
-    nothing was heard of is the ledger's final state, or UNKNOWN.
-    """
-    out = []
-    for key, task in tasks.items():
-        state = states.get(key)
-        if isinstance(state, TaskRow):
-            out.append(state)
-        elif state is not None and hasattr(state, "key"):
-            out.append(row_of(history, task, {state.key: state}))
-        else:
-            out.append(row_of(history, task, {}))
-    return out
+
+def _row_from(history: History, task: TaskRecord, state: object) -> TaskRow:
+    """A row the poller delivered as it is; a bare TaskState (the screen was fed one directly)
+    made a row by the core; a task nothing was heard of: the ledger's final state, or UNKNOWN."""
+    if isinstance(state, TaskRow):
+        return state
+    if state is not None and hasattr(state, "key"):
+        return row_of(history, task, {state.key: state})
+    return row_of(history, task, {})
 
 
 def attempt_tasks(history: History, number: int) -> list[TaskRecord]:
@@ -87,17 +83,12 @@ def attempt_tasks(history: History, number: int) -> list[TaskRecord]:
 
 def attempt_rows(history: History, tasks: Iterable[TaskRecord], latest: Mapping[Key, object],
                  latest_tasks: Mapping[Key, TaskRecord]) -> list[TaskRow]:
-    """Rows of one attempt's tasks: the ledger's final state, or the screen's live row when that
-    task is still the newest run of its value."""
+    """Rows of one attempt's tasks: the screen's live row where that task is still the newest run
+    of its value, else the ledger's final state (or UNKNOWN)."""
     out = []
     for task in tasks:
         key = record_key(task)
         current = latest_tasks.get(key)
-        state = latest.get(key) if current is not None and current.attempt == task.attempt else None
-        if isinstance(state, TaskRow):
-            out.append(state)
-        elif state is not None and hasattr(state, "key"):
-            out.append(row_of(history, task, {state.key: state}))
-        else:
-            out.append(row_of(history, task, {}))
+        newest = current is not None and current.attempt == task.attempt
+        out.append(_row_from(history, task, latest.get(key) if newest else None))
     return out
