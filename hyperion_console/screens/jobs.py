@@ -308,7 +308,8 @@ class JobsScreen(ConsoleScreen):
         self._stop_poll.set()
         self._stop_poll = threading.Event()
         if history.current.backend == "slurm":
-            self._polling = True
+            # Retry waits for Slurm's first answer only when there is something to ask about.
+            self._polling = any(history.final(task) is None for task in self.tasks.values())
             self.poll_slurm(history, self._stop_poll)
         else:
             self.poll_local(history.record_path, self._stop_poll)
