@@ -35,7 +35,7 @@ def describe(record, name: str) -> Text:
     jobs = ",".join(j.job_id for j in record.jobs) or record.backend
     when = record.submitted_at[5:16].replace("T", " ")
     attempt = f"att {record.attempt}  " if getattr(record, "attempt", 1) > 1 else ""   # as the table says
-    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<14} ", "cyan"),
+    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<10} ", "cyan"),
                          f"{len(record.tasks):>5} tasks  ", (attempt, "yellow"), shown(f"{when}  ", "dim"),
                          shown(name, "dim"))
 
