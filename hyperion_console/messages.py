@@ -32,12 +32,23 @@ class Submitted(Message):
 
 
 class RecordOpened(Message):
-    """The Jobs screen now shows this record."""
+    """The Jobs screen now shows this record: one row per value (its newest attempt's task)."""
 
-    def __init__(self, record_path: str, tasks: int) -> None:
+    def __init__(self, record_path: str, tasks: int, attempts: int = 1) -> None:
         super().__init__()
         self.record_path = record_path
         self.tasks = tasks
+        self.attempts = attempts
+
+
+class WatchStarted(Message):
+    """The Jobs screen polls Slurm for these many tasks (those without a final state in the ledger;
+    0: every state came from the attempt history, nothing is asked)."""
+
+    def __init__(self, record_path: str, polled: int) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.polled = polled
 
 
 class JobsUpdated(Message):
@@ -45,12 +56,13 @@ class JobsUpdated(Message):
 
     `as_of` (time.time()) is when the newest answer was current, None when this
     poll got no answer; `problem` is the query trouble while it lasts (shown on
-    the status line), `error` the poll's own error text.
+    the status line), `error` the poll's own error text, `warning` what else went wrong
+    (the attempt history cannot be written: the states are shown, not kept).
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
-                 problem: str | None = None) -> None:
+                 problem: str | None = None, warning: str | None = None) -> None:
         super().__init__()
         self.record_path = record_path
         self.changed = tuple(changed)
@@ -58,15 +70,18 @@ class JobsUpdated(Message):
         self.all_terminal = all_terminal
         self.as_of = as_of
         self.problem = problem
+        self.warning = warning
 
 
 class TaskHighlighted(Message):
-    """The cursor of the task table (or the state map) is on this task (None: no task shown)."""
+    """The cursor of a task table (or the state map) is on this task (None: no task shown);
+    `table` is the id of the table ("tasks": the newest attempts, "attempt-tasks": one attempt)."""
 
-    def __init__(self, key: tuple | None, task: Any) -> None:
+    def __init__(self, key: tuple | None, task: Any, table: str | None = "tasks") -> None:
         super().__init__()
         self.key = key
         self.task = task
+        self.table = table
 
 
 class FilterChanged(Message):
@@ -134,3 +149,76 @@ class CheckpointLoaded(Message):
         super().__init__()
         self.checkpoint = checkpoint
         self.missing = tuple(missing)
+
+
+class FailureGroupsListed(Message):
+    """The failure groups of the open record: (state, exit code, signal, last line, count, values)."""
+
+    def __init__(self, record_path: str, groups: Sequence[tuple]) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.groups = tuple(groups)
+
+
+class FailureGroupChosen(Message):
+    """The task table now shows only one failure group's tasks (`values` as ranges)."""
+
+    def __init__(self, record_path: str, state: str, values: str, shown: int) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.state = state
+        self.values = values
+        self.shown = shown
+
+
+class AttemptsListed(Message):
+    """The attempts of the open record, oldest first: (number, kind, time, job ids, tasks, counts)."""
+
+    def __init__(self, record_path: str, attempts: Sequence[tuple]) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.attempts = tuple(attempts)
+
+
+class AttemptShown(Message):
+    """The attempt view shows attempt `number`'s tasks (their logs where they are now)."""
+
+    def __init__(self, record_path: str, number: int, tasks: int) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.number = number
+        self.tasks = tasks
+
+
+class RetryPreviewed(Message):
+    """The retry preview was planned again: the next attempt, its values and command, or the refusal."""
+
+    def __init__(self, record_path: str, attempt: int | None, values: str | None,
+                 command: str | None, error: str | None) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.attempt = attempt
+        self.values = values
+        self.command = command
+        self.error = error
+
+
+class RetryRefused(Message):
+    """Retry said no (live tasks, nothing to retry, a bad override, a change since confirming):
+    one line, nothing ran."""
+
+    def __init__(self, record_path: str, reason: str) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.reason = reason
+
+
+class RetryRequested(Message):
+    """The user confirmed a retry: it runs as attempt `attempt` with this hyperion-submit argv."""
+
+    def __init__(self, record_path: str, attempt: int, values: str, argv: Sequence[str]) -> None:
+        super().__init__()
+        self.record_path = record_path
+        self.attempt = attempt
+        self.values = values
+        self.argv = tuple(argv)

@@ -95,6 +95,7 @@ class TaskIndex:
         self.counts: Counter[str] = Counter()
         self.by_value: dict[int, Key] = {}
         self.filter = ALL
+        self.selection: frozenset[Key] | None = None   # a failure group's tasks (None: every task)
         self.shown: list[Key] = []              # keys passing the filter, record order
 
     def __len__(self) -> int:
@@ -110,6 +111,7 @@ class TaskIndex:
             self.states, self.received = {}, {}
             self.by_value = {task.value: key for key, task in self.tasks.items()
                              if task.value is not None}
+            self.selection = None
         self.apply(states)
         self.refilter()
 
@@ -126,7 +128,7 @@ class TaskIndex:
 
     def _apply(self, changed, as_of: float | None) -> bool:
         stamp = time.time() if as_of is None else as_of
-        names, counts, flt = self.names, self.counts, self.filter
+        names, counts, flt, selection = self.names, self.counts, self.filter, self.selection
         states, received, name_of, ticking = self.states, self.received, _NAME, TICKING
         moved = False
         for state in changed:           # row_key and row_state_name, inlined: 100k at start-up
@@ -146,7 +148,8 @@ class TaskIndex:
                 if not counts[old]:
                     del counts[old]
                 counts[new] += 1
-                moved = moved or passes(old, flt) != passes(new, flt)
+                if passes(old, flt) != passes(new, flt) and (selection is None or key in selection):
+                    moved = True
         if moved:
             self.refilter()
         return moved
@@ -157,19 +160,34 @@ class TaskIndex:
         self.filter = name
         self.refilter()
 
+    def select(self, keys: Iterable[Key] | None) -> None:
+        """Show only these tasks (a failure group's), within the state filter; None: every task."""
+        self.selection = None if keys is None else frozenset(k for k in keys if k in self.tasks)
+        self.refilter()
+
+    def keys_of_values(self, values: Iterable[int | None]) -> list[Key]:
+        """The keys of the tasks with these values (None: the tasks without a value)."""
+        wanted = set(values)
+        if None in wanted:
+            return [key for key, task in self.tasks.items() if task.value in wanted]
+        return [self.by_value[v] for v in wanted if v in self.by_value]
+
     def refilter(self) -> None:
         """One pass over the state names (about 5 ms at 100k tasks)."""
-        flt, names = self.filter, self.names
+        flt, names, selection = self.filter, self.names, self.selection
+        keys = self.keys if selection is None else [key for key in self.keys if key in selection]
         if flt == ALL:
-            self.shown = self.keys
+            self.shown = keys
         elif flt == NOT_COMPLETED:
-            self.shown = [key for key in self.keys if names[key] != "COMPLETED"]
+            self.shown = [key for key in keys if names[key] != "COMPLETED"]
         else:
-            self.shown = [key for key in self.keys if names[key] == flt]
+            self.shown = [key for key in keys if names[key] == flt]
 
     def position(self, key: Key | None) -> int | None:
         """Where `key` is in the filtered view (None: hidden or unknown)."""
         if key is None or key not in self.tasks or not passes(self.names[key], self.filter):
+            return None
+        if self.selection is not None and key not in self.selection:
             return None
         if self.shown is self.keys:
             return self.keys.index(key)

@@ -5,11 +5,15 @@ Run from the repository root: `python screenshots/regenerate.py`. Two sources:
 * the demo (`hyperion-console --demo`, local backend): Checkpoint, Failed, Retry,
   the Resubmit confirmation, the Jobs screen after it, Submit, Help;
 * a real Slurm array on the test cluster (tests/slurm/up.sh), submitted here
-  through hyperion-submit's core: 40 tasks, every 9th fails with exit 3, three
-  run for minutes printing progress, at most 6 at a time so the rest wait. It is
-  shot while it runs (the table, a filter in use, the state map, the log pane
-  following a running task) and cancelled at the end. Without Slurm those are
-  skipped with a line saying so.
+  through hyperion-submit's core: 40 tasks, every 9th fails with exit 3 (a
+  corrupt input) and one with exit 2 (a missing shard), three run for minutes
+  printing progress, at most 6 at a time so the rest wait. It is shot while it
+  runs (the table, a filter in use, the state map, the log pane following a
+  running task); then the long runners are cancelled, and once every task
+  ended the failure groups and the retry preview are shot, the causes are
+  "fixed" and the retry runs from the console as attempt 2; the table with its
+  attempt column and the attempts view are shot after it. Without Slurm those
+  are skipped with a line saying so.
 
 Fixtures are built under fixed directories so that paths in the pictures stay the same.
 """
@@ -33,17 +37,27 @@ DEMO_DIR = Path("/tmp/hyperion-console-screenshots")
 SLURM_DIR = Path("/tmp/hyperion-console-screenshots-slurm")
 SIZES = ((80, 24), (120, 40))
 TASKS = 40
-LONG = (5, 17, 29)            # run for minutes: RUNNING in every picture
-# One task of the array: progress lines, a failure for every 9th value, long runners.
+LONG = (5, 17, 29)            # run for minutes: RUNNING in every picture of the running array
+CORRUPT = tuple(v for v in range(1, TASKS + 1) if v % 9 == 0)
+MISSING = (14,)
+# One task of the array: progress lines; the values listed in corrupt.txt / missing.txt fail, those in
+# long.txt run for minutes (the lists are emptied before the retry: the causes are "fixed").
 TASK_SCRIPT = f"""
-import sys, time
+import pathlib, sys, time
 value = int(sys.argv[1])
-steps = 400 if value in {LONG} else 8
+here = pathlib.Path({str(SLURM_DIR)!r})
+def listed(name):
+    path = here / name
+    return path.exists() and str(value) in path.read_text().split()
+steps = 400 if listed("long.txt") else 8
 for step in range(1, steps + 1):
     print(f"extract part {{value}}: progress {{step}}/{{steps}}", flush=True)
-    if value % 9 == 0 and step == 3:
-        print(f"part {{value}}: ValueError: corrupt input file part-{{value:04d}}.wav", flush=True)
+    if step == 3 and listed("corrupt.txt"):
+        print(f"ValueError: corrupt input file", flush=True)
         sys.exit(3)
+    if step == 3 and listed("missing.txt"):
+        print(f"FileNotFoundError: shard not found", flush=True)
+        sys.exit(2)
     time.sleep(0.6)
 print(f"part {{value}} done", flush=True)
 """
@@ -122,6 +136,8 @@ def submit_array():
     if SLURM_DIR.exists():
         shutil.rmtree(SLURM_DIR)
     SLURM_DIR.mkdir(parents=True)
+    for name, values in (("long.txt", LONG), ("corrupt.txt", CORRUPT), ("missing.txt", MISSING)):
+        (SLURM_DIR / name).write_text(" ".join(map(str, values)) + "\n")
     site, options = parse_submit_argv([
         "slurm", "--cfg", str(REPO / "conf" / "submit_test_cluster.yaml"), "--array", f"JOB=1:{TASKS}",
         "--max-jobs-run", "6", "--time", "00:06:00", "--mem", "100M",
@@ -160,6 +176,72 @@ async def shoot_slurm(record, size: tuple[int, int]) -> list[Path]:
     return saved
 
 
+def finish_array(record) -> None:
+    """Cancel the long runners and wait (the core's wait) until every task ended: finals in the ledger."""
+    from backends.watch.slurm.cancel import cancel
+    from backends.watch.wait import wait
+
+    job = record.jobs[0].job_id
+    cancel([f"{job}_{value}" for value in LONG])
+    wait(record)
+    for name in ("long.txt", "corrupt.txt", "missing.txt"):
+        (SLURM_DIR / name).write_text("")          # the causes are fixed: the retry completes
+
+
+async def all_ended(pilot, timeout: float = 60) -> None:
+    jobs = pilot.app.jobs_screen
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        counts = jobs.table.index.counts
+        if counts and jobs.table.index.all_final():
+            return
+        await pilot.pause(0.3)
+
+
+async def shoot_retry(record, size: tuple[int, int], run: bool) -> list[Path]:
+    """Every task ended: the failure groups, the retry preview; with `run`, the retry runs."""
+    from hyperion_console.screens.retry import RetryScreen
+
+    app = make_app(cfg_dir=REPO / "conf", record=record.path, search_dirs=[SLURM_DIR])
+    saved: list[Path] = []
+    async with app.run_test(size=size) as pilot:
+        save = saver(app, pilot, size, saved)
+        await all_ended(pilot)
+        await pilot.press("t")
+        await save("jobs-slurm-failures")
+        await pilot.press("escape", "R")
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if isinstance(app.screen, RetryScreen) and "runs in" in str(app.screen.query_one("#retry-text").content):
+                break
+        await pilot.press("escape")                  # out of the field: the buttons
+        await save("jobs-slurm-retry")
+        if run:
+            await pilot.press("ctrl+r")
+            await save("confirm-retry")
+            await pilot.press("y")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and app.jobs_screen.history.latest_number < 2:
+                await pilot.pause(0.3)
+    return saved
+
+
+async def shoot_attempts(record, size: tuple[int, int]) -> list[Path]:
+    """After the retry: the newest run of every value (attempt column), and the attempts view."""
+    app = make_app(cfg_dir=REPO / "conf", record=record.path, search_dirs=[SLURM_DIR])
+    saved: list[Path] = []
+    async with app.run_test(size=size) as pilot:
+        save = saver(app, pilot, size, saved)
+        await all_ended(pilot, 120)
+        await pilot.press("colon", "9", "enter")     # a retried value: attempt 2, its new log
+        await save("jobs-slurm-retried")
+        await pilot.press("a")
+        await pilot.pause(0.5)
+        await pilot.press("up", "enter", *["down"] * 8)   # attempt 1, value 9: its log moved aside
+        await save("jobs-slurm-attempts")
+    return saved
+
+
 def svg_size(svg: Path) -> tuple[int, int]:
     match = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg.read_text())
     assert match, svg
@@ -183,12 +265,23 @@ def main() -> int:
     if slurm_answers():
         from backends.watch.slurm.cancel import cancel
 
+        from backends.records.history import load_history
+        from backends.records.record import load_record
+        from backends.watch.wait import wait
+
         record = submit_array()
         try:
             for size in SIZES:
                 svgs += asyncio.run(shoot_slurm(record, size))
+            finish_array(record)
+            for size in reversed(SIZES):             # the retry runs at the last one: 80x24
+                svgs += asyncio.run(shoot_retry(record, size, run=size == SIZES[0]))
+            wait(load_record(record.path))             # the retry's tasks end (finals in the ledger)
+            for size in SIZES:
+                svgs += asyncio.run(shoot_attempts(record, size))
         finally:
-            cancel([job.job_id for job in record.jobs])
+            history = load_history(record.path)
+            cancel(sorted({job.job_id for n in history.numbers for job in history.records[n].jobs}))
     else:
         print("Slurm does not answer (tests/slurm/up.sh): the jobs-slurm-* pictures are kept as they are")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -128,9 +128,11 @@ def test_demo_opens_a_checkpoint_and_resubmit_reruns_the_missing_shards(tmp_path
             await pilot.press("y")
             await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 20)
             jobs = app.screen
+            # the resubmission is attempt 2 of the demo's submission: every value, its newest run
             await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
-                           == ["COMPLETED", "COMPLETED"], 30)
-            assert table_column(jobs.query_one("#tasks"), "value") == ["11", "12"]
+                           == ["COMPLETED"] * 12, 30)
+            assert table_column(jobs.query_one("#tasks"), "value") == [str(v) for v in range(1, 13)]
+            assert table_column(jobs.query_one("#tasks"), "attempt") == ["1"] * 10 + ["2", "2"]
             await pilot.press("3")
             await wait_for(pilot, lambda: "every shard is complete"
                            in str(screen.query_one("#retry-summary").content), 10)

@@ -123,9 +123,10 @@ def test_resubmit_on_slurm_lands_on_jobs_and_completes_the_run(slurm_cluster, tm
             await wait_for(pilot, lambda: app.screen is app.jobs_screen
                            and app.jobs_screen.record is not None
                            and app.jobs_screen.record.jobs[0].job_id != first.jobs[0].job_id, 60)
-            table = app.jobs_screen.query_one("#tasks")
-            assert table_column(table, "value") == ["3"]
-            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"], 180)
+            table = app.jobs_screen.query_one("#tasks")       # the newest run of every shard
+            assert table_column(table, "value") == ["1", "2", "3", "4"]
+            assert table_column(table, "attempt") == ["1", "1", "2", "1"]
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 4, 180)
             await pilot.press("3", "r")
             await wait_for(pilot, lambda: "every shard is complete"
                            in text_of(screen.query_one("#retry-summary")), 10)

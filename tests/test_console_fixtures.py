@@ -148,3 +148,79 @@ def slurm_like_record(root: Path, n: int, job: str = "4242", log_dir: Path | Non
                         argv=("hyperion-submit",), cfg="conf/submit_test_cluster.yaml", options={},
                         script=None, array_name="JOB", jobs=(JobRecord(job, 0, f"1-{n}"),), tasks=tasks,
                         submitted_at="2026-09-21T12:00:00", cwd=str(root))
+
+
+FIXED_ISO = "2026-09-21T12:00:00+00:00"
+RETRY_ISO = "2026-09-21T12:30:00+00:00"
+# A history's first attempt: every value COMPLETED but these (state, exit code, last log line).
+FIRST_FAILURES = {3: ("FAILED", 3, "ValueError: corrupt input file"),
+                  5: ("FAILED", 3, "ValueError: corrupt input file"),
+                  6: ("OUT_OF_MEMORY", 0, "loading 2.1G of features")}
+
+
+def _write_log(path: Path, value: int, attempt: int, last: str | None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"# Started at {FIXED_ISO} on node01", f"attempt {attempt}: working on part {value}"]
+    lines += [last] if last else [f"part {value} done"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def build_history(root: Path, cfg: Path, n: int = 8, failures: dict | None = None,
+                  retried: dict | None = None, job: str = "4242", retry_job: str = "4243",
+                  unfinished: tuple[int, ...] = (), changed: dict | None = None) -> Path:
+    """A Slurm submission of JOB=1..n (job `job`) with the final states of its tasks in the ledger,
+    but the `unfinished` values, and, when `retried` ({value: (state, exit code)}) is given, a
+    retry of those values with --mem 300M as attempt 2 (job `retry_job`): attempt 1's logs of
+    them moved aside as the core does. Times are fixed; with every task final no Slurm is asked."""
+    from dataclasses import replace
+
+    from backends.records.attempts import FinalState, MovedFile, NewAttempt, append_entries, attempt_dir
+    from backends.records.history import commit_attempt, load_history
+    from backends.retry import RetryRequest, plan_retry
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+    from backends.submit.slurm.sbatch import make_record
+    from backends.watch.rows import history_rows
+
+    failures = FIRST_FAILURES if failures is None else failures
+    log_dir = root / "exp" / "log"
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(cfg), "--array", f"JOB=1:{n}", "--mem", "100M", "--time", "00:06:00",
+        "--output-file", str(log_dir / "extract.JOB.log"), "--", "python3", "extract.py", "--part", "JOB"])
+    plan = build_plan(site, options)
+    first = replace(make_record(plan, [(plan.windows[0], job)], NewAttempt(1)),
+                    submitted_at=FIXED_ISO, cwd=str(root))
+    commit_attempt(first, NewAttempt(1))
+    finals = []
+    for task in first.tasks:
+        state, code, last = failures.get(task.value, ("COMPLETED", 0, None))
+        _write_log(Path(task.log), task.value, 1, last)
+        if task.value in unfinished:
+            continue
+        finals.append(FinalState(1, task.value, job, task.array_task_id, state, code, None,
+                                 30.0 + task.value, "node01", 0, time=FIXED_ISO))
+    append_entries(first.path, finals)
+    if not retried:
+        return Path(first.path)
+    history = load_history(first.path)
+    retry = plan_retry(history, history_rows(history, {}), RetryRequest(values=tuple(sorted(retried)),
+                                                                        mem="300M"))
+    moved = []
+    for task in first.tasks:
+        if task.value in retried:
+            target = attempt_dir(first.path, 1) / Path(task.log).name
+            Path(task.log).rename(target)
+            moved.append(MovedFile(1, task.value, "log", task.log, str(target)))
+    append_entries(first.path, moved)
+    new = NewAttempt(2, "retry", changed if changed is not None else {"mem": "300M"})
+    second = replace(make_record(retry.plan, [(w, retry_job) for w in retry.plan.windows], new),
+                     submitted_at=RETRY_ISO, cwd=str(root))
+    commit_attempt(second, new)
+    finals = []
+    for task in second.tasks:
+        state, code = retried[task.value]
+        _write_log(Path(task.log), task.value, 2, None if state == "COMPLETED" else "RuntimeError: again")
+        finals.append(FinalState(2, task.value, retry_job, task.array_task_id, state, code, None,
+                                 40.0, "node02", 0, time=RETRY_ISO))
+    append_entries(second.path, finals)
+    return Path(second.path)

@@ -169,3 +169,58 @@ def test_a_path_with_control_characters_on_the_command_line_is_refused(tmp_path:
     assert err.count("\n") == 1 and "\x1b" not in err
     assert err.startswith("hyperion-console: error: --checkpoint: holds control or bidi characters: ")
     assert err.rstrip().endswith("ckpt\\x1b]0;owned\\x07")
+
+
+def test_failure_groups_attempts_and_the_retry_preview_show_hostile_text_as_text(tmp_path: Path) -> None:
+    """A log's last line, an attempt's changed options and a record's path, each hostile."""
+    from test_console_fixtures import build_history
+
+    from hyperion_console.screens.retry import RetryScreen
+
+    root = tmp_path / "run[/]x[bold]"
+    last = f"boom {OSC52} {BIDI} {MARKUP}"
+    record = build_history(root, CONF / "submit_test_cluster.yaml", failures={2: ("FAILED", 3, last)},
+                           retried={2: ("FAILED", 3)}, changed={"command": [f"echo {OSC0}", MARKUP]})
+    # attempt 2 failed the same way: its log ends in the hostile line too
+    log = Path(load_history_current(record).tasks[0].log)
+    log.write_text(log.read_text().replace("RuntimeError: again", last))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            await pilot.pause(0.3)
+            await pilot.press("t")
+            failures = jobs.query_one("#failure-list")
+            await wait_for(pilot, lambda: failures.option_count == 1, 10)
+            drawn = rendered(failures) + rendered(jobs.query_one("#failures-head"))
+            assert no_raw_controls(drawn)
+            assert drawn[1].startswith("      last line: boom \\x1b]52;c;cm0gLXJmIH4vKg==\\x07 \\u202eexe.txt [bold")
+            assert drawn[1].rstrip().endswith("…")                    # cut at 80 columns: marked
+            await pilot.press("a")
+            attempts = jobs.query_one("#attempt-list")
+            await wait_for(pilot, lambda: attempts.option_count == 2, 10)
+            drawn = rendered(attempts) + rendered(jobs.query_one("#attempt-detail"))
+            assert no_raw_controls(drawn)
+            assert "command=[\"echo \\u001b]0;own" in drawn[1]     # JSON's own escapes
+            assert drawn[1].rstrip().endswith("…")
+            await pilot.press("R")
+            await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+            preview = app.screen.query_one("#retry-text")
+            await wait_for(pilot, lambda: "runs in" in str(preview.content), 10)
+            text = str(preview.content)
+            assert f"runs in: {root}" in text and no_raw_controls([text])
+            drawn = rendered(app.screen.query_one("#retry-title")) + rendered(preview)
+            assert no_raw_controls(drawn)        # wrapped, never cut: the path reads whole, brackets as typed
+            assert "run[/]x[bold]/exp/log/q/extract.JOB.submit.json" in "".join(line.strip() for line in drawn)
+            frame = app.export_screenshot()
+            assert "\x1b" not in frame and "\x07" not in frame
+            assert app.is_running
+
+    asyncio.run(scenario())
+
+
+def load_history_current(record):
+    from backends.records.history import load_history
+
+    return load_history(record).current

@@ -190,13 +190,13 @@ def test_status_line_shows_the_age_of_the_states_and_an_outage_while_it_lasts(tm
     asyncio.run(scenario())
 
 
-def test_pending_tasks_show_why_they_wait(tmp_path: Path) -> None:
-    """TaskState.reason (squeue %r) in its own column, for pending tasks only."""
-    record = slurm_like_record(tmp_path, 3)
+def test_pending_tasks_show_why_they_wait_and_requeued_tasks_their_restarts(tmp_path: Path) -> None:
+    """TaskState.reason (squeue %r) and restart_count, in the reason column."""
+    record = slurm_like_record(tmp_path, 4)
 
-    def state(task: int, name: JobState, reason: str | None) -> SimpleNamespace:
+    def state(task: int, name: JobState, reason: str | None, restarts: int | None = None) -> SimpleNamespace:
         return SimpleNamespace(job_id="4242", task_id=task, state=name, exit_code=None, signal=None,
-                               elapsed=None, node=None, reason=reason)
+                               elapsed=None, node=None, reason=reason, restart_count=restarts)
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
@@ -206,11 +206,12 @@ def test_pending_tasks_show_why_they_wait(tmp_path: Path) -> None:
             jobs.show_record(record)
             jobs.post_message(JobsUpdated(record.path, (
                 state(1, JobState.RUNNING, "None"), state(2, JobState.PENDING, "JobArrayTaskLimit"),
-                state(3, JobState.PENDING, None))))
+                state(3, JobState.PENDING, None), state(4, JobState.RUNNING, None, 2))))
             await pilot.pause()
             table = jobs.query_one("#tasks")
-            assert table_column(table, "reason") == ["", "JobArrayTaskLimit", ""]
-            assert rendered(table)[0].rstrip().endswith("pending reason")
+            assert table_column(table, "reason") == ["", "JobArrayTaskLimit", "", "restart 2"]
+            assert rendered(table)[0].rstrip().endswith("reason")
             assert rendered(table)[2].rstrip().endswith("JobArrayTaskLimit")
+            assert rendered(table)[4].rstrip().endswith("restart 2")
 
     asyncio.run(scenario())

@@ -8,7 +8,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from test_console_fixtures import FIXED_ROOT, build_checkpoint, build_local_record, fresh, slurm_like_record
+from test_console_fixtures import (
+    FIXED_ROOT,
+    build_checkpoint,
+    build_history,
+    build_local_record,
+    fresh,
+    slurm_like_record,
+)
 
 from backends.states import JobState, TaskState
 from hyperion_console.app import make_app
@@ -100,6 +107,92 @@ def test_snapshot_state_map(snap_compare) -> None:
         await pilot.pause()
         await pilot.press("m", "down", "right", "right")
         await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def history_app(name: str, **kwargs):
+    """A Slurm submission whose every task's final state is in its ledger (no Slurm asked)."""
+    root = fresh(FIXED_ROOT / name)
+    record = build_history(root, fixed_conf() / "submit_test_cluster.yaml", **kwargs)
+    return make_app(cfg_dir=fixed_conf(), record=record, search_dirs=[root])
+
+
+RETRIED = {3: ("COMPLETED", 0), 6: ("FAILED", 1)}
+
+
+async def settle(pilot, seconds: float = 0.8) -> None:
+    await pilot.pause(seconds)
+
+
+def test_snapshot_jobs_attempt_column(snap_compare) -> None:
+    """The newest run of each value, from two attempts: the att column says which."""
+    assert snap_compare(history_app("jobs-attempts", retried=RETRIED), terminal_size=SIZE, run_before=settle)
+
+
+def test_snapshot_failure_groups(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot, 0.3)
+        await pilot.press("t")
+        await settle(pilot)
+
+    assert snap_compare(history_app("failures"), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_attempts(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot, 0.3)
+        await pilot.press("a")
+        await settle(pilot)
+
+    assert snap_compare(history_app("attempts", retried=RETRIED), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_retry_preview(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot, 0.3)
+        await pilot.press("R")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            text = pilot.app.screen.query("#retry-text")
+            if text and "runs in" in str(text.first().content):
+                break
+        await pilot.press("escape")         # out of the field (a blinking cursor is no picture)
+        await settle(pilot, 0.3)
+
+    assert snap_compare(history_app("retry"), terminal_size=SIZE, run_before=run_before)
+
+
+def usage_states() -> tuple:
+    from types import SimpleNamespace
+
+    from backends.watch.usage import Usage
+
+    mib = 1024 ** 2
+    out = []
+    for i in range(1, 13):
+        state = JobState.OUT_OF_MEMORY if i in (4, 9) else JobState.COMPLETED
+        usage = None if i == 12 else Usage((80 + 17 * i) * mib if state is JobState.COMPLETED else 100 * mib,
+                                           20.0 + i, 30.0 + 2 * i, 360.0, 100 * mib, 1)
+        out.append(SimpleNamespace(job_id="4242", task_id=i, state=state, exit_code=0, signal=None,
+                                   elapsed=30.0 + 2 * i, node="node01", reason=None, restart_count=None,
+                                   usage=usage))
+    return tuple(out)
+
+
+def test_snapshot_usage_columns(snap_compare) -> None:
+    root = fresh(FIXED_ROOT / "usage")
+    record = slurm_like_record(root, 12)
+    app = make_app(cfg_dir=fixed_conf(), search_dirs=[])
+
+    async def run_before(pilot) -> None:
+        await pilot.press("escape", "2")
+        jobs = pilot.app.jobs_screen
+        jobs.show_record(record)
+        jobs.post_message(JobsUpdated(record.path, usage_states()))
+        await pilot.pause()
+        await pilot.press("u")
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

@@ -147,10 +147,11 @@ def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) 
         updates = posted(seen, JobsUpdated)
         assert updates and updates[-1].all_terminal
         last: dict = {}
-        for update in updates:                    # only what changed travels to the UI
+        for update in updates:                    # only what changed travels to the UI (rows of the core)
             for state in update.changed:
-                assert last.get(state.key) != state, f"{state} sent again unchanged"
-                last[state.key] = state
+                key = (state.job_id, state.task_id)
+                assert last.get(key) != state, f"{state} sent again unchanged"
+                last[key] = state
         assert {s.state.value for s in last.values()} == {"COMPLETED"} and len(last) == 3
 
     asyncio.run(scenario())

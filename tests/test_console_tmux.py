@@ -47,7 +47,7 @@ def test_demo_binary_in_tmux(tmp_path: Path, cli_env: dict[str, str]) -> None:
         tmux("send-keys", "-t", session, "C-r")
         wait_for_text(session, "Resubmit shards 11-12?")
         tmux("send-keys", "-t", session, "y")
-        text = wait_for_text(session, "COMPLETED 2", "100%", timeout=60)
+        text = wait_for_text(session, "COMPLETED 12", "100%", timeout=60)   # attempt 2: every value
         assert "shard.SHARD.submit.json" in text
         tmux("send-keys", "-t", session, "?")
         wait_for_text(session, "Hyperion Console — keys")

@@ -172,7 +172,7 @@ class CheckpointScreen(ConsoleScreen):
         table.clear()
         self.failed_by_path = {record.path: record for record in cov.failed}
         for record in cov.failed:
-            when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%Y-%m-%d %H:%MZ")
+            when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
             details = "" if record.details is None else json.dumps(dict(record.details))
             if len(details) > DETAILS_CELL:        # the whole record shows below the table
                 details = details[:DETAILS_CELL - 1] + "…"

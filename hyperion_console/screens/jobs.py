@@ -1,16 +1,19 @@
-"""Jobs screen: recent submissions, one record's tasks updated live, a state map, a log pane, cancel.
+"""Jobs screen: recent submissions, one submission's newest attempt per value updated live, a state
+map, failure groups, the attempts, a log pane, cancel and retry.
 
-States come only from the core: backends.watch.poller.Poller for Slurm records
-(run in a thread worker, each update posted as a JobsUpdated message carrying
-only what changed, with the age of the answer and any query problem) and
-backends.watch.rows for local records. The widgets (record list, task table,
-state map, log pane, find bar, summaries) live in hyperion_console.widgets;
-this module wires them and keeps every view fresh after an action.
+A submission is its history of attempts (backends.records.history): the table
+shows, for every value, the task of the newest attempt that ran it, with the
+ledger's final state when it has one; only the tasks without one are polled,
+by the core's watcher in a thread worker (hyperion_console.watch), which also
+writes each final state into the ledger, as hyperion-jobs watch does. Each
+answer is posted as a JobsUpdated message carrying only the rows that changed,
+how fresh they are and any query problem. The views derived from the rows
+(failure groups, attempts, usage summary) and the retry preview are the core's
+too; this module wires the widgets and keeps every view fresh after an action.
 """
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -19,18 +22,31 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, OptionList, ProgressBar, Select, Static
+from textual.widgets import ContentSwitcher, Input, OptionList, ProgressBar, Select, Static
 
-from backends.watch.poller import Poller
-from backends.watch.rows import expected, local_rows
+from backends.records.history import History, load_history
+from backends.states import explain_reason, never_runs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import record_file
+from backends.watch.usage_summary import summarize
 
 from ..errors import describe_error, guarded
-from ..messages import CancelRequested, FilterChanged, JobsUpdated, RecordOpened, TaskHighlighted
-from ..record_cache import cached_record
+from ..messages import (
+    CancelRequested,
+    FailureGroupChosen,
+    FilterChanged,
+    JobsUpdated,
+    RecordOpened,
+    TaskHighlighted,
+    WatchStarted,
+)
+from ..record_cache import cached_record, file_key
 from ..shown import shown, tell
-from ..task_index import FILTERS, row_key, row_state_name, slurm_target
+from ..task_index import FILTERS, record_key, row_state_name, slurm_target
+from ..task_rows import polled_tasks, rows_now, usage_of
+from ..watch import Seen, watch_local, watch_slurm
+from ..widgets.attempts import AttemptsView
+from ..widgets.failures import FailuresView, group_title
 from ..widgets.find_bar import FindBar
 from ..widgets.fit_line import FitLine
 from ..widgets.log_pane import LogPane
@@ -38,12 +54,16 @@ from ..widgets.log_view import LogView
 from ..widgets.record_list import RecordList, remember
 from ..widgets.state_map import StateMap, legend_text
 from ..widgets.summary import PollStatus, StateCounts
-from ..widgets.task_table import TaskTable
+from ..widgets.task_table import TaskTable, column_set
+from ..widgets.usage import UsageSummaryLines
 from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
+from .jobs_retry import RetryFlow
 
 TICK_SECONDS = 1.0
-LOCAL_POLL_SECONDS = 0.5
+RECORD_CHECK_SECONDS = 2.0   # how often the open record's file is looked at (a new attempt elsewhere)
+DERIVED_DELAY = 1.0          # failure groups, attempts and the usage summary follow updates this late
+VIEWS = ("tasks-view", "map-view", "failures-view", "attempts-view")
 
 
 class JobsScreen(ConsoleScreen):
@@ -51,17 +71,23 @@ class JobsScreen(ConsoleScreen):
     BINDINGS = [
         Binding("f", "cycle_filter(1)", "Filter"),
         Binding("F", "cycle_filter(-1)", "Filter back", show=False),
-        Binding("m", "toggle_map", "Map"),
+        Binding("v", "cycle_view(1)", "Views"),
+        Binding("V", "cycle_view(-1)", "Views back", show=False),
         Binding("slash", "find", "Find"),
+        Binding("o", "focus_records", "Records"),
+        Binding("R,ctrl+r", "retry", "Retry"),
+        Binding("m", "toggle_map", "Map", show=False),
+        Binding("t", "show_view('failures-view')", "Failure groups", show=False),
+        Binding("a", "show_view('attempts-view')", "Attempts", show=False),
+        Binding("u", "toggle_usage", "Usage columns", show=False),
         Binding("colon", "go_to_value", "Go to", show=False),
         Binding("n", "find_next(True)", "Next match", show=False),
         Binding("N", "find_next(False)", "Previous match", show=False),
-        Binding("o", "focus_records", "Records"),
         Binding("left_square_bracket", "neighbour_record(-1)", "Newer record", show=False),
         Binding("right_square_bracket", "neighbour_record(1)", "Older record", show=False),
         Binding("l", "cycle_log", "Log", show=False),
-        Binding("x", "cancel_task", "Cancel"),
-        Binding("X", "cancel_job", "Cancel job", show=False),   # in help and palette; 80 columns
+        Binding("x", "cancel_task", "Cancel", show=False),    # in help and palette; 80 columns
+        Binding("X", "cancel_job", "Cancel job", show=False),
         Binding("r", "reload", "Reload", show=False),
     ]
 
@@ -69,13 +95,23 @@ class JobsScreen(ConsoleScreen):
         super().__init__(id="jobs")
         self.search_dirs = list(search_dirs)
         self.initial_record = record
+        self.history: History | None = None
         self.record = None
         self.record_path: str | None = None
+        self._record_key: tuple | None = None
         self._stop_poll = threading.Event()
         self._ready = False
         self._last_error: str | None = None
         self._ended = False
+        self._answered = False       # a poll answered since the record was opened
+        self._polling = False
+        self._never_told: set = set()
+        self._warned: set[str] = set()
+        self._derived_timer = None
+        self._ticks = 0
+        self._columns = "states"
         self._last_find: tuple[str, str] | None = None     # (mode, text) for n / N
+        self.retry_flow = RetryFlow(self)
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -87,12 +123,17 @@ class JobsScreen(ConsoleScreen):
         with Horizontal(id="jobs-status-row"):
             yield ProgressBar(total=1, show_eta=False, id="jobs-progress")
             yield PollStatus(id="poll-status")
-        with ContentSwitcher(initial="tasks", id="jobs-views"):
-            yield TaskTable(id="tasks")
+        with ContentSwitcher(initial="tasks-view", id="jobs-views"):
+            with Vertical(id="tasks-view"):
+                yield FitLine(id="selection-line")
+                yield UsageSummaryLines(id="usage-summary")
+                yield TaskTable(id="tasks")
             with Vertical(id="map-view"):
                 yield Static(id="map-legend", markup=False)
                 yield FitLine(id="map-cursor")
                 yield StateMap(id="state-map")
+            yield FailuresView(id="failures-view")
+            yield AttemptsView(id="attempts-view")
         yield LogPane(id="log-pane")
         yield FindBar(id="find")
         yield console_footer()
@@ -101,6 +142,18 @@ class JobsScreen(ConsoleScreen):
     @property
     def table(self) -> TaskTable:
         return self.query_one("#tasks", TaskTable)
+
+    @property
+    def attempts_view(self) -> AttemptsView:
+        return self.query_one("#attempts-view", AttemptsView)
+
+    @property
+    def failures_view(self) -> FailuresView:
+        return self.query_one("#failures-view", FailuresView)
+
+    @property
+    def attempt_table(self) -> TaskTable:
+        return self.attempts_view.table
 
     @property
     def state_map(self) -> StateMap:
@@ -116,12 +169,12 @@ class JobsScreen(ConsoleScreen):
 
     @property
     def tasks(self) -> dict:
-        """Key -> TaskRecord of the open record."""
+        """Key -> TaskRecord of the newest attempt that ran each value."""
         return self.table.index.tasks
 
     @property
     def states(self) -> dict:
-        """Key -> the latest TaskState (Slurm) or TaskRow (local)."""
+        """Key -> the latest row (TaskRow from the core; a bare TaskState when fed one directly)."""
         return self.table.index.states
 
     @property
@@ -129,15 +182,22 @@ class JobsScreen(ConsoleScreen):
         return self.table.filter
 
     @property
+    def view(self) -> str:
+        return self.query_one("#jobs-views", ContentSwitcher).current or "tasks-view"
+
+    @property
     def map_shown(self) -> bool:
-        return self.query_one("#jobs-views", ContentSwitcher).current == "map-view"
+        return self.view == "map-view"
 
     def home_focus(self) -> Widget | None:
-        return self.state_map if self.map_shown else self.table
+        return {"map-view": self.state_map, "failures-view": self.failures_view.listing,
+                "attempts-view": self.attempts_view.listing}.get(self.view, self.table)
 
     def on_mount(self) -> None:
         self._ready = True
         self.state_map.index = self.table.index
+        self.query_one("#selection-line").display = False
+        self.query_one("#usage-summary").display = False
         if self.initial_record is not None:
             self.open_record(self.initial_record)      # lists the records too, once it is read
         else:
@@ -153,11 +213,17 @@ class JobsScreen(ConsoleScreen):
             self.action_reload()
 
     def tick(self) -> None:
-        """Once a second: elapsed of running tasks and the age of the states move on."""
+        """Once a second: elapsed of running tasks and the age of the states move on; every few
+        seconds, a new attempt of the open record made elsewhere (a CLI retry) is opened."""
         if not self.is_current or self.record is None:
             return
         self.table.refresh()
         self.query_one("#poll-status", PollStatus).refresh()
+        self._ticks += 1
+        if self._ticks % int(RECORD_CHECK_SECONDS / TICK_SECONDS) == 0 and self.record_path:
+            key = file_key(self.record_path)
+            if key is not None and self._record_key is not None and key != self._record_key:
+                self.open_record(self.record_path)
 
     # -- recent submissions -------------------------------------------------------
     def add_search_dir(self, directory: Path) -> None:
@@ -186,7 +252,7 @@ class JobsScreen(ConsoleScreen):
             return
         self.open_record(Path(path))
 
-    # -- one record ---------------------------------------------------------------
+    # -- one submission -------------------------------------------------------------
     @guarded
     def open_record(self, path: Path | str) -> None:
         if not self._ready:        # not composed yet: on_mount opens it
@@ -196,100 +262,135 @@ class JobsScreen(ConsoleScreen):
             # as hyperion-jobs status: a directory holding one record names it
             path = record_file(str(path)) or path
             record = cached_record(path)
+            history = load_history(record.path, record)
         except Exception as exc:
             tell(self, describe_error(exc), title="cannot open record", severity="error")
             return
+        for problem in history.problems:
+            tell(self, problem, title="attempt history", severity="warning")
         self.add_search_dir(Path(record.path).parent.parent.parent)
         remember(record)
-        self.show_record(record)
-        self.start_watching(record)
+        self.show_record(history)
+        self.start_watching(history)
         self.action_reload()
 
     def show_record(self, record, states: Iterable = ()) -> None:
-        """Fill the table from a record's tasks (states unknown until the core reports)."""
+        """Fill the table with the newest attempt's task of every value: final states from the
+        ledger, the others unknown until the core reports. `record` is a History or a SubmitRecord."""
         self._stop_poll.set()
-        self.record, self.record_path = record, str(record.path)
-        self._ended, self._last_error = False, None
-        self.table.show_tasks(record.tasks, states)
+        history = record if isinstance(record, History) else load_history(record.path, record)
+        self.history, self.record, self.record_path = history, history.current, history.record_path
+        self._record_key = file_key(self.record_path)
+        self._ended, self._last_error, self._answered, self._polling = False, None, False, False
+        self._never_told = set()
+        self._warned: set[str] = set()
+        latest = history.latest_tasks()
+        ended = {record_key(t): t for t in latest if history.final(t) is not None} if history.ledger.finals else {}
+        known = rows_now(history, ended, {})
+        self.table.set_columns(column_set(self._columns, len(history.numbers) > 1))
+        self.table.show_tasks(latest, [*known, *states])
         self.state_map.index = self.table.index
         self.state_map.refresh_map()
+        self.show_selection(None)
+        self.attempts_view.reset()
         self.query_one("#poll-status", PollStatus).start(
-            "Slurm" if record.backend == "slurm" else "local results")
+            "Slurm" if self.record.backend == "slurm" else "local results")
         self.update_summary()
+        if self.view in ("failures-view", "attempts-view"):   # a new submission: its tasks first
+            self.query_one("#jobs-views", ContentSwitcher).current = "tasks-view"
+        if self._columns == "usage":
+            self.refresh_derived()
         self.follow_selected()
         self.home_focus().focus()   # up/down now select tasks, as the help says
-        self.post_message(RecordOpened(self.record_path, len(self.tasks)))
+        self.post_message(RecordOpened(self.record_path, len(self.tasks), len(history.numbers)))
 
-    def start_watching(self, record) -> None:
+    def start_watching(self, history: History) -> None:
         self._stop_poll.set()
         self._stop_poll = threading.Event()
-        if record.backend == "slurm":
-            self.poll_slurm(record, self._stop_poll)
+        if history.current.backend == "slurm":
+            # Retry waits for Slurm's first answer only when there is something to ask about.
+            self._polling = any(history.final(task) is None for task in self.tasks.values())
+            self.poll_slurm(history, self._stop_poll)
         else:
-            self.poll_local(record, self._stop_poll)
+            self.poll_local(history.record_path, self._stop_poll)
 
     def restart_watching(self) -> None:
-        """A fresh poller (interval back at its floor): after an action the states follow at once."""
-        if self.record is not None:
-            self.start_watching(self.record)
+        """A fresh poller (interval back at its floor): after an action the states follow at once.
+        The ledger is read again: tasks that ended meanwhile are not asked about twice."""
+        if self.history is not None:
+            self.history = load_history(self.history.record_path, self.history.current)
+            self.start_watching(self.history)
+
+    def _deliver(self, path: str, stop: threading.Event):
+        def deliver(seen: Seen) -> None:
+            if not stop.is_set():
+                self.app.call_from_thread(self.post_message, JobsUpdated(
+                    path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning))
+        return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def poll_slurm(self, record, stop: threading.Event) -> None:
-        """The core's Poller in a thread; each update crosses to the UI as one message."""
-        poller = Poller(expected(record))
-        path = str(record.path)
-
-        def observer(update) -> None:
-            if stop.is_set():
-                return
-            as_of = getattr(update, "as_of", None)
-            if as_of is None and update.error is None:
-                as_of = time.time()
-            problem = getattr(update, "problem", None) or update.error
-            self.app.call_from_thread(self.post_message, JobsUpdated(
-                path, update.changed, update.error, update.all_terminal, as_of, problem))
-
-        poller.run(observer, stop)
+    def poll_slurm(self, history: History, stop: threading.Event) -> None:
+        """The core's watcher over the tasks without a final state; each answer one message."""
+        polled = len(polled_tasks(history))
+        self.app.call_from_thread(self.post_message, WatchStarted(history.record_path, polled))
+        watch_slurm(history, self._deliver(history.record_path, stop), stop)
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def poll_local(self, record, stop: threading.Event) -> None:
-        """Local records: re-read backends.watch.rows.local_rows (q/*.local.json) until the run ended."""
-        path = str(record.path)
-        seen: dict = {}
-        while not stop.is_set():
-            rows = local_rows(cached_record(path))
-            changed = [r for r in rows if seen.get(row_key(r)) != r]
-            for row in changed:
-                seen[row_key(row)] = row
-            done = local_run_ended(rows)
-            self.app.call_from_thread(self.post_message,
-                                      JobsUpdated(path, changed, None, done, time.time()))
-            if done:
-                return
-            stop.wait(LOCAL_POLL_SECONDS)
+    def poll_local(self, record_path: str, stop: threading.Event) -> None:
+        """Local records: the ledger the local runner writes, read again until the run ended."""
+        watch_local(record_path, self._deliver(record_path, stop), stop, local_run_ended)
+
+    @guarded
+    def on_watch_started(self, message: WatchStarted) -> None:
+        if message.record_path == self.record_path and message.polled == 0:
+            status = self.query_one("#poll-status", PollStatus)   # nothing asked: the ledger knows
+            status.start("the attempt history")
+            status.report(None, None, final=True)
+            self._polling = False
 
     @guarded
     def on_jobs_updated(self, message: JobsUpdated) -> None:
         if message.record_path != self.record_path:
             return
+        self._answered = self._answered or message.as_of is not None
         self.query_one("#poll-status", PollStatus).report(message.as_of, message.problem,
                                                            message.all_terminal)
         self.apply_states(message.changed, message.as_of)
+        self.tell_never_runs(message.changed)
         if message.error and message.error != self._last_error:   # once per distinct error
             tell(self, message.error, title="poll error (retrying)", severity="warning")
         self._last_error = message.error
+        if message.warning and message.warning not in self._warned:      # once per record
+            self._warned.add(message.warning)
+            tell(self, message.warning, title="attempt history", severity="warning", timeout=10)
         if message.all_terminal and not self._ended:
             self._ended = True
             self.action_reload()       # the record list shows fresh counts
 
     def apply_states(self, changed: Iterable, as_of: float | None = None) -> None:
-        """Update the rows that changed, the map, the summary and (if the view moved) the log pane."""
+        """Update the rows that changed, the map, the summary and the views derived from the rows."""
         changed = tuple(changed)
         if not changed:
             return
         self.table.apply(changed, as_of)
         self.state_map.refresh()
         self.update_summary()
+        if self.view in ("failures-view", "attempts-view") or self._columns == "usage":
+            self.refresh_derived(later=True)
+
+    def tell_never_runs(self, changed: Iterable) -> None:
+        """Once per task: Slurm says it can never start as asked (the reason column has it too)."""
+        for row in changed:
+            reason = getattr(row, "reason", None)
+            if not reason:               # most rows: nothing to look at (100k at start-up)
+                continue
+            state = getattr(row, "state", None)
+            key = (row.job_id, row.task_id)
+            if state is not None and not state.is_terminal and never_runs(reason) and key not in self._never_told:
+                self._never_told.add(key)
+                what = row.job_id if row.task_id is None else f"{row.job_id}_{row.task_id}"
+                tell(self, f"{what} can never run: Slurm says {explain_reason(reason)}; cancel it (x) "
+                     "and retry with a request the cluster can meet", severity="error", timeout=15)
 
     def update_summary(self) -> None:
         index = self.table.index
@@ -298,7 +399,7 @@ class JobsScreen(ConsoleScreen):
         self.query_one("#jobs-progress", ProgressBar).update(total=max(len(index), 1),
                                                              progress=index.done())
 
-    # -- filter --------------------------------------------------------------------
+    # -- filter and selection ----------------------------------------------------------
     @on(Select.Changed, "#state-filter")
     @guarded
     def _filter_changed(self, event: Select.Changed) -> None:
@@ -320,18 +421,115 @@ class JobsScreen(ConsoleScreen):
         self.follow_selected()     # the filter may have hidden the task whose log was shown
         self.post_message(FilterChanged(name, self.table.row_count))
 
-    # -- state map -------------------------------------------------------------------
-    def action_toggle_map(self) -> None:
+    def show_selection(self, group) -> None:
+        """Only a failure group's tasks in the table (None: every task), named above it."""
+        line = self.query_one("#selection-line", FitLine)
+        if group is None:
+            if self.table.index.selection is not None:
+                self.table.select(None)
+            line.display = False
+            return
+        self.table.select(self.table.index.keys_of_values(group.values))
+        line.update(shown(f"failure group {group_title(group)} · {group.count} task(s) · values "
+                          f"{group.value_ranges} · escape: every task", "bold yellow"))
+        line.display = True
+
+    def action_leave_field(self) -> None:
+        """Escape: out of a text field; else drop a failure group's selection; else back to the tasks."""
+        if isinstance(self.focused, Input):
+            super().action_leave_field()
+        elif self.table.index.selection is not None:
+            self.show_selection(None)
+            self.follow_selected()
+        elif self.view != "tasks-view":
+            self.action_show_view("tasks-view")
+
+    # -- views ------------------------------------------------------------------------
+    @guarded
+    def action_show_view(self, name: str) -> None:
+        if name not in VIEWS:
+            return
         switcher = self.query_one("#jobs-views", ContentSwitcher)
-        if self.map_shown:
-            switcher.current = "tasks"
-            self.table.focus()
-        else:
-            switcher.current = "map-view"
+        switcher.current = name
+        if name == "map-view":
             self.state_map.refresh_map()
             self.state_map.move_to_key(self.table.selected_key())
-            self.state_map.focus()
+        if name in ("failures-view", "attempts-view"):
+            self.refresh_derived()
+        self.home_focus().focus()
+        self.follow_selected()
 
+    def action_cycle_view(self, step: int = 1) -> None:
+        self.action_show_view(VIEWS[(VIEWS.index(self.view) + step) % len(VIEWS)])
+
+    def action_toggle_map(self) -> None:
+        self.action_show_view("tasks-view" if self.map_shown else "map-view")
+
+    @guarded
+    def action_toggle_usage(self) -> None:
+        """The usage columns (memory used / requested, CPU efficiency, time used / limit) and the
+        array's usage summary, instead of exit, elapsed and node; again: back."""
+        self._columns = "states" if self._columns == "usage" else "usage"
+        attempts = self.history is not None and len(self.history.numbers) > 1
+        self.table.set_columns(column_set(self._columns, attempts))
+        self.query_one("#usage-summary").display = self._columns == "usage"
+        if self.view != "tasks-view":
+            self.action_show_view("tasks-view")
+        if self._columns == "usage":
+            self.refresh_derived()
+
+    def refresh_derived(self, later: bool = False) -> None:
+        """Compute the failure groups, the attempts or the usage summary (whichever shows) again;
+        `later`: at most once per DERIVED_DELAY, after live updates."""
+        if later:
+            if self._derived_timer is None:
+                self._derived_timer = self.set_timer(DERIVED_DELAY, self._derive_now)
+            return
+        self._derive_now()
+
+    def _derive_now(self) -> None:
+        self._derived_timer = None
+        if self.history is None:
+            return
+        snapshot = (self.history, dict(self.tasks), dict(self.states))
+        if self.view == "failures-view":
+            self.failures_view.derive(*snapshot)
+        elif self.view == "attempts-view":
+            self.attempts_view.derive(*snapshot)
+        if self._columns == "usage":
+            self.derive_usage(*snapshot)
+
+    @on(FailuresView.Highlighted)
+    @guarded
+    def _group_highlighted(self, event: FailuresView.Highlighted) -> None:
+        """The log pane shows the group's example: the log whose last line names the group."""
+        self.show_group_log(event.group)
+
+    def show_group_log(self, group) -> None:
+        keys = [] if group is None else self.table.index.keys_of_values(group.values[:1])
+        self.log_pane.show_task(self.tasks[keys[0]] if keys else None)
+
+    @on(FailuresView.Chosen)
+    @guarded
+    def _group_chosen(self, event: FailuresView.Chosen) -> None:
+        """Enter on a group: the table with only its tasks (escape: every task again)."""
+        group = event.group
+        self.set_filter("all")
+        self.query_one("#jobs-views", ContentSwitcher).current = "tasks-view"
+        self.show_selection(group)
+        self.table.focus()
+        self.follow_selected()
+        self.post_message(FailureGroupChosen(self.record_path or "", group.state, group.value_ranges,
+                                             self.table.row_count))
+
+    @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
+    def derive_usage(self, history: History, tasks: dict, states: dict) -> None:
+        """The core's usage summary over the tasks whose usage accounting reported."""
+        used = {key: usage_of(row) for key, row in states.items() if usage_of(row) is not None}
+        summary = summarize(used) if used else None
+        self.app.call_from_thread(self.query_one("#usage-summary", UsageSummaryLines).show, summary, len(tasks))
+
+    # -- state map -------------------------------------------------------------------
     @on(StateMap.Moved)
     @guarded
     def _map_moved(self, event: StateMap.Moved) -> None:
@@ -352,11 +550,13 @@ class JobsScreen(ConsoleScreen):
         self.show_task(event.key)
 
     def show_task(self, key) -> None:
-        """The table, its cursor on `key` (the filter goes back to "all" if it hides the task)."""
+        """The table, its cursor on `key` (filter and selection go if they hide the task)."""
+        if self.table.index.position(key) is None and self.table.index.selection is not None:
+            self.show_selection(None)
         if self.table.index.position(key) is None:
             tell(self, f"filter {self.filter} hides that task: showing all tasks", severity="warning")
             self.set_filter("all")
-        self.query_one("#jobs-views", ContentSwitcher).current = "tasks"
+        self.query_one("#jobs-views", ContentSwitcher).current = "tasks-view"
         self.table.move_to_key(key)
         self.table.focus()
 
@@ -391,8 +591,8 @@ class JobsScreen(ConsoleScreen):
             found = self.log_pane.view.find(text, forward)
             self.log_pane.update_title()
         else:
-            if self.map_shown:
-                self.action_toggle_map()
+            if self.view != "tasks-view":
+                self.action_show_view("tasks-view")
             found = self.table.find(text, forward)
         if not found:
             tell(self, f"not found: {text}", severity="warning")
@@ -425,8 +625,33 @@ class JobsScreen(ConsoleScreen):
         self.follow_selected()
 
     def follow_selected(self) -> None:
-        """Point the log pane at the selected task (nothing when the filter hides every task)."""
-        self.log_pane.show_task(self.selected_task())
+        """Point the log pane at the task selected in the view shown (an earlier attempt's task:
+        its log where the rerun moved it); nothing when the filter hides every task."""
+        if self.view == "attempts-view":
+            self.log_pane.show_task(self.attempt_table.selected_task())
+        elif self.view == "failures-view":
+            self.show_group_log(self.failures_view.selected_group())
+        elif self.view != "map-view":
+            self.log_pane.show_task(self.selected_task())
+
+    # -- retry -------------------------------------------------------------------------
+    @guarded
+    def action_retry(self) -> None:
+        """Open the retry preview (a failure group's values when one is highlighted), unless the
+        core refuses at once: live tasks, nothing to retry. The refusal is one line."""
+        if self.history is None:
+            tell(self, "retry: no submission selected", severity="warning")
+            return
+        if self._polling and not self._answered:
+            self.retry_flow.refuse("retry: Slurm has not answered yet, so which tasks ended is not known; "
+                              "try again in a moment")
+            return
+        values = ""
+        if self.view == "failures-view":
+            group = self.failures_view.selected_group()
+            if group is not None and any(v is not None for v in group.values):
+                values = group.value_ranges
+        self.retry_flow.start(self.history, dict(self.tasks), dict(self.states), values)
 
     # -- cancel ----------------------------------------------------------------------
     @guarded
@@ -444,8 +669,8 @@ class JobsScreen(ConsoleScreen):
         if self.record is None:
             tell(self, "no submission selected", severity="warning")
             return
-        self._confirm_cancel([job.job_id for job in self.record.jobs],
-                             [self.states.get(key) for key in self.tasks], "every task already ended")
+        jobs = sorted({task.job_id for task in self.tasks.values()})
+        self._confirm_cancel(jobs, [self.states.get(key) for key in self.tasks], "every task already ended")
 
     def _confirm_cancel(self, targets: list[str], states: list, ended: str) -> None:
         if self.record is None or self.record.backend != "slurm":
@@ -479,4 +704,3 @@ def local_run_ended(rows) -> bool:
         return True
     failed = any(s is not None and s.is_terminal and not s.is_success for s in states)
     return failed and not any(s is not None and not s.is_terminal for s in states)
-

@@ -34,8 +34,9 @@ def describe(record, name: str) -> Text:
     """backend, job ids, task count, submission time and file name of one record."""
     jobs = ",".join(j.job_id for j in record.jobs) or record.backend
     when = record.submitted_at[5:16].replace("T", " ")
-    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<14} ", "cyan"),
-                         f"{len(record.tasks):>5} tasks  ", shown(f"{when}  ", "dim"),
+    attempt = f"att {record.attempt}  " if getattr(record, "attempt", 1) > 1 else ""   # as the table says
+    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<10} ", "cyan"),
+                         f"{len(record.tasks):>5} tasks  ", (attempt, "yellow"), shown(f"{when}  ", "dim"),
                          shown(name, "dim"))
 
 

@@ -110,3 +110,17 @@ CELL_STYLE: dict[str, str] = {
 
 def cell_style(name: str) -> str:
     return CELL_STYLE.get(style_of(name), "white on grey30")
+
+
+def short_seconds(seconds: float | None) -> str:
+    """At most four cells for a duration beside another: ``42s``, ``3.5m``, ``12m``, ``1.5h``, ``2d``;
+    ``-`` when not known. (Tables with room use `elapsed_text`.)"""
+    if seconds is None:
+        return "-"
+    for unit, size in (("s", 1), ("m", 60), ("h", 3600), ("d", 86400)):
+        amount = seconds / size
+        if unit == "d" or amount < {"s": 100, "m": 100, "h": 48}[unit]:
+            break
+    if unit == "s" or amount >= 10:
+        return f"{amount:.0f}{unit}"
+    return f"{amount:.1f}".rstrip("0").rstrip(".") + unit

@@ -23,12 +23,16 @@ from textual.strip import Strip
 
 from backends.printable import printable
 
+from backends.states import never_runs
+from backends.watch.usage_summary import cpu_efficiency, human_bytes
+
 from ..messages import TaskHighlighted
 from ..shown import fit
 from ..task_index import FILTERS, Key, TaskIndex, record_key, slurm_target
-from .states import elapsed_text, style_of
+from ..task_rows import usage_of
+from .states import elapsed_text, short_seconds, style_of
 
-__all__ = ["COLUMNS", "Column", "FILTERS", "Row", "TaskTable"]
+__all__ = ["COLUMNS", "COLUMN_SETS", "Column", "FILTERS", "Row", "TaskTable", "column_set"]
 
 
 @dataclass(frozen=True)
@@ -82,11 +86,54 @@ def _node(row: Row) -> str:
 
 
 def _reason(row: Row) -> str:
-    """Why a pending task waits (squeue's %r: Resources, Priority, JobArrayTaskLimit...)."""
-    if row.name != "PENDING":
-        return ""
+    """Why a task waits (squeue's %r: Resources, Priority, JobArrayTaskLimit...) or failed unrun,
+    and how often Slurm requeued it."""
+    state = row.state
+    notes = []
+    reason = getattr(state, "reason", None)
+    if reason not in (None, "", "None"):
+        notes.append(str(reason))
+    restarts = getattr(state, "restart_count", None)
+    if restarts:
+        notes.append(f"restart {restarts}")
+    return "; ".join(notes)
+
+
+def _reason_style(row: Row) -> str:
+    """Red for a reason Slurm will never get past (the request can never run), else yellow."""
     reason = getattr(row.state, "reason", None)
-    return "" if reason in (None, "None") else str(reason)
+    return "bold red" if row.name == "PENDING" and never_runs(reason) else "yellow"
+
+
+def _attempt(row: Row) -> str:
+    return str(getattr(row.task, "attempt", 1))
+
+
+def _usage(row: Row):
+    return usage_of(row.state)
+
+
+def _memory(row: Row) -> str:
+    """``314M/1G``: the largest MaxRSS over the task's steps against its request."""
+    used = _usage(row)
+    if used is None or (used.max_rss_bytes is None and used.req_mem_bytes is None):
+        return "-"
+    return f"{human_bytes(used.max_rss_bytes)}/{human_bytes(used.req_mem_bytes)}"
+
+
+def _cpu(row: Row) -> str:
+    """CPU time over elapsed x CPUs, as the summary computes it for one task."""
+    used = _usage(row)
+    efficiency = None if used is None else cpu_efficiency([used])
+    return "-" if efficiency is None else f"{efficiency:.0%}"
+
+
+def _time(row: Row) -> str:
+    """``3.5m/6m``: elapsed against the time limit, abbreviated to fit 80 columns."""
+    used = _usage(row)
+    if used is None or (used.elapsed_seconds is None and used.time_limit_seconds is None):
+        return "-"
+    return f"{short_seconds(used.elapsed_seconds)}/{short_seconds(used.time_limit_seconds)}"
 
 
 def _value_width(index: TaskIndex) -> int:
@@ -103,15 +150,35 @@ def _job_width(index: TaskIndex) -> int:
     return min(24, max(8, widest))
 
 
-COLUMNS: tuple[Column, ...] = (
-    Column("value", "value", 5, _value, right=True, measure=_value_width),
-    Column("job", "job", 10, _job, measure=_job_width),
-    Column("state", "state", 13, lambda row: row.name, style=lambda row: style_of(row.name)),
+VALUE = Column("value", "value", 5, _value, right=True, measure=_value_width)
+ATTEMPT = Column("attempt", "att", 3, _attempt, right=True)
+JOB = Column("job", "job", 10, _job, measure=_job_width)
+STATE = Column("state", "state", 13, lambda row: row.name, style=lambda row: style_of(row.name))
+REASON = Column("reason", "reason", 0, _reason, style=_reason_style)
+STATE_COLUMNS: tuple[Column, ...] = (
+    VALUE, JOB, STATE,
     Column("exit", "exit", 6, _exit),
     Column("elapsed", "elapsed", 9, _elapsed, right=True),
     Column("node", "node", 10, _node),
-    Column("reason", "pending reason", 0, _reason, style=lambda row: "yellow"),
+    REASON,
 )
+USAGE_COLUMNS: tuple[Column, ...] = (
+    VALUE, JOB, STATE,
+    Column("memory", "mem/req", 11, _memory, right=True),
+    Column("cpu", "cpu", 4, _cpu, right=True),
+    Column("time", "time/limit", 10, _time, right=True),
+    REASON,
+)
+COLUMNS = STATE_COLUMNS
+COLUMN_SETS = {"states": STATE_COLUMNS, "usage": USAGE_COLUMNS}
+
+
+def column_set(name: str, attempts: bool) -> tuple[Column, ...]:
+    """The columns of a set; with an attempt column after the value once a value was retried."""
+    columns = COLUMN_SETS[name]
+    return (columns[0], ATTEMPT, *columns[1:]) if attempts else columns
+
+
 GAP = 1
 
 
@@ -165,11 +232,21 @@ class TaskTable(ScrollView, can_focus=True):
     def show_tasks(self, tasks, states=()) -> None:
         """A new record: every task, states unknown until the core reports."""
         self.index.load(tasks, states)
-        for column in self.columns:
-            if column.measure is not None:
-                self._widths[column.key] = column.measure(self.index)
+        self._measure()
         self._cursor_key = None
         self._place_cursor(0)
+
+    def set_columns(self, columns: tuple[Column, ...]) -> None:
+        """Another set of columns (usage instead of states, an attempt column); the rows stay."""
+        if columns == self.columns:
+            return
+        self.columns = columns
+        self._measure()
+        self.refresh()
+
+    def _measure(self) -> None:
+        for column in self.columns:
+            self._widths[column.key] = column.width if column.measure is None else column.measure(self.index)
 
     def apply(self, changed, as_of: float | None = None) -> bool:
         """Newer states; True when rows entered or left the filtered view."""
@@ -182,6 +259,11 @@ class TaskTable(ScrollView, can_focus=True):
 
     def set_filter(self, name: str) -> None:
         self.index.set_filter(name)
+        self._keep_cursor()
+
+    def select(self, keys) -> None:
+        """Only these tasks (a failure group's), within the filter; None: every task."""
+        self.index.select(keys)
         self._keep_cursor()
 
     def _keep_cursor(self) -> None:
@@ -198,7 +280,7 @@ class TaskTable(ScrollView, can_focus=True):
         key = self.index.shown[self.cursor] if count else None
         if key != self._cursor_key:
             self._cursor_key = key
-            self.post_message(TaskHighlighted(key, None if key is None else self.index.tasks[key]))
+            self.post_message(TaskHighlighted(key, None if key is None else self.index.tasks[key], self.id))
 
     def selected_key(self) -> Key | None:
         return self._cursor_key

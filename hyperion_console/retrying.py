@@ -1,0 +1,154 @@
+"""Retry of a submission's failed tasks from the console, planned and run as `hyperion-jobs retry` does.
+
+The preview's fields become a RetryRequest through the CLI's own
+`request_of` (the same checks, the same one-line errors); the core plans it
+(`backends.retry.plan_retry`: refused while tasks are live, nothing when
+every value completed) and describes it (`describe_retry`). A record
+another user owns, or others may write, is named with its owner in a warning
+(`backends.records.trust.trust_problem`), as the Checkpoint screen's
+Resubmit does. What runs is planned again from Slurm's answer of that moment
+(`history_status`, as the CLI asks); if it differs from what the user
+confirmed, nothing runs. It runs in the record's directory (`working_dir`)
+as the next attempt (`launch(..., "retry")`).
+"""
+from __future__ import annotations
+
+import shlex
+from argparse import Namespace
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import backends.retry as core_retry
+from backends.cli.jobs.retrying import request_of
+from backends.errors import InputError
+from backends.launch import working_dir
+from backends.printable import printable
+from backends.records.history import History, load_history
+from backends.records.trust import trust_problem
+from backends.retry import RetryPlan, RetryRequest, describe_retry, plan_retry
+from backends.retry_sizes import SizeProposal, propose_sizes
+from backends.watch.rows import TaskRow
+from backends.watch.targets import history_status
+
+from .launch import launch
+from .task_rows import usage_of
+
+# The preview's fields, named as hyperion-jobs retry's options.
+FIELDS = ("values", "state", "mem", "mem_per_cpu", "time", "num_threads")
+AUTO = getattr(core_retry, "AUTO", None)     # "auto" sizes, once the core resolves them
+
+
+class Refused(Exception):
+    """A retry that will not run, with the one line that says why."""
+
+
+@dataclass(frozen=True)
+class Preview:
+    """One planning of the retry: the plan (None when refused or nothing to do) and what to show."""
+
+    record_path: str
+    retry: RetryPlan | None
+    text: str                           # the preview: warning, describe_retry, proposed sizes
+    error: str | None                   # the one-line refusal, when there is no plan
+    sizes: SizeProposal | None
+    untrusted: str | None
+    request: RetryRequest | None = None
+
+    @property
+    def attempt(self) -> int | None:
+        return None if self.retry is None else self.retry.history.latest_number + 1
+
+    @property
+    def command(self) -> str | None:
+        if self.retry is None or self.retry.plan is None:
+            return None
+        return shlex.join(self.retry.plan.argv)
+
+    @property
+    def identity(self) -> tuple | None:
+        """What the user confirms: values, command, directory and whose record it is."""
+        return identity_of(self.retry, self.untrusted)
+
+
+def identity_of(retry: RetryPlan | None, untrusted: str | None) -> tuple | None:
+    if retry is None or retry.plan is None:
+        return None
+    return (retry.values, tuple(retry.plan.argv), retry.history.current.cwd, untrusted)
+
+
+def request_from(fields: Mapping[str, str]) -> RetryRequest:
+    """The preview's fields as hyperion-jobs retry's options (blank: not given), checked by the CLI."""
+    given = {name: (str(fields.get(name) or "").strip() or None) for name in FIELDS}
+    if given["mem"] is not None and given["mem_per_cpu"] is not None:
+        raise InputError("--mem-per-cpu", "not allowed with --mem: give one of them")
+    return request_of(Namespace(state=given["state"], values=given["values"], num_threads=given["num_threads"],
+                                mem=given["mem"], mem_per_cpu=given["mem_per_cpu"], time=given["time"],
+                                max_jobs_run=None))
+
+
+def nothing_to_retry(history: History, request: RetryRequest, tasks: int) -> str:
+    what = "in the states asked for" if request.states or request.values else "that did not complete"
+    return f"nothing to retry: no task of {history.record_path} {what} ({tasks} task(s))"
+
+
+def proposed_sizes(rows: Sequence[TaskRow], chosen: Sequence[TaskRow]) -> SizeProposal | None:
+    """What `--mem auto --time auto` would choose for these rows, and why (None: no usage known)."""
+    resolve = getattr(core_retry, "resolve_auto", None)
+    if resolve is not None and AUTO is not None:
+        return resolve(RetryRequest(mem=AUTO, time=AUTO), rows, chosen)[1]
+    observed = [(row.state_label, usage_of(row)) for row in chosen if usage_of(row) is not None]
+    return propose_sizes(observed) if observed else None
+
+
+def warning_lines(record_path: str, untrusted: str | None) -> list[str]:
+    if untrusted is None:
+        return []
+    return [f"WARNING: the record {printable(record_path)} {printable(untrusted)}.",
+            "Its command runs as you. Retry only if you trust it.", ""]
+
+
+def size_lines(retry: RetryPlan, sizes: SizeProposal | None) -> list[str]:
+    if getattr(retry, "sizes", None) is not None:      # "auto" asked for: describe_retry says it
+        return []
+    if sizes is None:
+        return ["proposed sizes: - (no task's usage known yet)"]
+    if not sizes.reasons:
+        return ["proposed sizes: - (no task ran out of memory or time)"]
+    return ["proposed sizes (Use proposed sizes fills them in):"] + [f"  {why}" for why in sizes.reasons]
+
+
+def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]) -> Preview:
+    """Plan the retry the fields ask for; a refusal is one line in `error`, never an exception."""
+    path = history.record_path
+    try:
+        untrusted = trust_problem(path)
+        request = request_from(fields)
+        retry = plan_retry(history, rows, request)
+    except InputError as err:
+        return Preview(path, None, "", printable(str(err)), None, None)
+    if retry.plan is None:
+        return Preview(path, None, "", nothing_to_retry(history, request, len(rows)), None, untrusted)
+    sizes = proposed_sizes(rows, retry.chosen)
+    lines = warning_lines(path, untrusted) + [describe_retry(retry)] + size_lines(retry, sizes)
+    return Preview(path, retry, "\n".join(lines), None, sizes, untrusted, request)
+
+
+def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
+              announce: Callable[[str], None]) -> int | None:
+    """Plan again from Slurm's answer now and run it as the next attempt; Refused if it changed.
+
+    Returns the local run's exit status (None for Slurm, which the Jobs screen watches).
+    """
+    history = load_history(record_path)
+    rows = history_status(history)
+    try:
+        retry = plan_retry(history, rows, request)
+    except InputError as err:
+        raise Refused(printable(str(err))) from None
+    if retry.plan is None:
+        raise Refused(nothing_to_retry(history, request, len(rows)))
+    if identity_of(retry, trust_problem(record_path)) != confirmed:
+        raise Refused("the retry changed since it was confirmed (values, command, directory or record "
+                      "owner); nothing ran: press R again")
+    with working_dir(history.current.cwd):      # as hyperion-jobs retry: relative paths of the command
+        return launch(retry.plan, announce, "retry")

@@ -1,0 +1,94 @@
+"""The console's task rows, made by the core's own calls, as hyperion-jobs status and watch make them.
+
+A row is a `backends.watch.rows.TaskRow`: the ledger's final state of a task
+when it has one, else what Slurm (or the local runner) says now, with the
+attempt that ran it, its pending reason, restart count and usage. The console
+asks `task_row` for every row it shows and records final states with the
+core's `FinalsRecorder`; nothing here decides what a state is.
+
+Usage (what a task used and was allowed) reaches rows through the core's
+usage wiring: `task_row(..., usage)`, `FinalsRecorder.observe(..., usage)`,
+`PollUpdate.usage`, `TaskRow.usage`. A core without it gives rows without
+usage, and the console shows "-" for them: the few checks below are the only
+place that knows, and go once every core has it.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Iterable, Mapping
+
+from backends.records.history import History
+from backends.records.record import TaskRecord
+from backends.watch.finals import FinalsRecorder
+from backends.watch.rows import LOCAL_JOB, TaskRow, pending_tasks, task_row
+
+from .task_index import Key, record_key
+
+_ROW_TAKES_USAGE = "usage" in inspect.signature(task_row).parameters
+_FINALS_TAKE_USAGE = "usage" in inspect.signature(FinalsRecorder.observe).parameters
+
+
+def usage_of(row: object):
+    """A row's Usage, or None (not known yet, a bare TaskState, or a core without usage)."""
+    return getattr(row, "usage", None)
+
+
+def update_usage(update: object) -> Mapping:
+    """A PollUpdate's usage per task key ({} when the core's poller reports none)."""
+    return getattr(update, "usage", None) or {}
+
+
+def row_of(history: History, task: TaskRecord, states: Mapping, usage: Mapping | None = None) -> TaskRow:
+    """`task_row` of the core, with accounting's usage when the core takes it."""
+    if _ROW_TAKES_USAGE:
+        return task_row(history, task, states, usage)
+    return task_row(history, task, states)
+
+
+def record_finals(recorder: FinalsRecorder, changed: Iterable, usage: Mapping) -> None:
+    """Write the final states (and usage) seen in one poll into the ledger, as every face does."""
+    if _FINALS_TAKE_USAGE:
+        recorder.observe(changed, usage)
+    else:
+        recorder.observe(changed)
+
+
+def polled_tasks(history: History) -> list[TaskRecord]:
+    """The Slurm tasks to ask about: the newest attempt's task of each value without a final state."""
+    return [task for task in pending_tasks(history) if task.job_id != LOCAL_JOB]
+
+
+def rows_now(history: History, tasks: Mapping[Key, TaskRecord], states: Mapping[Key, object]) -> list[TaskRow]:
+    """A row for every task from what the screen holds now (for retry planning and triage)."""
+    return [_row_from(history, task, states.get(key)) for key, task in tasks.items()]
+
+
+def _row_from(history: History, task: TaskRecord, state: object) -> TaskRow:
+    """A row the poller delivered as it is; a bare TaskState (the screen was fed one directly)
+    made a row by the core; a task nothing was heard of: the ledger's final state, or UNKNOWN."""
+    if isinstance(state, TaskRow):
+        return state
+    if state is not None and hasattr(state, "key"):
+        return row_of(history, task, {state.key: state})
+    return row_of(history, task, {})
+
+
+def attempt_tasks(history: History, number: int) -> list[TaskRecord]:
+    """One attempt's tasks, each with its log where it is now (a later rerun moved it aside)."""
+    return [task if history.log_of(task) == task.log else
+            TaskRecord(task.value, task.job_id, task.array_task_id, history.log_of(task), task.slurm_out,
+                       task.slurm_err, task.attempt)
+            for task in history.tasks_of(number)]
+
+
+def attempt_rows(history: History, tasks: Iterable[TaskRecord], latest: Mapping[Key, object],
+                 latest_tasks: Mapping[Key, TaskRecord]) -> list[TaskRow]:
+    """Rows of one attempt's tasks: the screen's live row where that task is still the newest run
+    of its value, else the ledger's final state (or UNKNOWN)."""
+    out = []
+    for task in tasks:
+        key = record_key(task)
+        current = latest_tasks.get(key)
+        newest = current is not None and current.attempt == task.attempt
+        out.append(_row_from(history, task, latest.get(key) if newest else None))
+    return out

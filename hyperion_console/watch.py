@@ -1,0 +1,87 @@
+"""Watching a submission from a console worker thread, as `hyperion-jobs watch` does.
+
+Slurm: only the newest attempt's tasks without a final state in the ledger
+are polled, with the core's `watcher` (the shared Poller with its query
+budget, the log nudge, and the window throttle of a shared --max-jobs-run);
+every final state (and usage) seen is written into the ledger by the core's
+FinalsRecorder, so the history keeps it whoever looks next. Local: the
+ledger the local runner writes is read again until the run ended. Each
+answer is handed over as a `Seen`: rows made by the core, only what changed.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from backends.cli.jobs.watching import _site_floor
+from backends.records.history import History, load_history
+from backends.watch.finals import FinalsRecorder
+from backends.watch.rows import TaskRow, history_rows
+from backends.watch.wait import watcher
+
+from .record_cache import cached_record
+from .task_index import row_key
+from .task_rows import polled_tasks, record_finals, row_of, update_usage
+
+LOCAL_POLL_SECONDS = 0.5
+CAP_SECONDS = 30.0          # hyperion-jobs watch's default --cap
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One answer: the rows that changed, whether all ended, how fresh it is and what went wrong."""
+
+    rows: tuple[TaskRow, ...]
+    error: str | None = None
+    all_terminal: bool = False
+    as_of: float | None = None
+    problem: str | None = None
+    warning: str | None = None          # e.g. the ledger cannot be written: states shown, not kept
+
+
+def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event) -> None:
+    """Poll the unfinished tasks of `history` until they all ended or `stop` is set."""
+    pending = polled_tasks(history)
+    if not pending:
+        return
+    poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
+                                cap=CAP_SECONDS)
+    finals = FinalsRecorder(history.record_path, pending)
+    tasks = {(t.job_id, t.array_task_id): t for t in pending}
+    usage_seen: dict = {}
+
+    def observe(update) -> bool:
+        if stop.is_set():
+            return True
+        usage = update_usage(update)
+        record_finals(finals, update.changed, usage)
+        if throttler is not None and not update.all_terminal:
+            throttler(update.states)
+        keys = dict.fromkeys(state.key for state in update.changed)
+        for key, used in usage.items():          # accounting tells usage a poll or two after the end
+            if usage_seen.get(key) != used:
+                usage_seen[key] = used
+                keys[key] = None
+        rows = tuple(row_of(history, tasks[key], update.states, usage) for key in keys if key in tasks)
+        deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error))
+        return False
+
+    poller.run(observe, stop)
+
+
+def watch_local(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,
+                ended: Callable[[Sequence[TaskRow]], bool]) -> None:
+    """Read the local runner's ledger (every attempt) until `ended(rows)` says the run is over."""
+    seen: dict = {}
+    while not stop.is_set():
+        rows = history_rows(load_history(record_path, cached_record(record_path)), {})
+        changed = [row for row in rows if seen.get(row_key(row)) != row]
+        for row in changed:
+            seen[row_key(row)] = row
+        done = ended(rows)
+        deliver(Seen(tuple(changed), None, done, time.time()))
+        if done:
+            return
+        stop.wait(LOCAL_POLL_SECONDS)

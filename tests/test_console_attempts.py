@@ -1,0 +1,251 @@
+"""Jobs screen over a submission's attempts: the newest run of each value, the ledger's final states
+without Slurm, only unfinished tasks polled, failure groups, the attempts and their logs, usage."""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from test_console_fixtures import (
+    build_history,
+    posted,
+    rendered,
+    slurm_like_record,
+    table_column,
+    text_of,
+    wait_for,
+)
+
+import hyperion_console.watch as console_watch
+from backends.records.attempts import read_ledger
+from backends.states import JobState, TaskState
+from backends.watch.poller import PollUpdate
+from backends.watch.usage import Usage
+from hyperion_console.app import make_app
+from hyperion_console.messages import (
+    AttemptShown,
+    AttemptsListed,
+    FailureGroupChosen,
+    FailureGroupsListed,
+    JobsUpdated,
+    RecordOpened,
+    RetryPreviewed,
+    WatchStarted,
+)
+from hyperion_console.screens.retry import RetryScreen
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+SITE = CONF / "submit_test_cluster.yaml"
+RETRIED = {3: ("COMPLETED", 0), 6: ("FAILED", 1)}
+
+
+def refuse_slurm(monkeypatch) -> None:
+    """Any poller the console would start fails the test: the states must come from the ledger."""
+    def no_watcher(*args, **kwargs):
+        raise AssertionError("the console asked Slurm about tasks whose final state the ledger holds")
+
+    monkeypatch.setattr(console_watch, "watcher", no_watcher)
+
+
+def test_a_reopened_history_shows_every_attempts_final_states_without_asking_slurm(tmp_path, monkeypatch) -> None:
+    record = build_history(tmp_path, SITE, retried=RETRIED)
+    refuse_slurm(monkeypatch)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: posted(seen, WatchStarted), 10)
+            assert posted(seen, WatchStarted)[0].polled == 0
+            assert table_column(table, "value") == [str(v) for v in range(1, 9)]
+            assert table_column(table, "attempt") == ["1", "1", "2", "1", "1", "2", "1", "1"]
+            assert table_column(table, "job") == ["4242_1", "4242_2", "4243_3", "4242_4", "4242_5",
+                                                  "4243_6", "4242_7", "4242_8"]
+            assert table_column(table, "state") == ["COMPLETED"] * 4 + ["FAILED", "FAILED"] + ["COMPLETED"] * 2
+            assert rendered(table)[0].startswith("value att job")
+            await wait_for(pilot, lambda: jobs.query_one("#poll-status").line().plain
+                           == "every task ended: final states from the attempt history", 5)
+            assert "COMPLETED 6" in str(jobs.query_one("#jobs-summary").content)
+        opened = posted(seen, RecordOpened)[0]
+        assert (opened.record_path, opened.tasks, opened.attempts) == (str(record), 8, 2)
+
+    asyncio.run(scenario())
+
+
+class FakePoller:
+    """Stands in for the core's Poller: two answers, the second while accounting is down."""
+
+    def __init__(self, updates) -> None:
+        self.updates = updates
+
+    def run(self, observer, stop):
+        for update in self.updates:
+            observer(update)
+        stop.wait(30)
+        return self.updates[-1]
+
+
+def test_only_unfinished_tasks_are_polled_and_their_final_states_go_into_the_ledger(tmp_path, monkeypatch) -> None:
+    record = build_history(tmp_path, SITE, unfinished=(7, 8))
+    asked: list = []
+    now = time.time()
+    problem = "accounting (sacct) not answering for 40 s: sacct: error: Problem talking to the database"
+    done = TaskState("4242", 7, JobState.COMPLETED, 0, None, 12.0, "node01", "sacct")
+    running = TaskState("4242", 8, JobState.RUNNING, None, None, 5.0, "node01", "squeue", restart_count=1)
+    updates = [PollUpdate({done.key: done, running.key: running}, (done, running), None, False, 1.0, None, now - 5),
+               PollUpdate({done.key: done, running.key: running}, (), "sacct: error", False, 2.0, problem, now - 5)]
+
+    def fake_watcher(record, *, tasks, floor=None, cap=60.0, **kwargs):
+        asked.append(([t.value for t in tasks], cap))
+        return FakePoller(updates), None
+
+    monkeypatch.setattr(console_watch, "watcher", fake_watcher)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: len(posted(seen, JobsUpdated)) >= 2, 10)
+            await pilot.pause()
+            assert table_column(table, "state")[6:] == ["COMPLETED", "RUNNING"]
+            assert table_column(table, "reason")[7] == "restart 1"
+            status = jobs.query_one("#poll-status").line().plain
+            assert status.startswith("⚠ states 5 s old, retrying: accounting (sacct) not answering for 40 s")
+            updated = posted(seen, JobsUpdated)
+            assert updated[0].problem is None and updated[0].as_of == now - 5
+            assert updated[1].problem == problem and updated[1].changed == ()
+        assert asked == [([7, 8], 30.0)]                         # values 1-6 are final in the ledger
+        assert posted(seen, WatchStarted)[0].polled == 2
+        finals = read_ledger(record).finals
+        assert finals[(1, 7)].state == "COMPLETED" and (1, 8) not in finals
+
+    asyncio.run(scenario())
+
+
+def test_failure_groups_list_the_causes_and_select_their_tasks(tmp_path: Path) -> None:
+    record = build_history(tmp_path, SITE)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await pilot.pause(0.3)
+            await pilot.press("t")
+            await wait_for(pilot, lambda: posted(seen, FailureGroupsListed), 10)
+            groups = posted(seen, FailureGroupsListed)[-1].groups
+            assert groups == (("FAILED", 3, None, "ValueError: corrupt input file", 2, "3,5"),
+                              ("OUT_OF_MEMORY", 0, None, "loading 2.1G of features", 1, "6"))
+            head = rendered(jobs.query_one("#failures-head"))[0]
+            assert head.startswith("3 of 8 task(s) did not succeed, in 2 group(s)")
+            lines = [line.rstrip() for line in rendered(jobs.query_one("#failure-list"))]
+            assert lines[:4] == ["    2 FAILED exit 3 · values 3,5", "      last line: ValueError: corrupt input file",
+                                 "    1 OUT_OF_MEMORY exit 0 · values 6", "      last line: loading 2.1G of features"]
+            assert "extract.3.log" in str(jobs.query_one("#log-title").content)   # the group's example
+            await pilot.press("enter")
+            assert jobs.view == "tasks-view" and table.has_focus
+            assert table_column(table, "value") == ["3", "5"]
+            assert rendered(jobs.query_one("#selection-line"))[0].startswith(
+                "failure group FAILED exit 3 · 2 task(s) · values 3,5 · escape: every task")
+            await pilot.press("escape")
+            assert table.row_count == 8 and not jobs.query_one("#selection-line").display
+            await pilot.press("v", "v")                          # map, then failure groups again
+            assert jobs.view == "failures-view"
+            await pilot.press("down", "R")                       # retry the OUT_OF_MEMORY group
+            await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+            await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+            assert posted(seen, RetryPreviewed)[-1].values == "6"
+        chosen = posted(seen, FailureGroupChosen)
+        assert [(m.state, m.values, m.shown) for m in chosen] == [("FAILED", "3,5", 2)]
+
+    asyncio.run(scenario())
+
+
+def test_attempts_are_listed_and_each_ones_tasks_and_logs_can_be_read(tmp_path: Path) -> None:
+    record = build_history(tmp_path, SITE, retried=RETRIED)
+    moved = record.parent / "attempts" / "1" / "extract.3.log"
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            await pilot.pause(0.3)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptsListed) and posted(seen, AttemptShown), 10)
+            listed = posted(seen, AttemptsListed)[-1].attempts
+            assert listed == (
+                (1, "submit", "2026-09-21T12:00:00+00:00", ("4242",), 8,
+                 {"COMPLETED": 5, "FAILED": 2, "OUT_OF_MEMORY": 1}),
+                (2, "retry", "2026-09-21T12:30:00+00:00", ("4243",), 2, {"COMPLETED": 1, "FAILED": 1}))
+            lines = [line.rstrip() for line in rendered(jobs.query_one("#attempt-list"))]
+            assert lines[0] == "  1 submit   09-21 12:00 4242              8  CD 5 F 2 OOM 1"
+            assert lines[1] == "  2 retry    09-21 12:30 4243              2  CD 1 F 1 · mem=300M"
+            attempt_table = jobs.query_one("#attempt-tasks")
+            assert posted(seen, AttemptShown)[-1].number == 2       # the newest first
+            assert table_column(attempt_table, "value") == ["3", "6"]
+            await pilot.press("up")                                # attempt 1: every value, as it ended
+            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 1, 5)
+            assert table_column(attempt_table, "state") == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED",
+                                                            "FAILED", "OUT_OF_MEMORY", "COMPLETED", "COMPLETED"]
+            assert rendered(jobs.query_one("#attempt-detail"))[0].startswith(
+                "▸ attempt 1 (submit): values 1-8, changed nothing, 8 task(s)")
+            await pilot.press("enter", "down", "down")             # attempt 1's value 3: its moved log
+            assert attempt_table.has_focus and attempt_table.selected_task().value == 3
+            log = jobs.log_pane.view
+            await wait_for(pilot, lambda: "attempt 1: working on part 3" in log.lines, 10)
+            assert str(moved) in str(jobs.query_one("#log-title").content)
+            assert log.lines[-1] == "ValueError: corrupt input file"
+            await pilot.press("escape")                             # back to the newest runs
+            assert jobs.view == "tasks-view"
+            await wait_for(pilot, lambda: "attempt 2: working on part 1" not in log.lines
+                           and "attempt 1: working on part 1" in log.lines, 10)
+
+    asyncio.run(scenario())
+
+
+def usage_row(task: int, state: JobState, usage: Usage | None) -> SimpleNamespace:
+    """A row as the core's usage wiring makes it (TaskRow.usage)."""
+    return SimpleNamespace(job_id="4242", task_id=task, state=state, exit_code=0, signal=None, elapsed=60.0,
+                           node="node01", reason=None, restart_count=None, usage=usage)
+
+
+def test_usage_columns_and_summary_fit_80_columns_and_show_a_dash_until_known(tmp_path: Path) -> None:
+    record = slurm_like_record(tmp_path, 3)
+    mib = 1024 ** 2
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, (
+                usage_row(1, JobState.COMPLETED, Usage(314 * mib, 50.0, 60.0, 360.0, 1024 * mib, 1)),
+                usage_row(2, JobState.OUT_OF_MEMORY, Usage(100 * mib, 12.0, 30.0, 360.0, 100 * mib, 2)),
+                usage_row(3, JobState.RUNNING, None))))
+            await pilot.pause()
+            await pilot.press("u")
+            table = jobs.query_one("#tasks")
+            summary = jobs.query_one("#usage-summary")
+            await wait_for(pilot, lambda: "MaxRSS" in text_of(summary.query_one("#usage-line-1")), 10)
+            assert table_column(table, "memory") == ["314M/1G", "100M/100M", "-"]
+            assert table_column(table, "cpu") == ["83%", "20%", "-"]
+            assert table_column(table, "time") == ["60s/6m", "30s/6m", "-"]
+            assert rendered(table)[0].startswith("value job      state             mem/req  cpu time/limit")
+            first = rendered(summary.query_one("#usage-line-1"))[0].rstrip()
+            second = rendered(summary.query_one("#usage-line-2"))[0].rstrip()
+            assert first == "MaxRSS med 207M p95 314M max 314M (2 of 3) · CPU 52%"
+            assert second == "elapsed med 00:00:45 p95 00:01:00 max 00:01:00 · >90% of --mem 1, of --time 0"
+            assert all(len(line) <= 80 for line in rendered(table))
+            await pilot.press("u")                               # back to exit, elapsed, node
+            assert "exit" in rendered(table)[0] and not summary.display
+
+    asyncio.run(scenario())

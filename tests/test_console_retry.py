@@ -1,0 +1,256 @@
+"""Jobs screen Retry: the preview (values, windows, overrides, command, owner warning), refusals as one
+line, and a confirmed retry that runs as the next attempt and lands on it."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_console_fixtures import build_history, notifications, posted, rendered, table_column, wait_for
+
+from backends.launch import run_local_plan, submit, working_dir
+from backends.records.history import load_history
+from backends.states import JobState, TaskState
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.plan import build_plan
+from backends.watch.wait import wait
+from hyperion_console.app import make_app
+from hyperion_console.messages import RecordOpened, RetryPreviewed, RetryRefused, RetryRequested
+from hyperion_console.screens.confirm import ConfirmScreen
+from hyperion_console.screens.retry import RetryScreen
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+SITE = CONF / "submit_test_cluster.yaml"
+PY = sys.executable
+# Fails (exit 3, "ValueError: bad input V") for the values listed in fail.txt in the working directory.
+FLAKY = ("import pathlib, sys; v = sys.argv[1]; print('working on', v); "
+         "bad = pathlib.Path('fail.txt').read_text().split() if pathlib.Path('fail.txt').exists() else []; "
+         "print('ValueError: bad input', v) if v in bad else None; sys.exit(3 if v in bad else 0)")
+
+
+def local_run_with_a_failure(root: Path) -> Path:
+    """JOB=1..5 on the local backend, value 3 failing: 1-2 COMPLETED, 3 FAILED, 4-5 NOT_RUN."""
+    (root / "fail.txt").write_text("3\n")
+    site, options = parse_submit_argv(["local", "--cfg", str(SITE), "--array", "JOB=1:5",
+                                       "--output-file", str(root / "log" / "t.JOB.log"),
+                                       "--", PY, "-c", FLAKY, "JOB"])
+    plan = build_plan(site, options)
+    with working_dir(str(root)):
+        assert run_local_plan(plan) == 1
+    return Path(plan.record_path)
+
+
+async def open_preview(pilot, seen: list) -> RetryScreen:
+    await pilot.press("R")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, RetryScreen), 10)
+    await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+    return pilot.app.screen
+
+
+def preview_text(screen: RetryScreen) -> str:
+    return str(screen.query_one("#retry-text").content)
+
+
+def test_retry_of_a_local_record_runs_the_failed_values_as_attempt_2_and_lands_on_it(tmp_path: Path) -> None:
+    record = local_run_with_a_failure(tmp_path)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state")
+                           == ["COMPLETED", "COMPLETED", "FAILED", "NOT_RUN", "NOT_RUN"], 10)
+            assert "attempt" not in [c.key for c in table.columns]     # one attempt: no column
+            (tmp_path / "fail.txt").write_text("")                     # the cause is fixed
+            screen = await open_preview(pilot, seen)
+            first = posted(seen, RetryPreviewed)[-1]
+            assert (first.attempt, first.values, first.error) == (2, "3-5", None)
+            text = preview_text(screen)
+            assert f"retry of {record} as attempt 2: 3 task(s) (FAILED 1, NOT_RUN 2)" in text
+            assert "values: 3-5" in text and f"runs in: {tmp_path}" in text
+            assert first.command.startswith("hyperion-submit local --cfg ") and "--array JOB=3:5" in first.command
+            assert "WARNING" not in text
+            await pilot.press("ctrl+r")
+            assert isinstance(app.screen, ConfirmScreen)
+            assert "Retry 3 task(s) as attempt 2?" in str(app.screen.query_one("#confirm-title").content)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: table_column(table, "attempt") == ["1", "1", "2", "2", "2"]
+                           and table_column(table, "state") == ["COMPLETED"] * 5, 30)
+            assert rendered(table)[0].startswith("value att job")
+            await wait_for(pilot, lambda: "local retry finished: exit status 0" in notifications(app), 10)
+        requested = posted(seen, RetryRequested)
+        assert [(m.attempt, m.values) for m in requested] == [(2, "3-5")]
+        assert posted(seen, RecordOpened)[-1].attempts == 2
+        assert not posted(seen, RetryRefused)
+        history = load_history(record)
+        assert history.numbers == (1, 2) and history.entry(2).kind == "retry"
+        assert "bad input 3" in Path(history.log_of(history.tasks_of(1)[2])).read_text()   # attempt 1 kept
+
+    asyncio.run(scenario())
+
+
+def test_overrides_are_checked_by_the_core_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+    record = build_history(tmp_path, SITE)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.pause(0.5)
+            screen = await open_preview(pilot, seen)
+            assert posted(seen, RetryPreviewed)[-1].values == "3,5-6"
+            screen.set_field("mem", "lots")
+            await wait_for(pilot, lambda: (posted(seen, RetryPreviewed)[-1].error or "").startswith("--mem:"), 10)
+            error = posted(seen, RetryPreviewed)[-1].error
+            assert "\n" not in error and screen.query_one("#retry-run").disabled
+            assert rendered(screen.query_one("#retry-error"))[0].startswith("--mem: 'lots' is not a memory size")
+            await pilot.press("ctrl+r")                         # refused: nothing asked, nothing ran
+            assert isinstance(app.screen, RetryScreen)
+            screen.set_field("mem", "300M")
+            screen.set_field("mem_per_cpu", "1G")
+            await wait_for(pilot, lambda: (posted(seen, RetryPreviewed)[-1].error or "").startswith(
+                "--mem-per-cpu: not allowed with --mem"), 10)
+            screen.set_field("mem_per_cpu", "")
+            screen.set_field("time", "00:20:00")
+            screen.set_field("num_threads", "2")
+            screen.set_field("values", "6")
+            await wait_for(pilot, lambda: posted(seen, RetryPreviewed)[-1].values == "6", 10)
+            command = posted(seen, RetryPreviewed)[-1].command
+            assert "--mem 300M" in command and "--time 00:20:00" in command and "--num-threads 2" in command
+            assert "--array JOB=6" in command
+            assert "proposed sizes" in preview_text(screen)
+            await pilot.press("escape")                          # out of the field
+            assert isinstance(app.screen, RetryScreen)
+            await pilot.press("escape")                          # closes: nothing ran
+            assert not isinstance(app.screen, RetryScreen)
+        assert not posted(seen, RetryRequested)
+        assert load_history(record).numbers == (1,)
+
+    asyncio.run(scenario())
+
+
+def test_a_record_others_may_write_is_named_with_a_warning_before_it_runs(tmp_path: Path) -> None:
+    record = build_history(tmp_path, SITE)
+    os.chmod(record, 0o666)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.pause(0.5)
+            screen = await open_preview(pilot, seen)
+            warning = (f"WARNING: the record {record} may be changed by its group and other users "
+                       "(mode 0666).")
+            assert preview_text(screen).startswith(warning + "\nIts command runs as you.")
+            await pilot.press("ctrl+r")
+            assert isinstance(app.screen, ConfirmScreen)
+            detail = str(app.screen.query_one("#confirm-detail Static").content)
+            assert detail.startswith(warning)
+            await pilot.press("n")
+            assert isinstance(app.screen, RetryScreen)
+
+    asyncio.run(scenario())
+
+
+def test_retry_is_refused_in_one_line_while_tasks_live_or_when_nothing_failed(tmp_path: Path) -> None:
+    live = build_history(tmp_path / "live", SITE, unfinished=(8,))
+    done = build_history(tmp_path / "done", SITE, failures={})
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(load_history(live))                # shown, not polled: states from here
+            jobs.post_message(jobs_updated(live, TaskState("4242", 8, JobState.RUNNING, node="node01")))
+            await pilot.pause()
+            await pilot.press("R")
+            await wait_for(pilot, lambda: posted(seen, RetryRefused), 10)
+            reason = posted(seen, RetryRefused)[-1].reason
+            assert reason == (f"TARGET: {live} still has 1 live task(s) (RUNNING 1) of job(s) 4242; wait for them "
+                              "to end (hyperion-jobs watch) or cancel them first")
+            assert not isinstance(app.screen, RetryScreen) and reason in notifications(app)
+            jobs.show_record(load_history(done))
+            await pilot.press("R")
+            await wait_for(pilot, lambda: len(posted(seen, RetryRefused)) == 2, 10)
+            assert posted(seen, RetryRefused)[-1].reason == (
+                f"nothing to retry: no task of {done} that did not complete (8 task(s))")
+            assert not isinstance(app.screen, RetryScreen)
+        assert not posted(seen, RetryRequested)
+
+    asyncio.run(scenario())
+
+
+def jobs_updated(record: Path, *states):
+    from hyperion_console.messages import JobsUpdated
+
+    return JobsUpdated(str(record), states, as_of=time.time())
+
+
+@pytest.mark.slurm
+def test_retry_from_the_console_reruns_exactly_the_failed_values_on_slurm(slurm_cluster, tmp_path: Path) -> None:
+    (tmp_path / "fail.txt").write_text("2\n")
+    site, options = parse_submit_argv(["slurm", "--cfg", str(SITE), "--array", "JOB=1:3", "--time", "00:02:00",
+                                       "--output-file", str(tmp_path / "log" / "r.JOB.log"),
+                                       "--", PY, "-c", FLAKY, "JOB"])
+    with working_dir(str(tmp_path)):
+        first = submit(build_plan(site, options))
+    assert not wait(first).ok                                    # value 2 failed; its final is in the ledger
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=first.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED", "FAILED", "COMPLETED"], 60)
+            (tmp_path / "fail.txt").write_text("")
+            screen = await open_preview(pilot, seen)
+            assert posted(seen, RetryPreviewed)[-1].values == "2"
+            assert "windows: --array=2 offset 0" in preview_text(screen)
+            await pilot.press("ctrl+r", "y")
+            await wait_for(pilot, lambda: table_column(table, "attempt") == ["1", "2", "1"], 60)
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 3, 120)
+            assert table_column(table, "job")[1].endswith("_2")
+        history = load_history(first.path)
+        retry_job = history.records[2].jobs[0].job_id
+        assert retry_job != first.jobs[0].job_id
+        deadline = time.monotonic() + 60             # accounting names the task a moment after it ends
+        while True:
+            accounting = subprocess.run(["sacct", "-j", retry_job, "-X", "-n", "-P", "-o", "JobID"],
+                                        capture_output=True, text=True).stdout.split()
+            if accounting == [f"{retry_job}_2"] or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert accounting == [f"{retry_job}_2"]                   # exactly the failed value
+        assert [m.values for m in posted(seen, RetryRequested)] == ["2"]
+
+    asyncio.run(scenario())
+
+
+def test_retry_is_in_the_footer_and_the_palette(tmp_path: Path) -> None:
+    record = build_history(tmp_path, SITE)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.pause(0.5)
+            keys = [(key.key_display, key.description) for key in app.screen.query("FooterKey")]
+            assert ("R", "Retry") in keys and ("o", "Records") in keys
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"retry failed")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+            await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+            assert posted(seen, RetryPreviewed)[-1].values == "3,5-6"
+
+    asyncio.run(scenario())
