@@ -102,8 +102,8 @@ def notifications(app) -> list[str]:
 
 def table_column(table, column: str) -> list[str]:
     """The plain text of one column, top to bottom (a DataTable, or the console's TaskTable)."""
-    if hasattr(table, "column_text"):
-        return table.column_text(column)
+    if hasattr(table, "column_text"):   # a column the table does not show (yet) reads as empty
+        return table.column_text(column) if column in {c.key for c in table.columns} else []
     return [str(table.get_cell(row.key, column)) for row in table.ordered_rows]   # as displayed
 
 

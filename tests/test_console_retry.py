@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from test_console_fixtures import build_history, notifications, posted, rendered, table_column, wait_for
 
-from backends.launch import run_local_plan, submit, working_dir
+from backends.launch import run_local_plan, working_dir
+from backends.launch_slurm import submit
 from backends.records.history import load_history
 from backends.states import JobState, TaskState
 from backends.submit.commandline import parse_submit_argv
