@@ -2,11 +2,13 @@
 
 Two hundred failed tasks usually fail for two or three reasons. A group is one
 Slurm state, exit code and signal, and the last line the program wrote to its
-log (the line a user reads first), with the values as ranges and one log to
-open. Live tasks are not failures yet and are left out.
+log (the line a user reads first) with its numbers set aside, so "bad input 7"
+and "bad input 27" are one cause; the group shows the values as ranges and the
+line and log of its first task. Live tasks are not failures yet and are left out.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +20,7 @@ from backends.watch.tail import last_lines
 # The last line that matters is rarely further up than this in a log's tail.
 TAIL_LINES = 40
 MAX_LINE = 200
+_NUMBER = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,11 @@ def last_program_line(path: str | None) -> str:
     return ""
 
 
+def line_shape(line: str) -> str:
+    """The line with every number as ``#``: what tasks failing for one reason have in common."""
+    return _NUMBER.sub("#", line)
+
+
 def is_failure(row: TaskRow) -> bool:
     """Ended without success (LOST included), or never run: what a retry would rerun."""
     if row.ok:
@@ -69,13 +77,15 @@ def is_failure(row: TaskRow) -> bool:
 def failure_groups(rows: Sequence[TaskRow],
                    read_line: Callable[[str | None], str] = last_program_line) -> list[FailureGroup]:
     """Groups of failed rows, largest first; tasks that never ran have no log line to read."""
-    groups: dict[tuple, list[TaskRow]] = {}
+    groups: dict[tuple, list[tuple[TaskRow, str]]] = {}
     for row in rows:
         if not is_failure(row):
             continue
         line = read_line(row.log) if row.state is not None else ""
-        groups.setdefault((row.state_label, row.exit_code, row.signal, line), []).append(row)
-    out = [FailureGroup(state, code, sig, line, tuple(r.value for r in members),
-                        next((r.log for r in members if r.log), None))
-           for (state, code, sig, line), members in groups.items()]
+        key = (row.state_label, row.exit_code, row.signal, line_shape(line))
+        groups.setdefault(key, []).append((row, line))
+    out = []
+    for (state, code, sig, _), members in groups.items():
+        first = next(((r, line) for r, line in members if r.log), members[0])
+        out.append(FailureGroup(state, code, sig, first[1], tuple(r.value for r, _ in members), first[0].log))
     return sorted(out, key=lambda g: (-g.count, g.state, g.exit_code or 0, g.last_line))

@@ -1,0 +1,33 @@
+"""Failure groups: one group per cause, however many tasks and whatever number each names."""
+from __future__ import annotations
+
+from backends.states import JobState
+from backends.watch.rows import TaskRow
+from backends.watch.triage import failure_groups
+
+
+def row(value: int, state: JobState | None, code: int | None, signal: int | None = None) -> TaskRow:
+    return TaskRow(value, "77", value, state, code, signal, 1.0, "vm", f"log/x.{value}.log", None, None)
+
+
+LINES = {
+    "log/x.7.log": "ValueError: bad input shard_00007.jsonl",
+    "log/x.27.log": "ValueError: bad input shard_00027.jsonl",
+    "log/x.31.log": "ValueError: bad input shard_00031.jsonl",
+    "log/x.40.log": "KeyError: 'text'",
+    "log/x.41.log": "ValueError: bad input shard_00041.jsonl",
+    "log/x.50.log": "slurmstepd: error: Detected 1 oom_kill event",
+}
+
+
+def test_tasks_failing_for_one_reason_form_one_group_whatever_number_they_name() -> None:
+    rows = [row(1, JobState.COMPLETED, 0), row(7, JobState.FAILED, 1), row(27, JobState.FAILED, 1),
+            row(31, JobState.FAILED, 1), row(40, JobState.FAILED, 1), row(41, JobState.FAILED, 2),
+            row(50, JobState.OUT_OF_MEMORY, 0, 9), row(60, JobState.RUNNING, None)]
+    groups = failure_groups(rows, read_line=lambda path: LINES.get(path or "", ""))
+    assert [(g.state, g.exit_code, g.value_ranges, g.last_line, g.example_log) for g in groups] == [
+        ("FAILED", 1, "7,27,31", "ValueError: bad input shard_00007.jsonl", "log/x.7.log"),
+        ("FAILED", 1, "40", "KeyError: 'text'", "log/x.40.log"),
+        ("FAILED", 2, "41", "ValueError: bad input shard_00041.jsonl", "log/x.41.log"),   # another exit code
+        ("OUT_OF_MEMORY", 0, "50", "slurmstepd: error: Detected 1 oom_kill event", "log/x.50.log"),
+    ]
