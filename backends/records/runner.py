@@ -1,7 +1,8 @@
 """Who runs a local task: the runner's pid, host and process start time, and whether it still lives.
 
 The local backend has no scheduler that would notice a runner killed mid-task,
-so each RUNNING entry of q/<stem>.local.json names its runner; a reader on the
+so each task start in the ledger (and each RUNNING entry of an older
+q/<stem>.local.json) names its runner; a reader on the
 same host that finds that process gone reports the task as LOST instead of
 waiting for an end that will never be written. The start time (from /proc)
 guards against the pid having been reused by an unrelated process.
