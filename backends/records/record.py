@@ -15,8 +15,8 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, read_bounded, umask_mode
 from backends.printable import printable
+from backends.records.paths import RECORD_SUFFIX, log_stem, q_dir, record_path  # noqa: F401 (re-exported)
 
-RECORD_SUFFIX = ".submit.json"
 MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
 
 
@@ -67,22 +67,6 @@ def reattach_command(path: str | Path) -> str:
     import shlex
 
     return f"hyperion-jobs watch {shlex.quote(os.path.abspath(path))}"
-
-
-def q_dir(output_file: str | Path) -> Path:
-    """The ``q`` directory beside the output file (absolute)."""
-    return Path(os.path.abspath(output_file)).parent / "q"
-
-
-def log_stem(output_file: str | Path) -> str:
-    """The output file's basename without its last suffix, NAME left in."""
-    name = Path(output_file).name
-    stem, dot, _ = name.rpartition(".")
-    return stem if dot and stem else name
-
-
-def record_path(output_file: str) -> Path:
-    return q_dir(output_file) / f"{log_stem(output_file)}{RECORD_SUFFIX}"
 
 
 def write_json_atomic(path: Path, data: object) -> None:

@@ -65,7 +65,6 @@ class SubmitPlan:
     windows: tuple[PlannedWindow, ...]   # slurm only; () for local
     q_dir: str
     record_path: str
-    results_path: str | None         # q/<stem>.local.json for local, else None
 
     @property
     def script_path(self) -> str | None:

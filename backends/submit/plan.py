@@ -9,8 +9,7 @@ import os
 import stat
 
 from backends.errors import InputError
-from backends.records.local_results import local_results_path
-from backends.records.record import log_stem, q_dir, record_path
+from backends.records.paths import log_stem, q_dir, record_path
 from backends.submit.array import MAX_VALUES
 from backends.submit.config import SiteConfig
 from backends.submit.model import (
@@ -172,7 +171,6 @@ def build_plan(site: SiteConfig, options: SubmitOptions) -> SubmitPlan:
         tasks=tuple(_task(options, v) for v in values),
         windows=() if is_local else _windows(site, options),
         q_dir=str(q_dir(options.output_file)), record_path=str(record_path(options.output_file)),
-        results_path=str(local_results_path(options.output_file)) if is_local else None,
     )
     check_log_dirs(plan)
     return plan

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backends.records.record import log_stem, q_dir
+from backends.records.paths import log_stem, q_dir
 
 if TYPE_CHECKING:
     from backends.ranges import Window

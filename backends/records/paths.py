@@ -1,0 +1,27 @@
+"""Where a submission's files live: q/ beside the output file, named after the log's stem.
+
+Kept apart from the record's reader and writer so that planning a submission
+(``hyperion-submit --dry-run``) names these paths without importing them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+RECORD_SUFFIX = ".submit.json"
+
+
+def q_dir(output_file: str | Path) -> Path:
+    """The ``q`` directory beside the output file (absolute)."""
+    return Path(os.path.abspath(output_file)).parent / "q"
+
+
+def log_stem(output_file: str | Path) -> str:
+    """The output file's basename without its last suffix, NAME left in."""
+    name = Path(output_file).name
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem else name
+
+
+def record_path(output_file: str) -> Path:
+    return q_dir(output_file) / f"{log_stem(output_file)}{RECORD_SUFFIX}"
