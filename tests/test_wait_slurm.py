@@ -140,6 +140,58 @@ def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster
     assert [r[1] for r in attempts] == ["REQUEUED", "COMPLETED"]
 
 
+
+def node_of_test_cluster() -> str:
+    return subprocess.run(["sinfo", "-h", "-p", "cpu", "-o", "%N"], capture_output=True, text=True,
+                          check=True).stdout.split()[0]
+
+
+def node_state(node: str) -> str:
+    return subprocess.run(["sinfo", "-h", "-n", node, "-o", "%T"], capture_output=True, text=True).stdout.strip()
+
+
+def test_tasks_requeued_after_a_node_failure_are_waited_for_not_reported_failed(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """The node goes down under two running tasks: Slurm ends them NODE_FAIL and requeues them;
+    hyperion-submit keeps waiting, they run again once the node is back, and it exits 0."""
+    node = node_of_test_cluster()
+    proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/n.JOB.log", "--", task, "JOB", "20",
+                 cwd=tmp_path, env=cli_env)
+    job = None
+    try:
+        record = record_of(tmp_path, "n.JOB")
+        job = record.jobs[0].job_id
+        wait_for(lambda: set(squeue_states(job).values()) == {"RUNNING"} and len(squeue_states(job)) == 2,
+                 what="both tasks running")
+        subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=hyperion-test"],
+                       check=True)
+        try:
+            wait_for(lambda: len([r for r in sacct_rows([job], "JobID,State", duplicates=True)
+                                  if r[1] == "NODE_FAIL"]) == 2, timeout=60, what="two NODE_FAIL rows")
+            time.sleep(3)
+            assert proc.poll() is None, proc.communicate()        # not reported as failed
+        finally:
+            # ReturnToService=2 may have brought it back already (then RESUME is refused)
+            subprocess.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], capture_output=True)
+            wait_for(lambda: node_state(node) in ("idle", "mixed", "allocated"), timeout=60,
+                     what="the node back")
+        shown = json.loads(run_cli("hyperion-jobs", "status", record.path, "--json", env=cli_env).stdout)
+        assert [(t["state"], t["restart_count"]) for t in shown["tasks"]] == [("PENDING", 1), ("PENDING", 1)]
+        for value in (1, 2):                # skip the requeue's BeginTime delay (about 2 minutes)
+            subprocess.run(["scontrol", "update", f"JobId={job}_{value}", "StartTime=now"], check=True)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if job is not None:
+            subprocess.run(["scancel", job], capture_output=True)
+    assert proc.returncode == 0, err
+    assert "NODE_FAIL" not in err
+    for value in (1, 2):
+        assert (tmp_path / f"log/n.{value}.log").read_text().splitlines()[2] == f"value={value} restart=1"
+    states = [r[1] for r in sacct_rows([job], "JobID,State", duplicates=True) if r[0] == f"{job}_1"]
+    assert states == ["NODE_FAIL", "COMPLETED"]
+
 # --- 3. impossible requests ------------------------------------------------------------------
 
 def test_a_request_the_cluster_can_never_run_is_cancelled_and_named(slurm_cluster, test_site, cli_env,
