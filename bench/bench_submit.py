@@ -5,7 +5,8 @@
 1. ``hyperion-submit local --array JOB=1:N -- true`` against a bash loop that
    runs ``/bin/true`` writing one log per task (best of --repeat; 10000 tasks
    once). Bookkeeping is an append per task start and end, so the ratio should
-   not grow with N.
+   not grow with N. For small N the start-up dominates: the floor figure is
+   ``python3 -c 'import jsonargparse'`` alone against the same loop.
 2. Start-up: ``hyperion-submit slurm --dry-run``, ``hyperion-jobs status`` of a
    local record and ``hyperion-checkpoint retry`` of a small checkpoint, each
    against ``python3 -c 'import yaml'`` (median of --startup-runs).
@@ -58,6 +59,12 @@ def local_array(n: int, repeat: int) -> None:
                                cwd))
     emit(f"local_array_{n}", min(ours), "s", baseline=min(loop))
     emit(f"local_array_{n}_per_task", 1000 * min(ours) / n, "ms", baseline=1000 * min(loop) / n)
+    if n <= 100:
+        # What no launcher on this interpreter can go below: starting Python and importing the
+        # parser the contract names (jsonargparse, for --cfg), against the same loop.
+        floor = [_timed([sys.executable, "-c", "import jsonargparse"], tempfile.gettempdir())
+                 for _ in range(max(repeat, 5))]
+        emit(f"local_array_{n}_floor_python_jsonargparse", min(floor), "s", baseline=min(loop))
 
 
 def _median(argv: list[str], cwd: str, runs: int) -> float:

@@ -35,8 +35,10 @@ def describe(record, name: str) -> Text:
     jobs = ",".join(j.job_id for j in record.jobs) or record.backend
     when = record.submitted_at[5:16].replace("T", " ")
     attempt = f"att {record.attempt}  " if getattr(record, "attempt", 1) > 1 else ""   # as the table says
+    # A retry's record holds only the values it reran; the table beside it shows every value.
+    noun = "rerun" if getattr(record, "kind", "submit") in ("retry", "resubmit") else "tasks"
     return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<10} ", "cyan"),
-                         f"{len(record.tasks):>5} tasks  ", (attempt, "yellow"), shown(f"{when}  ", "dim"),
+                         f"{len(record.tasks):>5} {noun}  ", (attempt, "yellow"), shown(f"{when}  ", "dim"),
                          shown(name, "dim"))
 
 
