@@ -197,7 +197,12 @@ def main() -> None:
               f"to {time.strftime('%H:%M:%S', time.localtime(until))}")
         for face in FACES:
             stamps = calls(logs[face], since, until)
-            emit(f"queries_{face}_idle", most_in_a_minute(stamps, since, until), "calls/min", IDLE_BUDGET)
+            most = most_in_a_minute(stamps, since, until)
+            emit(f"queries_{face}_idle", most, "calls/min", IDLE_BUDGET)
+            if most > IDLE_BUDGET:   # say when, so that an excess can be traced to its cause
+                every = calls(logs[face], start - 30, end + 30)
+                print(f"# {face}: calls at " + " ".join(f"{t - start:+.1f}" for t in every)
+                      + " s from the job's Start")
 
 
 if __name__ == "__main__":
