@@ -96,8 +96,8 @@ def _returncode(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def _run_child(task: PlannedTask, log) -> int:
-    env = {**os.environ, **dict(task.env)}
+def _run_child(task: PlannedTask, log, environ: dict[str, str] | None = None) -> int:
+    env = {**(os.environ if environ is None else environ), **dict(task.env)}
     try:
         child = subprocess.Popen(list(task.argv), stdin=subprocess.DEVNULL, stdout=log,
                                  stderr=subprocess.STDOUT, env=env)
@@ -140,10 +140,13 @@ def _open_log(path: str, mode: int):
     return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
 
 
-def run_task(task: PlannedTask, mode: int | None = None) -> tuple[int, float]:
+def run_task(task: PlannedTask, mode: int | None = None,
+             environ: dict[str, str] | None = None) -> tuple[int, float]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
 
-    A log that cannot be written (header or footer) raises LogWriteError.
+    `environ` is the environment the task's own variables are added to (os.environ when
+    None; an array passes one copy read once). A log that cannot be written (header or
+    footer) raises LogWriteError.
     """
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -155,7 +158,7 @@ def run_task(task: PlannedTask, mode: int | None = None) -> tuple[int, float]:
             log.flush()
             code = 130
             try:
-                code = _run_child(task, log)
+                code = _run_child(task, log, environ)
             except KeyboardInterrupt as exc:
                 code = _interrupt_code(exc)
                 raise
@@ -197,13 +200,14 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
              ledger: LedgerWriter) -> int:
     runner = runner_fields()
     mode = umask_mode()          # once: reading the umask costs a /proc read
+    environ = dict(os.environ)   # once: os.environ decodes every variable on each read
     for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
         start, began = logheader.iso_now(), time.monotonic()
         ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
                                 runner["pid_start"]))
         emit(LocalEvent("start", task))
         try:
-            code, elapsed = run_task(task, mode)
+            code, elapsed = run_task(task, mode, environ)
         except KeyboardInterrupt as exc:
             ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
                                  time.monotonic() - began))
