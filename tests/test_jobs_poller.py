@@ -340,3 +340,21 @@ def test_a_task_the_controller_calls_completing_is_asked_of_accounting_at_once()
     update = poller({"3": (1,)}, script).poll_once()
     assert script.tools() == ["squeue", "sacct"]
     assert update.all_terminal and update.states[("3", 1)].state is JobState.COMPLETED
+
+
+def test_a_task_of_an_ended_job_without_an_accounting_row_ends_cancelled_after_a_minute():
+    # Watched only after the job left the controller: task 3 was cancelled while pending (no
+    # row of its own ever), 1 and 2 completed. Without this the watch would poll forever.
+    done = ("50_1|51|COMPLETED|0:0|00:00:05|vm|a|2026-12-03T10:00:05|None\n"
+            "50_2|52|COMPLETED|0:0|00:00:05|vm|a|2026-12-03T10:00:06|None\n")
+    script = Script([ok(done)], [CommandResult(1, "", "slurm_load_jobs error: Invalid job id specified\n")])
+    clock = Clock()
+    p = poller({"50": (1, 2, 3)}, script, clock)
+    update = p.poll_once()
+    assert update.states[("50", 2)].state is JobState.COMPLETED and ("50", 3) not in update.states
+    clock.now = 30.0
+    assert ("50", 3) not in p.poll_once().states            # an accounting row may still come
+    clock.now = 61.0
+    update = p.poll_once()
+    assert update.states[("50", 3)].state is JobState.CANCELLED and update.all_terminal
+    assert [s.key for s in update.changed] == [("50", 3)]

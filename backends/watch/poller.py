@@ -48,8 +48,12 @@ Nudge = Callable[[Mapping[Key, TaskState]], bool]
 # about 4 s later, sacct's pending-range row, and never gets a row of its own.
 # A task missing from both answers, in at least two polls this many seconds
 # apart, while the controller still lists other tasks of its job, was removed
-# from the array: it is reported CANCELLED.
+# from the array: it is reported CANCELLED. So is a task of a job the controller
+# no longer lists that has no accounting row while the job's other tasks have
+# theirs, after GONE_VANISHED_AFTER: every task that started has a row, and
+# nothing will start it now (a late accounting row gets that much time).
 VANISHED_AFTER = 5.0
+GONE_VANISHED_AFTER = 60.0
 BUSY_SECONDS_PER_CALL = 3.0    # after a change: 20 calls a minute from pacing, room left for nudges
 IDLE_SECONDS_PER_CALL = 10.0   # nothing changed: 6 calls a minute
 OUTAGE_RETRY = 2.0             # a daemon that refused the connection is asked again this soon
@@ -258,7 +262,7 @@ class Poller:
     def _combine(self, squeue, sacct: SacctRows | None) -> tuple[dict[Key, TaskState], set[Key]]:
         if squeue is not None and sacct is not None:
             merged = {k: t for k, t in merge(sacct, squeue).items() if self._wanted(t)}
-            merged.update(self._vanished(merged, {t.job_id for t in squeue}))
+            merged.update(self._vanished(merged, {t.job_id for t in squeue}, {t.job_id for t in sacct.own}))
             return merged, range_only(sacct, squeue)
         if squeue is not None:
             return {t.key: t for t in squeue if self._wanted(t)}, set()
@@ -273,18 +277,26 @@ class Poller:
         in_sacct = {t.job_id for t in sacct.own} | {t.job_id for t in sacct.ranged}
         self._gone.update(j for j in asked if j in in_sacct and j not in in_squeue)
 
-    def _vanished(self, candidates: Mapping[Key, TaskState], in_squeue: set[str]) -> dict[Key, TaskState]:
+    def _vanished(self, candidates: Mapping[Key, TaskState], in_squeue: set[str],
+                  in_sacct: set[str] = frozenset()) -> dict[Key, TaskState]:
         """Unfinished tasks missing from both answers (see VANISHED_AFTER), as CANCELLED."""
         now = self._clock()
         out: dict[Key, TaskState] = {}
         for key in self._watched_keys():
             known = self._states.get(key)
-            if key in candidates or key[0] not in in_squeue or (known and known.state.is_terminal):
+            job = key[0]
+            if job in in_squeue:
+                wait = self._vanished_after
+            elif job in self._gone and job in in_sacct:
+                wait = max(self._vanished_after, GONE_VANISHED_AFTER)
+            else:
+                wait = None
+            if wait is None or key in candidates or (known and known.state.is_terminal):
                 self._missing_since.pop(key, None)
                 continue
             first, polls = self._missing_since.get(key, (now, 0))
             self._missing_since[key] = (first, polls + 1)
-            if polls + 1 >= 2 and now - first >= self._vanished_after:
+            if polls + 1 >= 2 and now - first >= wait:
                 out[key] = TaskState(key[0], key[1], JobState.CANCELLED, source="squeue")
         return out
 
