@@ -22,7 +22,8 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir
 from backends.records.history import History, archive_current, load_history
-from backends.records.record import RECORD_SUFFIX, SubmitRecord
+from backends.records.paths import RECORD_SUFFIX
+from backends.records.record import SubmitRecord
 from backends.records.runner import runner_gone
 from backends.submit.model import SubmitPlan, record_options
 from backends.watch.rows import LOCAL_JOB, expected_tasks, pending_tasks

@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 from backends.errors import InputError
 from backends.logheader import ended_line, parse_ended
+from backends.records.paths import record_path
 from backends.records.record import (
     JobRecord,
     SubmitRecord,
     TaskRecord,
     find_records,
     load_record,
-    record_path,
     save_record,
 )
 from backends.submit.array import MAX_VALUES, ArraySpec, parse_array

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from backends.records.record import RECORD_SUFFIX
+from backends.records.paths import RECORD_SUFFIX
 
 LEDGER_SUFFIX = ".attempts.jsonl"
 SPARE_SUFFIX = ".spare"

@@ -10,12 +10,8 @@ import json
 from pathlib import Path
 
 from backends.fileio import read_bounded
-from backends.records.record import (
-    MAX_RECORD_BYTES,
-    RECORD_SUFFIX,
-    log_stem,
-    q_dir,
-)
+from backends.records.paths import RECORD_SUFFIX, log_stem, q_dir
+from backends.records.record import MAX_RECORD_BYTES
 
 LOCAL_SUFFIX = ".local.json"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, read_bounded, umask_mode
 from backends.printable import printable
-from backends.records.paths import RECORD_SUFFIX, log_stem, q_dir, record_path  # noqa: F401 (re-exported)
+from backends.records.paths import RECORD_SUFFIX
 
 MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
 

@@ -16,7 +16,8 @@ from typing import Sequence
 from backends.errors import InputError
 from backends.records.attempts import read_ledger
 from backends.records.history import History, load_history
-from backends.records.record import RECORD_SUFFIX, SubmitRecord, TaskRecord, find_records, load_record
+from backends.records.paths import RECORD_SUFFIX
+from backends.records.record import SubmitRecord, TaskRecord, find_records, load_record
 from backends.watch.finals import FinalsRecorder
 from backends.watch.rows import (
     LOCAL_JOB,

@@ -22,7 +22,6 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from backends.printable import printable
-
 from backends.states import never_runs
 from backends.watch.usage_summary import cpu_efficiency, human_bytes
 
