@@ -5,8 +5,8 @@ logical indices into the same windows.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
 
 
 def compress(values: Iterable[int]) -> str:

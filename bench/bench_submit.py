@@ -9,7 +9,8 @@
    ``python3 -c 'import jsonargparse'`` alone against the same loop.
 2. Start-up: ``hyperion-submit slurm --dry-run``, ``hyperion-jobs status`` of a
    local record and ``hyperion-checkpoint retry`` of a small checkpoint, each
-   against ``python3 -c 'import yaml'`` (median of --startup-runs).
+   against ``python3 -c 'import yaml'`` (median of --startup-runs), and the
+   dry run's floor ``python3 -c 'import jsonargparse'`` against the same.
 
 The project's modules are byte-compiled first, as ``pip install`` does for an
 installed package: with PYTHONDONTWRITEBYTECODE set (as on the development VM)
@@ -85,6 +86,9 @@ def startup(runs: int) -> None:
         }
         for name, argv in commands.items():
             emit(name, _median(argv, cwd, runs), "s", baseline=base)
+        # The dry run's floor: the parser the contract names for --cfg, imported and nothing else.
+        emit("startup_floor_python_jsonargparse", _median([sys.executable, "-c", "import jsonargparse"], cwd, runs),
+             "s", baseline=base)
 
 
 def _make_checkpoint(path: Path) -> None:

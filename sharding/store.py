@@ -25,7 +25,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -245,6 +244,8 @@ def _write_temp(directory: Path, text: str) -> Path:
     Its mode is what a plain open() would give under the umask: mkstemp's 0600
     would hide shared metadata from the group, 0644 would ignore a umask of 077.
     """
+    import tempfile   # with shutil and random: readers (show, retry) never write
+
     directory.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     try:

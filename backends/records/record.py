@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -76,6 +75,8 @@ def write_json_atomic(path: Path, data: object) -> None:
     alone makes 0600, whatever the umask): a record holds ``--env`` values, so
     under umask 077 it stays 0600.
     """
+    import tempfile  # with shutil and random: readers of records never need it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -10,7 +10,6 @@ guards against the pid having been reused by an unrelated process.
 from __future__ import annotations
 
 import os
-import socket
 
 
 def process_start(pid: int) -> int | None:
@@ -27,10 +26,16 @@ def process_start(pid: int) -> int | None:
         return None
 
 
+def _host() -> str:
+    import socket  # only when a runner is written or judged, not for every record read
+
+    return socket.gethostname()
+
+
 def runner_fields() -> dict[str, object]:
     """What the runner writes beside a RUNNING task: pid, host and pid start time."""
     pid = os.getpid()
-    return {"pid": pid, "host": socket.gethostname(), "pid_start": process_start(pid)}
+    return {"pid": pid, "host": _host(), "pid_start": process_start(pid)}
 
 
 def runner_gone(entry: dict) -> bool:
@@ -40,7 +45,7 @@ def runner_gone(entry: dict) -> bool:
     and are taken as alive.
     """
     pid, host = entry.get("pid"), entry.get("host")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or host != socket.gethostname():
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or host != _host():
         return False
     try:
         os.kill(pid, 0)

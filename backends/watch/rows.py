@@ -7,10 +7,10 @@ ledger's start and final lines (older local runs: q/<stem>.local.json).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from backends.printable import printable
 from backends.records.attempts import FinalState

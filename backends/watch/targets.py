@@ -9,9 +9,9 @@ import os
 import pwd
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from backends.errors import InputError
 from backends.records.attempts import read_ledger

@@ -14,9 +14,9 @@ Partition_Limit or an empty field for "not known".
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
 
 from backends.ranges import expand
 from backends.states import JobState

@@ -7,9 +7,8 @@ Pure: usages in, a frozen summary out, then text or JSON.
 from __future__ import annotations
 
 import math
-import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from backends.watch.usage import Key, Usage
 
@@ -59,6 +58,8 @@ class UsageSummary:
 
 def spread(values: Sequence[float]) -> Spread:
     """Median, nearest-rank p95 and max; all None for no values."""
+    import statistics  # with fractions and decimal: only when usage is summarised
+
     if not values:
         return Spread(0, None, None, None)
     ordered = sorted(values)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG, build_parser
 from backends.errors import InputError

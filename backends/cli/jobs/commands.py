@@ -7,8 +7,8 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table
@@ -21,7 +21,6 @@ from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.tail import Follower, complete_end, last_lines
 from backends.watch.targets import current_user, resolve, status, task_logs
-from backends.watch.triage import failure_groups
 
 
 def record_dirs(args: argparse.Namespace) -> list[Path]:
@@ -45,6 +44,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
+    from backends.watch.triage import failure_groups  # reads logs: only for --failures
+
     groups = failure_groups(rows)
     failed = sum(group.count for group in groups)
     if args.json:

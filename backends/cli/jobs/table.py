@@ -1,12 +1,15 @@
 """Plain-text tables of task rows, as status, list and watch print them."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from backends.printable import printable
 from backends.watch.rows import TaskRow, state_counts
-from backends.watch.triage import FailureGroup
 from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from backends.watch.triage import FailureGroup
 
 
 def fmt_elapsed(seconds: float | None) -> str:

@@ -10,10 +10,9 @@ task shows its freshest true state.
 """
 from __future__ import annotations
 
-import subprocess
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Iterable, Sequence
 
 from backends.ranges import expand
 from backends.states import REQUEUE_PRONE, TERMINAL, JobState, TaskState
@@ -88,6 +87,8 @@ def _failure(tool: str, result: "CommandResult") -> QueryError:
 
 def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> CommandResult:
     """Run one Slurm client; a missing binary or a timeout becomes a non-zero result."""
+    import subprocess  # here: reading a local record needs no process module at start-up
+
     try:
         done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from backends.errors import InputError
 from backends.watch.slurm.accounting import Runner, run_command
