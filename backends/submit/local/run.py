@@ -96,11 +96,12 @@ def _returncode(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def _run_child(task: PlannedTask, log, environ: dict[str, str] | None = None) -> int:
-    env = {**(os.environ if environ is None else environ), **dict(task.env)}
+def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes] | None = None,
+               stdin: int = subprocess.DEVNULL) -> int:
+    env = {**(os.environb if environ is None else environ),
+           **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     try:
-        child = subprocess.Popen(list(task.argv), stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=subprocess.STDOUT, env=env)
+        child = subprocess.Popen(list(task.argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env)
     except FileNotFoundError:
         log.write(f"hyperion-submit: {task.argv[0]}: command not found\n")
         return 127
@@ -140,13 +141,13 @@ def _open_log(path: str, mode: int):
     return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
 
 
-def run_task(task: PlannedTask, mode: int | None = None,
-             environ: dict[str, str] | None = None) -> tuple[int, float]:
+def run_task(task: PlannedTask, mode: int | None = None, environ: dict[bytes, bytes] | None = None,
+             stdin: int = subprocess.DEVNULL) -> tuple[int, float]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
 
-    `environ` is the environment the task's own variables are added to (os.environ when
-    None; an array passes one copy read once). A log that cannot be written (header or
-    footer) raises LogWriteError.
+    `environ` is the environment the task's own variables are added to (os.environb when
+    None) and `stdin` its input (/dev/null): an array passes one copy of each, made once.
+    A log that cannot be written (header or footer) raises LogWriteError.
     """
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -158,7 +159,7 @@ def run_task(task: PlannedTask, mode: int | None = None,
             log.flush()
             code = 130
             try:
-                code = _run_child(task, log, environ)
+                code = _run_child(task, log, environ, stdin)
             except KeyboardInterrupt as exc:
                 code = _interrupt_code(exc)
                 raise
@@ -199,31 +200,33 @@ def _final(attempt: int, task: PlannedTask, state: str, code: int | None, start:
 def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
              ledger: LedgerWriter) -> int:
     runner = runner_fields()
-    mode = umask_mode()          # once: reading the umask costs a /proc read
-    environ = dict(os.environ)   # once: os.environ decodes every variable on each read
-    for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
-        start, began = logheader.iso_now(), time.monotonic()
-        ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
-                                runner["pid_start"]))
-        emit(LocalEvent("start", task))
-        try:
-            code, elapsed = run_task(task, mode, environ)
-        except KeyboardInterrupt as exc:
-            ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
-                                 time.monotonic() - began))
-            raise
-        except LogWriteError as err:  # e.g. the disk filled up: FAILED, with the reason and the log
-            reason = f"cannot write the log {task.log}: {err.strerror or err}"
+    mode = umask_mode()           # once: reading the umask costs a /proc read
+    environ = dict(os.environb)   # once, as bytes: Popen would encode every variable for every task
+    with open(os.devnull, "rb") as devnull:   # once: every task reads nothing from it
+        for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
+            start, began = logheader.iso_now(), time.monotonic()
+            ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
+                                    runner["pid_start"]))
+            emit(LocalEvent("start", task))
             try:
-                ledger.append(_final(attempt, task, "FAILED", err.code, start, time.monotonic() - began, reason))
-            except OSError:
-                pass   # not even in the ledger's spare room: the line below still says what happened
-            print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
-            return 1
-        ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed))
-        emit(LocalEvent("end", task, code, elapsed))
-        if code != 0:
-            return 1
+                code, elapsed = run_task(task, mode, environ, devnull.fileno())
+            except KeyboardInterrupt as exc:
+                ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
+                                     time.monotonic() - began))
+                raise
+            except LogWriteError as err:  # e.g. the disk filled up: FAILED, with the reason and the log
+                reason = f"cannot write the log {task.log}: {err.strerror or err}"
+                try:
+                    ledger.append(_final(attempt, task, "FAILED", err.code, start, time.monotonic() - began,
+                                         reason))
+                except OSError:
+                    pass   # not even in the ledger's spare room: the line below still says what happened
+                print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
+                return 1
+            ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed))
+            emit(LocalEvent("end", task, code, elapsed))
+            if code != 0:
+                return 1
     return 0
 
 
