@@ -146,6 +146,12 @@ def test_local_retry_reruns_the_failed_and_not_run_values_and_keeps_the_first_lo
         (1, "COMPLETED", 1), (2, "COMPLETED", 1), (3, "COMPLETED", 2), (4, "COMPLETED", 2), (5, "COMPLETED", 2)]
     assert shown["exit_status"] == 0
     assert "bad input 3" in (tmp_path / "log" / "q" / "attempts" / "1" / "t.3.log").read_text()
+    kept = run_cli("hyperion-jobs", "logs", f"{record}:3", "--attempt", "1", env=cli_env)
+    assert kept.returncode == 0 and "bad input 3" in kept.stdout
+    # Value 4 never ran in attempt 1: the log at its path is attempt 2's, and is not passed off as 1's.
+    never = run_cli("hyperion-jobs", "logs", f"{record}:4", "--attempt", "1", env=cli_env)
+    assert never.returncode == 2 and never.stdout == ""
+    assert "did not run in attempt 1" in never.stderr and len(never.stderr.splitlines()) == 1
 
     history = run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env)
     attempts = json.loads(history.stdout)["attempts"]

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import TEST_SITE, run_cli
@@ -74,6 +75,11 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     assert "working on 2" in new.stdout and "ValueError: bad input 2" not in new.stdout
     by_job = run_cli("hyperion-jobs", "logs", f"{first_job}_5", "--dir", str(tmp_path), env=cli_env)
     assert "ValueError: bad input 5" in by_job.stdout        # the first job's task, moved aside
+    by_id = json.loads(run_cli("hyperion-jobs", "status", f"{first_job}_5", "--dir", str(tmp_path), "--json",
+                               env=cli_env).stdout)
+    (row,) = by_id["tasks"]                                  # its log where it was moved, not the rerun's file
+    assert row["state"] == "FAILED" and "/q/attempts/1/" in row["log"]
+    assert "ValueError: bad input 5" in Path(row["log"]).read_text()
 
     listing = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
     assert [(a["kind"], a["job_ids"], a["values"], a["overrides"]) for a in listing["attempts"]] == [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 
 from backends.errors import InputError
@@ -63,10 +64,28 @@ class History:
     def final(self, task: TaskRecord) -> FinalState | None:
         return self.ledger.finals.get((task.attempt, task.value))
 
-    def log_of(self, task: TaskRecord) -> str:
-        """Where the task's log is now: moved aside by a later rerun, or where it was written."""
+    def log_of(self, task: TaskRecord) -> str | None:
+        """Where the task's log is now: moved aside by a later rerun, or where it was written.
+
+        None when a later attempt planned the same path and nothing of this
+        attempt was moved from it: this task never wrote it (it did not run),
+        so the file there is the later attempt's, not this one's.
+        """
         moved = self.ledger.moved.get((task.attempt, task.value, "log"))
-        return moved.target if moved is not None else task.log
+        if moved is not None:
+            return moved.target
+        if self._last_attempt_at.get(task.log, task.attempt) > task.attempt:
+            return None
+        return task.log
+
+    @cached_property
+    def _last_attempt_at(self) -> dict[str, int]:
+        """The newest attempt that planned a task at each log path (one pass, not one per task)."""
+        last: dict[str, int] = {}
+        for number in self.numbers:
+            for task in self.records[number].tasks:
+                last[task.log] = number
+        return last
 
     @property
     def array_name(self) -> str | None:

@@ -96,22 +96,20 @@ def expected_tasks(tasks: Sequence[TaskRecord], jobs: Sequence[str] = ()) -> dic
 
 def record_rows(record: SubmitRecord, states: Mapping[Key, TaskState]) -> list[TaskRow]:
     """One row per record task, in record order; tasks Slurm has not reported stay UNKNOWN."""
-    return [_row(task, states.get((task.job_id, task.array_task_id))) for task in record.tasks]
+    return [_row(task, states.get((task.job_id, task.array_task_id)), task.log) for task in record.tasks]
 
 
-def _row(task: TaskRecord, state: TaskState | None, log: str | None = None,
-         usage: Usage | None = None) -> TaskRow:
+def _row(task: TaskRecord, state: TaskState | None, log: str | None, usage: Usage | None = None) -> TaskRow:
     return TaskRow(
         value=task.value, job_id=task.job_id, task_id=task.array_task_id,
         state=state.state if state else None, exit_code=state.exit_code if state else None,
         signal=state.signal if state else None, elapsed=state.elapsed if state else None,
-        node=state.node if state else None, log=log or task.log, slurm_out=task.slurm_out,
+        node=state.node if state else None, log=log, slurm_out=task.slurm_out,
         slurm_err=task.slurm_err, attempt=task.attempt, reason=state.reason if state else None,
         restart_count=state.restart_count if state else None, usage=usage)
 
 
-def final_row(task: TaskRecord, final: FinalState, log: str | None = None,
-              usage: Usage | None = None) -> TaskRow:
+def final_row(task: TaskRecord, final: FinalState, log: str | None, usage: Usage | None = None) -> TaskRow:
     """A row from the ledger: how the task ended, whether or not Slurm still knows it.
 
     Usage kept in the ledger wins; `usage` (accounting's, this instant) fills in
@@ -123,7 +121,7 @@ def final_row(task: TaskRecord, final: FinalState, log: str | None = None,
         state = None
     kept = usage_from_json(final.usage) if final.usage else None
     return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code, final.signal,
-                   final.elapsed, final.node, log or task.log, task.slurm_out, task.slurm_err,
+                   final.elapsed, final.node, log, task.slurm_out, task.slurm_err,
                    task.attempt, final.reason, final.restart_count, kept or usage)
 
 
@@ -147,7 +145,7 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
     if final is not None:
         return final_row(task, final, log, used)
     if task.job_id == LOCAL_JOB:
-        return _local_row(history, task)
+        return _local_row(history, task, log)
     return _row(task, states.get((task.job_id, task.array_task_id)), log, used)
 
 
@@ -161,16 +159,24 @@ def usage_missing(history: History) -> dict[Key, tuple[TaskRecord, None]]:
     return out
 
 
-def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None) -> list[TaskRow]:
-    """Rows for a bare job id: every task Slurm knows, joined with a record when we have one."""
-    by_key = {(t.job_id, t.array_task_id): t for t in record.tasks} if record else {}
-    offsets = {j.job_id: j.offset for j in record.jobs} if record else {}
+def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None,
+             history: History | None = None) -> list[TaskRow]:
+    """Rows for a bare job id: every task Slurm knows, joined with a record when we have one.
+
+    With the submission's `history`, a task of any attempt is found and its log is
+    where it is now (a later rerun moved it aside), not the path a rerun reused.
+    """
+    records = [history.records[n] for n in history.numbers] if history else [record] if record else []
+    tasks = [t for n in history.numbers for t in history.tasks_of(n)] if history else \
+        list(record.tasks) if record else []
+    by_key = {(t.job_id, t.array_task_id): t for t in tasks}
+    offsets = {j.job_id: j.offset for r in records for j in r.jobs}
     rows = []
     for key in sorted(states, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
         state = states[key]
         task = by_key.get(key)
         if task is not None:
-            rows.append(_row(task, state))
+            rows.append(_row(task, state, history.log_of(task) if history else task.log))
             continue
         value = key[1] + offsets[key[0]] if key[0] in offsets and key[1] is not None else None
         rows.append(TaskRow(value, key[0], key[1], state.state, state.exit_code, state.signal,
@@ -188,18 +194,18 @@ def local_rows(record: SubmitRecord) -> list[TaskRow]:
     return history_rows(load_history(record.path, record), {})
 
 
-def _local_row(history: History, task: TaskRecord) -> TaskRow:
+def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is not None:
         gone = runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
         state = JobState.LOST if gone else JobState.RUNNING
         elapsed = None if gone else _elapsed(start.time, None)
         return TaskRow(task.value, task.job_id, task.array_task_id, state, None, None, elapsed,
-                       "localhost", task.log, None, None, task.attempt)
+                       "localhost", log, None, None, task.attempt)
     if history.entry(task.attempt) is None:   # a local run from before the ledger
         return _legacy_local_row(history.record_path, task)
     return TaskRow(task.value, task.job_id, task.array_task_id, None, None, None, None, None,
-                   task.log, None, None, task.attempt)
+                   log, None, None, task.attempt)
 
 
 def _legacy_local_row(record_path: str, task: TaskRecord) -> TaskRow:

@@ -107,11 +107,8 @@ def history_of(target: Target, dirs: Sequence[Path] = (Path("."),)) -> History:
     return history
 
 
-def record_for_job(job_id: str, dirs: Sequence[Path]) -> SubmitRecord | None:
-    """The record of the attempt under `dirs` that submitted `job_id`."""
-    history = history_for_job(job_id, dirs)
-    if history is None:
-        return None
+def attempt_record(history: History, job_id: str) -> SubmitRecord:
+    """The record of the attempt of `history` that submitted `job_id` (the newest if none did)."""
     return next((history.records[n] for n in history.numbers
                  if any(job.job_id == job_id for job in history.records[n].jobs)), history.current)
 
@@ -126,7 +123,7 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     states = snapshot([target.job_id], runner)
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
-    return job_rows(states, record_for_job(target.job_id, dirs))
+    return job_rows(states, history=history_for_job(target.job_id, dirs))
 
 
 def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:
@@ -196,7 +193,11 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     else:
         raise InputError("--attempt", f"{history.record_path} has attempts {_numbers(history)}, not {attempt}")
     task = _pick_task(tasks, text, value, where)
-    return TaskLogs(text, history.log_of(task), task.slurm_out, task.slurm_err)
+    log = history.log_of(task)
+    if log is None and task.slurm_out is None:
+        raise InputError("TASK", f"{text} did not run in {where}: it left no log ({task.log} is a later "
+                                 "attempt's)")
+    return TaskLogs(text, log, task.slurm_out, task.slurm_err)
 
 
 def _numbers(history: History) -> str:

@@ -35,7 +35,7 @@ from backends.watch.rows import (
     pending_tasks,
     state_counts,
 )
-from backends.watch.targets import Target, record_for_job, resolve, status
+from backends.watch.targets import Target, attempt_record, history_for_job, resolve, status
 from backends.watch.terminal import SafeStream
 from backends.watch.wait import never_running, task_label, watcher
 
@@ -56,10 +56,11 @@ def _watch_expected(target: Target, history: History | None) -> dict[str, tuple[
     return {target.job_id: (target.task_id,) if target.task_id is not None else None}
 
 
-def _rows_for(history: History | None, update: PollUpdate, record) -> list[TaskRow]:
+def _rows_for(history: History | None, update: PollUpdate, job_history: History | None) -> list[TaskRow]:
+    """A record's rows (every value's newest attempt), or a bare job id's, each with its log where it is now."""
     if history is not None:
         return history_rows(history, update.states, update.usage)
-    return job_rows(update.states, record)
+    return job_rows(update.states, history=job_history)
 
 
 def _site_floor(record: SubmitRecord | None) -> float | None:
@@ -89,7 +90,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         # a bare id neither knows would be watched forever.
         raise InputError("JOB", f"Slurm knows no job {args.target}")
     history = load_history(target.record.path) if target.record is not None else None
-    record = target.record or record_for_job(target.job_id, record_dirs(args))
+    job_history = None if history is not None else history_for_job(target.job_id, record_dirs(args))
+    record = target.record or (attempt_record(job_history, target.job_id) if job_history else None)
     floor = _site_floor(record)
     finals = None
     if history is not None:
@@ -109,7 +111,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
-        view.show(update, _rows_for(history, update, record))
+        view.show(update, _rows_for(history, update, job_history))
         never[:] = _never(target, update)
         return bool(never)
 
@@ -125,7 +127,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         err.line(f"{PROG}: error: {what} can never run: Slurm says {printable(explain_reason(reason))}; "
                  f"cancel it with: hyperion-jobs cancel {args.target}")
         return 1
-    rows = _rows_for(history, final, record)
+    rows = _rows_for(history, final, job_history)
     out.line(f"{len(rows)} tasks: {counts_text(rows)}")
     for row in rows:
         if not row.ok:
