@@ -234,7 +234,13 @@ def test_unquoted_time_message_says_to_quote_it(tmp_path, cli_env):
     result = run_cli("hyperion-submit", "local", "--cfg", str(site), "--output-file", "t.log",
                      "--", "true", cwd=tmp_path, env=cli_env)
     assert result.returncode == 2
-    assert "604800" in result.stderr and "quote" in result.stderr
+    assert "604800" in result.stderr and 'time: "168:00:00"' in result.stderr
+    # A plain number may have been meant as minutes: both readings are offered.
+    site.write_text(TEST_SITE.read_text().replace('"00:10:00"', "600"))
+    minutes = run_cli("hyperion-submit", "local", "--cfg", str(site), "--output-file", "t.log",
+                      "--", "true", cwd=tmp_path, env=cli_env)
+    assert minutes.returncode == 2 and len(minutes.stderr.splitlines()) == 1
+    assert 'time: "600" for 600 minutes' in minutes.stderr
 
 
 @pytest.mark.parametrize("backend", ["local", "slurm"])
