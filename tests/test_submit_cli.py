@@ -62,6 +62,18 @@ def test_dry_run_command_line_reparses_to_the_same_options(tmp_path, cli_env):
     assert parse_submit_argv(shown[1:]) == parse_submit_argv(argv)
 
 
+
+def test_a_repeated_option_takes_its_last_value_as_a_recipe_override_does(tmp_path, cli_env):
+    """``train_cmd="hyperion-submit slurm --cfg s.yaml --mem 4G"``, then ``$train_cmd --mem 8G ...``."""
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--mem", "100M", "--time", "5",
+                     "--dry-run", "--mem", "200M", "--time", "7", "--env", "A=1", "--env", "B=2",
+                     "--output-file", "t.log", "--", "true", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    assert "--mem=200M" in result.stdout and "--mem=100M" not in result.stdout
+    assert "--time=7" in result.stdout and "--time=5" not in result.stdout
+    assert "A=1" in result.stdout and "B=2" in result.stdout
+
+
 @pytest.mark.slurm
 def test_slurm_array_failure_names_the_task_and_exits_1(slurm_cluster, tmp_path, cli_env):
     script = "import os, sys; print('value', os.environ['J' 'OB'], sys.argv[1]); sys.exit(5 if sys.argv[1] == '2' else 0)"
