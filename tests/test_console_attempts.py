@@ -249,3 +249,39 @@ def test_usage_columns_and_summary_fit_80_columns_and_show_a_dash_until_known(tm
             assert "exit" in rendered(table)[0] and not summary.display
 
     asyncio.run(scenario())
+
+
+def test_a_value_an_earlier_local_attempt_never_ran_shows_no_log_not_the_rerun_s(tmp_path: Path, cli_env) -> None:
+    """Attempt 1 stops at value 2; attempt 2 runs 2-3. Attempt 1's value 3 has no log of its own."""
+    from conftest import run_cli
+
+    (tmp_path / "fail.2").write_text("")
+    first = run_cli("hyperion-submit", "local", "--cfg", str(SITE), "--array", "JOB=1:3", "--output-file",
+                    "log/t.JOB.log", "--", "bash", "-c", "echo run of JOB; [ ! -e fail.JOB ]", cwd=tmp_path,
+                    env=cli_env)
+    assert first.returncode == 1
+    (tmp_path / "fail.2").unlink()
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    assert run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env).returncode == 0
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            await pilot.pause(0.3)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)
+            await pilot.press("up")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 1, 5)
+            table = jobs.query_one("#attempt-tasks")
+            assert table_column(table, "state") == ["COMPLETED", "FAILED", "NOT_RUN"]
+            await pilot.press("enter", "down")                   # value 2: attempt 1's own log, moved aside
+            await wait_for(pilot, lambda: "run of 2" in jobs.log_pane.view.lines, 10)
+            assert "attempts/1/t.2.log" in str(jobs.query_one("#log-title").content)
+            await pilot.press("down")                            # value 3: never ran in attempt 1
+            assert table.selected_task().value == 3
+            await wait_for(pilot, lambda: "none for this task" in str(jobs.query_one("#log-title").content), 5)
+            assert "run of 3" not in jobs.log_pane.view.lines
+
+    asyncio.run(scenario())

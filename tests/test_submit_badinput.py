@@ -241,6 +241,10 @@ def test_unquoted_time_message_says_to_quote_it(tmp_path, cli_env):
                       "--", "true", cwd=tmp_path, env=cli_env)
     assert minutes.returncode == 2 and len(minutes.stderr.splitlines()) == 1
     assert 'time: "600" for 600 minutes' in minutes.stderr
+    site.write_text(TEST_SITE.read_text().replace('"00:10:00"', "0"))   # no limit Slurm would take
+    zero = run_cli("hyperion-submit", "local", "--cfg", str(site), "--output-file", "t.log",
+                   "--", "true", cwd=tmp_path, env=cli_env)
+    assert zero.returncode == 2 and "minutes" not in zero.stderr and 'time: "168:00:00"' in zero.stderr
 
 
 @pytest.mark.parametrize("backend", ["local", "slurm"])

@@ -61,9 +61,13 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(field, f"expected a time such as \"168:00:00\", got {value!r}")
     if isinstance(value, int) and from_yaml:
+        advice = 'quote it: time: "168:00:00"'
+        try:   # the minutes reading is offered only when it is a limit Slurm would take
+            advice += f', or time: "{check_time(field, str(value))}" for {value} minutes'
+        except InputError:
+            pass
         raise InputError(field, f"YAML read the value as the number {value}, which is ambiguous (an "
-                         "unquoted H:M:S is read as a base-60 number); quote it: time: \"168:00:00\", "
-                         f"or time: \"{value}\" for {value} minutes")
+                         f"unquoted H:M:S is read as a base-60 number); {advice}")
     text = str(value).strip()
     if len(text) > 40 or not any(form.match(text) for form in _TIME_FORMS):
         raise InputError(field, f"{_short(text)!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)")
