@@ -29,6 +29,9 @@ from backends.submit.model import SubmitPlan, record_options
 from backends.watch.rows import LOCAL_JOB, expected_tasks, pending_tasks
 
 FIELD = "--output-file"
+# mkdir failures that mean the path given cannot hold logs (checked before anything is written,
+# but access() lets root through where the filesystem still refuses, e.g. under /proc).
+UNUSABLE_PATH = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.EEXIST})
 # Options an attempt may change; the ledger keeps the ones that differ from the attempt before.
 COMPARED = ("num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "max_jobs_run", "command", "env")
 
@@ -42,7 +45,12 @@ def lock_path(record_path: str | Path) -> Path:
 def output_lock(record_path: str | Path) -> Iterator[None]:
     """Exclusive use of one output pattern; a second submitter is refused at once, naming the first."""
     path = lock_path(record_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        if err.errno not in UNUSABLE_PATH:
+            raise        # a full disk, an I/O error: the submission failed, the input was fine
+        raise InputError(FIELD, f"cannot create {err.filename or path.parent}: {err.strerror or err}") from None
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
         try:

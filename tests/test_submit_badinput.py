@@ -256,6 +256,15 @@ def test_output_file_that_is_an_existing_directory(tmp_path, cli_env, backend):
     assert "is a directory" in result.stderr
 
 
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+def test_output_file_where_no_directory_can_be_made_even_by_root(tmp_path, cli_env, backend):
+    """access() lets root "write" /proc, whose filesystem still refuses a new directory."""
+    result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), "--output-file",
+                     "/proc/hyperion-no-such-dir/t.log", "--", "true", cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, "--output-file")
+    assert "/proc/hyperion-no-such-dir" in result.stderr
+
+
 # --- where --cfg points (issue 13): never a hang, never an unbounded read -------------------------
 
 SPECIAL_CFG = {
