@@ -177,6 +177,10 @@ def test_retry_choices_and_overrides_are_checked_before_anything_runs(tmp_path, 
         refused = run_cli("hyperion-jobs", "retry", str(record), "--yes", *args, cwd=tmp_path, env=cli_env)
         assert refused.returncode == 2, (args, refused.stderr)
         assert refused.stderr.count("\n") == 1 and field in refused.stderr and "Traceback" not in refused.stderr
+    for typed in ("1-x", "3-1", ""):     # quoted back as typed, not in the --array spelling it is read as
+        refused = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--values", typed, env=cli_env)
+        assert refused.returncode == 2 and (repr(typed) if typed else "empty") in refused.stderr
+        assert not typed or typed.replace("-", ":") not in refused.stderr, refused.stderr
     assert ledger_path(record).read_bytes() == ledger_before
 
     # --values alone reruns the named values whatever their state; --state narrows

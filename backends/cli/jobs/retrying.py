@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from backends.cli.jobs.commands import record_dirs
@@ -19,10 +20,16 @@ from backends.watch.targets import history_of, history_status, resolve
 
 def parse_values(text: str) -> tuple[int, ...]:
     """``1-5,9`` or ``1:5,9`` (the --array spelling) -> values."""
+    if not text.strip():
+        raise InputError("--values", "empty; give values such as 1-5,9")
+    spelled = "V=" + text.replace("-", ":")
     try:
-        return parse_array("V=" + text.replace("-", ":")).values
-    except InputError as err:
-        raise InputError("--values", err.problem.replace("'V=", "'").replace("V=", "")) from None
+        return parse_array(spelled).values
+    except InputError as err:   # quote what the user typed, not the --array spelling it was read as
+        problem = err.problem.replace(repr(spelled), repr(text)).replace("'V=", "'").replace("V=", "")
+        if ":" not in text:     # a range quoted back as typed: '5-1', not '5:1'
+            problem = re.sub(r"'(\d*):(\d*)'", r"'\1-\2'", problem)
+        raise InputError("--values", problem) from None
 
 
 def request_of(args: argparse.Namespace) -> RetryRequest:
