@@ -16,6 +16,7 @@ from backends.cli.jobs import main
 from backends.cli.jobs.watching import render_watch
 from backends.errors import InputError
 from backends.printable import printable
+from backends.records.history import load_history
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
 from backends.states import JobState
 from backends.watch.poller import PollUpdate
@@ -66,7 +67,7 @@ def test_record_rows_join_states_and_keep_unknown_tasks(tmp_path):
 
 def test_job_rows_use_record_offset_for_values(tmp_path):
     states = {t.key: t for t in parse_sacct("500_[1-2]|500|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown\n")}
-    rows = job_rows(states, make_record(tmp_path))
+    rows = job_rows(states, load_history(make_record(tmp_path).path))
     assert [(r.slurm_id, r.value, r.state_label) for r in rows] == [("500_1", 1, "PENDING"), ("500_2", 2, "PENDING")]
 
 

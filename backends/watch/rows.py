@@ -159,24 +159,21 @@ def usage_missing(history: History) -> dict[Key, tuple[TaskRecord, None]]:
     return out
 
 
-def job_rows(states: Mapping[Key, TaskState], record: SubmitRecord | None = None,
-             history: History | None = None) -> list[TaskRow]:
-    """Rows for a bare job id: every task Slurm knows, joined with a record when we have one.
+def job_rows(states: Mapping[Key, TaskState], history: History | None = None) -> list[TaskRow]:
+    """Rows for a bare job id: every task Slurm knows, joined with its submission when we have it.
 
-    With the submission's `history`, a task of any attempt is found and its log is
-    where it is now (a later rerun moved it aside), not the path a rerun reused.
+    A task of any attempt of `history` is found, with its log where it is now (a
+    later rerun moved it aside), not the path a rerun reused.
     """
-    records = [history.records[n] for n in history.numbers] if history else [record] if record else []
-    tasks = [t for n in history.numbers for t in history.tasks_of(n)] if history else \
-        list(record.tasks) if record else []
-    by_key = {(t.job_id, t.array_task_id): t for t in tasks}
-    offsets = {j.job_id: j.offset for r in records for j in r.jobs}
+    numbers = history.numbers if history else ()
+    by_key = {(t.job_id, t.array_task_id): t for n in numbers for t in history.tasks_of(n)}
+    offsets = {j.job_id: j.offset for n in numbers for j in history.records[n].jobs}
     rows = []
     for key in sorted(states, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
         state = states[key]
         task = by_key.get(key)
         if task is not None:
-            rows.append(_row(task, state, history.log_of(task) if history else task.log))
+            rows.append(_row(task, state, history.log_of(task)))
             continue
         value = key[1] + offsets[key[0]] if key[0] in offsets and key[1] is not None else None
         rows.append(TaskRow(value, key[0], key[1], state.state, state.exit_code, state.signal,

@@ -123,7 +123,7 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     states = snapshot([target.job_id], runner)
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
-    return job_rows(states, history=history_for_job(target.job_id, dirs))
+    return job_rows(states, history_for_job(target.job_id, dirs))
 
 
 def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:

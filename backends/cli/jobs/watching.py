@@ -60,7 +60,7 @@ def _rows_for(history: History | None, update: PollUpdate, job_history: History 
     """A record's rows (every value's newest attempt), or a bare job id's, each with its log where it is now."""
     if history is not None:
         return history_rows(history, update.states, update.usage)
-    return job_rows(update.states, history=job_history)
+    return job_rows(update.states, job_history)
 
 
 def _site_floor(record: SubmitRecord | None) -> float | None:
