@@ -91,11 +91,11 @@ def _too_many(count: int) -> str:
             "(split the work into fewer, larger tasks or several submissions)")
 
 
-def _endpoint(text: str, whole: str) -> int:
+def _endpoint(text: str, whole: str, field: str) -> int:
     if not _POSITIVE.match(text) or int(text) < 1:
-        raise InputError(FIELD, f"{_quoted(whole)}: endpoints must be positive integers, got {_quoted(text)}")
+        raise InputError(field, f"{_quoted(whole)}: endpoints must be positive integers, got {_quoted(text)}")
     if int(text) > MAX_VALUE:
-        raise InputError(FIELD, f"{_quoted(whole)}: {text} is more than {MAX_VALUE}, the largest array value")
+        raise InputError(field, f"{_quoted(whole)}: {text} is more than {MAX_VALUE}, the largest array value")
     return int(text)
 
 
@@ -111,16 +111,24 @@ def parse_array(text: str) -> ArraySpec:
     if not sep or not body:
         raise InputError(FIELD, f"{_quoted(text)} is not NAME=START:END")
     check_name(name)
+    return ArraySpec(name, parse_values(body, whole=text))
+
+
+def parse_values(body: str, field: str = FIELD, separators: str = ":", whole: str | None = None) -> tuple[int, ...]:
+    """``1:2,5,7:9`` -> sorted unique values; a range's START and END are split at the first of
+    `separators` in it (``hyperion-jobs retry --values`` also takes ``1-2``). Errors quote `whole`
+    (the full argument, by default `body`) as the user typed it."""
+    whole = body if whole is None else whole
     values: set[int] = set()
     for part in body.split(","):
-        lo, colon, hi = part.partition(":")
-        start = _endpoint(lo.strip(), text)
-        end = _endpoint(hi.strip(), text) if colon else start
+        lo, sep, hi = part.partition(next((s for s in separators if s in part), separators[0]))
+        start = _endpoint(lo.strip(), whole, field)
+        end = _endpoint(hi.strip(), whole, field) if sep else start
         if end < start:
-            raise InputError(FIELD, f"{_quoted(text)}: range {_quoted(part)} has START > END")
+            raise InputError(field, f"{_quoted(whole)}: range {_quoted(part)} has START > END")
         if end - start + 1 > MAX_VALUES:  # refused before its values are built
-            raise InputError(FIELD, f"{_quoted(text)}: " + _too_many(end - start + 1))
+            raise InputError(field, f"{_quoted(whole)}: " + _too_many(end - start + 1))
         values.update(range(start, end + 1))
         if len(values) > MAX_VALUES:
-            raise InputError(FIELD, f"{_quoted(text)}: " + _too_many(len(values)))
-    return ArraySpec(name, tuple(sorted(values)))
+            raise InputError(field, f"{_quoted(whole)}: " + _too_many(len(values)))
+    return tuple(sorted(values))

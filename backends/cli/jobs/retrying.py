@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from backends.cli.jobs.commands import record_dirs
@@ -12,31 +11,24 @@ from backends.launch import run_plan, working_dir
 from backends.printable import printable
 from backends.records.trust import check_trusted
 from backends.retry import AUTO, RetryPlan, RetryRequest, describe_retry, parse_states, plan_retry
-from backends.submit.array import parse_array
+from backends.submit.array import parse_values
 from backends.submit.plan import describe_plan
 from backends.submit.resources import check_count, check_memory, check_time
 from backends.watch.targets import history_of, history_status, resolve
 
 
-def parse_values(text: str) -> tuple[int, ...]:
+def _values(text: str) -> tuple[int, ...]:
     """``1-5,9`` or ``1:5,9`` (the --array spelling) -> values."""
     if not text.strip():
         raise InputError("--values", "empty; give values such as 1-5,9")
-    spelled = "V=" + text.replace("-", ":")
-    try:
-        return parse_array(spelled).values
-    except InputError as err:   # quote what the user typed, not the --array spelling it was read as
-        problem = err.problem.replace(repr(spelled), repr(text)).replace("'V=", "'").replace("V=", "")
-        if ":" not in text:     # a range quoted back as typed: '5-1', not '5:1'
-            problem = re.sub(r"'(\d*):(\d*)'", r"'\1-\2'", problem)
-        raise InputError("--values", problem) from None
+    return parse_values(text, field="--values", separators="-:")
 
 
 def request_of(args: argparse.Namespace) -> RetryRequest:
     """The command line's choices and overrides, each checked as hyperion-submit checks it."""
     return RetryRequest(
         states=parse_states(args.state) if args.state is not None else None,
-        values=parse_values(args.values) if args.values is not None else None,
+        values=_values(args.values) if args.values is not None else None,
         num_threads=None if args.num_threads is None else check_count("--num-threads", args.num_threads, minimum=1),
         mem=AUTO if args.mem == AUTO else check_memory("--mem", args.mem),
         mem_per_cpu=check_memory("--mem-per-cpu", args.mem_per_cpu),
