@@ -96,10 +96,8 @@ def _returncode(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes] | None = None,
-               stdin: int = subprocess.DEVNULL) -> int:
-    env = {**(os.environb if environ is None else environ),
-           **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
+def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int) -> int:
+    env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     try:
         child = subprocess.Popen(list(task.argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env)
     except FileNotFoundError:
@@ -141,19 +139,18 @@ def _open_log(path: str, mode: int):
     return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
 
 
-def run_task(task: PlannedTask, mode: int | None = None, environ: dict[bytes, bytes] | None = None,
-             stdin: int = subprocess.DEVNULL) -> tuple[int, float]:
+def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int) -> tuple[int, float]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
 
-    `environ` is the environment the task's own variables are added to (os.environb when
-    None) and `stdin` its input (/dev/null): an array passes one copy of each, made once.
+    The log gets `mode`; `environ` is the environment the task's own variables are added
+    to and `stdin` its input (/dev/null): the run makes each once for all its tasks.
     A log that cannot be written (header or footer) raises LogWriteError.
     """
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     code: int | None = None
     try:
-        with _open_log(task.log, umask_mode() if mode is None else mode) as log:
+        with _open_log(task.log, mode) as log:
             log.write(logheader.running_line(task.argv) + "\n")
             log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
             log.flush()
