@@ -382,7 +382,7 @@ def user_jobs(user: str, runner: Runner = run_command) -> list[LiveJob]:
 
 def snapshot(job_ids: Sequence[str], runner: Runner = run_command) -> dict[Key, TaskState]:
     """One sacct and one squeue for `job_ids`, merged (QueryError on failure)."""
-    return merge(run_sacct(job_ids, runner), run_squeue(job_ids, runner))
+    return query(job_ids, runner).states
 
 
 @dataclass(frozen=True)
