@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 from test_console_fixtures import (
@@ -14,6 +16,7 @@ from test_console_fixtures import (
     wait_for,
 )
 
+import hyperion_console.widgets.record_list as record_list
 from backends.states import JobState, TaskState
 from hyperion_console.app import make_app
 from hyperion_console.messages import FilterChanged, JobsUpdated, RecordOpened, RecordsListed, TaskHighlighted
@@ -208,6 +211,39 @@ def test_record_keys_choose_submissions(tmp_path: Path) -> None:
         assert [m.record_path for m in posted(seen, RecordOpened)] == [str(first), str(second), str(first)]
         assert len(posted(seen, RecordsListed)) >= 3        # read again after each opening
 
+    asyncio.run(scenario())
+
+
+
+def test_a_slow_listing_of_an_earlier_opening_does_not_mark_that_record_open(tmp_path: Path, monkeypatch) -> None:
+    """The listing started when the first record opened ends after the one for the second."""
+    first = build_local_record(tmp_path / "a", {1: ("COMPLETED", 0)})
+    second = build_local_record(tmp_path / "b", {1: ("FAILED", 1)})
+    real = record_list.find_records
+    held, switched, release = threading.Event(), threading.Event(), threading.Event()
+
+    def listing(dirs):
+        if not switched.is_set():     # a listing made while the first record is open: held back
+            held.set()
+            release.wait(10)
+            time.sleep(0.2)
+        return real(dirs)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=first, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            records = jobs.query_one("#records")
+            await wait_for(pilot, held.is_set, 10)
+            switched.set()
+            jobs.open_record(str(second))
+            await wait_for(pilot, lambda: records.current == str(second), 10)
+            release.set()                 # the held listing ends now, naming the first record
+            await pilot.pause(1.0)
+            assert records.current == str(second)
+            assert str(records.get_option_at_index(records.paths.index(str(second))).prompt).startswith("▸")
+
+    monkeypatch.setattr(record_list, "find_records", listing)
     asyncio.run(scenario())
 
 

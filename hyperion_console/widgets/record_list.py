@@ -13,6 +13,7 @@ from rich.text import Text
 from textual import work
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
+from textual.worker import Worker, get_current_worker
 
 from backends.records.record import find_records
 
@@ -84,9 +85,13 @@ class RecordList(OptionList):
         if current and current not in paths and Path(current).is_file():
             paths.insert(0, current)
         options = [Option(record_label(Path(p), p == current), id=p) for p in paths]
-        self.app.call_from_thread(self._show, paths, options, current)
+        self.app.call_from_thread(self._show, paths, options, current, get_current_worker())
 
-    def _show(self, paths: list[str], options: list[Option], current: str | None) -> None:
+    def _show(self, paths: list[str], options: list[Option], current: str | None, worker: Worker) -> None:
+        # A newer listing (another record opened meanwhile) cancelled this one, on this UI thread;
+        # the thread ran on regardless, and its list would mark the record opened before as open.
+        if worker.is_cancelled:
+            return
         self.paths, self.current = paths, current
         highlighted = self.highlighted
         self.clear_options()
