@@ -6,6 +6,7 @@ anything): no traceback, no q/ directory, no log file.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -163,7 +164,14 @@ CLI_CASES = [
     ("array-esc-in-name", ["--array", "J\x1b[2JOB=1:2", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("log-under-a-regular-file", ["--output-file", "A_FILE/log/t.log"], ["true"], "--output-file"),
     ("array-log-under-a-regular-file", ["--array", "JOB=1:2", "--output-file", "A_FILE/JOB/t.log"], ["true"],
+     "--output-file"),    ("log-name-too-long", ["--output-file", "log/" + "b" * 250 + ".log"], ["true"], "--output-file"),
+    ("log-stem-too-long-for-q", ["--output-file", "log/" + "b" * 230 + ".log"], ["true"], "--output-file"),
+    ("array-log-name-too-long", ["--array", "JOB=1:2", "--output-file", "log/JOB." + "b" * 240], ["true"],
      "--output-file"),
+    ("log-path-too-long", ["--output-file", "/".join(["d" * 200] * 21) + "/t.log"], ["true"], "--output-file"),
+    ("log-with-escape", ["--output-file", "t/\x1b]0;owned\x07.log"], ["true"], "--output-file"),
+    ("log-with-newline", ["--output-file", "t/a\nb.log"], ["true"], "--output-file"),
+    ("log-with-bidi", ["--output-file", "t/\u202egol.exe"], ["true"], "--output-file"),
 ]
 
 
@@ -245,6 +253,50 @@ def test_unquoted_time_message_says_to_quote_it(tmp_path, cli_env):
     zero = run_cli("hyperion-submit", "local", "--cfg", str(site), "--output-file", "t.log",
                    "--", "true", cwd=tmp_path, env=cli_env)
     assert zero.returncode == 2 and "minutes" not in zero.stderr and 'time: "168:00:00"' in zero.stderr
+
+
+def _special_files(tmp_path: Path) -> dict[str, Path]:
+    log = tmp_path / "log"
+    log.mkdir()
+    make_fifo(log / "fifo.out")
+    (log / "target.txt").write_text("a file someone else keeps\n")
+    (log / "link.out").symlink_to("target.txt")
+    made = {"fifo": log / "fifo.out", "symlink": log / "link.out"}
+    try:   # a copy of /dev/null (root only): if the check failed, the move would hit this one
+        os.mknod(log / "null.out", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        made["device"] = log / "null.out"
+    except PermissionError:
+        pass
+    return made
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+@pytest.mark.parametrize("kind,expected", [("fifo", "named pipe (FIFO)"), ("symlink", "symbolic link"),
+                                           ("device", "character device")])
+def test_output_file_that_is_not_a_regular_file_is_left_where_it_is(tmp_path, cli_env, backend, kind, expected):
+    """A FIFO, link or device at a log's path is refused: moved aside, root's /dev/null would be gone."""
+    special = _special_files(tmp_path)
+    if kind not in special:
+        pytest.skip("making a device node needs root")
+    before = {name: os.lstat(path) for name, path in special.items()}
+    result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), "--output-file", str(special[kind]),
+                     "--", "true", cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "--output-file")
+    assert f"is a {expected}, not a regular file" in result.stderr
+    after = {name: os.lstat(path) for name, path in special.items()}
+    assert {n: (s.st_ino, s.st_mode) for n, s in after.items()} == \
+        {n: (s.st_ino, s.st_mode) for n, s in before.items()}
+    assert (tmp_path / "log" / "target.txt").read_text() == "a file someone else keeps\n"
+
+
+def test_an_array_whose_later_task_log_is_a_fifo_runs_nothing(tmp_path, cli_env):
+    """Checked for every task before the first runs: not found at task 3 after tasks 1 and 2 ran."""
+    make_fifo(tmp_path / "log" / "t.3.out")
+    result = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:3",
+                     "--output-file", "log/t.JOB.out", "--", "true", cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "--output-file")
+    assert "t.3.out is a named pipe (FIFO)" in result.stderr
+    assert not (tmp_path / "log" / "t.1.out").exists()
 
 
 @pytest.mark.parametrize("backend", ["local", "slurm"])

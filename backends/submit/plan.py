@@ -9,6 +9,7 @@ import os
 import stat
 
 from backends.errors import InputError
+from backends.printable import printable
 from backends.records.paths import log_stem, q_dir, record_path
 from backends.submit.array import MAX_VALUES
 from backends.submit.config import SiteConfig
@@ -54,6 +55,9 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
                          "'--' must start with the program to run")
     if not options.output_file.strip():
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
+    if printable(options.output_file) != options.output_file:
+        # every face would show the path escaped, and the console refuses such a record
+        raise InputError("--output-file", f"holds a control or bidi character: {printable(options.output_file)}")
     _check_log_file(options.output_file)
     check_count("--num-gpus", options.num_gpus, minimum=0, maximum=MAX_GPUS)
     check_count("--num-threads", options.num_threads, minimum=1, maximum=MAX_THREADS)
@@ -158,6 +162,53 @@ def check_log_dirs(plan: SubmitPlan) -> None:
             raise InputError("--output-file", f"cannot write logs in {directory}: {problem}")
 
 
+NAME_MAX = 255       # bytes in one file name (ext4, xfs, NFS, Lustre)
+PATH_MAX = 4096
+# What q/ adds to the log's stem: ".attempts.jsonl.<pid>.spare" (the ledger's spare room) is the longest.
+Q_NAME_ROOM = 40
+# What a log moved aside may gain: "<value>." in front (NAME only in its directory), ".<n>" behind.
+MOVED_NAME_ROOM = 16
+_KINDS = ((stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "named pipe (FIFO)"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"),
+          (stat.S_ISDIR, "directory"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "special file")
+
+
+def _check_name(path: str, room: int, what: str) -> None:
+    name = os.path.basename(path)
+    size = len(os.fsencode(name))
+    if size + room > NAME_MAX:
+        shown = printable(name if len(name) <= 60 else name[:60] + "...")
+        raise InputError("--output-file", f"{what} {shown} is {size} bytes; "
+                         f"up to {NAME_MAX - room} leave room for the files named after it "
+                         f"(the filesystem allows {NAME_MAX})")
+
+
+def check_log_files(plan: SubmitPlan) -> None:
+    """Every log is new or a regular file, with a name the filesystem takes, before anything is moved.
+
+    An existing log is moved aside as an earlier attempt's: a FIFO, device or
+    link at a log's path is not one (root would move /dev/null away), and a
+    name too long for the q/ files beside it would fail half way.
+    """
+    _check_name(log_stem(plan.options.output_file), Q_NAME_ROOM, "the log name's stem")
+    for task in plan.tasks:
+        if len(os.fsencode(task.log)) + Q_NAME_ROOM > PATH_MAX:
+            raise InputError("--output-file", f"the log path is {len(os.fsencode(task.log))} bytes; "
+                             f"up to {PATH_MAX - Q_NAME_ROOM} leave room for the files beside it")
+        _check_name(task.log, MOVED_NAME_ROOM, "the log name")
+        try:
+            mode = os.lstat(task.log).st_mode
+        except OSError:       # none yet; a directory in the way is check_log_dirs' to name
+            continue
+        if not stat.S_ISREG(mode):
+            raise InputError("--output-file", f"{printable(task.log)} is a {_kind(mode)}, not a regular file; "
+                             "a log must be a file of its own (nothing was moved or written)")
+
+
 def build_plan(site: SiteConfig, options: SubmitOptions) -> SubmitPlan:
     """Validate and plan everything a submission would do (raises InputError).
 
@@ -172,6 +223,7 @@ def build_plan(site: SiteConfig, options: SubmitOptions) -> SubmitPlan:
         windows=() if is_local else _windows(site, options),
         q_dir=str(q_dir(options.output_file)), record_path=str(record_path(options.output_file)),
     )
+    check_log_files(plan)
     check_log_dirs(plan)
     return plan
 
