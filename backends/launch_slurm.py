@@ -88,7 +88,7 @@ def _cancel_all(record: SubmitRecord, err: SafeStream, why: str = "interrupted")
     try:
         cancel(job_ids)
     except (CancelError, OSError) as exc:
-        err.line(f"{PROG}: could not cancel {' '.join(job_ids)}: {exc}")
+        err.line(f"{PROG}: could not cancel {' '.join(job_ids)}: {printable(str(exc))}")
         return
     err.line(f"{PROG}: {why}; cancelled job(s) {' '.join(job_ids)} ({len(record.tasks)} task(s))")
 
@@ -96,7 +96,7 @@ def _cancel_all(record: SubmitRecord, err: SafeStream, why: str = "interrupted")
 def _describe(record: SubmitRecord) -> str:
     jobs = ", ".join(f"{j.job_id}" + (f" (--array={j.array_expression}, offset {j.offset})"
                                       if j.array_expression else "") for j in record.jobs)
-    return f"{PROG}: submitted job(s) {jobs}; record {record.path}"
+    return f"{PROG}: submitted job(s) {jobs}; record {printable(record.path)}"
 
 
 def _never_runs(record: SubmitRecord, outcome: Outcome, err: SafeStream) -> int:

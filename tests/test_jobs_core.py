@@ -314,6 +314,25 @@ def test_plain_watch_lines_show_reasons_restarts_and_how_old_the_states_are():
     assert lines[2] == "Slurm answering again"
 
 
+def test_lines_and_the_live_title_show_a_hostile_record_path_escaped(tmp_path):
+    """A record made before hyperion-submit refused such paths (or by hand) still reaches the terminal as text:
+    every progress line and the live view's title escape it."""
+    import io
+
+    from rich.console import Console
+
+    from backends.cli.jobs.watching import render_watch
+    from backends.watch.terminal import SafeStream
+
+    out = io.StringIO()
+    SafeStream(out).line("record /exp\x1b]0;owned\x07/q/t.JOB.submit.json; slurm said \x9b31m")
+    assert out.getvalue() == "record /exp\\x1b]0;owned\\x07/q/t.JOB.submit.json; slurm said \\x9b31m\n"
+    console = Console(width=160, record=True, color_system=None, file=io.StringIO())
+    console.print(render_watch("/exp\x1b]0;owned\x07/q/t.JOB.submit.json", PollUpdate({}, (), None, False, 4.0), []))
+    text = console.export_text()
+    assert "/exp\\x1b]0;owned\\x07/q/t.JOB.submit.json" in text and "\x1b" not in text and "\x07" not in text
+
+
 def test_status_rows_carry_reason_and_restart_count_into_json(tmp_path):
     from backends.states import TaskState
 

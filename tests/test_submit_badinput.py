@@ -289,6 +289,18 @@ def test_output_file_that_is_not_a_regular_file_is_left_where_it_is(tmp_path, cl
     assert (tmp_path / "log" / "target.txt").read_text() == "a file someone else keeps\n"
 
 
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+def test_a_directory_named_with_escape_codes_is_refused(tmp_path, cli_env, backend):
+    """The cwd is part of every path the record keeps and every line prints: an OSC 0 there would
+    retitle the terminal, and the console refuses such a record. Refused, and shown escaped."""
+    run = tmp_path / "exp\x1b]0;owned\x07"
+    run.mkdir()
+    result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                     "--output-file", "log/t.JOB.log", "--", "true", cwd=run, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "--output-file")
+    assert "/exp\\x1b]0;owned\\x07/log/t.JOB.log holds a control or bidi character" in result.stderr
+
+
 def test_an_array_whose_later_task_log_is_a_fifo_runs_nothing(tmp_path, cli_env):
     """Checked for every task before the first runs: not found at task 3 after tasks 1 and 2 ran."""
     make_fifo(tmp_path / "log" / "t.3.out")

@@ -56,7 +56,7 @@ def _run(argv: Sequence[str]) -> int:
     try:
         return run_plan(plan)
     except InputError as err:   # refused before anything ran: another attempt is live
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
 
 

@@ -55,9 +55,10 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
                          "'--' must start with the program to run")
     if not options.output_file.strip():
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
-    if printable(options.output_file) != options.output_file:
+    where = os.path.abspath(options.output_file)   # the cwd is part of every path a record keeps
+    if printable(where) != where:
         # every face would show the path escaped, and the console refuses such a record
-        raise InputError("--output-file", f"holds a control or bidi character: {printable(options.output_file)}")
+        raise InputError("--output-file", f"{printable(where)} holds a control or bidi character")
     _check_log_file(options.output_file)
     check_count("--num-gpus", options.num_gpus, minimum=0, maximum=MAX_GPUS)
     check_count("--num-threads", options.num_threads, minimum=1, maximum=MAX_THREADS)

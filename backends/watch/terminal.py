@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
+from backends.printable import printable
+
 
 class SafeStream:
     """A text stream whose write/flush never raise; `broken` says output was lost."""
@@ -44,8 +46,12 @@ class SafeStream:
             return False
 
     def line(self, text: str) -> None:
-        """`text` and a newline, flushed (what print(..., flush=True) does, safely)."""
-        self.write(text + "\n")
+        """`text` as one line, controls escaped, then flushed (print(..., flush=True), safely).
+
+        Lines name paths and Slurm's words; a directory named with an ESC sequence
+        must not retitle the terminal.
+        """
+        self.write(printable(text) + "\n")
         self.flush()
 
     def lose(self) -> None:

@@ -50,7 +50,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     retry = plan_retry(history, history_status(history), request)
     if retry.plan is None:
         what = "in the states asked for" if request.states or request.values else "that did not complete"
-        print(f"nothing to retry: no task of {history.record_path} {what} "
+        print(f"nothing to retry: no task of {printable(history.record_path)} {what} "
               f"({len(history.latest_tasks())} task(s))")
         return 0
     if args.dry_run:
@@ -60,7 +60,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     if not args.yes and not _confirmed(retry):
         print("not retried", file=sys.stderr)
         return 1
-    print(f"{PROG}: retrying {len(retry.chosen)} task(s) of {history.record_path} "
+    print(f"{PROG}: retrying {len(retry.chosen)} task(s) of {printable(history.record_path)} "
           f"(values {retry.value_ranges})", file=sys.stderr, flush=True)
     with working_dir(history.current.cwd):
         return run_plan(retry.plan, "retry")

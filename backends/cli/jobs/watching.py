@@ -247,7 +247,7 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     for row in unfinished[:max_rows]:
         tasks.add_row(*status_cells(row))
     header = Table.grid(padding=(0, 1))
-    header.add_row(Text(name, style="bold"), ProgressBar(total=max(1, len(rows)), completed=done, width=40),
+    header.add_row(Text(printable(name), style="bold"), ProgressBar(total=max(1, len(rows)), completed=done, width=40),
                    Text(f"{done}/{len(rows)} tasks ended"))
     parts = [header, counts, tasks]
     if len(unfinished) > max_rows:
