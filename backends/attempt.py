@@ -26,7 +26,7 @@ from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import SubmitRecord
 from backends.records.runner import runner_gone
 from backends.submit.model import SubmitPlan, record_options
-from backends.watch.rows import LOCAL_JOB, expected_tasks, pending_tasks
+from backends.watch.rows import LOCAL_JOB, expected_tasks, orphaned_child, pending_tasks
 
 FIELD = "--output-file"
 # mkdir failures that mean the path given cannot hold logs (checked before anything is written,
@@ -87,7 +87,8 @@ def live_tasks(history: History) -> list[str]:
     when Slurm cannot say (running over live tasks would mix two attempts).
     """
     pending = pending_tasks(history)
-    live = [f"{LOCAL_JOB} {t.value}" for t in pending if t.job_id == LOCAL_JOB and _local_running(history, t)]
+    live = [_local_live(history, t) for t in pending if t.job_id == LOCAL_JOB]
+    live = [item for item in live if item is not None]
     slurm = [t for t in pending if t.job_id != LOCAL_JOB]
     if not slurm:
         return live
@@ -110,10 +111,15 @@ def live_tasks(history: History) -> list[str]:
     return live
 
 
-def _local_running(history: History, task) -> bool:
+def _local_live(history: History, task) -> str | None:
+    """How a refusal names a local task still running: by value, and by pid once its runner was killed."""
     start = history.ledger.starts.get((task.attempt, task.value))
-    return start is not None and not runner_gone(
-        {"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+    if start is None:
+        return None
+    if not runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start}):
+        return f"{LOCAL_JOB} {task.value}"
+    orphan = orphaned_child(history, task)
+    return None if orphan is None else f"{LOCAL_JOB} {task.value}, pid {orphan}, whose runner was killed"
 
 
 def _refuse_live(history: History, live: list[str]) -> None:

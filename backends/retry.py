@@ -22,7 +22,7 @@ from backends.submit.array import ArraySpec
 from backends.submit.config import load_site
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
-from backends.watch.rows import TaskRow, state_counts
+from backends.watch.rows import LOCAL_JOB, TaskRow, state_counts
 from backends.watch.usage import Usage
 
 # Labels a row can have besides Slurm's states (see TaskRow.state_label).
@@ -141,8 +141,10 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     if live:
         counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(live).items()))
         jobs = ", ".join(sorted({row.job_id for row in live}))
+        orphans = [f"{row.value}: {row.reason}" for row in live if row.job_id == LOCAL_JOB and row.reason]
+        note = f" ({'; '.join(orphans[:3])})" if orphans else ""
         raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
-                         f"of job(s) {jobs}; wait for them to end (hyperion-jobs watch) or cancel them first")
+                         f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch) or cancel them first")
     chosen = tuple(choose(rows, request))
     if not chosen:
         return RetryPlan(history, (), None)

@@ -10,7 +10,8 @@ import time
 
 from conftest import run_cli
 
-from backends.records.runner import runner_fields, runner_gone
+from backends.records.attempts import parse_ledger
+from backends.records.runner import child_running, runner_fields, runner_gone
 
 
 def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, cli_env, test_site):
@@ -34,34 +35,60 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
     assert logs.returncode == 0 and "value 2" in logs.stdout
 
 
-def test_local_run_whose_runner_was_killed_is_lost_not_running(tmp_path, cli_env, test_site):
+def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(tmp_path, cli_env, test_site):
+    """kill -9 of hyperion-submit: its task runs on. Status says so (with the pid) and a retry is refused
+    until that process ends, then the task is LOST; the values never reached stay NOT_RUN."""
     runner = subprocess.Popen(
-        ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:2",
+        ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
          "--output-file", "log/k.IDX.log", "--", "sleep", "60"],
         cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     try:
         ledger = tmp_path / "log" / "q" / "k.IDX.attempts.jsonl"
         deadline = time.monotonic() + 30
-        while not (ledger.exists() and '"type":"start"' in ledger.read_text()):
+        while not (ledger.exists() and '"type":"child"' in ledger.read_text()):
             assert time.monotonic() < deadline, "the local run never started its first task"
             time.sleep(0.1)
-        entry = next(json.loads(line) for line in ledger.read_text().splitlines() if '"start"' in line)
+        lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+        entry = next(line for line in lines if line["type"] == "start")
         assert entry["pid"] == runner.pid and entry["host"] == socket.gethostname()
+        child = next(line for line in lines if line["type"] == "child")["pid"]
+        assert open(f"/proc/{child}/cmdline", "rb").read().split(b"\0")[:2] == [b"sleep", b"60"]
         record = tmp_path / "log" / "q" / "k.IDX.submit.json"
 
         running = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
-        assert [t["state"] for t in json.loads(running.stdout)["tasks"]] == ["RUNNING", "NOT_RUN"]
+        assert [t["state"] for t in json.loads(running.stdout)["tasks"]] == ["RUNNING", "PENDING", "PENDING"]
 
         runner.send_signal(signal.SIGKILL)   # the runner only: its child sleeps on, orphaned
         runner.wait()
         status = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
         shown = json.loads(status.stdout)
-        assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "LOST"), (2, "NOT_RUN")]
+        assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "RUNNING"), (2, "NOT_RUN"), (3, "NOT_RUN")]
+        assert shown["tasks"][0]["reason"] == f"its runner was killed; it runs on as pid {child}"
+        table = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+        assert f"RUNNING (its runner was killed; it runs on as pid {child})" in table.stdout
+
+        retry = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+        assert retry.returncode == 2 and len(retry.stderr.splitlines()) == 1, retry.stderr
+        assert f"1: its runner was killed; it runs on as pid {child}" in retry.stderr
+        again = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
+                        "--output-file", "log/k.IDX.log", "--", "true", cwd=tmp_path, env=cli_env)
+        assert again.returncode == 2 and f"local 1, pid {child}, whose runner was killed" in again.stderr
+        assert len(json.loads(run_cli("hyperion-jobs", "history", str(record), "--json",
+                                      env=cli_env).stdout)["attempts"]) == 1      # nothing started
+
+        os.kill(child, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{child}") and b"Z" not in open(f"/proc/{child}/stat", "rb").read().rpartition(b")")[2][:3]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        status = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
+        shown = json.loads(status.stdout)
+        assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "LOST"), (2, "NOT_RUN"), (3, "NOT_RUN")]
         assert shown["exit_status"] == 1
 
         watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env, timeout=20)
-        assert watch.returncode == 1 and "2 tasks: LOST 1, NOT_RUN 1" in watch.stdout
+        assert watch.returncode == 1 and "3 tasks: LOST 1, NOT_RUN 2" in watch.stdout
     finally:
         try:
             os.killpg(runner.pid, signal.SIGKILL)   # the orphaned sleep (and the runner if still there)
@@ -79,3 +106,20 @@ def test_runner_gone_only_when_certain():
     dead = subprocess.Popen(["true"])
     dead.wait()
     assert runner_gone({**me, "pid": dead.pid, "pid_start": None})
+
+
+def test_a_task_process_counts_as_running_only_when_it_is_certainly_the_same_process():
+    """A ledger's child line keeps a retry away while that process runs: a reused pid, another host or a
+    line without a start time must not hold it off for ever."""
+    me = runner_fields()
+    assert child_running(me["pid"], me["pid_start"], me["host"])
+    assert not child_running(me["pid"], me["pid_start"] + 1, me["host"])       # the pid was reused
+    assert not child_running(me["pid"], None, me["host"])                      # cannot tell
+    assert not child_running(me["pid"], me["pid_start"], me["host"] + "-elsewhere")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert not child_running(dead.pid, me["pid_start"], me["host"])
+    ledger = parse_ledger(b'{"type":"child","attempt":1,"value":2,"pid":true,"pid_start":5}\n'
+                          b'{"type":"child","attempt":1,"value":3,"pid":0}\n'
+                          b'{"type":"child","attempt":1,"value":4,"pid":77,"pid_start":"x"}\n')
+    assert ledger.skipped == 2 and list(ledger.children) == [(1, 4)] and ledger.children[(1, 4)].pid_start is None

@@ -6,6 +6,8 @@ ledger keeps, one JSON object per line and only ever appended:
 - ``attempt``: its number, kind (submit, retry, resubmit), time, job ids, values
   and the options it changed;
 - ``start`` (local runs): a task started, and which runner process runs it;
+- ``child`` (local runs): the process the runner started for it (pid and start
+  time), which outlives a runner killed with SIGKILL;
 - ``final``: a task's final state (state, exit code, signal, elapsed, node,
   restart count, usage), written once by whichever face sees it first, so a
   later reader never depends on Slurm still remembering the job;
@@ -78,6 +80,16 @@ class TaskStart:
 
 
 @dataclass(frozen=True)
+class TaskChild:
+    """The process a local runner started for a task: it runs on if the runner is SIGKILLed."""
+
+    attempt: int
+    value: int | None
+    pid: int
+    pid_start: int | None = None
+
+
+@dataclass(frozen=True)
 class FinalState:
     """How one task of one attempt ended, as first seen by any face."""
 
@@ -127,6 +139,8 @@ class Ledger:
     moved: Mapping[tuple[int, "int | None", str], MovedFile] = field(default_factory=dict)
     closed: frozenset[int] = frozenset()
     skipped: int = 0                 # lines that were torn, foreign or too long
+    last_start: Mapping[int, TaskStart] = field(default_factory=dict)   # attempt -> its newest task start
+    children: Mapping[Key, TaskChild] = field(default_factory=dict)
 
     @property
     def last_number(self) -> int:
@@ -158,9 +172,9 @@ def _line(kind: str, entry: object) -> bytes:
 
 
 def entry_lines(entries: Iterable[object]) -> bytes:
-    """The ledger lines of `entries` (AttemptEntry, TaskStart, FinalState, MovedFile, TaskUsage)."""
-    kinds = {AttemptEntry: "attempt", TaskStart: "start", FinalState: "final", MovedFile: "moved",
-             TaskUsage: "usage"}
+    """The ledger lines of `entries` (AttemptEntry, TaskStart, TaskChild, FinalState, MovedFile, TaskUsage)."""
+    kinds = {AttemptEntry: "attempt", TaskStart: "start", TaskChild: "child", FinalState: "final",
+             MovedFile: "moved", TaskUsage: "usage"}
     return b"".join(_line(kinds[type(e)], e) for e in entries)
 
 
@@ -309,6 +323,13 @@ def _start(raw: dict) -> TaskStart | None:
                      _opt_str(raw.get("host")), _int(raw.get("pid_start")))
 
 
+def _child(raw: dict) -> TaskChild | None:
+    attempt, pid = _int(raw.get("attempt"), 1), _int(raw.get("pid"), 1)
+    if attempt is None or pid is None:
+        return None
+    return TaskChild(attempt, _int(raw.get("value")), pid, _int(raw.get("pid_start")))
+
+
 def _final(raw: dict) -> FinalState | None:
     attempt = _int(raw.get("attempt"))
     state = raw.get("state")
@@ -337,6 +358,8 @@ def parse_ledger(data: bytes) -> Ledger:
     finals: dict[Key, FinalState] = {}
     moved: dict[tuple[int, int | None, str], MovedFile] = {}
     closed: set[int] = set()
+    last_start: dict[int, TaskStart] = {}
+    children: dict[Key, TaskChild] = {}
     usages: dict[Key, dict] = {}
     skipped = 0
     for line in data.split(b"\n"):
@@ -350,6 +373,9 @@ def parse_ledger(data: bytes) -> Ledger:
                 finals[(entry.attempt, entry.value)] = entry   # first wins, unless Slurm ran it again
         elif kind == "start" and (start := _start(raw)) is not None:
             starts[(start.attempt, start.value)] = start
+            last_start[start.attempt] = start
+        elif kind == "child" and (child := _child(raw)) is not None:
+            children[(child.attempt, child.value)] = child
         elif kind == "attempt" and (attempt := _attempt_entry(raw)) is not None:
             attempts.setdefault(attempt.number, attempt)
         elif kind == "moved" and (move := _moved(raw)) is not None:
@@ -364,7 +390,7 @@ def parse_ledger(data: bytes) -> Ledger:
         if key in finals:
             finals[key] = replace(finals[key], usage=usage)
     return Ledger(tuple(attempts[n] for n in sorted(attempts)), starts, finals, moved,
-                  frozenset(closed), skipped)
+                  frozenset(closed), skipped, last_start, children)
 
 
 def _object(line: bytes) -> dict | None:

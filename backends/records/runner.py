@@ -57,6 +57,22 @@ def runner_gone(entry: dict) -> bool:
     return isinstance(recorded, int) and now is not None and now != recorded or _is_zombie(pid)
 
 
+def child_running(pid: int, pid_start: int | None, host: str | None) -> bool:
+    """True only when the task process a runner started (`pid`, started at `pid_start`) certainly still runs.
+
+    Without a start time, or from another host, the pid could be anyone's.
+    """
+    if pid_start is None or host != _host():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # alive, owned by someone else (then the start time decides)
+        pass
+    return process_start(pid) == pid_start and not _is_zombie(pid)
+
+
 def _is_zombie(pid: int) -> bool:
     """A killed runner whose parent has not reaped it yet still answers kill(pid, 0)."""
     try:

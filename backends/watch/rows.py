@@ -17,7 +17,7 @@ from backends.records.attempts import FinalState
 from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
 from backends.records.record import SubmitRecord, TaskRecord
-from backends.records.runner import runner_gone
+from backends.records.runner import child_running, runner_gone
 from backends.states import JobState, TaskState
 from backends.watch.usage import Usage, usage_from_json
 
@@ -183,7 +183,8 @@ def job_rows(states: Mapping[Key, TaskState], history: History | None = None) ->
 
 
 def local_rows(record: SubmitRecord) -> list[TaskRow]:
-    """Rows of a local submission (every attempt): tasks not reached are NOT_RUN.
+    """Rows of a local submission (every attempt): tasks not reached are PENDING while the run goes on,
+    NOT_RUN once it ended (it stops at the first failure).
 
     A RUNNING task whose runner process (on this host) is gone is LOST: it was
     killed before it could record the end, so its end will never come.
@@ -195,14 +196,36 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is not None:
         gone = runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+        orphan = orphaned_child(history, task) if gone else None
+        if orphan is not None:   # its runner was SIGKILLed; the task itself goes on, unwatched
+            return TaskRow(task.value, task.job_id, task.array_task_id, JobState.RUNNING, None, None,
+                           _elapsed(start.time, None), "localhost", log, None, None, task.attempt,
+                           reason=f"its runner was killed; it runs on as pid {orphan}")
         state = JobState.LOST if gone else JobState.RUNNING
         elapsed = None if gone else _elapsed(start.time, None)
         return TaskRow(task.value, task.job_id, task.array_task_id, state, None, None, elapsed,
                        "localhost", log, None, None, task.attempt)
     if history.entry(task.attempt) is None:   # a local run from before the ledger
         return _legacy_local_row(history.record_path, task)
-    return TaskRow(task.value, task.job_id, task.array_task_id, None, None, None, None, None,
-                   log, None, None, task.attempt)
+    waits = _run_goes_on(history, task.attempt)    # tasks run in order: this one's turn is still to come
+    return TaskRow(task.value, task.job_id, task.array_task_id, JobState.PENDING if waits else None, None, None,
+                   None, None, log, None, None, task.attempt)
+
+
+def orphaned_child(history: History, task: TaskRecord) -> int | None:
+    """The pid of the task's process if it still runs although its runner is gone, else None."""
+    start = history.ledger.starts.get((task.attempt, task.value))
+    child = history.ledger.children.get((task.attempt, task.value))
+    if start is None or child is None:
+        return None
+    return child.pid if child_running(child.pid, child.pid_start, start.host) else None
+
+
+def _run_goes_on(history: History, attempt: int) -> bool:
+    """The local run of `attempt` has not ended: not closed, and the runner of its newest task lives."""
+    start = history.ledger.last_start.get(attempt)
+    return attempt not in history.ledger.closed and start is not None and not runner_gone(
+        {"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
 
 
 def _legacy_local_row(record_path: str, task: TaskRecord) -> TaskRow:

@@ -25,13 +25,14 @@ from backends.records.attempts import (
     FinalState,
     LedgerWriter,
     NewAttempt,
+    TaskChild,
     TaskStart,
     closed_line,
     ledger_path,
 )
 from backends.records.history import commit_attempt
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord
-from backends.records.runner import runner_fields
+from backends.records.runner import process_start, runner_fields
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 LOCAL_JOB = "local"
@@ -96,7 +97,8 @@ def _returncode(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int) -> int:
+def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
+               spawned: Callable[[int], None]) -> int:
     env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     try:
         child = subprocess.Popen(list(task.argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -110,6 +112,7 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int) 
         log.write(f"hyperion-submit: {task.argv[0]}: cannot run: {err.strerror or err}\n")
         return 126
     try:
+        spawned(child.pid)
         return _returncode(child.wait())
     except KeyboardInterrupt as exc:
         child.send_signal(getattr(exc, "signum", signal.SIGINT))
@@ -139,12 +142,14 @@ def _open_log(path: str, mode: int):
     return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
 
 
-def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int) -> tuple[int, float]:
+def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int,
+             spawned: Callable[[int], None]) -> tuple[int, float]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
 
     The log gets `mode`; `environ` is the environment the task's own variables are added
     to and `stdin` its input (/dev/null): the run makes each once for all its tasks.
-    A log that cannot be written (header or footer) raises LogWriteError.
+    `spawned` gets the child's pid as soon as it runs. A log that cannot be written
+    (header or footer) raises LogWriteError.
     """
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -156,7 +161,7 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
             log.flush()
             code = 130
             try:
-                code = _run_child(task, log, environ, stdin)
+                code = _run_child(task, log, environ, stdin, spawned)
             except KeyboardInterrupt as exc:
                 code = _interrupt_code(exc)
                 raise
@@ -205,8 +210,15 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
             ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
                                     runner["pid_start"]))
             emit(LocalEvent("start", task))
+            def spawned(pid: int, value: int | None = task.value) -> None:
+                # a runner killed with SIGKILL leaves this process running: status and reruns must see it
+                try:
+                    ledger.append(TaskChild(attempt, value, pid, process_start(pid)))
+                except OSError:
+                    pass   # a full disk: the task runs all the same, and its end is still written
+
             try:
-                code, elapsed = run_task(task, mode, environ, devnull.fileno())
+                code, elapsed = run_task(task, mode, environ, devnull.fileno(), spawned)
             except KeyboardInterrupt as exc:
                 ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
                                      time.monotonic() - began))
