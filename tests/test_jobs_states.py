@@ -19,6 +19,7 @@ from backends.watch.slurm.accounting import (
     run_squeue,
     sacct_argv,
     squeue_argv,
+    wait_status,
 )
 from backends.watch.slurm.cancel import CancelError, cancel, cancel_argv
 
@@ -108,6 +109,9 @@ def test_sacct_garbage_is_an_error():
 def test_exit_code_and_duration_spellings():
     assert parse_exit_code("3:0") == (3, None)
     assert parse_exit_code("0:9") == (0, 9)
+    assert parse_exit_code("0:125") == (None, None)     # Slurm's out-of-memory marker, no signal 125
+    assert parse_exit_code("1:253") == (1, None)
+    assert wait_status(125) == (None, None) and wait_status(9) == (0, 9) and wait_status(3 << 8) == (3, None)
     assert parse_duration("0:04") == 4
     assert parse_duration("1:02:03") == 3723
     assert parse_duration("INVALID") is None

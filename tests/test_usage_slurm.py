@@ -95,8 +95,11 @@ def test_an_out_of_memory_array_task_is_retried_with_proposed_memory_until_it_fi
     done, _ = submit(test_site, tmp_path, cli_env, "--mem", "100M", "--array", "T=1:2",
                      "--output-file", "log/fit.T.log", "--", "python", "-c", script, "T")
     assert done.returncode == 1 and "T=2" in done.stderr and "OUT_OF_MEMORY" in done.stderr, done.stderr
+    assert "signal" not in next(line for line in done.stderr.splitlines() if "OUT_OF_MEMORY" in line)
     record = tmp_path / "log" / "q" / "fit.T.submit.json"
-    status_json(record, cli_env, 2)                    # accounting has the request of the OOM task
+    oom = status_json(record, cli_env, 2)["tasks"][1]   # accounting has the request of the OOM task
+    # sacct says 0:125: a marker, not a signal, and the task exited with no code of its own
+    assert (oom["state"], oom["exit_code"], oom["signal"]) == ("OUT_OF_MEMORY", None, None)
     sizes = []
     for _ in range(3):
         preview = run_cli("hyperion-jobs", "retry", str(record), "--mem", "auto", "--dry-run", env=cli_env)

@@ -134,15 +134,25 @@ def _state(text: str) -> JobState:
     return JobState.parse(text)
 
 
+# Signal numbers Linux has; sacct puts markers of its own after the colon (0:125 for OUT_OF_MEMORY).
+MAX_SIGNAL = 64
+
+
 @lru_cache(maxsize=1024)
 def parse_exit_code(text: str) -> tuple[int | None, int | None]:
-    """sacct's ``code:signal`` -> (code, signal or None when 0)."""
+    """sacct's ``code:signal`` -> (code, signal or None when 0).
+
+    A number after the colon that is no signal is Slurm's marker: the task did not
+    exit with a code (``0:125``, out of memory) and was not killed by that signal.
+    """
     code, _, sig = text.strip().partition(":")
     try:
         exit_code = int(code)
         signal = int(sig) if sig else 0
     except ValueError:
         return None, None
+    if signal > MAX_SIGNAL or signal < 0:
+        return (exit_code or None), None
     return exit_code, signal or None
 
 
@@ -237,9 +247,12 @@ def parse_sacct(text: str) -> list[TaskState]:
     return rows.ranged + rows.own
 
 
-def wait_status(status: int) -> tuple[int, int | None]:
-    """squeue's exit_code is a wait(2) status: (exit code, signal or None)."""
-    return status >> 8, (status & 0x7F) or None
+def wait_status(status: int) -> tuple[int | None, int | None]:
+    """squeue's exit_code is a wait(2) status: (exit code, signal or None); Slurm's markers as in sacct."""
+    code, signal = status >> 8, status & 0x7F
+    if signal > MAX_SIGNAL:      # 125: out of memory, no signal and no code of the task's own
+        return (code or None), None
+    return code, signal or None
 
 
 def parse_squeue(text: str) -> list[TaskState]:
