@@ -23,7 +23,7 @@ from backends.errors import InputError
 from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir
 from backends.records.history import History, archive_current, load_history
 from backends.records.paths import RECORD_SUFFIX
-from backends.records.record import SubmitRecord
+from backends.records.record import SubmitRecord, load_record
 from backends.records.runner import runner_gone
 from backends.submit.model import SubmitPlan, record_options
 from backends.watch.rows import LOCAL_JOB, expected_tasks, orphaned_child, pending_tasks
@@ -80,13 +80,14 @@ def _history(record_path: str) -> History | None:
                          "away or choose another --output-file, so that nothing of it is lost") from None
 
 
-def live_tasks(history: History) -> list[str]:
+def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str]:
     """Slurm ids (or local values) of the newest attempts' tasks that are still pending or running.
 
-    Final states seen on the way are written into the ledger. Raises InputError
+    With `logs`, only tasks writing one of those logs are asked about. Final
+    states seen on the way are written into the ledger. Raises InputError
     when Slurm cannot say (running over live tasks would mix two attempts).
     """
-    pending = pending_tasks(history)
+    pending = [t for t in pending_tasks(history) if logs is None or t.log in logs]
     live = [_local_live(history, t) for t in pending if t.job_id == LOCAL_JOB]
     live = [item for item in live if item is not None]
     slurm = [t for t in pending if t.job_id != LOCAL_JOB]
@@ -128,6 +129,42 @@ def _refuse_live(history: History, live: list[str]) -> None:
     raise InputError(FIELD, f"{history.record_path} still has {len(live)} live task(s) ({shown}) of job(s) "
                      f"{', '.join(jobs)}; wait for them (hyperion-jobs watch {history.record_path}) or cancel "
                      "them (hyperion-jobs cancel ...) before submitting to the same --output-file again")
+
+
+def _neighbours(plan: SubmitPlan) -> list[Path]:
+    """Records of other output patterns that could name one of the plan's logs: those in the q/ beside each log."""
+    folders = {Path(plan.q_dir)} | {Path(os.path.dirname(task.log)) / "q" for task in plan.tasks}
+    found: list[Path] = []
+    for folder in sorted(folders):
+        try:
+            with os.scandir(folder) as entries:
+                found += [Path(e.path) for e in entries if e.name.endswith(RECORD_SUFFIX) and e.is_file()]
+        except OSError:
+            continue
+    return [path for path in found if str(path) != plan.record_path]
+
+
+def refuse_shared_live_logs(plan: SubmitPlan) -> None:
+    """Refuse when another pattern's submission still runs a task writing one of the plan's logs.
+
+    (``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs: the new
+    run would truncate the log it writes.) Only records naming a shared log are read whole.
+    """
+    logs = frozenset(task.log for task in plan.tasks)
+    for path in _neighbours(plan):
+        try:
+            current = load_record(path)
+        except InputError:
+            continue            # unreadable: it cannot be judged, and its own faces say why
+        shared = frozenset(t.log for t in current.tasks if t.log in logs)
+        if not shared:
+            continue
+        history = load_history(str(path), current)
+        live = live_tasks(history, shared)
+        if live:
+            log = sorted(shared)[0]
+            raise InputError(FIELD, f"{log} is also the log of {', '.join(live[:3])} of {path}, still live; "
+                             f"wait for it (hyperion-jobs watch {path}) or choose another --output-file")
 
 
 def overrides(previous: SubmitRecord | None, plan: SubmitPlan) -> dict[str, object]:
@@ -197,6 +234,8 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit") -> Iterator[NewAttempt
             live = live_tasks(history)
             if live:
                 _refuse_live(history, live)
+        refuse_shared_live_logs(plan)
+        if history is not None:
             archive_current(plan.record_path)
         number = 1 if history is None else max(history.latest_number, history.ledger.last_number) + 1
         moved = move_aside(plan, history)

@@ -113,6 +113,39 @@ def test_a_second_submission_while_the_first_runs_is_refused_and_names_the_job(s
         first.wait(timeout=120)
 
 
+def test_another_pattern_naming_a_running_tasks_log_is_refused_and_runs_once_that_task_ended(
+        slurm_cluster, tmp_path, cli_env):
+    """`--output-file log/c.1.log` while task 1 of `log/c.JOB.log` runs would truncate the log it writes."""
+    array = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                              "--output-file", "log/c.JOB.log", "--", "bash", "-c", "echo started; sleep 8"],
+                             cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "c.JOB.submit.json"
+    log = tmp_path / "log" / "c.1.log"
+    single = ["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/c.1.log", "--",
+              "echo", "other"]
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and "started" in log.read_text()):
+            assert time.monotonic() < deadline and array.poll() is None, "task 1 never started"
+            time.sleep(0.2)
+        job = load_history(record).current.jobs[0].job_id
+        refused = run_cli(*single, cwd=tmp_path, env=cli_env)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert f"{log} is also the log of {job}_1 of {record}, still live" in refused.stderr
+        assert "started" in log.read_text() and "other" not in log.read_text()
+        assert not (tmp_path / "log" / "q" / "c.1.submit.json").exists()
+        assert run_cli(*single[:4], "--output-file", "log/c.3.log", "--", "true", cwd=tmp_path,
+                       env=cli_env).returncode == 0       # a log no live task writes: runs at once
+    finally:
+        _, err = array.communicate(timeout=180)
+    assert array.returncode == 0, err
+    after = run_cli(*single, cwd=tmp_path, env=cli_env)
+    assert after.returncode == 0, after.stderr
+    assert "other" in log.read_text()
+    kept = tmp_path / "log" / "q" / "attempts" / "0" / "c.1.log"          # the array's log, moved aside
+    assert "started" in kept.read_text() and "# Ended (code 0)" in kept.read_text()
+
+
 def test_a_pending_task_cancelled_before_it_started_stays_cancelled_after_the_job_is_gone(
         slurm_cluster, tmp_path, cli_env):
     waiting = subprocess.Popen(
