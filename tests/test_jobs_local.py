@@ -27,6 +27,7 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
     assert [(t["value"], t["state"], t["exit_code"]) for t in shown["tasks"]] == [
         (1, "COMPLETED", 0), (2, "FAILED", 4), (3, "NOT_RUN", None)]
     assert shown["exit_status"] == 1
+    assert [t["node"] for t in shown["tasks"][:2]] == [socket.gethostname()] * 2   # as the log header says
 
     watch = run_cli("hyperion-jobs", "watch", str(tmp_path / "log" / "q"), env=cli_env, timeout=30)
     assert watch.returncode == 1 and "3 tasks: COMPLETED 1, FAILED 1, NOT_RUN 1" in watch.stdout

@@ -199,12 +199,12 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
         orphan = orphaned_child(history, task) if gone else None
         if orphan is not None:   # its runner was SIGKILLed; the task itself goes on, unwatched
             return TaskRow(task.value, task.job_id, task.array_task_id, JobState.RUNNING, None, None,
-                           _elapsed(start.time, None), "localhost", log, None, None, task.attempt,
+                           _elapsed(start.time, None), start.host or "localhost", log, None, None, task.attempt,
                            reason=f"its runner was killed; it runs on as pid {orphan}")
         state = JobState.LOST if gone else JobState.RUNNING
         elapsed = None if gone else _elapsed(start.time, None)
         return TaskRow(task.value, task.job_id, task.array_task_id, state, None, None, elapsed,
-                       "localhost", log, None, None, task.attempt)
+                       start.host or "localhost", log, None, None, task.attempt)
     if history.entry(task.attempt) is None:   # a local run from before the ledger
         return _legacy_local_row(history.record_path, task)
     waits = _run_goes_on(history, task.attempt)    # tasks run in order: this one's turn is still to come

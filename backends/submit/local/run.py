@@ -194,8 +194,8 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
 
 
 def _final(attempt: int, task: PlannedTask, state: str, code: int | None, start: str,
-           elapsed: float | None, reason: str | None = None) -> FinalState:
-    return FinalState(attempt, task.value, LOCAL_JOB, task.value, state, code, None, elapsed, "localhost",
+           elapsed: float | None, node: str, reason: str | None = None) -> FinalState:
+    return FinalState(attempt, task.value, LOCAL_JOB, task.value, state, code, None, elapsed, node,
                       reason=reason, time=logheader.iso_now(), start=start)
 
 
@@ -221,18 +221,19 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 code, elapsed = run_task(task, mode, environ, devnull.fileno(), spawned)
             except KeyboardInterrupt as exc:
                 ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
-                                     time.monotonic() - began))
+                                     time.monotonic() - began, runner["host"]))
                 raise
             except LogWriteError as err:  # e.g. the disk filled up: FAILED, with the reason and the log
                 reason = f"cannot write the log {task.log}: {err.strerror or err}"
                 try:
                     ledger.append(_final(attempt, task, "FAILED", err.code, start, time.monotonic() - began,
-                                         reason))
+                                         runner["host"], reason))
                 except OSError:
                     pass   # not even in the ledger's spare room: the line below still says what happened
                 print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
                 return 1
-            ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed))
+            ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
+                                 runner["host"]))
             emit(LocalEvent("end", task, code, elapsed))
             if code != 0:
                 return 1
