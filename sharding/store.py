@@ -341,8 +341,9 @@ class Checkpoint:
         """The run configuration; None when absent. A corrupt run.json is an error: nothing can be planned."""
         if not self._run_exists():
             return None
+        text = self.read_run_text()          # its ShardingError already names the file and the problem
         try:
-            payload = parse_metadata_json(self.read_run_text())
+            payload = parse_metadata_json(text)
         except ValueError as exc:
             raise ShardingError("run.json", f"cannot read {self.run_path}: {exc}") from None
         if not isinstance(payload, dict):
@@ -374,8 +375,9 @@ class Checkpoint:
         return False
 
     def _check_same_run(self, run: RunConfig) -> None:
+        text = self.read_run_text()          # its ShardingError already names the file and the problem
         try:
-            payload = parse_metadata_json(self.read_run_text())
+            payload = parse_metadata_json(text)
         except ValueError as exc:
             raise ShardingError("run.json", f"cannot read {self.run_path}: {exc}") from None
         if payload != run.payload():

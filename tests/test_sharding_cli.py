@@ -123,6 +123,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, field, big, tmp_path, cli_env):
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-checkpoint: error: {field}: "), result.stderr
     assert lines[0].isprintable() and len(lines[0]) < 1000
+    assert lines[0].count("cannot read") <= 1, lines[0]          # said once, not wrapped in itself
 
 
 def _run_json(root: Path, make) -> str:
