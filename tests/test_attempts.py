@@ -133,6 +133,7 @@ def test_local_retry_reruns_the_failed_and_not_run_values_and_keeps_the_first_lo
     failures = status_json(record, cli_env, "--failures")
     assert [(g["state"], g["exit_code"], g["values"], g["last_line"]) for g in failures["groups"]] == [
         ("NOT_RUN", None, "4-5", ""), ("FAILED", 3, "3", "ValueError: bad input 3")]
+    assert failures["groups"][0]["example_log"] is None          # never ran: no file to send the user to
 
     preview = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", cwd=tmp_path, env=cli_env)
     assert preview.returncode == 0 and "values: 3-5" in preview.stdout and "task JOB=3" in preview.stdout
@@ -152,6 +153,7 @@ def test_local_retry_reruns_the_failed_and_not_run_values_and_keeps_the_first_lo
     never = run_cli("hyperion-jobs", "logs", f"{record}:4", "--attempt", "1", env=cli_env)
     assert never.returncode == 2 and never.stdout == ""
     assert "did not run in attempt 1" in never.stderr and len(never.stderr.splitlines()) == 1
+    assert f"({tmp_path / 'log' / 't.4.log'} is a later attempt's)" in never.stderr
 
     history = run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env)
     attempts = json.loads(history.stdout)["attempts"]

@@ -31,3 +31,13 @@ def test_tasks_failing_for_one_reason_form_one_group_whatever_number_they_name()
         ("FAILED", 2, "41", "ValueError: bad input shard_00041.jsonl", "log/x.41.log"),   # another exit code
         ("OUT_OF_MEMORY", 0, "50", "slurmstepd: error: Detected 1 oom_kill event", "log/x.50.log"),
     ]
+
+
+def test_tasks_never_reached_offer_no_log_to_open() -> None:
+    """A local run's NOT_RUN values have a planned log path but no file: `e.g. <path>` would send the user
+    to a file that does not exist."""
+    local = [TaskRow(v, "local", v, state, code, None, 1.0, "vm", f"log/x.{v}.log", None, None)
+             for v, state, code in ((1, JobState.FAILED, 3), (2, None, None), (3, None, None))]
+    groups = failure_groups(local, read_line=lambda path: "boom" if path == "log/x.1.log" else "")
+    assert [(g.state, g.value_ranges, g.example_log) for g in groups] == [
+        ("NOT_RUN", "2-3", None), ("FAILED", "1", "log/x.1.log")]

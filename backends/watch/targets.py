@@ -195,8 +195,8 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     task = _pick_task(tasks, text, value, where)
     log = history.log_of(task)
     if log is None and task.slurm_out is None:
-        raise InputError("TASK", f"{text} did not run in {where}: it left no log ({task.log} is a later "
-                                 "attempt's)")
+        now = f"{task.log} is a later attempt's" if os.path.lexists(task.log) else f"nothing is at {task.log}"
+        raise InputError("TASK", f"{text} did not run in {where}: it left no log ({now})")
     return TaskLogs(text, log, task.slurm_out, task.slurm_err)
 
 

@@ -86,6 +86,8 @@ def failure_groups(rows: Sequence[TaskRow],
         groups.setdefault(key, []).append((row, line))
     out = []
     for (state, code, sig, _), members in groups.items():
-        first = next(((r, line) for r, line in members if r.log), members[0])
-        out.append(FailureGroup(state, code, sig, first[1], tuple(r.value for r, _ in members), first[0].log))
+        ran = [(r, line) for r, line in members if r.log and r.state is not None]   # NOT_RUN: no log to open
+        first = ran[0] if ran else (members[0][0], "")
+        out.append(FailureGroup(state, code, sig, first[1], tuple(r.value for r, _ in members),
+                                first[0].log if ran else None))
     return sorted(out, key=lambda g: (-g.count, g.state, g.exit_code or 0, g.last_line))
