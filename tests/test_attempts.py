@@ -304,3 +304,16 @@ def test_usage_learnt_after_the_end_is_kept_with_the_final_state(tmp_path: Path)
     assert ledger.finals[(1, 3)].state == "OUT_OF_MEMORY"
     assert ledger.finals[(1, 3)].usage["max_rss_bytes"] == 104_000_000
     assert len(ledger_path(record).read_text().splitlines()) == 2
+
+
+def test_history_shows_a_changed_command_and_environment_as_typed(tmp_path, cli_env):
+    """The CHANGED column of a resubmission: the command as a shell line, --env as NAME=VALUE, not JSON."""
+    assert submit_local(tmp_path, cli_env, "--env", "A=1", "--output-file", "log/h.log", "--", "true").returncode == 0
+    again = submit_local(tmp_path, cli_env, "--env", "A=2", "--env", "B=x y", "--output-file", "log/h.log",
+                         "--", "echo", "two words")
+    assert again.returncode == 0, again.stderr
+    table = run_cli("hyperion-jobs", "history", str(tmp_path / "log" / "q" / "h.submit.json"), env=cli_env)
+    assert table.returncode == 0, table.stderr
+    last = table.stdout.splitlines()[-1]
+    assert last.endswith("command=echo 'two words' env=A=2,B=x y"), last
+    assert "[[" not in table.stdout

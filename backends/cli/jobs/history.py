@@ -24,8 +24,21 @@ def _counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{state} {n}" for state, n in sorted(counts.items())) or "-"
 
 
+def _shown(key: str, value: object) -> str:
+    """An option as a user would type it: the command as a shell line, --env as NAME=VALUE pairs."""
+    if isinstance(value, str):
+        return value
+    if key == "command" and isinstance(value, list):
+        import shlex
+
+        return shlex.join(str(part) for part in value)
+    if key == "env" and isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 for p in value):
+        return ",".join(f"{name}={val}" for name, val in value) or "(none)"
+    return json.dumps(value)
+
+
 def _changed(overrides: dict) -> str:
-    return " ".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in overrides.items()) or "-"
+    return " ".join(f"{k}={_shown(k, v)}" for k, v in overrides.items()) or "-"
 
 
 def cmd_history(args: argparse.Namespace) -> int:
