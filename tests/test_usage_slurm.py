@@ -80,6 +80,11 @@ def test_tasks_holding_300_mb_report_it_and_the_history_keeps_it(enforced_memory
         assert task["elapsed_seconds"] >= 4 and task["cpu_seconds"] > 0
     table = run_cli("hyperion-jobs", "status", str(record), env=cli_env).stdout
     assert "MEM USED/REQ" in table and "M/1G " in table and "/00:10:00" in table
+    # by job id, the same usage as by record (it used to show none)
+    by_job = json.loads(run_cli("hyperion-jobs", "status", jobs[0], "--json", env=cli_env, cwd=tmp_path).stdout)
+    assert [(t["value"], t["max_rss_bytes"], t["req_mem_bytes"]) for t in by_job["tasks"]] == [
+        (t["value"], t["max_rss_bytes"], t["req_mem_bytes"]) for t in tasks]
+    assert "M/1G " in run_cli("hyperion-jobs", "status", f"{jobs[0]}_2", env=cli_env, cwd=tmp_path).stdout
     summary = json.loads(run_cli("hyperion-jobs", "usage", str(record), "--json", env=cli_env).stdout)["summary"]
     assert summary["tasks"] == 2 and 250 * MB <= summary["max_rss_bytes"]["median"] <= 600 * MB
     # Slurm unreachable (or its accounting purged): the history still says what the tasks used

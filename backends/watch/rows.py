@@ -159,7 +159,8 @@ def usage_missing(history: History) -> dict[Key, tuple[TaskRecord, None]]:
     return out
 
 
-def job_rows(states: Mapping[Key, TaskState], history: History | None = None) -> list[TaskRow]:
+def job_rows(states: Mapping[Key, TaskState], history: History | None = None,
+             usage: Mapping[Key, Usage] | None = None) -> list[TaskRow]:
     """Rows for a bare job id: every task Slurm knows, joined with its submission when we have it.
 
     A task of any attempt of `history` is found, with its log where it is now (a
@@ -172,13 +173,14 @@ def job_rows(states: Mapping[Key, TaskState], history: History | None = None) ->
     for key in sorted(states, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
         state = states[key]
         task = by_key.get(key)
+        used = (usage or {}).get(key)
         if task is not None:
-            rows.append(_row(task, state, history.log_of(task)))
+            rows.append(_row(task, state, history.log_of(task), used))
             continue
         value = key[1] + offsets[key[0]] if key[0] in offsets and key[1] is not None else None
         rows.append(TaskRow(value, key[0], key[1], state.state, state.exit_code, state.signal,
                             state.elapsed, state.node, None, None, None, reason=state.reason,
-                            restart_count=state.restart_count))
+                            restart_count=state.restart_count, usage=used))
     return rows
 
 

@@ -28,7 +28,7 @@ from backends.watch.rows import (
     pending_tasks,
     usage_missing,
 )
-from backends.watch.slurm.accounting import Runner, job_std_paths, query, run_command, snapshot
+from backends.watch.slurm.accounting import Runner, job_std_paths, query, run_command
 
 _JOB = re.compile(r"^([0-9]{1,18})(?:_([0-9]{1,18}))?$")   # bounded: int() refuses 4300+ digits
 
@@ -120,10 +120,11 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     if record is not None:
         return history_status(load_history(record.path), runner)
     assert target.job_id is not None
-    states = snapshot([target.job_id], runner)
+    answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
+    states = answer.states
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
-    return job_rows(states, history_for_job(target.job_id, dirs))
+    return job_rows(states, history_for_job(target.job_id, dirs), answer.usage)
 
 
 def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:
