@@ -34,6 +34,11 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
 
     logs = run_cli("hyperion-jobs", "logs", f"{record}:2", env=cli_env)
     assert logs.returncode == 0 and "value 2" in logs.stdout
+    # The TASK column says local_2; typed back, it is answered with what to give instead.
+    typed = run_cli("hyperion-jobs", "logs", "local_2", cwd=tmp_path, env=cli_env)
+    assert typed.returncode == 2 and "give RECORD:2 (hyperion-jobs list shows the records)" in typed.stderr
+    typed = run_cli("hyperion-jobs", "status", "local_2", cwd=tmp_path, env=cli_env)
+    assert typed.returncode == 2 and "names a task of a local run" in typed.stderr and "give its record" in typed.stderr
 
 
 def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(tmp_path, cli_env, test_site):

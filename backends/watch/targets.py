@@ -77,8 +77,18 @@ def resolve(text: str, field: str = "JOB|RECORD") -> Target:
         return Target(None, match.group(1), int(task) if task is not None else None)
     path = record_file(text)
     if path is None:
+        _refuse_local_id(text, field)
         raise InputError(field, f"{text!r} is neither a job id (1234, 1234_5) nor a submit record")
     return Target(load_record(path))
+
+
+def _refuse_local_id(text: str, field: str) -> None:
+    """`local_5`, as the TASK column shows a local run's task: every local run has one, so its record says which."""
+    head, _, value = text.partition("_")
+    if head == LOCAL_JOB and (not value or value.isdigit()):
+        what = f"RECORD:{value or 'VALUE'}" if field == "TASK" else "its record"
+        raise InputError(field, f"{text!r} names a task of a local run, and every local run has one; "
+                         f"give {what} (hyperion-jobs list shows the records)")
 
 
 def history_for_job(job_id: str, dirs: Sequence[Path]) -> History | None:
@@ -185,6 +195,7 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
         path_text, value = head, int(tail_text)
     path = record_file(path_text)
     if path is None:
+        _refuse_local_id(text, "TASK")
         raise InputError("TASK", f"{text!r} is not JOB_TASK, JOB, RECORD or RECORD:VALUE")
     history = load_history(load_record(path).path)
     if attempt is None:
