@@ -22,11 +22,11 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir
 from backends.records.history import History, archive_current, load_history
-from backends.records.paths import RECORD_SUFFIX
+from backends.records.paths import RECORD_SUFFIX, log_stem
 from backends.records.record import SubmitRecord, load_record
 from backends.records.runner import runner_gone
 from backends.submit.model import SubmitPlan, record_options
-from backends.watch.rows import LOCAL_JOB, expected_tasks, orphaned_child, pending_tasks
+from backends.watch.rows import LOCAL_JOB, expected_tasks, orphaned_child, pending_tasks, run_goes_on
 
 FIELD = "--output-file"
 # mkdir failures that mean the path given cannot hold logs (checked before anything is written,
@@ -113,42 +113,88 @@ def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str
 
 
 def _local_live(history: History, task) -> str | None:
-    """How a refusal names a local task still running: by value, and by pid once its runner was killed."""
+    """How a refusal names a local task still to run or running; by pid once its runner was killed."""
+    name = f"{LOCAL_JOB} task" if task.value is None else f"{LOCAL_JOB} {task.value}"
     start = history.ledger.starts.get((task.attempt, task.value))
-    if start is None:
-        return None
+    if start is None:      # its turn in a run that goes on is still to come
+        return name if run_goes_on(history, task.attempt) else None
     if not runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start}):
-        return f"{LOCAL_JOB} {task.value}"
+        return name
     orphan = orphaned_child(history, task)
-    return None if orphan is None else f"{LOCAL_JOB} {task.value}, pid {orphan}, whose runner was killed"
+    return None if orphan is None else f"{name}, whose runner was killed: kill {orphan} ends it"
 
 
 def _refuse_live(history: History, live: list[str]) -> None:
     jobs = sorted({item.split("_")[0].split(" ")[0] for item in live})
     shown = ", ".join(live[:5]) + (f" and {len(live) - 5} more" if len(live) > 5 else "")
+    stop = "stop them" if jobs == [LOCAL_JOB] else "cancel them (hyperion-jobs cancel ...)"
     raise InputError(FIELD, f"{history.record_path} still has {len(live)} live task(s) ({shown}) of job(s) "
-                     f"{', '.join(jobs)}; wait for them (hyperion-jobs watch {history.record_path}) or cancel "
-                     "them (hyperion-jobs cancel ...) before submitting to the same --output-file again")
+                     f"{', '.join(jobs)}; wait for them (hyperion-jobs watch {history.record_path}) or {stop} "
+                     "before submitting to the same --output-file again")
+
+
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _differ_at_a_name(theirs: str, ours: str) -> bool:
+    """Whether `ours` can be `theirs` with its NAME (unknown here) replaced by a value.
+
+    Up to their NAME's first place the two are equal; there theirs has a letter
+    or _ and ours a digit: so the first difference must look like that.
+    """
+    i = len(os.path.commonprefix([theirs, ours]))
+    return i < len(theirs) and i < len(ours) and theirs[i] in _NAME_START and ours[i].isdigit()
+
+
+def could_share_logs(theirs: str, ours: str, name: str | None) -> bool:
+    """Whether a pattern whose log stem is `theirs` could write a log whose stem is one of ours.
+
+    Ours is the stem `ours` with `name` (our array's NAME) replaced by each value;
+    a cheap test on the names only, so that other patterns' records are read whole
+    only when they might name one of our logs.
+    """
+    if theirs == ours or name is None or name not in ours:
+        return theirs == ours or _differ_at_a_name(theirs, ours)
+    prefix = ours[:ours.index(name)]          # every stem of ours has it, then a digit
+    i = len(os.path.commonprefix([theirs, prefix]))
+    if i < len(prefix):
+        return i < len(theirs) and theirs[i] in _NAME_START and prefix[i].isdigit()
+    return len(theirs) > i and (theirs[i] in _NAME_START or theirs[i].isdigit())
+
+
+def _q_folders(plan: SubmitPlan) -> set[Path]:
+    """The q/ beside each of the plan's logs, and beside its sibling folders when a log's folder has a
+    number in its name (``log/1/c.log`` may be task 1 of ``log/JOB/c.log``, whose q/ is log/JOB/q)."""
+    folders = {Path(plan.q_dir)} | {Path(os.path.dirname(task.log)) / "q" for task in plan.tasks}
+    for parent in {Path(os.path.dirname(task.log)) for task in plan.tasks if any(
+            ch.isdigit() for ch in os.path.basename(os.path.dirname(task.log)))}:
+        try:
+            with os.scandir(parent.parent) as entries:
+                folders |= {Path(e.path) / "q" for e in entries if e.name[:1] in _NAME_START and e.is_dir()}
+        except OSError:
+            continue
+    return folders
 
 
 def _neighbours(plan: SubmitPlan) -> list[Path]:
-    """Records of other output patterns that could name one of the plan's logs: those in the q/ beside each log."""
-    folders = {Path(plan.q_dir)} | {Path(os.path.dirname(task.log)) / "q" for task in plan.tasks}
+    """Records of other output patterns that could name one of the plan's logs."""
+    array = plan.options.array
+    ours = log_stem(plan.options.output_file)
     found: list[Path] = []
-    for folder in sorted(folders):
+    for folder in sorted(_q_folders(plan)):
         try:
             with os.scandir(folder) as entries:
-                found += [Path(e.path) for e in entries if e.name.endswith(RECORD_SUFFIX) and e.is_file()]
+                found += [Path(e.path) for e in entries if e.name.endswith(RECORD_SUFFIX) and could_share_logs(
+                    e.name[: -len(RECORD_SUFFIX)], ours, array.name if array else None) and e.is_file()]
         except OSError:
             continue
     return [path for path in found if str(path) != plan.record_path]
 
 
 def refuse_shared_live_logs(plan: SubmitPlan) -> None:
-    """Refuse when another pattern's submission still runs a task writing one of the plan's logs.
-
-    (``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs: the new
-    run would truncate the log it writes.) Only records naming a shared log are read whole.
+    """Refuse when another pattern's submission still has a task to run or running that writes one of the
+    plan's logs (``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs or waits: the new
+    run would truncate the log it writes). Only records whose names could name our logs are read.
     """
     logs = frozenset(task.log for task in plan.tasks)
     for path in _neighbours(plan):
@@ -159,12 +205,15 @@ def refuse_shared_live_logs(plan: SubmitPlan) -> None:
         shared = frozenset(t.log for t in current.tasks if t.log in logs)
         if not shared:
             continue
-        history = load_history(str(path), current)
-        live = live_tasks(history, shared)
+        try:
+            live = live_tasks(load_history(str(path), current), shared)
+        except InputError as err:
+            raise InputError(FIELD, f"{sorted(shared)[0]} is also a log of {path}, and whether its task still "
+                             f"runs cannot be told ({err.problem})") from None
         if live:
-            log = sorted(shared)[0]
-            raise InputError(FIELD, f"{log} is also the log of {', '.join(live[:3])} of {path}, still live; "
-                             f"wait for it (hyperion-jobs watch {path}) or choose another --output-file")
+            raise InputError(FIELD, f"{sorted(shared)[0]} is also the log of {', '.join(live[:3])} of {path}, "
+                             f"still live; wait for it (hyperion-jobs watch {path}) or choose another "
+                             "--output-file")
 
 
 def overrides(previous: SubmitRecord | None, plan: SubmitPlan) -> dict[str, object]:

@@ -141,10 +141,12 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     if live:
         counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(live).items()))
         jobs = ", ".join(sorted({row.job_id for row in live}))
-        orphans = [f"{row.value}: {row.reason}" for row in live if row.job_id == LOCAL_JOB and row.reason]
-        note = f" ({'; '.join(orphans[:3])})" if orphans else ""
+        orphans = [f"{'task' if row.value is None else row.value}: {row.reason}" for row in live
+                   if row.job_id == LOCAL_JOB and row.reason]
+        note = f" ({'; '.join(orphans[:3])}; kill that pid to end it)" if orphans else ""
+        stop = "stop them" if jobs == LOCAL_JOB else "cancel them"
         raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
-                         f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch) or cancel them first")
+                         f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch) or {stop} first")
     chosen = tuple(choose(rows, request))
     if not chosen:
         return RetryPlan(history, (), None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -317,3 +318,94 @@ def test_history_shows_a_changed_command_and_environment_as_typed(tmp_path, cli_
     last = table.stdout.splitlines()[-1]
     assert last.endswith("command=echo 'two words' env=A=2,B=x y"), last
     assert "[[" not in table.stdout
+
+
+# --- other patterns writing the same log files ------------------------------------------------------
+
+def _wait_for_line(path: Path, kind: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and f'"type":"{kind}"' in path.read_text()):
+        assert time.monotonic() < deadline, f"no {kind} line in {path}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("array_log,single_log", [("log/c.JOB.log", "log/c.2.log"),      # NAME in the name
+                                                  ("log/JOB/c.log", "log/2/c.log")])    # NAME in the folder
+def test_a_log_a_running_local_array_has_still_to_write_is_not_taken_by_another_pattern(
+        tmp_path, cli_env, array_log, single_log):
+    """Task 2 waits its turn behind task 1: `--output-file log/c.2.log` would write its log first, and the
+    array would then truncate it. Refused while the array runs; afterwards the array's log is kept."""
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                               "--output-file", array_log, "--", "bash", "-c", "echo array; sleep 3"],
+                              cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    q = tmp_path / os.path.dirname(array_log) / "q"
+    try:
+        _wait_for_line(q / "c.attempts.jsonl" if "JOB/" in array_log else q / "c.JOB.attempts.jsonl", "child")
+        refused = submit_local(tmp_path, cli_env, "--output-file", single_log, "--", "echo", "single")
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert f"{tmp_path / single_log} is also the log of local 2 of " in refused.stderr
+        assert "still live" in refused.stderr
+    finally:
+        runner.wait(timeout=60)
+    assert runner.returncode == 0, runner.stderr
+    assert (tmp_path / single_log).read_text().count("array") >= 1        # the array's own log, untouched
+    after = submit_local(tmp_path, cli_env, "--output-file", single_log, "--", "echo", "single")
+    assert after.returncode == 0, after.stderr
+    assert "single" in (tmp_path / single_log).read_text()
+
+
+def test_names_decide_cheaply_which_other_records_could_write_our_logs():
+    from backends.attempt import could_share_logs
+
+    assert could_share_logs("c.JOB", "c.1", None)               # task 1 of c.JOB writes c.1.log
+    assert could_share_logs("c.1", "c.JOB", "JOB")              # and the other way round
+    assert could_share_logs("x.IDX", "x.JOB", "JOB")            # another NAME, the same files
+    assert could_share_logs("c", "c", None)                     # NAME only in the folder
+    assert could_share_logs("x.12", "x.JOB", "JOB")             # a plain log that task 12 would write
+    assert not could_share_logs("c.1", "c.2", None)
+    assert not could_share_logs("a.JOB", "z.JOB", "JOB")
+    assert not could_share_logs("x", "x.JOB", "JOB")
+    assert not could_share_logs("r1.JOB", "r.JOB", "JOB")
+
+
+def test_a_hostile_child_line_neither_crashes_status_nor_a_submission(tmp_path, cli_env):
+    """A pid beyond C's int in the ledger (os.kill would raise OverflowError) judges no process."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/c.JOB.log",
+                        "--", "true").returncode == 0
+    ledger = tmp_path / "log" / "q" / "c.JOB.attempts.jsonl"
+    kept = [line for line in ledger.read_text().splitlines() if '"final"' not in line and '"closed"' not in line]
+    kept += ['{"type":"start","attempt":1,"value":1,"time":"x","pid":%d,"host":"%s","pid_start":5}'
+             % (2 ** 70, socket.gethostname()),
+             '{"type":"child","attempt":1,"value":1,"pid":%d,"pid_start":5}' % 2 ** 70]
+    ledger.write_text("\n".join(kept) + "\n")
+    record = tmp_path / "log" / "q" / "c.JOB.submit.json"
+    status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+    for argv in (["--output-file", "log/c.1.log"], ["--array", "JOB=1:2", "--output-file", "log/c.JOB.log"]):
+        other = submit_local(tmp_path, cli_env, *argv, "--", "true")
+        assert "Traceback" not in other.stderr and other.returncode in (0, 2), other.stderr
+
+
+def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_end_it(tmp_path, cli_env):
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/one.log",
+                               "--", "sleep", "60"], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for_line(tmp_path / "log" / "q" / "one.attempts.jsonl", "child")
+        child = next(json.loads(line)["pid"] for line in (tmp_path / "log" / "q" / "one.attempts.jsonl")
+                     .read_text().splitlines() if '"child"' in line)
+        runner.kill()
+        runner.wait()
+        again = submit_local(tmp_path, cli_env, "--output-file", "log/one.log", "--", "true")
+        assert again.returncode == 2, again.stderr
+        assert f"(local task, whose runner was killed: kill {child} ends it)" in again.stderr
+        assert "or stop them before" in again.stderr and "hyperion-jobs cancel" not in again.stderr
+        retry = run_cli("hyperion-jobs", "retry", str(tmp_path / "log" / "q" / "one.submit.json"), "--yes",
+                        cwd=tmp_path, env=cli_env)
+        assert retry.returncode == 2 and f"task: its runner was killed; it runs on as pid {child}" in retry.stderr
+        assert "kill that pid to end it" in retry.stderr and "stop them first" in retry.stderr
+    finally:
+        try:
+            os.killpg(runner.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -79,7 +79,7 @@ def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(
         assert f"1: its runner was killed; it runs on as pid {child}" in retry.stderr
         again = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
                         "--output-file", "log/k.IDX.log", "--", "true", cwd=tmp_path, env=cli_env)
-        assert again.returncode == 2 and f"local 1, pid {child}, whose runner was killed" in again.stderr
+        assert again.returncode == 2 and f"local 1, whose runner was killed: kill {child} ends it" in again.stderr
         assert len(json.loads(run_cli("hyperion-jobs", "history", str(record), "--json",
                                       env=cli_env).stdout)["attempts"]) == 1      # nothing started
 

@@ -41,3 +41,6 @@ def test_tasks_never_reached_offer_no_log_to_open() -> None:
     groups = failure_groups(local, read_line=lambda path: "boom" if path == "log/x.1.log" else "")
     assert [(g.state, g.value_ranges, g.example_log) for g in groups] == [
         ("NOT_RUN", "2-3", None), ("FAILED", "1", "log/x.1.log")]
+    # a Slurm task Slurm has not reported (UNKNOWN) may well have a log: it is still offered
+    unknown = failure_groups([row(4, None, None)], read_line=lambda path: "")
+    assert [(g.state, g.example_log) for g in unknown] == [("UNKNOWN", "log/x.4.log")]

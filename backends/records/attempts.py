@@ -36,6 +36,7 @@ LEDGER_SUFFIX = ".attempts.jsonl"
 SPARE_SUFFIX = ".spare"
 SPARE_CAP = 64 * 1024
 ATTEMPTS_DIR = "attempts"
+PID_MAX = 1 << 22
 # A final line with usage is a few hundred bytes; an attempt line lists job ids and
 # changed options. Anything longer was not written by us.
 MAX_LINE = 256 * 1024
@@ -141,6 +142,8 @@ class Ledger:
     skipped: int = 0                 # lines that were torn, foreign or too long
     last_start: Mapping[int, TaskStart] = field(default_factory=dict)   # attempt -> its newest task start
     children: Mapping[Key, TaskChild] = field(default_factory=dict)
+    # answers about live processes made from this reading, with when (rows.py: one check per attempt)
+    checks: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def last_number(self) -> int:
@@ -319,12 +322,18 @@ def _start(raw: dict) -> TaskStart | None:
     attempt = _int(raw.get("attempt"), 1)
     if attempt is None:
         return None
-    return TaskStart(attempt, _int(raw.get("value")), str(raw.get("time") or ""), _int(raw.get("pid")),
+    return TaskStart(attempt, _int(raw.get("value")), str(raw.get("time") or ""), _pid(raw.get("pid")),
                      _opt_str(raw.get("host")), _int(raw.get("pid_start")))
 
 
+def _pid(raw: object) -> int | None:
+    """A process id Linux can have (pid_max is at most 2**22); anything else judges no process."""
+    pid = _int(raw, 1)
+    return pid if pid is not None and pid <= PID_MAX else None
+
+
 def _child(raw: dict) -> TaskChild | None:
-    attempt, pid = _int(raw.get("attempt"), 1), _int(raw.get("pid"), 1)
+    attempt, pid = _int(raw.get("attempt"), 1), _pid(raw.get("pid"))
     if attempt is None or pid is None:
         return None
     return TaskChild(attempt, _int(raw.get("value")), pid, _int(raw.get("pid_start")))

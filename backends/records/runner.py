@@ -49,7 +49,7 @@ def runner_gone(entry: dict) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):   # a pid beyond C's int (a hostile file) names no process
         return True
     except PermissionError:  # alive, owned by someone else
         pass
@@ -66,7 +66,7 @@ def child_running(pid: int, pid_start: int | None, host: str | None) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:   # alive, owned by someone else (then the start time decides)
         pass

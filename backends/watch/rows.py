@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from backends.watch.usage import Usage, usage_from_json
 
 Key = tuple[str, "int | None"]
 LOCAL_JOB = "local"
+CHECK_SECONDS = 1.0   # how long an answer about a live runner holds
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
                        start.host or "localhost", log, None, None, task.attempt)
     if history.entry(task.attempt) is None:   # a local run from before the ledger
         return _legacy_local_row(history.record_path, task)
-    waits = _run_goes_on(history, task.attempt)    # tasks run in order: this one's turn is still to come
+    waits = run_goes_on(history, task.attempt)    # tasks run in order: this one's turn is still to come
     return TaskRow(task.value, task.job_id, task.array_task_id, JobState.PENDING if waits else None, None, None,
                    None, None, log, None, None, task.attempt)
 
@@ -223,11 +225,24 @@ def orphaned_child(history: History, task: TaskRecord) -> int | None:
     return child.pid if child_running(child.pid, child.pid_start, start.host) else None
 
 
-def _run_goes_on(history: History, attempt: int) -> bool:
-    """The local run of `attempt` has not ended: not closed, and the runner of its newest task lives."""
-    start = history.ledger.last_start.get(attempt)
-    return attempt not in history.ledger.closed and start is not None and not runner_gone(
+def run_goes_on(history: History, attempt: int) -> bool:
+    """The local run of `attempt` has not ended: not closed, and the runner of its newest task lives.
+
+    Asked once per waiting task; the answer is kept on the ledger for a second,
+    so a 100000-task table costs one check of the runner, not one per row.
+    """
+    ledger = history.ledger
+    if attempt in ledger.closed:
+        return False
+    known = ledger.checks.get(("run", attempt))
+    now = time.monotonic()
+    if known is not None and now - known[1] < CHECK_SECONDS:
+        return known[0]
+    start = ledger.last_start.get(attempt)
+    alive = start is not None and not runner_gone(
         {"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+    ledger.checks[("run", attempt)] = (alive, now)
+    return alive
 
 
 def _legacy_local_row(record_path: str, task: TaskRecord) -> TaskRow:

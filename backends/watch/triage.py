@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from backends.logheader import RUNNING_PREFIX, STARTED_PREFIX, parse_ended
 from backends.ranges import compress
-from backends.watch.rows import TaskRow
+from backends.watch.rows import LOCAL_JOB, TaskRow
 from backends.watch.tail import last_lines
 
 # The last line that matters is rarely further up than this in a log's tail.
@@ -74,6 +74,11 @@ def is_failure(row: TaskRow) -> bool:
     return row.state is None or row.state.is_terminal
 
 
+def _never_ran(row: TaskRow) -> bool:
+    """A local task the run never reached (NOT_RUN): its planned log path holds no file to open."""
+    return row.state is None and row.job_id == LOCAL_JOB
+
+
 def failure_groups(rows: Sequence[TaskRow],
                    read_line: Callable[[str | None], str] = last_program_line) -> list[FailureGroup]:
     """Groups of failed rows, largest first; tasks that never ran have no log line to read."""
@@ -86,7 +91,7 @@ def failure_groups(rows: Sequence[TaskRow],
         groups.setdefault(key, []).append((row, line))
     out = []
     for (state, code, sig, _), members in groups.items():
-        ran = [(r, line) for r, line in members if r.log and r.state is not None]   # NOT_RUN: no log to open
+        ran = [(r, line) for r, line in members if r.log and not _never_ran(r)]
         first = ran[0] if ran else (members[0][0], "")
         out.append(FailureGroup(state, code, sig, first[1], tuple(r.value for r, _ in members),
                                 first[0].log if ran else None))

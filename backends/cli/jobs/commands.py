@@ -95,7 +95,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             (s["record"], s["backend"], ",".join(s["jobs"]), str(s["tasks"]), s["submitted_at"],
              s["states"]) for s in summaries]))
     else:
-        print(f"no submit records under {' '.join(args.dirs)}")
+        print(printable(f"no submit records under {' '.join(args.dirs)}"))
     print()
     if live:
         print(columns([("JOBID", "STATE", "ELAPSED", "NODE", "NAME")] + [
