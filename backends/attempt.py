@@ -162,18 +162,46 @@ def could_share_logs(theirs: str, ours: str, name: str | None) -> bool:
     return len(theirs) > i and (theirs[i] in _NAME_START or theirs[i].isdigit())
 
 
+# How far up from a log's folder a folder named after NAME is looked for (exp/JOB/log/x.log: 2).
+NAME_FOLDER_DEPTH = 3
+
+
 def _q_folders(plan: SubmitPlan) -> set[Path]:
-    """The q/ beside each of the plan's logs, and beside its sibling folders when a log's folder has a
-    number in its name (``log/1/c.log`` may be task 1 of ``log/JOB/c.log``, whose q/ is log/JOB/q)."""
-    folders = {Path(plan.q_dir)} | {Path(os.path.dirname(task.log)) / "q" for task in plan.tasks}
-    for parent in {Path(os.path.dirname(task.log)) for task in plan.tasks if any(
-            ch.isdigit() for ch in os.path.basename(os.path.dirname(task.log)))}:
-        try:
-            with os.scandir(parent.parent) as entries:
-                folders |= {Path(e.path) / "q" for e in entries if e.name[:1] in _NAME_START and e.is_dir()}
-        except OSError:
-            continue
+    """The q/ beside each of the plan's logs, and the q/ of patterns with NAME in a folder.
+
+    ``exp/1/log/c.log`` may be task 1 of ``exp/JOB/log/c.log``, whose q/ is
+    exp/JOB/log/q: the nearest of a log's last few folders that holds a digit,
+    and beside it every folder whose name could hold a NAME (listed once per
+    parent, whatever the number of tasks).
+    """
+    folders = {Path(plan.q_dir)}
+    places: set[tuple[str, tuple[str, ...]]] = set()    # (parent, the folders below the numbered one)
+    for folder in {os.path.dirname(task.log) for task in plan.tasks}:
+        folders.add(Path(folder) / "q")
+        parts = Path(folder).parts
+        for depth in range(1, min(NAME_FOLDER_DEPTH, len(parts) - 1) + 1):
+            if any(ch.isdigit() for ch in parts[-depth]):
+                places.add((str(Path(*parts[:-depth])), parts[len(parts) - depth + 1:]))
+                break
+    listed: dict[str, list[str]] = {}
+    for parent, below in places:
+        if parent not in listed:
+            try:
+                with os.scandir(parent) as entries:
+                    listed[parent] = [e.name for e in entries
+                                      if not _NAME_START.isdisjoint(e.name) and e.is_dir()]
+            except OSError:
+                listed[parent] = []
+        folders |= {Path(parent, other, *below, "q") for other in listed[parent]}
     return folders
+
+
+def _file_key(path: str, real: dict[str, str]) -> str:
+    """The log's path with its folder resolved (link/c.1.log and real/c.1.log are one file)."""
+    folder, name = os.path.split(path)
+    if folder not in real:
+        real[folder] = os.path.realpath(folder)
+    return os.path.join(real[folder], name)
 
 
 def _neighbours(plan: SubmitPlan) -> list[Path]:
@@ -196,24 +224,26 @@ def refuse_shared_live_logs(plan: SubmitPlan) -> None:
     plan's logs (``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs or waits: the new
     run would truncate the log it writes). Only records whose names could name our logs are read.
     """
-    logs = frozenset(task.log for task in plan.tasks)
+    real: dict[str, str] = {}
+    logs = {_file_key(task.log, real): task.log for task in plan.tasks}
     for path in _neighbours(plan):
         try:
             current = load_record(path)
         except InputError:
             continue            # unreadable: it cannot be judged, and its own faces say why
-        shared = frozenset(t.log for t in current.tasks if t.log in logs)
+        shared = frozenset(t.log for t in current.tasks if _file_key(t.log, real) in logs)
         if not shared:
             continue
+        ours = logs[_file_key(sorted(shared)[0], real)]
         try:
             live = live_tasks(load_history(str(path), current), shared)
         except InputError as err:
-            raise InputError(FIELD, f"{sorted(shared)[0]} is also a log of {path}, and whether its task still "
-                             f"runs cannot be told ({err.problem})") from None
+            raise InputError(FIELD, f"{ours} is also a log of {path}, and whether its task still runs "
+                             f"cannot be told ({err.problem})") from None
         if live:
-            raise InputError(FIELD, f"{sorted(shared)[0]} is also the log of {', '.join(live[:3])} of {path}, "
-                             f"still live; wait for it (hyperion-jobs watch {path}) or choose another "
-                             "--output-file")
+            raise InputError(FIELD, f"{ours} is also a log of {path}, whose task is still live "
+                             f"({'; '.join(live[:3])}); wait for it (hyperion-jobs watch {path}) or choose "
+                             "another --output-file")
 
 
 def overrides(previous: SubmitRecord | None, plan: SubmitPlan) -> dict[str, object]:

@@ -330,11 +330,16 @@ def _wait_for_line(path: Path, kind: str, timeout: float = 30) -> None:
 
 
 @pytest.mark.parametrize("array_log,single_log", [("log/c.JOB.log", "log/c.2.log"),      # NAME in the name
-                                                  ("log/JOB/c.log", "log/2/c.log")])    # NAME in the folder
+                                                  ("log/JOB/c.log", "log/2/c.log"),     # NAME in the folder
+                                                  ("exp/JOB/log/c.log", "exp/2/log/c.log"),   # further up
+                                                  ("log/1JOB/c.log", "log/12/c.log"),   # after a digit
+                                                  ("real/c.JOB.log", "link/c.2.log")])  # a linked folder
 def test_a_log_a_running_local_array_has_still_to_write_is_not_taken_by_another_pattern(
         tmp_path, cli_env, array_log, single_log):
     """Task 2 waits its turn behind task 1: `--output-file log/c.2.log` would write its log first, and the
     array would then truncate it. Refused while the array runs; afterwards the array's log is kept."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real")
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
                                "--output-file", array_log, "--", "bash", "-c", "echo array; sleep 3"],
                               cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -343,8 +348,8 @@ def test_a_log_a_running_local_array_has_still_to_write_is_not_taken_by_another_
         _wait_for_line(q / "c.attempts.jsonl" if "JOB/" in array_log else q / "c.JOB.attempts.jsonl", "child")
         refused = submit_local(tmp_path, cli_env, "--output-file", single_log, "--", "echo", "single")
         assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
-        assert f"{tmp_path / single_log} is also the log of local 2 of " in refused.stderr
-        assert "still live" in refused.stderr
+        assert f"{tmp_path / single_log} is also a log of " in refused.stderr
+        assert "whose task is still live (local 2)" in refused.stderr
     finally:
         runner.wait(timeout=60)
     assert runner.returncode == 0, runner.stderr

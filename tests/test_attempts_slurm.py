@@ -131,7 +131,7 @@ def test_another_pattern_naming_a_running_tasks_log_is_refused_and_runs_once_tha
         job = load_history(record).current.jobs[0].job_id
         refused = run_cli(*single, cwd=tmp_path, env=cli_env)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
-        assert f"{log} is also the log of {job}_1 of {record}, still live" in refused.stderr
+        assert f"{log} is also a log of {record}, whose task is still live ({job}_1)" in refused.stderr
         assert "started" in log.read_text() and "other" not in log.read_text()
         assert not (tmp_path / "log" / "q" / "c.1.submit.json").exists()
         assert run_cli(*single[:4], "--output-file", "log/c.3.log", "--", "true", cwd=tmp_path,
