@@ -121,7 +121,7 @@ def _local_live(history: History, task) -> str | None:
     if not runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start}):
         return name
     orphan = orphaned_child(history, task)
-    return None if orphan is None else f"{name}, whose runner was killed: kill {orphan} ends it"
+    return None if orphan is None else f"{name}, whose runner was killed: kill -- -{orphan} ends it"
 
 
 def _refuse_live(history: History, live: list[str]) -> None:

@@ -143,7 +143,7 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         jobs = ", ".join(sorted({row.job_id for row in live}))
         orphans = [f"{'task' if row.value is None else row.value}: {row.reason}" for row in live
                    if row.job_id == LOCAL_JOB and row.reason]
-        note = f" ({'; '.join(orphans[:3])}; kill that pid to end it)" if orphans else ""
+        note = f" ({'; '.join(orphans[:3])}; kill -- -GROUP ends it)" if orphans else ""
         stop = "stop them" if jobs == LOCAL_JOB else "cancel them"
         raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
                          f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch) or {stop} first")

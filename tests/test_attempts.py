@@ -209,11 +209,12 @@ def test_two_submissions_to_one_output_at_the_same_instant_exactly_one_proceeds(
     assert again.returncode == 0 and load_history(record).numbers == (1, 2)   # after the end: the next attempt
 
 
-def started(record: Path, attempt: int) -> bool:
-    """Whether the ledger says a task of `attempt` started."""
+def _line_of(record: Path, kind: str, attempt: int) -> dict | None:
+    """The ledger's first `kind` line of `attempt` (start, child), if written yet."""
     path = ledger_path(record)
     lines = path.read_text().splitlines() if path.exists() else []
-    return any('"type":"start"' in line and json.loads(line)["attempt"] == attempt for line in lines)
+    return next((json.loads(line) for line in lines if f'"type":"{kind}"' in line
+                 and json.loads(line)["attempt"] == attempt), None)
 
 
 def test_a_retry_killed_mid_way_leaves_a_readable_history(tmp_path, cli_env):
@@ -227,12 +228,15 @@ def test_a_retry_killed_mid_way_leaves_a_readable_history(tmp_path, cli_env):
     (tmp_path / "mode.txt").write_text("slow")
     retry = subprocess.Popen(["hyperion-jobs", "retry", str(record), "--yes"], cwd=tmp_path, env=cli_env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    child = None
     try:
         deadline = time.monotonic() + 30
-        while not started(record, 2):
+        while not _line_of(record, "child", 2):
             assert time.monotonic() < deadline, "the retry never started a task"
             time.sleep(0.1)
-        os.killpg(retry.pid, signal.SIGKILL)      # the retry and the task it runs, at once
+        child = _line_of(record, "child", 2)["pid"]
+        os.killpg(retry.pid, signal.SIGKILL)      # the retry and the task it runs (its own group), at once
+        os.killpg(child, signal.SIGKILL)
         retry.wait()
         shown = status_json(record, cli_env)
         assert [(t["value"], t["state"], t["attempt"]) for t in shown["tasks"]] == [
@@ -245,10 +249,11 @@ def test_a_retry_killed_mid_way_leaves_a_readable_history(tmp_path, cli_env):
         assert [(t["attempt"], t["state"]) for t in status_json(record, cli_env)["tasks"]] == [
             (3, "COMPLETED"), (3, "COMPLETED")]
     finally:
-        try:
-            os.killpg(retry.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for group in (retry.pid, child):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, TypeError):
+                pass
 
 
 def test_status_of_an_old_slurm_record_without_attempt_fields(tmp_path):
@@ -395,6 +400,7 @@ def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_en
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/one.log",
                                "--", "sleep", "60"], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
+    child = None
     try:
         _wait_for_line(tmp_path / "log" / "q" / "one.attempts.jsonl", "child")
         child = next(json.loads(line)["pid"] for line in (tmp_path / "log" / "q" / "one.attempts.jsonl")
@@ -403,14 +409,16 @@ def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_en
         runner.wait()
         again = submit_local(tmp_path, cli_env, "--output-file", "log/one.log", "--", "true")
         assert again.returncode == 2, again.stderr
-        assert f"(local task, whose runner was killed: kill {child} ends it)" in again.stderr
+        assert f"(local task, whose runner was killed: kill -- -{child} ends it)" in again.stderr
         assert "or stop them before" in again.stderr and "hyperion-jobs cancel" not in again.stderr
         retry = run_cli("hyperion-jobs", "retry", str(tmp_path / "log" / "q" / "one.submit.json"), "--yes",
                         cwd=tmp_path, env=cli_env)
-        assert retry.returncode == 2 and f"task: its runner was killed; it runs on as pid {child}" in retry.stderr
-        assert "kill that pid to end it" in retry.stderr and "stop them first" in retry.stderr
+        assert retry.returncode == 2
+        assert f"task: its runner was killed; it runs on as process group {child}" in retry.stderr
+        assert "kill -- -GROUP ends it" in retry.stderr and "stop them first" in retry.stderr
     finally:
-        try:
-            os.killpg(runner.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for group in (runner.pid, child):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, TypeError):
+                pass

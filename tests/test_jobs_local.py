@@ -41,14 +41,31 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
     assert typed.returncode == 2 and "names a task of a local run" in typed.stderr and "give its record" in typed.stderr
 
 
+def _gone(pid: int, group: bool = False) -> bool:
+    try:
+        (os.killpg if group else os.kill)(pid, 0)
+    except ProcessLookupError:
+        return True
+    return not group and b"Z" in open(f"/proc/{pid}/stat", "rb").read().rpartition(b")")[2][:3]
+
+
+def _wait_gone(pid: int, group: bool = False) -> None:
+    deadline = time.monotonic() + 10
+    while not _gone(pid, group):
+        assert time.monotonic() < deadline, f"{'group' if group else 'process'} {pid} still there"
+        time.sleep(0.05)
+
+
 def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(tmp_path, cli_env, test_site):
-    """kill -9 of hyperion-submit: its task runs on. Status says so (with the pid) and a retry is refused
-    until that process ends, then the task is LOST; the values never reached stay NOT_RUN."""
+    """kill -9 of hyperion-submit: its task (a script, and what the script started) runs on. Status says so,
+    with the task's process group, and a retry is refused until the last process of that group ends; then
+    the task is LOST. The values never reached stay NOT_RUN."""
     runner = subprocess.Popen(
         ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
-         "--output-file", "log/k.IDX.log", "--", "sleep", "60"],
+         "--output-file", "log/k.IDX.log", "--", "bash", "-c", "sleep 60 & wait"],
         cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
+    child = None
     try:
         ledger = tmp_path / "log" / "q" / "k.IDX.attempts.jsonl"
         deadline = time.monotonic() + 30
@@ -59,35 +76,35 @@ def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(
         entry = next(line for line in lines if line["type"] == "start")
         assert entry["pid"] == runner.pid and entry["host"] == socket.gethostname()
         child = next(line for line in lines if line["type"] == "child")["pid"]
-        assert open(f"/proc/{child}/cmdline", "rb").read().split(b"\0")[:2] == [b"sleep", b"60"]
+        assert os.getpgid(child) == child != os.getpgid(runner.pid)     # the task leads its own group
         record = tmp_path / "log" / "q" / "k.IDX.submit.json"
 
         running = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
         assert [t["state"] for t in json.loads(running.stdout)["tasks"]] == ["RUNNING", "PENDING", "PENDING"]
 
-        runner.send_signal(signal.SIGKILL)   # the runner only: its child sleeps on, orphaned
+        runner.send_signal(signal.SIGKILL)   # the runner only: its task sleeps on, orphaned
         runner.wait()
+        os.kill(child, signal.SIGKILL)       # the script too: what it started still runs
+        _wait_gone(child)
         status = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
         shown = json.loads(status.stdout)
         assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "RUNNING"), (2, "NOT_RUN"), (3, "NOT_RUN")]
-        assert shown["tasks"][0]["reason"] == f"its runner was killed; it runs on as pid {child}"
+        assert shown["tasks"][0]["reason"] == f"its runner was killed; it runs on as process group {child}"
         table = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
-        assert f"RUNNING (its runner was killed; it runs on as pid {child})" in table.stdout
+        assert f"RUNNING (its runner was killed; it runs on as process group {child})" in table.stdout
 
         retry = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
         assert retry.returncode == 2 and len(retry.stderr.splitlines()) == 1, retry.stderr
-        assert f"1: its runner was killed; it runs on as pid {child}" in retry.stderr
+        assert f"1: its runner was killed; it runs on as process group {child}" in retry.stderr
         again = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
                         "--output-file", "log/k.IDX.log", "--", "true", cwd=tmp_path, env=cli_env)
-        assert again.returncode == 2 and f"local 1, whose runner was killed: kill {child} ends it" in again.stderr
+        assert again.returncode == 2
+        assert f"local 1, whose runner was killed: kill -- -{child} ends it" in again.stderr
         assert len(json.loads(run_cli("hyperion-jobs", "history", str(record), "--json",
                                       env=cli_env).stdout)["attempts"]) == 1      # nothing started
 
-        os.kill(child, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{child}") and b"Z" not in open(f"/proc/{child}/stat", "rb").read().rpartition(b")")[2][:3]:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        os.killpg(child, signal.SIGKILL)     # as the refusal says
+        _wait_gone(child, group=True)
         status = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env)
         shown = json.loads(status.stdout)
         assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "LOST"), (2, "NOT_RUN"), (3, "NOT_RUN")]
@@ -96,11 +113,39 @@ def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(
         watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env, timeout=20)
         assert watch.returncode == 1 and "3 tasks: LOST 1, NOT_RUN 2" in watch.stdout
     finally:
-        try:
-            os.killpg(runner.pid, signal.SIGKILL)   # the orphaned sleep (and the runner if still there)
-        except ProcessLookupError:
-            pass
+        for group in (runner.pid, child):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, TypeError):
+                pass
         runner.wait()
+
+
+def test_sigterm_or_a_closed_terminal_stops_what_the_task_started_too(tmp_path, cli_env, test_site):
+    """`kill` of hyperion-submit reaches the task's whole process group: a script's own children (the
+    python a recipe's bash script runs) stop with it, as they do under Slurm, and are not left writing
+    into the log while a retry runs. A hangup (the terminal closed) is recorded the same way, with 129."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        out = tmp_path / signum.name
+        runner = subprocess.Popen(
+            ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:2", "--output-file",
+             f"{signum.name}/k.IDX.log", "--", "bash", "-c", "sleep 60 & echo started; wait"],
+            cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        ledger = out / "q" / "k.IDX.attempts.jsonl"
+        deadline = time.monotonic() + 30
+        while not ((out / "k.1.log").exists() and "started" in (out / "k.1.log").read_text()):
+            assert time.monotonic() < deadline, "the task never started"
+            time.sleep(0.1)
+        child = next(json.loads(line)["pid"] for line in ledger.read_text().splitlines() if '"child"' in line)
+        sleeper = int(open(f"/proc/{child}/task/{child}/children").read().split()[0])
+        runner.send_signal(signum)
+        _, err = runner.communicate(timeout=30)
+        assert runner.returncode == 128 + signum, err
+        _wait_gone(sleeper)                           # the script's own child, not only the script
+        _wait_gone(child, group=True)
+        status = json.loads(run_cli("hyperion-jobs", "status", str(out / "q" / "k.IDX.submit.json"), "--json",
+                                    env=cli_env).stdout)
+        assert [(t["state"], t["exit_code"]) for t in status["tasks"]] == [("FAILED", 128 + signum), ("NOT_RUN", None)]
 
 
 def test_runner_gone_only_when_certain():

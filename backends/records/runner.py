@@ -58,19 +58,47 @@ def runner_gone(entry: dict) -> bool:
 
 
 def child_running(pid: int, pid_start: int | None, host: str | None) -> bool:
-    """True only when the task process a runner started (`pid`, started at `pid_start`) certainly still runs.
+    """True only when the task a runner started (`pid`, started at `pid_start`, leader of its own
+    process group) certainly still runs: the process itself, or what it started in its group.
 
-    Without a start time, or from another host, the pid could be anyone's.
+    Without a start time, or from another host, the pid could be anyone's. A pid
+    is not given out again while a group of that number has members, so a
+    living process of that pid with another start time means the group is gone.
     """
     if pid_start is None or host != _host():
         return False
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):
-        return False
+        return _group_lives(pid)
     except PermissionError:   # alive, owned by someone else (then the start time decides)
         pass
-    return process_start(pid) == pid_start and not _is_zombie(pid)
+    if process_start(pid) != pid_start:
+        return False
+    return not _is_zombie(pid) or _group_lives(pid)
+
+
+def _group_lives(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs; a zombie (killed, not reaped yet) does not."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        pass
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True           # members there are, and which cannot be told
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rpartition(b")")[2].split()
+        except OSError:       # ended meanwhile
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+            return True
+    return False
 
 
 def _is_zombie(pid: int) -> bool:

@@ -204,7 +204,7 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
         if orphan is not None:   # its runner was SIGKILLed; the task itself goes on, unwatched
             return TaskRow(task.value, task.job_id, task.array_task_id, JobState.RUNNING, None, None,
                            _elapsed(start.time, None), start.host or "localhost", log, None, None, task.attempt,
-                           reason=f"its runner was killed; it runs on as pid {orphan}")
+                           reason=f"its runner was killed; it runs on as process group {orphan}")
         state = JobState.LOST if gone else JobState.RUNNING
         elapsed = None if gone else _elapsed(start.time, None)
         return TaskRow(task.value, task.job_id, task.array_task_id, state, None, None, elapsed,
@@ -217,7 +217,7 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
 
 
 def orphaned_child(history: History, task: TaskRecord) -> int | None:
-    """The pid of the task's process if it still runs although its runner is gone, else None."""
+    """The task's process group (its first process's pid) if it still runs although its runner is gone."""
     start = history.ledger.starts.get((task.attempt, task.value))
     child = history.ledger.children.get((task.attempt, task.value))
     if start is None or child is None:

@@ -73,23 +73,34 @@ class Terminated(KeyboardInterrupt):
     signum = signal.SIGTERM
 
 
+class HungUp(Terminated):
+    """SIGHUP (the terminal closed): each task runs in its own process group, so the kernel's
+    hangup reaches only the runner, which passes it on as it does SIGTERM."""
+
+    signum = signal.SIGHUP
+
+
 def _interrupt_code(exc: KeyboardInterrupt) -> int:
     return 128 + getattr(exc, "signum", signal.SIGINT)
 
 
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """Turn SIGTERM into `Terminated` (only the main thread may install handlers)."""
+    """Turn SIGTERM into `Terminated` and SIGHUP into `HungUp` (only the main thread may install
+    handlers; a SIGHUP ignored by ``nohup`` stays ignored)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     def terminate(signum, frame):
-        raise Terminated()
-    previous = signal.signal(signal.SIGTERM, terminate)
+        raise HungUp() if signum == signal.SIGHUP else Terminated()
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, terminate)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _returncode(code: int) -> int:
@@ -101,7 +112,10 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
                spawned: Callable[[int], None]) -> int:
     env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     try:
-        child = subprocess.Popen(list(task.argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env)
+        # its own process group: a signal for the task reaches what it started too (a script's python),
+        # as Slurm signals a whole step, and a live group outlives a runner killed with SIGKILL
+        child = subprocess.Popen(list(task.argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                 process_group=0)
     except FileNotFoundError:
         log.write(f"hyperion-submit: {task.argv[0]}: command not found\n")
         return 127
@@ -115,13 +129,20 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         spawned(child.pid)
         return _returncode(child.wait())
     except KeyboardInterrupt as exc:
-        child.send_signal(getattr(exc, "signum", signal.SIGINT))
+        _signal_group(child.pid, getattr(exc, "signum", signal.SIGINT))
         try:
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            child.kill()
+            _signal_group(child.pid, signal.SIGKILL)
             child.wait()
         raise
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:   # the whole group ended already
+        pass
 
 
 class LogWriteError(OSError):
