@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,7 +144,8 @@ def signal_first_of_two_tasks(tmp_path, cli_env, signum: int) -> tuple[int, str]
 @pytest.mark.parametrize("signum, status, message", [
     (signal.SIGINT, 130, "hyperion-submit: interrupted"),
     (signal.SIGTERM, 143, "hyperion-submit: terminated"),
-], ids=["SIGINT", "SIGTERM"])
+    (signal.SIGHUP, 129, "hyperion-submit: terminated"),       # the terminal closed
+], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli_env, signum, status,
                                                                    message):
     returncode, err = signal_first_of_two_tasks(tmp_path, cli_env, signum)
@@ -153,6 +155,20 @@ def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli
     assert not (tmp_path / "t.2.log").exists()
     assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {
         1: ("FAILED", status), 2: ("NOT_RUN", None)}
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")
+def test_a_task_that_reads_the_terminal_fails_with_the_reason_instead_of_hanging(tmp_path, cli_env):
+    """Tasks run in their own process group, so a prompt on /dev/tty stops them (SIGTTIN): the runner ends
+    the task and says why in its log, as a batch job without a terminal would fail, rather than wait for ever."""
+    command = shlex.join(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "t.log", "--",
+                          "bash", "-c", "echo asking; read x < /dev/tty; echo got $x"])
+    done = subprocess.run(["script", "-qec", command, "/dev/null"], cwd=tmp_path, env=cli_env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    log = (tmp_path / "t.log").read_text()
+    assert "asking\nhyperion-submit: the task was stopped for using the terminal" in log
+    assert parse_ended(log.splitlines()[-1])[0] == 137 and "\ngot" not in log
 
 
 # --- files follow the umask; a full disk is FAILED with the reason and the log (issue 13) -----------

@@ -127,7 +127,7 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         return 126
     try:
         spawned(child.pid)
-        return _returncode(child.wait())
+        return _returncode(_wait(child, log))
     except KeyboardInterrupt as exc:
         _signal_group(child.pid, getattr(exc, "signum", signal.SIGINT))
         try:
@@ -136,6 +136,26 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
             _signal_group(child.pid, signal.SIGKILL)
             child.wait()
         raise
+
+
+def _wait(child: subprocess.Popen, log) -> int:
+    """The child's exit status; a task stopped for using the terminal is ended, not waited on for ever.
+
+    In its own process group the task is not the terminal's foreground: reading
+    it (a password prompt on /dev/tty) stops it with SIGTTIN, as a batch job has
+    no terminal at all. The log says why, and the task fails.
+    """
+    while True:
+        _, status = os.waitpid(child.pid, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return child.returncode
+        if os.WSTOPSIG(status) in (signal.SIGTTIN, signal.SIGTTOU):
+            log.write("hyperion-submit: the task was stopped for using the terminal (tasks run without one; "
+                      "their input is /dev/null); ended\n")
+            log.flush()
+            _signal_group(child.pid, signal.SIGKILL)
+            _signal_group(child.pid, signal.SIGCONT)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
