@@ -15,16 +15,15 @@ import fcntl
 import os
 import shutil
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from backends.errors import InputError
 from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir
 from backends.records.history import History, archive_current, load_history
 from backends.records.paths import RECORD_SUFFIX, log_stem
-from backends.records.record import SubmitRecord, TaskRecord
+from backends.records.record import SubmitRecord, load_record
 from backends.records.runner import runner_gone
 from backends.submit.model import SubmitPlan, record_options
 from backends.watch.rows import LOCAL_JOB, expected_tasks, orphaned_child, pending_tasks, run_goes_on
@@ -220,37 +219,24 @@ def _neighbours(plan: SubmitPlan) -> list[Path]:
     return [path for path in found if str(path) != plan.record_path]
 
 
-@dataclass(frozen=True)
-class SharedLog:
-    """A log of the plan that another pattern's task wrote (log/c.1.log, task 1 of log/c.JOB.log)."""
-
-    record_path: str
-    task: TaskRecord
-
-
-def shared_logs(plan: SubmitPlan) -> dict[str, SharedLog]:
-    """The plan's logs that other patterns' tasks wrote; refused while such a task is live.
-
-    ``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs or waits
-    would truncate the log it writes. Once it ended, its log is moved aside into
-    that pattern's own history (see `move_aside`). Only records whose names could
-    name our logs are read.
+def refuse_shared_live_logs(plan: SubmitPlan) -> None:
+    """Refuse when another pattern's submission still has a task to run or running that writes one of the
+    plan's logs (``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs or waits: the new
+    run would truncate the log it writes). Only records whose names could name our logs are read.
     """
     real: dict[str, str] = {}
     logs = {_file_key(task.log, real): task.log for task in plan.tasks}
-    found: dict[str, SharedLog] = {}
     for path in _neighbours(plan):
         try:
-            history = load_history(str(path))
+            current = load_record(path)
         except InputError:
             continue            # unreadable: it cannot be judged, and its own faces say why
-        tasks = [t for t in history.latest_tasks() if _file_key(t.log, real) in logs]
-        if not tasks:
+        shared = frozenset(t.log for t in current.tasks if _file_key(t.log, real) in logs)
+        if not shared:
             continue
-        shared = frozenset(t.log for t in tasks)
-        ours = logs[_file_key(min(shared), real)]
+        ours = logs[_file_key(sorted(shared)[0], real)]
         try:
-            live = live_tasks(history, shared)
+            live = live_tasks(load_history(str(path), current), shared)
         except InputError as err:
             raise InputError(FIELD, f"{ours} is also a log of {path}, and whether its task still runs "
                              f"cannot be told ({err.problem})") from None
@@ -258,8 +244,6 @@ def shared_logs(plan: SubmitPlan) -> dict[str, SharedLog]:
             raise InputError(FIELD, f"{ours} is also a log of {path}, whose task is still live "
                              f"({'; '.join(live[:3])}); wait for it (hyperion-jobs watch {path}) or choose "
                              "another --output-file")
-        found.update({logs[_file_key(t.log, real)]: SharedLog(str(path), t) for t in tasks})
-    return found
 
 
 def overrides(previous: SubmitRecord | None, plan: SubmitPlan) -> dict[str, object]:
@@ -316,24 +300,6 @@ def move_aside(plan: SubmitPlan, history: History | None) -> list[MovedFile]:
     return moved
 
 
-def return_others_logs(plan: SubmitPlan, history: History | None, others: Mapping[str, SharedLog]) -> None:
-    """Move the logs other patterns' tasks wrote into those patterns' own folders, each ledger saying so:
-    `hyperion-jobs logs` of log/c.JOB.log's task 1 still finds it after `--output-file log/c.1.log` ran.
-
-    Done under each pattern's lock, before anything of this attempt moves (a held lock refuses it all).
-    """
-    writers = _writers(history)
-    for task in plan.tasks:
-        other = others.get(task.log)
-        if other is None or (task.value, task.log) in writers or not os.path.lexists(task.log):
-            continue          # this pattern's own earlier file, or nothing there
-        with output_lock(other.record_path):
-            target = _move(task.log, attempt_dir(other.record_path, other.task.attempt),
-                           os.path.basename(task.log))
-            append_entries(other.record_path, [MovedFile(other.task.attempt, other.task.value, "log",
-                                                         task.log, target)])
-
-
 @contextmanager
 def begin_attempt(plan: SubmitPlan, kind: str = "submit") -> Iterator[NewAttempt]:
     """Hold the output pattern and prepare attempt N+1; the caller runs or submits it inside.
@@ -347,7 +313,7 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit") -> Iterator[NewAttempt
             live = live_tasks(history)
             if live:
                 _refuse_live(history, live)
-        return_others_logs(plan, history, shared_logs(plan))
+        refuse_shared_live_logs(plan)
         if history is not None:
             archive_current(plan.record_path)
         number = 1 if history is None else max(history.latest_number, history.ledger.last_number) + 1
