@@ -11,7 +11,7 @@ import time
 from conftest import run_cli
 
 from backends.records.attempts import parse_ledger
-from backends.records.runner import child_running, runner_fields, runner_gone
+from backends.records.runner import child_running, process_start, runner_fields, runner_gone
 
 
 def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, cli_env, test_site):
@@ -133,7 +133,8 @@ def test_sigterm_or_a_closed_terminal_stops_what_the_task_started_too(tmp_path, 
             cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         ledger = out / "q" / "k.IDX.attempts.jsonl"
         deadline = time.monotonic() + 30
-        while not ((out / "k.1.log").exists() and "started" in (out / "k.1.log").read_text()):
+        while not ((out / "k.1.log").exists() and "started" in (out / "k.1.log").read_text()
+                   and ledger.exists() and '"type":"child"' in ledger.read_text()):   # the runner writes it after
             assert time.monotonic() < deadline, "the task never started"
             time.sleep(0.1)
         child = next(json.loads(line)["pid"] for line in ledger.read_text().splitlines() if '"child"' in line)
@@ -174,3 +175,40 @@ def test_a_task_process_counts_as_running_only_when_it_is_certainly_the_same_pro
                           b'{"type":"child","attempt":1,"value":3,"pid":0}\n'
                           b'{"type":"child","attempt":1,"value":4,"pid":77,"pid_start":"x"}\n')
     assert ledger.skipped == 2 and list(ledger.children) == [(1, 4)] and ledger.children[(1, 4)].pid_start is None
+
+
+def test_a_group_number_given_again_to_other_processes_is_not_the_task():
+    """Once a task's process group ended, its number can lead an unrelated group (a `setsid` whose leader
+    exited): processes that started before the task are not it, and must not keep a retry away."""
+    leader = subprocess.run(["setsid", "bash", "-c", "sleep 30 >/dev/null 2>&1 & echo $$"], capture_output=True,
+                            text=True, timeout=10)
+    group = int(leader.stdout.split()[0])
+    try:
+        deadline = time.monotonic() + 10
+        while not _gone(group):          # the leader exits at once; its sleep stays in the group
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        member = next(int(p) for p in os.listdir("/proc") if p.isdigit() and _pgid(int(p)) == group)
+        started = process_start(member)
+        host = socket.gethostname()
+        assert child_running(group, started, host)              # a task whose group this is: still running
+        assert not child_running(group, started + 1, host)      # a task that started after them: not it
+    finally:
+        os.killpg(group, signal.SIGKILL)
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def test_a_runner_that_inherits_an_ignored_sigchld_still_gets_each_exit_status(tmp_path, cli_env, test_site):
+    """With SIGCHLD ignored (some job launchers pass that on), the kernel reaps children itself."""
+    done = subprocess.run(["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:2",
+                           "--output-file", "log/c.IDX.log", "--", "true"], cwd=tmp_path, env=cli_env,
+                          capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(": ok (") == 2

@@ -70,16 +70,21 @@ def child_running(pid: int, pid_start: int | None, host: str | None) -> bool:
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):
-        return _group_lives(pid)
+        return _group_lives(pid, pid_start)
     except PermissionError:   # alive, owned by someone else (then the start time decides)
         pass
     if process_start(pid) != pid_start:
         return False
-    return not _is_zombie(pid) or _group_lives(pid)
+    return not _is_zombie(pid) or _group_lives(pid, pid_start)
 
 
-def _group_lives(pgid: int) -> bool:
-    """Whether a process of group `pgid` still runs; a zombie (killed, not reaped yet) does not."""
+def _group_lives(pgid: int, since: int) -> bool:
+    """Whether a process of group `pgid` started at or after `since` still runs (not a zombie).
+
+    Once the task's group ended, its number may lead an unrelated group: its
+    members started before the task would not count, and `kill -- -N` would hit
+    them; members of the task's group all started after its first process.
+    """
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, OverflowError):
@@ -96,7 +101,8 @@ def _group_lives(pgid: int) -> bool:
                 fields = handle.read().rpartition(b")")[2].split()
         except OSError:       # ended meanwhile
             continue
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+        if len(fields) > 19 and fields[2] == str(pgid).encode() and fields[0] != b"Z" \
+                and fields[19].isdigit() and int(fields[19]) >= since:
             return True
     return False
 

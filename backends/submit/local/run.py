@@ -130,6 +130,7 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         return _returncode(_wait(child, log))
     except KeyboardInterrupt as exc:
         _signal_group(child.pid, getattr(exc, "signum", signal.SIGINT))
+        _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
         try:
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -146,16 +147,18 @@ def _wait(child: subprocess.Popen, log) -> int:
     no terminal at all. The log says why, and the task fails.
     """
     while True:
-        _, status = os.waitpid(child.pid, os.WUNTRACED)
+        try:
+            _, status = os.waitpid(child.pid, os.WUNTRACED)
+        except ChildProcessError:    # SIGCHLD ignored (inherited): the kernel reaped it; Popen knows how
+            return child.wait()
         if not os.WIFSTOPPED(status):
             child.returncode = os.waitstatus_to_exitcode(status)
             return child.returncode
         if os.WSTOPSIG(status) in (signal.SIGTTIN, signal.SIGTTOU):
+            _signal_group(child.pid, signal.SIGKILL)    # first: a log that cannot be written must not keep it
             log.write("hyperion-submit: the task was stopped for using the terminal (tasks run without one; "
                       "their input is /dev/null); ended\n")
             log.flush()
-            _signal_group(child.pid, signal.SIGKILL)
-            _signal_group(child.pid, signal.SIGCONT)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
