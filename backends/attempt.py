@@ -24,9 +24,15 @@ from backends.records.attempts import MovedFile, NewAttempt, append_entries, att
 from backends.records.history import History, archive_current, load_history
 from backends.records.paths import RECORD_SUFFIX, log_stem
 from backends.records.record import SubmitRecord, load_record
-from backends.records.runner import runner_gone
 from backends.submit.model import SubmitPlan, record_options
-from backends.watch.rows import LOCAL_JOB, expected_tasks, orphaned_child, pending_tasks, run_goes_on
+from backends.watch.rows import (
+    LOCAL_JOB,
+    expected_tasks,
+    orphaned_child,
+    pending_tasks,
+    run_goes_on,
+    start_runner_gone,
+)
 
 FIELD = "--output-file"
 # mkdir failures that mean the path given cannot hold logs (checked before anything is written,
@@ -118,7 +124,7 @@ def _local_live(history: History, task) -> str | None:
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is None:      # its turn in a run that goes on is still to come
         return name if run_goes_on(history, task.attempt) else None
-    if not runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start}):
+    if not start_runner_gone(start):
         return name
     orphan = orphaned_child(history, task)
     return None if orphan is None else f"{name}, whose runner was killed: kill -- -{orphan} ends it"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,17 @@ def rightless_dir(tmp_path):
     for root, dirs, _ in os.walk(tmp_path):
         for d in dirs:
             os.chmod(os.path.join(root, d), 0o755)   # a chmod 000 directory would stop the cleanup
+
+
+def kill_groups(*groups: int | None) -> None:
+    """SIGKILL each process group still there (a local task leads its own); None: never learnt."""
+    for group in groups:
+        if group is None:
+            continue
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def make_fifo(path: Path) -> Path:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SITE, run_cli
+from conftest import TEST_SITE, kill_groups, run_cli
 
 from backends.records.attempts import (
     FinalState,
@@ -249,11 +249,7 @@ def test_a_retry_killed_mid_way_leaves_a_readable_history(tmp_path, cli_env):
         assert [(t["attempt"], t["state"]) for t in status_json(record, cli_env)["tasks"]] == [
             (3, "COMPLETED"), (3, "COMPLETED")]
     finally:
-        for group in (retry.pid, child):
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except (ProcessLookupError, TypeError):
-                pass
+        kill_groups(retry.pid, child)
 
 
 def test_status_of_an_old_slurm_record_without_attempt_fields(tmp_path):
@@ -417,8 +413,4 @@ def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_en
         assert f"task: its runner was killed; it runs on as process group {child}" in retry.stderr
         assert "kill -- -GROUP ends it" in retry.stderr and "stop them first" in retry.stderr
     finally:
-        for group in (runner.pid, child):
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except (ProcessLookupError, TypeError):
-                pass
+        kill_groups(runner.pid, child)

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 
-from conftest import run_cli
+from conftest import kill_groups, run_cli
 
 from backends.records.attempts import parse_ledger
 from backends.records.runner import child_running, process_start, runner_fields, runner_gone
@@ -113,11 +113,7 @@ def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(
         watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env, timeout=20)
         assert watch.returncode == 1 and "3 tasks: LOST 1, NOT_RUN 2" in watch.stdout
     finally:
-        for group in (runner.pid, child):
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except (ProcessLookupError, TypeError):
-                pass
+        kill_groups(runner.pid, child)
         runner.wait()
 
 

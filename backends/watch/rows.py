@@ -8,13 +8,13 @@ ledger's start and final lines (older local runs: q/<stem>.local.json).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from backends.printable import printable
-from backends.records.attempts import FinalState
+from backends.records.attempts import FinalState, TaskStart
 from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
 from backends.records.record import SubmitRecord, TaskRecord
@@ -199,7 +199,7 @@ def local_rows(record: SubmitRecord) -> list[TaskRow]:
 def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is not None:
-        gone = runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+        gone = start_runner_gone(start)
         orphan = orphaned_child(history, task) if gone else None
         if orphan is not None:   # its runner was SIGKILLed; the task itself goes on, unwatched
             return TaskRow(task.value, task.job_id, task.array_task_id, JobState.RUNNING, None, None,
@@ -214,6 +214,11 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
     waits = run_goes_on(history, task.attempt)    # tasks run in order: this one's turn is still to come
     return TaskRow(task.value, task.job_id, task.array_task_id, JobState.PENDING if waits else None, None, None,
                    None, None, log, None, None, task.attempt)
+
+
+def start_runner_gone(start: TaskStart) -> bool:
+    """Whether the runner a ledger `start` line names is certainly gone (see runner_gone)."""
+    return runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
 
 
 def orphaned_child(history: History, task: TaskRecord) -> int | None:
@@ -239,8 +244,7 @@ def run_goes_on(history: History, attempt: int) -> bool:
     if known is not None and now - known[1] < CHECK_SECONDS:
         return known[0]
     start = ledger.last_start.get(attempt)
-    alive = start is not None and not runner_gone(
-        {"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+    alive = start is not None and not start_runner_gone(start)
     ledger.checks[("run", attempt)] = (alive, now)
     return alive
 
