@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SITE, run_cli
+from conftest import TEST_SITE, kill_groups, run_cli
 
 from backends.logheader import parse_ended
 from backends.records.record import load_record
@@ -145,7 +145,8 @@ def signal_first_of_two_tasks(tmp_path, cli_env, signum: int) -> tuple[int, str]
     (signal.SIGINT, 130, "hyperion-submit: interrupted"),
     (signal.SIGTERM, 143, "hyperion-submit: terminated"),
     (signal.SIGHUP, 129, "hyperion-submit: terminated"),       # the terminal closed
-], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+    (signal.SIGQUIT, 131, "hyperion-submit: terminated"),      # Ctrl-\\
+], ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"])
 def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli_env, signum, status,
                                                                    message):
     returncode, err = signal_first_of_two_tasks(tmp_path, cli_env, signum)
@@ -155,6 +156,108 @@ def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli
     assert not (tmp_path / "t.2.log").exists()
     assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {
         1: ("FAILED", status), 2: ("NOT_RUN", None)}
+
+
+def test_a_second_interrupt_kills_a_task_that_ignores_the_first(tmp_path, cli_env):
+    """Ctrl-C twice: the task ignores SIGINT, and the runner's grace wait ends at the second one with SIGKILL
+    for the task's group, rather than leaving it running while its record says FAILED."""
+    marker = tmp_path / "started"
+    script = f"trap '' INT; echo $$ > {shlex.quote(str(marker))}; while :; do sleep 0.1; done"
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "t.log",
+                               "--", "bash", "-c", script], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    group = None
+    try:
+        assert _until(lambda: marker.exists() and marker.read_text().strip()), "the task never started"
+        group = int(marker.read_text())
+        runner.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert runner.poll() is None    # waiting for the task to end
+        runner.send_signal(signal.SIGINT)
+        _, err = runner.communicate(timeout=5)
+        assert runner.returncode == 130 and "Traceback" not in err
+        assert _until(lambda: not _group_lives(group), 2), "the task runs on after its runner ended"
+    finally:
+        kill_groups(group)
+        runner.kill()
+        runner.wait()
+    assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("FAILED", 130)}
+
+
+def _group_lives(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (T: stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _until(check, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return check()
+
+
+def _ticking_run(tmp_path: Path, cli_env: dict, **popen) -> tuple[subprocess.Popen, int, Path, Path]:
+    """A local run whose task appends to `ticks` every 20 ms until `go` exists; (runner, task pid, ticks, go)."""
+    ticks, go = tmp_path / "ticks", tmp_path / "go"
+    script = (f"import os, time, pathlib\nt, g = pathlib.Path({str(ticks)!r}), pathlib.Path({str(go)!r})\n"
+              "(t.parent / 'pid').write_text(str(os.getpid()))\n"
+              "while not g.exists():\n    with t.open('a') as f: f.write('.')\n    time.sleep(0.02)\n")
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "t.log",
+                               "--", PY, "-c", script], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, **popen)
+    assert _until(lambda: ticks.exists()), "the task never started"
+    return runner, int((tmp_path / "pid").read_text()), ticks, go
+
+
+def test_ctrl_z_stops_the_task_with_the_runner_and_fg_resumes_both(tmp_path, cli_env):
+    """Ctrl-Z reaches the runner only (the terminal's foreground group, here the runner's own); the task,
+    in its own group, is stopped with it rather than running on unwatched, and fg (SIGCONT) resumes both."""
+    runner, task, ticks, go = _ticking_run(tmp_path, cli_env, process_group=0)
+    try:
+        os.kill(runner.pid, signal.SIGTSTP)
+        assert _until(lambda: _state(runner.pid) == "T"), "the runner did not stop"
+        assert _until(lambda: _state(task) == "T"), "the task runs on while its runner is stopped"
+        size = ticks.stat().st_size
+        time.sleep(0.3)
+        assert ticks.stat().st_size == size
+        os.kill(runner.pid, signal.SIGCONT)
+        assert _until(lambda: ticks.stat().st_size > size), "fg did not resume the task"
+        assert _state(runner.pid) != "T"
+        go.touch()
+        _, err = runner.communicate(timeout=30)
+    finally:
+        go.touch()
+        if runner.poll() is None:
+            os.kill(runner.pid, signal.SIGCONT)
+        runner.wait(timeout=30)
+    assert runner.returncode == 0, err
+    assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("COMPLETED", 0)}
+
+
+def test_ctrl_z_without_job_control_leaves_the_task_running(tmp_path, cli_env):
+    """A runner whose process group has no job control (a session of its own, as under setsid) is not
+    stopped by SIGTSTP: its task must not be left stopped either, or the run would never end."""
+    runner, task, ticks, go = _ticking_run(tmp_path, cli_env, start_new_session=True)
+    try:
+        os.kill(runner.pid, signal.SIGTSTP)
+        time.sleep(0.3)
+        size = ticks.stat().st_size
+        assert _until(lambda: ticks.stat().st_size > size), "the task was left stopped"
+        assert _state(runner.pid) != "T" and _state(task) != "T"
+        go.touch()
+        _, err = runner.communicate(timeout=30)
+    finally:
+        go.touch()
+        runner.wait(timeout=30)
+    assert runner.returncode == 0, err
 
 
 @pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")

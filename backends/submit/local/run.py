@@ -80,22 +80,32 @@ class HungUp(Terminated):
     signum = signal.SIGHUP
 
 
+class Quit(Terminated):
+    """SIGQUIT (Ctrl-\\): it reaches only the runner, in the terminal's foreground group; passed on
+    like SIGTERM rather than dumping the runner and leaving its task to run on."""
+
+    signum = signal.SIGQUIT
+
+
+_INTERRUPTS = {signal.SIGTERM: Terminated, signal.SIGHUP: HungUp, signal.SIGQUIT: Quit}
+
+
 def _interrupt_code(exc: KeyboardInterrupt) -> int:
     return 128 + getattr(exc, "signum", signal.SIGINT)
 
 
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """Turn SIGTERM into `Terminated` and SIGHUP into `HungUp` (only the main thread may install
-    handlers; a SIGHUP ignored by ``nohup`` stays ignored)."""
+    """Turn SIGTERM, SIGHUP and SIGQUIT into `Terminated`, `HungUp` and `Quit` (only the main
+    thread may install handlers; a signal ignored when we start, as ``nohup`` ignores SIGHUP,
+    stays ignored)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     def terminate(signum, frame):
-        raise HungUp() if signum == signal.SIGHUP else Terminated()
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, terminate)
+        raise _INTERRUPTS[signum]()
+    previous = {signum: signal.signal(signum, terminate) for signum in _INTERRUPTS
+                if signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN}
     try:
         yield
     finally:
@@ -127,16 +137,53 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         return 126
     try:
         spawned(child.pid)
-        return _returncode(_wait(child, log))
+        with _suspended_together(child.pid):
+            return _returncode(_wait(child, log))
     except KeyboardInterrupt as exc:
-        _signal_group(child.pid, getattr(exc, "signum", signal.SIGINT))
-        _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            _signal_group(child.pid, signal.SIGKILL)
-            child.wait()
+        _stop_group(child, getattr(exc, "signum", signal.SIGINT))
         raise
+
+
+def _stop_group(child: subprocess.Popen, signum: int) -> None:
+    """Pass `signum` to the task's group, then SIGKILL it after 10 s or at a second interrupt.
+
+    A second Ctrl-C used to end the runner during the wait and leave a task that
+    ignores SIGINT running, recorded as failed.
+    """
+    _signal_group(child.pid, signum)
+    _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
+    try:
+        child.wait(timeout=10)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        _signal_group(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+@contextmanager
+def _suspended_together(pgid: int) -> Iterator[None]:
+    """Ctrl-Z (SIGTSTP) stops the task's process group with the runner; ``fg`` or ``bg`` resumes both.
+
+    The terminal sends SIGTSTP to its foreground group only, the runner's: without this the
+    runner stopped and its task ran on, unwatched. In a process group with no job control
+    (orphaned) the kernel does not stop the runner, and the task is resumed at once.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTSTP) is signal.SIG_IGN):
+        yield
+        return
+    def suspend(signum, frame):
+        _signal_group(pgid, signal.SIGTSTP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        try:
+            os.kill(os.getpid(), signal.SIGTSTP)   # returns once continued
+        finally:
+            signal.signal(signal.SIGTSTP, suspend)
+            _signal_group(pgid, signal.SIGCONT)
+    previous = signal.signal(signal.SIGTSTP, suspend)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL if previous is None else previous)
 
 
 def _wait(child: subprocess.Popen, log) -> int:
