@@ -306,6 +306,18 @@ def move_aside(plan: SubmitPlan, history: History | None) -> list[MovedFile]:
     return moved
 
 
+def check_not_live(record_path: str) -> History | None:
+    """The pattern's history (None before its first attempt); InputError while its newest attempt
+    still has live tasks. `begin_attempt` asks again under the lock: a caller may ask first, so that
+    it says nothing about a rerun that would be refused."""
+    history = _history(record_path)
+    if history is not None:
+        live = live_tasks(history)
+        if live:
+            _refuse_live(history, live)
+    return history
+
+
 @contextmanager
 def begin_attempt(plan: SubmitPlan, kind: str = "submit") -> Iterator[NewAttempt]:
     """Hold the output pattern and prepare attempt N+1; the caller runs or submits it inside.
@@ -314,11 +326,7 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit") -> Iterator[NewAttempt
     pattern or its newest attempt still has live tasks.
     """
     with output_lock(plan.record_path):
-        history = _history(plan.record_path)
-        if history is not None:
-            live = live_tasks(history)
-            if live:
-                _refuse_live(history, live)
+        history = check_not_live(plan.record_path)
         refuse_shared_live_logs(plan)
         if history is not None:
             archive_current(plan.record_path)

@@ -16,6 +16,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
+from backends.records.options import array_name, submit_options
 from backends.retry_sizes import SizeProposal, propose_sizes
 from backends.states import JobState
 from backends.submit.array import ArraySpec
@@ -105,31 +106,24 @@ def choose(rows: Sequence[TaskRow], request: RetryRequest) -> list[TaskRow]:
 
 def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryRequest) -> SubmitOptions:
     """The newest attempt's options, the array narrowed to the chosen values, the overrides applied."""
-    record = history.current
-    opts = record.options
-    mem, mem_per_cpu = opts.get("mem"), opts.get("mem_per_cpu")
+    base = submit_options(history.current, history.record_path)
+    mem, mem_per_cpu = base.mem, base.mem_per_cpu
     if request.mem is not None:
         mem, mem_per_cpu = request.mem, None
     if request.mem_per_cpu is not None:
         mem, mem_per_cpu = None, request.mem_per_cpu
     values = tuple(row.value for row in chosen if row.value is not None)
     array = ArraySpec(_array_name(history), values) if values else None
-    return SubmitOptions(
-        backend=record.backend, cfg=record.cfg, output_file=str(opts["output_file"]),
-        command=tuple(opts["command"]), num_gpus=int(opts.get("num_gpus") or 0),
-        num_threads=request.num_threads if request.num_threads is not None else int(opts.get("num_threads") or 1),
-        mem=mem, mem_per_cpu=mem_per_cpu,
-        time=request.time if request.time is not None else opts.get("time"),
-        array=array,
+    return replace(
+        base, mem=mem, mem_per_cpu=mem_per_cpu, array=array,
+        num_threads=request.num_threads if request.num_threads is not None else base.num_threads,
+        time=request.time if request.time is not None else base.time,
         max_jobs_run=(request.max_jobs_run if request.max_jobs_run is not None
-                      else opts.get("max_jobs_run") if array is not None else None),
-        env=tuple(tuple(pair) for pair in opts.get("env") or ()),
-    )
+                      else base.max_jobs_run if array is not None else None))
 
 
 def _array_name(history: History) -> str:
-    array = history.current.options.get("array") or {}
-    name = history.array_name or array.get("name")
+    name = history.array_name or array_name(history.current.options)
     if not name:
         raise InputError("record", f"{history.record_path} names no array")
     return str(name)

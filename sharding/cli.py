@@ -23,7 +23,7 @@ from sharding.retry import (
     plan_json,
     plan_retry,
 )
-from sharding.store import Checkpoint, FailedRecord, Problem
+from sharding.store import Checkpoint, FailedRecord, Problem, outside_run
 from sharding.usage import OneLineParser, fail
 
 PROG = "hyperion-checkpoint"
@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "per window; json: plan with windows; ranges (alias array): the expression only")
     retry.add_argument("--max-array-size", type=_max_array_size, help="split into windows whose physical indices stay below N")
     retry.add_argument("--submit", metavar="RECORD", help="resubmit the missing shards with this q/*.submit.json record")
+    retry.add_argument("--dry-run", action="store_true",
+                       help="with --submit: print what would be submitted (argv, windows, script), submit nothing")
     retry.add_argument("--trust-record", action="store_true",
                        help="run the record's command even if another user owns it or others may write it")
     return parser
@@ -120,9 +122,11 @@ def _record_json(r: FailedRecord) -> dict[str, Any]:
 
 def _failed(path: str, as_json: bool) -> int:
     store = Checkpoint(path)
-    store.read_run()  # listing needs no run.json, but a corrupt one means a broken checkpoint: say so
+    run = store.read_run()  # listing needs no run.json, but a corrupt one means a broken checkpoint: say so
     records, problems = store.scan_failed()
-    _warn(problems)
+    if run is not None:
+        problems += [p for p in (outside_run(r, run) for r in records) if p is not None]
+    _warn(sorted(problems, key=lambda p: p.path))
     if as_json:
         print(json.dumps([_record_json(r) for r in records], indent=2))
         return 0
@@ -144,14 +148,17 @@ def _summary(details: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, trust: bool = False) -> int:
+def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, trust: bool = False,
+           dry_run: bool = False) -> int:
     if max_array_size is not None and fmt in ("ranges", "array") and record is None:
         _fail("--max-array-size", f"needs --format fields or json (--format {fmt} prints one expression without offsets)")
     if trust and record is None:
         _fail("--trust-record", "only means something with --submit RECORD")
+    if dry_run and record is None:
+        _fail("--dry-run", "only means something with --submit RECORD (retry alone submits nothing)")
     if record is not None:
         from sharding.resubmit import resubmit
-        return resubmit(path, record, max_array_size, trust=trust)
+        return resubmit(path, record, max_array_size, trust=trust, dry_run=dry_run)
     plan: RetryPlan = plan_retry(path, max_array_size)
     _warn(plan.problems)
     if fmt == "json":
@@ -174,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _shards(path, args.json)
         if args.command == "failed":
             return _failed(path, args.json)
-        return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record)
+        return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run)
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
 

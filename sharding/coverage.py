@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from backends.ranges import Run, compress_runs, gaps, runs_of
 from sharding.errors import ShardingError
-from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig
+from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig, outside_run
 
 # Above this many shards a per-shard listing is not built; callers say so instead.
 MAX_LISTING = 100_000
@@ -108,13 +108,15 @@ def build_coverage(checkpoint: str, run: RunConfig, completed: set[int], failed:
                    problems: list[Problem]) -> Coverage:
     """Pure: combine what the store read into one status per shard (in time of the files found)."""
     per_shard: dict[int, list[FailedRecord]] = {}
+    outside = [problem for problem in (outside_run(record, run) for record in failed) if problem is not None]
     for record in failed:
         if record.shard in run.shards:
             per_shard.setdefault(record.shard, []).append(record)
     done = tuple(sorted(s for s in completed if s in run.shards))
     failed_shards = tuple(sorted(s for s in per_shard if s not in completed))
+    counted = tuple(record for record in failed if record.shard in run.shards)
     return Coverage(checkpoint, run, done, failed_shards, {k: tuple(v) for k, v in per_shard.items()},
-                    tuple(failed), tuple(problems))
+                    counted, tuple(sorted([*problems, *outside], key=lambda p: p.path)))
 
 
 def coverage(path: str | Path) -> Coverage:

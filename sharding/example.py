@@ -193,15 +193,29 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    args: argparse.Namespace | None = None
     try:
         if argv[:1] == ["make-input"]:
-            args = input_parser().parse_args(argv[1:])
-            for path in make_input(args.directory, args.files, args.records):
+            for path in make_input(**vars(input_parser().parse_args(argv[1:]))):
                 print(path)
             return 0
-        return run(run_parser().parse_args(argv), os.environ)
+        args = run_parser().parse_args(argv)
+        return run(args, os.environ)
     except ShardingError as exc:
         fail(PROG, exc.field, exc.problem)
+    except OSError as exc:   # e.g. a file where the checkpoint needs a folder, a read-only file system
+        fail(PROG, _field_of(exc.filename, args),
+             f"cannot write {exc.filename if exc.filename is not None else 'a file'}: {exc.strerror or exc}")
+
+
+def _field_of(filename: object, args: argparse.Namespace | None) -> str:
+    """The option that named the place that could not be written."""
+    if args is None:
+        return "DIRECTORY"
+    if not isinstance(filename, str):
+        return "--checkpoint"
+    output, path = os.path.abspath(args.output), os.path.abspath(filename)
+    return "--output" if path == output or path.startswith(output + os.sep) else "--checkpoint"
 
 
 if __name__ == "__main__":

@@ -16,30 +16,53 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from backends.errors import InputError
+from backends.attempt import check_not_live
 from backends.launch import run_plan, working_dir
 from backends.printable import printable
+from backends.ranges import compress
+from backends.records.options import array_name, array_values, submit_options
 from backends.records.record import SubmitRecord, load_record
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec
 from backends.submit.config import load_site
 from backends.submit.model import SubmitOptions, SubmitPlan
-from backends.submit.plan import build_plan
+from backends.submit.plan import build_plan, describe_plan
+from sharding.arrayenv import PREFIXES
 from sharding.retry import RetryPlan, plan_retry
 
 PROG = "hyperion-checkpoint"
 RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
 
 
-def _array_name(record: SubmitRecord) -> str:
-    array = record.options.get("array") or {}
-    name = record.array_name or array.get("name")
+def _array_name(record: SubmitRecord, shown: str) -> str:
+    name = record.array_name or array_name(record.options)
     if not name:
-        raise InputError("record", f"{record.path} is not an array submission: nothing to restrict to the missing shards")
+        raise InputError("record", f"{printable(shown)} is not an array submission: nothing to restrict to "
+                         "the missing shards")
     return str(name)
 
 
-def retry_options(plan: RetryPlan, record: SubmitRecord) -> SubmitOptions:
+def _check_same_run(plan: RetryPlan, record: SubmitRecord, base: SubmitOptions, shown: str) -> None:
+    """Refuse a record of another run: it would rerun that run's command over this checkpoint's shards
+    (moving its logs aside), with this run's total exported in place of its own."""
+    run = plan.run
+    expected_of = {"TOTAL_SHARDS": run.total_shards, "MINIMUM_SHARD_INDEX": run.minimum_shard_index}
+    for name, value in base.env:
+        key = next((name[len(p):] for p in PREFIXES if name.startswith(p)), None)
+        if key in expected_of and value.strip() != str(expected_of[key]):
+            raise InputError("--submit", f"{printable(shown)} ran with {name}={printable(value)[:40]}, but "
+                             f"{plan.checkpoint}'s run.json says {expected_of[key]}: it is another run's record")
+    values = array_values(record.options)
+    outside = [v for v in values if v not in run.shards]
+    if outside:
+        raise InputError("--submit", f"{printable(shown)} ran shard(s) {compress(outside)[:80]}, outside "
+                         f"{plan.checkpoint}'s shards {run.minimum_shard_index}-{run.maximum_shard_index}: "
+                         "it is another run's record")
+
+
+def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = None) -> SubmitOptions:
     """The record's options with the array restricted to ``plan.missing`` and the run exported."""
+    shown = record.path if shown is None else shown
     if plan.complete:
         raise InputError("checkpoint", f"{plan.checkpoint}: every shard is complete; nothing to resubmit")
     first = plan.missing_runs[0][0]
@@ -49,15 +72,11 @@ def retry_options(plan: RetryPlan, record: SubmitRecord) -> SubmitOptions:
     if plan.missing_count > MAX_VALUES:   # refused before the values are built
         raise InputError("--array", f"{plan.missing_count} missing shards; at most {MAX_VALUES} tasks per "
                          f"submission (resubmit part of them: {plan.expression[:80]})")
-    opts = record.options
-    env = tuple((k, v) for k, v in (tuple(pair) for pair in opts.get("env") or ()) if k not in RUN_ENV)
+    base = submit_options(record, shown)
+    _check_same_run(plan, record, base, shown)
+    env = tuple(pair for pair in base.env if pair[0] not in RUN_ENV)
     env += ((RUN_ENV[0], str(plan.run.total_shards)), (RUN_ENV[1], str(plan.run.minimum_shard_index)))
-    return SubmitOptions(
-        backend=record.backend, cfg=record.cfg, output_file=str(opts["output_file"]),
-        command=tuple(opts["command"]), num_gpus=int(opts.get("num_gpus") or 0),
-        num_threads=int(opts.get("num_threads") or 1), mem=opts.get("mem"), mem_per_cpu=opts.get("mem_per_cpu"),
-        time=opts.get("time"), array=ArraySpec(_array_name(record), plan.missing),
-        max_jobs_run=opts.get("max_jobs_run"), env=env)
+    return dataclasses.replace(base, array=ArraySpec(_array_name(record, shown), plan.missing), env=env)
 
 
 @dataclass(frozen=True)
@@ -83,17 +102,17 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     if max_array_size is not None:
         limit = min(max_array_size, site.max_array_size or max_array_size)
         site = dataclasses.replace(site, max_array_size=limit)
-    return Resubmission(retry, record, build_plan(site, retry_options(retry, record)))
+    return Resubmission(retry, record, build_plan(site, retry_options(retry, record, record_path)))
 
 
 def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None,
-             trust: bool = False) -> int:
+             trust: bool = False, dry_run: bool = False) -> int:
     """Resubmit the missing shards of checkpoint ``path`` like ``record_path``; the exit status.
 
     0 when nothing is missing (nothing is submitted) or every resubmitted task
     succeeded; 1 when a task failed. Bad input raises InputError/ShardingError,
     and so does a record another user owns or others may write, unless `trust`
-    (the record says what runs, as you).
+    (the record says what runs, as you). `dry_run` prints the plan on stdout instead.
     """
     err = err or sys.stderr
     check_trusted(os.path.abspath(record_path), trust)
@@ -104,7 +123,13 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     if plan is None or prepared.record is None:
         print(printable(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted"), file=err)
         return 0
-    print(printable(f"{PROG}: resubmitting {retry.missing_count} of {retry.run.total_shards} shard(s) "
-                    f"({retry.expression}) in {prepared.record.cwd}: {shlex.join(plan.argv)}"), file=err, flush=True)
+    check_not_live(plan.record_path)   # refused before the line below says a resubmission starts
+    what = (f"{retry.missing_count} of {retry.run.total_shards} shard(s) ({retry.expression}) "
+            f"in {prepared.record.cwd}: {shlex.join(plan.argv)}")
+    if dry_run:
+        print(printable(f"would resubmit {what}"))
+        sys.stdout.write(printable(describe_plan(plan), layout=True))
+        return 0
+    print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True)
     with working_dir(prepared.record.cwd):
         return run_plan(plan, "resubmit")

@@ -171,6 +171,14 @@ class Problem:
     message: str
 
 
+def outside_run(record: "FailedRecord", run: RunConfig) -> Problem | None:
+    """A failed-task record of a shard the run does not have (a foreign or hand-made folder), said once."""
+    if record.shard in run.shards:
+        return None
+    return Problem(record.path, f"failed-task record of shard {record.shard}, outside the run's shards "
+                                f"{run.minimum_shard_index}-{run.maximum_shard_index}; not counted")
+
+
 @dataclass(frozen=True)
 class Attempt:
     """Where one try of one array task writes its failed-task records."""

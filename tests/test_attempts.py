@@ -195,6 +195,25 @@ def test_retry_choices_and_overrides_are_checked_before_anything_runs(tmp_path, 
     assert declined.returncode == 1 and "Retry 2 task(s)?" in declined.stderr and "not retried" in declined.stderr
 
 
+def test_retry_of_a_record_edited_to_a_wrong_option_type_names_the_option(tmp_path, cli_env):
+    """A record is a file a user may edit: a command given as a string (which used to run as the
+    command ``e c h o``) or a float GPU count (used to run with 1) is refused, naming the option."""
+    (tmp_path / "fail.txt").write_text("2\n")
+    submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log",
+                 "--", PY, "-c", FLAKY, "JOB")
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    raw = json.loads(record.read_text())
+    ledger_before = ledger_path(record).read_bytes()
+    for key, value, says in [("command", "echo", "options.command: expected a non-empty list of strings"),
+                             ("num_gpus", 1.5, "options.num_gpus: expected an integer, got 1.5")]:
+        record.write_text(json.dumps({**raw, "options": {**raw["options"], key: value}}))
+        refused = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.startswith(f"hyperion-jobs: error: record: {record}: {says}")
+        assert refused.stderr.count("\n") == 1
+    assert ledger_path(record).read_bytes() == ledger_before
+
+
 def test_two_submissions_to_one_output_at_the_same_instant_exactly_one_proceeds(tmp_path, cli_env):
     argv = ["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
             "--output-file", "log/s.JOB.log", "--", "sleep", "2"]

@@ -242,6 +242,26 @@ def test_hostile_files_in_a_checkpoint_are_warnings_and_skipped(tmp_path, cli_en
         assert sum("non-integer shard" in w for w in warnings) == 1
 
 
+def test_failed_records_of_shards_outside_the_run_are_warned_about_and_not_counted(tmp_path, cli_env):
+    """A shard_99 folder in a 10-shard run (copied from another run, or made by hand) is not one of this run's
+    failures: show does not count it, and failed still lists it, with a warning, as manifests are warned about."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 10))
+    store.write_failed(4, Attempt("100", "4", "0"), {"task_ids": ["p1"], "error": "ValueError: x"})
+    stray = store.write_failed(99, Attempt("100", "99", "0"), {"task_ids": ["p9"], "error": "ValueError: y"})
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
+    assert shown.returncode == 0
+    assert "failed-task records 1 in 1 attempt(s)" in shown.stdout
+    warning = (f"hyperion-checkpoint: warning: {stray}: failed-task record of shard 99, outside the run's "
+               "shards 1-10; not counted")
+    assert shown.stderr.splitlines() == [warning]
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert "shard 99  job 100" in listed.stdout and "shard 4  job 100" in listed.stdout
+    assert listed.stderr.splitlines() == [warning]
+    assert run_cli("hyperion-checkpoint", "shards", str(store.path), env=cli_env).stdout.splitlines()[-1] \
+        == "failed            1  4"
+
+
 def test_failed_listing_escapes_what_a_record_says(tmp_path, cli_env):
     """A failed-task record's error text is shown with its ESC visible, never sent to the terminal."""
     store = _hostile_checkpoint(tmp_path / "ck")

@@ -167,3 +167,32 @@ def test_a_shard_count_of_5000_digits_in_the_environment_is_one_line(tmp_path, c
     assert result.stderr.startswith("hyperion-shard-example: error: HYPERION_ARRAY_TOTAL_SHARDS: must be an integer of at most "
                                  "9223372036854775807")
     assert len(result.stderr.splitlines()) == 1 and len(result.stderr) < 300
+
+
+@pytest.mark.parametrize("where, field", [("file_at_completion", "--checkpoint"), ("proc", "--checkpoint"),
+                                          ("dir_at_manifest", "--checkpoint"), ("output_under_a_file", "--output")])
+def test_a_checkpoint_or_output_that_cannot_be_written_is_one_line(tmp_path, cli_env, where, field):
+    """A file where the checkpoint needs a folder (or a folder where the manifest goes, or a place that
+    cannot exist) used to be a traceback; it is one line naming the option and the path."""
+    make_input(tmp_path / "in", files=2, records=1)
+    checkpoint, output = tmp_path / "ck", tmp_path / "out"
+    completion = checkpoint / ".nemo_curator_metadata" / ".slurm_array_completion"
+    if where == "file_at_completion":
+        completion.parent.mkdir(parents=True)
+        completion.write_text("")
+    elif where == "proc":
+        checkpoint = Path("/proc/hyperion-ck")
+    elif where == "dir_at_manifest":   # shard 1's manifest name is fixed by the run: make it a folder
+        assert _run(tmp_path, cli_env, "--shard-index", "1", "--total-shards", "2").returncode == 0
+        manifest = next(completion.glob("completed_slurm_array_*.json"))
+        manifest.unlink()
+        manifest.mkdir()
+    else:
+        (tmp_path / "a_file").write_text("")
+        output = tmp_path / "a_file" / "out"
+    result = run_cli("hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(output),
+                     "--checkpoint", str(checkpoint), "--shard-index", "1", "--total-shards", "2", env=cli_env)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hyperion-shard-example: error: {field}: cannot write "), lines
+    assert "Traceback" not in result.stderr

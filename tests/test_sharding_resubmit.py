@@ -1,5 +1,7 @@
 """The retry bridge: restrict a recorded submission to the missing shards and run it (local backend)."""
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,105 @@ def test_submit_with_a_bad_record_is_one_line_exit_2(tmp_path, cli_env):
                      env=cli_env)
     assert result.returncode == 2
     assert result.stderr.startswith("hyperion-checkpoint: error: record: ") and len(result.stderr.splitlines()) == 1
+
+
+# --- a record edited, copied or from another run is refused before anything runs ---------------------
+
+def _edited(record_path: Path, tmp_path: Path, **options) -> Path:
+    """A copy of the record with some options replaced (None: the key removed)."""
+    raw = json.loads(record_path.read_text())
+    for key, value in options.items():
+        if value is None:
+            raw["options"].pop(key, None)
+        else:
+            raw["options"][key] = value
+    copy = tmp_path / "edited.submit.json"
+    copy.write_text(json.dumps(raw))
+    return copy
+
+
+def _logs_and_outputs(tmp_path: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted((tmp_path / "log").rglob("*")) + sorted((tmp_path / "out").rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("command", "echo", "options.command: expected a non-empty list of strings"),
+    ("num_gpus", 1.5, "options.num_gpus: expected an integer, got 1.5"),
+    ("num_threads", "abc", "options.num_threads: expected an integer"),
+    ("env", [["A"]], "options.env: expected [NAME, VALUE] pairs"),
+    ("env", [["A B", "1"]], "options.env: 'A B' is not a shell identifier"),
+    ("mem", 12, "options.mem: expected a string, got 12"),
+    ("output_file", None, "options.output_file: expected a non-empty string, got None"),
+    ("array", ["SHARD"], "options.array: expected"),
+], ids=["command-string", "gpus-float", "threads-text", "env-pair", "env-name", "mem-int", "no-output", "array"])
+def test_a_record_with_a_wrong_option_type_is_refused_naming_it(tmp_path, cli_env, key, value, says):
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    before = _logs_and_outputs(tmp_path)
+    copy = _edited(record_path, tmp_path, **{key: value})
+    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(copy), env=cli_env)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hyperion-checkpoint: error: record: {copy}: {says}")
+    assert _logs_and_outputs(tmp_path) == before    # nothing ran, nothing moved
+
+
+def test_a_record_of_another_run_is_refused(tmp_path, cli_env):
+    """A 6-shard run's record against a 3-shard checkpoint: it would rerun the other run's command here."""
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    other = Checkpoint(tmp_path / "other")
+    other.ensure_run(RunConfig(1, 3))
+    before = _logs_and_outputs(tmp_path)
+    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "other"), "--submit", str(record_path),
+                     env=cli_env)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"hyperion-checkpoint: error: --submit: {record_path} ran shard(s) 4-6, "
+                                    f"outside {tmp_path / 'other'}'s shards 1-3")
+    assert len(result.stderr.splitlines()) == 1 and _logs_and_outputs(tmp_path) == before
+    # the record of a resubmission says the run's total in its environment
+    copy = _edited(record_path, tmp_path, env=[["HYPERION_ARRAY_TOTAL_SHARDS", "40"]],
+                   array={"name": "SHARD", "values": [1]})
+    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "other"), "--submit", str(copy), env=cli_env)
+    assert result.returncode == 2
+    assert "ran with HYPERION_ARRAY_TOTAL_SHARDS=40, but" in result.stderr and "says 3" in result.stderr
+
+
+def test_dry_run_prints_what_would_be_resubmitted_and_runs_nothing(tmp_path, cli_env):
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    missing = plan_retry(tmp_path / "ck").expression
+    before = _logs_and_outputs(tmp_path)
+    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record_path),
+                     "--dry-run", env=cli_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"would resubmit ") and f"({missing}) in {tmp_path}: hyperion-submit local" \
+        in result.stdout.splitlines()[0]
+    assert "hyperion-shard-example" in result.stdout
+    assert _logs_and_outputs(tmp_path) == before
+    assert plan_retry(tmp_path / "ck").expression == missing
+    alone = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--dry-run", env=cli_env)
+    assert alone.returncode == 2 and alone.stderr.startswith("hyperion-checkpoint: error: --dry-run: ")
+
+
+def test_a_resubmission_refused_for_live_tasks_says_only_why(tmp_path, cli_env):
+    """While the run's tasks still run, the refusal is the only line: no "resubmitting ..." before it."""
+    Checkpoint(tmp_path / "ck").ensure_run(RunConfig(1, 3))
+    log = tmp_path / "log" / "s.SHARD.log"
+    running = subprocess.Popen(
+        ["hyperion-submit", "local", "--cfg", str(Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"),
+         "--array", "SHARD=1:3", "--output-file", str(log), "--", "sleep", "30"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "log" / "s.1.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit",
+                         str(tmp_path / "log" / "q" / "s.SHARD.submit.json"), env=cli_env)
+    finally:
+        running.terminate()
+        running.wait(timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.startswith("hyperion-checkpoint: error: --output-file: ") and "live task(s)" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
