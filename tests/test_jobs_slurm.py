@@ -209,6 +209,30 @@ def test_watch_and_list_a_record_written_by_hyperion_submit(slurm_cluster, tmp_p
         submit.wait(120)
 
 
+def test_an_array_task_named_by_its_own_job_id_finds_its_record_and_log(slurm_cluster, tmp_path, cli_env,
+                                                                       test_site):
+    """The id a task prints as $SLURM_JOB_ID (and a failed-task record's slurm_job_* folder holds) is not the
+    array's: logs, status and history read it as ARRAY_TASK, with the record's value and log."""
+    done = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:2",
+                   "--output-file", str(tmp_path / "log" / "t.IDX.log"), "--",
+                   "bash", "-c", 'echo "task IDX is job $SLURM_JOB_ID of array $SLURM_ARRAY_JOB_ID"',
+                   cwd=tmp_path, env=cli_env, timeout=180)
+    assert done.returncode == 0, done.stderr
+    said = {}   # value -> (its own job id, the array's), as each task printed them
+    for value in (1, 2):
+        line = (tmp_path / "log" / f"t.{value}.log").read_text().splitlines()[2].split()
+        said[value] = (line[4], line[7])
+    # Slurm may give the array's id to the first task it starts; the other has an id of its own
+    value, (own, array) = next((v, ids) for v, ids in said.items() if ids[0] != ids[1])
+    logs = run_cli("hyperion-jobs", "logs", own, cwd=tmp_path, env=cli_env)
+    assert logs.returncode == 0 and f"task {value} is job {own}" in logs.stdout, logs.stderr
+    status = run_cli("hyperion-jobs", "status", own, "--json", cwd=tmp_path, env=cli_env)
+    (task,) = json.loads(status.stdout)["tasks"]
+    assert task["value"] == value and task["log"] == str(tmp_path / "log" / f"t.{value}.log")
+    history = run_cli("hyperion-jobs", "history", own, cwd=tmp_path, env=cli_env)
+    assert history.returncode == 0 and array in history.stdout
+
+
 def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env):
     (tmp_path / "q").mkdir()
     job = subprocess.run(["sbatch", "--parsable", "-H", "-o", str(tmp_path / "q" / "slurm-%j.out"),

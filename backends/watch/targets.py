@@ -28,7 +28,15 @@ from backends.watch.rows import (
     pending_tasks,
     usage_missing,
 )
-from backends.watch.slurm.accounting import Runner, job_std_paths, query, run_command
+from backends.watch.slurm.accounting import (
+    QueryError,
+    Runner,
+    job_std_paths,
+    query,
+    run_command,
+    run_sacct,
+    run_squeue,
+)
 
 _JOB = re.compile(r"^([0-9]{1,18})(?:_([0-9]{1,18}))?$")   # bounded: int() refuses 4300+ digits
 
@@ -105,12 +113,36 @@ def history_for_job(job_id: str, dirs: Sequence[Path]) -> History | None:
     return None
 
 
-def history_of(target: Target, dirs: Sequence[Path] = (Path("."),)) -> History:
-    """The submission a target belongs to: its record's history, or the one a job id was found in."""
+def array_task_of(job_id: str, runner: Runner = run_command) -> tuple[str, int] | None:
+    """The array task a bare job id stands for, as (array job id, task id); None if it is none or
+    Slurm cannot say.
+
+    Slurm gives every array task a job id of its own: the SLURM_JOB_ID a program prints, a
+    failed-task record's slurm_job_* folder, Slurm's mails. Records know the array's id.
+    """
+    for ask in (run_squeue, lambda ids, run: run_sacct(ids, run).own):
+        # the controller first: accounting may still file a task that ended a moment ago under its own id
+        try:
+            keys = {(row.job_id, row.task_id) for row in ask([job_id], runner)}
+        except QueryError:
+            continue
+        if len(keys) == 1:
+            ((job, task),) = keys
+            if job != job_id and task is not None:
+                return job, task
+    return None
+
+
+def history_of(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runner = run_command) -> History:
+    """The submission a target belongs to: its record's history, or the one a job id was found in
+    (an array task's own job id counts as its array's)."""
     if target.record is not None:
         return load_history(target.record.path)
     assert target.job_id is not None
     history = history_for_job(target.job_id, dirs)
+    if history is None and target.task_id is None:
+        named = array_task_of(target.job_id, runner)
+        history = history_for_job(named[0], dirs) if named is not None else None
     if history is None:
         raise InputError("JOB", f"no submit record under {', '.join(map(str, dirs))} submitted job "
                          f"{target.job_id}; name the record instead (e.g. exp/log/q/NAME.submit.json)")
@@ -130,11 +162,15 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     if record is not None:
         return history_status(load_history(record.path), runner)
     assert target.job_id is not None
+    history = history_for_job(target.job_id, dirs)
+    named = array_task_of(target.job_id, runner) if history is None and target.task_id is None else None
+    if named is not None:     # an array task's own job id: asked as ARRAY_TASK, which records know
+        target, history = Target(None, *named), history_for_job(named[0], dirs)
     answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
     states = answer.states
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
-    return job_rows(states, history_for_job(target.job_id, dirs), answer.usage)
+    return job_rows(states, history, answer.usage)
 
 
 def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:
@@ -229,6 +265,9 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
             raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
                                      f"{next((t.array_task_id for t in ran), 1)}")
         raise InputError("TASK", f"{history.record_path} has no task {text}")
+    named = array_task_of(job, runner) if task_id is None else None
+    if named is not None:     # an array task's own job id (its SLURM_JOB_ID): read it as ARRAY_TASK
+        return _job_task_logs(f"{named[0]}_{named[1]}", named[0], str(named[1]), dirs, runner)
     out, err = job_std_paths(text, runner)
     if out is None and err is None:
         raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm no longer "
