@@ -156,6 +156,23 @@ def test_watch_view_shows_counts_progress_and_error(tmp_path):
     assert JobState.RUNNING.value in text
 
 
+@pytest.mark.parametrize("log", ["/exp/x[/bold]y.1.log", "/exp/[bold red]x[/]/m[i].1.log", "/exp/\x1b[31mred.1.log"])
+def test_watch_view_shows_a_log_path_as_written_not_as_markup(tmp_path, log):
+    """A path with "[/bold]" made the live view raise MarkupError (a traceback on the terminal); one with
+    "[bold red]x[/]" lost its brackets and turned red."""
+    import io
+
+    from rich.console import Console
+
+    from backends.watch.rows import TaskRow
+
+    row = TaskRow(1, "500", 1, JobState.FAILED, 1, None, 3.0, "vm", log, None, None)
+    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
+    console.print(render_watch("x", PollUpdate({}, (), None, False, 4.0), [row]))
+    text = console.export_text()
+    assert log.replace("\x1b", "\\x1b") in text and "\x1b" not in text
+
+
 def test_task_logs_of_an_array_job_needs_a_task(tmp_path):
     make_record(tmp_path)
     with pytest.raises(InputError, match="is an array; name one task, e.g. 500_1"):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -231,6 +233,29 @@ def test_an_array_task_named_by_its_own_job_id_finds_its_record_and_log(slurm_cl
     assert task["value"] == value and task["log"] == str(tmp_path / "log" / f"t.{value}.log")
     history = run_cli("hyperion-jobs", "history", own, cwd=tmp_path, env=cli_env)
     assert history.returncode == 0 and array in history.stdout
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")
+def test_watch_on_a_terminal_shows_a_log_path_with_brackets_as_written(slurm_cluster, tmp_path, cli_env, test_site):
+    """The live view of an array whose log path holds "[/bold]" ended in a MarkupError traceback."""
+    submitted = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:2",
+         "--output-file", str(tmp_path / "log" / "x[/bold]y.IDX.log"), "--", "bash", "-c", "sleep 3; exit 3"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    record = tmp_path / "log" / "x[" / "q" / "bold]y.IDX.submit.json"
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        watch = subprocess.run(["script", "-qec", shlex.join(["hyperion-jobs", "watch", str(record)]), "/dev/null"],
+                               cwd=tmp_path, env={**cli_env, "COLUMNS": "250"}, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=180)
+    finally:
+        submitted.wait(timeout=180)
+    screen = watch.stdout + watch.stderr
+    assert watch.returncode == 1, screen
+    assert "Traceback" not in screen and "MarkupError" not in screen
+    assert "x[/bold]y.1.log" in screen or "x[/bold]y.2.log" in screen
 
 
 def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env):

@@ -241,11 +241,13 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
 
     done = sum(1 for r in rows if r.state is not None and r.state.is_terminal)
     counts = Table.grid(padding=(0, 2))
-    counts.add_row(*(f"{state} [bold]{n}[/]" for state, n in sorted(state_counts(rows).items())))
+    # cells are Text, never markup: a log path may hold "[/bold]" (a MarkupError) or "[red]x[/]"
+    counts.add_row(*(Text.assemble(f"{printable(state)} ", (str(n), "bold"))
+                     for state, n in sorted(state_counts(rows).items())))
     tasks = Table(*STATUS_HEADER[:-1], "LOG", expand=False)
     unfinished = [r for r in rows if r.state is None or not r.state.is_terminal or not r.ok]
     for row in unfinished[:max_rows]:
-        tasks.add_row(*status_cells(row))
+        tasks.add_row(*(Text(printable(cell)) for cell in status_cells(row)))
     header = Table.grid(padding=(0, 1))
     header.add_row(Text(printable(name), style="bold"), ProgressBar(total=max(1, len(rows)), completed=done, width=40),
                    Text(f"{done}/{len(rows)} tasks ended"))
