@@ -101,3 +101,53 @@ def test_last_lines_reads_a_bounded_amount_of_a_huge_line(tmp_path, monkeypatch)
     path.write_bytes(b"start\n" + b"\r 50%" * 10_000 + b"\ndone\n")
     lines = last_lines(path, 3)
     assert lines[-1] == "done" and len(lines) == 2 and len(lines[0]) < 1000
+
+
+def _streamed(path, n: int, end: int | None = None) -> list[str]:
+    """stream_last_lines' pieces joined back into lines."""
+    lines, current = [], ""
+    for text, ends in tail.stream_last_lines(path, n, end):
+        current += text
+        if ends:
+            lines.append(current)
+            current = ""
+    assert current == ""
+    return lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.text(alphabet="ab\n\ré", max_size=12), max_size=30), n=st.integers(0, 40))
+def test_streamed_last_lines_match_reading_everything_across_blocks_and_pieces(tmp_path_factory, lines, n):
+    """Blocks of 5 bytes and pieces of 3 split lines, newlines and two-byte characters at every place."""
+    path = tmp_path_factory.mktemp("t") / "log"
+    data = "".join(lines).encode()
+    path.write_bytes(data)
+    old = tail.BLOCK, tail.PIECE
+    tail.BLOCK, tail.PIECE = 5, 3
+    try:
+        assert _streamed(path, n) == [line.rstrip("\r") for line in expected_last(data, n)]
+    finally:
+        tail.BLOCK, tail.PIECE = old
+
+
+def test_logs_n_beyond_32_mib_gives_every_line_asked_for_whole(tmp_path, cli_env):
+    """`logs -n 60000` of a 50 MiB log printed only the last 32 MiB, starting inside a line, exit 0, no word."""
+    log = tmp_path / "exp" / "big.log"
+    log.parent.mkdir()
+    with open(log, "w") as handle:
+        handle.write("# Running: python big.py\n")
+        for i in range(51_200):
+            handle.write(f"line {i} " + "x" * 1010 + "\n")
+    assert log.stat().st_size > 48 * 1024 * 1024
+    from conftest import run_cli
+
+    from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+    record = tmp_path / "exp" / "q" / "big.submit.json"
+    save_record(SubmitRecord(str(record), "local", ("hyperion-submit",), "site.yaml", {}, None, None,
+                             (JobRecord("local", 0, None),), (TaskRecord(None, "local", None, str(log), None, None),),
+                             "2026-12-03T00:00:00+00:00", str(tmp_path)))
+    shown = run_cli("hyperion-jobs", "logs", str(record), "-n", "60000", env=cli_env, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == log.read_text()
+    tail_part = run_cli("hyperion-jobs", "logs", str(record), "-n", "2", env=cli_env)
+    assert tail_part.stdout.splitlines() == [f"line {i} " + "x" * 1010 for i in (51_198, 51_199)]

@@ -6,13 +6,16 @@ with a file that does not exist yet, is truncated, or is replaced.
 """
 from __future__ import annotations
 
+import codecs
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 BLOCK = 64 * 1024
 MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall a UI tick
 MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r progress bars has huge lines)
+PIECE = 1024 * 1024          # stream_last_lines hands a longer line over in pieces of this size
 
 
 def _open_log(path: str | Path):
@@ -65,6 +68,89 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
     if data.endswith(b"\n"):
         data = data[:-1]
     return [_decode(line) for line in data.split(b"\n")[-n:]]
+
+
+def _start_of_last(handle, n: int, end: int) -> int:
+    """The offset of the first byte of the last `n` lines before `end` (0 when there are fewer)."""
+    if end <= 0:
+        return 0
+    handle.seek(end - 1)
+    wanted = n + (handle.read(1) == b"\n")   # a final newline ends, not starts, a line
+    position, seen = end, 0
+    while position > 0:
+        size = min(BLOCK, position)
+        position -= size
+        handle.seek(position)
+        chunk = handle.read(size)
+        count = chunk.count(b"\n")
+        if seen + count >= wanted:
+            index = len(chunk)
+            for _ in range(wanted - seen):
+                index = chunk.rindex(b"\n", 0, index)
+            return position + index + 1
+        seen += count
+    return 0
+
+
+def stream_last_lines(path: str | Path, n: int, end: int | None = None) -> Iterator[tuple[str, bool]]:
+    """The last `n` lines before byte `end`, as (text, ends a line) pieces of at most about PIECE bytes.
+
+    For `hyperion-jobs logs -n N`, where N may be a million lines of a
+    gigabyte log: every line asked for, whole (unlike `last_lines`, no cap
+    that cuts the first one), in memory bounded by PIECE whatever N and the
+    line lengths. Lines are what `last_lines` gives: a final line without a
+    newline counts, trailing carriage returns are dropped.
+    """
+    if n <= 0:
+        return
+    handle = _open_log(path)
+    if handle is None:
+        return
+    with handle:
+        end = os.fstat(handle.fileno()).st_size if end is None else end
+        position = _start_of_last(handle, n, end)
+        handle.seek(position)
+        yield from _lines_in_pieces(handle, end - position)
+
+
+def _lines_in_pieces(handle, remaining: int) -> Iterator[tuple[str, bool]]:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    held = 0            # carriage returns ending what was given of the line: dropped if the line ends there
+    open_line = False   # part of the current line was given already
+
+    def cut(text: str, ends: bool) -> str:
+        nonlocal held, open_line
+        text = "\r" * held + text
+        kept = text.rstrip("\r")
+        held = 0 if ends else len(text) - len(kept)
+        if held > 64 * PIECE:   # a megabyte run of them: given, not held for ever
+            kept, held = text, 0
+        open_line = not ends
+        return kept
+
+    buffer = b""
+    while remaining > 0:
+        data = handle.read(min(BLOCK, remaining))
+        if not data:   # truncated meanwhile
+            break
+        remaining -= len(data)
+        buffer += data
+        start = 0
+        while True:
+            newline = buffer.find(b"\n", start)
+            if newline >= 0:
+                yield cut(decoder.decode(buffer[start:newline], final=True), True), True
+                start = newline + 1
+            elif len(buffer) - start >= PIECE:
+                text = cut(decoder.decode(buffer[start:start + PIECE]), False)
+                if text:
+                    yield text, False
+                start += PIECE
+            else:
+                break
+        buffer = buffer[start:]
+    if buffer or open_line:
+        yield cut(decoder.decode(buffer, final=True), True), True
 
 
 def complete_end(path: str | Path) -> int:

@@ -19,7 +19,7 @@ from backends.records.record import find_records
 from backends.watch.rows import LOCAL_JOB, TaskRow, exit_status, history_rows, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
-from backends.watch.tail import Follower, complete_end, last_lines
+from backends.watch.tail import Follower, complete_end, stream_last_lines
 from backends.watch.targets import current_user, resolve, status, task_logs
 
 
@@ -178,10 +178,18 @@ def cmd_logs(args: argparse.Namespace) -> int:
     _check_log_file(path, args.task, must_exist=not args.follow)
     show = _shown(args.raw)
     if not args.follow:
-        for line in last_lines(path, args.lines):
-            print(show(line))
+        _print_last(path, args.lines, show)
         return 0
     return _follow(path, args.lines, show)
+
+
+def _print_last(path: str, n: int, show: Callable[[str], str], end: int | None = None) -> None:
+    """Every one of the last `n` lines, a long line written piece by piece (memory stays bounded)."""
+    write = sys.stdout.write
+    for text, ends in stream_last_lines(path, n, end):
+        write(show(text))
+        if ends:
+            write("\n")
 
 
 def _shown(raw: bool) -> Callable[[str], str]:
@@ -209,8 +217,7 @@ def _check_log_file(path: str, task: str, must_exist: bool) -> None:
 
 def _follow(path: str, n: int, show: Callable[[str], str]) -> int:
     end = complete_end(path)
-    for line in last_lines(path, n, end=end):
-        print(show(line))
+    _print_last(path, n, show, end)
     if not Path(path).exists():
         print(printable(f"{PROG}: waiting for {path}"), file=sys.stderr)
     sys.stdout.flush()
