@@ -258,6 +258,32 @@ def test_watch_on_a_terminal_shows_a_log_path_with_brackets_as_written(slurm_clu
     assert "x[/bold]y.1.log" in screen or "x[/bold]y.2.log" in screen
 
 
+def test_watch_into_a_pipe_says_each_change_once(slurm_cluster, tmp_path, cli_env, test_site):
+    """A task cancelled while its array runs: the line saying so came two or three times (squeue's row, then
+    sacct's with its signal and node, then the final sacct), each reading the same."""
+    submitted = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:3",
+         "--output-file", str(tmp_path / "log" / "d.IDX.log"), "--", "sleep", "8"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    record = tmp_path / "log" / "q" / "d.IDX.submit.json"
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "log" / "d.2.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        watch = subprocess.Popen(["hyperion-jobs", "watch", str(record)], cwd=tmp_path, env=cli_env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        subprocess.run(["scancel", f"{job}_2"], check=True)
+        out, err = watch.communicate(timeout=120)
+    finally:
+        submitted.wait(timeout=120)
+    lines = [line.split(" ", 1)[1] for line in out.splitlines() if line[:2].isdigit()]
+    assert lines.count(f"{job}_2 CANCELLED exit 0") == 1, out
+    assert len(lines) == len(set(lines)), out
+    assert watch.returncode == 1 and "3 tasks: CANCELLED 1, COMPLETED 2" in out, out + err
+
+
 def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env):
     (tmp_path / "q").mkdir()
     job = subprocess.run(["sbatch", "--parsable", "-H", "-o", str(tmp_path / "q" / "slurm-%j.out"),

@@ -174,6 +174,7 @@ class PlainView:
         self.out = out or SafeStream(sys.stdout)
         self._problem: str | None = None
         self._problem_at = 0.0
+        self._said: dict[tuple[str, int | None], str] = {}
 
     def __enter__(self) -> "PlainView":
         return self
@@ -183,7 +184,12 @@ class PlainView:
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
         for task in update.changed:
-            self.out.line(f"{_now()} {change_text(task)}")
+            # the poller also reports what a line does not show (squeue's row replaced by sacct's, with
+            # the signal and node): a line that would read as the last one for this task says nothing new
+            text = change_text(task)
+            if self._said.get(task.key) != text:
+                self._said[task.key] = text
+                self.out.line(f"{_now()} {text}")
         stale = staleness(update)
         now = time.monotonic()
         if stale is None and self._problem is not None:
