@@ -93,6 +93,29 @@ def test_states_over_time_and_only_changes_reported():
     assert third.states[("3", 1)].source == "sacct"
 
 
+def test_an_exit_status_above_128_is_the_controllers_not_accountings_low_bits():
+    """A script ending 137 (its task got SIGKILL): squeue's raw status 35072 is 137, sacct (22.05) files 9:0,
+    as seen on the test cluster. hyperion-submit's last sacct made the report say "exit code 9" while the
+    footer, the ledger and status said 137."""
+    script = Script([ok("5_1|5|FAILED|9:0|00:00:01|vm|a|b|None\n")],
+                    [ok("5_1|RUNNING|0|0:01|vm|None|0|\n"), ok("5_1|FAILED|35072|0:01|vm|None|0|\n")])
+    p = poller({"5": (1,)}, script)
+    p.poll_once()
+    final = p.poll_once()
+    assert final.all_terminal and script.tools()[-1] == "sacct"
+    task = final.states[("5", 1)]
+    assert (task.state, task.exit_code, task.signal, task.source) == (JobState.FAILED, 137, None, "sacct")
+
+
+def test_merge_keeps_the_controllers_exit_status_for_the_same_end():
+    from backends.watch.slurm.accounting import merge, parse_sacct_rows, parse_squeue
+
+    sacct = parse_sacct_rows("5_1|5|FAILED|9:0|00:00:01|vm|a|b|None\n")
+    squeue = parse_squeue("5_1|FAILED|35072|0:01|vm|None|0|\n")
+    assert merge(sacct, squeue)[("5", 1)].exit_code == 137
+    assert merge(sacct, [])[("5", 1)].exit_code == 9     # the controller forgot it: accounting is all there is
+
+
 def test_stale_sacct_pending_does_not_undo_running():
     script = Script([ok("3_1|3|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|Priority\n")],
                     [ok("3_1|RUNNING|0|0:01|vm|None|0|\n"), EMPTY])

@@ -126,6 +126,20 @@ def test_array_with_a_failing_task_exits_non_zero_naming_its_log(slurm_cluster, 
     assert "# Ended (code 3)" in (tmp_path / "log/t.2.log").read_text()
 
 
+def test_a_task_killed_by_sigkill_is_reported_137_as_its_log_footer_says(slurm_cluster, test_site, cli_env,
+                                                                       tmp_path):
+    """sacct files the script's 137 as 9:0; hyperion-submit's last sacct made the report say exit code 9."""
+    result = submit(test_site, "--array", "JOB=1:2", "--output-file", "log/k.JOB.log", "--", "python3", "-c",
+                    "import os, sys; sys.argv[1] == '2' and os.kill(os.getpid(), 9)", "JOB",
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1
+    assert "# Ended (code 137)" in (tmp_path / "log/k.2.log").read_text()
+    (bad,) = [line for line in result.stderr.splitlines() if "FAILED" in line]
+    assert "JOB=2" in bad and "exit code 137" in bad, result.stderr
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log/q/k.JOB.submit.json"), env=cli_env)
+    assert [line.split()[3] for line in shown.stdout.splitlines()[1:3]] == ["0", "137"]
+
+
 def test_timeout_is_reported_with_the_task_log(slurm_cluster, test_site, cli_env, tmp_path, task):
     result = submit(test_site, "--time", "1", "--output-file", "log/slow.log", "--",
                     task, "x", "120", cwd=tmp_path, env=cli_env)

@@ -33,6 +33,7 @@ from backends.watch.slurm.accounting import (
     Runner,
     SacctRows,
     accounting_only,
+    controller_code,
     merge,
     range_only,
     run_command,
@@ -320,7 +321,7 @@ class Poller:
             old = self._states.get(task.key)
             if old is None or not self._wanted(task) or task.state is not old.state:
                 continue
-            task = replace(task, restart_count=old.restart_count)
+            task = replace(controller_code(task, old), restart_count=old.restart_count)
             self._states[task.key] = task
             if not _same(old, task):
                 changed.append(task)

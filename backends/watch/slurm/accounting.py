@@ -11,7 +11,7 @@ task shows its freshest true state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from backends.ranges import expand
@@ -299,8 +299,21 @@ def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -
         if fresh is None:
             merged[task.key] = task
         elif task.state.is_terminal and _ended_in_controller(task, fresh):
-            merged[task.key] = _with_restarts(task, fresh.restart_count)
+            merged[task.key] = _with_restarts(controller_code(task, fresh), fresh.restart_count)
     return merged
+
+
+def controller_code(final: TaskState, live: TaskState) -> TaskState:
+    """Accounting's row with the controller's exit code and signal when both tell the same end.
+
+    squeue gives the raw wait status the batch script returned; slurmdbd (22.05)
+    files an exit status above 128 by its low bits: a script ending 137 after
+    its task's SIGKILL is 137 in squeue, the log's footer and the ledger, but
+    ``9:0`` in sacct, and hyperion-submit said "exit code 9".
+    """
+    if live.state is not final.state or (live.exit_code is None and live.signal is None):
+        return final
+    return replace(final, exit_code=live.exit_code, signal=live.signal)
 
 
 def _ended_in_controller(final: TaskState, live: TaskState) -> bool:
