@@ -285,3 +285,33 @@ def test_a_value_an_earlier_local_attempt_never_ran_shows_no_log_not_the_rerun_s
             assert "run of 3" not in jobs.log_pane.view.lines
 
     asyncio.run(scenario())
+
+
+def test_the_newest_of_more_attempts_than_the_list_shows_is_highlighted_in_sight(tmp_path: Path, cli_env) -> None:
+    """Four runs of one command: the 3-row list showed attempts 1-3, no highlight, while the detail line
+    and the table showed attempt 4 (highlighted below, out of sight)."""
+    from conftest import run_cli
+
+    for _ in range(4):
+        done = run_cli("hyperion-submit", "local", "--cfg", str(SITE), "--array", "JOB=1:2", "--output-file",
+                       "log/t.JOB.log", "--", "true", cwd=tmp_path, env=cli_env)
+        assert done.returncode == 0, done.stderr
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+            await pilot.pause(0.3)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)
+            listing = app.jobs_screen.query_one("#attempt-list")
+            await pilot.pause(0.2)
+            assert posted(seen, AttemptShown)[-1].number == 4 and listing.highlighted == 3
+            lines = [line.rstrip() for line in rendered(listing)]
+            assert len(lines) == 3 and lines[-1].startswith("  4 submit")
+            await pilot.press("up")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 3, 5)
+            assert [line.rstrip()[:3] for line in rendered(listing)] == ["  2", "  3", "  4"]
+
+    asyncio.run(scenario())

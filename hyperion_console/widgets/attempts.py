@@ -122,6 +122,9 @@ class AttemptList(OptionList):
         numbers = [line.number for line in self.lines]
         if numbers:
             self.highlighted = numbers.index(number) if number in numbers else len(numbers) - 1
+            # the list is 3 rows high: the newest of 4 attempts was highlighted below them, out of
+            # sight (lines are laid out at the next refresh, so scrolling to it now does nothing)
+            self.call_after_refresh(self.scroll_to_highlight)
 
     def line_of(self, number: int) -> AttemptLine | None:
         return next((line for line in self.lines if line.number == number), None)
