@@ -16,7 +16,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
-from backends.records.options import array_name, submit_options
+from backends.submit.from_record import array_name, submit_options
 from backends.retry_sizes import SizeProposal, propose_sizes
 from backends.states import JobState
 from backends.submit.array import ArraySpec

@@ -20,7 +20,7 @@ from backends.attempt import check_not_live
 from backends.launch import run_plan, working_dir
 from backends.printable import printable
 from backends.ranges import compress
-from backends.records.options import array_name, array_values, submit_options
+from backends.submit.from_record import array_name, array_values, submit_options
 from backends.records.record import SubmitRecord, load_record
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec

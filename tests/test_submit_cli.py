@@ -116,3 +116,18 @@ def test_sbatch_refusal_is_one_line_exit_1_with_script_kept(slurm_cluster, tmp_p
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert str(tmp_path / "q" / "t.JOB.sh") in lines[0]
     assert (tmp_path / "q" / "t.JOB.sh").exists()
+
+
+@pytest.mark.parametrize("gpus, expanded", [("2", "--comment=gpus-2"), ("0", "--comment=gpus-0")])
+def test_num_gpus_is_expanded_in_base_options_too(tmp_path, cli_env, gpus, expanded):
+    """The contract permits its placeholder in site options; in base_options it reached sbatch as written."""
+    site = yaml.safe_load(TEST_SITE.read_text())
+    site["base_options"] = [*site["base_options"], "--comment=gpus-{num_gpus}"]
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text(yaml.safe_dump(site))
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(site_file), "--dry-run", "--num-gpus", gpus,
+                     "--output-file", "log/t.log", "--", "prog", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    (argv,) = [shlex.split(line.split(": ", 1)[1]) for line in result.stdout.splitlines()
+               if line.startswith("sbatch argv:")]
+    assert expanded in argv and "--comment=gpus-{num_gpus}" not in argv

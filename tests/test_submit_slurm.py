@@ -190,6 +190,49 @@ def test_gpu_job_gets_gres_cuda_devices_torchrun_and_exported_env(slurm_cluster,
     assert "Partition=gpu" in shown and "TresPerNode=gres:gpu:v100:2" in shown
 
 
+def test_the_torchrun_prefix_is_never_substituted(slurm_cluster, test_site, cli_env, tmp_path, task):
+    """An array NAME found inside the prefix's words ("nodes" in --nnodes, --nproc-per-node) turned them
+    into --n1=1 and --nproc-per-1: NAME is substituted in the command's arguments only."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text(FAKE_TORCHRUN)
+    (bin_dir / "torchrun").chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}:{cli_env['PATH']}", "TORCHRUN_DIR": str(tmp_path)}
+    result = submit(test_site, "--num-gpus", "2", "--array", "nodes=1:1", "--output-file", "log/g.nodes.log",
+                    "--", task, "nodes", "0", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args == ["--standalone", "--nnodes=1", "--nproc-per-node=2", task, "1", "0"]
+    log = (tmp_path / "log" / "g.1.log").read_text()
+    assert log.startswith(f"# Running: torchrun --standalone --nnodes=1 --nproc-per-node=2 {task} 1 0\n")
+
+
+def test_a_chdir_in_base_options_keeps_the_log_where_it_was_asked(slurm_cluster, test_site, cli_env, tmp_path):
+    """--chdir is a site policy option the contract allows; the script wrote a relative log path, so the
+    log went under the --chdir directory and the run said "the log is missing"."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    site = yaml.safe_load(test_site.read_text())
+    site["base_options"] = [*site["base_options"], f"--chdir={elsewhere}"]
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text(yaml.safe_dump(site))
+    result = submit(site_file, "--array", "JOB=1:2", "--output-file", "log/c.JOB.log", "--", "pwd",
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    for value in (1, 2):
+        assert (tmp_path / "log" / f"c.{value}.log").read_text().splitlines()[2] == str(elsewhere)
+    assert not (elsewhere / "log").exists()
+
+
+def test_a_log_the_task_removes_fails_the_run_and_is_not_made_again(slurm_cluster, test_site, cli_env, tmp_path):
+    """The footer's >> made the log again with the footer alone, so the wait found a log and said 0."""
+    result = submit(test_site, "--output-file", "log/r.log", "--", "bash", "-c", "echo hi; rm -f log/r.log",
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1
+    assert "COMPLETED but the log is missing" in result.stderr and str(tmp_path / "log" / "r.log") in result.stderr
+    assert not (tmp_path / "log" / "r.log").exists()
+
+
 def test_max_jobs_run_limits_concurrent_tasks(slurm_cluster, test_site, cli_env, tmp_path, task):
     result = submit(test_site, "--array", "JOB=1:6", "--max-jobs-run", "2",
                     "--output-file", "log/m.JOB.log", "--", task, "JOB", "3",

@@ -60,11 +60,20 @@ class SiteConfig:
             known = ", ".join(sorted(self.gpu_types)) or "none"
             raise InputError("default_gpu_type", f"{self.default_gpu_type!r} is not defined under "
                              f"gpu_types (defined: {known})")
-        return tuple(o.replace("{num_gpus}", str(num_gpus)) for o in self.gpu_types[self.default_gpu_type])
+        return expand(self.gpu_types[self.default_gpu_type], num_gpus)
 
     def resource_options(self, num_gpus: int) -> tuple[str, ...]:
         """cpu_options for a CPU job, else the GPU type's options (the contract's rule)."""
-        return self.gpu_options(num_gpus) if num_gpus > 0 else self.cpu_options
+        return self.gpu_options(num_gpus) if num_gpus > 0 else expand(self.cpu_options, num_gpus)
+
+    def base_for(self, num_gpus: int) -> tuple[str, ...]:
+        """base_options with ``{num_gpus}`` expanded: the contract permits it in every site option."""
+        return expand(self.base_options, num_gpus)
+
+
+def expand(items: tuple[str, ...], num_gpus: int) -> tuple[str, ...]:
+    """Site option items with the one placeholder, ``{num_gpus}``, replaced by the effective count."""
+    return tuple(item.replace("{num_gpus}", str(num_gpus)) for item in items)
 
 
 def _gpu_types(raw: object) -> Mapping[str, tuple[str, ...]]:

@@ -215,6 +215,14 @@ def _signal_group(pgid: int, signum: int) -> None:
         pass
 
 
+class LogMissing(Exception):
+    """The task ended but its log is gone (removed or replaced while it ran): as for Slurm, the run fails."""
+
+    def __init__(self, code: int, elapsed: float) -> None:
+        super().__init__(code, elapsed)
+        self.code, self.elapsed = code, elapsed
+
+
 class LogWriteError(OSError):
     """The task's log could not be written (a full disk, a quota); `code` is the child's status if it ran."""
 
@@ -240,7 +248,7 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
     The log gets `mode`; `environ` is the environment the task's own variables are added
     to and `stdin` its input (/dev/null): the run makes each once for all its tasks.
     `spawned` gets the child's pid as soon as it runs. A log that cannot be written
-    (header or footer) raises LogWriteError.
+    (header or footer) raises LogWriteError, one the task removed or replaced LogMissing.
     """
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -260,9 +268,22 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
                 log.flush()
                 elapsed = time.monotonic() - started
                 log.write(logheader.ended_line(code, logheader.iso_now(), int(elapsed)) + "\n")
+                log.flush()
+                kept = _same_file(task.log, log)
+        if not kept:
+            raise LogMissing(code, elapsed)
     except OSError as err:
         raise LogWriteError(err, code) from None
     return code, elapsed
+
+
+def _same_file(path: str, log) -> bool:
+    """Whether `path` is still the log we opened (the task may have removed or replaced it)."""
+    try:
+        here, ours = os.stat(path), os.fstat(log.fileno())
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino)
 
 
 def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
@@ -314,6 +335,14 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
                                      time.monotonic() - began, runner["host"]))
                 raise
+            except LogMissing as gone:   # its state as it ended, the reason beside it; the run stops here
+                reason = f"its log {task.log} is missing (removed or replaced while the task ran)"
+                ledger.append(_final(attempt, task, "COMPLETED" if gone.code == 0 else "FAILED", gone.code,
+                                     start, gone.elapsed, runner["host"], reason))
+                label = "task" if task.value is None else f"{plan.options.array.name}={task.value}"
+                print(printable(f"hyperion-submit: {label} exited {gone.code} but {reason}"), file=sys.stderr,
+                      flush=True)
+                return 1
             except LogWriteError as err:  # e.g. the disk filled up: FAILED, with the reason and the log
                 reason = f"cannot write the log {task.log}: {err.strerror or err}"
                 try:

@@ -25,11 +25,6 @@ _CMD = "_hyperion_cmd"
 _RC = "_hyperion_rc"
 
 
-def launched_command(options: SubmitOptions) -> tuple[str, ...]:
-    """The argv the batch script runs, before NAME substitution."""
-    return launch_prefix(options.num_gpus) + tuple(options.command)
-
-
 def splice(text: str, name: str | None) -> str:
     """One shell word that yields `text` with every literal `name` replaced by ``$name``.
 
@@ -62,24 +57,36 @@ def render_script(options: SubmitOptions, offset: int) -> str:
     for key, value in options.env:
         _check_variable(key, "environment variable")
         lines.append(f"export {key}={shlex.quote(value)}")
-    command = launched_command(options)
-    log_dir = os.path.dirname(options.output_file)
-    lines.append(f"{_LOG}={splice(options.output_file, name)}")
-    if log_dir:
-        lines.append(f"mkdir -p -- {splice(log_dir, name)} || exit 1")
+    prefix = launch_prefix(options.num_gpus)
+    log = _absolute(options.output_file, name)
+    lines.append(f"{_LOG}={log}")
+    lines.append(f'mkdir -p -- "$(dirname -- "${_LOG}")" || exit 1')
     lines.append(f"{_CMD}=(")
-    lines += [f"  {splice(arg, name)}" for arg in command]
+    # NAME is substituted in the command's arguments only: the torchrun prefix is ours
+    lines += [f"  {shlex.quote(arg)}" for arg in prefix] + [f"  {splice(arg, name)}" for arg in options.command]
     lines.append(")")
     # The joined command with NAME spliced equals the join of the substituted
     # arguments: NAME and its digits are both shlex-safe, quotes never split them.
-    running = splice(shlex.join(command), name)
+    running = " ".join(filter(None, (shlex.join(prefix), splice(shlex.join(options.command), name))))
     lines += [
         "{",
         logheader.bash_header(running).rstrip("\n"),
         f'}} > "${_LOG}" || exit 1',
         f'"${{{_CMD}[@]}}" >> "${_LOG}" 2>&1',
         f"{_RC}=$?",
-        logheader.bash_footer(_RC).rstrip("\n") + f' >> "${_LOG}"',
+        # a log the task removed is not made again with the footer alone: the wait then says it is missing
+        f'[ -f "${_LOG}" ] && ' + logheader.bash_footer(_RC).rstrip("\n") + f' >> "${_LOG}"',
         f'exit "${_RC}"',
     ]
     return "\n".join(lines) + "\n"
+
+
+def _absolute(output_file: str, name: str | None) -> str:
+    """The log as one absolute shell word: a ``--chdir`` in the site's options must not move it.
+
+    NAME is substituted in what the user wrote only, not in the submission
+    directory (``/home/JOBS/exp`` with NAME ``JOB``).
+    """
+    if os.path.isabs(output_file):
+        return splice(output_file, name)
+    return shlex.quote(os.path.join(os.getcwd(), "")) + splice(output_file, name)
