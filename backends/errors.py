@@ -21,3 +21,11 @@ class FieldError(ValueError):
 
 class InputError(FieldError):
     """Bad input from a YAML file or the command line, found before anything runs."""
+
+
+class SiteError(InputError):
+    """Bad input found in a site YAML file: its field is the file's key, and it says which file.
+
+    A key shares its name with a command-line option (`time`, `mem`): the
+    console marks the site selector for it, not the option's field.
+    """

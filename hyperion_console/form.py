@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from backends.errors import InputError
+from backends.errors import InputError, SiteError
 
 # form field -> hyperion-submit option (memory is special: its scope picks the option)
 OPTION_OF: dict[str, str] = {
@@ -53,9 +53,12 @@ def form_argv(form: FormValues) -> list[str]:
     return argv + ["--", *command]
 
 
-def field_of_error(field: str) -> str | None:
-    """The form field an InputError's field names (`--mem-per-cpu` -> `mem`)."""
-    name = field.strip().lstrip("-").replace("-", "_")
+def field_of_error(error: BaseException) -> str | None:
+    """The form field an error names (`--mem-per-cpu` -> `mem`); the site selector for any problem of
+    the site file (its `time` key is not the time field)."""
+    if isinstance(error, SiteError):
+        return "cfg"
+    name = str(getattr(error, "field", "")).strip().lstrip("-").replace("-", "_")
     if name in {"mem", "mem_per_cpu", "memory"}:
         return "mem"
     if name in {"cfg", "site", "config"}:

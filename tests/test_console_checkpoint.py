@@ -213,3 +213,82 @@ def test_a_trillion_shard_checkpoint_opens_with_a_bucketed_map(tmp_path: Path) -
             assert text_of(screen.query_one("#retry-summary")).startswith("--max-array-size: the 999999999997 missing")
 
     asyncio.run(scenario())
+
+
+def test_every_tab_follows_the_checkpoint_as_it_is_now(tmp_path: Path) -> None:
+    """ctrl+r re-planned the Retry tab only, so Coverage still said "complete 8" beside "missing 5-6";
+    after the checkpoint was removed, r left every tab showing the old run under the error."""
+    import shutil
+
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=tuple(range(1, 9)), failed=())
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            assert "complete 8" in text_of(screen.query_one("#ckpt-map"))
+            for manifest in Checkpoint(checkpoint).completion_dir.glob("completed_slurm_array_*.json"):
+                if json.loads(manifest.read_text())["shard_index"] in (5, 6):
+                    manifest.unlink()
+            await pilot.press("ctrl+r")          # no record: refused, but with the checkpoint as it is
+            await pilot.pause()
+            assert "missing 5-6" in text_of(screen.query_one("#retry-summary"))
+            legend = text_of(screen.query_one("#ckpt-map"))
+            assert "complete 6" in legend and "incomplete 2" in legend
+            shutil.rmtree(checkpoint)
+            await pilot.press("r")
+            await pilot.pause()
+            assert "run.json" in text_of(screen.query_one("#ckpt-run"))
+            assert text_of(screen.query_one("#ckpt-map")).strip() == ""
+            assert table_column(screen.query_one("#ckpt-failed"), "shard") == []
+            assert screen.query_one("#retry-windows").row_count == 0 and screen.plan is None
+            assert "missing" not in text_of(screen.query_one("#retry-summary"))
+
+    asyncio.run(scenario())
+
+
+def test_at_80_columns_windows_and_failed_records_stay_readable(tmp_path: Path) -> None:
+    """A 5000-shard plan's array column kept its 200-character width for every plan after it, so offsets
+    were off screen; a long job id pushed the details off; a long record was cut at 8 lines."""
+    from test_console_fixtures import rendered
+
+    from sharding.store import Attempt
+
+    checkpoint = tmp_path / "checkpoint"
+    store = Checkpoint(checkpoint)
+    run = RunConfig(1, 5000)
+    store.ensure_run(run)
+    for shard in range(2, 5001, 2):
+        store.write_completion(shard, run)
+    store.write_failed(7, Attempt("9" * 40, "7", "0"),
+                       {"task_ids": [f"p{i:06d}" for i in range(400)], "error": "ValueError: last words"})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            screen.query_one("#ckpt-tabs").active = "tab-retry"
+            screen.query_one("#max-array-size").value = "1000"
+            await pilot.pause()
+            windows = screen.query_one("#retry-windows")
+            assert table_column(windows, "offset") == ["0", "1000", "2000", "3000", "4000"]
+            drawn = "\n".join(rendered(windows))
+            assert "1000" in drawn and "5000" in drawn and "…" in drawn
+            screen.query_one("#max-array-size").value = ""
+            await pilot.pause()
+            assert " 0 " in rendered(windows)[1] and "5000" in rendered(windows)[1]
+
+            screen.query_one("#ckpt-tabs").active = "tab-failed"
+            await pilot.pause()
+            failed = screen.query_one("#ckpt-failed")
+            assert table_column(failed, "job") == ["9" * 11 + "…"]
+            assert "details" in rendered(failed)[0]
+            box = screen.query_one("#ckpt-failed-detail-box")
+            assert box.max_scroll_y > 0           # the rest of the record is there to scroll to
+            box.scroll_end(animate=False)
+            await pilot.pause()
+            assert "last words" in "\n".join(rendered(screen.query_one("#ckpt-failed-detail")))
+
+    asyncio.run(scenario())

@@ -172,3 +172,26 @@ def test_an_empty_config_directory_is_reported_not_a_crash(tmp_path: Path) -> No
             assert expected in notifications(app)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("text, key", [('time: "[bold]1[/]"\n', "time"), ("mem: lots\n", "mem"),
+                                       ("a: &x 1\nb: *x\n", "a")])
+def test_a_site_files_bad_key_marks_the_site_not_the_option_field(tmp_path: Path, text: str, key: str) -> None:
+    """A site file's `time: "[bold]1[/]"` marked the empty time field red; an anchor marked nothing."""
+    sites = tmp_path / "conf"
+    sites.mkdir()
+    (sites / "bad.yaml").write_text("sbatch_command: sbatch\n" + text)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=sites, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, output_file=str(tmp_path / "t.log"), command="true")
+            await pilot.pause()
+            expected = core_error(form_argv(screen.form()))
+            assert expected.startswith(f"{key}: ") and f"(in the site file {sites / 'bad.yaml'})" in expected
+            assert str(screen.query_one("#submit-error").content) == expected
+            assert screen.query_one("#cfg").has_class("invalid")
+            assert not [field for field in ("#time", "#mem", "#num_gpus") if screen.query_one(field).has_class("invalid")]
+
+    asyncio.run(scenario())

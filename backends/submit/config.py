@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 import yaml
 
-from backends.errors import InputError
+from backends.errors import InputError, SiteError
 from backends.fileio import UnreadableFile, read_bounded
 from backends.printable import printable
 from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
@@ -329,7 +329,14 @@ def _site_path(path: str | Path) -> str:
 def load_site_text(path: str | Path) -> tuple[SiteConfig, str]:
     """The validated site and the text it came from (read once: a pipe cannot be read twice)."""
     text = read_site_text(path)
-    return site_from_mapping(parse_site_text(text, path), _site_path(path)), text
+    try:
+        return site_from_mapping(parse_site_text(text, path), _site_path(path)), text
+    except SiteError:
+        raise
+    except InputError as err:
+        where = printable(str(path))
+        problem = err.problem if where in err.problem else f"{err.problem} (in the site file {where})"
+        raise SiteError(err.field, problem) from None
 
 
 def load_site(path: str | Path) -> SiteConfig:

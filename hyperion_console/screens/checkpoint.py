@@ -43,6 +43,19 @@ def _cut(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
+def _cell(text: str, limit: int) -> str:
+    """One table cell of at most `limit` characters, a cut marked: the whole text is shown elsewhere."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _reset_windows(windows: DataTable) -> None:
+    """No rows and fresh columns: a column keeps the width of its widest cell ever, so a long plan's
+    array column pushed offset and total off the screen for every plan after it."""
+    windows.clear(columns=True)
+    for column in ("array", "offset", "minimum", "total", "shards"):
+        windows.add_column(column, key=column)
+
+
 def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str | None) -> str:
     """What Resubmit will run, where, and whose record says so: plain text, every part escaped."""
     plan, record = prepared.plan, prepared.record
@@ -59,6 +72,8 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
 
 
 DETAILS_CELL = 18     # characters of a failed record's details in its table cell (80 columns)
+ID_CELL = 12          # a job, array task or restart of a failed record (a foreign folder's may be long)
+ARRAY_CELL = 30       # a window's array expression (the fields below it give it whole)
 
 
 class CheckpointScreen(ConsoleScreen):
@@ -91,7 +106,8 @@ class CheckpointScreen(ConsoleScreen):
                 for column in ("shard", "job", "array task", "restart", "recorded", "details"):
                     table.add_column(column, key=column)
                 yield table
-                yield Static("", id="ckpt-failed-detail")
+                with VerticalScroll(id="ckpt-failed-detail-box"):   # a long record scrolls, never cut
+                    yield Static("", id="ckpt-failed-detail")
             with TabPane("Retry", id="tab-retry"):
                 with VerticalScroll():
                     with Horizontal(classes="form-row"):
@@ -103,10 +119,7 @@ class CheckpointScreen(ConsoleScreen):
                         yield Input(str(self.record_path or ""), placeholder="q/NAME.submit.json",
                                     id="record-path", compact=True)
                     yield Static("", id="retry-summary")
-                    windows = DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
-                    for column in ("array", "offset", "minimum", "total", "shards"):
-                        windows.add_column(column, key=column)
-                    yield windows
+                    yield DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
                     yield Static("", id="retry-commands")
                     yield Button("Resubmit missing shards", id="resubmit", variant="error",
                                  compact=True)
@@ -145,11 +158,22 @@ class CheckpointScreen(ConsoleScreen):
         try:
             cov = coverage(self.checkpoint)
         except Exception as exc:
-            self.query_one("#ckpt-run", Static).update(shown(describe_error(exc), "bold red"))
+            self._forget(describe_error(exc))
             tell(self, describe_error(exc), title="checkpoint", severity="error")
             return
         self.show_coverage(cov)
         self.refresh_retry()
+
+    def _forget(self, error: str) -> None:
+        """The checkpoint cannot be read now: no tab keeps showing what it held before (a removed
+        checkpoint still showed its counts, failed records and retry plan)."""
+        self.query_one("#ckpt-run", Static).update(shown(error, "bold red"))
+        for name in ("#ckpt-map", "#ckpt-problems", "#ckpt-failed-detail", "#retry-commands"):
+            self.query_one(name, Static).update("")
+        self.query_one("#ckpt-failed", DataTable).clear()
+        _reset_windows(self.query_one("#retry-windows", DataTable))
+        self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
+        self.failed_by_path, self.plan = {}, None
 
     def show_coverage(self, cov) -> None:
         store = Checkpoint(self.checkpoint)
@@ -176,9 +200,9 @@ class CheckpointScreen(ConsoleScreen):
             details = "" if record.details is None else json.dumps(dict(record.details))
             if len(details) > DETAILS_CELL:        # the whole record shows below the table
                 details = details[:DETAILS_CELL - 1] + "…"
-            table.add_row(*(shown(cell) for cell in (record.shard, record.job, record.array_task,
-                                                     record.restart, when, details)),
-                          key=record.path)
+            table.add_row(*(shown(_cell(str(cell), ID_CELL)) for cell in (record.shard, record.job,
+                                                                            record.array_task, record.restart)),
+                          shown(when), shown(details), key=record.path)
 
     @on(DataTable.RowHighlighted, "#ckpt-failed")
     @guarded
@@ -204,7 +228,7 @@ class CheckpointScreen(ConsoleScreen):
         summary = self.query_one("#retry-summary", Static)
         windows = self.query_one("#retry-windows", DataTable)
         commands = self.query_one("#retry-commands", Static)
-        windows.clear()
+        _reset_windows(windows)
         self.plan = None
         if self.checkpoint is None:
             return
@@ -225,7 +249,8 @@ class CheckpointScreen(ConsoleScreen):
                                          f"  ({plan.missing_count} shards, {len(plan.windows)} window(s))"))
         for window, line in zip(plan.windows[:MAX_WINDOW_ROWS], fields):
             expression, offset, minimum, total = line.split(" ")
-            windows.add_row(*(shown(cell) for cell in (_cut(expression), offset, minimum, total, window.count)))
+            windows.add_row(*(shown(cell) for cell in (_cell(expression, ARRAY_CELL), offset, minimum, total,
+                                                       window.count)))
         if len(plan.windows) > MAX_WINDOW_ROWS:
             windows.add_row(shown(f"... {len(plan.windows) - MAX_WINDOW_ROWS} more"), "", "", "", "")
         commands.update(self.retry_commands(plan, fields))
@@ -265,8 +290,9 @@ class CheckpointScreen(ConsoleScreen):
 
     @guarded
     def action_resubmit(self) -> None:
-        """Plan the retry, then ask: the dialog shows the exact command, where it runs and whose record it is."""
-        self.refresh_retry()
+        """Read the checkpoint again and plan the retry (every tab agrees with what is asked), then ask:
+        the dialog shows the exact command, where it runs and whose record it is."""
+        self.action_reload()
         plan = self.plan
         if plan is None:
             tell(self, "no retry plan (see the Retry tab)", severity="error")

@@ -137,7 +137,7 @@ class SubmitScreen(ConsoleScreen):
             self.query_one("#submit-command", Static).update("")
             self.query_one("#submit-preview", Static).update(
                 Text("(no preview until the form is valid)", style="dim"))
-            field = field_of_error(getattr(exc, "field", ""))
+            field = field_of_error(exc)
             if field:
                 self.query_one(f"#{field}").add_class("invalid")
             self.post_message(PreviewUpdated(None, message))
