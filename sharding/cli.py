@@ -132,15 +132,16 @@ def _failed(path: str, as_json: bool) -> int:
         return 0
     for r in records:
         print(printable(f"shard {r.shard}  job {r.job}  array_task {r.array_task}  restart {r.restart}  "
-                        f"{_summary(r.details)}"))
+                        f"{_summary(r)}"))
         print(f"    {printable(r.path)}")
     return 0
 
 
-def _summary(details: Any, limit: int = 200) -> str:
+def _summary(record: FailedRecord, limit: int = 200) -> str:
     """``tasks A,B  first error line`` of a record's details, whatever shape a foreign file gave them."""
+    details = record.details
     if not isinstance(details, dict) or not details:
-        return "tasks -  (empty marker)"
+        return f"tasks -  {record.without_details if details is None else '(no details)'}"
     ids = details.get("task_ids")
     tasks = ",".join(str(t) for t in ids) if isinstance(ids, list) and ids else "-"
     lines = str(details.get("error") or "").strip().splitlines()

@@ -200,7 +200,8 @@ class Attempt:
 
 @dataclass(frozen=True)
 class FailedRecord:
-    """One attempt's failed-task marker; ``details`` is None for Curator's empty marker."""
+    """One attempt's failed-task marker; ``details`` is None for Curator's empty marker (`empty`)
+    and for a file that is not JSON (not `empty`: its warning says why)."""
 
     path: str
     job: str
@@ -209,6 +210,12 @@ class FailedRecord:
     shard: int
     details: Mapping[str, Any] | None
     mtime: float
+    empty: bool = True
+
+    @property
+    def without_details(self) -> str:
+        """What stands in for the details when there are none."""
+        return "(empty marker, as NeMo Curator writes it)" if self.empty else "(not JSON: details ignored)"
 
 
 def manifest_identity(run: RunConfig, shard: int) -> dict[str, int]:
@@ -522,4 +529,5 @@ class Checkpoint:
                 details = loaded
             elif loaded is not None:
                 details = {"value": loaded}
-        return FailedRecord(str(path), job, task, restart, int(shard_text), details, mtime), problem
+        return (FailedRecord(str(path), job, task, restart, int(shard_text), details, mtime,
+                             empty=not text.strip()), problem)

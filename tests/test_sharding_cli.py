@@ -262,6 +262,18 @@ def test_failed_records_of_shards_outside_the_run_are_warned_about_and_not_count
         == "failed            1  4"
 
 
+def test_a_record_that_is_not_json_is_not_called_an_empty_marker(tmp_path, cli_env):
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    empty = store.write_failed(1, Attempt("100", "1", "0"))
+    broken = store.write_failed(2, Attempt("100", "2", "0"))
+    broken.write_text("[" * 100_000)
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    lines = listed.stdout.splitlines()
+    assert lines[lines.index(f"    {empty}") - 1].endswith("tasks -  (empty marker, as NeMo Curator writes it)")
+    assert lines[lines.index(f"    {broken}") - 1].endswith("tasks -  (not JSON: details ignored)")
+
+
 def test_failed_listing_escapes_what_a_record_says(tmp_path, cli_env):
     """A failed-task record's error text is shown with its ESC visible, never sent to the terminal."""
     store = _hostile_checkpoint(tmp_path / "ck")

@@ -211,7 +211,7 @@ class CheckpointScreen(ConsoleScreen):
         record = self.failed_by_path.get(str(event.row_key.value))
         if record is None:
             return
-        details = "(empty marker, as NeMo Curator writes it)" if record.details is None \
+        details = record.without_details if record.details is None \
             else json.dumps(dict(record.details), sort_keys=True)
         self.query_one("#ckpt-failed-detail", Static).update(Text.assemble(
             shown(record.path, "dim"), "\n", shown(details)))
