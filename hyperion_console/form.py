@@ -40,12 +40,14 @@ class FormValues:
 def form_argv(form: FormValues) -> list[str]:
     """`[backend, --cfg, PATH, ..., --, command...]` (no program name)."""
     argv = [form.backend, "--cfg", form.cfg]
+    # --option=VALUE: a value starting with "-" ("-5G") is then the option's, and the core says what is
+    # wrong with it, rather than "expected one argument"
     for field, option in OPTION_OF.items():
         value = getattr(form, field).strip()
         if value:
-            argv += [option, value]
+            argv.append(f"{option}={value}")
     if form.mem.strip():
-        argv += [MEM_SCOPES[form.mem_scope], form.mem.strip()]
+        argv.append(f"{MEM_SCOPES[form.mem_scope]}={form.mem.strip()}")
     try:
         command = shlex.split(form.command)
     except ValueError as exc:

@@ -40,6 +40,7 @@ def core_error(argv: list[str]) -> str:
     ("time", "abc", "#time"),
     ("num_gpus", "-2", "#num_gpus"),
     ("mem", "lots", "#mem"),
+    ("mem", "-5G", "#mem"),
     ("array", "JOB=5:1", "#array"),
     ("output_file", "", "#output_file"),
 ])
@@ -55,6 +56,7 @@ def test_invalid_field_shows_the_cores_message_inline(tmp_path: Path, field: str
             fill(screen, **{field: value})
             await pilot.pause()
             expected = core_error(form_argv(screen.form()))
+            assert "expected one argument" not in expected     # "-2" is the value, not an option
             assert str(screen.query_one("#submit-error").content) == expected
             assert screen.query_one(highlighted).has_class("invalid")
             previews = posted(seen, PreviewUpdated)
