@@ -529,5 +529,5 @@ class Checkpoint:
                 details = loaded
             elif loaded is not None:
                 details = {"value": loaded}
-        return (FailedRecord(str(path), job, task, restart, int(shard_text), details, mtime,
-                             empty=not text.strip()), problem)
+        empty = not text.strip() or (problem is None and details is None)   # nothing, or JSON null
+        return FailedRecord(str(path), job, task, restart, int(shard_text), details, mtime, empty=empty), problem

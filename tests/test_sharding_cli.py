@@ -268,9 +268,12 @@ def test_a_record_that_is_not_json_is_not_called_an_empty_marker(tmp_path, cli_e
     empty = store.write_failed(1, Attempt("100", "1", "0"))
     broken = store.write_failed(2, Attempt("100", "2", "0"))
     broken.write_text("[" * 100_000)
+    null = store.write_failed(3, Attempt("100", "3", "0"))
+    null.write_text("null\n")
     listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
     lines = listed.stdout.splitlines()
     assert lines[lines.index(f"    {empty}") - 1].endswith("tasks -  (empty marker, as NeMo Curator writes it)")
+    assert lines[lines.index(f"    {null}") - 1].endswith("tasks -  (empty marker, as NeMo Curator writes it)")
     assert lines[lines.index(f"    {broken}") - 1].endswith("tasks -  (not JSON: details ignored)")
 
 

@@ -131,3 +131,15 @@ def test_num_gpus_is_expanded_in_base_options_too(tmp_path, cli_env, gpus, expan
     (argv,) = [shlex.split(line.split(": ", 1)[1]) for line in result.stdout.splitlines()
                if line.startswith("sbatch argv:")]
     assert expanded in argv and "--comment=gpus-{num_gpus}" not in argv
+
+
+def test_the_command_line_a_dry_run_shows_reads_back_a_log_name_starting_with_a_dash(tmp_path, cli_env):
+    """The console's form accepts --output-file=-x.JOB.log; the equivalent line it and the record show said
+    "--output-file -x.JOB.log", which hyperion-submit reads as a missing value."""
+    result = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--dry-run", "--array", "JOB=1:2",
+                     "--output-file=-x.JOB.log", "--", "true", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("# command line: ")]
+    argv = shlex.split(line.removeprefix("# command line: "))
+    assert "--output-file=-x.JOB.log" in argv
+    assert parse_submit_argv(argv[1:])[1].output_file == "-x.JOB.log"

@@ -184,6 +184,32 @@ def test_a_second_interrupt_kills_a_task_that_ignores_the_first(tmp_path, cli_en
     assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("FAILED", 130)}
 
 
+def test_a_second_hangup_does_not_cut_the_tasks_grace_short(tmp_path, cli_env):
+    """A closing terminal sends SIGHUP twice (bash passes it on, then the kernel): the task still gets its
+    10 s to clean up, as the README promises; only a second Ctrl-C kills at once."""
+    marker = tmp_path / "started"
+    script = (f"trap 'echo got-hup; sleep 1; echo cleanup-done; exit 0' HUP; echo $$ > {shlex.quote(str(marker))}; "
+              "while :; do sleep 0.1; done")
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "t.log",
+                               "--", "bash", "-c", script], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    group = None
+    try:
+        assert _until(lambda: marker.exists() and marker.read_text().strip()), "the task never started"
+        group = int(marker.read_text())
+        runner.send_signal(signal.SIGHUP)
+        time.sleep(0.05)
+        runner.send_signal(signal.SIGHUP)
+        runner.communicate(timeout=20)
+    finally:
+        kill_groups(group)
+        if runner.poll() is None:
+            runner.kill()
+        runner.wait()
+    assert runner.returncode == 129
+    assert "got-hup\ncleanup-done\n" in (tmp_path / "t.log").read_text()
+
+
 def _group_lives(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

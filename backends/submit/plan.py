@@ -27,14 +27,14 @@ from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_
 
 def submit_argv(options: SubmitOptions) -> list[str]:
     """The hyperion-submit command line (without the program name) that recreates `options`."""
-    argv = [options.backend, "--cfg", options.cfg, "--output-file", options.output_file,
+    argv = [options.backend, *_option("--cfg", options.cfg), *_option("--output-file", options.output_file),
             "--num-gpus", str(options.num_gpus), "--num-threads", str(options.num_threads)]
     if options.mem is not None:
-        argv += ["--mem", options.mem]
+        argv += _option("--mem", options.mem)
     if options.mem_per_cpu is not None:
-        argv += ["--mem-per-cpu", options.mem_per_cpu]
+        argv += _option("--mem-per-cpu", options.mem_per_cpu)
     if options.time is not None:
-        argv += ["--time", options.time]
+        argv += _option("--time", options.time)
     if options.array is not None:
         argv += ["--array", options.array.text]
     if options.max_jobs_run is not None:
@@ -42,6 +42,11 @@ def submit_argv(options: SubmitOptions) -> list[str]:
     for key, value in options.env:
         argv += ["--env", f"{key}={value}"]
     return [*argv, "--", *options.command]
+
+
+def _option(name: str, value: str) -> list[str]:
+    """``--output-file=-x.log`` for a value that starts with "-" (read back as an option otherwise)."""
+    return [f"{name}={value}"] if value.startswith("-") else [name, value]
 
 
 def validate_options(site: SiteConfig, options: SubmitOptions) -> None:

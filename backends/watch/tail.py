@@ -16,6 +16,7 @@ BLOCK = 64 * 1024
 MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall a UI tick
 MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r progress bars has huge lines)
 PIECE = 1024 * 1024          # stream_last_lines hands a longer line over in pieces of this size
+MAX_HELD_CR = 1024 * 1024    # carriage returns it holds back (dropped if they end the line)
 
 
 def _open_log(path: str | Path):
@@ -123,7 +124,7 @@ def _lines_in_pieces(handle, remaining: int) -> Iterator[tuple[str, bool]]:
         text = "\r" * held + text
         kept = text.rstrip("\r")
         held = 0 if ends else len(text) - len(kept)
-        if held > 64 * PIECE:   # a megabyte run of them: given, not held for ever
+        if held > MAX_HELD_CR:   # a long run of them: given, not held for ever (memory stays bounded)
             kept, held = text, 0
         open_line = not ends
         return kept

@@ -121,7 +121,8 @@ def array_task_of(job_id: str, runner: Runner = run_command) -> tuple[str, int] 
     failed-task record's slurm_job_* folder, Slurm's mails. Records know the array's id.
     """
     for ask in (run_squeue, lambda ids, run: run_sacct(ids, run).own):
-        # the controller first: accounting may still file a task that ended a moment ago under its own id
+        # the controller first: accounting may still file a task that ended a moment ago under its own
+        # id; accounting only when the controller does not know the job (any more) or does not answer
         try:
             keys = {(row.job_id, row.task_id) for row in ask([job_id], runner)}
         except QueryError:
@@ -130,6 +131,8 @@ def array_task_of(job_id: str, runner: Runner = run_command) -> tuple[str, int] 
             ((job, task),) = keys
             if job != job_id and task is not None:
                 return job, task
+        if keys:
+            return None
     return None
 
 

@@ -145,18 +145,26 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
 
 
 def _stop_group(child: subprocess.Popen, signum: int) -> None:
-    """Pass `signum` to the task's group, then SIGKILL it after 10 s or at a second interrupt.
+    """Pass `signum` to the task's group, then SIGKILL it after 10 s or at a second Ctrl-C.
 
     A second Ctrl-C used to end the runner during the wait and leave a task that
     ignores SIGINT running, recorded as failed.
     """
     _signal_group(child.pid, signum)
     _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
-    try:
-        child.wait(timeout=10)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
-        _signal_group(child.pid, signal.SIGKILL)
-        child.wait()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
+            return
+        except subprocess.TimeoutExpired:
+            break
+        except KeyboardInterrupt as again:
+            # only Ctrl-C again cuts the grace short: a closing terminal sends SIGHUP twice
+            if getattr(again, "signum", signal.SIGINT) == signal.SIGINT:
+                break
+    _signal_group(child.pid, signal.SIGKILL)
+    child.wait()
 
 
 @contextmanager
@@ -171,14 +179,21 @@ def _suspended_together(pgid: int) -> Iterator[None]:
             or signal.getsignal(signal.SIGTSTP) is signal.SIG_IGN):
         yield
         return
+    suspending = False
+
     def suspend(signum, frame):
-        _signal_group(pgid, signal.SIGTSTP)
-        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        nonlocal suspending
+        if suspending:      # a second Ctrl-Z before this one took effect: one stop is enough
+            return
+        suspending = True
         try:
+            _try_signal_group(pgid, signal.SIGTSTP)
+            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)   # returns once continued
         finally:
             signal.signal(signal.SIGTSTP, suspend)
-            _signal_group(pgid, signal.SIGCONT)
+            _try_signal_group(pgid, signal.SIGCONT)
+            suspending = False
     previous = signal.signal(signal.SIGTSTP, suspend)
     try:
         yield
@@ -212,6 +227,14 @@ def _signal_group(pgid: int, signum: int) -> None:
     try:
         os.killpg(pgid, signum)
     except ProcessLookupError:   # the whole group ended already
+        pass
+
+
+def _try_signal_group(pgid: int, signum: int) -> None:
+    """From a signal handler: a group we may not signal (a task run through sudo) is left as it is."""
+    try:
+        _signal_group(pgid, signum)
+    except OSError:
         pass
 
 
