@@ -158,18 +158,24 @@ def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli
         1: ("FAILED", status), 2: ("NOT_RUN", None)}
 
 
-def test_a_second_interrupt_kills_a_task_that_ignores_the_first(tmp_path, cli_env):
-    """Ctrl-C twice: the task ignores SIGINT, and the runner's grace wait ends at the second one with SIGKILL
-    for the task's group, rather than leaving it running while its record says FAILED."""
+def _trapping_run(tmp_path: Path, cli_env: dict, trap: str) -> tuple[subprocess.Popen, int]:
+    """A local run of a bash task that sets `trap` and loops; (the runner, the task's process group)."""
     marker = tmp_path / "started"
-    script = f"trap '' INT; echo $$ > {shlex.quote(str(marker))}; while :; do sleep 0.1; done"
+    script = f"{trap}; echo $$ > {shlex.quote(str(marker))}; while :; do sleep 0.1; done"
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "t.log",
                                "--", "bash", "-c", script], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
-    group = None
+    if not _until(lambda: marker.exists() and marker.read_text().strip()):
+        runner.kill()
+        raise AssertionError("the task never started")
+    return runner, int(marker.read_text())
+
+
+def test_a_second_interrupt_kills_a_task_that_ignores_the_first(tmp_path, cli_env):
+    """Ctrl-C twice: the task ignores SIGINT, and the runner's grace wait ends at the second one with SIGKILL
+    for the task's group, rather than leaving it running while its record says FAILED."""
+    runner, group = _trapping_run(tmp_path, cli_env, "trap '' INT")
     try:
-        assert _until(lambda: marker.exists() and marker.read_text().strip()), "the task never started"
-        group = int(marker.read_text())
         runner.send_signal(signal.SIGINT)
         time.sleep(0.5)
         assert runner.poll() is None    # waiting for the task to end
@@ -187,16 +193,8 @@ def test_a_second_interrupt_kills_a_task_that_ignores_the_first(tmp_path, cli_en
 def test_a_second_hangup_does_not_cut_the_tasks_grace_short(tmp_path, cli_env):
     """A closing terminal sends SIGHUP twice (bash passes it on, then the kernel): the task still gets its
     10 s to clean up, as the README promises; only a second Ctrl-C kills at once."""
-    marker = tmp_path / "started"
-    script = (f"trap 'echo got-hup; sleep 1; echo cleanup-done; exit 0' HUP; echo $$ > {shlex.quote(str(marker))}; "
-              "while :; do sleep 0.1; done")
-    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "t.log",
-                               "--", "bash", "-c", script], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    group = None
+    runner, group = _trapping_run(tmp_path, cli_env, "trap 'echo got-hup; sleep 1; echo cleanup-done; exit 0' HUP")
     try:
-        assert _until(lambda: marker.exists() and marker.read_text().strip()), "the task never started"
-        group = int(marker.read_text())
         runner.send_signal(signal.SIGHUP)
         time.sleep(0.05)
         runner.send_signal(signal.SIGHUP)
