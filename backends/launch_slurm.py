@@ -27,6 +27,7 @@ from backends.watch.wait import Outcome, report, task_label, wait
 PROG = "hyperion-submit"
 INTERRUPTED = 130
 HANGUP = 129   # SIGHUP: the wait ends, the jobs stay queued (reattach with the record's command)
+QUIT = 131     # SIGQUIT (Ctrl-\): cancelled as after Ctrl-C, with the shell's code for it
 
 
 def submit(plan: SubmitPlan, kind: str = "submit") -> SubmitRecord:
@@ -54,9 +55,12 @@ def _cancel_note(job_ids: Sequence[str]) -> str:
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event, hangup: threading.Event) -> Iterator[None]:
+def _stop_on_signals(stop: threading.Event, hangup: threading.Event,
+                     quit_: threading.Event | None = None) -> Iterator[None]:
     """SIGINT/SIGTERM set `stop` instead of killing us, so we can cancel what we queued;
-    SIGHUP sets `hangup` too: the wait ends but the jobs are left to run.
+    SIGHUP sets `hangup` too: the wait ends but the jobs are left to run. SIGQUIT
+    (Ctrl-\\) sets `quit_` and `stop`: it used to end us at once, leaving the jobs
+    queued without a word.
 
     Only the main thread may install handlers; elsewhere (a console worker)
     the caller's own `stop` is the way to interrupt.
@@ -69,9 +73,16 @@ def _stop_on_signals(stop: threading.Event, hangup: threading.Event) -> Iterator
         hangup.set()
         stop.set()
 
+    def on_quit(signum, frame) -> None:
+        if quit_ is not None:
+            quit_.set()
+        stop.set()
+
     previous = {sig: signal.signal(sig, lambda signum, frame: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
+    if signal.getsignal(signal.SIGQUIT) is not signal.SIG_IGN:
+        previous[signal.SIGQUIT] = signal.signal(signal.SIGQUIT, on_quit)
     try:
         yield
     finally:
@@ -116,7 +127,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
 
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
     otherwise, and at once (everything submitted cancelled) when Slurm says a
-    task can never run as asked; 130 after SIGINT/SIGTERM, having cancelled
+    task can never run as asked; 130 after SIGINT/SIGTERM (131 after SIGQUIT), having cancelled
     everything submitted (or after `stop` was set by the caller); 129 after
     SIGHUP, with the jobs left queued (the record's `reattach` command waits
     for them again). An sbatch refusal prints one line and gives 1. Losing the
@@ -124,8 +135,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     """
     err_stream = safe(err or sys.stderr)
     stop = stop or threading.Event()
-    hangup = threading.Event()
-    with _stop_on_signals(stop, hangup):
+    hangup, quit_ = threading.Event(), threading.Event()
+    with _stop_on_signals(stop, hangup, quit_):
         try:
             record = submit(plan, kind)
         except SubmitError as exc:
@@ -144,8 +155,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
                             f"wait for them again with: {record.reattach}")
             return HANGUP
         if stop.is_set():
-            _cancel_all(record, err_stream)
-            return INTERRUPTED
+            _cancel_all(record, err_stream, "quit" if quit_.is_set() else "interrupted")
+            return QUIT if quit_.is_set() else INTERRUPTED
     for line in report(outcome, record.array_name):
         err_stream.line(f"{PROG}: {line}")
     if not outcome.ok:

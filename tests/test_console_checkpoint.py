@@ -71,9 +71,11 @@ def test_retry_preview_follows_the_max_array_size_field(tmp_path: Path) -> None:
             commands = text_of(screen.query_one("#retry-commands"))
             assert all(line in commands for line in rows)
             assert "no submit record" in commands
+            assert not screen.query_one("#max-array-size").has_class("invalid")
             screen.query_one("#max-array-size").value = "0"
             await pilot.pause()
             assert text_of(screen.query_one("#retry-summary")).startswith("--max-array-size: ")
+            assert screen.query_one("#max-array-size").has_class("invalid")
             await pilot.press("ctrl+r")                    # no plan: told, nothing asked
             assert not isinstance(app.screen, ConfirmScreen)
             assert "no retry plan (see the Retry tab)" in notifications(app)

@@ -301,9 +301,12 @@ def test_refused_later_window_cancels_the_earlier_ones(slurm_cluster, test_site,
     assert not (tmp_path / "log/q/l.JOB.submit.json").exists()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signum, status, why", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 130, "interrupted"),
+                                                (signal.SIGQUIT, 131, "quit")],   # Ctrl-\\: was a core dump
+                         ids=["SIGINT", "SIGTERM", "SIGQUIT"])
 def test_signal_while_waiting_cancels_the_job_and_exits_130(slurm_cluster, test_site, cli_env,
-                                                            tmp_path, task, signum):
+                                                            tmp_path, task, signum, status, why):
     proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/i.JOB.log", "--",
                  task, "JOB", "60", cwd=tmp_path, env=cli_env)
     try:
@@ -315,8 +318,8 @@ def test_signal_while_waiting_cancels_the_job_and_exits_130(slurm_cluster, test_
         _, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130
-    assert f"cancelled job(s) {job_id}" in stderr
+    assert proc.returncode == status
+    assert f"hyperion-submit: {why}; cancelled job(s) {job_id}" in stderr
     states = wait_for(lambda: (rows := sacct(job_id, "JobID,State")) and len(rows) == 2
                       and all(r[1].startswith("CANCELLED") for r in rows) and rows,
                       timeout=30, what="CANCELLED in sacct")

@@ -232,12 +232,16 @@ class CheckpointScreen(ConsoleScreen):
         self.plan = None
         if self.checkpoint is None:
             return
+        field = self.query_one("#max-array-size", Input)
+        field.remove_class("invalid")
         try:
             plan = plan_retry(self.checkpoint, self.max_array_size())
             fields = format_fields(plan)
         except Exception as exc:
             summary.update(shown(describe_error(exc), "bold red"))
             commands.update("")
+            if getattr(exc, "field", None) == "--max-array-size":   # marked as the Submit form marks its fields
+                field.add_class("invalid")
             return
         self.plan = plan
         listed = plan.missing if plan.missing_count <= MAX_MISSING_LISTED else ()
