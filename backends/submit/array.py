@@ -19,7 +19,8 @@ MAX_VALUES = 100_000
 # The largest array value: far above any shard count, far below where a 64-bit
 # NAME would wrap (2**63 became a negative NAME) or a shell's $(( )) overflows.
 MAX_VALUE = 10 ** 9
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# A shell identifier: an array NAME, an --env name, a variable of the batch script.
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _POSITIVE = re.compile(r"[0-9]{1,18}\Z")
 # NAME is exported to the task and replaced in every argument, so it may not be a
 # variable the task's shell, loader, interpreter, Slurm or the GPU runtime depends on.
@@ -79,7 +80,7 @@ def is_reserved(name: str) -> bool:
 
 def check_name(name: str) -> None:
     """NAME must be a shell identifier that is not a variable the task's environment depends on."""
-    if not _NAME.match(name):
+    if not SHELL_NAME.match(name):
         raise InputError(FIELD, f"name {_quoted(name)} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
     if is_reserved(name):
         raise InputError(FIELD, f"name {name} is a variable the task's environment depends on "

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.errors import InputError
-from backends.submit.array import MAX_VALUES, parse_array
+from backends.submit.array import MAX_VALUES, SHELL_NAME, parse_array
 from backends.submit.config import KEYS, SiteConfig, load_site_text
 from backends.submit.model import BACKENDS, SubmitOptions
 from backends.submit.plan import validate_options
@@ -23,7 +23,6 @@ from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_
 PORTABLE = ("output_file", "num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "array",
             "max_jobs_run")
 SITE_ONLY = tuple(k for k in KEYS if k not in PORTABLE)
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,7 @@ def _env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
     pairs = []
     for item in items or ():
         key, sep, value = item.partition("=")
-        if not sep or not _ENV_NAME.match(key):
+        if not sep or not SHELL_NAME.match(key):
             raise InputError("--env", f"{item!r} is not NAME=VALUE with a shell identifier NAME")
         pairs.append((key, value))
     return tuple(pairs)

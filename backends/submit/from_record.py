@@ -6,14 +6,12 @@ worse, run ``"echo"`` as the command ``e c h o`` or 1.5 GPUs as 1.
 """
 from __future__ import annotations
 
-import re
-
 from backends.errors import InputError
 from backends.printable import printable
 from backends.records.record import SubmitRecord
+from backends.submit.array import SHELL_NAME
 from backends.submit.model import SubmitOptions
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class _Bad(Exception):
@@ -55,7 +53,7 @@ def _env(value: object) -> tuple[tuple[str, str], ...]:
     for pair in value:
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) for part in pair)):
             raise _Bad(f"expected [NAME, VALUE] pairs of strings, got {_shown(pair)}")
-        if not _ENV_NAME.match(pair[0]):
+        if not SHELL_NAME.match(pair[0]):
             raise _Bad(f"{_shown(pair[0])} is not a shell identifier")
     return tuple((name, text) for name, text in value)
 

@@ -8,17 +8,16 @@ or in the log path is spliced in as ``"$NAME"`` between quoted pieces.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
+from backends.submit.array import SHELL_NAME
 from backends.submit.model import launch_prefix
 
 if TYPE_CHECKING:
     from backends.submit.model import SubmitOptions
 
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Internal variables carry a prefix no recipe is likely to choose as NAME.
 _LOG = "_hyperion_log"
 _CMD = "_hyperion_cmd"
@@ -37,7 +36,7 @@ def splice(text: str, name: str | None) -> str:
 
 
 def _check_variable(name: str, what: str) -> None:
-    if not _VARIABLE.match(name):
+    if not SHELL_NAME.match(name):
         raise ValueError(f"{what} {name!r} is not a shell variable name")
 
 
