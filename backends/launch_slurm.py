@@ -56,7 +56,7 @@ def _cancel_note(job_ids: Sequence[str]) -> str:
 
 @contextmanager
 def _stop_on_signals(stop: threading.Event, hangup: threading.Event,
-                     quit_: threading.Event | None = None) -> Iterator[None]:
+                     quit_: threading.Event) -> Iterator[None]:
     """SIGINT/SIGTERM set `stop` instead of killing us, so we can cancel what we queued;
     SIGHUP sets `hangup` too: the wait ends but the jobs are left to run. SIGQUIT
     (Ctrl-\\) sets `quit_` and `stop`: it used to end us at once, leaving the jobs
@@ -74,8 +74,7 @@ def _stop_on_signals(stop: threading.Event, hangup: threading.Event,
         stop.set()
 
     def on_quit(signum, frame) -> None:
-        if quit_ is not None:
-            quit_.set()
+        quit_.set()
         stop.set()
 
     previous = {sig: signal.signal(sig, lambda signum, frame: stop.set())

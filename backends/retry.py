@@ -16,11 +16,11 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
-from backends.submit.from_record import array_name, submit_options
 from backends.retry_sizes import SizeProposal, propose_sizes
 from backends.states import JobState
 from backends.submit.array import ArraySpec
 from backends.submit.config import load_site
+from backends.submit.from_record import array_name, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
 from backends.watch.rows import LOCAL_JOB, TaskRow, state_counts

@@ -108,15 +108,19 @@ def build_coverage(checkpoint: str, run: RunConfig, completed: set[int], failed:
                    problems: list[Problem]) -> Coverage:
     """Pure: combine what the store read into one status per shard (in time of the files found)."""
     per_shard: dict[int, list[FailedRecord]] = {}
-    outside = [problem for problem in (outside_run(record, run) for record in failed) if problem is not None]
+    counted: list[FailedRecord] = []
+    outside: list[Problem] = []
     for record in failed:
-        if record.shard in run.shards:
-            per_shard.setdefault(record.shard, []).append(record)
+        problem = outside_run(record, run)
+        if problem is not None:
+            outside.append(problem)
+            continue
+        per_shard.setdefault(record.shard, []).append(record)
+        counted.append(record)
     done = tuple(sorted(s for s in completed if s in run.shards))
     failed_shards = tuple(sorted(s for s in per_shard if s not in completed))
-    counted = tuple(record for record in failed if record.shard in run.shards)
     return Coverage(checkpoint, run, done, failed_shards, {k: tuple(v) for k, v in per_shard.items()},
-                    counted, tuple(sorted([*problems, *outside], key=lambda p: p.path)))
+                    tuple(counted), tuple(sorted([*problems, *outside], key=lambda p: p.path)))
 
 
 def coverage(path: str | Path) -> Coverage:

@@ -15,16 +15,16 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from backends.errors import InputError
 from backends.attempt import check_not_live
+from backends.errors import InputError
 from backends.launch import run_plan, working_dir
 from backends.printable import printable
 from backends.ranges import compress
-from backends.submit.from_record import array_name, array_values, submit_options
 from backends.records.record import SubmitRecord, load_record
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec
 from backends.submit.config import load_site
+from backends.submit.from_record import array_name, array_values, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan, describe_plan
 from sharding.arrayenv import PREFIXES

@@ -142,14 +142,23 @@ def history_of(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runn
     if target.record is not None:
         return load_history(target.record.path)
     assert target.job_id is not None
-    history = history_for_job(target.job_id, dirs)
-    if history is None and target.task_id is None:
-        named = array_task_of(target.job_id, runner)
-        history = history_for_job(named[0], dirs) if named is not None else None
+    history = _job_history(target, dirs, runner)[1]
     if history is None:
         raise InputError("JOB", f"no submit record under {', '.join(map(str, dirs))} submitted job "
                          f"{target.job_id}; name the record instead (e.g. exp/log/q/NAME.submit.json)")
     return history
+
+
+def _job_history(target: Target, dirs: Sequence[Path], runner: Runner) -> tuple[Target, History | None]:
+    """A job target and the submission under `dirs` that made it; an array task's own job id that no
+    record submitted becomes ARRAY_TASK, which records know."""
+    assert target.job_id is not None
+    history = history_for_job(target.job_id, dirs)
+    if history is None and target.task_id is None:
+        named = array_task_of(target.job_id, runner)
+        if named is not None:
+            return Target(None, *named), history_for_job(named[0], dirs)
+    return target, history
 
 
 def attempt_record(history: History, job_id: str) -> SubmitRecord:
@@ -164,11 +173,8 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     record = target.record
     if record is not None:
         return history_status(load_history(record.path), runner)
+    target, history = _job_history(target, dirs, runner)
     assert target.job_id is not None
-    history = history_for_job(target.job_id, dirs)
-    named = array_task_of(target.job_id, runner) if history is None and target.task_id is None else None
-    if named is not None:     # an array task's own job id: asked as ARRAY_TASK, which records know
-        target, history = Target(None, *named), history_for_job(named[0], dirs)
     answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
     states = answer.states
     if target.task_id is not None:
@@ -257,8 +263,11 @@ def _numbers(history: History) -> str:
 
 def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Path],
                    runner: Runner) -> TaskLogs:
-    task_id = int(task_text) if task_text is not None else None
-    history = history_for_job(job, dirs)
+    asked = Target(None, job, int(task_text) if task_text is not None else None)
+    target, history = _job_history(asked, dirs, runner)
+    if target != asked:       # an array task's own job id (its SLURM_JOB_ID): read as ARRAY_TASK
+        text = f"{target.job_id}_{target.task_id}"
+    job, task_id = str(target.job_id), target.task_id
     if history is not None:
         ran = [t for n in history.numbers for t in history.tasks_of(n) if t.job_id == job]
         for task in ran:
@@ -268,9 +277,6 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
             raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
                                      f"{next((t.array_task_id for t in ran), 1)}")
         raise InputError("TASK", f"{history.record_path} has no task {text}")
-    named = array_task_of(job, runner) if task_id is None else None
-    if named is not None:     # an array task's own job id (its SLURM_JOB_ID): read it as ARRAY_TASK
-        return _job_task_logs(f"{named[0]}_{named[1]}", named[0], str(named[1]), dirs, runner)
     out, err = job_std_paths(text, runner)
     if out is None and err is None:
         raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm no longer "

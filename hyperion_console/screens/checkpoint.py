@@ -198,11 +198,9 @@ class CheckpointScreen(ConsoleScreen):
         for record in cov.failed:
             when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
             details = "" if record.details is None else json.dumps(dict(record.details))
-            if len(details) > DETAILS_CELL:        # the whole record shows below the table
-                details = details[:DETAILS_CELL - 1] + "…"
             table.add_row(*(shown(_cell(str(cell), ID_CELL)) for cell in (record.shard, record.job,
                                                                             record.array_task, record.restart)),
-                          shown(when), shown(details), key=record.path)
+                          shown(when), shown(_cell(details, DETAILS_CELL)), key=record.path)
 
     @on(DataTable.RowHighlighted, "#ckpt-failed")
     @guarded

@@ -362,7 +362,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 reason = f"its log {task.log} is missing (removed or replaced while the task ran)"
                 ledger.append(_final(attempt, task, "COMPLETED" if gone.code == 0 else "FAILED", gone.code,
                                      start, gone.elapsed, runner["host"], reason))
-                label = "task" if task.value is None else f"{plan.options.array.name}={task.value}"
+                label = task_label(task, plan.options.array.name if plan.options.array else None)
                 print(printable(f"hyperion-submit: {label} exited {gone.code} but {reason}"), file=sys.stderr,
                       flush=True)
                 return 1
@@ -383,11 +383,16 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
     return 0
 
 
+def task_label(task: PlannedTask, array_name: str | None) -> str:
+    """``JOB=3``, or ``task`` for a plain job: how the CLI's lines name a local task."""
+    return "task" if task.value is None else f"{array_name}={task.value}"
+
+
 def print_event(event: LocalEvent, array_name: str | None = None) -> None:
     """The CLI's one line per finished task (failures also name the log on stderr)."""
     if event.kind != "end":
         return
-    label = "task" if event.task.value is None else f"{array_name}={event.task.value}"
+    label = task_label(event.task, array_name)
     log = printable(event.task.log)   # a path may hold control characters
     if event.code == 0:
         print(f"{label}: ok ({event.elapsed:.1f} s), log {log}", flush=True)
