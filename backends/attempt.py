@@ -15,12 +15,14 @@ import fcntl
 import os
 import shutil
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from backends.errors import InputError
-from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir
+from backends.printable import printable
+from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir, ledger_path
 from backends.records.history import History, archive_current, load_history
 from backends.records.paths import RECORD_SUFFIX, log_stem
 from backends.records.record import SubmitRecord, load_record
@@ -57,7 +59,7 @@ def output_lock(record_path: str | Path) -> Iterator[None]:
         if err.errno not in UNUSABLE_PATH:
             raise        # a full disk, an I/O error: the submission failed, the input was fine
         raise InputError(FIELD, f"cannot create {err.filename or path.parent}: {err.strerror or err}") from None
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    fd = _open_lock(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -70,6 +72,50 @@ def output_lock(record_path: str | Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file, created if absent; never through a symlink or into a FIFO, device or a
+    file linked elsewhere: it is truncated and written to."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno not in (errno.ELOOP, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        what = {errno.ELOOP: "is a symlink", errno.EISDIR: "is a directory"}.get(err.errno)
+        raise InputError(FIELD, f"the lock {printable(str(path))} {what or 'cannot be opened'}"
+                         f"{'' if what else f' ({err.strerror})'}; move it away") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        what = "has other hard links" if stat.S_ISREG(info.st_mode) else "is not a regular file"
+        raise InputError(FIELD, f"the lock {printable(str(path))} {what}; move it away")
+    return fd
+
+
+def check_bookkeeping(record_path: str | Path) -> None:
+    """InputError unless the pattern's q/ files a new attempt writes are usable, checked before
+    anything is moved: a ledger that is not a regular file, or an attempts folder that is not a folder,
+    would fail the attempt halfway, with logs moved and nothing saying where."""
+    ledger = ledger_path(record_path)
+    if os.path.lexists(ledger) and not stat.S_ISREG(os.lstat(ledger).st_mode):
+        raise InputError(FIELD, f"its ledger {printable(str(ledger))} is {_kind_of(ledger)}, not a regular "
+                         "file; move it away")
+    root = attempt_dir(record_path, 0).parent
+    folders = [root] + ([root / name for name in os.listdir(root) if name.isdigit()]
+                        if os.path.isdir(root) and not os.path.islink(root) else [])
+    for folder in folders:
+        if os.path.lexists(folder) and not stat.S_ISDIR(os.lstat(folder).st_mode):
+            raise InputError(FIELD, f"{printable(str(folder))} is {_kind_of(folder)}, not a folder; move it away")
+
+
+def _kind_of(path: Path) -> str:
+    mode = os.lstat(path).st_mode
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a file"
 
 
 def _pattern(record_path: str | Path) -> str:
@@ -306,6 +352,13 @@ def move_aside(plan: SubmitPlan, history: History | None) -> list[MovedFile]:
     return moved
 
 
+def _refusal(kind: str, exc: InputError) -> InputError:
+    """A retry has no --output-file of its own: its refusals name the record it reruns."""
+    if kind == "submit" or exc.field != FIELD:
+        return exc
+    return InputError("record", exc.problem.replace(" or choose another --output-file", ""))
+
+
 def check_not_live(record_path: str) -> History | None:
     """The pattern's history (None before its first attempt); InputError while its newest attempt
     still has live tasks. `begin_attempt` asks again under the lock: a caller may ask first, so that
@@ -319,15 +372,25 @@ def check_not_live(record_path: str) -> History | None:
 
 
 @contextmanager
-def begin_attempt(plan: SubmitPlan, kind: str = "submit") -> Iterator[NewAttempt]:
+def begin_attempt(plan: SubmitPlan, kind: str = "submit",
+                  on_begin: Callable[[], None] | None = None) -> Iterator[NewAttempt]:
     """Hold the output pattern and prepare attempt N+1; the caller runs or submits it inside.
 
     InputError (exit 2, nothing submitted) when another submitter holds the
-    pattern or its newest attempt still has live tasks.
+    pattern or its newest attempt still has live tasks. `on_begin` runs once
+    neither refuses, so a caller's "resubmitting ..." line is never followed by
+    a refusal.
     """
-    with output_lock(plan.record_path):
-        history = check_not_live(plan.record_path)
-        refuse_shared_live_logs(plan)
+    with ExitStack() as held:
+        try:
+            held.enter_context(output_lock(plan.record_path))
+            history = check_not_live(plan.record_path)
+            refuse_shared_live_logs(plan)
+            check_bookkeeping(plan.record_path)
+        except InputError as exc:
+            raise _refusal(kind, exc) from None
+        if on_begin is not None:
+            on_begin()
         if history is not None:
             archive_current(plan.record_path)
         number = 1 if history is None else max(history.latest_number, history.ledger.last_number) + 1

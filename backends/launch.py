@@ -14,15 +14,26 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from backends.attempt import begin_attempt
+from backends.errors import InputError
+from backends.printable import printable
 from backends.submit.local.run import LocalEvent, print_event, run_local
 from backends.submit.model import SubmitPlan
 
 
+def check_submission_dir(path: str) -> None:
+    """InputError when a rerun's submission directory is gone: run anywhere else, its command's
+    relative paths would read and write another place's files."""
+    if not os.path.isdir(path):
+        raise InputError("record", f"its submission directory {printable(path)} is gone (or not a "
+                         "directory): the rerun would run its command elsewhere; recreate it or submit anew")
+
+
 @contextmanager
 def working_dir(path: str) -> Iterator[None]:
-    """Run where the original was submitted: its command may use relative paths (stay put if it is gone)."""
+    """Run where the original was submitted: its command may use relative paths."""
+    check_submission_dir(path)
     before = os.getcwd()
-    os.chdir(path if os.path.isdir(path) else before)
+    os.chdir(path)
     try:
         yield
     finally:
@@ -30,17 +41,18 @@ def working_dir(path: str) -> Iterator[None]:
 
 
 def run_local_plan(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
-                   kind: str = "submit") -> int:
+                   kind: str = "submit", on_begin: Callable[[], None] | None = None) -> int:
     """Run a local plan as a new attempt, holding its output pattern until the last task ends."""
-    with begin_attempt(plan, kind) as attempt:
+    with begin_attempt(plan, kind, on_begin) as attempt:
         return run_local(plan, on_event, attempt)
 
 
-def run_plan(plan: SubmitPlan, kind: str = "submit") -> int:
-    """Run `plan` with its backend, synchronously, printing what hyperion-submit prints."""
+def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None) -> int:
+    """Run `plan` with its backend, synchronously, printing what hyperion-submit prints
+    (`on_begin` first, once the rerun is not refused)."""
     if plan.options.backend == "local":
         array_name = plan.options.array.name if plan.options.array else None
-        return run_local_plan(plan, lambda event: print_event(event, array_name), kind)
+        return run_local_plan(plan, lambda event: print_event(event, array_name), kind, on_begin)
     from backends.launch_slurm import run_slurm  # the Slurm side loads only for Slurm plans
 
-    return run_slurm(plan, kind=kind)
+    return run_slurm(plan, kind=kind, on_begin=on_begin)

@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator, Sequence, TextIO
+from typing import Callable, Iterator, Sequence, TextIO
 
 from backends.attempt import begin_attempt
 from backends.printable import printable
@@ -30,7 +30,7 @@ HANGUP = 129   # SIGHUP: the wait ends, the jobs stay queued (reattach with the 
 QUIT = 131     # SIGQUIT (Ctrl-\): cancelled as after Ctrl-C, with the shell's code for it
 
 
-def submit(plan: SubmitPlan, kind: str = "submit") -> SubmitRecord:
+def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None) -> SubmitRecord:
     """sbatch every window of `plan` as a new attempt and save its record.
 
     If a window after the first is refused, the windows already queued are
@@ -38,7 +38,7 @@ def submit(plan: SubmitPlan, kind: str = "submit") -> SubmitRecord:
     InputError when the pattern's newest attempt still has live tasks.
     """
     try:
-        with begin_attempt(plan, kind) as attempt:
+        with begin_attempt(plan, kind, on_begin) as attempt:
             return sbatch.submit(plan, attempt)
     except SubmitError as err:
         if not err.queued:
@@ -121,7 +121,8 @@ def _never_runs(record: SubmitRecord, outcome: Outcome, err: SafeStream) -> int:
 
 
 def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
-              stop: threading.Event | None = None, kind: str = "submit") -> int:
+              stop: threading.Event | None = None, kind: str = "submit",
+              on_begin: Callable[[], None] | None = None) -> int:
     """Submit `plan`, wait for every task, report bad tasks; the exit status for main.
 
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
@@ -137,7 +138,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     hangup, quit_ = threading.Event(), threading.Event()
     with _stop_on_signals(stop, hangup, quit_):
         try:
-            record = submit(plan, kind)
+            record = submit(plan, kind, on_begin)
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             return 1

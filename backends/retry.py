@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from backends.errors import InputError
+from backends.launch import check_submission_dir
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
@@ -144,6 +145,7 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     chosen = tuple(choose(rows, request))
     if not chosen:
         return RetryPlan(history, (), None)
+    check_submission_dir(history.current.cwd)
     request, sizes = resolve_auto(request, rows, chosen)
     try:
         site = load_site(history.current.cfg)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from backends.cli.jobs.watching import _site_floor
+from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.watch.finals import FinalsRecorder
 from backends.watch.rows import TaskRow, history_rows
@@ -26,6 +27,7 @@ from .task_index import row_key
 from .task_rows import polled_tasks, record_finals, row_of, update_usage
 
 LOCAL_POLL_SECONDS = 0.5
+LOCAL_RETRY_SECONDS = 2.0    # an unreadable history is read again this often
 CAP_SECONDS = 30.0          # hyperion-jobs watch's default --cap
 
 
@@ -76,7 +78,12 @@ def watch_local(record_path: str, deliver: Callable[[Seen], None], stop: threadi
     """Read the local runner's ledger (every attempt) until `ended(rows)` says the run is over."""
     seen: dict = {}
     while not stop.is_set():
-        rows = history_rows(load_history(record_path, cached_record(record_path)), {})
+        try:
+            rows = history_rows(load_history(record_path, cached_record(record_path)), {})
+        except InputError as err:   # replaced meanwhile (a FIFO, a torn copy): said, and read again
+            deliver(Seen((), None, False, None, problem=f"the attempt history cannot be read: {err.problem}"))
+            stop.wait(LOCAL_RETRY_SECONDS)
+            continue
         changed = [row for row in rows if seen.get(row_key(row)) != row]
         for row in changed:
             seen[row_key(row)] = row

@@ -15,7 +15,7 @@ Failure injection: a record whose ``id`` equals ``--fail-record`` (or the
 environment variable HYPERION_EXAMPLE_FAIL_ID) makes its task fail. The other
 tasks still run; the shard then gets a failed-task record (attempt-scoped) and
 no completion manifest, and the program exits 1. With ``--fail-once`` (or
-HYPERION_EXAMPLE_FAIL_ONCE=1) the first failure leaves the marker
+HYPERION_EXAMPLE_FAIL_ONCE=1) the first failure of that record leaves the marker
 ``<checkpoint>/.hyperion_example/failed_once_<ID>`` and later attempts process
 the record normally: a retry succeeds without changing the command.
 
@@ -43,6 +43,7 @@ from sharding.usage import OneLineParser, fail
 PROG = "hyperion-shard-example"
 FAIL_ENV = "HYPERION_EXAMPLE_FAIL_ID"
 FAIL_ONCE_ENV = "HYPERION_EXAMPLE_FAIL_ONCE"
+MARKER_NAME_BYTES = 200
 
 
 class InjectedFailure(RuntimeError):
@@ -100,6 +101,10 @@ def process_task(task: SourceTask, output_dir: Path, shard: int | None, fail: Fa
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{number}: not JSON ({exc})") from None
+            except RecursionError:
+                raise ValueError(f"{path}:{number}: JSON nested too deeply") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not a record (object)")
             if fail is not None and str(record.get("id")) == fail.record_id and fail.armed():
                 raise InjectedFailure(f"record {fail.record_id!r} in {path.name} failed (--fail-record)")
             out.append(json.dumps(transform(record, task.task_id, shard), sort_keys=True, separators=(",", ":")))
@@ -144,6 +149,8 @@ def _fail_spec(args: argparse.Namespace, checkpoint: Path, env: Mapping[str, str
         return None
     once = args.fail_once or env.get(FAIL_ONCE_ENV, "").lower() in ("1", "true", "yes", "on")
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in record_id)
+    if len(safe.encode("utf-8")) > MARKER_NAME_BYTES:   # a file name has at most 255 bytes
+        safe = f"{safe[:60]}-{hashlib.sha256(record_id.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
     return FailSpec(record_id, once, checkpoint / ".hyperion_example" / f"failed_once_{safe}")
 
 
@@ -170,21 +177,23 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     output.mkdir(parents=True, exist_ok=True)
     fail = _fail_spec(args, store.path, env)
     failures: dict[str, str] = {}
+    injected = False
     for task in selection.tasks:
         try:
             target = process_task(task, output, shard, fail)
             print(printable(f"  {task.task_id} -> {target}"))
-        except (InjectedFailure, ValueError, OSError) as exc:
+        except Exception as exc:   # any task's failure is the shard's, recorded below; the others still run
+            injected = injected or isinstance(exc, InjectedFailure)
             failures[task.task_id] = f"{exc.__class__.__name__}: {exc}"
             print(printable(f"  {task.task_id} FAILED: {exc}"), file=sys.stderr)
     if failures:
-        if fail is not None and fail.once:
-            write_atomically(fail.marker, json.dumps({"record": fail.record_id}) + "\n")
         if config is not None and config.in_range:
             path = store.write_failed(config.shard_index, Attempt.from_env(env),
                                       {"task_ids": sorted(failures), "errors": failures,
                                        "error": next(iter(failures.values()))})
-            print(f"failed-task record {path}", file=sys.stderr)
+            print(printable(f"failed-task record {path}"), file=sys.stderr)
+        if injected and fail is not None and fail.once:   # only the failure asked for disarms it
+            write_atomically(fail.marker, json.dumps({"record": fail.record_id}) + "\n")
         return 1
     if config is not None and config.in_range and run_config is not None:
         print(f"completion manifest {store.write_completion(config.shard_index, run_config)}")

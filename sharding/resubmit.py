@@ -13,11 +13,11 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Iterator, Sequence, TextIO
 
 from backends.attempt import check_not_live
 from backends.errors import InputError
-from backends.launch import run_plan, working_dir
+from backends.launch import check_submission_dir, run_plan, working_dir
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.record import SubmitRecord, load_record
@@ -29,9 +29,15 @@ from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan, describe_plan
 from sharding.arrayenv import PREFIXES
 from sharding.retry import RetryPlan, plan_retry
+from sharding.store import Checkpoint
 
 PROG = "hyperion-checkpoint"
 RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
+# A recipe's own flags for the run's shard configuration (hyperion-shard-example's, and their
+# underscore spellings): a record passing other values than run.json is another run's.
+SHARD_FLAGS = {"--total-shards": "TOTAL_SHARDS", "--total_shards": "TOTAL_SHARDS",
+               "--minimum-shard-index": "MINIMUM_SHARD_INDEX", "--minimum_shard_index": "MINIMUM_SHARD_INDEX"}
+MAX_ARGS_LOOKED_AT = 1000
 
 
 def _array_name(record: SubmitRecord, shown: str) -> str:
@@ -58,6 +64,47 @@ def _check_same_run(plan: RetryPlan, record: SubmitRecord, base: SubmitOptions, 
         raise InputError("--submit", f"{printable(shown)} ran shard(s) {compress(outside)[:80]}, outside "
                          f"{plan.checkpoint}'s shards {run.minimum_shard_index}-{run.maximum_shard_index}: "
                          "it is another run's record")
+    for flag, value in _flag_values(base.command):
+        key = SHARD_FLAGS.get(flag)
+        if key is not None and value.strip() != str(expected_of[key]):
+            raise InputError("--submit", f"{printable(shown)}'s command passes {printable(flag)} "
+                             f"{printable(value)[:40]}, but {plan.checkpoint}'s run.json says "
+                             f"{expected_of[key]}: it is another run's record")
+    named = _named_checkpoints(base.command, record.cwd)
+    if named and os.path.realpath(plan.checkpoint) not in named:
+        raise InputError("--submit", f"{printable(shown)}'s command works on the checkpoint "
+                         f"{printable(sorted(named)[0])}, not {plan.checkpoint}: it is another run's record")
+
+
+def _flag_values(command: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """``(--flag, value)`` for every ``--flag value`` and ``--flag=value`` of a command."""
+    for index, arg in enumerate(command[:MAX_ARGS_LOOKED_AT]):
+        if not arg.startswith("--"):
+            continue
+        flag, equals, value = arg.partition("=")
+        if equals:
+            yield flag, value
+        elif index + 1 < len(command):
+            yield flag, command[index + 1]
+
+
+def _named_checkpoints(command: Sequence[str], cwd: str) -> set[str]:
+    """The checkpoints (folders with a run.json) that the command's arguments name, resolved.
+
+    A recipe names its checkpoint somewhere in its command (``--checkpoint ckpt``,
+    ``checkpoint_path=ckpt``) or in a file the command names: the first can be
+    checked, the second cannot, so finding none proves nothing.
+    """
+    found = set()
+    for arg in command[:MAX_ARGS_LOOKED_AT]:
+        for text in {arg, arg.partition("=")[2]} - {""}:
+            path = os.path.join(cwd, text)
+            try:
+                if len(text) < 4096 and Checkpoint(path).run_path.is_file():
+                    found.add(os.path.realpath(path))
+            except (OSError, ValueError):   # a name too long, a NUL byte: not a checkpoint
+                continue
+    return found
 
 
 def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = None) -> SubmitOptions:
@@ -98,6 +145,7 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     record = load_record(os.path.abspath(record_path))  # a bad record is an error even with nothing to do
     if retry.complete:
         return Resubmission(retry, record, None)
+    check_submission_dir(record.cwd)
     site = load_site(record.cfg)
     if max_array_size is not None:
         limit = min(max_array_size, site.max_array_size or max_array_size)
@@ -123,13 +171,13 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     if plan is None or prepared.record is None:
         print(printable(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted"), file=err)
         return 0
-    check_not_live(plan.record_path)   # refused before the line below says a resubmission starts
     what = (f"{retry.missing_count} of {retry.run.total_shards} shard(s) ({retry.expression}) "
             f"in {prepared.record.cwd}: {shlex.join(plan.argv)}")
     if dry_run:
+        check_not_live(plan.record_path)   # what the run would refuse, the dry run refuses
         print(printable(f"would resubmit {what}"))
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
-    print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True)
     with working_dir(prepared.record.cwd):
-        return run_plan(plan, "resubmit")
+        return run_plan(plan, "resubmit",
+                        lambda: print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True))

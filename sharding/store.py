@@ -43,6 +43,8 @@ MAX_METADATA_BYTES = 1 << 20   # a manifest is ~80 bytes, a failed-task record a
 MAX_INT_DIGITS = 19            # 2**63 - 1 has 19: total_shards 10**12 fits, 5000 digits does not
 MAX_INDEX = 2 ** 63 - 1
 _SHARD_DIR = re.compile(r"-?[0-9]{1,19}\Z")
+# Curator's failed-task folder for a run without an array (``local_attempt_<uuid>/failed_tasks.json``).
+LOCAL_ATTEMPT_PREFIX = "local_attempt_"
 
 
 def compact_json(payload: Mapping[str, Any]) -> str:
@@ -510,11 +512,15 @@ class Checkpoint:
     def _read_failed(self, path: Path) -> tuple[FailedRecord | None, str | None]:
         parts = path.relative_to(self.failed_dir).parts
         prefixes = ("slurm_job_", "array_task_", "restart_", "shard_")
+        if len(parts) == 2 and parts[0].startswith(LOCAL_ATTEMPT_PREFIX):
+            return None, None    # Curator's record of a run without an array: no shard to retry
         if len(parts) != 5 or not all(p.startswith(x) for p, x in zip(parts, prefixes)):
             return None, "failed-task record outside the slurm_job_*/array_task_*/restart_*/shard_* layout; skipped"
         job, task, restart, shard_text = (p[len(x):] for p, x in zip(parts, prefixes))
         if not _SHARD_DIR.match(shard_text):
-            return None, f"failed-task record with a non-integer shard {printable(shard_text[:40])!r}; skipped"
+            what = ("more than 19 digits" if re.fullmatch(r"-?[0-9]+", shard_text, re.ASCII)
+                    else "not an integer")
+            return None, f"failed-task record whose shard {printable(shard_text[:40])!r} is {what}; skipped"
         try:
             text, mtime = read_metadata_text(path)
         except UnreadableMetadata as exc:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import TEST_SITE, kill_groups, run_cli
 
+from backends.errors import InputError
 from backends.records.attempts import (
     FinalState,
     LedgerWriter,
@@ -69,11 +71,89 @@ def test_writer_appends_one_line_per_entry(tmp_path: Path) -> None:
     assert parse_ledger(b"").attempts == ()
 
 
-def test_a_fifo_named_like_a_ledger_is_ignored_not_waited_on(tmp_path: Path) -> None:
+def test_a_fifo_named_like_a_ledger_is_refused_not_waited_on_nor_read_as_empty(tmp_path: Path) -> None:
+    """Read as empty, every task the ledger's attempts ran would show as never run."""
     record = tmp_path / "q" / "x.submit.json"
     record.parent.mkdir()
     os.mkfifo(ledger_path(record))
-    assert read_ledger(record).finals == {}
+    with pytest.raises(InputError, match="x.attempts.jsonl: a FIFO, not a regular file"):
+        read_ledger(record)
+
+
+def _failed_local_array(root: Path, env: dict) -> Path:
+    """A user's first attempt: JOB=1:3 where 2 fails (the run stops there)."""
+    done = submit_local(root, env, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log", "--",
+                        "sh", "-c", 'echo "first $0"; exit $(( $0 == 2 ))', "JOB")
+    assert done.returncode == 1, done.stderr
+    return root / "log" / "q" / "t.JOB.submit.json"
+
+
+def _spoil(q: Path, what: str, keep: Path) -> None:
+    lock, ledger = q / "t.JOB.lock", q / "t.JOB.attempts.jsonl"
+    if what.startswith("lock"):
+        lock.unlink()
+    if what.startswith("ledger"):
+        keep.write_bytes(ledger.read_bytes())
+        ledger.unlink()
+    if what == "lock symlink to a file of yours":
+        lock.symlink_to(keep)
+    elif what == "lock hard link to a file of yours":
+        os.link(keep, lock)
+    elif what == "lock FIFO":
+        os.mkfifo(lock)
+    elif what == "ledger FIFO":
+        os.mkfifo(ledger)
+    elif what == "ledger symlink to /dev/zero":
+        ledger.symlink_to("/dev/zero")
+    elif what == "ledger symlink to a copy":
+        ledger.symlink_to(keep)
+    elif what == "ledger directory":
+        ledger.mkdir()
+    elif what == "attempts/1 a file":
+        (q / "attempts" / "1").mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(q / "attempts" / "1")
+        (q / "attempts" / "1").write_text("not a folder\n")
+
+
+SPOILS = ["lock symlink to a file of yours", "lock hard link to a file of yours", "lock FIFO", "ledger FIFO",
+          "ledger symlink to /dev/zero", "ledger symlink to a copy", "ledger directory", "attempts/1 a file"]
+
+
+@pytest.mark.parametrize("what", SPOILS)
+def test_a_q_file_that_is_not_what_we_wrote_refuses_the_rerun_before_anything_moves(tmp_path, cli_env, what):
+    """A rerun writes the lock, the ledger and q/attempts/N: through a symlink it would overwrite
+    another file, on a FIFO it would hang, and failing half-way would leave logs moved with nothing
+    saying where. Each is refused at once, naming the file, before a log moves or a byte is written."""
+    record = _failed_local_array(tmp_path, cli_env)
+    keep = tmp_path / "notes.txt"
+    keep.write_text("my notes\n")
+    _spoil(record.parent, what, keep)
+    kept = keep.read_bytes()
+    again = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:3",
+                    "--output-file", "log/t.JOB.log", "--", "echo", "second", cwd=tmp_path, env=cli_env, timeout=30)
+    assert again.returncode == 2, (again.stdout, again.stderr)
+    assert again.stderr.count("\n") == 1 and again.stderr.startswith("hyperion-submit: error: --output-file: ")
+    assert "Traceback" not in again.stderr
+    assert "first 1" in (tmp_path / "log" / "t.1.log").read_text()       # not moved, not rewritten
+    assert keep.read_bytes() == kept
+    if what.startswith("ledger") or what.startswith("attempts"):
+        retried = run_cli("hyperion-jobs", "retry", str(record), "--yes", env=cli_env, timeout=30)
+        assert retried.returncode == 2 and retried.stderr.count("\n") == 1, retried.stderr
+        assert "first 1" in (tmp_path / "log" / "t.1.log").read_text()
+
+
+@pytest.mark.parametrize("what", ["ledger FIFO", "ledger symlink to /dev/zero", "ledger directory", "huge"])
+def test_status_of_a_ledger_that_cannot_be_ours_says_so_instead_of_showing_tasks_never_run(tmp_path, cli_env,
+                                                                                          what):
+    record = _failed_local_array(tmp_path, cli_env)
+    if what == "huge":
+        os.truncate(ledger_path(record), 1 << 30)      # sparse: no disk used
+    else:
+        _spoil(record.parent, what, tmp_path / "copy.jsonl")
+    shown = run_cli("hyperion-jobs", "status", str(record), env=cli_env, timeout=30)
+    assert shown.returncode == 2, shown.stdout
+    assert shown.stderr.count("\n") == 1 and "t.JOB.attempts.jsonl" in shown.stderr, shown.stderr
+    assert "NOT_RUN" not in shown.stdout
 
 
 def legacy_local_record(root: Path) -> Path:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -213,5 +214,30 @@ def test_pending_tasks_show_why_they_wait_and_requeued_tasks_their_restarts(tmp_
             assert rendered(table)[0].rstrip().endswith("reason")
             assert rendered(table)[2].rstrip().endswith("JobArrayTaskLimit")
             assert rendered(table)[4].rstrip().endswith("restart 2")
+
+    asyncio.run(scenario())
+
+
+def test_a_local_history_that_becomes_unreadable_is_said_and_read_again(tmp_path: Path) -> None:
+    """A ledger replaced by a FIFO while the Jobs screen watches: the status line says the history
+    cannot be read (the view would otherwise stop updating without a word), and it recovers."""
+    from backends.records.attempts import ledger_path
+    from hyperion_console.widgets.summary import PollStatus
+
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    ledger = ledger_path(record)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 24), message_hook=seen.append) as pilot:
+            status = app.jobs_screen.query_one("#poll-status", PollStatus)
+            await wait_for(pilot, lambda: posted(seen, JobsUpdated), 10)
+            os.mkfifo(ledger)
+            await wait_for(pilot, lambda: "cannot be read" in str(status.line()), 10)
+            assert "retrying" in str(status.line()) and "a FIFO, not a regular file" in str(status.line())
+            ledger.unlink()
+            await wait_for(pilot, lambda: "cannot be read" not in str(status.line()), 10)
+            assert app.is_running
 
     asyncio.run(scenario())

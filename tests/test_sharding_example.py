@@ -196,3 +196,51 @@ def test_a_checkpoint_or_output_that_cannot_be_written_is_one_line(tmp_path, cli
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-shard-example: error: {field}: cannot write "), lines
     assert "Traceback" not in result.stderr
+
+
+def test_a_line_that_is_json_but_no_record_fails_its_task_and_the_rest_still_run(tmp_path, cli_env):
+    """A list, a number or JSON nested 200000 deep is a failed task with a failed-task record, as a line
+    that is not JSON is: not a traceback that leaves the shard without a record and its later tasks unrun."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.jsonl").write_text("[1, 2]\n")
+    (inputs / "b.jsonl").write_text("5\n")
+    (inputs / "c.jsonl").write_text("[" * 200_000 + "]" * 200_000 + "\n")
+    (inputs / "d.jsonl").write_text('{"id": "fine"}\n')
+    result = _run(tmp_path, cli_env, "--shard-index", "1", "--total-shards", "1", "--minimum-shard-index", "1",
+                  "--fail-record", "absent")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    [record] = Checkpoint(tmp_path / "ck").failed_records()
+    assert record.details["task_ids"] == ["p000000", "p000001", "p000002"]
+    errors = record.details["errors"]
+    assert "a JSON list, not a record" in errors["p000000"] and "a JSON int" in errors["p000001"]
+    assert "nested too deeply" in errors["p000002"]
+    assert list(_outputs(tmp_path / "out")) == ["p000003.jsonl"]
+
+
+def test_fail_once_is_disarmed_only_by_the_failure_it_asked_for(tmp_path, cli_env):
+    """Another task's failure in the same checkpoint must not use up the injected one: the retry test the
+    user meant to run would then test nothing."""
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.jsonl").write_text("not json\n")
+    make_input(tmp_path / "in", files=1, records=1)
+    fail = ("--fail-record", "doc-0000-0000", "--fail-once")
+    other = run_cli("hyperion-shard-example", "--input", str(tmp_path / "bad"), "--output", str(tmp_path / "o2"),
+                    "--checkpoint", str(tmp_path / "ck"), *fail, env=cli_env)
+    assert other.returncode == 1 and "not JSON" in other.stderr
+    assert _run(tmp_path, cli_env, *fail).returncode == 1        # the asked-for failure happens
+    assert _run(tmp_path, cli_env, *fail).returncode == 0        # once
+
+
+def test_a_fail_record_id_too_long_for_a_file_name_still_fails_once_with_its_record(tmp_path, cli_env):
+    long_id = "x" * 300
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text(json.dumps({"id": long_id}) + "\n")
+    args = ("--shard-index", "1", "--total-shards", "1", "--minimum-shard-index", "1",
+            "--fail-record", long_id, "--fail-once")
+    first = _run(tmp_path, cli_env, *args)
+    assert first.returncode == 1, first.stderr
+    assert [r.shard for r in Checkpoint(tmp_path / "ck").failed_records()] == [1]
+    [marker] = (tmp_path / "ck" / ".hyperion_example").iterdir()
+    assert len(marker.name) < 255
+    assert _run(tmp_path, cli_env, *args).returncode == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from backends.attempt import output_lock
 from backends.errors import InputError
 from backends.records.record import load_record
 from sharding.example import make_input
@@ -167,5 +168,60 @@ def test_a_resubmission_refused_for_live_tasks_says_only_why(tmp_path, cli_env):
         running.terminate()
         running.wait(timeout=30)
     assert result.returncode == 2
-    assert result.stderr.startswith("hyperion-checkpoint: error: --output-file: ") and "live task(s)" in result.stderr
+    assert result.stderr.startswith("hyperion-checkpoint: error: record: ") and "right now" in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("total", [6, 10])
+def test_a_record_whose_command_works_on_another_checkpoint_is_refused(tmp_path, cli_env, total):
+    """Run B's record against checkpoint X whose range holds B's shards: before, the bridge reran B's
+    command (on B's checkpoint, B's --total-shards) with exit 0, and left X as incomplete as it was."""
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    other = Checkpoint(tmp_path / "x")
+    other.ensure_run(RunConfig(1, total))
+    before = _logs_and_outputs(tmp_path)
+    result = run_cli("hyperion-checkpoint", "retry", str(other.path), "--submit", str(record_path), env=cli_env)
+    assert result.returncode == 2, result.stderr
+    says = ("works on the checkpoint " + str(tmp_path / "ck") + f", not {other.path}" if total == 6
+            else "passes --total-shards 6, but")
+    assert says in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.rstrip().endswith("it is another run's record")
+    assert _logs_and_outputs(tmp_path) == before
+    assert load_record(record_path).options["env"] == []      # the run's own record is left alone
+
+
+def test_a_record_whose_submission_directory_is_gone_is_refused_not_run_elsewhere(tmp_path, cli_env):
+    """The command's relative paths (--input in, --checkpoint ck) would resolve wherever the user stands."""
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    raw = json.loads(record_path.read_text())
+    raw["cwd"] = str(tmp_path / "moved-away")
+    record_path.write_text(json.dumps(raw))
+    before = _logs_and_outputs(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for argv in (["hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record_path)],
+                 ["hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record_path), "--dry-run"],
+                 ["hyperion-jobs", "retry", str(record_path), "--yes"]):
+        result = run_cli(*argv, cwd=elsewhere, env=cli_env)
+        assert result.returncode == 2, (argv, result.stdout, result.stderr)
+        assert result.stderr.count("\n") == 1 and "error: record: its submission directory " \
+            f"{tmp_path / 'moved-away'} is gone" in result.stderr, result.stderr
+        assert result.stdout == ""
+    assert _logs_and_outputs(tmp_path) == before and list(elsewhere.iterdir()) == []
+
+
+def test_a_resubmission_while_another_holds_the_run_is_one_line_naming_the_record(tmp_path, cli_env):
+    """Two retries of one checkpoint at once: the loser says only why, not "resubmitting ..." first."""
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    with output_lock(record_path):
+        before = _logs_and_outputs(tmp_path)
+        result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record_path),
+                         env=cli_env)
+    assert result.returncode == 2
+    assert result.stderr.startswith("hyperion-checkpoint: error: record: hyperion-submit (pid ")
+    assert "right now; wait for it to end" in result.stderr and "--output-file" not in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert _logs_and_outputs(tmp_path) == before

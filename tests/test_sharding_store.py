@@ -228,3 +228,20 @@ def test_a_number_too_long_for_any_shard_is_a_skipped_manifest_not_a_traceback(t
     done, problems = store.completed()
     assert done == set() and len(problems) == 1
     assert f"a number of {len(number.lstrip('-'))} digits (at most 19)" in problems[0].message
+
+
+def test_curators_record_of_a_run_without_array_is_no_warning_and_a_long_shard_says_why(tmp_path):
+    """Curator writes ``.failed_tasks/local_attempt_<uuid>/failed_tasks.json`` for a run without an array:
+    it is no shard's failure and not a layout problem. A 20-digit shard folder is an integer, too long."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(0, 4))
+    local = store.failed_dir / "local_attempt_6f1c0d2e" / "failed_tasks.json"
+    local.parent.mkdir(parents=True)
+    local.write_text('{"task_ids": ["p000001"]}\n')
+    long_shard = store.failed_dir / "slurm_job_1" / "array_task_0" / "restart_0" / f"shard_{'9' * 20}"
+    long_shard.mkdir(parents=True)
+    (long_shard / "failed_tasks.json").write_text("{}\n")
+    records, problems = store.scan_failed()
+    assert records == []
+    assert [(Path(p.path).parent.name, p.message) for p in problems] == [
+        (long_shard.name, f"failed-task record whose shard '{'9' * 20}' is more than 19 digits; skipped")]

@@ -30,6 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from backends.errors import InputError
+from backends.fileio import UnreadableFile, read_bounded
+from backends.printable import printable
 from backends.records.paths import RECORD_SUFFIX
 
 LEDGER_SUFFIX = ".attempts.jsonl"
@@ -40,6 +43,9 @@ PID_MAX = 1 << 22
 # A final line with usage is a few hundred bytes; an attempt line lists job ids and
 # changed options. Anything longer was not written by us.
 MAX_LINE = 256 * 1024
+# Two lines of a few hundred bytes per task and attempt: 25 attempts of a 10000-task array are
+# about 130 MB. Anything larger was not written by us (a sparse file, /dev/zero).
+MAX_LEDGER_BYTES = 256 * 1024 * 1024
 KINDS = ("submit", "retry", "resubmit")
 
 Key = tuple[int, "int | None"]       # (attempt, value)
@@ -198,7 +204,7 @@ class LedgerWriter:
     def __init__(self, path: str | Path, reserve: int = 0) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        self._fd = open_for_append(self.path)
         self._checked = False
         self._spare = _Spare.claim(self.path, reserve) if reserve else None
 
@@ -273,11 +279,36 @@ class _Spare:
 
 
 def _last_byte(path: Path, size: int) -> bytes:
+    fd = -1
     try:
-        with open(path, "rb") as handle:
-            return os.pread(handle.fileno(), 1, size - 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return os.pread(fd, 1, size - 1)
     except OSError:
         return b"\n"
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def open_for_append(path: Path) -> int:
+    """An O_APPEND descriptor of the regular file at `path` (created if absent).
+
+    Never through a symlink (it would append to whatever it names), never
+    blocking on a FIFO; anything but a regular file is InputError("record", ...).
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+                     | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EACCES, errno.EPERM):
+            raise
+        what = {errno.ELOOP: "a symlink", errno.EISDIR: "a directory", errno.ENXIO: "a FIFO"}.get(err.errno)
+        problem = f"is {what}, not a regular file" if what else f"cannot be written ({err.strerror})"
+        raise InputError("record", f"its ledger {printable(str(path))} {problem}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError("record", f"its ledger {printable(str(path))} is not a regular file")
+    return fd
 
 
 def append_entries(record_path: str | Path, entries: Iterable[object]) -> None:
@@ -415,18 +446,22 @@ def _object(line: bytes) -> dict | None:
 def read_ledger(record_path: str | Path) -> Ledger:
     """The ledger beside a record; an empty one when there is none (records before attempts).
 
-    Only a regular file is read (a FIFO or device named like a ledger is ignored).
+    InputError("record", ...) for a ledger that is not a regular file or is larger
+    than MAX_LEDGER_BYTES: read as empty, every task it ran would show as never run.
     """
     path = ledger_path(record_path)
-    data = _read_regular(path)
-    if data is None:
+    if not os.path.lexists(path):
         return Ledger()
+    try:
+        data = read_bounded(path, MAX_LEDGER_BYTES)
+    except UnreadableFile as err:
+        raise InputError("record", f"cannot read its ledger {printable(str(path))}: {err}") from None
     for spare in sorted(path.parent.glob(f"{path.name}.*{SPARE_SUFFIX}")):
         data += b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b"")
     return parse_ledger(data)
 
 
-def _read_regular(path: Path, cap: int | None = None) -> bytes | None:
+def _read_regular(path: Path, cap: int) -> bytes | None:
     """The bytes of a regular file (at most `cap`), None for anything else or nothing there."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -436,11 +471,7 @@ def _read_regular(path: Path, cap: int | None = None) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks = []
-        while chunk := os.read(fd, 1 << 20 if cap is None else cap):
-            chunks.append(chunk)
-            if cap is not None:
-                break
-        return b"".join(chunks)
+        return os.read(fd, cap)
     except OSError:
         return None
     finally:

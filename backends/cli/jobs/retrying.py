@@ -60,7 +60,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     if not args.yes and not _confirmed(retry):
         print("not retried", file=sys.stderr)
         return 1
-    print(f"{PROG}: retrying {len(retry.chosen)} task(s) of {printable(history.record_path)} "
-          f"(values {retry.value_ranges})", file=sys.stderr, flush=True)
+    line = (f"{PROG}: retrying {len(retry.chosen)} task(s) of {printable(history.record_path)} "
+            f"(values {retry.value_ranges})")
     with working_dir(history.current.cwd):
-        return run_plan(retry.plan, "retry")
+        return run_plan(retry.plan, "retry", lambda: print(line, file=sys.stderr, flush=True))
