@@ -19,7 +19,9 @@ from backends.cli.jobs.watching import _site_floor
 from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.watch.finals import FinalsRecorder
-from backends.watch.rows import TaskRow, history_rows
+from backends.watch.rows import TaskRow, history_rows, usage_missing
+from backends.watch.slurm.accounting import QueryError
+from backends.watch.targets import fill_missing_usage
 from backends.watch.wait import watcher
 
 from .record_cache import cached_record
@@ -44,8 +46,10 @@ class Seen:
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event) -> None:
-    """Poll the unfinished tasks of `history` until they all ended or `stop` is set."""
+    """Poll the unfinished tasks of `history` until they all ended or `stop` is set; first, as
+    `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it."""
     pending = polled_tasks(history)
+    _deliver_missing_usage(history, deliver, all_terminal=not pending)
     if not pending:
         return
     poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
@@ -71,6 +75,22 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         return False
 
     poller.run(observe, stop)
+
+
+def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], all_terminal: bool) -> None:
+    """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
+    a wait that stopped before accounting told it); written into the ledger by the core."""
+    missing = usage_missing(history)
+    if not missing:
+        return
+    try:
+        used = fill_missing_usage(history)
+    except QueryError as err:
+        deliver(Seen((), str(err), all_terminal, None))
+        return
+    rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)
+    if rows:
+        deliver(Seen(rows, None, all_terminal, time.time()))
 
 
 def watch_local(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,

@@ -255,3 +255,29 @@ def test_retry_is_in_the_footer_and_the_palette(tmp_path: Path) -> None:
             assert posted(seen, RetryPreviewed)[-1].values == "3,5-6"
 
     asyncio.run(scenario())
+
+
+def test_retry_right_after_typing_a_bad_field_runs_nothing(tmp_path: Path) -> None:
+    """ctrl+r pressed before the preview caught up with the fields used to confirm the previous plan,
+    and ran it while the form said --mem abc: now it plans again and asks nothing."""
+    record = build_history(tmp_path, SITE)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.pause(0.5)
+            screen = await open_preview(pilot, seen)
+            assert not screen.query_one("#retry-run").disabled
+            screen.set_field("mem", "abc")
+            await pilot.press("ctrl+r")
+            assert isinstance(app.screen, RetryScreen), "a confirmation of the plan without --mem abc"
+            await wait_for(pilot, lambda: (posted(seen, RetryPreviewed)[-1].error or "").startswith("--mem:"), 10)
+            await pilot.press("ctrl+r")
+            assert isinstance(app.screen, RetryScreen)
+            assert notifications(app) and all("planning again" in n or n.startswith("--mem: 'abc'")
+                                              for n in notifications(app))
+        assert not posted(seen, RetryRequested)
+        assert load_history(record).numbers == (1,)
+
+    asyncio.run(scenario())

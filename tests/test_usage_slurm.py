@@ -18,6 +18,7 @@ from backends.watch.usage import parse_size
 
 pytestmark = pytest.mark.slurm
 MB = 1000 ** 2
+REPO = Path(__file__).resolve().parents[1]
 HOLD = "import sys, time; x = b'\\1' * (int(sys.argv[1]) << 20); time.sleep(4)"
 
 
@@ -125,3 +126,61 @@ def test_an_out_of_memory_array_task_is_retried_with_proposed_memory_until_it_fi
     assert [a["overrides"].get("mem") for a in history["attempts"]] == [None, *sizes]
     shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
     assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED")]
+
+
+def _strip_usage(ledger: Path, values: dict[int, str]) -> None:
+    """The ledger as a console closed early leaves it: finals written without usage ("none") or without
+    the peak ("no-rss", a cancelled task's MaxRSS comes later), and no usage line after them."""
+    lines = []
+    for line in ledger.read_text().splitlines():
+        raw = json.loads(line)
+        if raw.get("type") == "usage":
+            continue
+        how = values.get(raw.get("value")) if raw.get("type") == "final" else None
+        if how == "none":
+            raw["usage"] = None
+        elif how == "no-rss":
+            raw["usage"] = {**raw["usage"], "max_rss_bytes": None}
+        lines.append(json.dumps(raw))
+    ledger.write_text("".join(line + "\n" for line in lines))
+
+
+def test_usage_the_history_lacks_is_asked_for_and_the_console_shows_what_the_cli_shows(
+        enforced_memory, test_site, tmp_path, cli_env) -> None:
+    """Three tasks holding 40 MB ended; the history lost what two of them used (a console closed while
+    another task ran on, a peak accounting told late). Opening the console asks accounting once, keeps the
+    answer in the history and shows the figures `hyperion-jobs usage` prints."""
+    import asyncio
+
+    from test_console_fixtures import wait_for
+
+    from backends.records.attempts import ledger_path
+    from backends.records.history import load_history
+    from hyperion_console.app import make_app
+
+    done, _ = submit(test_site, tmp_path, cli_env, "--array", "JOB=1:3", "--mem", "300M",
+                     "--output-file", "log/u.JOB.log", "--", "python3", "-c", HOLD, "40")
+    assert done.returncode == 0, done.stderr
+    record = tmp_path / "log" / "q" / "u.JOB.submit.json"
+    assert len([t for t in status_json(record, cli_env, 3)["tasks"] if t["max_rss_bytes"]]) == 3
+    _strip_usage(ledger_path(record), {1: "none", 2: "no-rss"})
+    history = load_history(record)
+    assert [bool(history.final(t).usage and history.final(t).usage.get("max_rss_bytes"))
+            for t in history.latest_tasks()] == [False, False, True]
+
+    async def scenario() -> str:
+        app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(0.5)
+            await pilot.press("u")
+            line = app.jobs_screen.query_one("#usage-line-1")
+            await wait_for(pilot, lambda: "(3 of 3)" in str(line.content), 20)
+            return str(line.content)
+
+    shown = asyncio.run(scenario())
+    history = load_history(record)
+    assert all(history.final(t).usage.get("max_rss_bytes") for t in history.latest_tasks())
+    cli = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
+    assert cli.returncode == 0, cli.stderr
+    median = shown.split("med ")[1].split(" ")[0]
+    assert f"median {median}" in cli.stdout and "(3 of 3 tasks)" in cli.stdout, (shown, cli.stdout)

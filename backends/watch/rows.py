@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 
@@ -115,7 +115,7 @@ def final_row(task: TaskRecord, final: FinalState, log: str | None, usage: Usage
     """A row from the ledger: how the task ended, whether or not Slurm still knows it.
 
     Usage kept in the ledger wins; `usage` (accounting's, this instant) fills in
-    for an ended task whose usage was not known when its end was written.
+    what was not known when its end was written (all of it, or a peak told late).
     """
     try:
         state: JobState | None = JobState.parse(final.state)
@@ -124,7 +124,15 @@ def final_row(task: TaskRecord, final: FinalState, log: str | None, usage: Usage
     kept = usage_from_json(final.usage) if final.usage else None
     return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code, final.signal,
                    final.elapsed, final.node, log, task.slurm_out, task.slurm_err,
-                   task.attempt, final.reason, final.restart_count, kept or usage)
+                   task.attempt, final.reason, final.restart_count, _filled(kept, usage))
+
+
+def _filled(kept: Usage | None, told: Usage | None) -> Usage | None:
+    """`kept`, its unknown figures taken from `told`."""
+    if kept is None or told is None:
+        return kept or told
+    return Usage(**{name: getattr(kept, name) if getattr(kept, name) is not None else getattr(told, name)
+                    for name in (f.name for f in fields(Usage))})
 
 
 def pending_tasks(history: History) -> tuple[TaskRecord, ...]:
@@ -151,13 +159,18 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
     return _row(task, states.get((task.job_id, task.array_task_id)), log, used)
 
 
-def usage_missing(history: History) -> dict[Key, tuple[TaskRecord, None]]:
-    """Ended Slurm tasks (newest attempt per value) whose usage the ledger does not hold yet."""
-    out: dict[Key, tuple[TaskRecord, None]] = {}
+def usage_missing(history: History) -> dict[Key, tuple[TaskRecord, Mapping | None]]:
+    """Ended Slurm tasks (newest attempt per value) whose usage the ledger does not hold yet, with
+    what it holds: nothing, or, for a task that ran, usage without its peak memory (accounting
+    gives a cancelled task's MaxRSS, on its batch step, after its end)."""
+    out: dict[Key, tuple[TaskRecord, Mapping | None]] = {}
     for task in history.latest_tasks():
         final = history.final(task)
-        if final is not None and not final.usage and task.job_id != LOCAL_JOB:
-            out[(task.job_id, task.array_task_id)] = (task, None)
+        if final is None or task.job_id == LOCAL_JOB:
+            continue
+        ran = bool(final.elapsed) and final.elapsed > 0
+        if not final.usage or (ran and final.usage.get("max_rss_bytes") is None):
+            out[(task.job_id, task.array_task_id)] = (task, final.usage or None)
     return out
 
 

@@ -37,7 +37,9 @@ from backends.watch.slurm.accounting import (
     run_sacct,
     run_squeue,
 )
+from backends.watch.usage import Usage
 
+Key = tuple[str, "int | None"]
 _JOB = re.compile(r"^([0-9]{1,18})(?:_([0-9]{1,18}))?$")   # bounded: int() refuses 4300+ digits
 
 
@@ -198,6 +200,17 @@ def history_status(history: History, runner: Runner = run_command) -> list[TaskR
     answer = query(jobs, runner, controller=bool(pending))
     FinalsRecorder(history.record_path, pending, missing).observe(answer.states.values(), answer.usage)
     return history_rows(history, answer.states, answer.usage)
+
+
+def fill_missing_usage(history: History, runner: Runner = run_command) -> dict[Key, Usage]:
+    """What ended tasks used, for those whose usage the ledger lacks (`usage_missing`): one sacct,
+    written into the ledger as `history_status` writes it. {} when nothing is missing."""
+    missing = usage_missing(history)
+    if not missing:
+        return {}
+    answer = query(list(expected_tasks([task for task, _ in missing.values()])), runner, controller=False)
+    FinalsRecorder(history.record_path, [], missing).observe((), answer.usage)
+    return {key: used for key, used in answer.usage.items() if key in missing}
 
 
 @dataclass(frozen=True)

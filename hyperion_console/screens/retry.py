@@ -67,6 +67,7 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
         self.initial = {"values": values}
         self.current: Preview | None = None
         self._generation = 0
+        self._planned: dict[str, str] | None = None    # the fields `current` was planned from
 
     def compose(self) -> ComposeResult:
         with Vertical(id="retry-dialog"):
@@ -120,12 +121,12 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
     @work(thread=True, exclusive=True, group="retry-plan", exit_on_error=False)
     def plan_preview(self, fields: dict[str, str], generation: int) -> None:
         result = preview(self.history, self.rows, fields)
-        self.app.call_from_thread(self.show_preview, result, generation)
+        self.app.call_from_thread(self.show_preview, result, generation, fields)
 
-    def show_preview(self, result: Preview, generation: int) -> None:
+    def show_preview(self, result: Preview, generation: int, fields: dict[str, str] | None = None) -> None:
         if generation != self._generation:      # typed on meanwhile: a newer plan comes
             return
-        self.current = result
+        self.current, self._planned = result, fields
         error = self.query_one("#retry-error", FitLine)
         error.update(shown(result.error, "bold red") if result.error else shown(""))
         self.query_one("#retry-text", Static).update(shown(result.text or "nothing would run", layout=True))
@@ -162,6 +163,11 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
     def action_retry(self) -> None:
         """Ask once more; on yes, dismiss with what was confirmed (the Jobs screen runs it)."""
         result = self.current
+        if result is not None and self._planned != self.fields():   # typed since: not what is shown
+            self.replan()
+            tell(self, "the fields changed: planning again; Retry once the preview shows them",
+                 severity="warning")
+            return
         if result is None or result.retry is None or result.identity is None:
             tell(self, result.error if result and result.error else "nothing to retry yet (planning…)",
                  severity="warning")
