@@ -16,14 +16,16 @@ import os
 import shutil
 import socket
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from backends.errors import InputError
 from backends.printable import printable
 from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir, ledger_path
 from backends.records.history import History, archive_current, load_history
+from backends.records.log_owner import Writer, last_writer, writers
 from backends.records.paths import RECORD_SUFFIX, log_stem
 from backends.records.record import SubmitRecord, load_record
 from backends.submit.model import SubmitPlan, record_options
@@ -268,7 +270,14 @@ def _neighbours(plan: SubmitPlan) -> list[Path]:
                     e.name[: -len(RECORD_SUFFIX)], ours, array.name if array else None) and e.is_file()]
         except OSError:
             continue
-    return [path for path in found if str(path) != plan.record_path]
+    seen = {os.path.realpath(plan.record_path)}       # a folder reached twice (a symlink) is one folder
+    unique = []
+    for path in found:
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            unique.append(path)
+    return unique
 
 
 def refuse_shared_live_logs(plan: SubmitPlan) -> None:
@@ -306,11 +315,79 @@ def overrides(previous: SubmitRecord | None, plan: SubmitPlan) -> dict[str, obje
     return {key: new.get(key) for key in COMPARED if previous.options.get(key) != new.get(key)}
 
 
-def _writers(history: History | None) -> dict[tuple[int | None, str], int]:
-    """(value, log path) -> the newest attempt whose task of that value wrote that path."""
+@dataclass(frozen=True)
+class PlannedMove:
+    """A file a new attempt would overwrite, and the history it joins: whose attempt wrote it."""
+
+    source: str
+    record_path: str
+    attempt: int
+    value: int | None
+    what: str                        # "log" | "script"
+    name: str                        # its name in q/attempts/<attempt>/
+
+
+def _own_writers(history: History | None) -> dict[tuple[int | None, str], int]:
+    """(value, log path) -> the newest attempt of our pattern that planned that task."""
     if history is None:
         return {}
     return {(t.value, t.log): n for n in history.numbers for t in history.tasks_of(n)}
+
+
+def _log_writers(plan: SubmitPlan, history: History | None, real: dict[str, str]) -> dict[str, list[Writer]]:
+    """Per log file (folder resolved), the attempts of our pattern and of the patterns that could share
+    its logs whose file may still be there (`log_owner.writers`)."""
+    histories = [history] if history is not None else []
+    for path in _neighbours(plan):
+        if not os.access(path.parent, os.W_OK):
+            continue                     # a history we could not add the move to
+        try:
+            histories.append(load_history(str(path)))
+        except InputError:
+            continue
+    found: dict[str, list[Writer]] = {}
+    for each in histories:
+        for log, writer in writers(each):
+            found.setdefault(_file_key(log, real), []).append(writer)
+    return found
+
+
+def _prefixed(array_name: object, output_file: object) -> bool:
+    """NAME only in the log's folder: moved logs of different values would collide, so they get
+    ``<value>.`` in front."""
+    return isinstance(array_name, str) and isinstance(output_file, str) and \
+        array_name not in os.path.basename(output_file)
+
+
+def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
+    """Every existing file the plan would write (task logs, batch scripts), and whose attempt it joins:
+    a log goes to the attempt, of this pattern or another sharing it, that wrote it last
+    (`log_owner.last_writer`); when that cannot be told, to our newest attempt that planned it, else to
+    our newest attempt (0 before the first)."""
+    real: dict[str, str] = {}
+    candidates = _log_writers(plan, history, real)
+    own = _own_writers(history)
+    latest = history.latest_number if history is not None else 0
+    prefixes = {plan.record_path: _prefixed(plan.options.array.name if plan.options.array else None,
+                                            plan.options.output_file)}
+    moves = []
+    for task in plan.tasks:
+        if not os.path.lexists(task.log):
+            continue
+        writer = last_writer(task.log, candidates.get(_file_key(task.log, real), []))
+        if writer is None:
+            writer = Writer(plan.record_path, own.get((task.value, task.log), latest), task.value, None)
+        if writer.record_path not in prefixes:
+            current = load_history(writer.record_path).current
+            prefixes[writer.record_path] = _prefixed(current.array_name, current.options.get("output_file"))
+        name = os.path.basename(task.log)
+        moves.append(PlannedMove(task.log, writer.record_path, writer.attempt, writer.value, "log",
+                                 f"{writer.value}.{name}" if prefixes[writer.record_path] else name))
+    for window in plan.windows:
+        if os.path.lexists(window.script_path):
+            moves.append(PlannedMove(window.script_path, plan.record_path, latest, None, "script",
+                                     os.path.basename(window.script_path)))
+    return moves
 
 
 def _move(source: str, directory: Path, name: str) -> str:
@@ -329,27 +406,15 @@ def _move(source: str, directory: Path, name: str) -> str:
     return str(target)
 
 
-def move_aside(plan: SubmitPlan, history: History | None) -> list[MovedFile]:
-    """Move every existing file the plan would write (task logs, batch scripts) into its attempt's folder."""
-    moved: list[MovedFile] = []
-    record_path = plan.record_path
-    writers = _writers(history)
-    latest = history.latest_number if history is not None else 0
-    array = plan.options.array
-    # NAME only in the directory part: the basenames of different values would collide
-    prefix = array is not None and array.name not in os.path.basename(plan.options.output_file)
-    for task in plan.tasks:
-        if os.path.lexists(task.log):
-            owner = writers.get((task.value, task.log), latest)
-            name = os.path.basename(task.log)
-            target = _move(task.log, attempt_dir(record_path, owner), f"{task.value}.{name}" if prefix else name)
-            moved.append(MovedFile(owner, task.value, "log", task.log, target))
-    for window in plan.windows:
-        if os.path.lexists(window.script_path):
-            target = _move(window.script_path, attempt_dir(record_path, latest),
-                           os.path.basename(window.script_path))
-            moved.append(MovedFile(latest, None, "script", window.script_path, target))
-    return moved
+def move_aside(moves: Sequence[PlannedMove]) -> None:
+    """Move the planned files, and add each move to the ledger of the history it joins."""
+    moved: dict[str, list[MovedFile]] = {}
+    for move in moves:
+        target = _move(move.source, attempt_dir(move.record_path, move.attempt), move.name)
+        moved.setdefault(move.record_path, []).append(
+            MovedFile(move.attempt, move.value, move.what, move.source, target))
+    for record_path, files in moved.items():
+        append_entries(record_path, files)
 
 
 def _refusal(kind: str, exc: InputError) -> InputError:
@@ -387,6 +452,9 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
             history = check_not_live(plan.record_path)
             refuse_shared_live_logs(plan)
             check_bookkeeping(plan.record_path)
+            moves = plan_moves(plan, history)
+            for other in sorted({move.record_path for move in moves} - {plan.record_path}):
+                check_bookkeeping(other)
         except InputError as exc:
             raise _refusal(kind, exc) from None
         if on_begin is not None:
@@ -394,7 +462,5 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
         if history is not None:
             archive_current(plan.record_path)
         number = 1 if history is None else max(history.latest_number, history.ledger.last_number) + 1
-        moved = move_aside(plan, history)
-        if moved:
-            append_entries(plan.record_path, moved)
+        move_aside(moves)
         yield NewAttempt(number, kind, overrides(history.current if history else None, plan))

@@ -513,3 +513,35 @@ def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_en
         assert "kill -- -GROUP ends it" in retry.stderr and "stop them first" in retry.stderr
     finally:
         kill_groups(runner.pid, child)
+
+
+def _log(record: Path, env: dict, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("hyperion-jobs", "logs", str(record), *extra, env=env)
+
+
+def test_a_log_two_patterns_share_joins_the_history_of_the_run_that_wrote_it(tmp_path, cli_env):
+    """log/t.JOB.log and log/t.1.log name one file. Each run moves the file it would overwrite into the
+    history of the attempt that wrote it: before, the array's second run filed the single run's log as its
+    own attempt 1, and the single run's record said it had no log."""
+    args = ("--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--", "echo")
+    assert submit_local(tmp_path, cli_env, *args, "array run 1, value", "JOB").returncode == 0
+    assert submit_local(tmp_path, cli_env, "--output-file", "log/t.1.log", "--", "echo", "single run").returncode == 0
+    assert submit_local(tmp_path, cli_env, *args, "array run 2, value", "JOB").returncode == 0
+    array, single = tmp_path / "log" / "q" / "t.JOB.submit.json", tmp_path / "log" / "q" / "t.1.submit.json"
+    assert "array run 1, value 1" in _log(Path(f"{array}:1"), cli_env, "--attempt", "1").stdout
+    assert "single run" in _log(single, cli_env).stdout
+    assert "array run 2, value 1" in _log(Path(f"{array}:1"), cli_env).stdout
+
+
+def test_a_value_an_attempt_never_ran_is_not_given_another_runs_log(tmp_path, cli_env):
+    """The array stopped at value 1, a single run then wrote log/t.2.log, the retry reran 1-2: value 2 of
+    attempt 1 still has no log, and the single run's log stays its own."""
+    done = submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--",
+                        "sh", "-c", "echo array $0; exit $(( $0 == 1 ))", "JOB")
+    assert done.returncode == 1
+    assert submit_local(tmp_path, cli_env, "--output-file", "log/t.2.log", "--", "echo", "single run").returncode == 0
+    array, single = tmp_path / "log" / "q" / "t.JOB.submit.json", tmp_path / "log" / "q" / "t.2.submit.json"
+    assert run_cli("hyperion-jobs", "retry", str(array), "--yes", env=cli_env).returncode == 1
+    never = _log(Path(f"{array}:2"), cli_env, "--attempt", "1")
+    assert never.returncode == 2 and "did not run in attempt 1" in never.stderr
+    assert "single run" in _log(single, cli_env).stdout

@@ -142,8 +142,10 @@ def test_another_pattern_naming_a_running_tasks_log_is_refused_and_runs_once_tha
     after = run_cli(*single, cwd=tmp_path, env=cli_env)
     assert after.returncode == 0, after.stderr
     assert "other" in log.read_text()
-    kept = tmp_path / "log" / "q" / "attempts" / "0" / "c.1.log"          # the array's log, moved aside
+    kept = tmp_path / "log" / "q" / "attempts" / "1" / "c.1.log"   # into the array's attempt that wrote it
     assert "started" in kept.read_text() and "# Ended (code 0)" in kept.read_text()
+    shown = run_cli("hyperion-jobs", "logs", f"{record}:1", env=cli_env)
+    assert shown.returncode == 0 and "started" in shown.stdout and "other" not in shown.stdout
 
 
 def test_a_pending_task_cancelled_before_it_started_stays_cancelled_after_the_job_is_gone(

@@ -17,6 +17,7 @@ from backends.printable import printable
 from backends.records.paths import RECORD_SUFFIX
 
 MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
+LOCAL_JOB = "local"                      # the job id of every task of a local run
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,12 @@ from backends.printable import printable
 from backends.records.attempts import FinalState, TaskStart
 from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
-from backends.records.record import SubmitRecord, TaskRecord
+from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord
 from backends.records.runner import child_running, runner_gone
 from backends.states import JobState, TaskState
 from backends.watch.usage import Usage, usage_from_json
 
 Key = tuple[str, "int | None"]
-LOCAL_JOB = "local"
 CHECK_SECONDS = 1.0   # how long an answer about a live runner holds
 
 

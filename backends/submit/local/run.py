@@ -31,11 +31,10 @@ from backends.records.attempts import (
     ledger_path,
 )
 from backends.records.history import commit_attempt
-from backends.records.record import JobRecord, SubmitRecord, TaskRecord
+from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskRecord
 from backends.records.runner import process_start, runner_fields
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
-LOCAL_JOB = "local"
 # Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
 LEDGER_RESERVE = 4096
 
