@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from test_console_fixtures import (
     build_checkpoint,
@@ -20,8 +23,12 @@ from test_console_fixtures import (
     wait_for,
 )
 
+from backends.printable import printable
 from backends.records.record import save_record
+from backends.watch.tail import MAX_TAIL, PIECE
 from hyperion_console.app import make_app
+from hyperion_console.widgets import log_pane
+from hyperion_console.widgets.log_view import MAX_LINE
 from hyperion_console.messages import JobsUpdated
 from sharding.store import Attempt, Checkpoint
 
@@ -224,3 +231,88 @@ def load_history_current(record):
     from backends.records.history import load_history
 
     return load_history(record).current
+
+
+# --- logs that are not regular files or never end a line ------------------------------------------
+
+def _make_not_regular(path: Path, kind: str) -> None:
+    path.unlink()
+    {"fifo": lambda: os.mkfifo(path), "device": lambda: path.symlink_to("/dev/zero"),
+     "folder": lambda: path.mkdir()}[kind]()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_log_that_is_not_a_regular_file_is_named_so_then_followed_once_it_is(tmp_path: Path, kind: str) -> None:
+    """A FIFO, /dev/zero or a folder showed as an empty log "· following", with no word."""
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    log = tmp_path / "exp" / "log" / "task.1.log"
+    _make_not_regular(log, kind)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            pane = app.jobs_screen.log_pane
+            title = pane.query_one("#log-title")
+            await wait_for(pilot, lambda: str(title.content).endswith("task.1.log · not a regular file"), 10)
+            assert pane.view.lines == []
+            assert any(line.rstrip().endswith("task.1.log · not a regular file") for line in rendered(title))
+            (log.rmdir if kind == "folder" else log.unlink)()
+            log.write_text("a regular log now\n")
+            await wait_for(pilot, lambda: pane.view.lines == ["a regular log now"], 10)
+            assert str(title.content).endswith("task.1.log · following")
+
+    asyncio.run(scenario())
+
+
+def test_a_huge_log_without_newlines_is_shown_from_near_its_end_cut(tmp_path: Path) -> None:
+    """A 600 MB sparse log: following started at byte 0 and held it all (RSS 61 -> 429 MB), showing nothing."""
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    log = tmp_path / "exp" / "log" / "task.1.log"
+    with open(log, "r+b") as handle:
+        handle.truncate(MAX_TAIL + 8 * 1024 * 1024)          # "# task 1..." then NULs, no newline for 40 MiB
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: len(view.lines) == 1, 10)
+            assert view.lines[0] == "\\x00" * MAX_LINE + f" … ({MAX_TAIL - MAX_LINE} more characters)"
+            with open(log, "ab") as handle:
+                handle.write(b"\nafter\n")
+            await wait_for(pilot, lambda: view.lines[-1:] == ["after"], 10)
+            assert sum(map(len, view.lines)) < 5 * MAX_LINE
+
+    asyncio.run(scenario())
+
+
+def test_a_line_that_never_ends_is_held_bounded_and_shown_cut_when_it_ends(tmp_path: Path, monkeypatch) -> None:
+    """A `\\r` progress bar without a newline: the pane's Follower held every byte of it."""
+    followers = []
+
+    class Recorded(log_pane.Follower):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            followers.append(self)
+
+    monkeypatch.setattr(log_pane, "Follower", Recorded)
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    log = tmp_path / "exp" / "log" / "task.1.log"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: "done with part 1" in view.lines and followers, 10)
+            with open(log, "ab") as handle:
+                handle.write(b"\r 50%" * 2_000_000)           # 10 MB, no newline
+            size = log.stat().st_size
+            await wait_for(pilot, lambda: followers[-1].position == size, 20)
+            assert followers[-1].held <= PIECE + MAX_LINE     # not 10 MB
+            assert view.lines[-1] == "done with part 1"
+            with open(log, "ab") as handle:
+                handle.write(b"\n")
+            await wait_for(pilot, lambda: view.lines[-1] != "done with part 1", 10)
+            start = printable(("\r 50%" * (MAX_LINE // 5 + 1))[:MAX_LINE], layout=True)   # \r as \x0d
+            assert view.lines[-1] == f"{start} … ({10_000_000 - MAX_LINE} more characters)"
+
+    asyncio.run(scenario())

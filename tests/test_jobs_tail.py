@@ -151,3 +151,88 @@ def test_logs_n_beyond_32_mib_gives_every_line_asked_for_whole(tmp_path, cli_env
     assert shown.stdout == log.read_text()
     tail_part = run_cli("hyperion-jobs", "logs", str(record), "-n", "2", env=cli_env)
     assert tail_part.stdout.splitlines() == [f"line {i} " + "x" * 1010 for i in (51_198, 51_199)]
+
+
+def test_a_line_that_never_ends_is_held_bounded_and_shown_by_its_start(tmp_path, monkeypatch):
+    """A `\\r` progress bar without a newline: the Follower held all of it (RSS 61 -> 429 MB in 40 s)."""
+    monkeypatch.setattr(tail, "PIECE", 1000)
+    path = tmp_path / "progress.log"
+    path.write_bytes(b"")
+    follower = Follower(path, keep=100)
+    for _ in range(50):
+        with open(path, "ab") as handle:
+            handle.write("\r 50% é".encode() * 2000)         # 18 000 bytes, 14 000 characters
+        assert follower.read_new() == []
+        assert follower.held <= tail.PIECE + 100               # not the 900 000 bytes written so far
+    with open(path, "ab") as handle:
+        handle.write(b" done\nnext\n")
+    line, after = follower.read_new()
+    assert line == ("\r 50% é" * 2000)[:100] and line.more == 50 * 14_000 + 5 - 100 and after == "next"
+    assert follower.held == 0
+
+
+def test_read_pieces_hands_a_line_that_never_ends_over_whole(tmp_path, monkeypatch):
+    """`hyperion-jobs logs -f` prints a never-ending line as it comes, every byte, holding under a piece."""
+    monkeypatch.setattr(tail, "PIECE", 1000)
+    path = tmp_path / "progress.log"
+    written = "".join(f"\r{i}% é" for i in range(3000))
+    path.write_text("")
+    follower, got = Follower(path), []
+    for start in range(0, len(written), 7000):
+        with open(path, "a") as handle:
+            handle.write(written[start:start + 7000])
+        got += follower.read_pieces()
+        assert follower.held < tail.PIECE + 4
+    assert got and not any(ends for _, ends in got)
+    got += follower.read_pieces(flush=True)
+    assert "".join(text for text, _ in got) == written and got[-1][1]
+
+
+def test_complete_end_of_a_huge_line_without_newline_is_the_end_of_the_file(tmp_path, monkeypatch):
+    """A 600 MB sparse log had following start at byte 0: the console read all of it into memory."""
+    monkeypatch.setattr(tail, "MAX_TAIL", 1000)
+    path = tmp_path / "sparse.log"
+    path.write_bytes(b"first\n" + b"\0" * 5000)
+    assert tail.complete_end(path) == path.stat().st_size
+    path.write_bytes(b"first\n" + b"\0" * 500)               # within reach: just past the newline
+    assert tail.complete_end(path) == 6
+    path.write_bytes(b"\0" * 500)                            # a short file without newline: all of it
+    assert tail.complete_end(path) == 0
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_follower_says_why_a_log_that_is_not_a_regular_file_is_not_read(tmp_path, kind):
+    path = tmp_path / "task.log"
+    {"fifo": lambda: os.mkfifo(path), "device": lambda: path.symlink_to("/dev/zero"),
+     "folder": lambda: path.mkdir()}[kind]()
+    follower = Follower(path)
+    assert follower.read_new() == [] and follower.problem == "not a regular file"
+    (path.rmdir if kind == "folder" else path.unlink)()
+    path.write_text("now a file\n")
+    assert follower.read_new() == ["now a file"] and follower.problem is None
+
+
+def test_logs_follow_prints_a_line_that_never_ends_as_it_comes(tmp_path, cli_env):
+    """`logs -f` held a line without newline until it ended: nothing printed, memory growing."""
+    import select
+    import time
+
+    from test_jobs_core import make_record
+
+    record = make_record(tmp_path)
+    log = record.tasks[0].log
+    open(log, "w").close()
+    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f", "-n", "0"], env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        written = b"\r 50%" * 600_000                      # 3 MB, no newline
+        with open(log, "ab") as handle:
+            handle.write(written)
+        out, deadline = b"", time.monotonic() + 30
+        while len(out) < 2 * tail.PIECE and time.monotonic() < deadline:
+            if select.select([proc.stdout], [], [], 0.5)[0]:
+                out += os.read(proc.stdout.fileno(), 1 << 20)
+        assert len(out) >= 2 * tail.PIECE and written.startswith(out)
+    finally:
+        proc.kill()
+        proc.wait()

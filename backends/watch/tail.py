@@ -10,6 +10,7 @@ import codecs
 import os
 import stat
 from collections.abc import Iterator
+from typing import BinaryIO
 from pathlib import Path
 
 BLOCK = 64 * 1024
@@ -17,23 +18,44 @@ MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall 
 MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r progress bars has huge lines)
 PIECE = 1024 * 1024          # stream_last_lines hands a longer line over in pieces of this size
 MAX_HELD_CR = 1024 * 1024    # carriage returns it holds back (dropped if they end the line)
+MAX_KEPT = 64 * 1024         # characters Follower.read_new keeps of one line (a viewer shows only the start)
 
 
-def _open_log(path: str | Path):
-    """The log opened for reading, or None if it is missing or not a regular file.
+NOT_REGULAR = "not a regular file"   # the reason the pane and `hyperion-jobs logs` give
+NO_FILE = "no file yet"
+
+
+def _open_or_why(path: str | Path) -> tuple[BinaryIO | None, str | None]:
+    """The log opened for reading, or None and why not (NO_FILE, NOT_REGULAR, the OS's reason).
 
     Opened without blocking and checked with fstat: a FIFO put at a log's path
-    would block a plain open() forever, a device would never end.
+    would block a plain open() forever, a device would never end. The reason is
+    kept so a viewer can say it instead of showing an empty log.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return None
+        return None, NO_FILE
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        return None
+        return None, NOT_REGULAR
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    return os.fdopen(fd, "rb"), None
+
+
+def _open_log(path: str | Path) -> BinaryIO | None:
+    """The log opened for reading, or None if it is missing, not a regular file or unreadable."""
+    return _open_or_why(path)[0]
+
+
+def log_problem(path: str | Path) -> str | None:
+    """Why the log cannot be read now (NO_FILE, NOT_REGULAR, the OS's reason), None when it can."""
+    handle, problem = _open_or_why(path)
+    if handle is not None:
+        handle.close()
+    return problem
 
 
 def _decode(raw: bytes) -> str:
@@ -115,109 +137,187 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None) -> Itera
 
 
 def _lines_in_pieces(handle, remaining: int) -> Iterator[tuple[str, bool]]:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    held = 0            # carriage returns ending what was given of the line: dropped if the line ends there
-    open_line = False   # part of the current line was given already
-
-    def cut(text: str, ends: bool) -> str:
-        nonlocal held, open_line
-        text = "\r" * held + text
-        kept = text.rstrip("\r")
-        held = 0 if ends else len(text) - len(kept)
-        if held > MAX_HELD_CR:   # a long run of them: given, not held for ever (memory stays bounded)
-            kept, held = text, 0
-        open_line = not ends
-        return kept
-
-    buffer = b""
+    splitter = _Splitter()
     while remaining > 0:
         data = handle.read(min(BLOCK, remaining))
         if not data:   # truncated meanwhile
             break
         remaining -= len(data)
-        buffer += data
-        start = 0
+        yield from splitter.feed(data)
+    yield from splitter.end()
+
+
+class _Splitter:
+    """Bytes in, (text, ends a line) pieces out; what it holds of an open line stays under PIECE bytes.
+
+    One splitter for `stream_last_lines` and `Follower`: a line longer than
+    PIECE (a `\r` progress bar, a file of NULs) is handed over in pieces as it
+    comes instead of being held until its newline, which may never come.
+    Trailing carriage returns of a line are dropped, as `last_lines` does.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = b""
+        self._held_cr = 0        # carriage returns ending what was given of the line: dropped if it ends there
+        self._open_line = False  # part of the current line was given already
+
+    @property
+    def held(self) -> int:
+        """Bytes held back of the open line (under PIECE + MAX_HELD_CR)."""
+        return len(self._buffer) + self._held_cr
+
+    def feed(self, data: bytes) -> list[tuple[str, bool]]:
+        """The pieces `data` completes: every line it ends, and whole PIECE-sized parts of the open one."""
+        buffer, start, pieces = self._buffer + data, 0, []
         while True:
             newline = buffer.find(b"\n", start)
             if newline >= 0:
-                yield cut(decoder.decode(buffer[start:newline], final=True), True), True
+                pieces.append((self._cut(self._decoder.decode(buffer[start:newline], final=True), True), True))
                 start = newline + 1
             elif len(buffer) - start >= PIECE:
-                text = cut(decoder.decode(buffer[start:start + PIECE]), False)
+                text = self._cut(self._decoder.decode(buffer[start:start + PIECE]), False)
                 if text:
-                    yield text, False
+                    pieces.append((text, False))
                 start += PIECE
             else:
                 break
-        buffer = buffer[start:]
-    if buffer or open_line:
-        yield cut(decoder.decode(buffer, final=True), True), True
+        self._buffer = buffer[start:]
+        return pieces
+
+    def end(self) -> list[tuple[str, bool]]:
+        """The open line as ended (end of the range read, or a flush)."""
+        if not (self._buffer or self._open_line):
+            return []
+        text, self._buffer = self._decoder.decode(self._buffer, final=True), b""
+        return [(self._cut(text, True), True)]
+
+    def _cut(self, text: str, ends: bool) -> str:
+        text = "\r" * self._held_cr + text
+        kept = text.rstrip("\r")
+        self._held_cr = 0 if ends else len(text) - len(kept)
+        if self._held_cr > MAX_HELD_CR:   # a long run of them: given, not held for ever (memory stays bounded)
+            kept, self._held_cr = text, 0
+        self._open_line = not ends
+        return kept
 
 
 def complete_end(path: str | Path) -> int:
-    """Byte offset just past the last newline (0 if none or missing): where following starts."""
+    """Where following starts: just past the last newline, looked for in the last MAX_TAIL bytes.
+
+    0 for a missing file or one with no newline at all. When the last MAX_TAIL
+    bytes hold no newline (a 600 MB progress bar, a sparse file), the end of
+    the file: following from the line's start would mean reading it all.
+    """
     handle = _open_log(path)
     if handle is None:
         return 0
     with handle:
-        position = os.fstat(handle.fileno()).st_size
-        while position > 0:
-            size = min(BLOCK, position)
-            handle.seek(position - size)
-            chunk = handle.read(size)
-            index = chunk.rfind(b"\n")
+        size = position = os.fstat(handle.fileno()).st_size
+        stop = max(0, size - MAX_TAIL)
+        while position > stop:
+            length = min(BLOCK, position - stop)
+            handle.seek(position - length)
+            index = handle.read(length).rfind(b"\n")
             if index >= 0:
-                return position - size + index + 1
-            position -= size
-    return 0
+                return position - length + index + 1
+            position -= length
+    return 0 if stop == 0 else size
+
+
+class CutLine(str):
+    """A line of which only the start is kept: `more` characters after it were dropped."""
+
+    more: int
+
+    def __new__(cls, text: str, more: int) -> "CutLine":
+        line = super().__new__(cls, text)
+        line.more = more
+        return line
 
 
 class Follower:
-    """Reads lines appended to `path` since the last call (no threads: the caller polls).
+    """Reads what is appended to `path` since the last call (no threads: the caller polls).
 
-    Starts at byte `position` (0: the whole file). A missing file gives no lines
+    Starts at byte `position` (0: the whole file). A missing file gives nothing
     until it appears; a file that shrinks or is replaced (new inode) is read again
     from its start, and `restarts` counts those (a viewer clears what it showed).
-    A partial last line is held back until its newline arrives.
+    `problem` says why the path cannot be read (NO_FILE, NOT_REGULAR, ...), None
+    when it can. Memory stays bounded whatever the line lengths: `read_pieces`
+    hands a long line over in pieces, `read_new` keeps only its first `keep`
+    characters (a viewer showing fewer passes its own width: lines waiting for
+    it stay small).
     """
 
-    def __init__(self, path: str | Path, position: int = 0) -> None:
+    def __init__(self, path: str | Path, position: int = 0, keep: int = MAX_KEPT) -> None:
         self.path = Path(path)
         self.position = position
+        self.keep = keep
         self._inode: int | None = None
-        self._partial = b""
         self.restarts = 0
+        self.problem: str | None = None
+        self._reset()
         try:
             self._inode = self.path.stat().st_ino
-        except FileNotFoundError:
+        except OSError:
             self.position = 0
+
+    def _reset(self) -> None:
+        self._splitter = _Splitter()
+        self._kept: list[str] = []   # read_new: the start of the open line, at most `keep` characters
+        self._kept_len = 0
+        self._dropped = 0
+
+    @property
+    def held(self) -> int:
+        """What is held of the open line: bytes not yet split plus characters kept (bounded)."""
+        return self._splitter.held + self._kept_len
 
     @classmethod
     def from_end(cls, path: str | Path) -> "Follower":
         """Follow only what comes after the file's last complete line."""
         return cls(path, complete_end(path))
 
-    def read_new(self, flush: bool = False) -> list[str]:
-        """New complete lines; with `flush`, a pending partial line too (e.g. at the end)."""
-        handle = _open_log(self.path)
+    def read_pieces(self, flush: bool = False) -> list[tuple[str, bool]]:
+        """What was appended, as (text, ends a line) pieces; with `flush`, the open line ended too.
+
+        A line shorter than PIECE comes whole once its newline arrives; a longer
+        one in pieces as it grows (for `hyperion-jobs logs -f`: whole, in bounded memory).
+        """
+        handle, self.problem = _open_or_why(self.path)
         if handle is None:
-            return self._flush() if flush else []
+            return self._splitter.end() if flush else []
         with handle:
             info = os.fstat(handle.fileno())
             if self._inode is not None and info.st_ino != self._inode or info.st_size < self.position:
-                self.position, self._partial = 0, b""
+                self.position = 0
+                self._reset()
                 self.restarts += 1
             self._inode = info.st_ino
             handle.seek(self.position)
             data = handle.read(min(MAX_READ, max(0, info.st_size - self.position)))
         self.position += len(data)
-        pieces = (self._partial + data).split(b"\n")
-        self._partial = pieces.pop()
-        lines = [_decode(p) for p in pieces]
-        return lines + self._flush() if flush else lines
+        pieces = self._splitter.feed(data)
+        return pieces + self._splitter.end() if flush else pieces
 
-    def _flush(self) -> list[str]:
-        if not self._partial:
-            return []
-        line, self._partial = _decode(self._partial), b""
-        return [line]
+    def read_new(self, flush: bool = False) -> list[str]:
+        """New complete lines; with `flush`, a pending partial line too (e.g. at the end).
+
+        A line longer than `keep` characters is a CutLine of its start, `more`
+        saying how much was dropped (for a viewer that shows only the start anyway).
+        """
+        lines: list[str] = []
+        for text, ends in self.read_pieces(flush):
+            self._keep(text)
+            if ends:
+                kept = "".join(self._kept)
+                lines.append(CutLine(kept, self._dropped) if self._dropped else kept)
+                self._kept, self._kept_len, self._dropped = [], 0, 0
+        return lines
+
+    def _keep(self, text: str) -> None:
+        room = self.keep - self._kept_len
+        if room > 0:
+            self._kept.append(text[:room])
+            self._kept_len += len(self._kept[-1])
+        self._dropped += max(0, len(text) - max(0, room))

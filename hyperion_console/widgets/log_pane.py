@@ -8,7 +8,6 @@ the handler takes everything buffered, so a fast writer never floods the UI.
 """
 from __future__ import annotations
 
-import os
 import threading
 
 from rich.text import Text
@@ -18,12 +17,12 @@ from textual.containers import Vertical
 from textual.worker import get_current_worker
 
 from backends.printable import printable
-from backends.watch.tail import Follower, complete_end, last_lines
+from backends.watch.tail import Follower, complete_end, last_lines, log_problem
 
 from ..errors import guarded
 from ..messages import LogAppended, LogUpdated
 from .fit_line import FitLine, fit_text
-from .log_view import MAX_LINES, LogView
+from .log_view import MAX_LINE, MAX_LINES, LogView
 
 LOG_SOURCES: tuple[str, ...] = ("log", "err", "out")
 INITIAL_LINES = 1000       # what the pane shows of a file it opens
@@ -70,7 +69,7 @@ class LogPane(Vertical):
         self._lock = threading.Lock()
         self._pending: list[str] = []
         self._restart = False
-        self._exists = True
+        self._problem: str | None = None   # why the log cannot be read (shown in the title)
 
     def compose(self) -> ComposeResult:
         yield LogTitle(id="log-title")
@@ -103,15 +102,15 @@ class LogPane(Vertical):
             title.show(f"log [{self.source}]: none for this task")
         else:
             self._stop = threading.Event()
-            self._exists = True
+            self._problem = None
             self.update_title()
             self.follow(path, self._stop)
 
     def update_title(self) -> None:
         if not self.path:
             return
-        if not self._exists:
-            suffix = " · no file yet"
+        if self._problem:
+            suffix = f" · {self._problem}"
         elif self.view.following:
             suffix = " · following"
         else:
@@ -121,22 +120,27 @@ class LogPane(Vertical):
     # -- reading (thread) ------------------------------------------------------------
     @work(thread=True, exclusive=True, group="log", exit_on_error=False)
     def follow(self, path: str, stop: threading.Event) -> None:
-        """The file's last lines, then only what is appended (the core's Follower)."""
+        """The file's last lines, then only what is appended (the core's Follower).
+
+        A path that is not a regular file (a FIFO, /dev/zero, a folder) is never
+        read; its problem goes to the title, and the Follower starts over once a
+        regular file replaces it.
+        """
         end = complete_end(path)
-        self._deliver(path, last_lines(path, INITIAL_LINES, end=end), restart=True)
-        follower = Follower(path, end)
+        problem = log_problem(path)
+        self._deliver(path, last_lines(path, INITIAL_LINES, end=end), restart=True, problem=problem)
+        follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
         restarts = follower.restarts
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
             lines = follower.read_new()
             restarted = follower.restarts != restarts
             restarts = follower.restarts
-            if lines or restarted:
-                self._deliver(path, lines, restart=restarted)
-            elif self._exists != os.path.exists(path):
-                self._deliver(path, [], restart=False)
+            if lines or restarted or follower.problem != problem:
+                problem = follower.problem
+                self._deliver(path, lines, restart=restarted, problem=problem)
 
-    def _deliver(self, path: str, lines: list[str], restart: bool) -> None:
+    def _deliver(self, path: str, lines: list[str], restart: bool, problem: str | None) -> None:
         with self._lock:
             if path != self.path:
                 return
@@ -145,14 +149,14 @@ class LogPane(Vertical):
             self._pending.extend(lines)
             if len(self._pending) > MAX_LINES:
                 del self._pending[:-MAX_LINES]
-            exists = os.path.exists(path)
         try:
-            self.app.call_from_thread(self._post_update, path, exists)
+            self.app.call_from_thread(self._post_update, path, problem)
         except RuntimeError:       # the app is closing
             pass
 
-    def _post_update(self, path: str, exists: bool) -> None:
-        self._exists = exists if path == self.path else self._exists
+    def _post_update(self, path: str, problem: str | None) -> None:
+        if path == self.path:
+            self._problem = problem
         self.post_message(LogUpdated(path))
 
     @guarded

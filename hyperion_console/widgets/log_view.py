@@ -22,6 +22,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from backends.printable import printable
+from backends.watch.tail import CutLine
 
 from ..shown import ELLIPSIS
 
@@ -33,10 +34,13 @@ MAX_LINE = 4096       # characters kept of one line (a progress bar without newl
 
 
 def clean(line: str) -> str:
-    """What one log line shows: controls as escapes, tabs as spaces, at most MAX_LINE characters."""
-    more = len(line) - MAX_LINE
-    if more > 0:
-        line = line[:MAX_LINE]
+    """What one log line shows: controls as escapes, tabs as spaces, at most MAX_LINE characters.
+
+    A CutLine (the Follower kept only its start) counts what it dropped too, so the
+    note gives the line's real length beyond what is shown.
+    """
+    more = max(0, len(line) - MAX_LINE) + (line.more if isinstance(line, CutLine) else 0)
+    line = line[:MAX_LINE]
     shown = printable(line, layout=True).expandtabs(TAB)
     return f"{shown} … ({more} more characters)" if more > 0 else shown
 

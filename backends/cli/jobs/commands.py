@@ -7,7 +7,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from backends.cli.jobs.parser import PROG
@@ -185,8 +185,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def _print_last(path: str, n: int, show: Callable[[str], str], end: int | None = None) -> None:
     """Every one of the last `n` lines, a long line written piece by piece (memory stays bounded)."""
+    _write_pieces(stream_last_lines(path, n, end), show)
+
+
+def _write_pieces(pieces: Iterable[tuple[str, bool]], show: Callable[[str], str]) -> None:
+    """(text, ends a line) pieces to stdout: a line longer than a piece is written as it comes."""
     write = sys.stdout.write
-    for text, ends in stream_last_lines(path, n, end):
+    for text, ends in pieces:
         write(show(text))
         if ends:
             write("\n")
@@ -222,9 +227,10 @@ def _follow(path: str, n: int, show: Callable[[str], str]) -> int:
         print(printable(f"{PROG}: waiting for {path}"), file=sys.stderr)
     sys.stdout.flush()
     follower = Follower(path, end)
-    while True:
-        lines = follower.read_new()
-        if lines:
-            print("\n".join(map(show, lines)), flush=True)
+    while True:   # pieces, not lines: a line that never ends (a \r progress bar) is printed, not held
+        pieces = follower.read_pieces()
+        if pieces:
+            _write_pieces(pieces, show)
+            sys.stdout.flush()
         else:
             time.sleep(0.25)
