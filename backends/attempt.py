@@ -339,8 +339,6 @@ def _log_writers(plan: SubmitPlan, history: History | None, real: dict[str, str]
     its logs whose file may still be there (`log_owner.writers`)."""
     histories = [history] if history is not None else []
     for path in _neighbours(plan):
-        if not os.access(path.parent, os.W_OK):
-            continue                     # a history we could not add the move to
         try:
             histories.append(load_history(str(path)))
         except InputError:
@@ -350,6 +348,18 @@ def _log_writers(plan: SubmitPlan, history: History | None, real: dict[str, str]
         for log, writer in writers(each):
             found.setdefault(_file_key(log, real), []).append(writer)
     return found
+
+
+def _can_join(record_path: str) -> bool:
+    """Whether a file can be moved into another pattern's history and its ledger told so."""
+    ledger, folder = ledger_path(record_path), Path(record_path).parent
+    try:
+        check_bookkeeping(record_path)
+    except InputError:
+        return False
+    writable = os.access(ledger, os.W_OK) if os.path.lexists(ledger) else os.access(folder, os.W_OK)
+    attempts = attempt_dir(record_path, 0).parent
+    return writable and (not os.path.lexists(attempts) or os.access(attempts, os.W_OK))
 
 
 def _prefixed(array_name: object, output_file: object) -> bool:
@@ -375,6 +385,8 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
         if not os.path.lexists(task.log):
             continue
         writer = last_writer(task.log, candidates.get(_file_key(task.log, real), []))
+        if writer is not None and writer.record_path != plan.record_path and not _can_join(writer.record_path):
+            writer = None                # its history cannot take the move: ours keeps it, as before
         if writer is None:
             writer = Writer(plan.record_path, own.get((task.value, task.log), latest), task.value, None)
         if writer.record_path not in prefixes:
@@ -453,8 +465,6 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
             refuse_shared_live_logs(plan)
             check_bookkeeping(plan.record_path)
             moves = plan_moves(plan, history)
-            for other in sorted({move.record_path for move in moves} - {plan.record_path}):
-                check_bookkeeping(other)
         except InputError as exc:
             raise _refusal(kind, exc) from None
         if on_begin is not None:

@@ -23,6 +23,14 @@ def iso_now() -> str:
     return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
+def iso_seconds(text: str | None) -> float | None:
+    """Seconds since the epoch of an ISO time as `iso_now` writes it; None for anything else."""
+    try:
+        return datetime.fromisoformat(text).timestamp() if text else None
+    except (TypeError, ValueError):
+        return None
+
+
 def running_line(argv: list[str] | tuple[str, ...]) -> str:
     return f"{RUNNING_PREFIX}{shlex.join(argv)}"
 

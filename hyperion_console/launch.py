@@ -14,10 +14,12 @@ from backends.launch import run_local_plan
 from backends.launch_slurm import submit
 
 
-def launch(plan, announce: Callable[[str], None], kind: str = "submit") -> int | None:
-    """Run `plan`; `announce(record_path)` once its record exists. Local: the exit status."""
+def launch(plan, announce: Callable[[str], None], kind: str = "submit",
+           on_begin: Callable[[], None] | None = None) -> int | None:
+    """Run `plan`; `on_begin()` once it is not refused, `announce(record_path)` once its record
+    exists. Local: the exit status."""
     if plan.options.backend == "slurm":
-        record = submit(plan, kind)
+        record = submit(plan, kind, on_begin)
         announce(str(record.path))
         return None
     announced: list[bool] = []
@@ -27,7 +29,7 @@ def launch(plan, announce: Callable[[str], None], kind: str = "submit") -> int |
             announced.append(True)
             announce(str(plan.record_path))
 
-    status = run_local_plan(plan, on_event, kind)
+    status = run_local_plan(plan, on_event, kind, on_begin)
     if not announced:
         announce(str(plan.record_path))
     return status

@@ -85,9 +85,8 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], al
         return
     try:
         used = fill_missing_usage(history)
-    except QueryError as err:
-        deliver(Seen((), str(err), all_terminal, None))
-        return
+    except QueryError:
+        return                   # usage stays "-": the states are the ledger's either way
     rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)
     if rows:
         deliver(Seen(rows, None, all_terminal, time.time()))

@@ -150,7 +150,8 @@ def _fail_spec(args: argparse.Namespace, checkpoint: Path, env: Mapping[str, str
     once = args.fail_once or env.get(FAIL_ONCE_ENV, "").lower() in ("1", "true", "yes", "on")
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in record_id)
     if len(safe.encode("utf-8")) > MARKER_NAME_BYTES:   # a file name has at most 255 bytes
-        safe = f"{safe[:60]}-{hashlib.sha256(record_id.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
+        start = safe.encode("utf-8")[:60].decode("utf-8", "ignore")
+        safe = f"{start}-{hashlib.sha256(record_id.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
     return FailSpec(record_id, once, checkpoint / ".hyperion_example" / f"failed_once_{safe}")
 
 

@@ -38,6 +38,7 @@ RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
 SHARD_FLAGS = {"--total-shards": "TOTAL_SHARDS", "--total_shards": "TOTAL_SHARDS",
                "--minimum-shard-index": "MINIMUM_SHARD_INDEX", "--minimum_shard_index": "MINIMUM_SHARD_INDEX"}
 MAX_ARGS_LOOKED_AT = 1000
+CHECKPOINT_WORDS = ("checkpoint", "ckpt")   # in the option that names a recipe's own checkpoint
 
 
 def _array_name(record: SubmitRecord, shown: str) -> str:
@@ -66,7 +67,7 @@ def _check_same_run(plan: RetryPlan, record: SubmitRecord, base: SubmitOptions, 
                          "it is another run's record")
     for flag, value in _flag_values(base.command):
         key = SHARD_FLAGS.get(flag)
-        if key is not None and value.strip() != str(expected_of[key]):
+        if key is not None and _as_int(value) != expected_of[key]:
             raise InputError("--submit", f"{printable(shown)}'s command passes {printable(flag)} "
                              f"{printable(value)[:40]}, but {plan.checkpoint}'s run.json says "
                              f"{expected_of[key]}: it is another run's record")
@@ -88,22 +89,33 @@ def _flag_values(command: Sequence[str]) -> Iterator[tuple[str, str]]:
             yield flag, command[index + 1]
 
 
-def _named_checkpoints(command: Sequence[str], cwd: str) -> set[str]:
-    """The checkpoints (folders with a run.json) that the command's arguments name, resolved.
+def _as_int(text: str) -> int | None:
+    try:
+        return int(text) if len(text) < 40 else None
+    except ValueError:
+        return None
 
-    A recipe names its checkpoint somewhere in its command (``--checkpoint ckpt``,
-    ``checkpoint_path=ckpt``) or in a file the command names: the first can be
-    checked, the second cannot, so finding none proves nothing.
+
+def _named_checkpoints(command: Sequence[str], cwd: str) -> set[str]:
+    """The checkpoints (folders with a run.json) the command's checkpoint options name, resolved.
+
+    A recipe names its own checkpoint in an option (``--checkpoint ckpt``,
+    ``--checkpoint-path=ckpt``, ``checkpoint_path=ckpt``, ``--ckpt``) or in a file
+    the command names: the first can be checked, the second cannot, so finding
+    none proves nothing. Other arguments may name other checkpoints (a previous
+    stage's, as input): they say nothing about which run this is.
     """
     found = set()
-    for arg in command[:MAX_ARGS_LOOKED_AT]:
-        for text in {arg, arg.partition("=")[2]} - {""}:
-            path = os.path.join(cwd, text)
-            try:
-                if len(text) < 4096 and Checkpoint(path).run_path.is_file():
-                    found.add(os.path.realpath(path))
-            except (OSError, ValueError):   # a name too long, a NUL byte: not a checkpoint
-                continue
+    for name, value in [*_flag_values(command), *(arg.partition("=")[::2] for arg in command[:MAX_ARGS_LOOKED_AT]
+                                                  if not arg.startswith("-") and "=" in arg)]:
+        if not any(word in name.lower() for word in CHECKPOINT_WORDS) or not value or len(value) >= 4096:
+            continue
+        path = os.path.join(cwd, value)
+        try:
+            if Checkpoint(path).run_path.is_file():
+                found.add(os.path.realpath(path))
+        except (OSError, ValueError):   # a name too long, a NUL byte: not a checkpoint
+            continue
     return found
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SITE, kill_groups, run_cli
+from conftest import TEST_SITE, kill_groups, run_cli, without_rights
 
 from backends.errors import InputError
 from backends.records.attempts import (
@@ -147,7 +147,7 @@ def test_status_of_a_ledger_that_cannot_be_ours_says_so_instead_of_showing_tasks
                                                                                           what):
     record = _failed_local_array(tmp_path, cli_env)
     if what == "huge":
-        os.truncate(ledger_path(record), 1 << 30)      # sparse: no disk used
+        os.truncate(ledger_path(record), 1 << 31)      # sparse: no disk used
     else:
         _spoil(record.parent, what, tmp_path / "copy.jsonl")
     shown = run_cli("hyperion-jobs", "status", str(record), env=cli_env, timeout=30)
@@ -545,3 +545,22 @@ def test_a_value_an_attempt_never_ran_is_not_given_another_runs_log(tmp_path, cl
     never = _log(Path(f"{array}:2"), cli_env, "--attempt", "1")
     assert never.returncode == 2 and "did not run in attempt 1" in never.stderr
     assert "single run" in _log(single, cli_env).stdout
+
+
+def test_a_shared_log_whose_writers_history_may_not_be_written_stays_with_this_run(rightless_dir, cli_env):
+    """A teammate's array wrote log/t.1.log and their ledger is read-only to us: the single run keeps the
+    file in its own history (as before shared logs joined their writer's) instead of moving it into theirs
+    and failing before saying where it went."""
+    root = rightless_dir
+    assert submit_local(root, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--",
+                        "echo", "theirs", "JOB").returncode == 0
+    theirs = ledger_path(root / "log" / "q" / "t.JOB.submit.json")
+    theirs.chmod(0o444)
+    before = theirs.read_bytes()
+    single = run_cli(*without_rights("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file",
+                                     "log/t.1.log", "--", "echo", "mine"), cwd=root, env=cli_env)
+    assert single.returncode == 0, single.stderr
+    assert theirs.read_bytes() == before
+    history = load_history(root / "log" / "q" / "t.1.submit.json")
+    [moved] = history.ledger.moved.values()
+    assert "theirs 1" in Path(moved.target).read_text()

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -96,19 +97,25 @@ def test_retry_of_a_local_record_runs_the_failed_values_as_attempt_2_and_lands_o
     asyncio.run(scenario())
 
 
-def test_overrides_are_checked_by_the_core_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+def test_overrides_are_checked_by_the_core_and_a_bad_one_is_one_line(tmp_path: Path, monkeypatch) -> None:
     record = build_history(tmp_path, SITE)
+    import hyperion_console.screens.retry as retry_screen
+    planned, gate = retry_screen.preview, threading.Event()
+    monkeypatch.setattr(retry_screen, "preview", lambda *args: (gate.wait(10), planned(*args))[1])
 
     async def scenario() -> None:
         seen = []
         app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
             await pilot.pause(0.5)
+            gate.set()
             screen = await open_preview(pilot, seen)
             assert posted(seen, RetryPreviewed)[-1].values == "3,5-6"
+            gate.clear()                  # the next plan takes its time
             screen.set_field("mem", "lots")
             await pilot.press("ctrl+r")   # before the preview caught up: not a confirmation of the plan shown
             assert isinstance(app.screen, RetryScreen)
+            gate.set()
             await wait_for(pilot, lambda: (posted(seen, RetryPreviewed)[-1].error or "").startswith("--mem:"), 10)
             error = posted(seen, RetryPreviewed)[-1].error
             assert "\n" not in error and screen.query_one("#retry-run").disabled

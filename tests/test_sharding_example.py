@@ -232,15 +232,15 @@ def test_fail_once_is_disarmed_only_by_the_failure_it_asked_for(tmp_path, cli_en
     assert _run(tmp_path, cli_env, *fail).returncode == 0        # once
 
 
-def test_a_fail_record_id_too_long_for_a_file_name_still_fails_once_with_its_record(tmp_path, cli_env):
-    long_id = "x" * 300
+@pytest.mark.parametrize("long_id", ["x" * 300, "\U00020000" * 70], ids=["ascii", "four-byte-letters"])
+def test_a_fail_record_id_too_long_for_a_file_name_still_fails_once_with_its_record(tmp_path, cli_env, long_id):
     (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.jsonl").write_text(json.dumps({"id": long_id}) + "\n")
+    (tmp_path / "in" / "a.jsonl").write_text(json.dumps({"id": long_id}) + "\n", encoding="utf-8")
     args = ("--shard-index", "1", "--total-shards", "1", "--minimum-shard-index", "1",
             "--fail-record", long_id, "--fail-once")
     first = _run(tmp_path, cli_env, *args)
     assert first.returncode == 1, first.stderr
     assert [r.shard for r in Checkpoint(tmp_path / "ck").failed_records()] == [1]
     [marker] = (tmp_path / "ck" / ".hyperion_example").iterdir()
-    assert len(marker.name) < 255
+    assert len(marker.name.encode("utf-8")) <= 255
     assert _run(tmp_path, cli_env, *args).returncode == 0

@@ -225,3 +225,20 @@ def test_a_resubmission_while_another_holds_the_run_is_one_line_naming_the_recor
     assert "right now; wait for it to end" in result.stderr and "--output-file" not in result.stderr
     assert result.stderr.count("\n") == 1
     assert _logs_and_outputs(tmp_path) == before
+
+
+def test_a_command_naming_another_checkpoint_as_input_is_not_refused(tmp_path, cli_env):
+    """A second stage reads the first stage's checkpointed output (--input stage1, a folder with a run.json)
+    and passes its totals as 012: it is still this run's record."""
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    Checkpoint(tmp_path / "stage1").ensure_run(RunConfig(0, 40))
+    raw = json.loads(record_path.read_text())
+    command = raw["options"]["command"]
+    command[command.index("--total-shards") + 1] = "06"
+    raw["options"]["command"] = command + ["--input-checkpoint-of-nothing", "x", "--extra", "stage1"]
+    record_path.write_text(json.dumps(raw))
+    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record_path),
+                     "--dry-run", env=cli_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("would resubmit ")

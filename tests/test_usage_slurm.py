@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SLURM_UP, run_cli
+from conftest import SLURM_UP, can_drop_rights, run_cli, without_rights
 
 from backends.records.record import load_record
+from backends.watch.rows import usage_missing
 from backends.watch.usage import parse_size
 
 pytestmark = pytest.mark.slurm
@@ -167,6 +168,16 @@ def test_usage_the_history_lacks_is_asked_for_and_the_console_shows_what_the_cli
     history = load_history(record)
     assert [bool(history.final(t).usage and history.final(t).usage.get("max_rss_bytes"))
             for t in history.latest_tasks()] == [False, False, True]
+    # a peak still missing an hour after the end is not asked for again and again
+    assert [task.value for task, _ in usage_missing(history, now=time.time() + 7200).values()] == [1]
+    # every state is in the history: Slurm away, or a history the user may not write, still shows them
+    away = run_cli("hyperion-jobs", "status", str(record), env=failing_slurm_clients(tmp_path, cli_env))
+    assert away.returncode == 0 and away.stdout.count("COMPLETED") >= 3, away.stderr
+    if can_drop_rights():
+        ledger_path(record).chmod(0o444)
+        shown = run_cli(*without_rights("hyperion-jobs", "status", str(record)), env=cli_env)
+        ledger_path(record).chmod(0o644)
+        assert shown.returncode == 0 and shown.stdout.count("COMPLETED") >= 3, shown.stderr
 
     async def scenario() -> str:
         app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])

@@ -43,9 +43,9 @@ PID_MAX = 1 << 22
 # A final line with usage is a few hundred bytes; an attempt line lists job ids and
 # changed options. Anything longer was not written by us.
 MAX_LINE = 256 * 1024
-# Two lines of a few hundred bytes per task and attempt: 25 attempts of a 10000-task array are
-# about 130 MB. Anything larger was not written by us (a sparse file, /dev/zero).
-MAX_LEDGER_BYTES = 256 * 1024 * 1024
+# Two lines of a few hundred bytes per task and attempt: 15 attempts of a 100000-task array are
+# under 1 GiB. Anything larger was not written by us (a sparse file, /dev/zero).
+MAX_LEDGER_BYTES = 1024 * 1024 * 1024
 KINDS = ("submit", "retry", "resubmit")
 
 Key = tuple[int, "int | None"]       # (attempt, value)
@@ -300,11 +300,10 @@ def open_for_append(path: Path) -> int:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
                      | os.O_NONBLOCK, 0o666)
     except OSError as err:
-        if err.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EACCES, errno.EPERM):
-            raise
         what = {errno.ELOOP: "a symlink", errno.EISDIR: "a directory", errno.ENXIO: "a FIFO"}.get(err.errno)
-        problem = f"is {what}, not a regular file" if what else f"cannot be written ({err.strerror})"
-        raise InputError("record", f"its ledger {printable(str(path))} {problem}") from None
+        if what is None:
+            raise                         # no right to write it, a full disk: not the file's kind
+        raise InputError("record", f"its ledger {printable(str(path))} is {what}, not a regular file") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise InputError("record", f"its ledger {printable(str(path))} is not a regular file")

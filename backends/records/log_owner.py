@@ -8,15 +8,16 @@ that path and whose file there was not moved away since; of those, the writer
 is the newest submitted before the file's last change: submissions sharing a
 log run one after another (a live one refuses the next), and a newer one that
 never reached the task (a local run stopped before it) started after the file
-was written. A local task the ledger never saw start wrote nothing.
+was written. A local task the ledger never saw start, and a task that ended
+without running (no elapsed time, no node), wrote nothing.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Iterable, Sequence
 
+from backends.logheader import iso_seconds
 from backends.records.history import History
 from backends.records.record import LOCAL_JOB
 
@@ -31,23 +32,19 @@ class Writer:
     submitted: float | None      # seconds since the epoch (whole seconds: ISO times in the ledger)
 
 
-def _seconds(text: str | None) -> float | None:
-    try:
-        return datetime.fromisoformat(text).timestamp() if text else None
-    except ValueError:
-        return None
-
-
 def writers(history: History) -> Iterable[tuple[str, Writer]]:
     """(log path, Writer) for every task of every attempt whose file may still be at that path."""
     for number in history.numbers:
         entry = history.entry(number)
-        submitted = _seconds(entry.time if entry else history.records[number].submitted_at)
+        submitted = iso_seconds(entry.time if entry else history.records[number].submitted_at)
         for task in history.tasks_of(number):
             if history.ledger.moved.get((number, task.value, "log")) is not None:
                 continue                  # its file was moved aside: what is there now is not its
             if task.job_id == LOCAL_JOB and (number, task.value) not in history.ledger.starts:
                 continue                  # the local runner writes the start before the task runs
+            final = history.final(task)
+            if final is not None and not final.elapsed and not final.node:
+                continue                  # ended without running (cancelled while pending)
             yield task.log, Writer(history.record_path, number, task.value, submitted)
 
 

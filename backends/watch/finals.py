@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from backends.errors import InputError
 from backends.logheader import iso_now
 from backends.records.attempts import FinalState, TaskUsage, append_entries
 from backends.records.record import TaskRecord
@@ -71,4 +72,6 @@ class FinalsRecorder:
                 append_entries(self.record_path, new)
             except OSError as err:
                 self.error = f"cannot write the history {self.record_path}: {err.strerror or err}"
+            except InputError as err:      # not a regular file: the states are shown, not kept
+                self.error = f"cannot write the history {self.record_path}: {err.problem}"
         return new

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 
+from backends.logheader import iso_seconds
 from backends.printable import printable
 from backends.records.attempts import FinalState, TaskStart
 from backends.records.history import History, load_history
@@ -24,6 +25,7 @@ from backends.watch.usage import Usage, usage_from_json
 
 Key = tuple[str, "int | None"]
 CHECK_SECONDS = 1.0   # how long an answer about a live runner holds
+PEAK_GRACE = 3600.0   # seconds after a task's end its peak memory is still asked for
 
 
 @dataclass(frozen=True)
@@ -158,17 +160,19 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
     return _row(task, states.get((task.job_id, task.array_task_id)), log, used)
 
 
-def usage_missing(history: History) -> dict[Key, tuple[TaskRecord, Mapping | None]]:
+def usage_missing(history: History, now: float | None = None) -> dict[Key, tuple[TaskRecord, Mapping | None]]:
     """Ended Slurm tasks (newest attempt per value) whose usage the ledger does not hold yet, with
-    what it holds: nothing, or, for a task that ran, usage without its peak memory (accounting
-    gives a cancelled task's MaxRSS, on its batch step, after its end)."""
+    what it holds: nothing, or, for a task that ran and ended less than PEAK_GRACE ago, usage
+    without its peak memory (accounting gives a cancelled task's MaxRSS, on its batch step, a
+    little after its end; a cluster that never measures it is not asked for ever)."""
+    now = time.time() if now is None else now
     out: dict[Key, tuple[TaskRecord, Mapping | None]] = {}
     for task in history.latest_tasks():
         final = history.final(task)
         if final is None or task.job_id == LOCAL_JOB:
             continue
-        ran = bool(final.elapsed) and final.elapsed > 0
-        if not final.usage or (ran and final.usage.get("max_rss_bytes") is None):
+        if not final.usage or (final.usage.get("max_rss_bytes") is None and bool(final.elapsed)
+                               and now - (iso_seconds(final.time) or 0.0) < PEAK_GRACE):
             out[(task.job_id, task.array_task_id)] = (task, final.usage or None)
     return out
 

@@ -350,10 +350,12 @@ class CheckpointScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-        self.app.call_from_thread(tell, self, f"resubmitting shards {_cut(retry.expression, 40)}")
+        def begun() -> None:                           # said once nothing refuses it
+            self.app.call_from_thread(tell, self, f"resubmitting shards {_cut(retry.expression, 40)}")
+
         try:
             with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
-                status = launch(plan, announce, "resubmit")
+                status = launch(plan, announce, "resubmit", begun)
         finally:                                       # fresh coverage, whatever happened
             self.app.call_from_thread(self.action_reload)
         if status is not None:
