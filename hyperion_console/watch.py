@@ -4,7 +4,9 @@ Slurm: only the newest attempt's tasks without a final state in the ledger
 are polled, with the core's `watcher` (the shared Poller with its query
 budget, the log nudge, and the window throttle of a shared --max-jobs-run);
 every final state (and usage) seen is written into the ledger by the core's
-FinalsRecorder, so the history keeps it whoever looks next. Local: the
+FinalsRecorder, so the history keeps it whoever looks next. A query Slurm
+has not answered for a few seconds is delivered as a problem while it lasts,
+and `stop` kills it: leaving the screen or quitting never waits for Slurm. Local: the
 ledger the local runner writes is read again until the run ended. Each
 answer is handed over as a `Seen`: rows made by the core, only what changed.
 """
@@ -53,7 +55,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     if not pending:
         return
     poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
-                                cap=CAP_SECONDS)
+                                cap=CAP_SECONDS, stop=stop)
     finals = FinalsRecorder(history.record_path, pending)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
@@ -74,7 +76,12 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error))
         return False
 
-    poller.run(observe, stop)
+    def waiting(update) -> None:
+        """A query Slurm has not answered for a while: the status line says so while it lasts."""
+        if not stop.is_set():
+            deliver(Seen((), None, False, update.as_of, update.problem))
+
+    poller.run(observe, stop, waiting)
 
 
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], all_terminal: bool) -> None:

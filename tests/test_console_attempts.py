@@ -82,7 +82,7 @@ class FakePoller:
     def __init__(self, updates) -> None:
         self.updates = updates
 
-    def run(self, observer, stop):
+    def run(self, observer, stop, waiting=None):
         for update in self.updates:
             observer(update)
         stop.wait(30)

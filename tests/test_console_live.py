@@ -191,6 +191,32 @@ def test_status_line_shows_the_age_of_the_states_and_an_outage_while_it_lasts(tm
     asyncio.run(scenario())
 
 
+def test_a_poll_error_is_told_once_while_slurm_hangs_between_the_polls(tmp_path: Path) -> None:
+    """While a query hangs, the status line hears of it every second between two failed polls:
+    the failure's notification comes once, not again after every such hang."""
+    from test_console_fixtures import notifications
+
+    record = slurm_like_record(tmp_path, 2)
+    error = "squeue failed (rc 124): squeue timed out after 30 s"
+    failing = f"controller (squeue) not answering for 30 s: {error}"
+    waiting = f"controller (squeue) not answering for 35 s: {error}"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            for message in (JobsUpdated(record.path, (), error=error, problem=failing),
+                            JobsUpdated(record.path, (), problem=waiting),      # the next query hangs
+                            JobsUpdated(record.path, (), error=error, problem=failing)):
+                jobs.post_message(message)
+                await pilot.pause()
+            assert sum(error in note for note in notifications(app)) == 1, notifications(app)
+
+    asyncio.run(scenario())
+
+
 def test_pending_tasks_show_why_they_wait_and_requeued_tasks_their_restarts(tmp_path: Path) -> None:
     """TaskState.reason (squeue %r) and restart_count, in the reason column."""
     record = slurm_like_record(tmp_path, 4)
@@ -241,3 +267,79 @@ def test_a_local_history_that_becomes_unreadable_is_said_and_read_again(tmp_path
             assert app.is_running
 
     asyncio.run(scenario())
+
+
+FAKE_SQUEUE = """#!/bin/sh
+# squeue of job 4242: tasks 7 and 8 run, until {flag} exists: then it hangs as a dead controller does
+if [ -e {flag} ]; then echo $$ >> {pids}; sleep 3600; fi
+echo '4242_7|RUNNING|0|0:05|node01|None|0|'
+echo '4242_8|RUNNING|0|0:05|node01|None|0|'
+"""
+
+
+def test_a_hanging_slurm_is_said_on_the_status_line_and_quitting_does_not_wait_for_it(
+        tmp_path: Path, monkeypatch) -> None:
+    """squeue stops answering (it hangs, 30 s before its timeout): the status line turns to the
+    ⚠ within seconds, saying the controller has not answered for N s, N growing (it stayed
+    'states from Slurm 48 s ago' for a minute, then said 'not answering for 0 s'); quitting
+    then ends at once and kills the hung squeue (it took 40-53 s)."""
+    import backends.watch.poller as poller_module
+    from test_console_fixtures import build_history
+
+    from hyperion_console.widgets.summary import PollStatus
+
+    bin_dir, flag, pids = tmp_path / "bin", tmp_path / "hang", tmp_path / "pids"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(FAKE_SQUEUE.format(flag=flag, pids=pids))
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("squeue", "sacct"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(poller_module, "SLOW_QUERY", 1.0, raising=False)   # told after 1 s, not 5
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
+    quit_at: list[float] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 24)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status", PollStatus)
+            await wait_for(pilot, lambda: status.line().plain.startswith("states from Slurm"), 15)
+            flag.touch()
+            await wait_for(pilot, lambda: "has not returned yet" in status.line().plain, 20)
+            first = status.line().plain
+            assert first.startswith("⚠ states ") and "controller (squeue) not answering for " in first
+            await pilot.pause(2.2)
+            later = status.line().plain
+            assert _not_answering(later) >= _not_answering(first) + 2, (first, later)
+            assert _states_age(later) >= _not_answering(later)
+            quit_at.append(time.monotonic())
+            await pilot.press("q")
+
+    asyncio.run(scenario())         # returns once the poll thread has ended too
+    assert time.monotonic() - quit_at[0] < 2.0
+    assert not _runs(int(pids.read_text().split()[0]))
+
+
+def _not_answering(line: str) -> int:
+    return int(line.split("not answering for ")[1].split(" s")[0])
+
+
+def _states_age(line: str) -> int:
+    return int(line.split("⚠ states ")[1].split(" s old")[0])
+
+
+def _runs(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (zombies left to init do not), after a moment."""
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        alive = False
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            alive = alive or (int(fields[2]) == pgid and fields[0] != "Z")
+        if not alive:
+            return False
+        time.sleep(0.05)
+    return True

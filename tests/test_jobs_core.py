@@ -359,3 +359,51 @@ def test_status_rows_carry_reason_and_restart_count_into_json(tmp_path):
     rows = record_rows(record, states)
     assert [r.state_text for r in rows[:2]] == ["PENDING (Priority)", "RUNNING (restart 2)"]
     assert rows[0].to_json()["reason"] == "Priority" and rows[1].to_json()["restart_count"] == 2
+
+
+def test_watch_says_while_squeue_hangs_and_ctrl_c_ends_it_at_once(tmp_path, cli_env):
+    """hyperion-jobs watch into a pipe while squeue hangs: after 5 s a line says the controller
+    has not answered (nothing was printed until the 30 s timeout); Ctrl-C then exits 130 at once
+    and the hung squeue is gone with it."""
+    import re
+    import signal
+
+    from test_console_fixtures import build_history
+
+    bin_dir, pids = tmp_path / "bin", tmp_path / "pids"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
+    (bin_dir / "squeue").chmod(0o755)
+    record = build_history(tmp_path, Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml",
+                           unfinished=(7, 8))
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    proc = subprocess.Popen(["hyperion-jobs", "watch", str(record)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 15)
+        line = proc.stdout.readline() if ready else ""
+        assert re.search(r"controller \(squeue\) not answering for [56] s: squeue has not returned yet", line), line
+        asked = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 130, proc.stderr.read()
+        assert time.monotonic() - asked < 2.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    pgid = int(pids.read_text().split()[0])
+    deadline = time.monotonic() + 2
+    while _group_runs(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _group_runs(pgid)
+
+
+def _group_runs(pgid: int) -> bool:
+    """Whether a process of group `pgid` runs (zombies left for init to reap do not)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False

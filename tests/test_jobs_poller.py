@@ -381,3 +381,223 @@ def test_a_task_of_an_ended_job_without_an_accounting_row_ends_cancelled_after_a
     update = p.poll_once()
     assert update.states[("50", 3)].state is JobState.CANCELLED and update.all_terminal
     assert [s.key for s in update.changed] == [("50", 3)]
+
+
+# --- a query that hangs ------------------------------------------------------------------------
+
+RUNNING_3_1 = ok("3_1|RUNNING|0|0:01|vm|None|0|\n")
+TIMED_OUT = {tool: CommandResult(124, "", f"{tool} timed out after 30 s") for tool in ("squeue", "sacct")}
+
+
+class Hang:
+    """A runner whose `hung` tools hang (until `release` is set, then time out); others answer."""
+
+    def __init__(self, answer: CommandResult, hung: tuple[str, ...] = ()) -> None:
+        self.answer, self.hung = answer, set(hung)
+        self.release = threading.Event()
+
+    def __call__(self, argv):
+        if argv[0] not in self.hung:
+            return self.answer if argv[0] == "squeue" else EMPTY
+        self.release.wait(30)
+        return TIMED_OUT[argv[0]]
+
+
+def fast_clock():
+    """A real clock running 20 times fast: a 5 s wait takes 0.25 s of the test's time."""
+    import time
+
+    start = time.monotonic()
+    return lambda: (time.monotonic() - start) * 20
+
+
+def test_a_hanging_query_is_said_while_it_lasts_its_age_growing_from_when_it_was_sent():
+    """While squeue hangs, a live view is told after 5 s, then every second, that the controller
+    has not answered for N s, N growing; the states keep their age. Before, nothing was said
+    until the 30 s timeout came back, and then as 'not answering for 0 s'."""
+    clock, hang = fast_clock(), Hang(RUNNING_3_1)
+    p = Poller({"3": (1,)}, runner=hang, clock=clock, wall=lambda: 1000 + clock())
+    first = p.poll_once()
+    assert first.problem is None and first.states[("3", 1)].state is JobState.RUNNING
+    hang.hung.add("squeue")
+    told: list = []
+    stop = threading.Event()
+    thread = threading.Thread(target=p.run, args=(lambda u: stop.set(), stop, told.append), daemon=True)
+    thread.start()
+    deadline = clock() + 600
+    while len(told) < 4 and clock() < deadline:
+        stop.wait(0.05)
+    assert len(told) >= 4, told
+    ages = [int(u.problem.split("not answering for ")[1].split(" s")[0]) for u in told]
+    assert ages[0] >= 5 and ages == sorted(ages) and ages[-1] > ages[0]
+    assert told[0].problem.endswith(": squeue has not returned yet")
+    assert all(u.changed == () and u.as_of == first.as_of for u in told)
+    sent = told[-1]
+    hang.release.set()                       # squeue times out: the age goes on from when it was sent
+    thread.join(5)
+    assert not thread.is_alive()
+    assert p.problem().startswith("controller (squeue) not answering for ")
+    age = int(p.problem().split("not answering for ")[1].split(" s")[0])
+    assert age >= ages[-1] and "squeue timed out after 30 s" in p.problem(), (sent, p.problem())
+
+
+def test_a_failure_counts_from_the_first_query_sent_not_from_when_it_came_back():
+    """squeue and then sacct time out, 30 s each: the first update says squeue has not answered
+    for 60 s and sacct for 30 s (it said 0 s for both)."""
+    clock = Clock()
+
+    def runner(argv):
+        clock.sleep(30)
+        return TIMED_OUT[argv[0]]
+
+    p = poller({"3": (1,)}, runner, clock)
+    update = p.poll_once()
+    assert update.problem.startswith("controller (squeue) not answering for 60 s: squeue failed (rc 124)")
+    assert "accounting (sacct) not answering for 30 s: sacct failed (rc 124)" in update.problem
+
+
+def test_once_both_sources_answer_after_an_outage_the_problem_is_gone():
+    """Both daemons refused connections, then came back. squeue lists every task, so sacct was
+    not needed and its old failure lingered on the status line ('states 1 s old, retrying:
+    accounting (sacct) not answering for 40 s'): it is asked again until it answers."""
+    clock = Clock()
+    script = Script([DOWN], [DOWN])
+    p = poller({"3": (1,)}, script, clock)
+    for _ in range(5):
+        down = p.poll_once()
+        clock.sleep(p.interval)
+    assert "controller (squeue)" in down.problem and "accounting (sacct)" in down.problem
+    script.squeue, script.sacct = [RUNNING_3_1], [EMPTY]
+    back = clock.now
+    first = p.poll_once()
+    assert first.problem.startswith("accounting (sacct) not answering")   # only what still fails
+    clock.sleep(p.interval)
+    second = p.poll_once()
+    assert second.problem is None and clock.now - back <= 2.0
+    assert script.tools()[-3:] == ["squeue", "squeue", "sacct"]
+
+
+def hanging_tool(bin_dir, tool: str, pids) -> None:
+    """A `tool` on PATH that hangs as a wrapper script would: a shell waiting on its child."""
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / tool
+    path.write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
+    path.chmod(0o755)
+
+
+def group_gone(pgid: int, within: float = 2.0) -> bool:
+    """Whether no process of group `pgid` runs any more, within `within` s (a SIGKILL lands a
+    moment after kill returns; zombies waiting for init count as gone)."""
+    import time
+
+    deadline = time.monotonic() + within
+    while any(group == pgid and state != "Z" for group, state in _groups()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _groups() -> list[tuple[int, str]]:
+    """(process group, state) of every process, from /proc."""
+    from pathlib import Path
+
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        out.append((int(fields[2]), fields[0]))
+    return out
+
+
+def started_groups(pids, count: int = 1) -> list[int]:
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if pids.exists() and len(pids.read_text().split()) >= count:
+            return [int(p) for p in pids.read_text().split()]
+        time.sleep(0.02)
+    raise AssertionError("the hanging command never started")
+
+
+def test_stop_ends_a_hung_squeue_at_once_and_kills_its_processes(tmp_path, monkeypatch):
+    """A real squeue that never answers (a script running sleep 3600): setting stop ends the
+    watch within a second and leaves no process of it behind (it waited for the 30 s timeout)."""
+    import os
+    import time
+
+    from backends.watch.slurm.accounting import stoppable
+
+    pids = tmp_path / "pids"
+    hanging_tool(tmp_path / "bin", "squeue", pids)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    stop = threading.Event()
+    p = Poller({"3": (1,)}, runner=stoppable(stop))
+    seen: list = []
+    thread = threading.Thread(target=p.run, args=(seen.append, stop), daemon=True)
+    thread.start()
+    pgid = started_groups(pids)[0]
+    time.sleep(0.3)
+    asked = time.monotonic()
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - asked < 1.5
+    assert group_gone(pgid)
+    assert seen == []                       # no answer is made up: nothing was reported
+
+
+def test_ctrl_c_during_a_hung_query_kills_it(tmp_path, monkeypatch):
+    """hyperion-jobs watch polls in its main thread: Ctrl-C there (KeyboardInterrupt) ends at
+    once and takes the hung squeue's whole process group with it."""
+    import _thread
+    import os
+    import time
+
+    from backends.watch.slurm.accounting import stoppable
+
+    pids = tmp_path / "pids"
+    hanging_tool(tmp_path / "bin", "squeue", pids)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    stop = threading.Event()
+    p = Poller({"3": (1,)}, runner=stoppable(stop))
+    interrupt = threading.Thread(target=lambda: (started_groups(pids), time.sleep(0.3), _thread.interrupt_main()))
+    interrupt.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        p.run(lambda update: None, stop)
+    assert time.monotonic() - started < 5
+    interrupt.join()
+    assert stop.is_set() and group_gone(started_groups(pids)[0])
+
+
+def test_a_timed_out_query_leaves_no_process_behind(tmp_path):
+    """A Slurm client that forks and hangs (a site's wrapper): the timeout kills its whole
+    process group, the child too (subprocess.run killed only the shell)."""
+    import time
+
+    from backends.watch.slurm.accounting import run_command
+
+    child = tmp_path / "child"
+    started = time.monotonic()
+    result = run_command(["sh", "-c", f"sleep 3600 & echo $! > {child}; wait"], timeout=0.5)
+    assert result.returncode == 124 and "timed out after 0.5 s" in result.stderr
+    assert time.monotonic() - started < 3
+    pid = int(child.read_text())
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and os_alive(pid):
+        time.sleep(0.02)
+    assert not os_alive(pid)
+
+
+def os_alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie left for init to reap counts as gone)."""
+    from pathlib import Path
+
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

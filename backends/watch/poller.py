@@ -17,19 +17,29 @@ appeared) brings the next poll forward, within the budget. A query refused
 because its daemon is down costs nothing and is retried every OUTAGE_RETRY
 seconds, so the first poll after recovery comes within that; a rate-limited or
 timed-out query slows the pace down instead. A failed query is never a task
-result: PollUpdate.problem says which source has not answered for how long.
+result: PollUpdate.problem says which source has not answered for how long,
+counted from the first query that went unanswered.
+
+Each query runs in a helper thread while the poll waits for it: a set `stop`
+ends the wait at once (and a `stoppable` runner kills the query's process), and
+a query still unanswered after `slow` seconds is told to run's `waiting`
+callback every second while it lasts, so a live view says it is stale while
+Slurm hangs, not only once the 30 s timeout returns.
 """
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from backends.states import JobState, TaskState
 from backends.watch.budget import QueryBudget
 from backends.watch.slurm.accounting import (
+    STOP_STEP,
+    CommandResult,
     QueryError,
+    QueryStopped,
     Runner,
     SacctRows,
     accounting_only,
@@ -61,6 +71,9 @@ OUTAGE_RETRY = 2.0             # a daemon that refused the connection is asked a
 MIN_GAP = 1.0                  # never two polls closer than this
 MAX_SLOWDOWN = 8.0             # rate-limited answers stretch the pace at most this much
 TICK = 0.25                    # how often a nudge is asked between polls
+SLOW_QUERY = 5.0               # a query unanswered this long is a problem while it lasts
+WAITING_EVERY = 1.0            # how often run's `waiting` hears of such a query
+STOP_GRACE = 1.0               # on stop, how long the query's own stop may take to end its process
 LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)"}
 
 
@@ -83,6 +96,31 @@ class _Health:
     since: float | None = None
     error: str | None = None
     kind: str | None = None
+
+
+class _Call:
+    """One runner call in a daemon thread: its result or exception once `done` is set."""
+
+    def __init__(self, runner: Runner, argv: Sequence[str]) -> None:
+        self.done = threading.Event()
+        self._result: CommandResult | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, args=(runner, argv), daemon=True,
+                         name=f"query {argv[0]}").start()
+
+    def _run(self, runner: Runner, argv: Sequence[str]) -> None:
+        try:
+            self._result = runner(argv)
+        except BaseException as exc:     # handed to the poll thread, raised there
+            self._error = exc
+        finally:
+            self.done.set()
+
+    def result(self) -> CommandResult:
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
 
 
 def _same(a: TaskState, b: TaskState) -> bool:
@@ -123,7 +161,8 @@ class Poller:
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
                  budget: QueryBudget | None = None, nudge: Nudge | None = None,
-                 vanished_after: float = VANISHED_AFTER, tick: float = TICK) -> None:
+                 vanished_after: float = VANISHED_AFTER, tick: float = TICK,
+                 slow: float | None = None) -> None:
         if floor <= 0 or cap < floor:
             raise ValueError("need 0 < floor <= cap")
         self._expected = {str(j): (frozenset(t) if t is not None else None)
@@ -135,6 +174,10 @@ class Poller:
         self.budget = budget or QueryBudget(clock=clock)
         self._nudge = nudge
         self._tick = tick
+        self._slow_query = SLOW_QUERY if slow is None else slow
+        self._stop = threading.Event()        # run's stop: ends the wait for a query
+        self._waiting: Callable[[PollUpdate], object] | None = None
+        self._asking: tuple[str, float] | None = None   # the query awaited now: source, clock at start
         self._vanished_after = vanished_after
         self._missing_since: dict[Key, tuple[float, int]] = {}
         self._states: dict[Key, TaskState] = {}
@@ -214,22 +257,22 @@ class Poller:
 
     # --- asking Slurm ----------------------------------------------------------------------
 
-    def _ask(self, source: str, jobs: list[str], now: float):
-        """One squeue or sacct; its answer, or None after recording the failure."""
+    def _ask(self, source: str, jobs: list[str], now: float, watched: bool = True):
+        """One squeue or sacct; its answer, or None after recording the failure.
+
+        A failure's age counts from the start of the first query that went
+        unanswered; `watched` queries are reported while they are awaited.
+        """
         self._asked_sacct = self._asked_sacct or source == "sacct"
+        started = self._clock()
+        self._asking = (source, started) if watched else None
         try:
-            answer = (run_squeue if source == "squeue" else run_sacct)(jobs, self._runner)
+            answer = (run_squeue if source == "squeue" else run_sacct)(jobs, self._call)
         except QueryError as exc:
-            self._errors.append(str(exc))
-            health = self._health[source]
-            if health.since is None:
-                health.since = now
-            health.error, health.kind = str(exc), exc.kind
-            if exc.kind != "unreachable":
-                self.budget.charge(1, now)
-            if exc.kind in ("rate_limited", "timeout"):
-                self._slow = min(MAX_SLOWDOWN, self._slow * 2)
+            self._failed(source, exc, started, now)
             return None
+        finally:
+            self._asking = None
         self.budget.charge(1, now)
         self._health[source] = _Health()
         self._as_of = self._wall()
@@ -237,11 +280,59 @@ class Poller:
             self._usage.update((key, used) for key, used in answer.usage.items() if self._watched(key))
         return answer
 
+    def _failed(self, source: str, exc: QueryError, started: float, now: float) -> None:
+        """Record a failed query: its source's streak (from `started` if new), the budget, the pace."""
+        self._errors.append(str(exc))
+        health = self._health[source]
+        if health.since is None:
+            health.since = started
+        health.error, health.kind = str(exc), exc.kind
+        if exc.kind != "unreachable":
+            self.budget.charge(1, now)
+        if exc.kind in ("rate_limited", "timeout"):
+            self._slow = min(MAX_SLOWDOWN, self._slow * 2)
+
+    def _call(self, argv: Sequence[str]) -> CommandResult:
+        """The runner, awaited so that a stop ends the wait at once and a slow answer is told.
+
+        On stop the query gets STOP_GRACE to end (a `stoppable` runner kills its
+        process meanwhile); Ctrl-C in the waiting thread is a stop too.
+        """
+        call = _Call(self._runner, argv)
+        told = float("-inf")
+        try:
+            while not call.done.wait(STOP_STEP):
+                if self._stop.is_set():
+                    raise QueryStopped(f"{argv[0]} stopped")
+                told = self._tell_waiting(told)
+        except (QueryStopped, KeyboardInterrupt):
+            self._stop.set()
+            call.done.wait(STOP_GRACE)
+            raise
+        return call.result()
+
+    def _tell_waiting(self, told: float) -> float:
+        """Every WAITING_EVERY s while a watched query is awaited and there is a problem (this
+        query is `slow` old, or a source failed earlier, e.g. squeue before this sacct), hand
+        `waiting` an update: its ages go on growing until the poll ends."""
+        now = self._clock()
+        if self._waiting is None or self._asking is None or now - told < WAITING_EVERY:
+            return told
+        problem = self.problem(now)
+        if problem is None:
+            return told
+        self._waiting(PollUpdate(dict(self._states), (), None, False, self.interval,
+                                 problem, self._as_of, dict(self._usage)))
+        return now
+
     def _query(self, jobs: list[str], now: float) -> tuple[dict[Key, TaskState], set[Key]]:
         """Candidates from this poll's answers and the range-row keys among them.
 
         While squeue fails, sacct stands in for it at its own (busy) pace, so
         live tasks still move; while squeue's outage lasts it is retried free.
+        A refused sacct is asked again at that pace even when squeue names every
+        task (the retry is free), so its problem ends as soon as it answers; a
+        hung one is not (30 s each time would hold up squeue's states).
         """
         live_jobs = [j for j in jobs if j not in self._gone]
         squeue = self._ask("squeue", live_jobs, now) if live_jobs else []
@@ -252,6 +343,8 @@ class Poller:
         else:
             need += [j for j in self._unanswered(live_jobs, rows) if j not in need]
             need += [j for j in self._completing(rows) if j not in need]
+            if self._health["sacct"].kind == "unreachable" and now >= self._sacct_due:
+                need += [j for j in jobs if j not in need]   # free: asked until it answers again
         sacct = None
         if need and self.budget.room(now) >= 1:
             sacct = self._ask("sacct", need, now)
@@ -311,7 +404,7 @@ class Poller:
         """
         if self._asked_sacct or self.budget.room(now) < 1:
             return ()
-        sacct = self._ask("sacct", list(self._expected), now)
+        sacct = self._ask("sacct", list(self._expected), now, watched=False)
         if sacct is None:
             self._errors.pop()
             self._health["sacct"] = _Health()   # the states are final already; not a problem
@@ -357,7 +450,7 @@ class Poller:
             self._slow = max(1.0, self._slow / 2)
         self._schedule(now, bool(changed))
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
-                          self._all_terminal(), self.interval, self.problem(now), self._as_of,
+                          self._all_terminal(), self.interval, self.problem(), self._as_of,
                           dict(self._usage))
 
     def _pace(self, calls: int, changed: bool) -> float:
@@ -377,19 +470,28 @@ class Poller:
         return bool(self._gone) or self._health["squeue"].since is not None
 
     def problem(self, now: float | None = None) -> str | None:
-        """``accounting (sacct) not answering for 40 s: ...`` for every failing source, or None."""
+        """``accounting (sacct) not answering for 40 s: ...`` for every failing source, or None.
+
+        A source counts as not answering from the start of its first unanswered
+        query, also while that query is still awaited (after `slow` seconds).
+        """
         now = self._clock() if now is None else now
         lines = []
         for source, health in self._health.items():
-            if health.since is None:
-                continue
-            age = f"{now - health.since:.0f} s"
-            if health.kind == "rate_limited":
-                lines.append(f"{LABELS[source]} is rate-limiting our queries (for {age}); "
-                             f"polling every {self.interval:.0f} s: {health.error}")
-            else:
-                lines.append(f"{LABELS[source]} not answering for {age}: {health.error}")
+            if health.since is not None:
+                lines.append(self._failing_line(source, health, now))
+            elif self._asking is not None and self._asking[0] == source \
+                    and now - self._asking[1] >= self._slow_query:
+                lines.append(f"{LABELS[source]} not answering for {now - self._asking[1]:.0f} s: "
+                             f"{source} has not returned yet")
         return "; ".join(lines) or None
+
+    def _failing_line(self, source: str, health: _Health, now: float) -> str:
+        age = f"{now - health.since:.0f} s"
+        if health.kind == "rate_limited":
+            return (f"{LABELS[source]} is rate-limiting our queries (for {age}); "
+                    f"polling every {self.interval:.0f} s: {health.error}")
+        return f"{LABELS[source]} not answering for {age}: {health.error}"
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -419,14 +521,30 @@ class Poller:
                 return
 
     def run(self, observer: Callable[[PollUpdate], object],
-            stop: threading.Event | None = None) -> PollUpdate:
+            stop: threading.Event | None = None,
+            waiting: Callable[[PollUpdate], object] | None = None) -> PollUpdate:
         """Poll until every expected task is terminal, `stop` is set or the observer
-        returns True (it has seen enough, e.g. a task that can never run); the last update."""
+        returns True (it has seen enough, e.g. a task that can never run); the last update.
+
+        `waiting` hears, every second, of a query unanswered for `slow` seconds
+        (its problem says so): only to show; it must not ask Slurm itself.
+        """
         stop = stop or threading.Event()
+        self._stop, self._waiting = stop, waiting
+        update = self._current()
         while True:
-            update = self.poll_once()
-            if observer(update) is True or update.all_terminal or stop.is_set():
+            try:
+                update = self.poll_once()
+                seen_enough = observer(update) is True
+            except QueryStopped:       # a query (or the observer's) cut short by stop
+                return update
+            if seen_enough or update.all_terminal or stop.is_set():
                 return update
             self._wait(stop)
             if stop.is_set():
                 return update
+
+    def _current(self) -> PollUpdate:
+        """What is known now, as an update with no change (for a stop before the first answer)."""
+        return PollUpdate(dict(self._states), (), None, self._all_terminal(), self.interval,
+                          self.problem(), self._as_of, dict(self._usage))

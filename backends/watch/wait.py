@@ -17,7 +17,7 @@ from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
 from backends.watch.rows import expected, expected_tasks
-from backends.watch.slurm.accounting import Runner, run_command
+from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import Throttler
 
 
@@ -60,12 +60,16 @@ def never_running(record: SubmitRecord, states: Mapping) -> tuple[tuple[TaskReco
     return tuple(found)
 
 
-def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner = run_command,
-            cap: float = 60.0, tasks: Sequence[TaskRecord] | None = None) -> tuple[Poller, Throttler | None]:
+def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner | None = None,
+            cap: float = 60.0, tasks: Sequence[TaskRecord] | None = None,
+            stop: threading.Event | None = None) -> tuple[Poller, Throttler | None]:
     """The Poller for a record (nudged by its task logs) and, for a windowed
     --max-jobs-run, the Throttler that keeps its slots busy; `floor` is the
     site's poll_interval. `tasks` (default: the record's) are the tasks to
-    watch, e.g. every attempt's tasks that have not ended yet."""
+    watch, e.g. every attempt's tasks that have not ended yet. Without a
+    `runner`, queries run as processes that `stop` kills (a quit never waits
+    for a hung squeue)."""
+    runner = runner or (stoppable(stop) if stop is not None else run_command)
     watched = record.tasks if tasks is None else tuple(tasks)
     poller = Poller(expected(record) if tasks is None else expected_tasks(watched),
                     floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
@@ -75,12 +79,15 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
 
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
          stop: threading.Event | None = None, *, floor: float | None = None,
-         runner: Runner = run_command) -> Outcome:
+         runner: Runner | None = None) -> Outcome:
     """Poll until every task of `record` is terminal, one can never run, or `stop` is set; judge it.
 
-    Each task's final state goes into the submission's ledger as soon as it is seen.
+    Each task's final state goes into the submission's ledger as soon as it is seen. The
+    observer also hears of a query Slurm has not answered for a while (see Poller.run), so a
+    progress line says it is stale while Slurm hangs.
     """
-    poller, throttler = watcher(record, floor=floor, runner=runner)
+    stop = stop or threading.Event()
+    poller, throttler = watcher(record, floor=floor, runner=runner, stop=stop)
     finals = FinalsRecorder(record.path, record.tasks)
     found: list[tuple[TaskRecord, str]] = []
 
@@ -93,7 +100,7 @@ def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = N
         found[:] = never_running(record, update.states)
         return bool(found)
 
-    last = poller.run(watch, stop)
+    last = poller.run(watch, stop, waiting=observer)
     outcome = outcome_from(record, dict(last.states))
     return replace(outcome, never_runs=tuple(found)) if found else outcome
 

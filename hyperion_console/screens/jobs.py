@@ -359,7 +359,8 @@ class JobsScreen(ConsoleScreen):
         self.tell_never_runs(message.changed)
         if message.error and message.error != self._last_error:   # once per distinct error
             tell(self, message.error, title="poll error (retrying)", severity="warning")
-        self._last_error = message.error
+        if message.error or not message.problem:   # a query still awaited is no answer: same outage
+            self._last_error = message.error
         if message.warning and message.warning not in self._warned:      # once per record
             self._warned.add(message.warning)
             tell(self, message.warning, title="attempt history", severity="warning", timeout=10)

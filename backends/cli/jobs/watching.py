@@ -35,6 +35,7 @@ from backends.watch.rows import (
     pending_tasks,
     state_counts,
 )
+from backends.watch.slurm.accounting import stoppable
 from backends.watch.targets import Target, attempt_record, history_for_job, resolve, status
 from backends.watch.terminal import SafeStream
 from backends.watch.wait import never_running, task_label, watcher
@@ -94,16 +95,16 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     record = target.record or (attempt_record(job_history, target.job_id) if job_history else None)
     floor = _site_floor(record)
     finals = None
+    stop = threading.Event()
     if history is not None:
         pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
-        poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending)
+        poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop)
         finals = FinalsRecorder(history.record_path, pending)
     else:
         poller, throttler = Poller(_watch_expected(target, None), floor=max(MIN_GAP, floor or MIN_GAP),
-                                   cap=max(args.cap, floor or 0)), None
+                                   cap=max(args.cap, floor or 0), runner=stoppable(stop)), None
     out = SafeStream(sys.stdout)
     view = LiveView(args.target) if out.isatty() else PlainView(args.target, out)
-    stop = threading.Event()
     never: list[tuple[str, str]] = []
 
     def observe(update: PollUpdate) -> bool:
@@ -115,9 +116,13 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         never[:] = _never(target, update)
         return bool(never)
 
+    def waiting(update: PollUpdate) -> None:
+        """A query Slurm has not answered for a while: said while it lasts, as a failure is."""
+        view.show(update, _rows_for(history, update, job_history))
+
     try:
         with view:
-            final = poller.run(observe, stop)
+            final = poller.run(observe, stop, waiting)
     except KeyboardInterrupt:
         stop.set()
         return 130

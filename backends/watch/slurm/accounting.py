@@ -10,13 +10,21 @@ task shows its freshest true state.
 """
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING
 
 from backends.ranges import expand
 from backends.states import REQUEUE_PRONE, TERMINAL, JobState, TaskState
 from backends.watch.usage import USAGE_FIELDS, Usage, parse_usage
+
+if TYPE_CHECKING:
+    import subprocess
 
 # The first 8 are required in every line; later ones (Reason, and whatever else is
 # appended for other readers of the same single query) are read when present.
@@ -36,6 +44,7 @@ _WAITING = frozenset({JobState.PENDING, JobState.REQUEUED, JobState.REQUEUE_HOLD
 # ended more than MinJobAge ago this is the normal answer, not a failure.
 SQUEUE_UNKNOWN_JOB = "Invalid job id specified"
 COMMAND_TIMEOUT = 30.0
+STOP_STEP = 0.1          # how often a running query looks at its stop event
 
 Key = tuple[str, "int | None"]
 
@@ -63,6 +72,10 @@ class QueryError(RuntimeError):
         self.kind = kind
 
 
+class QueryStopped(Exception):
+    """The caller's stop event was set while a query ran: its process was killed, there is no answer."""
+
+
 _UNREACHABLE = ("connection refused", "unable to contact slurm controller", "connect failure",
                 "problem talking to the database", "unable to connect to database",
                 "no route to host", "connection reset")
@@ -85,17 +98,75 @@ def _failure(tool: str, result: "CommandResult") -> QueryError:
                       error_kind(result.returncode, result.stderr))
 
 
-def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> CommandResult:
-    """Run one Slurm client; a missing binary or a timeout becomes a non-zero result."""
+def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT,
+                stop: threading.Event | None = None) -> CommandResult:
+    """Run one Slurm client; a missing binary or a timeout becomes a non-zero result.
+
+    The client runs in a process group of its own, killed whole (a site's
+    wrapper script and what it started too) when it times out, when `stop` is
+    set (QueryStopped) or when the caller is interrupted (Ctrl-C): a hung
+    squeue must neither hold up a quit nor be left behind.
+    """
     import subprocess  # here: reading a local record needs no process module at start-up
 
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+        child = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
     except FileNotFoundError:
         return CommandResult(127, "", f"{argv[0]}: command not found")
+    try:
+        out, err = _communicate(child, timeout, stop)
     except subprocess.TimeoutExpired:
+        _end(child)
         return CommandResult(124, "", f"{argv[0]} timed out after {timeout:g} s")
-    return CommandResult(done.returncode, done.stdout, done.stderr)
+    except BaseException:      # QueryStopped, KeyboardInterrupt: nothing may outlive the caller
+        _end(child)
+        raise
+    return CommandResult(child.returncode, out, err)
+
+
+def stoppable(stop: threading.Event, timeout: float = COMMAND_TIMEOUT) -> Runner:
+    """`run_command` ended by `stop` (QueryStopped, its process killed): the runner of a watch
+    that someone may quit while Slurm does not answer."""
+    return partial(run_command, timeout=timeout, stop=stop)
+
+
+def _communicate(child: "subprocess.Popen[str]", timeout: float,
+                 stop: threading.Event | None) -> tuple[str, str]:
+    """The child's output once it exits; looks at `stop` every STOP_STEP seconds meanwhile
+    (communicate may be called again after its timeout without losing output)."""
+    import subprocess
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if stop is not None and stop.is_set():
+            raise QueryStopped(f"{child.args[0]} stopped")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(child.args, timeout)
+        try:
+            return child.communicate(timeout=min(left, STOP_STEP) if stop is not None else left)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _end(child: "subprocess.Popen[str]") -> None:
+    """Kill the child's process group (only while the child is unreaped, so its id is still
+    that group's) and reap it; pipes a stray grandchild keeps open are closed, not waited for."""
+    import subprocess
+
+    if child.returncode is None:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        child.communicate(timeout=1.0)
+    except subprocess.TimeoutExpired:
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+        child.wait()
 
 
 def sacct_argv(job_ids: Iterable[str]) -> list[str]:
