@@ -86,9 +86,11 @@ def most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
 @pytest.mark.parametrize("limit", [1, 2])
 def test_max_jobs_run_holds_for_the_whole_windowed_submission(slurm_cluster, test_site, cli_env,
                                                               tmp_path, task, limit):
-    # MaxArraySize 1001: 999-1000 in one window, 1001-1006 (physical 0-5) in the other.
+    # MaxArraySize 1001: 999-1000 in one window, 1001-1006 (physical 0-5) in the other. The big
+    # window's tasks take longer, so moving the slots still matters when Slurm or accounting lag.
     result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=999:1006",
-                     "--max-jobs-run", str(limit), "--output-file", "log/m.JOB.log", "--", task, "JOB", "3",
+                     "--max-jobs-run", str(limit), "--output-file", "log/m.JOB.log", "--",
+                     "bash", "-c", 'exec "$0" "$1" "$(( $1 > 1000 ? 6 : 3 ))"', task, "JOB",
                      cwd=tmp_path, env=cli_env, timeout=400)
     assert result.returncode == 0, result.stderr
     record = load_record(tmp_path / "log/q/m.JOB.submit.json")
