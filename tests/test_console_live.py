@@ -133,6 +133,14 @@ def test_log_pane_follows_a_running_slurm_task_to_its_end(slurm_cluster, tmp_pat
     asyncio.run(scenario())
 
 
+async def _jobs_on(app, pilot, record):
+    """The Jobs screen showing `record` (opened as a user opens it: escape, then 2)."""
+    await pilot.press("escape", "2")
+    jobs = app.jobs_screen
+    jobs.show_record(record)
+    return jobs
+
+
 def _running(task: int, elapsed: float, state: JobState = JobState.RUNNING) -> TaskState:
     return TaskState("4242", task, state, None if not state.is_terminal else 0, None, elapsed, "node01")
 
@@ -143,9 +151,7 @@ def test_elapsed_of_running_tasks_ticks_between_polls(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("escape", "2")
-            jobs = app.jobs_screen
-            jobs.show_record(record)
+            jobs = await _jobs_on(app, pilot, record)
             jobs.post_message(JobsUpdated(record.path, (
                 _running(1, 34.0), _running(2, 12.0, JobState.COMPLETED),
                 TaskState("4242", 3, JobState.PENDING)), as_of=time.time()))
@@ -167,10 +173,8 @@ def test_status_line_shows_the_age_of_the_states_and_an_outage_while_it_lasts(tm
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("escape", "2")
-            jobs = app.jobs_screen
+            jobs = await _jobs_on(app, pilot, record)
             status = jobs.query_one("#poll-status")
-            jobs.show_record(record)
             await pilot.pause()
             assert status.line().plain == "asking Slurm…"
             jobs.post_message(JobsUpdated(record.path, (_running(1, 5.0),), as_of=time.time() - 5))
@@ -204,9 +208,7 @@ def test_a_poll_error_is_told_once_while_slurm_hangs_between_the_polls(tmp_path:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("escape", "2")
-            jobs = app.jobs_screen
-            jobs.show_record(record)
+            jobs = await _jobs_on(app, pilot, record)
             for message in (JobsUpdated(record.path, (), error=error, problem=failing),
                             JobsUpdated(record.path, (), problem=waiting),      # the next query hangs
                             JobsUpdated(record.path, (), error=error, problem=failing)):
@@ -228,9 +230,7 @@ def test_pending_tasks_show_why_they_wait_and_requeued_tasks_their_restarts(tmp_
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("escape", "2")
-            jobs = app.jobs_screen
-            jobs.show_record(record)
+            jobs = await _jobs_on(app, pilot, record)
             jobs.post_message(JobsUpdated(record.path, (
                 state(1, JobState.RUNNING, "None"), state(2, JobState.PENDING, "JobArrayTaskLimit"),
                 state(3, JobState.PENDING, None), state(4, JobState.RUNNING, None, 2))))
