@@ -10,7 +10,7 @@ import codecs
 import os
 import stat
 from collections.abc import Iterator
-from typing import BinaryIO
+from io import BufferedReader
 from pathlib import Path
 
 BLOCK = 64 * 1024
@@ -25,7 +25,7 @@ NOT_REGULAR = "not a regular file"   # the reason the pane and `hyperion-jobs lo
 NO_FILE = "no file yet"
 
 
-def _open_or_why(path: str | Path) -> tuple[BinaryIO | None, str | None]:
+def _open_or_why(path: str | Path) -> tuple[BufferedReader | None, str | None]:
     """The log opened for reading, or None and why not (NO_FILE, NOT_REGULAR, the OS's reason).
 
     Opened without blocking and checked with fstat: a FIFO put at a log's path
@@ -45,7 +45,7 @@ def _open_or_why(path: str | Path) -> tuple[BinaryIO | None, str | None]:
     return os.fdopen(fd, "rb"), None
 
 
-def _open_log(path: str | Path) -> BinaryIO | None:
+def _open_log(path: str | Path) -> BufferedReader | None:
     """The log opened for reading, or None if it is missing, not a regular file or unreadable."""
     return _open_or_why(path)[0]
 

@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING
 
 from backends.ranges import expand
 from backends.states import REQUEUE_PRONE, TERMINAL, JobState, TaskState
 from backends.watch.usage import USAGE_FIELDS, Usage, parse_usage
 
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing: a status of a local record loads neither
 if TYPE_CHECKING:
     import subprocess
 
