@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends.errors import InputError
+from backends.fileio import UnreadableFile, kind_of, open_regular
 from backends.printable import printable
 from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir, ledger_path
 from backends.records.history import History, archive_current, load_history
@@ -79,19 +80,18 @@ def output_lock(record_path: str | Path) -> Iterator[None]:
 def _open_lock(path: Path) -> int:
     """The lock file, created if absent; never through a symlink or into a FIFO, device or a
     file linked elsewhere: it is truncated and written to."""
+    shown = printable(str(path))
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT)
+    except UnreadableFile as err:
+        raise InputError(FIELD, f"the lock {shown} is {err}, not a regular file; move it away") from None
     except OSError as err:
-        if err.errno not in (errno.ELOOP, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS):
+        if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise
-        what = {errno.ELOOP: "is a symlink", errno.EISDIR: "is a directory"}.get(err.errno)
-        raise InputError(FIELD, f"the lock {printable(str(path))} {what or 'cannot be opened'}"
-                         f"{'' if what else f' ({err.strerror})'}; move it away") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        raise InputError(FIELD, f"the lock {shown} cannot be opened ({err.strerror}); move it away") from None
+    if os.fstat(fd).st_nlink > 1:
         os.close(fd)
-        what = "has other hard links" if stat.S_ISREG(info.st_mode) else "is not a regular file"
-        raise InputError(FIELD, f"the lock {printable(str(path))} {what}; move it away")
+        raise InputError(FIELD, f"the lock {shown} has other hard links; move it away")
     return fd
 
 
@@ -101,23 +101,14 @@ def check_bookkeeping(record_path: str | Path) -> None:
     would fail the attempt halfway, with logs moved and nothing saying where."""
     ledger = ledger_path(record_path)
     if os.path.lexists(ledger) and not stat.S_ISREG(os.lstat(ledger).st_mode):
-        raise InputError(FIELD, f"its ledger {printable(str(ledger))} is {_kind_of(ledger)}, not a regular "
+        raise InputError(FIELD, f"its ledger {printable(str(ledger))} is {kind_of(ledger)}, not a regular "
                          "file; move it away")
     root = attempt_dir(record_path, 0).parent
     folders = [root] + ([root / name for name in os.listdir(root) if name.isdigit()]
                         if os.path.isdir(root) and not os.path.islink(root) else [])
     for folder in folders:
         if os.path.lexists(folder) and not stat.S_ISDIR(os.lstat(folder).st_mode):
-            raise InputError(FIELD, f"{printable(str(folder))} is {_kind_of(folder)}, not a folder; move it away")
-
-
-def _kind_of(path: Path) -> str:
-    mode = os.lstat(path).st_mode
-    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a file"
+            raise InputError(FIELD, f"{printable(str(folder))} is {kind_of(folder)}, not a folder; move it away")
 
 
 def _pattern(record_path: str | Path) -> str:
@@ -334,19 +325,24 @@ def _own_writers(history: History | None) -> dict[tuple[int | None, str], int]:
     return {(t.value, t.log): n for n in history.numbers for t in history.tasks_of(n)}
 
 
-def _log_writers(plan: SubmitPlan, history: History | None, real: dict[str, str]) -> dict[str, list[Writer]]:
-    """Per log file (folder resolved), the attempts of our pattern and of the patterns that could share
-    its logs whose file may still be there (`log_owner.writers`)."""
-    histories = [history] if history is not None else []
-    for path in _neighbours(plan):
-        try:
-            histories.append(load_history(str(path)))
-        except InputError:
-            continue
+def _log_writers(histories: Sequence[History], real: dict[str, str]) -> dict[str, list[Writer]]:
+    """Per log file (folder resolved), the attempts of these histories whose file may still be
+    there (`log_owner.writers`)."""
     found: dict[str, list[Writer]] = {}
     for each in histories:
         for log, writer in writers(each):
             found.setdefault(_file_key(log, real), []).append(writer)
+    return found
+
+
+def _sharing_histories(plan: SubmitPlan) -> dict[str, History]:
+    """The readable histories of the patterns that could share the plan's logs, by record path."""
+    found = {}
+    for path in _neighbours(plan):
+        try:
+            found[str(path)] = load_history(str(path))
+        except InputError:
+            continue
     return found
 
 
@@ -375,7 +371,8 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
     (`log_owner.last_writer`); when that cannot be told, to our newest attempt that planned it, else to
     our newest attempt (0 before the first)."""
     real: dict[str, str] = {}
-    candidates = _log_writers(plan, history, real)
+    others = _sharing_histories(plan)
+    candidates = _log_writers([*([history] if history is not None else []), *others.values()], real)
     own = _own_writers(history)
     latest = history.latest_number if history is not None else 0
     prefixes = {plan.record_path: _prefixed(plan.options.array.name if plan.options.array else None,
@@ -390,7 +387,7 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
         if writer is None:
             writer = Writer(plan.record_path, own.get((task.value, task.log), latest), task.value, None)
         if writer.record_path not in prefixes:
-            current = load_history(writer.record_path).current
+            current = others[writer.record_path].current
             prefixes[writer.record_path] = _prefixed(current.array_name, current.options.get("output_file"))
         name = os.path.basename(task.log)
         moves.append(PlannedMove(task.log, writer.record_path, writer.attempt, writer.value, "log",

@@ -54,12 +54,38 @@ def umask_mode(executable: bool = False) -> int:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a file")):
         if test(mode):
             return name
     return "not a regular file"
+
+
+def kind_of(path: str | Path) -> str:
+    """What is at `path` itself (a symlink is not followed): "a FIFO", "a directory", ..."""
+    return _kind(os.lstat(path).st_mode)
+
+
+_NOT_REGULAR = {errno.ELOOP: "a symlink", errno.EISDIR: "a directory", errno.ENXIO: "a FIFO"}
+
+
+def open_regular(path: str | Path, flags: int, mode: int = 0o666) -> int:
+    """A descriptor of the regular file at `path` opened with `flags` (O_CREAT creates it), never
+    through a symlink and never blocking on a FIFO: a writer would write into whatever a symlink
+    names, and hang on a FIFO. UnreadableFile ("a symlink", "a FIFO", ...) for anything else there;
+    other OSErrors (no right, a full disk) as they come."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as err:
+        if err.errno not in _NOT_REGULAR:
+            raise
+        raise UnreadableFile(_NOT_REGULAR[err.errno]) from None
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise UnreadableFile(_kind(kind))
+    return fd
 
 
 def _os_reason(err: OSError) -> str:

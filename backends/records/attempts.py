@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from backends.errors import InputError
-from backends.fileio import UnreadableFile, read_bounded
+from backends.fileio import UnreadableFile, open_regular, read_bounded
 from backends.printable import printable
 from backends.records.paths import RECORD_SUFFIX
 
@@ -297,17 +297,9 @@ def open_for_append(path: Path) -> int:
     blocking on a FIFO; anything but a regular file is InputError("record", ...).
     """
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-                     | os.O_NONBLOCK, 0o666)
-    except OSError as err:
-        what = {errno.ELOOP: "a symlink", errno.EISDIR: "a directory", errno.ENXIO: "a FIFO"}.get(err.errno)
-        if what is None:
-            raise                         # no right to write it, a full disk: not the file's kind
-        raise InputError("record", f"its ledger {printable(str(path))} is {what}, not a regular file") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise InputError("record", f"its ledger {printable(str(path))} is not a regular file")
-    return fd
+        return open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    except UnreadableFile as err:         # no right to write it, a full disk: OSError as it comes
+        raise InputError("record", f"its ledger {printable(str(path))} is {err}, not a regular file") from None
 
 
 def append_entries(record_path: str | Path, entries: Iterable[object]) -> None:
