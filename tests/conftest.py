@@ -121,3 +121,17 @@ def make_symlink_loop(path: Path) -> Path:
     os.symlink(other.name, path)
     os.symlink(path.name, other)
     return path
+
+
+def terminal_row(text: str) -> str:
+    """What a terminal shows on one row after `text`: each CR goes back to the row's start and
+    what follows writes over what was there (one character at a time, the plainest model)."""
+    cells: list[str] = []
+    cursor = 0
+    for char in text:
+        if char == "\r":
+            cursor = 0
+            continue
+        cells[cursor:cursor + 1] = [char]
+        cursor += 1
+    return "".join(cells)

@@ -112,23 +112,30 @@ def test_log_pane_search_finds_highlights_and_stops_following(tmp_path: Path) ->
 
 
 @pytest.mark.slurm
-def test_log_pane_follows_a_running_slurm_task_to_its_end(slurm_cluster, tmp_path: Path) -> None:
-    script = "import time\nfor i in range(1, 41):\n    print(f'progress {i}/40', flush=True)\n    time.sleep(0.3)\n"
+def test_log_pane_follows_a_running_slurm_task_and_its_progress_bar_to_the_end(slurm_cluster, tmp_path: Path) -> None:
+    """A tqdm-style bar redraws itself with `\\r`: the pane showed nothing of it until its newline."""
+    script = ("import sys, time\nprint('epoch 1', flush=True)\nfor i in range(1, 41):\n"
+              "    sys.stdout.write(f'\\rprogress {i}/40'); sys.stdout.flush(); time.sleep(0.3)\n"
+              "print(' done', flush=True)\n")
     site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
                                        "--array", "JOB=1:1", "--time", "00:02:00",
                                        "--output-file", str(tmp_path / "log" / "f.JOB.log"),
                                        "--", sys.executable, "-c", script])
     record = submit(build_plan(site, options))
 
+    def moving(lines: list[str]) -> bool:
+        return bool(lines) and lines[-1].startswith("progress ") and lines[-1] != "progress 40/40"
+
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
             view = app.jobs_screen.log_pane.view
-            await wait_for(pilot, lambda: any(line.startswith("progress ") for line in view.lines), 90)
-            await wait_for(pilot, lambda: view.lines[-1:] == ["progress 40/40"]
-                           or view.lines[-2:-1] == ["progress 40/40"], 90)
+            await wait_for(pilot, lambda: moving(view.lines), 90)
+            assert view.lines[-2] == "epoch 1"
+            await wait_for(pilot, lambda: view.lines[-1:] == ["progress 40/40 done"]
+                           or view.lines[-2:-1] == ["progress 40/40 done"], 90)
             assert view.following
-            assert "progress 40/40" in "\n".join(rendered(view))
+            assert "progress 40/40 done" in "\n".join(rendered(view))
 
     asyncio.run(scenario())
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_fifo, make_sparse, run_cli
+from conftest import make_fifo, make_sparse, run_cli, terminal_row
 
 from backends.cli.jobs import main
 from backends.cli.jobs.watching import render_watch
@@ -230,29 +230,88 @@ def test_logs_prints_the_bytes_as_they_are_when_piped_or_raw(tmp_path, cli_env):
     assert raw == HOSTILE_LOG
 
 
+class _OnAPty:
+    """`argv` running with stdout on a terminal (a pty), what it writes read as it comes."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.argv, self.env, self.out = argv, env, b""
+
+    def __enter__(self) -> "_OnAPty":
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(self.argv, stdout=slave, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, env=self.env)
+        os.close(slave)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        os.close(self.master)
+
+    @property
+    def text(self) -> str:
+        """What it wrote, the terminal's CRLF turned back into LF."""
+        return self.out.decode(errors="replace").replace("\r\n", "\n")
+
+    def shows(self, done, timeout: float = 30) -> bool:
+        """Whether `done(text)` comes true within `timeout` s (checked once the output pauses)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if select.select([self.master], [], [], 0.2)[0]:
+                self.out += os.read(self.master, 65536)
+            elif done(self.text):
+                return True
+        return False
+
+
 def test_logs_follow_escapes_appended_lines_on_a_terminal(tmp_path, cli_env):
     record = make_record(tmp_path)
     log = Path(record.tasks[0].log)
     log.write_text("start\n")
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], stdout=slave,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=cli_env)
-    os.close(slave)
-    try:
-        out = b""
-        deadline = time.monotonic() + 30
+    with _OnAPty(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], cli_env) as term:
         with open(log, "a") as handle:
             handle.write("\x1b]0;owned\x07appended\n")
-        while b"appended" not in out and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                out += os.read(master, 65536)
-        text = out.decode().replace("\r\n", "\n")
-        assert "start\n\\x1b]0;owned\\x07appended\n" in text and "\x1b" not in text
-    finally:
-        proc.kill()
-        proc.wait()
-        os.close(master)
+        assert term.shows(lambda text: "appended" in text)
+        assert "start\n\\x1b]0;owned\\x07appended\n" in term.text and "\x1b" not in term.text
+
+
+def _screen(output: str) -> list[str]:
+    """The rows a terminal shows after `output`."""
+    return [terminal_row(row).rstrip() for row in output.split("\n")]
+
+
+PROGRESS = "".join(f"\r{p:3d}%|{'#' * (p // 10):<10}|" for p in range(0, 101, 5))   # tqdm's redraws
+
+
+def test_logs_shows_a_progress_bar_as_its_last_redraw_on_a_terminal(tmp_path, cli_env):
+    """A tqdm line on a terminal was every redraw, 21 of them, each `\\x0d` spelled out."""
+    record = make_record(tmp_path)
+    log = Path(record.tasks[0].log)
+    log.write_text("epoch 1\n" + PROGRESS + " 2.1it/s\n" + "\x1b]0;owned\x07end\n")
+    shown = _on_a_pty(["hyperion-jobs", "logs", f"{record.path}:1"], cli_env)
+    assert shown == "epoch 1\n100%|##########| 2.1it/s\n\\x1b]0;owned\\x07end\n"
+    assert run_cli("hyperion-jobs", "logs", f"{record.path}:1", env=cli_env).stdout == log.read_text()
+
+
+def test_logs_follow_redraws_the_progress_bar_in_place_on_a_terminal(tmp_path, cli_env):
+    """`logs -f` showed nothing of a running progress bar until its line ended."""
+    record = make_record(tmp_path)
+    log = Path(record.tasks[0].log)
+    log.write_text("start\n")
+    with _OnAPty(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], cli_env) as term:
+        def screen_becomes(rows: list[str]) -> bool:
+            return term.shows(lambda text: _screen(text) == rows)
+
+        with open(log, "a") as handle:
+            handle.write("\r 10%|#         |")
+        assert screen_becomes(["start", " 10%|#         |"])
+        with open(log, "a") as handle:
+            handle.write("\r 20%|##\x1b[2J")                 # over the first 11 columns, as a terminal
+        assert screen_becomes(["start", " 20%|##\\x1b[2J    |"])
+        with open(log, "a") as handle:
+            handle.write(PROGRESS + " done\nnext\n")
+        assert screen_becomes(["start", "100%|##########| done", "next", ""])
+        assert "\x1b" not in term.text
 
 
 # --- hostile records and logs: one line, exit 2, never a hang (issue 13) ----------------------------

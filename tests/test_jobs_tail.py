@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from backends.watch import tail
+from backends.watch.line_screen import CutLine
 from backends.watch.tail import Follower, last_lines
 
 
@@ -153,22 +154,33 @@ def test_logs_n_beyond_32_mib_gives_every_line_asked_for_whole(tmp_path, cli_env
     assert tail_part.stdout.splitlines() == [f"line {i} " + "x" * 1010 for i in (51_198, 51_199)]
 
 
-def test_a_line_that_never_ends_is_held_bounded_and_shown_by_its_start(tmp_path, monkeypatch):
-    """A `\\r` progress bar without a newline: the Follower held all of it (RSS 61 -> 429 MB in 40 s)."""
+def test_a_line_that_never_ends_is_held_bounded_and_shown_as_its_last_redraw(tmp_path, monkeypatch):
+    """A `\\r` progress bar without a newline: the Follower held all of it (RSS 61 -> 429 MB in 40 s),
+    showed nothing of it while it ran and then 100 characters of `\\r 50% é` redraws."""
     monkeypatch.setattr(tail, "PIECE", 1000)
     path = tmp_path / "progress.log"
     path.write_bytes(b"")
     follower = Follower(path, keep=100)
-    for _ in range(50):
+    assert follower.open_line is None
+    for percent in range(50):
         with open(path, "ab") as handle:
-            handle.write("\r 50% é".encode() * 2000)         # 18 000 bytes, 14 000 characters
+            handle.write("".join(f"\r {percent}% é{i % 10}" for i in range(2000)).encode())
         assert follower.read_new() == []
-        assert follower.held <= tail.PIECE + 100               # not the 900 000 bytes written so far
+        assert follower.open_line == f" {percent}% é9"             # what the terminal shows now
+        assert follower.held <= tail.PIECE + 100                     # not the megabyte written so far
     with open(path, "ab") as handle:
         handle.write(b" done\nnext\n")
     line, after = follower.read_new()
-    assert line == ("\r 50% é" * 2000)[:100] and line.more == 50 * 14_000 + 5 - 100 and after == "next"
-    assert follower.held == 0
+    assert (line, after) == (" 49% é9 done", "next") and not isinstance(line, CutLine)
+    assert follower.held == 0 and follower.open_line is None
+
+
+def test_a_wide_line_is_kept_by_its_start_with_the_count_of_what_was_dropped(tmp_path):
+    path = tmp_path / "wide.log"
+    path.write_text("é" * 250 + "\r" + "ab" + "\nshort\n")
+    line, short = Follower(path, keep=100).read_new()
+    assert isinstance(line, CutLine) and line == "ab" + "é" * 98 and line.more == 150
+    assert short == "short"
 
 
 def test_read_pieces_hands_a_line_that_never_ends_over_whole(tmp_path, monkeypatch):

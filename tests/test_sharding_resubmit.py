@@ -141,7 +141,7 @@ def test_dry_run_prints_what_would_be_resubmitted_and_runs_nothing(tmp_path, cli
     result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record_path),
                      "--dry-run", env=cli_env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"would resubmit ") and f"({missing}) in {tmp_path}: hyperion-submit local" \
+    assert result.stdout.startswith("would resubmit ") and f"({missing}) in {tmp_path}: hyperion-submit local" \
         in result.stdout.splitlines()[0]
     assert "hyperion-shard-example" in result.stdout
     assert _logs_and_outputs(tmp_path) == before

@@ -461,7 +461,6 @@ def _read_regular(path: Path, cap: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks = []
         return os.read(fd, cap)
     except OSError:
         return None

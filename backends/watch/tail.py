@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from io import BufferedReader
 from pathlib import Path
 
+from .line_screen import LineScreen
+
 BLOCK = 64 * 1024
 MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall a UI tick
 MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r progress bars has huge lines)
@@ -185,6 +187,18 @@ class _Splitter:
         self._buffer = buffer[start:]
         return pieces
 
+    @property
+    def open(self) -> bool:
+        """Part of a line was fed and its newline has not come yet."""
+        return bool(self._buffer or self._held_cr or self._open_line)
+
+    def peek(self) -> str:
+        """What is held of the open line, decoded, without taking it (so a viewer can show it)."""
+        state = self._decoder.getstate()
+        text = self._decoder.decode(self._buffer)
+        self._decoder.setstate(state)
+        return "\r" * min(1, self._held_cr) + text
+
     def end(self) -> list[tuple[str, bool]]:
         """The open line as ended (end of the range read, or a flush)."""
         if not (self._buffer or self._open_line):
@@ -225,17 +239,6 @@ def complete_end(path: str | Path) -> int:
     return 0 if stop == 0 else size
 
 
-class CutLine(str):
-    """A line of which only the start is kept: `more` characters after it were dropped."""
-
-    more: int
-
-    def __new__(cls, text: str, more: int) -> "CutLine":
-        line = super().__new__(cls, text)
-        line.more = more
-        return line
-
-
 class Follower:
     """Reads what is appended to `path` since the last call (no threads: the caller polls).
 
@@ -244,9 +247,10 @@ class Follower:
     from its start, and `restarts` counts those (a viewer clears what it showed).
     `problem` says why the path cannot be read (NO_FILE, NOT_REGULAR, ...), None
     when it can. Memory stays bounded whatever the line lengths: `read_pieces`
-    hands a long line over in pieces, `read_new` keeps only its first `keep`
-    characters (a viewer showing fewer passes its own width: lines waiting for
-    it stay small).
+    hands a long line over in pieces, `read_new` keeps what a terminal shows of
+    a line in at most `keep` characters (a viewer showing fewer passes its own
+    width: lines waiting for it stay small), and `open_line` what it shows of
+    the line still being written.
     """
 
     def __init__(self, path: str | Path, position: int = 0, keep: int = MAX_KEPT) -> None:
@@ -264,14 +268,12 @@ class Follower:
 
     def _reset(self) -> None:
         self._splitter = _Splitter()
-        self._kept: list[str] = []   # read_new: the start of the open line, at most `keep` characters
-        self._kept_len = 0
-        self._dropped = 0
+        self._screen = LineScreen(self.keep)   # read_new: what a terminal shows of the open line
 
     @property
     def held(self) -> int:
         """What is held of the open line: bytes not yet split plus characters kept (bounded)."""
-        return self._splitter.held + self._kept_len
+        return self._splitter.held + len(self._screen.line())
 
     @classmethod
     def from_end(cls, path: str | Path) -> "Follower":
@@ -301,23 +303,28 @@ class Follower:
         return pieces + self._splitter.end() if flush else pieces
 
     def read_new(self, flush: bool = False) -> list[str]:
-        """New complete lines; with `flush`, a pending partial line too (e.g. at the end).
+        """New complete lines as a terminal shows them; with `flush`, a pending partial line too.
 
-        A line longer than `keep` characters is a CutLine of its start, `more`
-        saying how much was dropped (for a viewer that shows only the start anyway).
+        A progress bar's line is its last redraw (`line_screen`); a line wider
+        than `keep` characters is a CutLine of its start, `more` saying how much
+        was dropped (for a viewer that shows only the start anyway).
         """
         lines: list[str] = []
         for text, ends in self.read_pieces(flush):
-            self._keep(text)
+            self._screen.write(text)
             if ends:
-                kept = "".join(self._kept)
-                lines.append(CutLine(kept, self._dropped) if self._dropped else kept)
-                self._kept, self._kept_len, self._dropped = [], 0, 0
+                lines.append(self._screen.line())
+                self._screen = LineScreen(self.keep)
         return lines
 
-    def _keep(self, text: str) -> None:
-        room = self.keep - self._kept_len
-        if room > 0:
-            self._kept.append(text[:room])
-            self._kept_len += len(self._kept[-1])
-        self._dropped += max(0, len(text) - max(0, room))
+    @property
+    def open_line(self) -> str | None:
+        """What a terminal shows now of the line still being written (a progress bar), None without one.
+
+        Read after `read_new`: the bytes read of a line whose newline has not come.
+        """
+        if not self._splitter.open:
+            return None
+        screen = self._screen.copy()
+        screen.write(self._splitter.peek())
+        return None if screen.blank else screen.line()

@@ -2,7 +2,9 @@
 
 Reading is the core's: `backends.watch.tail.last_lines` for what the file
 holds when the pane opens it, then a `Follower` that reads only the bytes
-added since (tail -f), in a thread worker. New lines wait in a buffer; each
+added since (tail -f), in a thread worker. Lines are shown as a terminal shows
+them (`line_screen`): a progress bar is its last redraw, and the one still
+being written is shown last and replaced as it moves. New lines wait in a buffer; each
 read posts a LogUpdated that replaces one still queued (toolong style), and
 the handler takes everything buffered, so a fast writer never floods the UI.
 """
@@ -17,6 +19,7 @@ from textual.containers import Vertical
 from textual.worker import get_current_worker
 
 from backends.printable import printable
+from backends.watch.line_screen import shown_line
 from backends.watch.tail import Follower, complete_end, last_lines, log_problem
 
 from ..errors import guarded
@@ -68,6 +71,7 @@ class LogPane(Vertical):
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        self._pending_open: str | None = None   # the line still being written, as last read
         self._restart = False
         self._problem: str | None = None   # why the log cannot be read (shown in the title)
 
@@ -93,7 +97,7 @@ class LogPane(Vertical):
         self._stop.set()
         with self._lock:      # an old worker's last read must not land in the new file's buffer
             self.path = path
-            self._pending, self._restart = [], False
+            self._pending, self._pending_open, self._restart = [], None, False
         self.view.clear()
         title = self.query_one("#log-title", LogTitle)
         if task is None:
@@ -128,25 +132,29 @@ class LogPane(Vertical):
         """
         end = complete_end(path)
         problem = log_problem(path)
-        self._deliver(path, last_lines(path, INITIAL_LINES, end=end), restart=True, problem=problem)
+        lines = [shown_line(line, MAX_LINE) for line in last_lines(path, INITIAL_LINES, end=end)]
+        self._deliver(path, lines, None, restart=True, problem=problem)
         follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
-        restarts = follower.restarts
+        restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
             lines = follower.read_new()
             restarted = follower.restarts != restarts
             restarts = follower.restarts
-            if lines or restarted or follower.problem != problem:
-                problem = follower.problem
-                self._deliver(path, lines, restart=restarted, problem=problem)
+            now_open = follower.open_line
+            if lines or restarted or now_open != open_line or follower.problem != problem:
+                problem, open_line = follower.problem, now_open
+                self._deliver(path, lines, open_line, restart=restarted, problem=problem)
 
-    def _deliver(self, path: str, lines: list[str], restart: bool, problem: str | None) -> None:
+    def _deliver(self, path: str, lines: list[str], open_line: str | None, restart: bool,
+                 problem: str | None) -> None:
         with self._lock:
             if path != self.path:
                 return
             if restart:
                 self._pending, self._restart = [], True
             self._pending.extend(lines)
+            self._pending_open = open_line
             if len(self._pending) > MAX_LINES:
                 del self._pending[:-MAX_LINES]
         try:
@@ -164,12 +172,12 @@ class LogPane(Vertical):
         if message.path != self.path:
             return
         with self._lock:
-            lines, restart = self._pending, self._restart
+            lines, open_line, restart = self._pending, self._pending_open, self._restart
             self._pending, self._restart = [], False
         view = self.view
         if restart:
             view.clear()
-        added = view.append(lines)
+        added = view.append(lines, open_line)
         self.update_title()
         self.post_message(LogAppended(message.path, added, view.following, restart))
 

@@ -1,7 +1,8 @@
 """A log viewer that follows the end while it grows and stays put once the user scrolls up.
 
 A Line API widget (as toolong's LogLines): it keeps the last MAX_LINES lines
-and draws only the lines on screen. Lines are made printable when they arrive
+and draws only the lines on screen. Below them, the line still being written
+(a progress bar's last redraw) is shown and replaced as it changes. Lines are made printable when they arrive
 (`printable(layout=True)`: an OSC 52 or a CSI clear in a log is shown as
 ``\\x1b]52;...``, never sent to the terminal) and drawn as rich Text, never
 markup. "Following" is simply "the view is at its last line": scrolling up
@@ -22,7 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from backends.printable import printable
-from backends.watch.tail import CutLine
+from backends.watch.line_screen import CutLine
 
 from ..shown import ELLIPSIS
 
@@ -79,6 +80,7 @@ class LogView(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._lines: list[str] = []
+        self._open: str | None = None   # the line still being written, shown last
         self._width = 0
         self._following = True
         self.find_text = ""
@@ -96,42 +98,61 @@ class LogView(ScrollView, can_focus=True):
 
     @property
     def lines(self) -> list[str]:
-        """The lines held, as shown (printable)."""
-        return list(self._lines)
+        """The lines held, as shown (printable), the line still being written last."""
+        return self._lines + ([self._open] if self._open is not None else [])
 
     @property
     def line_count(self) -> int:
-        return len(self._lines)
+        return len(self._lines) + (self._open is not None)
+
+    def _line(self, index: int) -> str:
+        return self._lines[index] if index < len(self._lines) else self._open or ""
 
     def clear(self) -> None:
-        self._lines, self._width, self.match_line = [], 0, None
+        self._lines, self._open, self._width, self.match_line = [], None, 0, None
         self.following = True
         self._resize_virtual()
         self.scroll_to(0, 0, animate=False, force=True)
         self.refresh()
 
-    def append(self, lines: Iterable[str]) -> int:
-        """Add lines at the end; follow them if following. Returns how many were added."""
+    def append(self, lines: Iterable[str], open_line: str | None = None) -> int:
+        """Add lines at the end and show `open_line` after them; follow them if following.
+
+        Returns how many lines were added (the open line does not count: it is
+        replaced by the next call's lines or open line).
+        """
         new = [clean(line) for line in lines]
+        shown_open = None if open_line is None else clean(open_line)
         if not new:
+            if shown_open != self._open:
+                self._open = shown_open
+                self._width = max(self._width, cell_len(shown_open or ""))
+                self._show_end()
             return 0
+        self._open = shown_open
+        new_width = max(cell_len(line) for line in new + [shown_open or ""])
         self._lines.extend(new)
-        self._width = max(self._width, max(cell_len(line) for line in new))
+        self._width = max(self._width, new_width)
         dropped = len(self._lines) - MAX_LINES
         if dropped > 0:
             del self._lines[:dropped]
             if self.match_line is not None:
                 self.match_line = self.match_line - dropped if self.match_line >= dropped else None
+        if dropped > 0 and not self.following:   # keep the same lines under the user's eyes
+            self._resize_virtual()
+            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, force=True)
+        self._show_end()
+        return len(new)
+
+    def _show_end(self) -> None:
+        """The lines changed at the end: resize, and stay at the end while following."""
         self._resize_virtual()
         if self.following:
             self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-        elif dropped > 0:            # keep the same lines under the user's eyes
-            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, force=True)
         self.refresh()
-        return len(new)
 
     def _resize_virtual(self) -> None:
-        self.virtual_size = Size(max(self._width, self.size.width), len(self._lines))
+        self.virtual_size = Size(max(self._width, self.size.width), self.line_count)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -165,7 +186,7 @@ class LogView(ScrollView, can_focus=True):
         """Show the next line (from the match or the top line shown) containing `text`."""
         self.find_text = text
         needle = text.casefold()
-        count = len(self._lines)
+        count = self.line_count
         if not needle or not count:
             self.refresh()
             return False
@@ -173,7 +194,7 @@ class LogView(ScrollView, can_focus=True):
         step = 1 if forward else -1
         for offset in range(1, count + 1):
             index = (start + step * offset) % count
-            if needle in self._lines[index].casefold():
+            if needle in self._line(index).casefold():
                 self.match_line = index
                 top = max(0, index - self.size.height // 2)
                 self.scroll_to(y=min(top, self.max_scroll_y), animate=False, force=True)
@@ -188,9 +209,9 @@ class LogView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         base = self.rich_style
         index = int(self.scroll_y) + y
-        if index >= len(self._lines):
+        if index >= self.line_count:
             return Strip.blank(width, base)
-        line = self._lines[index]
+        line = self._line(index)
         text = Text(line)
         text.stylize_before(base)
         if index == self.match_line:

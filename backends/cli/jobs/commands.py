@@ -6,10 +6,10 @@ import json
 import os
 import stat
 import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from backends.cli.jobs import log_output
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table
 from backends.errors import InputError
@@ -19,7 +19,6 @@ from backends.records.record import find_records
 from backends.watch.rows import LOCAL_JOB, TaskRow, exit_status, history_rows, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
-from backends.watch.tail import Follower, complete_end, stream_last_lines
 from backends.watch.targets import current_user, resolve, status, task_logs
 
 
@@ -176,33 +175,10 @@ def cmd_logs(args: argparse.Namespace) -> int:
         which = "--err" if args.err else "--out" if args.out else "program"
         raise InputError("TASK", f"no {which} log is known for {args.task}")
     _check_log_file(path, args.task, must_exist=not args.follow)
-    show = _shown(args.raw)
-    if not args.follow:
-        _print_last(path, args.lines, show)
-        return 0
-    return _follow(path, args.lines, show)
-
-
-def _print_last(path: str, n: int, show: Callable[[str], str], end: int | None = None) -> None:
-    """Every one of the last `n` lines, a long line written piece by piece (memory stays bounded)."""
-    _write_pieces(stream_last_lines(path, n, end), show)
-
-
-def _write_pieces(pieces: Iterable[tuple[str, bool]], show: Callable[[str], str]) -> None:
-    """(text, ends a line) pieces to stdout: a line longer than a piece is written as it comes."""
-    write = sys.stdout.write
-    for text, ends in pieces:
-        write(show(text))
-        if ends:
-            write("\n")
-
-
-def _shown(raw: bool) -> Callable[[str], str]:
-    """How a log line reaches stdout: escaped on a terminal (an OSC 52 in a log must not write the
-    clipboard), as-is with --raw or when piped (a file or `grep` gets the bytes the task wrote)."""
-    if raw or not sys.stdout.isatty():
-        return lambda line: line
-    return lambda line: printable(line, layout=True)
+    if args.follow:
+        return log_output.follow(path, args.lines, args.raw)
+    log_output.print_last(path, args.lines, args.raw)
+    return 0
 
 
 def _check_log_file(path: str, task: str, must_exist: bool) -> None:
@@ -218,19 +194,3 @@ def _check_log_file(path: str, task: str, must_exist: bool) -> None:
         raise InputError("TASK", f"cannot read the log {path}: {err.strerror or err}") from None
     if not stat.S_ISREG(info.st_mode):
         raise InputError("TASK", f"the log {path} is not a regular file")
-
-
-def _follow(path: str, n: int, show: Callable[[str], str]) -> int:
-    end = complete_end(path)
-    _print_last(path, n, show, end)
-    if not Path(path).exists():
-        print(printable(f"{PROG}: waiting for {path}"), file=sys.stderr)
-    sys.stdout.flush()
-    follower = Follower(path, end)
-    while True:   # pieces, not lines: a line that never ends (a \r progress bar) is printed, not held
-        pieces = follower.read_pieces()
-        if pieces:
-            _write_pieces(pieces, show)
-            sys.stdout.flush()
-        else:
-            time.sleep(0.25)

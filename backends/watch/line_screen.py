@@ -1,0 +1,99 @@
+"""What a terminal shows of a log line written with carriage returns: the progress bar's last state.
+
+A progress bar (tqdm, a NeMo or Kaldi counter) redraws itself by going back to
+the line's start with `\\r` and writing over what was there, so one line of the
+file holds every redraw: megabytes after an hour. A terminal shows only what
+the redraws left, and so do the log pane and `hyperion-jobs logs` on a
+terminal. `LineScreen` keeps that in at most `keep` characters, whatever was
+written, in time linear in the text.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+
+class CutLine(str):
+    """A line of which only the start is kept: `more` characters after it were dropped."""
+
+    more: int
+
+    def __new__(cls, text: str, more: int) -> "CutLine":
+        line = super().__new__(cls, text)
+        line.more = more
+        return line
+
+
+class LineScreen:
+    """One line of a terminal: text written at a cursor that `\\r` sends back to column 0.
+
+    Only the first `keep` columns are kept; `more` counts the columns the line
+    reached beyond them. Other controls are not interpreted (they are shown
+    escaped), so a line without `\\r` is kept as it is, up to `keep`.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._cells = ""
+        self._cursor = 0
+        self._extent = 0      # the line's width on a terminal of unbounded width
+
+    def copy(self) -> "LineScreen":
+        other = LineScreen(self.keep)
+        other._cells, other._cursor, other._extent = self._cells, self._cursor, self._extent
+        return other
+
+    def write(self, text: str) -> None:
+        """Write `text` at the cursor, each `\\r` in it going back to the line's start."""
+        parts = text.split("\r")
+        self._put(self._cursor, parts[0])
+        if len(parts) == 1:
+            return
+        # Every later part starts at column 0, so a part shows only where it reaches beyond
+        # all the parts after it: walking back from the last one, each column is set once
+        # (a bar that redrew itself a million times costs no million copies of the line).
+        overlay, covered = "", 0
+        for index in range(len(parts) - 1, 0, -1):
+            width = len(parts[index])
+            if width > covered:
+                if covered < self.keep:
+                    overlay += parts[index][covered:self.keep]
+                covered = width
+        self._cells = overlay + self._cells[len(overlay):]
+        self._cursor = len(parts[-1])
+        self._extent = max(self._extent, covered)
+
+    def _put(self, start: int, part: str) -> None:
+        if not part:
+            return
+        if start < self.keep:
+            shown = part[:self.keep - start]
+            self._cells = self._cells[:start] + shown + self._cells[start + len(shown):]
+        self._cursor = start + len(part)
+        self._extent = max(self._extent, self._cursor)
+
+    @property
+    def blank(self) -> bool:
+        """Nothing was written (carriage returns alone leave the line blank)."""
+        return self._extent == 0
+
+    def line(self) -> str:
+        """What the line shows: a CutLine when it reached beyond `keep` columns."""
+        more = self._extent - self.keep
+        return CutLine(self._cells, more) if more > 0 else self._cells
+
+
+def shown_line(text: str, keep: int) -> str:
+    """What a terminal shows of one whole line (a CutLine beyond `keep` columns)."""
+    screen = LineScreen(keep)
+    screen.write(text)
+    return screen.line()
+
+
+def shown_lines(pieces: Iterable[tuple[str, bool]], keep: int) -> Iterator[str]:
+    """(text, ends a line) pieces, as `tail` hands them over, to the lines a terminal shows."""
+    screen = LineScreen(keep)
+    for text, ends in pieces:
+        screen.write(text)
+        if ends:
+            yield screen.line()
+            screen = LineScreen(keep)

@@ -1,0 +1,41 @@
+"""What a terminal shows of a line with carriage returns (progress bars): `line_screen`."""
+from __future__ import annotations
+
+from hypothesis import given
+from conftest import terminal_row
+from hypothesis import strategies as st
+
+from backends.watch.line_screen import CutLine, LineScreen, shown_line, shown_lines
+
+
+@given(chunks=st.lists(st.text(alphabet="ab\ré", max_size=15), max_size=8), keep=st.integers(1, 12))
+def test_a_line_written_in_any_chunks_shows_what_a_terminal_shows(chunks, keep):
+    screen = LineScreen(keep)
+    for chunk in chunks:
+        screen.write(chunk)
+    row = terminal_row("".join(chunks))
+    text, width = row[:keep], len(row)
+    line = screen.line()
+    assert line == text
+    assert (line.more if isinstance(line, CutLine) else 0) == max(0, width - keep)
+
+
+def test_a_progress_bar_shows_its_last_redraw():
+    bar = "".join(f"\r{i:3d}%|{'#' * (i // 10):<10}|" for i in range(101))
+    assert shown_line("epoch 1" + bar + " done", 200) == "100%|##########| done"
+    assert shown_line("loss 0.51\r", 200) == "loss 0.51"               # a trailing return shows nothing new
+    assert shown_line("downloading 100%\rok", 200) == "okwnloading 100%"    # as a terminal leaves it
+
+
+def test_a_million_redraws_cost_no_million_copies_of_the_line():
+    screen = LineScreen(4096)
+    screen.write("x" * 4096)
+    screen.write("\r." * 1_000_000)         # each redraw copying the 4096-column line: 4 GB of copies
+    assert screen.line() == "." + "x" * 4095
+
+
+def test_pieces_become_the_lines_a_terminal_shows():
+    pieces = [("step 1\r", False), ("step 2", True), ("plain", True), ("a" * 8, False), ("\rb", True)]
+    lines = list(shown_lines(pieces, keep=5))
+    assert lines == ["step ", "plain", "baaaa"]
+    assert [getattr(line, "more", 0) for line in lines] == [1, 0, 3]
