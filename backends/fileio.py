@@ -53,7 +53,8 @@ def umask_mode(executable: bool = False) -> int:
     return (0o777 if executable else 0o666) & ~current_umask()
 
 
-def _kind(mode: int) -> str:
+def kind_of_mode(mode: int) -> str:
+    """What a file of this st_mode is, as a message names it: "a FIFO", "a character device", ..."""
     for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a file")):
@@ -64,7 +65,7 @@ def _kind(mode: int) -> str:
 
 def kind_of(path: str | Path) -> str:
     """What is at `path` itself (a symlink is not followed): "a FIFO", "a directory", ..."""
-    return _kind(os.lstat(path).st_mode)
+    return kind_of_mode(os.lstat(path).st_mode)
 
 
 _NOT_REGULAR = {errno.ELOOP: "a symlink", errno.EISDIR: "a directory", errno.ENXIO: "a FIFO"}
@@ -84,7 +85,7 @@ def open_regular(path: str | Path, flags: int, mode: int = 0o666) -> int:
     kind = os.fstat(fd).st_mode
     if not stat.S_ISREG(kind):
         os.close(fd)
-        raise UnreadableFile(_kind(kind))
+        raise UnreadableFile(kind_of_mode(kind))
     return fd
 
 
@@ -106,13 +107,19 @@ def read_bounded(path: str | Path, cap: int, *, allow_pipe: bool = False,
     and never reads more than ``cap + 1`` bytes. A pipe (``--cfg <(cat f)``)
     is read until its writer closes it, for at most `timeout` seconds.
     """
+    return read_bounded_stat(path, cap, allow_pipe=allow_pipe, timeout=timeout)[0]
+
+
+def read_bounded_stat(path: str | Path, cap: int, *, allow_pipe: bool = False,
+                      timeout: float = PIPE_TIMEOUT) -> tuple[bytes, os.stat_result]:
+    """`read_bounded`, and the fstat of what was read (its mtime is the file's as read)."""
     try:
         before = os.stat(path)
     except OSError as err:
         raise UnreadableFile(_os_reason(err)) from None
     is_pipe = stat.S_ISFIFO(before.st_mode)
     if not stat.S_ISREG(before.st_mode) and not (allow_pipe and is_pipe):
-        raise UnreadableFile(f"{_kind(before.st_mode)}, not a regular file")
+        raise UnreadableFile(f"{kind_of_mode(before.st_mode)}, not a regular file")
     if not is_pipe and before.st_size > cap:
         raise UnreadableFile(f"{_size_text(before.st_size)}, larger than the {_size_text(cap)} allowed")
     try:
@@ -122,7 +129,7 @@ def read_bounded(path: str | Path, cap: int, *, allow_pipe: bool = False,
     try:
         info = os.fstat(fd)
         if stat.S_IFMT(info.st_mode) != stat.S_IFMT(before.st_mode):  # swapped since the stat
-            raise UnreadableFile(f"{_kind(info.st_mode)}, not a regular file")
+            raise UnreadableFile(f"{kind_of_mode(info.st_mode)}, not a regular file")
         data = _read_pipe(fd, cap, timeout) if is_pipe else _read_file(fd, cap)
     except OSError as err:
         if isinstance(err, UnreadableFile):
@@ -132,7 +139,7 @@ def read_bounded(path: str | Path, cap: int, *, allow_pipe: bool = False,
         os.close(fd)
     if len(data) > cap:
         raise UnreadableFile(f"more than the {_size_text(cap)} allowed")
-    return data
+    return data, info
 
 
 def _read_file(fd: int, cap: int) -> bytes:

@@ -23,13 +23,12 @@ import hashlib
 import json
 import os
 import re
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from backends.fileio import umask_mode
+from backends.fileio import UnreadableFile, read_bounded_stat, umask_mode
 from backends.printable import printable
 from sharding.errors import ShardingError
 
@@ -68,14 +67,6 @@ class UnreadableMetadata(OSError):
         return self.reason
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
-                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _reason(err: OSError) -> str:
     if err.errno == errno.ELOOP:
         return "a symlink loop"
@@ -85,42 +76,15 @@ def _reason(err: OSError) -> str:
 def read_metadata_text(path: str | Path, cap: int = MAX_METADATA_BYTES) -> tuple[str, float]:
     """(text, mtime) of a regular file of at most `cap` bytes; UnreadableMetadata otherwise.
 
-    Checked with stat before opening and fstat after (opened O_NONBLOCK, so a
-    FIFO swapped in between cannot block); reads at most ``cap + 1`` bytes.
+    Read as every hostile file is (`fileio.read_bounded`): never blocking on a
+    FIFO, never more than ``cap + 1`` bytes.
     """
     try:
-        before = os.stat(path)
-    except OSError as err:
-        raise UnreadableMetadata(_reason(err)) from None
-    if not stat.S_ISREG(before.st_mode):
-        raise UnreadableMetadata(f"{_kind(before.st_mode)}, not a regular file")
-    if before.st_size > cap:
-        raise UnreadableMetadata(f"{before.st_size} bytes, more than the {cap} a metadata file may have")
+        data, info = read_bounded_stat(path, cap)
+    except UnreadableFile as err:
+        raise UnreadableMetadata(err.reason) from None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as err:
-        raise UnreadableMetadata(_reason(err)) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnreadableMetadata(f"{_kind(info.st_mode)}, not a regular file")
-        chunks, total = [], 0
-        while total <= cap:
-            chunk = os.read(fd, cap + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except UnreadableMetadata:
-        raise
-    except OSError as err:
-        raise UnreadableMetadata(_reason(err)) from None
-    finally:
-        os.close(fd)
-    if total > cap:
-        raise UnreadableMetadata(f"more than the {cap} bytes a metadata file may have")
-    try:
-        return b"".join(chunks).decode("utf-8"), info.st_mtime
+        return data.decode("utf-8"), info.st_mtime
     except UnicodeDecodeError as err:
         raise UnreadableMetadata(f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})") from None
 

@@ -231,7 +231,7 @@ def test_hostile_files_in_a_checkpoint_are_warnings_and_skipped(tmp_path, cli_en
     assert all(w.startswith("hyperion-checkpoint: warning: ") and w.isprintable() for w in warnings)
     assert "Traceback" not in result.stderr
     expected = {"fifo": "a FIFO, not a regular file", "directory": "a directory, not a regular file",
-                "zero": "a device, not a regular file", "sparse": "more than the 1048576",
+                "zero": "a character device, not a regular file", "sparse": "larger than the 1 MiB allowed",
                 "loop": "a symlink loop", "bigint": "a number of 5000 digits", "nested": "nested too deeply",
                 "\\x1b]0;owned\\x07": "unreadable completion manifest"}
     for name, reason in expected.items():

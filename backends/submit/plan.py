@@ -9,6 +9,7 @@ import os
 import stat
 
 from backends.errors import InputError
+from backends.fileio import kind_of_mode
 from backends.printable import printable
 from backends.records.paths import log_stem, q_dir, record_path
 from backends.submit.array import MAX_VALUES
@@ -174,13 +175,6 @@ PATH_MAX = 4096
 Q_NAME_ROOM = 40
 # What a log moved aside may gain: "<value>." in front (NAME only in its directory), ".<n>" behind.
 MOVED_NAME_ROOM = 16
-_KINDS = ((stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "named pipe (FIFO)"),
-          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"),
-          (stat.S_ISDIR, "directory"))
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "special file")
 
 
 def _check_name(path: str, room: int, what: str) -> None:
@@ -211,7 +205,7 @@ def check_log_files(plan: SubmitPlan) -> None:
         except OSError:       # none yet; a directory in the way is check_log_dirs' to name
             continue
         if not stat.S_ISREG(mode):
-            raise InputError("--output-file", f"{printable(task.log)} is a {_kind(mode)}, not a regular file; "
+            raise InputError("--output-file", f"{printable(task.log)} is {kind_of_mode(mode)}, not a regular file; "
                              "a log must be a file of its own (nothing was moved or written)")
 
 
