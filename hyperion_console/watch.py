@@ -22,7 +22,7 @@ from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.watch.finals import FinalsRecorder
 from backends.watch.rows import TaskRow, history_rows, usage_missing
-from backends.watch.slurm.accounting import QueryError
+from backends.watch.slurm.accounting import QueryError, QueryStopped, stoppable
 from backends.watch.targets import fill_missing_usage
 from backends.watch.wait import watcher
 
@@ -51,7 +51,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     """Poll the unfinished tasks of `history` until they all ended or `stop` is set; first, as
     `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it."""
     pending = polled_tasks(history)
-    _deliver_missing_usage(history, deliver, all_terminal=not pending)
+    _deliver_missing_usage(history, deliver, stop, all_terminal=not pending)
     if not pending:
         return
     poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
@@ -84,15 +84,17 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     poller.run(observe, stop, waiting)
 
 
-def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], all_terminal: bool) -> None:
+def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
+                           all_terminal: bool) -> None:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
-    a wait that stopped before accounting told it); written into the ledger by the core."""
+    a wait that stopped before accounting told it); written into the ledger by the core. A sacct
+    that hangs is killed when the console quits, as the watch's own queries are."""
     missing = usage_missing(history)
     if not missing:
         return
     try:
-        used = fill_missing_usage(history)
-    except QueryError:
+        used = fill_missing_usage(history, stoppable(stop))
+    except (QueryError, QueryStopped):
         return                   # usage stays "-": the states are the ledger's either way
     rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)
     if rows:

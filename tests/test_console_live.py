@@ -327,6 +327,31 @@ def test_a_hanging_slurm_is_said_on_the_status_line_and_quitting_does_not_wait_f
     assert not _runs(int(pids.read_text().split()[0]))
 
 
+def test_quitting_does_not_wait_for_a_hanging_sacct_asked_for_missing_usage(tmp_path: Path, monkeypatch) -> None:
+    """Opening a record whose ended tasks lack usage asks sacct once; while it hung, quitting the
+    console waited for it (up to its 30 s timeout) and left it running."""
+    from test_console_fixtures import build_history
+
+    bin_dir, pids = tmp_path / "bin", tmp_path / "pids"
+    bin_dir.mkdir()
+    (bin_dir / "sacct").write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
+    (bin_dir / "sacct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")     # every task ended, no usage
+    quit_at: list[float] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 24)) as pilot:
+            await wait_for(pilot, lambda: pids.exists() and pids.read_text().strip(), 15)
+            quit_at.append(time.monotonic())
+            await pilot.press("q")
+
+    asyncio.run(scenario())
+    assert time.monotonic() - quit_at[0] < 2.0
+    assert not _runs(int(pids.read_text().split()[0]))
+
+
 def _not_answering(line: str) -> int:
     return int(line.split("not answering for ")[1].split(" s")[0])
 
