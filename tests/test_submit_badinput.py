@@ -158,6 +158,10 @@ CLI_CASES = [
     ("array-name-cuda", ["--array", "CUDA_VISIBLE_DEVICES=1:2", "--output-file", "log/t.CUDA_VISIBLE_DEVICES.log"],
      ["true"], "--array"),
     ("array-name-locale", ["--array", "LC_ALL=1:2", "--output-file", "log/t.LC_ALL.log"], ["true"], "--array"),
+    # bash sets these itself in the batch script: tasks got a timestamp, a random number or the log path
+    *[(f"array-name-{name.lower()}", ["--array", f"{name}=1:2", "--output-file", f"log/t.{name}.log"], ["true"],
+       "--array") for name in ("EPOCHSECONDS", "SRANDOM", "FUNCNAME", "DIRSTACK", "_hyperion_log", "_hyperion_start")],
+    ("log-named-q", ["--output-file", "log/q"], ["true"], "--output-file"),
     ("array-value-2-63", ["--array", f"JOB={2 ** 63}", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-value-beyond-bound", ["--array", "JOB=1000000001", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-endpoint-5000-digits", ["--array", "JOB=1:" + "9" * 5000, "--output-file", ARRAY_LOG], ["true"], "--array"),
@@ -209,6 +213,17 @@ def test_bad_command_line_is_one_line_exit_2(tmp_path, cli_env, backend, args, c
     result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), *args, *tail,
                      cwd=tmp_path, env=cli_env, timeout=60)
     _check_rejected(result, tmp_path, field)
+
+
+def test_a_backslash_in_the_log_folder_is_refused_for_slurm_and_runs_locally(tmp_path, cli_env):
+    """sbatch drops a backslash from --output and then reads no %j: every task failed without running."""
+    args = ["--cfg", str(TEST_SITE), "--output-file", "b\\s/log/t.log", "--", "true"]
+    result = run_cli("hyperion-submit", "slurm", *args, cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "--output-file")
+    assert "holds a backslash" in result.stderr
+    local = run_cli("hyperion-submit", "local", *args, cwd=tmp_path, env=cli_env, timeout=60)
+    assert local.returncode == 0, local.stderr
+    assert (tmp_path / "b\\s" / "log" / "t.log").is_file()
 
 
 @pytest.mark.parametrize("backend", ["local", "slurm"])

@@ -6,6 +6,7 @@ accounting says about the jobs.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -108,6 +109,39 @@ def test_percent_in_the_log_directory_is_not_a_slurm_pattern(slurm_cluster, test
     for t in record.tasks:
         assert Path(t.slurm_out).parent == tmp_path / "run%a/log/q" and Path(t.slurm_out).exists()
     assert not (tmp_path / "run1").exists()
+
+
+def test_bytes_that_are_not_utf8_reach_the_task_as_they_were_given(slurm_cluster, test_site, cli_env, tmp_path):
+    """A latin-1 file name in an argument, the log name and the folder: a traceback (the script was
+    written as strict UTF-8) after the earlier log had been moved aside; the local backend ran it."""
+    run = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    (run / "log").mkdir(parents=True)
+    log = run / os.fsdecode(b"log/r\xe9sum\xe9.log")
+    log.write_text("an earlier run's log\n")
+    result = submit(test_site, "--output-file", str(log), "--env", os.fsdecode(b"WHO=M\xfcller"), "--",
+                    "sh", "-c", 'printf "%s|%s\\n" "$1" "$WHO"', "sh", os.fsdecode(b"\xff\xfe"),
+                    cwd=run, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    assert b"\n\xff\xfe|M\xfcller\n" in log.read_bytes()
+    (earlier,) = (run / "log" / "q" / "attempts").rglob(os.fsdecode(b"r\xe9sum\xe9.log"))
+    assert earlier.read_text() == "an earlier run's log\n"
+
+
+def test_the_program_is_run_never_a_builtin_or_function_of_its_name(slurm_cluster, test_site, cli_env, tmp_path):
+    """bash ran `eval ...` from the command and an exported function in place of the program,
+    where the local backend (execvp) runs only programs."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "prep").write_text("#!/bin/sh\necho program\n")
+    (bin_dir / "prep").chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}:{cli_env['PATH']}", "BASH_FUNC_prep%%": "() {  echo function\n}"}
+    result = submit(test_site, "--output-file", "log/p.log", "--", "prep", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "\nprogram\n" in (tmp_path / "log/p.log").read_text()
+    result = submit(test_site, "--output-file", "log/e.log", "--", "eval", f"touch {tmp_path}/evaluated",
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1 and "exit code 127" in result.stderr, result.stderr
+    assert not (tmp_path / "evaluated").exists()
 
 
 def test_array_with_a_failing_task_exits_non_zero_naming_its_log(slurm_cluster, test_site,

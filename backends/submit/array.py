@@ -34,9 +34,16 @@ RESERVED_NAMES = frozenset({
     "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "CPATH", "LIBRARY_PATH", "PKG_CONFIG_PATH",
     "GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "VIRTUAL_ENV", "CONDA_PREFIX", "PERL5LIB", "NODE_OPTIONS",
+    # variables bash itself sets or reads in the batch script: NAME=value would not hold there
+    "EPOCHSECONDS", "EPOCHREALTIME", "SRANDOM", "FUNCNAME", "FUNCNEST", "HISTCMD", "DIRSTACK",
+    "PIPESTATUS", "REPLY", "COPROC", "MAPFILE", "POSIXLY_CORRECT", "EXECIGNORE", "TIMEFORMAT",
+    "COLUMNS", "LINES", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "HISTIGNORE", "HISTTIMEFORMAT",
+    "INPUTRC", "IGNOREEOF", "MAILCHECK", "MAILPATH", "FIGNORE", "CHILD_MAX", "auto_resume", "histchars",
 })
+INTERNAL_PREFIX = "_hyperion_"   # the batch script's own variables (slurm/script.py)
 RESERVED_PREFIXES = ("LD_", "PYTHON", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_", "BASH",
-                     "CUDA_", "NCCL_", "XDG_", "SSH_", "MUNGE_", "PMI", "OMPI_", "TORCH")
+                     "CUDA_", "NCCL_", "XDG_", "SSH_", "MUNGE_", "PMI", "OMPI_", "TORCH",
+                     "COMP_", "READLINE_", INTERNAL_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,9 @@ def check_name(name: str) -> None:
     if not SHELL_NAME.match(name):
         raise InputError(FIELD, f"name {_quoted(name)} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
     if is_reserved(name):
-        raise InputError(FIELD, f"name {name} is a variable the task's environment depends on "
-                         "(PATH, HOME, LD_*, PYTHON*, SLURM_*, ...); pick another NAME, e.g. JOB")
+        raise InputError(FIELD, f"name {name} is a variable the task's environment or its batch script "
+                         "depends on (PATH, HOME, LD_*, PYTHON*, SLURM_*, bash's RANDOM, EPOCHSECONDS, ...); "
+                         "pick another NAME, e.g. JOB")
 
 
 def _too_many(count: int) -> str:

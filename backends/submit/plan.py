@@ -66,6 +66,10 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
         # every face would show the path escaped, and the console refuses such a record
         raise InputError("--output-file", f"{printable(where)} holds a control or bidi character")
     _check_log_file(options.output_file)
+    if options.backend == "slurm" and "\\" in os.path.dirname(where):
+        # sbatch drops it and then reads no %-pattern: Slurm's .out/.err go nowhere, the task never runs
+        raise InputError("--output-file", f"{printable(os.path.dirname(where))} holds a backslash, which "
+                         "Slurm's --output file patterns cannot hold (the local backend can)")
     check_count("--num-gpus", options.num_gpus, minimum=0, maximum=MAX_GPUS)
     check_count("--num-threads", options.num_threads, minimum=1, maximum=MAX_THREADS)
     if options.mem is not None and options.mem_per_cpu is not None:
@@ -93,6 +97,9 @@ def _check_log_file(output_file: str) -> None:
             or os.path.isdir(output_file):
         raise InputError("--output-file", f"{output_file!r} is a directory; give the log file's "
                          "path, e.g. exp/log/train.log")
+    if os.path.basename(output_file) == "q":
+        raise InputError("--output-file", f"{printable(output_file)}: a log named q would be the q/ folder "
+                         "beside it, where the record and scripts go; name it e.g. q.log")
 
 
 def _task(options: SubmitOptions, value: int | None) -> PlannedTask:

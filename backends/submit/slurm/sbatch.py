@@ -105,7 +105,8 @@ def _write_script(sub: PlannedWindow) -> None:
     path = Path(sub.script_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    # surrogateescape: an argument or path that is not UTF-8 (argv decodes its bytes so) gets its bytes back
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
         os.fchmod(fd, umask_mode(executable=True))
         handle.write(sub.script)
 

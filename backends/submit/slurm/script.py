@@ -12,16 +12,16 @@ import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
-from backends.submit.array import SHELL_NAME
+from backends.submit.array import INTERNAL_PREFIX, SHELL_NAME
 from backends.submit.model import launch_prefix
 
 if TYPE_CHECKING:
     from backends.submit.model import SubmitOptions
 
-# Internal variables carry a prefix no recipe is likely to choose as NAME.
-_LOG = "_hyperion_log"
-_CMD = "_hyperion_cmd"
-_RC = "_hyperion_rc"
+# Internal variables carry a prefix NAME may not have (array.RESERVED_PREFIXES).
+_LOG = INTERNAL_PREFIX + "log"
+_CMD = INTERNAL_PREFIX + "cmd"
+_RC = INTERNAL_PREFIX + "rc"
 
 
 def splice(text: str, name: str | None) -> str:
@@ -71,7 +71,9 @@ def render_script(options: SubmitOptions, offset: int) -> str:
         "{",
         logheader.bash_header(running).rstrip("\n"),
         f'}} > "${_LOG}" || exit 1',
-        f'"${{{_CMD}[@]}}" >> "${_LOG}" 2>&1',
+        # exec, as the local backend's execvp: a builtin (eval) or an exported function of the
+        # program's name must not run instead of the program (a subshell, so the footer follows)
+        f'( exec -- "${{{_CMD}[@]}}" ) >> "${_LOG}" 2>&1',
         f"{_RC}=$?",
         # a log the task removed is not made again with the footer alone: the wait then says it is missing
         f'[ -f "${_LOG}" ] && ' + logheader.bash_footer(_RC).rstrip("\n") + f' >> "${_LOG}"',
