@@ -31,6 +31,9 @@ def _gpu(options: list[str]) -> str:
 # (id, site YAML text or None for the test site, submitter args, command, expected field)
 ARRAY_LOG = "log/t.JOB.log"
 YAML_CASES = [
+    # torchrun for N processes and no GPU asked of Slurm (the audit's `gpu_types: {v: {options: []}}`)
+    ("gpu-type-asking-no-gpus", _gpu(["--partition=gpu"]), "gpu_types.v100.options"),
+    ("gpu-type-with-no-options", _gpu([]), "gpu_types.v100.options"),
     ("export", _site(base_options=["--export=NONE"]), "base_options"),
     ("export-prefix", _site(base_options=["--exp=NONE"]), "base_options"),
     ("output-prefix", _site(base_options=["--outp=x"]), "base_options"),
@@ -213,6 +216,14 @@ def test_bad_command_line_is_one_line_exit_2(tmp_path, cli_env, backend, args, c
     result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), *args, *tail,
                      cwd=tmp_path, env=cli_env, timeout=60)
     _check_rejected(result, tmp_path, field)
+
+
+def test_a_value_that_starts_with_a_dash_is_told_how_to_be_given(tmp_path, cli_env):
+    """`--mem -1G` said '--mem: expected one argument', though the user gave one."""
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--mem", "-1G", "--output-file",
+                     "log/t.log", "--", "true", cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "--mem")
+    assert "'-1G' reads as an option; a value starting with '-' is given as --mem=-1G" in result.stderr
 
 
 def test_a_backslash_in_the_log_folder_is_refused_for_slurm_and_runs_locally(tmp_path, cli_env):

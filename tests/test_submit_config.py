@@ -265,3 +265,12 @@ def test_bad_site_poll_interval_is_refused(tmp_path, text):
     with pytest.raises(InputError) as err:
         load_site(path)
     assert err.value.field == "poll_interval"
+
+
+@pytest.mark.parametrize("text", ["mem:\n", "sbatch_command:\n", "mem:\ntime:\n"])
+def test_a_key_left_empty_is_unset_whether_or_not_other_keys_follow(tmp_path, text):
+    """`mem:` alone was read by jsonargparse as a file path: 'cfg: File does not exist: .../mem:'."""
+    site = tmp_path / "site.yaml"
+    site.write_text(text)
+    _, options = parse_submit_argv(["slurm", "--cfg", str(site), "--output-file", "log/t.log", "--", "true"])
+    assert options.mem is None and options.num_threads == 1

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.errors import InputError
+from backends.printable import printable
 from backends.submit.array import MAX_VALUES, SHELL_NAME, parse_array
 from backends.submit.config import KEYS, SiteConfig, load_site_text
 from backends.submit.model import BACKENDS, SubmitOptions
@@ -87,17 +88,27 @@ def _parse(parser, tokens: list[str]):
     try:
         return parser.parse_args(tokens)
     except (argparse.ArgumentError, SystemExit, ValueError, TypeError) as err:
-        raise _input_error(str(err)) from None
+        raise _input_error(str(err), tokens) from None
 
 
-def _input_error(message: str) -> InputError:
+def _dash_value(field: str, tokens: list[str]) -> str | None:
+    """argparse's 'expected one argument' for `--mem -1G`: the value was there, read as an option."""
+    for option, value in zip(tokens, tokens[1:]):
+        if option == field and value.startswith("-") and not value.startswith("--"):
+            return (f"expected a value, and {printable(value)!r} reads as an option; a value starting "
+                    f"with '-' is given as {field}={printable(value)}")
+    return None
+
+
+def _input_error(message: str, tokens: list[str] = ()) -> InputError:
     text = " ".join(message.split())
     match = re.match(r"unrecognized arguments: (\S+)", text)
     if match:
         return InputError(match[1], "unknown option (see hyperion-submit --help / the README)")
     match = re.match(r"argument (\S+?)(?:/\S+)?: (.*)", text)
     if match:
-        return InputError(match[1], match[2])
+        said = _dash_value(match[1], list(tokens)) if match[2] == "expected one argument" else None
+        return InputError(match[1], said or match[2])
     match = re.match(r'Parser key "([^"]+)": (.*)', text)
     if match:
         return InputError(match[1], match[2])
@@ -145,7 +156,9 @@ def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
     cli = _parse(parser, rest)                 # what the command line itself says
     # The text already read and checked, not the path: a pipe (--cfg <(...)) cannot be
     # read twice, and a file may change between two reads.
-    merged = _parse(parser, ["--cfg", text] + rest)   # YAML defaults under the command line
+    # The comment keeps jsonargparse from reading a one-key text with an empty value ("mem:")
+    # as a file path ('File does not exist: mem:'); it parses the same YAML otherwise.
+    merged = _parse(parser, ["--cfg", "# site file\n" + text] + rest)   # YAML defaults under the command line
     if merged.output_file is None:
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
     mem, mem_per_cpu = _memory(site, cli)

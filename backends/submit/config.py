@@ -90,6 +90,10 @@ def _gpu_types(raw: object) -> Mapping[str, tuple[str, ...]]:
         if extra:
             raise InputError(f"{where}.{extra[0]}", "unknown key (only 'options' is allowed)")
         types[str(name)] = check_options(f"{where}.options", entry.get("options"), allow_gpu=True)
+        if not any("{num_gpus}" in option for option in types[str(name)]):
+            # --num-gpus would get a torchrun prefix for N processes and no GPU from Slurm
+            raise InputError(f"{where}.options", "no option holds {num_gpus}, so Slurm would not be asked "
+                             "for the GPUs --num-gpus requests (e.g. --gres=gpu:v100:{num_gpus})")
     return MappingProxyType(types)
 
 
