@@ -11,13 +11,19 @@ from __future__ import annotations
 import re
 
 # C0 controls, DEL, C1 controls; bidi embeddings, overrides, isolates and marks;
-# line and paragraph separators (a terminal may break the line there).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_KEEP_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# line and paragraph separators (a terminal may break the line there); surrogates:
+# a byte that is not UTF-8 in a path or argument (os.fsdecode keeps 0x9b as U+DC9B),
+# which would reach an 8-bit terminal as that byte (0x9b starts a CSI there).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                     "\ud800-\udfff]")
+_UNSAFE_KEEP_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                                 "\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:        # the byte surrogateescape stood in for
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 

@@ -30,6 +30,14 @@ def test_output_has_no_control_or_bidi_character(text: str) -> None:
                    for c in shown)
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Zl", "Zp"))))
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Zl", "Zp", "Cs"))))
 def test_plain_text_is_unchanged(text: str) -> None:
     assert printable(text) == text
+
+
+def test_a_byte_that_is_not_utf8_is_shown_as_that_byte_never_sent_as_it() -> None:
+    """os.fsdecode keeps a path's 0x9b as U+DC9B, and stdout wrote the byte back: a CSI on an
+    8-bit terminal. Every such stand-in is spelled as its byte, and the text encodes strictly."""
+    path = "log/\udc9b31m/caf\udce9.log"              # os.fsdecode(b"log/\x9b31m/caf\xe9.log")
+    assert printable(path) == "log/\\x9b31m/caf\\xe9.log"
+    assert printable("lone \ud800", layout=True).encode("utf-8") == b"lone \\ud800"

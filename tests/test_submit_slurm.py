@@ -112,19 +112,24 @@ def test_percent_in_the_log_directory_is_not_a_slurm_pattern(slurm_cluster, test
 
 
 def test_bytes_that_are_not_utf8_reach_the_task_as_they_were_given(slurm_cluster, test_site, cli_env, tmp_path):
-    """A latin-1 file name in an argument, the log name and the folder: a traceback (the script was
-    written as strict UTF-8) after the earlier log had been moved aside; the local backend ran it."""
-    run = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
-    (run / "log").mkdir(parents=True)
-    log = run / os.fsdecode(b"log/r\xe9sum\xe9.log")
+    """A latin-1 file name in an argument or an --env value gave a traceback (the batch script was
+    written as strict UTF-8) after the earlier log had been moved aside; local ran it. Such a byte
+    in the log's path is refused before anything moves: every face shows paths as plain text."""
+    log = tmp_path / "log" / "r.log"
+    log.parent.mkdir()
     log.write_text("an earlier run's log\n")
     result = submit(test_site, "--output-file", str(log), "--env", os.fsdecode(b"WHO=M\xfcller"), "--",
-                    "sh", "-c", 'printf "%s|%s\\n" "$1" "$WHO"', "sh", os.fsdecode(b"\xff\xfe"),
-                    cwd=run, env=cli_env)
+                    "sh", "-c", 'printf "%s|%s\\n" "$1" "$WHO"', "sh", os.fsdecode(b"caf\xe9.wav"),
+                    cwd=tmp_path, env=cli_env)
     assert result.returncode == 0, result.stderr
-    assert b"\n\xff\xfe|M\xfcller\n" in log.read_bytes()
-    (earlier,) = (run / "log" / "q" / "attempts").rglob(os.fsdecode(b"r\xe9sum\xe9.log"))
+    assert b"\ncaf\xe9.wav|M\xfcller\n" in log.read_bytes()
+    (earlier,) = (tmp_path / "log" / "q" / "attempts").rglob("r.log")
     assert earlier.read_text() == "an earlier run's log\n"
+    latin = tmp_path / os.fsdecode(b"log/r\xe9sum\xe9.log")
+    refused = submit(test_site, "--output-file", str(latin), "--", "true", cwd=tmp_path, env=cli_env)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "r\\xe9sum\\xe9.log holds a control or bidi character or a byte that is not UTF-8" in refused.stderr
+    assert log.read_bytes().startswith(b"# Running: sh -c")          # the last run's log was not moved
 
 
 def test_the_program_is_run_never_a_builtin_or_function_of_its_name(slurm_cluster, test_site, cli_env, tmp_path):
