@@ -369,6 +369,35 @@ def test_hostile_records_and_logs_are_one_line_exit_2(tmp_path, cli_env, argv, f
     assert sorted(tmp_path.rglob("*")) == before
 
 
+TASK_FIELD_EDITS = [
+    ("value", "1", 'tasks[0].value: expected an integer from 0 to 1000000000 or null, got "1"'),
+    ("value", [1], "tasks[0].value: expected an integer"),
+    ("array_task_id", {"a": 1}, "tasks[0].array_task_id: expected an integer"),
+    ("log", ["a"], 'tasks[0].log: expected a path, got ["a"]'),
+    ("log", None, "tasks[0].log: expected a path, got null"),
+    ("log", 5, "tasks[0].log: expected a path, got 5"),          # os.stat(5) was the descriptor 5
+]
+
+
+@pytest.mark.parametrize("key,value,problem", TASK_FIELD_EDITS)
+def test_a_record_with_a_task_field_of_the_wrong_type_is_one_line_and_list_skips_it(
+        tmp_path, cli_env, key, value, problem):
+    """A hand-edited task field made every command trace back, and `list` show no record at all."""
+    good = make_record(tmp_path / "good")
+    bad = make_record(tmp_path / "bad")
+    data = json.loads(Path(bad.path).read_text())
+    data["tasks"][0][key] = value
+    Path(bad.path).write_text(json.dumps(data))
+    for argv in (["status", bad.path], ["history", bad.path], ["usage", bad.path], ["logs", f"{bad.path}:2"],
+                 ["retry", bad.path, "--dry-run"]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, (argv, result.stderr)
+        assert result.stderr.startswith(f"hyperion-jobs: error: record: {bad.path}: {problem}"), result.stderr
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env, timeout=60)
+    assert listed.returncode == 0 and good.path in listed.stdout and bad.path not in listed.stdout
+    assert f"skipping {bad.path}: " in listed.stderr and "Traceback" not in listed.stderr
+
+
 def test_plain_watch_lines_show_reasons_restarts_and_how_old_the_states_are():
     import io
     import re

@@ -17,6 +17,8 @@ from backends.printable import printable
 from backends.records.paths import RECORD_SUFFIX
 
 MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
+MAX_TASKS = 100_000          # tasks of one submission (submit.array.MAX_VALUES): a record may not claim more
+MAX_NUMBER = 10 ** 9         # the largest array value (submit.array.MAX_VALUE) and physical task id
 LOCAL_JOB = "local"                      # the job id of every task of a local run
 
 
@@ -95,10 +97,53 @@ def save_record(record: SubmitRecord) -> None:
     write_json_atomic(Path(record.path), asdict(record))
 
 
-def _task(raw: dict) -> TaskRecord:
-    return TaskRecord(value=raw["value"], job_id=str(raw["job_id"]), array_task_id=raw["array_task_id"],
-                      log=raw["log"], slurm_out=raw.get("slurm_out"), slurm_err=raw.get("slurm_err"),
+class _BadField(ValueError):
+    """A record field of the wrong type or out of bounds: `field: problem`, one line."""
+
+
+def _number(raw: dict, key: str, where: str) -> int | None:
+    value = raw[key]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NUMBER:
+        raise _BadField(f"{where}.{key}: expected an integer from 0 to {MAX_NUMBER} or null, got {_shown(value)}")
+    return value
+
+
+def _text(raw: dict, key: str, where: str, optional: bool = False) -> str | None:
+    value = raw.get(key) if optional else raw[key]
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise _BadField(f"{where}.{key}: expected a path, got {_shown(value)}")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or value == value else "NaN"
+    return printable(text if len(text) <= 40 else text[:40] + "...")
+
+
+def _task(raw: dict, index: int) -> TaskRecord:
+    """Every field a reader sorts, hashes, stats or opens is checked: a string value or a list
+    log in a hand-edited record made every command trace back (and `list` show nothing)."""
+    where = f"tasks[{index}]"
+    if not isinstance(raw, dict):
+        raise _BadField(f"{where}: expected an object, got {_shown(raw)}")
+    return TaskRecord(value=_number(raw, "value", where), job_id=str(raw["job_id"]),
+                      array_task_id=_number(raw, "array_task_id", where), log=_text(raw, "log", where),
+                      slurm_out=_text(raw, "slurm_out", where, optional=True),
+                      slurm_err=_text(raw, "slurm_err", where, optional=True),
                       attempt=_attempt(raw.get("attempt")))
+
+
+def _items(raw: dict, key: str) -> list:
+    items = raw[key]
+    if not isinstance(items, list):
+        raise _BadField(f"{key}: expected a list, got {_shown(items)}")
+    if len(items) > MAX_TASKS:
+        raise _BadField(f"{key}: {len(items)} entries; a submission has at most {MAX_TASKS}")
+    return items
 
 
 def _attempt(raw: object) -> int:
@@ -129,14 +174,16 @@ def load_record(path: str | Path) -> SubmitRecord:
             cfg=str(raw["cfg"]), options=dict(raw["options"]), script=raw.get("script"),
             array_name=raw.get("array_name"),
             jobs=tuple(JobRecord(str(j["job_id"]), int(j["offset"]), j.get("array_expression"))
-                       for j in raw["jobs"]),
-            tasks=tuple(_task(t) for t in raw["tasks"]),
+                       for j in _items(raw, "jobs")),
+            tasks=tuple(_task(t, i) for i, t in enumerate(_items(raw, "tasks"))),
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
             attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
         )
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None
+    except _BadField as err:
+        raise InputError("record", f"{shown}: {err}") from None
     except (TypeError, ValueError, AttributeError) as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record "
                          f"({type(err).__name__}: {printable(str(err))[:200]})") from None
