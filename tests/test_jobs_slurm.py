@@ -314,3 +314,24 @@ def test_a_job_slurm_does_not_know_is_one_line_exit_2(slurm_cluster, cli_env, ar
     assert result.returncode == 2
     assert result.stderr.startswith("hyperion-jobs: error: JOB: Slurm knows no job 99999999")
     assert result.stderr.count("\n") == 1
+
+
+def test_a_job_whose_name_is_not_utf8_is_listed_and_its_log_found(slurm_cluster, tmp_path, cli_env):
+    """squeue's %j and scontrol's output were decoded strictly: one job named in latin-1 made
+    `list` and `logs JOBID` trace back for every job of the user."""
+    (tmp_path / "q").mkdir()
+    job = subprocess.run(["sbatch", "--parsable", "-p", "cpu", "-t", "2", "-J", os.fsdecode(b"caf\xe9\x9b"),
+                          "-o", str(tmp_path / "q" / "slurm-%j.out"), "--wrap", "echo started; sleep 60"],
+                         capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    try:
+        out = tmp_path / "q" / f"slurm-{job}.out"
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env, timeout=60)
+        assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+        assert job in listed.stdout and "\x9b" not in listed.stdout
+        shown = run_cli("hyperion-jobs", "logs", job, "--out", env=cli_env, timeout=60)
+        assert shown.returncode == 0 and shown.stdout == "started\n", shown.stderr
+    finally:
+        subprocess.run(["scancel", job], check=False)

@@ -82,7 +82,7 @@ def _one_line(text: str) -> str:
 def _sbatch(sub: PlannedWindow) -> str:
     """Run one sbatch (no shell); the job id, or SubmitError naming the kept script."""
     try:
-        done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True,
+        done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True, errors="replace",
                               stdin=subprocess.DEVNULL, timeout=120)
     except FileNotFoundError:
         raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}; script kept at {sub.script_path}") from None

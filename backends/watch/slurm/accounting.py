@@ -111,7 +111,8 @@ def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT,
 
     try:
         child = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                 stderr=subprocess.PIPE, text=True, errors="replace",
+                                 start_new_session=True)
     except FileNotFoundError:
         return CommandResult(127, "", f"{argv[0]}: command not found")
     try:
