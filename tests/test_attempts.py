@@ -491,6 +491,28 @@ def test_a_hostile_child_line_neither_crashes_status_nor_a_submission(tmp_path, 
         assert "Traceback" not in other.stderr and other.returncode in (0, 2), other.stderr
 
 
+@pytest.mark.parametrize("edit", ['"elapsed":Infinity', '"usage":{"max_rss_bytes":NaN,"cpu_seconds":Infinity}'])
+def test_infinity_or_nan_in_a_final_line_shows_as_unknown(tmp_path, cli_env, edit):
+    """json reads Infinity and NaN: int() of them made status, history, usage and list trace back."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/n.JOB.log",
+                        "--", "true").returncode == 0
+    ledger = tmp_path / "log" / "q" / "n.JOB.attempts.jsonl"
+    lines = ledger.read_text().splitlines()
+    final = next(i for i, line in enumerate(lines)
+                 if json.loads(line).get("type") == "final" and json.loads(line).get("value") == 1)
+    data = json.loads(lines[final])
+    key = edit.split(":")[0].strip('"')
+    data.pop(key, None)
+    lines[final] = json.dumps(data)[:-1] + "," + edit + "}"
+    ledger.write_text("\n".join(lines) + "\n")
+    record = str(tmp_path / "log" / "q" / "n.JOB.submit.json")
+    for argv in (["status", record], ["history", record], ["usage", record], ["list", str(tmp_path)]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (argv, result.stderr)
+    status = run_cli("hyperion-jobs", "status", record, "--json", env=cli_env, timeout=60)
+    assert [task["state"] for task in json.loads(status.stdout)["tasks"]] == ["COMPLETED", "COMPLETED"]
+
+
 def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_end_it(tmp_path, cli_env):
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/one.log",
                                "--", "sleep", "60"], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,

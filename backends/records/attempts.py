@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 from collections.abc import Iterable, Mapping
@@ -323,9 +324,14 @@ def _opt_str(raw: object) -> str | None:
 
 
 def _number(raw: object) -> float | None:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw != raw:
+    """A finite number, else None: json reads Infinity and NaN, and int(inf) traces back."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         return None
-    return float(raw)
+    try:
+        value = float(raw)
+    except OverflowError:          # an integer beyond any float
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _attempt_entry(raw: dict) -> AttemptEntry | None:

@@ -13,6 +13,7 @@ Partition_Limit or an empty field for "not known".
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -50,12 +51,18 @@ class Usage:
         return asdict(self)
 
 
+def _finite(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
+
+
 def usage_from_json(raw: Mapping[str, object]) -> Usage | None:
     """A Usage from its `to_json` form (as the ledger keeps it); None when nothing in it is a number."""
     values = {}
     for name in USAGE_KEYS:
         value = raw.get(name)
-        values[name] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        values[name] = value if _finite(value) else None   # json reads Infinity and NaN; int() of them fails
     if all(v is None for v in values.values()):
         return None
     for name in ("max_rss_bytes", "req_mem_bytes", "alloc_cpus"):
