@@ -31,6 +31,8 @@ def _gpu(options: list[str]) -> str:
 # (id, site YAML text or None for the test site, submitter args, command, expected field)
 ARRAY_LOG = "log/t.JOB.log"
 YAML_CASES = [
+    ("merge-key", _site() + "<<: [{num_threads: 4}, {num_threads: 7}]\n", "<<"),
+    ("merge-key-alone", _site() + "<<: {mem: 4G}\n", "<<"),
     # torchrun for N processes and no GPU asked of Slurm (the audit's `gpu_types: {v: {options: []}}`)
     ("gpu-type-asking-no-gpus", _gpu(["--partition=gpu"]), "gpu_types.v100.options"),
     ("gpu-type-with-no-options", _gpu([]), "gpu_types.v100.options"),

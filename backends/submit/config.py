@@ -239,6 +239,10 @@ def check_yaml_events(text: str) -> None:
             if not isinstance(event, yaml.ScalarEvent):
                 raise InputError("--cfg", f"a key that is not plain text ({_where(event)})")
             frame.key = event.value
+            if event.value == "<<" and event.style is None or event.tag == "tag:yaml.org,2002:merge":
+                # a merge sets keys from inside it: `<<: [{num_threads: 4}, {num_threads: 7}]` gave 3 values
+                raise InputError("<<", f"YAML merge keys are not allowed in a site file ({_where(event)}); "
+                                 "write each key once")
             _check_scalar(_child_field(frame), event, None)
             if event.value in frame.keys:
                 raise InputError(_child_field(frame), f"key given twice ({_where(event)}); keep one")
