@@ -29,3 +29,19 @@ class SiteError(InputError):
     A key shares its name with a command-line option (`time`, `mem`): the
     console marks the site selector for it, not the option's field.
     """
+
+
+def check_working_dir() -> None:
+    """InputError when the working directory is gone (deleted or moved away under the shell).
+
+    Relative paths then resolve nowhere, and os.getcwd, which abspath and
+    jsonargparse call, raises FileNotFoundError deep inside a command: a
+    traceback, or hyperion-submit's misleading 'cannot write'.
+    """
+    import os
+
+    try:
+        os.getcwd()
+    except OSError as err:
+        raise InputError("working directory", f"cannot be reached ({err.strerror or err}): it was deleted "
+                         "or moved; cd to a folder that exists") from None

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from backends.errors import InputError
+from backends.errors import InputError, check_working_dir
 from backends.printable import printable
 from sharding.usage import OneLineParser
 
@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .app import make_app
     from .errors import describe_error
     try:
+        check_working_dir()
         check_args(args)
         app = make_app(cfg_dir=args.cfg_dir or "conf", checkpoint=args.checkpoint, record=args.record,
                        demo=args.demo, demo_dir=args.demo_dir)

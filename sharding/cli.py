@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, NoReturn, Sequence
 
-from backends.errors import FieldError
+from backends.errors import FieldError, check_working_dir
 from backends.printable import printable
 from sharding.coverage import Coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
@@ -173,8 +173,9 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    path = _path(args)
     try:
+        check_working_dir()
+        path = _path(args)
         Checkpoint(path).require_dir("PATH" if args.path else "--checkpoint-path")
         if args.command == "show":
             return _show(path, args.json)

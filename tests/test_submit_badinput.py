@@ -431,3 +431,21 @@ def test_unwritable_log_directory_is_refused_before_anything_runs(rightless_dir,
     assert len(lines) == 1 and lines[0].startswith("hyperion-submit: error: --output-file: cannot write logs in ")
     assert lines[0].endswith(field_text), lines[0]
     assert sorted(rightless_dir.rglob("*")) == before          # no record, no q/: nothing submitted
+
+
+@pytest.mark.parametrize("argv", [
+    ["hyperion-jobs", "list"], ["hyperion-jobs", "status", "123"], ["hyperion-checkpoint", "show", "ckpt"],
+    ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--output-file", "/tmp/none/s.log", "--dry-run", "--",
+     "true"],
+    ["hyperion-console", "--demo"],
+])
+def test_a_working_directory_deleted_under_the_shell_is_one_line_exit_2(tmp_path, cli_env, argv):
+    """list and status tracebacked in os.getcwd; hyperion-submit said 'cannot write', even a dry run."""
+    import shlex
+
+    script = f"mkdir gone && cd gone && rmdir ../gone && exec {shlex.join(argv)}"
+    result = subprocess.run(["sh", "-c", script], cwd=tmp_path, env=cli_env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (f"{argv[0]}: error: working directory: cannot be reached (No such file or "
+                             "directory): it was deleted or moved; cd to a folder that exists\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from backends.errors import InputError
+from backends.errors import InputError, check_working_dir
 from backends.printable import printable
 
 PROG = "hyperion-submit"
@@ -42,6 +42,7 @@ def _run(argv: Sequence[str]) -> int:
     from backends.submit.plan import build_plan, describe_plan
 
     try:
+        check_working_dir()
         request = parse_submit_request(argv)
         plan = build_plan(request.site, request.options)
     except InputError as err:   # escaped: the line may quote a hostile file or argument

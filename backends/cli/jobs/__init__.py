@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG, build_parser
-from backends.errors import InputError
+from backends.errors import InputError, check_working_dir
 from backends.printable import printable
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.slurm.cancel import CancelError
@@ -31,6 +31,7 @@ def command(name: str) -> Callable[..., int]:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        check_working_dir()
         return command(args.command)(args)
     except InputError as err:   # escaped: the line may quote a hostile record, path or argument
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
