@@ -513,6 +513,40 @@ def test_infinity_or_nan_in_a_final_line_shows_as_unknown(tmp_path, cli_env, edi
     assert [task["state"] for task in json.loads(status.stdout)["tasks"]] == ["COMPLETED", "COMPLETED"]
 
 
+def test_a_forged_child_line_never_names_another_users_process_group_to_kill(tmp_path, cli_env):
+    """A teammate's ledger (one you may read, not write) named a group of yours (a shell, tmux) as
+    its task's: status said it 'runs on as process group N', retry advised `kill -- -N`."""
+    from backends.records.runner import process_start
+
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/f.JOB.log",
+                        "--", "true").returncode == 0
+    ledger = tmp_path / "log" / "q" / "f.JOB.attempts.jsonl"
+    victim = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        def dropped(line: str) -> bool:   # task 3 started, never ended, its runner gone
+            entry = json.loads(line)
+            return entry.get("type") == "closed" or entry.get("type") in ("final", "child") \
+                and entry.get("value") == 3
+
+        kept = [line for line in ledger.read_text().splitlines() if not dropped(line)]
+        kept.append(json.dumps({"type": "child", "attempt": 1, "value": 3, "pid": victim.pid,
+                                "pid_start": process_start(victim.pid)}))
+        ledger.write_text("\n".join(kept) + "\n")
+        os.chown(ledger, 65534, 65534)         # the teammate's file; the sleep is ours
+        status = run_cli("hyperion-jobs", "status", str(ledger.with_name("f.JOB.submit.json")), "--json",
+                         env=cli_env)
+        rows = {task["value"]: task for task in json.loads(status.stdout)["tasks"]}
+        assert rows[3]["state"] == "LOST" and str(victim.pid) not in status.stdout, rows[3]
+        os.chown(ledger, os.getuid(), os.getgid())   # our own ledger: our own group is its task
+        status = run_cli("hyperion-jobs", "status", str(ledger.with_name("f.JOB.submit.json")), "--json",
+                         env=cli_env)
+        rows = {task["value"]: task for task in json.loads(status.stdout)["tasks"]}
+        assert rows[3]["state"] == "RUNNING" and str(victim.pid) in rows[3]["reason"], rows[3]
+    finally:
+        victim.kill()
+        victim.wait()
+
+
 def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_end_it(tmp_path, cli_env):
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/one.log",
                                "--", "sleep", "60"], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,

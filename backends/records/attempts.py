@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from backends.errors import InputError
-from backends.fileio import UnreadableFile, open_regular, read_bounded
+from backends.fileio import UnreadableFile, open_regular, read_bounded_stat
 from backends.printable import printable
 from backends.records.paths import RECORD_SUFFIX
 
@@ -149,6 +149,9 @@ class Ledger:
     skipped: int = 0                 # lines that were torn, foreign or too long
     last_start: Mapping[int, TaskStart] = field(default_factory=dict)   # attempt -> its newest task start
     children: Mapping[Key, TaskChild] = field(default_factory=dict)
+    # who owns the ledger file: its runners and tasks are that user's processes, never another's
+    # (a line a teammate forged could otherwise name your shell as a task to kill)
+    owner: int | None = None
     # answers about live processes made from this reading, with when (rows.py: one check per attempt)
     checks: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -450,12 +453,12 @@ def read_ledger(record_path: str | Path) -> Ledger:
     if not os.path.lexists(path):
         return Ledger()
     try:
-        data = read_bounded(path, MAX_LEDGER_BYTES)
+        data, info = read_bounded_stat(path, MAX_LEDGER_BYTES)
     except UnreadableFile as err:
         raise InputError("record", f"cannot read its ledger {printable(str(path))}: {err}") from None
     for spare in sorted(path.parent.glob(f"{path.name}.*{SPARE_SUFFIX}")):
         data += b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b"")
-    return parse_ledger(data)
+    return replace(parse_ledger(data), owner=info.st_uid)
 
 
 def _read_regular(path: Path, cap: int) -> bytes | None:

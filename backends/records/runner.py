@@ -38,11 +38,12 @@ def runner_fields() -> dict[str, object]:
     return {"pid": pid, "host": _host(), "pid_start": process_start(pid)}
 
 
-def runner_gone(entry: dict) -> bool:
+def runner_gone(entry: dict, owner: int | None = None) -> bool:
     """True only when `entry` names a runner on this host that is certainly no longer running.
 
     Entries without a pid (older files) or from another host cannot be judged
-    and are taken as alive.
+    and are taken as alive. A living process of another user than `owner` (the
+    ledger's) is not its runner: a forged line must not keep a task RUNNING.
     """
     pid, host = entry.get("pid"), entry.get("host")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or host != _host():
@@ -54,31 +55,47 @@ def runner_gone(entry: dict) -> bool:
     except PermissionError:  # alive, owned by someone else
         pass
     recorded, now = entry.get("pid_start"), process_start(pid)
+    if not _owned(pid, owner):
+        return True
     return isinstance(recorded, int) and now is not None and now != recorded or _is_zombie(pid)
 
 
-def child_running(pid: int, pid_start: int | None, host: str | None) -> bool:
+def _uid_of(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+def _owned(pid: int, owner: int | None) -> bool:
+    """Whether process `pid` is `owner`'s (no owner known: any process may be)."""
+    return owner is None or _uid_of(pid) in (owner, None)
+
+
+def child_running(pid: int, pid_start: int | None, host: str | None, owner: int | None = None) -> bool:
     """True only when the task a runner started (`pid`, started at `pid_start`, leader of its own
     process group) certainly still runs: the process itself, or what it started in its group.
 
     Without a start time, or from another host, the pid could be anyone's. A pid
     is not given out again while a group of that number has members, so a
     living process of that pid with another start time means the group is gone.
+    Only processes of `owner` (the ledger file's) count: a line a teammate forged
+    must not name your login shell's group as a task for you to kill.
     """
     if pid_start is None or host != _host():
         return False
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):
-        return _group_lives(pid, pid_start)
+        return _group_lives(pid, pid_start, owner)
     except PermissionError:   # alive, owned by someone else (then the start time decides)
         pass
-    if process_start(pid) != pid_start:
+    if process_start(pid) != pid_start or not _owned(pid, owner):
         return False
-    return not _is_zombie(pid) or _group_lives(pid, pid_start)
+    return not _is_zombie(pid) or _group_lives(pid, pid_start, owner)
 
 
-def _group_lives(pgid: int, since: int) -> bool:
+def _group_lives(pgid: int, since: int, owner: int | None = None) -> bool:
     """Whether a process of group `pgid` started at or after `since` still runs (not a zombie).
 
     Once the task's group ended, its number may lead an unrelated group: its
@@ -102,7 +119,7 @@ def _group_lives(pgid: int, since: int) -> bool:
         except OSError:       # ended meanwhile
             continue
         if len(fields) > 19 and fields[2] == str(pgid).encode() and fields[0] != b"Z" \
-                and fields[19].isdigit() and int(fields[19]) >= since:
+                and fields[19].isdigit() and int(fields[19]) >= since and _owned(int(pid), owner):
             return True
     return False
 

@@ -215,7 +215,7 @@ def local_rows(record: SubmitRecord) -> list[TaskRow]:
 def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is not None:
-        gone = start_runner_gone(start)
+        gone = start_runner_gone(start, history.ledger.owner)
         orphan = orphaned_child(history, task) if gone else None
         if orphan is not None:   # its runner was SIGKILLed; the task itself goes on, unwatched
             return TaskRow(task.value, task.job_id, task.array_task_id, JobState.RUNNING, None, None,
@@ -232,9 +232,10 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
                    None, None, log, None, None, task.attempt)
 
 
-def start_runner_gone(start: TaskStart) -> bool:
-    """Whether the runner a ledger `start` line names is certainly gone (see runner_gone)."""
-    return runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
+def start_runner_gone(start: TaskStart, owner: int | None = None) -> bool:
+    """Whether the runner a ledger `start` line names is certainly gone (see runner_gone); only a
+    process of `owner`, the ledger file's, can be it."""
+    return runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start}, owner)
 
 
 def orphaned_child(history: History, task: TaskRecord) -> int | None:
@@ -243,7 +244,7 @@ def orphaned_child(history: History, task: TaskRecord) -> int | None:
     child = history.ledger.children.get((task.attempt, task.value))
     if start is None or child is None:
         return None
-    return child.pid if child_running(child.pid, child.pid_start, start.host) else None
+    return child.pid if child_running(child.pid, child.pid_start, start.host, history.ledger.owner) else None
 
 
 def run_goes_on(history: History, attempt: int) -> bool:
@@ -260,7 +261,7 @@ def run_goes_on(history: History, attempt: int) -> bool:
     if known is not None and now - known[1] < CHECK_SECONDS:
         return known[0]
     start = ledger.last_start.get(attempt)
-    alive = start is not None and not start_runner_gone(start)
+    alive = start is not None and not start_runner_gone(start, ledger.owner)
     ledger.checks[("run", attempt)] = (alive, now)
     return alive
 
