@@ -31,6 +31,7 @@ def _gpu(options: list[str]) -> str:
 # (id, site YAML text or None for the test site, submitter args, command, expected field)
 ARRAY_LOG = "log/t.JOB.log"
 YAML_CASES = [
+    ("option-without-a-name", _site(base_options=["--=x"]), "base_options"),   # said it 'sets --array'
     ("merge-key", _site() + "<<: [{num_threads: 4}, {num_threads: 7}]\n", "<<"),
     ("merge-key-alone", _site() + "<<: {mem: 4G}\n", "<<"),
     # torchrun for N processes and no GPU asked of Slurm (the audit's `gpu_types: {v: {options: []}}`)

@@ -97,7 +97,7 @@ def _refuse(field: str, item: str, option: str, allow_gpu: bool) -> None:
 def _long(field: str, item: str, allow_gpu: bool) -> bool:
     """Check one long option item; True if it still needs the next item as its value."""
     spelled, has_value = item[2:].partition("=")[0], "=" in item
-    candidates = resolve_long(spelled)
+    candidates = resolve_long(spelled) if spelled else []   # '--=x': an empty name prefixes every option
     if not candidates:
         raise InputError(field, f"{item!r} is not an sbatch option")
     for option in candidates:  # refused if any reading of the prefix is owned
