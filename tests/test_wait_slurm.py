@@ -368,13 +368,20 @@ def test_sighup_leaves_the_jobs_queued_and_watch_reattaches(slurm_cluster, test_
     assert "1 tasks: COMPLETED 1" in watch.stdout
 
 
+@pytest.mark.parametrize("hang_up", ["at once", "after a task ended"])
 def test_watch_reattached_after_a_hangup_releases_held_windows_and_keeps_the_limit(
-        slurm_cluster, test_site, cli_env, tmp_path, task):
-    # --max-jobs-run 1 over two windows: the second is submitted held; only a waiter releases it.
+        slurm_cluster, test_site, cli_env, tmp_path, task, hang_up):
+    """--max-jobs-run 1 over two windows: the second is submitted held; only a waiter releases it.
+    A watch reattached once task 999 had ended polled only the others and counted 999 as not yet
+    started: window one looked full for ever and the held window never ran."""
     proc = start(test_site, "--array", "JOB=999:1004", "--max-jobs-run", "1", "--output-file", "log/w.JOB.log",
                  "--", task, "JOB", "2", cwd=tmp_path, env=cli_env)
     try:
         record = record_of(tmp_path, "w.JOB")
+        if hang_up == "after a task ended":
+            ledger = tmp_path / "log/q/w.JOB.attempts.jsonl"
+            wait_for(lambda: any(json.loads(line).get("type") == "final" and json.loads(line).get("value") == 999
+                                 for line in ledger.read_text().splitlines()), timeout=120, what="999's end")
         proc.send_signal(signal.SIGHUP)
         assert proc.wait(timeout=30) == 129
     finally:
@@ -382,7 +389,10 @@ def test_watch_reattached_after_a_hangup_releases_held_windows_and_keeps_the_lim
             proc.kill()
     jobs = [j.job_id for j in record.jobs]
     assert len(jobs) == 2
-    watch = run_cli("hyperion-jobs", "watch", record.path, env=cli_env, timeout=300)
+    try:
+        watch = run_cli("hyperion-jobs", "watch", record.path, env=cli_env, timeout=180)
+    finally:                          # a held window left behind would stay queued for ever
+        subprocess.run(["scancel", *jobs], check=False)
     assert watch.returncode == 0, watch.stdout + watch.stderr
     rows = wait_for(lambda: (found := sacct_rows(jobs, "JobID,State,Start,End")) and len(found) == 6
                     and all(r[3] != "Unknown" for r in found) and found, timeout=30, what="six sacct rows")

@@ -103,14 +103,21 @@ class Throttler:
         self.error: str | None = None       # the last scontrol/squeue failure, retried next time
 
     @classmethod
-    def for_record(cls, record: SubmitRecord, budget: QueryBudget,
-                   runner: Runner = run_command) -> "Throttler | None":
-        """A throttler when the record has several array windows and a --max-jobs-run."""
+    def for_record(cls, record: SubmitRecord, budget: QueryBudget, runner: Runner = run_command,
+                   watched: "Sequence[Key] | None" = None) -> "Throttler | None":
+        """A throttler when the record has several array windows and a --max-jobs-run.
+
+        `watched`: the tasks polled (a watch that reattaches polls only those not
+        ended yet); the others ended and hold no slot. Counted as 'not seen yet',
+        they made a drained window look full for ever, and a held one never ran.
+        """
         limit = record.options.get("max_jobs_run") if isinstance(record.options, dict) else None
         if record.backend != "slurm" or not isinstance(limit, int) or len(record.jobs) < 2:
             return None
-        windows = [(job, tasks) for job, tasks in expected(record).items() if tasks]
-        return cls(windows, limit, budget, runner)
+        keep = None if watched is None else set(watched)
+        windows = [(job, tuple(t for t in tasks or () if keep is None or (job, t) in keep))
+                   for job, tasks in expected(record).items()]
+        return cls([(job, tasks) for job, tasks in windows if tasks], limit, budget, runner)
 
     def __call__(self, states: Mapping[Key, TaskState]) -> tuple[ThrottleChange, ...]:
         """Apply what `plan_changes` says for these states; the changes made."""

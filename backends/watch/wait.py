@@ -74,7 +74,8 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
     poller = Poller(expected(record) if tasks is None else expected_tasks(watched),
                     floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
                     runner=runner, nudge=LogNudge(watched))
-    return poller, Throttler.for_record(record, poller.budget, runner)
+    polled = None if tasks is None else [(t.job_id, t.array_task_id) for t in watched]
+    return poller, Throttler.for_record(record, poller.budget, runner, polled)
 
 
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
