@@ -117,6 +117,17 @@ def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(
         runner.wait()
 
 
+def wait_children(pid: int, timeout: float = 10) -> list[int]:
+    """The children of `pid` once it has one (on a loaded machine `/proc` may lag the fork a moment)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            children = [int(p) for p in handle.read().split()]
+        if children or time.monotonic() > deadline:
+            return children
+        time.sleep(0.05)
+
+
 def test_sigterm_or_a_closed_terminal_stops_what_the_task_started_too(tmp_path, cli_env, test_site):
     """`kill` of hyperion-submit reaches the task's whole process group: a script's own children (the
     python a recipe's bash script runs) stop with it, as they do under Slurm, and are not left writing
@@ -134,7 +145,7 @@ def test_sigterm_or_a_closed_terminal_stops_what_the_task_started_too(tmp_path, 
             assert time.monotonic() < deadline, "the task never started"
             time.sleep(0.1)
         child = next(json.loads(line)["pid"] for line in ledger.read_text().splitlines() if '"child"' in line)
-        sleeper = int(open(f"/proc/{child}/task/{child}/children").read().split()[0])
+        sleeper = wait_children(child)[0]
         runner.send_signal(signum)
         _, err = runner.communicate(timeout=30)
         assert runner.returncode == 128 + signum, err
