@@ -130,6 +130,26 @@ def _array_name(history: History) -> str:
     return str(name)
 
 
+def _refuse_other_commands(history: History, chosen: Sequence[TaskRow]) -> None:
+    """A retry reruns the newest attempt's command: refused for values an older attempt ran with another.
+
+    After `--array JOB=1:6 -- python t.py JOB`, a new submission of the same
+    output pattern `--array JOB=1:2 -- python q.py JOB` is the newest attempt;
+    retrying values 3-6 would have run q.py, a program they never ran.
+    """
+    newest = submit_options(history.current, history.record_path).command
+    for number in sorted({row.attempt for row in chosen} - {history.current.attempt}):
+        record = history.records.get(number)
+        if record is None:
+            continue
+        command = submit_options(record, history.record_path).command
+        if command != newest:
+            values = compress([row.value for row in chosen if row.attempt == number and row.value is not None])
+            raise InputError("TARGET", f"values {values or 'task'} last ran {shlex.join(command)!r} (attempt "
+                             f"{number}), not the newest attempt's {shlex.join(newest)!r}, which a retry "
+                             "reruns; choose --values of the newest command, or rerun those with hyperion-submit")
+
+
 def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest) -> RetryPlan:
     """Refuse while tasks are live; choose the rows; plan the rerun (no plan when nothing is chosen)."""
     live = live_rows(rows)
@@ -145,6 +165,7 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     chosen = tuple(choose(rows, request))
     if not chosen:
         return RetryPlan(history, (), None)
+    _refuse_other_commands(history, chosen)
     check_submission_dir(history.current.cwd)
     request, sizes = resolve_auto(request, rows, chosen)
     try:

@@ -547,6 +547,22 @@ def test_a_forged_child_line_never_names_another_users_process_group_to_kill(tmp
         victim.wait()
 
 
+def test_a_retry_never_reruns_values_with_a_command_they_did_not_run(tmp_path, cli_env):
+    """After `JOB=1:4 -- sh -c 'exit 3'` and a new `JOB=1:2 -- true` on the same pattern, a retry of
+    values 3-4 (never reached by the first run) planned them with `true`, a command they never ran."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:4", "--output-file", "log/r.JOB.log", "--",
+                        "sh", "-c", "exit 3").returncode == 1
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/r.JOB.log", "--",
+                        "true").returncode == 0
+    record = str(tmp_path / "log" / "q" / "r.JOB.submit.json")
+    retry = run_cli("hyperion-jobs", "retry", record, "--yes", cwd=tmp_path, env=cli_env)
+    assert retry.returncode == 2 and retry.stderr.count("\n") == 1, retry.stderr
+    assert "values 3-4 last ran \"sh -c 'exit 3'\" (attempt 1), not the newest attempt's 'true'" in retry.stderr
+    assert "--values" in retry.stderr
+    history = run_cli("hyperion-jobs", "history", record, env=cli_env)
+    assert len([line for line in history.stdout.splitlines() if line[:1].isdigit()]) == 2   # nothing ran
+
+
 def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_end_it(tmp_path, cli_env):
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/one.log",
                                "--", "sleep", "60"], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,
