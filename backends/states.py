@@ -66,6 +66,11 @@ TERMINAL = frozenset({
     JobState.DEADLINE, JobState.SPECIAL_EXIT, JobState.REVOKED, JobState.LOST,
 })
 
+# Ends whose exit code is the program's: of a task Slurm ended (TIMEOUT, CANCELLED, OUT_OF_MEMORY,
+# ...) its ExitCode is an artifact (0:0 on the job row, 0:15 on the batch step, 0:125), which
+# showed as "TIMEOUT exit 0" in one view and "0 sig 15" in another; the state says what happened.
+EXIT_TOLD = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.SPECIAL_EXIT})
+
 # Ends after which Slurm may run the task again (JobRequeue, --requeue, PreemptMode=REQUEUE):
 # such a state from accounting is final only once the controller no longer lists the task
 # as alive (it then shows PENDING/REQUEUED with a higher restart count instead).

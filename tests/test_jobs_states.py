@@ -96,8 +96,8 @@ def test_sacct_own_row_beats_pending_range():
 
 
 def test_sacct_non_array_and_signal():
-    (task,) = parse_sacct("42|42|CANCELLED by 0|0:15|1-02:03:04|vm|a|b\n")
-    assert (task.job_id, task.task_id, task.state) == ("42", None, JobState.CANCELLED)
+    (task,) = parse_sacct("42|42|FAILED|0:15|1-02:03:04|vm|a|b\n")      # the program died of SIGTERM
+    assert (task.job_id, task.task_id, task.state) == ("42", None, JobState.FAILED)
     assert task.signal == 15 and task.elapsed == 86400 + 2 * 3600 + 3 * 60 + 4
 
 
@@ -234,3 +234,15 @@ def test_merge_keeps_a_requeued_task_alive_over_its_earlier_attempts_end():
     assert merged[("8", 2)].state is JobState.PENDING              # PREEMPTED, requeued
     assert merged[("8", 3)].state is JobState.COMPLETED            # an ordinary end, ahead of squeue
     assert merged[("8", 4)].state is JobState.PENDING              # requeued by hand after it completed
+
+
+@pytest.mark.parametrize("state,sacct_code,squeue_status", [
+    ("TIMEOUT", "0:15", 15), ("CANCELLED by 0", "0:0", 15), ("OUT_OF_MEMORY", "0:125", 125)])
+def test_a_task_slurm_ended_has_no_exit_code_only_its_state(state, sacct_code, squeue_status):
+    """Its ExitCode is an artifact: 'TIMEOUT exit 0' from the job row in one view, '0 sig 15' from
+    squeue in another, for the same task; the program's own code is in its log footer if it wrote one."""
+    (own,) = parse_sacct_rows(f"9_1|9|{state}|{sacct_code}|00:01:00|vm|None|x\n").own
+    (seen,) = parse_squeue(f"9_1|{state.split()[0]}|{squeue_status}|1:00|vm|\n")
+    assert (own.exit_code, own.signal) == (seen.exit_code, seen.signal) == (None, None)
+    (failed,) = parse_sacct_rows("9_2|9|FAILED|3:0|00:01:00|vm|None|x\n").own
+    assert failed.exit_code == 3 and not failed.signal

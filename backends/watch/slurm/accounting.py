@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 from backends.ranges import expand
-from backends.states import REQUEUE_PRONE, TERMINAL, JobState, TaskState
+from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
 from backends.watch.usage import USAGE_FIELDS, Usage, parse_usage
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing: a status of a local record loads neither
@@ -289,7 +289,7 @@ def parse_sacct_rows(text: str) -> SacctRows:
         if "." in job_text:
             continue
         state = _state(fields[2])
-        code, sig = parse_exit_code(fields[3]) if state in TERMINAL else (None, None)
+        code, sig = parse_exit_code(fields[3]) if state in EXIT_TOLD else (None, None)
         elapsed, node = parse_duration(fields[4]), _node(fields[5])
         reason = _reason(fields[reason_at] if len(fields) > reason_at else None, state)
         job, sep, task = job_text.partition("_")
@@ -339,7 +339,7 @@ def parse_squeue(text: str) -> list[TaskState]:
         job, tasks = split_job_id(fields[0])
         state = _state(fields[1])
         code = sig = None
-        if state in TERMINAL and fields[2].strip().isdigit():
+        if state in EXIT_TOLD and fields[2].strip().isdigit():
             code, sig = wait_status(int(fields[2]))
         elapsed, node = parse_duration(fields[3]), _node(fields[4])
         reason = _reason(fields[5] if len(fields) > 5 else None, state)
