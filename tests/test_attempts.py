@@ -205,6 +205,16 @@ def test_a_record_written_before_attempts_reads_and_becomes_attempt_one(tmp_path
 
 # --- retries of local runs --------------------------------------------------------------------
 
+def test_the_last_line_of_a_failure_is_never_a_line_of_a_multi_line_command(tmp_path, cli_env):
+    """A `python -c` over several lines printing nothing: 'last line: sys.exit(3)' 1' was the end of
+    the log header's `# Running:` command, not anything the program wrote."""
+    script = "import sys\nsys.exit(3)"
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:1", "--output-file", "log/m.JOB.log",
+                        "--", PY, "-c", script, "JOB").returncode == 1
+    failures = status_json(tmp_path / "log" / "q" / "m.JOB.submit.json", cli_env, "--failures")
+    assert [(g["state"], g["exit_code"], g["last_line"]) for g in failures["groups"]] == [("FAILED", 3, "")]
+
+
 def test_local_retry_reruns_the_failed_and_not_run_values_and_keeps_the_first_logs(tmp_path, cli_env):
     (tmp_path / "fail.txt").write_text("3\n")
     first = submit_local(tmp_path, cli_env, "--array", "JOB=1:5", "--output-file", "log/t.JOB.log",

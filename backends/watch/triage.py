@@ -57,7 +57,9 @@ def last_program_line(path: str | None) -> str:
         return ""
     for line in reversed(lines):
         text = line.strip()
-        if text and not text.startswith((RUNNING_PREFIX, STARTED_PREFIX)) and parse_ended(text) is None:
+        if text.startswith(STARTED_PREFIX):   # above it only the header: a command may span lines
+            return ""
+        if text and not text.startswith(RUNNING_PREFIX) and parse_ended(text) is None:
             return text[:MAX_LINE]
     return ""
 
