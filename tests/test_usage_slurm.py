@@ -107,6 +107,8 @@ def test_an_out_of_memory_array_task_is_retried_with_proposed_memory_until_it_fi
     oom = status_json(record, cli_env, 2)["tasks"][1]   # accounting has the request of the OOM task
     # sacct says 0:125: a marker, not a signal, and the task exited with no code of its own
     assert (oom["state"], oom["exit_code"], oom["signal"]) == ("OUT_OF_MEMORY", None, None)
+    usage = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)   # said 'over 90% of --mem: none'
+    assert f"over 90% of --mem: {oom['job_id']}_{oom['task_id']} (reached it)" in usage.stdout, usage.stdout
     sizes = []
     for _ in range(3):
         preview = run_cli("hyperion-jobs", "retry", str(record), "--mem", "auto", "--dry-run", env=cli_env)

@@ -67,7 +67,7 @@ def test_json_is_plain_data_with_the_spreads_and_the_near_limit_tasks() -> None:
         "max_rss_bytes": {"count": 1, "median": 99 * M, "p95": 99 * M, "max": 99 * M},
         "elapsed_seconds": {"count": 1, "median": 3.0, "p95": 3.0, "max": 3.0},
         "cpu_efficiency": None,
-        "near_memory_limit": [{"task": "5", "fraction": 0.99}],
+        "near_memory_limit": [{"task": "5", "fraction": 0.99, "hit": False}],
         "near_time_limit": [],
     }
 
@@ -86,3 +86,15 @@ def test_human_bytes(value: int | None, text: str) -> None:
 
 def test_human_seconds_spells_like_slurm() -> None:
     assert (human_seconds(6.4), human_seconds(93780), human_seconds(None)) == ("00:00:06", "1-02:03:00", "-")
+
+
+def test_a_task_slurm_ended_at_its_limit_counts_whatever_its_sampled_peak_says() -> None:
+    """An OUT_OF_MEMORY task whose sampled MaxRSS read 40% of --mem: 'over 90% of --mem: none'."""
+    usages = {("12", 1): Usage(max_rss_bytes=40 * M, req_mem_bytes=100 * M, elapsed_seconds=10.0,
+                               time_limit_seconds=60.0),
+              ("12", 2): Usage(max_rss_bytes=95 * M, req_mem_bytes=100 * M)}
+    summary = summarize(usages, out_of_memory=[("12", 1)], timed_out=[("12", 3)])
+    lines = format_summary(summary)
+    assert lines[3] == "over 90% of --mem: 12_1 (reached it), 12_2 (95%)"
+    assert lines[4] == "over 90% of --time: 12_3 (reached it)"
+    assert summary.to_json()["near_memory_limit"][0] == {"task": "12_1", "fraction": 0.4, "hit": True}

@@ -7,9 +7,10 @@ Pure: usages in, a frozen summary out, then text or JSON.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from backends.states import JobState
 from backends.watch.usage import Key, Usage
 
 NEAR_LIMIT = 0.9   # a task above this fraction of its memory or time limit is "near" it
@@ -30,10 +31,12 @@ class Spread:
 
 @dataclass(frozen=True)
 class NearLimit:
-    """A task above NEAR_LIMIT of a limit: its id (``12_3``) and the fraction used."""
+    """A task above NEAR_LIMIT of a limit: its id (``12_3``) and the fraction used, or one that hit
+    it (Slurm ended it OUT_OF_MEMORY or TIMEOUT: the sampled peak may read well under the limit)."""
 
     task: str
-    fraction: float
+    fraction: float | None
+    hit: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,10 @@ class UsageSummary:
             "max_rss_bytes": self.max_rss_bytes.to_json(),
             "elapsed_seconds": self.elapsed_seconds.to_json(),
             "cpu_efficiency": self.cpu_efficiency,
-            "near_memory_limit": [{"task": n.task, "fraction": n.fraction} for n in self.near_memory_limit],
-            "near_time_limit": [{"task": n.task, "fraction": n.fraction} for n in self.near_time_limit],
+            "near_memory_limit": [{"task": n.task, "fraction": n.fraction, "hit": n.hit}
+                                  for n in self.near_memory_limit],
+            "near_time_limit": [{"task": n.task, "fraction": n.fraction, "hit": n.hit}
+                                for n in self.near_time_limit],
         }
 
 
@@ -73,12 +78,14 @@ def task_label(key: Key) -> str:
     return job if task is None else f"{job}_{task}"
 
 
-def _near(pairs: list[tuple[Key, int | float | None, int | float | None]]) -> tuple[NearLimit, ...]:
-    """Tasks whose used/limit is above NEAR_LIMIT, most loaded first."""
-    near = [(used / limit, key) for key, used, limit in pairs
-            if used is not None and limit and used / limit > NEAR_LIMIT]
-    near.sort(key=lambda item: (-item[0], item[1][0], item[1][1] or 0))
-    return tuple(NearLimit(task_label(key), round(fraction, 4)) for fraction, key in near)
+def _near(pairs: list[tuple[Key, int | float | None, int | float | None]],
+          hit: frozenset[Key] = frozenset()) -> tuple[NearLimit, ...]:
+    """Tasks that hit the limit, then those whose used/limit is above NEAR_LIMIT, most loaded first."""
+    near = [(used / limit if used is not None and limit else None, key) for key, used, limit in pairs
+            if key in hit or used is not None and limit and used / limit > NEAR_LIMIT]
+    near.sort(key=lambda item: (item[1] not in hit, -(item[0] or 0), item[1][0], item[1][1] or 0))
+    return tuple(NearLimit(task_label(key), None if fraction is None else round(fraction, 4), key in hit)
+                 for fraction, key in near)
 
 
 def cpu_efficiency(usages: Sequence[Usage]) -> float | None:
@@ -91,18 +98,33 @@ def cpu_efficiency(usages: Sequence[Usage]) -> float | None:
     return used / allocated if allocated else None
 
 
-def summarize(usages: Mapping[Key, Usage]) -> UsageSummary:
-    """The summary of every task given (pass one array's or one record's tasks)."""
-    items = list(usages.items())
+def summarize(usages: Mapping[Key, Usage], out_of_memory: Iterable[Key] = (),
+              timed_out: Iterable[Key] = ()) -> UsageSummary:
+    """The summary of every task given (pass one array's or one record's tasks); the tasks Slurm
+    ended OUT_OF_MEMORY or TIMEOUT count as at their limit whatever their sampled figures say."""
+    oom, late = frozenset(out_of_memory), frozenset(timed_out)
+    items = list(usages.items()) + [(key, Usage()) for key in sorted(oom | late, key=str) if key not in usages]
     values = [u for _, u in items]
     return UsageSummary(
         tasks=len(items),
         max_rss_bytes=spread([u.max_rss_bytes for u in values if u.max_rss_bytes is not None]),
         elapsed_seconds=spread([u.elapsed_seconds for u in values if u.elapsed_seconds is not None]),
         cpu_efficiency=cpu_efficiency(values),
-        near_memory_limit=_near([(k, u.max_rss_bytes, u.req_mem_bytes) for k, u in items]),
-        near_time_limit=_near([(k, u.elapsed_seconds, u.time_limit_seconds) for k, u in items]),
+        near_memory_limit=_near([(k, u.max_rss_bytes, u.req_mem_bytes) for k, u in items], oom),
+        near_time_limit=_near([(k, u.elapsed_seconds, u.time_limit_seconds) for k, u in items], late),
     )
+
+
+def summarize_rows(rows: Mapping[Key, object]) -> UsageSummary | None:
+    """The summary of task rows by key (`hyperion-jobs usage` and the console alike): their usage,
+    and which of them Slurm ended at a limit; None when no row says anything."""
+    used = {key: row.usage for key, row in rows.items() if getattr(row, "usage", None) is not None}
+    ended = {key: getattr(row, "state", None) for key, row in rows.items()}
+    oom = [key for key, state in ended.items() if state is JobState.OUT_OF_MEMORY]
+    late = [key for key, state in ended.items() if state is JobState.TIMEOUT]
+    if not (used or oom or late):
+        return None
+    return summarize(used, oom, late)
 
 
 def human_bytes(value: float | None) -> str:
@@ -132,7 +154,7 @@ def _task_list(prefix: str, near: tuple[NearLimit, ...], width: int = 80) -> str
         return prefix + "none"
     shown: list[str] = []
     for i, n in enumerate(near):
-        item = f"{n.task} ({n.fraction:.0%})"
+        item = f"{n.task} ({'reached it' if n.hit else format(n.fraction, '.0%')})"
         rest = len(near) - i - 1
         tail = f" and {rest} more" if rest else ""
         line = prefix + ", ".join(shown + [item]) + tail

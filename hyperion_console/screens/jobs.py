@@ -28,7 +28,7 @@ from backends.records.history import History, load_history
 from backends.states import explain_reason, never_runs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import record_file
-from backends.watch.usage_summary import summarize
+from backends.watch.usage_summary import summarize_rows
 
 from ..errors import describe_error, guarded
 from ..messages import (
@@ -43,7 +43,7 @@ from ..messages import (
 from ..record_cache import cached_record, file_key
 from ..shown import shown, tell
 from ..task_index import FILTERS, record_key, row_state_name, slurm_target
-from ..task_rows import polled_tasks, rows_now, usage_of
+from ..task_rows import polled_tasks, rows_now
 from ..watch import Seen, watch_local, watch_slurm
 from ..widgets.attempts import AttemptsView
 from ..widgets.failures import FailuresView, group_title
@@ -526,8 +526,7 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
     def derive_usage(self, history: History, tasks: dict, states: dict) -> None:
         """The core's usage summary over the tasks whose usage accounting reported."""
-        used = {key: usage_of(row) for key, row in states.items() if usage_of(row) is not None}
-        summary = summarize(used) if used else None
+        summary = summarize_rows(states)
         self.app.call_from_thread(self.query_one("#usage-summary", UsageSummaryLines).show, summary, len(tasks))
 
     # -- state map -------------------------------------------------------------------

@@ -7,14 +7,14 @@ import json
 from backends.cli.jobs.commands import record_dirs
 from backends.printable import printable
 from backends.watch.targets import history_of, history_status, resolve
-from backends.watch.usage_summary import format_summary, summarize
+from backends.watch.usage_summary import format_summary, summarize, summarize_rows
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
     history = history_of(resolve(args.target), record_dirs(args))
     rows = history_status(history)
     used = {(row.job_id, row.task_id): row.usage for row in rows if row.usage is not None}
-    summary = summarize(used)
+    summary = summarize_rows({(row.job_id, row.task_id): row for row in rows}) or summarize({})
     if args.json:
         print(json.dumps({"record": history.record_path, "summary": summary.to_json(),
                           "tasks": [row.to_json() for row in rows]}, indent=2))
