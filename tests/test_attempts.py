@@ -573,6 +573,30 @@ def test_a_retry_never_reruns_values_with_a_command_they_did_not_run(tmp_path, c
     assert len([line for line in history.stdout.splitlines() if line[:1].isdigit()]) == 2   # nothing ran
 
 
+def test_a_moved_or_copied_experiment_is_read_where_it_is_now(tmp_path, cli_env):
+    """`mv exp exp_old`: status said 'cannot read .../exp/log/q/...' of the path the record was written
+    at; a copy kept before a rerun showed the rerun's job and logs, and list showed it twice."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for word in ("first", "second"):
+        assert submit_local(run, cli_env, "--array", "JOB=1:2", "--output-file", "exp/log/a.JOB.log", "--",
+                            "sh", "-c", f"echo {word} JOB").returncode == 0
+    moved = tmp_path / "moved"
+    run.rename(moved)
+    record = str(moved / "exp" / "log" / "q" / "a.JOB.submit.json")
+    status = status_json(Path(record), cli_env)
+    assert [t["log"] for t in status["tasks"]] == [str(moved / f"exp/log/a.{v}.log") for v in (1, 2)]
+    assert "first 1" in run_cli("hyperion-jobs", "logs", f"{record}:1", "--attempt", "1", env=cli_env).stdout
+    shutil.copytree(moved / "exp" / "log", moved / "before")
+    assert submit_local(moved, cli_env, "--array", "JOB=1:2", "--output-file", "exp/log/a.JOB.log", "--",
+                        "sh", "-c", "echo third JOB").returncode == 0
+    copy = str(moved / "before" / "q" / "a.JOB.submit.json")
+    assert "second 1" in run_cli("hyperion-jobs", "logs", f"{copy}:1", env=cli_env).stdout
+    assert [e["attempt"] for e in status_json(Path(copy), cli_env)["tasks"]] == [2, 2]
+    listed = json.loads(run_cli("hyperion-jobs", "list", str(moved), "--json", env=cli_env).stdout)
+    assert sorted(r["record"] for r in listed["records"]) == sorted([copy, record])
+
+
 def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_end_it(tmp_path, cli_env):
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/one.log",
                                "--", "sleep", "60"], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,

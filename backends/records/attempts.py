@@ -34,12 +34,11 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, open_regular, read_bounded_stat
 from backends.printable import printable
-from backends.records.paths import RECORD_SUFFIX
+from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX
 
 LEDGER_SUFFIX = ".attempts.jsonl"
 SPARE_SUFFIX = ".spare"
 SPARE_CAP = 64 * 1024
-ATTEMPTS_DIR = "attempts"
 PID_MAX = 1 << 22
 # A final line with usage is a few hundred bytes; an attempt line lists job ids and
 # changed options. Anything longer was not written by us.

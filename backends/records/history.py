@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from backends.records.attempts import (
     archived_record_path,
     read_ledger,
 )
-from backends.records.record import SubmitRecord, TaskRecord, load_record, write_json_atomic
+from backends.records.record import SubmitRecord, TaskRecord, load_record, record_json, write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class History:
         """
         moved = self.ledger.moved.get((task.attempt, task.value, "log"))
         if moved is not None:
-            return moved.target
+            return self.current.rebased(moved.target)
         if self._last_attempt_at.get(task.log, task.attempt) > task.attempt:
             return None
         return task.log
@@ -141,7 +141,7 @@ def save_attempt_record(record: SubmitRecord) -> None:
     """
     current = Path(record.path)
     archived = archived_record_path(current, record.attempt)
-    write_json_atomic(archived, asdict(record))
+    write_json_atomic(archived, record_json(record))
     temp = current.with_name(f".{current.name}.{os.getpid()}.link")
     try:
         temp.unlink(missing_ok=True)
@@ -149,7 +149,7 @@ def save_attempt_record(record: SubmitRecord) -> None:
         os.replace(temp, current)
     except OSError:
         temp.unlink(missing_ok=True)
-        write_json_atomic(current, asdict(record))
+        write_json_atomic(current, record_json(record))
 
 
 def archive_current(record_path: str | Path) -> SubmitRecord | None:
@@ -168,7 +168,7 @@ def archive_current(record_path: str | Path) -> SubmitRecord | None:
         try:
             os.link(path, archived)
         except OSError:
-            write_json_atomic(archived, asdict(current))
+            write_json_atomic(archived, record_json(current))
     return current
 
 

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 RECORD_SUFFIX = ".submit.json"
+ATTEMPTS_DIR = "attempts"          # q/attempts/<N>/: an attempt's record and the files a rerun moved aside
 
 
 def q_dir(output_file: str | Path) -> Path:

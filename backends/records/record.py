@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, read_bounded, umask_mode
 from backends.printable import printable
-from backends.records.paths import RECORD_SUFFIX
+from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX
 
 MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
 MAX_TASKS = 100_000          # tasks of one submission (submit.array.MAX_VALUES): a record may not claim more
@@ -62,6 +62,14 @@ class SubmitRecord:
     # How to wait for the jobs again after hyperion-submit's wait ended early (hangup, lost
     # terminal): the command, whose exit statuses are hyperion-submit's.
     reattach: str | None = None
+    # (old folder, new folder) when read from a folder moved or copied since it was written
+    moved: tuple[str, str] | None = None
+
+    def rebased(self, path: str) -> str:
+        """`path` as it is now: under the new folder if it was under the one moved or copied."""
+        if self.moved is None or not path.startswith(self.moved[0] + os.sep):
+            return path
+        return self.moved[1] + path[len(self.moved[0]):]
 
 
 def reattach_command(path: str | Path) -> str:
@@ -93,8 +101,15 @@ def write_json_atomic(path: Path, data: object) -> None:
         raise
 
 
+def record_json(record: SubmitRecord) -> dict:
+    """What a record file holds (where it was read from is not written: its paths say it)."""
+    data = asdict(record)
+    del data["moved"]
+    return data
+
+
 def save_record(record: SubmitRecord) -> None:
-    write_json_atomic(Path(record.path), asdict(record))
+    write_json_atomic(Path(record.path), record_json(record))
 
 
 class _BadField(ValueError):
@@ -169,7 +184,7 @@ def load_record(path: str | Path) -> SubmitRecord:
                 float: "number"}.get(type(raw), "null")
         raise InputError("record", f"{path} is not a hyperion-submit record (a JSON {kind}, not an object)")
     try:
-        return SubmitRecord(
+        return _relocated(path, SubmitRecord(
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
             cfg=str(raw["cfg"]), options=dict(raw["options"]), script=raw.get("script"),
             array_name=raw.get("array_name"),
@@ -179,7 +194,7 @@ def load_record(path: str | Path) -> SubmitRecord:
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
             attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
-        )
+        ))
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None
     except _BadField as err:
@@ -187,6 +202,39 @@ def load_record(path: str | Path) -> SubmitRecord:
     except (TypeError, ValueError, AttributeError) as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record "
                          f"({type(err).__name__}: {printable(str(err))[:200]})") from None
+
+
+def _relocated(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
+    """The record as it is where it was read: a folder moved (`mv exp exp_old`) or copied
+    (`cp -r exp/log before_rerun`) keeps the paths it was written with. Read from there, it is
+    that folder's record, its logs there too: the old paths named a file no longer there, or,
+    for a copy, the original's record and logs a later rerun replaced.
+
+    The folder that moved is what the written and the actual path do not share at their end
+    (an attempt's archived copy under q/attempts/N/ stands for q/ itself).
+    """
+    actual = Path(os.path.abspath(read_from))
+    if actual.parent.parent.name == ATTEMPTS_DIR and actual.parent.name.isdigit():
+        actual = actual.parent.parent.parent / actual.name
+    written = Path(record.path)
+    if not written.is_absolute() or written == actual or _same_file(written, actual):
+        return record
+    old, new = written.parts, actual.parts
+    shared = 0
+    while shared < min(len(old), len(new)) - 1 and old[-1 - shared] == new[-1 - shared]:
+        shared += 1
+    moved = (str(Path(*old[:len(old) - shared])), str(Path(*new[:len(new) - shared])))
+    record = replace(record, path=str(actual), moved=moved)
+    return replace(record, tasks=tuple(
+        replace(t, log=record.rebased(t.log), slurm_out=t.slurm_out and record.rebased(t.slurm_out),
+                slurm_err=t.slurm_err and record.rebased(t.slurm_err)) for t in record.tasks))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def find_records(dirs: Sequence[Path], max_depth: int = 5) -> list[Path]:
