@@ -9,7 +9,6 @@ is drawn and redrawn in place, with no control code of the log's own.
 """
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from collections.abc import Iterable
@@ -126,7 +125,9 @@ def _over(text: str, drawn: int) -> str:
 
 
 def _fit(text: str) -> str:
-    from rich.cells import set_cell_size   # only while a line is being redrawn
+    import shutil
+
+    from rich.cells import set_cell_size  # only while a line is being redrawn
     width = max(1, shutil.get_terminal_size().columns - 1)
     return set_cell_size(text, width) if _columns(text) > width else text
 
