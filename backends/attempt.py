@@ -163,7 +163,7 @@ def _local_live(history: History, task) -> str | None:
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is None:      # its turn in a run that goes on is still to come
         return name if run_goes_on(history, task.attempt) else None
-    if not start_runner_gone(start, history.ledger.owner):
+    if not start_runner_gone(start):
         return name
     orphan = orphaned_child(history, task)
     return None if orphan is None else f"{name}, whose runner was killed: kill -- -{orphan} ends it"

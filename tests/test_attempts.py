@@ -597,6 +597,26 @@ def test_a_moved_or_copied_experiment_is_read_where_it_is_now(tmp_path, cli_env)
     assert sorted(r["record"] for r in listed["records"]) == sorted([copy, record])
 
 
+def test_a_live_run_in_a_ledger_another_user_created_stays_running_and_holds_the_pattern(tmp_path, cli_env):
+    """A shared folder: the ledger stays owned by whoever created it. The first owner check showed a
+    running task of another user's ledger as LOST, its successor NOT_RUN, and planned their retry."""
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                               "--output-file", "log/s.JOB.log", "--", "sleep", "30"], cwd=tmp_path, env=cli_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        ledger = tmp_path / "log" / "q" / "s.JOB.attempts.jsonl"
+        _wait_for_line(ledger, "child")
+        os.chown(ledger, 65534, 65534)
+        record = ledger.with_name("s.JOB.submit.json")
+        shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+        assert [t["state"] for t in shown["tasks"]] == ["RUNNING", "PENDING"]
+        retry = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", cwd=tmp_path, env=cli_env)
+        assert retry.returncode == 2 and "still has 2 live task(s)" in retry.stderr, retry.stderr
+    finally:
+        kill_groups(runner.pid)
+        runner.wait()
+
+
 def test_a_single_local_task_whose_runner_was_killed_is_named_with_the_way_to_end_it(tmp_path, cli_env):
     runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/one.log",
                                "--", "sleep", "60"], cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL,

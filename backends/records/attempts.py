@@ -148,8 +148,8 @@ class Ledger:
     skipped: int = 0                 # lines that were torn, foreign or too long
     last_start: Mapping[int, TaskStart] = field(default_factory=dict)   # attempt -> its newest task start
     children: Mapping[Key, TaskChild] = field(default_factory=dict)
-    # who owns the ledger file: its runners and tasks are that user's processes, never another's
-    # (a line a teammate forged could otherwise name your shell as a task to kill)
+    # who owns the ledger file: when someone else, a line of it never names the reader's own
+    # process group as a task to kill (a teammate's forged line could name your shell's)
     owner: int | None = None
     # answers about live processes made from this reading, with when (rows.py: one check per attempt)
     checks: dict = field(default_factory=dict, compare=False, repr=False)

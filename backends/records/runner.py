@@ -38,12 +38,11 @@ def runner_fields() -> dict[str, object]:
     return {"pid": pid, "host": _host(), "pid_start": process_start(pid)}
 
 
-def runner_gone(entry: dict, owner: int | None = None) -> bool:
+def runner_gone(entry: dict) -> bool:
     """True only when `entry` names a runner on this host that is certainly no longer running.
 
     Entries without a pid (older files) or from another host cannot be judged
-    and are taken as alive. A living process of another user than `owner` (the
-    ledger's) is not its runner: a forged line must not keep a task RUNNING.
+    and are taken as alive.
     """
     pid, host = entry.get("pid"), entry.get("host")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or host != _host():
@@ -55,8 +54,6 @@ def runner_gone(entry: dict, owner: int | None = None) -> bool:
     except PermissionError:  # alive, owned by someone else
         pass
     recorded, now = entry.get("pid_start"), process_start(pid)
-    if not _owned(pid, owner):
-        return True
     return isinstance(recorded, int) and now is not None and now != recorded or _is_zombie(pid)
 
 
@@ -68,8 +65,11 @@ def _uid_of(pid: int) -> int | None:
 
 
 def _owned(pid: int, owner: int | None) -> bool:
-    """Whether process `pid` is `owner`'s (no owner known: any process may be)."""
-    return owner is None or _uid_of(pid) in (owner, None)
+    """Whether process `pid` may be a task of a ledger `owner` owns: not one of the reader's own
+    when the ledger is someone else's (a teammate's forged line must not name your shell's group
+    for you to kill). A teammate's process in a shared folder still counts: ledgers are appended
+    to, so whoever created one owns it whoever ran later."""
+    return owner is None or owner == os.getuid() or _uid_of(pid) != os.getuid()
 
 
 def child_running(pid: int, pid_start: int | None, host: str | None, owner: int | None = None) -> bool:
@@ -79,8 +79,9 @@ def child_running(pid: int, pid_start: int | None, host: str | None, owner: int 
     Without a start time, or from another host, the pid could be anyone's. A pid
     is not given out again while a group of that number has members, so a
     living process of that pid with another start time means the group is gone.
-    Only processes of `owner` (the ledger file's) count: a line a teammate forged
-    must not name your login shell's group as a task for you to kill.
+    With `owner` (the ledger file's) someone else, a process of the reader does not
+    count: a line a teammate forged must not name your login shell's group as a
+    task for you to kill.
     """
     if pid_start is None or host != _host():
         return False

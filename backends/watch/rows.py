@@ -215,7 +215,7 @@ def local_rows(record: SubmitRecord) -> list[TaskRow]:
 def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is not None:
-        gone = start_runner_gone(start, history.ledger.owner)
+        gone = start_runner_gone(start)
         orphan = orphaned_child(history, task) if gone else None
         if orphan is not None:   # its runner was SIGKILLed; the task itself goes on, unwatched
             return TaskRow(task.value, task.job_id, task.array_task_id, JobState.RUNNING, None, None,
@@ -232,10 +232,9 @@ def _local_row(history: History, task: TaskRecord, log: str | None) -> TaskRow:
                    None, None, log, None, None, task.attempt)
 
 
-def start_runner_gone(start: TaskStart, owner: int | None = None) -> bool:
-    """Whether the runner a ledger `start` line names is certainly gone (see runner_gone); only a
-    process of `owner`, the ledger file's, can be it."""
-    return runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start}, owner)
+def start_runner_gone(start: TaskStart) -> bool:
+    """Whether the runner a ledger `start` line names is certainly gone (see runner_gone)."""
+    return runner_gone({"pid": start.pid, "host": start.host, "pid_start": start.pid_start})
 
 
 def orphaned_child(history: History, task: TaskRecord) -> int | None:
@@ -261,7 +260,7 @@ def run_goes_on(history: History, attempt: int) -> bool:
     if known is not None and now - known[1] < CHECK_SECONDS:
         return known[0]
     start = ledger.last_start.get(attempt)
-    alive = start is not None and not start_runner_gone(start, ledger.owner)
+    alive = start is not None and not start_runner_gone(start)
     ledger.checks[("run", attempt)] = (alive, now)
     return alive
 
