@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 from backends.attempt import begin_attempt
 from backends.errors import InputError
 from backends.printable import printable
+from backends.records.record import SubmitRecord
 from backends.submit.local.run import LocalEvent, print_event, run_local
 from backends.submit.model import SubmitPlan
 
@@ -26,6 +27,18 @@ def check_submission_dir(path: str) -> None:
     if not os.path.isdir(path):
         raise InputError("record", f"its submission directory {printable(path)} is gone (or not a "
                          "directory): the rerun would run its command elsewhere; recreate it or submit anew")
+
+
+def check_rerun(record: SubmitRecord) -> None:
+    """InputError when `record` cannot be rerun as it stands: read from a folder moved or copied
+    since (its options still name the original log pattern and submission directory, so a rerun
+    would write there, under another history), or its submission directory is gone."""
+    if record.moved is not None:
+        old, new = (printable(p) for p in record.moved)
+        raise InputError("record", f"{printable(record.path)} was written under {old} and moved or copied to "
+                         f"{new}: a rerun would write {old}'s logs and history; rerun from there, "
+                         "or submit anew")
+    check_submission_dir(record.cwd)
 
 
 @contextmanager

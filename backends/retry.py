@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from backends.errors import InputError
-from backends.launch import check_submission_dir
+from backends.launch import check_rerun
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
@@ -166,7 +166,7 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     if not chosen:
         return RetryPlan(history, (), None)
     _refuse_other_commands(history, chosen)
-    check_submission_dir(history.current.cwd)
+    check_rerun(history.current)
     request, sizes = resolve_auto(request, rows, chosen)
     try:
         site = load_site(history.current.cfg)

@@ -17,7 +17,7 @@ from typing import Iterator, Sequence, TextIO
 
 from backends.attempt import check_not_live
 from backends.errors import InputError
-from backends.launch import check_submission_dir, run_plan, working_dir
+from backends.launch import check_rerun, run_plan, working_dir
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.record import SubmitRecord, load_record
@@ -157,7 +157,7 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     record = load_record(os.path.abspath(record_path))  # a bad record is an error even with nothing to do
     if retry.complete:
         return Resubmission(retry, record, None)
-    check_submission_dir(record.cwd)
+    check_rerun(record)
     site = load_site(record.cfg)
     if max_array_size is not None:
         limit = min(max_array_size, site.max_array_size or max_array_size)

@@ -573,6 +573,14 @@ def test_a_retry_never_reruns_values_with_a_command_they_did_not_run(tmp_path, c
     assert len([line for line in history.stdout.splitlines() if line[:1].isdigit()]) == 2   # nothing ran
 
 
+def _refuses_rerun(record: str, where: Path, env: dict) -> None:
+    before = sorted(where.rglob("*"))
+    retry = run_cli("hyperion-jobs", "retry", record, "--values", "1", "--yes", cwd=where, env=env)
+    assert retry.returncode == 2 and "was written under " in retry.stderr, retry.stderr
+    assert "rerun from there, or submit anew" in retry.stderr
+    assert sorted(where.rglob("*")) == before
+
+
 def test_a_moved_or_copied_experiment_is_read_where_it_is_now(tmp_path, cli_env):
     """`mv exp exp_old`: status said 'cannot read .../exp/log/q/...' of the path the record was written
     at; a copy kept before a rerun showed the rerun's job and logs, and list showed it twice."""
@@ -587,6 +595,8 @@ def test_a_moved_or_copied_experiment_is_read_where_it_is_now(tmp_path, cli_env)
     status = status_json(Path(record), cli_env)
     assert [t["log"] for t in status["tasks"]] == [str(moved / f"exp/log/a.{v}.log") for v in (1, 2)]
     assert "first 1" in run_cli("hyperion-jobs", "logs", f"{record}:1", "--attempt", "1", env=cli_env).stdout
+    _refuses_rerun(record, moved, cli_env)    # it would write the old folder: run/exp/log
+    assert not run.exists()
     shutil.copytree(moved / "exp" / "log", moved / "before")
     assert submit_local(moved, cli_env, "--array", "JOB=1:2", "--output-file", "exp/log/a.JOB.log", "--",
                         "sh", "-c", "echo third JOB").returncode == 0
@@ -595,6 +605,7 @@ def test_a_moved_or_copied_experiment_is_read_where_it_is_now(tmp_path, cli_env)
     assert [e["attempt"] for e in status_json(Path(copy), cli_env)["tasks"]] == [2, 2]
     listed = json.loads(run_cli("hyperion-jobs", "list", str(moved), "--json", env=cli_env).stdout)
     assert sorted(r["record"] for r in listed["records"]) == sorted([copy, record])
+    _refuses_rerun(copy, moved, cli_env)      # it would rerun exp/log's pattern as another history's attempt
 
 
 def test_a_live_run_in_a_ledger_another_user_created_stays_running_and_holds_the_pattern(tmp_path, cli_env):

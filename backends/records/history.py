@@ -72,8 +72,8 @@ class History:
         so the file there is the later attempt's, not this one's.
         """
         moved = self.ledger.moved.get((task.attempt, task.value, "log"))
-        if moved is not None:
-            return self.current.rebased(moved.target)
+        if moved is not None:   # in the terms of where that attempt's record was written
+            return self.records.get(task.attempt, self.current).rebased(moved.target)
         if self._last_attempt_at.get(task.log, task.attempt) > task.attempt:
             return None
         return task.log

@@ -217,7 +217,8 @@ def _relocated(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
     if actual.parent.parent.name == ATTEMPTS_DIR and actual.parent.name.isdigit():
         actual = actual.parent.parent.parent / actual.name
     written = Path(record.path)
-    if not written.is_absolute() or written == actual or _same_file(written, actual):
+    if not written.is_absolute() or written in (actual, Path(os.path.realpath(actual))) \
+            or _same_file(written, actual):   # the same file through a symlink is not a move
         return record
     old, new = written.parts, actual.parts
     shared = 0
