@@ -306,8 +306,8 @@ def test_logs_follow_redraws_the_progress_bar_in_place_on_a_terminal(tmp_path, c
             handle.write("\r 10%|#         |")
         assert screen_becomes(["start", " 10%|#         |"])
         with open(log, "a") as handle:
-            handle.write("\r 20%|##\x1b[2J")                 # over the first 11 columns, as a terminal
-        assert screen_becomes(["start", " 20%|##\\x1b[2J    |"])
+            handle.write("\r 20%|##\x1b[2J")           # an escape: that redraw whole, the longer one covered
+        assert screen_becomes(["start", " 20%|##\\x1b[2J"])
         with open(log, "a") as handle:
             handle.write(PROGRESS + " done\nnext\n")
         assert screen_becomes(["start", "100%|##########| done", "next", ""])

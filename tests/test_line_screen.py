@@ -39,3 +39,26 @@ def test_pieces_become_the_lines_a_terminal_shows():
     lines = list(shown_lines(pieces, keep=5))
     assert lines == ["step ", "plain", "baaaa"]
     assert [getattr(line, "more", 0) for line in lines] == [1, 0, 3]
+
+
+def test_what_overwriting_by_characters_would_garble_shows_its_last_redraw_whole():
+    """Escape sequences, tabs, backspaces and wide characters do not take one column each: the
+    overwrite gave '\\x1b[2KDoneloading 100 MB' where the terminal erased the line and showed Done."""
+    assert shown_line("\r\x1b[2KDownloading 100 MB\r\x1b[2KDone", 200) == "\x1b[2KDone"
+    assert shown_line("\x1b[32mgreen\x1b[0m\rred", 200) == "red"
+    assert shown_line("Epoch 1/2\t loss 0.5\rEpoch 2/2\t loss 0.4", 200) == "Epoch 2/2\t loss 0.4"
+    assert shown_line("进度 50%\r进度 100%", 200) == "进度 100%"
+    assert shown_line("12/12 [====]\x08\x08\x08\x08\r", 200) == "12/12 [====]\x08\x08\x08\x08"   # Keras
+
+
+@given(chunks=st.lists(st.text(alphabet="ab\r\x1b\t", max_size=15), max_size=8), keep=st.integers(1, 12))
+def test_a_line_that_is_not_plain_shows_its_last_non_empty_redraw_in_any_chunks(chunks, keep):
+    written = "".join(chunks)
+    screen = LineScreen(keep)
+    for chunk in chunks:
+        screen.write(chunk)
+    if "\x1b" not in written and "\t" not in written:
+        return
+    redraw = next((part for part in reversed(written.split("\r")) if part), "")
+    line = screen.line()
+    assert line == redraw[:keep] and (line.more if isinstance(line, CutLine) else 0) == max(0, len(redraw) - keep)

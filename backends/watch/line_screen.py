@@ -9,7 +9,13 @@ written, in time linear in the text.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
+
+# What one-character-one-column overwriting would garble: escape sequences (ESC[2K erases the line),
+# backspaces (Keras), tabs, and wide characters (CJK, emoji take two columns).
+_NOT_PLAIN = re.compile("[\x1b\x08\t\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f"
+                        "\uff00-\uff60\uffe0-\uffe6\U0001f300-\U0001faff\U00020000-\U0003fffd]")
 
 
 class CutLine(str):
@@ -28,7 +34,10 @@ class LineScreen:
 
     Only the first `keep` columns are kept; `more` counts the columns the line
     reached beyond them. Other controls are not interpreted (they are shown
-    escaped), so a line without `\\r` is kept as it is, up to `keep`.
+    escaped), so a line without `\\r` is kept as it is, up to `keep`. A line
+    holding what overwriting by characters would garble (an escape sequence,
+    a backspace, a tab, a wide character) shows its last redraw whole instead:
+    what follows its last `\\r`, or the redraw before when that is empty.
     """
 
     def __init__(self, keep: int) -> None:
@@ -36,15 +45,22 @@ class LineScreen:
         self._cells = ""
         self._cursor = 0
         self._extent = 0      # the line's width on a terminal of unbounded width
+        self._plain = True
+        self._redraw = ""     # the text since the last \r (at most keep + 1 characters)
+        self._redraw_len = 0
+        self._last = ("", 0)  # the last non-empty redraw before it, and its length
 
     def copy(self) -> "LineScreen":
         other = LineScreen(self.keep)
-        other._cells, other._cursor, other._extent = self._cells, self._cursor, self._extent
+        other.__dict__.update(self.__dict__)
         return other
 
     def write(self, text: str) -> None:
         """Write `text` at the cursor, each `\\r` in it going back to the line's start."""
+        if self._plain and _NOT_PLAIN.search(text):
+            self._plain = False
         parts = text.split("\r")
+        self._track_redraws(parts)
         self._put(self._cursor, parts[0])
         if len(parts) == 1:
             return
@@ -71,6 +87,22 @@ class LineScreen:
         self._cursor = start + len(part)
         self._extent = max(self._extent, self._cursor)
 
+    def _track_redraws(self, parts: list[str]) -> None:
+        """The redraw being written and the last non-empty one before it (for a line not plain)."""
+        keep = self.keep + 1
+        if len(parts) == 1:
+            self._redraw = (self._redraw + parts[0])[:keep]
+            self._redraw_len += len(parts[0])
+            return
+        for part in reversed(parts[1:-1]):   # the newest non-empty redraw that ended in `parts`
+            if part:
+                self._last = (part[:keep], len(part))
+                break
+        else:
+            if self._redraw_len + len(parts[0]):
+                self._last = ((self._redraw + parts[0])[:keep], self._redraw_len + len(parts[0]))
+        self._redraw, self._redraw_len = parts[-1][:keep], len(parts[-1])
+
     @property
     def blank(self) -> bool:
         """Nothing was written (carriage returns alone leave the line blank)."""
@@ -78,8 +110,12 @@ class LineScreen:
 
     def line(self) -> str:
         """What the line shows: a CutLine when it reached beyond `keep` columns."""
-        more = self._extent - self.keep
-        return CutLine(self._cells, more) if more > 0 else self._cells
+        if self._plain:
+            text, width = self._cells, self._extent
+        else:
+            text, width = (self._redraw, self._redraw_len) if self._redraw_len else self._last
+        more = width - self.keep
+        return CutLine(text[:self.keep], more) if more > 0 else text
 
 
 def shown_line(text: str, keep: int) -> str:

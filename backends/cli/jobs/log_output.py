@@ -98,7 +98,7 @@ def _redraw(follower: Follower, out: TextIO, drawn: int, shown_open: str | None)
     """One poll: new lines and the open line written over the one drawn; (its columns, it)."""
     lines = follower.read_new()
     open_line = follower.open_line
-    if not lines and open_line == shown_open:
+    if not lines and _same(open_line, shown_open):
         time.sleep(POLL_SECONDS)
         return drawn, shown_open
     text = "".join(_over(shown(line), drawn if i == 0 else 0) + "\n" for i, line in enumerate(lines))
@@ -107,8 +107,13 @@ def _redraw(follower: Follower, out: TextIO, drawn: int, shown_open: str | None)
     if open_line is None:
         text += _over("", drawn) + "\r" if drawn else ""   # it went (a truncated log): blanked
         return _write(out, text, 0, None)
-    fitted = _fit(shown(open_line))
+    fitted = _fit(shown(open_line).expandtabs(8))   # a tab is up to 8 columns: the fit must count them
     return _write(out, text + _over(fitted, drawn), _columns(fitted), open_line)
+
+
+def _same(line: str | None, other: str | None) -> bool:
+    """Equal text and equal count of characters cut (the note must not go stale)."""
+    return line == other and getattr(line, "more", 0) == getattr(other, "more", 0)
 
 
 def _write(out: TextIO, text: str, drawn: int, open_line: str | None) -> tuple[int, str | None]:
