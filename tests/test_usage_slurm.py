@@ -135,15 +135,18 @@ def _strip_usage(ledger: Path, values: dict[int, str]) -> None:
     """The ledger as a console closed early leaves it: finals written without usage ("none") or without
     the peak ("no-rss", a cancelled task's MaxRSS comes later), and no usage line after them."""
     lines = []
-    for line in ledger.read_text().splitlines():
-        raw = json.loads(line)
+    entries = [json.loads(line) for line in ledger.read_text().splitlines()]
+    # what accounting told after the final (when it lagged the end) belongs to the final here
+    later = {(raw.get("attempt"), raw.get("value")): raw["usage"] for raw in entries if raw.get("type") == "usage"}
+    for raw in entries:
         if raw.get("type") == "usage":
             continue
         how = values.get(raw.get("value")) if raw.get("type") == "final" else None
         if how == "none":
             raw["usage"] = None
         elif how == "no-rss":
-            raw["usage"] = {**raw["usage"], "max_rss_bytes": None}
+            told = raw.get("usage") or later.get((raw.get("attempt"), raw.get("value"))) or {}
+            raw["usage"] = {**told, "max_rss_bytes": None}
         lines.append(json.dumps(raw))
     ledger.write_text("".join(line + "\n" for line in lines))
 
