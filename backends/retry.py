@@ -17,6 +17,7 @@ from backends.launch import check_rerun
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
+from backends.records.record import SubmitRecord
 from backends.retry_sizes import SizeProposal, propose_sizes
 from backends.states import JobState
 from backends.submit.array import ArraySpec
@@ -137,17 +138,27 @@ def _refuse_other_commands(history: History, chosen: Sequence[TaskRow]) -> None:
     output pattern `--array JOB=1:2 -- python q.py JOB` is the newest attempt;
     retrying values 3-6 would have run q.py, a program they never ran.
     """
-    newest = submit_options(history.current, history.record_path).command
+    newest = _how_run(history.current, history.record_path)
     for number in sorted({row.attempt for row in chosen} - {history.current.attempt}):
         record = history.records.get(number)
-        if record is None:
+        if record is None:      # its record is unreadable: said in history's problems
             continue
-        command = submit_options(record, history.record_path).command
-        if command != newest:
+        ran = _how_run(record, history.record_path)
+        if ran != newest:
             values = compress([row.value for row in chosen if row.attempt == number and row.value is not None])
-            raise InputError("TARGET", f"values {values or 'task'} last ran {shlex.join(command)!r} (attempt "
-                             f"{number}), not the newest attempt's {shlex.join(newest)!r}, which a retry "
-                             "reruns; choose --values of the newest command, or rerun those with hyperion-submit")
+            raise InputError("TARGET", f"values {values or 'task'} last ran {_said(ran)} (attempt {number}), not "
+                             f"{_said(newest)} as the newest attempt, which a retry reruns; choose --values of "
+                             "the newest attempt, or rerun those with hyperion-submit")
+
+
+def _how_run(record: SubmitRecord, shown: str) -> tuple[str, tuple[str, ...], str]:
+    """What makes two runs of one value the same program: backend, command and where it ran."""
+    return record.backend, submit_options(record, shown).command, record.cwd
+
+
+def _said(how: tuple[str, tuple[str, ...], str]) -> str:
+    backend, command, cwd = how
+    return f"{shlex.join(command)!r} in {cwd} ({backend})"
 
 
 def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest) -> RetryPlan:

@@ -567,7 +567,8 @@ def test_a_retry_never_reruns_values_with_a_command_they_did_not_run(tmp_path, c
     record = str(tmp_path / "log" / "q" / "r.JOB.submit.json")
     retry = run_cli("hyperion-jobs", "retry", record, "--yes", cwd=tmp_path, env=cli_env)
     assert retry.returncode == 2 and retry.stderr.count("\n") == 1, retry.stderr
-    assert "values 3-4 last ran \"sh -c 'exit 3'\" (attempt 1), not the newest attempt's 'true'" in retry.stderr
+    assert (f"values 3-4 last ran \"sh -c 'exit 3'\" in {tmp_path} (local) (attempt 1), not 'true' in "
+            f"{tmp_path} (local) as the newest attempt") in retry.stderr
     assert "--values" in retry.stderr
     history = run_cli("hyperion-jobs", "history", record, env=cli_env)
     assert len([line for line in history.stdout.splitlines() if line[:1].isdigit()]) == 2   # nothing ran

@@ -173,7 +173,7 @@ def test_a_path_with_control_characters_on_the_command_line_is_refused(tmp_path:
     assert main(["--checkpoint", str(hostile)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err
-    assert err.startswith("hyperion-console: error: --checkpoint: holds control or bidi characters: ")
+    assert err.startswith("hyperion-console: error: --checkpoint: holds control or bidi characters or bytes ")
     assert err.rstrip().endswith("ckpt\\x1b]0;owned\\x07")
 
 

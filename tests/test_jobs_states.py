@@ -246,3 +246,17 @@ def test_a_task_slurm_ended_has_no_exit_code_only_its_state(state, sacct_code, s
     assert (own.exit_code, own.signal) == (seen.exit_code, seen.signal) == (None, None)
     (failed,) = parse_sacct_rows("9_2|9|FAILED|3:0|00:01:00|vm|None|x\n").own
     assert failed.exit_code == 3 and not failed.signal
+
+
+def test_a_slurm_kill_recorded_before_exit_codes_were_dropped_shows_none_either():
+    """Ledgers written before keep TIMEOUT's '0 sig 15': status showed it, and failure groups split
+    one cause into 'TIMEOUT' and 'TIMEOUT exit 0 signal 15'."""
+    from backends.records.attempts import FinalState
+    from backends.records.record import TaskRecord
+    from backends.watch.rows import final_row
+
+    task = TaskRecord(3, "77", 3, "/x/t.3.log", None, None)
+    timed_out = final_row(task, FinalState(1, 3, "77", 3, "TIMEOUT", 0, 15, 60.0, "vm", 0, time="x"), None)
+    failed = final_row(task, FinalState(1, 3, "77", 3, "FAILED", 0, 11, 60.0, "vm", 0, time="x"), None)
+    assert (timed_out.exit_code, timed_out.signal) == (None, None)
+    assert (failed.exit_code, failed.signal) == (0, 11)               # the program's own segfault stays

@@ -20,7 +20,7 @@ from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
 from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord
 from backends.records.runner import child_running, runner_gone
-from backends.states import JobState, TaskState
+from backends.states import EXIT_TOLD, JobState, TaskState
 from backends.watch.usage import Usage, usage_from_json
 
 Key = tuple[str, "int | None"]
@@ -123,7 +123,9 @@ def final_row(task: TaskRecord, final: FinalState, log: str | None, usage: Usage
     except ValueError:
         state = None
     kept = usage_from_json(final.usage) if final.usage else None
-    return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code, final.signal,
+    told = task.job_id == LOCAL_JOB or state in EXIT_TOLD   # a Slurm kill's 0:15, kept before EXIT_TOLD, is not the program's
+    return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code if told else None,
+                   final.signal if told else None,
                    final.elapsed, final.node, log, task.slurm_out, task.slurm_err,
                    task.attempt, final.reason, final.restart_count, _filled(kept, usage))
 
