@@ -211,11 +211,14 @@ def _relocated(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
     for a copy, the original's record and logs a later rerun replaced.
 
     The folder that moved is what the written and the actual path do not share at their end
-    (an attempt's archived copy under q/attempts/N/ stands for q/ itself).
+    (an attempt's archived copy under q/attempts/N/ stands for q/ itself). A record file read
+    from outside any q/ folder is a copy of the file alone, not of its folder: read as written.
     """
     actual = Path(os.path.abspath(read_from))
     if actual.parent.parent.name == ATTEMPTS_DIR and actual.parent.name.isdigit():
         actual = actual.parent.parent.parent / actual.name
+    if actual.parent.name != "q":     # a record file copied out of any q/ (kept, edited): no folder moved
+        return record
     written = Path(record.path)
     if not written.is_absolute() or written in (actual, Path(os.path.realpath(actual))) \
             or _same_file(written, actual):   # the same file through a symlink is not a move
