@@ -118,6 +118,12 @@ class LineScreen:
         return CutLine(text[:self.keep], more) if more > 0 else text
 
 
+def same_line(line: str | None, other: str | None) -> bool:
+    """Whether two shown lines look alike: equal text and equal count of characters cut
+    (a CutLine compares as its text alone, and its "N more characters" note would go stale)."""
+    return line == other and getattr(line, "more", 0) == getattr(other, "more", 0)
+
+
 def shown_line(text: str, keep: int) -> str:
     """What a terminal shows of one whole line (a CutLine beyond `keep` columns)."""
     screen = LineScreen(keep)

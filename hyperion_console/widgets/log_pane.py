@@ -19,7 +19,7 @@ from textual.containers import Vertical
 from textual.worker import get_current_worker
 
 from backends.printable import printable
-from backends.watch.line_screen import shown_line
+from backends.watch.line_screen import same_line, shown_line
 from backends.watch.tail import Follower, complete_end, last_lines, log_problem
 
 from ..errors import guarded
@@ -142,7 +142,7 @@ class LogPane(Vertical):
             restarted = follower.restarts != restarts
             restarts = follower.restarts
             now_open = follower.open_line
-            if lines or restarted or now_open != open_line or follower.problem != problem:
+            if lines or restarted or not same_line(now_open, open_line) or follower.problem != problem:
                 problem, open_line = follower.problem, now_open
                 self._deliver(path, lines, open_line, restart=restarted, problem=problem)
 

@@ -123,33 +123,23 @@ class LogView(ScrollView, can_focus=True):
         """
         new = [clean(line) for line in lines]
         shown_open = None if open_line is None else clean(open_line)
-        if not new:
-            if shown_open != self._open:
-                self._open = shown_open
-                self._width = max(self._width, cell_len(shown_open or ""))
-                self._show_end()
+        if not new and shown_open == self._open:
             return 0
         self._open = shown_open
-        new_width = max(cell_len(line) for line in new + [shown_open or ""])
+        self._width = max(self._width, *(cell_len(line) for line in new), cell_len(shown_open or ""))
         self._lines.extend(new)
-        self._width = max(self._width, new_width)
         dropped = len(self._lines) - MAX_LINES
         if dropped > 0:
             del self._lines[:dropped]
             if self.match_line is not None:
                 self.match_line = self.match_line - dropped if self.match_line >= dropped else None
-        if dropped > 0 and not self.following:   # keep the same lines under the user's eyes
-            self._resize_virtual()
-            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, force=True)
-        self._show_end()
-        return len(new)
-
-    def _show_end(self) -> None:
-        """The lines changed at the end: resize, and stay at the end while following."""
         self._resize_virtual()
         if self.following:
             self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
+        elif dropped > 0:            # keep the same lines under the user's eyes
+            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, force=True)
         self.refresh()
+        return len(new)
 
     def _resize_virtual(self) -> None:
         self.virtual_size = Size(max(self._width, self.size.width), self.line_count)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from backends.cli.jobs.parser import PROG
 from backends.printable import printable
-from backends.watch.line_screen import CutLine, shown_lines
+from backends.watch.line_screen import CutLine, same_line, shown_lines
 from backends.watch.tail import PIECE, Follower, complete_end, stream_last_lines
 
 KEEP = PIECE     # characters a terminal line keeps; beyond, a note says how many more `--raw` gives
@@ -98,7 +98,7 @@ def _redraw(follower: Follower, out: TextIO, drawn: int, shown_open: str | None)
     """One poll: new lines and the open line written over the one drawn; (its columns, it)."""
     lines = follower.read_new()
     open_line = follower.open_line
-    if not lines and _same(open_line, shown_open):
+    if not lines and same_line(open_line, shown_open):
         time.sleep(POLL_SECONDS)
         return drawn, shown_open
     text = "".join(_over(shown(line), drawn if i == 0 else 0) + "\n" for i, line in enumerate(lines))
@@ -109,11 +109,6 @@ def _redraw(follower: Follower, out: TextIO, drawn: int, shown_open: str | None)
         return _write(out, text, 0, None)
     fitted = _fit(shown(open_line).expandtabs(8))   # a tab is up to 8 columns: the fit must count them
     return _write(out, text + _over(fitted, drawn), _columns(fitted), open_line)
-
-
-def _same(line: str | None, other: str | None) -> bool:
-    """Equal text and equal count of characters cut (the note must not go stale)."""
-    return line == other and getattr(line, "more", 0) == getattr(other, "more", 0)
 
 
 def _write(out: TextIO, text: str, drawn: int, open_line: str | None) -> tuple[int, str | None]:
