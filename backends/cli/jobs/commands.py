@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from backends.cli.jobs import log_output
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table
 from backends.errors import InputError
@@ -175,6 +174,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
         which = "--err" if args.err else "--out" if args.out else "program"
         raise InputError("TASK", f"no {which} log is known for {args.task}")
     _check_log_file(path, args.task, must_exist=not args.follow)
+    from backends.cli.jobs import log_output   # the tail readers: only `logs` needs them, not status
+
     if args.follow:
         return log_output.follow(path, args.lines, args.raw)
     log_output.print_last(path, args.lines, args.raw)
