@@ -352,6 +352,41 @@ def test_quitting_does_not_wait_for_a_hanging_sacct_asked_for_missing_usage(tmp_
     assert not _runs(int(pids.read_text().split()[0]))
 
 
+def test_quitting_does_not_wait_for_a_hanging_scancel(tmp_path: Path, monkeypatch) -> None:
+    """A cancel confirmed while the controller hangs: quitting the console waited for scancel's
+    30 s timeout and left it running."""
+    from test_console_fixtures import build_history
+
+    bin_dir, pids = tmp_path / "bin", tmp_path / "pids"
+    bin_dir.mkdir()
+    (bin_dir / "scancel").write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
+    for tool in ("squeue", "sacct"):          # the watch hears nothing new
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("scancel", "squeue", "sacct"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
+    quit_at: list[float] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 24)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: jobs.history is not None, 15)
+            jobs.post_message(JobsUpdated(str(record), (TaskState("4242", 7, JobState.RUNNING, None, None,
+                                                                  1.0, "vm"),)))
+            await pilot.pause()
+            jobs.query_one("#tasks").focus()
+            await pilot.press("X", "y")
+            await wait_for(pilot, lambda: pids.exists() and pids.read_text().strip(), 15)
+            quit_at.append(time.monotonic())
+            await pilot.press("q")
+
+    asyncio.run(scenario())
+    assert time.monotonic() - quit_at[0] < 2.0
+    assert not _runs(int(pids.read_text().split()[0]))
+
+
 def _not_answering(line: str) -> int:
     return int(line.split("not answering for ")[1].split(" s")[0])
 

@@ -26,6 +26,7 @@ from textual.widgets import ContentSwitcher, Input, OptionList, ProgressBar, Sel
 
 from backends.records.history import History, load_history
 from backends.states import explain_reason, never_runs
+from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import record_file
 from backends.watch.usage_summary import summarize_rows
@@ -100,6 +101,7 @@ class JobsScreen(ConsoleScreen):
         self.record_path: str | None = None
         self._record_key: tuple | None = None
         self._stop_poll = threading.Event()
+        self._screen_gone = threading.Event()    # the screen is gone: a scancel in flight is killed
         self._ready = False
         self._last_error: str | None = None
         self._ended = False
@@ -206,6 +208,7 @@ class JobsScreen(ConsoleScreen):
 
     def on_unmount(self) -> None:
         self._stop_poll.set()
+        self._screen_gone.set()
 
     def on_screen_resume(self) -> None:
         """Coming back (after a submit, a resubmit on the Checkpoint screen): fresh records."""
@@ -691,7 +694,10 @@ class JobsScreen(ConsoleScreen):
 
     @work(thread=True, group="cancel", exit_on_error=False)
     def run_cancel(self, targets: list[str]) -> None:
-        cancel(targets)
+        try:
+            cancel(targets, stoppable(self._screen_gone))
+        except QueryStopped:        # the console quit while scancel hung: nobody is left to tell
+            return
         self.app.call_from_thread(tell, self, "cancelled " + " ".join(targets))
         self.app.call_from_thread(self.restart_watching)
 
