@@ -34,6 +34,7 @@ class FormValues:
     array: str = ""
     max_jobs_run: str = ""
     output_file: str = ""
+    env: str = ""
     command: str = ""
 
 
@@ -48,11 +49,16 @@ def form_argv(form: FormValues) -> list[str]:
             argv.append(f"{option}={value}")
     if form.mem.strip():
         argv.append(f"{MEM_SCOPES[form.mem_scope]}={form.mem.strip()}")
+    argv += [f"--env={item}" for item in _words("env", form.env)]
+    return argv + ["--", *_words("command", form.command)]
+
+
+def _words(field: str, text: str) -> list[str]:
+    """The field split as a shell would split it (quotes kept together), nothing expanded."""
     try:
-        command = shlex.split(form.command)
+        return shlex.split(text)
     except ValueError as exc:
-        raise InputError("command", f"cannot split into words: {exc}") from exc
-    return argv + ["--", *command]
+        raise InputError(field, f"cannot split into words: {exc}") from exc
 
 
 def field_of_error(error: BaseException) -> str | None:
@@ -65,6 +71,6 @@ def field_of_error(error: BaseException) -> str | None:
         return "mem"
     if name in {"cfg", "site", "config"}:
         return "cfg"
-    if name in OPTION_OF or name == "command":
+    if name in OPTION_OF or name in {"command", "env"}:
         return name
     return None

@@ -35,6 +35,7 @@ TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("array", "array", "JOB=1:10"),
     ("max_jobs_run", "max running", "e.g. 4"),
     ("output_file", "log path", "exp/log/run.JOB.log"),
+    ("env", "extra env", "NAME=VALUE ..."),
     ("command", "command", "words after --"),
 )
 
