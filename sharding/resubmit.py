@@ -147,6 +147,17 @@ class Resubmission:
     plan: SubmitPlan | None
 
 
+def _check_completion_known(retry: RetryPlan) -> None:
+    """Refuse while a manifest or the completion folder cannot be read: the shards it would have
+    counted complete are planned as missing, and a retry would run them again over their output."""
+    unknown = [p for p in retry.problems if p.unknown]
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise InputError("checkpoint", f"{printable(unknown[0].path)}: {printable(unknown[0].message)}{more}: "
+                         "which shards completed is not known, so finished ones could run again; "
+                         "nothing resubmitted (make it readable, or move it out of the checkpoint)")
+
+
 def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = None) -> Resubmission:
     """Plan without running anything (reads the checkpoint, the record and the site file).
 
@@ -157,6 +168,7 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     record = load_record(os.path.abspath(record_path))  # a bad record is an error even with nothing to do
     if retry.complete:
         return Resubmission(retry, record, None)
+    _check_completion_known(retry)
     check_rerun(record)
     site = load_site(record.cfg)
     if max_array_size is not None:

@@ -41,6 +41,7 @@ FAILED_FILENAME = "failed_tasks.json"
 MAX_METADATA_BYTES = 1 << 20   # a manifest is ~80 bytes, a failed-task record a few KiB
 MAX_INT_DIGITS = 19            # 2**63 - 1 has 19: total_shards 10**12 fits, 5000 digits does not
 MAX_INDEX = 2 ** 63 - 1
+MAX_FAILED_DEPTH = 16          # folders below .failed_tasks searched; a record sits 4 down
 _SHARD_DIR = re.compile(r"-?[0-9]{1,19}\Z")
 # Curator's failed-task folder for a run without an array (``local_attempt_<uuid>/failed_tasks.json``).
 LOCAL_ATTEMPT_PREFIX = "local_attempt_"
@@ -65,6 +66,15 @@ class UnreadableMetadata(OSError):
 
     def __str__(self) -> str:
         return self.reason
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    """Whether an entry is a directory (a symlink to one too), as os.walk sorts them; False when
+    it cannot be told (a vanished entry)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _reason(err: OSError) -> str:
@@ -97,9 +107,13 @@ def _bounded_int(text: str) -> int:
 
 
 def parse_metadata_json(text: str) -> Any:
-    """json.loads with bounded integers; ValueError (one line) for anything it cannot read."""
+    """json.loads with bounded integers; ValueError (one line) for anything it cannot read.
+
+    NaN and Infinity (Python's json writes them) are kept as their names: read as floats they
+    would be printed again as bare NaN by `failed --json`, which strict JSON readers refuse.
+    """
     try:
-        return json.loads(text, parse_int=_bounded_int)
+        return json.loads(text, parse_int=_bounded_int, parse_constant=str)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
 
@@ -131,10 +145,12 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class Problem:
-    """A file a reader skipped, and why."""
+    """A file a reader skipped, and why. `unknown`: what it says about a shard's completion could
+    not be read, so that shard may be complete although it is not counted so."""
 
     path: str
     message: str
+    unknown: bool = False
 
 
 def outside_run(record: "FailedRecord", run: RunConfig) -> Problem | None:
@@ -391,40 +407,44 @@ class Checkpoint:
             return done, problems
         except OSError as exc:
             problems.append(Problem(str(self.completion_dir), f"cannot list the completion folder ({_reason(exc)}); "
-                                    "no shard counts as complete"))
+                                    "no shard counts as complete", unknown=True))
             return done, problems
         for name in names:
-            path = self.completion_dir / name
-            shard, problem = self._read_manifest(path, run)
-            if problem is not None:
-                problems.append(Problem(str(path), problem))
-            elif shard is not None:
-                done.add(shard)
+            found = self._read_manifest(self.completion_dir / name, run)
+            if isinstance(found, Problem):
+                problems.append(found)
+            else:
+                done.add(found)
         return done, problems
 
     @staticmethod
-    def _read_manifest(path: Path, run: RunConfig) -> tuple[int | None, str | None]:
+    def _read_manifest(path: Path, run: RunConfig) -> int | Problem:
+        """The shard a manifest completes, or why it does not count (`unknown` unless it is plainly
+        another run's: then this run's shards are not its business)."""
+        def skipped(message: str, unknown: bool = True) -> Problem:
+            return Problem(str(path), f"{message}; skipped", unknown)
+
         try:
             payload = _read_json(path)
         except (OSError, ValueError) as exc:
-            return None, f"unreadable completion manifest ({exc}); skipped"
+            return skipped(f"unreadable completion manifest ({exc})")
         if not isinstance(payload, dict):
-            return None, "completion manifest is not a JSON object; skipped"
+            return skipped("completion manifest is not a JSON object")
         if payload.get("status") != "completed":
-            return None, f"completion manifest has status {payload.get('status')!r}, not 'completed'; skipped"
+            return skipped(f"completion manifest has status {payload.get('status')!r}, not 'completed'")
         values = {k: _strict_int(payload, k) for k in ("minimum_shard_index", "shard_index", "total_shards")}
         missing = [k for k, v in values.items() if v is None]
         if missing:
-            return None, f"completion manifest lacks integer {', '.join(missing)}; skipped"
+            return skipped(f"completion manifest lacks integer {', '.join(missing)}")
         if (values["minimum_shard_index"], values["total_shards"]) != (run.minimum_shard_index, run.total_shards):
-            return None, (f"completion manifest is for another run (minimum_shard_index={values['minimum_shard_index']}, "
-                          f"total_shards={values['total_shards']}; run.json has {run.minimum_shard_index}, "
-                          f"{run.total_shards}); skipped")
+            return skipped(f"completion manifest is for another run (minimum_shard_index={values['minimum_shard_index']}, "
+                           f"total_shards={values['total_shards']}; run.json has {run.minimum_shard_index}, "
+                           f"{run.total_shards})", unknown=False)
         shard = values["shard_index"]
         assert shard is not None
         if shard not in run.shards:
-            return None, f"completion manifest shard_index {shard} is outside the run's range; skipped"
-        return shard, None
+            return skipped(f"completion manifest shard_index {shard} is outside the run's range", unknown=False)
+        return shard
 
     # failed-task records ----------------------------------------------------
     def write_failed(self, shard: int, attempt: Attempt | None = None,
@@ -438,22 +458,35 @@ class Checkpoint:
     def _failed_paths(self, problems: list[Problem]) -> list[Path]:
         """Every entry named failed_tasks.json under the failed-task folder (symlinks not followed).
 
-        A folder that cannot be listed is a Problem; a directory named like a
-        record is one too, and is not entered.
+        A folder that cannot be listed is a Problem; so is a directory named like a
+        record (not entered), and a folder nested deeper than any record sits (not
+        entered: os.walk recursed, so a hostile tree of 1000 folders made a traceback).
         """
         found: list[Path] = []
-
-        def unreadable(exc: OSError) -> None:
-            where = str(exc.filename or self.failed_dir)
-            if isinstance(exc, FileNotFoundError) and where == str(self.failed_dir):
-                return   # no failures recorded yet
-            problems.append(Problem(where, f"cannot list this folder ({_reason(exc)}); its records are not counted"))
-
-        for root, dirs, files in os.walk(self.failed_dir, onerror=unreadable):
-            if FAILED_FILENAME in dirs:
-                dirs.remove(FAILED_FILENAME)
-                problems.append(Problem(str(Path(root, FAILED_FILENAME)), "a directory, not a regular file; skipped"))
-            found += [Path(root, name) for name in files if name == FAILED_FILENAME]
+        stack: list[tuple[str, int]] = [(str(self.failed_dir), 0)]
+        while stack:
+            folder, depth = stack.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = list(listing)
+            except OSError as exc:
+                if depth == 0 and isinstance(exc, FileNotFoundError):
+                    continue      # no failures recorded yet
+                problems.append(Problem(folder, f"cannot list this folder ({_reason(exc)}); its records are not counted"))
+                continue
+            for entry in entries:
+                is_dir = _is_dir(entry)
+                if entry.name == FAILED_FILENAME:
+                    if is_dir:
+                        problems.append(Problem(entry.path, "a directory, not a regular file; skipped"))
+                    else:
+                        found.append(Path(entry.path))
+                elif is_dir and not entry.is_symlink():
+                    if depth + 1 < MAX_FAILED_DEPTH:
+                        stack.append((entry.path, depth + 1))
+                    else:
+                        problems.append(Problem(entry.path, f"a folder nested more than {MAX_FAILED_DEPTH} levels "
+                                                "deep in the failed-task folder; not searched"))
         return sorted(found)
 
     def scan_failed(self) -> tuple[list[FailedRecord], list[Problem]]:

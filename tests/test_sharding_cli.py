@@ -277,6 +277,42 @@ def test_a_record_that_is_not_json_is_not_called_an_empty_marker(tmp_path, cli_e
     assert lines[lines.index(f"    {broken}") - 1].endswith("tasks -  (not JSON: details ignored)")
 
 
+def test_a_failed_task_folder_nested_1000_deep_is_a_warning_not_a_traceback(tmp_path, cli_env):
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 5))
+    record = store.write_failed(2, Attempt("100", "2", "0"), {"task_ids": ["p2"], "error": "ValueError: x"})
+    folders = [store.failed_dir / "slurm_job_100"]
+    for _ in range(1000):          # os.makedirs and shutil.rmtree recurse too deep for this tree
+        folders.append(folders[-1] / "a")
+        folders[-1].mkdir()
+    try:
+        for command in ("show", "shards", "failed"):
+            result = run_cli("hyperion-checkpoint", command, str(store.path), env=cli_env, timeout=60)
+            assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+            lines = result.stderr.splitlines()
+            assert len(lines) == 1 and "nested more than 16 levels deep in the failed-task folder; not searched" \
+                in lines[0], lines
+        assert str(record) in run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env).stdout
+    finally:
+        for folder in reversed(folders[1:]):
+            folder.rmdir()
+
+
+def test_failed_json_is_strict_json_when_a_record_holds_nan(tmp_path, cli_env):
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    store.write_failed(1, Attempt("100", "1", "0")).write_text('{"error": "x", "loss": NaN, "lr": -Infinity}')
+    store.write_failed(2, Attempt("100", "2", "0")).write_text("Infinity")
+    result = run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env)
+    assert result.returncode == 0, result.stderr
+
+    def refuse(name: str):
+        raise ValueError(f"{name} is not JSON")
+
+    records = json.loads(result.stdout, parse_constant=refuse)
+    assert len(records) == 2 and "NaN" in result.stdout and "Infinity" in result.stdout
+
+
 def test_failed_listing_escapes_what_a_record_says(tmp_path, cli_env):
     """A failed-task record's error text is shown with its ESC visible, never sent to the terminal."""
     store = _hostile_checkpoint(tmp_path / "ck")

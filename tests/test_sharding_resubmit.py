@@ -242,3 +242,59 @@ def test_a_command_naming_another_checkpoint_as_input_is_not_refused(tmp_path, c
                      "--dry-run", env=cli_env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("would resubmit ")
+
+
+# --- a completion that cannot be read is not taken for a missing shard -----------------------------
+
+def test_a_corrupt_manifest_stops_a_resubmission_that_would_rerun_its_shard(tmp_path, cli_env):
+    """Shards 1-2 completed before the local array stopped at 3; with shard 1's manifest cut short,
+    retry --submit planned 1 as missing and ran it again over its output."""
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    manifest = next(p for p in Checkpoint(tmp_path / "ck").completion_dir.iterdir()
+                    if json.loads(p.read_text())["shard_index"] == 1)
+    manifest.write_text('{"minimum_shard_index": 1, "sha')
+    before = _logs_and_outputs(tmp_path)
+    for extra in ((), ("--dry-run",)):
+        result = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record_path), *extra,
+                         env=cli_env)
+        assert result.returncode == 2, result.stderr
+        error = [line for line in result.stderr.splitlines() if ": error: " in line]
+        assert len(error) == 1 and error[0].startswith(f"hyperion-checkpoint: error: checkpoint: {manifest}: "
+                                                        "unreadable completion manifest")
+        assert "which shards completed is not known" in error[0] and "Traceback" not in result.stderr
+        assert result.stdout == ""
+    assert _logs_and_outputs(tmp_path) == before
+    shown = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), env=cli_env)   # printing still works
+    assert shown.returncode == 0 and shown.stdout.startswith("1,") and "warning" in shown.stderr
+
+
+def test_a_manifest_of_another_run_does_not_stop_a_resubmission(tmp_path, cli_env):
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    store = Checkpoint(tmp_path / "ck")
+    missing = plan_retry(store.path).missing
+    stale = store.completion_dir / "completed_slurm_array_0000000000000000.json"
+    stale.write_text(json.dumps({"minimum_shard_index": 0, "shard_index": missing[0], "status": "completed",
+                                 "total_shards": 12}))
+    prepared = prepare_resubmit(str(tmp_path / "ck"), str(record_path))
+    assert prepared.plan is not None and [t.value for t in prepared.plan.tasks] == list(missing)
+    assert any(p.path == str(stale) and "another run" in p.message for p in prepared.retry.problems)
+
+
+def test_an_unlistable_completion_folder_stops_a_resubmission(rightless_dir, cli_env):
+    from conftest import without_rights
+
+    tmp_path = rightless_dir
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    completion = Checkpoint(tmp_path / "ck").completion_dir
+    before = _logs_and_outputs(tmp_path)
+    completion.chmod(0o311)          # may be entered, not listed
+    result = subprocess.run(without_rights("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit",
+                                           str(record_path)), env=cli_env, capture_output=True, text=True,
+                            timeout=120)
+    completion.chmod(0o755)
+    assert result.returncode == 2, result.stderr
+    assert f"error: checkpoint: {completion}: cannot list the completion folder" in result.stderr
+    assert _logs_and_outputs(tmp_path) == before
