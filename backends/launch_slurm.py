@@ -63,7 +63,10 @@ def _stop_on_signals(stop: threading.Event, hangup: threading.Event,
     queued without a word.
 
     Only the main thread may install handlers; elsewhere (a console worker)
-    the caller's own `stop` is the way to interrupt.
+    the caller's own `stop` is the way to interrupt. A signal ignored when we start
+    stays ignored, as local runs keep it: under ``nohup`` a hangup must not end the
+    wait (and the recipe with exit 129), nor Ctrl-C reach a job a non-interactive
+    shell started with ``&``. SIGTERM is always ours.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -77,11 +80,13 @@ def _stop_on_signals(stop: threading.Event, hangup: threading.Event,
         quit_.set()
         stop.set()
 
-    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set())
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
-    if signal.getsignal(signal.SIGQUIT) is not signal.SIG_IGN:
-        previous[signal.SIGQUIT] = signal.signal(signal.SIGQUIT, on_quit)
+    def on_stop(signum, frame) -> None:
+        stop.set()
+
+    handlers = {signal.SIGINT: on_stop, signal.SIGTERM: on_stop, signal.SIGHUP: on_hangup,
+                signal.SIGQUIT: on_quit}
+    previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()
+                if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield
     finally:

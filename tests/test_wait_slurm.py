@@ -368,6 +368,29 @@ def test_sighup_leaves_the_jobs_queued_and_watch_reattaches(slurm_cluster, test_
     assert "1 tasks: COMPLETED 1" in watch.stdout
 
 
+def test_under_nohup_a_hangup_does_not_end_the_wait(slurm_cluster, test_site, cli_env, tmp_path, task):
+    """`nohup ./run.sh &` ignores SIGHUP so the recipe outlives the terminal: hyperion-submit took the
+    hangup anyway and ended its wait with exit 129, which stopped the recipe. A SIGINT ignored as a
+    non-interactive shell ignores it for `&` jobs stays ignored too, as local runs keep them."""
+    def ignore_hangup_and_interrupt() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = start(test_site, "--output-file", "log/n.log", "--", task, "x", "5", cwd=tmp_path, env=cli_env,
+                 preexec_fn=ignore_hangup_and_interrupt)
+    try:
+        record = record_of(tmp_path, "n")
+        proc.send_signal(signal.SIGHUP)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "hyperion-submit: hangup" not in err and "hyperion-submit: interrupted" not in err
+    assert sacct_rows([record.jobs[0].job_id], "State") == [["COMPLETED"]]
+
+
 @pytest.mark.parametrize("hang_up", ["at once", "after a task ended"])
 def test_watch_reattached_after_a_hangup_releases_held_windows_and_keeps_the_limit(
         slurm_cluster, test_site, cli_env, tmp_path, task, hang_up):
