@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, NoReturn, Sequence
 
-from backends.errors import FieldError, check_working_dir
+from backends.errors import FieldError, check_working_dir, reader_gone
 from backends.printable import printable
 from sharding.coverage import Coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
@@ -186,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run)
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
+    except BrokenPipeError:
+        return reader_gone()
 
 
 if __name__ == "__main__":

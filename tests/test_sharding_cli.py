@@ -313,6 +313,16 @@ def test_failed_json_is_strict_json_when_a_record_holds_nan(tmp_path, cli_env):
     assert len(records) == 2 and "NaN" in result.stdout and "Infinity" in result.stdout
 
 
+def test_output_into_a_pipe_closed_early_is_no_traceback(tmp_path, cli_env):
+    """`hyperion-checkpoint shards CK --json | head` printed a BrokenPipeError traceback, exit 1."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 50_000))
+    result = subprocess.run(["bash", "-c", 'hyperion-checkpoint "$@" | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}',
+                             "-", "shards", str(store.path), "--json"], env=cli_env, capture_output=True, text=True,
+                            timeout=60)
+    assert (result.returncode, result.stderr) == (0, "")
+
+
 def test_failed_listing_escapes_what_a_record_says(tmp_path, cli_env):
     """A failed-task record's error text is shown with its ESC visible, never sent to the terminal."""
     store = _hostile_checkpoint(tmp_path / "ck")

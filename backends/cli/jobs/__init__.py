@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG, build_parser
-from backends.errors import InputError, check_working_dir
+from backends.errors import InputError, check_working_dir, reader_gone
 from backends.printable import printable
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.slurm.cancel import CancelError
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return 0
+        return reader_gone()
 
 
 if __name__ == "__main__":
