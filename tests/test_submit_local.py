@@ -144,8 +144,8 @@ def signal_first_of_two_tasks(tmp_path, cli_env, signum: int) -> tuple[int, str]
 @pytest.mark.parametrize("signum, status, message", [
     (signal.SIGINT, 130, "hyperion-submit: interrupted"),
     (signal.SIGTERM, 143, "hyperion-submit: terminated"),
-    (signal.SIGHUP, 129, "hyperion-submit: terminated"),       # the terminal closed
-    (signal.SIGQUIT, 131, "hyperion-submit: terminated"),      # Ctrl-\\
+    (signal.SIGHUP, 129, "hyperion-submit: hangup"),           # the terminal closed
+    (signal.SIGQUIT, 131, "hyperion-submit: quit"),            # Ctrl-\\
 ], ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"])
 def test_signal_stops_the_running_task_records_it_and_runs_no_more(tmp_path, cli_env, signum, status,
                                                                    message):

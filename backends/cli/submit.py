@@ -6,6 +6,7 @@ Exit status: 0 every task exited 0; 1 a task or the submission failed;
 """
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -70,8 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
     except KeyboardInterrupt as exc:
-        signum = getattr(exc, "signum", None)   # backends.submit.local.run.Terminated: SIGTERM
-        print(f"{PROG}: {'terminated' if signum else 'interrupted'}", file=sys.stderr)
+        signum = getattr(exc, "signum", None)   # backends.submit.local.run.Terminated: SIGTERM, HUP, QUIT
+        said = {signal.SIGHUP: "hangup", signal.SIGQUIT: "quit"}.get(signum, "terminated") if signum else "interrupted"
+        print(f"{PROG}: {said}", file=sys.stderr)       # the words slurm's runs use
         return 128 + signum if signum else INTERRUPTED
     except OSError as err:  # e.g. the q/ directory beside the log is not writable
         where = f" {err.filename}" if err.filename else ""

@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", action="append", type=Path)
 
     p = sub.add_parser("logs", help="last lines of a task's log; -f follows it")
-    p.add_argument("task", metavar="TASK", help="JOB_TASK, JOB, RECORD or RECORD:VALUE")
+    p.add_argument("task", metavar="TASK", help="JOB_TASK, JOB (not an array: name one task), RECORD or RECORD:VALUE")
     p.add_argument("-n", "--lines", type=int, default=20)
     p.add_argument("-f", "--follow", action="store_true")
     p.add_argument("--attempt", type=int, metavar="N", help="the log of attempt N (RECORD:VALUE)")
