@@ -25,7 +25,7 @@ from backends.ranges import (
     split_run_windows,
 )
 from sharding.errors import ShardingError
-from sharding.store import Checkpoint, Problem, RunConfig
+from sharding.store import MAX_INDEX, Checkpoint, Problem, RunConfig
 
 RetryWindow = RunWindow  # offset + logical runs; .expression is the physical --array text
 MAX_WINDOWS = 100_000    # more would be a listing nobody reads (and memory nobody has)
@@ -69,10 +69,12 @@ class RetryPlan:
 def parse_max_array_size(text: str) -> int:
     """``--max-array-size`` as a user typed it (command line or console field)."""
     stripped = text.strip()
-    value = int(stripped) if stripped.isascii() and stripped.isdigit() and len(stripped) <= 18 else 0
+    value = int(stripped) if stripped.isascii() and stripped.isdigit() and len(stripped) <= 40 else 0
+    shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
     if value <= 0:
-        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
         raise ShardingError("--max-array-size", f"must be a positive integer, got {shown!r}")
+    if value > MAX_INDEX:       # no shard index reaches it: as good as no limit, but say so
+        raise ShardingError("--max-array-size", f"{shown!r} is above 2**63-1 (leave it out for no limit)")
     return value
 
 

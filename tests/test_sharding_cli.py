@@ -50,6 +50,14 @@ def test_retry_json_carries_windows(big, cli_env):
         ("1-2", 0, "1-2"), ("5-6", 1000, "1005-1006"), ("999", 2000, "2999")]
 
 
+def test_a_max_array_size_of_19_digits_is_taken(tmp_path, cli_env):
+    store = Checkpoint(tmp_path)
+    store.ensure_run(RunConfig(1, 20))
+    result = run_cli("hyperion-checkpoint", "retry", str(tmp_path), "--max-array-size", "1000000000000000000",
+                     env=cli_env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "1-20 0 1 20\n", "")
+
+
 def test_retry_prints_nothing_when_complete(tmp_path, cli_env):
     store = Checkpoint(tmp_path)
     store.ensure_run(RunConfig(1, 3))
@@ -64,6 +72,7 @@ def test_retry_prints_nothing_when_complete(tmp_path, cli_env):
     (["retry", "MISSING_RUN"], "run.json"),
     (["retry", "BIG", "--format", "ranges", "--max-array-size", "10"], "--max-array-size"),
     (["retry", "BIG", "--max-array-size", "0"], "--max-array-size"),
+    (["retry", "BIG", "--max-array-size", "9223372036854775808"], "--max-array-size"),    # 2**63
     (["retry", "BIG", "--format", "yaml"], "--format"),
     (["show"], "PATH"),
     ([], "command"),
