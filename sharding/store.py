@@ -517,7 +517,7 @@ class Checkpoint:
         if not _SHARD_DIR.match(shard_text):
             what = ("more than 19 digits" if re.fullmatch(r"-?[0-9]+", shard_text, re.ASCII)
                     else "not an integer")
-            return None, f"failed-task record whose shard {printable(shard_text[:40])!r} is {what}; skipped"
+            return None, f"failed-task record whose shard '{printable(shard_text[:40])}' is {what}; skipped"
         try:
             text, mtime = read_metadata_text(path)
         except UnreadableMetadata as exc:

@@ -95,7 +95,7 @@ def _dash_value(field: str, tokens: list[str]) -> str | None:
     """argparse's 'expected one argument' for `--mem -1G`: the value was there, read as an option."""
     for option, value in zip(tokens, tokens[1:]):
         if option == field and value.startswith("-") and not value.startswith("--"):
-            return (f"expected a value, and {printable(value)!r} reads as an option; a value starting "
+            return (f"expected a value, and '{printable(value)}' reads as an option; a value starting "
                     f"with '-' is given as {field}={printable(value)}")
     return None
 
