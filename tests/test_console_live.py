@@ -198,6 +198,12 @@ def test_status_line_shows_the_age_of_the_states_and_an_outage_while_it_lasts(tm
             jobs.post_message(JobsUpdated(record.path, (), as_of=time.time()))
             await pilot.pause()
             assert status.line().plain == "states from Slurm 0 s ago"
+            jobs.post_message(JobsUpdated(record.path, (), error=problem, problem=problem))
+            jobs.post_message(JobsUpdated(record.path, (), as_of=time.time(), all_terminal=True,
+                                          problem="controller (squeue) not answering for 5 s: squeue failed (rc 127)"))
+            await pilot.pause(1.2)
+            # sacct gave every final state while squeue still failed: nothing is retried any more
+            assert status.line().plain == "every task ended: final states from Slurm"
 
     asyncio.run(scenario())
 

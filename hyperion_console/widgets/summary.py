@@ -88,13 +88,13 @@ class PollStatus(FitLine):
         now = time.time() if now is None else now
         if not self.source:
             return Text("")
+        if self.final:           # nothing will change: an age would only grow, a problem is not retried
+            return Text(f"every task ended: final states from {self.source}", style="dim")
         if self.problem:
             age = "no answer yet" if self.as_of is None else f"states {age_text(now - self.as_of)} old"
             text = Text(f"⚠ {age}, retrying: ", style="bold yellow")
             text.append_text(shown(self.problem, "yellow"))
             return text
-        if self.final:           # nothing will change: an age would only grow
-            return Text(f"every task ended: final states from {self.source}", style="dim")
         if self.as_of is None:
             return Text(f"asking {self.source}…", style="dim")
         return Text(f"states from {self.source} {age_text(now - self.as_of)} ago", style="dim")
