@@ -87,6 +87,12 @@ class HyperionConsole(App[None]):
         super().notify(printable(str(message)), title=printable(str(title)), severity=severity,
                        timeout=timeout, markup=False)
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C's hint: Textual's own holds markup, which `notify` above shows as it is."""
+        keys = [key for key, active in self.active_bindings.items() if active.binding.action in ("quit", "app.quit")]
+        if keys:
+            tell(self, f"Press {' or '.join(keys)} to quit the app", title="Do you want to quit?")
+
     def on_submitted(self, message: Submitted) -> None:
         self.action_show("jobs")
         self.jobs_screen.open_record(Path(message.record_path))

@@ -47,6 +47,19 @@ def test_number_keys_switch_screens_and_help_opens(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_ctrl_c_says_how_to_quit_in_plain_words(tmp_path: Path) -> None:
+    """The hint showed Textual's markup as text: 'Press [b]ctrl+q[/b] to quit the app'."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2", "ctrl+c")
+            await pilot.pause()
+            said = notifications(app)
+            assert "Press ctrl+q or q to quit the app" in said, said
+
+    asyncio.run(scenario())
+
+
 def test_every_palette_entry_names_a_real_action() -> None:
     app = make_app(cfg_dir=CONF)
     for title, _help, screen, action in ACTIONS:
