@@ -17,7 +17,7 @@ from backends.attempt import begin_attempt
 from backends.errors import InputError
 from backends.printable import printable
 from backends.records.record import SubmitRecord
-from backends.submit.local.run import LocalEvent, print_event, run_local
+from backends.submit.local.run import LocalEvent, Stop, print_event, run_local
 from backends.submit.model import SubmitPlan
 
 
@@ -54,10 +54,12 @@ def working_dir(path: str) -> Iterator[None]:
 
 
 def run_local_plan(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
-                   kind: str = "submit", on_begin: Callable[[], None] | None = None) -> int:
-    """Run a local plan as a new attempt, holding its output pattern until the last task ends."""
+                   kind: str = "submit", on_begin: Callable[[], None] | None = None,
+                   stop: Stop | None = None) -> int:
+    """Run a local plan as a new attempt, holding its output pattern until the last task ends
+    (`stop`: how a caller off the main thread stops it, see run_local)."""
     with begin_attempt(plan, kind, on_begin) as attempt:
-        return run_local(plan, on_event, attempt)
+        return run_local(plan, on_event, attempt, stop)
 
 
 def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None) -> int:

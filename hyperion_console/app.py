@@ -13,8 +13,10 @@ from backends.printable import printable
 
 from .commands import ConsoleCommands
 from .errors import describe_error
+from .local_runs import LocalRuns
 from .messages import Submitted
 from .screens.checkpoint import CheckpointScreen
+from .screens.confirm import ConfirmScreen
 from .screens.help import HelpScreen
 from .screens.jobs import JobsScreen
 from .screens.submit import SubmitScreen
@@ -50,6 +52,7 @@ class HyperionConsole(App[None]):
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         self.settings = settings
+        self.local_runs = LocalRuns()
         self.submit_screen = SubmitScreen(settings.cfg_dir, settings.submit_defaults)
         self.jobs_screen = JobsScreen(settings.search_dirs, settings.record)
         self.checkpoint_screen = CheckpointScreen(settings.checkpoint, settings.record)
@@ -86,6 +89,38 @@ class HyperionConsole(App[None]):
         from a record, a path or a form field can neither crash the toast nor reach the terminal."""
         super().notify(printable(str(message)), title=printable(str(title)), severity=severity,
                        timeout=timeout, markup=False)
+
+    def action_quit(self) -> None:
+        """Quit; a local run in progress lives in this process, so it is stopped first, after a
+        confirmation, and the console ends once its task has ended (q again: SIGKILL it now)."""
+        active = self.local_runs.active()
+        if not active:
+            self.exit()
+            return
+        if self.local_runs.stopping:
+            self.local_runs.stop.kill.set()
+            tell(self, "killing the local run's task now (SIGKILL)", severity="warning")
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.local_runs.stop.stop.set()
+                tell(self, "stopping the local run: its task got Ctrl-C (SIGINT), SIGKILL in 10 s or at q; "
+                     "the console quits once it ended", severity="warning", timeout=15)
+                self.set_interval(0.2, self._exit_once_stopped)
+
+        runs = "\n".join(active)
+        self.push_screen(ConfirmScreen(
+            "Stop the local run and quit?",
+            f"A local run goes on in this console and cannot outlive it. Quitting stops its running task as "
+            f"Ctrl-C would (recorded with the code it ends with, 130 if it obeys) and runs none of the rest "
+            f"(NOT_RUN); hyperion-jobs retry RECORD runs them again.\n{runs}", yes="Stop and quit"), answered)
+
+    def _exit_once_stopped(self) -> None:
+        if not self.local_runs.active():
+            self.exit()
 
     def action_help_quit(self) -> None:
         """Ctrl+C's hint: Textual's own holds markup, which `notify` above shows as it is."""

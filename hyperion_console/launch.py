@@ -13,11 +13,13 @@ from typing import Callable
 from backends.launch import run_local_plan
 from backends.launch_slurm import submit
 
+from .local_runs import LocalRuns
+
 
 def launch(plan, announce: Callable[[str], None], kind: str = "submit",
-           on_begin: Callable[[], None] | None = None) -> int | None:
+           on_begin: Callable[[], None] | None = None, local_runs: LocalRuns | None = None) -> int | None:
     """Run `plan`; `on_begin()` once it is not refused, `announce(record_path)` once its record
-    exists. Local: the exit status."""
+    exists. Local: the exit status; while it runs it is one of `local_runs`, which a quit stops."""
     if plan.options.backend == "slurm":
         record = submit(plan, kind, on_begin)
         announce(str(record.path))
@@ -29,7 +31,9 @@ def launch(plan, announce: Callable[[str], None], kind: str = "submit",
             announced.append(True)
             announce(str(plan.record_path))
 
-    status = run_local_plan(plan, on_event, kind, on_begin)
+    local_runs = local_runs or LocalRuns()
+    with local_runs.running(str(plan.record_path)) as stop:
+        status = run_local_plan(plan, on_event, kind, on_begin, stop)
     if not announced:
         announce(str(plan.record_path))
     return status

@@ -31,6 +31,7 @@ from backends.watch.rows import TaskRow
 from backends.watch.targets import history_status
 
 from .launch import launch
+from .local_runs import LocalRuns
 from .task_rows import usage_of
 
 # The preview's fields, named as hyperion-jobs retry's options.
@@ -134,7 +135,7 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
 
 
 def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
-              announce: Callable[[str], None]) -> int | None:
+              announce: Callable[[str], None], local_runs: LocalRuns | None = None) -> int | None:
     """Plan again from Slurm's answer now and run it as the next attempt; Refused if it changed.
 
     Returns the local run's exit status (None for Slurm, which the Jobs screen watches).
@@ -151,4 +152,4 @@ def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
         raise Refused("the retry changed since it was confirmed (values, command, directory or record "
                       "owner); nothing ran: press R again")
     with working_dir(history.current.cwd):      # as hyperion-jobs retry: relative paths of the command
-        return launch(retry.plan, announce, "retry")
+        return launch(retry.plan, announce, "retry", local_runs=local_runs)

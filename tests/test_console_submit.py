@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import time
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,60 @@ def test_extra_env_of_the_form_reaches_every_task(tmp_path: Path) -> None:
     asyncio.run(scenario())
     for value in (1, 2):
         assert f"\nhello there, task {value} of 2\n" in (tmp_path / "log" / f"e.{value}.log").read_text()
+
+
+@pytest.mark.parametrize("task_obeys", [True, False], ids=["task-obeys-ctrl-c", "task-ignores-ctrl-c"])
+def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path: Path, cli_env,
+                                                                        task_obeys: bool) -> None:
+    """A local run lives in the console: quitting left the terminal blank until the whole array had
+    run, and a Ctrl-C then traced back and left a task LOST. Now q asks; 'no' lets it run on, 'yes'
+    stops the task as Ctrl-C would and the console ends once it ended, the rest NOT_RUN."""
+    import json
+    import os
+    import signal
+
+    from conftest import run_cli
+
+    trap = "" if task_obeys else "trap '' INT; "
+    script = f"{trap}echo $$ > {tmp_path}/pid.JOB; echo started JOB; sleep 30"
+    quit_at: list[float] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / "q.JOB.log"),
+                 array="JOB=1:3", command=f"bash -c {shlex.quote(script)}")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda: (tmp_path / "pid.1").exists() and (tmp_path / "pid.1").read_text(), 20)
+            await pilot.press("escape", "q")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")                       # no: it runs on, the console stays
+            await pilot.pause(0.5)
+            assert app.is_running and app.local_runs.active()
+            await pilot.press("q", "y")
+            quit_at.append(time.monotonic())
+            if not task_obeys:
+                await pilot.pause(0.5)
+                assert app.is_running                    # its task has 10 s of grace
+                await pilot.press("q")                   # q again: SIGKILL now
+            await wait_for(pilot, lambda: not app.local_runs.active(), 15)
+
+    asyncio.run(scenario())
+    assert time.monotonic() - quit_at[0] < 5
+    group = int((tmp_path / "pid.1").read_text())
+    try:
+        os.killpg(group, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the task's group runs on after the console quit"
+    assert not (tmp_path / "pid.2").exists()
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "q.JOB.submit.json"), "--json",
+                    env=cli_env)
+    states = {t["value"]: (t["state"], t["exit_code"]) for t in json.loads(shown.stdout)["tasks"]}
+    code = 128 + (signal.SIGINT if task_obeys else signal.SIGKILL)
+    assert states == {1: ("FAILED", code), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
 
 
 @pytest.mark.slurm

@@ -355,7 +355,7 @@ class CheckpointScreen(ConsoleScreen):
 
         try:
             with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
-                status = launch(plan, announce, "resubmit", begun)
+                status = launch(plan, announce, "resubmit", begun, self.app.local_runs)
         finally:                                       # fresh coverage, whatever happened
             self.app.call_from_thread(self.action_reload)
         if status is not None:

@@ -67,7 +67,8 @@ class RetryFlow:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
         try:
-            status = run_retry(decision.record_path, decision.request, decision.confirmed, announce)
+            status = run_retry(decision.record_path, decision.request, decision.confirmed, announce,
+                               self.app.local_runs)
         except Refused as refused:
             self.app.call_from_thread(self.refuse, str(refused))
             return

@@ -177,7 +177,7 @@ class SubmitScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-        status = launch(plan, announce)
+        status = launch(plan, announce, local_runs=self.app.local_runs)
         if status is not None:
             severity = "information" if status == 0 else "error"
             self.app.call_from_thread(tell, self.app, f"local run finished: exit status {status}",

@@ -308,21 +308,33 @@ def _same_file(path: str, log) -> bool:
     return (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino)
 
 
+@dataclass(frozen=True)
+class Stop:
+    """How a caller that is not the main thread (a console worker) stops a run, as Ctrl-C would:
+    `stop` passes SIGINT to the running task's group and runs no more tasks; `kill` cuts its
+    10 s of grace short (SIGKILL)."""
+
+    stop: threading.Event
+    kill: threading.Event
+
+
 def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
-              attempt: NewAttempt = NewAttempt()) -> int:
+              attempt: NewAttempt = NewAttempt(), stop: Stop | None = None) -> int:
     """Run every task in ascending order; 0 if all exit 0, else 1 (after the first failure).
 
     The record is saved first; each task's start (with this runner's identity)
     and end are appended to the ledger, so a reader after a SIGKILL at any
     instant still sees what ran. KeyboardInterrupt (or `Terminated` for
     SIGTERM) is passed on, after recording the task as failed with 130 (143).
+    Once `stop` is set the run returns 130 after its task ended (recorded with
+    the code it ended with), and the tasks after it are not run.
     """
     with _sigterm_interrupts():
         record = local_record(plan, attempt)
         commit_attempt(record, attempt)
         with LedgerWriter(ledger_path(plan.record_path), reserve=LEDGER_RESERVE) as ledger:
             try:
-                return _run_all(plan, on_event or (lambda event: None), attempt.number, ledger)
+                return _run_all(plan, on_event or (lambda event: None), attempt.number, ledger, stop)
             finally:
                 ledger.write(closed_line(attempt.number, logheader.iso_now()))
 
@@ -334,22 +346,28 @@ def _final(attempt: int, task: PlannedTask, state: str, code: int | None, start:
 
 
 def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
-             ledger: LedgerWriter) -> int:
+             ledger: LedgerWriter, stop: Stop | None = None) -> int:
     runner = runner_fields()
     mode = umask_mode()           # once: reading the umask costs a /proc read
     environ = dict(os.environb)   # once, as bytes: Popen would encode every variable for every task
     with open(os.devnull, "rb") as devnull:   # once: every task reads nothing from it
         for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
+            if stop is not None and stop.stop.is_set():
+                return STOPPED
             start, began = logheader.iso_now(), time.monotonic()
             ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
                                     runner["pid_start"]))
             emit(LocalEvent("start", task))
-            def spawned(pid: int, value: int | None = task.value) -> None:
+            ended = threading.Event()
+
+            def spawned(pid: int, value: int | None = task.value, ended: threading.Event = ended) -> None:
                 # a runner killed with SIGKILL leaves this process running: status and reruns must see it
                 try:
                     ledger.append(TaskChild(attempt, value, pid, process_start(pid)))
                 except OSError:
                     pass   # a full disk: the task runs all the same, and its end is still written
+                if stop is not None:
+                    _stop_group_on(stop, pid, ended)
 
             try:
                 code, elapsed = run_task(task, mode, environ, devnull.fileno(), spawned)
@@ -374,12 +392,41 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                     pass   # not even in the ledger's spare room: the line below still says what happened
                 print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
                 return 1
+            finally:
+                ended.set()
             ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
                                  runner["host"]))
             emit(LocalEvent("end", task, code, elapsed))
+            if stop is not None and stop.stop.is_set():
+                return STOPPED
             if code != 0:
                 return 1
     return 0
+
+
+STOPPED = 128 + signal.SIGINT    # a run stopped through `Stop`, as Ctrl-C stops one
+
+
+def _stop_group_on(stop: Stop, pgid: int, ended: threading.Event) -> None:
+    """A thread that, once `stop.stop` is set while the task runs, does what Ctrl-C does to a
+    local run from the main thread (which signal handlers cannot reach from a worker): SIGINT
+    and SIGCONT to the task's group, SIGKILL after 10 s or at `stop.kill`."""
+    def watch() -> None:
+        while not ended.is_set():
+            if not stop.stop.wait(0.25):
+                continue
+            if ended.is_set():
+                return
+            _try_signal_group(pgid, signal.SIGINT)
+            _try_signal_group(pgid, signal.SIGCONT)
+            deadline = time.monotonic() + 10
+            while not ended.wait(0.1):
+                if stop.kill.is_set() or time.monotonic() >= deadline:
+                    _try_signal_group(pgid, signal.SIGKILL)
+                    return
+            return
+
+    threading.Thread(target=watch, name="hyperion-local-stop", daemon=True).start()
 
 
 def task_label(task: PlannedTask, array_name: str | None) -> str:

@@ -1,0 +1,40 @@
+"""The local runs this console is running, each in a worker thread, and how quitting stops them.
+
+A local run lives in the console's process: it cannot outlive a quit. Quitting
+without stopping it left the terminal blank and blocked until the whole array had
+run (Python waits for the worker), and a Ctrl-C then left a task LOST.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from backends.submit.local.run import Stop
+
+
+class LocalRuns:
+    """Records of the local runs in progress, and the one `Stop` every one of them obeys."""
+
+    def __init__(self) -> None:
+        self.stop = Stop(threading.Event(), threading.Event())
+        self._lock = threading.Lock()
+        self._records: list[str] = []
+
+    @contextmanager
+    def running(self, record_path: str) -> Iterator[Stop]:
+        with self._lock:
+            self._records.append(record_path)
+        try:
+            yield self.stop
+        finally:
+            with self._lock:
+                self._records.remove(record_path)
+
+    def active(self) -> list[str]:
+        with self._lock:
+            return list(self._records)
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop.stop.is_set()
