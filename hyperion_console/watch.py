@@ -51,9 +51,12 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     """Poll the unfinished tasks of `history` until they all ended or `stop` is set; first, as
     `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it."""
     pending = polled_tasks(history)
-    _deliver_missing_usage(history, deliver, stop, all_terminal=not pending)
     if not pending:
+        _deliver_missing_usage(history, deliver, stop, all_terminal=True)
         return
+    # beside the watch, not before it: a sacct that hangs held back every live state for 30 s
+    threading.Thread(target=_deliver_missing_usage, args=(history, deliver, stop, False),
+                     name="hyperion-missing-usage", daemon=True).start()
     poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop)
     finals = FinalsRecorder(history.record_path, pending)
@@ -77,9 +80,12 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         return False
 
     def waiting(update) -> None:
-        """A query Slurm has not answered for a while: the status line says so while it lasts."""
+        """A query Slurm has not answered for a while: the status line says so while it lasts; and
+        the controller's ends, shown before the final sacct (recorded once the poll is over)."""
         if not stop.is_set():
-            deliver(Seen((), None, False, update.as_of, update.problem))
+            rows = tuple(row_of(history, tasks[s.key], update.states, usage_seen) for s in update.changed
+                         if s.key in tasks)
+            deliver(Seen(rows, None, False, update.as_of, update.problem))
 
     poller.run(observe, stop, waiting)
 
@@ -97,8 +103,8 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     except (QueryError, QueryStopped):
         return                   # usage stays "-": the states are the ledger's either way
     rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)
-    if rows:
-        deliver(Seen(rows, None, all_terminal, time.time()))
+    if rows and not stop.is_set():     # beside a watch, the watch's answers say how fresh states are
+        deliver(Seen(rows, None, all_terminal, time.time() if all_terminal else None))
 
 
 def watch_local(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,

@@ -333,6 +333,38 @@ def test_a_hanging_slurm_is_said_on_the_status_line_and_quitting_does_not_wait_f
     assert not _runs(int(pids.read_text().split()[0]))
 
 
+def test_tasks_the_controller_says_ended_are_shown_ended_while_the_final_sacct_hangs(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """The controller said both running tasks COMPLETED; the watch's final sacct then hung, and for its
+    30 s the table still said RUNNING with elapsed ticking, and the status line said nothing wrong."""
+    from test_console_fixtures import build_history, table_column
+
+    import backends.watch.poller as poller_module
+    from hyperion_console.widgets.summary import PollStatus
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text("#!/bin/sh\nprintf '4242_7|COMPLETED|0|0:03|vm|None|0|\\n"
+                                    "4242_8|COMPLETED|0|0:03|vm|None|0|\\n'\n")
+    (bin_dir / "sacct").write_text("#!/bin/sh\nsleep 3600\n")
+    for tool in ("squeue", "sacct"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(poller_module, "SLOW_QUERY", 1.0, raising=False)
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 24)) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state")[6:] == ["COMPLETED", "COMPLETED"], 10)
+            status = app.jobs_screen.query_one("#poll-status", PollStatus)
+            await wait_for(pilot, lambda: "accounting (sacct) not answering for" in status.line().plain, 10)
+            await pilot.press("q")
+
+    asyncio.run(scenario())
+
+
 def test_quitting_does_not_wait_for_a_hanging_sacct_asked_for_missing_usage(tmp_path: Path, monkeypatch) -> None:
     """Opening a record whose ended tasks lack usage asks sacct once; while it hung, quitting the
     console waited for it (up to its 30 s timeout) and left it running."""

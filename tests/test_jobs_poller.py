@@ -441,6 +441,30 @@ def test_a_hanging_query_is_said_while_it_lasts_its_age_growing_from_when_it_was
     assert age >= ages[-1] and "squeue timed out after 30 s" in p.problem(), (sent, p.problem())
 
 
+def test_the_controllers_ends_are_shown_while_the_final_sacct_hangs_and_its_wait_is_said():
+    """squeue says the task ended; the poll's final sacct hung 30 s. The end was held back until it
+    came back, the task shown RUNNING with its elapsed ticking, and nothing said the query hung."""
+    clock = fast_clock()
+    hang = Hang(ok("3_1|COMPLETED|0|0:01|vm|None|0|\n"), hung=("sacct",))
+    p = Poller({"3": (1,)}, runner=hang, clock=clock, wall=lambda: 1000 + clock())
+    told: list = []
+    stop = threading.Event()
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(p.run(lambda u: None, stop, told.append)), daemon=True)
+    thread.start()
+    deadline = clock() + 600
+    while not any(u.problem for u in told) and clock() < deadline:
+        stop.wait(0.05)
+    assert told and told[0].changed[0].state is JobState.COMPLETED and not told[0].all_terminal
+    assert told[0].problem is None                      # at once, before the sacct is even slow
+    slow = next(u for u in told if u.problem)
+    assert slow.problem.startswith("accounting (sacct) not answering for ") and slow.problem.endswith(
+        "sacct has not returned yet")
+    hang.release.set()                                  # it times out: the states are final all the same
+    thread.join(5)
+    assert result and result[0].all_terminal and result[0].problem is None
+
+
 def test_a_failure_counts_from_the_first_query_sent_not_from_when_it_came_back():
     """squeue and then sacct time out, 30 s each: the first update says squeue has not answered
     for 60 s and sacct for 30 s (it said 0 s for both)."""

@@ -394,17 +394,22 @@ class Poller:
                 out[key] = TaskState(key[0], key[1], JobState.CANCELLED, source="squeue")
         return out
 
-    def _final_sacct(self, now: float) -> tuple[TaskState, ...]:
+    def _final_sacct(self, now: float, seen: tuple[TaskState, ...] = ()) -> tuple[TaskState, ...]:
         """Every task has ended per the controller: one sacct for all jobs, for the final rows.
 
         Accounting's own row replaces the controller's when both name the same
         end (it is the lasting record, and carries what other readers of the
         same query want, such as usage); a row that lags behind or tells of an
-        earlier attempt is ignored, and nothing waits for it.
+        earlier attempt is ignored, and nothing waits for it. `waiting` first
+        hears of the controller's ends (`seen`): a sacct that hangs (30 s) held
+        them back, and its slowness is said as any watched query's is.
         """
         if self._asked_sacct or self.budget.room(now) < 1:
             return ()
-        sacct = self._ask("sacct", list(self._expected), now, watched=False)
+        if self._waiting is not None and seen:
+            self._waiting(PollUpdate(dict(self._states), seen, None, False, self.interval, self.problem(now),
+                                     self._as_of, dict(self._usage)))
+        sacct = self._ask("sacct", list(self._expected), now)
         if sacct is None:
             self._errors.pop()
             self._health["sacct"] = _Health()   # the states are final already; not a problem
@@ -445,7 +450,7 @@ class Poller:
         if jobs:
             changed = self._apply(*self._query(jobs, now))
             if self._all_terminal():
-                changed += self._final_sacct(now)
+                changed += self._final_sacct(now, changed)
         if not self._errors:
             self._slow = max(1.0, self._slow / 2)
         self._schedule(now, bool(changed))
