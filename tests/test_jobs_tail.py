@@ -79,6 +79,26 @@ def test_follower_restarts_after_truncation_and_replacement(tmp_path):
     assert follower.restarts == 2
 
 
+@pytest.mark.parametrize("start", ["start", "end"])
+def test_follower_restarts_when_the_log_is_written_anew_on_the_same_inode(tmp_path, start):
+    """`rm log; printf ... > log` often gets the freed inode back, with more bytes than before:
+    the follower went on at its old offset and showed 'old line one / old line two / line / NEW
+    third line'. Written anew in place here, so the inode is surely the same."""
+    path = tmp_path / "task.log"
+    path.write_bytes(b"old line one\nold line two\n")
+    follower = Follower(path) if start == "start" else Follower.from_end(path)
+    assert follower.read_new() == (["old line one", "old line two"] if start == "start" else [])
+    inode = path.stat().st_ino
+    with open(path, "r+b") as handle:
+        handle.write(b"NEW first line\nNEW second line\nNEW third line\n")
+    assert path.stat().st_ino == inode
+    assert follower.read_new() == ["NEW first line", "NEW second line", "NEW third line"]
+    assert follower.restarts == 1
+    with open(path, "ab") as handle:             # then appended to as usual: no restart
+        handle.write(b"NEW fourth line\n")
+    assert follower.read_new() == ["NEW fourth line"] and follower.restarts == 1
+
+
 def test_follow_from_end_skips_existing_and_flush_gives_partial(tmp_path):
     path = tmp_path / "task.log"
     path.write_text("old\nhalf")

@@ -17,6 +17,7 @@ from .line_screen import LineScreen
 
 BLOCK = 64 * 1024
 MAX_READ = 4 * 1024 * 1024   # per read_new call, so a fast writer cannot stall a UI tick
+MARK_BYTES = 64           # compared before each read: one small pread per poll
 MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r progress bars has huge lines)
 PIECE = 1024 * 1024          # stream_last_lines hands a longer line over in pieces of this size
 MAX_HELD_CR = 1024 * 1024    # carriage returns it holds back (dropped if they end the line)
@@ -243,8 +244,9 @@ class Follower:
     """Reads what is appended to `path` since the last call (no threads: the caller polls).
 
     Starts at byte `position` (0: the whole file). A missing file gives nothing
-    until it appears; a file that shrinks or is replaced (new inode) is read again
-    from its start, and `restarts` counts those (a viewer clears what it showed).
+    until it appears; a file that shrinks or is replaced (new inode, or the same
+    inode reused: the bytes just before `position` are not the ones read) is read
+    again from its start, and `restarts` counts those (a viewer clears what it showed).
     `problem` says why the path cannot be read (NO_FILE, NOT_REGULAR, ...), None
     when it can. Memory stays bounded whatever the line lengths: `read_pieces`
     hands a long line over in pieces, `read_new` keeps what a terminal shows of
@@ -258,6 +260,7 @@ class Follower:
         self.position = position
         self.keep = keep
         self._inode: int | None = None
+        self._mark = b""          # the last bytes read, which must still stand before `position`
         self.restarts = 0
         self.problem: str | None = None
         self._reset()
@@ -265,6 +268,12 @@ class Follower:
             self._inode = self.path.stat().st_ino
         except OSError:
             self.position = 0
+        if self.position:
+            handle, _ = _open_or_why(self.path)
+            if handle is not None:
+                with handle:
+                    start = max(0, self.position - MARK_BYTES)
+                    self._mark = os.pread(handle.fileno(), self.position - start, start)
 
     def _reset(self) -> None:
         self._splitter = _Splitter()
@@ -291,16 +300,26 @@ class Follower:
             return self._splitter.end() if flush else []
         with handle:
             info = os.fstat(handle.fileno())
-            if self._inode is not None and info.st_ino != self._inode or info.st_size < self.position:
-                self.position = 0
+            if (self._inode is not None and info.st_ino != self._inode or info.st_size < self.position
+                    or not self._mark_holds(handle.fileno())):
+                self.position, self._mark = 0, b""
                 self._reset()
                 self.restarts += 1
             self._inode = info.st_ino
             handle.seek(self.position)
             data = handle.read(min(MAX_READ, max(0, info.st_size - self.position)))
         self.position += len(data)
+        if data:
+            self._mark = (self._mark + data[-MARK_BYTES:])[-MARK_BYTES:]
         pieces = self._splitter.feed(data)
         return pieces + self._splitter.end() if flush else pieces
+
+    def _mark_holds(self, fd: int) -> bool:
+        """Whether the bytes before `position` are still the ones read last: a log removed and
+        written anew often gets the freed inode back, and at least as many bytes."""
+        if not self._mark:
+            return True
+        return os.pread(fd, len(self._mark), self.position - len(self._mark)) == self._mark
 
     def read_new(self, flush: bool = False) -> list[str]:
         """New complete lines as a terminal shows them; with `flush`, a pending partial line too.
