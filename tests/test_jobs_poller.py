@@ -242,6 +242,28 @@ def test_pending_task_cancelled_alone_vanishes_and_is_reported_cancelled():
     assert update.states[("327", 2)].state is JobState.PENDING
 
 
+def test_a_pending_task_missing_from_both_answers_is_looked_at_again_after_5_s_not_the_idle_pace():
+    """The console's cancel of a pending task: the task showed PENDING for 20 s, as the poll after
+    the first that missed it came at the idle pace (10 s a call, two calls)."""
+    script = Script([ok("327_1|328|RUNNING|0:0|00:00:05|vm|a|Unknown|None\n")],
+                    [ok("327_2|PENDING|0|0:00||JobArrayTaskLimit|0|\n327_1|RUNNING|0|0:01|vm|None|0|\n")])
+    clock = Clock()
+    p = poller({"327": (1, 2, 3)}, script, clock)
+    first = p.poll_once()
+    assert ("327", 3) not in first.states or first.states[("327", 3)].state is not JobState.CANCELLED
+    assert p.interval <= 5.0
+    stop = threading.Event()
+    seen: list = []
+
+    def observe(update) -> bool:
+        seen.append((clock.now, update))
+        return update.states.get(("327", 3)) is not None and update.states[("327", 3)].state is JobState.CANCELLED
+
+    p.run(observe, stop)
+    when, last = seen[-1]
+    assert last.states[("327", 3)].state is JobState.CANCELLED and when <= 8.5, when   # was 13 s
+
+
 def test_job_not_in_slurm_yet_never_counts_as_vanished():
     clock = Clock()
     script = Script([EMPTY], [EMPTY])

@@ -468,6 +468,8 @@ class Poller:
         interval = self._pace(2 if self._needs_sacct() else 1, changed)
         if any(h.kind == "unreachable" for h in self._health.values()):
             interval = min(interval, max(self._floor, OUTAGE_RETRY))
+        if self._missing_since:     # a task gone from both answers (scancel of a pending one): confirm it
+            interval = min(interval, max(self._floor, self._vanished_after))
         self.interval = interval
         self._next_poll = now + interval
 
