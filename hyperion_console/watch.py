@@ -62,6 +62,12 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     finals = FinalsRecorder(history.record_path, pending)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
+    shown: dict = {}              # the row last delivered per task: only what changed travels
+
+    def fresh(rows) -> tuple:
+        new = tuple(row for row in rows if shown.get(row_key(row)) != row)
+        shown.update((row_key(row), row) for row in new)
+        return new
 
     def observe(update) -> bool:
         if stop.is_set():
@@ -75,7 +81,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             if usage_seen.get(key) != used:
                 usage_seen[key] = used
                 keys[key] = None
-        rows = tuple(row_of(history, tasks[key], update.states, usage) for key in keys if key in tasks)
+        rows = fresh(row_of(history, tasks[key], update.states, usage) for key in keys if key in tasks)
         deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error))
         return False
 
@@ -83,7 +89,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         """A query Slurm has not answered for a while: the status line says so while it lasts; and
         the controller's ends, shown before the final sacct (recorded once the poll is over)."""
         if not stop.is_set():
-            rows = tuple(row_of(history, tasks[s.key], update.states, usage_seen) for s in update.changed
+            rows = fresh(row_of(history, tasks[s.key], update.states, usage_seen) for s in update.changed
                          if s.key in tasks)
             deliver(Seen(rows, None, False, update.as_of, update.problem))
 

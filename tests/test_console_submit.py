@@ -229,6 +229,7 @@ def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) 
             assert jobs.query_one("#jobs-progress").percentage == 1.0
             assert str(jobs.query_one("#jobs-summary").content) == "3 tasks  COMPLETED 3"
             await wait_for(pilot, lambda: "slurm task 1" in "\n".join(jobs.query_one("#log").lines), 10)
+            await wait_for(pilot, lambda: any(u.all_terminal for u in posted(seen, JobsUpdated)), 60)
         updates = posted(seen, JobsUpdated)
         assert updates and updates[-1].all_terminal
         last: dict = {}
