@@ -10,6 +10,7 @@ holding the pattern until it ends. The Slurm side (submit, wait, cancel) is
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -66,8 +67,11 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
     """Run `plan` with its backend, synchronously, printing what hyperion-submit prints
     (`on_begin` first, once the rerun is not refused)."""
     if plan.options.backend == "local":
+        from backends.watch.terminal import SafeStream
+
         array_name = plan.options.array.name if plan.options.array else None
-        return run_local_plan(plan, lambda event: print_event(event, array_name), kind, on_begin)
+        out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)   # a reader gone stops the lines, not the run
+        return run_local_plan(plan, lambda event: print_event(event, array_name, out, err), kind, on_begin)
     from backends.launch_slurm import run_slurm  # the Slurm side loads only for Slurm plans
 
     return run_slurm(plan, kind=kind, on_begin=on_begin)

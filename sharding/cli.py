@@ -186,8 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run)
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
-    except BrokenPipeError:
-        return reader_gone()
+    except BrokenPipeError:           # `| head`: quiet; but a resubmission cut short is no success
+        status = reader_gone()
+        return 1 if args.command == "retry" and args.submit and not args.dry_run else status
 
 
 if __name__ == "__main__":

@@ -298,3 +298,19 @@ def test_an_unlistable_completion_folder_stops_a_resubmission(rightless_dir, cli
     assert result.returncode == 2, result.stderr
     assert f"error: checkpoint: {completion}: cannot list the completion folder" in result.stderr
     assert _logs_and_outputs(tmp_path) == before
+
+
+def test_a_resubmission_whose_output_pipe_closed_still_runs_every_shard(tmp_path, cli_env):
+    """`retry --submit ... | head -1`: the second task's line hit the closed pipe, the rest of the
+    shards were never run, and the command exited 0 without a word."""
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    missing = plan_retry(tmp_path / "ck").missing
+    assert len(missing) >= 1
+    for manifest in list(Checkpoint(tmp_path / "ck").completion_dir.iterdir())[:2]:
+        manifest.unlink()                   # more shards to rerun, more lines to print
+    again = subprocess.run(["bash", "-c", 'hyperion-checkpoint retry "$1" --submit "$2" | true; '
+                            'exit ${PIPESTATUS[0]}', "-", str(tmp_path / "ck"), str(record_path)],
+                           env=cli_env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert plan_retry(tmp_path / "ck").complete and "Traceback" not in again.stderr

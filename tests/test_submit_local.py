@@ -360,3 +360,14 @@ def test_a_log_the_task_removes_or_replaces_fails_the_run_naming_it(tmp_path, cl
     assert not (tmp_path / "log" / "t.2.log").exists()       # the run stops there, as at a failure
     assert task_states(tmp_path / "log" / "q" / "t.JOB.submit.json", cli_env) == {
         1: ("COMPLETED", 0), 2: ("NOT_RUN", None)}
+
+
+def test_a_closed_stdout_stops_the_lines_not_the_run(tmp_path, cli_env):
+    """`hyperion-submit local ... | head -1`: the second task's line hit the closed pipe and the rest of
+    the array was never run; the lines stop, the tasks go on, and the exit status is theirs."""
+    result = subprocess.run(["bash", "-c", 'hyperion-submit "$@" | true; exit ${PIPESTATUS[0]}', "-", "local",
+                             "--cfg", str(TEST_SITE), "--array", "JOB=1:4", "--output-file", "log/t.JOB.log",
+                             "--", "true"], cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert task_states(tmp_path / "log" / "q" / "t.JOB.submit.json", cli_env) == {
+        value: ("COMPLETED", 0) for value in (1, 2, 3, 4)}

@@ -28,9 +28,13 @@ def command(name: str) -> Callable[..., int]:
     return getattr(module, f"cmd_{name}")
 
 
+ACTING = ("retry", "cancel")      # commands that change something: a broken pipe is not their success
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = build_parser().parse_args(argv)
         check_working_dir()
         return command(args.command)(args)
     except InputError as err:   # escaped: the line may quote a hostile record, path or argument
@@ -41,8 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return reader_gone()
+    except BrokenPipeError:           # `| head`: quiet; but a retry or cancel cut short is no success
+        status = reader_gone()
+        return 1 if argv[:1] and argv[0] in ACTING else status
 
 
 if __name__ == "__main__":

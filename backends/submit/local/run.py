@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TextIO
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,16 +435,19 @@ def task_label(task: PlannedTask, array_name: str | None) -> str:
     return "task" if task.value is None else f"{array_name}={task.value}"
 
 
-def print_event(event: LocalEvent, array_name: str | None = None) -> None:
-    """The CLI's one line per finished task (failures also name the log on stderr)."""
+def print_event(event: LocalEvent, array_name: str | None = None, out: TextIO | None = None,
+                err: TextIO | None = None) -> None:
+    """The CLI's one line per finished task (failures also name the log on stderr), on `out` and
+    `err` (default stdout and stderr; run_plan gives streams a closed pipe cannot make raise)."""
     if event.kind != "end":
         return
+    out, err = out or sys.stdout, err or sys.stderr
     label = task_label(event.task, array_name)
     log = printable(event.task.log)   # a path may hold control characters
     if event.code == 0:
-        print(f"{label}: ok ({event.elapsed:.1f} s), log {log}", flush=True)
+        print(f"{label}: ok ({event.elapsed:.1f} s), log {log}", file=out, flush=True)
     else:
         print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {log}",
-              flush=True)
+              file=out, flush=True)
         print(f"hyperion-submit: {label} failed (exit code {event.code}); see {log}",
-              file=sys.stderr, flush=True)
+              file=err, flush=True)
