@@ -62,8 +62,9 @@ class JobsUpdated(Message):
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
-                 problem: str | None = None, warning: str | None = None) -> None:
+                 problem: str | None = None, warning: str | None = None, rows_only: bool = False) -> None:
         super().__init__()
+        self.rows_only = rows_only        # rows from beside the watch (usage): no word on its state
         self.record_path = record_path
         self.changed = tuple(changed)
         self.error = error

@@ -45,6 +45,7 @@ class Seen:
     as_of: float | None = None
     problem: str | None = None
     warning: str | None = None          # e.g. the ledger cannot be written: states shown, not kept
+    rows_only: bool = False             # beside a watch: rows to show, nothing said of the watch
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event) -> None:
@@ -109,8 +110,8 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     except (QueryError, QueryStopped):
         return                   # usage stays "-": the states are the ledger's either way
     rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)
-    if rows and not stop.is_set():     # beside a watch, the watch's answers say how fresh states are
-        deliver(Seen(rows, None, all_terminal, time.time() if all_terminal else None))
+    if rows and not stop.is_set():     # beside a watch, the watch alone says how fresh states are
+        deliver(Seen(rows, None, all_terminal, time.time()) if all_terminal else Seen(rows, rows_only=True))
 
 
 def watch_local(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,

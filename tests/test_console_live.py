@@ -204,6 +204,10 @@ def test_status_line_shows_the_age_of_the_states_and_an_outage_while_it_lasts(tm
             await pilot.pause(1.2)
             # sacct gave every final state while squeue still failed: nothing is retried any more
             assert status.line().plain == "every task ended: final states from Slurm"
+            # usage asked beside the watch comes after its end: rows only, the line stays
+            jobs.post_message(JobsUpdated(record.path, (_running(1, 5.0),), rows_only=True))
+            await pilot.pause(1.2)
+            assert status.line().plain == "every task ended: final states from Slurm"
 
     asyncio.run(scenario())
 

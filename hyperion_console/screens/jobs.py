@@ -328,7 +328,8 @@ class JobsScreen(ConsoleScreen):
         def deliver(seen: Seen) -> None:
             if not stop.is_set():
                 self.app.call_from_thread(self.post_message, JobsUpdated(
-                    path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning))
+                    path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning,
+                    seen.rows_only))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -354,6 +355,9 @@ class JobsScreen(ConsoleScreen):
     @guarded
     def on_jobs_updated(self, message: JobsUpdated) -> None:
         if message.record_path != self.record_path:
+            return
+        if message.rows_only:
+            self.apply_states(message.changed)
             return
         self._answered = self._answered or message.as_of is not None
         self.query_one("#poll-status", PollStatus).report(message.as_of, message.problem,
