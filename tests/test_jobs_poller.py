@@ -262,6 +262,8 @@ def test_a_pending_task_missing_from_both_answers_is_looked_at_again_after_5_s_n
     p.run(observe, stop)
     when, last = seen[-1]
     assert last.states[("327", 3)].state is JobState.CANCELLED and when <= 8.5, when   # was 13 s
+    p.poll_once()                       # reported: the pace is the idle one again (it stayed 5 s)
+    assert p.interval == 10.0
 
 
 def test_job_not_in_slurm_yet_never_counts_as_vanished():

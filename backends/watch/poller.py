@@ -468,7 +468,9 @@ class Poller:
         interval = self._pace(2 if self._needs_sacct() else 1, changed)
         if any(h.kind == "unreachable" for h in self._health.values()):
             interval = min(interval, max(self._floor, OUTAGE_RETRY))
-        if self._missing_since:     # a task gone from both answers (scancel of a pending one): confirm it
+        for key in [k for k in self._missing_since if self._terminal(*k)]:
+            del self._missing_since[key]      # reported (CANCELLED) or ended: nothing left to confirm
+        if self._missing_since and self._slow <= 1:   # gone from both answers (scancel of a pending task)
             interval = min(interval, max(self._floor, self._vanished_after))
         self.interval = interval
         self._next_poll = now + interval
