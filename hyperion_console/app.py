@@ -118,6 +118,9 @@ class HyperionConsole(App[None]):
             f"Ctrl-C would (recorded with the code it ends with, 130 if it obeys) and runs none of the rest "
             f"(NOT_RUN); hyperion-jobs retry RECORD runs them again.\n{runs}", yes="Stop and quit"), answered)
 
+    def on_unmount(self) -> None:
+        self.local_runs.close()
+
     def _exit_once_stopped(self) -> None:
         if not self.local_runs.active():
             self.exit()

@@ -13,6 +13,10 @@ from contextlib import contextmanager
 from backends.submit.local.run import Stop
 
 
+class ConsoleClosed(RuntimeError):
+    """A local run was about to start after the console began to close: it does not start."""
+
+
 class LocalRuns:
     """Records of the local runs in progress, and the one `Stop` every one of them obeys."""
 
@@ -20,10 +24,20 @@ class LocalRuns:
         self.stop = Stop(threading.Event(), threading.Event())
         self._lock = threading.Lock()
         self._records: list[str] = []
+        self._closed = False
+
+    def close(self) -> None:
+        """The console is ending, however (q, an error, a signal): stop what runs, start nothing more
+        (a run still being planned when q found none would start after the screen was gone)."""
+        with self._lock:
+            self._closed = True
+        self.stop.stop.set()
 
     @contextmanager
     def running(self, record_path: str) -> Iterator[Stop]:
         with self._lock:
+            if self._closed:
+                raise ConsoleClosed(f"the console is closing: {record_path} not run")
             self._records.append(record_path)
         try:
             yield self.stop

@@ -482,7 +482,7 @@ class Checkpoint:
                     else:
                         found.append(Path(entry.path))
                 elif is_dir and not entry.is_symlink():
-                    if depth + 1 < MAX_FAILED_DEPTH:
+                    if depth + 1 <= MAX_FAILED_DEPTH:
                         stack.append((entry.path, depth + 1))
                     else:
                         problems.append(Problem(entry.path, f"a folder nested more than {MAX_FAILED_DEPTH} levels "

@@ -210,6 +210,39 @@ def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path:
     assert states == {1: ("FAILED", code), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
 
 
+def test_a_console_ending_otherwise_than_by_q_stops_its_local_run_too(tmp_path: Path, cli_env) -> None:
+    """An error or a signal ends the app without the quit dialog: the run went on unseen, Python
+    waiting for it. The app's unmount stops it; a run planned but not started then never starts."""
+    import json
+
+    from conftest import run_cli
+
+    from hyperion_console.local_runs import ConsoleClosed
+
+    script = f"echo $$ > {tmp_path}/pid.JOB; sleep 30"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / "e.JOB.log"),
+                 array="JOB=1:2", command=f"bash -c {shlex.quote(script)}")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda: (tmp_path / "pid.1").exists() and (tmp_path / "pid.1").read_text(), 20)
+            app.exit()
+        with pytest.raises(ConsoleClosed):
+            with app.local_runs.running("later"):
+                pass
+
+    started = time.monotonic()
+    asyncio.run(scenario())                          # returns once the run's worker thread ended
+    assert time.monotonic() - started < 25           # not the 30 s of the task, let alone the array
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "e.JOB.submit.json"), "--json",
+                    env=cli_env)
+    states = {t["value"]: (t["state"], t["exit_code"]) for t in json.loads(shown.stdout)["tasks"]}
+    assert states == {1: ("FAILED", 130), 2: ("NOT_RUN", None)}
+
+
 @pytest.mark.slurm
 def test_slurm_submit_is_watched_until_completed(slurm_cluster, tmp_path: Path) -> None:
     async def scenario() -> None:
