@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -265,6 +266,38 @@ def test_logs_follow_prints_a_line_that_never_ends_as_it_comes(tmp_path, cli_env
             if select.select([proc.stdout], [], [], 0.5)[0]:
                 out += os.read(proc.stdout.fileno(), 1 << 20)
         assert len(out) >= 2 * tail.PIECE and written.startswith(out)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_logs_follow_says_when_the_log_starts_over(tmp_path, cli_env):
+    """A log written anew was followed from its start again with no word: into a pipe, the whole
+    log came a second time as if appended."""
+    import select
+    import time
+
+    from test_jobs_core import make_record
+
+    record = make_record(tmp_path)
+    log = Path(record.tasks[0].log)
+    log.write_text("old line one\nold line two\n")
+    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f", "-n", "5"], env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        out, err, deadline = b"", b"", time.monotonic() + 30
+        while b"old line two" not in out and time.monotonic() < deadline:
+            if select.select([proc.stdout], [], [], 0.2)[0]:
+                out += os.read(proc.stdout.fileno(), 1 << 16)
+        with open(log, "r+b") as handle:               # the same inode, other bytes
+            handle.write(b"NEW first line\nNEW second line\nNEW third line\n")
+        while b"starts over" not in err and b"from its start" not in err and time.monotonic() < deadline:
+            ready = select.select([proc.stdout, proc.stderr], [], [], 0.2)[0]
+            if proc.stderr in ready:
+                err += os.read(proc.stderr.fileno(), 1 << 16)
+            if proc.stdout in ready:
+                out += os.read(proc.stdout.fileno(), 1 << 16)
+        assert err.decode().strip() == f"hyperion-jobs: {log} was truncated or written anew; following it from its start"
     finally:
         proc.kill()
         proc.wait()

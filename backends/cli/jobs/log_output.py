@@ -66,14 +66,24 @@ def follow(path: str, n: int, raw: bool, out: TextIO | None = None) -> int:
     out.flush()
     if on_terminal(raw, out):
         return _follow_on_terminal(Follower(path, end, keep=KEEP), out)
-    follower = Follower(path, end)
+    follower, said = Follower(path, end), 0
     while True:   # pieces, not lines: a line that never ends (a \r progress bar) is printed, not held
         pieces = follower.read_pieces()
+        said = _say_restart(follower, said)
         if pieces:
             _write_pieces(pieces, out)
             out.flush()
         else:
             time.sleep(POLL_SECONDS)
+
+
+def _say_restart(follower: Follower, said: int) -> int:
+    """On stderr, once per restart: what follows is the log from its start again, not more of it;
+    the restarts said so far."""
+    if follower.restarts != said:
+        print(printable(f"{PROG}: {follower.path} was truncated or written anew; following it from its start"),
+              file=sys.stderr, flush=True)
+    return follower.restarts
 
 
 def _follow_on_terminal(follower: Follower, out: TextIO) -> int:
@@ -83,11 +93,12 @@ def _follow_on_terminal(follower: Follower, out: TextIO) -> int:
     to the terminal's width so it never wraps (a return goes back only to the
     start of the last row).
     """
-    drawn = 0    # columns of the open line on screen
+    drawn, said = 0, 0    # columns of the open line on screen; restarts said
     shown_open: str | None = None
     try:
         while True:
             drawn, shown_open = _redraw(follower, out, drawn, shown_open)
+            said = _say_restart(follower, said)
     finally:
         if drawn:       # the prompt after Ctrl-C goes below the open line, not over it
             out.write("\n")
