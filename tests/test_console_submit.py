@@ -156,17 +156,34 @@ def test_extra_env_of_the_form_reaches_every_task(tmp_path: Path) -> None:
         assert f"\nhello there, task {value} of 2\n" in (tmp_path / "log" / f"e.{value}.log").read_text()
 
 
+async def _local_run_started(app, pilot, tmp_path: Path, stem: str, values: int, script: str) -> None:
+    """Submit `script` as a local array JOB=1:`values` from the form; back once task 1 wrote its pid."""
+    fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / f"{stem}.JOB.log"),
+         array=f"JOB=1:{values}", command=f"bash -c {shlex.quote(script)}")
+    await pilot.pause()
+    await pilot.press("ctrl+s", "y")
+    await wait_for(pilot, lambda: (tmp_path / "pid.1").exists() and (tmp_path / "pid.1").read_text(), 20)
+
+
+def _local_states(tmp_path: Path, stem: str, cli_env) -> dict:
+    """What `hyperion-jobs status --json` says of each value of the record: (state, exit code)."""
+    import json
+
+    from conftest import run_cli
+
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / f"{stem}.JOB.submit.json"), "--json",
+                    env=cli_env)
+    return {t["value"]: (t["state"], t["exit_code"]) for t in json.loads(shown.stdout)["tasks"]}
+
+
 @pytest.mark.parametrize("task_obeys", [True, False], ids=["task-obeys-ctrl-c", "task-ignores-ctrl-c"])
 def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path: Path, cli_env,
                                                                         task_obeys: bool) -> None:
     """A local run lives in the console: quitting left the terminal blank until the whole array had
     run, and a Ctrl-C then traced back and left a task LOST. Now q asks; 'no' lets it run on, 'yes'
     stops the task as Ctrl-C would and the console ends once it ended, the rest NOT_RUN."""
-    import json
     import os
     import signal
-
-    from conftest import run_cli
 
     trap = "" if task_obeys else "trap '' INT; "
     script = f"{trap}echo $$ > {tmp_path}/pid.JOB; echo started JOB; sleep 30"
@@ -175,11 +192,7 @@ def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(100, 30)) as pilot:
-            fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / "q.JOB.log"),
-                 array="JOB=1:3", command=f"bash -c {shlex.quote(script)}")
-            await pilot.pause()
-            await pilot.press("ctrl+s", "y")
-            await wait_for(pilot, lambda: (tmp_path / "pid.1").exists() and (tmp_path / "pid.1").read_text(), 20)
+            await _local_run_started(app, pilot, tmp_path, "q", 3, script)
             await pilot.press("escape", "q")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("n")                       # no: it runs on, the console stays
@@ -203,32 +216,19 @@ def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path:
         alive = False
     assert not alive, "the task's group runs on after the console quit"
     assert not (tmp_path / "pid.2").exists()
-    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "q.JOB.submit.json"), "--json",
-                    env=cli_env)
-    states = {t["value"]: (t["state"], t["exit_code"]) for t in json.loads(shown.stdout)["tasks"]}
     code = 128 + (signal.SIGINT if task_obeys else signal.SIGKILL)
-    assert states == {1: ("FAILED", code), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
+    assert _local_states(tmp_path, "q", cli_env) == {1: ("FAILED", code), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
 
 
 def test_a_console_ending_otherwise_than_by_q_stops_its_local_run_too(tmp_path: Path, cli_env) -> None:
     """An error or a signal ends the app without the quit dialog: the run went on unseen, Python
     waiting for it. The app's unmount stops it; a run planned but not started then never starts."""
-    import json
-
-    from conftest import run_cli
-
     from hyperion_console.local_runs import ConsoleClosed
-
-    script = f"echo $$ > {tmp_path}/pid.JOB; sleep 30"
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(100, 30)) as pilot:
-            fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / "e.JOB.log"),
-                 array="JOB=1:2", command=f"bash -c {shlex.quote(script)}")
-            await pilot.pause()
-            await pilot.press("ctrl+s", "y")
-            await wait_for(pilot, lambda: (tmp_path / "pid.1").exists() and (tmp_path / "pid.1").read_text(), 20)
+            await _local_run_started(app, pilot, tmp_path, "e", 2, f"echo $$ > {tmp_path}/pid.JOB; sleep 30")
             app.exit()
         with pytest.raises(ConsoleClosed):
             with app.local_runs.running("later"):
@@ -237,10 +237,7 @@ def test_a_console_ending_otherwise_than_by_q_stops_its_local_run_too(tmp_path: 
     started = time.monotonic()
     asyncio.run(scenario())                          # returns once the run's worker thread ended
     assert time.monotonic() - started < 25           # not the 30 s of the task, let alone the array
-    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "e.JOB.submit.json"), "--json",
-                    env=cli_env)
-    states = {t["value"]: (t["state"], t["exit_code"]) for t in json.loads(shown.stdout)["tasks"]}
-    assert states == {1: ("FAILED", 130), 2: ("NOT_RUN", None)}
+    assert _local_states(tmp_path, "e", cli_env) == {1: ("FAILED", 130), 2: ("NOT_RUN", None)}
 
 
 @pytest.mark.slurm
