@@ -45,16 +45,3 @@ def check_working_dir() -> None:
     except OSError as err:
         raise InputError("working directory", f"cannot be reached ({err.strerror or err}): it was deleted "
                          "or moved; cd to a folder that exists") from None
-
-
-def reader_gone() -> int:
-    """Exit status 0 once stdout's reader went away (`| head`): what it wanted it read. stdout is
-    pointed at /dev/null first, or the flush at exit raises again and prints a traceback."""
-    import os
-    import sys
-
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):      # no stdout to point anywhere
-        pass
-    return 0

@@ -106,7 +106,7 @@ class HyperionConsole(App[None]):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.local_runs.stop.stop.set()
+                self.local_runs.close()
                 tell(self, "stopping the local run: its task got Ctrl-C (SIGINT), SIGKILL in 10 s or at q; "
                      "the console quits once it ended", severity="warning", timeout=15)
                 self.set_interval(0.2, self._exit_once_stopped)

@@ -70,5 +70,14 @@ class SafeStream:
             pass
 
 
+def reader_gone() -> int:
+    """Exit status 0 once stdout's reader went away (`| head`): what it wanted it read. stdout is
+    lost as SafeStream loses a stream, or the flush at exit raises again and prints a traceback."""
+    import sys
+
+    SafeStream(sys.stdout).lose()
+    return 0
+
+
 def safe(stream: TextIO | SafeStream) -> SafeStream:
     return stream if isinstance(stream, SafeStream) else SafeStream(stream)

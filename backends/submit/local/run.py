@@ -14,10 +14,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TextIO
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from backends import logheader
 from backends.fileio import umask_mode
@@ -144,15 +144,18 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         raise
 
 
+STOP_GRACE = 10.0      # seconds a stopped task's group has before SIGKILL, as Slurm's KillWait
+
+
 def _stop_group(child: subprocess.Popen, signum: int) -> None:
-    """Pass `signum` to the task's group, then SIGKILL it after 10 s or at a second Ctrl-C.
+    """Pass `signum` to the task's group, then SIGKILL it after STOP_GRACE s or at a second Ctrl-C.
 
     A second Ctrl-C used to end the runner during the wait and leave a task that
     ignores SIGINT running, recorded as failed.
     """
     _signal_group(child.pid, signum)
     _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + STOP_GRACE
     while True:
         try:
             child.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -411,21 +414,20 @@ STOPPED = 128 + signal.SIGINT    # a run stopped through `Stop`, as Ctrl-C stops
 def _stop_group_on(stop: Stop, pgid: int, ended: threading.Event) -> None:
     """A thread that, once `stop.stop` is set while the task runs, does what Ctrl-C does to a
     local run from the main thread (which signal handlers cannot reach from a worker): SIGINT
-    and SIGCONT to the task's group, SIGKILL after 10 s or at `stop.kill`."""
+    and SIGCONT to the task's group, SIGKILL after STOP_GRACE s or at `stop.kill`."""
     def watch() -> None:
-        while not ended.is_set():
-            if not stop.stop.wait(0.25):
-                continue
+        while not stop.stop.wait(0.25):
             if ended.is_set():
                 return
-            _try_signal_group(pgid, signal.SIGINT)
-            _try_signal_group(pgid, signal.SIGCONT)
-            deadline = time.monotonic() + 10
-            while not ended.wait(0.1):
-                if stop.kill.is_set() or time.monotonic() >= deadline:
-                    _try_signal_group(pgid, signal.SIGKILL)
-                    return
+        if ended.is_set():
             return
+        _try_signal_group(pgid, signal.SIGINT)
+        _try_signal_group(pgid, signal.SIGCONT)
+        deadline = time.monotonic() + STOP_GRACE
+        while not ended.wait(0.1):
+            if stop.kill.is_set() or time.monotonic() >= deadline:
+                _try_signal_group(pgid, signal.SIGKILL)
+                return
 
     threading.Thread(target=watch, name="hyperion-local-stop", daemon=True).start()
 
