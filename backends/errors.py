@@ -45,3 +45,30 @@ def check_working_dir() -> None:
     except OSError as err:
         raise InputError("working directory", f"cannot be reached ({err.strerror or err}): it was deleted "
                          "or moved; cd to a folder that exists") from None
+
+
+def discard_output(stream: object) -> None:
+    """Point `stream`'s file descriptor at /dev/null: its reader is gone (EPIPE, EIO), and the
+    interpreter's own flush at exit must not fail on it again and print a traceback."""
+    import os
+
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):   # no descriptor to point anywhere
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd)
+        finally:
+            os.close(null)
+    except OSError:
+        pass
+
+
+def reader_gone() -> int:
+    """Exit status 0 once stdout's reader went away (`| head`): what it wanted it read."""
+    import sys
+
+    discard_output(sys.stdout)
+    return 0

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, NoReturn, Sequence
 
-from backends.errors import FieldError, check_working_dir
+from backends.errors import FieldError, check_working_dir, reader_gone
 from backends.printable import printable
 from sharding.coverage import Coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
@@ -187,8 +187,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
     except BrokenPipeError:           # `| head`: quiet; but a resubmission cut short is no success
-        from backends.watch.terminal import reader_gone
-
         status = reader_gone()
         return 1 if args.command == "retry" and args.submit and not args.dry_run else status
 

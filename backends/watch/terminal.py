@@ -9,9 +9,9 @@ interpreter's own flush at exit included) fails on it again.
 """
 from __future__ import annotations
 
-import os
 from typing import TextIO
 
+from backends.errors import discard_output
 from backends.printable import printable
 
 
@@ -56,27 +56,7 @@ class SafeStream:
 
     def lose(self) -> None:
         self.broken = True
-        try:
-            fd = self.stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            return
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(null, fd)
-            finally:
-                os.close(null)
-        except OSError:
-            pass
-
-
-def reader_gone() -> int:
-    """Exit status 0 once stdout's reader went away (`| head`): what it wanted it read. stdout is
-    lost as SafeStream loses a stream, or the flush at exit raises again and prints a traceback."""
-    import sys
-
-    SafeStream(sys.stdout).lose()
-    return 0
+        discard_output(self.stream)
 
 
 def safe(stream: TextIO | SafeStream) -> SafeStream:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG, build_parser
-from backends.errors import InputError, check_working_dir
+from backends.errors import InputError, check_working_dir, reader_gone
 from backends.printable import printable
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.slurm.cancel import CancelError
@@ -46,8 +46,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:           # `| head`: quiet; but a retry or cancel cut short is no success
-        from backends.watch.terminal import reader_gone
-
         status = reader_gone()
         return 1 if argv[:1] and argv[0] in ACTING else status
 
