@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import stat
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -71,10 +72,18 @@ def output_lock(record_path: str | Path) -> Iterator[None]:
             raise InputError(FIELD, f"{holder} is submitting or running {_pattern(record_path)} right now; "
                              "wait for it to end or choose another --output-file") from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"hyperion-submit (pid {os.getpid()} on {socket.gethostname()})".encode(), 0)
+        os.pwrite(fd, f"{_program()} (pid {os.getpid()} on {socket.gethostname()})".encode(), 0)
         yield
     finally:
         os.close(fd)
+
+
+def _program() -> str:
+    """The tool holding the lock, as its user started it: hyperion-jobs for a retry, hyperion-console
+    for a run from the console, whose user was told another 'hyperion-submit' held their own run."""
+    path = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    name = path.parent.name.replace("_", "-") if path.name == "__main__.py" else path.name   # python -m
+    return name if name.startswith("hyperion-") and name.isprintable() and len(name) <= 40 else "hyperion-submit"
 
 
 def _open_lock(path: Path) -> int:

@@ -257,6 +257,38 @@ def test_local_retry_reruns_the_failed_and_not_run_values_and_keeps_the_first_lo
     assert len(load_history(record).numbers) == 2
 
 
+def test_a_submission_refused_by_a_running_retry_names_the_retry_not_hyperion_submit(tmp_path, cli_env):
+    """Every holder of a pattern was called 'hyperion-submit (pid N)', also a hyperion-jobs retry or
+    the console, whose user then looked for a hyperion-submit that was not there."""
+    task = ("import pathlib, sys, time; v = sys.argv[1]; "
+            "sys.exit(3) if v == '1' and pathlib.Path('fail.txt').exists() else None; "
+            "time.sleep(float(pathlib.Path('sleep.txt').read_text())) if v == '2' else None")
+    (tmp_path / "fail.txt").write_text("")
+    (tmp_path / "sleep.txt").write_text("0")
+    first = submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log",
+                         "--", PY, "-c", task, "JOB")
+    assert first.returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    (tmp_path / "fail.txt").unlink()
+    (tmp_path / "sleep.txt").write_text("8")
+    retry = subprocess.Popen(["hyperion-jobs", "retry", str(record), "--yes"], cwd=tmp_path, env=cli_env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "running" not in (status_json(record, cli_env)["tasks"][1]["state"].lower()):
+            assert time.monotonic() < deadline and retry.poll() is None, retry.communicate()
+            time.sleep(0.2)
+        refused = submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log",
+                               "--", "true")
+        assert refused.returncode == 2
+        assert refused.stderr == (f"hyperion-submit: error: --output-file: hyperion-jobs (pid {retry.pid} on "
+                                  f"{socket.gethostname()}) is submitting or running {tmp_path / 'log' / 't.JOB'} right now; "
+                                  "wait for it to end or choose another --output-file\n"), refused.stderr
+    finally:
+        out, err = retry.communicate(timeout=60)
+    assert retry.returncode == 0, err          # the retry was not disturbed
+
+
 def test_retry_choices_and_overrides_are_checked_before_anything_runs(tmp_path, cli_env):
     (tmp_path / "fail.txt").write_text("2\n")
     submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log",
