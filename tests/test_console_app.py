@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import make_fifo, make_sparse
 from test_console_fixtures import notifications, table_column, text_of, wait_for
+from textual.widgets import Input
 
 from hyperion_console.__main__ import main
 from hyperion_console.app import make_app
@@ -56,6 +57,26 @@ def test_ctrl_c_says_how_to_quit_in_plain_words(tmp_path: Path) -> None:
             await pilot.pause()
             said = notifications(app)
             assert "Press ctrl+q or q to quit the app" in said, said
+
+    asyncio.run(scenario())
+
+
+def test_ctrl_c_in_a_text_field_names_only_a_key_the_field_does_not_type(tmp_path: Path) -> None:
+    """In a field of the Submit form q is text, so the hint names only ctrl+q; escape gives q back."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.click("#command")            # a text field of the form
+            assert isinstance(app.focused, Input), app.focused
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            said = notifications(app)
+            assert "Press ctrl+q to quit the app" in said, said
+            await pilot.press("q")
+            assert app.is_running and app.focused.value.endswith("q")
+            await pilot.press("escape", "q")      # as the help screen says
+            await pilot.pause()
+            assert not app.is_running, "escape then q did not quit"
 
     asyncio.run(scenario())
 

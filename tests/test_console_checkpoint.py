@@ -52,6 +52,27 @@ def test_coverage_map_run_json_and_failed_records(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: Path) -> None:
+    """A thousand shards fill 80x24 with the map; the skipped files below it were out of sight."""
+    checkpoint = build_checkpoint(tmp_path, total=1000, complete=tuple(range(1, 900)), failed=(950,))
+    stray = Checkpoint(checkpoint).failed_dir / "elsewhere" / "failed_tasks.json"
+    stray.parent.mkdir(parents=True)
+    stray.write_text("{}")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            run = text_of(screen.query_one("#ckpt-run"))
+            assert "skipped    1 file that did not fit the layout (listed below the map)" in run, run
+            below = text_of(screen.query_one("#ckpt-problems"))
+            assert "elsewhere/failed_tasks.json" in below and "outside the slurm_job_*" in below
+            assert screen.query_one("#ckpt-problems").region.y >= 24      # below the screen, as said
+
+    asyncio.run(scenario())
+
+
 def test_retry_preview_follows_the_max_array_size_field(tmp_path: Path) -> None:
     checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
 

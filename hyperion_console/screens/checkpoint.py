@@ -185,6 +185,10 @@ class CheckpointScreen(ConsoleScreen):
             run_text.append_text(shown(exc.problem, "red"))
         run_text.append(f"\nshards     {cov.run.minimum_shard_index}..{cov.run.maximum_shard_index}"
                         f" ({cov.run.total_shards})")
+        if cov.problems:    # the list sits below the map, which a thousand shards push off screen
+            count = len(cov.problems)
+            run_text.append(f"\nskipped    {count} file{'s' if count > 1 else ''} that did not fit the layout "
+                            "(listed below the map)", "yellow")
         self.query_one("#ckpt-run", Static).update(run_text)
         self.query_one("#ckpt-map", Static).update(CoverageMap(cov))
         problems = Text()
