@@ -6,6 +6,7 @@ submit, wait with the shared poller, report, cancel on a signal.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -17,6 +18,7 @@ from backends.printable import printable
 from backends.records.record import SubmitRecord
 from backends.states import explain_reason
 from backends.submit.model import SubmitPlan
+from backends.submit.site_options import ignored_inputs_line
 from backends.submit.slurm import sbatch
 from backends.submit.slurm.sbatch import SubmitError
 from backends.watch.progress import Progress
@@ -141,6 +143,9 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     err_stream = safe(err or sys.stderr)
     stop = stop or threading.Event()
     hangup, quit_ = threading.Event(), threading.Event()
+    ignored = ignored_inputs_line(os.environ)
+    if ignored:
+        err_stream.line(f"{PROG}: {ignored}")
     with _stop_on_signals(stop, hangup, quit_):
         try:
             record = submit(plan, kind, on_begin)

@@ -57,6 +57,10 @@ YAML_CASES = [
     ("shell-semicolon", _site(base_options=["--account=a;rm -rf"]), "base_options"),
     ("shell-subst", _site(base_options=["--qos=$(x)"]), "base_options"),
     ("shell-backtick", _site(cpu_options=["--comment=`id`"]), "cpu_options"),
+    # a feature expression may use & | ( ) but nothing else a shell reads
+    ("shell-in-constraint", _site(base_options=["--constraint=v100|a100;id"]), "base_options"),
+    ("space-in-constraint", _site(base_options=["--constraint", "v100 a100"]), "base_options"),
+    ("pipe-in-account", _site(base_options=["--account=a|b"]), "base_options"),
     ("not-an-option", _site(base_options=["nodes=1"]), "base_options"),
     ("unknown-sbatch-option", _site(base_options=["--nodez=1"]), "base_options"),
     ("bad-placeholder", _gpu(["--partition=gpu", "--gres=gpu:v100:{gpus}"]), "gpu_types.v100.options"),
@@ -142,6 +146,10 @@ CLI_CASES = [
     ("time-above-a-year", ["--time", "525601", "--output-file", "log/t.log"], ["true"], "--time"),
     ("poll-interval-on-cli", ["--poll_interval", "5", "--output-file", "log/t.log"], ["true"], "--poll_interval"),
     ("unknown-option", ["--foo", "1", "--output-file", "log/t.log"], ["true"], "--foo"),
+    # jsonargparse's own flag: it printed a config dump, then "error: arguments: 0"
+    ("print-config", ["--print_config", "--output-file", "log/t.log"], ["true"], "--print_config"),
+    ("print-config-dry-run", ["--dry-run", "--print_config=skip_null", "--output-file", "log/t.log"], ["true"],
+     "--print_config=skip_null"),
     ("site-key-on-cli", ["--base_options", "--nodes=1", "--output-file", "log/t.log"], ["true"], "--base_options"),
     ("option-without-value", ["--output-file"], ["true"], "--output-file"),
     # numbers beyond sane bounds, environment names, values that would wrap (issue 13)

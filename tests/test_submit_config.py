@@ -172,6 +172,14 @@ def test_site_options_accept_policy_in_every_spelling():
     assert check_options("base_options", items) == tuple(items)
 
 
+@pytest.mark.parametrize("items", [["--constraint=v100|a100"], ["--constraint=v100&ib"], ["-C", "[rack1|rack2]"],
+                                   ["-Cv100|a100"], ["--constraint", "(v100&ib)*2"], ["--prefer=a100|h100"],
+                                   ["-HC", "v100|a100"], ["--cluster-constraint=!gpu"]])
+def test_feature_expressions_keep_slurms_operators(items):
+    """`|` and `&` are Slurm's OR and AND in --constraint; they were refused as a shell fragment."""
+    assert check_options("base_options", items) == tuple(items)
+
+
 def test_gpu_selection_allowed_only_in_gpu_types():
     assert check_options("g", ["--gres=gpu:{num_gpus}"], allow_gpu=True) == ("--gres=gpu:{num_gpus}",)
     with pytest.raises(InputError) as err:

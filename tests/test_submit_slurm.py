@@ -263,6 +263,38 @@ def test_a_chdir_in_base_options_keeps_the_log_where_it_was_asked(slurm_cluster,
     assert not (elsewhere / "log").exists()
 
 
+def test_a_constraint_expression_in_the_site_file_reaches_slurm(slurm_cluster, test_site, cli_env, tmp_path):
+    """A site asking for "v100 or a100 nodes" was refused as a shell fragment; Slurm reads | as OR."""
+    site = yaml.safe_load(test_site.read_text())
+    site["base_options"] = [*site["base_options"], "--constraint=(v100|ib)&ib"]
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text(yaml.safe_dump(site))
+    result = submit(site_file, "--output-file", "log/c.log", "--", "hostname", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    (job,) = load_record(tmp_path / "log" / "q" / "c.submit.json").jobs
+    shown = subprocess.run(["scontrol", "show", "job", job.job_id], capture_output=True, text=True).stdout
+    assert "Features=(v100|ib)&ib" in shown, shown
+
+
+def test_sbatch_variables_of_the_users_shell_do_not_change_the_job(slurm_cluster, test_site, cli_env, tmp_path):
+    """SBATCH_ARRAY_INX and SBATCH_GRES in the environment made a one-task CPU job an array of three
+    tasks with a GPU each, all writing one log, and the record knew of one task."""
+    env = {**cli_env, "SBATCH_ARRAY_INX": "1-3", "SBATCH_GRES": "gpu:v100:1", "SBATCH_TIMELIMIT": "1",
+           "SBATCH_NO_REQUEUE": "1"}     # not an option hyperion-submit owns: sbatch still reads it
+    result = submit(test_site, "--output-file", "log/e.log", "--", "bash", "-c", "echo task=${SLURM_ARRAY_TASK_ID-none}",
+                    cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        "hyperion-submit: not passing SBATCH_ARRAY_INX, SBATCH_GRES, SBATCH_TIMELIMIT from the environment to "
+        "sbatch: hyperion-submit sets the array, logs, memory, time and GPUs itself")
+    (job,) = load_record(tmp_path / "log" / "q" / "e.submit.json").jobs
+    ((job_id, tres),) = sacct(job.job_id, "JobID,AllocTRES")   # one job, no array
+    assert job_id == job.job_id and "gres/gpu" not in tres, tres
+    shown = subprocess.run(["scontrol", "show", "job", job.job_id], capture_output=True, text=True).stdout
+    assert "TimeLimit=00:10:00" in shown and "Requeue=0" in shown, shown
+    assert (tmp_path / "log" / "e.log").read_text().splitlines()[2] == "task=none"
+
+
 def test_a_log_the_task_removes_fails_the_run_and_is_not_made_again(slurm_cluster, test_site, cli_env, tmp_path):
     """The footer's >> made the log again with the footer alone, so the wait found a log and said 0."""
     result = submit(test_site, "--output-file", "log/r.log", "--", "bash", "-c", "echo hi; rm -f log/r.log",

@@ -52,6 +52,8 @@ def _run(argv: Sequence[str]) -> int:
     if request.dry_run:   # on a terminal, control characters in paths or arguments are shown escaped
         text = describe_plan(plan)
         sys.stdout.write(printable(text, layout=True) if sys.stdout.isatty() else text)
+        if plan.options.backend == "slurm":
+            _tell_ignored_inputs()
         return OK
     from backends.launch import run_plan
 
@@ -60,6 +62,16 @@ def _run(argv: Sequence[str]) -> int:
     except InputError as err:   # refused before anything ran: another attempt is live
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
+
+
+def _tell_ignored_inputs() -> None:
+    import os
+
+    from backends.submit.site_options import ignored_inputs_line
+
+    line = ignored_inputs_line(os.environ)
+    if line:
+        print(f"{PROG}: {line}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -73,7 +73,8 @@ def _cfg_first(tokens: list[str]) -> tuple[list[str], list[str]]:
 def _parser():
     from jsonargparse import ActionConfigFile, ArgumentParser
 
-    parser = ArgumentParser(prog="hyperion-submit", exit_on_error=False, allow_abbrev=False)
+    parser = ArgumentParser(prog="hyperion-submit", exit_on_error=False, allow_abbrev=False,
+                            print_config=None)   # not a flag of the contract: it dumped a config, then "arguments: 0"
     parser.add_argument("--cfg", action=ActionConfigFile)
     for key in PORTABLE:
         parser.add_argument("--" + key.replace("_", "-"), dest=key, default=None)

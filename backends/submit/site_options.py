@@ -9,7 +9,7 @@ set one of them, even as a short form (``-c4``), a separate value item
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from backends.errors import InputError
 
@@ -57,8 +57,21 @@ SUBMITTER_OWNED = frozenset({
     "cpus-per-gpu", "mem", "mem-per-cpu", "mem-per-gpu", "time", "wrap", "wait", "test-only",
     "help", "usage", "version",
 }) | GPU_SELECTION
+# sbatch takes an option it was not given from SBATCH_<NAME> in its environment (man sbatch, "INPUT
+# ENVIRONMENT VARIABLES"): a user's SBATCH_ARRAY_INX or SBATCH_GRES would change what hyperion-submit
+# asked for as a site option would, and the record would not say so. These never reach sbatch.
+OWNED_INPUT_VARIABLES = frozenset({
+    "SBATCH_ARRAY_INX", "SBATCH_CPUS_PER_GPU", "SBATCH_ERROR", "SBATCH_EXPORT", "SBATCH_GPUS",
+    "SBATCH_GPUS_PER_NODE", "SBATCH_GPUS_PER_SOCKET", "SBATCH_GPUS_PER_TASK", "SBATCH_GRES",
+    "SBATCH_MEM_PER_CPU", "SBATCH_MEM_PER_GPU", "SBATCH_MEM_PER_NODE", "SBATCH_OUTPUT",
+    "SBATCH_TIMELIMIT", "SBATCH_TRES_PER_TASK", "SBATCH_WAIT",
+})
 PLACEHOLDERS = frozenset({"num_gpus"})
+# Slurm's node-feature expressions use & | ( ) as AND, OR and grouping (--constraint="[rack1|rack2]&ib").
+# The value is one argv item that no shell reads, so there only what a shell would need is refused.
+FEATURE_EXPRESSIONS = frozenset({"constraint", "cluster-constraint", "prefer"})
 _SHELL_CHARS = re.compile(r"[\s'\"`;|&$<>()\\]")
+_SHELL_CHARS_IN_EXPRESSION = re.compile(r"[\s'\"`;$<>\\]")
 _BRACES = re.compile(r"\{([^{}]*)\}")
 
 
@@ -73,18 +86,50 @@ def resolve_long(spelled: str) -> tuple[str, ...]:
     return tuple(sorted(name for name in SBATCH_LONG_OPTIONS if name.startswith(spelled)))
 
 
-def _check_text(field: str, item: object) -> str:
+def _check_text(field: str, item: object, expression_from: int | None = None) -> str:
+    """`item` if it is one plain argument; from `expression_from` on it is a feature expression."""
     if not isinstance(item, str):
         raise InputError(field, f"expected an option string, got {item!r}")
-    if _SHELL_CHARS.search(item):
+    plain, expression = (item, "") if expression_from is None else (item[:expression_from], item[expression_from:])
+    if _SHELL_CHARS.search(plain):
         raise InputError(field, f"{item!r} looks like a shell fragment; each item must be one "
                          "argument without whitespace, quotes or any of ;|&$`<>()\\")
+    if _SHELL_CHARS_IN_EXPRESSION.search(expression):
+        raise InputError(field, f"{item!r} looks like a shell fragment; a feature expression is one "
+                         "argument without whitespace, quotes or any of ;$`<>\\")
     for name in _BRACES.findall(item):
         if name not in PLACEHOLDERS:
             raise InputError(field, f"{item!r} uses unknown placeholder {{{name}}}; only {{num_gpus}} is allowed")
     if _BRACES.sub("", item).count("{") or _BRACES.sub("", item).count("}"):
         raise InputError(field, f"{item!r} has an unmatched brace; only {{num_gpus}} is allowed")
     return item
+
+
+def _attached_value(item: str) -> tuple[str | None, int]:
+    """The option whose value `item` carries after its name, and where that value starts
+    (``--constraint=a|b``, ``-Ca|b``); (None, 0) when it carries none or the name is unknown."""
+    if item.startswith("--"):
+        name, equals, _ = item[2:].partition("=")
+        found = resolve_long(name) if name and equals else ()
+        return (found[0], 3 + len(name)) if len(found) == 1 else (None, 0)
+    for pos, letter in enumerate(item[1:], start=1):
+        option = SBATCH_SHORT_OPTIONS.get(letter)
+        if option is None:
+            return None, 0
+        if SBATCH_LONG_OPTIONS[option] == "r":
+            return (option, pos + 1) if pos < len(item) - 1 else (None, 0)
+    return None, 0
+
+
+def _checked_item(field: str, item: object, value_of: str | None) -> str:
+    """`_check_text` with the feature-expression part of `item` told apart: all of it when it is
+    the separate value of `value_of`, or the value it carries itself."""
+    if not isinstance(item, str):
+        return _check_text(field, item)
+    if value_of is not None and not item.startswith("-"):
+        return _check_text(field, item, 0 if value_of in FEATURE_EXPRESSIONS else None)
+    option, start = _attached_value(item) if item.startswith("-") else (None, 0)
+    return _check_text(field, item, start if option in FEATURE_EXPRESSIONS else None)
 
 
 def _refuse(field: str, item: str, option: str, allow_gpu: bool) -> None:
@@ -94,8 +139,8 @@ def _refuse(field: str, item: str, option: str, allow_gpu: bool) -> None:
         raise InputError(field, f"{item!r} sets --{option}, which site options may not set ({why})")
 
 
-def _long(field: str, item: str, allow_gpu: bool) -> bool:
-    """Check one long option item; True if it still needs the next item as its value."""
+def _long(field: str, item: str, allow_gpu: bool) -> str | None:
+    """Check one long option item; the option if it still needs the next item as its value."""
     spelled, has_value = item[2:].partition("=")[0], "=" in item
     candidates = resolve_long(spelled) if spelled else []   # '--=x': an empty name prefixes every option
     if not candidates:
@@ -105,19 +150,19 @@ def _long(field: str, item: str, allow_gpu: bool) -> bool:
     if len(candidates) > 1:
         names = ", ".join(f"--{c}" for c in candidates)
         raise InputError(field, f"{item!r} is an ambiguous sbatch option (could be {names})")
-    return SBATCH_LONG_OPTIONS[candidates[0]] == "r" and not has_value
+    return candidates[0] if SBATCH_LONG_OPTIONS[candidates[0]] == "r" and not has_value else None
 
 
-def _short(field: str, item: str, allow_gpu: bool) -> bool:
-    """Check a short-option cluster (``-c4``, ``-HQ``); True if the next item is its value."""
+def _short(field: str, item: str, allow_gpu: bool) -> str | None:
+    """Check a short-option cluster (``-c4``, ``-HQ``); the option if the next item is its value."""
     for pos, letter in enumerate(item[1:], start=1):
         option = SBATCH_SHORT_OPTIONS.get(letter)
         if option is None:
             raise InputError(field, f"{item!r}: -{letter} is not an sbatch option")
         _refuse(field, item, option, allow_gpu)
         if SBATCH_LONG_OPTIONS[option] == "r":
-            return pos == len(item) - 1
-    return False
+            return option if pos == len(item) - 1 else None
+    return None
 
 
 def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tuple[str, ...]:
@@ -129,19 +174,35 @@ def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tupl
         return ()
     if isinstance(items, str) or not isinstance(items, Sequence):
         raise InputError(field, f"expected a list of option strings, got {items!r}")
-    checked = [_check_text(field, item) for item in items]
-    expects_value = False
-    for item in checked:
-        if expects_value:
-            expects_value = False
+    checked: list[str] = []
+    awaiting: str | None = None        # the option whose value the next item may be
+    for raw in items:
+        item = _checked_item(field, raw, awaiting)
+        checked.append(item)
+        if awaiting is not None:
+            awaiting = None
             if not item.startswith("-"):
                 continue
         if not item.startswith("-") or item in ("-", "--"):
             raise InputError(field, f"{item!r} is not an option (items must start with -)")
         if item.startswith("--"):
-            expects_value = _long(field, item, allow_gpu)
+            awaiting = _long(field, item, allow_gpu)
         else:
-            expects_value = _short(field, item, allow_gpu)
-    if expects_value:
+            awaiting = _short(field, item, allow_gpu)
+    if awaiting is not None:
         raise InputError(field, f"{checked[-1]!r} needs a value")
     return tuple(checked)
+
+
+def owned_inputs(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The SBATCH_* variables of `environ` that would set a submitter-owned option, sorted."""
+    return tuple(sorted(name for name in environ if name in OWNED_INPUT_VARIABLES))
+
+
+def ignored_inputs_line(environ: Mapping[str, str]) -> str | None:
+    """What a user is told when their environment holds SBATCH_* variables that are not passed on."""
+    names = owned_inputs(environ)
+    if not names:
+        return None
+    return (f"not passing {', '.join(names)} from the environment to sbatch: hyperion-submit sets the "
+            "array, logs, memory, time and GPUs itself")

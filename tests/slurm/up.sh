@@ -4,7 +4,8 @@
 # Starts (without systemd) munged, a private MariaDB instance, slurmdbd, slurmctld
 # and slurmd, all bound to localhost, with two partitions (cpu, gpu) on the one
 # node and a fake GPU GRES (gpu:<type>:<n>, backed by character-device nodes
-# with NVIDIA's device numbers, so Slurm also sets CUDA_VISIBLE_DEVICES).
+# with NVIDIA's device numbers, so Slurm also sets CUDA_VISIBLE_DEVICES). The node has
+# the features <type> and ib, for --constraint expressions.
 #
 # Idempotent: installs packages only when missing, rewrites configs only when
 # they differ (restarting the affected daemons), starts only daemons that are
@@ -276,7 +277,7 @@ SlurmctldTimeout=120
 SlurmdTimeout=300
 JobCompType=jobcomp/none
 $ACCT_LINES
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM Gres=gpu:$GPU_TYPE:$NGPUS State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM Gres=gpu:$GPU_TYPE:$NGPUS Features=$GPU_TYPE,ib State=UNKNOWN
 PartitionName=cpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=$NODE MaxTime=INFINITE State=UP"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from backends.fileio import umask_mode
 from backends.logheader import iso_now
@@ -19,6 +19,7 @@ from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, reattach_command
 from backends.submit.model import PlannedWindow, SubmitPlan, record_options
+from backends.submit.site_options import OWNED_INPUT_VARIABLES
 
 
 class SubmitError(RuntimeError):
@@ -79,11 +80,16 @@ def _one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
+def sbatch_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without the SBATCH_* variables that would override what the plan asks for."""
+    return {name: value for name, value in environ.items() if name not in OWNED_INPUT_VARIABLES}
+
+
 def _sbatch(sub: PlannedWindow) -> str:
     """Run one sbatch (no shell); the job id, or SubmitError naming the kept script."""
     try:
         done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True, errors="replace",
-                              stdin=subprocess.DEVNULL, timeout=120)
+                              stdin=subprocess.DEVNULL, timeout=120, env=sbatch_environment(os.environ))
     except FileNotFoundError:
         raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}; script kept at {sub.script_path}") from None
     except subprocess.TimeoutExpired:
