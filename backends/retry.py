@@ -25,6 +25,7 @@ from backends.submit.config import load_site
 from backends.submit.from_record import array_name, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
+from backends.submit.resources import check_memory, check_time, memory_bytes, time_minutes
 from backends.watch.rows import LOCAL_JOB, TaskRow, state_counts
 from backends.watch.usage import Usage
 
@@ -178,7 +179,7 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         return RetryPlan(history, (), None)
     _refuse_other_commands(history, chosen)
     check_rerun(history.current)
-    request, sizes = resolve_auto(request, rows, chosen)
+    request, sizes = resolve_auto(request, rows, chosen, history)
     try:
         site = load_site(history.current.cfg)
     except InputError as err:
@@ -186,8 +187,8 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
     return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request)), sizes)
 
 
-def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow],
-                 chosen: Sequence[TaskRow]) -> tuple[RetryRequest, SizeProposal | None]:
+def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequence[TaskRow],
+                 history: History) -> tuple[RetryRequest, SizeProposal | None]:
     """``--mem auto`` / ``--time auto``: sizes from what the tasks used (retry_sizes), or unchanged.
 
     The chosen tasks' states decide (OUT_OF_MEMORY, TIMEOUT); every task's
@@ -196,12 +197,43 @@ def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow],
     if AUTO not in (request.mem, request.time):
         return request, None
     picked = {id(row) for row in chosen}
-    observed = [(row.state_label if id(row) in picked else "COMPLETED", row.usage or Usage())
+    asked = _asked_by_attempt(history)
+    observed = [(row.state_label, _with_request(row.usage or Usage(), asked.get(row.attempt))) if id(row) in picked
+                else ("COMPLETED", row.usage)
                 for row in rows if id(row) in picked or row.usage is not None]
     sizes = propose_sizes(observed)
     return replace(request,
                    mem=sizes.mem if request.mem == AUTO else request.mem,
                    time=sizes.time if request.time == AUTO else request.time), sizes
+
+
+def _asked_by_attempt(history: History) -> dict[int, Usage]:
+    """The memory (per node) and time each attempt asked for, from its record's options.
+
+    Slurm's accounting may not say it: for a few seconds after a job ends sacct
+    can show its row with an empty Timelimit and ReqMem, and a usage taken then
+    is kept. A single job that ran out of 60M was offered 6M (1.5x its MaxRSS)."""
+    asked: dict[int, Usage] = {}
+    for number, record in {**history.records, history.current.attempt: history.current}.items():
+        options = record.options
+        try:
+            mem = check_memory("mem", options.get("mem"))
+            per_cpu = check_memory("mem_per_cpu", options.get("mem_per_cpu"))
+            threads = options.get("num_threads") if isinstance(options.get("num_threads"), int) else 1
+            time = check_time("time", options.get("time"))
+        except InputError:      # a record edited by hand: accounting alone decides
+            continue
+        mem_bytes = memory_bytes(mem) if mem else memory_bytes(per_cpu) * max(1, threads) if per_cpu else None
+        asked[number] = Usage(req_mem_bytes=mem_bytes, time_limit_seconds=time_minutes(time) * 60 if time else None)
+    return asked
+
+
+def _with_request(usage: Usage, asked: Usage | None) -> Usage:
+    """`usage` with what the attempt asked for where Slurm's accounting did not say it."""
+    if asked is None:
+        return usage
+    return replace(usage, req_mem_bytes=usage.req_mem_bytes or asked.req_mem_bytes,
+                   time_limit_seconds=usage.time_limit_seconds or asked.time_limit_seconds)
 
 
 def describe_retry(retry: RetryPlan) -> str:

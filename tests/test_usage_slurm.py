@@ -147,8 +147,34 @@ def _strip_usage(ledger: Path, values: dict[int, str]) -> None:
         elif how == "no-rss":
             told = raw.get("usage") or later.get((raw.get("attempt"), raw.get("value"))) or {}
             raw["usage"] = {**told, "max_rss_bytes": None}
+        elif how == "no-request":   # sacct's row just after the end: no ReqMem ("16?"), no Timelimit
+            told = raw.get("usage") or later.get((raw.get("attempt"), raw.get("value"))) or {}
+            raw["usage"] = {**told, "req_mem_bytes": None, "time_limit_seconds": None}
         lines.append(json.dumps(raw))
     ledger.write_text("".join(line + "\n" for line in lines))
+
+
+def test_a_single_job_out_of_memory_is_offered_twice_its_request_even_when_accounting_lacked_it(
+        enforced_memory, test_site, tmp_path, cli_env) -> None:
+    """A job (no array) ran out of its 60M. Just after its end sacct shows its row without ReqMem and
+    Timelimit; the history kept that and never asked again, so status showed no request and
+    --mem auto offered 1.5x the peak (2M): less than before, and out of memory again."""
+    from backends.records.attempts import ledger_path
+
+    done, _ = submit(test_site, tmp_path, cli_env, "--mem", "60M", "--output-file", "log/one.log",
+                     "--", "python3", "-c", HOLD, "300")
+    assert done.returncode == 1 and "OUT_OF_MEMORY" in done.stderr, done.stderr
+    record = tmp_path / "log" / "q" / "one.submit.json"
+    (task,) = status_json(record, cli_env, 1)["tasks"]        # asked for again once the ledger lacks it
+    assert (task["state"], task["req_mem_bytes"], task["time_limit_seconds"]) == ("OUT_OF_MEMORY", 60 << 20, 600)
+    preview = run_cli("hyperion-jobs", "retry", str(record), "--mem", "auto", "--dry-run", env=cli_env)
+    assert "sizes: --mem 120M: 1 task(s) OUT_OF_MEMORY; 2x the request 60M" in preview.stdout, preview.stdout
+    # accounting purged or away, the history without the request: the record says what was asked
+    _strip_usage(ledger_path(record), {None: "no-request"})
+    away = failing_slurm_clients(tmp_path, cli_env)
+    preview = run_cli("hyperion-jobs", "retry", str(record), "--mem", "auto", "--dry-run", env=away)
+    assert preview.returncode == 0, preview.stderr
+    assert "sizes: --mem 120M: 1 task(s) OUT_OF_MEMORY; 2x the request 60M" in preview.stdout, preview.stdout
 
 
 def test_usage_the_history_lacks_is_asked_for_and_the_console_shows_what_the_cli_shows(

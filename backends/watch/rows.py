@@ -164,18 +164,23 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
 
 def usage_missing(history: History, now: float | None = None) -> dict[Key, tuple[TaskRecord, Mapping | None]]:
     """Ended Slurm tasks (newest attempt per value) whose usage the ledger does not hold yet, with
-    what it holds: nothing, or, for a task that ran and ended less than PEAK_GRACE ago, usage
-    without its peak memory (accounting gives a cancelled task's MaxRSS, on its batch step, a
-    little after its end; a cluster that never measures it is not asked for ever)."""
+    what it holds: nothing, or, for a task that ended less than PEAK_GRACE ago, usage without
+    its peak memory (accounting gives a cancelled task's MaxRSS, on its batch step, a little
+    after its end) or without its memory request (a job's own row shows no ReqMem for a few
+    seconds after its end; retry --mem auto doubles that request). A cluster that never
+    measures them is not asked for ever."""
     now = time.time() if now is None else now
     out: dict[Key, tuple[TaskRecord, Mapping | None]] = {}
     for task in history.latest_tasks():
         final = history.final(task)
         if final is None or task.job_id == LOCAL_JOB:
             continue
-        if not final.usage or (final.usage.get("max_rss_bytes") is None and bool(final.elapsed)
-                               and now - (iso_seconds(final.time) or 0.0) < PEAK_GRACE):
-            out[(task.job_id, task.array_task_id)] = (task, final.usage or None)
+        usage = final.usage
+        lacking = not usage or (
+            (usage.get("max_rss_bytes") is None and bool(final.elapsed) or usage.get("req_mem_bytes") is None)
+            and now - (iso_seconds(final.time) or 0.0) < PEAK_GRACE)
+        if lacking:
+            out[(task.job_id, task.array_task_id)] = (task, usage or None)
     return out
 
 
