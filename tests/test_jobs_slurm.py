@@ -335,3 +335,33 @@ def test_a_job_whose_name_is_not_utf8_is_listed_and_its_log_found(slurm_cluster,
         assert shown.returncode == 0 and shown.stdout == "started\n", shown.stderr
     finally:
         subprocess.run(["scancel", job], check=False)
+
+
+def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_cluster, tmp_path, cli_env, test_site):
+    """A pending task cancelled on its own never gets an accounting row: `status RECORD` showed it from the
+    ledger, but `status JOB` and `watch JOB` left it out (all COMPLETED, exit 0) and `status JOB_TASK`
+    said Slurm knows no such job."""
+    submitted = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:4", "--max-jobs-run", "1",
+         "--output-file", str(tmp_path / "log" / "p.IDX.log"), "--", "sleep", "3"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "p.IDX.submit.json"
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline and submitted.poll() is None:
+            time.sleep(0.1)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        subprocess.run(["scancel", f"{job}_3"], check=True)      # one task at a time: 3 is still pending
+        out, err = submitted.communicate(timeout=180)
+    finally:
+        submitted.kill()
+    assert submitted.returncode == 1 and "IDX=3" in err, out + err   # hyperion-submit saw it end
+
+    by_job = json.loads(run_cli("hyperion-jobs", "status", job, "--json", cwd=tmp_path, env=cli_env).stdout)
+    assert by_job["counts"] == {"COMPLETED": 3, "CANCELLED": 1} and by_job["exit_status"] == 1
+    one = run_cli("hyperion-jobs", "status", f"{job}_3", "--json", cwd=tmp_path, env=cli_env)
+    assert one.returncode == 0, one.stderr
+    (task,) = json.loads(one.stdout)["tasks"]
+    assert (task["value"], task["state"]) == (3, "CANCELLED")
+    watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
+    assert watch.returncode == 1 and "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr

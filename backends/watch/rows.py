@@ -185,28 +185,39 @@ def usage_missing(history: History, now: float | None = None) -> dict[Key, tuple
 
 
 def job_rows(states: Mapping[Key, TaskState], history: History | None = None,
-             usage: Mapping[Key, Usage] | None = None) -> list[TaskRow]:
-    """Rows for a bare job id: every task Slurm knows, joined with its submission when we have it.
+             usage: Mapping[Key, Usage] | None = None, job: Key | None = None) -> list[TaskRow]:
+    """Rows for a bare job id: every task Slurm knows, and every task of `job` (a job id, and a task
+    id or None for all) the ledger saw end, joined with its submission when we have it.
 
     A task of any attempt of `history` is found, with its log where it is now (a
-    later rerun moved it aside), not the path a rerun reused.
+    later rerun moved it aside), not the path a rerun reused. Its final state in the
+    ledger wins, as in `status RECORD`: Slurm may have forgotten the task (a pending
+    task cancelled before it started never gets an accounting row of its own).
     """
     numbers = history.numbers if history else ()
     by_key = {(t.job_id, t.array_task_id): t for n in numbers for t in history.tasks_of(n)}
     offsets = {j.job_id: j.offset for n in numbers for j in history.records[n].jobs}
+    keys = set(states) | (_ended_keys(history, by_key, job) if history and job else set())
     rows = []
-    for key in sorted(states, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
-        state = states[key]
+    for key in sorted(keys, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
         task = by_key.get(key)
-        used = (usage or {}).get(key)
         if task is not None:
-            rows.append(_row(task, state, history.log_of(task), used))
+            rows.append(task_row(history, task, states, usage))
             continue
+        state = states[key]
+        used = (usage or {}).get(key)
         value = key[1] + offsets[key[0]] if key[0] in offsets and key[1] is not None else None
         rows.append(TaskRow(value, key[0], key[1], state.state, state.exit_code, state.signal,
                             state.elapsed, state.node, None, None, None, reason=state.reason,
                             restart_count=state.restart_count, usage=used))
     return rows
+
+
+def _ended_keys(history: History, by_key: Mapping[Key, TaskRecord], job: Key) -> set[Key]:
+    """The tasks of `job` (all of the job's when its task id is None) whose final state the ledger holds."""
+    job_id, task_id = job
+    return {key for key, task in by_key.items()
+            if key[0] == job_id and task_id in (None, key[1]) and history.final(task) is not None}
 
 
 def local_rows(record: SubmitRecord) -> list[TaskRow]:

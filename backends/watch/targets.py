@@ -181,7 +181,7 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     states = answer.states
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
-    return job_rows(states, history, answer.usage)
+    return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
 
 
 def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:

@@ -57,11 +57,13 @@ def _watch_expected(target: Target, history: History | None) -> dict[str, tuple[
     return {target.job_id: (target.task_id,) if target.task_id is not None else None}
 
 
-def _rows_for(history: History | None, update: PollUpdate, job_history: History | None) -> list[TaskRow]:
-    """A record's rows (every value's newest attempt), or a bare job id's, each with its log where it is now."""
+def _rows_for(history: History | None, update: PollUpdate, job_history: History | None,
+              target: Target) -> list[TaskRow]:
+    """A record's rows (every value's newest attempt), or a bare job id's with the ledger's final
+    states (a task cancelled while pending, the poller never saw), each with its log where it is now."""
     if history is not None:
         return history_rows(history, update.states, update.usage)
-    return job_rows(update.states, job_history)
+    return job_rows(update.states, job_history, job=(str(target.job_id), target.task_id))
 
 
 def _site_floor(record: SubmitRecord | None) -> float | None:
@@ -112,13 +114,13 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
-        view.show(update, _rows_for(history, update, job_history))
+        view.show(update, _rows_for(history, update, job_history, target))
         never[:] = _never(target, update)
         return bool(never)
 
     def waiting(update: PollUpdate) -> None:
         """A query Slurm has not answered for a while: said while it lasts, as a failure is."""
-        view.show(update, _rows_for(history, update, job_history))
+        view.show(update, _rows_for(history, update, job_history, target))
 
     try:
         with view:
@@ -132,7 +134,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         err.line(f"{PROG}: error: {what} can never run: Slurm says {printable(explain_reason(reason))}; "
                  f"cancel it with: hyperion-jobs cancel {args.target}")
         return 1
-    rows = _rows_for(history, final, job_history)
+    rows = _rows_for(history, final, job_history, target)
     out.line(f"{len(rows)} tasks: {counts_text(rows)}")
     for row in rows:
         if not row.ok:
