@@ -100,14 +100,23 @@ def _job_ids(record: SubmitRecord) -> list[str]:
     return [job.job_id for job in record.jobs]
 
 
-def _cancel_all(record: SubmitRecord, err: SafeStream, why: str = "interrupted") -> None:
+def _cancel_all(record: SubmitRecord, err: SafeStream, why: str = "interrupted",
+                outcome: Outcome | None = None) -> None:
+    """Cancel every job of `record`, saying how many of its tasks that stopped: those `outcome`
+    (the wait's last word) saw end were not cancelled (it said 40 tasks when 35 had not ended)."""
     job_ids = _job_ids(record)
     try:
         cancel(job_ids)
     except (CancelError, OSError) as exc:
         err.line(f"{PROG}: could not cancel {' '.join(job_ids)}: {printable(str(exc))}")
         return
-    err.line(f"{PROG}: {why}; cancelled job(s) {' '.join(job_ids)} ({len(record.tasks)} task(s))")
+    total = len(record.tasks)
+    if outcome is None:
+        what = f"{total} task(s)"
+    else:
+        unfinished = sum(1 for _, state in outcome.bad if not state.state.is_terminal)
+        what = f"{unfinished} of its {total} task(s) had not ended"
+    err.line(f"{PROG}: {why}; cancelled job(s) {' '.join(job_ids)} ({what})")
 
 
 def _describe(record: SubmitRecord) -> str:
@@ -123,7 +132,7 @@ def _never_runs(record: SubmitRecord, outcome: Outcome, err: SafeStream) -> int:
     others = f" (and {more} more task(s))" if more else ""
     err.line(f"{PROG}: error: {task_label(task, record.array_name)}{others} can never run: "
              f"Slurm says {printable(explain_reason(reason))}")
-    _cancel_all(record, err, "nothing of it can complete")
+    _cancel_all(record, err, "nothing of it can complete", outcome)
     return 1
 
 
@@ -165,7 +174,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
                             f"wait for them again with: {record.reattach}")
             return HANGUP
         if stop.is_set():
-            _cancel_all(record, err_stream, "quit" if quit_.is_set() else "interrupted")
+            _cancel_all(record, err_stream, "quit" if quit_.is_set() else "interrupted", outcome)
             return QUIT if quit_.is_set() else INTERRUPTED
     for line in report(outcome, record.array_name):
         err_stream.line(f"{PROG}: {line}")

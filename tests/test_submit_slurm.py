@@ -206,6 +206,28 @@ def test_a_cancelled_task_fails_the_array_and_is_named(slurm_cluster, test_site,
     assert f"JOB=2 (job {job_id}_2)" in line and str(tmp_path / "log/c.2.log") in line
 
 
+def test_ctrl_c_says_how_many_tasks_it_cancelled_not_how_many_were_submitted(slurm_cluster, test_site, cli_env,
+                                                                             tmp_path, task):
+    """Stopped after 1 of 3 tasks completed, it said 'cancelled job(s) J (3 task(s))'."""
+    proc = start(test_site, "--array", "JOB=1:3", "--output-file", "log/k.JOB.log", "--",
+                 "bash", "-c", 'exec "$0" "$1" "$(( $1 == 1 ? 0 : 60 ))"', task, "JOB",
+                 cwd=tmp_path, env=cli_env)
+    try:
+        record_file = tmp_path / "log/q/k.JOB.submit.json"
+        wait_for(record_file.exists, what="the record")
+        job_id = load_record(record_file).jobs[0].job_id
+        wait_for(lambda: sacct(job_id, "JobID,State").count([f"{job_id}_1", "COMPLETED"]), what="task 1 done")
+        wait_for(lambda: len(running_tasks(job_id)) == 2, what="tasks 2 and 3 running")
+        time.sleep(3)           # the wait has seen task 1 end (it polls every second or two here)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert f"hyperion-submit: interrupted; cancelled job(s) {job_id} (2 of its 3 task(s) had not ended)" in stderr, \
+        stderr
+
+
 def test_gpu_job_gets_gres_cuda_devices_torchrun_and_exported_env(slurm_cluster, test_site, cli_env,
                                                      tmp_path, task):
     bin_dir = tmp_path / "bin"

@@ -209,7 +209,7 @@ def test_a_request_the_cluster_can_never_run_is_cancelled_and_named(slurm_cluste
                "PartitionConfig: it asks for more than" in line for line in lines), result.stderr
     record = load_record(tmp_path / "log/q/big.JOB.submit.json")
     job = record.jobs[0].job_id
-    assert f"cancelled job(s) {job} (3 task(s))" in result.stderr
+    assert f"cancelled job(s) {job} (3 of its 3 task(s) had not ended)" in result.stderr
     wait_for(lambda: set(squeue_states(job).values()) == {"CANCELLED"}, timeout=30, what="all cancelled")
 
 
