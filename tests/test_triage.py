@@ -24,7 +24,7 @@ def test_tasks_failing_for_one_reason_form_one_group_whatever_number_they_name()
     rows = [row(1, JobState.COMPLETED, 0), row(7, JobState.FAILED, 1), row(27, JobState.FAILED, 1),
             row(31, JobState.FAILED, 1), row(40, JobState.FAILED, 1), row(41, JobState.FAILED, 2),
             row(50, JobState.OUT_OF_MEMORY, 0, 9), row(60, JobState.RUNNING, None)]
-    groups = failure_groups(rows, read_line=lambda path: LINES.get(path or "", ""))
+    groups = failure_groups(rows, read_line=lambda path: LINES.get(path or "", ""), has_log=lambda path: True)
     assert [(g.state, g.exit_code, g.value_ranges, g.last_line, g.example_log) for g in groups] == [
         ("FAILED", 1, "7,27,31", "ValueError: bad input shard_00007.jsonl", "log/x.7.log"),
         ("FAILED", 1, "40", "KeyError: 'text'", "log/x.40.log"),
@@ -38,9 +38,23 @@ def test_tasks_never_reached_offer_no_log_to_open() -> None:
     to a file that does not exist."""
     local = [TaskRow(v, "local", v, state, code, None, 1.0, "vm", f"log/x.{v}.log", None, None)
              for v, state, code in ((1, JobState.FAILED, 3), (2, None, None), (3, None, None))]
-    groups = failure_groups(local, read_line=lambda path: "boom" if path == "log/x.1.log" else "")
+    groups = failure_groups(local, read_line=lambda path: "boom" if path == "log/x.1.log" else "",
+                            has_log=lambda path: True)
     assert [(g.state, g.value_ranges, g.example_log) for g in groups] == [
         ("NOT_RUN", "2-3", None), ("FAILED", "1", "log/x.1.log")]
     # a Slurm task Slurm has not reported (UNKNOWN) may well have a log: it is still offered
-    unknown = failure_groups([row(4, None, None)], read_line=lambda path: "")
+    unknown = failure_groups([row(4, None, None)], read_line=lambda path: "", has_log=lambda path: True)
     assert [(g.state, g.example_log) for g in unknown] == [("UNKNOWN", "log/x.4.log")]
+
+
+def test_the_example_of_a_group_is_a_log_that_is_there(tmp_path) -> None:
+    """A Slurm array cancelled mid-run: 31 CANCELLED, e.g. log/s.10.log, a task that never started and
+    never made that file. The example is the first log that exists; none when no task of it made one."""
+    def cancelled(value: int) -> TaskRow:
+        return TaskRow(value, "77", value, JobState.CANCELLED, None, None, None, None,
+                       str(tmp_path / f"s.{value}.log"), None, None)
+
+    (tmp_path / "s.12.log").write_text("# Running: work 12\n# Started at 2026-12-04T10:00:00+00:00 on vm\n")
+    groups = failure_groups([cancelled(v) for v in (10, 11, 12, 13)])
+    assert [(g.value_ranges, g.example_log) for g in groups] == [("10-13", str(tmp_path / "s.12.log"))]
+    assert [g.example_log for g in failure_groups([cancelled(10), cancelled(11)])] == [None]

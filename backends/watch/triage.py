@@ -8,6 +8,7 @@ line and log of its first task. Live tasks are not failures yet and are left out
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,9 +82,13 @@ def _never_ran(row: TaskRow) -> bool:
     return row.state is None and row.job_id == LOCAL_JOB
 
 
-def failure_groups(rows: Sequence[TaskRow],
-                   read_line: Callable[[str | None], str] = last_program_line) -> list[FailureGroup]:
-    """Groups of failed rows, largest first; tasks that never ran have no log line to read."""
+def failure_groups(rows: Sequence[TaskRow], read_line: Callable[[str | None], str] = last_program_line,
+                   has_log: Callable[[str], bool] = os.path.isfile) -> list[FailureGroup]:
+    """Groups of failed rows, largest first; tasks that never ran have no log line to read.
+
+    A group's example is the first log that is there: a Slurm task cancelled before it
+    started has a planned log path but no file, and `e.g. <path>` sent the user to it.
+    """
     groups: dict[tuple, list[tuple[TaskRow, str]]] = {}
     for row in rows:
         if not is_failure(row):
@@ -93,7 +98,7 @@ def failure_groups(rows: Sequence[TaskRow],
         groups.setdefault(key, []).append((row, line))
     out = []
     for (state, code, sig, _), members in groups.items():
-        ran = [(r, line) for r, line in members if r.log and not _never_ran(r)]
+        ran = [(r, line) for r, line in members if r.log and not _never_ran(r) and has_log(r.log)]
         first = ran[0] if ran else (members[0][0], "")
         out.append(FailureGroup(state, code, sig, first[1], tuple(r.value for r, _ in members),
                                 first[0].log if ran else None))
