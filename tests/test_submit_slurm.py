@@ -81,6 +81,21 @@ def start(site: Path, *argv: str, cwd: Path, env: dict[str, str]) -> subprocess.
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def start_array(site: Path, tmp_path: Path, env: dict[str, str], task: str, stem: str,
+                seconds: str) -> tuple[subprocess.Popen[str], str]:
+    """hyperion-submit of JOB=1:3 running `task`, each value sleeping `seconds` (bash arithmetic of
+    the value, $1), in the background; the process and its job id once the record is there."""
+    proc = start(site, "--array", "JOB=1:3", "--output-file", f"log/{stem}.JOB.log", "--",
+                 "bash", "-c", f'exec "$0" "$1" "$(( {seconds} ))"', task, "JOB", cwd=tmp_path, env=env)
+    record_file = tmp_path / f"log/q/{stem}.JOB.submit.json"
+    try:
+        wait_for(record_file.exists, what="the record")
+    except AssertionError:
+        proc.kill()
+        raise
+    return proc, load_record(record_file).jobs[0].job_id
+
+
 def test_single_job_succeeds_with_log_header_footer_and_record(slurm_cluster, test_site, cli_env,
                                                                 tmp_path, task):
     result = submit(test_site, "--output-file", "exp/log/one.log", "--", task, "hello", "0",
@@ -188,14 +203,9 @@ def test_timeout_is_reported_with_the_task_log(slurm_cluster, test_site, cli_env
 
 def test_a_cancelled_task_fails_the_array_and_is_named(slurm_cluster, test_site, cli_env,
                                                        tmp_path, task):
-    # Value 2 sleeps long enough to be cancelled; sleeps are per value via the 2nd argument.
-    proc = start(test_site, "--array", "JOB=1:3", "--output-file", "log/c.JOB.log", "--",
-                 "bash", "-c", 'exec "$0" "$1" "$(( $1 == 2 ? 60 : 1 ))"', task, "JOB",
-                 cwd=tmp_path, env=cli_env)
+    # Value 2 sleeps long enough to be cancelled
+    proc, job_id = start_array(test_site, tmp_path, cli_env, task, "c", "$1 == 2 ? 60 : 1")
     try:
-        record_file = tmp_path / "log/q/c.JOB.submit.json"
-        wait_for(record_file.exists, what="the record")
-        job_id = load_record(record_file).jobs[0].job_id
         wait_for(lambda: f"{job_id}_2" in running_tasks(job_id), what="task 2 running")
         subprocess.run(["scancel", f"{job_id}_2"], check=True)
         _, stderr = proc.communicate(timeout=120)
@@ -209,13 +219,8 @@ def test_a_cancelled_task_fails_the_array_and_is_named(slurm_cluster, test_site,
 def test_ctrl_c_says_how_many_tasks_it_cancelled_not_how_many_were_submitted(slurm_cluster, test_site, cli_env,
                                                                              tmp_path, task):
     """Stopped after 1 of 3 tasks completed, it said 'cancelled job(s) J (3 task(s))'."""
-    proc = start(test_site, "--array", "JOB=1:3", "--output-file", "log/k.JOB.log", "--",
-                 "bash", "-c", 'exec "$0" "$1" "$(( $1 == 1 ? 0 : 60 ))"', task, "JOB",
-                 cwd=tmp_path, env=cli_env)
+    proc, job_id = start_array(test_site, tmp_path, cli_env, task, "k", "$1 == 1 ? 0 : 60")
     try:
-        record_file = tmp_path / "log/q/k.JOB.submit.json"
-        wait_for(record_file.exists, what="the record")
-        job_id = load_record(record_file).jobs[0].job_id
         wait_for(lambda: sacct(job_id, "JobID,State").count([f"{job_id}_1", "COMPLETED"]), what="task 1 done")
         wait_for(lambda: len(running_tasks(job_id)) == 2, what="tasks 2 and 3 running")
         time.sleep(3)           # the wait has seen task 1 end (it polls every second or two here)
