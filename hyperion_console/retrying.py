@@ -18,25 +18,22 @@ from argparse import Namespace
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-import backends.retry as core_retry
 from backends.cli.jobs.retrying import request_of
 from backends.errors import InputError
 from backends.launch import working_dir
 from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.trust import trust_problem
-from backends.retry import RetryPlan, RetryRequest, describe_retry, plan_retry
-from backends.retry_sizes import SizeProposal, propose_sizes
+from backends.retry import AUTO, RetryPlan, RetryRequest, describe_retry, plan_retry, resolve_auto
+from backends.retry_sizes import SizeProposal
 from backends.watch.rows import TaskRow
 from backends.watch.targets import history_status
 
 from .launch import launch
 from .local_runs import LocalRuns
-from .task_rows import usage_of
 
 # The preview's fields, named as hyperion-jobs retry's options.
 FIELDS = ("values", "state", "mem", "mem_per_cpu", "time", "num_threads")
-AUTO = getattr(core_retry, "AUTO", None)     # "auto" sizes, once the core resolves them
 
 
 class Refused(Exception):
@@ -92,13 +89,9 @@ def nothing_to_retry(history: History, request: RetryRequest, tasks: int) -> str
     return f"nothing to retry: no task of {history.record_path} {what} ({tasks} task(s))"
 
 
-def proposed_sizes(rows: Sequence[TaskRow], chosen: Sequence[TaskRow]) -> SizeProposal | None:
-    """What `--mem auto --time auto` would choose for these rows, and why (None: no usage known)."""
-    resolve = getattr(core_retry, "resolve_auto", None)
-    if resolve is not None and AUTO is not None:
-        return resolve(RetryRequest(mem=AUTO, time=AUTO), rows, chosen)[1]
-    observed = [(row.state_label, usage_of(row)) for row in chosen if usage_of(row) is not None]
-    return propose_sizes(observed) if observed else None
+def proposed_sizes(history: History, rows: Sequence[TaskRow], chosen: Sequence[TaskRow]) -> SizeProposal:
+    """What `--mem auto --time auto` would choose for these rows, and why: the CLI's own rule."""
+    return resolve_auto(RetryRequest(mem=AUTO, time=AUTO), rows, chosen, history)[1]
 
 
 def warning_lines(record_path: str, untrusted: str | None) -> list[str]:
@@ -129,7 +122,7 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
         return Preview(path, None, "", printable(str(err)), None, None)
     if retry.plan is None:
         return Preview(path, None, "", nothing_to_retry(history, request, len(rows)), None, untrusted)
-    sizes = proposed_sizes(rows, retry.chosen)
+    sizes = proposed_sizes(history, rows, retry.chosen)
     lines = warning_lines(path, untrusted) + [describe_retry(retry)] + size_lines(retry, sizes)
     return Preview(path, retry, "\n".join(lines), None, sizes, untrusted, request)
 

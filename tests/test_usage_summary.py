@@ -98,3 +98,17 @@ def test_a_task_slurm_ended_at_its_limit_counts_whatever_its_sampled_peak_says()
     assert lines[3] == "over 90% of --mem: 12_1 (reached it), 12_2 (95%)"
     assert lines[4] == "over 90% of --time: 12_3 (reached it)"
     assert summary.to_json()["near_memory_limit"][0] == {"task": "12_1", "fraction": 0.4, "hit": True}
+
+
+def test_a_local_run_has_its_elapsed_times_summed_up(tmp_path: Path, cli_env) -> None:
+    """`hyperion-jobs usage` of a local record said 'elapsed median -' while status showed each time."""
+    from conftest import TEST_SITE, run_cli
+
+    ran = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:3",
+                  "--output-file", "log/s.JOB.log", "--", "python3", "-c", "import time; time.sleep(1.2)",
+                  cwd=tmp_path, env=cli_env)
+    assert ran.returncode == 0, ran.stderr
+    shown = run_cli("hyperion-jobs", "usage", str(tmp_path / "log" / "q" / "s.JOB.submit.json"), env=cli_env)
+    assert shown.returncode == 0, shown.stderr
+    (elapsed,) = [line for line in shown.stdout.splitlines() if line.startswith("elapsed")]
+    assert elapsed.split()[:3] == ["elapsed", "median", "00:00:01"], shown.stdout

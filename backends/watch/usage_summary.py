@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from backends.states import JobState
 from backends.watch.usage import Key, Usage
@@ -118,13 +118,23 @@ def summarize(usages: Mapping[Key, Usage], out_of_memory: Iterable[Key] = (),
 def summarize_rows(rows: Mapping[Key, object]) -> UsageSummary | None:
     """The summary of task rows by key (`hyperion-jobs usage` and the console alike): their usage,
     and which of them Slurm ended at a limit; None when no row says anything."""
-    used = {key: row.usage for key, row in rows.items() if getattr(row, "usage", None) is not None}
+    used = {key: used for key, row in rows.items() if (used := _usage_of(row)) is not None}
     ended = {key: getattr(row, "state", None) for key, row in rows.items()}
     oom = [key for key, state in ended.items() if state is JobState.OUT_OF_MEMORY]
     late = [key for key, state in ended.items() if state is JobState.TIMEOUT]
     if not (used or oom or late):
         return None
     return summarize(used, oom, late)
+
+
+def _usage_of(row: object) -> Usage | None:
+    """A row's usage, with the elapsed time its final state holds where Slurm did not give one:
+    a local task has no accounting, but the ledger says how long it ran."""
+    usage = getattr(row, "usage", None)
+    state, elapsed = getattr(row, "state", None), getattr(row, "elapsed", None)
+    if elapsed is None or state is None or not state.is_terminal or (usage and usage.elapsed_seconds is not None):
+        return usage
+    return replace(usage or Usage(), elapsed_seconds=elapsed)
 
 
 def human_bytes(value: float | None) -> str:
