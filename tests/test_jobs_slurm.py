@@ -365,3 +365,9 @@ def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_clust
     assert (task["value"], task["state"]) == (3, "CANCELLED")
     watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
     assert watch.returncode == 1 and "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr
+    # its log was never made and never will be: said at once, also with -f (which waited for ever)
+    for follow in ([], ["-f"]):
+        logs = run_cli("hyperion-jobs", "logs", f"{job}_3", *follow, cwd=tmp_path, env=cli_env, timeout=30)
+        assert logs.returncode == 2, (follow, logs.stdout, logs.stderr)
+        assert logs.stderr == (f"hyperion-jobs: error: TASK: {job}_3 ended CANCELLED and left no log: "
+                               f"{tmp_path / 'log' / 'p.3.log'} does not exist\n"), logs.stderr

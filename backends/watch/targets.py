@@ -226,6 +226,7 @@ class TaskLogs:
     log: str | None
     slurm_out: str | None
     slurm_err: str | None
+    ended: str | None = None   # the final state the ledger holds: a log not there now never comes
 
 
 def _pick_task(tasks: Sequence[TaskRecord], text: str, value: int | None, where: str) -> TaskRecord:
@@ -272,7 +273,12 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     if log is None and task.slurm_out is None:
         now = f"{task.log} is a later attempt's" if os.path.lexists(task.log) else f"nothing is at {task.log}"
         raise InputError("TASK", f"{text} did not run in {where}: it left no log ({now})")
-    return TaskLogs(text, log, task.slurm_out, task.slurm_err)
+    return TaskLogs(text, log, task.slurm_out, task.slurm_err, _ended(history, task))
+
+
+def _ended(history: History, task: TaskRecord) -> str | None:
+    final = history.final(task)
+    return None if final is None else final.state
 
 
 def _numbers(history: History) -> str:
@@ -290,7 +296,8 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
         ran = [t for n in history.numbers for t in history.tasks_of(n) if t.job_id == job]
         for task in ran:
             if task.array_task_id == task_id:
-                return TaskLogs(text, history.log_of(task), task.slurm_out, task.slurm_err)
+                return TaskLogs(text, history.log_of(task), task.slurm_out, task.slurm_err,
+                                _ended(history, task))
         if task_id is None:
             raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
                                      f"{next((t.array_task_id for t in ran), 1)}")

@@ -173,7 +173,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"
         raise InputError("TASK", f"no {which} log is known for {args.task}")
-    _check_log_file(path, args.task, must_exist=not args.follow)
+    _check_log_file(path, args.task, must_exist=not args.follow or logs.ended is not None, ended=logs.ended)
     from backends.cli.jobs import log_output   # the tail readers: only `logs` needs them, not status
 
     if args.follow:
@@ -182,11 +182,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_log_file(path: str, task: str, must_exist: bool) -> None:
-    """The log must be a regular file: a FIFO or device at a log's path would block or never end."""
+def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = None) -> None:
+    """The log must be a regular file: a FIFO or device at a log's path would block or never end.
+    A task that ended without one (cancelled while pending) will never write it: -f does not wait."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
+        if ended is not None:
+            raise InputError("TASK", f"{task} ended {ended} and left no log: {path} does not exist") from None
         if must_exist:
             raise InputError("TASK", f"{task} has no log yet: {path} does not exist "
                              "(not started, or never run; -f waits for it)") from None
