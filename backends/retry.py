@@ -25,9 +25,9 @@ from backends.submit.config import load_site
 from backends.submit.from_record import array_name, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
-from backends.submit.resources import check_memory, check_time, memory_bytes, time_minutes
+from backends.submit.resources import check_memory, check_time, time_minutes
 from backends.watch.rows import LOCAL_JOB, TaskRow, state_counts
-from backends.watch.usage import Usage
+from backends.watch.usage import Usage, parse_size
 
 # Labels a row can have besides Slurm's states (see TaskRow.state_label).
 EXTRA_LABELS = ("NOT_RUN", "UNKNOWN")
@@ -223,7 +223,8 @@ def _asked_by_attempt(history: History) -> dict[int, Usage]:
             time = check_time("time", options.get("time"))
         except InputError:      # a record edited by hand: accounting alone decides
             continue
-        mem_bytes = memory_bytes(mem) if mem else memory_bytes(per_cpu) * max(1, threads) if per_cpu else None
+        # checked sizes: a bare number is MiB, as sbatch reads --mem=2048
+        mem_bytes = parse_size(mem, "M") if mem else parse_size(per_cpu, "M") * max(1, threads) if per_cpu else None
         asked[number] = Usage(req_mem_bytes=mem_bytes, time_limit_seconds=time_minutes(time) * 60 if time else None)
     return asked
 

@@ -45,13 +45,6 @@ def check_memory(field: str, value: object) -> str | None:
     return match[1] + match[2].upper()
 
 
-def memory_bytes(text: str) -> int:
-    """A checked memory size (`check_memory`'s text) in bytes; a bare number is MiB, as for sbatch."""
-    match = _MEMORY.fullmatch(text)
-    assert match is not None, text
-    return int(int(match[1]) * _MIB_PER_UNIT[match[2].upper()] * 1024 ** 2)
-
-
 def _short(text: str, limit: int = 40) -> str:
     """A value as an error message may quote it: a 5000-digit number is not worth repeating."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
