@@ -101,11 +101,9 @@ def warning_lines(record_path: str, untrusted: str | None) -> list[str]:
             "Its command runs as you. Retry only if you trust it.", ""]
 
 
-def size_lines(retry: RetryPlan, sizes: SizeProposal | None) -> list[str]:
-    if getattr(retry, "sizes", None) is not None:      # "auto" asked for: describe_retry says it
+def size_lines(retry: RetryPlan, sizes: SizeProposal) -> list[str]:
+    if retry.sizes is not None:      # "auto" asked for: describe_retry says it
         return []
-    if sizes is None:
-        return ["proposed sizes: - (no task's usage known yet)"]
     if not sizes.reasons:
         return ["proposed sizes: - (no task ran out of memory or time)"]
     return ["proposed sizes (Use proposed sizes fills them in):"] + [f"  {why}" for why in sizes.reasons]
