@@ -176,11 +176,12 @@ def usage_missing(history: History, now: float | None = None) -> dict[Key, tuple
         if final is None or task.job_id == LOCAL_JOB:
             continue
         usage = final.usage
-        lacking = not usage or (
-            (usage.get("max_rss_bytes") is None and bool(final.elapsed) or usage.get("req_mem_bytes") is None)
-            and now - (iso_seconds(final.time) or 0.0) < PEAK_GRACE)
-        if lacking:
-            out[(task.job_id, task.array_task_id)] = (task, usage or None)
+        if usage:
+            no_peak = usage.get("max_rss_bytes") is None and bool(final.elapsed)
+            no_request = usage.get("req_mem_bytes") is None
+            if not (no_peak or no_request) or now - (iso_seconds(final.time) or 0.0) >= PEAK_GRACE:
+                continue
+        out[(task.job_id, task.array_task_id)] = (task, usage or None)
     return out
 
 
