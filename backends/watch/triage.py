@@ -98,8 +98,8 @@ def failure_groups(rows: Sequence[TaskRow], read_line: Callable[[str | None], st
         groups.setdefault(key, []).append((row, line))
     out = []
     for (state, code, sig, _), members in groups.items():
-        ran = [(r, line) for r, line in members if r.log and not _never_ran(r) and has_log(r.log)]
-        first = ran[0] if ran else (members[0][0], "")
-        out.append(FailureGroup(state, code, sig, first[1], tuple(r.value for r, _ in members),
-                                first[0].log if ran else None))
+        # the first member with a log file: one stat per member until then, not for all of them
+        example = next(((r, line) for r, line in members if r.log and not _never_ran(r) and has_log(r.log)), None)
+        line, log = (example[1], example[0].log) if example else ("", None)
+        out.append(FailureGroup(state, code, sig, line, tuple(r.value for r, _ in members), log))
     return sorted(out, key=lambda g: (-g.count, g.state, g.exit_code or 0, g.last_line))
