@@ -15,6 +15,7 @@ from backends.submit.plan import build_plan
 from hyperion_console.app import make_app
 from hyperion_console.messages import CancelRequested, JobsUpdated, RecordOpened
 from hyperion_console.screens.confirm import ConfirmScreen
+from hyperion_console.widgets.record_list import distinct_names
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -231,6 +232,11 @@ def test_choosing_a_recent_submission_opens_it(tmp_path: Path) -> None:
             records = app.jobs_screen.query_one("#records")
             await wait_for(pilot, lambda: records.option_count == 2, 10)
             assert {records.get_option_at_index(i).id for i in range(2)} == {str(first), str(second)}
+            # Both are task.JOB.submit.json: each line names the folder that tells them apart.
+            labels = {records.get_option_at_index(i).id: records.get_option_at_index(i).prompt.plain
+                      for i in range(2)}
+            assert labels[str(first)].endswith("a/exp/log/q/task.JOB.submit.json")
+            assert labels[str(second)].endswith("b/exp/log/q/task.JOB.submit.json")
             records.focus()
             index = [records.get_option_at_index(i).id for i in range(2)].index(str(second))
             await pilot.press("down")                     # first highlight
@@ -253,3 +259,14 @@ def test_record_may_be_named_by_its_q_directory(tmp_path: Path) -> None:
         assert posted(seen, RecordOpened)[0].record_path == str(record)
 
     asyncio.run(scenario())
+
+
+def test_record_names_grow_only_as_far_as_they_clash() -> None:
+    paths = ["/x/a/log/q/t.JOB.submit.json", "/x/b/log/q/t.JOB.submit.json", "/x/a/log/q/u.submit.json",
+             "/q/t.JOB.submit.json"]
+    assert distinct_names(paths) == {
+        "/x/a/log/q/t.JOB.submit.json": "a/log/q/t.JOB.submit.json",
+        "/x/b/log/q/t.JOB.submit.json": "b/log/q/t.JOB.submit.json",
+        "/x/a/log/q/u.submit.json": "u.submit.json",
+        "/q/t.JOB.submit.json": "/q/t.JOB.submit.json",   # nothing left to add: the whole path
+    }

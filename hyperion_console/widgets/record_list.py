@@ -27,8 +27,9 @@ MAX_LABELS = 500
 # A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
 # the way are listed by name and size until opened.
 LABEL_MAX_BYTES = 4 * 1024 * 1024
-# (path, mtime, size) -> label: the list is read again after every action, the records are not.
-_labels: dict[tuple[str, int, int], Text] = {}
+# ((path, mtime, size), name shown) -> label: the list is read again after every action, the
+# records are not.
+_labels: dict[tuple[tuple[str, int, int], str], Text] = {}
 
 
 def describe(record, name: str) -> Text:
@@ -47,25 +48,47 @@ def remember(record) -> None:
     """The Jobs screen has this record in hand: its label needs no second read."""
     key = file_key(record.path)
     if key is not None:
-        _labels[key] = describe(record, Path(record.path).name)
+        name = Path(record.path).name
+        _labels[key, name] = describe(record, name)
 
 
-def record_label(path: Path, current: bool = False) -> Text:
+def distinct_names(paths: list[str]) -> dict[str, str]:
+    """Each path's file name, with as many of its folders in front as tell it from the others.
+
+    Records are named after their log pattern, so two experiments' `log/t.JOB.log` both
+    have `t.JOB.submit.json`: by file name alone the list showed two identical lines.
+    """
+    parts = {path: Path(path).parts for path in paths}
+    depth = dict.fromkeys(paths, 1)
+    while True:
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for path in paths:
+            groups.setdefault(parts[path][-depth[path]:], []).append(path)
+        clashing = [path for group in groups.values() if len(group) > 1 for path in group
+                    if depth[path] < len(parts[path])]
+        if not clashing:
+            return {path: str(Path(*parts[path][-depth[path]:])) for path in paths}
+        for path in clashing:
+            depth[path] += 1
+
+
+def record_label(path: Path, current: bool = False, name: str | None = None) -> Text:
     mark = Text(CURRENT_MARK if current else "  ", style="bold")
+    name = name or path.name
     key = file_key(path)
-    label = _labels.get(key) if key is not None else None
+    label = _labels.get((key, name)) if key is not None else None
     if label is None and key is not None and key[2] > LABEL_MAX_BYTES:
-        return mark + Text.assemble(shown(path.name, "dim"),
+        return mark + Text.assemble(shown(name, "dim"),
                                     (f"  ({key[2] / 1e6:.0f} MB record: enter opens it)", "dim"))
     if label is None:
         try:
-            label = describe(cached_record(path), path.name)
+            label = describe(cached_record(path), name)
         except Exception:
-            return mark + shown(path.name, "red") + Text("  (unreadable)", style="red")
+            return mark + shown(name, "red") + Text("  (unreadable)", style="red")
         if key is not None:
             if len(_labels) >= MAX_LABELS:
                 _labels.clear()
-            _labels[key] = label
+            _labels[key, name] = label
     return mark + label
 
 
@@ -84,7 +107,8 @@ class RecordList(OptionList):
         current = str(Path(current).resolve()) if current else None
         if current and current not in paths and Path(current).is_file():
             paths.insert(0, current)
-        options = [Option(record_label(Path(p), p == current), id=p) for p in paths]
+        names = distinct_names(paths)
+        options = [Option(record_label(Path(p), p == current, names[p]), id=p) for p in paths]
         self.app.call_from_thread(self._show, paths, options, current, get_current_worker())
 
     def _show(self, paths: list[str], options: list[Option], current: str | None, worker: Worker) -> None:
