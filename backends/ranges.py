@@ -26,20 +26,26 @@ def compress(values: Iterable[int]) -> str:
 def expand(expression: str) -> tuple[int, ...]:
     """Inverse of `compress`: ``"1-2,5"`` -> ``(1, 2, 5)``; a ``%N`` suffix is ignored.
 
-    Raises ValueError on anything that is not a list of non-negative ranges.
+    Slurm also writes evenly spaced values with a step (``6-24:3`` for 6, 9, ..., 24: the
+    pending rest of ``--array=3,6,...,24``, or every 7th task left to retry), in sacct's and
+    squeue's job ids alike. Raises ValueError on anything that is not a list of non-negative ranges.
     """
     body = expression.strip().split("%", 1)[0]
     if not body:
         return ()
     values: set[int] = set()
     for part in body.split(","):
-        lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        span, colon, step_text = part.partition(":")
+        lo, sep, hi = span.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()) or (colon and not (sep and step_text.isdigit())):
             raise ValueError(f"not a range list: {expression!r}")
         start, end = int(lo), int(hi) if sep else int(lo)
+        step = int(step_text) if colon else 1
         if end < start:
             raise ValueError(f"range {part!r} ends before it starts")
-        values.update(range(start, end + 1))
+        if step < 1:
+            raise ValueError(f"range {part!r} has a step of 0")
+        values.update(range(start, end + 1, step))
     return tuple(sorted(values))
 
 

@@ -371,3 +371,39 @@ def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_clust
         assert logs.returncode == 2, (follow, logs.stdout, logs.stderr)
         assert logs.stderr == (f"hyperion-jobs: error: TASK: {job}_3 ended CANCELLED and left no log: "
                                f"{tmp_path / 'log' / 'p.3.log'} does not exist\n"), logs.stderr
+
+
+def test_status_of_an_array_whose_pending_values_are_evenly_spaced(slurm_cluster, test_site, tmp_path, cli_env):
+    """Slurm writes the pending rest of `--array=3,6,...,24` (or every 7th task to retry) with a step,
+    `J_[6-24:3%1]` (four values it still lists, eight not): sacct's answer was refused as 'not a range list', so `status` printed only that and
+    exited 1, and the console and hyperion-submit said accounting was not answering, the whole run."""
+    proc = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "R=3,6,9,12,15,18,21,24", "--max-jobs-run", "1",
+         "--output-file", "log/r.R.log", "--", "sleep", "60"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "r.R.submit.json"
+    job = None
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        shown = None
+        while time.monotonic() < deadline:
+            shown = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env, timeout=60)
+            states = [t["state"] for t in json.loads(shown.stdout)["tasks"]] if shown.returncode == 0 else []
+            if states.count("PENDING") == 7 and "RUNNING" in states:
+                break
+            time.sleep(1)
+        assert shown.returncode == 0, shown.stderr
+        assert sorted(states) == ["PENDING"] * 7 + ["RUNNING"], shown.stdout
+        assert "not a range list" not in shown.stderr + shown.stdout
+    finally:
+        if job:
+            subprocess.run(["scancel", job])
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+    assert "not a range list" not in err and "not answering" not in err, err

@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +13,11 @@ def test_compress_runs_and_singles():
 def test_expand_reads_slurm_expressions():
     assert expand("1-2,5-10,99") == (1, 2, 5, 6, 7, 8, 9, 10, 99)
     assert expand("3-5%2") == (3, 4, 5)
+    assert expand("6-24:3%1") == (6, 9, 12, 15, 18, 21, 24)     # evenly spaced values, as Slurm writes them
+    assert expand("1,7-21:7") == (1, 7, 14, 21)
+    for wrong in ("1:2", "1-9:", "1-9:0", "1-9:x"):
+        with pytest.raises(ValueError):
+            expand(wrong)
 
 
 @given(st.sets(st.integers(min_value=0, max_value=5000)))
