@@ -13,11 +13,15 @@ import re
 # C0 controls, DEL, C1 controls; bidi embeddings, overrides, isolates and marks;
 # line and paragraph separators (a terminal may break the line there); surrogates:
 # a byte that is not UTF-8 in a path or argument (os.fsdecode keeps 0x9b as U+DC9B),
-# which would reach an 8-bit terminal as that byte (0x9b starts a CSI there).
+# which would reach an 8-bit terminal as that byte (0x9b starts a CSI there); invisible
+# format characters that hide text in a path or name (zero-width space, word joiner and the
+# invisible operators, the deprecated format controls, the BOM). Zero-width (non-)joiners stay:
+# Persian and Indic text and emoji sequences need them.
+_INVISIBLE = "\u200b\u2060-\u2064\u206a-\u206f\ufeff"
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
+                     "\ud800-\udfff" + _INVISIBLE + "]")
 _UNSAFE_KEEP_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                                 "\u2066-\u2069\ud800-\udfff]")
+                                 "\u2066-\u2069\ud800-\udfff" + _INVISIBLE + "]")
 
 
 def _escape(match: re.Match[str]) -> str:

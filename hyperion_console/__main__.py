@@ -40,7 +40,7 @@ def check_args(args: argparse.Namespace) -> None:
                          ("--record", args.record), ("--demo-dir", args.demo_dir)):
         if value is not None and printable(value) != value:
             # a text field would show (and send to the terminal) what the path holds
-            raise InputError(field, f"holds control or bidi characters or bytes that are not UTF-8: "
+            raise InputError(field, f"holds control, bidi or invisible characters or bytes that are not UTF-8: "
                              f"{printable(value)}")
     if args.demo and (args.checkpoint or args.record):
         raise InputError("--demo", "builds its own checkpoint and record; leave out --checkpoint/--record")

@@ -555,6 +555,50 @@ def test_infinity_or_nan_in_a_final_line_shows_as_unknown(tmp_path, cli_env, edi
     assert [task["state"] for task in json.loads(status.stdout)["tasks"]] == ["COMPLETED", "COMPLETED"]
 
 
+def test_a_ledger_line_nested_too_deep_or_naming_a_nul_path_is_skipped_like_a_torn_one(tmp_path, cli_env):
+    """100000 '[' fit in a ledger line: json's RecursionError made every command of the record, `list`
+    of its tree and the next submission to its pattern trace back (the last after taking the lock).
+    A moved log's path holding a NUL made `status --failures` and `logs --raw` trace back."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/d.JOB.log",
+                        "--", "true").returncode == 0
+    ledger = tmp_path / "log" / "q" / "d.JOB.attempts.jsonl"
+    with ledger.open("a") as handle:
+        handle.write("[" * 100_000 + "\n")
+        handle.write('{"type":"moved","attempt":1,"value":1,"what":"log","source":"/x","target":"/tmp/a\\u0000b"}\n')
+    record = str(tmp_path / "log" / "q" / "d.JOB.submit.json")
+    for argv in (["status", record], ["status", record, "--failures"], ["history", record], ["usage", record],
+                 ["logs", f"{record}:1"], ["logs", f"{record}:1", "--raw"],
+                 ["retry", record, "--dry-run"], ["list", str(tmp_path)]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+        assert "Traceback" not in result.stderr and result.returncode in (0, 1), (argv, result.stderr)
+    assert [t["state"] for t in status_json(Path(record), cli_env)["tasks"]] == ["COMPLETED", "COMPLETED"]
+    again = submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/d.JOB.log", "--", "true")
+    assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize("state,flag,figures,proposed", [
+    ("OUT_OF_MEMORY", "--mem", '"max_rss_bytes":1%s,"req_mem_bytes":-1' % ("0" * 400), "--mem 200M"),
+    ("TIMEOUT", "--time", '"elapsed_seconds":1e300,"time_limit_seconds":-5', "--time 20"),
+], ids=["mem", "time"])
+def test_usage_figures_out_of_range_are_not_said_and_a_retry_does_not_shrink(tmp_path, cli_env, state, flag,
+                                                                             figures, proposed):
+    """A 400-digit MaxRSS made status, usage and `retry --mem auto` trace back (float() of it), and a
+    negative limit made the retry offer `--mem 1M` / `--time 1` for a task that ran out of 100M / 10 min."""
+    fails = "import sys; sys.exit(1 if sys.argv[1] == '3' else 0)"
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/u.JOB.log",
+                        "--", PY, "-c", fails, "JOB").returncode == 1
+    ledger = tmp_path / "log" / "q" / "u.JOB.attempts.jsonl"
+    text = ledger.read_text().replace('"exit_code":1,', '"exit_code":null,').replace('"FAILED"', f'"{state}"')
+    ledger.write_text(text + '{"type":"usage","attempt":1,"value":3,"usage":{%s}}\n' % figures)
+    record = str(tmp_path / "log" / "q" / "u.JOB.submit.json")
+    for argv in (["status", record], ["status", record, "--json"], ["usage", record], ["list", str(tmp_path)]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+        assert "Traceback" not in result.stderr and result.returncode in (0, 1), (argv, result.stderr)
+    retry = run_cli("hyperion-jobs", "retry", record, "--dry-run", flag, "auto", env=cli_env, timeout=60)
+    assert retry.returncode == 0, retry.stderr
+    assert f"sizes: {proposed}: 1 task(s) {state}" in retry.stdout, retry.stdout
+
+
 def test_a_forged_child_line_never_names_another_users_process_group_to_kill(tmp_path, cli_env):
     """A teammate's ledger (one you may read, not write) named a group of yours (a shell, tmux) as
     its task's: status said it 'runs on as process group N', retry advised `kill -- -N`."""

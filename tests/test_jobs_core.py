@@ -398,6 +398,39 @@ def test_a_record_with_a_task_field_of_the_wrong_type_is_one_line_and_list_skips
     assert f"skipping {bad.path}: " in listed.stderr and "Traceback" not in listed.stderr
 
 
+RECORD_EDITS = [   # (what a hand or a damaged disk did to the record's text, the line that says so)
+    (lambda t: t.replace('"job_id": "500"', '"job_id": "--user=root"', 1),
+     'jobs[0].job_id: expected a Slurm job id (digits) or "local", got "--user=root"'),
+    (lambda t: t.replace('"offset": 0', '"offset": 1e999'), "jobs[0].offset: expected an integer from 0 to"),
+    (lambda t: t.replace('"attempt": 1,', '"attempt": 1000000000000000000,', 1),
+     "attempt: expected an integer from 1 to 1000000, got 1000000000000000000"),
+    (lambda t: t.replace('"value": 1\n', '"value": null\n'),
+     "tasks[0].value: has no value, but the record is an array"),
+    (lambda t: t.replace('x.1.log"', 'x.1\\u0000.log"'), "tasks[0].log: expected a path, got"),
+]
+
+
+@pytest.mark.parametrize("edit,problem", RECORD_EDITS, ids=["job_id", "offset", "attempt", "value", "nul"])
+def test_a_record_that_contradicts_itself_or_slurm_is_one_line_and_neighbours_skip_it(tmp_path, cli_env, edit,
+                                                                                    problem):
+    """`"offset": 1e999` made every command and a neighbour's submission trace back; a job id reached
+    sacct as an option; a task without a value made a retry run the command once, without --array."""
+    bad = make_record(tmp_path)
+    text = Path(bad.path).read_text()
+    assert edit(text) != text
+    Path(bad.path).write_text(edit(text))
+    for argv in (["status", bad.path], ["usage", bad.path], ["logs", f"{bad.path}:2"], ["cancel", bad.path],
+                 ["retry", bad.path, "--dry-run"]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60, input="")
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, (argv, result.stderr)
+        assert result.stderr.startswith(f"hyperion-jobs: error: record: {bad.path}: {problem}"), result.stderr
+    # A submission to a log the damaged record names reads it as a neighbour: skipped, not a traceback.
+    site = Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml"
+    mine = run_cli("hyperion-submit", "local", "--cfg", str(site),
+                   "--output-file", str(tmp_path / "exp" / "log" / "x.2.log"), "--", "true", env=cli_env, timeout=60)
+    assert mine.returncode == 0 and "Traceback" not in mine.stderr, mine.stderr
+
+
 def test_plain_watch_lines_show_reasons_restarts_and_how_old_the_states_are():
     import io
     import re

@@ -41,3 +41,9 @@ def test_a_byte_that_is_not_utf8_is_shown_as_that_byte_never_sent_as_it() -> Non
     path = "log/\udc9b31m/caf\udce9.log"              # os.fsdecode(b"log/\x9b31m/caf\xe9.log")
     assert printable(path) == "log/\\x9b31m/caf\\xe9.log"
     assert printable("lone \ud800", layout=True).encode("utf-8") == b"lone \\ud800"
+
+
+def test_invisible_characters_that_hide_text_are_spelled_out_and_joiners_stay() -> None:
+    """A zero-width space or a BOM in a path reads as nothing on a terminal: two names looked alike."""
+    assert printable("run\u200b1/\ufefflog\u2060") == "run\\u200b1/\\ufefflog\\u2060"
+    assert printable("\u200c\u200d") == "\u200c\u200d"      # Persian, Indic and emoji need the joiners

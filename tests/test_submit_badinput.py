@@ -336,7 +336,7 @@ def test_a_directory_named_with_escape_codes_is_refused(tmp_path, cli_env, backe
     result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
                      "--output-file", "log/t.JOB.log", "--", "true", cwd=run, env=cli_env, timeout=60)
     _check_rejected(result, tmp_path, "--output-file")
-    assert "/exp\\x1b]0;owned\\x07/log/t.JOB.log holds a control or bidi character" in result.stderr
+    assert "/exp\\x1b]0;owned\\x07/log/t.JOB.log holds a control, bidi or invisible character" in result.stderr
 
 
 def test_an_array_whose_later_task_log_is_a_fifo_runs_nothing(tmp_path, cli_env):

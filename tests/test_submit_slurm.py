@@ -143,7 +143,7 @@ def test_bytes_that_are_not_utf8_reach_the_task_as_they_were_given(slurm_cluster
     latin = tmp_path / os.fsdecode(b"log/r\xe9sum\xe9.log")
     refused = submit(test_site, "--output-file", str(latin), "--", "true", cwd=tmp_path, env=cli_env)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
-    assert "r\\xe9sum\\xe9.log holds a control or bidi character or a byte that is not UTF-8" in refused.stderr
+    assert "r\\xe9sum\\xe9.log holds a control, bidi or invisible character or a byte that is not UTF-8" in refused.stderr
     assert log.read_bytes().startswith(b"# Running: sh -c")          # the last run's log was not moved
 
 

@@ -385,7 +385,8 @@ def _final(raw: dict) -> FinalState | None:
 def _moved(raw: dict) -> MovedFile | None:
     attempt = _int(raw.get("attempt"), 0)
     source, target = raw.get("source"), raw.get("target")
-    if attempt is None or not isinstance(source, str) or not isinstance(target, str):
+    if attempt is None or not isinstance(source, str) or not isinstance(target, str) \
+            or "\0" in source or "\0" in target:      # no path holds a NUL: open() of it traces back
         return None
     return MovedFile(attempt, _int(raw.get("value")), str(raw.get("what") or "log"), source, target)
 
@@ -432,12 +433,18 @@ def parse_ledger(data: bytes) -> Ledger:
                   frozenset(closed), skipped, last_start, children)
 
 
+def _bounded_int(text: str) -> int | None:
+    """An integer of a ledger line; one of more than 19 digits is damage, read as "not said"."""
+    return int(text) if len(text.lstrip("-")) <= 19 else None
+
+
 def _object(line: bytes) -> dict | None:
+    """One ledger line as a dict; None for anything else (torn, foreign, nested too deep)."""
     if len(line) > MAX_LINE:
         return None
     try:
-        raw = json.loads(line)
-    except ValueError:
+        raw = json.loads(line, parse_int=_bounded_int)
+    except (ValueError, RecursionError):    # a line of 100000 '[' is within MAX_LINE
         return None
     return raw if isinstance(raw, dict) else None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -20,6 +21,10 @@ MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
 MAX_TASKS = 100_000          # tasks of one submission (submit.array.MAX_VALUES): a record may not claim more
 MAX_NUMBER = 10 ** 9         # the largest array value (submit.array.MAX_VALUE) and physical task id
 LOCAL_JOB = "local"                      # the job id of every task of a local run
+MAX_ATTEMPT = 10 ** 6        # attempts of one output pattern a record may claim to be
+# What sbatch --parsable gives (a cluster name after ';' is not kept): a job id reaches sacct,
+# squeue and scancel as an argument, where "--user=root" would be read as an option.
+_JOB_ID = re.compile(r"[0-9]{1,19}\Z")
 
 
 @dataclass(frozen=True)
@@ -129,9 +134,41 @@ def _text(raw: dict, key: str, where: str, optional: bool = False) -> str | None
     value = raw.get(key) if optional else raw[key]
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or "\0" in value:   # open() of a NUL traces back
         raise _BadField(f"{where}.{key}: expected a path, got {_shown(value)}")
     return value
+
+
+def _job_id(raw: dict, where: str) -> str:
+    value = raw["job_id"]
+    if not isinstance(value, str) or not (value == LOCAL_JOB or _JOB_ID.match(value)):
+        raise _BadField(f"{where}.job_id: expected a Slurm job id (digits) or \"{LOCAL_JOB}\", got {_shown(value)}")
+    return value
+
+
+def _job(raw: dict, index: int) -> JobRecord:
+    where = f"jobs[{index}]"
+    if not isinstance(raw, dict):
+        raise _BadField(f"{where}: expected an object, got {_shown(raw)}")
+    offset = _number(raw, "offset", where)
+    if offset is None:
+        raise _BadField(f"{where}.offset: expected an integer from 0 to {MAX_NUMBER}, got null")
+    expression = raw.get("array_expression")
+    if expression is not None and not isinstance(expression, str):
+        raise _BadField(f"{where}.array_expression: expected text or null, got {_shown(expression)}")
+    return JobRecord(_job_id(raw, where), offset, expression)
+
+
+def _consistent(tasks: tuple[TaskRecord, ...], array_name: object) -> None:
+    """An array record's tasks all have values, a plain job's one task none: a record saying
+    otherwise was planned into a retry without --array that ran the command once with NAME."""
+    if array_name is not None and not isinstance(array_name, str):
+        raise _BadField(f"array_name: expected text or null, got {_shown(array_name)}")
+    for index, task in enumerate(tasks):
+        if (task.value is None) != (array_name is None):
+            said = "has no value, but the record is an array" if task.value is None else \
+                "has a value, but the record is not an array (array_name null)"
+            raise _BadField(f"tasks[{index}].value: {said}")
 
 
 def _shown(value: object) -> str:
@@ -145,11 +182,17 @@ def _task(raw: dict, index: int) -> TaskRecord:
     where = f"tasks[{index}]"
     if not isinstance(raw, dict):
         raise _BadField(f"{where}: expected an object, got {_shown(raw)}")
-    return TaskRecord(value=_number(raw, "value", where), job_id=str(raw["job_id"]),
+    return TaskRecord(value=_number(raw, "value", where), job_id=_job_id(raw, where),
                       array_task_id=_number(raw, "array_task_id", where), log=_text(raw, "log", where),
                       slurm_out=_text(raw, "slurm_out", where, optional=True),
                       slurm_err=_text(raw, "slurm_err", where, optional=True),
                       attempt=_attempt(raw.get("attempt")))
+
+
+def _tasks(raw: dict) -> tuple[TaskRecord, ...]:
+    tasks = tuple(_task(t, i) for i, t in enumerate(_items(raw, "tasks")))
+    _consistent(tasks, raw.get("array_name"))
+    return tasks
 
 
 def _items(raw: dict, key: str) -> list:
@@ -163,7 +206,11 @@ def _items(raw: dict, key: str) -> list:
 
 def _attempt(raw: object) -> int:
     """Records written before attempts existed have none: they are attempt 1."""
-    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1 else 1
+    if raw is None:
+        return 1
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_ATTEMPT:
+        raise _BadField(f"attempt: expected an integer from 1 to {MAX_ATTEMPT}, got {_shown(raw)}")
+    return raw
 
 
 def load_record(path: str | Path) -> SubmitRecord:
@@ -188,9 +235,8 @@ def load_record(path: str | Path) -> SubmitRecord:
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
             cfg=str(raw["cfg"]), options=dict(raw["options"]), script=raw.get("script"),
             array_name=raw.get("array_name"),
-            jobs=tuple(JobRecord(str(j["job_id"]), int(j["offset"]), j.get("array_expression"))
-                       for j in _items(raw, "jobs")),
-            tasks=tuple(_task(t, i) for i, t in enumerate(_items(raw, "tasks"))),
+            jobs=tuple(_job(j, i) for i, j in enumerate(_items(raw, "jobs"))),
+            tasks=_tasks(raw),
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
             attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
@@ -199,7 +245,7 @@ def load_record(path: str | Path) -> SubmitRecord:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None
     except _BadField as err:
         raise InputError("record", f"{shown}: {err}") from None
-    except (TypeError, ValueError, AttributeError) as err:
+    except (TypeError, ValueError, AttributeError, OverflowError) as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record "
                          f"({type(err).__name__}: {printable(str(err))[:200]})") from None
 

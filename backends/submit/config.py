@@ -123,7 +123,7 @@ def _check_plain_text(value: object, field: str = "--cfg", depth: int = 0) -> No
     if isinstance(value, str):
         if printable(value) != value:
             shown = printable(value if len(value) <= 80 else value[:80] + "...")
-            raise InputError(field, f"\"{shown}\" holds a control or bidi character; site values are plain text")
+            raise InputError(field, f"\"{shown}\" holds a control, bidi or invisible character; site values are plain text")
     elif isinstance(value, Mapping):
         for key, item in value.items():
             name = printable(str(key)) if field == "--cfg" else f"{field}.{printable(str(key))}"
@@ -203,7 +203,7 @@ def _check_scalar(field: str, event: yaml.ScalarEvent, frame: _Frame | None) -> 
     item = f"item {frame.index + 1} " if frame is not None and not frame.is_mapping else ""
     if printable(value) != value:
         shown = printable(value if len(value) <= 80 else value[:80] + "...")
-        raise InputError(field, f"{item}\"{shown}\" holds a control or bidi character "
+        raise InputError(field, f"{item}\"{shown}\" holds a control, bidi or invisible character "
                          f"({_where(event)}); site values are plain text")
     is_int = event.tag == _INT_TAG or (event.tag is None and event.implicit[0]
                                        and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _INT_TAG)

@@ -64,7 +64,7 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
     where = os.path.abspath(options.output_file)   # the cwd is part of every path a record keeps
     if printable(where) != where:
         # every face would show the path escaped, and the console refuses such a record
-        raise InputError("--output-file", f"{printable(where)} holds a control or bidi character "
+        raise InputError("--output-file", f"{printable(where)} holds a control, bidi or invisible character "
                          "or a byte that is not UTF-8")
     _check_log_file(options.output_file)
     if options.backend == "slurm" and "\\" in os.path.dirname(where):

@@ -51,10 +51,17 @@ class Usage:
         return asdict(self)
 
 
-def _finite(value: object) -> bool:
+# No figure of a real task comes near it (an exabyte, 30 billion years); a ledger line with a
+# 400-digit number or a negative limit is damage, and read as "not said".
+MAX_FIGURE = 10 ** 18
+
+
+def _figure(value: object) -> bool:
+    """A number a usage field can hold: finite, 0 or more, at most MAX_FIGURE (int() of an
+    infinity, float() of a 400-digit int, and a negative limit that a retry would halve all fail)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return isinstance(value, int) or math.isfinite(value)
+    return 0 <= value <= MAX_FIGURE if isinstance(value, int) else math.isfinite(value) and 0 <= value <= MAX_FIGURE
 
 
 def usage_from_json(raw: Mapping[str, object]) -> Usage | None:
@@ -62,7 +69,7 @@ def usage_from_json(raw: Mapping[str, object]) -> Usage | None:
     values = {}
     for name in USAGE_KEYS:
         value = raw.get(name)
-        values[name] = value if _finite(value) else None   # json reads Infinity and NaN; int() of them fails
+        values[name] = value if _figure(value) else None
     if all(v is None for v in values.values()):
         return None
     for name in ("max_rss_bytes", "req_mem_bytes", "alloc_cpus"):
