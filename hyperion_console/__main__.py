@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {printable(describe_error(exc))}", file=sys.stderr)
         return 2
     app.run()
-    return 0
+    return app.return_code or 0     # 143 or 129 after a kill or a closed terminal
 
 
 if __name__ == "__main__":

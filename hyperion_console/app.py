@@ -1,6 +1,8 @@
 """The console app and the one factory both the CLI and the tests build it with."""
 from __future__ import annotations
 
+import asyncio
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +39,10 @@ class Settings:
     start: str = "submit"
 
 
+# A kill and a closed terminal: what would end the process with a local run's task left running.
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 class HyperionConsole(App[None]):
     CSS_PATH = "console.tcss"
     TITLE = "Hyperion Console"
@@ -53,6 +59,8 @@ class HyperionConsole(App[None]):
         super().__init__()
         self.settings = settings
         self.local_runs = LocalRuns()
+        self.ended_by: int | None = None          # the signal that ended the console, if one did
+        self._signals: dict[int, object] = {}    # signal -> its handler before the app's
         self.submit_screen = SubmitScreen(settings.cfg_dir, settings.submit_defaults)
         self.jobs_screen = JobsScreen(settings.search_dirs, settings.record)
         self.checkpoint_screen = CheckpointScreen(settings.checkpoint, settings.record)
@@ -61,6 +69,24 @@ class HyperionConsole(App[None]):
         for name in SCREENS:
             self.install_screen(self.screen_named(name), name)
         self.push_screen(self.settings.start)
+        loop = asyncio.get_running_loop()
+        for signum in ENDING_SIGNALS:
+            previous = signal.getsignal(signum)
+            if previous is not signal.SIG_IGN:     # under nohup a hangup stays ignored
+                loop.add_signal_handler(signum, self._ended_by_signal, signum)
+                self._signals[signum] = previous
+
+    def _ended_by_signal(self, signum: int) -> None:
+        """A `kill` or a closed terminal ends the console as "Stop and quit" does: Python's default
+        ended the process at once, and a local run's task ran on unwatched, to be recorded LOST."""
+        if self.local_runs.stopping:     # a closing terminal sends SIGHUP twice: the grace stays 10 s
+            return
+        self.ended_by = signum
+        self.local_runs.close()
+        if not self.local_runs.active():
+            self.exit(return_code=128 + signum)
+            return
+        self.set_interval(0.2, self._exit_once_stopped)
 
     def screen_named(self, name: str):
         return {"submit": self.submit_screen, "jobs": self.jobs_screen,
@@ -120,10 +146,14 @@ class HyperionConsole(App[None]):
 
     def on_unmount(self) -> None:
         self.local_runs.close()
+        loop = asyncio.get_running_loop()
+        for signum, previous in self._signals.items():
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
 
     def _exit_once_stopped(self) -> None:
         if not self.local_runs.active():
-            self.exit()
+            self.exit(return_code=128 + self.ended_by if self.ended_by else 0)
 
     def action_help_quit(self) -> None:
         """Ctrl+C's hint: Textual's own holds markup, which `notify` above shows as it is."""

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
+import signal
 import time
 from pathlib import Path
 
@@ -238,6 +240,38 @@ def test_a_console_ending_otherwise_than_by_q_stops_its_local_run_too(tmp_path: 
     asyncio.run(scenario())                          # returns once the run's worker thread ended
     assert time.monotonic() - started < 25           # not the 30 s of the task, let alone the array
     assert _local_states(tmp_path, "e", cli_env) == {1: ("FAILED", 130), 2: ("NOT_RUN", None)}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["kill", "terminal-closed"])
+def test_a_console_killed_or_whose_terminal_closed_stops_its_local_run_as_quit_does(tmp_path: Path, cli_env,
+                                                                                      signum) -> None:
+    """`kill PID` or a closed terminal ended the console at once (Python's default): its local run's
+    task ran on unwatched, without a footer, and was recorded LOST. Now the signal stops it as
+    "Stop and quit" does (SIGINT to its group, the rest NOT_RUN) and the console exits 128 + N."""
+    reached_default: list[int] = []
+    before = signal.signal(signum, lambda *_: reached_default.append(1))   # not the app's: the test would die
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _local_run_started(app, pilot, tmp_path, "k", 3, f"echo $$ > {tmp_path}/pid.JOB; sleep 30")
+            os.kill(os.getpid(), signum)
+            await wait_for(pilot, lambda: not app.local_runs.active(), 15)
+            await pilot.pause(0.5)
+        return app
+
+    try:
+        started = time.monotonic()
+        app = asyncio.run(scenario())
+        assert time.monotonic() - started < 25
+        assert not reached_default, "the signal reached the handler the app should have replaced"
+        assert app.return_code == 128 + signum
+        assert signal.getsignal(signum) is not signal.SIG_DFL        # what it was before, given back
+    finally:
+        signal.signal(signum, before)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(int((tmp_path / "pid.1").read_text()), 0)
+    assert _local_states(tmp_path, "k", cli_env) == {1: ("FAILED", 130), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
 
 
 @pytest.mark.slurm
