@@ -25,7 +25,7 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, kind_of, open_regular
 from backends.printable import printable
-from backends.records.attempts import MovedFile, NewAttempt, append_entries, attempt_dir, ledger_path
+from backends.records.attempts import LedgerWriter, MovedFile, NewAttempt, attempt_dir, ledger_path
 from backends.records.history import History, archive_current, load_history
 from backends.records.log_owner import Writer, last_writer, writers
 from backends.records.paths import RECORD_SUFFIX, log_stem
@@ -118,6 +118,17 @@ def check_bookkeeping(record_path: str | Path) -> None:
     for folder in folders:
         if os.path.lexists(folder) and not stat.S_ISDIR(os.lstat(folder).st_mode):
             raise InputError(FIELD, f"{printable(str(folder))} is {kind_of(folder)}, not a folder; move it away")
+    # A ledger you may read but not write (a teammate's run, a read-only copy): the logs were moved
+    # and then the ledger line saying where traced back, leaving them unrecorded.
+    q = Path(record_path).parent
+    needed = [ledger if os.path.lexists(ledger) else q, *(f for f in folders if os.path.lexists(f))]
+    if os.path.lexists(q):
+        needed.append(q)                  # the record is replaced there, the ledger made there
+    for path in needed:
+        if not os.access(path, os.W_OK | (os.X_OK if os.path.isdir(path) else 0)):
+            raise InputError(FIELD, f"{printable(str(path))} cannot be written by you; a new attempt would move "
+                             "the earlier logs and not record where (ask its owner, or choose another "
+                             "--output-file)")
 
 
 def _pattern(record_path: str | Path) -> str:
@@ -357,14 +368,11 @@ def _sharing_histories(plan: SubmitPlan) -> dict[str, History]:
 
 def _can_join(record_path: str) -> bool:
     """Whether a file can be moved into another pattern's history and its ledger told so."""
-    ledger, folder = ledger_path(record_path), Path(record_path).parent
     try:
         check_bookkeeping(record_path)
     except InputError:
         return False
-    writable = os.access(ledger, os.W_OK) if os.path.lexists(ledger) else os.access(folder, os.W_OK)
-    attempts = attempt_dir(record_path, 0).parent
-    return writable and (not os.path.lexists(attempts) or os.access(attempts, os.W_OK))
+    return True
 
 
 def _prefixed(array_name: object, output_file: object) -> bool:
@@ -425,14 +433,20 @@ def _move(source: str, directory: Path, name: str) -> str:
 
 
 def move_aside(moves: Sequence[PlannedMove]) -> None:
-    """Move the planned files, and add each move to the ledger of the history it joins."""
-    moved: dict[str, list[MovedFile]] = {}
-    for move in moves:
-        target = _move(move.source, attempt_dir(move.record_path, move.attempt), move.name)
-        moved.setdefault(move.record_path, []).append(
-            MovedFile(move.attempt, move.value, move.what, move.source, target))
-    for record_path, files in moved.items():
-        append_entries(record_path, files)
+    """Move the planned files, each move written to the ledger of the history it joins as it is made.
+
+    Written once after all of them, a Ctrl-C, a kill or a failing move in between left hundreds of
+    logs in q/attempts/N/ with nothing saying whose they were.
+    """
+    with ExitStack() as open_ledgers:
+        ledgers: dict[str, LedgerWriter] = {}
+        for move in moves:
+            ledger = ledgers.get(move.record_path)
+            if ledger is None:
+                ledger = ledgers[move.record_path] = open_ledgers.enter_context(
+                    LedgerWriter(ledger_path(move.record_path)))
+            target = _move(move.source, attempt_dir(move.record_path, move.attempt), move.name)
+            ledger.append(MovedFile(move.attempt, move.value, move.what, move.source, target))
 
 
 def _refusal(kind: str, exc: InputError) -> InputError:

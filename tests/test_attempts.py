@@ -778,3 +778,42 @@ def test_a_shared_log_whose_writers_history_may_not_be_written_stays_with_this_r
     history = load_history(root / "log" / "q" / "t.1.submit.json")
     [moved] = history.ledger.moved.values()
     assert "theirs 1" in Path(moved.target).read_text()
+
+
+@pytest.mark.parametrize("what", ["ledger", "attempts folder"])
+def test_a_rerun_whose_history_you_may_not_write_is_refused_before_anything_moves(rightless_dir, cli_env, what):
+    """A read-only ledger (a teammate's run, a read-only copy): the rerun moved every log, then traced
+    back writing the ledger line that says where they went, leaving them in q/attempts/ unrecorded."""
+    root = rightless_dir
+    record = _failed_local_array(root, cli_env)
+    assert submit_local(root, cli_env, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log", "--",
+                        "true").returncode == 0                    # attempt 2: q/attempts/1/ exists now
+    spoilt = ledger_path(record) if what == "ledger" else record.parent / "attempts"
+    spoilt.chmod(0o444 if what == "ledger" else 0o555)
+    def files() -> list:                  # the lock aside: it names whoever took it last
+        return sorted((p.relative_to(root), p.read_bytes() if p.is_file() else None)
+                      for p in root.rglob("*") if p.suffix != ".lock")
+    before = files()
+    for argv in (["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--output-file",
+                  "log/t.JOB.log", "--", "true"], ["hyperion-jobs", "retry", str(record), "--values", "1-3", "--yes"]):
+        refused = run_cli(*without_rights(*argv), cwd=root, env=cli_env)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "cannot be written by you" in refused.stderr and "Traceback" not in refused.stderr
+        assert files() == before
+
+
+def test_each_log_moved_aside_is_in_the_ledger_as_soon_as_it_moved(tmp_path, cli_env):
+    """The ledger lines were written once all the logs had moved: a Ctrl-C, a kill or a failing move
+    in between (here the third) left the first ones in q/attempts/1/ with nothing saying whose."""
+    from backends.attempt import PlannedMove, move_aside
+
+    record = _failed_local_array(tmp_path, cli_env)
+    logs = [tmp_path / "log" / f"t.{value}.log" for value in (1, 2, 3)]    # t.3.log was never written
+    moves = [PlannedMove(str(log), str(record), 1, value, "log", log.name) for value, log in enumerate(logs, 1)]
+    with pytest.raises(FileNotFoundError):
+        move_aside(moves)
+    history = load_history(record)
+    assert sorted((m.value, Path(m.target).read_text().splitlines()[2]) for m in history.ledger.moved.values()) \
+        == [(1, "first 1"), (2, "first 2")]
+    shown = run_cli("hyperion-jobs", "logs", f"{record}:2", "--attempt", "1", env=cli_env)
+    assert shown.returncode == 0 and "first 2" in shown.stdout, shown.stderr
