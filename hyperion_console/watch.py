@@ -95,6 +95,28 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             deliver(Seen(rows, None, False, update.as_of, update.problem))
 
     poller.run(observe, stop, waiting)
+    _follow_usage(history.record_path, deliver, stop)
+
+
+# Seconds after the end at which what ended tasks used is asked for again, while any lacks it:
+# accounting tells a peak and a request a poll or two after the end, when the watch has stopped.
+USAGE_FOLLOW_UP = (3.0, 10.0, 30.0)
+
+
+def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,
+                  delays: Sequence[float] = USAGE_FOLLOW_UP) -> None:
+    """After every task ended, the usage accounting tells late, as `status` would ask for it: the
+    columns stayed '-' until the record was opened again, while the CLI showed the figures."""
+    for delay in delays:
+        if stop.wait(delay):
+            return
+        try:
+            history = load_history(record_path, cached_record(record_path))
+        except InputError:
+            return
+        if not usage_missing(history):
+            return
+        _deliver_missing_usage(history, deliver, stop, all_terminal=True)
 
 
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,

@@ -226,3 +226,49 @@ def test_usage_the_history_lacks_is_asked_for_and_the_console_shows_what_the_cli
     assert cli.returncode == 0, cli.stderr
     median = shown.split("med ")[1].split(" ")[0]
     assert f"median {median}" in cli.stdout and "(3 of 3 tasks)" in cli.stdout, (shown, cli.stdout)
+
+
+def test_the_console_watching_a_run_to_its_end_shows_the_usage_accounting_tells_after_it(
+        enforced_memory, test_site, tmp_path, cli_env) -> None:
+    """A researcher watches an array in the console and cancels it; then presses u: the usage columns
+    said '-' (a cancelled task's MaxRSS comes on its batch step after the end, when the watch had
+    stopped) until the record was opened again, while `hyperion-jobs status` showed the figures."""
+    import asyncio
+
+    from test_console_fixtures import wait_for
+
+    from hyperion_console.app import make_app
+
+    hold = "import sys, time; x = b'\\1' * (int(sys.argv[1]) << 20); print('holding', flush=True); time.sleep(120)"
+    proc = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:2",
+                             "--mem", "300M", "--output-file", "log/w.JOB.log", "--", "python3", "-c", hold, "40"],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "w.JOB.submit.json"
+    logs = [tmp_path / "log" / f"w.{value}.log" for value in (1, 2)]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(log.exists() and "holding" in log.read_text() for log in logs) \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)                                   # a sample or two of accounting
+
+        async def scenario() -> str:
+            app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+            async with app.run_test(size=(100, 30)) as pilot:
+                summary = app.jobs_screen.query_one("#jobs-summary")
+                await wait_for(pilot, lambda: "RUNNING 2" in str(summary.content), 30)
+                subprocess.run(["scancel", load_record(record).jobs[0].job_id], check=True)
+                await wait_for(pilot, lambda: str(summary.content) == "2 tasks  CANCELLED 2", 60)
+                await pilot.press("u")
+                line = app.jobs_screen.query_one("#usage-line-1")
+                await wait_for(pilot, lambda: "(2 of 2)" in str(line.content), 60)
+                return str(line.content)
+
+        line = asyncio.run(scenario())
+    finally:
+        subprocess.run(["scancel", load_record(record).jobs[0].job_id]) if record.exists() else None
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    median = line.split("med ")[1].split(" ")[0]
+    cli = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
+    assert f"median {median}" in cli.stdout and "(2 of 2 tasks)" in cli.stdout, (line, cli.stdout)
