@@ -126,10 +126,12 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
 
 
 def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
-              announce: Callable[[str], None], local_runs: LocalRuns | None = None) -> int | None:
+              announce: Callable[[str], None], local_runs: LocalRuns | None = None,
+              on_begin: Callable[[], None] | None = None) -> int | None:
     """Plan again from Slurm's answer now and run it as the next attempt; Refused if it changed.
 
-    Returns the local run's exit status (None for Slurm, which the Jobs screen watches).
+    `on_begin()` once nothing refuses it (a retry started elsewhere meanwhile does). Returns the
+    local run's exit status (None for Slurm, which the Jobs screen watches).
     """
     history = load_history(record_path)
     rows = history_status(history)
@@ -143,4 +145,4 @@ def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
         raise Refused("the retry changed since it was confirmed (values, command, directory or record "
                       "owner); nothing ran: press R again")
     with working_dir(history.current.cwd):      # as hyperion-jobs retry: relative paths of the command
-        return launch(retry.plan, announce, "retry", local_runs=local_runs)
+        return launch(retry.plan, announce, "retry", on_begin, local_runs=local_runs)

@@ -86,6 +86,7 @@ def test_retry_of_a_local_record_runs_the_failed_values_as_attempt_2_and_lands_o
                            and table_column(table, "state") == ["COMPLETED"] * 5, 30)
             assert rendered(table)[0].startswith("value att job")
             await wait_for(pilot, lambda: "local retry finished: exit status 0" in notifications(app), 10)
+            assert "retrying values 3-5 as attempt 2" in notifications(app)
         requested = posted(seen, RetryRequested)
         assert [(m.attempt, m.values) for m in requested] == [(2, "3-5")]
         assert posted(seen, RecordOpened)[-1].attempts == 2
@@ -93,6 +94,35 @@ def test_retry_of_a_local_record_runs_the_failed_values_as_attempt_2_and_lands_o
         history = load_history(record)
         assert history.numbers == (1, 2) and history.entry(2).kind == "retry"
         assert "bad input 3" in Path(history.log_of(history.tasks_of(1)[2])).read_text()   # attempt 1 kept
+
+    asyncio.run(scenario())
+
+
+def test_a_retry_run_elsewhere_while_the_dialog_was_open_is_refused_without_saying_it_retries(
+        tmp_path: Path, cli_env) -> None:
+    """The confirmation was planned when R was pressed; a retry from a shell meanwhile made it stale.
+    'y' said "retrying values 3-5 as attempt 2" and then the refusal: only the refusal is true."""
+    from conftest import run_cli
+
+    record = local_run_with_a_failure(tmp_path)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: "FAILED" in table_column(table, "state"), 10)
+            (tmp_path / "fail.txt").write_text("")
+            await open_preview(pilot, seen)
+            await pilot.press("ctrl+r")
+            assert isinstance(app.screen, ConfirmScreen)
+            elsewhere = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+            assert elsewhere.returncode == 0, elsewhere.stderr
+            await pilot.press("y")
+            await wait_for(pilot, lambda: posted(seen, RetryRefused), 10)
+            await pilot.pause(0.5)
+            assert not any(m.startswith("retrying values") for m in notifications(app)), notifications(app)
+        assert load_history(record).numbers == (1, 2)          # the shell's retry, and nothing more
 
     asyncio.run(scenario())
 

@@ -57,7 +57,6 @@ class RetryFlow:
             return
         self.screen.post_message(RetryRequested(decision.record_path, decision.attempt, decision.values,
                                                 decision.argv))
-        tell(self.screen, f"retrying values {decision.values} as attempt {decision.attempt}")
         self.screen.run_worker(partial(self._run, decision), name="retry", group="retry-run",
                                thread=True, exit_on_error=False)
 
@@ -66,9 +65,13 @@ class RetryFlow:
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
+        def begun() -> None:       # said once nothing refused it: the dialog may be older than the table
+            self.app.call_from_thread(tell, self.screen,
+                                      f"retrying values {decision.values} as attempt {decision.attempt}")
+
         try:
             status = run_retry(decision.record_path, decision.request, decision.confirmed, announce,
-                               self.app.local_runs)
+                               self.app.local_runs, begun)
         except Refused as refused:
             self.app.call_from_thread(self.refuse, str(refused))
             return
