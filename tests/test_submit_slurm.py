@@ -6,6 +6,7 @@ accounting says about the jobs.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -396,7 +397,36 @@ def test_refused_later_window_cancels_the_earlier_ones(slurm_cluster, test_site,
     job_id = line.rsplit("cancelled the windows already submitted: ", 1)[1].strip()
     assert wait_for(lambda: (rows := sacct(job_id, "State")) and rows[0][0].startswith("CANCELLED"),
                     timeout=30, what="the first window CANCELLED")
-    assert not (tmp_path / "log/q/l.JOB.submit.json").exists()
+    # The window Slurm had is on record, as the attempt it was: what ran of it is not lost.
+    record = load_record(tmp_path / "log/q/l.JOB.submit.json")
+    assert [j.job_id for j in record.jobs] == [job_id] and [t.value for t in record.tasks] == [5]
+
+
+def test_a_submission_killed_between_windows_leaves_the_queued_windows_on_record(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """kill -9 after the second of three windows: the two queued jobs had no record, so no face saw
+    them, and the next attempt was let in on top of them (their logs truncating its own)."""
+    counter, wrapper = tmp_path / "sbatch-calls", tmp_path / "sbatch-then-killed"
+    wrapper.write_text(f"#!/bin/sh\nn=$(( $(cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}\n"
+                       "if [ $n -ge 3 ]; then kill -9 $PPID; sleep 5; exit 1; fi\nexec sbatch \"$@\"\n")
+    wrapper.chmod(0o755)
+    site = _site_with(tmp_path, test_site, max_array_size=5, sbatch_command=str(wrapper))
+    killed = submit(site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB", "60",
+                    cwd=tmp_path, env=cli_env)
+    assert killed.returncode == -9, killed.stderr
+    record_file = tmp_path / "log/q/k.JOB.submit.json"
+    try:
+        record = load_record(record_file)
+        assert [(j.offset, j.array_expression) for j in record.jobs] == [(0, "1-4"), (5, "0-4")]
+        shown = run_cli("hyperion-jobs", "status", str(record_file), "--json", env=cli_env)
+        assert shown.returncode == 0, shown.stderr
+        assert [t["value"] for t in json.loads(shown.stdout)["tasks"]] == list(range(1, 10))
+        again = submit(test_site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB", "0",
+                       cwd=tmp_path, env=cli_env)
+        assert again.returncode == 2 and "live" in again.stderr, again.stderr
+    finally:
+        subprocess.run(["scancel", *(j.job_id for j in load_record(record_file).jobs)]) \
+            if record_file.exists() else None
 
 
 @pytest.mark.parametrize("signum, status, why", [(signal.SIGINT, 130, "interrupted"),
