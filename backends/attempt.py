@@ -198,6 +198,51 @@ def _refuse_live(history: History, live: list[str]) -> None:
                      "before submitting to the same --output-file again")
 
 
+SCRIPT_QUERY_SECONDS = 10.0   # a hung squeue delays a submission no longer than this, then is not asked
+
+
+def _pattern_scripts(record_path: str | Path) -> set[str]:
+    """The batch scripts this pattern's submissions wrote (q/<stem>.sh, q/<stem>.offset<N>.sh), real paths."""
+    q, name = Path(record_path).parent, Path(record_path).name
+    stem = name[: -len(RECORD_SUFFIX)]
+    try:
+        names = os.listdir(q)
+    except OSError:
+        return set()
+    offset = stem + ".offset"
+    return {os.path.realpath(q / entry) for entry in names
+            if entry == stem + ".sh" or (entry.startswith(offset) and entry.endswith(".sh")
+                                          and entry[len(offset):-3].isdigit())}
+
+
+def refuse_unrecorded_jobs(record_path: str | Path) -> None:
+    """InputError while Slurm runs a job from one of this pattern's batch scripts.
+
+    The newest attempt's live tasks are refused by its history; this finds the jobs no history
+    names as live: a submission killed after sbatch answered and before its record was written
+    (or an sbatch that answered too late), or a task requeued after its end was recorded. A new
+    attempt would write the same logs as they do. One squeue, only where such a script exists;
+    when it cannot answer, nothing is refused (as before this check).
+    """
+    from functools import partial
+
+    from backends.watch.slurm.accounting import QueryError, jobs_running_scripts, run_command
+    from backends.watch.targets import current_user
+
+    scripts = _pattern_scripts(record_path)
+    if not scripts:
+        return
+    try:
+        jobs = jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=SCRIPT_QUERY_SECONDS))
+    except QueryError:
+        return
+    if jobs:
+        raise InputError(FIELD, f"Slurm still runs job(s) {', '.join(jobs)} from a batch script of "
+                         f"{printable(str(Path(record_path).parent))} (a submission killed after sbatch "
+                         "answered, or a task requeued): it writes these logs too; wait for it or scancel "
+                         f"{' '.join(jobs)} before submitting to the same --output-file again")
+
+
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
@@ -482,6 +527,7 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
         try:
             held.enter_context(output_lock(plan.record_path))
             history = check_not_live(plan.record_path)
+            refuse_unrecorded_jobs(plan.record_path)
             refuse_shared_live_logs(plan)
             check_bookkeeping(plan.record_path)
             moves = plan_moves(plan, history)

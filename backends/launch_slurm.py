@@ -22,7 +22,9 @@ from backends.submit.site_options import ignored_inputs_line
 from backends.submit.slurm import sbatch
 from backends.submit.slurm.sbatch import SubmitError
 from backends.watch.progress import Progress
+from backends.watch.slurm.accounting import QueryError, jobs_running_scripts
 from backends.watch.slurm.cancel import CancelError, cancel
+from backends.watch.targets import current_user
 from backends.watch.terminal import SafeStream, safe
 from backends.watch.wait import Outcome, report, task_label, wait
 
@@ -43,9 +45,20 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
         with begin_attempt(plan, kind, on_begin) as attempt:
             return sbatch.submit(plan, attempt)
     except SubmitError as err:
-        if not err.queued:
+        queued = err.queued + (_queued_unanswered(err.unanswered) if err.unanswered else ())
+        if not queued:
             raise
-        raise SubmitError(f"{err}; {_cancel_note(err.queued)}") from None
+        raise SubmitError(f"{err}; {_cancel_note(queued)}") from None
+
+
+def _queued_unanswered(script: str) -> tuple[str, ...]:
+    """The job an sbatch that did not answer in time queued all the same, found by its batch script
+    (no other live job runs it: `begin_attempt` refused those). Its id never reached us: it would
+    have run unseen, writing the logs the next attempt writes too."""
+    try:
+        return tuple(jobs_running_scripts({os.path.realpath(script)}, current_user()))
+    except QueryError:
+        return ()
 
 
 def _cancel_note(job_ids: Sequence[str]) -> str:

@@ -402,31 +402,81 @@ def test_refused_later_window_cancels_the_earlier_ones(slurm_cluster, test_site,
     assert [j.job_id for j in record.jobs] == [job_id] and [t.value for t in record.tasks] == [5]
 
 
+KILLED_AT = {   # the sbatch wrapper's body after counting its call n: where hyperion-submit is killed
+    "before-window-3": 'if [ $n -ge 3 ]; then kill -9 $PPID; sleep 5; exit 1; fi\nexec sbatch "$@"\n',
+    "window-2-answered": 'sbatch "$@"; rc=$?\nif [ $n -ge 2 ]; then kill -9 $PPID; sleep 5; fi\nexit $rc\n',
+}
+
+
+@pytest.mark.parametrize("killed_at", KILLED_AT)
 def test_a_submission_killed_between_windows_leaves_the_queued_windows_on_record(
-        slurm_cluster, test_site, cli_env, tmp_path, task):
-    """kill -9 after the second of three windows: the two queued jobs had no record, so no face saw
-    them, and the next attempt was let in on top of them (their logs truncating its own)."""
+        slurm_cluster, test_site, cli_env, tmp_path, task, killed_at):
+    """kill -9 between windows: the queued jobs had no record, so no face saw them, and the next attempt
+    was let in on top of them (their logs truncating its own). Killed after sbatch answered for a window
+    and before its id was written, that job is found by its batch script and still refuses the rerun."""
     counter, wrapper = tmp_path / "sbatch-calls", tmp_path / "sbatch-then-killed"
     wrapper.write_text(f"#!/bin/sh\nn=$(( $(cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}\n"
-                       "if [ $n -ge 3 ]; then kill -9 $PPID; sleep 5; exit 1; fi\nexec sbatch \"$@\"\n")
+                       + KILLED_AT[killed_at])
     wrapper.chmod(0o755)
     site = _site_with(tmp_path, test_site, max_array_size=5, sbatch_command=str(wrapper))
     killed = submit(site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB", "60",
                     cwd=tmp_path, env=cli_env)
     assert killed.returncode == -9, killed.stderr
     record_file = tmp_path / "log/q/k.JOB.submit.json"
+    listed = subprocess.run(["squeue", "-h", "-n", "k.JOB", "-o", "%F|%o"], capture_output=True, text=True).stdout
+    live = [job for job, _, script in (line.partition("|") for line in listed.splitlines())
+            if script.startswith(str(tmp_path))]
     try:
         record = load_record(record_file)
-        assert [(j.offset, j.array_expression) for j in record.jobs] == [(0, "1-4"), (5, "0-4")]
+        recorded = {"before-window-3": [(0, "1-4"), (5, "0-4")], "window-2-answered": [(0, "1-4")]}[killed_at]
+        assert [(j.offset, j.array_expression) for j in record.jobs] == recorded
         shown = run_cli("hyperion-jobs", "status", str(record_file), "--json", env=cli_env)
         assert shown.returncode == 0, shown.stderr
-        assert [t["value"] for t in json.loads(shown.stdout)["tasks"]] == list(range(1, 10))
+        assert [t["value"] for t in json.loads(shown.stdout)["tasks"]] == list(range(1, 5 * len(recorded)))
+        assert len(set(live)) == 2                                          # both windows queued
         again = submit(test_site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB", "0",
                        cwd=tmp_path, env=cli_env)
-        assert again.returncode == 2 and "live" in again.stderr, again.stderr
+        assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+        assert "live task(s)" in again.stderr                   # the recorded window's, first
+        unrecorded = sorted(set(live) - {j.job_id for j in record.jobs})
+        if unrecorded:          # the recorded window over, the one no record names still holds the pattern
+            recorded_jobs = [j.job_id for j in record.jobs]
+            subprocess.run(["scancel", *recorded_jobs], check=True)
+            wait_for(lambda: not subprocess.run(["squeue", "-h", "-j", ",".join(recorded_jobs)], capture_output=True,
+                                                text=True).stdout.strip(), what="the recorded window gone")
+            again = submit(test_site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB",
+                           "0", cwd=tmp_path, env=cli_env)
+            assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+            assert f"Slurm still runs job(s) {unrecorded[0]} from a batch script of" in again.stderr
     finally:
-        subprocess.run(["scancel", *(j.job_id for j in load_record(record_file).jobs)]) \
-            if record_file.exists() else None
+        subprocess.run(["scancel", *set(live)])
+
+
+def test_a_job_sbatch_queued_without_answering_in_time_is_found_and_cancelled(
+        slurm_cluster, test_site, tmp_path, monkeypatch):
+    """A busy controller: sbatch queued the job and answered after the timeout. The submission failed,
+    but the job ran unseen, writing the pattern's logs; it is now found by its script and cancelled."""
+    from backends import launch_slurm
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+    from backends.submit.slurm import sbatch as sbatch_module
+    from backends.submit.slurm.sbatch import SubmitError
+
+    wrapper = tmp_path / "slow-sbatch"
+    wrapper.write_text('#!/bin/sh\nsbatch "$@"\nexec sleep 30\n')
+    wrapper.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(wrapper))
+    monkeypatch.setattr(sbatch_module, "SBATCH_TIMEOUT", 3.0)
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(*parse_submit_argv(["slurm", "--cfg", str(site), "--array", "JOB=1:2", "--output-file",
+                                          "log/late.JOB.log", "--", "sleep", "60"]))
+    with pytest.raises(SubmitError) as refused:
+        launch_slurm.submit(plan)
+    said = str(refused.value)
+    assert "did not answer within 3 s" in said and "cancelled the windows already submitted: " in said, said
+    job = said.rsplit(": ", 1)[1].strip()
+    assert wait_for(lambda: (rows := sacct(job, "State")) and rows[0][0].startswith("CANCELLED"),
+                    timeout=30, what="the late job CANCELLED")
 
 
 @pytest.mark.parametrize("signum, status, why", [(signal.SIGINT, 130, "interrupted"),

@@ -29,9 +29,13 @@ class SubmitError(RuntimeError):
     the caller cancels them so that no half-submitted array runs.
     """
 
-    def __init__(self, message: str, queued: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str, queued: tuple[str, ...] = (), unanswered: str | None = None) -> None:
         super().__init__(message)
         self.queued = queued
+        self.unanswered = unanswered      # the script of an sbatch that did not answer in time (it may have queued it)
+
+
+SBATCH_TIMEOUT = 120.0   # seconds an sbatch may take (a busy controller answers late, having queued the job)
 
 
 # --- planning the submissions (pure given the plan) -----------------------------------------
@@ -89,11 +93,12 @@ def _sbatch(sub: PlannedWindow) -> str:
     """Run one sbatch (no shell); the job id, or SubmitError naming the kept script."""
     try:
         done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True, errors="replace",
-                              stdin=subprocess.DEVNULL, timeout=120, env=sbatch_environment(os.environ))
+                              stdin=subprocess.DEVNULL, timeout=SBATCH_TIMEOUT, env=sbatch_environment(os.environ))
     except FileNotFoundError:
         raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}; script kept at {sub.script_path}") from None
     except subprocess.TimeoutExpired:
-        raise SubmitError(f"{sub.sbatch_argv[0]} did not answer within 120 s; script kept at {sub.script_path}") from None
+        raise SubmitError(f"{sub.sbatch_argv[0]} did not answer within {SBATCH_TIMEOUT:g} s; script kept at "
+                          f"{sub.script_path}", unanswered=sub.script_path) from None
     job_id = parse_job_id(done.stdout) if done.returncode == 0 else None
     if job_id is None:
         said = _one_line(done.stderr) or _one_line(done.stdout) or "no output"
@@ -131,7 +136,7 @@ def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord
         try:
             done.append((sub, _sbatch(sub)))
         except SubmitError as err:
-            raise SubmitError(str(err), queued=tuple(job for _, job in done)) from None
+            raise SubmitError(str(err), queued=tuple(job for _, job in done), unanswered=err.unanswered) from None
         # On record as soon as Slurm has it, window by window (the ledger's newest line of an attempt
         # wins): killed before the next window, the queued jobs ran unseen, and the next attempt was
         # let in on top of them, its logs truncated by theirs.

@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
@@ -476,6 +476,25 @@ def user_jobs(user: str, runner: Runner = run_command) -> list[LiveJob]:
     if result.returncode != 0:
         raise _failure("squeue", result)
     return parse_user_squeue(result.stdout)
+
+
+def script_jobs_argv(user: str) -> list[str]:
+    """The user's live jobs with the batch script each runs (arrays grouped: one line per job)."""
+    return ["squeue", "-u", user, "-h", "-o", "%F|%o"]     # %F: the array's job id, for its tasks too
+
+
+def jobs_running_scripts(scripts: Collection[str], user: str, runner: Runner = run_command) -> list[str]:
+    """The live jobs of `user` whose batch script is one of `scripts` (real paths), sorted; QueryError
+    when squeue fails. How a job sbatch queued is found when its id never reached a record."""
+    result = runner(script_jobs_argv(user))
+    if result.returncode != 0:
+        raise _failure("squeue", result)
+    found = set()
+    for line in result.stdout.splitlines():
+        job, sep, command = line.partition("|")
+        if sep and job.strip().isdigit() and os.path.realpath(command.strip()) in scripts:
+            found.add(job.strip())
+    return sorted(found, key=int)
 
 
 def snapshot(job_ids: Sequence[str], runner: Runner = run_command) -> dict[Key, TaskState]:
