@@ -649,3 +649,14 @@ def os_alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_an_answer_that_cannot_be_read_is_not_called_not_answering():
+    """sacct answered (a form of job id this code did not know): 'accounting (sacct) not answering'
+    sent the user to check slurmdbd, which was fine."""
+    script = Script([ok("7_[1-9:x]|7|PENDING|0:0|00:00:00|None|a|Unknown|None\n")],
+                    [ok("7_2|RUNNING|0|0:01|vm|None|0|\n")])
+    update = poller({"7": (1, 2)}, script).poll_once()
+    assert update.problem is not None and "not answering" not in update.problem
+    assert update.problem.startswith("accounting (sacct) answers in a form hyperion cannot read (for 0 s): sacct: "
+                                     "not a range list"), update.problem

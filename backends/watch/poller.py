@@ -500,6 +500,8 @@ class Poller:
         if health.kind == "rate_limited":
             return (f"{LABELS[source]} is rate-limiting our queries (for {age}); "
                     f"polling every {self.interval:.0f} s: {health.error}")
+        if health.kind == "unreadable":
+            return f"{LABELS[source]} answers in a form hyperion cannot read (for {age}): {health.error}"
         return f"{LABELS[source]} not answering for {age}: {health.error}"
 
     # --- the loop --------------------------------------------------------------------------

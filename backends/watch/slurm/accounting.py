@@ -64,7 +64,9 @@ class QueryError(RuntimeError):
 
     `kind` says how to retry: "unreachable" (the daemon refused the connection:
     the call reached no server, so retrying soon costs nothing), "rate_limited"
-    (slurmctld asks this user to slow down), "timeout", or "other".
+    (slurmctld asks this user to slow down), "timeout", "unreadable" (it answered, in a form this
+    code cannot read: it is answering, so "not answering" would send the user after the daemon),
+    or "other".
     """
 
     def __init__(self, message: str, kind: str = "other") -> None:
@@ -430,7 +432,7 @@ def run_sacct(job_ids: Sequence[str], runner: Runner = run_command) -> SacctRows
     try:
         return parse_sacct_rows(result.stdout)
     except ValueError as exc:
-        raise QueryError(f"sacct: {exc}") from None
+        raise QueryError(f"sacct: {exc}", "unreadable") from None
 
 
 def run_squeue(job_ids: Sequence[str], runner: Runner = run_command) -> list[TaskState]:
@@ -443,7 +445,7 @@ def run_squeue(job_ids: Sequence[str], runner: Runner = run_command) -> list[Tas
     try:
         return parse_squeue(result.stdout)
     except ValueError as exc:
-        raise QueryError(f"squeue: {exc}") from None
+        raise QueryError(f"squeue: {exc}", "unreadable") from None
 
 
 @dataclass(frozen=True)
