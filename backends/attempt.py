@@ -121,7 +121,9 @@ def check_bookkeeping(record_path: str | Path) -> None:
     # A ledger you may read but not write (a teammate's run, a read-only copy): the logs were moved
     # and then the ledger line saying where traced back, leaving them unrecorded.
     q = Path(record_path).parent
-    needed = [ledger if os.path.lexists(ledger) else q, *(f for f in folders if os.path.lexists(f))]
+    # q/attempts/<N>/ folders are shared by every pattern of q/: a teammate's that this attempt
+    # never writes must not refuse it, so only their parent is asked.
+    needed = [ledger if os.path.lexists(ledger) else q, *([root] if os.path.lexists(root) else [])]
     if os.path.lexists(q):
         needed.append(q)                  # the record is replaced there, the ledger made there
     for path in needed:
@@ -201,8 +203,10 @@ def _refuse_live(history: History, live: list[str]) -> None:
 SCRIPT_QUERY_SECONDS = 10.0   # a hung squeue delays a submission no longer than this, then is not asked
 
 
-def _pattern_scripts(record_path: str | Path) -> set[str]:
-    """The batch scripts this pattern's submissions wrote (q/<stem>.sh, q/<stem>.offset<N>.sh), real paths."""
+def _pattern_scripts(record_path: str | Path, windowed: bool) -> set[str]:
+    """The batch scripts this pattern's submissions wrote, real paths: q/<stem>.sh, and for an array
+    (its stem holds NAME) q/<stem>.offset<N>.sh; a single job's pattern has no windows, and
+    `log/run.offset5.log` is another pattern's single job, not a window of `log/run.log`."""
     q, name = Path(record_path).parent, Path(record_path).name
     stem = name[: -len(RECORD_SUFFIX)]
     try:
@@ -211,11 +215,11 @@ def _pattern_scripts(record_path: str | Path) -> set[str]:
         return set()
     offset = stem + ".offset"
     return {os.path.realpath(q / entry) for entry in names
-            if entry == stem + ".sh" or (entry.startswith(offset) and entry.endswith(".sh")
+            if entry == stem + ".sh" or (windowed and entry.startswith(offset) and entry.endswith(".sh")
                                           and entry[len(offset):-3].isdigit())}
 
 
-def refuse_unrecorded_jobs(record_path: str | Path) -> None:
+def refuse_unrecorded_jobs(record_path: str | Path, windowed: bool = True) -> None:
     """InputError while Slurm runs a job from one of this pattern's batch scripts.
 
     The newest attempt's live tasks are refused by its history; this finds the jobs no history
@@ -229,7 +233,7 @@ def refuse_unrecorded_jobs(record_path: str | Path) -> None:
     from backends.watch.slurm.accounting import QueryError, jobs_running_scripts, run_command
     from backends.watch.targets import current_user
 
-    scripts = _pattern_scripts(record_path)
+    scripts = _pattern_scripts(record_path, windowed)
     if not scripts:
         return
     try:
@@ -238,9 +242,10 @@ def refuse_unrecorded_jobs(record_path: str | Path) -> None:
         return
     if jobs:
         raise InputError(FIELD, f"Slurm still runs job(s) {', '.join(jobs)} from a batch script of "
-                         f"{printable(str(Path(record_path).parent))} (a submission killed after sbatch "
-                         "answered, or a task requeued): it writes these logs too; wait for it or scancel "
-                         f"{' '.join(jobs)} before submitting to the same --output-file again")
+                         f"{printable(str(Path(record_path).parent))}, which no record counts as live (a "
+                         "submission killed after sbatch answered, a task requeued after it ended): it "
+                         f"writes these logs too; wait for it or scancel {' '.join(jobs)} before "
+                         "submitting to the same --output-file again")
 
 
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
@@ -527,7 +532,7 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
         try:
             held.enter_context(output_lock(plan.record_path))
             history = check_not_live(plan.record_path)
-            refuse_unrecorded_jobs(plan.record_path)
+            refuse_unrecorded_jobs(plan.record_path, plan.options.array is not None)
             refuse_shared_live_logs(plan)
             check_bookkeeping(plan.record_path)
             moves = plan_moves(plan, history)

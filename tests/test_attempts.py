@@ -817,3 +817,32 @@ def test_each_log_moved_aside_is_in_the_ledger_as_soon_as_it_moved(tmp_path, cli
         == [(1, "first 1"), (2, "first 2")]
     shown = run_cli("hyperion-jobs", "logs", f"{record}:2", "--attempt", "1", env=cli_env)
     assert shown.returncode == 0 and "first 2" in shown.stdout, shown.stderr
+
+
+def test_only_an_arrays_pattern_has_window_scripts(tmp_path):
+    """`log/run.offset5.log` is another pattern's single job: its running job refused the first
+    submission of `log/run.log`, as if it were a window of it."""
+    from backends.attempt import _pattern_scripts
+
+    q = tmp_path / "log" / "q"
+    q.mkdir(parents=True)
+    for name in ("run.sh", "run.offset5.sh", "run.JOB.sh", "run.JOB.offset1001.sh", "run.JOB.offsetx.sh"):
+        (q / name).write_text("#!/bin/bash\n")
+    assert _pattern_scripts(q / "run.submit.json", windowed=False) == {str(q / "run.sh")}
+    assert _pattern_scripts(q / "run.JOB.submit.json", windowed=True) == {str(q / "run.JOB.sh"),
+                                                                         str(q / "run.JOB.offset1001.sh")}
+
+
+def test_another_patterns_attempt_folder_you_may_not_write_does_not_refuse_yours(rightless_dir, cli_env):
+    """q/attempts/<N>/ is shared by the patterns of one q/: a teammate's read-only attempts/7 is
+    not one this rerun writes."""
+    root = rightless_dir
+    assert submit_local(root, cli_env, "--array", "JOB=1:2", "--output-file", "log/m.JOB.log", "--",
+                        "true").returncode == 0
+    theirs = root / "log" / "q" / "attempts" / "7"
+    theirs.mkdir(parents=True)
+    theirs.chmod(0o555)
+    again = run_cli(*without_rights("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                                    "--output-file", "log/m.JOB.log", "--", "true"), cwd=root, env=cli_env)
+    assert again.returncode == 0, again.stderr
+    assert load_history(root / "log" / "q" / "m.JOB.submit.json").numbers == (1, 2)

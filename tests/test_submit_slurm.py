@@ -18,6 +18,7 @@ import pytest
 import yaml
 from conftest import run_cli
 
+from backends.errors import InputError
 from backends.records.record import load_record
 
 pytestmark = pytest.mark.slurm
@@ -397,9 +398,7 @@ def test_refused_later_window_cancels_the_earlier_ones(slurm_cluster, test_site,
     job_id = line.rsplit("cancelled the windows already submitted: ", 1)[1].strip()
     assert wait_for(lambda: (rows := sacct(job_id, "State")) and rows[0][0].startswith("CANCELLED"),
                     timeout=30, what="the first window CANCELLED")
-    # The window Slurm had is on record, as the attempt it was: what ran of it is not lost.
-    record = load_record(tmp_path / "log/q/l.JOB.submit.json")
-    assert [j.job_id for j in record.jobs] == [job_id] and [t.value for t in record.tasks] == [5]
+    assert not (tmp_path / "log/q/l.JOB.submit.json").exists()
 
 
 KILLED_AT = {   # the sbatch wrapper's body after counting its call n: where hyperion-submit is killed
@@ -409,11 +408,11 @@ KILLED_AT = {   # the sbatch wrapper's body after counting its call n: where hyp
 
 
 @pytest.mark.parametrize("killed_at", KILLED_AT)
-def test_a_submission_killed_between_windows_leaves_the_queued_windows_on_record(
+def test_a_submission_killed_between_windows_leaves_no_job_to_run_unseen_under_a_new_attempt(
         slurm_cluster, test_site, cli_env, tmp_path, task, killed_at):
-    """kill -9 between windows: the queued jobs had no record, so no face saw them, and the next attempt
-    was let in on top of them (their logs truncating its own). Killed after sbatch answered for a window
-    and before its id was written, that job is found by its batch script and still refuses the rerun."""
+    """kill -9 between windows, before the record is written: the queued jobs ran unseen, and the next
+    attempt was let in on top of them (their logs truncating its own). They are found by their batch
+    scripts: the rerun is refused naming them, until they end or are cancelled."""
     counter, wrapper = tmp_path / "sbatch-calls", tmp_path / "sbatch-then-killed"
     wrapper.write_text(f"#!/bin/sh\nn=$(( $(cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}\n"
                        + KILLED_AT[killed_at])
@@ -422,34 +421,46 @@ def test_a_submission_killed_between_windows_leaves_the_queued_windows_on_record
     killed = submit(site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB", "60",
                     cwd=tmp_path, env=cli_env)
     assert killed.returncode == -9, killed.stderr
-    record_file = tmp_path / "log/q/k.JOB.submit.json"
     listed = subprocess.run(["squeue", "-h", "-n", "k.JOB", "-o", "%F|%o"], capture_output=True, text=True).stdout
-    live = [job for job, _, script in (line.partition("|") for line in listed.splitlines())
-            if script.startswith(str(tmp_path))]
+    live = sorted({job for job, _, script in (line.partition("|") for line in listed.splitlines())
+                   if script.startswith(str(tmp_path))}, key=int)
     try:
-        record = load_record(record_file)
-        recorded = {"before-window-3": [(0, "1-4"), (5, "0-4")], "window-2-answered": [(0, "1-4")]}[killed_at]
-        assert [(j.offset, j.array_expression) for j in record.jobs] == recorded
-        shown = run_cli("hyperion-jobs", "status", str(record_file), "--json", env=cli_env)
-        assert shown.returncode == 0, shown.stderr
-        assert [t["value"] for t in json.loads(shown.stdout)["tasks"]] == list(range(1, 5 * len(recorded)))
-        assert len(set(live)) == 2                                          # both windows queued
+        assert len(live) == 2                                             # both windows queued
+        assert not (tmp_path / "log/q/k.JOB.submit.json").exists()
         again = submit(test_site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB", "0",
                        cwd=tmp_path, env=cli_env)
         assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
-        assert "live task(s)" in again.stderr                   # the recorded window's, first
-        unrecorded = sorted(set(live) - {j.job_id for j in record.jobs})
-        if unrecorded:          # the recorded window over, the one no record names still holds the pattern
-            recorded_jobs = [j.job_id for j in record.jobs]
-            subprocess.run(["scancel", *recorded_jobs], check=True)
-            wait_for(lambda: not subprocess.run(["squeue", "-h", "-j", ",".join(recorded_jobs)], capture_output=True,
-                                                text=True).stdout.strip(), what="the recorded window gone")
-            again = submit(test_site, "--array", "JOB=1:12", "--output-file", "log/k.JOB.log", "--", task, "JOB",
-                           "0", cwd=tmp_path, env=cli_env)
-            assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
-            assert f"Slurm still runs job(s) {unrecorded[0]} from a batch script of" in again.stderr
+        assert f"Slurm still runs job(s) {', '.join(live)} from a batch script of" in again.stderr
+        assert not (tmp_path / "log/q/k.JOB.submit.json").exists()
     finally:
-        subprocess.run(["scancel", *set(live)])
+        subprocess.run(["scancel", *live])
+
+
+def test_a_job_only_completing_after_a_cancel_does_not_hold_the_pattern(slurm_cluster, test_site, cli_env,
+                                                                        tmp_path):
+    """Cancel, then retry at once: squeue still lists the cancelled job as COMPLETING (its task traps
+    SIGTERM), and the retry was refused as if a job no record knew still ran."""
+    from backends.attempt import refuse_unrecorded_jobs
+
+    proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/c.JOB.log", "--",
+                 "bash", "-c", "trap 'sleep 20' TERM; sleep 300 & wait", cwd=tmp_path, env=cli_env)
+    record = tmp_path / "log/q/c.JOB.submit.json"
+    try:
+        wait_for(record.exists, what="the record")
+        job = load_record(record).jobs[0].job_id
+        wait_for(lambda: running_tasks(job), what="a running task")
+        with pytest.raises(InputError) as refused:          # running: it holds the pattern
+            refuse_unrecorded_jobs(record, windowed=True)
+        assert f"Slurm still runs job(s) {job} " in refused.value.problem
+        cancelled = run_cli("hyperion-jobs", "cancel", str(record), "--yes", env=cli_env)
+        assert cancelled.returncode == 0, cancelled.stderr
+        wait_for(lambda: "COMPLETING" in subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
+                                                        text=True).stdout, what="COMPLETING")
+        refuse_unrecorded_jobs(record, windowed=True)
+    finally:
+        subprocess.run(["scancel", load_record(record).jobs[0].job_id]) if record.exists() else None
+        proc.kill()
+        proc.communicate()
 
 
 def test_a_job_sbatch_queued_without_answering_in_time_is_found_and_cancelled(

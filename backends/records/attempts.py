@@ -417,7 +417,7 @@ def parse_ledger(data: bytes) -> Ledger:
         elif kind == "child" and (child := _child(raw)) is not None:
             children[(child.attempt, child.value)] = child
         elif kind == "attempt" and (attempt := _attempt_entry(raw)) is not None:
-            attempts[attempt.number] = attempt     # the newest: a windowed submission adds one per window
+            attempts.setdefault(attempt.number, attempt)
         elif kind == "moved" and (move := _moved(raw)) is not None:
             moved[(move.attempt, move.value, move.what)] = move
         elif kind == "closed" and _int(raw.get("attempt"), 1) is not None:

@@ -131,15 +131,14 @@ def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord
     for sub in plan.windows:
         _write_script(sub)
     done: list[tuple[PlannedWindow, str]] = []
-    record = None
     for sub in plan.windows:
         try:
             done.append((sub, _sbatch(sub)))
         except SubmitError as err:
             raise SubmitError(str(err), queued=tuple(job for _, job in done), unanswered=err.unanswered) from None
-        # On record as soon as Slurm has it, window by window (the ledger's newest line of an attempt
-        # wins): killed before the next window, the queued jobs ran unseen, and the next attempt was
-        # let in on top of them, its logs truncated by theirs.
-        record = make_record(plan, done, attempt)
-        commit_attempt(record, attempt)
+    # Once, at the end: a record per window cost windows x tasks (minutes for 100 windows), and a
+    # partial one made a retry forget the values never submitted. A job queued by a submission
+    # killed before this line is found by its batch script (`attempt.refuse_unrecorded_jobs`).
+    record = make_record(plan, done, attempt)
+    commit_attempt(record, attempt)
     return record

@@ -481,20 +481,26 @@ def user_jobs(user: str, runner: Runner = run_command) -> list[LiveJob]:
 
 
 def script_jobs_argv(user: str) -> list[str]:
-    """The user's live jobs with the batch script each runs (arrays grouped: one line per job)."""
-    return ["squeue", "-u", user, "-h", "-o", "%F|%o"]     # %F: the array's job id, for its tasks too
+    """The user's live jobs with the batch script each runs (arrays grouped: one line per job and
+    state; %F is the array's job id, for its tasks too)."""
+    return ["squeue", "-u", user, "-h", "-o", "%F|%T|%o"]
 
 
 def jobs_running_scripts(scripts: Collection[str], user: str, runner: Runner = run_command) -> list[str]:
     """The live jobs of `user` whose batch script is one of `scripts` (real paths), sorted; QueryError
-    when squeue fails. How a job sbatch queued is found when its id never reached a record."""
+    when squeue fails. How a job sbatch queued is found when its id never reached a record.
+
+    A job only COMPLETING is not counted: it was cancelled or ended, and its history says so (a
+    retry right after a cancel was refused for it).
+    """
     result = runner(script_jobs_argv(user))
     if result.returncode != 0:
         raise _failure("squeue", result)
     found = set()
     for line in result.stdout.splitlines():
-        job, sep, command = line.partition("|")
-        if sep and job.strip().isdigit() and os.path.realpath(command.strip()) in scripts:
+        job, state, command = (line.split("|", 2) + ["", ""])[:3]
+        if job.strip().isdigit() and state.strip() != "COMPLETING" \
+                and os.path.realpath(command.strip()) in scripts:
             found.add(job.strip())
     return sorted(found, key=int)
 
