@@ -101,6 +101,28 @@ def test_preview_is_what_hyperion_submit_dry_run_prints(tmp_path: Path, cli_env)
     assert not (tmp_path / "log").exists()      # planning wrote nothing
 
 
+def test_preview_says_which_sbatch_variables_of_the_environment_are_not_passed(tmp_path: Path, cli_env,
+                                                                             monkeypatch) -> None:
+    """`hyperion-submit slurm` says so on stderr; the console's submissions drop the same variables,
+    and said nothing of it."""
+    monkeypatch.setenv("SBATCH_GRES", "gpu:v100:1")
+
+    async def scenario() -> str:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            fill(app.submit_screen, backend="slurm", array="JOB=1:2", output_file=str(tmp_path / "log" / "g.JOB.log"),
+                 command="true")
+            await pilot.pause()
+            return str(app.submit_screen.query_one("#submit-preview").content)
+
+    preview = asyncio.run(scenario())
+    first, _, rest = preview.partition("\n")
+    dry = run_cli("hyperion-submit", "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--dry-run",
+                  "--array", "JOB=1:2", "--output-file", str(tmp_path / "log" / "g.JOB.log"), "--", "true",
+                  env={**cli_env, "SBATCH_GRES": "gpu:v100:1"}, cwd=tmp_path)
+    assert first == "# " + dry.stderr.strip() and "not passing SBATCH_GRES" in first, (first, dry.stderr)
+
+
 def test_local_submit_confirms_then_watches_on_the_jobs_screen(tmp_path: Path) -> None:
     async def scenario() -> None:
         seen = []
