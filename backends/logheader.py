@@ -2,7 +2,8 @@
 
 Defined once so that the local runner (Python) and the Slurm batch script
 (bash, rendered by backends.submit.slurm.script) write identical lines that tools can
-parse: ``# Running: ...``, ``# Started at ... on HOST``, ``# Ended (code N) at ...``.
+parse: ``# Running: ...``, ``# Started at ... on HOST``, ``# Ended (code N) at ...``; a Slurm task
+Slurm runs again writes ``# Restarted by Slurm (restart N); ...`` and a new header below the run before.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from datetime import datetime
 RUNNING_PREFIX = "# Running: "
 STARTED_PREFIX = "# Started at "
 ENDED_PREFIX = "# Ended (code "
+RESTARTED_PREFIX = "# Restarted by Slurm (restart "   # between a Slurm task's runs, in one log
 # The bash command whose output matches `iso_now()` (both: 2026-12-02T13:04:05+00:00).
 BASH_DATE = "date --iso-8601=seconds"
 ENDED_RE = re.compile(r"^# Ended \(code (-?\d+)\) at (\S+), elapsed time (\d+) seconds$")

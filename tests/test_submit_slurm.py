@@ -533,3 +533,30 @@ def test_batch_script_and_record_follow_the_umask(slurm_cluster, test_site, cli_
     assert oct(script.stat().st_mode & 0o777) == oct(script_mode)
     assert oct(record.stat().st_mode & 0o777) == oct(file_mode)
     assert "custom=s3cret-token" in (tmp_path / "exp/log/one.log").read_text()
+
+
+def test_a_task_slurm_runs_again_keeps_the_log_of_the_run_before(slurm_cluster, test_site, cli_env, tmp_path):
+    """A requeued or preempted task: the batch script's `>` emptied the log at the restart, so the first
+    run's output was gone while `status` showed `(restart 1)`. Both runs are now in the log."""
+    proc = start(test_site, "--output-file", "log/r.log", "--", "sh", "-c",
+                 'echo "run ${SLURM_RESTART_COUNT:-0} output"; sleep 60', cwd=tmp_path, env=cli_env)
+    log = tmp_path / "log" / "r.log"
+    record = tmp_path / "log" / "q" / "r.submit.json"
+    try:
+        wait_for(lambda: log.exists() and "run 0 output" in log.read_text(), what="the first run")
+        job = load_record(record).jobs[0].job_id
+        subprocess.run(["scontrol", "requeue", job], check=True)
+        wait_for(lambda: subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
+                                        text=True).stdout.strip() == "PENDING", what="the requeued job pending")
+        subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)   # not 120 s later
+        wait_for(lambda: "run 1 output" in log.read_text(), what="the second run")
+        lines = log.read_text().splitlines()
+    finally:
+        if record.exists():
+            subprocess.run(["scancel", load_record(record).jobs[0].job_id])
+        proc.kill()
+        proc.communicate()
+    first = lines.index("run 0 output")
+    restarted = next(i for i, line in enumerate(lines) if line.startswith("# Restarted by Slurm (restart 1)"))
+    assert lines[0].startswith("# Running: sh -c ") and first < restarted < lines.index("run 1 output")
+    assert lines[restarted + 1].startswith("# Running: ") and lines[restarted + 2].startswith("# Started at ")

@@ -68,9 +68,17 @@ def render_script(options: SubmitOptions, offset: int) -> str:
     # arguments: NAME and its digits are both shlex-safe, quotes never split them.
     running = " ".join(filter(None, (shlex.join(prefix), splice(shlex.join(options.command), name))))
     lines += [
+        # A run Slurm restarts (requeued, preempted) keeps the run before it: `>` emptied the log, and
+        # the first run's output was gone while the restart count was shown.
+        f'if [ "${{SLURM_RESTART_COUNT:-0}}" -gt 0 ] 2>/dev/null && [ -f "${_LOG}" ]; then',
+        f"  echo '{logheader.RESTARTED_PREFIX}'\"$SLURM_RESTART_COUNT\"'); the run before it is above' "
+        f'>> "${_LOG}" || exit 1',
+        "else",
+        f'  : > "${_LOG}" || exit 1',
+        "fi",
         "{",
         logheader.bash_header(running).rstrip("\n"),
-        f'}} > "${_LOG}" || exit 1',
+        f'}} >> "${_LOG}" || exit 1',
         # exec, as the local backend's execvp: a builtin (eval) or an exported function of the
         # program's name must not run instead of the program (a subshell, so the footer follows)
         f'( exec -- "${{{_CMD}[@]}}" ) >> "${_LOG}" 2>&1',
