@@ -137,7 +137,9 @@ def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    assert (tmp_path / "log/r.1.log").read_text().splitlines()[2] == "value=1 restart=1"
+    text = (tmp_path / "log/r.1.log").read_text()        # both runs: the restart keeps the run before it
+    assert text.index("value=1 restart=0") < text.index("# Restarted by Slurm (restart 1)") \
+        < text.index("value=1 restart=1")
     attempts = [r for r in sacct_rows([job], "JobID,State", duplicates=True) if r[0] == f"{job}_1"]
     assert [r[1] for r in attempts] == ["REQUEUED", "COMPLETED"]
 
@@ -190,7 +192,9 @@ def test_tasks_requeued_after_a_node_failure_are_waited_for_not_reported_failed(
     assert proc.returncode == 0, err
     assert "NODE_FAIL" not in err
     for value in (1, 2):
-        assert (tmp_path / f"log/n.{value}.log").read_text().splitlines()[2] == f"value={value} restart=1"
+        text = (tmp_path / f"log/n.{value}.log").read_text()   # the run the node failure ended, kept
+        assert text.index(f"value={value} restart=0") < text.index("# Restarted by Slurm (restart 1)") \
+            < text.index(f"value={value} restart=1")
     states = [r[1] for r in sacct_rows([job], "JobID,State", duplicates=True) if r[0] == f"{job}_1"]
     assert states == ["NODE_FAIL", "COMPLETED"]
 
