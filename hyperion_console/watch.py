@@ -98,9 +98,10 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     _follow_usage(history.record_path, deliver, stop)
 
 
-# Seconds after the end at which what ended tasks used is asked for again, while any lacks it:
-# accounting tells a peak and a request a poll or two after the end, when the watch has stopped.
-USAGE_FOLLOW_UP = (3.0, 10.0, 30.0)
+# Seconds between the asks, after the end, for what ended tasks used while any lacks it:
+# accounting tells a peak and a request a poll or two after the end, when the watch has stopped,
+# and a busy slurmdbd later still (about 4 minutes in all; at most one sacct in 10 s).
+USAGE_FOLLOW_UP = (3.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 
 def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,

@@ -121,6 +121,8 @@ def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster
         record = record_of(tmp_path, "r.JOB")
         job = record.jobs[0].job_id
         wait_for(lambda: squeue_states(job).get(f"{job}_1") == "RUNNING", what="task 1 running")
+        first_log = tmp_path / "log/r.1.log"      # RUNNING comes before the script has written a line
+        wait_for(lambda: first_log.exists() and "value=1 restart=0" in first_log.read_text(), what="its output")
         subprocess.run(["scontrol", "requeue", f"{job}_1"], check=True)
         # Requeued tasks wait out BeginTime (about 2 minutes): meanwhile the wait goes on.
         wait_for(lambda: squeue_states(job).get(f"{job}_1") == "PENDING", what="task 1 pending again")
@@ -167,6 +169,9 @@ def test_tasks_requeued_after_a_node_failure_are_waited_for_not_reported_failed(
         job = record.jobs[0].job_id
         wait_for(lambda: set(squeue_states(job).values()) == {"RUNNING"} and len(squeue_states(job)) == 2,
                  what="both tasks running")
+        logs = {value: tmp_path / f"log/n.{value}.log" for value in (1, 2)}
+        wait_for(lambda: all(log.exists() and f"value={value} restart=0" in log.read_text()
+                             for value, log in logs.items()), what="both tasks' output")
         subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=hyperion-test"],
                        check=True)
         try:
