@@ -219,6 +219,20 @@ def _pattern_scripts(record_path: str | Path, windowed: bool) -> set[str]:
                                           and entry[len(offset):-3].isdigit())}
 
 
+def live_script_jobs(scripts: set[str], timeout: float) -> list[str]:
+    """The user's live jobs whose batch script is one of `scripts` (real paths); [] when squeue
+    cannot say within `timeout` s: neither a refusal nor a cancel is made on a guess."""
+    from functools import partial
+
+    from backends.watch.slurm.accounting import QueryError, jobs_running_scripts, run_command
+    from backends.watch.targets import current_user
+
+    try:
+        return jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=timeout))
+    except QueryError:
+        return []
+
+
 def refuse_unrecorded_jobs(record_path: str | Path, windowed: bool = True) -> None:
     """InputError while Slurm runs a job from one of this pattern's batch scripts.
 
@@ -228,18 +242,8 @@ def refuse_unrecorded_jobs(record_path: str | Path, windowed: bool = True) -> No
     attempt would write the same logs as they do. One squeue, only where such a script exists;
     when it cannot answer, nothing is refused (as before this check).
     """
-    from functools import partial
-
-    from backends.watch.slurm.accounting import QueryError, jobs_running_scripts, run_command
-    from backends.watch.targets import current_user
-
     scripts = _pattern_scripts(record_path, windowed)
-    if not scripts:
-        return
-    try:
-        jobs = jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=SCRIPT_QUERY_SECONDS))
-    except QueryError:
-        return
+    jobs = live_script_jobs(scripts, SCRIPT_QUERY_SECONDS) if scripts else []
     if jobs:
         raise InputError(FIELD, f"Slurm still runs job(s) {', '.join(jobs)} from a batch script of "
                          f"{printable(str(Path(record_path).parent))}, which no record counts as live (a "

@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TextIO
 
-from backends.attempt import begin_attempt
+from backends.attempt import begin_attempt, live_script_jobs
 from backends.printable import printable
 from backends.records.record import SubmitRecord
 from backends.states import explain_reason
@@ -22,9 +22,8 @@ from backends.submit.site_options import ignored_inputs_line
 from backends.submit.slurm import sbatch
 from backends.submit.slurm.sbatch import SubmitError
 from backends.watch.progress import Progress
-from backends.watch.slurm.accounting import QueryError, jobs_running_scripts
+from backends.watch.slurm.accounting import COMMAND_TIMEOUT
 from backends.watch.slurm.cancel import CancelError, cancel
-from backends.watch.targets import current_user
 from backends.watch.terminal import SafeStream, safe
 from backends.watch.wait import Outcome, report, task_label, wait
 
@@ -55,10 +54,7 @@ def _queued_unanswered(script: str) -> tuple[str, ...]:
     """The job an sbatch that did not answer in time queued all the same, found by its batch script
     (no other live job runs it: `begin_attempt` refused those). Its id never reached us: it would
     have run unseen, writing the logs the next attempt writes too."""
-    try:
-        return tuple(jobs_running_scripts({os.path.realpath(script)}, current_user()))
-    except QueryError:
-        return ()
+    return tuple(live_script_jobs({os.path.realpath(script)}, COMMAND_TIMEOUT))
 
 
 def _cancel_note(job_ids: Sequence[str]) -> str:
