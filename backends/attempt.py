@@ -120,14 +120,11 @@ def check_bookkeeping(record_path: str | Path) -> None:
             raise InputError(FIELD, f"{printable(str(folder))} is {kind_of(folder)}, not a folder; move it away")
     # A ledger you may read but not write (a teammate's run, a read-only copy): the logs were moved
     # and then the ledger line saying where traced back, leaving them unrecorded.
-    q = Path(record_path).parent
-    # q/attempts/<N>/ folders are shared by every pattern of q/: a teammate's that this attempt
-    # never writes must not refuse it, so only their parent is asked.
-    needed = [ledger if os.path.lexists(ledger) else q, *([root] if os.path.lexists(root) else [])]
-    if os.path.lexists(q):
-        needed.append(q)                  # the record is replaced there, the ledger made there
-    for path in needed:
-        if not os.access(path, os.W_OK | (os.X_OK if os.path.isdir(path) else 0)):
+    # q/ (the record is replaced there, the ledger made there), the ledger, and q/attempts/ itself:
+    # its numbered folders are shared by every pattern of q/, and a teammate's that this attempt
+    # never writes must not refuse it.
+    for path in (Path(record_path).parent, ledger, root):
+        if os.path.lexists(path) and not os.access(path, os.W_OK | (os.X_OK if os.path.isdir(path) else 0)):
             raise InputError(FIELD, f"{printable(str(path))} cannot be written by you; a new attempt would move "
                              "the earlier logs and not record where (ask its owner, or choose another "
                              "--output-file)")
