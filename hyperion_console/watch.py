@@ -115,26 +115,27 @@ def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threa
             history = load_history(record_path, cached_record(record_path))
         except InputError:
             return
-        if not usage_missing(history):
+        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True):
             return
-        _deliver_missing_usage(history, deliver, stop, all_terminal=True)
 
 
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                           all_terminal: bool) -> None:
+                           all_terminal: bool) -> bool:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
     a wait that stopped before accounting told it); written into the ledger by the core. A sacct
-    that hangs is killed when the console quits, as the watch's own queries are."""
+    that hangs is killed when the console quits, as the watch's own queries are. False when the
+    ledger lacked none, so there is nothing to ask again."""
     missing = usage_missing(history)
     if not missing:
-        return
+        return False
     try:
         used = fill_missing_usage(history, stoppable(stop))
     except (QueryError, QueryStopped):
-        return                   # usage stays "-": the states are the ledger's either way
+        return True              # usage stays "-": the states are the ledger's either way
     rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)
     if rows and not stop.is_set():     # beside a watch, the watch alone says how fresh states are
         deliver(Seen(rows, None, all_terminal, time.time()) if all_terminal else Seen(rows, rows_only=True))
+    return True
 
 
 def watch_local(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,
