@@ -284,6 +284,19 @@ def test_watch_into_a_pipe_says_each_change_once(slurm_cluster, tmp_path, cli_en
     assert watch.returncode == 1 and "3 tasks: CANCELLED 1, COMPLETED 2" in out, out + err
 
 
+def test_list_shows_the_users_live_jobs_whatever_USER_says(slurm_cluster, tmp_path, cli_env):
+    """`$USER` left naming someone else (after `su`, in a container) made `list` show their jobs,
+    and the rerun check look for the pattern's scripts among them: Slurm knows the uid."""
+    job = subprocess.run(["sbatch", "--parsable", "-H", "-o", str(tmp_path / "slurm-%j.out"), "--wrap", "sleep 30"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        env = {**cli_env, "USER": "nobody\x1b[31m"}
+        listed = run_cli("hyperion-jobs", "list", str(tmp_path), "--json", env=env)
+        assert job in [j["job_id"] for j in json.loads(listed.stdout)["live"]], listed.stdout
+    finally:
+        subprocess.run(["scancel", job])
+
+
 def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env):
     (tmp_path / "q").mkdir()
     job = subprocess.run(["sbatch", "--parsable", "-H", "-o", str(tmp_path / "q" / "slurm-%j.out"),

@@ -54,7 +54,13 @@ class Target:
 
 
 def current_user() -> str:
-    return os.environ.get("USER") or pwd.getpwuid(os.getuid()).pw_name
+    """Who Slurm knows this process as: the uid's name, not `$USER`, which `su`, `sudo` or a
+    container can leave naming someone else (squeue -u would then answer for them, and the
+    check for jobs still running the pattern's scripts would quietly find none)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:            # a uid without a passwd entry: squeue -u takes the number too
+        return str(os.getuid())
 
 
 def record_file(text: str) -> Path | None:
