@@ -111,10 +111,16 @@ def read_bounded(path: str | Path, cap: int, *, allow_pipe: bool = False,
 
 
 def read_bounded_stat(path: str | Path, cap: int, *, allow_pipe: bool = False,
-                      timeout: float = PIPE_TIMEOUT) -> tuple[bytes, os.stat_result]:
-    """`read_bounded`, and the fstat of what was read (its mtime is the file's as read)."""
+                      timeout: float = PIPE_TIMEOUT, follow_symlinks: bool = True) -> tuple[bytes, os.stat_result]:
+    """`read_bounded`, and the fstat of what was read (its mtime is the file's as read).
+
+    Without `follow_symlinks` a symlink is refused like a FIFO ("a symlink, not a regular
+    file"), also one swapped in after the check: where files are counted, a link to
+    another file (or out of the tree) would count that file again.
+    """
+    nofollow = 0 if follow_symlinks else os.O_NOFOLLOW
     try:
-        before = os.stat(path)
+        before = os.stat(path) if follow_symlinks else os.lstat(path)
     except OSError as err:
         raise UnreadableFile(_os_reason(err)) from None
     is_pipe = stat.S_ISFIFO(before.st_mode)
@@ -123,8 +129,10 @@ def read_bounded_stat(path: str | Path, cap: int, *, allow_pipe: bool = False,
     if not is_pipe and before.st_size > cap:
         raise UnreadableFile(f"{_size_text(before.st_size)}, larger than the {_size_text(cap)} allowed")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
+        if nofollow and err.errno == errno.ELOOP:
+            raise UnreadableFile("a symlink, not a regular file") from None
         raise UnreadableFile(_os_reason(err)) from None
     try:
         info = os.fstat(fd)

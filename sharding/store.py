@@ -83,14 +83,15 @@ def _reason(err: OSError) -> str:
     return err.strerror or str(err)
 
 
-def read_metadata_text(path: str | Path, cap: int = MAX_METADATA_BYTES) -> tuple[str, float]:
+def read_metadata_text(path: str | Path, cap: int = MAX_METADATA_BYTES, *,
+                       follow_symlinks: bool = True) -> tuple[str, float]:
     """(text, mtime) of a regular file of at most `cap` bytes; UnreadableMetadata otherwise.
 
     Read as every hostile file is (`fileio.read_bounded`): never blocking on a
     FIFO, never more than ``cap + 1`` bytes.
     """
     try:
-        data, info = read_bounded_stat(path, cap)
+        data, info = read_bounded_stat(path, cap, follow_symlinks=follow_symlinks)
     except UnreadableFile as err:
         raise UnreadableMetadata(err.reason) from None
     try:
@@ -297,6 +298,24 @@ def _read_json(path: Path) -> Any:
     return parse_metadata_json(read_metadata_text(path)[0])
 
 
+def _each_file_once(paths: list[Path], problems: list[Problem]) -> list[Path]:
+    """`paths` without second names of a file already listed (hard links), each of those a Problem."""
+    first: dict[tuple[int, int], Path] = {}
+    kept: list[Path] = []
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            kept.append(path)     # gone or unreadable: the read says why
+            continue
+        seen = first.setdefault((info.st_dev, info.st_ino), path)
+        if seen is path:
+            kept.append(path)
+        else:
+            problems.append(Problem(str(path), f"the same file as {seen} (a hard link); counted once"))
+    return kept
+
+
 class Checkpoint:
     """One checkpoint directory: its run configuration, completion manifests and failures."""
 
@@ -456,11 +475,14 @@ class Checkpoint:
         return path
 
     def _failed_paths(self, problems: list[Problem]) -> list[Path]:
-        """Every entry named failed_tasks.json under the failed-task folder (symlinks not followed).
+        """Every regular file named failed_tasks.json under the failed-task folder, each file once.
 
         A folder that cannot be listed is a Problem; so is a directory named like a
         record (not entered), and a folder nested deeper than any record sits (not
         entered: os.walk recursed, so a hostile tree of 1000 folders made a traceback).
+        Symlinks are not followed, to folders or to records (a link to another record
+        counted it twice; one out of the tree counted a file that is no record), and a
+        second name of one file (a hard link) is a Problem, not a second failure.
         """
         found: list[Path] = []
         stack: list[tuple[str, int]] = [(str(self.failed_dir), 0)]
@@ -477,7 +499,9 @@ class Checkpoint:
             for entry in entries:
                 is_dir = _is_dir(entry)
                 if entry.name == FAILED_FILENAME:
-                    if is_dir:
+                    if entry.is_symlink():
+                        problems.append(Problem(entry.path, "a symlink, not a regular file; skipped"))
+                    elif is_dir:
                         problems.append(Problem(entry.path, "a directory, not a regular file; skipped"))
                     else:
                         found.append(Path(entry.path))
@@ -487,7 +511,7 @@ class Checkpoint:
                     else:
                         problems.append(Problem(entry.path, f"a folder nested more than {MAX_FAILED_DEPTH} levels "
                                                 "deep in the failed-task folder; not searched"))
-        return sorted(found)
+        return _each_file_once(sorted(found), problems)
 
     def scan_failed(self) -> tuple[list[FailedRecord], list[Problem]]:
         """Every failed-task record, oldest first, and the files that did not fit the layout."""
@@ -519,7 +543,7 @@ class Checkpoint:
                     else "not an integer")
             return None, f"failed-task record whose shard '{printable(shard_text[:40])}' is {what}; skipped"
         try:
-            text, mtime = read_metadata_text(path)
+            text, mtime = read_metadata_text(path, follow_symlinks=False)
         except UnreadableMetadata as exc:
             return None, f"unreadable failed-task record ({exc}); skipped"
         details, problem = None, None

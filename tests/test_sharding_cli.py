@@ -271,6 +271,36 @@ def test_failed_records_of_shards_outside_the_run_are_warned_about_and_not_count
         == "failed            1  4"
 
 
+def test_a_record_linked_to_another_is_counted_once(tmp_path, cli_env):
+    """A failed_tasks.json that is a symlink (to a record of the same tree, or out of it) or a second hard
+    link of a record is no second failure: show counts one record, failed lists one, each link a warning."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 10))
+    real = store.write_failed(4, Attempt("100", "4", "0"), {"task_ids": ["p1"], "error": "ValueError: x"})
+    linked = store.failed_dir / "slurm_job_100" / "array_task_4" / "restart_1" / "shard_4" / "failed_tasks.json"
+    linked.parent.mkdir(parents=True)
+    linked.symlink_to(real)
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"task_ids": ["secret"]}\n')
+    out_link = store.failed_dir / "slurm_job_101" / "array_task_5" / "restart_0" / "shard_5" / "failed_tasks.json"
+    out_link.parent.mkdir(parents=True)
+    out_link.symlink_to(outside)
+    hard = store.failed_dir / "slurm_job_102" / "array_task_4" / "restart_0" / "shard_4" / "failed_tasks.json"
+    hard.parent.mkdir(parents=True)
+    os.link(real, hard)
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
+    assert shown.returncode == 0, shown.stderr
+    assert "failed-task records 1 in 1 attempt(s)" in shown.stdout
+    assert "failed       1" in shown.stdout
+    warnings = shown.stderr.splitlines()
+    assert sum(f"{linked}: a symlink, not a regular file; skipped" in w for w in warnings) == 1, warnings
+    assert sum(f"{out_link}: a symlink, not a regular file; skipped" in w for w in warnings) == 1, warnings
+    assert sum(f"{hard}: the same file as {real} (a hard link); counted once" in w for w in warnings) == 1, warnings
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env)
+    assert [r["path"] for r in json.loads(listed.stdout)] == [str(real)]
+    assert "secret" not in listed.stdout
+
+
 def test_a_record_that_is_not_json_is_not_called_an_empty_marker(tmp_path, cli_env):
     store = Checkpoint(tmp_path / "ck")
     store.ensure_run(RunConfig(1, 3))
