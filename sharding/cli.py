@@ -83,10 +83,11 @@ def _path(args: argparse.Namespace) -> str:
 def _show(path: str, as_json: bool) -> int:
     cov = coverage(path)
     _warn(cov.problems)
-    attempts = {(r.job, r.array_task, r.restart) for r in cov.failed}
+    attempts = {r.attempt for r in cov.failed}
+    unnamed = sum(r.shard is None for r in cov.failed)   # a user's own failed-task folder names no shard
     if as_json:
         data = coverage_json(cov, per_shard=False)
-        data.update(failed_records=len(cov.failed), failed_attempts=len(attempts))
+        data.update(failed_records=len(cov.failed), failed_attempts=len(attempts), failed_records_without_shard=unnamed)
         print(json.dumps(data, indent=2))
         return 0
     run, counts = cov.run, cov.counts()
@@ -95,7 +96,8 @@ def _show(path: str, as_json: bool) -> int:
           f"(shards {run.minimum_shard_index}-{run.maximum_shard_index})")
     for status, n in counts.items():
         print(f"{status:<12} {n}")
-    print(f"failed-task records {len(cov.failed)} in {len(attempts)} attempt(s)")
+    print(f"failed-task records {len(cov.failed)} in {len(attempts)} attempt(s)"
+          + (f", {unnamed} in folders naming no shard_<i> (no shard's)" if unnamed else ""))
     if cov.problems:
         print(f"skipped files {len(cov.problems)} (see warnings)")
     return 0
@@ -131,10 +133,15 @@ def _failed(path: str, as_json: bool) -> int:
         print(json.dumps([_record_json(r) for r in records], indent=2))
         return 0
     for r in records:
-        print(printable(f"shard {r.shard}  job {r.job}  array_task {r.array_task}  restart {r.restart}  "
-                        f"{_summary(r)}"))
+        shard, job, task, restart = (_or_dash(v) for v in (r.shard, r.job, r.array_task, r.restart))
+        print(printable(f"shard {shard}  job {job}  array_task {task}  restart {restart}  {_summary(r)}"))
         print(f"    {printable(r.path)}")
     return 0
+
+
+def _or_dash(value: object) -> str:
+    """A field a record's folders did not name (a user's own failed-task folder) shown as '-'."""
+    return "-" if value is None else str(value)
 
 
 def _summary(record: FailedRecord, limit: int = 200) -> str:

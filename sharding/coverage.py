@@ -115,7 +115,8 @@ def build_coverage(checkpoint: str, run: RunConfig, completed: set[int], failed:
         if problem is not None:
             outside.append(problem)
             continue
-        per_shard.setdefault(record.shard, []).append(record)
+        if record.shard is not None:      # a failure of no known shard is listed, not any shard's
+            per_shard.setdefault(record.shard, []).append(record)
         counted.append(record)
     done = tuple(sorted(s for s in completed if s in run.shards))
     failed_shards = tuple(sorted(s for s in per_shard if s not in completed))

@@ -5,6 +5,14 @@
 <ckpt>/.nemo_curator_metadata/.slurm_array_completion/completed_slurm_array_<16 hex>.json
 <ckpt>/.nemo_curator_metadata/.failed_tasks/slurm_job_<J>/array_task_<A>/restart_<R>/shard_<i>/failed_tasks.json
 ```
+That failed-task folder is where Curator puts ``NEMO_CURATOR_FAILED_TASKS_DIR``
+unless the user sets it; its earlier tutorial left out ``restart_<R>`` and let
+``FAILED_TASKS_RUN_ID`` replace ``slurm_job_<J>``, and a user may name any
+attempt-scoped folder. So every failed_tasks.json below ``.failed_tasks`` is a
+record: its shard is the one its deepest ``shard_<i>`` folder names (none: a
+failure of no known shard, listed but not counted for any), its job, array
+task and restart those its ``slurm_job_``, ``array_task_`` and ``restart_``
+folders name, where it has them.
 Writers are atomic (temp + fsync + link/replace) because many array tasks
 write into one directory at once; like NeMo Curator's writer they go on (with
 a warning) where a shared filesystem cannot fsync a directory or remove a temp
@@ -156,7 +164,7 @@ class Problem:
 
 def outside_run(record: "FailedRecord", run: RunConfig) -> Problem | None:
     """A failed-task record of a shard the run does not have (a foreign or hand-made folder), said once."""
-    if record.shard in run.shards:
+    if record.shard is None or record.shard in run.shards:
         return None
     return Problem(record.path, f"failed-task record of shard {record.shard}, outside the run's shards "
                                 f"{run.minimum_shard_index}-{run.maximum_shard_index}; not counted")
@@ -184,16 +192,25 @@ class Attempt:
 @dataclass(frozen=True)
 class FailedRecord:
     """One attempt's failed-task marker; ``details`` is None for Curator's empty marker (`empty`)
-    and for a file that is not JSON (not `empty`: its warning says why)."""
+    and for a file that is not JSON (not `empty`: its warning says why). ``shard``, ``job``,
+    ``array_task`` and ``restart`` are None where the record's folders do not name them (a
+    ``NEMO_CURATOR_FAILED_TASKS_DIR`` the user chose)."""
 
     path: str
-    job: str
-    array_task: str
-    restart: str
-    shard: int
+    job: str | None
+    array_task: str | None
+    restart: str | None
+    shard: int | None
     details: Mapping[str, Any] | None
     mtime: float
     empty: bool = True
+
+    @property
+    def attempt(self) -> tuple[str | None, ...]:
+        """What tells this record's attempt from others: its job, array task and restart, or, where
+        its folders name none of them, the folder itself (one attempt-scoped folder per attempt)."""
+        ids = (self.job, self.array_task, self.restart)
+        return ids if any(i is not None for i in ids) else (str(Path(self.path).parent),)
 
     @property
     def without_details(self) -> str:
@@ -296,6 +313,17 @@ def _strict_int(payload: Mapping[str, Any], key: str) -> int | None:
 def _read_json(path: Path) -> Any:
     """A metadata file's JSON; UnreadableMetadata or ValueError (both one line) otherwise."""
     return parse_metadata_json(read_metadata_text(path)[0])
+
+
+_ATTEMPT_PREFIXES = ("slurm_job_", "array_task_", "restart_", "shard_")
+
+
+def _named(folders: tuple[str, ...], prefix: str) -> str | None:
+    """What the deepest folder beginning with `prefix` names (``shard_3`` -> ``3``); None without one."""
+    for folder in reversed(folders):
+        if folder.startswith(prefix):
+            return folder[len(prefix):]
+    return None
 
 
 def _each_file_once(paths: list[Path], problems: list[Problem]) -> list[Path]:
@@ -531,14 +559,11 @@ class Checkpoint:
         return self.scan_failed()[0]
 
     def _read_failed(self, path: Path) -> tuple[FailedRecord | None, str | None]:
-        parts = path.relative_to(self.failed_dir).parts
-        prefixes = ("slurm_job_", "array_task_", "restart_", "shard_")
-        if len(parts) == 2 and parts[0].startswith(LOCAL_ATTEMPT_PREFIX):
+        folders = path.relative_to(self.failed_dir).parts[:-1]
+        if len(folders) == 1 and folders[0].startswith(LOCAL_ATTEMPT_PREFIX):
             return None, None    # Curator's record of a run without an array: no shard to retry
-        if len(parts) != 5 or not all(p.startswith(x) for p, x in zip(parts, prefixes)):
-            return None, "failed-task record outside the slurm_job_*/array_task_*/restart_*/shard_* layout; skipped"
-        job, task, restart, shard_text = (p[len(x):] for p, x in zip(parts, prefixes))
-        if not _SHARD_DIR.match(shard_text):
+        job, task, restart, shard_text = (_named(folders, prefix) for prefix in _ATTEMPT_PREFIXES)
+        if shard_text is not None and not _SHARD_DIR.match(shard_text):
             what = ("more than 19 digits" if re.fullmatch(r"-?[0-9]+", shard_text, re.ASCII)
                     else "not an integer")
             return None, f"failed-task record whose shard '{printable(shard_text[:40])}' is {what}; skipped"
@@ -557,4 +582,5 @@ class Checkpoint:
             elif loaded is not None:
                 details = {"value": loaded}
         empty = not text.strip() or (problem is None and details is None)   # nothing, or JSON null
-        return FailedRecord(str(path), job, task, restart, int(shard_text), details, mtime, empty=empty), problem
+        shard = None if shard_text is None else int(shard_text)
+        return FailedRecord(str(path), job, task, restart, shard, details, mtime, empty=empty), problem

@@ -52,10 +52,33 @@ def test_coverage_map_run_json_and_failed_records(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_a_record_in_a_users_own_failed_task_folder_is_listed_with_dashes(tmp_path: Path) -> None:
+    """NEMO_CURATOR_FAILED_TASKS_DIR set by hand to .failed_tasks/my_attempt: a failure, of no shard the
+    folder names; the table says '-' for what it does not know, the map counts it for no shard."""
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6,))
+    own = Checkpoint(checkpoint).failed_dir / "my_attempt" / "failed_tasks.json"
+    own.parent.mkdir(parents=True)
+    own.write_text("")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = app.checkpoint_screen
+            failed = screen.query_one("#ckpt-failed")
+            assert sorted(table_column(failed, "shard")) == ["-", "6"]
+            assert sorted(table_column(failed, "restart")) == ["-", "0"]
+            legend = text_of(screen.query_one("#ckpt-map"))
+            assert "failed 1" in legend and "incomplete 1" in legend
+            assert "skipped" not in text_of(screen.query_one("#ckpt-run"))
+
+    asyncio.run(scenario())
+
+
 def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: Path) -> None:
     """A thousand shards fill 80x24 with the map; the skipped files below it were out of sight."""
     checkpoint = build_checkpoint(tmp_path, total=1000, complete=tuple(range(1, 900)), failed=(950,))
-    stray = Checkpoint(checkpoint).failed_dir / "elsewhere" / "failed_tasks.json"
+    stray = Checkpoint(checkpoint).failed_dir / "slurm_job_1" / "array_task_1" / "restart_0" / "shard_x" / "failed_tasks.json"
     stray.parent.mkdir(parents=True)
     stray.write_text("{}")
 
@@ -67,7 +90,7 @@ def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: P
             run = text_of(screen.query_one("#ckpt-run"))
             assert "skipped    1 file that did not fit the layout (listed below the map)" in run, run
             below = text_of(screen.query_one("#ckpt-problems"))
-            assert "elsewhere/failed_tasks.json" in below and "outside the slurm_job_*" in below
+            assert "shard_x/failed_tasks.json" in below and "shard 'x' is not an integer" in below
             assert screen.query_one("#ckpt-problems").region.y >= 24      # below the screen, as said
 
     asyncio.run(scenario())

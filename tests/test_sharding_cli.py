@@ -271,6 +271,37 @@ def test_failed_records_of_shards_outside_the_run_are_warned_about_and_not_count
         == "failed            1  4"
 
 
+def test_failed_task_folders_curator_or_its_user_may_choose_are_read(tmp_path, cli_env):
+    """Curator's earlier tutorial wrote slurm_job_<J>/array_task_<A>/shard_<i> (no restart_) and let
+    FAILED_TASKS_RUN_ID replace slurm_job_<J>; a user may set NEMO_CURATOR_FAILED_TASKS_DIR to any
+    attempt-scoped folder. Each is a failure: of the shard its shard_<i> folder names, else of none.
+    A FIFO and a symlinked folder there stay refused."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(0, 8))
+    for folder in ("slurm_job_5/array_task_2/shard_2", "nightly/array_task_3/shard_3", "my_attempt_1"):
+        (store.failed_dir / folder).mkdir(parents=True)
+        (store.failed_dir / folder / "failed_tasks.json").write_text("")
+    make_fifo(store.failed_dir / "my_attempt_2" / "failed_tasks.json")
+    outside = tmp_path / "outside" / "shard_6"
+    outside.mkdir(parents=True)
+    (outside / "failed_tasks.json").write_text("")
+    (store.failed_dir / "linked").symlink_to(outside.parent)
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert "failed       2" in shown.stdout
+    assert "failed-task records 3 in 3 attempt(s), 1 in folders naming no shard_<i> (no shard's)" in shown.stdout
+    assert shown.stderr.splitlines() == [f"hyperion-checkpoint: warning: {store.failed_dir}/my_attempt_2/failed_tasks.json: "
+                                         "unreadable failed-task record (a FIFO, not a regular file); skipped"]
+    assert run_cli("hyperion-checkpoint", "shards", str(store.path), env=cli_env).stdout.splitlines()[-1] \
+        == "failed            2  2-3"
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env)
+    assert sorted((r["shard"] if r["shard"] is not None else -1, r["slurm_job"], r["array_task"], r["restart"])
+                  for r in json.loads(listed.stdout)) == [(-1, None, None, None), (2, "5", "2", None), (3, None, "3", None)]
+    text = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env).stdout
+    assert "shard -  job -  array_task -  restart -  tasks -  (empty marker" in text
+    assert "shard 2  job 5  array_task 2  restart -  tasks -" in text
+
+
 def test_a_record_linked_to_another_is_counted_once(tmp_path, cli_env):
     """A failed_tasks.json that is a symlink (to a record of the same tree, or out of it) or a second hard
     link of a record is no second failure: show counts one record, failed lists one, each link a warning."""

@@ -106,7 +106,8 @@ def test_corrupt_and_foreign_files_are_reported_and_kept(tmp_path):
     by_shard = {r.shard: r for r in records}
     assert by_shard[9].details == {"task_ids": ["p000004"], "error": "ValueError: bad record"}
     assert by_shard[10].details is None  # unreadable JSON: still counts as a failure
-    assert sorted(Path(p.path).parent.name for p in failed_problems) == ["shard_10", "stray"]
+    assert sorted(Path(p.path).parent.name for p in failed_problems) == ["shard_10"]
+    assert Path(by_shard[None].path).parent.name == "stray"   # a user's own failed-task folder: no shard's failure
     assert _tree(root) == before  # readers never delete or rewrite
 
 

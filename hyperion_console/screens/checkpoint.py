@@ -202,8 +202,8 @@ class CheckpointScreen(ConsoleScreen):
         for record in cov.failed:
             when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
             details = "" if record.details is None else json.dumps(dict(record.details))
-            table.add_row(*(shown(_cell(str(cell), ID_CELL)) for cell in (record.shard, record.job,
-                                                                            record.array_task, record.restart)),
+            table.add_row(*(shown(_cell("-" if cell is None else str(cell), ID_CELL))
+                            for cell in (record.shard, record.job, record.array_task, record.restart)),
                           shown(when), shown(_cell(details, DETAILS_CELL)), key=record.path)
 
     @on(DataTable.RowHighlighted, "#ckpt-failed")
