@@ -39,3 +39,12 @@ def printable(text: str, *, layout: bool = False) -> str:
     """
     pattern = _UNSAFE_KEEP_LAYOUT if layout else _UNSAFE
     return pattern.sub(_escape, text) if pattern.search(text) else text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` with only its surrogates spelled as `printable` spells them (byte 0xe9 of a name that
+    is not UTF-8 as ``\\xe9``): the rest is left for a format with escapes of its own (JSON)."""
+    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text

@@ -7,10 +7,10 @@ reported as warnings on stderr and do not stop the command.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, NoReturn, Sequence
 
+from backends import jsontext
 from backends.errors import FieldError, check_working_dir, reader_gone
 from backends.printable import printable
 from sharding.coverage import Coverage, coverage, coverage_json, too_many_shards
@@ -88,7 +88,7 @@ def _show(path: str, as_json: bool) -> int:
     if as_json:
         data = coverage_json(cov, per_shard=False)
         data.update(failed_records=len(cov.failed), failed_attempts=len(attempts), failed_records_without_shard=unnamed)
-        print(json.dumps(data, indent=2))
+        print(jsontext.dumps(data, indent=2))
         return 0
     run, counts = cov.run, cov.counts()
     print(f"checkpoint   {printable(cov.checkpoint)}")
@@ -109,7 +109,7 @@ def _shards(path: str, as_json: bool) -> int:
     if as_json:
         if not cov.listable:
             print(f"{PROG}: warning: shards: {too_many_shards(cov.run.total_shards)}", file=sys.stderr)
-        print(json.dumps(coverage_json(cov), indent=2))
+        print(jsontext.dumps(coverage_json(cov), indent=2))
         return 0
     counts, expressions = cov.counts(), cov.expressions()
     for status, expression in expressions.items():
@@ -130,7 +130,7 @@ def _failed(path: str, as_json: bool) -> int:
         problems += [p for p in (outside_run(r, run) for r in records) if p is not None]
     _warn(sorted(problems, key=lambda p: p.path))
     if as_json:
-        print(json.dumps([_record_json(r) for r in records], indent=2))
+        print(jsontext.dumps([_record_json(r) for r in records], indent=2))
         return 0
     for r in records:
         shard, job, task, restart = (_or_dash(v) for v in (r.shard, r.job, r.array_task, r.restart))
@@ -170,7 +170,7 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
     plan: RetryPlan = plan_retry(path, max_array_size)
     _warn(plan.problems)
     if fmt == "json":
-        print(json.dumps(plan_json(plan), indent=2))
+        print(jsontext.dumps(plan_json(plan), indent=2))
         return 0
     lines = format_fields(plan) if fmt == "fields" else format_ranges(plan)
     for line in lines:

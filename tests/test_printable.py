@@ -1,6 +1,8 @@
 """Controls and bidi overrides from files and users never reach the terminal as themselves."""
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,3 +49,13 @@ def test_invisible_characters_that_hide_text_are_spelled_out_and_joiners_stay() 
     """A zero-width space or a BOM in a path reads as nothing on a terminal: two names looked alike."""
     assert printable("run\u200b1/\ufefflog\u2060") == "run\\u200b1/\\ufefflog\\u2060"
     assert printable("\u200c\u200d") == "\u200c\u200d"      # Persian, Indic and emoji need the joiners
+
+
+@given(st.text())
+def test_json_output_holds_no_surrogate_and_keeps_other_text(text: str) -> None:
+    """`jsontext.dumps` of any string (a non-UTF-8 name's U+DCxx, a lone U+D800) is JSON of Unicode text."""
+    from backends.jsontext import dumps
+    loaded = json.loads(dumps({text: [text]}, ensure_ascii=False).encode("utf-8").decode("utf-8"))
+    assert all(not 0xD800 <= ord(c) <= 0xDFFF for c in next(iter(loaded)))
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        assert loaded == {text: [text]}

@@ -302,6 +302,42 @@ def test_failed_task_folders_curator_or_its_user_may_choose_are_read(tmp_path, c
     assert "shard 2  job 5  array_task 2  restart -  tasks -" in text
 
 
+def _assert_utf8_json(stdout: bytes) -> object:
+    """What a strict consumer needs: UTF-8 bytes, JSON, and strings that are Unicode text (no lone surrogates)."""
+    data = json.loads(stdout.decode("utf-8"))
+    json.dumps(data, ensure_ascii=False).encode("utf-8")     # raises on a surrogate anywhere
+    return data
+
+
+def test_json_of_names_that_are_not_utf8_is_utf8_json_with_the_byte_spelled_as_on_the_terminal(tmp_path, cli_env):
+    """A folder slurm_job_<0xe9> and a manifest named with byte 0xff came out as "\\udce9": Python reads it back,
+    but it is no Unicode text, so strict readers refuse it. Every --json prints the byte as the four characters
+    \\xe9, as the warnings do; a lone surrogate a record's JSON spells ("\\ud800") likewise."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(0, 8))
+    store.write_completion(0)
+    failed = os.fsencode(store.failed_dir) + b"/slurm_job_\xe9/array_task_5/restart_0/shard_5"
+    os.makedirs(failed)
+    with open(failed + b"/failed_tasks.json", "w") as handle:
+        handle.write('{"error": "lone \\ud800"}\n')
+    with open(os.fsencode(store.completion_dir) + b"/completed_slurm_array_\xff.json", "w") as handle:
+        handle.write("{")
+    runs = {"show": ["show", "--json"], "shards": ["shards", "--json"], "failed": ["failed", "--json"],
+            "retry": ["retry", "--format", "json"]}
+    out = {}
+    for name, argv in runs.items():
+        result = subprocess.run(["hyperion-checkpoint", argv[0], str(store.path), *argv[1:]], env=cli_env,
+                                capture_output=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        out[name] = _assert_utf8_json(result.stdout)
+    manifest = f"{store.completion_dir}/completed_slurm_array_\\xff.json"
+    for name in ("show", "shards", "retry"):
+        assert [p["path"] for p in out[name]["problems"]] == [manifest], name
+    [record] = out["failed"]
+    assert record["path"] == f"{store.failed_dir}/slurm_job_\\xe9/array_task_5/restart_0/shard_5/failed_tasks.json"
+    assert record["slurm_job"] == "\\xe9" and record["details"] == {"error": "lone \\ud800"}
+
+
 def test_a_record_linked_to_another_is_counted_once(tmp_path, cli_env):
     """A failed_tasks.json that is a symlink (to a record of the same tree, or out of it) or a second hard
     link of a record is no second failure: show counts one record, failed lists one, each link a warning."""
