@@ -462,6 +462,26 @@ def test_history_shows_a_changed_command_and_environment_as_typed(tmp_path, cli_
     assert "[[" not in table.stdout
 
 
+def test_json_of_a_run_in_a_folder_not_named_in_utf8_is_utf8_json(tmp_path: Path, cli_env: dict) -> None:
+    """A run's folder renamed with byte 0xe9: every hyperion-jobs --json spelled it "\\udce9", a lone
+    surrogate that strict JSON readers refuse and that fails to re-encode. It is now spelled \\xe9,
+    as the terminal shows it."""
+    work = tmp_path / "run"
+    work.mkdir()
+    assert submit_local(work, cli_env, "--array", "JOB=1:2", "--output-file", "log/a.JOB.log", "--",
+                        "sh", "-c", "exit $(( JOB - 1 ))").returncode == 1
+    moved = Path(os.fsdecode(os.fsencode(tmp_path) + b"/run\xe9"))
+    work.rename(moved)
+    record = str(moved / "log/q/a.JOB.submit.json")
+    for argv in (["status", record], ["status", record, "--failures"], ["history", record], ["usage", record],
+                 ["list", str(moved)]):
+        shown = run_cli("hyperion-jobs", *argv, "--json", env=cli_env)
+        assert shown.returncode in (0, 1), (argv, shown.stderr)
+        data = json.loads(shown.stdout)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")       # raises on a surrogate anywhere
+        assert f"{tmp_path}/run\\\\xe9/log/" in shown.stdout, argv      # JSON's spelling of \\xe9
+
+
 # --- other patterns writing the same log files ------------------------------------------------------
 
 def _wait_for_line(path: Path, kind: str, timeout: float = 30) -> None:

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from backends import jsontext
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table
 from backends.errors import InputError
@@ -33,8 +33,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.failures:
         return _print_failures(args, rows)
     if args.json:
-        print(json.dumps({"target": args.target, "exit_status": exit_status(rows),
-                          "counts": state_counts(rows), "tasks": [r.to_json() for r in rows]}, indent=2))
+        print(jsontext.dumps({"target": args.target, "exit_status": exit_status(rows),
+                              "counts": state_counts(rows), "tasks": [r.to_json() for r in rows]}, indent=2))
     else:
         print(columns(status_table(rows)))
         print(f"{len(rows)} tasks: {counts_text(rows)}")
@@ -47,8 +47,8 @@ def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
     groups = failure_groups(rows)
     failed = sum(group.count for group in groups)
     if args.json:
-        print(json.dumps({"target": args.target, "failed": failed, "tasks": len(rows),
-                          "groups": [g.to_json() for g in groups]}, indent=2))
+        print(jsontext.dumps({"target": args.target, "failed": failed, "tasks": len(rows),
+                              "groups": [g.to_json() for g in groups]}, indent=2))
         return 0
     if not groups:
         print(f"no failed tasks: {len(rows)} tasks: {counts_text(rows)}")
@@ -84,7 +84,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         live, problem = [], problem or str(err)
     summaries = [_record_summary(h, states, problem is None) for h in histories]
     if args.json:
-        print(json.dumps({"records": summaries, "live": [
+        print(jsontext.dumps({"records": summaries, "live": [
             {"job_id": j.job_id, "state": j.state.value, "elapsed": j.elapsed, "node": j.node,
              "name": j.name} for j in live], "error": problem}, indent=2))
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from backends import jsontext
 from backends.cli.jobs.commands import record_dirs
 from backends.cli.jobs.table import columns
 from backends.printable import printable
@@ -55,8 +56,8 @@ def cmd_history(args: argparse.Namespace) -> int:
             "values": entry.values if entry else "", "counts": counts[number],
             "overrides": dict(entry.overrides) if entry else {}})
     if args.json:
-        print(json.dumps({"record": history.record_path, "attempts": attempts,
-                          "problems": list(history.problems)}, indent=2))
+        print(jsontext.dumps({"record": history.record_path, "attempts": attempts,
+                              "problems": list(history.problems)}, indent=2))
         return 0
     print(printable(columns([("ATTEMPT", "KIND", "SUBMITTED", "JOBS", "TASKS", "STATES", "CHANGED")] + [
         (str(a["attempt"]), a["kind"], a["time"], ",".join(a["job_ids"]), str(a["tasks"]),

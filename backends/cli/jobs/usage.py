@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from backends import jsontext
 from backends.cli.jobs.commands import record_dirs
 from backends.printable import printable
 from backends.watch.targets import history_of, history_status, resolve
@@ -16,8 +16,8 @@ def cmd_usage(args: argparse.Namespace) -> int:
     used = {(row.job_id, row.task_id): row.usage for row in rows if row.usage is not None}
     summary = summarize_rows({(row.job_id, row.task_id): row for row in rows}) or summarize({})
     if args.json:
-        print(json.dumps({"record": history.record_path, "summary": summary.to_json(),
-                          "tasks": [row.to_json() for row in rows]}, indent=2))
+        print(jsontext.dumps({"record": history.record_path, "summary": summary.to_json(),
+                              "tasks": [row.to_json() for row in rows]}, indent=2))
         return 0
     print(printable(f"{history.record_path}: usage of {len(used)} of {len(rows)} task(s)"))
     for line in format_summary(summary):
