@@ -105,7 +105,7 @@ def bench_tail(gigabytes: float, repeat: int) -> None:
         tail_s, tail = best(lambda: subprocess.run(["tail", "-n", "100", str(path)], capture_output=True,
                                                    text=True, check=True).stdout, repeat)
         assert ours == tail.splitlines(), "last_lines disagrees with tail -n 100"
-        emit(f"last_100_lines_of_{size / 1024 ** 3:.0f}_gb_log", ours_s * 1000, "ms", baseline=tail_s * 1000)
+        emit(f"last_100_lines_of_{gigabytes:g}_gb_log".replace(".", "_"), ours_s * 1000, "ms", baseline=tail_s * 1000)
     finally:
         path.unlink(missing_ok=True)
 
