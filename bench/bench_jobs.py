@@ -100,7 +100,6 @@ def bench_tail(gigabytes: float, repeat: int) -> None:
     path = Path(name)
     try:
         write_log(path, int(gigabytes * 1024 ** 3))
-        size = path.stat().st_size
         ours_s, ours = best(lambda: last_lines(path, 100), repeat)
         tail_s, tail = best(lambda: subprocess.run(["tail", "-n", "100", str(path)], capture_output=True,
                                                    text=True, check=True).stdout, repeat)

@@ -31,6 +31,10 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
 
     watch = run_cli("hyperion-jobs", "watch", str(tmp_path / "log" / "q"), env=cli_env, timeout=30)
     assert watch.returncode == 1 and "3 tasks: COMPLETED 1, FAILED 1, NOT_RUN 1" in watch.stdout
+    # each task's line and the closing list read as for a Slurm array: task id, state, exit code, log
+    lines = [line.split(" ", 1)[1] for line in watch.stdout.splitlines() if line[:2].isdigit()]
+    assert lines == ["local_1 COMPLETED exit 0", "local_2 FAILED exit 4", "local_3 NOT_RUN"], watch.stdout
+    assert f"  local_2 FAILED exit 4 log {tmp_path}/log/r.2.log" in watch.stdout.splitlines(), watch.stdout
 
     logs = run_cli("hyperion-jobs", "logs", f"{record}:2", env=cli_env)
     assert logs.returncode == 0 and "value 2" in logs.stdout

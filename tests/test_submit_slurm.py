@@ -6,7 +6,6 @@ accounting says about the jobs.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

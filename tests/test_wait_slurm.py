@@ -374,7 +374,7 @@ def test_sighup_leaves_the_jobs_queued_and_watch_reattaches(slurm_cluster, test_
     assert squeue_states(job).get(job) in ("PENDING", "RUNNING", "COMPLETING", "COMPLETED")
     watch = run_cli(*record.reattach.split(), env=cli_env, timeout=120)
     assert watch.returncode == 0, watch.stdout + watch.stderr
-    assert "1 tasks: COMPLETED 1" in watch.stdout
+    assert "1 task: COMPLETED 1" in watch.stdout
 
 
 def test_under_nohup_a_hangup_does_not_end_the_wait(slurm_cluster, test_site, cli_env, tmp_path, task):

@@ -252,7 +252,8 @@ class CheckpointScreen(ConsoleScreen):
             summary.update(Text("every shard is complete: nothing to resubmit", style="green"))
         else:
             summary.update(Text.assemble(("missing ", "bold"), _cut(plan.expression),
-                                         f"  ({plan.missing_count} shards, {len(plan.windows)} window(s))"))
+                                         f"  ({plan.missing_count} shard{'' if plan.missing_count == 1 else 's'}, "
+                                         f"{len(plan.windows)} window{'' if len(plan.windows) == 1 else 's'})"))
         for window, line in zip(plan.windows[:MAX_WINDOW_ROWS], fields):
             expression, offset, minimum, total = line.split(" ")
             windows.add_row(*(shown(cell) for cell in (_cell(expression, ARRAY_CELL), offset, minimum, total,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from backends import jsontext
 from backends.cli.jobs.parser import PROG
-from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table
+from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table, tasks_text
 from backends.errors import InputError
 from backends.printable import printable
 from backends.records.history import History, load_history
@@ -37,7 +37,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                               "counts": state_counts(rows), "tasks": [r.to_json() for r in rows]}, indent=2))
     else:
         print(columns(status_table(rows)))
-        print(f"{len(rows)} tasks: {counts_text(rows)}")
+        print(tasks_text(rows))
     return 0
 
 
@@ -51,7 +51,7 @@ def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
                               "groups": [g.to_json() for g in groups]}, indent=2))
         return 0
     if not groups:
-        print(f"no failed tasks: {len(rows)} tasks: {counts_text(rows)}")
+        print(f"no failed tasks: {tasks_text(rows)}")
         return 0
     print(f"{failed} of {len(rows)} task(s) did not succeed, in {len(groups)} group(s):")
     for group in groups:

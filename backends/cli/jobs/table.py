@@ -83,3 +83,8 @@ def columns(rows: Sequence[Sequence[str]]) -> str:
 
 def counts_text(rows: Sequence[TaskRow]) -> str:
     return ", ".join(f"{state} {n}" for state, n in sorted(state_counts(rows).items()))
+
+
+def tasks_text(rows: Sequence[TaskRow]) -> str:
+    """``3 tasks: COMPLETED 2, FAILED 1``, and ``1 task: COMPLETED 1`` for a single job."""
+    return f"{len(rows)} task{'' if len(rows) == 1 else 's'}: {counts_text(rows)}"

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from backends.cli.jobs.commands import record_dirs
 from backends.cli.jobs.parser import PROG
-from backends.cli.jobs.table import STATUS_HEADER, counts_text, fmt_exit, status_cells
+from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError
 from backends.printable import printable
 from backends.records.history import History, load_history
@@ -134,8 +134,12 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         err.line(f"{PROG}: error: {what} can never run: Slurm says {printable(explain_reason(reason))}; "
                  f"cancel it with: hyperion-jobs cancel {args.target}")
         return 1
-    rows = _rows_for(history, final, job_history, target)
-    out.line(f"{len(rows)} tasks: {counts_text(rows)}")
+    return _ended(out, _rows_for(history, final, job_history, target))
+
+
+def _ended(out: SafeStream, rows: Sequence[TaskRow]) -> int:
+    """The counts, each task that did not succeed with its log, and the exit status of `status`."""
+    out.line(tasks_text(rows))
     for row in rows:
         if not row.ok:
             out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
@@ -145,18 +149,19 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
 
 def _watch_local(target: Target) -> int:
     assert target.record is not None
+    out = SafeStream(sys.stdout)
     shown: dict = {}
     while True:
         rows = local_rows(target.record)
         for row in rows:
-            if shown.get(row.value) != row.state_label:
-                shown[row.value] = row.state_label
-                print(f"{_now()} {row.value if row.value is not None else 'task'} {row.state_label}", flush=True)
+            text = f"{row.slurm_id} {row.state_label}" + (f" exit {row.exit_code}" if row.exit_code is not None else "")
+            if shown.get(row.value) != text:
+                shown[row.value] = text
+                out.line(f"{_now()} {text}")
         running = any(r.state is not None and not r.state.is_terminal for r in rows)
         failed = any(r.state is not None and r.state.is_terminal and not r.ok for r in rows)
         if not running and (failed or all(r.state is not None for r in rows)):
-            print(f"{len(rows)} tasks: {counts_text(rows)}")
-            return exit_status(rows)
+            return _ended(out, rows)
         time.sleep(1.0)
 
 
