@@ -137,6 +137,11 @@ def rendered(widget) -> list[str]:
     return ["".join(segment.text for segment in strip) for strip in strips]
 
 
+def screen_lines(app) -> list[str]:
+    """The whole frame as plain text, one string per terminal line, as the user sees it."""
+    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
+
+
 def slurm_like_record(root: Path, n: int, job: str = "4242", log_dir: Path | None = None):
     """A Slurm record of `n` tasks (values 1..n) that is never submitted: states come from the test."""
     from backends.records.record import JobRecord, SubmitRecord, TaskRecord

@@ -5,7 +5,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_console_fixtures import build_local_record, notifications, posted, table_column, wait_for
+from test_console_fixtures import build_local_record, notifications, posted, screen_lines, table_column, wait_for
 
 from backends.launch_slurm import submit
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord
@@ -270,3 +270,31 @@ def test_record_names_grow_only_as_far_as_they_clash() -> None:
         "/x/a/log/q/u.submit.json": "u.submit.json",
         "/q/t.JOB.submit.json": "/q/t.JOB.submit.json",   # nothing left to add: the whole path
     }
+
+
+def test_small_terminals_keep_task_rows_or_say_the_size_needed(tmp_path: Path) -> None:
+    """A split tmux pane: the record list and the log pane give way first, so the table keeps
+    rows; when even that leaves too few, one line says how many lines are needed."""
+    record = build_local_record(tmp_path, {v: ("COMPLETED", 0) for v in range(1, 11)})
+
+    def task_rows(app) -> list[str]:
+        return [line for line in screen_lines(app) if "localhost" in line]     # the node column
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(60, 15)) as pilot:
+            await wait_for(pilot, lambda: len(task_rows(app)) >= 3, 10)
+            assert not any("too small" in line for line in screen_lines(app))
+            assert any(line.startswith("log [log]") for line in screen_lines(app))   # log pane shrunk, kept
+            await pilot.resize_terminal(60, 10)          # log pane hidden
+            await pilot.pause()
+            assert len(task_rows(app)) >= 3 and not any("too small" in line for line in screen_lines(app))
+            await pilot.resize_terminal(60, 8)
+            await pilot.pause()
+            assert screen_lines(app)[4].startswith("terminal too small (60x8): needs 9+ lines (80x24 shows")
+            assert len(task_rows(app)) == 1
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()
+            assert len(task_rows(app)) == 8 and not any("too small" in line for line in screen_lines(app))
+
+    asyncio.run(scenario())

@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Input, OptionList, ProgressBar, Select, Static
+from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
 from backends.records.history import History, load_history
 from backends.states import explain_reason, never_runs
@@ -65,10 +65,20 @@ TICK_SECONDS = 1.0
 RECORD_CHECK_SECONDS = 2.0   # how often the open record's file is looked at (a new attempt elsewhere)
 DERIVED_DELAY = 1.0          # failure groups, attempts and the usage summary follow updates this late
 VIEWS = ("tasks-view", "map-view", "failures-view", "attempts-view")
+MIN_TABLE_ROWS = 3           # fewer rows than this on screen: the user is told the terminal is too small
+FULL_SIZE = "80x24"          # every pane at its full height
+
+
+def too_small_text(width: int, height: int, missing: int) -> str:
+    """The line shown instead of a silently empty table: how many more lines the terminal needs."""
+    return f"terminal too small ({width}x{height}): needs {height + missing}+ lines ({FULL_SIZE} shows every pane)"
 
 
 class JobsScreen(ConsoleScreen):
     SUB_TITLE = "Jobs"
+    # Below 24 lines the record list and the log pane shrink (-short), then the log pane hides
+    # (-tiny), so the task table keeps rows (console.tcss).
+    VERTICAL_BREAKPOINTS = [(0, "-tiny"), (15, "-short"), (24, "-full")]
     BINDINGS = [
         Binding("f", "cycle_filter(1)", "Filter"),
         Binding("F", "cycle_filter(-1)", "Filter back", show=False),
@@ -129,6 +139,7 @@ class JobsScreen(ConsoleScreen):
             with Vertical(id="tasks-view"):
                 yield FitLine(id="selection-line")
                 yield UsageSummaryLines(id="usage-summary")
+                yield FitLine(id="too-small")
                 yield TaskTable(id="tasks")
             with Vertical(id="map-view"):
                 yield Static(id="map-legend", markup=False)
@@ -214,6 +225,19 @@ class JobsScreen(ConsoleScreen):
         """Coming back (after a submit, a resubmit on the Checkpoint screen): fresh records."""
         if self._ready:
             self.action_reload()
+
+    @on(TaskTable.Resized, "#tasks")
+    def check_room(self) -> None:
+        """Show the too-small line while the table has room for fewer than MIN_TABLE_ROWS rows.
+        The line's own height is counted as the table's: showing it never hides it again."""
+        line = self.query_one("#too-small", FitLine)
+        region, footer = self.table.region, self.query_one(Footer).region
+        bottom = min(region.bottom, footer.y) if footer.height else region.bottom   # under the footer: hidden
+        room = max(bottom - region.y, 0) + (1 if line.display else 0) - 1     # less the header
+        missing = MIN_TABLE_ROWS - room
+        if missing > 0:
+            line.update(too_small_text(self.size.width, self.size.height, missing))
+        line.display = missing > 0
 
     def tick(self) -> None:
         """Once a second: elapsed of running tasks and the age of the states move on; every few

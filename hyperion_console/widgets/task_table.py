@@ -18,6 +18,7 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -210,6 +211,17 @@ class TaskTable(ScrollView, can_focus=True):
         Binding("end,G", "last", "Last", show=False),
     ]
 
+    class Resized(Message):
+        """The table got another height: the screen tells a user whose terminal leaves it no rows."""
+
+        def __init__(self, table: "TaskTable") -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> "TaskTable":
+            return self.table
+
     def __init__(self, columns: tuple[Column, ...] = COLUMNS, **kwargs) -> None:
         super().__init__(**kwargs)
         self.columns = columns
@@ -330,6 +342,7 @@ class TaskTable(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, self.row_count + 1)
         self._scroll_cursor_into_view()
+        self.post_message(self.Resized(self))
 
     # -- search ----------------------------------------------------------------
     def row(self, key: Key, now: float | None = None) -> Row:
