@@ -22,7 +22,7 @@ from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.watch.finals import FinalsRecorder
 from backends.watch.rows import TaskRow, history_rows, usage_missing
-from backends.watch.slurm.accounting import QueryError, QueryStopped, stoppable
+from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
 from backends.watch.targets import fill_missing_usage
 from backends.watch.wait import watcher
 
@@ -48,18 +48,21 @@ class Seen:
     rows_only: bool = False             # beside a watch: rows to show, nothing said of the watch
 
 
-def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event) -> None:
+def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
+                runner: Runner | None = None) -> None:
     """Poll the unfinished tasks of `history` until they all ended or `stop` is set; first, as
-    `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it."""
+    `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it.
+    `runner` runs every squeue and sacct (default: processes that `stop` kills)."""
+    runner = runner or stoppable(stop)
     pending = polled_tasks(history)
     if not pending:
-        _deliver_missing_usage(history, deliver, stop, all_terminal=True)
+        _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner)
         return
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s
-    threading.Thread(target=_deliver_missing_usage, args=(history, deliver, stop, False),
+    threading.Thread(target=_deliver_missing_usage, args=(history, deliver, stop, False, runner),
                      name="hyperion-missing-usage", daemon=True).start()
     poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
-                                cap=CAP_SECONDS, stop=stop)
+                                cap=CAP_SECONDS, stop=stop, runner=runner)
     finals = FinalsRecorder(history.record_path, pending)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
@@ -95,7 +98,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             deliver(Seen(rows, None, False, update.as_of, update.problem))
 
     poller.run(observe, stop, waiting)
-    _follow_usage(history.record_path, deliver, stop)
+    _follow_usage(history.record_path, deliver, stop, runner)
 
 
 # Seconds between the asks, after the end, for what ended tasks used while any lacks it:
@@ -104,7 +107,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
 USAGE_FOLLOW_UP = (3.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 
-def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,
+def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event, runner: Runner,
                   delays: Sequence[float] = USAGE_FOLLOW_UP) -> None:
     """After every task ended, the usage accounting tells late, as `status` would ask for it: the
     columns stayed '-' until the record was opened again, while the CLI showed the figures."""
@@ -115,12 +118,12 @@ def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threa
             history = load_history(record_path, cached_record(record_path))
         except InputError:
             return
-        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True):
+        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner):
             return
 
 
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                           all_terminal: bool) -> bool:
+                           all_terminal: bool, runner: Runner) -> bool:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
     a wait that stopped before accounting told it); written into the ledger by the core. A sacct
     that hangs is killed when the console quits, as the watch's own queries are. False when the
@@ -129,7 +132,7 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     if not missing:
         return False
     try:
-        used = fill_missing_usage(history, stoppable(stop))
+        used = fill_missing_usage(history, runner)
     except (QueryError, QueryStopped):
         return True              # usage stays "-": the states are the ledger's either way
     rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)

@@ -452,3 +452,47 @@ def _runs(pgid: int) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def test_a_timed_out_sacct_is_no_longer_said_once_the_next_poll_answers(tmp_path: Path) -> None:
+    """Task 1 was COMPLETING, so accounting was asked and timed out; the next poll's squeue named
+    both tasks (1 COMPLETED, 2 RUNNING), nothing needed accounting any more, yet the status line
+    kept saying 'accounting (sacct) not answering for N s: ... timed out', N growing."""
+    import threading
+
+    from test_console_fixtures import build_history
+
+    from backends.records.history import load_history
+    from backends.watch.slurm.accounting import CommandResult
+    from hyperion_console.watch import watch_slurm
+    from hyperion_console.widgets.summary import PollStatus
+
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", n=2, unfinished=(1, 2))
+    squeue = ["4242_1|COMPLETING|0|0:05|node01|None|0|\n4242_2|RUNNING|0|0:05|node01|None|0|\n",
+              "4242_1|COMPLETED|0|0:05|node01|None|0|\n4242_2|RUNNING|0|0:06|node01|None|0|\n"]
+    asked: list[str] = []
+
+    def query(argv) -> CommandResult:
+        """squeue answers; the first sacct times out, as run_command reports it."""
+        asked.append(argv[0])
+        if argv[0] == "squeue":
+            return CommandResult(0, squeue[min(asked.count("squeue"), len(squeue)) - 1], "")
+        if asked.count("sacct") == 1:
+            return CommandResult(124, "", "sacct timed out after 30 s")
+        return CommandResult(0, "", "")
+
+    seen: list = []
+    stop = threading.Event()
+
+    def deliver(answer) -> None:
+        seen.append(answer)
+        if asked.count("squeue") >= 2:
+            stop.set()
+
+    watch_slurm(load_history(str(record)), deliver, stop, runner=query)
+    status = PollStatus()
+    status.start("Slurm")
+    status.report(seen[0].as_of, seen[0].problem)
+    assert "accounting (sacct) not answering" in status.line().plain and "timed out" in status.line().plain
+    status.report(seen[-1].as_of, seen[-1].problem)
+    assert status.line().plain.startswith("states from Slurm "), (asked, status.line().plain)

@@ -660,3 +660,18 @@ def test_an_answer_that_cannot_be_read_is_not_called_not_answering():
     assert update.problem is not None and "not answering" not in update.problem
     assert update.problem.startswith("accounting (sacct) answers in a form hyperion cannot read (for 0 s): sacct: "
                                      "not a range list"), update.problem
+
+
+def test_a_timed_out_sacct_is_no_problem_once_the_controller_names_every_task_again():
+    """Accounting timed out on a COMPLETING task; the next squeue named every task (it COMPLETED):
+    no state waits on sacct, yet 'accounting (sacct) not answering for N s' stayed, N growing."""
+    script = Script([TIMED_OUT["sacct"], EMPTY],
+                    [ok("3_1|COMPLETING|0|0:01|vm|None|0|\n3_2|RUNNING|0|0:01|vm|None|0|\n"),
+                     ok("3_1|COMPLETED|0|0:01|vm|None|0|\n3_2|RUNNING|0|0:01|vm|None|0|\n")])
+    clock = Clock()
+    p = poller({"3": (1, 2)}, script, clock)
+    assert "sacct timed out after 30 s" in p.poll_once().problem
+    clock.sleep(30)
+    update = p.poll_once()
+    assert script.tools() == ["squeue", "sacct", "squeue"]
+    assert update.problem is None and update.states[("3", 1)].state is JobState.COMPLETED

@@ -332,7 +332,9 @@ class Poller:
         live tasks still move; while squeue's outage lasts it is retried free.
         A refused sacct is asked again at that pace even when squeue names every
         task (the retry is free), so its problem ends as soon as it answers; a
-        hung one is not (30 s each time would hold up squeue's states).
+        hung one is not (30 s each time would hold up squeue's states): its
+        problem (or a rate-limited or unreadable one's) ends with the first
+        poll whose tasks squeue names all, as no state shown waits on it then.
         """
         live_jobs = [j for j in jobs if j not in self._gone]
         squeue = self._ask("squeue", live_jobs, now) if live_jobs else []
@@ -349,6 +351,8 @@ class Poller:
         if need and self.budget.room(now) >= 1:
             sacct = self._ask("sacct", need, now)
             self._sacct_due = now + self._pace(1, changed=True)
+        elif squeue is not None and not need and self._health["sacct"].kind != "unreachable":
+            self._health["sacct"] = _Health()    # the controller named every task: no state waits on sacct
         if sacct is not None and squeue is not None:
             self._note_gone(need, squeue, sacct)
         return self._combine(squeue, sacct)
