@@ -3,7 +3,8 @@
 The preview's fields become a RetryRequest through the CLI's own
 `request_of` (the same checks, the same one-line errors); the core plans it
 (`backends.retry.plan_retry`: refused while tasks are live, nothing when
-every value completed) and describes it (`describe_retry`). A record
+every value completed) and describes it (`describe_retry`), after the
+Submit preview's line on SBATCH_* variables its sbatch does not get. A record
 another user owns, or others may write, is named with its owner in a warning
 (`backends.records.trust.trust_problem`), as the Checkpoint screen's
 Resubmit does. What runs is planned again from Slurm's answer of that moment
@@ -31,6 +32,7 @@ from backends.watch.targets import history_status
 
 from .launch import launch
 from .local_runs import LocalRuns
+from .sbatch_env import ignored_sbatch_line
 
 # The preview's fields, named as hyperion-jobs retry's options.
 FIELDS = ("values", "state", "mem", "mem_per_cpu", "time", "num_threads")
@@ -121,7 +123,9 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
     if retry.plan is None:
         return Preview(path, None, "", nothing_to_retry(history, request, len(rows)), None, untrusted)
     sizes = proposed_sizes(history, rows, retry.chosen)
-    lines = warning_lines(path, untrusted) + [describe_retry(retry)] + size_lines(retry, sizes)
+    ignored = ignored_sbatch_line(retry.plan.options.backend)
+    lines = (warning_lines(path, untrusted) + ([ignored] if ignored else []) + [describe_retry(retry)]
+             + size_lines(retry, sizes))
     return Preview(path, retry, "\n".join(lines), None, sizes, untrusted, request)
 
 

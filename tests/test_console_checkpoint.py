@@ -338,3 +338,36 @@ def test_at_80_columns_windows_and_failed_records_stay_readable(tmp_path: Path) 
             assert "last words" in "\n".join(rendered(screen.query_one("#ckpt-failed-detail")))
 
     asyncio.run(scenario())
+
+
+def test_resubmit_preview_says_which_sbatch_variables_of_the_environment_are_not_passed(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """A Slurm resubmit's sbatch drops SBATCH_GRES as a submission's does, and `hyperion-checkpoint
+    resubmit` says so on stderr; the Submit preview said it, the Resubmit preview and its
+    confirmation did not."""
+    from test_console_fixtures import build_history
+
+    from backends.submit.site_options import ignored_inputs_line
+
+    monkeypatch.setenv("SBATCH_GRES", "gpu:v100:1")
+    checkpoint = build_checkpoint(tmp_path)
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", failures={})
+    line = "# hyperion-submit: " + ignored_inputs_line({"SBATCH_GRES": "gpu:v100:1"})
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+            await pilot.press("3")
+            await pilot.pause()
+            commands = text_of(app.checkpoint_screen.query_one("#retry-commands")).splitlines()
+            runs = commands.index("resubmit runs (slurm):")
+            assert commands[runs + 1] == f"  {line}", commands
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert line in text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
+            await pilot.press("n")
+            await pilot.pause()
+            assert not posted(seen, ResubmitRequested)
+
+    asyncio.run(scenario())

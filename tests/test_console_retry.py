@@ -294,3 +294,31 @@ def test_retry_is_in_the_footer_and_the_palette(tmp_path: Path) -> None:
             assert posted(seen, RetryPreviewed)[-1].values == "3,5-6"
 
     asyncio.run(scenario())
+
+
+def test_retry_preview_says_which_sbatch_variables_of_the_environment_are_not_passed(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """The retry's sbatch drops SBATCH_GRES as a submission's does (one sbatch call in the core), and
+    `hyperion-jobs retry` says so on stderr; the Submit preview said it, the retry preview did not.
+    SBATCH_PARTITION is passed on to sbatch, so it is not named."""
+    from backends.submit.site_options import ignored_inputs_line
+
+    monkeypatch.setenv("SBATCH_GRES", "gpu:v100:1")
+    monkeypatch.setenv("SBATCH_TIMELIMIT", "1")
+    monkeypatch.setenv("SBATCH_PARTITION", "gpu")
+    record = build_history(tmp_path, SITE)
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.pause()
+            screen = await open_preview(pilot, seen)
+            first = preview_text(screen).splitlines()[0]
+            assert first == "# hyperion-submit: " + ignored_inputs_line(os.environ)
+            assert "SBATCH_GRES, SBATCH_TIMELIMIT from the environment" in first and "PARTITION" not in first
+            await pilot.press("ctrl+r")                  # the confirmation repeats the preview
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert first in str(app.screen.query_one("#confirm-detail Static").content)
+
+    asyncio.run(scenario())

@@ -30,6 +30,7 @@ from sharding.store import Checkpoint
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
+from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
 from .base import ConsoleScreen, console_footer, console_header
@@ -64,6 +65,8 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
     if untrusted is not None:
         lines += [f"WARNING: the record {printable(record_path)} {printable(untrusted)}.",
                   "Its command runs as you. Resubmit only if you trust it.", ""]
+    ignored = ignored_sbatch_line(plan.options.backend)
+    lines += [ignored] if ignored else []
     lines += [f"record:  {printable(record_path)}",
               f"runs in: {printable(record.cwd)}",
               f"command: {printable(shlex.join(plan.argv))}"]
@@ -285,6 +288,9 @@ class CheckpointScreen(ConsoleScreen):
             text.append("\n")
             return text
         text.append_text(shown(f"resubmit runs ({submit_plan.options.backend}):", "bold"))
+        ignored = ignored_sbatch_line(submit_plan.options.backend)
+        if ignored:
+            text.append_text(shown(f"\n  {ignored}", layout=True))
         text.append_text(shown(f"\n  {shlex.join(submit_plan.argv)}", layout=True))
         for window in submit_plan.windows:
             text.append_text(shown(f"\n  {shlex.join(window.sbatch_argv)}", "dim", layout=True))

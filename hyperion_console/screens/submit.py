@@ -6,7 +6,6 @@ equivalent command line is submit_argv's.
 """
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 
@@ -19,12 +18,12 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan, describe_plan, submit_argv
-from backends.submit.site_options import ignored_inputs_line
 
 from ..errors import describe_error, guarded
 from ..form import FormValues, field_of_error, form_argv
 from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
+from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
@@ -133,9 +132,9 @@ class SubmitScreen(ConsoleScreen):
             plan = build_plan(_, options)
             command = shlex.join(["hyperion-submit", *submit_argv(options)])
             preview = describe_plan(plan)
-            ignored = ignored_inputs_line(os.environ) if options.backend == "slurm" else None
+            ignored = ignored_sbatch_line(options.backend)
             if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too
-                preview = f"# hyperion-submit: {ignored}\n{preview}"
+                preview = f"{ignored}\n{preview}"
         except Exception as exc:  # InputError and the like: shown, never raised
             self.plan, self.argv = None, None
             message = describe_error(exc)
