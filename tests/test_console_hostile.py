@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import os
 from pathlib import Path
 
@@ -328,5 +329,76 @@ def test_a_progress_bar_is_held_bounded_and_shown_as_it_moves(tmp_path: Path, mo
                 handle.write(b" ok\nnext\n")
             await wait_for(pilot, lambda: view.lines[-3:] == ["done with part 1", " 75% ok", "next"], 10)
             assert view.line_count == len(view.lines)
+
+    asyncio.run(scenario())
+
+
+NOT_UTF8 = os.fsdecode(b"exp\xff\x9b")      # 0x9b: a CSI on an 8-bit terminal; Python holds it as U+DC9B
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _moved_under_a_non_utf8_name(plain: Path) -> Path:
+    """`plain` renamed to a name that is not UTF-8, its records and ledgers naming the new paths."""
+    moved = plain.with_name(NOT_UTF8)
+    escaped = json.dumps(str(moved))[1:-1]                  # the \udcff spelling JSON has for such a byte
+    for path in plain.rglob("*.json*"):
+        path.write_text(path.read_text().replace(str(plain), escaped))
+    plain.rename(moved)
+    return moved
+
+
+def test_paths_that_are_not_utf8_are_shown_escaped_on_every_screen(tmp_path: Path) -> None:
+    """A record, its logs, its attempts and a checkpoint under a directory whose name is not UTF-8,
+    a failed-task folder and a file of the checkpoint named so too: each screen draws the byte
+    as \\xNN (a lone surrogate would make the terminal's encoder raise) and none breaks."""
+    from test_console_fixtures import FIRST_FAILURES, build_history, posted, screen_lines
+
+    from hyperion_console.messages import AttemptsListed
+
+    build_history(tmp_path / "exp", CONF / "submit_test_cluster.yaml",
+                  retried={v: ("COMPLETED", 0) for v in FIRST_FAILURES})
+    checkpoint = build_checkpoint(tmp_path / "exp")
+    failed = next(checkpoint.rglob("failed_tasks.json"))
+    failed.parent.rename(failed.parent.with_name(os.fsdecode(b"shard_6\xfe")))
+    (checkpoint / os.fsdecode(b"stray\xfd")).write_text("x")
+    root = _moved_under_a_non_utf8_name(tmp_path / "exp")
+    shown = "exp\\xff\\x9b"
+
+    def frame(app) -> str:
+        lines = screen_lines(app)
+        assert not any(SURROGATE.search(line) for line in lines), lines
+        return "\n".join(lines)
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, checkpoint=root / "checkpoint", search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: f"checkpoint {tmp_path}/{shown}/checkpoint" in frame(app), 10)
+            assert "shard_6\\xfe" in frame(app)                  # the failed-task folder, skipped
+            app.checkpoint_screen.query_one("#ckpt-tabs").active = "tab-failed"
+            await pilot.pause()
+            frame(app)
+            app.checkpoint_screen.query_one("#ckpt-tabs").active = "tab-retry"
+            await pilot.pause()
+            frame(app)
+            await pilot.press("2")                                   # Jobs: the record from the list
+            records = app.jobs_screen.records
+            await wait_for(pilot, lambda: records.option_count == 1, 10)
+            app.jobs_screen.open_record(records.get_option_at_index(0).id)
+            await wait_for(pilot, lambda: f"{shown}/exp/log/extract.1.log" in frame(app), 10)
+            await pilot.press("l")                                   # Slurm's .err of the task
+            await wait_for(pilot, lambda: f"{shown}/exp/log/q/slurm-4242_1.err" in frame(app), 10)
+            await pilot.press("t")                                   # failure groups
+            await pilot.pause(0.5)
+            frame(app)
+            await pilot.press("a", "up")                             # attempt 1: its logs moved aside
+            await wait_for(pilot, lambda: posted(seen, AttemptsListed), 10)
+            await pilot.pause(0.5)
+            assert shown in frame(app)
+            await pilot.press("R")                                   # the retry preview (or its refusal)
+            await pilot.pause(1.0)
+            frame(app)
+            assert app.is_running and not SURROGATE.search(app.export_screenshot())
+            assert not any(SURROGATE.search(m) for m in notifications(app))
 
     asyncio.run(scenario())
