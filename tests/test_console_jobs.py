@@ -239,7 +239,7 @@ def test_choosing_a_recent_submission_opens_it(tmp_path: Path) -> None:
             assert labels[str(second)].endswith("b/exp/log/q/task.JOB.submit.json")
             records.focus()
             index = [records.get_option_at_index(i).id for i in range(2)].index(str(second))
-            await pilot.press("down")                     # first highlight
+            # the newest is highlighted: Enter did nothing until an arrow key had highlighted one
             await pilot.press(*(["down"] * index), "enter")
             table = app.jobs_screen.query_one("#tasks")
             await wait_for(pilot, lambda: table_column(table, "state") == ["FAILED", "COMPLETED"], 10)

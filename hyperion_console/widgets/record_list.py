@@ -122,8 +122,8 @@ class RecordList(OptionList):
         self.add_options(options)
         if current in paths:
             self.highlighted = paths.index(current)
-        elif highlighted is not None and paths:
-            self.highlighted = min(highlighted, len(paths) - 1)
+        elif paths:     # none highlighted, Enter would open nothing until an arrow key was pressed
+            self.highlighted = 0 if highlighted is None else min(highlighted, len(paths) - 1)
         self.post_message(RecordsListed(paths))
 
     def neighbour(self, step: int) -> str | None:
