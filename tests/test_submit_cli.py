@@ -143,3 +143,67 @@ def test_the_command_line_a_dry_run_shows_reads_back_a_log_name_starting_with_a_
     argv = shlex.split(line.removeprefix("# command line: "))
     assert "--output-file=-x.JOB.log" in argv
     assert parse_submit_argv(argv[1:])[1].output_file == "-x.JOB.log"
+
+
+def _dry_run_argv(tmp_path, cli_env, site: dict, *args: str):
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text(yaml.safe_dump(site))
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(site_file), "--dry-run", *args,
+                     "--output-file", "log/t.log", "--", "true", cwd=tmp_path, env=cli_env)
+    argv = [shlex.split(line.split(": ", 1)[1]) for line in result.stdout.splitlines()
+            if line.startswith("sbatch argv:")]
+    return result, argv
+
+
+@pytest.mark.parametrize("base", [["--gres=lustre:1"], ["--gres", "lustre:1"], ["--gres=lustre:ost:2,scratch:1"]])
+@pytest.mark.parametrize("gpus", ["0", "2"])
+def test_a_generic_resource_that_is_not_a_gpu_is_site_policy(tmp_path, cli_env, base, gpus):
+    """`--gres=lustre:1` in base_options was refused: 'GPU selection belongs in gpu_types'."""
+    site = yaml.safe_load(TEST_SITE.read_text())
+    site["base_options"] = [*site["base_options"], *base]
+    site["gpu_types"] = {"v100": {"options": ["--partition=gpu", "--gpus={num_gpus}"]}}
+    result, argv = _dry_run_argv(tmp_path, cli_env, site, "--num-gpus", gpus)
+    assert result.returncode == 0, result.stderr
+    (argv,) = argv
+    start = argv.index(base[0])
+    assert argv[start:start + len(base)] == base
+    assert ("--gpus=2" in argv) == (gpus == "2")
+
+
+@pytest.mark.parametrize("where", ["base_options", "cpu_options"])
+@pytest.mark.parametrize("item", ["--gres=gpu:1", "--gres=lustre:1,gpu:v100:1", "--gres=mps:50", "--gres=GPU:1"])
+def test_a_gpu_generic_resource_outside_gpu_types_is_still_refused(tmp_path, cli_env, where, item):
+    site = yaml.safe_load(TEST_SITE.read_text())
+    site[where] = [*site[where], item]
+    result, _ = _dry_run_argv(tmp_path, cli_env, site)
+    assert result.returncode == 2 and result.stderr.startswith(f"hyperion-submit: error: {where}: "), result.stderr
+    assert "GPU selection belongs in gpu_types" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_generic_resource_the_gpu_type_would_replace_is_refused_for_gpu_runs(tmp_path, cli_env):
+    """sbatch keeps only its last --gres: the GPU type's --gres=gpu:v100:N would have silently dropped
+    base_options' --gres=lustre:1. A CPU run (cpu_options has no --gres) keeps it."""
+    site = yaml.safe_load(TEST_SITE.read_text())
+    site["base_options"] = [*site["base_options"], "--gres=lustre:1"]
+    result, _ = _dry_run_argv(tmp_path, cli_env, site, "--num-gpus", "1")
+    assert result.returncode == 2 and not result.stdout, result.stdout
+    assert result.stderr == (
+        "hyperion-submit: error: base_options: '--gres=lustre:1' sets --gres and gpu_types.v100.options sets it "
+        "again ('--gres=gpu:v100:{num_gpus}'); sbatch keeps only the last --gres, which would replace "
+        "'--gres=lustre:1': give every generic resource in one --gres of gpu_types.v100.options, e.g. "
+        "'--gres=gpu:v100:{num_gpus},lustre:1'\n")
+    cpu, (argv,) = _dry_run_argv(tmp_path, cli_env, site, "--num-gpus", "0")
+    assert cpu.returncode == 0 and "--gres=lustre:1" in argv, cpu.stderr
+    site["base_options"].remove("--gres=lustre:1")
+    site["gpu_types"]["v100"]["options"] = ["--partition=gpu", "--gres=gpu:v100:{num_gpus},lustre:1"]
+    merged, (argv,) = _dry_run_argv(tmp_path, cli_env, site, "--num-gpus", "1")
+    assert merged.returncode == 0 and "--gres=gpu:v100:1,lustre:1" in argv, merged.stderr
+
+
+def test_two_gres_in_one_gpu_type_would_drop_the_gpus(tmp_path, cli_env):
+    site = yaml.safe_load(TEST_SITE.read_text())
+    site["gpu_types"]["v100"]["options"] = ["--partition=gpu", "--gres=gpu:v100:{num_gpus}", "--gres=lustre:1"]
+    result, _ = _dry_run_argv(tmp_path, cli_env, site, "--num-gpus", "1")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("hyperion-submit: error: gpu_types.v100.options: '--gres=gpu:v100:{num_gpus}' "
+                                    "sets --gres and that list sets it again ('--gres=lustre:1')"), result.stderr

@@ -18,7 +18,7 @@ from backends.errors import InputError, SiteError
 from backends.fileio import UnreadableFile, read_bounded
 from backends.printable import printable
 from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
-from backends.submit.site_options import check_options
+from backends.submit.site_options import check_options, gres_items
 
 KEYS = ("num_gpus", "num_threads", "mem", "mem_per_cpu", "time", "sbatch_command",
         "base_options", "cpu_options", "default_gpu_type", "gpu_types", "max_array_size",
@@ -70,10 +70,35 @@ class SiteConfig:
         """base_options with ``{num_gpus}`` expanded: the contract permits it in every site option."""
         return expand(self.base_options, num_gpus)
 
+    def sbatch_options(self, num_gpus: int) -> tuple[str, ...]:
+        """base_options then the CPU or GPU policy's options, refused if more than one sets --gres.
+
+        sbatch keeps only the last --gres it is given, so a second one would
+        silently drop the first (a GPU type's --gres would drop base_options'
+        --gres=lustre:1, or the other way round drop the GPUs).
+        """
+        policy = ((f"gpu_types.{self.default_gpu_type}.options", self.gpu_types.get(self.default_gpu_type or "", ()))
+                  if num_gpus > 0 else ("cpu_options", self.cpu_options))
+        found = [(field, item) for field, items in (("base_options", self.base_options), policy)
+                 for item in gres_items(items)]
+        if len(found) > 1:
+            (field, first), (other, second) = found[0], found[1]
+            where = "that list" if other == field else other
+            raise InputError(field, f"{first!r} sets --gres and {where} sets it again ({second!r}); sbatch "
+                             f"keeps only the last --gres, which would replace {first!r}: give every generic "
+                             f"resource in one --gres of {other}, e.g. {_joined_gres(second, first)!r}")
+        return (*self.base_for(num_gpus), *self.resource_options(num_gpus))
+
 
 def expand(items: tuple[str, ...], num_gpus: int) -> tuple[str, ...]:
     """Site option items with the one placeholder, ``{num_gpus}``, replaced by the effective count."""
     return tuple(item.replace("{num_gpus}", str(num_gpus)) for item in items)
+
+
+def _joined_gres(first: str, second: str) -> str:
+    """``--gres=A,B`` from two --gres items (each ``--gres=V`` or ``--gres V``), for a message."""
+    values = [item.partition("=")[2] if "=" in item.split(" ")[0] else item.partition(" ")[2] for item in (first, second)]
+    return f"--gres={','.join(values)}"
 
 
 def _gpu_types(raw: object) -> Mapping[str, tuple[str, ...]]:

@@ -90,6 +90,8 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
                          f"{options.array.name} so that every task writes its own log")
     if options.num_gpus > 0:
         site.gpu_options(options.num_gpus)
+    if options.backend == "slurm":
+        site.sbatch_options(options.num_gpus)
 
 
 def _check_log_file(output_file: str) -> None:

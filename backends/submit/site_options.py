@@ -49,6 +49,9 @@ SBATCH_SHORT_OPTIONS: dict[str, str] = {
     "W": "wait", "w": "nodelist", "x": "exclude",
 }
 GPU_SELECTION = frozenset({"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"})
+# Generic resources that are GPUs or shares of one (MPS, sharding): selecting them is GPU selection.
+# Any other --gres (a file system, a licence-like node resource) is site policy like --constraint.
+GPU_GRES_NAMES = frozenset({"gpu", "mps", "shard"})
 # The contract's submitter-owned options, plus those that would break how
 # hyperion-submit drives sbatch (--wrap replaces the script, --wait blocks, ...,
 # --cpus-per-gpu, which sbatch refuses beside the --cpus-per-task we always pass).
@@ -132,21 +135,38 @@ def _checked_item(field: str, item: object, value_of: str | None) -> str:
     return _check_text(field, item, start if option in FEATURE_EXPRESSIONS else None)
 
 
-def _refuse(field: str, item: str, option: str, allow_gpu: bool) -> None:
+def is_gpu_gres(value: str) -> bool:
+    """Whether a --gres value (``name[:type][:count]``, comma-separated) asks for a GPU or a share of one."""
+    names = (entry.split(":", 1)[0].strip().lower().removeprefix("gres/") for entry in value.split(","))
+    return any(name in GPU_GRES_NAMES for name in names)
+
+
+def _refuse(field: str, item: str, option: str, allow_gpu: bool, value: str | None = None) -> None:
+    """Refuse a submitter-owned `option`; a --gres is GPU selection only when its `value` names a GPU
+    (None: the value is the next item, checked by `_gres_value`)."""
+    if option == "gres" and not allow_gpu and (value is None or not is_gpu_gres(value)):
+        return
     if option in SUBMITTER_OWNED and not (allow_gpu and option in GPU_SELECTION):
         why = ("GPU selection belongs in gpu_types" if option in GPU_SELECTION
                else "hyperion-submit sets it itself")
         raise InputError(field, f"{item!r} sets --{option}, which site options may not set ({why})")
 
 
+def _gres_value(field: str, option_item: str, value: str) -> None:
+    """The separate value of a --gres outside gpu_types: a generic resource that is not a GPU."""
+    if value.startswith("-"):
+        raise InputError(field, f"{option_item!r} needs its generic resource as the next item, got {value!r}")
+    _refuse(field, f"{option_item} {value}", "gres", False, value)
+
+
 def _long(field: str, item: str, allow_gpu: bool) -> str | None:
     """Check one long option item; the option if it still needs the next item as its value."""
-    spelled, has_value = item[2:].partition("=")[0], "=" in item
+    spelled, has_value, value = item[2:].partition("=")
     candidates = resolve_long(spelled) if spelled else []   # '--=x': an empty name prefixes every option
     if not candidates:
         raise InputError(field, f"{item!r} is not an sbatch option")
     for option in candidates:  # refused if any reading of the prefix is owned
-        _refuse(field, item, option, allow_gpu)
+        _refuse(field, item, option, allow_gpu, value if has_value else None)
     if len(candidates) > 1:
         names = ", ".join(f"--{c}" for c in candidates)
         raise InputError(field, f"{item!r} is an ambiguous sbatch option (could be {names})")
@@ -179,6 +199,8 @@ def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tupl
     for raw in items:
         item = _checked_item(field, raw, awaiting)
         checked.append(item)
+        if awaiting == "gres" and not allow_gpu:
+            _gres_value(field, checked[-2], item)
         if awaiting is not None:
             awaiting = None
             if not item.startswith("-"):
@@ -192,6 +214,16 @@ def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tupl
     if awaiting is not None:
         raise InputError(field, f"{checked[-1]!r} needs a value")
     return tuple(checked)
+
+
+def gres_items(items: Sequence[str]) -> tuple[str, ...]:
+    """The items of a checked option list that set --gres, as written (``--gres x`` for a separate value)."""
+    found = []
+    for pos, item in enumerate(items):
+        name, equals, _ = item[2:].partition("=") if item.startswith("--") else ("", "", "")
+        if name and resolve_long(name) == ("gres",):
+            found.append(item if equals or pos + 1 == len(items) else f"{item} {items[pos + 1]}")
+    return tuple(found)
 
 
 def owned_inputs(environ: Mapping[str, str]) -> tuple[str, ...]:

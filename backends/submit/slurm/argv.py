@@ -75,7 +75,6 @@ def sbatch_argv(site: SiteConfig, options: SubmitOptions, window: Window | None,
         *array_option(options, window, throttle),
         *(["--hold"] if held else []),
         *request_options(options),
-        *site.base_for(options.num_gpus),
-        *site.resource_options(options.num_gpus),
+        *site.sbatch_options(options.num_gpus),
         str(script_path),
     ]
