@@ -34,9 +34,6 @@ YAML_CASES = [
     ("option-without-a-name", _site(base_options=["--=x"]), "base_options"),   # said it 'sets --array'
     ("merge-key", _site() + "<<: [{num_threads: 4}, {num_threads: 7}]\n", "<<"),
     ("merge-key-alone", _site() + "<<: {mem: 4G}\n", "<<"),
-    # torchrun for N processes and no GPU asked of Slurm (the audit's `gpu_types: {v: {options: []}}`)
-    ("gpu-type-asking-no-gpus", _gpu(["--partition=gpu"]), "gpu_types.v100.options"),
-    ("gpu-type-with-no-options", _gpu([]), "gpu_types.v100.options"),
     ("export", _site(base_options=["--export=NONE"]), "base_options"),
     ("export-prefix", _site(base_options=["--exp=NONE"]), "base_options"),
     ("output-prefix", _site(base_options=["--outp=x"]), "base_options"),
@@ -256,6 +253,22 @@ def test_gpus_without_a_defined_default_gpu_type(tmp_path, cli_env, backend):
                      "--output-file", "log/t.log", "--", "true", cwd=tmp_path, env=cli_env)
     _check_rejected(result, tmp_path, "default_gpu_type")
     assert "a100" in result.stderr
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+@pytest.mark.parametrize("options", [["--partition=gpu"], []], ids=["gpu-type-asking-no-gpus", "gpu-type-with-no-options"])
+def test_a_gpu_type_asking_slurm_for_no_gpus_is_refused_for_gpu_runs_only(tmp_path, cli_env, backend, options):
+    """torchrun for N processes and no GPU asked of Slurm (the audit's `gpu_types: {v: {options: []}}`) is
+    refused when GPUs are asked for; a CPU-only run never uses gpu_types and was refused for it too."""
+    site = tmp_path / "site.yaml"
+    site.write_text(_gpu(options))
+    args = ["--cfg", str(site), "--output-file", "log/t.log", "--", "true"]
+    result = run_cli("hyperion-submit", backend, "--num-gpus", "1", *args, cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, "gpu_types.v100.options")
+    assert "no option holds {num_gpus}" in result.stderr
+    cpu = run_cli("hyperion-submit", backend, "--dry-run", "--num-gpus", "0", *args, cwd=tmp_path, env=cli_env)
+    assert cpu.returncode == 0 and cpu.stderr == "", cpu.stderr
+    assert "nothing was submitted" in cpu.stdout
 
 
 @pytest.mark.parametrize("argv,field", [

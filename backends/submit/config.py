@@ -1,7 +1,9 @@
 """The site configuration: a flat YAML file of defaults and sbatch policy.
 
 One file per site (conf/submit_*.yaml). Loading validates everything the site
-controls, so a bad file is reported once, before any job exists.
+controls, so a bad file is reported once, before any job exists; only what the
+GPU policy means for a run (default_gpu_type defined, {num_gpus} asked of Slurm,
+one --gres) is checked when a run uses it, so a CPU run is not refused for it.
 """
 from __future__ import annotations
 
@@ -60,7 +62,14 @@ class SiteConfig:
             known = ", ".join(sorted(self.gpu_types)) or "none"
             raise InputError("default_gpu_type", f"{self.default_gpu_type!r} is not defined under "
                              f"gpu_types (defined: {known})")
-        return expand(self.gpu_types[self.default_gpu_type], num_gpus)
+        options = self.gpu_types[self.default_gpu_type]
+        if not any("{num_gpus}" in option for option in options):
+            # --num-gpus would get a torchrun prefix for N processes and no GPU from Slurm. Asked only
+            # here, as for default_gpu_type: a CPU-only run never uses gpu_types (the contract's rule).
+            raise InputError(f"gpu_types.{self.default_gpu_type}.options", "no option holds {num_gpus}, so "
+                             "Slurm would not be asked for the GPUs --num-gpus requests "
+                             "(e.g. --gres=gpu:v100:{num_gpus})")
+        return expand(options, num_gpus)
 
     def resource_options(self, num_gpus: int) -> tuple[str, ...]:
         """cpu_options for a CPU job, else the GPU type's options (the contract's rule)."""
@@ -115,10 +124,6 @@ def _gpu_types(raw: object) -> Mapping[str, tuple[str, ...]]:
         if extra:
             raise InputError(f"{where}.{extra[0]}", "unknown key (only 'options' is allowed)")
         types[str(name)] = check_options(f"{where}.options", entry.get("options"), allow_gpu=True)
-        if not any("{num_gpus}" in option for option in types[str(name)]):
-            # --num-gpus would get a torchrun prefix for N processes and no GPU from Slurm
-            raise InputError(f"{where}.options", "no option holds {num_gpus}, so Slurm would not be asked "
-                             "for the GPUs --num-gpus requests (e.g. --gres=gpu:v100:{num_gpus})")
     return MappingProxyType(types)
 
 
