@@ -266,6 +266,38 @@ def test_a_pending_task_missing_from_both_answers_is_looked_at_again_after_5_s_n
     assert p.interval == 10.0
 
 
+def test_a_pending_task_cancelled_before_the_watch_ends_5_s_after_the_controller_dropped_it():
+    """`hyperion-jobs watch J_3` right after `scancel J_3` of a pending task took 13 to 23 s here. The
+    controller had dropped the task at once, but sacct's range row still named it for about 4 s, and the
+    task counted as missing only once that row no longer did: at the second poll (3 s) or, when the row
+    lagged longer, at the third, 10 s later at the idle pace. Then the poll 5 s later often did not
+    confirm it, as each query takes 0.1-0.2 s and the miss was timed after the queries, the next poll
+    before them: one more poll. Recorded from the cluster (names pruned); task 4, not watched, was
+    cancelled too."""
+    clock = Clock()
+    stale = ok("2771_1|2773|RUNNING|0:0|00:00:10|vm|a|Unknown|None\n"
+               "2771_[2-4%1]|2771|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|None\n")
+    fresh = ok("2771_1|2773|RUNNING|0:0|00:00:13|vm|a|Unknown|None\n"
+               "2771_[2%1]|2771|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|None\n")
+    script = Script([stale, stale, fresh], [ok("2771_2|PENDING|0|0:00||JobArrayTaskLimit|0|\n"
+                                               "2771_1|RUNNING|0|0:10|vm|None|0|\n")])
+
+    def slow(argv):
+        clock.now += 0.1                 # squeue and sacct each take about 0.1-0.2 s on the cluster
+        return script(argv)
+
+    p = Poller({"2771": (3,)}, runner=slow, clock=clock, sleep=clock.sleep, wall=lambda: 1000 + clock.now)
+    seen: list = []
+
+    def observe(update) -> None:
+        seen.append((clock.now, update.states[("2771", 3)].state))
+
+    p.run(observe, threading.Event())
+    assert seen[0][1] is JobState.PENDING and seen[-1][1] is JobState.CANCELLED, seen
+    assert seen[-1][0] <= 5.5, seen      # missed by the controller at once, confirmed 5 s later
+    assert script.tools() == ["squeue", "sacct"] * 3, script.tools()   # at 0 s, 3 s (busy pace) and 5 s
+
+
 def test_job_not_in_slurm_yet_never_counts_as_vanished():
     clock = Clock()
     script = Script([EMPTY], [EMPTY])

@@ -420,3 +420,27 @@ def test_status_of_an_array_whose_pending_values_are_evenly_spaced(slurm_cluster
             proc.kill()
             _, err = proc.communicate()
     assert "not a range list" not in err and "not answering" not in err, err
+
+
+def test_watch_of_a_task_cancelled_while_pending_ends_soon_after(slurm_cluster, tmp_path, cli_env):
+    """`hyperion-jobs watch J_3` right after `scancel J_3` of a throttled, pending task went on polling
+    13 to 23 s (until accounting dropped it from its pending range, then one poll more) before it said
+    CANCELLED; the controller drops it at once."""
+    job = sbatch(tmp_path, "sleep 60\n", "1-3%1")
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:      # task 1 runs, 2 and 3 wait; accounting has the range row
+            acct = subprocess.run(["sacct", "-j", job, "-n", "-X", "-P", "-o", "JobID,State"],
+                                  capture_output=True, text=True).stdout
+            if f"{job}_1|RUNNING" in acct and f"{job}_[2-3%1]|PENDING" in acct:
+                break
+            time.sleep(0.5)
+        assert f"{job}_[2-3%1]|PENDING" in acct, acct
+        subprocess.run(["scancel", f"{job}_3"], check=True)
+        started = time.monotonic()
+        watch = run_cli("hyperion-jobs", "watch", f"{job}_3", cwd=tmp_path, env=cli_env, timeout=120)
+        took = time.monotonic() - started
+    finally:
+        subprocess.run(["scancel", job], check=False)
+    assert watch.returncode == 1 and "1 tasks: CANCELLED 1" in watch.stdout, watch.stdout + watch.stderr
+    assert took < 8, (took, watch.stdout)     # 13 to 23 s before; about 5.5 s now

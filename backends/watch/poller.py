@@ -57,9 +57,10 @@ Nudge = Callable[[Mapping[Key, TaskState]], bool]
 
 # A pending array task cancelled on its own leaves the controller at once and,
 # about 4 s later, sacct's pending-range row, and never gets a row of its own.
-# A task missing from both answers, in at least two polls this many seconds
-# apart, while the controller still lists other tasks of its job, was removed
-# from the array: it is reported CANCELLED. So is a task of a job the controller
+# A task the controller no longer lists while it lists other tasks of its job,
+# with no accounting row of its own (only that lagging range row, or nothing),
+# in at least two polls this many seconds apart, was removed from the array:
+# it is reported CANCELLED. So is a task of a job the controller
 # no longer lists that has no accounting row while the job's other tasks have
 # theirs, after GONE_VANISHED_AFTER: every task that started has a row, and
 # nothing will start it now (a late accounting row gets that much time).
@@ -179,7 +180,7 @@ class Poller:
         self._waiting: Callable[[PollUpdate], object] | None = None
         self._asking: tuple[str, float] | None = None   # the query awaited now: source, clock at start
         self._vanished_after = vanished_after
-        self._missing_since: dict[Key, tuple[float, int]] = {}
+        self._missing_since: dict[Key, tuple[float, int, float]] = {}   # first missed, polls, wait
         self._states: dict[Key, TaskState] = {}
         self._usage: dict[Key, Usage] = {}
         self._health = {"squeue": _Health(), "sacct": _Health()}
@@ -355,12 +356,14 @@ class Poller:
             self._health["sacct"] = _Health()    # the controller named every task: no state waits on sacct
         if sacct is not None and squeue is not None:
             self._note_gone(need, squeue, sacct)
-        return self._combine(squeue, sacct)
+        return self._combine(squeue, sacct, now)
 
-    def _combine(self, squeue, sacct: SacctRows | None) -> tuple[dict[Key, TaskState], set[Key]]:
+    def _combine(self, squeue, sacct: SacctRows | None, now: float) -> tuple[dict[Key, TaskState], set[Key]]:
         if squeue is not None and sacct is not None:
             merged = {k: t for k, t in merge(sacct, squeue).items() if self._wanted(t)}
-            merged.update(self._vanished(merged, {t.job_id for t in squeue}, {t.job_id for t in sacct.own}))
+            in_squeue, in_sacct = {t.job_id for t in squeue}, {t.job_id for t in sacct.own}
+            lagging = {k for k in range_only(sacct, squeue) if k in merged and not merged[k].state.is_terminal}
+            merged.update(self._vanished(merged, in_squeue, in_sacct, now, lagging))
             return merged, range_only(sacct, squeue)
         if squeue is not None:
             return {t.key: t for t in squeue if self._wanted(t)}, set()
@@ -376,9 +379,18 @@ class Poller:
         self._gone.update(j for j in asked if j in in_sacct and j not in in_squeue)
 
     def _vanished(self, candidates: Mapping[Key, TaskState], in_squeue: set[str],
-                  in_sacct: set[str] = frozenset()) -> dict[Key, TaskState]:
-        """Unfinished tasks missing from both answers (see VANISHED_AFTER), as CANCELLED."""
-        now = self._clock()
+                  in_sacct: set[str], now: float, lagging: set[Key] = frozenset()) -> dict[Key, TaskState]:
+        """Unfinished tasks missing from both answers (see VANISHED_AFTER), as CANCELLED.
+
+        A task of a job the controller lists that only a `lagging` pending-range row
+        names counts as missing too: the controller lists every task of its jobs,
+        and waiting for accounting to drop it from the range took one more poll at
+        the idle pace (18 s in all for `watch` of a task cancelled just before).
+
+        `now` is when the poll started, as its squeue was asked: the next poll is
+        scheduled from it, so a miss timed after the queries (0.1-0.2 s later) made
+        the poll due VANISHED_AFTER later fall short of it, and cost one more.
+        """
         out: dict[Key, TaskState] = {}
         for key in self._watched_keys():
             known = self._states.get(key)
@@ -389,11 +401,12 @@ class Poller:
                 wait = max(self._vanished_after, GONE_VANISHED_AFTER)
             else:
                 wait = None
-            if wait is None or key in candidates or (known and known.state.is_terminal):
+            missing = key not in candidates or (key in lagging and job in in_squeue)
+            if wait is None or not missing or (known and known.state.is_terminal):
                 self._missing_since.pop(key, None)
                 continue
-            first, polls = self._missing_since.get(key, (now, 0))
-            self._missing_since[key] = (first, polls + 1)
+            first, polls, _ = self._missing_since.get(key, (now, 0, wait))
+            self._missing_since[key] = (first, polls + 1, wait)
             if polls + 1 >= 2 and now - first >= wait:
                 out[key] = TaskState(key[0], key[1], JobState.CANCELLED, source="squeue")
         return out
@@ -475,9 +488,16 @@ class Poller:
         for key in [k for k in self._missing_since if self._terminal(*k)]:
             del self._missing_since[key]      # reported (CANCELLED) or ended: nothing left to confirm
         if self._missing_since and self._slow <= 1:   # gone from both answers (scancel of a pending task)
-            interval = min(interval, max(self._floor, self._vanished_after))
+            interval = min(interval, max(self._floor, self._look_again(now) - now))
         self.interval = interval
         self._next_poll = now + interval
+
+    def _look_again(self, now: float) -> float:
+        """When to look again at a missing task: when it can be confirmed, if that is within
+        VANISHED_AFTER (a poll paced 3 s after the first miss left the confirmation 5 s later
+        still), else VANISHED_AFTER from now."""
+        due = (first + wait for first, _, wait in self._missing_since.values())
+        return min(when if when - now <= self._vanished_after else now + self._vanished_after for when in due)
 
     def _needs_sacct(self) -> bool:
         return bool(self._gone) or self._health["squeue"].since is not None
