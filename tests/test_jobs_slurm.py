@@ -442,5 +442,5 @@ def test_watch_of_a_task_cancelled_while_pending_ends_soon_after(slurm_cluster, 
         took = time.monotonic() - started
     finally:
         subprocess.run(["scancel", job], check=False)
-    assert watch.returncode == 1 and "1 tasks: CANCELLED 1" in watch.stdout, watch.stdout + watch.stderr
+    assert watch.returncode == 1 and "1 task: CANCELLED 1" in watch.stdout, watch.stdout + watch.stderr
     assert took < 8, (took, watch.stdout)     # 13 to 23 s before; about 5.5 s now
