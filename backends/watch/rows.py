@@ -154,12 +154,21 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
     """How one task of one attempt is doing: the ledger's final state, else the runner's or Slurm's word."""
     log = history.log_of(task)
     final = history.final(task)
-    used = (usage or {}).get((task.job_id, task.array_task_id))
-    if final is not None:
+    key = (task.job_id, task.array_task_id)
+    used = (usage or {}).get(key)
+    if final is not None and not ran_again(final, states.get(key)):
         return final_row(task, final, log, used)
     if task.job_id == LOCAL_JOB:
         return _local_row(history, task, log)
-    return _row(task, states.get((task.job_id, task.array_task_id)), log, used)
+    return _row(task, states.get(key), log, used)
+
+
+def ran_again(final: FinalState, state: TaskState | None) -> bool:
+    """Whether Slurm ran the task again after the end the ledger holds (``scontrol requeue`` of an
+    ended task): the controller counts one restart more than that end did. Accounting's rows carry no
+    restart count, so only the controller's word reopens a final state."""
+    return (state is not None and state.restart_count is not None
+            and state.restart_count > (final.restart_count or 0))
 
 
 def usage_missing(history: History, now: float | None = None) -> dict[Key, tuple[TaskRecord, Mapping | None]]:

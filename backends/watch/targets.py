@@ -19,6 +19,7 @@ from backends.records.history import History, load_history
 from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import SubmitRecord, TaskRecord, find_records, load_record
 from backends.watch.finals import FinalsRecorder
+from backends.watch.requeued import reopened, requeuable
 from backends.watch.rows import (
     LOCAL_JOB,
     TaskRow,
@@ -31,6 +32,7 @@ from backends.watch.rows import (
 from backends.watch.slurm.accounting import (
     QueryError,
     Runner,
+    Snapshot,
     job_std_paths,
     query,
     run_command,
@@ -193,23 +195,31 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
 def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:
     """The latest outcome of every value across attempts, with what each task used.
 
-    Only tasks without a final state in the ledger are asked about, and ended
-    tasks whose usage the ledger does not hold yet (one sacct, plus one squeue
-    when a task may still be live); the final states and usage Slurm reports
-    are written into the ledger on the way.
+    Only tasks without a final state in the ledger are asked about, ended tasks
+    whose usage the ledger does not hold yet, and ended tasks the controller may
+    have queued again (`requeuable`): one sacct, plus one squeue when a task may
+    still be live (one squeue alone when only a requeue may be news); the final
+    states and usage Slurm reports are written into the ledger on the way.
     """
     pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
+    again = requeuable(history)
     missing = usage_missing(history)
-    jobs = list(expected_tasks([*pending, *(task for task, _ in missing.values())]))
-    if not jobs:
+    asked = [*pending, *(task for task, _ in missing.values())]
+    if not asked and not again:
         return history_rows(history, {})
     try:
-        answer = query(jobs, runner, controller=bool(pending))
+        if asked:
+            answer = query(list(expected_tasks([*asked, *again])), runner, controller=bool(pending or again))
+        else:
+            answer = Snapshot({t.key: t for t in run_squeue(list(expected_tasks(again)), runner)}, {})
     except QueryError:
         if pending:
             raise
-        return history_rows(history, {})   # only usage was asked for: the ledger's states stand
-    FinalsRecorder(history.record_path, pending, missing).observe(answer.states.values(), answer.usage)
+        return history_rows(history, {})   # only usage or requeues were asked about: the ledger's states stand
+    rerun = reopened(history, again, answer.states)
+    keys = {(t.job_id, t.array_task_id) for t in rerun}
+    ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
+    FinalsRecorder(history.record_path, [*pending, *rerun], ended).observe(answer.states.values(), answer.usage)
     return history_rows(history, answer.states, answer.usage)
 
 
