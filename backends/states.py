@@ -86,6 +86,9 @@ _ALIASES = {
     "SE": "SPECIAL_EXIT", "RV": "REVOKED", "CF": "CONFIGURING",
 }
 
+# The source of a state that is an end the ledger holds, not an answer of Slurm's (see Poller's `settled`).
+LEDGER = "ledger"
+
 
 @dataclass(frozen=True, slots=True)
 class TaskState:
@@ -98,7 +101,7 @@ class TaskState:
     signal: int | None = None
     elapsed: float | None = None   # seconds
     node: str | None = None
-    source: str = "sacct"    # "sacct" | "squeue"
+    source: str = "sacct"    # "sacct" | "squeue" | LEDGER
     reason: str | None = None          # Slurm's pending reason; None unless waiting to run
     restart_count: int | None = None   # times Slurm requeued it (squeue's RestartCnt); None: unknown
 

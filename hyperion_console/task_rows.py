@@ -20,7 +20,8 @@ from typing import Iterable, Mapping
 from backends.records.history import History
 from backends.records.record import TaskRecord
 from backends.watch.finals import FinalsRecorder
-from backends.watch.rows import LOCAL_JOB, TaskRow, pending_tasks, task_row
+from backends.watch.requeued import watched_tasks
+from backends.watch.rows import TaskRow, task_row
 
 from .task_index import Key, record_key
 
@@ -54,8 +55,9 @@ def record_finals(recorder: FinalsRecorder, changed: Iterable, usage: Mapping) -
 
 
 def polled_tasks(history: History) -> list[TaskRecord]:
-    """The Slurm tasks to ask about: the newest attempt's task of each value without a final state."""
-    return [task for task in pending_tasks(history) if task.job_id != LOCAL_JOB]
+    """The Slurm tasks to ask about, as `hyperion-jobs watch` asks: the newest attempt's task of each
+    value without a final state, and ended ones Slurm may have run again (`scontrol requeue`)."""
+    return watched_tasks(history)
 
 
 def rows_now(history: History, tasks: Mapping[Key, TaskRecord], states: Mapping[Key, object]) -> list[TaskRow]:

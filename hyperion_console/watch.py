@@ -1,8 +1,9 @@
 """Watching a submission from a console worker thread, as `hyperion-jobs watch` does.
 
-Slurm: only the newest attempt's tasks without a final state in the ledger
-are polled, with the core's `watcher` (the shared Poller with its query
-budget, the log nudge, and the window throttle of a shared --max-jobs-run);
+Slurm: the newest attempt's tasks without a final state in the ledger are
+polled, and ended ones Slurm may have run again (backends.watch.requeued),
+with the core's `watcher` (the shared Poller with its query budget, the log
+nudge, and the window throttle of a shared --max-jobs-run);
 every final state (and usage) seen is written into the ledger by the core's
 FinalsRecorder, so the history keeps it whoever looks next. A query Slurm
 has not answered for a few seconds is delivered as a problem while it lasts,
@@ -21,6 +22,7 @@ from backends.cli.jobs.watching import _site_floor
 from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.watch.finals import FinalsRecorder
+from backends.watch.requeued import settled
 from backends.watch.rows import TaskRow, history_rows, usage_missing
 from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
 from backends.watch.targets import fill_missing_usage
@@ -61,9 +63,10 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s
     threading.Thread(target=_deliver_missing_usage, args=(history, deliver, stop, False, runner),
                      name="hyperion-missing-usage", daemon=True).start()
+    ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
-                                cap=CAP_SECONDS, stop=stop, runner=runner)
-    finals = FinalsRecorder(history.record_path, pending)
+                                cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended)
+    finals = FinalsRecorder(history.record_path, pending, settled=ended)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
     shown: dict = {}              # the row last delivered per task: only what changed travels

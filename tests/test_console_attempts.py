@@ -89,7 +89,8 @@ class FakePoller:
         return self.updates[-1]
 
 
-def test_only_unfinished_tasks_are_polled_and_their_final_states_go_into_the_ledger(tmp_path, monkeypatch) -> None:
+def test_unfinished_tasks_are_polled_with_their_jobs_ended_ones_and_final_states_go_into_the_ledger(
+        tmp_path, monkeypatch) -> None:
     record = build_history(tmp_path, SITE, unfinished=(7, 8))
     asked: list = []
     now = time.time()
@@ -104,6 +105,7 @@ def test_only_unfinished_tasks_are_polled_and_their_final_states_go_into_the_led
         return FakePoller(updates), None
 
     monkeypatch.setattr(console_watch, "watcher", fake_watcher)
+    before = dict(read_ledger(record).finals)
 
     async def scenario() -> None:
         seen = []
@@ -120,10 +122,13 @@ def test_only_unfinished_tasks_are_polled_and_their_final_states_go_into_the_led
             updated = posted(seen, JobsUpdated)
             assert updated[0].problem is None and updated[0].as_of == now - 5
             assert updated[1].problem == problem and updated[1].changed == ()
-        assert asked == [([7, 8], 30.0)]                         # values 1-6 are final in the ledger
-        assert posted(seen, WatchStarted)[0].polled == 2
+        # values 1-6 are final in the ledger: watched only in case Slurm requeues them, in the squeue
+        # of their job that 7 and 8 need anyway; their ends are not written again
+        assert asked == [([7, 8, 1, 2, 3, 4, 5, 6], 30.0)]
+        assert posted(seen, WatchStarted)[0].polled == 8
         finals = read_ledger(record).finals
         assert finals[(1, 7)].state == "COMPLETED" and (1, 8) not in finals
+        assert read_ledger(record).finals == {**before, (1, 7): finals[(1, 7)]}
 
     asyncio.run(scenario())
 

@@ -369,6 +369,37 @@ def test_tasks_the_controller_says_ended_are_shown_ended_while_the_final_sacct_h
     asyncio.run(scenario())
 
 
+def test_an_ended_task_slurm_runs_again_is_shown_running_and_its_first_end_kept(tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    """Value 3 failed and the ledger holds its end; the user requeued it (scontrol requeue) while 7 and 8
+    ran. The console polled only 7 and 8 and showed 3 FAILED for ever."""
+    from test_console_fixtures import build_history, table_column
+
+    from backends.records.attempts import read_ledger
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    rows = "".join(f"4242_{task}|COMPLETED|0|0:31|vm|None|0|\\n" for task in (1, 2, 4, 5, 6))
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\nprintf '{rows}4242_3|RUNNING|0|0:02|vm|None|1|\\n"
+                                    "4242_7|RUNNING|0|0:03|vm|None|0|\\n4242_8|RUNNING|0|0:03|vm|None|0|\\n'\n")
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("squeue", "sacct"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 24)) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state")[2] == "RUNNING", 10)
+            assert table_column(table, "state")[4:6] == ["FAILED", "OUT_OF_MEMORY"]   # not run again
+            await pilot.press("q")
+
+    asyncio.run(scenario())
+    assert read_ledger(record).finals[(1, 3)].state == "FAILED"     # still running: its first end stands
+
+
 def test_quitting_does_not_wait_for_a_hanging_sacct_asked_for_missing_usage(tmp_path: Path, monkeypatch) -> None:
     """Opening a record whose ended tasks lack usage asks sacct once; while it hung, quitting the
     console waited for it (up to its 30 s timeout) and left it running."""

@@ -1,5 +1,5 @@
 """Ended tasks Slurm runs again (``scontrol requeue`` after the ledger recorded their end), without Slurm:
-what status shows, what it writes, and what it asks (the real cluster: test_wait_slurm.py)."""
+what status and a watch show, what they write, and what they ask (the real cluster: test_wait_slurm.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +9,9 @@ from test_console_fixtures import FIXED_ISO, build_history
 from backends.logheader import iso_now
 from backends.records.attempts import ledger_path, read_ledger
 from backends.records.history import load_history
+from backends.states import JobState
+from backends.watch.poller import Poller
+from backends.watch.requeued import settled, watched_tasks
 from backends.watch.rows import history_rows
 from backends.watch.slurm.accounting import CommandResult
 from backends.watch.targets import history_status
@@ -67,3 +70,22 @@ def test_status_asks_the_controller_about_ended_tasks_only_while_it_may_requeue_
     rows = history_status(load_history(record), controller(ended_rows(), asked))
     assert asked.count("squeue") == 1                  # one, for all the ended tasks of the job
     assert rows == history_rows(load_history(record), {})   # none ran again: the ledger's ends stand
+
+
+def test_a_watch_of_ended_tasks_asks_one_squeue_and_follows_only_those_slurm_runs_again(tmp_path) -> None:
+    history = load_history(ended_a_moment_ago(build_history(tmp_path, CONF)))
+    tasks = watched_tasks(history)
+    assert len(tasks) == 8
+    asked: list[str] = []
+    poller = Poller({"4242": tuple(range(1, 9))}, runner=controller(ended_rows(), asked),
+                    settled=settled(history, tasks))
+    update = poller.poll_once()
+    assert update.all_terminal and update.changed == () and asked == ["squeue"]   # no final sacct
+
+    asked.clear()
+    rows = ended_rows()
+    rows[2] = "4242_3|RUNNING|0|0:02|node01|None|1|"
+    poller = Poller({"4242": tuple(range(1, 9))}, runner=controller(rows, asked), settled=settled(history, tasks))
+    update = poller.poll_once()
+    assert not update.all_terminal and asked == ["squeue"]
+    assert [(s.task_id, s.state, s.restart_count) for s in update.changed] == [(3, JobState.RUNNING, 1)]

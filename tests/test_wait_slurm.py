@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from backends.records.attempts import ledger_path
 from backends.records.record import load_record
 from backends.watch.poller import Poller, PollUpdate
 from backends.watch.slurm.accounting import CommandResult, run_command
@@ -144,6 +145,63 @@ def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster
         < text.index("value=1 restart=1")
     attempts = [r for r in sacct_rows([job], "JobID,State", duplicates=True) if r[0] == f"{job}_1"]
     assert [r[1] for r in attempts] == ["REQUEUED", "COMPLETED"]
+
+
+FAILS_ONCE = """\
+#!/bin/bash
+echo "value=$1 restart=${SLURM_RESTART_COUNT:-0}"
+sleep 1
+[ "$1" = 1 ] && [ "${SLURM_RESTART_COUNT:-0}" = 0 ] && exit 1
+exit 0
+"""
+
+
+def test_an_ended_task_requeued_by_hand_shows_its_new_run_and_end_and_keeps_the_first(
+        slurm_cluster, test_site, cli_env, tmp_path):
+    """Task 1 failed and the ledger holds its end; `scontrol requeue` runs it again. status went on
+    saying FAILED (the recorded end was never asked about again) and watch ended at once, exit 1."""
+    script = tmp_path / "fails_once.sh"
+    script.write_text(FAILS_ONCE)
+    script.chmod(0o755)
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:3",
+                     "--output-file", "log/h.JOB.log", "--", str(script), "JOB", cwd=tmp_path, env=cli_env,
+                     timeout=300)
+    assert result.returncode == 1, result.stderr
+    record = load_record(tmp_path / "log/q/h.JOB.submit.json")
+    job = record.jobs[0].job_id
+
+    def first_task() -> dict:
+        status = run_cli("hyperion-jobs", "status", record.path, "--json", env=cli_env)
+        assert status.returncode == 0, status.stderr
+        return json.loads(status.stdout)["tasks"][0]
+
+    watch = None
+    try:
+        assert (first_task()["state"], first_task()["exit_code"]) == ("FAILED", 1)
+        subprocess.run(["scontrol", "requeue", f"{job}_1"], check=True)
+        wait_for(lambda: squeue_states(job).get(f"{job}_1") == "PENDING", what="task 1 pending again")
+        again = first_task()                       # it waits out BeginTime (about 2 minutes)
+        assert (again["state"], again["restart_count"], again["exit_code"]) == ("PENDING", 1, None)
+        watch = subprocess.Popen(["hyperion-jobs", "watch", record.path], env=cli_env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        time.sleep(4)
+        assert watch.poll() is None, watch.communicate()
+        subprocess.run(["scontrol", "update", f"JobId={job}_1", "StartTime=now"], check=True)
+        out, err = watch.communicate(timeout=120)
+    finally:
+        if watch is not None and watch.poll() is None:
+            watch.kill()
+        subprocess.run(["scancel", job], capture_output=True)
+    assert watch.returncode == 0, err
+    assert f"{job}_1 COMPLETED exit 0 (restart 1)" in out and "3 tasks: COMPLETED 3" in out
+    ended = first_task()
+    assert (ended["state"], ended["exit_code"], ended["restart_count"]) == ("COMPLETED", 0, 1)
+    ledger = [json.loads(line) for line in ledger_path(record.path).read_text().splitlines()]
+    assert [(e["state"], e["restart_count"]) for e in ledger if e["type"] == "final" and e["value"] == 1] \
+        == [("FAILED", 0), ("COMPLETED", 1)]        # the first end is kept, the new one follows it
+    text = (tmp_path / "log/h.1.log").read_text()
+    assert text.index("value=1 restart=0") < text.index("# Restarted by Slurm (restart 1)") \
+        < text.index("value=1 restart=1")
 
 
 

@@ -33,15 +33,20 @@ class FinalsRecorder:
 
     `ended` names tasks whose final state the ledger holds already, with the
     usage it holds for them (None when none): their usage is recorded when
-    accounting gives it. A ledger that cannot be written (someone else's
-    directory, a full disk) is not an error for a watcher: the states are
-    still shown, only not kept.
+    accounting gives it. `settled` names watched tasks whose end the ledger
+    holds (that end, as the Poller takes it): only the end of a run with a
+    higher restart count (Slurm requeued the task) is recorded for them; a
+    row without a restart count (accounting's) is never one. A ledger that
+    cannot be written (someone else's directory, a full disk) is not an error
+    for a watcher: the states are still shown, only not kept.
     """
 
     def __init__(self, record_path: str, tasks: Sequence[TaskRecord],
-                 ended: Mapping[Key, tuple[TaskRecord, Mapping | None]] | None = None) -> None:
+                 ended: Mapping[Key, tuple[TaskRecord, Mapping | None]] | None = None,
+                 settled: Mapping[Key, TaskState] | None = None) -> None:
         self.record_path = record_path
         self._tasks = {(t.job_id, t.array_task_id): t for t in tasks}
+        self._settled = {key: state.restart_count or 0 for key, state in (settled or {}).items()}
         self._written: set[tuple[Key, int]] = set()
         self._usage: dict[Key, Mapping | None] = {k: u for k, (_, u) in (ended or {}).items()}
         self._ended = {k: t for k, (t, _) in (ended or {}).items()}
@@ -54,7 +59,8 @@ class FinalsRecorder:
         for state in states:
             task = self._tasks.get(state.key)
             seen = (state.key, state.restart_count or 0)   # a requeued task ends once per run
-            if task is None or not state.state.is_terminal or seen in self._written:
+            if task is None or not state.state.is_terminal or seen in self._written \
+                    or seen[1] <= self._settled.get(state.key, -1):
                 continue
             self._written.add(seen)
             used = usage.get(state.key)

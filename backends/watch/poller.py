@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
-from backends.states import JobState, TaskState
+from backends.states import LEDGER, JobState, TaskState
 from backends.watch.budget import QueryBudget
 from backends.watch.slurm.accounting import (
     STOP_STEP,
@@ -137,12 +137,15 @@ def _accept(old: TaskState | None, new: TaskState, range_row: bool) -> bool:
     already left squeue), a pending-range row still names tasks that started,
     and a final state is never undone by a stale row. The exception is a new
     attempt: the controller's row with a higher restart count (Slurm requeued
-    the task, even one that had ended) replaces anything.
+    the task, even one that had ended) replaces anything. An end the ledger
+    holds is replaced by nothing else: it is what the user was shown.
     """
     if old is None:
         return True
     if new.restart_count is not None and new.restart_count > (old.restart_count or 0):
         return True
+    if old.source == LEDGER:
+        return False
     if range_row and old.state is not JobState.PENDING:
         return False
     if old.state.is_terminal:
@@ -153,7 +156,15 @@ def _accept(old: TaskState | None, new: TaskState, range_row: bool) -> bool:
 
 
 class Poller:
-    """Watches `expected` (job id -> physical task ids, None: every task the job has)."""
+    """Watches `expected` (job id -> physical task ids, None: every task the job has).
+
+    `settled` are ends the ledger holds for some expected tasks (source LEDGER):
+    they count as ended and never make a query of their own (no sacct, no final
+    sacct), but their jobs are in every poll's squeue (one squeue names many
+    jobs; the first poll asks it even when nothing else is unfinished), so a
+    task Slurm runs again (``scontrol requeue``: a higher restart count) is
+    followed to its new end.
+    """
 
     def __init__(self, expected: Mapping[str, tuple[int, ...] | None], *, floor: float = MIN_GAP,
                  cap: float = 60.0, busy: float = BUSY_SECONDS_PER_CALL,
@@ -163,7 +174,7 @@ class Poller:
                  wall: Callable[[], float] = time.time,
                  budget: QueryBudget | None = None, nudge: Nudge | None = None,
                  vanished_after: float = VANISHED_AFTER, tick: float = TICK,
-                 slow: float | None = None) -> None:
+                 slow: float | None = None, settled: Mapping[Key, TaskState] | None = None) -> None:
         if floor <= 0 or cap < floor:
             raise ValueError("need 0 < floor <= cap")
         self._expected = {str(j): (frozenset(t) if t is not None else None)
@@ -181,7 +192,10 @@ class Poller:
         self._asking: tuple[str, float] | None = None   # the query awaited now: source, clock at start
         self._vanished_after = vanished_after
         self._missing_since: dict[Key, tuple[float, int, float]] = {}   # first missed, polls, wait
-        self._states: dict[Key, TaskState] = {}
+        self._states: dict[Key, TaskState] = {k: replace(t, source=LEDGER) for k, t in (settled or {}).items()
+                                              if self._watched(k)}
+        self._recheck = sorted({job for job, _ in self._states})
+        self._polled = False
         self._usage: dict[Key, Usage] = {}
         self._health = {"squeue": _Health(), "sacct": _Health()}
         self._gone: set[str] = set()          # jobs the controller no longer knows (sacct only)
@@ -421,7 +435,8 @@ class Poller:
         hears of the controller's ends (`seen`): a sacct that hangs (30 s) held
         them back, and its slowness is said as any watched query's is.
         """
-        if self._asked_sacct or self.budget.room(now) < 1:
+        if self._asked_sacct or self.budget.room(now) < 1 \
+                or all(s.source == LEDGER for s in self._states.values()):   # nothing ended while watched
             return ()
         if self._waiting is not None and seen:
             self._waiting(PollUpdate(dict(self._states), seen, None, False, self.interval, self.problem(now),
@@ -434,7 +449,7 @@ class Poller:
         changed = []
         for task in sacct.own:
             old = self._states.get(task.key)
-            if old is None or not self._wanted(task) or task.state is not old.state:
+            if old is None or old.source == LEDGER or not self._wanted(task) or task.state is not old.state:
                 continue
             task = replace(controller_code(task, old), restart_count=old.restart_count)
             self._states[task.key] = task
@@ -463,6 +478,9 @@ class Poller:
         self._last_poll = now
         self._errors, self._asked_sacct = [], False
         jobs = [job for job in self._expected if not self._job_done(job)]
+        if jobs or not self._polled:      # settled tasks' jobs: in the squeue asked anyway, or once
+            jobs += [job for job in self._recheck if job not in jobs]
+        self._polled = True
         changed: tuple[TaskState, ...] = ()
         if jobs:
             changed = self._apply(*self._query(jobs, now))

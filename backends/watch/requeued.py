@@ -12,9 +12,10 @@ its ended tasks in the same answer), or for MinJobAge after its last task ended
 (300 s by default). So the ended tasks of a job all of whose tasks ended are
 asked about only while its newest recorded end is younger than REQUEUE_WINDOW,
 a bound above common sites' MinJobAge; `status` adds their jobs to the query it
-makes anyway (one squeue alone when it makes none). The first end stays in the
-ledger; the new run's end is appended with its higher restart count and read as
-the task's end from then on.
+makes anyway (one squeue alone when it makes none), a watch to its poller's
+squeue (see Poller's `settled`). The first end stays in the ledger; the new
+run's end is appended with its higher restart count and read as the task's end
+from then on.
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from backends.logheader import iso_seconds
 from backends.records.attempts import FinalState
 from backends.records.history import History
 from backends.records.record import LOCAL_JOB, TaskRecord
-from backends.states import JobState, TaskState
-from backends.watch.rows import ran_again
+from backends.states import LEDGER, JobState, TaskState
+from backends.watch.rows import pending_tasks, ran_again
 
 Key = tuple[str, "int | None"]
 REQUEUE_WINDOW = 3600.0   # seconds after a job's newest recorded end the controller may still requeue it
@@ -57,6 +58,26 @@ def reopened(history: History, tasks: Sequence[TaskRecord], states: Mapping[Key,
     return [task for task in tasks
             if (final := history.final(task)) is not None
             and ran_again(final, states.get((task.job_id, task.array_task_id)))]
+
+
+def watched_tasks(history: History) -> list[TaskRecord]:
+    """What a watch of `history` polls: the newest Slurm tasks without a final state, and the ended
+    ones the controller may run again (given to the Poller and FinalsRecorder as `settled`)."""
+    pending = [task for task in pending_tasks(history) if task.job_id != LOCAL_JOB]
+    return pending + requeuable(history)
+
+
+def settled(history: History, tasks: Sequence[TaskRecord]) -> dict[Key, TaskState]:
+    """The ends the ledger holds for `tasks`, as states (restart count 0 when not said)."""
+    out: dict[Key, TaskState] = {}
+    for task in tasks:
+        final = history.final(task)
+        state = _ended_state(final) if final is not None else None
+        if final is not None and state is not None:
+            out[(task.job_id, task.array_task_id)] = TaskState(
+                task.job_id, task.array_task_id, state, final.exit_code, final.signal, final.elapsed,
+                final.node, LEDGER, None, final.restart_count or 0)
+    return out
 
 
 def _ended_state(final: FinalState) -> JobState | None:

@@ -15,7 +15,7 @@ from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
-from backends.watch.poller import MIN_GAP, Poller, PollUpdate
+from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
 from backends.watch.rows import expected, expected_tasks
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import Throttler
@@ -62,18 +62,20 @@ def never_running(record: SubmitRecord, states: Mapping) -> tuple[tuple[TaskReco
 
 def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner | None = None,
             cap: float = 60.0, tasks: Sequence[TaskRecord] | None = None,
-            stop: threading.Event | None = None) -> tuple[Poller, Throttler | None]:
+            stop: threading.Event | None = None,
+            settled: Mapping[Key, TaskState] | None = None) -> tuple[Poller, Throttler | None]:
     """The Poller for a record (nudged by its task logs) and, for a windowed
     --max-jobs-run, the Throttler that keeps its slots busy; `floor` is the
     site's poll_interval. `tasks` (default: the record's) are the tasks to
-    watch, e.g. every attempt's tasks that have not ended yet. Without a
+    watch, e.g. every attempt's tasks that have not ended yet, and `settled`
+    the ends the ledger holds for some of them (see Poller). Without a
     `runner`, queries run as processes that `stop` kills (a quit never waits
     for a hung squeue)."""
     runner = runner or (stoppable(stop) if stop is not None else run_command)
     watched = record.tasks if tasks is None else tuple(tasks)
     poller = Poller(expected(record) if tasks is None else expected_tasks(watched),
                     floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
-                    runner=runner, nudge=LogNudge(watched))
+                    runner=runner, nudge=LogNudge(watched), settled=settled)
     polled = None if tasks is None else [(t.job_id, t.array_task_id) for t in watched]
     return poller, Throttler.for_record(record, poller.budget, runner, polled)
 

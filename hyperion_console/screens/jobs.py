@@ -3,9 +3,10 @@ map, failure groups, the attempts, a log pane, cancel and retry.
 
 A submission is its history of attempts (backends.records.history): the table
 shows, for every value, the task of the newest attempt that ran it, with the
-ledger's final state when it has one; only the tasks without one are polled,
-by the core's watcher in a thread worker (hyperion_console.watch), which also
-writes each final state into the ledger, as hyperion-jobs watch does. Each
+ledger's final state when it has one (unless Slurm runs the task again); the
+tasks without one, and ended ones Slurm may requeue, are polled by the core's
+watcher in a thread worker (hyperion_console.watch), which also writes each
+final state into the ledger, as hyperion-jobs watch does. Each
 answer is posted as a JobsUpdated message carrying only the rows that changed,
 how fresh they are and any query problem. The views derived from the rows
 (failure groups, attempts, usage summary) and the retry preview are the core's

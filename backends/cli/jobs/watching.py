@@ -24,6 +24,7 @@ from backends.states import TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
 from backends.watch.progress import PROBLEM_EVERY, staleness
+from backends.watch.requeued import settled, watched_tasks
 from backends.watch.rows import (
     LOCAL_JOB,
     TaskRow,
@@ -99,9 +100,11 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     finals = None
     stop = threading.Event()
     if history is not None:
-        pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
-        poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop)
-        finals = FinalsRecorder(history.record_path, pending)
+        pending = watched_tasks(history)
+        ended = settled(history, pending)
+        poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop,
+                                    settled=ended)
+        finals = FinalsRecorder(history.record_path, pending, settled=ended)
     else:
         poller, throttler = Poller(_watch_expected(target, None), floor=max(MIN_GAP, floor or MIN_GAP),
                                    cap=max(args.cap, floor or 0), runner=stoppable(stop)), None
