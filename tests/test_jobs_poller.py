@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from backends.states import JobState
+from backends.states import LEDGER, JobState, TaskState
 from backends.watch.budget import QueryBudget
 from backends.watch.poller import Poller
 from backends.watch.slurm.accounting import CommandResult
@@ -707,3 +707,18 @@ def test_a_timed_out_sacct_is_no_problem_once_the_controller_names_every_task_ag
     update = p.poll_once()
     assert script.tools() == ["squeue", "sacct", "squeue"]
     assert update.problem is None and update.states[("3", 1)].state is JobState.COMPLETED
+
+
+def test_an_end_known_while_the_controller_still_says_completing_costs_no_sacct_per_poll():
+    """7_1's end is in the ledger (accounting's row, taken while its node was stuck COMPLETING), and a
+    watch reattached for 7_2 follows 7_1 too, for a requeue: every poll asked sacct about job 7 as long
+    as the controller said COMPLETING (hours, on a node that does not answer)."""
+    script = Script([EMPTY], [ok("7_1|COMPLETING|0|0:31|node01|None|0|\n7_2|RUNNING|0|0:40|node01|None|0|\n")])
+    clock = Clock()
+    ended = {("7", 1): TaskState("7", 1, JobState.COMPLETED, 0, None, 31.0, "node01", LEDGER, None, 0)}
+    p = poller({"7": (1, 2)}, script, clock, settled=ended)
+    for _ in range(5):
+        update = p.poll_once()
+        clock.sleep(p.interval)
+    assert script.tools() == ["squeue"] * 5
+    assert update.states[("7", 1)].state is JobState.COMPLETED and update.problem is None

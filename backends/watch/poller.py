@@ -261,10 +261,12 @@ class Poller:
                 out.append(job)
         return out
 
-    @staticmethod
-    def _completing(rows: Mapping[Key, TaskState]) -> list[str]:
-        """Jobs with a task the controller still calls COMPLETING: accounting may know its end."""
-        return sorted({t.job_id for t in rows.values() if t.state is JobState.COMPLETING})
+    def _completing(self, rows: Mapping[Key, TaskState]) -> list[str]:
+        """Jobs with a task the controller still calls COMPLETING whose end is not known yet:
+        accounting may know it. One whose end is known (a node stuck completing for hours) would
+        cost a sacct every poll while it lasts."""
+        return sorted({t.job_id for t in rows.values()
+                       if t.state is JobState.COMPLETING and not self._terminal(*t.key)})
 
     def _terminal(self, job: str, task: int | None) -> bool:
         known = self._states.get((job, task))
