@@ -208,9 +208,14 @@ class FailedRecord:
     @property
     def attempt(self) -> tuple[str | None, ...]:
         """What tells this record's attempt from others: its job, array task and restart, or, where
-        its folders name none of them, the folder itself (one attempt-scoped folder per attempt)."""
+        its folders name none of them, the attempt-scoped folder: the one holding its shard_<i> folder
+        (Curator writes <folder>/shard_<i>/failed_tasks.json; one folder per shard is no attempt each)."""
         ids = (self.job, self.array_task, self.restart)
-        return ids if any(i is not None for i in ids) else (str(Path(self.path).parent),)
+        if any(i is not None for i in ids):
+            return ids
+        folders = Path(self.path).parent.parts
+        deepest = max((n for n, name in enumerate(folders) if name.startswith("shard_")), default=None)
+        return (str(Path(*folders[:deepest])) if self.shard is not None and deepest else str(Path(self.path).parent),)
 
     @property
     def without_details(self) -> str:

@@ -302,6 +302,22 @@ def test_failed_task_folders_curator_or_its_user_may_choose_are_read(tmp_path, c
     assert "shard 2  job 5  array_task 2  restart -  tasks -" in text
 
 
+def test_a_folder_of_the_users_own_with_a_shard_folder_per_failure_is_one_attempt(tmp_path, cli_env):
+    """NEMO_CURATOR_FAILED_TASKS_DIR=.failed_tasks/nightly: Curator writes nightly/shard_<i>/failed_tasks.json.
+    Each shard's folder was counted as an attempt of its own: 'failed-task records 3 in 3 attempt(s)'."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(0, 8))
+    for shard in (1, 2, 3):
+        (store.failed_dir / "nightly" / f"shard_{shard}").mkdir(parents=True)
+        (store.failed_dir / "nightly" / f"shard_{shard}" / "failed_tasks.json").write_text("")
+    (store.failed_dir / "weekly" / "shard_4").mkdir(parents=True)
+    (store.failed_dir / "weekly" / "shard_4" / "failed_tasks.json").write_text("")
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env, timeout=30)
+    assert "failed-task records 4 in 2 attempt(s)" in shown.stdout, shown.stdout
+    data = json.loads(run_cli("hyperion-checkpoint", "show", str(store.path), "--json", env=cli_env).stdout)
+    assert (data["failed_records"], data["failed_attempts"]) == (4, 2)
+
+
 def _assert_utf8_json(stdout: bytes) -> object:
     """What a strict consumer needs: UTF-8 bytes, JSON, and strings that are Unicode text (no lone surrogates)."""
     data = json.loads(stdout.decode("utf-8"))
