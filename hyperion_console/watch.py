@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 from backends.cli.jobs.watching import _site_floor
 from backends.errors import InputError
 from backends.records.history import History, load_history
+from backends.states import LEDGER
 from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import settled
 from backends.watch.rows import TaskRow, history_rows, usage_missing
@@ -70,6 +71,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
     shown: dict = {}              # the row last delivered per task: only what changed travels
+    ended_here: list[bool] = []   # a task ended while watched (not one of the ledger's ends)
 
     def fresh(rows) -> tuple:
         new = tuple(row for row in rows if shown.get(row_key(row)) != row)
@@ -81,6 +83,8 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             return True
         usage = update_usage(update)
         record_finals(finals, update.changed, usage)
+        if not ended_here and any(s.state.is_terminal and s.source != LEDGER for s in update.changed):
+            ended_here.append(True)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
         keys = dict.fromkeys(state.key for state in update.changed)
@@ -101,7 +105,8 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             deliver(Seen(rows, None, False, update.as_of, update.problem))
 
     poller.run(observe, stop, waiting)
-    _follow_usage(history.record_path, deliver, stop, runner)
+    if ended_here:     # a record that ended before it was opened had its one ask beside the watch
+        _follow_usage(history.record_path, deliver, stop, runner)
 
 
 # Seconds between the asks, after the end, for what ended tasks used while any lacks it:

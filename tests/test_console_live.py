@@ -527,3 +527,36 @@ def test_a_timed_out_sacct_is_no_longer_said_once_the_next_poll_answers(tmp_path
     assert "accounting (sacct) not answering" in status.line().plain and "timed out" in status.line().plain
     status.report(seen[-1].as_of, seen[-1].problem)
     assert status.line().plain.startswith("states from Slurm "), (asked, status.line().plain)
+
+
+def test_opening_a_record_that_ended_lately_asks_accounting_for_usage_once(tmp_path: Path) -> None:
+    """A record whose tasks ended minutes ago, and whose usage accounting never gives (cancelled while
+    pending): opening it asked sacct once; once its ended tasks were watched for a requeue, the
+    follow-up after the watch asked again at 3, 13, 33 s... for four minutes at every opening."""
+    import threading
+
+    from test_console_fixtures import FIXED_ISO, build_history
+
+    from backends.logheader import iso_now
+    from backends.records.attempts import ledger_path
+    from backends.records.history import load_history
+    from backends.watch.slurm.accounting import CommandResult
+    from hyperion_console.watch import watch_slurm
+
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+    ledger = ledger_path(record)
+    ledger.write_text(ledger.read_text().replace(FIXED_ISO, iso_now()))     # ended a moment ago
+    asked: list[str] = []
+
+    def query(argv) -> CommandResult:
+        asked.append(argv[0])
+        return CommandResult(0, "", "")          # the controller forgot the job; no usage rows
+
+    stop = threading.Event()
+    watching = threading.Thread(target=watch_slurm, args=(load_history(str(record)), lambda seen: None, stop),
+                                kwargs={"runner": query}, daemon=True)
+    watching.start()
+    watching.join(5)
+    stop.set()
+    assert not watching.is_alive(), asked           # no follow-up: nothing ended while it watched
+    assert asked.count("sacct") == 1 and asked.count("squeue") == 1, asked

@@ -89,3 +89,32 @@ def test_a_watch_of_ended_tasks_asks_one_squeue_and_follows_only_those_slurm_run
     update = poller.poll_once()
     assert not update.all_terminal and asked == ["squeue"]
     assert [(s.task_id, s.state, s.restart_count) for s in update.changed] == [(3, JobState.RUNNING, 1)]
+
+
+def test_a_controller_not_answering_the_look_for_a_requeue_is_no_outage_to_report(tmp_path) -> None:
+    """A record that ended lately, opened while squeue fails: `watch` printed 'controller (squeue)
+    not answering' and the console a poll error no poll retried, with a sacct standing in for it.
+    The recorded ends stand, as in `status`, and nothing more is asked."""
+    history = load_history(ended_a_moment_ago(build_history(tmp_path, CONF)))
+    tasks = watched_tasks(history)
+    asked: list[str] = []
+
+    def down(argv):
+        asked.append(argv[0])
+        return CommandResult(1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
+
+    update = Poller({"4242": tuple(range(1, 9))}, runner=down, settled=settled(history, tasks)).poll_once()
+    assert update.all_terminal and update.changed == () and asked == ["squeue"]
+    assert update.error is None and update.problem is None
+
+
+def test_an_end_recorded_in_the_future_does_not_keep_its_job_asked_about(tmp_path) -> None:
+    """A wrong clock or a forged ledger line dated next year kept the job 'lately ended' for ever:
+    one squeue at every status and every opening in the console."""
+    record = build_history(tmp_path, CONF)
+    ledger = ledger_path(record)
+    ledger.write_text(ledger.read_text().replace(FIXED_ISO, "2999-01-01T00:00:00+00:00"))
+    assert watched_tasks(load_history(record)) == []
+    asked: list[str] = []
+    history_status(load_history(record), controller(ended_rows(), asked))
+    assert "squeue" not in asked         # (a sacct for the usage the ledger lacks, as before)

@@ -34,6 +34,8 @@ YAML_CASES = [
     ("option-without-a-name", _site(base_options=["--=x"]), "base_options"),   # said it 'sets --array'
     ("merge-key", _site() + "<<: [{num_threads: 4}, {num_threads: 7}]\n", "<<"),
     ("merge-key-alone", _site() + "<<: {mem: 4G}\n", "<<"),
+    ("empty-gres", _site(base_options=["--gres="]), "base_options"),        # sbatch: invalid generic resource
+    ("comma-gres", _site(cpu_options=["--gres=,"]), "cpu_options"),
     ("export", _site(base_options=["--export=NONE"]), "base_options"),
     ("export-prefix", _site(base_options=["--exp=NONE"]), "base_options"),
     ("output-prefix", _site(base_options=["--outp=x"]), "base_options"),

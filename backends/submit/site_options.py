@@ -144,6 +144,8 @@ def is_gpu_gres(value: str) -> bool:
 def _refuse(field: str, item: str, option: str, allow_gpu: bool, value: str | None = None) -> None:
     """Refuse a submitter-owned `option`; a --gres is GPU selection only when its `value` names a GPU
     (None: the value is the next item, checked by `_gres_value`)."""
+    if option == "gres" and value is not None and not value.strip(" ,"):
+        raise InputError(field, f"{item!r} names no generic resource")
     if option == "gres" and not allow_gpu and (value is None or not is_gpu_gres(value)):
         return
     if option in SUBMITTER_OWNED and not (allow_gpu and option in GPU_SELECTION):

@@ -480,20 +480,30 @@ class Poller:
         self._last_poll = now
         self._errors, self._asked_sacct = [], False
         jobs = [job for job in self._expected if not self._job_done(job)]
-        if jobs or not self._polled:      # settled tasks' jobs: in the squeue asked anyway, or once
-            jobs += [job for job in self._recheck if job not in jobs]
-        self._polled = True
         changed: tuple[TaskState, ...] = ()
-        if jobs:
-            changed = self._apply(*self._query(jobs, now))
+        if jobs:                          # settled tasks' jobs ride along in the squeue asked anyway
+            changed = self._apply(*self._query(jobs + [j for j in self._recheck if j not in jobs], now))
             if self._all_terminal():
                 changed += self._final_sacct(now, changed)
+        elif not self._polled and self._recheck:
+            changed = self._requeue_check(now)
+        self._polled = True
         if not self._errors:
             self._slow = max(1.0, self._slow / 2)
         self._schedule(now, bool(changed))
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
                           self._all_terminal(), self.interval, self.problem(), self._as_of,
                           dict(self._usage))
+
+    def _requeue_check(self, now: float) -> tuple[TaskState, ...]:
+        """Only ended tasks to look at (a record that ended lately): one squeue, for a task Slurm
+        runs again. An unanswered one is no outage to report and no reason for a sacct: no state
+        shown waits on it, and the recorded ends stand, as in `status`."""
+        squeue = self._ask("squeue", list(self._recheck), now, watched=False)
+        if squeue is None:
+            self._errors, self._health["squeue"] = [], _Health()
+            return ()
+        return self._apply({t.key: t for t in squeue if self._wanted(t)}, set())
 
     def _pace(self, calls: int, changed: bool) -> float:
         per_call = (self._busy if changed else self._idle) * self._slow

@@ -31,6 +31,8 @@ from backends.watch.rows import pending_tasks, ran_again
 
 Key = tuple[str, "int | None"]
 REQUEUE_WINDOW = 3600.0   # seconds after a job's newest recorded end the controller may still requeue it
+CLOCK_SKEW = 300.0        # an end recorded later than this in the future is a wrong clock or a forged
+                          # line: it would keep its job in the window, one squeue at every look, for ever
 
 
 def requeuable(history: History, now: float | None = None) -> list[TaskRecord]:
@@ -50,7 +52,7 @@ def requeuable(history: History, now: float | None = None) -> list[TaskRecord]:
             ended.setdefault(task.job_id, []).append(task)
             newest[task.job_id] = max(newest.get(task.job_id, 0.0), iso_seconds(final.time) or 0.0)
     return [task for job, tasks in ended.items()
-            if job in live or now - newest[job] < REQUEUE_WINDOW for task in tasks]
+            if job in live or -CLOCK_SKEW < now - newest[job] < REQUEUE_WINDOW for task in tasks]
 
 
 def reopened(history: History, tasks: Sequence[TaskRecord], states: Mapping[Key, TaskState]) -> list[TaskRecord]:

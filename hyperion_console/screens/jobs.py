@@ -228,6 +228,7 @@ class JobsScreen(ConsoleScreen):
             self.action_reload()
 
     @on(TaskTable.Resized, "#tasks")
+    @guarded
     def check_room(self) -> None:
         """Show the too-small line while the table has room for fewer than MIN_TABLE_ROWS rows.
         The line's own height is counted as the table's: showing it never hides it again."""
