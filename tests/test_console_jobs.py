@@ -284,6 +284,7 @@ def test_small_terminals_keep_task_rows_or_say_the_size_needed(tmp_path: Path) -
         app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
         async with app.run_test(size=(60, 15)) as pilot:
             await wait_for(pilot, lambda: len(task_rows(app)) >= 3, 10)
+            await pilot.pause()
             assert not any("too small" in line for line in screen_lines(app))
             assert any(line.startswith("log [log]") for line in screen_lines(app))   # log pane shrunk, kept
             await pilot.resize_terminal(60, 10)          # log pane hidden
@@ -292,9 +293,14 @@ def test_small_terminals_keep_task_rows_or_say_the_size_needed(tmp_path: Path) -
             await pilot.resize_terminal(60, 8)
             await pilot.pause()
             assert screen_lines(app)[4].startswith("terminal too small (60x8): needs 9+ lines (80x24 shows")
-            assert len(task_rows(app)) == 1
+            assert len(task_rows(app)) == 2          # the line covers the header row, not a task row
             await pilot.resize_terminal(80, 24)
             await pilot.pause()
             assert len(task_rows(app)) == 8 and not any("too small" in line for line in screen_lines(app))
+            await pilot.resize_terminal(60, 15)
+            await pilot.pause()
+            await pilot.resize_terminal(60, 8)     # at once, the log pane shown before: it was not said
+            await pilot.pause()
+            assert screen_lines(app)[4].startswith("terminal too small (60x8): needs 9+ lines"), screen_lines(app)
 
     asyncio.run(scenario())

@@ -227,15 +227,20 @@ class JobsScreen(ConsoleScreen):
         if self._ready:
             self.action_reload()
 
+    def on_resize(self) -> None:
+        """A breakpoint's class hides or shows the log pane after the table's own resize: the
+        table can end at a height it had before (no Resize of its own), so look once laid out."""
+        self.call_after_refresh(self.check_room)
+
     @on(TaskTable.Resized, "#tasks")
     @guarded
     def check_room(self) -> None:
-        """Show the too-small line while the table has room for fewer than MIN_TABLE_ROWS rows.
-        The line's own height is counted as the table's: showing it never hides it again."""
+        """Show the too-small line (over the table's header) while the table has room for fewer
+        than MIN_TABLE_ROWS rows."""
         line = self.query_one("#too-small", FitLine)
         region, footer = self.table.region, self.query_one(Footer).region
         bottom = min(region.bottom, footer.y) if footer.height else region.bottom   # under the footer: hidden
-        room = max(bottom - region.y, 0) + (1 if line.display else 0) - 1     # less the header
+        room = max(bottom - region.y, 0) - 1     # less the header
         missing = MIN_TABLE_ROWS - room
         if missing > 0:
             line.update(too_small_text(self.size.width, self.size.height, missing))
