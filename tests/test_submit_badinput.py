@@ -268,6 +268,7 @@ def test_a_gpu_type_asking_slurm_for_no_gpus_is_refused_for_gpu_runs_only(tmp_pa
     result = run_cli("hyperion-submit", backend, "--num-gpus", "1", *args, cwd=tmp_path, env=cli_env)
     _check_rejected(result, tmp_path, "gpu_types.v100.options")
     assert "no option holds {num_gpus}" in result.stderr
+    assert result.stderr.rstrip().endswith(f"(in the site file {site})"), result.stderr   # as errors at load say
     cpu = run_cli("hyperion-submit", backend, "--dry-run", "--num-gpus", "0", *args, cwd=tmp_path, env=cli_env)
     assert cpu.returncode == 0 and cpu.stderr == "", cpu.stderr
     assert "nothing was submitted" in cpu.stdout

@@ -191,7 +191,7 @@ def test_a_generic_resource_the_gpu_type_would_replace_is_refused_for_gpu_runs(t
         "hyperion-submit: error: base_options: '--gres=lustre:1' sets --gres and gpu_types.v100.options sets it "
         "again ('--gres=gpu:v100:{num_gpus}'); sbatch keeps only the last --gres, which would replace "
         "'--gres=lustre:1': give every generic resource in one --gres of gpu_types.v100.options, e.g. "
-        "'--gres=gpu:v100:{num_gpus},lustre:1'\n")
+        f"'--gres=gpu:v100:{{num_gpus}},lustre:1' (in the site file {tmp_path / 'site.yaml'})\n")
     cpu, (argv,) = _dry_run_argv(tmp_path, cli_env, site, "--num-gpus", "0")
     assert cpu.returncode == 0 and "--gres=lustre:1" in argv, cpu.stderr
     site["base_options"].remove("--gres=lustre:1")

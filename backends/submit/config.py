@@ -60,16 +60,20 @@ class SiteConfig:
                              f"{self.path or 'the site file'} sets no default_gpu_type")
         if self.default_gpu_type not in self.gpu_types:
             known = ", ".join(sorted(self.gpu_types)) or "none"
-            raise InputError("default_gpu_type", f"{self.default_gpu_type!r} is not defined under "
-                             f"gpu_types (defined: {known})")
+            raise self._refused("default_gpu_type", f"{self.default_gpu_type!r} is not defined under "
+                                f"gpu_types (defined: {known})")
         options = self.gpu_types[self.default_gpu_type]
         if not any("{num_gpus}" in option for option in options):
             # --num-gpus would get a torchrun prefix for N processes and no GPU from Slurm. Asked only
             # here, as for default_gpu_type: a CPU-only run never uses gpu_types (the contract's rule).
-            raise InputError(f"gpu_types.{self.default_gpu_type}.options", "no option holds {num_gpus}, so "
-                             "Slurm would not be asked for the GPUs --num-gpus requests "
-                             "(e.g. --gres=gpu:v100:{num_gpus})")
+            raise self._refused(f"gpu_types.{self.default_gpu_type}.options", "no option holds {num_gpus}, "
+                                "so Slurm would not be asked for the GPUs --num-gpus requests "
+                                "(e.g. --gres=gpu:v100:{num_gpus})")
         return expand(options, num_gpus)
+
+    def _refused(self, field: str, problem: str) -> SiteError:
+        """A problem of this site file found when a run uses it, said with the file as at load."""
+        return SiteError(field, f"{problem} (in the site file {printable(self.path)})" if self.path else problem)
 
     def resource_options(self, num_gpus: int) -> tuple[str, ...]:
         """cpu_options for a CPU job, else the GPU type's options (the contract's rule)."""
@@ -93,9 +97,9 @@ class SiteConfig:
         if len(found) > 1:
             (field, first), (other, second) = found[0], found[1]
             where = "that list" if other == field else other
-            raise InputError(field, f"{first!r} sets --gres and {where} sets it again ({second!r}); sbatch "
-                             f"keeps only the last --gres, which would replace {first!r}: give every generic "
-                             f"resource in one --gres of {other}, e.g. {_joined_gres(second, first)!r}")
+            raise self._refused(field, f"{first!r} sets --gres and {where} sets it again ({second!r}); sbatch "
+                                f"keeps only the last --gres, which would replace {first!r}: give every "
+                                f"generic resource in one --gres of {other}, e.g. {_joined_gres(second, first)!r}")
         return (*self.base_for(num_gpus), *self.resource_options(num_gpus))
 
 
