@@ -378,9 +378,10 @@ class Poller:
         if squeue is not None and sacct is not None:
             merged = {k: t for k, t in merge(sacct, squeue).items() if self._wanted(t)}
             in_squeue, in_sacct = {t.job_id for t in squeue}, {t.job_id for t in sacct.own}
-            lagging = {k for k in range_only(sacct, squeue) if k in merged and not merged[k].state.is_terminal}
+            ranged = range_only(sacct, squeue)
+            lagging = {k for k in ranged if k in merged and not merged[k].state.is_terminal}
             merged.update(self._vanished(merged, in_squeue, in_sacct, now, lagging))
-            return merged, range_only(sacct, squeue)
+            return merged, ranged
         if squeue is not None:
             return {t.key: t for t in squeue if self._wanted(t)}, set()
         if sacct is not None:
