@@ -504,7 +504,7 @@ class Poller:
         if squeue is None:
             self._errors, self._health["squeue"] = [], _Health()
             return ()
-        return self._apply({t.key: t for t in squeue if self._wanted(t)}, set())
+        return self._apply(*self._combine(squeue, None, now))
 
     def _pace(self, calls: int, changed: bool) -> float:
         per_call = (self._busy if changed else self._idle) * self._slow
