@@ -12,11 +12,12 @@ does in the warnings; every other character is left to JSON's own escapes.
 from __future__ import annotations
 
 import json
+
+from backends.printable import escape_surrogates
+
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (a status command loads this module)
 if TYPE_CHECKING:
     from typing import Any
-
-from backends.printable import escape_surrogates
 
 
 def json_safe(value: Any) -> Any:
