@@ -51,6 +51,24 @@ def test_table_counts_and_filter_follow_the_local_results(tmp_path: Path) -> Non
     asyncio.run(scenario())
 
 
+def test_a_single_task_reads_1_task_in_the_summary_and_the_record_list(tmp_path: Path) -> None:
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0)})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            summary = jobs.query_one("#jobs-summary")
+            await wait_for(pilot, lambda: "COMPLETED" in str(summary.content), 10)
+            assert str(summary.content) == "1 task  COMPLETED 1"
+            options = jobs.query_one("#records")
+            await wait_for(pilot, lambda: options.option_count == 1, 10)
+            label = str(options.get_option_at_index(0).prompt)
+            assert "    1 task   " in label and "tasks" not in label
+
+    asyncio.run(scenario())
+
+
 def test_log_pane_follows_the_selected_task_live(tmp_path: Path) -> None:
     record = build_local_record(tmp_path, RESULTS)
 

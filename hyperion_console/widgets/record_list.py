@@ -38,9 +38,10 @@ def describe(record, name: str) -> Text:
     when = record.submitted_at[5:16].replace("T", " ")
     attempt = f"att {record.attempt}  " if getattr(record, "attempt", 1) > 1 else ""   # as the table says
     # A retry's record holds only the values it reran; the table beside it shows every value.
-    noun = "rerun" if getattr(record, "kind", "submit") in ("retry", "resubmit") else "tasks"
+    noun = ("rerun" if getattr(record, "kind", "submit") in ("retry", "resubmit")
+            else "task" if len(record.tasks) == 1 else "tasks")
     return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<10} ", "cyan"),
-                         f"{len(record.tasks):>5} {noun}  ", (attempt, "yellow"), shown(f"{when}  ", "dim"),
+                         f"{len(record.tasks):>5} {noun:<5}  ", (attempt, "yellow"), shown(f"{when}  ", "dim"),
                          shown(name, "dim"))
 
 

@@ -18,8 +18,8 @@ from .states import abbreviation_of, ordered, style_of
 
 
 def counts_text(counts: Mapping[str, int], total: int, short: bool = False) -> Text:
-    """`40 tasks  COMPLETED 20  FAILED 2 ...` (short: `40: CD 20 F 2 ...`)."""
-    text = Text(f"{total}:" if short else f"{total} tasks ", style="bold")
+    """`40 tasks  COMPLETED 20  FAILED 2 ...`, `1 task  COMPLETED 1` (short: `40: CD 20 F 2 ...`)."""
+    text = Text(f"{total}:" if short else f"{total} task{'' if total == 1 else 's'} ", style="bold")
     for name in ordered(n for n, count in counts.items() if count):
         text.append(" ")
         text.append(abbreviation_of(name) if short else name, style=style_of(name))
