@@ -15,6 +15,8 @@ PROG = "hyperion-console"
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = OneLineParser(prog=PROG, description=__doc__)
+    parser.add_argument("path", nargs="?", metavar="PATH",
+                        help="a record or a checkpoint to open: what --record or --checkpoint takes")
     parser.add_argument("--cfg-dir", help="directory of site YAML files (default: conf)")
     parser.add_argument("--checkpoint", help="open the Checkpoint screen on this checkpoint")
     parser.add_argument("--record", help="a q/NAME.submit.json record to watch / resubmit")
@@ -36,12 +38,14 @@ def check_args(args: argparse.Namespace) -> None:
 
     from .record_cache import cached_record
 
-    for field, value in (("--cfg-dir", args.cfg_dir), ("--checkpoint", args.checkpoint),
+    for field, value in (("PATH", args.path), ("--cfg-dir", args.cfg_dir), ("--checkpoint", args.checkpoint),
                          ("--record", args.record), ("--demo-dir", args.demo_dir)):
         if value is not None and printable(value) != value:
             # a text field would show (and send to the terminal) what the path holds
             raise InputError(field, f"holds control, bidi or invisible characters or bytes that are not UTF-8: "
                              f"{printable(value)}")
+    if args.path is not None:
+        _place_path(args)
     if args.demo and (args.checkpoint or args.record):
         raise InputError("--demo", "builds its own checkpoint and record; leave out --checkpoint/--record")
     if args.cfg_dir is not None:
@@ -53,7 +57,27 @@ def check_args(args: argparse.Namespace) -> None:
         store.require_dir("--checkpoint")
         store.require_run()
     if args.record:
-        cached_record(record_file(args.record) or args.record)   # parsed once: the screen reuses it
+        args.record = str(record_file(args.record) or args.record)   # a folder holding one: that record
+        cached_record(args.record)   # parsed once: the screen reuses it
+
+
+def _place_path(args: argparse.Namespace) -> None:
+    """PATH as --record or --checkpoint, by what it is: people type the path they have at hand
+    (`hyperion-console exp/log/q/x.JOB.submit.json`), as `hyperion-jobs` and `hyperion-checkpoint`
+    take it."""
+    from backends.watch.targets import record_file
+    from sharding.store import Checkpoint
+
+    if record_file(args.path) is not None:
+        field = "record"
+    elif Checkpoint(args.path).read_run() is not None:
+        field = "checkpoint"
+    else:
+        raise InputError("PATH", "neither a submission record (q/NAME.submit.json, or a folder holding one) "
+                         f"nor a checkpoint (a folder holding run.json): {args.path}")
+    if getattr(args, field) is not None:
+        raise InputError("PATH", f"a {field} given twice: {args.path} and --{field} {getattr(args, field)}")
+    setattr(args, field, args.path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 from conftest import make_fifo, make_sparse
-from test_console_fixtures import notifications, table_column, text_of, wait_for
+from test_console_fixtures import build_local_record, notifications, table_column, text_of, wait_for
 from textual.widgets import Input
 
 from hyperion_console.__main__ import main
-from hyperion_console.app import make_app
+from hyperion_console.app import Settings, make_app
 from hyperion_console.commands import ACTIONS
 from hyperion_console.screens.checkpoint import CheckpointScreen
 from hyperion_console.screens.help import HelpScreen
 from hyperion_console.screens.jobs import JobsScreen
 from hyperion_console.screens.submit import SubmitScreen
+from sharding.store import Checkpoint, RunConfig
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -223,6 +224,13 @@ def _bad_inputs(tmp_path: Path) -> dict[str, str]:
     (["--record", "RECORD_NESTED"], "record"),
     (["--record", "/dev/zero"], "record"),
     (["--checkpoint", "\x1b]0;owned\x07"], "--checkpoint"),
+    # a path given bare: a record or a checkpoint, or one line saying it is neither
+    (["NOWHERE"], "PATH"),
+    (["A_FILE"], "PATH"),
+    (["CORRUPT"], "run.json"),
+    (["BAD_RECORD"], "record"),
+    (["BAD_RECORD", "--record", "A_FILE"], "PATH"),
+    (["\x1b]0;owned\x07"], "PATH"),
 ])
 def test_cli_bad_input_is_one_line_exit_2_before_the_screen(argv, field, tmp_path: Path, capsys,
                                                             monkeypatch) -> None:
@@ -244,6 +252,23 @@ def test_cli_bad_input_is_one_line_exit_2_before_the_screen(argv, field, tmp_pat
     assert len(lines) == 1 and lines[0].startswith(f"hyperion-console: error: {field}: "), captured.err
     assert lines[0].isprintable() and len(lines[0]) < 1000
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_bare_path_opens_the_record_or_the_checkpoint_it_is(tmp_path: Path, monkeypatch) -> None:
+    """`hyperion-console exp/log/q/x.JOB.submit.json` used to be "unrecognized argument"."""
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 3)})
+    checkpoint = tmp_path / "ckpt"
+    Checkpoint(checkpoint).ensure_run(RunConfig(0, 4))
+    opened: list[Settings] = []
+    monkeypatch.setattr("hyperion_console.app.HyperionConsole.run", lambda app: opened.append(app.settings))
+    for argv in ([str(record)], [str(record.parent)], [str(checkpoint), "--record", str(record)],
+                 ["--record", str(record.parent)]):
+        assert main(argv) == 0
+    by_record, by_folder, both, record_folder = opened
+    assert (by_record.start, by_record.record, by_record.checkpoint) == ("jobs", record, None)
+    assert by_folder.record == record          # the q/ folder holding one record, as hyperion-jobs takes it
+    assert (both.start, both.checkpoint, both.record) == ("checkpoint", checkpoint, record)
+    assert record_folder.record == record      # resolved once, for every screen (Checkpoint too)
 
 
 def _font_families_with(char: str) -> str:
