@@ -55,6 +55,11 @@ class RetryDecision:
 
 
 class RetryScreen(ModalScreen["RetryDecision | None"]):
+    # The dialog is 78x22; in a smaller terminal (a split tmux pane) its fields stack and its
+    # blank lines go, so the preview keeps lines and the buttons stay on screen (console.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (78, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (22, "-tall")]
+
     BINDINGS = [
         Binding("escape", "leave", "Leave field / close", show=False),
         Binding("ctrl+r", "retry", "Retry", priority=True),

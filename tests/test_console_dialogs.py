@@ -1,0 +1,159 @@
+"""Every dialog of the console in a split tmux pane (60x20) and at 80x24: the dialog, its text and its
+buttons lie on the screen, long text wraps inside it (scrolling to its end shows the end), and the
+buttons are reached by keyboard."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from test_console_fixtures import build_history, posted, rendered, screen_lines, wait_for
+from textual.geometry import Region
+from textual.widgets import Button, Input
+
+from hyperion_console.app import make_app
+from hyperion_console.messages import RetryPreviewed
+from hyperion_console.screens.confirm import ConfirmScreen
+from hyperion_console.screens.help import HelpScreen
+from hyperion_console.screens.retry import RetryScreen
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+SIZES = [(60, 20), (80, 24)]
+
+
+def on_screen(app, text: str) -> bool:
+    return any(text in line for line in screen_lines(app))
+
+
+def assert_fits(app, dialog_id: str) -> None:
+    """The dialog lies on the screen, and each of its buttons inside its border, label and all."""
+    whole = Region(0, 0, *app.size)
+    dialog = app.screen.query_one(dialog_id)
+    assert whole.contains_region(dialog.region), (dialog.region, app.size)
+    for button in dialog.query(Button):
+        assert dialog.content_region.contains_region(button.region), (button.id, button.region)
+        assert on_screen(app, str(button.label)), (str(button.label), screen_lines(app))
+
+
+async def assert_text_reachable(pilot, scroll_id: str) -> None:
+    """The text in a scrolling box wraps at the box's width; scrolled to its end, its last line shows."""
+    scroll = pilot.app.screen.query_one(scroll_id)
+    assert scroll.max_scroll_x == 0, scroll.virtual_size
+    lines = [line.strip() for line in rendered(scroll.query_one("Static")) if line.strip()]
+    scroll.scroll_end(animate=False)
+    await pilot.pause()
+    assert on_screen(pilot.app, lines[-1]), (lines[-1], screen_lines(pilot.app))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_retry_preview_and_its_confirmation_fit_a_split_pane(tmp_path: Path, size: tuple[int, int]) -> None:
+    """At 60x20 the 78-column preview was cut: the Retry button and the right-hand fields off the
+    screen, the command cut at the pane's edge."""
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await pilot.press("R")
+            await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+            await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+            await pilot.pause()
+            assert_fits(app, "#retry-dialog")
+            assert on_screen(app, "Retry tasks of extract.JOB.submit.json")
+            assert on_screen(app, "Retry 3 task(s)…")
+            dialog = app.screen.query_one("#retry-dialog")
+            for field in app.screen.query(Input):        # each field and its hint ("| auto") whole
+                assert dialog.content_region.contains_region(field.region), field.id
+                assert field.region.width >= len(field.placeholder), (field.id, field.region)
+            await assert_text_reachable(pilot, "#retry-preview")
+            await pilot.press("escape", "tab")           # out of the field to Close, then Retry
+            assert app.screen.focused.id == "retry-run"
+            await pilot.press("enter")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.pause()
+            assert_fits(app, "#confirm-dialog")
+            assert on_screen(app, "Retry 3 task(s) as attempt 2?")
+            await assert_text_reachable(pilot, "#confirm-detail")
+            await pilot.press("shift+tab")
+            assert app.screen.focused.id == "confirm-yes"
+            await pilot.press("n")
+            assert isinstance(app.screen, RetryScreen)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_submit_confirmation_fits_a_split_pane(tmp_path: Path, size: tuple[int, int]) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=size) as pilot:
+            screen = app.submit_screen
+            for name, value in {"backend": "local", "array": "JOB=1:4",
+                                "output_file": str(tmp_path / "exp" / "log" / "extract.JOB.log"),
+                                "command": "hyperion-extract --part JOB --num-parts 4"}.items():
+                screen.set_field(name, value)
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.pause()
+            assert_fits(app, "#confirm-dialog")
+            assert on_screen(app, "Submit to local?")
+            await assert_text_reachable(pilot, "#confirm-detail")
+            await pilot.press("n")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert not (tmp_path / "exp").exists()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_resubmit_confirmation_fits_a_split_pane(tmp_path: Path, size: tuple[int, int]) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, demo=True, demo_dir=tmp_path / "demo", search_dirs=[])
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.pause()
+            assert_fits(app, "#confirm-dialog")
+            assert on_screen(app, "Resubmit shards 11-12?")
+            await assert_text_reachable(pilot, "#confirm-detail")
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_fits_a_split_pane(tmp_path: Path, size: tuple[int, int]) -> None:
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("escape", "question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.pause()
+            assert_fits(app, "#help-dialog")
+            assert on_screen(app, "Hyperion Console — keys")
+            assert on_screen(app, "escape closes")
+            await assert_text_reachable(pilot, "#help-dialog VerticalScroll")
+
+    asyncio.run(scenario())
+
+
+def test_a_confirmation_title_wider_than_the_pane_wraps() -> None:
+    """Resubmit names up to 40 characters of shards in its title: at 60 columns its end was cut."""
+    shards = "1-3,5,7,9,11,13,15,17,19,21,23,25,27,29,…"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[])
+        async with app.run_test(size=(60, 20)) as pilot:
+            app.push_screen(ConfirmScreen(f"Resubmit shards {shards}?", "hyperion-submit ...", yes="Resubmit"))
+            await pilot.pause()
+            assert_fits(app, "#confirm-dialog")
+            assert on_screen(app, f"{shards}?"), screen_lines(app)
+
+    asyncio.run(scenario())
