@@ -1,4 +1,5 @@
-"""Snapshots of every screen at 80x24 (pytest-textual-snapshot; update with --snapshot-update).
+"""Snapshots of every screen at 80x24, and of the retry preview in a 60x20 pane
+(pytest-textual-snapshot; update with --snapshot-update).
 
 Fixtures live under one fixed directory and times are fixed, so the pictures
 only change when the console's look does.
@@ -148,19 +149,25 @@ def test_snapshot_attempts(snap_compare) -> None:
     assert snap_compare(history_app("attempts", retried=RETRIED), terminal_size=SIZE, run_before=run_before)
 
 
-def test_snapshot_retry_preview(snap_compare) -> None:
-    async def run_before(pilot) -> None:
-        await settle(pilot, 0.3)
-        await pilot.press("R")
-        for _ in range(50):
-            await pilot.pause(0.1)
-            text = pilot.app.screen.query("#retry-text")
-            if text and "runs in" in str(text.first().content):
-                break
-        await pilot.press("escape")         # out of the field (a blinking cursor is no picture)
-        await settle(pilot, 0.3)
+async def open_retry_preview(pilot) -> None:
+    await settle(pilot, 0.3)
+    await pilot.press("R")
+    for _ in range(50):
+        await pilot.pause(0.1)
+        text = pilot.app.screen.query("#retry-text")
+        if text and "runs in" in str(text.first().content):
+            break
+    await pilot.press("escape")         # out of the field (a blinking cursor is no picture)
+    await settle(pilot, 0.3)
 
-    assert snap_compare(history_app("retry"), terminal_size=SIZE, run_before=run_before)
+
+def test_snapshot_retry_preview(snap_compare) -> None:
+    assert snap_compare(history_app("retry"), terminal_size=SIZE, run_before=open_retry_preview)
+
+
+def test_snapshot_retry_preview_split_pane(snap_compare) -> None:
+    """A 60x20 tmux pane: a field a line, no blank lines between parts, every button on screen."""
+    assert snap_compare(history_app("retry-pane"), terminal_size=(60, 20), run_before=open_retry_preview)
 
 
 def usage_states() -> tuple:
