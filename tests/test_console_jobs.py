@@ -322,3 +322,37 @@ def test_small_terminals_keep_task_rows_or_say_the_size_needed(tmp_path: Path) -
             assert screen_lines(app)[4].startswith("terminal too small (60x8): needs 9+ lines"), screen_lines(app)
 
     asyncio.run(scenario())
+
+
+def test_a_resize_while_a_dialog_or_another_screen_is_on_top_reaches_the_jobs_screen(tmp_path: Path) -> None:
+    """Textual resizes only the screen on top: the Jobs screen kept the layout of the size it
+    last saw (its log pane at 60x10, no too-small line at 60x8) once the help was closed."""
+    record = build_local_record(tmp_path, {v: ("COMPLETED", 0) for v in range(1, 11)})
+
+    def task_rows(app) -> list[str]:
+        return [line for line in screen_lines(app) if "localhost" in line]
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: len(task_rows(app)) >= 3, 10)
+            await pilot.press("question_mark")
+            await pilot.resize_terminal(60, 10)
+            await pilot.pause()
+            await pilot.press("escape")              # the help closed: the Jobs screen at 60x10
+            await wait_for(pilot, lambda: not any(line.startswith("log [log]") for line in screen_lines(app)), 5)
+            assert len(task_rows(app)) >= 3
+            await pilot.press("1")                   # the Submit screen on top
+            await pilot.resize_terminal(60, 8)
+            await pilot.pause()
+            await pilot.press("2")
+            await wait_for(pilot, lambda: screen_lines(app)[4].startswith("terminal too small (60x8)"), 5)
+            await pilot.press("1")
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()
+            await pilot.press("2")
+            await wait_for(pilot, lambda: len(task_rows(app)) == 8, 5)
+            assert not any("too small" in line for line in screen_lines(app))
+            assert any(line.startswith("log [log]") for line in screen_lines(app))
+
+    asyncio.run(scenario())
