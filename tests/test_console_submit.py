@@ -123,6 +123,28 @@ def test_preview_says_which_sbatch_variables_of_the_environment_are_not_passed(t
     assert first == "# " + dry.stderr.strip() and "not passing SBATCH_GRES" in first, (first, dry.stderr)
 
 
+def test_in_a_split_pane_the_preview_goes_under_the_form_at_full_width(tmp_path: Path) -> None:
+    """At 60 columns the preview beside the form had 18 of them, a word or two a line."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(60, 20)) as pilot:
+            screen = app.submit_screen
+            await pilot.press("1")
+            fill(screen, backend="local", output_file=str(tmp_path / "log" / "t.JOB.log"), array="JOB=1:3",
+                 command="python -c 'print(1)' --part JOB")
+            await pilot.pause()
+            form, preview = screen.query_one("#submit-form"), screen.query_one("#submit-preview-pane")
+            assert preview.region.y >= form.region.bottom and preview.region.width >= 56
+            assert preview.region.bottom <= 19 and preview.region.height >= 6     # above the footer
+            command = screen.query_one("#submit-command")
+            assert command.region.width >= 50
+            await pilot.resize_terminal(100, 24)
+            await pilot.pause()
+            assert preview.region.x >= form.region.right and preview.region.y == form.region.y
+
+    asyncio.run(scenario())
+
+
 def test_local_submit_confirms_then_watches_on_the_jobs_screen(tmp_path: Path) -> None:
     async def scenario() -> None:
         seen = []

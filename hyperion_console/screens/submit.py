@@ -49,6 +49,9 @@ class SubmitScreen(ConsoleScreen):
     """Form on the left, preview on the right; ctrl+s submits after a confirmation."""
 
     SUB_TITLE = "Submit"
+    # Narrower than 80 columns (a split tmux pane) the preview goes under the form: beside it,
+    # it had 18 columns (console.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-wide")]
     BINDINGS = [
         Binding("ctrl+s", "submit", "Submit job", priority=True),   # "1 Submit" is the screen
     ]
