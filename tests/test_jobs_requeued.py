@@ -1,9 +1,12 @@
 """Ended tasks Slurm runs again (``scontrol requeue`` after the ledger recorded their end), without Slurm:
-what status and a watch show, what they write, and what they ask (the real cluster: test_wait_slurm.py)."""
+what status, list and a watch show, what they write, and what they ask (the real cluster: test_wait_slurm.py)."""
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
+from conftest import run_cli
 from test_console_fixtures import FIXED_ISO, build_history
 
 from backends.logheader import iso_now
@@ -118,3 +121,59 @@ def test_an_end_recorded_in_the_future_does_not_keep_its_job_asked_about(tmp_pat
     asked: list[str] = []
     history_status(load_history(record), controller(ended_rows(), asked))
     assert "squeue" not in asked         # (a sacct for the usage the ledger lacks, as before)
+
+
+def fake_slurm(tmp_path: Path, rows: list[str], cli_env: dict[str, str]) -> tuple[dict[str, str], Path]:
+    """sacct and squeue on PATH that write down how they were called; squeue -j prints those of `rows`
+    of the jobs it is asked about, squeue -u (the user's live jobs) and sacct print nothing."""
+    bin_dir, asked = tmp_path / "bin", tmp_path / "asked"
+    bin_dir.mkdir()
+    (bin_dir / "sacct").write_text(f'#!/bin/sh\necho "sacct $2" >> {asked}\n')
+    quoted = " ".join(f"'{row}'" for row in rows)
+    (bin_dir / "squeue").write_text(f'#!/bin/sh\necho "squeue $1 $2" >> {asked}\n[ "$1" = -j ] || exit 0\n'
+                                    f'for row in {quoted}; do\n'
+                                    f'  case ",$2," in *",${{row%%_*}},"*) printf \'%s\\n\' "$row";; esac\n'
+                                    'done\n')
+    for tool in ("sacct", "squeue"):
+        (bin_dir / tool).chmod(0o755)
+    return {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}, asked
+
+
+def about_jobs(asked: Path) -> list[str]:
+    """The queries about records' jobs (not list's `squeue -u` for the user's live jobs), sorted."""
+    return sorted(line for line in asked.read_text().splitlines() if not line.startswith("squeue -u"))
+
+
+def listed_states(root: Path, env: dict[str, str]) -> dict[str, str]:
+    result = run_cli("hyperion-jobs", "list", str(root), "--json", env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return {Path(r["record"]).parts[-5]: r["states"] for r in json.loads(result.stdout)["records"]}
+
+
+def test_list_shows_an_ended_task_slurm_runs_again_as_status_does(tmp_path, cli_env) -> None:
+    """Value 2 failed, its end was recorded, then `scontrol requeue 4242_2`: status said PENDING (restart 1),
+    list went on counting it FAILED (it asked Slurm only about tasks without a recorded end)."""
+    record = ended_a_moment_ago(build_history(tmp_path / "new", CONF, failures={2: ("FAILED", 1, "boom")}))
+    rows = ended_rows()
+    rows[1] = "4242_2|PENDING|0|0:00|(null)|BeginTime|1|"
+    env, asked = fake_slurm(tmp_path, rows, cli_env)
+    assert listed_states(tmp_path, env) == {"new": "COMPLETED 7, PENDING 1"}
+    assert about_jobs(asked) == ["squeue -j 4242"]                  # one squeue, no sacct
+    status = run_cli("hyperion-jobs", "status", str(record), "--json", env=env, timeout=60)
+    assert json.loads(status.stdout)["counts"] == {"COMPLETED": 7, "PENDING": 1}
+
+
+def test_list_adds_lately_ended_jobs_to_the_squeue_it_asks_anyway_and_asks_nothing_of_older_ones(
+        tmp_path, cli_env) -> None:
+    """Three records: one ended long ago (the controller forgot its job), one ended a moment ago whose
+    value 2 Slurm runs again, one still running. One sacct and one squeue, as before; the squeue names
+    the lately ended job too."""
+    build_history(tmp_path / "old", CONF, job="4000")                          # ended long ago
+    ended_a_moment_ago(build_history(tmp_path / "new", CONF, job="4242", failures={2: ("FAILED", 1, "boom")}))
+    build_history(tmp_path / "live", CONF, job="4300", unfinished=(7, 8))
+    rows = ended_rows(restart=0)
+    rows[1] = "4242_2|RUNNING|0|0:02|node01|None|1|"
+    env, asked = fake_slurm(tmp_path, rows, cli_env)
+    states = listed_states(tmp_path, env)
+    assert states["new"] == "COMPLETED 7, RUNNING 1" and "FAILED" in states["old"]
+    assert about_jobs(asked) == ["sacct 4300", "squeue -j 4300,4242"]

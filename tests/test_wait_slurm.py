@@ -205,6 +205,40 @@ def test_an_ended_task_requeued_by_hand_shows_its_new_run_and_end_and_keeps_the_
 
 
 
+def test_list_counts_an_ended_task_requeued_by_hand_as_status_does(slurm_cluster, test_site, cli_env, tmp_path):
+    """Task 1 failed and `status` had recorded its end; then `scontrol requeue`. status said PENDING and
+    then COMPLETED (restart 1), while list went on counting it FAILED: it asked Slurm only about tasks
+    without a recorded end."""
+    script = tmp_path / "fails_once.sh"
+    script.write_text(FAILS_ONCE)
+    script.chmod(0o755)
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:3",
+                     "--output-file", "log/l.JOB.log", "--", str(script), "JOB", cwd=tmp_path, env=cli_env,
+                     timeout=300)
+    assert result.returncode == 1, result.stderr
+    record = load_record(tmp_path / "log/q/l.JOB.submit.json")
+    job = record.jobs[0].job_id
+
+    def counts(*argv: str) -> dict[str, int]:
+        shown = run_cli("hyperion-jobs", *argv, "--json", env=cli_env)
+        assert shown.returncode == 0, shown.stderr
+        answer = json.loads(shown.stdout)
+        return answer["counts"] if "counts" in answer else answer["records"][0]["counts"]
+
+    try:
+        assert counts("status", record.path) == {"COMPLETED": 2, "FAILED": 1}
+        subprocess.run(["scontrol", "requeue", f"{job}_1"], check=True)
+        wait_for(lambda: squeue_states(job).get(f"{job}_1") == "PENDING", what="task 1 pending again")
+        assert counts("list", str(tmp_path)) == {"COMPLETED": 2, "PENDING": 1}
+        assert counts("status", record.path) == {"COMPLETED": 2, "PENDING": 1}
+        subprocess.run(["scontrol", "update", f"JobId={job}_1", "StartTime=now"], check=True)
+        wait_for(lambda: squeue_states(job).get(f"{job}_1") == "COMPLETED", timeout=120, what="task 1 ended again")
+        assert counts("list", str(tmp_path)) == {"COMPLETED": 3}          # before status records the new end
+        assert counts("status", record.path) == {"COMPLETED": 3}
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)
+
+
 def node_of_test_cluster() -> str:
     return subprocess.run(["sinfo", "-h", "-p", "cpu", "-o", "%N"], capture_output=True, text=True,
                           check=True).stdout.split()[0]

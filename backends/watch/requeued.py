@@ -11,9 +11,9 @@ the job has unfinished tasks (squeue is asked about that job anyway, and names
 its ended tasks in the same answer), or for MinJobAge after its last task ended
 (300 s by default). So the ended tasks of a job all of whose tasks ended are
 asked about only while its newest recorded end is younger than REQUEUE_WINDOW,
-a bound above common sites' MinJobAge; `status` adds their jobs to the query it
-makes anyway (one squeue alone when it makes none), a watch to its poller's
-squeue (see Poller's `settled`). The first end stays in the ledger; the new
+a bound above common sites' MinJobAge; `status` and `list` add their jobs to the
+query they make anyway (one squeue alone when they make none), a watch to its
+poller's squeue (see Poller's `settled`). The first end stays in the ledger; the new
 run's end is appended with its higher restart count and read as the task's end
 from then on.
 """

@@ -18,6 +18,7 @@ from backends.records.attempts import read_ledger
 from backends.records.history import History, load_history
 from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import SubmitRecord, TaskRecord, find_records, load_record
+from backends.states import TaskState
 from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import reopened, requeuable
 from backends.watch.rows import (
@@ -211,7 +212,7 @@ def history_status(history: History, runner: Runner = run_command) -> list[TaskR
         if asked:
             answer = query(list(expected_tasks([*asked, *again])), runner, controller=bool(pending or again))
         else:
-            answer = Snapshot({t.key: t for t in run_squeue(list(expected_tasks(again)), runner)}, {})
+            answer = Snapshot(controller_states(again, runner), {})
     except QueryError:
         if pending:
             raise
@@ -221,6 +222,32 @@ def history_status(history: History, runner: Runner = run_command) -> list[TaskR
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
     FinalsRecorder(history.record_path, [*pending, *rerun], ended).observe(answer.states.values(), answer.usage)
     return history_rows(history, answer.states, answer.usage)
+
+
+def histories_states(histories: Sequence[History], runner: Runner = run_command) -> dict[Key, TaskState]:
+    """What Slurm says of several records' tasks, for `list`: one sacct and one squeue for the jobs
+    with a task without a final state, and the jobs of ended tasks the controller may have queued
+    again (`requeuable`) added to that squeue, or asked in one squeue alone when nothing else is.
+
+    QueryError when the tasks without a final state cannot be asked about; a look for requeues
+    alone that fails leaves the recorded ends standing, as in `history_status`.
+    """
+    pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
+    again = [task for history in histories for task in requeuable(history)]
+    if pending:
+        return query(pending, runner, controller_also=list(expected_tasks(again))).states
+    if not again:
+        return {}
+    try:
+        return controller_states(again, runner)
+    except QueryError:
+        return {}
+
+
+def controller_states(tasks: Sequence[TaskRecord], runner: Runner = run_command) -> dict[Key, TaskState]:
+    """One squeue alone about the jobs of `tasks`: whether Slurm queued an ended task again is the
+    controller's word only (its restart count), so accounting is not asked."""
+    return {state.key: state for state in run_squeue(list(expected_tasks(tasks)), runner)}
 
 
 def fill_missing_usage(history: History, runner: Runner = run_command) -> dict[Key, Usage]:

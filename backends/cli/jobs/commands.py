@@ -15,10 +15,10 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.record import find_records
-from backends.watch.rows import LOCAL_JOB, TaskRow, exit_status, history_rows, pending_tasks, state_counts
+from backends.watch.rows import TaskRow, exit_status, history_rows, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
-from backends.watch.targets import current_user, resolve, status, task_logs
+from backends.watch.targets import current_user, histories_states, resolve, status, task_logs
 
 
 def record_dirs(args: argparse.Namespace) -> list[Path]:
@@ -72,12 +72,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         except InputError as err:
             print(printable(f"{PROG}: skipping {path}: {err.problem}"), file=sys.stderr)
     states, problem = {}, None
-    slurm_jobs = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
-    if slurm_jobs:
-        try:
-            states = snapshot(slurm_jobs)
-        except QueryError as err:
-            problem = str(err)
+    try:
+        states = histories_states(histories)
+    except QueryError as err:
+        problem = str(err)
     try:
         live = user_jobs(current_user())
     except QueryError as err:

@@ -518,11 +518,16 @@ class Snapshot:
     usage: dict[Key, Usage]
 
 
-def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: bool = True) -> Snapshot:
-    """States and usage of `job_ids` (QueryError on failure); without `controller`, sacct only."""
+def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: bool = True,
+          controller_also: Sequence[str] = ()) -> Snapshot:
+    """States and usage of `job_ids` (QueryError on failure); without `controller`, sacct only.
+    `controller_also`: jobs only squeue is asked about, in the same call (ended tasks it may have
+    queued again, whose ends accounting would only repeat)."""
     sacct = run_sacct(job_ids, runner)
-    states = merge(sacct, run_squeue(job_ids, runner)) if controller else accounting_only(sacct)
-    return Snapshot(states, sacct.usage)
+    if not controller:
+        return Snapshot(accounting_only(sacct), sacct.usage)
+    asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
+    return Snapshot(merge(sacct, run_squeue(asked, runner)), sacct.usage)
 
 
 def _first_line(text: str) -> str:
