@@ -96,6 +96,16 @@ async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1) -
                          f"screen {pilot.app.screen}, notifications {notifications(pilot.app)}")
 
 
+def one_read(app, data: str) -> None:
+    """Post what the terminal driver posts for one read of `data` (a fast typist, tmux send-keys,
+    an expect script): every key queued before the first is handled. Pilot.press cannot: it lets
+    the app settle after each key."""
+    from textual._xterm_parser import XTermParser
+
+    for event in XTermParser().feed(data):
+        app.post_message(event)
+
+
 def notifications(app) -> list[str]:
     return [n.message for n in app._notifications]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from test_console_fixtures import (
     build_checkpoint,
     build_local_record,
+    one_read,
     posted,
     rendered,
     slurm_like_record,
@@ -307,5 +308,23 @@ def test_state_map_of_a_small_array_names_each_cell(tmp_path: Path) -> None:
             await pilot.click("#state-map", offset=(9 * 4 + 1, 0))     # the cell "F10"
             await pilot.pause()
             assert not jobs.map_shown and jobs.query_one("#tasks").selected_task().value == 10
+
+    asyncio.run(scenario())
+
+
+def test_a_fields_editing_keys_act_in_order_with_the_characters_read_with_them(tmp_path: Path) -> None:
+    """`ab<backspace>c` and `12<left>3` in one read: Textual ran an Input's bound keys only after
+    the characters read behind them (textual#6605), giving `ab` and `123`."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            for field, keys in (("num_gpus", "ab\x7fc"), ("mem", "12\x1b[D3")):
+                screen.query_one(f"#{field}").focus()
+                await pilot.pause()
+                one_read(app, keys)
+                await pilot.pause()
+            assert screen.query_one("#num_gpus").value == "ac"
+            assert screen.query_one("#mem").value == "132"
 
     asyncio.run(scenario())

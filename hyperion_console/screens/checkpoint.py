@@ -33,6 +33,7 @@ from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
+from ..widgets.field import Field
 from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
 
@@ -115,11 +116,11 @@ class CheckpointScreen(ConsoleScreen):
                 with VerticalScroll():
                     with Horizontal(classes="form-row"):
                         yield Label("max array size", classes="form-label-wide")
-                        yield Input("" if self.initial_max is None else str(self.initial_max),
+                        yield Field("" if self.initial_max is None else str(self.initial_max),
                                     placeholder="none", id="max-array-size", compact=True)
                     with Horizontal(classes="form-row"):
                         yield Label("submit record", classes="form-label-wide")
-                        yield Input(str(self.record_path or ""), placeholder="q/NAME.submit.json",
+                        yield Field(str(self.record_path or ""), placeholder="q/NAME.submit.json",
                                     id="record-path", compact=True)
                     yield Static("", id="retry-summary")
                     yield DataTable(id="retry-windows", cursor_type="row", show_cursor=False)

@@ -31,6 +31,7 @@ from ..errors import guarded
 from ..messages import RetryPreviewed
 from ..retrying import AUTO, FIELDS, Preview, preview
 from ..shown import shown, tell
+from ..widgets.field import Field
 from ..widgets.fit_line import FitLine
 from .confirm import ConfirmScreen
 
@@ -82,7 +83,7 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
                 with Horizontal(classes="retry-row"):
                     for name in (left, right):
                         yield Label(LABELS[name], classes="retry-label")
-                        yield Input(self.initial.get(name, ""), placeholder=PLACEHOLDERS[name],
+                        yield Field(self.initial.get(name, ""), placeholder=PLACEHOLDERS[name],
                                     id=f"retry-{name.replace('_', '-')}", compact=True)
             yield FitLine(id="retry-error")
             with VerticalScroll(id="retry-preview"):

@@ -25,6 +25,7 @@ from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
 from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
+from ..widgets.field import Field
 from .base import ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
 
@@ -83,7 +84,7 @@ class SubmitScreen(ConsoleScreen):
                 for field, label, hint in TEXT_FIELDS:
                     with Horizontal(classes="form-row"):
                         yield Label(label, classes="form-label")
-                        yield Input(self.defaults.get(field, ""), placeholder=hint, id=field,
+                        yield Field(self.defaults.get(field, ""), placeholder=hint, id=field,
                                     compact=True)
                     if field == "mem":
                         with Horizontal(classes="form-row"):

@@ -10,6 +10,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input
 
+from .field import Field
+
 PROMPTS: dict[str, str] = {
     "tasks": "search tasks (enter: find, then n / N: next / previous)",
     "log": "search the log (enter: find, then n / N: next / previous)",
@@ -17,7 +19,7 @@ PROMPTS: dict[str, str] = {
 }
 
 
-class FindBar(Input):
+class FindBar(Field):
     DEFAULT_CSS = """
     FindBar { display: none; height: 1; border: none; padding: 0 1; }
     FindBar.-open { display: block; }
