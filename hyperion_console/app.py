@@ -53,6 +53,11 @@ class HyperionConsole(App[None]):
         Binding("3", "show('checkpoint')", "Ckpt"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
+        # Textual runs a non-priority binding only once its key has bubbled back up to the App;
+        # keys read in the same burst are already on their way to the old focus by then, so
+        # `Tab 4` typed the 4 into the field being left (or lost it). Priority: focus moves first.
+        Binding("tab", "focus_next", "Focus Next", show=False, priority=True),
+        Binding("shift+tab", "focus_previous", "Focus Previous", show=False, priority=True),
     ]
 
     def __init__(self, settings: Settings) -> None:

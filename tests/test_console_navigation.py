@@ -328,3 +328,26 @@ def test_a_fields_editing_keys_act_in_order_with_the_characters_read_with_them(t
             assert screen.query_one("#mem").value == "132"
 
     asyncio.run(scenario())
+
+
+def test_keys_read_together_with_tab_fill_the_fields_tab_reached(tmp_path: Path) -> None:
+    """`Tab Tab 4 Tab 81<backspace> Tab 2G` in one read (tmux send-keys, an expect script, a fast
+    typist): each key acts on the field the Tabs before it reached, as when typed one by one."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            screen.query_one("#cfg").focus()
+            await pilot.pause()
+            one_read(app, "\t\t4\t81\x7f\t2G")    # site -> backend -> GPUs -> threads -> memory
+            fields = ("num_gpus", "num_threads", "mem")
+
+            def typed() -> dict[str, str]:
+                return {f: screen.query_one(f"#{f}").value for f in fields}
+
+            await wait_for(pilot, lambda: screen.focused is not None and screen.focused.id == "mem", 5)
+            await pilot.pause()
+            assert isinstance(app.screen, SubmitScreen)
+            assert typed() == {"num_gpus": "4", "num_threads": "8", "mem": "2G"}
+
+    asyncio.run(scenario())

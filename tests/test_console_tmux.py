@@ -1,6 +1,7 @@
 """Smoke test of the installed `hyperion-console --demo` binary in a real 80x24 terminal (tmux)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -63,5 +64,31 @@ def test_demo_binary_in_tmux(tmp_path: Path, cli_env: dict[str, str]) -> None:
             time.sleep(0.2)
         else:
             raise AssertionError("q did not quit the console:\n" + screen_text(session))
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_keys_sent_in_one_burst_land_in_the_fields_tab_moved_to(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """`tmux send-keys Tab ... 4 Tab 'some text'` writes one burst, as an expect script, xdotool
+    or a fast typist does: the text lands where the Tabs before it moved the focus."""
+    binary = shutil.which("hyperion-console", path=cli_env["PATH"])
+    assert binary, "hyperion-console is not installed (pip install -e .)"
+    session = f"hyperion-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30",
+                    "-e", f"PATH={cli_env['PATH']}", f"{binary} --cfg-dir {REPO / 'conf'}"],
+                   check=True, cwd=tmp_path)
+    try:
+        wait_for_text(session, "Hyperion Console —")
+        tmux("send-keys", "-t", session, "1")
+        wait_for_text(session, "Hyperion Console — Submit", "site default")
+        tmux("send-keys", "-t", session, "Tab", "Tab", "Tab", "4", "Tab", "some text")  # site, backend, GPUs
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            text = screen_text(session)
+            if re.search(r"^ GPUs +4 ", text, re.M) and re.search(r"^ threads +some text ", text, re.M):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("GPUs 4 and threads 'some text' not on screen:\n" + text)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
