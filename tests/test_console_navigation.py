@@ -351,3 +351,25 @@ def test_keys_read_together_with_tab_fill_the_fields_tab_reached(tmp_path: Path)
             assert typed() == {"num_gpus": "4", "num_threads": "8", "mem": "2G"}
 
     asyncio.run(scenario())
+
+
+def test_a_search_read_in_one_burst_is_typed_into_the_find_bar(tmp_path: Path) -> None:
+    """`/node07` in one read is a search: the keys behind `/` used to reach the task table before
+    the find bar had the focus (`o` focused the records, `a` showed the attempts, the text was lost)."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs, table = await open_big(pilot, tmp_path)
+            find = jobs.query_one("#find")
+            one_read(app, "/no/de07")
+            await pilot.pause()
+            assert (find.has_focus, find.value, jobs.view) == (True, "no/de07", "tasks-view")
+            await pilot.press("escape")
+            one_read(app, "/node07\r")
+            await wait_for(pilot, lambda: table.selected_task().value == 10, 5)     # node07: 10, 20...
+            assert table.has_focus and jobs.view == "tasks-view"
+            one_read(app, ":250\r")
+            await wait_for(pilot, lambda: table.selected_task().value == 250, 5)
+            assert table.has_focus and not find.display
+
+    asyncio.run(scenario())

@@ -85,14 +85,16 @@ class JobsScreen(ConsoleScreen):
         Binding("F", "cycle_filter(-1)", "Filter back", show=False),
         Binding("v", "cycle_view(1)", "Views"),
         Binding("V", "cycle_view(-1)", "Views back", show=False),
-        Binding("slash", "find", "Find"),
+        # Priority: they run before the keys read in the same burst are routed, and the find bar
+        # takes the focus at once, so `/node07` is a search, not `o`, `d`... on the task table.
+        Binding("slash", "find", "Find", priority=True),
         Binding("o", "focus_records", "Records"),
         Binding("R,ctrl+r", "retry", "Retry"),
         Binding("m", "toggle_map", "Map", show=False),
         Binding("t", "show_view('failures-view')", "Failure groups", show=False),
         Binding("a", "show_view('attempts-view')", "Attempts", show=False),
         Binding("u", "toggle_usage", "Usage columns", show=False),
-        Binding("colon", "go_to_value", "Go to", show=False),
+        Binding("colon", "go_to_value", "Go to", show=False, priority=True),
         Binding("n", "find_next(True)", "Next match", show=False),
         Binding("N", "find_next(False)", "Previous match", show=False),
         Binding("left_square_bracket", "neighbour_record(-1)", "Newer record", show=False),
@@ -599,6 +601,13 @@ class JobsScreen(ConsoleScreen):
         self.table.focus()
 
     # -- find / go to -------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """In a text field `/` and `:` are typed: Textual does not keep a priority `/` from an
+        Input (its key_to_character("slash") is None)."""
+        if action in ("find", "go_to_value") and isinstance(self.focused, Input):
+            return False
+        return True
+
     def action_find(self) -> None:
         mode = "log" if isinstance(self.focused, LogView) else "tasks"
         last = self._last_find[1] if self._last_find and self._last_find[0] == mode else ""

@@ -45,7 +45,7 @@ class FindBar(Field):
         self.value = value
         self._return_to = self.screen.focused
         self.add_class("-open")
-        self.focus()
+        self.screen.set_focus(self)     # now: keys read in the same burst as `/` are typed here
 
     def action_close(self) -> None:
         self.remove_class("-open")
@@ -58,6 +58,6 @@ class FindBar(Field):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        mode, text = self.mode, self.value
+        mode, text = self.mode, event.value     # not self.value: keys read after Enter may be in it
         self.action_close()
         self.post_message(self.Done(mode, text))
