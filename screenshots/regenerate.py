@@ -36,6 +36,7 @@ from hyperion_console.app import make_app  # noqa: E402
 DEMO_DIR = Path("/tmp/hyperion-console-screenshots")
 SLURM_DIR = Path("/tmp/hyperion-console-screenshots-slurm")
 SIZES = ((80, 24), (120, 40))
+SPLIT_PANE = (60, 20)    # a tmux pane split in two on an 80x24 login terminal
 TASKS = 40
 LONG = (5, 17, 29)            # run for minutes: RUNNING in every picture of the running array
 CORRUPT = tuple(v for v in range(1, TASKS + 1) if v % 9 == 0)
@@ -101,17 +102,32 @@ async def shoot_demo(size: tuple[int, int]) -> list[Path]:
         await save("jobs")
         await pilot.press("1")
         screen = app.submit_screen
-        for name, value in {"backend": "slurm", "num_gpus": "2", "mem": "4G", "time": "02:00:00",
-                            "array": "JOB=1:40", "max_jobs_run": "8",
-                            "output_file": "exp/xvector/log/extract.JOB.log",
-                            "command": "hyperion-extract-wav2xvectors --part-idx JOB --num-parts 40"}.items():
-            screen.set_field(name, value)
+        fill_submit(screen)
         app.set_focus(None)
         await save("submit")
         screen.set_field("time", "two hours")
         await save("submit-invalid")
         await pilot.press("question_mark")
         await save("help")
+    return saved
+
+
+def fill_submit(screen) -> None:
+    for name, value in {"backend": "slurm", "num_gpus": "2", "mem": "4G", "time": "02:00:00",
+                        "array": "JOB=1:40", "max_jobs_run": "8",
+                        "output_file": "exp/xvector/log/extract.JOB.log",
+                        "command": "hyperion-extract-wav2xvectors --part-idx JOB --num-parts 40"}.items():
+        screen.set_field(name, value)
+
+
+async def shoot_split_submit(size: tuple[int, int]) -> list[Path]:
+    """The Submit screen in a split pane: the preview under the form."""
+    app = make_app(cfg_dir=REPO / "conf", search_dirs=[DEMO_DIR])
+    saved: list[Path] = []
+    async with app.run_test(size=size) as pilot:
+        fill_submit(app.submit_screen)
+        app.set_focus(None)
+        await saver(app, pilot, size, saved)("submit")
     return saved
 
 
@@ -262,6 +278,7 @@ def main() -> int:
     svgs: list[Path] = []
     for size in SIZES:
         svgs += asyncio.run(shoot_demo(size))
+    svgs += asyncio.run(shoot_split_submit(SPLIT_PANE))
     if slurm_answers():
         from backends.watch.slurm.cancel import cancel
 
@@ -274,7 +291,7 @@ def main() -> int:
             for size in SIZES:
                 svgs += asyncio.run(shoot_slurm(record, size))
             finish_array(record)
-            for size in reversed(SIZES):             # the retry runs at the last one: 80x24
+            for size in (SPLIT_PANE, *reversed(SIZES)):   # the retry runs at the last one: 80x24
                 svgs += asyncio.run(shoot_retry(record, size, run=size == SIZES[0]))
             wait(load_record(record.path))             # the retry's tasks end (finals in the ledger)
             for size in SIZES:
