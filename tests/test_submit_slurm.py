@@ -559,3 +559,22 @@ def test_a_task_slurm_runs_again_keeps_the_log_of_the_run_before(slurm_cluster, 
     restarted = next(i for i, line in enumerate(lines) if line.startswith("# Restarted by Slurm (restart 1)"))
     assert lines[0].startswith("# Running: sh -c ") and first < restarted < lines.index("run 1 output")
     assert lines[restarted + 1].startswith("# Running: ") and lines[restarted + 2].startswith("# Started at ")
+
+
+def test_a_fifo_put_at_a_pending_tasks_log_does_not_hang_the_wait(slurm_cluster, test_site, cli_env, tmp_path):
+    """The wait looks at a task's log for its footer: a FIFO appearing there held it in open() for ever,
+    so hyperion-submit never saw the job cancelled."""
+    site = tmp_path / "later.yaml"
+    site.write_text(test_site.read_text().replace("  - --nodes=1\n", "  - --nodes=1\n  - --begin=now+3600\n"))
+    proc = start(site, "--output-file", "log/x.log", "--", "true", cwd=tmp_path, env=cli_env)
+    try:
+        record = tmp_path / "log/q/x.submit.json"
+        wait_for(record.exists, what="the record")
+        time.sleep(2)                            # the wait has looked at the log once: not there yet
+        os.mkfifo(tmp_path / "log/x.log")
+        time.sleep(3)
+        subprocess.run(["scancel", load_record(record).jobs[0].job_id], check=True)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and "CANCELLED" in stderr, stderr

@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Sequence
 from backends.logheader import parse_ended
 from backends.records.record import TaskRecord
 from backends.states import JobState, TaskState
+from backends.watch.tail import open_log
 
 Key = tuple[str, "int | None"]
 # While more tasks than this are unfinished, only the running ones' files are looked at.
@@ -42,9 +43,16 @@ def _signature(path: str | None) -> tuple[int, int] | None:
 
 
 def has_footer(path: str) -> bool:
-    """Whether the last line of `path` is the batch script's ``# Ended (code N) ...`` footer."""
+    """Whether the last line of `path` is the batch script's ``# Ended (code N) ...`` footer.
+
+    Opened as the log viewers open it: a FIFO put at a log's path would hold a plain open()
+    for ever, and with it the wait that asked.
+    """
     try:
-        with open(path, "rb") as handle:
+        handle = open_log(path)
+        if handle is None:
+            return False
+        with handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - TAIL_BYTES))

@@ -48,7 +48,7 @@ def _open_or_why(path: str | Path) -> tuple[BufferedReader | None, str | None]:
     return os.fdopen(fd, "rb"), None
 
 
-def _open_log(path: str | Path) -> BufferedReader | None:
+def open_log(path: str | Path) -> BufferedReader | None:
     """The log opened for reading, or None if it is missing, not a regular file or unreadable."""
     return _open_or_why(path)[0]
 
@@ -73,7 +73,7 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
     """
     if n <= 0:
         return []
-    handle = _open_log(path)
+    handle = open_log(path)
     if handle is None:
         return []
     with handle:
@@ -129,7 +129,7 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None) -> Itera
     """
     if n <= 0:
         return
-    handle = _open_log(path)
+    handle = open_log(path)
     if handle is None:
         return
     with handle:
@@ -224,7 +224,7 @@ def complete_end(path: str | Path) -> int:
     bytes hold no newline (a 600 MB progress bar, a sparse file), the end of
     the file: following from the line's start would mean reading it all.
     """
-    handle = _open_log(path)
+    handle = open_log(path)
     if handle is None:
         return 0
     with handle:
