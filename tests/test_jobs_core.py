@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_fifo, make_sparse, run_cli, terminal_row
+from conftest import make_fifo, make_sparse, make_symlink_loop, run_cli, terminal_row
 
 from backends.cli.jobs import main
 from backends.cli.jobs.watching import render_watch
@@ -528,3 +528,17 @@ def _group_runs(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["status", "5", "--dir", "LOOP"], "--dir"),
+    (["history", "5", "--dir", "LOOP"], "--dir"),
+    (["logs", "5_1", "--dir", "LOOP"], "--dir"),
+    (["list", "LOOP"], "DIR"),
+])
+def test_a_directory_argument_that_is_a_symlink_loop_is_one_line_exit_2(tmp_path, cli_env, argv, field):
+    """`--dir` naming a symlink loop traced back (RuntimeError from Path.resolve) before Slurm was asked."""
+    loop = make_symlink_loop(tmp_path / "loop")
+    result = run_cli("hyperion-jobs", *[str(loop) if a == "LOOP" else a for a in argv], env=cli_env, timeout=60)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr == f"hyperion-jobs: error: {field}: {loop}: a symlink loop\n"

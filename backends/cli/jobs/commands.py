@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import stat
 import sys
@@ -21,7 +22,20 @@ from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import current_user, histories_states, resolve, status, task_logs
 
 
+def check_dirs(field: str, dirs: Sequence[str | Path]) -> None:
+    """Each directory (or record) named on the command line must be there: a symlink loop made the
+    record search trace back, a typo found nothing without saying why."""
+    for d in dirs:
+        try:
+            os.stat(d)
+        except OSError as err:
+            problem = {errno.ENOENT: "does not exist", errno.ELOOP: "a symlink loop"}.get(
+                err.errno, f"cannot be read ({err.strerror or err})")
+            raise InputError(field, f"{d}: {problem}") from None
+
+
 def record_dirs(args: argparse.Namespace) -> list[Path]:
+    check_dirs("--dir", args.dir or ())
     return args.dir or [Path(".")]
 
 
@@ -62,9 +76,7 @@ def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     if args.limit <= 0:
         raise InputError("--limit", "must be positive")
-    for d in args.dirs:
-        if not Path(d).exists():
-            raise InputError("DIR", f"{d} does not exist")
+    check_dirs("DIR", args.dirs)
     histories = []
     for path in find_records([Path(d) for d in args.dirs])[: args.limit]:
         try:
