@@ -142,12 +142,16 @@ def test_a_q_file_that_is_not_what_we_wrote_refuses_the_rerun_before_anything_mo
         assert "first 1" in (tmp_path / "log" / "t.1.log").read_text()
 
 
-@pytest.mark.parametrize("what", ["ledger FIFO", "ledger symlink to /dev/zero", "ledger directory", "huge"])
+@pytest.mark.parametrize("what", ["ledger FIFO", "ledger symlink to /dev/zero", "ledger directory", "huge",
+                                  "countless lines"])
 def test_status_of_a_ledger_that_cannot_be_ours_says_so_instead_of_showing_tasks_never_run(tmp_path, cli_env,
                                                                                           what):
     record = _failed_local_array(tmp_path, cli_env)
     if what == "huge":
         os.truncate(ledger_path(record), 1 << 31)      # sparse: no disk used
+    elif what == "countless lines":       # under 1 GiB; one of newlines alone took 9 GB to split
+        with open(ledger_path(record), "ab") as handle:
+            handle.write(b"\n" * (40 << 20))
     else:
         _spoil(record.parent, what, tmp_path / "copy.jsonl")
     shown = run_cli("hyperion-jobs", "status", str(record), env=cli_env, timeout=30)

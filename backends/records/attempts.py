@@ -26,6 +26,7 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -46,6 +47,10 @@ MAX_LINE = 256 * 1024
 # Two lines of a few hundred bytes per task and attempt: 15 attempts of a 100000-task array are
 # under 1 GiB. Anything larger was not written by us (a sparse file, /dev/zero).
 MAX_LEDGER_BYTES = 1024 * 1024 * 1024
+# No line we write is shorter than 32 bytes. More lines than this (a file of newlines) cost
+# minutes and gigabytes to fold, and were not written by us either.
+MAX_LEDGER_LINES = MAX_LEDGER_BYTES // 32
+_LINE = re.compile(rb"[^\n]+")
 KINDS = ("submit", "retry", "resubmit")
 
 Key = tuple[int, "int | None"]       # (attempt, value)
@@ -402,10 +407,11 @@ def parse_ledger(data: bytes) -> Ledger:
     children: dict[Key, TaskChild] = {}
     usages: dict[Key, dict] = {}
     skipped = 0
-    for line in data.split(b"\n"):
+    for match in _LINE.finditer(data):       # one line at a time: a list of them all doubled the memory
+        line = match.group()
         if not line.strip():
             continue
-        raw = _object(line)
+        raw = _object(line) if b'"type"' in line else None   # every line we write names its type
         kind = raw.get("type") if raw is not None else None
         if kind == "final" and (entry := _final(raw)) is not None:
             known = finals.get((entry.attempt, entry.value))
@@ -462,6 +468,9 @@ def read_ledger(record_path: str | Path) -> Ledger:
         data, info = read_bounded_stat(path, MAX_LEDGER_BYTES)
     except UnreadableFile as err:
         raise InputError("record", f"cannot read its ledger {printable(str(path))}: {err}") from None
+    if data.count(b"\n") > MAX_LEDGER_LINES:
+        raise InputError("record", f"cannot read its ledger {printable(str(path))}: more than "
+                         f"{MAX_LEDGER_LINES} lines, more than hyperion writes")
     for spare in sorted(path.parent.glob(f"{path.name}.*{SPARE_SUFFIX}")):
         data += b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b"")
     return replace(parse_ledger(data), owner=info.st_uid)
