@@ -407,10 +407,13 @@ RECORD_EDITS = [   # (what a hand or a damaged disk did to the record's text, th
     (lambda t: t.replace('"value": 1\n', '"value": null\n'),
      "tasks[0].value: has no value, but the record is an array"),
     (lambda t: t.replace('x.1.log"', 'x.1\\u0000.log"'), "tasks[0].log: expected a path, got"),
+    (lambda t: t.replace('x.1.log"', 'x.1\\ud800.log"'), "tasks[0].log: expected a path, got"),   # no file name
+    (lambda t: t.replace('"cfg": "conf/', '"cfg": "\\ud800conf/'), "cfg: expected a path, got"),
 ]
 
 
-@pytest.mark.parametrize("edit,problem", RECORD_EDITS, ids=["job_id", "offset", "attempt", "value", "nul"])
+@pytest.mark.parametrize("edit,problem", RECORD_EDITS,
+                         ids=["job_id", "offset", "attempt", "value", "nul", "surrogate", "cfg_surrogate"])
 def test_a_record_that_contradicts_itself_or_slurm_is_one_line_and_neighbours_skip_it(tmp_path, cli_env, edit,
                                                                                     problem):
     """`"offset": 1e999` made every command and a neighbour's submission trace back; a job id reached

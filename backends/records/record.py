@@ -130,12 +130,24 @@ def _number(raw: dict, key: str, where: str) -> int | None:
     return value
 
 
+def _is_path(value: object) -> bool:
+    """Text the OS takes as a file name: open() of a NUL, or of a lone surrogate the JSON spelled
+    ("\\ud800", no byte stands for it), traces back."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        return False
+    try:
+        os.fsencode(value)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text(raw: dict, key: str, where: str, optional: bool = False) -> str | None:
     value = raw.get(key) if optional else raw[key]
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value or "\0" in value:   # open() of a NUL traces back
-        raise _BadField(f"{where}.{key}: expected a path, got {_shown(value)}")
+    if not _is_path(value):
+        raise _BadField(f"{where + '.' if where else ''}{key}: expected a path, got {_shown(value)}")
     return value
 
 
@@ -233,7 +245,7 @@ def load_record(path: str | Path) -> SubmitRecord:
     try:
         return _relocated(path, SubmitRecord(
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
-            cfg=str(raw["cfg"]), options=dict(raw["options"]), script=raw.get("script"),
+            cfg=_text(raw, "cfg", ""), options=dict(raw["options"]), script=raw.get("script"),
             array_name=raw.get("array_name"),
             jobs=tuple(_job(j, i) for i, j in enumerate(_items(raw, "jobs"))),
             tasks=_tasks(raw),
