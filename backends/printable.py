@@ -9,6 +9,7 @@ make text read differently than it is. Every face shows such text through
 from __future__ import annotations
 
 import re
+import sys
 
 # C0 controls, DEL, C1 controls; bidi embeddings, overrides, isolates and marks;
 # line and paragraph separators (a terminal may break the line there); surrogates:
@@ -48,3 +49,19 @@ def escape_surrogates(text: str) -> str:
     """`text` with only its surrogates spelled as `printable` spells them (byte 0xe9 of a name that
     is not UTF-8 as ``\\xe9``): the rest is left for a format with escapes of its own (JSON)."""
     return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+
+
+def escape_unencodable_output() -> None:
+    """Print what the terminal's encoding cannot hold as escapes (``\\xe9``, ``\\u2713``), never a traceback.
+
+    Under LANG=en_US.ISO-8859-1 or PYTHONIOENCODING=ascii a path or log line holding
+    "é" or "✓" raised UnicodeEncodeError mid-table. Each CLI calls this first; a
+    stream that already has a policy (surrogateescape under the C locale) keeps it.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):      # closed, or a wrapper that will not change
+                pass

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from backends.errors import InputError, check_working_dir
-from backends.printable import printable
+from backends.printable import escape_unencodable_output, printable
 from sharding.usage import OneLineParser
 
 PROG = "hyperion-console"
@@ -81,6 +81,7 @@ def _place_path(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    escape_unencodable_output()
     args = parse_args(argv)
     from .app import make_app
     from .errors import describe_error

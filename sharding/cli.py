@@ -12,7 +12,7 @@ from typing import Any, NoReturn, Sequence
 
 from backends import jsontext
 from backends.errors import FieldError, check_working_dir, reader_gone
-from backends.printable import printable
+from backends.printable import escape_unencodable_output, printable
 from sharding.coverage import Coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
 from sharding.retry import (
@@ -179,6 +179,7 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    escape_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
         check_working_dir()

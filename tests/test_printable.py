@@ -59,3 +59,35 @@ def test_json_output_holds_no_surrogate_and_keeps_other_text(text: str) -> None:
     assert all(not 0xD800 <= ord(c) <= 0xDFFF for c in next(iter(loaded)))
     if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):
         assert loaded == {text: [text]}
+
+
+def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_traceback(tmp_path) -> None:
+    """Under LANG=en_US.ISO-8859-1 or PYTHONIOENCODING=ascii, a path or log line holding "é" or "✓" made
+    status, list, logs and the dry run trace back with UnicodeEncodeError (and hyperion-submit local's lines
+    vanish); each such character is now printed as printable spells a byte, as ``\\xe9``."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from conftest import TEST_SITE, run_cli
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONIOENCODING": "ascii"}
+    submit = ["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "J=1:2", "--output-file", "lé/x.J.log",
+              "--", "sh", "-c", "echo 'part ✓ J'; exit 1"]
+    ran = run_cli(*submit, cwd=tmp_path, env=env, timeout=60)
+    assert ran.returncode == 1 and "l\\xe9/x.1.log" in ran.stdout + ran.stderr, ran.stderr
+    record = "lé/q/x.J.submit.json"
+    for argv, shown in ((["hyperion-jobs", "status", record], "l\\xe9/x.1.log"),
+                        (["hyperion-jobs", "status", record, "--failures"], "part \\u2713 1"),
+                        (["hyperion-jobs", "list", "."], "l\\xe9/q/x.J.submit.json"),
+                        (["hyperion-jobs", "logs", f"{record}:1"], "part \\u2713 1"),
+                        ([*submit[:-4], "--dry-run", *submit[-4:]], "l\\xe9/x.1.log")):
+        result = run_cli(*argv, cwd=tmp_path, env=env, timeout=60)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (argv, result.stderr)
+        assert shown in result.stdout, (argv, result.stdout)
+    from sharding.store import Checkpoint, RunConfig
+
+    Checkpoint(tmp_path / "cké").ensure_run(RunConfig(1, 2))
+    shown = run_cli("hyperion-checkpoint", "show", "cké", cwd=tmp_path, env=env, timeout=60)
+    assert shown.returncode == 0 and "ck\\xe9" in shown.stdout, shown.stderr

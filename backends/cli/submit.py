@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from backends.errors import InputError, check_working_dir
-from backends.printable import printable
+from backends.printable import escape_unencodable_output, printable
 
 PROG = "hyperion-submit"
 USAGE = f"""\
@@ -76,6 +76,7 @@ def _tell_ignored_inputs() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
+    escape_unencodable_output()
     argv = list(sys.argv[1:] if argv is None else argv)
     if _wants_help(argv) or not argv:
         (sys.stdout if argv else sys.stderr).write(USAGE)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG, build_parser
 from backends.errors import InputError, check_working_dir, reader_gone
-from backends.printable import printable
+from backends.printable import escape_unencodable_output, printable
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.slurm.cancel import CancelError
 
@@ -32,6 +32,7 @@ ACTING = ("retry", "cancel")      # commands that change something: a broken pip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    escape_unencodable_output()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
