@@ -350,6 +350,9 @@ def _hostile_targets(tmp_path: Path) -> dict[str, str]:
     (["logs", "RECORD:1", "-n", "9" * 5000], "-n/--lines"),
     (["list", "--limit", "9" * 5000], "--limit"),
     (["status", "\x1b]0;owned\x07"], "JOB|RECORD"),
+    (["status", "0"], "JOB|RECORD"),            # no Slurm job is 0: squeue's refusal was "squeue failed", exit 1
+    (["cancel", "0", "--yes"], "JOB"),
+    (["logs", "00_1"], "TASK"),
 ])
 def test_hostile_records_and_logs_are_one_line_exit_2(tmp_path, cli_env, argv, field):
     paths = _hostile_targets(tmp_path)

@@ -43,7 +43,9 @@ from backends.watch.slurm.accounting import (
 from backends.watch.usage import Usage
 
 Key = tuple[str, "int | None"]
-_JOB = re.compile(r"^([0-9]{1,18})(?:_([0-9]{1,18}))?$")   # bounded: int() refuses 4300+ digits
+# Bounded: int() refuses 4300+ digits. No job is 0 (squeue refused it: "squeue failed", exit 1), and
+# 007 is not how Slurm or a record spells job 7.
+_JOB = re.compile(r"^([1-9][0-9]{0,17})(?:_([0-9]{1,18}))?$")
 
 
 
