@@ -582,16 +582,18 @@ def test_infinity_or_nan_in_a_final_line_shows_as_unknown(tmp_path, cli_env, edi
 def test_a_ledger_line_nested_too_deep_or_naming_a_nul_path_is_skipped_like_a_torn_one(tmp_path, cli_env):
     """100000 '[' fit in a ledger line: json's RecursionError made every command of the record, `list`
     of its tree and the next submission to its pattern trace back (the last after taking the lock).
-    A moved log's path holding a NUL made `status --failures` and `logs --raw` trace back."""
+    A moved log's path holding a NUL made `status --failures` and `logs --raw` trace back, one holding a lone
+    surrogate (no byte stands for it) `logs` too."""
     assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/d.JOB.log",
                         "--", "true").returncode == 0
     ledger = tmp_path / "log" / "q" / "d.JOB.attempts.jsonl"
     with ledger.open("a") as handle:
         handle.write("[" * 100_000 + "\n")
         handle.write('{"type":"moved","attempt":1,"value":1,"what":"log","source":"/x","target":"/tmp/a\\u0000b"}\n')
+        handle.write('{"type":"moved","attempt":1,"value":2,"what":"log","source":"/x","target":"/tmp/a\\ud800b"}\n')
     record = str(tmp_path / "log" / "q" / "d.JOB.submit.json")
     for argv in (["status", record], ["status", record, "--failures"], ["history", record], ["usage", record],
-                 ["logs", f"{record}:1"], ["logs", f"{record}:1", "--raw"],
+                 ["logs", f"{record}:1"], ["logs", f"{record}:1", "--raw"], ["logs", f"{record}:2"],
                  ["retry", record, "--dry-run"], ["list", str(tmp_path)]):
         result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
         assert "Traceback" not in result.stderr and result.returncode in (0, 1), (argv, result.stderr)

@@ -35,7 +35,7 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, open_regular, read_bounded_stat
 from backends.printable import printable
-from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX
+from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
 
 LEDGER_SUFFIX = ".attempts.jsonl"
 SPARE_SUFFIX = ".spare"
@@ -390,8 +390,7 @@ def _final(raw: dict) -> FinalState | None:
 def _moved(raw: dict) -> MovedFile | None:
     attempt = _int(raw.get("attempt"), 0)
     source, target = raw.get("source"), raw.get("target")
-    if attempt is None or not isinstance(source, str) or not isinstance(target, str) \
-            or "\0" in source or "\0" in target:      # no path holds a NUL: open() of it traces back
+    if attempt is None or not is_file_name(source) or not is_file_name(target):
         return None
     return MovedFile(attempt, _int(raw.get("value")), str(raw.get("what") or "log"), source, target)
 

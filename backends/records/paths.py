@@ -12,6 +12,18 @@ RECORD_SUFFIX = ".submit.json"
 ATTEMPTS_DIR = "attempts"          # q/attempts/<N>/: an attempt's record and the files a rerun moved aside
 
 
+def is_file_name(value: object) -> bool:
+    """Whether a path read from a record or ledger is text the OS takes as a file name: open() of one
+    holding a NUL, or a lone surrogate the JSON spelled ("\\ud800", no byte stands for it), traces back."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        return False
+    try:
+        os.fsencode(value)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def q_dir(output_file: str | Path) -> Path:
     """The ``q`` directory beside the output file (absolute)."""
     return Path(os.path.abspath(output_file)).parent / "q"

@@ -15,7 +15,7 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, read_bounded, umask_mode
 from backends.printable import printable
-from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX
+from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
 
 MAX_RECORD_BYTES = 256 * 1024 * 1024   # a 100000-task record is about 50 MB
 MAX_TASKS = 100_000          # tasks of one submission (submit.array.MAX_VALUES): a record may not claim more
@@ -130,23 +130,11 @@ def _number(raw: dict, key: str, where: str) -> int | None:
     return value
 
 
-def _is_path(value: object) -> bool:
-    """Text the OS takes as a file name: open() of a NUL, or of a lone surrogate the JSON spelled
-    ("\\ud800", no byte stands for it), traces back."""
-    if not isinstance(value, str) or not value or "\0" in value:
-        return False
-    try:
-        os.fsencode(value)
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _text(raw: dict, key: str, where: str, optional: bool = False) -> str | None:
     value = raw.get(key) if optional else raw[key]
     if value is None and optional:
         return None
-    if not _is_path(value):
+    if not is_file_name(value):
         raise _BadField(f"{where + '.' if where else ''}{key}: expected a path, got {_shown(value)}")
     return value
 
