@@ -548,3 +548,18 @@ def test_a_directory_argument_that_is_a_symlink_loop_is_one_line_exit_2(tmp_path
     result = run_cli("hyperion-jobs", *[str(loop) if a == "LOOP" else a for a in argv], env=cli_env, timeout=60)
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert result.stderr == f"hyperion-jobs: error: {field}: {loop}: a symlink loop\n"
+
+
+@pytest.mark.parametrize("follow", [False, True], ids=["logs", "logs -f"])
+def test_a_log_the_user_may_not_read_is_one_line_not_an_empty_success(rightless_dir, cli_env, follow):
+    """A teammate's log under umask 077: `logs` printed nothing and exited 0, `logs -f` waited in silence."""
+    from conftest import without_rights
+
+    record = make_record(rightless_dir, backend="local")
+    log = Path(record.tasks[0].log)
+    log.write_text("private\n")
+    log.chmod(0o000)
+    argv = ["hyperion-jobs", "logs", f"{record.path}:1", *(["-f"] if follow else [])]
+    result = run_cli(*without_rights(*argv), env=cli_env, timeout=30)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr == f"hyperion-jobs: error: TASK: cannot read the log {log}: Permission denied\n"

@@ -208,3 +208,7 @@ def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = 
         raise InputError("TASK", f"cannot read the log {path}: {err.strerror or err}") from None
     if not stat.S_ISREG(info.st_mode):
         raise InputError("TASK", f"the log {path} is not a regular file")
+    try:        # a teammate's log under umask 077: an empty success (or -f waiting in silence) hid why
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as err:
+        raise InputError("TASK", f"cannot read the log {path}: {err.strerror or err}") from None
