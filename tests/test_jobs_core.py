@@ -563,3 +563,16 @@ def test_a_log_the_user_may_not_read_is_one_line_not_an_empty_success(rightless_
     result = run_cli(*without_rights(*argv), env=cli_env, timeout=30)
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert result.stderr == f"hyperion-jobs: error: TASK: cannot read the log {log}: Permission denied\n"
+
+
+@pytest.mark.parametrize("command", ["status", "logs"])
+def test_a_record_in_a_folder_the_user_may_not_enter_is_named_so(rightless_dir, cli_env, command):
+    """A teammate's q/ under umask 077: the record was '... is neither a job id nor a submit record'."""
+    from conftest import without_rights
+
+    record = make_record(rightless_dir, backend="local")
+    Path(record.path).parent.chmod(0o000)
+    target = record.path + (":1" if command == "logs" else "")
+    result = run_cli(*without_rights("hyperion-jobs", command, target), env=cli_env, timeout=30)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr == f"hyperion-jobs: error: record: cannot read {record.path}: Permission denied\n"

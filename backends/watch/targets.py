@@ -77,7 +77,10 @@ def record_file(text: str) -> Path | None:
     path = Path(text)
     try:
         info = os.stat(path)
-    except (OSError, ValueError):   # missing, a name too long, a symlink loop, a NUL byte
+    except OSError:                 # missing, a folder you may not enter, a symlink loop, a name too long
+        # named like a record: load_record says which ("is neither a job id" hid a teammate's q/ under 077)
+        return path if path.name.endswith(RECORD_SUFFIX) else None
+    except ValueError:              # a NUL byte
         return None
     if path.name.endswith(RECORD_SUFFIX) and not stat.S_ISDIR(info.st_mode):
         return path
