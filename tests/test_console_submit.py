@@ -381,3 +381,32 @@ def test_a_site_problem_marks_the_site_selector_not_an_option_field(tmp_path: Pa
             assert expected in notifications(app)
 
     asyncio.run(scenario())
+
+
+def test_the_site_selector_lists_only_regular_files(tmp_path: Path) -> None:
+    """A FIFO named like a site file, held open by a writer that sends nothing, was listed; once picked,
+    every keystroke in the form froze the console for 10 s while the preview waited on it."""
+    import shutil
+    import subprocess
+
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml", cfg)
+    os.mkfifo(cfg / "a_fifo.yaml")
+    (cfg / "b_dir.yaml").mkdir()
+    (cfg / "c_zero.yaml").symlink_to("/dev/zero")
+    writer = subprocess.Popen(["sh", "-c", f"exec sleep 60 > '{cfg / 'a_fifo.yaml'}'"])
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=cfg, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            select = app.submit_screen.query_one("#cfg")
+            assert [value for _, value in select._options if isinstance(value, str)] == \
+                [str(cfg / "submit_test_cluster.yaml")]
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        writer.kill()
+        writer.wait()

@@ -43,7 +43,9 @@ TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
 
 
 def site_files(cfg_dir: Path) -> list[Path]:
-    return sorted(p for p in cfg_dir.glob("*.y*ml") if p.suffix in {".yaml", ".yml"})
+    """The site files to pick from: regular files only. A FIFO named like one, held open by a writer
+    that sends nothing, froze the form for 10 s on every keystroke while the preview read it."""
+    return sorted(p for p in cfg_dir.glob("*.y*ml") if p.suffix in {".yaml", ".yml"} and p.is_file())
 
 
 class SubmitScreen(ConsoleScreen):
