@@ -36,6 +36,14 @@ def assert_fits(app, dialog_id: str) -> None:
         assert on_screen(app, str(button.label)), (str(button.label), screen_lines(app))
 
 
+async def assert_confirmation_fits(pilot, title: str) -> None:
+    """The confirmation on top fits, shows its title, and its whole detail can be scrolled to."""
+    await pilot.pause()
+    assert_fits(pilot.app, "#confirm-dialog")
+    assert on_screen(pilot.app, title)
+    await assert_text_reachable(pilot, "#confirm-detail")
+
+
 async def assert_text_reachable(pilot, scroll_id: str) -> None:
     """The text in a scrolling box wraps at the box's width; scrolled to its end, its last line shows."""
     scroll = pilot.app.screen.query_one(scroll_id)
@@ -72,10 +80,7 @@ def test_retry_preview_and_its_confirmation_fit_a_split_pane(tmp_path: Path, siz
             assert app.screen.focused.id == "retry-run"
             await pilot.press("enter")
             assert isinstance(app.screen, ConfirmScreen)
-            await pilot.pause()
-            assert_fits(app, "#confirm-dialog")
-            assert on_screen(app, "Retry 3 task(s) as attempt 2?")
-            await assert_text_reachable(pilot, "#confirm-detail")
+            await assert_confirmation_fits(pilot, "Retry 3 task(s) as attempt 2?")
             await pilot.press("shift+tab")
             assert app.screen.focused.id == "confirm-yes"
             await pilot.press("n")
@@ -97,10 +102,7 @@ def test_submit_confirmation_fits_a_split_pane(tmp_path: Path, size: tuple[int, 
             await pilot.pause()
             await pilot.press("ctrl+s")
             assert isinstance(app.screen, ConfirmScreen)
-            await pilot.pause()
-            assert_fits(app, "#confirm-dialog")
-            assert on_screen(app, "Submit to local?")
-            await assert_text_reachable(pilot, "#confirm-detail")
+            await assert_confirmation_fits(pilot, "Submit to local?")
             await pilot.press("n")
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)
@@ -117,10 +119,7 @@ def test_resubmit_confirmation_fits_a_split_pane(tmp_path: Path, size: tuple[int
             await pilot.pause()
             await pilot.press("ctrl+r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
-            await pilot.pause()
-            assert_fits(app, "#confirm-dialog")
-            assert on_screen(app, "Resubmit shards 11-12?")
-            await assert_text_reachable(pilot, "#confirm-detail")
+            await assert_confirmation_fits(pilot, "Resubmit shards 11-12?")
             await pilot.press("escape")
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)

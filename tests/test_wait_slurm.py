@@ -156,19 +156,24 @@ exit 0
 """
 
 
-def test_an_ended_task_requeued_by_hand_shows_its_new_run_and_end_and_keeps_the_first(
-        slurm_cluster, test_site, cli_env, tmp_path):
-    """Task 1 failed and the ledger holds its end; `scontrol requeue` runs it again. status went on
-    saying FAILED (the recorded end was never asked about again) and watch ended at once, exit 1."""
+def _fails_once_then_ended(tmp_path, test_site, cli_env, stem: str):
+    """A 3-task array whose task 1 fails on its first run, submitted and waited for: (record, job id)."""
     script = tmp_path / "fails_once.sh"
     script.write_text(FAILS_ONCE)
     script.chmod(0o755)
     result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:3",
-                     "--output-file", "log/h.JOB.log", "--", str(script), "JOB", cwd=tmp_path, env=cli_env,
+                     "--output-file", f"log/{stem}.JOB.log", "--", str(script), "JOB", cwd=tmp_path, env=cli_env,
                      timeout=300)
     assert result.returncode == 1, result.stderr
-    record = load_record(tmp_path / "log/q/h.JOB.submit.json")
-    job = record.jobs[0].job_id
+    record = load_record(tmp_path / f"log/q/{stem}.JOB.submit.json")
+    return record, record.jobs[0].job_id
+
+
+def test_an_ended_task_requeued_by_hand_shows_its_new_run_and_end_and_keeps_the_first(
+        slurm_cluster, test_site, cli_env, tmp_path):
+    """Task 1 failed and the ledger holds its end; `scontrol requeue` runs it again. status went on
+    saying FAILED (the recorded end was never asked about again) and watch ended at once, exit 1."""
+    record, job = _fails_once_then_ended(tmp_path, test_site, cli_env, "h")
 
     def first_task() -> dict:
         status = run_cli("hyperion-jobs", "status", record.path, "--json", env=cli_env)
@@ -204,20 +209,11 @@ def test_an_ended_task_requeued_by_hand_shows_its_new_run_and_end_and_keeps_the_
         < text.index("value=1 restart=1")
 
 
-
 def test_list_counts_an_ended_task_requeued_by_hand_as_status_does(slurm_cluster, test_site, cli_env, tmp_path):
     """Task 1 failed and `status` had recorded its end; then `scontrol requeue`. status said PENDING and
     then COMPLETED (restart 1), while list went on counting it FAILED: it asked Slurm only about tasks
     without a recorded end."""
-    script = tmp_path / "fails_once.sh"
-    script.write_text(FAILS_ONCE)
-    script.chmod(0o755)
-    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:3",
-                     "--output-file", "log/l.JOB.log", "--", str(script), "JOB", cwd=tmp_path, env=cli_env,
-                     timeout=300)
-    assert result.returncode == 1, result.stderr
-    record = load_record(tmp_path / "log/q/l.JOB.submit.json")
-    job = record.jobs[0].job_id
+    record, job = _fails_once_then_ended(tmp_path, test_site, cli_env, "l")
 
     def counts(*argv: str) -> dict[str, int]:
         shown = run_cli("hyperion-jobs", *argv, "--json", env=cli_env)
