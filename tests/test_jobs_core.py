@@ -550,6 +550,21 @@ def test_a_directory_argument_that_is_a_symlink_loop_is_one_line_exit_2(tmp_path
     assert result.stderr == f"hyperion-jobs: error: {field}: {loop}: a symlink loop\n"
 
 
+@pytest.mark.parametrize("argv,field,kind", [
+    (["list", "FIFO"], "DIR", "a FIFO"),
+    (["list", "/dev/zero"], "DIR", "a character device"),
+    (["status", "5", "--dir", "FIFO"], "--dir", "a FIFO"),
+])
+def test_a_directory_argument_that_is_a_fifo_or_a_device_is_one_line_exit_2(tmp_path, cli_env, argv, field, kind):
+    """`list FIFO` said "no submit records under ..." and exited 0, as if an empty folder."""
+    fifo = make_fifo(tmp_path / "fifo")
+    argv = [str(fifo) if a == "FIFO" else a for a in argv]
+    named = next(a for a in argv if a in (str(fifo), "/dev/zero"))
+    result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr == f"hyperion-jobs: error: {field}: {named}: not a directory or a record but {kind}\n"
+
+
 @pytest.mark.parametrize("follow", [False, True], ids=["logs", "logs -f"])
 def test_a_log_the_user_may_not_read_is_one_line_not_an_empty_success(rightless_dir, cli_env, follow):
     """A teammate's log under umask 077: `logs` printed nothing and exited 0, `logs -f` waited in silence."""

@@ -13,6 +13,7 @@ from backends import jsontext
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table, tasks_text
 from backends.errors import InputError
+from backends.fileio import kind_of_mode
 from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.record import find_records
@@ -27,11 +28,13 @@ def check_dirs(field: str, dirs: Sequence[str | Path]) -> None:
     record search trace back, a typo found nothing without saying why."""
     for d in dirs:
         try:
-            os.stat(d)
+            mode = os.stat(d).st_mode
         except OSError as err:
             problem = {errno.ENOENT: "does not exist", errno.ELOOP: "a symlink loop"}.get(
                 err.errno, f"cannot be read ({err.strerror or err})")
             raise InputError(field, f"{d}: {problem}") from None
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):    # a FIFO, /dev/zero: "no records" hid the typo
+            raise InputError(field, f"{d}: not a directory or a record but {kind_of_mode(mode)}")
 
 
 def record_dirs(args: argparse.Namespace) -> list[Path]:
