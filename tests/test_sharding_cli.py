@@ -135,6 +135,14 @@ def test_bad_input_is_one_line_and_exit_2(argv, field, big, tmp_path, cli_env):
     assert lines[0].count("cannot read") <= 1, lines[0]          # said once, not wrapped in itself
 
 
+def test_a_submit_record_that_is_a_device_is_named_so_not_called_writable_by_others(big, cli_env) -> None:
+    """`--submit /dev/zero` said the record "may be changed by its group and other users (mode 0666)"."""
+    result = run_cli("hyperion-checkpoint", "retry", str(big), "--submit", "/dev/zero", env=cli_env, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("hyperion-checkpoint: error: record: cannot read /dev/zero: not a regular file "
+                             "but a character device\n")
+
+
 def _run_json(root: Path, make) -> str:
     """A checkpoint whose run.json is made by `make(path)`."""
     path = root / ".nemo_curator_metadata" / ".slurm_array_completion" / "run.json"

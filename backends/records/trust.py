@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 
 from backends.errors import InputError
+from backends.fileio import kind_of_mode
 from backends.printable import printable
 
 
@@ -34,6 +35,9 @@ def trust_problem(path: str | Path) -> str | None:
         info = os.stat(path)
     except OSError as err:
         raise InputError("record", f"cannot read {printable(str(path))}: {err.strerror or err}") from None
+    if not stat.S_ISREG(info.st_mode):   # /dev/zero is 0666: "may be changed by other users" misled
+        raise InputError("record", f"cannot read {printable(str(path))}: not a regular file but "
+                         f"{kind_of_mode(info.st_mode)}")
     reasons = []
     if info.st_uid != os.geteuid():
         reasons.append(f"is owned by {owner_name(info.st_uid)}, not by you")
