@@ -513,11 +513,16 @@ class Checkpoint:
         A folder that cannot be listed is a Problem; so is a directory named like a
         record (not entered), and a folder nested deeper than any record sits (not
         entered: os.walk recursed, so a hostile tree of 1000 folders made a traceback).
-        Symlinks are not followed, to folders or to records (a link to another record
-        counted it twice; one out of the tree counted a file that is no record), and a
+        Symlinks are not followed, to folders (the failed-task folder itself too) or to records
+        (a link to another record counted it twice; one out of the tree counted a file that is
+        no record), and a
         second name of one file (a hard link) is a Problem, not a second failure.
         """
         found: list[Path] = []
+        if self.failed_dir.is_symlink():     # to / it walked the whole disk, a warning per closed folder
+            problems.append(Problem(str(self.failed_dir), "a symlink, not the checkpoint's own folder; "
+                                    "not searched"))
+            return found
         stack: list[tuple[str, int]] = [(str(self.failed_dir), 0)]
         while stack:
             folder, depth = stack.pop()

@@ -310,6 +310,22 @@ def test_failed_task_folders_curator_or_its_user_may_choose_are_read(tmp_path, c
     assert "shard 2  job 5  array_task 2  restart -  tasks -" in text
 
 
+def test_a_failed_task_folder_that_is_a_symlink_is_not_searched(tmp_path, cli_env):
+    """`.failed_tasks` linked to / walked the whole disk 16 levels deep, a warning per closed folder."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(0, 8))
+    store.write_completion(0)
+    outside = tmp_path / "outside" / "shard_6"
+    outside.mkdir(parents=True)
+    (outside / "failed_tasks.json").write_text("")
+    store.failed_dir.symlink_to(outside.parent)
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert "failed       0" in shown.stdout
+    assert shown.stderr.splitlines() == [f"hyperion-checkpoint: warning: {store.failed_dir}: a symlink, not the "
+                                         "checkpoint's own folder; not searched"]
+
+
 def test_a_folder_of_the_users_own_with_a_shard_folder_per_failure_is_one_attempt(tmp_path, cli_env):
     """NEMO_CURATOR_FAILED_TASKS_DIR=.failed_tasks/nightly: Curator writes nightly/shard_<i>/failed_tasks.json.
     Each shard's folder was counted as an attempt of its own: 'failed-task records 3 in 3 attempt(s)'."""
