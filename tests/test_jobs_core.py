@@ -401,6 +401,17 @@ def test_a_record_with_a_task_field_of_the_wrong_type_is_one_line_and_list_skips
     assert f"skipping {bad.path}: " in listed.stderr and "Traceback" not in listed.stderr
 
 
+def test_a_record_naming_no_site_file_is_still_read(tmp_path, cli_env):
+    """`"cfg": ""` (a record made by hand or by a tool that had none): refusing it as "expected a path"
+    made `logs JOB_1 -f` follow Slurm's .out instead of the task's log, and `status` lose the record."""
+    record = make_record(tmp_path, values=(1,))
+    path = Path(record.path)
+    path.write_text(path.read_text().replace('"cfg": "conf/submit_test_cluster.yaml"', '"cfg": ""', 1))
+    Path(record.tasks[0].log).write_text("the task's own line\n")
+    shown = run_cli("hyperion-jobs", "logs", f"{record.path}:1", env=cli_env, timeout=60)
+    assert shown.returncode == 0 and shown.stdout == "the task's own line\n", shown.stderr
+
+
 RECORD_EDITS = [   # (what a hand or a damaged disk did to the record's text, the line that says so)
     (lambda t: t.replace('"job_id": "500"', '"job_id": "--user=root"', 1),
      'jobs[0].job_id: expected a Slurm job id (digits) or "local", got "--user=root"'),

@@ -130,6 +130,12 @@ def _number(raw: dict, key: str, where: str) -> int | None:
     return value
 
 
+def _cfg(raw: dict) -> str:
+    """The site file the run used; empty in records that name none (a hand-made or a test record)."""
+    value = raw["cfg"]
+    return "" if value == "" else str(_text(raw, "cfg", ""))
+
+
 def _text(raw: dict, key: str, where: str, optional: bool = False) -> str | None:
     value = raw.get(key) if optional else raw[key]
     if value is None and optional:
@@ -233,7 +239,7 @@ def load_record(path: str | Path) -> SubmitRecord:
     try:
         return _relocated(path, SubmitRecord(
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
-            cfg=_text(raw, "cfg", ""), options=dict(raw["options"]), script=raw.get("script"),
+            cfg=_cfg(raw), options=dict(raw["options"]), script=raw.get("script"),
             array_name=raw.get("array_name"),
             jobs=tuple(_job(j, i) for i, j in enumerate(_items(raw, "jobs"))),
             tasks=_tasks(raw),
