@@ -164,15 +164,21 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     ``max_array_size`` (if given) also caps the site's own limit, so windows
     match what ``retry --format fields --max-array-size`` printed.
     """
-    retry = plan_retry(path, max_array_size)
-    record = load_record(os.path.abspath(record_path))  # a bad record is an error even with nothing to do
+    return prepare_from_retry(plan_retry(path, max_array_size), record_path)
+
+
+def prepare_from_retry(retry: RetryPlan, record_path: str, record: SubmitRecord | None = None) -> Resubmission:
+    """prepare_resubmit's plan from a retry already planned (the console's, from the coverage on
+    screen): reads the record unless given, and its site file, never the checkpoint again."""
+    if record is None:
+        record = load_record(os.path.abspath(record_path))  # a bad record is an error even with nothing to do
     if retry.complete:
         return Resubmission(retry, record, None)
     _check_completion_known(retry)
     check_rerun(record)
     site = load_site(record.cfg)
-    if max_array_size is not None:
-        limit = min(max_array_size, site.max_array_size or max_array_size)
+    if retry.max_array_size is not None:
+        limit = min(retry.max_array_size, site.max_array_size or retry.max_array_size)
         site = dataclasses.replace(site, max_array_size=limit)
     return Resubmission(retry, record, build_plan(site, retry_options(retry, record, record_path)))
 

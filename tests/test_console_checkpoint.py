@@ -371,3 +371,44 @@ def test_resubmit_preview_says_which_sbatch_variables_of_the_environment_are_not
             assert not posted(seen, ResubmitRequested)
 
     asyncio.run(scenario())
+
+
+# --- the screen reads the checkpoint once per reload, never per keystroke -------------------------
+
+def test_typing_a_max_array_size_plans_from_the_checkpoint_on_screen(tmp_path: Path, monkeypatch) -> None:
+    """Every keystroke in max array size listed and parsed every manifest again (10,000 on NFS: 10 s
+    of a frozen screen per digit). Now the plan comes from the coverage shown: manifests removed
+    after it was read change nothing until r reads the checkpoint again."""
+    checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
+    expected = format_fields(plan_retry(checkpoint, 24))
+    reads: list[object] = []
+    completed = Checkpoint.completed
+
+    def counted(self, *args, **kwargs):
+        reads.append(self.path)
+        return completed(self, *args, **kwargs)
+
+    monkeypatch.setattr(Checkpoint, "completed", counted)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.checkpoint_screen
+            summary = screen.query_one("#retry-summary")
+            await wait_for(pilot, lambda: text_of(summary).startswith("missing 3,8-12"), 10)
+            before = len(reads)
+            for manifest in Checkpoint(checkpoint).completion_dir.glob("completed_slurm_array_*.json"):
+                manifest.unlink()
+            screen.query_one("#ckpt-tabs").active = "tab-retry"
+            screen.query_one("#max-array-size").focus()
+            await pilot.press("2", "4")
+            windows = screen.query_one("#retry-windows")
+            rows = [" ".join(table_column(windows, c)[i] for c in ("array", "offset", "minimum", "total"))
+                    for i in range(windows.row_count)]
+            assert rows == expected and text_of(summary).startswith("missing 3,8-12")
+            assert len(reads) == before, "a keystroke read the checkpoint"
+            await pilot.press("escape", "r")
+            await wait_for(pilot, lambda: text_of(summary).startswith("missing 1-12"), 10)
+            assert len(reads) == before + 1
+
+    asyncio.run(scenario())

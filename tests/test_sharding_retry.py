@@ -16,6 +16,7 @@ from sharding.retry import (
     parse_max_array_size,
     plan_json,
     plan_retry,
+    retry_from_coverage,
 )
 from sharding.store import Checkpoint, RunConfig
 
@@ -86,6 +87,20 @@ def test_corrupt_fixture_retries_what_has_no_valid_manifest(tmp_path):
     plan = plan_retry(root)
     assert format_fields(plan) == ["7-10 0 1 10"]
     assert len(plan.problems) == 6
+
+
+@pytest.mark.parametrize("fixture", ["corrupt", "curator_partial"])
+@pytest.mark.parametrize("limit", [None, 1, 3, 1000])
+def test_the_plan_from_a_coverage_is_the_plan_from_the_checkpoint(tmp_path, fixture, limit):
+    """The console plans from the coverage it shows; the CLI reads the checkpoint: the same retry."""
+    root = tmp_path / "ck"
+    shutil.copytree(FIXTURES / fixture, root)
+    read, ours = plan_retry(root, limit), retry_from_coverage(coverage(root), limit)
+    assert (ours.checkpoint, ours.run, ours.missing_runs, ours.windows, ours.max_array_size) \
+        == (read.checkpoint, read.run, read.missing_runs, read.windows, read.max_array_size)
+    assert format_fields(ours) == format_fields(read)
+    assert [p for p in ours.problems if p.unknown] == [p for p in read.problems if p.unknown]
+    assert set(read.problems) <= set(ours.problems)
 
 
 def test_coverage_of_the_curator_fixture(tmp_path):

@@ -1,8 +1,9 @@
 """Checkpoint screen: run.json, shard coverage, failed-task records, retry preview, Resubmit.
 
 Coverage comes from sharding.coverage, the retry windows from sharding.retry
-(the same plan `hyperion-checkpoint retry` prints) and Resubmit goes through the
-bridge sharding.resubmit, so the console does exactly what the CLI does.
+(the same plan `hyperion-checkpoint retry` prints, made from the coverage on
+screen: typing a max array size reads nothing again) and Resubmit goes through
+the bridge sharding.resubmit, so the console does exactly what the CLI does.
 """
 from __future__ import annotations
 
@@ -21,15 +22,16 @@ from textual.widgets import Button, DataTable, Input, Label, Static, TabbedConte
 
 from backends.printable import printable
 from backends.records.trust import trust_problem
-from sharding.coverage import coverage
+from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
-from sharding.resubmit import Resubmission, prepare_resubmit, working_dir
-from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, plan_retry
+from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, working_dir
+from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
 from sharding.store import Checkpoint
 
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
+from ..record_cache import cached_record
 from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
@@ -94,6 +96,7 @@ class CheckpointScreen(ConsoleScreen):
         self.record_path = record
         self.initial_max = max_array_size
         self.plan = None
+        self.coverage: Coverage | None = None     # the read on screen: the Retry tab plans from it
         self.failed_by_path: dict[str, object] = {}
         self._loaded = False
 
@@ -165,8 +168,12 @@ class CheckpointScreen(ConsoleScreen):
             self._forget(describe_error(exc))
             tell(self, describe_error(exc), title="checkpoint", severity="error")
             return
+        self.coverage = cov
         self.show_coverage(cov)
         self.refresh_retry()
+        plan = retry_from_coverage(cov)
+        self.post_message(CheckpointLoaded(cov.checkpoint, plan.missing if plan.missing_count <= MAX_MISSING_LISTED
+                                           else ()))
 
     def _forget(self, error: str) -> None:
         """The checkpoint cannot be read now: no tab keeps showing what it held before (a removed
@@ -177,7 +184,7 @@ class CheckpointScreen(ConsoleScreen):
         self.query_one("#ckpt-failed", DataTable).clear()
         _reset_windows(self.query_one("#retry-windows", DataTable))
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
-        self.failed_by_path, self.plan = {}, None
+        self.failed_by_path, self.plan, self.coverage = {}, None, None
 
     def show_coverage(self, cov) -> None:
         store = Checkpoint(self.checkpoint)
@@ -230,18 +237,19 @@ class CheckpointScreen(ConsoleScreen):
 
     @guarded
     def refresh_retry(self) -> None:
-        """Plan the retry as `hyperion-checkpoint retry` does and show its windows and commands."""
+        """Plan the retry as `hyperion-checkpoint retry` does, from the coverage on screen (a keystroke
+        in a field must not read 100,000 manifests again), and show its windows and commands."""
         summary = self.query_one("#retry-summary", Static)
         windows = self.query_one("#retry-windows", DataTable)
         commands = self.query_one("#retry-commands", Static)
         _reset_windows(windows)
         self.plan = None
-        if self.checkpoint is None:
+        if self.checkpoint is None or self.coverage is None:
             return
         field = self.query_one("#max-array-size", Input)
         field.remove_class("invalid")
         try:
-            plan = plan_retry(self.checkpoint, self.max_array_size())
+            plan = retry_from_coverage(self.coverage, self.max_array_size())
             fields = format_fields(plan)
         except Exception as exc:
             summary.update(shown(describe_error(exc), "bold red"))
@@ -250,8 +258,6 @@ class CheckpointScreen(ConsoleScreen):
                 field.add_class("invalid")
             return
         self.plan = plan
-        listed = plan.missing if plan.missing_count <= MAX_MISSING_LISTED else ()
-        self.post_message(CheckpointLoaded(str(self.checkpoint), listed))
         if plan.complete:
             summary.update(Text("every shard is complete: nothing to resubmit", style="green"))
         else:
@@ -282,8 +288,8 @@ class CheckpointScreen(ConsoleScreen):
                         style="yellow")
             return text
         try:
-            submit_plan = prepare_resubmit(
-                str(self.checkpoint), record_text, plan.max_array_size).plan
+            record = cached_record(os.path.abspath(record_text))    # a stat while the file is unchanged
+            submit_plan = prepare_from_retry(plan, record_text, record).plan
         except Exception as exc:
             text.append_text(shown(describe_error(exc), "bold red"))
             text.append("\n")
@@ -319,7 +325,7 @@ class CheckpointScreen(ConsoleScreen):
             tell(self, "resubmit: give the original submit record (--record FILE)", severity="error")
             return
         record_path = os.path.abspath(record_text)
-        prepared = prepare_resubmit(str(self.checkpoint), record_path, plan.max_array_size)
+        prepared = prepare_from_retry(plan, record_path)
         if prepared.plan is None or prepared.record is None:
             tell(self, "every shard is complete: nothing to resubmit", severity="warning")
             return
