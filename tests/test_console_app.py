@@ -8,13 +8,21 @@ from pathlib import Path
 
 import pytest
 from conftest import make_fifo, make_sparse
-from test_console_fixtures import build_local_record, notifications, table_column, text_of, wait_for
+from test_console_fixtures import (
+    build_local_record,
+    checkpoint_read,
+    notifications,
+    table_column,
+    text_of,
+    wait_for,
+)
 from textual.widgets import Input
 
 from hyperion_console.__main__ import main
 from hyperion_console.app import Settings, make_app
 from hyperion_console.commands import ACTIONS
 from hyperion_console.screens.checkpoint import CheckpointScreen
+from hyperion_console.screens.confirm import ConfirmScreen
 from hyperion_console.screens.help import HelpScreen
 from hyperion_console.screens.jobs import JobsScreen
 from hyperion_console.screens.submit import SubmitScreen
@@ -149,7 +157,7 @@ def test_demo_opens_a_checkpoint_and_resubmit_reruns_the_missing_shards(tmp_path
         seen = []
         app = make_app(cfg_dir=CONF, demo=True, demo_dir=tmp_path / "demo", search_dirs=[])
         async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.screen
             assert isinstance(screen, CheckpointScreen)
             legend = text_of(screen.query_one("#ckpt-map"))
@@ -159,7 +167,7 @@ def test_demo_opens_a_checkpoint_and_resubmit_reruns_the_missing_shards(tmp_path
             commands = str(screen.query_one("#retry-commands").content)
             assert "11-12 0 1 12" in commands and "hyperion-submit local" in commands
             await pilot.press("ctrl+r")
-            await pilot.pause()
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             await pilot.press("y")
             await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 20)
             jobs = app.screen

@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_console_fixtures import build_checkpoint, notifications, posted, table_column, text_of, wait_for
+from test_console_fixtures import (
+    build_checkpoint,
+    checkpoint_read,
+    notifications,
+    posted,
+    table_column,
+    text_of,
+    wait_for,
+)
 
 from backends.launch_slurm import submit
 from backends.records.record import load_record
@@ -34,7 +42,7 @@ def test_coverage_map_run_json_and_failed_records(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             run = text_of(screen.query_one("#ckpt-run"))
             assert '{"minimum_shard_index":1,"total_shards":8}' in run and "1..8 (8)" in run
@@ -63,7 +71,7 @@ def test_a_record_in_a_users_own_failed_task_folder_is_listed_with_dashes(tmp_pa
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             failed = screen.query_one("#ckpt-failed")
             assert sorted(table_column(failed, "shard")) == ["-", "6"]
@@ -85,7 +93,7 @@ def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: P
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             run = text_of(screen.query_one("#ckpt-run"))
             assert "skipped    1 file that did not fit the layout (listed below the map)" in run, run
@@ -102,7 +110,7 @@ def test_retry_preview_follows_the_max_array_size_field(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             windows = screen.query_one("#retry-windows")
             assert [" ".join(table_column(windows, c)[0] for c in ("array", "offset", "minimum", "total"))] \
@@ -121,6 +129,7 @@ def test_retry_preview_follows_the_max_array_size_field(tmp_path: Path) -> None:
             assert text_of(screen.query_one("#retry-summary")).startswith("--max-array-size: ")
             assert screen.query_one("#max-array-size").has_class("invalid")
             await pilot.press("ctrl+r")                    # no plan: told, nothing asked
+            await checkpoint_read(pilot)
             assert not isinstance(app.screen, ConfirmScreen)
             assert "no retry plan (see the Retry tab)" in notifications(app)
 
@@ -131,11 +140,12 @@ def test_missing_run_json_is_shown_not_raised(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "nowhere", search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             shown = text_of(app.checkpoint_screen.query_one("#ckpt-run"))
             assert shown.startswith("run.json: not found at ")
             assert any(m.startswith("run.json: ") for m in notifications(app))
             await pilot.press("r")
+            await checkpoint_read(pilot)
             assert app.is_running
 
     asyncio.run(scenario())
@@ -161,11 +171,13 @@ def test_resubmit_on_slurm_lands_on_jobs_and_completes_the_run(slurm_cluster, tm
         app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path,
                        search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             assert table_column(screen.query_one("#retry-windows"), "array") == ["3"]
             assert "hyperion-submit slurm" in text_of(screen.query_one("#retry-commands"))
-            await pilot.press("ctrl+r", "y")
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
             await wait_for(pilot, lambda: app.screen is app.jobs_screen
                            and app.jobs_screen.record is not None
                            and app.jobs_screen.record.jobs[0].job_id != first.jobs[0].job_id, 60)
@@ -192,12 +204,12 @@ def test_resubmit_confirmation_names_the_command_its_directory_and_a_foreign_own
         seen: list = []
         app = _demo_app(tmp_path)
         async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             record = Path(screen.query_one("#record-path").value).absolute()
             os.chown(record, 65534, 65534)
             await pilot.press("ctrl+r")
-            await pilot.pause()
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             assert isinstance(app.screen, ConfirmScreen)
             detail = text_of(app.screen.query_one("#confirm-detail Static"))
             lines = detail.splitlines()
@@ -219,11 +231,11 @@ def test_resubmit_runs_nothing_if_the_record_changed_owner_after_the_confirmatio
     async def scenario() -> None:
         app = _demo_app(tmp_path)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             record = Path(screen.query_one("#record-path").value).absolute()
             await pilot.press("ctrl+r")
-            await pilot.pause()
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             detail = text_of(app.screen.query_one("#confirm-detail Static"))
             assert "WARNING" not in detail and detail.splitlines()[0] == f"record:  {record}"
             os.chown(record, 65534, 65534)          # swapped between the question and the answer
@@ -246,7 +258,7 @@ def test_a_trillion_shard_checkpoint_opens_with_a_bucketed_map(tmp_path: Path) -
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=store.path, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             legend = text_of(screen.query_one("#ckpt-map"))
             assert "complete 3" in legend and "incomplete 999999999997" in legend
@@ -271,20 +283,20 @@ def test_every_tab_follows_the_checkpoint_as_it_is_now(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             assert "complete 8" in text_of(screen.query_one("#ckpt-map"))
             for manifest in Checkpoint(checkpoint).completion_dir.glob("completed_slurm_array_*.json"):
                 if json.loads(manifest.read_text())["shard_index"] in (5, 6):
                     manifest.unlink()
             await pilot.press("ctrl+r")          # no record: refused, but with the checkpoint as it is
-            await pilot.pause()
+            await checkpoint_read(pilot)
             assert "missing 5-6" in text_of(screen.query_one("#retry-summary"))
             legend = text_of(screen.query_one("#ckpt-map"))
             assert "complete 6" in legend and "incomplete 2" in legend
             shutil.rmtree(checkpoint)
             await pilot.press("r")
-            await pilot.pause()
+            await checkpoint_read(pilot)
             assert "run.json" in text_of(screen.query_one("#ckpt-run"))
             assert text_of(screen.query_one("#ckpt-map")).strip() == ""
             assert table_column(screen.query_one("#ckpt-failed"), "shard") == []
@@ -313,7 +325,7 @@ def test_at_80_columns_windows_and_failed_records_stay_readable(tmp_path: Path) 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             screen.query_one("#ckpt-tabs").active = "tab-retry"
             screen.query_one("#max-array-size").value = "1000"
@@ -359,7 +371,7 @@ def test_resubmit_preview_says_which_sbatch_variables_of_the_environment_are_not
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, record=record, search_dirs=[tmp_path])
         async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
             await pilot.press("3")
-            await pilot.pause()
+            await checkpoint_read(pilot)
             commands = text_of(app.checkpoint_screen.query_one("#retry-commands")).splitlines()
             runs = commands.index("resubmit runs (slurm):")
             assert commands[runs + 1] == f"  {line}", commands
@@ -410,5 +422,126 @@ def test_typing_a_max_array_size_plans_from_the_checkpoint_on_screen(tmp_path: P
             await pilot.press("escape", "r")
             await wait_for(pilot, lambda: text_of(summary).startswith("missing 1-12"), 10)
             assert len(reads) == before + 1
+
+    asyncio.run(scenario())
+
+
+class SlowReads:
+    """Checkpoint.completed made as slow as a test wants: the n-th call reads the manifests, then
+    returns only once gates[n] is set (a call beyond the gates returns at once). The gate comes
+    after the reading, so a held read holds the checkpoint as it was when it read it."""
+
+    def __init__(self, monkeypatch, holds: int) -> None:
+        import threading
+
+        self.gates = [threading.Event() for _ in range(holds)]
+        self.calls = 0
+        completed = Checkpoint.completed
+
+        def slow(store, *args, **kwargs):
+            found = completed(store, *args, **kwargs)
+            self.calls += 1
+            if self.calls <= len(self.gates):
+                self.gates[self.calls - 1].wait(5)    # the old console waited here on its own thread
+            return found
+
+        monkeypatch.setattr(Checkpoint, "completed", slow)
+
+    def release(self) -> None:
+        for gate in self.gates:
+            gate.set()
+
+
+def test_a_slow_read_says_so_and_keys_work_meanwhile(tmp_path: Path, monkeypatch) -> None:
+    """Reading 10,000 manifests on NFS froze the whole console for 10 s, on opening the screen and on
+    every r or return to it, with nothing said. Now a line says the checkpoint is being read and for
+    how long, and the keys (here: to the Jobs screen and back, which does not read it twice) work."""
+    from test_console_fixtures import screen_lines
+
+    from hyperion_console.messages import CheckpointLoaded
+    from hyperion_console.screens.jobs import JobsScreen
+
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6,))
+    slow = SlowReads(monkeypatch, holds=1)
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        try:
+            async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+                screen = app.checkpoint_screen
+                await wait_for(pilot, lambda: "reading the checkpoint…" in screen_lines(app)[1], 3)
+                await pilot.press("2")
+                assert isinstance(app.screen, JobsScreen)
+                await pilot.press("3")
+                assert app.screen is screen
+                await wait_for(pilot, lambda: "reading the checkpoint… 1 s" in screen_lines(app)[1], 3)
+                assert not posted(seen, CheckpointLoaded) and slow.calls == 1
+                slow.release()
+                await checkpoint_read(pilot)
+                assert not any("reading" in line for line in screen_lines(app))
+                assert "complete 6" in text_of(screen.query_one("#ckpt-map"))
+                assert [m.missing for m in posted(seen, CheckpointLoaded)] == [(6, 8)] and slow.calls == 1
+        finally:
+            slow.release()
+
+    asyncio.run(scenario())
+
+
+def test_a_read_superseded_by_r_is_not_shown_over_the_newer_one(tmp_path: Path, monkeypatch) -> None:
+    """A slow read overtaken by r (or by opening another checkpoint) ends later with what the
+    checkpoint held before: its result is dropped, the screen keeps the newer read."""
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6,))
+    slow = SlowReads(monkeypatch, holds=1)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        try:
+            async with app.run_test(size=(80, 24)) as pilot:
+                screen = app.checkpoint_screen
+                await wait_for(pilot, lambda: slow.calls == 1, 3)       # read complete 6, held
+                for manifest in Checkpoint(checkpoint).completion_dir.glob("completed_slurm_array_*.json"):
+                    manifest.unlink()
+                await pilot.press("r")
+                await checkpoint_read(pilot)
+                assert "complete 0" in text_of(screen.query_one("#ckpt-map"))
+                slow.release()                                           # the old read ends now
+                await pilot.pause(0.3)
+                assert "complete 0" in text_of(screen.query_one("#ckpt-map"))
+                assert text_of(screen.query_one("#retry-summary")).startswith("missing 1-8")
+        finally:
+            slow.release()
+
+    asyncio.run(scenario())
+
+
+def test_ctrl_r_asks_about_the_checkpoint_as_read_after_the_key(tmp_path: Path, monkeypatch) -> None:
+    """ctrl+r reads the checkpoint again before asking (in a worker now: nothing is asked until the
+    read is shown), and the question is about that read: a shard completed since the screen last
+    read it is not resubmitted."""
+    async def scenario() -> None:
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            assert text_of(screen.query_one("#retry-summary")).startswith("missing 11-12")
+            store = Checkpoint(screen.checkpoint)
+            store.write_completion(11, store.require_run())       # the failed shard, run again by hand
+            slow = SlowReads(monkeypatch, holds=1)
+            try:
+                await pilot.press("ctrl+r")
+                await wait_for(pilot, lambda: screen.query_one("#ckpt-reading").display, 3)
+                assert not isinstance(app.screen, ConfirmScreen)
+                assert "reading the checkpoint… (the tabs show the previous read)" \
+                    in text_of(screen.query_one("#ckpt-reading"))
+            finally:
+                slow.release()
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert text_of(app.screen.query_one("#confirm-title")) == "Resubmit shards 12?"
+            assert " --array SHARD=12 " in text_of(app.screen.query_one("#confirm-detail Static"))
+            assert text_of(screen.query_one("#retry-summary")).startswith("missing 12 ")
+            await pilot.press("n")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
 
     asyncio.run(scenario())

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_console_fixtures import build_history, posted, rendered, screen_lines, wait_for
+from test_console_fixtures import build_history, checkpoint_read, posted, rendered, screen_lines, wait_for
 from textual.geometry import Region
 from textual.widgets import Button, Input
 
@@ -116,7 +116,7 @@ def test_resubmit_confirmation_fits_a_split_pane(tmp_path: Path, size: tuple[int
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, demo=True, demo_dir=tmp_path / "demo", search_dirs=[])
         async with app.run_test(size=size) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             await pilot.press("ctrl+r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             await assert_confirmation_fits(pilot, "Resubmit shards 11-12?")

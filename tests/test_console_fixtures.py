@@ -96,6 +96,22 @@ async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1) -
                          f"screen {pilot.app.screen}, notifications {notifications(pilot.app)}")
 
 
+async def checkpoint_read(pilot, timeout: float = 10.0) -> None:
+    """Wait until the Checkpoint screen shows a read of its checkpoint whole: its "reading the
+    checkpoint…" line gone, the run (or why it cannot be read) on the Coverage tab. The read runs in
+    a worker thread, so a test asserting on it right after a key or a pause would race it."""
+    screen = pilot.app.checkpoint_screen
+
+    def shown() -> bool:
+        """the Checkpoint screen showing a finished read"""
+        reading = screen.query("#ckpt-reading")
+        return (screen.is_mounted and not (reading and reading.first().display)
+                and str(screen.query_one("#ckpt-run").content) != "")
+
+    await wait_for(pilot, shown, timeout)
+    await pilot.pause()          # and laid out: a map that grew pushes what is below it down
+
+
 def one_read(app, data: str) -> None:
     """Post what the terminal driver posts for one read of `data` (a fast typist, tmux send-keys,
     an expect script): every key queued before the first is handled. Pilot.press cannot: it lets

@@ -17,6 +17,7 @@ import pytest
 from test_console_fixtures import (
     build_checkpoint,
     build_local_record,
+    checkpoint_read,
     notifications,
     rendered,
     slurm_like_record,
@@ -163,7 +164,7 @@ def test_checkpoint_with_hostile_failed_records_is_shown_escaped(tmp_path: Path)
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             await pilot.press("right")
             await pilot.pause()

@@ -14,6 +14,7 @@ from test_console_fixtures import (
     build_checkpoint,
     build_history,
     build_local_record,
+    checkpoint_read,
     fresh,
     slurm_like_record,
 )
@@ -212,16 +213,22 @@ def checkpoint_app():
     return make_app(cfg_dir=fixed_conf(), checkpoint=checkpoint, search_dirs=[root])
 
 
+async def read(pilot) -> None:
+    """The checkpoint is read in a worker: the picture is of the screen showing the read."""
+    await checkpoint_read(pilot)
+
+
 def test_snapshot_checkpoint_coverage(snap_compare) -> None:
-    assert snap_compare(checkpoint_app(), terminal_size=SIZE)
+    assert snap_compare(checkpoint_app(), terminal_size=SIZE, run_before=read)
 
 
 def test_snapshot_checkpoint_failed(snap_compare) -> None:
-    assert snap_compare(checkpoint_app(), terminal_size=SIZE, press=["right"])
+    assert snap_compare(checkpoint_app(), terminal_size=SIZE, press=["right"], run_before=read)
 
 
 def test_snapshot_checkpoint_retry(snap_compare) -> None:
     async def run_before(pilot) -> None:
+        await checkpoint_read(pilot)
         pilot.app.checkpoint_screen.query_one("#max-array-size").value = "20"
         await pilot.pause()
 

@@ -4,6 +4,8 @@ Coverage comes from sharding.coverage, the retry windows from sharding.retry
 (the same plan `hyperion-checkpoint retry` prints, made from the coverage on
 screen: typing a max array size reads nothing again) and Resubmit goes through
 the bridge sharding.resubmit, so the console does exactly what the CLI does.
+The checkpoint is read in a worker thread (100,000 manifests: seconds, on NFS
+more): keys work meanwhile, and a line says it is being read, and for how long.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import datetime as dt
 import json
 import os
 import shlex
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -19,15 +22,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Label, Static, TabbedContent, TabPane, Tabs
+from textual.worker import Worker, get_current_worker
 
 from backends.printable import printable
 from backends.records.trust import trust_problem
-from sharding.coverage import Coverage, coverage
-from sharding.errors import ShardingError
+from sharding.coverage import Coverage
 from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, working_dir
 from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
-from sharding.store import Checkpoint
 
+from ..checkpoint_read import CheckpointRead, read_checkpoint
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
@@ -99,9 +102,13 @@ class CheckpointScreen(ConsoleScreen):
         self.coverage: Coverage | None = None     # the read on screen: the Retry tab plans from it
         self.failed_by_path: dict[str, object] = {}
         self._loaded = False
+        self._reading: Worker | None = None      # the read whose result will be shown
+        self._read_started = 0.0
+        self._confirm_after_read = False          # ctrl+r: ask once the checkpoint is read
 
     def compose(self) -> ComposeResult:
         yield console_header()
+        yield Static("", id="ckpt-reading")
         with TabbedContent(id="ckpt-tabs"):
             with TabPane("Coverage", id="tab-coverage"):
                 with VerticalScroll():
@@ -133,13 +140,20 @@ class CheckpointScreen(ConsoleScreen):
         yield console_footer()
 
     def on_mount(self) -> None:
+        self._ticker = self.set_interval(1.0, self._show_reading, pause=True)
         self.action_reload()
         self._loaded = True
 
     def on_screen_resume(self) -> None:
-        """Back on this screen (after a Resubmit ran, tasks ended...): the checkpoint as it is now."""
-        if self._loaded:
+        """Back on this screen (after a Resubmit ran, tasks ended...): the checkpoint as it is now
+        (a read still under way is recent enough: a second would only load the disk twice)."""
+        if self._loaded and not self.reading:
             self.action_reload()
+
+    @property
+    def reading(self) -> bool:
+        """A read of the checkpoint is under way (the line under the header says so)."""
+        return self._reading is not None
 
     def home_focus(self):
         """Escape from the Retry tab's fields lands on the tab bar: left/right and 1/2/3/q work."""
@@ -158,22 +172,58 @@ class CheckpointScreen(ConsoleScreen):
 
     @guarded
     def action_reload(self) -> None:
+        """Read the checkpoint again, off the interface thread; a read under way is superseded."""
         if self.checkpoint is None:
             self.query_one("#ckpt-run", Static).update(
                 "No checkpoint: start with --checkpoint PATH (or --demo).")
             return
-        try:
-            cov = coverage(self.checkpoint)
-        except Exception as exc:
-            self._forget(describe_error(exc))
-            tell(self, describe_error(exc), title="checkpoint", severity="error")
+        self._read_started = time.monotonic()
+        self._reading = self.read_in_worker(self.checkpoint)
+        self._show_reading()
+        self._ticker.resume()
+
+    @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
+    def read_in_worker(self, checkpoint: Path) -> None:
+        read = read_checkpoint(checkpoint)
+        worker = get_current_worker()
+        if not worker.is_cancelled:                  # cancelled: superseded, or the console quit
+            self.app.call_from_thread(self._show_read, read, worker)
+
+    def _show_reading(self) -> None:
+        """Say that the checkpoint is being read, for how long, and what the tabs show meanwhile."""
+        if not self.reading:
             return
-        self.coverage = cov
-        self.show_coverage(cov)
-        self.refresh_retry()
-        plan = retry_from_coverage(cov)
-        self.post_message(CheckpointLoaded(cov.checkpoint, plan.missing if plan.missing_count <= MAX_MISSING_LISTED
-                                           else ()))
+        seconds = int(time.monotonic() - self._read_started)
+        text = "reading the checkpoint…" + (f" {seconds} s" if seconds else "")
+        if self.coverage is not None:
+            text += " (the tabs show the previous read)"
+        line = self.query_one("#ckpt-reading", Static)
+        line.update(Text(text, style="bold"))
+        line.display = True
+
+    @guarded
+    def _show_read(self, read: CheckpointRead, worker: Worker) -> None:
+        """Show one read whole, on the interface thread; a read superseded meanwhile is dropped
+        (it started before the newer one: what it found may be older)."""
+        if worker is not self._reading or worker.is_cancelled:
+            return
+        self._reading = None
+        self._ticker.pause()
+        self.query_one("#ckpt-reading", Static).display = False
+        if read.coverage is None:
+            error = read.error or "the checkpoint could not be read"
+            self._forget(error)
+            tell(self, error, title="checkpoint", severity="error")
+        else:
+            self.coverage = read.coverage
+            self.show_coverage(read)
+            self.refresh_retry()
+            plan = retry_from_coverage(read.coverage)
+            self.post_message(CheckpointLoaded(read.coverage.checkpoint, plan.missing
+                                               if plan.missing_count <= MAX_MISSING_LISTED else ()))
+        if self._confirm_after_read:
+            self._confirm_after_read = False
+            self.confirm_resubmit()
 
     def _forget(self, error: str) -> None:
         """The checkpoint cannot be read now: no tab keeps showing what it held before (a removed
@@ -186,14 +236,15 @@ class CheckpointScreen(ConsoleScreen):
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
         self.failed_by_path, self.plan, self.coverage = {}, None, None
 
-    def show_coverage(self, cov) -> None:
-        store = Checkpoint(self.checkpoint)
-        run_text = Text.assemble(("checkpoint ", "bold"), shown(self.checkpoint), "\n",
+    def show_coverage(self, read: CheckpointRead) -> None:
+        cov = read.coverage
+        assert cov is not None
+        run_text = Text.assemble(("checkpoint ", "bold"), shown(read.checkpoint), "\n",
                                  ("run.json   ", "bold"))
-        try:   # read as the core reads it: a FIFO put there meanwhile must not hang the console
-            run_text.append_text(shown(store.read_run_text().strip()))
-        except ShardingError as exc:
-            run_text.append_text(shown(exc.problem, "red"))
+        if read.run_problem is None:
+            run_text.append_text(shown(read.run_text))
+        else:
+            run_text.append_text(shown(read.run_problem, "red"))
         run_text.append(f"\nshards     {cov.run.minimum_shard_index}..{cov.run.maximum_shard_index}"
                         f" ({cov.run.total_shards})")
         if cov.problems:    # the list sits below the map, which a thousand shards push off screen
@@ -310,9 +361,22 @@ class CheckpointScreen(ConsoleScreen):
 
     @guarded
     def action_resubmit(self) -> None:
-        """Read the checkpoint again and plan the retry (every tab agrees with what is asked), then ask:
-        the dialog shows the exact command, where it runs and whose record it is."""
+        """Read the checkpoint again and plan the retry (every tab agrees with what is asked), then ask
+        (confirm_resubmit, once the read is shown)."""
+        self._confirm_after_read = True
         self.action_reload()
+        if not self.reading:                         # no checkpoint: nothing to read, told at once
+            self._confirm_after_read = False
+            self.confirm_resubmit()
+
+    @guarded
+    def confirm_resubmit(self) -> None:
+        """Ask about the retry planned from the read just shown: the dialog shows the exact command,
+        where it runs and whose record it is."""
+        if not self.is_current:       # left (or a dialog opened) while reading: not asked over another screen
+            tell(self, "resubmit not asked: the Checkpoint screen was left while the checkpoint was read "
+                 "(ctrl+r there asks again)", severity="warning")
+            return
         plan = self.plan
         if plan is None:
             tell(self, "no retry plan (see the Retry tab)", severity="error")
