@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from threading import Event
 
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
@@ -28,10 +29,11 @@ class CheckpointRead:
     error: str | None = None
 
 
-def read_checkpoint(checkpoint: Path) -> CheckpointRead:
-    """Read as the core reads (a FIFO put there must not hang the console); never raises."""
+def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRead:
+    """Read as the core reads (a FIFO put there must not hang the console); never raises. Once
+    `stop` is set the read ends at its next file, with an error nobody is meant to see."""
     try:
-        cov = coverage(checkpoint)
+        cov = coverage(checkpoint, stop)
     except Exception as exc:      # shown on the screen, as the core words it
         return CheckpointRead(checkpoint, None, error=describe_error(exc))
     try:

@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from threading import Event
 from typing import Any, Mapping
 
 from backends.ranges import Run, compress_runs, gaps, runs_of
@@ -124,9 +125,10 @@ def build_coverage(checkpoint: str, run: RunConfig, completed: set[int], failed:
                     tuple(counted), tuple(sorted([*problems, *outside], key=lambda p: p.path)))
 
 
-def coverage(path: str | Path) -> Coverage:
-    """Read a checkpoint (run.json required) and classify every shard of its run."""
-    store = Checkpoint(path)
+def coverage(path: str | Path, stop: Event | None = None) -> Coverage:
+    """Read a checkpoint (run.json required) and classify every shard of its run; ReadStopped
+    once `stop` is set (the console's read of a checkpoint the user left or quit)."""
+    store = Checkpoint(path, stop)
     run = store.require_run()
     done, problems = store.completed(run)
     failed, failed_problems = store.scan_failed()

@@ -34,11 +34,12 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from threading import Event
 from typing import Any, Mapping
 
 from backends.fileio import UnreadableFile, read_bounded_stat, umask_mode
 from backends.printable import printable
-from sharding.errors import ShardingError
+from sharding.errors import ReadStopped, ShardingError
 
 METADATA_DIRNAME = ".nemo_curator_metadata"
 COMPLETION_DIRNAME = ".slurm_array_completion"
@@ -352,8 +353,9 @@ def _each_file_once(paths: list[Path], problems: list[Problem]) -> list[Path]:
 class Checkpoint:
     """One checkpoint directory: its run configuration, completion manifests and failures."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, stop: Event | None = None) -> None:
         self.path = Path(path).absolute()
+        self.stop = stop        # set: the scans below raise ReadStopped at their next file
         self.metadata_dir = self.path / METADATA_DIRNAME
         self.completion_dir = self.metadata_dir / COMPLETION_DIRNAME
         self.run_path = self.completion_dir / RUN_FILENAME
@@ -365,6 +367,11 @@ class Checkpoint:
             raise ShardingError(field, f"no such directory: {self.path}")
         if not self.path.is_dir():
             raise ShardingError(field, f"not a directory: {self.path}")
+
+    def _go_on(self) -> None:
+        """ReadStopped once the caller's stop event is set (looked at once per file or folder)."""
+        if self.stop is not None and self.stop.is_set():
+            raise ReadStopped(f"reading {self.path} stopped")
 
     # run.json ---------------------------------------------------------------
     def _run_exists(self) -> bool:
@@ -462,6 +469,7 @@ class Checkpoint:
                                     "no shard counts as complete", unknown=True))
             return done, problems
         for name in names:
+            self._go_on()
             found = self._read_manifest(self.completion_dir / name, run)
             if isinstance(found, Problem):
                 problems.append(found)
@@ -525,6 +533,7 @@ class Checkpoint:
             return found
         stack: list[tuple[str, int]] = [(str(self.failed_dir), 0)]
         while stack:
+            self._go_on()
             folder, depth = stack.pop()
             try:
                 with os.scandir(folder) as listing:
@@ -556,6 +565,7 @@ class Checkpoint:
         records: list[FailedRecord] = []
         problems: list[Problem] = []
         for path in self._failed_paths(problems):
+            self._go_on()
             record, problem = self._read_failed(path)
             if record is not None:
                 records.append(record)

@@ -545,3 +545,31 @@ def test_ctrl_r_asks_about_the_checkpoint_as_read_after_the_key(tmp_path: Path, 
             assert not isinstance(app.screen, ConfirmScreen)
 
     asyncio.run(scenario())
+
+
+def test_q_during_a_slow_read_quits_at_once(tmp_path: Path, monkeypatch) -> None:
+    """10 s of manifests on NFS: q was not even seen until the read ended; then, with the read in a
+    worker, the console closed but the process waited for the read's thread. The read stops at its
+    next manifest once the worker is cancelled."""
+    import time
+
+    checkpoint = build_checkpoint(tmp_path, total=1000, complete=tuple(range(1, 1001)), failed=())
+    read_manifest = Checkpoint._read_manifest
+
+    def slow(path, run):
+        time.sleep(0.01)                                  # 1000 manifests: 10 s, as on NFS
+        return read_manifest(path, run)
+
+    monkeypatch.setattr(Checkpoint, "_read_manifest", staticmethod(slow))
+    quit_at: list[float] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.checkpoint_screen.query_one("#ckpt-reading").display, 3)
+            await pilot.pause(0.3)
+            quit_at.append(time.monotonic())
+            await pilot.press("q")
+
+    asyncio.run(scenario())          # returns once the read's thread has ended too
+    assert time.monotonic() - quit_at[0] < 2.0

@@ -246,3 +246,25 @@ def test_curators_record_of_a_run_without_array_is_no_warning_and_a_long_shard_s
     assert records == []
     assert [(Path(p.path).parent.name, p.message) for p in problems] == [
         (long_shard.name, f"failed-task record whose shard '{'9' * 20}' is more than 19 digits; skipped")]
+
+
+def test_a_read_whose_stop_event_is_set_ends_with_read_stopped(tmp_path):
+    """The console's read of a checkpoint the user quit: no result, and no file read after the stop."""
+    import threading
+
+    from sharding.coverage import coverage
+    from sharding.errors import ReadStopped
+
+    store = Checkpoint(tmp_path / "ck")
+    run = RunConfig(1, 4)
+    store.ensure_run(run)
+    for shard in (1, 2):
+        store.write_completion(shard, run)
+    stop = threading.Event()
+    assert coverage(store.path, stop).completed == (1, 2)
+    stop.set()
+    with pytest.raises(ReadStopped):
+        coverage(store.path, stop)
+    store.write_failed(3, Attempt("5", "3", "0"), {})
+    with pytest.raises(ReadStopped):
+        Checkpoint(store.path, stop).scan_failed()

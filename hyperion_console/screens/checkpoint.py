@@ -184,9 +184,9 @@ class CheckpointScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
     def read_in_worker(self, checkpoint: Path) -> None:
-        read = read_checkpoint(checkpoint)
-        worker = get_current_worker()
-        if not worker.is_cancelled:                  # cancelled: superseded, or the console quit
+        worker = get_current_worker()     # cancelled: superseded, or the console quit: stop reading
+        read = read_checkpoint(checkpoint, worker.cancelled_event)
+        if not worker.is_cancelled:
             self.app.call_from_thread(self._show_read, read, worker)
 
     def _show_reading(self) -> None:
