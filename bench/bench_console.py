@@ -1,4 +1,5 @@
-"""Jobs screen with a big array: start-up, key-to-redraw, filter, live updates and memory.
+"""Jobs screen with a big array: start-up, key-to-redraw, filter, live updates and memory;
+Checkpoint screen on a big checkpoint: a keystroke in its max-array-size field.
 
 Each size runs in its own process (so the peak RSS is that size's), opens a
 synthetic Slurm record written with the core's save_record through
@@ -9,7 +10,16 @@ to the next frame the screen renders (Textual's compositor update), not to
 the end of Pilot's own idle waits. Figures are printed with bench/report.py's
 `emit`, next to a small array measured on the same machine in the same run.
 
-    python bench/bench_console.py --tasks 100000 [--tasks 10000 ...] [--baseline 10]
+Checkpoint screen (--checkpoint-shards S, 0 leaves it out): a synthetic
+checkpoint of S shards, every 10th without a manifest (as bench_sharding.py
+makes it). Timed from a digit typed in the Retry tab's max-array-size field to
+the first frame after the retry windows were re-planned, now (planned from the
+coverage on screen) against the code before it (the same screen with its
+planning patched back to `plan_retry`, which read the whole checkpoint per
+keystroke), as `baseline`; and a key (to the Jobs screen) pressed while r reads
+the checkpoint again in its worker thread, to the frame that shows that screen.
+
+    python bench/bench_console.py --tasks 100000 [--tasks 10000 ...] [--baseline 10] [--checkpoint-shards 100000]
 """
 from __future__ import annotations
 
@@ -137,6 +147,89 @@ async def measure(n: int, record_path: str) -> dict[str, float]:
     return figures
 
 
+def synthetic_checkpoint(root: Path, shards: int) -> Path:
+    """Manifests written directly (no fsync: this is set-up, not the thing measured)."""
+    from sharding.store import Checkpoint, RunConfig, compact_json, manifest_identity, manifest_name
+
+    run = RunConfig(0, shards)
+    store = Checkpoint(root)
+    store.ensure_run(run)
+    for shard in range(shards):
+        if shard % 10 != 3:
+            payload = {**manifest_identity(run, shard), "status": "completed"}
+            (store.completion_dir / manifest_name(run, shard)).write_text(compact_json(payload))
+    return store.path
+
+
+async def typed(app, frames: Frames, screen, key: str, character: str | None, expected: int | None) -> float:
+    """A key in the focused max-array-size field, to the first frame after the plan of `expected`."""
+    from textual import events
+    await asyncio.sleep(0.06)
+    start = time.perf_counter()
+    app._driver.send_message(events.Key(key, character))
+    while screen.plan is None or screen.plan.max_array_size != expected:
+        await asyncio.sleep(0)
+    return await frames.after(frames.count) - start
+
+
+async def measure_checkpoint(path: Path, old: bool) -> dict[str, float]:
+    """Keystroke-to-redraw in max-array-size (and, not `old`, a key during a read)."""
+    import hyperion_console.screens.checkpoint as screen_module
+    from hyperion_console.app import make_app
+    from hyperion_console.screens.jobs import JobsScreen
+    from sharding.retry import plan_retry
+
+    if old:           # what refresh_retry did before: read the whole checkpoint again
+        screen_module.retry_from_coverage = lambda cov, limit=None: plan_retry(cov.checkpoint, limit)
+    figures: dict[str, float] = {}
+    app = make_app(cfg_dir=REPO / "conf", checkpoint=path, search_dirs=[])
+    frames = Frames(app)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.checkpoint_screen
+        while screen.coverage is None or screen.reading:
+            await asyncio.sleep(0.01)
+        await pilot.press("right", "right")
+        screen.query_one("#max-array-size").focus()
+        await pilot.pause()
+        keys = [("1", "1", 1), ("0", "0", 10), ("0", "0", 100), ("0", "0", 1000)]
+        if not old:
+            keys += [("backspace", None, 100), ("backspace", None, 10), ("5", "5", 105), ("backspace", None, 10)]
+        presses = [await typed(app, frames, screen, *key) for key in keys]
+        figures["ckpt_key_to_redraw_median"] = statistics.median(presses)
+        figures["ckpt_key_to_redraw_max"] = max(presses)
+        if not old:
+            await pilot.press("escape")
+            app._driver.send_message(events_key("r"))
+            while not screen.reading:
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.05)            # into the read (1.7 s for 100,000 manifests)
+            seen, start = frames.count, time.perf_counter()
+            app._driver.send_message(events_key("2"))
+            while not isinstance(app.screen, JobsScreen):
+                await asyncio.sleep(0)
+            figures["ckpt_key_during_read"] = await frames.after(seen) - start
+            figures["ckpt_read_still_going"] = float(screen.reading)
+            await pilot.pause(0.2)               # the Jobs screen mounted whole before the app ends
+    return figures
+
+
+def events_key(key: str):
+    from textual import events
+    return events.Key(key, key)
+
+
+def run_checkpoint(shards: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Now and before, each in a fresh interpreter on the same checkpoint."""
+    with tempfile.TemporaryDirectory(prefix="bench-console-ckpt-") as root:
+        path = synthetic_checkpoint(Path(root) / "ck", shards)
+        out = []
+        for old in (False, True):
+            done = subprocess.run([sys.executable, __file__, "--one-checkpoint", f"{int(old)}:{path}"],
+                                  capture_output=True, text=True, check=True, timeout=900)
+            out.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return out[0], out[1]
+
+
 def run_size(n: int) -> dict[str, float]:
     """One size in a fresh interpreter, so its peak RSS is its own (the record is written here)."""
     with tempfile.TemporaryDirectory(prefix="bench-console-") as root:
@@ -151,11 +244,18 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, action="append",
                         help="array size (repeatable; default 100000)")
     parser.add_argument("--baseline", type=int, default=10)
+    parser.add_argument("--checkpoint-shards", type=int, default=100_000,
+                        help="shards of the Checkpoint screen's synthetic checkpoint (0: leave it out)")
     parser.add_argument("--one", help=argparse.SUPPRESS)     # N:RECORD, measured in this process
+    parser.add_argument("--one-checkpoint", help=argparse.SUPPRESS)     # OLD:PATH, measured in this process
     args = parser.parse_args()
     if args.one is not None:
         size, _, path = args.one.partition(":")
         print(json.dumps(asyncio.run(measure(int(size), path))))
+        return 0
+    if args.one_checkpoint is not None:
+        old, _, path = args.one_checkpoint.partition(":")
+        print(json.dumps(asyncio.run(measure_checkpoint(Path(path), old == "1"))))
         return 0
     base = run_size(args.baseline)
     print(f"# 80x24; baseline {args.baseline} tasks; targets: " +
@@ -168,6 +268,16 @@ def main() -> int:
             emit(f"{name}_{n}", value, unit, base[name])
             if n >= 100_000 and value > TARGETS[name]:      # the targets are for 100k tasks
                 over.append(f"{name}_{n}")
+    if args.checkpoint_shards:
+        shards = args.checkpoint_shards
+        now, before = run_checkpoint(shards)
+        print(f"# Checkpoint screen, {shards} shards (every 10th missing); baseline: the code before, "
+              "which read the checkpoint per keystroke")
+        for name in ("ckpt_key_to_redraw_median", "ckpt_key_to_redraw_max"):
+            emit(f"{name}_{shards}", now[name], "s", before[name])
+        emit(f"ckpt_key_during_read_{shards}", now["ckpt_key_during_read"], "s")
+        if not now["ckpt_read_still_going"]:
+            print("# the read ended before the key: ckpt_key_during_read did not measure a key during a read")
     if over:
         print("# over target (this machine is noisy: run again before believing it): " + ", ".join(over))
     return 1 if over else 0

@@ -25,7 +25,7 @@ SCRIPTS = [
     ("bench_jobs.py", [], ["--log-gb", "0.2", "--repeat", "3"], False),
     ("bench_sharding.py", [], ["--ids", "200000", "--shards", "20000", "--repeat", "2"], False),
     ("bench_console.py", ["--tasks", "1000", "--tasks", "10000", "--tasks", "100000"],
-     ["--tasks", "1000", "--tasks", "10000"], False),
+     ["--tasks", "1000", "--tasks", "10000", "--checkpoint-shards", "10000"], False),
     ("bench_queries.py", [], [], True),
     ("bench_return.py", [], ["--runs", "3"], True),
 ]
