@@ -573,3 +573,33 @@ def test_q_during_a_slow_read_quits_at_once(tmp_path: Path, monkeypatch) -> None
 
     asyncio.run(scenario())          # returns once the read's thread has ended too
     assert time.monotonic() - quit_at[0] < 2.0
+
+
+def test_a_read_that_fails_unexpectedly_is_told_and_not_said_to_go_on(tmp_path: Path, monkeypatch) -> None:
+    """An error escaping the read (a bug, memory) ended its worker; the screen said "reading the
+    checkpoint…" for ever after. Now it is told, the line goes, and r reads again."""
+    import hyperion_console.screens.checkpoint as screen_module
+
+    checkpoint = build_checkpoint(tmp_path)
+    real = screen_module.read_checkpoint
+    calls: list[int] = []
+
+    def broken(path, stop=None):
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("no room for the manifests")
+        return real(path, stop)
+
+    monkeypatch.setattr(screen_module, "read_checkpoint", broken)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.checkpoint_screen
+            await wait_for(pilot, lambda: any("no room for the manifests" in m for m in notifications(app)), 5)
+            await wait_for(pilot, lambda: not screen.query_one("#ckpt-reading").display, 3)
+            await pilot.press("r")
+            await checkpoint_read(pilot)
+            assert "complete 6" in text_of(screen.query_one("#ckpt-map"))
+
+    asyncio.run(scenario())

@@ -22,7 +22,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Label, Static, TabbedContent, TabPane, Tabs
-from textual.worker import Worker, get_current_worker
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from backends.printable import printable
 from backends.records.trust import trust_problem
@@ -105,6 +106,7 @@ class CheckpointScreen(ConsoleScreen):
         self._reading: Worker | None = None      # the read whose result will be shown
         self._read_started = 0.0
         self._confirm_after_read = False          # ctrl+r: ask once the checkpoint is read
+        self._ticker: Timer | None = None          # the seconds of the read under way, shown
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -140,7 +142,6 @@ class CheckpointScreen(ConsoleScreen):
         yield console_footer()
 
     def on_mount(self) -> None:
-        self._ticker = self.set_interval(1.0, self._show_reading, pause=True)
         self.action_reload()
         self._loaded = True
 
@@ -180,7 +181,9 @@ class CheckpointScreen(ConsoleScreen):
         self._read_started = time.monotonic()
         self._reading = self.read_in_worker(self.checkpoint)
         self._show_reading()
-        self._ticker.resume()
+        if self._ticker is not None:
+            self._ticker.stop()
+        self._ticker = self.set_interval(1.0, self._show_reading)    # at 1 s, 2 s... of this read
 
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
     def read_in_worker(self, checkpoint: Path) -> None:
@@ -207,9 +210,7 @@ class CheckpointScreen(ConsoleScreen):
         (it started before the newer one: what it found may be older)."""
         if worker is not self._reading or worker.is_cancelled:
             return
-        self._reading = None
-        self._ticker.pause()
-        self.query_one("#ckpt-reading", Static).display = False
+        self._read_ended()
         if read.coverage is None:
             error = read.error or "the checkpoint could not be read"
             self._forget(error)
@@ -224,6 +225,21 @@ class CheckpointScreen(ConsoleScreen):
         if self._confirm_after_read:
             self._confirm_after_read = False
             self.confirm_resubmit()
+
+    def _read_ended(self) -> None:
+        self._reading = None
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+        self.query_one("#ckpt-reading", Static).display = False
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A read that failed in a way read_checkpoint does not catch is told (as every worker's
+        error is) and no longer said to be under way: the line would have said so forever."""
+        super().on_worker_state_changed(event)
+        if event.worker is self._reading and event.state == WorkerState.ERROR:
+            self._read_ended()
+            self._confirm_after_read = False
 
     def _forget(self, error: str) -> None:
         """The checkpoint cannot be read now: no tab keeps showing what it held before (a removed
