@@ -603,3 +603,29 @@ def test_a_read_that_fails_unexpectedly_is_told_and_not_said_to_go_on(tmp_path: 
             assert "complete 6" in text_of(screen.query_one("#ckpt-map"))
 
     asyncio.run(scenario())
+
+
+def test_ctrl_r_asks_without_parsing_the_record_the_preview_parsed(tmp_path: Path, monkeypatch) -> None:
+    """A 100,000-task record takes load_record half a second: the preview parsed it once per
+    change of its file, and ctrl+r parsed it again on the interface thread before asking."""
+    import sharding.resubmit as resubmit_module
+
+    parsed: list[str] = []
+    load_record_of_the_bridge = resubmit_module.load_record
+
+    def counted(path, *args, **kwargs):
+        parsed.append(str(path))
+        return load_record_of_the_bridge(path, *args, **kwargs)
+
+    async def scenario() -> None:
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            assert "resubmit runs (local):" in text_of(app.checkpoint_screen.query_one("#retry-commands"))
+            monkeypatch.setattr(resubmit_module, "load_record", counted)
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert parsed == []
+            await pilot.press("n")
+
+    asyncio.run(scenario())
