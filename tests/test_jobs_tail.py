@@ -1,6 +1,7 @@
 """Log tailing: last lines from the end, following appends, truncation, missing files."""
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 from pathlib import Path
@@ -301,3 +302,35 @@ def test_logs_follow_says_when_the_log_starts_over(tmp_path, cli_env):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_log_written_anew_while_its_last_lines_print_is_said_to_start_over(tmp_path, capsys):
+    """The follower was made after the last lines were printed: a log written anew in between gave
+    it the new bytes as its mark, and it followed the new log from the old one's length, saying
+    nothing (from the middle of a line of the new log)."""
+    from backends.cli.jobs.log_output import follow
+
+    log = tmp_path / "x.log"
+    log.write_text("old line one\nold line two\n")
+
+    class Seen(Exception):
+        pass
+
+    class Out(io.StringIO):
+        rewritten = False
+
+        def flush(self) -> None:          # the last lines are out: the task writes its log anew
+            if not self.rewritten:
+                self.rewritten = True
+                with open(log, "r+b") as handle:
+                    handle.write(b"NEW first line\nNEW second line\nNEW third line\n")
+
+        def write(self, text: str) -> int:
+            if self.rewritten:                # the first text followed: from where?
+                raise Seen(text)
+            return super().write(text)
+
+    with pytest.raises(Seen) as seen:
+        follow(str(log), 5, raw=False, out=Out())
+    assert str(seen.value) == "NEW first line\n"
+    assert capsys.readouterr().err == f"hyperion-jobs: {log} was truncated or written anew; following it from its start\n"

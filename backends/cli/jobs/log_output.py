@@ -60,13 +60,18 @@ def follow(path: str, n: int, raw: bool, out: TextIO | None = None) -> int:
     """The last `n` complete lines, then what is appended, until interrupted."""
     out = out or sys.stdout
     end = complete_end(path)
+    terminal = on_terminal(raw, out)
+    # made before the last lines are shown: it keeps the bytes before `end` as they were, so a log
+    # written anew while they print is said to start over (made after, it took the new bytes as its
+    # mark and followed the new log from the old one's length)
+    follower = Follower(path, end, keep=KEEP) if terminal else Follower(path, end)
     print_last(path, n, raw, end, out)
     if not Path(path).exists():
         print(printable(f"{PROG}: waiting for {path}"), file=sys.stderr)
     out.flush()
-    if on_terminal(raw, out):
-        return _follow_on_terminal(Follower(path, end, keep=KEEP), out)
-    follower, said = Follower(path, end), 0
+    if terminal:
+        return _follow_on_terminal(follower, out)
+    said = 0
     while True:   # pieces, not lines: a line that never ends (a \r progress bar) is printed, not held
         pieces = follower.read_pieces()
         said = _say_restart(follower, said)
