@@ -5,7 +5,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from test_console_fixtures import build_checkpoint, build_local_record, posted, text_of, wait_for
+from test_console_fixtures import build_checkpoint, build_local_record, checkpoint_read, posted, text_of, wait_for
 
 from backends.records.local_results import local_results_path
 from backends.records.record import TaskRecord, load_record, save_record
@@ -25,7 +25,7 @@ def test_checkpoint_screen_rereads_the_checkpoint_when_shown_again(tmp_path: Pat
         seen = []
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
-            await pilot.pause()
+            await checkpoint_read(pilot)                # in a worker: one pause may come before it
             screen = app.checkpoint_screen
             assert "complete 3" in text_of(screen.query_one("#ckpt-map"))
             await pilot.press("2")

@@ -352,7 +352,7 @@ def test_paths_that_are_not_utf8_are_shown_escaped_on_every_screen(tmp_path: Pat
     """A record, its logs, its attempts and a checkpoint under a directory whose name is not UTF-8,
     a failed-task folder and a file of the checkpoint named so too: each screen draws the byte
     as \\xNN (a lone surrogate would make the terminal's encoder raise) and none breaks."""
-    from test_console_fixtures import FIRST_FAILURES, build_history, posted, screen_lines
+    from test_console_fixtures import FIRST_FAILURES, build_history, checkpoint_read, posted, screen_lines
 
     from hyperion_console.messages import AttemptsListed
 
@@ -374,7 +374,8 @@ def test_paths_that_are_not_utf8_are_shown_escaped_on_every_screen(tmp_path: Pat
         seen: list = []
         app = make_app(cfg_dir=CONF, checkpoint=root / "checkpoint", search_dirs=[tmp_path])
         async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
-            await wait_for(pilot, lambda: f"checkpoint {tmp_path}/{shown}/checkpoint" in frame(app), 10)
+            await checkpoint_read(pilot)                             # read in a worker, then laid out
+            assert f"checkpoint {tmp_path}/{shown}/checkpoint" in frame(app)
             assert "shard_6\\xfe" in frame(app)                  # the failed-task folder, skipped
             app.checkpoint_screen.query_one("#ckpt-tabs").active = "tab-failed"
             await pilot.pause()
