@@ -32,6 +32,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 from hyperion_console.app import make_app  # noqa: E402
+from hyperion_console.screens.confirm import ConfirmScreen  # noqa: E402
 
 DEMO_DIR = Path("/tmp/hyperion-console-screenshots")
 SLURM_DIR = Path("/tmp/hyperion-console-screenshots-slurm")
@@ -80,18 +81,30 @@ def saver(app, pilot, size: tuple[int, int], saved: list[Path]):
     return save
 
 
+async def checkpoint_read(app, pilot, timeout: float = 30) -> None:
+    """The Checkpoint screen reads in a worker thread: shoot it once its read is shown."""
+    screen = app.checkpoint_screen
+    deadline = time.monotonic() + timeout
+    while (screen.reading or screen.coverage is None) and time.monotonic() < deadline:
+        await pilot.pause(0.1)
+
+
 async def shoot_demo(size: tuple[int, int]) -> list[Path]:
     """Each screen of the demo app (`hyperion-console --demo`)."""
     app = make_app(cfg_dir=REPO / "conf", demo=True, demo_dir=DEMO_DIR)
     saved: list[Path] = []
     async with app.run_test(size=size) as pilot:
         save = saver(app, pilot, size, saved)
+        await checkpoint_read(app, pilot)
         await save("checkpoint")
         await pilot.press("right")   # Failed tab (focus is on the tab bar)
         await save("checkpoint-failed")
         await pilot.press("right")
         await save("checkpoint-retry")
-        await pilot.press("ctrl+r")
+        await pilot.press("ctrl+r")      # read again first, then asked
+        deadline = time.monotonic() + 30
+        while not isinstance(app.screen, ConfirmScreen) and time.monotonic() < deadline:
+            await pilot.pause(0.1)
         await save("confirm-resubmit")
         await pilot.press("y")       # the missing shards run on the local backend
         for _ in range(100):
