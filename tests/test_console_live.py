@@ -88,6 +88,37 @@ def test_log_pane_starts_over_when_the_file_is_replaced(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_log_pane_starts_over_when_the_log_is_replaced_just_as_it_is_opened(tmp_path: Path, monkeypatch) -> None:
+    """A rerun moved the log aside just after the pane read its last lines, and wrote the new one a
+    moment later: the pane's follower, made after that read, found no file, and showed the new
+    log's lines as if appended to the old one's."""
+    from hyperion_console.widgets import log_pane
+
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    log_file = tmp_path / "exp" / "log" / "task.1.log"
+    read_last = log_pane.last_lines
+
+    def read_then_moved_aside(path, *args, **kwargs):
+        lines = read_last(path, *args, **kwargs)
+        if Path(path) == log_file and log_file.exists():
+            log_file.rename(log_file.with_suffix(".log.1"))
+        return lines
+
+    monkeypatch.setattr(log_pane, "last_lines", read_then_moved_aside)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: "done with part 1" in view.lines, 10)
+            await pilot.pause(0.5)                    # the follower has looked: no file
+            log_file.write_text("attempt 2 starts\n")
+            await wait_for(pilot, lambda: "attempt 2 starts" in view.lines, 10)
+            assert view.lines == ["attempt 2 starts"]
+
+    asyncio.run(scenario())
+
+
 def test_log_pane_search_finds_highlights_and_stops_following(tmp_path: Path) -> None:
     record = build_local_record(tmp_path, {1: ("RUNNING", None)})
     with open(tmp_path / "exp" / "log" / "task.1.log", "a") as handle:

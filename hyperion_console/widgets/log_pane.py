@@ -131,10 +131,13 @@ class LogPane(Vertical):
         regular file replaces it.
         """
         end = complete_end(path)
+        # made before the last lines are read: it holds the file they come from, so one moved
+        # aside and written anew meanwhile is a restart (made after, a log missing for that
+        # instant gave it no file, and the new log's lines came as if appended to the old)
+        follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
         problem = log_problem(path)
         lines = [shown_line(line, MAX_LINE) for line in last_lines(path, INITIAL_LINES, end=end)]
         self._deliver(path, lines, None, restart=True, problem=problem)
-        follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
         restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
