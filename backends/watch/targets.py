@@ -184,11 +184,12 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
 
 
 def status(target: Target, dirs: Sequence[Path] = (Path("."),),
-           runner: Runner = run_command) -> list[TaskRow]:
-    """One sacct + squeue for the target's jobs, as rows (QueryError if Slurm does not answer)."""
+           runner: Runner = run_command, problems: list[str] | None = None) -> list[TaskRow]:
+    """One sacct + squeue for the target's jobs, as rows (QueryError if Slurm does not answer;
+    for a record, see `history_status` for `problems`)."""
     record = target.record
     if record is not None:
-        return history_status(load_history(record.path), runner)
+        return history_status(load_history(record.path), runner, problems)
     target, history = _job_history(target, dirs, runner)
     assert target.job_id is not None
     answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
@@ -198,7 +199,8 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
 
 
-def history_status(history: History, runner: Runner = run_command) -> list[TaskRow]:
+def history_status(history: History, runner: Runner = run_command,
+                   problems: list[str] | None = None) -> list[TaskRow]:
     """The latest outcome of every value across attempts, with what each task used.
 
     Only tasks without a final state in the ledger are asked about, ended tasks
@@ -206,6 +208,8 @@ def history_status(history: History, runner: Runner = run_command) -> list[TaskR
     have queued again (`requeuable`): one sacct, plus one squeue when a task may
     still be live (one squeue alone when only a requeue may be news); the final
     states and usage Slurm reports are written into the ledger on the way.
+    A query about only usage or requeues that fails leaves the ledger's states
+    standing; its message is added to `problems`, for the caller to say so.
     """
     pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
     again = requeuable(history)
@@ -218,9 +222,11 @@ def history_status(history: History, runner: Runner = run_command) -> list[TaskR
             answer = query(list(expected_tasks([*asked, *again])), runner, controller=bool(pending or again))
         else:
             answer = Snapshot(controller_states(again, runner), {})
-    except QueryError:
+    except QueryError as err:
         if pending:
             raise
+        if problems is not None:
+            problems.append(str(err))
         return history_rows(history, {})   # only usage or requeues were asked about: the ledger's states stand
     rerun = reopened(history, again, answer.states)
     keys = {(t.job_id, t.array_task_id) for t in rerun}

@@ -16,8 +16,8 @@ from backends.errors import InputError
 from backends.fileio import kind_of_mode
 from backends.printable import printable
 from backends.records.history import History, load_history
-from backends.records.record import find_records
-from backends.watch.rows import TaskRow, exit_status, history_rows, state_counts
+from backends.records.record import LOCAL_JOB, find_records
+from backends.watch.rows import TaskRow, exit_status, history_rows, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import current_user, histories_states, resolve, status, task_logs
@@ -42,9 +42,18 @@ def record_dirs(args: argparse.Namespace) -> list[Path]:
     return args.dir or [Path(".")]
 
 
+def say_shown_as_recorded(problems: Sequence[str]) -> None:
+    """A failed look for usage or requeues is no error (the recorded ends stand), but the user is
+    told that what follows may be behind: it said nothing, and `usage` showed "0 of N" as if known."""
+    for problem in problems:
+        print(printable(f"{PROG}: {problem}; shown as last recorded"), file=sys.stderr)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     target = resolve(args.target)
-    rows = status(target, record_dirs(args))
+    problems: list[str] = []
+    rows = status(target, record_dirs(args), problems=problems)
+    say_shown_as_recorded(problems)
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
     if args.failures:
@@ -86,20 +95,21 @@ def cmd_list(args: argparse.Namespace) -> int:
             histories.append(load_history(path))
         except InputError as err:
             print(printable(f"{PROG}: skipping {path}: {err.problem}"), file=sys.stderr)
-    states, problem = {}, None
+    states, states_problem, live_problem = {}, None, None
     try:
         states = histories_states(histories)
     except QueryError as err:
-        problem = str(err)
+        states_problem = str(err)
     try:
-        live = user_jobs(current_user())
+        live: list | None = user_jobs(current_user())
     except QueryError as err:
-        live, problem = [], problem or str(err)
-    summaries = [_record_summary(h, states, problem is None) for h in histories]
+        live, live_problem = None, str(err)
+    summaries = [_record_summary(h, states, states_problem is None) for h in histories]
+    problem = states_problem or live_problem
     if args.json:
         print(jsontext.dumps({"records": summaries, "live": [
             {"job_id": j.job_id, "state": j.state.value, "elapsed": j.elapsed, "node": j.node,
-             "name": j.name} for j in live], "error": problem}, indent=2))
+             "name": j.name} for j in live or ()], "error": problem}, indent=2))
         return 0
     if summaries:
         print(columns([("RECORD", "BACKEND", "JOBS", "TASKS", "SUBMITTED", "STATES")] + [
@@ -111,18 +121,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     if live:
         print(columns([("JOBID", "STATE", "ELAPSED", "NODE", "NAME")] + [
             (j.job_id, j.state.value, fmt_elapsed(j.elapsed), j.node or "-", j.name) for j in live]))
+    elif live is None:      # "no live Slurm jobs" when squeue did not answer sent users to resubmit
+        print(f"live Slurm jobs for {current_user()}: not known")
     else:
         print(f"no live Slurm jobs for {current_user()}")
-    if problem:
-        print(f"{PROG}: {problem}", file=sys.stderr)
+    for problem in dict.fromkeys(p for p in (states_problem, live_problem) if p):
+        print(printable(f"{PROG}: {problem}"), file=sys.stderr)
     return 0
 
 
 def _record_summary(history: History, states, slurm_ok: bool) -> dict:
-    """One line of `list`: the newest outcome of every value, over all attempts."""
+    """One line of `list`: the newest outcome of every value, over all attempts; "?" only when Slurm
+    did not answer about tasks whose end is not recorded (the recorded ends stand, as in `status`)."""
     record = history.current
     rows = history_rows(history, states)
-    text = counts_text(rows) if record.backend == "local" or slurm_ok else "?"
+    known = record.backend == "local" or slurm_ok or not any(
+        t.job_id != LOCAL_JOB for t in pending_tasks(history))
+    text = counts_text(rows) if known else "?"
     return {"record": record.path, "backend": record.backend,
             "jobs": [j.job_id for j in record.jobs], "tasks": len(rows), "attempts": len(history.numbers),
             "submitted_at": record.submitted_at, "states": text, "counts": state_counts(rows)}

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from backends import jsontext
-from backends.cli.jobs.commands import record_dirs
+from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.cli.jobs.table import columns
 from backends.printable import printable
 from backends.records.history import History
@@ -44,7 +44,9 @@ def _changed(overrides: dict) -> str:
 
 def cmd_history(args: argparse.Namespace) -> int:
     history = history_of(resolve(args.target), record_dirs(args))
-    counts = attempt_counts(history, history_status(history))
+    problems: list[str] = []
+    counts = attempt_counts(history, history_status(history, problems=problems))
+    say_shown_as_recorded(problems)
     attempts = []
     for number in history.numbers:
         record = history.records[number]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from backends.cli.jobs.commands import record_dirs
+from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.cli.jobs.parser import PROG
 from backends.errors import InputError
 from backends.launch import run_plan, working_dir
@@ -47,7 +47,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
     request = request_of(args)
     history = history_of(resolve(args.target), record_dirs(args))
     check_trusted(history.record_path, args.trust_record)
-    retry = plan_retry(history, history_status(history), request)
+    problems: list[str] = []
+    retry = plan_retry(history, history_status(history, problems=problems), request)
+    say_shown_as_recorded(problems)
     if retry.plan is None:
         what = "in the states asked for" if request.states or request.values else "that did not complete"
         print(f"nothing to retry: no task of {printable(history.record_path)} {what} "

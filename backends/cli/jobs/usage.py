@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from backends import jsontext
-from backends.cli.jobs.commands import record_dirs
+from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.printable import printable
 from backends.watch.targets import history_of, history_status, resolve
 from backends.watch.usage_summary import format_summary, summarize, summarize_rows
@@ -12,7 +12,9 @@ from backends.watch.usage_summary import format_summary, summarize, summarize_ro
 
 def cmd_usage(args: argparse.Namespace) -> int:
     history = history_of(resolve(args.target), record_dirs(args))
-    rows = history_status(history)
+    problems: list[str] = []
+    rows = history_status(history, problems=problems)
+    say_shown_as_recorded(problems)
     used = {(row.job_id, row.task_id): row.usage for row in rows if row.usage is not None}
     summary = summarize_rows({(row.job_id, row.task_id): row for row in rows}) or summarize({})
     if args.json:

@@ -1,0 +1,60 @@
+"""What `hyperion-jobs` says while Slurm does not answer and the ledger holds every end: the
+recorded states are shown, and the user is told they may be behind. (Slurm's daemons on the
+shared test cluster are not stopped for this: sacct and squeue on PATH fail as they do then.)"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import run_cli
+from test_console_fixtures import build_history
+
+CONF = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+SACCT_DOWN = "sacct: error: Problem talking to the database: Connection refused"
+SQUEUE_DOWN = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+
+
+def slurm_down(tmp_path: Path, cli_env: dict[str, str]) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool, message in (("sacct", SACCT_DOWN), ("squeue", SQUEUE_DOWN)):
+        (bin_dir / tool).write_text(f"#!/bin/sh\necho '{message}' >&2\nexit 1\n")
+        (bin_dir / tool).chmod(0o755)
+    return {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+
+
+def test_usage_says_sacct_did_not_answer_instead_of_showing_no_usage_as_known(tmp_path, cli_env) -> None:
+    """It printed "usage of 0 of 8 task(s)" and exited 0, as if the tasks had used nothing on record."""
+    record = build_history(tmp_path, CONF)             # every end recorded, no usage yet
+    env = slurm_down(tmp_path, cli_env)
+    for command in ("usage", "status", "history"):
+        result = run_cli("hyperion-jobs", command, str(record), env=env, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == f"hyperion-jobs: sacct failed (rc 1): {SACCT_DOWN}; shown as last recorded\n"
+    assert "usage of 0 of 8 task(s)" in run_cli("hyperion-jobs", "usage", str(record), env=env).stdout
+    status = run_cli("hyperion-jobs", "status", str(record), "--json", env=env, timeout=60)
+    assert json.loads(status.stdout)["counts"] == {"COMPLETED": 5, "FAILED": 2, "OUT_OF_MEMORY": 1}
+
+
+def test_retry_says_its_plan_is_of_the_recorded_states(tmp_path, cli_env) -> None:
+    record = build_history(tmp_path, CONF)
+    result = run_cli("hyperion-jobs", "retry", "--dry-run", str(record), env=slurm_down(tmp_path, cli_env))
+    assert result.returncode == 0, result.stderr
+    assert "shown as last recorded" in result.stderr and "3 task(s) (FAILED 2, OUT_OF_MEMORY 1)" in result.stdout
+
+
+def test_list_keeps_recorded_ends_and_does_not_say_no_live_jobs_when_squeue_failed(tmp_path, cli_env) -> None:
+    """`list` said "no live Slurm jobs" (squeue had not answered) and "?" for a record whose every end
+    is in its ledger; a record with a task still running stays "?"."""
+    build_history(tmp_path / "ended", CONF)
+    build_history(tmp_path / "running", CONF, job="4300", unfinished=(7, 8))
+    result = run_cli("hyperion-jobs", "list", str(tmp_path), env=slurm_down(tmp_path, cli_env), timeout=60)
+    assert result.returncode == 0, result.stderr
+    states = {line.split()[0].split("/")[-5]: line.split(None, 5)[5]
+              for line in result.stdout.splitlines() if line.startswith(str(tmp_path))}
+    assert states == {"ended": "COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1", "running": "?"}
+    assert "no live Slurm jobs" not in result.stdout
+    assert "live Slurm jobs for " in result.stdout and result.stdout.rstrip().endswith(": not known")
+    assert f"sacct failed (rc 1): {SACCT_DOWN}" in result.stderr
+    assert f"squeue failed (rc 1): {SQUEUE_DOWN}" in result.stderr
