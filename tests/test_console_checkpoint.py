@@ -13,10 +13,13 @@ from test_console_fixtures import (
     checkpoint_read,
     notifications,
     posted,
+    rendered,
+    screen_lines,
     table_column,
     text_of,
     wait_for,
 )
+from textual.geometry import Region
 
 from backends.launch_slurm import submit
 from backends.records.record import load_record
@@ -309,8 +312,6 @@ def test_every_tab_follows_the_checkpoint_as_it_is_now(tmp_path: Path) -> None:
 def test_at_80_columns_windows_and_failed_records_stay_readable(tmp_path: Path) -> None:
     """A 5000-shard plan's array column kept its 200-character width for every plan after it, so offsets
     were off screen; a long job id pushed the details off; a long record was cut at 8 lines."""
-    from test_console_fixtures import rendered
-
     from sharding.store import Attempt
 
     checkpoint = tmp_path / "checkpoint"
@@ -629,3 +630,69 @@ def test_ctrl_r_asks_without_parsing_the_record_the_preview_parsed(tmp_path: Pat
             await pilot.press("n")
 
     asyncio.run(scenario())
+
+
+# --- A split tmux pane (60x20): the failed records' details and the Resubmit button on screen ---------
+
+PANE_SIZES = [(60, 20), (80, 24), (120, 40)]
+
+
+async def _show_tab(pilot, tab: str) -> None:
+    pilot.app.checkpoint_screen.query_one("#ckpt-tabs").active = tab
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", PANE_SIZES)
+def test_failed_records_details_column_is_on_screen_in_a_split_pane(tmp_path: Path, size: tuple[int, int]) -> None:
+    """At 60 columns the six columns pushed the details past the pane's edge: two characters of them
+    showed; the array task and restart, which the record's path below the table names, give way."""
+    checkpoint = build_checkpoint(tmp_path, total=40, complete=tuple(i for i in range(1, 41) if i not in (6, 33)),
+                                  failed=(6, 33))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=size) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            screen = app.checkpoint_screen
+            table = screen.query_one("#ckpt-failed")
+            assert Region(0, 0, *app.size).contains_region(table.region), (table.region, app.size)
+            assert table.max_scroll_x == 0, table.virtual_size        # no column past the pane's edge
+            lines = screen_lines(app)
+            header = next(line for line in lines if line.split()[:2] == ["shard", "job"])
+            assert "recorded" in header and "details" in header, lines
+            assert ("array task" in header and "restart" in header) == (size[0] >= 80), header
+            row = next(line for line in lines if line.split()[:2] == ["6", "500"])
+            assert '{"error": "Inject…' in row, lines            # the start of the details, marked cut
+            assert "InjectedFailure: boom" in "\n".join(lines)   # and the whole record in the box below
+            assert "array_task_6/restart_0" in "".join(line.strip() for line in lines)
+
+    asyncio.run(scenario())
+
+
+def test_the_failed_table_follows_the_pane_width_and_keeps_the_highlighted_record(tmp_path: Path) -> None:
+    checkpoint = build_checkpoint(tmp_path, total=40, complete=tuple(i for i in range(1, 41) if i not in (6, 33)),
+                                  failed=(6, 33))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            screen = app.checkpoint_screen
+            table = screen.query_one("#ckpt-failed")
+            table.focus()
+            await pilot.press("down")
+            assert table_column(table, "shard")[table.cursor_row] == "33"
+            await pilot.resize_terminal(60, 20)
+            await pilot.pause()
+            assert [key.value for key in table.columns] == ["shard", "job", "recorded", "details"]
+            assert table_column(table, "shard")[table.cursor_row] == "33" and table.max_scroll_x == 0
+            assert "shard_33" in text_of(screen.query_one("#ckpt-failed-detail"))
+            await pilot.resize_terminal(100, 30)
+            await pilot.pause()
+            assert "array task" in [key.value for key in table.columns]
+            assert table_column(table, "shard")[table.cursor_row] == "33"
+
+    asyncio.run(scenario())
+

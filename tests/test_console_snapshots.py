@@ -239,3 +239,9 @@ def test_snapshot_checkpoint_retry(snap_compare) -> None:
 def test_snapshot_help(snap_compare) -> None:
     app, _ = submit_app()
     assert snap_compare(app, terminal_size=SIZE, press=["escape", "question_mark"])
+
+
+def test_snapshot_checkpoint_failed_split_pane(snap_compare) -> None:
+    """A 60x20 tmux pane: shard, job, recorded and details on screen (the record's path below names
+    its array task and restart)."""
+    assert snap_compare(checkpoint_app(), terminal_size=(60, 20), press=["right"], run_before=read)

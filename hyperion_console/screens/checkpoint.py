@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -30,6 +30,7 @@ from backends.records.trust import trust_problem
 from sharding.coverage import Coverage
 from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, working_dir
 from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
+from sharding.store import FailedRecord
 
 from ..checkpoint_read import CheckpointRead, read_checkpoint
 from ..errors import describe_error, guarded
@@ -85,6 +86,27 @@ DETAILS_CELL = 18     # characters of a failed record's details in its table cel
 ID_CELL = 12          # a job, array task or restart of a failed record (a foreign folder's may be long)
 ARRAY_CELL = 30       # a window's array expression (the fields below it give it whole)
 
+FAILED_COLUMNS = ("shard", "job", "array task", "restart", "recorded", "details")
+# Under 80 columns the six columns left the details off the screen (60 columns: two characters of them).
+# The record's path, shown whole in the box below the table, names its array task and restart.
+NARROW_FAILED_COLUMNS = ("shard", "job", "recorded", "details")
+ALL_FAILED_COLUMNS_FROM = 80  # terminal columns: every column, its details cut at DETAILS_CELL, fits
+
+
+def failed_columns(width: int) -> tuple[str, ...]:
+    """The failed-record table's columns in a terminal `width` columns wide."""
+    return FAILED_COLUMNS if width >= ALL_FAILED_COLUMNS_FROM else NARROW_FAILED_COLUMNS
+
+
+def failed_cells(record: FailedRecord) -> dict[str, Text]:
+    """Each column's cell for one failed-task record, escaped; ids and details cut to their columns."""
+    when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
+    details = "" if record.details is None else json.dumps(dict(record.details))
+    ids = (record.shard, record.job, record.array_task, record.restart)
+    cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL))
+             for column, cell in zip(FAILED_COLUMNS, ids)}
+    return {**cells, "recorded": shown(when), "details": shown(_cell(details, DETAILS_CELL))}
+
 
 class CheckpointScreen(ConsoleScreen):
     SUB_TITLE = "Checkpoint"
@@ -119,7 +141,7 @@ class CheckpointScreen(ConsoleScreen):
                     yield Static("", id="ckpt-problems")
             with TabPane("Failed", id="tab-failed"):
                 table = DataTable(id="ckpt-failed", cursor_type="row", zebra_stripes=True)
-                for column in ("shard", "job", "array task", "restart", "recorded", "details"):
+                for column in failed_columns(self.app.size.width):
                     table.add_column(column, key=column)
                 yield table
                 with VerticalScroll(id="ckpt-failed-detail-box"):   # a long record scrolls, never cut
@@ -274,15 +296,34 @@ class CheckpointScreen(ConsoleScreen):
             problems.append_text(shown(f"skipped {problem.path}: {problem.message}", "yellow"))
             problems.append("\n")
         self.query_one("#ckpt-problems", Static).update(problems)
-        table = self.query_one("#ckpt-failed", DataTable)
-        table.clear()
         self.failed_by_path = {record.path: record for record in cov.failed}
-        for record in cov.failed:
-            when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
-            details = "" if record.details is None else json.dumps(dict(record.details))
-            table.add_row(*(shown(_cell("-" if cell is None else str(cell), ID_CELL))
-                            for cell in (record.shard, record.job, record.array_task, record.restart)),
-                          shown(when), shown(_cell(details, DETAILS_CELL)), key=record.path)
+        self.fill_failed(failed_columns(self.app.size.width))
+
+    def fill_failed(self, columns: tuple[str, ...]) -> None:
+        """The failed records of the read on screen, in `columns`; new columns when they change
+        (clearing rows alone keeps the columns, and each one's width)."""
+        table = self.query_one("#ckpt-failed", DataTable)
+        if tuple(key.value for key in table.columns) != columns:
+            table.clear(columns=True)
+            for column in columns:
+                table.add_column(column, key=column)
+        else:
+            table.clear()
+        for record in self.failed_by_path.values():
+            cells = failed_cells(record)
+            table.add_row(*(cells[column] for column in columns), key=record.path)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Narrower than 80 columns (a split tmux pane), fewer columns, so the details stay on screen;
+        the record that was highlighted still is."""
+        table = self.query_one("#ckpt-failed", DataTable)
+        columns = failed_columns(event.size.width)
+        if tuple(key.value for key in table.columns) == columns:
+            return
+        row = table.cursor_row
+        self.fill_failed(columns)
+        if table.row_count:
+            table.move_cursor(row=min(row, table.row_count - 1))
 
     @on(DataTable.RowHighlighted, "#ckpt-failed")
     @guarded
