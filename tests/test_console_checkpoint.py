@@ -696,3 +696,33 @@ def test_the_failed_table_follows_the_pane_width_and_keeps_the_highlighted_recor
 
     asyncio.run(scenario())
 
+
+@pytest.mark.parametrize("size", PANE_SIZES)
+def test_resubmit_button_is_on_screen_with_a_records_command_line(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The button came after the plan, whose command line, wrapped, pushed it below the screen at 60x20
+    and at 80x24 too: only who knew ctrl+r could resubmit. The plan still scrolls to its end above it."""
+    async def scenario() -> None:
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=size) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            commands = screen.query_one("#retry-commands")
+            assert "resubmit runs (local):" in text_of(commands)
+            button, above_footer = screen.query_one("#resubmit"), Region(0, 0, size[0], size[1] - 1)
+
+            def button_shown() -> None:
+                assert above_footer.contains_region(button.region), (button.region, size)
+                assert any("Resubmit missing shards" in line for line in screen_lines(app)), screen_lines(app)
+
+            button_shown()                        # as the tab opens, nothing scrolled
+            last = [line.strip() for line in rendered(commands) if line.strip()][-1]
+            commands.parent.scroll_end(animate=False)
+            await pilot.pause()
+            assert any(last in line for line in screen_lines(app)), (last, screen_lines(app))
+            button_shown()                        # and with the plan's last line, not over it
+            await pilot.click("#resubmit")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("n")
+
+    asyncio.run(scenario())

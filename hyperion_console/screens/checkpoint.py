@@ -159,8 +159,9 @@ class CheckpointScreen(ConsoleScreen):
                     yield Static("", id="retry-summary")
                     yield DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
                     yield Static("", id="retry-commands")
-                    yield Button("Resubmit missing shards", id="resubmit", variant="error",
-                                 compact=True)
+                # under the plan's scroll, not at its end: a record's command line, wrapped, pushed
+                # the button below the screen (at 80x24 too); only who knew ctrl+r could resubmit
+                yield Button("Resubmit missing shards", id="resubmit", variant="error", compact=True)
         yield console_footer()
 
     def on_mount(self) -> None:
