@@ -1,6 +1,7 @@
 """Attempts: the ledger format, and retries of local runs as a user runs them (no Slurm needed)."""
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import shutil
@@ -59,6 +60,28 @@ def test_first_final_wins_and_torn_or_foreign_lines_are_skipped(tmp_path: Path) 
     assert ledger.finals[(1, 5)].state == "TIMEOUT"
     assert (1, 4) not in ledger.finals
     assert ledger.skipped == 4
+
+
+def test_junk_lines_up_to_the_line_cap_are_counted_without_being_parsed(tmp_path: Path, monkeypatch) -> None:
+    """A ledger of tiny junk lines (a Python step each: 14 s per 100 MB) keeps every valid line,
+    and what is not a JSON object by its first byte never reaches json.loads."""
+    record = tmp_path / "q" / "x.JOB.submit.json"
+    first, last = FinalState(1, 3, "12", 3, "FAILED", 3), FinalState(1, 5, "12", 5, "TIMEOUT")
+    append_entries(record, [first])
+    with open(ledger_path(record), "ab") as handle:
+        handle.write(b"xy\n" * 200_000 + b" \t\r\n\n\x0b\n" + b'"type" junk\n' * 1000 + b"[\"type\"]\n"
+                     + b"z" * 3_000_000 + b"\n" + b" " * 3_000_000 + b"\n")
+    append_entries(record, [last])
+    with open(ledger_path(record), "ab") as handle:
+        handle.write(codecs.BOM_UTF8 + b'{"type":"closed","attempt":1}\n  ')   # json.loads reads past a BOM
+    parsed: list[bytes] = []
+    real_loads = json.loads
+    monkeypatch.setattr("backends.records.attempts.json.loads",
+                        lambda text, **kw: parsed.append(text) or real_loads(text, **kw))
+    ledger = read_ledger(record)
+    assert ledger.finals == {(1, 3): first, (1, 5): last} and ledger.closed == {1}
+    assert ledger.skipped == 200_000 + 1000 + 1 + 1       # blank lines are not problems
+    assert len(parsed) == 3
 
 
 def test_writer_appends_one_line_per_entry(tmp_path: Path) -> None:
