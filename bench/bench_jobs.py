@@ -1,6 +1,6 @@
-"""Jobs figures: parsing a 10k-task sacct answer, and tailing a 1 GB log against tail(1), reading a junk ledger.
+"""Jobs figures: parsing a 10k-task sacct answer, and tailing a 1 GB log against tail(1), reading a junk ledger, a line that never ends.
 
-    python bench/bench_jobs.py [--tasks 10000] [--log-gb 1] [--ledger-mb 100] [--repeat 5]
+    python bench/bench_jobs.py [--tasks 10000] [--log-gb 1] [--ledger-mb 100] [--line-mb 200] [--repeat 5]
 
 1. `parse_sacct` + `merge` on a synthetic sacct answer of N array tasks (finished,
    failed, running rows and one pending range row), best of --repeat; target < 50 ms
@@ -16,10 +16,15 @@
    MAX_LEDGER_LINES cap at 100 MB) after one valid line, against ``bytes.split``
    of the same bytes as the floor (one C step per line). Before the junk was
    skipped unparsed, a Python step per line: about 14 s per 100 MB.
+5. What ``hyperion-jobs logs`` shows on a terminal (`print_last` to a stream that
+   says it is a tty) of a log that is one dense line of --line-mb MB of ``x``
+   that never ends, against ``tail -n 1`` of the same file to /dev/null (which
+   reads the line whole). Before only its end was read: 1.84 s for 200 MB.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import subprocess
 import sys
@@ -32,6 +37,7 @@ from report import emit  # noqa: E402
 from timing import best  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from backends.watch.slurm.accounting import merge, parse_sacct_rows  # noqa: E402
+from backends.cli.jobs.log_output import print_last  # noqa: E402
 from backends.records.attempts import FinalState, append_entries, ledger_path, read_ledger  # noqa: E402
 from backends.watch.tail import last_lines  # noqa: E402
 from backends.watch.usage import parse_usage  # noqa: E402
@@ -127,17 +133,46 @@ def bench_junk_ledger(megabytes: float, repeat: int) -> None:
         emit(f"ledger_of_{megabytes:g}_mb_junk_lines".replace(".", "_"), ours_s, "s", baseline=floor_s)
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def bench_long_line(megabytes: float, repeat: int) -> None:
+    fd, name = tempfile.mkstemp(prefix="hyperion-bench-", suffix=".log", dir="/tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            block = b"x" * 1024 ** 2
+            for _ in range(int(megabytes)):
+                handle.write(block)
+
+        def shown() -> str:
+            out = _Terminal()
+            print_last(name, 20, raw=False, out=out)
+            return out.getvalue()
+        ours_s, text = best(shown, repeat)
+        tail_s, _ = best(lambda: subprocess.run(["tail", "-n", "1", name], stdout=subprocess.DEVNULL, check=True),
+                         repeat)
+        assert "x" * 1000 in text and text.count("\n") == 1, text[:200]
+        emit(f"logs_on_a_terminal_of_a_{megabytes:g}_mb_line".replace(".", "_"), ours_s * 1000, "ms",
+             baseline=tail_s * 1000)
+    finally:
+        os.unlink(name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--log-gb", type=float, default=1.0)
     parser.add_argument("--ledger-mb", type=float, default=100)
+    parser.add_argument("--line-mb", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     bench_parse(args.tasks, args.repeat)
     bench_usage(args.tasks, args.repeat)
     bench_tail(args.log_gb, args.repeat)
     bench_junk_ledger(args.ledger_mb, min(args.repeat, 3))
+    bench_long_line(args.line_mb, args.repeat)
 
 
 if __name__ == "__main__":

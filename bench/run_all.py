@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 # (script, arguments, arguments with --quick, needs the Slurm test cluster)
 SCRIPTS = [
     ("bench_submit.py", [], ["--tasks", "100,2000", "--repeat", "2", "--startup-runs", "5"], False),
-    ("bench_jobs.py", [], ["--log-gb", "0.2", "--ledger-mb", "20", "--repeat", "3"], False),
+    ("bench_jobs.py", [], ["--log-gb", "0.2", "--ledger-mb", "20", "--line-mb", "100", "--repeat", "3"], False),
     ("bench_sharding.py", [], ["--ids", "200000", "--shards", "20000", "--repeat", "2"], False),
     ("bench_console.py", ["--tasks", "1000", "--tasks", "10000", "--tasks", "100000"],
      ["--tasks", "1000", "--tasks", "10000", "--checkpoint-shards", "10000"], False),

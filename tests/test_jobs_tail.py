@@ -334,3 +334,101 @@ def test_a_log_written_anew_while_its_last_lines_print_is_said_to_start_over(tmp
         follow(str(log), 5, raw=False, out=Out())
     assert str(seen.value) == "NEW first line\n"
     assert capsys.readouterr().err == f"hyperion-jobs: {log} was truncated or written anew; following it from its start\n"
+
+
+# --- what a terminal shows of a line that never ends ------------------------------------------------
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _counting_reads(monkeypatch, limit: int) -> list[int]:
+    """Opened logs count the bytes read, and fail once over `limit` (reading a 4 GB line took 45 s)."""
+    read = [0]
+
+    class Counting(io.BufferedReader):
+        def read(self, size: int | None = -1) -> bytes:
+            data = super().read(size)
+            read[0] += len(data)
+            assert read[0] <= limit, f"read more than {limit} bytes"
+            return data
+
+    monkeypatch.setattr(tail, "open_log", lambda path: Counting(io.FileIO(path, "rb")))
+    return read
+
+
+def test_a_terminal_shows_the_last_redraw_of_a_4_gb_line_reading_only_its_end(tmp_path, monkeypatch):
+    """`logs` on a terminal of one multi-GB line that never ends read all of it: 11 s per GB."""
+    from backends.cli.jobs.log_output import print_last
+    path = tmp_path / "progress.log"
+    with open(path, "wb") as handle:
+        handle.truncate(4 * 1024 ** 3)                       # sparse: 4 GB of NULs cost no disk
+        handle.seek(0, os.SEEK_END)
+        handle.write(b"\repoch 1  50% \x1b]52;c;aGk=\x07\repoch 1 100%")
+    read = _counting_reads(monkeypatch, 34 * 1024 ** 2)       # looking back 32 MiB, then its last 512 KiB
+    out = _Terminal()
+    print_last(str(path), 20, raw=False, out=out)
+    assert out.getvalue() == "epoch 1 100%\n"
+    assert read[0] > 0
+
+
+def test_a_terminal_shows_the_end_of_a_long_line_without_redraws_after_a_note(tmp_path, monkeypatch):
+    from backends.cli.jobs.log_output import UNREAD, print_last
+    monkeypatch.setattr(tail, "LONG_LINE", 1000)
+    monkeypatch.setattr(tail, "LONG_LINE_END", 100)
+    monkeypatch.setattr(tail, "BLOCK", 64)                   # lines are measured a block at a time
+    path = tmp_path / "wide.log"
+    path.write_bytes(b"first\n" + b"x" * 5000 + "é".encode() * 60 + b"\x1b[2Jend\nlast\n")
+    out = _Terminal()
+    print_last(str(path), 3, raw=False, out=out)             # looking back stops at the long line
+    assert out.getvalue() == UNREAD + "é" * 46 + "\\x1b[2Jend\nlast\n"
+    piped = io.StringIO()
+    print_last(str(path), 3, raw=False, out=piped)           # piped: every line asked for, whole
+    assert piped.getvalue() == path.read_text()
+
+
+def _streamed_on_terminal(path, n: int) -> list[str]:
+    lines, current = [], ""
+    for text, ends in tail.stream_last_lines(path, n, whole=False):
+        current += "<unread>" if isinstance(text, tail.Unread) else text
+        if ends:
+            lines.append(current)
+            current = ""
+    return lines
+
+
+def _expected_on_terminal(data: bytes, n: int, longest: int, end_bytes: int) -> list[str]:
+    """The last `n` lines, looking back no further than a line longer than `longest` bytes,
+    of which only what follows the first \\r in its last `end_bytes` bytes is given."""
+    if not data or n <= 0:
+        return []
+    lines = (data[:-1] if data.endswith(b"\n") else data).split(b"\n")[-n:]
+    for index in range(len(lines) - 1, -1, -1):
+        if len(lines[index]) > longest:
+            lines = lines[index:]
+            end = lines[0][-end_bytes:]
+            if b"\r" in end:
+                lines[0] = end[end.index(b"\r"):]
+            else:
+                skip = 0
+                while skip < min(3, len(end)) and 0x80 <= end[skip] < 0xC0:
+                    skip += 1
+                lines[0] = b"<unread>" + end[skip:]
+            break
+    return [line.decode(errors="replace").rstrip("\r") for line in lines]
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.text(alphabet="ab\n\ré", max_size=12), max_size=30), n=st.integers(0, 40))
+def test_a_terminal_reads_lines_up_to_the_first_long_one_and_that_one_by_its_end(tmp_path_factory, lines, n):
+    """Lines no longer than LONG_LINE come as when read whole; blocks, pieces and limits are tiny."""
+    path = tmp_path_factory.mktemp("t") / "log"
+    data = "".join(lines).encode()
+    path.write_bytes(data)
+    old = tail.BLOCK, tail.PIECE, tail.LONG_LINE, tail.LONG_LINE_END
+    tail.BLOCK, tail.PIECE, tail.LONG_LINE, tail.LONG_LINE_END = 5, 3, 9, 4
+    try:
+        assert _streamed_on_terminal(path, n) == _expected_on_terminal(data, n, 9, 4)
+    finally:
+        tail.BLOCK, tail.PIECE, tail.LONG_LINE, tail.LONG_LINE_END = old

@@ -22,6 +22,8 @@ MAX_TAIL = 32 * 1024 * 1024  # last_lines reads at most this much (a log of \r p
 PIECE = 1024 * 1024          # stream_last_lines hands a longer line over in pieces of this size
 MAX_HELD_CR = 1024 * 1024    # carriage returns it holds back (dropped if they end the line)
 MAX_KEPT = 64 * 1024         # characters Follower.read_new keeps of one line (a viewer shows only the start)
+LONG_LINE = MAX_TAIL         # stream_last_lines(whole=False) reads only the end of a line longer than this
+LONG_LINE_END = 512 * 1024   # ... its last bytes so many, from the first carriage return in them
 
 
 NOT_REGULAR = "not a regular file"   # the reason the pane and `hyperion-jobs logs` give
@@ -96,29 +98,57 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
     return [_decode(line) for line in data.split(b"\n")[-n:]]
 
 
-def _start_of_last(handle, n: int, end: int) -> int:
-    """The offset of the first byte of the last `n` lines before `end` (0 when there are fewer)."""
+class Unread(str):
+    """An empty piece standing for the start of a line that was not read (`stream_last_lines`)."""
+
+
+def _start_of_last(handle, n: int, end: int, longest: int | None = None) -> tuple[int, int | None]:
+    """The offset of the first byte of the last `n` lines before `end` (0 when there are fewer),
+    and None; with `longest` (at least BLOCK), looking back stops at a line longer than that:
+    (0, where it ends)."""
     if end <= 0:
-        return 0
+        return 0, None
     handle.seek(end - 1)
     wanted = n + (handle.read(1) == b"\n")   # a final newline ends, not starts, a line
-    position, seen = end, 0
+    position, seen, line_end = end, 0, end
     while position > 0:
         size = min(BLOCK, position)
         position -= size
         handle.seek(position)
         chunk = handle.read(size)
         count = chunk.count(b"\n")
+        start_of_line = position + chunk.rfind(b"\n") + 1 if count else position
+        if longest is not None and line_end - start_of_line > longest:
+            return 0, line_end
         if seen + count >= wanted:
             index = len(chunk)
             for _ in range(wanted - seen):
                 index = chunk.rindex(b"\n", 0, index)
-            return position + index + 1
+            return position + index + 1, None
         seen += count
-    return 0
+        if count:
+            line_end = position + chunk.find(b"\n")
+    return 0, None
 
 
-def stream_last_lines(path: str | Path, n: int, end: int | None = None) -> Iterator[tuple[str, bool]]:
+def _end_of_long_line(handle, line_end: int) -> tuple[int, bool]:
+    """Where to read a line longer than LONG_LINE ending at `line_end` from, and whether that is
+    a carriage return: a progress bar's last redraws show as they would, being drawn from the
+    line's start; without one, the start of a character in its last LONG_LINE_END bytes."""
+    start = max(0, line_end - LONG_LINE_END)
+    handle.seek(start)
+    data = handle.read(line_end - start)
+    redraw = data.find(b"\r")
+    if redraw >= 0:
+        return start + redraw, True
+    skip = 0
+    while skip < min(3, len(data)) and 0x80 <= data[skip] < 0xC0:   # within a UTF-8 character
+        skip += 1
+    return start + skip, False
+
+
+def stream_last_lines(path: str | Path, n: int, end: int | None = None,
+                      whole: bool = True) -> Iterator[tuple[str, bool]]:
     """The last `n` lines before byte `end`, as (text, ends a line) pieces of at most about PIECE bytes.
 
     For `hyperion-jobs logs -n N`, where N may be a million lines of a
@@ -126,6 +156,12 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None) -> Itera
     that cuts the first one), in memory bounded by PIECE whatever N and the
     line lengths. Lines are what `last_lines` gives: a final line without a
     newline counts, trailing carriage returns are dropped.
+
+    Not `whole` (what a terminal shows of them): a line longer than LONG_LINE
+    is the first one given, read only from its end (`_end_of_long_line`), as a
+    progress bar that printed for days is seen by its last redraw: reading all
+    of it took 11 s per GB. Its first piece is an `Unread` when what is given
+    does not start at a carriage return.
     """
     if n <= 0:
         return
@@ -134,7 +170,11 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None) -> Itera
         return
     with handle:
         end = os.fstat(handle.fileno()).st_size if end is None else end
-        position = _start_of_last(handle, n, end)
+        position, long_line_end = _start_of_last(handle, n, end, None if whole else LONG_LINE)
+        if long_line_end is not None:
+            position, redrawn = _end_of_long_line(handle, long_line_end)
+            if not redrawn:
+                yield Unread(), False
         handle.seek(position)
         yield from _lines_in_pieces(handle, end - position)
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from backends.cli.jobs.parser import PROG
 from backends.printable import printable
 from backends.watch.line_screen import CutLine, same_line, shown_lines
-from backends.watch.tail import PIECE, Follower, complete_end, stream_last_lines
+from backends.watch.tail import LONG_LINE, PIECE, Follower, Unread, complete_end, stream_last_lines
 
 KEEP = PIECE     # characters a terminal line keeps; beyond, a note says how many more `--raw` gives
+UNREAD = f"(the start of a line of over {LONG_LINE >> 20} MiB not read; --raw prints it) …"
 POLL_SECONDS = 0.25
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (a status command loads this module)
@@ -40,14 +41,16 @@ def shown(line: str) -> str:
 
 
 def print_last(path: str, n: int, raw: bool, end: int | None = None, out: TextIO | None = None) -> None:
-    """Every one of the last `n` lines (before byte `end`), in memory bounded whatever their length."""
+    """Every one of the last `n` lines (before byte `end`), in memory bounded whatever their length;
+    on a terminal, no further back than a line longer than LONG_LINE, shown by its end."""
     out = out or sys.stdout
-    pieces = stream_last_lines(path, n, end)
-    if on_terminal(raw, out):
+    if on_terminal(raw, out):   # a line that never ends is read only as far back as its end shows
+        pieces = ((UNREAD if isinstance(text, Unread) else text, ends)
+                  for text, ends in stream_last_lines(path, n, end, whole=False))
         for line in shown_lines(pieces, KEEP):
             out.write(shown(line) + "\n")
     else:
-        _write_pieces(pieces, out)
+        _write_pieces(stream_last_lines(path, n, end), out)
 
 
 def _write_pieces(pieces: Iterable[tuple[str, bool]], out: TextIO) -> None:
