@@ -591,6 +591,18 @@ def test_a_log_the_user_may_not_read_is_one_line_not_an_empty_success(rightless_
     assert result.stderr == f"hyperion-jobs: error: TASK: cannot read the log {log}: Permission denied\n"
 
 
+@pytest.mark.parametrize("follow", [False, True], ids=["logs", "logs -f"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_log_path_that_is_not_a_regular_file_is_one_line_not_a_hang(tmp_path, cli_env, kind, follow):
+    record = make_record(tmp_path, backend="local")
+    log = Path(record.tasks[0].log)
+    {"fifo": lambda: os.mkfifo(log), "device": lambda: log.symlink_to("/dev/zero"), "folder": log.mkdir}[kind]()
+    argv = ["hyperion-jobs", "logs", f"{record.path}:1", *(["-f"] if follow else [])]
+    result = run_cli(*argv, env=cli_env, timeout=30)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr == f"hyperion-jobs: error: TASK: the log {log} is not a regular file\n"
+
+
 @pytest.mark.parametrize("command", ["status", "logs"])
 def test_a_record_in_a_folder_the_user_may_not_enter_is_named_so(rightless_dir, cli_env, command):
     """A teammate's q/ under umask 077: the record was '... is neither a job id nor a submit record'."""

@@ -30,24 +30,38 @@ NOT_REGULAR = "not a regular file"   # the reason the pane and `hyperion-jobs lo
 NO_FILE = "no file yet"
 
 
-def _open_or_why(path: str | Path) -> tuple[BufferedReader | None, str | None]:
-    """The log opened for reading, or None and why not (NO_FILE, NOT_REGULAR, the OS's reason).
+class NotRegularLog(Exception):
+    """Something other than a regular file is at a log's path (a FIFO, a device, a folder)."""
+
+
+def open_regular_log(path: str | Path) -> BufferedReader:
+    """The log opened for reading; FileNotFoundError, NotRegularLog or the OSError why not.
 
     Opened without blocking and checked with fstat: a FIFO put at a log's path
-    would block a plain open() forever, a device would never end. The reason is
-    kept so a viewer can say it instead of showing an empty log.
+    would block a plain open() forever, a device would never end.
     """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularLog(str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_or_why(path: str | Path) -> tuple[BufferedReader | None, str | None]:
+    """The log opened for reading, or None and why not (NO_FILE, NOT_REGULAR, the OS's reason):
+    kept so a viewer can say it instead of showing an empty log."""
+    try:
+        return open_regular_log(path), None
     except FileNotFoundError:
         return None, NO_FILE
+    except NotRegularLog:
+        return None, NOT_REGULAR
     except OSError as err:
         return None, f"cannot be read ({err.strerror or err})"
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None, NOT_REGULAR
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb"), None
 
 
 def open_log(path: str | Path) -> BufferedReader | None:

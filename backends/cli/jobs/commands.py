@@ -211,22 +211,21 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = None) -> None:
-    """The log must be a regular file: a FIFO or device at a log's path would block or never end.
-    A task that ended without one (cancelled while pending) will never write it: -f does not wait."""
+    """The log must be a regular file we may read, opened as `logs` will open it: a FIFO or device
+    at a log's path would block or never end, a teammate's log under umask 077 gave an empty
+    success (or -f waiting in silence). A task that ended without one (cancelled while pending)
+    will never write it: -f does not wait."""
+    from backends.watch.tail import NotRegularLog, open_regular_log   # only `logs` needs the tail readers
+
     try:
-        info = os.stat(path)
+        open_regular_log(path).close()
     except FileNotFoundError:
         if ended is not None:
             raise InputError("TASK", f"{task} ended {ended} and left no log: {path} does not exist") from None
         if must_exist:
             raise InputError("TASK", f"{task} has no log yet: {path} does not exist "
                              "(not started, or never run; -f waits for it)") from None
-        return
-    except OSError as err:
-        raise InputError("TASK", f"cannot read the log {path}: {err.strerror or err}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError("TASK", f"the log {path} is not a regular file")
-    try:        # a teammate's log under umask 077: an empty success (or -f waiting in silence) hid why
-        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except NotRegularLog:
+        raise InputError("TASK", f"the log {path} is not a regular file") from None
     except OSError as err:
         raise InputError("TASK", f"cannot read the log {path}: {err.strerror or err}") from None
