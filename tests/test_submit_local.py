@@ -347,16 +347,21 @@ def test_a_full_disk_while_the_log_is_written_is_failed_with_the_reason_and_the_
     assert task["reason"] == f"cannot write the log {log}: No space left on device"
 
 
-@pytest.mark.parametrize("how", ["rm -f log/t.1.log", "mv log/t.1.log log/moved.log; echo new > log/t.1.log"],
-                         ids=["removed", "replaced"])
-def test_a_log_the_task_removes_or_replaces_fails_the_run_naming_it(tmp_path, cli_env, how):
-    """The contract: a missing log makes the run exit non-zero naming it. Locally it said "ok" and 0."""
+@pytest.mark.parametrize("how, what", [
+    ("rm -f log/t.1.log", "is missing (removed while the task ran)"),
+    ("mv log/t.1.log log/moved.log; echo new > log/t.1.log", "was replaced by another file while the task ran"),
+], ids=["removed", "replaced"])
+def test_a_log_the_task_removes_or_replaces_fails_the_run_naming_it(tmp_path, cli_env, how, what):
+    """The contract: a missing log makes the run exit non-zero naming it. Locally it said "ok" and 0.
+    A replaced log is there when the user looks: it was called "missing" all the same."""
     result = submit(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--",
                     "bash", "-c", f'[ JOB = 1 ] && {{ {how}; }}; exit 0')
     assert result.returncode == 1
     log = tmp_path / "log" / "t.1.log"
-    assert result.stderr.splitlines()[-1] == (f"hyperion-submit: JOB=1 exited 0 but its log {log} is missing "
-                                              "(removed or replaced while the task ran)")
+    assert result.stderr.splitlines()[-1] == f"hyperion-submit: JOB=1 exited 0 but its log {log} {what}"
+    status = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "t.JOB.submit.json"), "--json",
+                     env=cli_env)
+    assert json.loads(status.stdout)["tasks"][0]["reason"] == f"its log {log} {what}"
     assert not (tmp_path / "log" / "t.2.log").exists()       # the run stops there, as at a failure
     assert task_states(tmp_path / "log" / "q" / "t.JOB.submit.json", cli_env) == {
         1: ("COMPLETED", 0), 2: ("NOT_RUN", None)}

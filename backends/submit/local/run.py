@@ -242,11 +242,18 @@ def _try_signal_group(pgid: int, signum: int) -> None:
 
 
 class LogMissing(Exception):
-    """The task ended but its log is gone (removed or replaced while it ran): as for Slurm, the run fails."""
+    """The task ended but its log is gone (removed or replaced while it ran): as for Slurm, the run fails.
+    `replaced`: another file is at the log's path now, so the reason must not call it missing."""
 
-    def __init__(self, code: int, elapsed: float) -> None:
-        super().__init__(code, elapsed)
-        self.code, self.elapsed = code, elapsed
+    def __init__(self, code: int, elapsed: float, replaced: bool = False) -> None:
+        super().__init__(code, elapsed, replaced)
+        self.code, self.elapsed, self.replaced = code, elapsed, replaced
+
+    def reason(self, log: str) -> str:
+        """What happened to the log, as the ledger and the error line say it."""
+        if self.replaced:
+            return f"its log {log} was replaced by another file while the task ran"
+        return f"its log {log} is missing (removed while the task ran)"
 
 
 class LogWriteError(OSError):
@@ -297,7 +304,7 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
                 log.flush()
                 kept = _same_file(task.log, log)
         if not kept:
-            raise LogMissing(code, elapsed)
+            raise LogMissing(code, elapsed, replaced=os.path.lexists(task.log))
     except OSError as err:
         raise LogWriteError(err, code) from None
     return code, elapsed
@@ -380,7 +387,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                                      time.monotonic() - began, runner["host"]))
                 raise
             except LogMissing as gone:   # its state as it ended, the reason beside it; the run stops here
-                reason = f"its log {task.log} is missing (removed or replaced while the task ran)"
+                reason = gone.reason(task.log)
                 ledger.append(_final(attempt, task, "COMPLETED" if gone.code == 0 else "FAILED", gone.code,
                                      start, gone.elapsed, runner["host"], reason))
                 label = task_label(task, plan.options.array.name if plan.options.array else None)
