@@ -38,6 +38,21 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
 
     logs = run_cli("hyperion-jobs", "logs", f"{record}:2", env=cli_env)
     assert logs.returncode == 0 and "value 2" in logs.stdout
+
+
+def test_logs_follow_of_a_value_the_ended_local_run_never_reached_says_so_instead_of_waiting(
+        tmp_path, cli_env, test_site) -> None:
+    """`logs RECORD:3 -f` of a NOT_RUN value printed "waiting for .../r.3.log" for ever: the run
+    had stopped at value 2's failure, and no one would ever write that log."""
+    (tmp_path / "task.sh").write_text('[ "$IDX" = 2 ] && exit 4; exit 0\n')
+    run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
+            "--output-file", "log/r.IDX.log", "--", "bash", "task.sh", cwd=tmp_path, env=cli_env)
+    record = tmp_path / "log" / "q" / "r.IDX.submit.json"
+    for follow in ((), ("-f",)):
+        logs = run_cli("hyperion-jobs", "logs", f"{record}:3", *follow, env=cli_env, timeout=20)
+        assert (logs.returncode, logs.stdout) == (2, "")
+        assert logs.stderr == (f"hyperion-jobs: error: TASK: {record}:3 was not run (NOT_RUN: its local run "
+                               f"ended first) and has no log: {tmp_path}/log/r.3.log does not exist\n")
     # The TASK column says local_2; typed back, it is answered with what to give instead.
     typed = run_cli("hyperion-jobs", "logs", "local_2", cwd=tmp_path, env=cli_env)
     assert typed.returncode == 2 and "give RECORD:2 (hyperion-jobs list shows the records)" in typed.stderr

@@ -28,6 +28,7 @@ from backends.watch.rows import (
     history_rows,
     job_rows,
     pending_tasks,
+    task_row,
     usage_missing,
 )
 from backends.watch.slurm.accounting import (
@@ -331,8 +332,16 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
 
 
 def _ended(history: History, task: TaskRecord) -> str | None:
+    """The state of a task that will write no more of its log: the ledger's final state, or a local
+    task's run that ended before reaching it (NOT_RUN) or whose runner died with it (LOST), which
+    `logs -f` waited for for ever."""
     final = history.final(task)
-    return None if final is None else final.state
+    if final is not None:
+        return final.state
+    if task.job_id == LOCAL_JOB:
+        label = task_row(history, task, {}).state_label
+        return label if label in ("NOT_RUN", "LOST") else None
+    return None
 
 
 def _numbers(history: History) -> str:

@@ -220,6 +220,9 @@ def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = 
     try:
         open_regular_log(path).close()
     except FileNotFoundError:
+        if ended == "NOT_RUN":
+            raise InputError("TASK", f"{task} was not run (NOT_RUN: its local run ended first) and has no "
+                             f"log: {path} does not exist") from None
         if ended is not None:
             raise InputError("TASK", f"{task} ended {ended} and left no log: {path} does not exist") from None
         if must_exist:
