@@ -238,3 +238,21 @@ def test_a_runner_that_inherits_an_ignored_sigchld_still_gets_each_exit_status(t
                           preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
     assert done.returncode == 0, done.stderr
     assert done.stdout.count(": ok (") == 2
+
+
+def test_a_retry_dry_run_into_a_pipe_closed_early_is_read_not_failed(tmp_path, cli_env, test_site) -> None:
+    """`hyperion-jobs retry --dry-run RECORD | head -3` exited 1 or 0 at random: a dry run was
+    counted as a retry cut short. It acts on nothing, so, as `status | head`, it is 0."""
+    (tmp_path / "task.sh").write_text('[ "$IDX" = 2 ] && exit 4; exit 0\n')
+    run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
+            "--output-file", "log/r.IDX.log", "--", "bash", "task.sh", cwd=tmp_path, env=cli_env)
+    record = str(tmp_path / "log" / "q" / "r.IDX.submit.json")
+    for argv in (["retry", "--dry-run", record], ["status", record]):
+        read, write = os.pipe()
+        os.close(read)              # the reader is gone before the first line
+        try:
+            done = subprocess.run(["hyperion-jobs", *argv], stdout=write, stderr=subprocess.PIPE, text=True,
+                                  env=cli_env, cwd=tmp_path, timeout=60)
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (0, ""), argv

@@ -34,6 +34,7 @@ ACTING = ("retry", "cancel")      # commands that change something: a broken pip
 def main(argv: Sequence[str] | None = None) -> int:
     escape_unencodable_output()
     argv = list(sys.argv[1:] if argv is None else argv)
+    args = None
     try:
         args = build_parser().parse_args(argv)
         check_working_dir()
@@ -47,8 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:           # `| head`: quiet; but a retry or cancel cut short is no success
-        status = reader_gone()
-        return 1 if argv[:1] and argv[0] in ACTING else status
+        status = reader_gone()        # (a --dry-run acts on nothing: `retry --dry-run | head` is read)
+        acting = args is not None and args.command in ACTING and not getattr(args, "dry_run", False)
+        return 1 if acting else status
 
 
 if __name__ == "__main__":
