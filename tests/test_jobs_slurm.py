@@ -384,6 +384,10 @@ def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_clust
         assert logs.returncode == 2, (follow, logs.stdout, logs.stderr)
         assert logs.stderr == (f"hyperion-jobs: error: TASK: {job}_3 ended CANCELLED and left no log: "
                                f"{tmp_path / 'log' / 'p.3.log'} does not exist\n"), logs.stderr
+    # cancelled again: accounting has no row of a task cancelled while pending ("Slurm knows no job")
+    again = run_cli("hyperion-jobs", "cancel", f"{job}_3", "--yes", cwd=tmp_path, env=cli_env, timeout=60)
+    assert (again.returncode, again.stderr) == (
+        2, f"hyperion-jobs: error: JOB: {job}_3 already ended (CANCELLED); nothing to cancel\n")
 
 
 def test_status_of_an_array_whose_pending_values_are_evenly_spaced(slurm_cluster, test_site, tmp_path, cli_env):

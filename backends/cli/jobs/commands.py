@@ -20,7 +20,7 @@ from backends.records.record import LOCAL_JOB, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
-from backends.watch.targets import current_user, histories_states, resolve, status, task_logs
+from backends.watch.targets import current_user, histories_states, history_for_job, resolve, status, task_logs
 
 
 def check_dirs(field: str, dirs: Sequence[str | Path]) -> None:
@@ -177,13 +177,33 @@ def _live_ids(named: Sequence[tuple[str, list[str]]]) -> list[str]:
     for text, ids in named:
         known = [s for i in ids for s in _states_of(i, states)]
         if not known:
-            raise InputError("JOB", f"Slurm knows no job {text}; nothing to cancel")
+            raise InputError("JOB", _unknown_to_slurm(text, states))
         kept = [i for i in ids if any(not s.state.is_terminal for s in _states_of(i, states))]
         if not kept:
             ended = ", ".join(sorted({s.state.value for s in known}))
             raise InputError("JOB", f"{text} already ended ({ended}); nothing to cancel")
         live.extend(kept)
     return live
+
+
+def _unknown_to_slurm(text: str, states) -> str:
+    """Why there is nothing to cancel for a target Slurm did not report. A pending array task
+    cancelled before Slurm split it off leaves no accounting row: a second `cancel 4711_3` said
+    "Slurm knows no job 4711_3" of a task the user had just cancelled. A record under the current
+    folder that holds its end says which; else that Slurm knows the job but not that task."""
+    job, _, task = text.partition("_")
+    if not task or not task.isdigit() or not _states_of(job, states):
+        return f"Slurm knows no job {text}; nothing to cancel"
+    history = history_for_job(job, [Path(".")])
+    final = None
+    if history is not None:
+        ran = [t for n in history.numbers for t in history.tasks_of(n)
+               if t.job_id == job and t.array_task_id == int(task)]
+        final = next((f for f in map(history.final, ran) if f is not None), None)
+    if final is not None:
+        return f"{text} already ended ({final.state}); nothing to cancel"
+    return (f"Slurm knows job {job} but no task {task} of it (a task cancelled while pending leaves "
+            "no accounting record); nothing to cancel")
 
 
 def _states_of(slurm_id: str, states) -> list:
