@@ -102,6 +102,12 @@ def test_outcome_flags_failures_and_missing_logs_and_reports_their_paths(tmp_pat
     assert lines[0].startswith("JOB=2 (job 7_2): FAILED exit code 3; log ")
     assert str(tmp_path / "t.2.log") in lines[0] and str(tmp_path / "q/slurm-7_2.err") in lines[0]
     assert "log is missing" in lines[1] and f"{tmp_path / 't.3.log'} (missing)" in lines[1]
+    # Slurm's own files: none was written (a task cancelled while pending): said, not named as there
+    assert lines[0].endswith(f"slurm {tmp_path / 'q/slurm-7_2.out'} (missing) {tmp_path / 'q/slurm-7_2.err'} (missing)")
+    (tmp_path / "q").mkdir(exist_ok=True)
+    (tmp_path / "q/slurm-7_2.out").write_text("")
+    assert report(outcome, "JOB")[0].endswith(f"slurm {tmp_path / 'q/slurm-7_2.out'} "
+                                              f"{tmp_path / 'q/slurm-7_2.err'} (missing)")
     good = outcome_from(record, {**states, ("7", 2): _state(2, JobState.COMPLETED)})
     assert [task.value for task, _ in good.bad] == [3]
 

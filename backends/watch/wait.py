@@ -126,7 +126,14 @@ def report(outcome: Outcome, array_name: str | None = None) -> list[str]:
             how += f" signal {state.signal}"
         if state.state.is_success and not os.path.exists(task.log):
             how += " but the log is missing"
-        log = task.log if os.path.exists(task.log) else f"{task.log} (missing)"
-        lines.append(f"{task_label(task, array_name)}: {how}; log {log}; "
-                     f"slurm {task.slurm_out} {task.slurm_err}")
+        lines.append(f"{task_label(task, array_name)}: {how}; log {_said(task.log)}; "
+                     f"slurm {_said(task.slurm_out)} {_said(task.slurm_err)}")
     return lines
+
+
+def _said(path: str | None) -> str:
+    """A log path as the report names it: a task cancelled while pending wrote none of its files,
+    and Slurm's .out and .err were named as if there to read."""
+    if path is None:
+        return "-"
+    return path if os.path.exists(path) else f"{path} (missing)"
