@@ -35,6 +35,7 @@ ACTIONS: tuple[tuple[str, str, str | None, str], ...] = (
     *((f"Filter jobs: {state}", "Jobs: show every task" if state == "all" else f"Jobs: show only {state} tasks",
        "jobs", f"filter('{state}')") for state in FILTERS),
     ("Switch log source", "Jobs: program log, q/ .err, q/ .out", "jobs", "cycle_log"),
+    ("Zoom log", "Jobs: the selected task's log over the whole screen (z / escape: back)", "jobs", "zoom_log"),
     ("Reload recent submissions", "Jobs: search for q/*.submit.json again", "jobs", "reload"),
     ("Reload checkpoint", "Checkpoint: read it again", "checkpoint", "reload"),
     ("Resubmit missing shards", "Checkpoint: retry through the core (asks first)", "checkpoint",

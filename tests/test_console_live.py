@@ -13,6 +13,7 @@ from test_console_fixtures import (
     build_local_record,
     posted,
     rendered,
+    screen_lines,
     slurm_like_record,
     table_column,
     wait_for,
@@ -138,6 +139,101 @@ def test_log_pane_search_finds_highlights_and_stops_following(tmp_path: Path) ->
             await pilot.press("N")
             assert view.lines[view.match_line] == "step 30 WARNING disk"
             assert view.has_focus                         # the find bar gave the focus back
+
+    asyncio.run(scenario())
+
+
+TRACEBACK = ["Traceback (most recent call last):", '  File "extract.py", line 12, in <module>',
+             "    main()", "ValueError: corrupt input file"]
+
+
+def _zoom_log(tmp_path: Path) -> tuple[Path, Path]:
+    """A running task whose log ends in a traceback below 200 lines of progress."""
+    record = build_local_record(tmp_path, {1: ("RUNNING", None), 2: ("COMPLETED", 0)})
+    log_file = tmp_path / "exp" / "log" / "task.1.log"
+    with open(log_file, "a") as handle:
+        handle.writelines([*(f"step {i}/200\n" for i in range(1, 201)), *(f"{line}\n" for line in TRACEBACK)])
+    return record, log_file
+
+
+def _log_text(app) -> list[str]:
+    """The frame's lines as plain text, less the last column (the log's scrollbar)."""
+    return [line[:-1].rstrip() for line in screen_lines(app)]
+
+
+def _layout(jobs) -> dict:
+    return {name: jobs.query_one(name).region for name in ("#records", "#tasks", "#log-pane")}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 20), (80, 14)])   # 80x14: the layout hides the pane
+def test_z_zooms_the_log_over_the_screen_following_it_and_escape_gives_the_layout_back(
+        tmp_path: Path, size: tuple[int, int]) -> None:
+    record, log_file = _zoom_log(tmp_path)
+    width, height = size
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size) as pilot:
+            jobs = app.jobs_screen
+            pane, view = jobs.log_pane, jobs.log_pane.view
+            await wait_for(pilot, lambda: view.lines[-1:] == TRACEBACK[-1:], 10)
+            await pilot.pause()
+            before, table = _layout(jobs), jobs.query_one("#tasks")
+            assert app.focused is table
+            assert before["#log-pane"].height < 8 and (before["#log-pane"].height == 0) == (height < 15)
+            await pilot.press("z")
+            await pilot.pause()
+            assert pane.region.x == pane.region.y == 0 and pane.region.size == (width, height - 1)
+            assert app.focused is view
+            lines = _log_text(app)
+            title = screen_lines(app)[0].rstrip()
+            assert title.startswith("log [log]: ") and title.endswith("task.1.log · following")
+            assert lines[-1].startswith("f Filter")                        # the footer stays
+            assert lines[1:height - 1] == [*(f"step {i}/200" for i in range(207 - height, 201)), *TRACEBACK]
+            with open(log_file, "a") as handle:
+                handle.write("# Ended (code 1)\n")
+            await wait_for(pilot, lambda: _log_text(app)[height - 2] == "# Ended (code 1)", 10)
+            assert _log_text(app)[height - 3] == TRACEBACK[-1]
+            await pilot.press("escape")
+            await pilot.pause()
+            assert _layout(jobs) == before and app.focused is table
+            text = screen_lines(app)
+            assert not any(line.startswith("step ") or "terminal too small" in line for line in text[:height - 8])
+
+    asyncio.run(scenario())
+
+
+def test_zoomed_log_keeps_its_scroll_position_and_z_or_escape_leaves_it_in_order(tmp_path: Path) -> None:
+    """The zoomed log obeys the pane's rules (scrolled up: it stays put; `/` searches it); escape closes
+    an open find bar before the zoom, `z` toggles, and a key that changes the layout leaves the zoom."""
+    record, log_file = _zoom_log(tmp_path)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            pane, view = jobs.log_pane, jobs.log_pane.view
+            await wait_for(pilot, lambda: view.lines[-1:] == TRACEBACK[-1:], 10)
+            view.focus()
+            await pilot.press("z", "pageup")
+            assert jobs.maximized is pane and not view.following
+            shown = _log_text(app)
+            assert screen_lines(app)[0].rstrip().endswith(" · scrolled (End: follow)")
+            with open(log_file, "a") as handle:
+                handle.write("one more line\n")
+            await wait_for(pilot, lambda: view.lines[-1:] == ["one more line"], 10)
+            await pilot.pause()
+            assert _log_text(app)[1:23] == shown[1:23]                     # the user's lines stay put
+            await pilot.press("slash", *"step 150", "enter")
+            assert view.lines[view.match_line] == "step 150/200"
+            assert "step 150/200" in _log_text(app)[1:23]
+            await pilot.press("slash")
+            await pilot.press("escape")                                   # the find bar closes first
+            assert jobs.maximized is pane and app.focused is view
+            await pilot.press("z")                                        # z again: the layout back
+            assert jobs.maximized is None and app.focused is view
+            await pilot.press("z", "v")                                   # a view key: seen in the layout
+            assert jobs.maximized is None and jobs.view == "map-view" and app.focused is jobs.state_map
 
     asyncio.run(scenario())
 

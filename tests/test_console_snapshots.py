@@ -150,6 +150,16 @@ def test_snapshot_attempts(snap_compare) -> None:
     assert snap_compare(history_app("attempts", retried=RETRIED), terminal_size=SIZE, run_before=run_before)
 
 
+def test_snapshot_log_zoomed(snap_compare) -> None:
+    """`z`: the failed task's log over the whole screen, its title on top, the footer below."""
+    async def run_before(pilot) -> None:
+        await settle(pilot, 0.3)
+        await pilot.press("down", "down", "z")       # value 3: FAILED, its log ends in the error
+        await settle(pilot)
+
+    assert snap_compare(history_app("log-zoom"), terminal_size=SIZE, run_before=run_before)
+
+
 async def open_retry_preview(pilot) -> None:
     await settle(pilot, 0.3)
     await pilot.press("R")

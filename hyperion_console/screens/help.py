@@ -33,6 +33,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("Jobs", "R", "retry the failed tasks: preview, overrides, then asks (also ctrl+r)"),
     ("Jobs", "escape", "drop a failure group's selection; back to the tasks"),
     ("Jobs", "l", "switch log pane: program log / q/ .err / .out"),
+    ("Jobs", "z", "zoom the log pane to the whole screen, still following (z / escape: back)"),
     ("Jobs", "x / X", "cancel the task / the whole job (asks first)"),
     ("Jobs", "r", "reload recent submissions"),
     ("Retry", "tab / escape", "next field / leave a field (escape again closes)"),

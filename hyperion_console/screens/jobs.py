@@ -80,6 +80,10 @@ class JobsScreen(ConsoleScreen):
     # Below 24 lines the record list and the log pane shrink (-short), then the log pane hides
     # (-tiny), so the task table keeps rows (console.tcss).
     VERTICAL_BREAKPOINTS = [(0, "-tiny"), (15, "-short"), (24, "-full")]
+    # `z` zooms the log pane (Screen.maximize): the footer and an open find bar stay with it.
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, FindBar"
+    # Escape is the screen's leave_field: a find bar open over the zoomed log closes before the zoom.
+    ESCAPE_TO_MINIMIZE = False
     BINDINGS = [
         Binding("f", "cycle_filter(1)", "Filter"),
         Binding("F", "cycle_filter(-1)", "Filter back", show=False),
@@ -100,6 +104,7 @@ class JobsScreen(ConsoleScreen):
         Binding("left_square_bracket", "neighbour_record(-1)", "Newer record", show=False),
         Binding("right_square_bracket", "neighbour_record(1)", "Older record", show=False),
         Binding("l", "cycle_log", "Log", show=False),
+        Binding("z", "zoom_log", "Zoom log", show=False),     # in help and palette; 80 columns
         Binding("x", "cancel_task", "Cancel", show=False),    # in help and palette; 80 columns
         Binding("X", "cancel_job", "Cancel job", show=False),
         Binding("r", "reload", "Reload", show=False),
@@ -127,6 +132,7 @@ class JobsScreen(ConsoleScreen):
         self._columns = "states"
         self._last_find: tuple[str, str] | None = None     # (mode, text) for n / N
         self.retry_flow = RetryFlow(self)
+        self._zoom_return: Widget | None = None    # focused when the log was zoomed: focused again after
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -277,10 +283,12 @@ class JobsScreen(ConsoleScreen):
             self.open_record(Path(event.option.id))
 
     def action_focus_records(self) -> None:
+        self.unzoom()
         self.records.focus()
 
     @guarded
     def action_neighbour_record(self, step: int) -> None:
+        self.unzoom()
         path = self.records.neighbour(step)
         if path is None:
             tell(self, "no " + ("newer" if step < 0 else "older") + " submission in the list",
@@ -337,7 +345,7 @@ class JobsScreen(ConsoleScreen):
         if self._columns == "usage":
             self.refresh_derived()
         self.follow_selected()
-        self.home_focus().focus()   # up/down now select tasks, as the help says
+        self.focus_home()           # up/down now select tasks, as the help says
         self.post_message(RecordOpened(self.record_path, len(self.tasks), len(history.numbers)))
 
     def start_watching(self, history: History) -> None:
@@ -455,6 +463,7 @@ class JobsScreen(ConsoleScreen):
         self.set_filter(FILTERS[(FILTERS.index(self.filter) + step) % len(FILTERS)])
 
     def set_filter(self, name: str) -> None:
+        self.unzoom()
         self.table.set_filter(name)
         select = self.query_one("#state-filter", Select)
         if select.value != name:
@@ -476,9 +485,12 @@ class JobsScreen(ConsoleScreen):
         line.display = True
 
     def action_leave_field(self) -> None:
-        """Escape: out of a text field; else drop a failure group's selection; else back to the tasks."""
+        """Escape: out of a text field; else out of the zoomed log; else drop a failure group's
+        selection; else back to the tasks."""
         if isinstance(self.focused, Input):
             super().action_leave_field()
+        elif self.maximized is not None:
+            self.unzoom()
         elif self.table.index.selection is not None:
             self.show_selection(None)
             self.follow_selected()
@@ -490,6 +502,7 @@ class JobsScreen(ConsoleScreen):
     def action_show_view(self, name: str) -> None:
         if name not in VIEWS:
             return
+        self.unzoom()
         switcher = self.query_one("#jobs-views", ContentSwitcher)
         switcher.current = name
         if name == "map-view":
@@ -510,6 +523,7 @@ class JobsScreen(ConsoleScreen):
     def action_toggle_usage(self) -> None:
         """The usage columns (memory used / requested, CPU efficiency, time used / limit) and the
         array's usage summary, instead of exit, elapsed and node; again: back."""
+        self.unzoom()
         self._columns = "states" if self._columns == "usage" else "usage"
         attempts = self.history is not None and len(self.history.numbers) > 1
         self.table.set_columns(column_set(self._columns, attempts))
@@ -591,6 +605,7 @@ class JobsScreen(ConsoleScreen):
 
     def show_task(self, key) -> None:
         """The table, its cursor on `key` (filter and selection go if they hide the task)."""
+        self.unzoom()
         if self.table.index.position(key) is None and self.table.index.selection is not None:
             self.show_selection(None)
         if self.table.index.position(key) is None:
@@ -638,6 +653,7 @@ class JobsScreen(ConsoleScreen):
             found = self.log_pane.view.find(text, forward)
             self.log_pane.update_title()
         else:
+            self.unzoom()
             if self.view != "tasks-view":
                 self.action_show_view("tasks-view")
             found = self.table.find(text, forward)
@@ -670,6 +686,38 @@ class JobsScreen(ConsoleScreen):
     def action_cycle_log(self) -> None:
         self.log_pane.cycle_source()
         self.follow_selected()
+
+    # -- zoomed log --------------------------------------------------------------------
+    def action_zoom_log(self) -> None:
+        """The selected task's log over the whole screen but the footer, even when the layout
+        hides the pane (-tiny): a traceback does not fit in its few lines. The pane goes on following
+        and keeps its scroll position; `z` again or escape gives the layout back."""
+        if self.maximized is not None:
+            self.unzoom()
+            return
+        self._zoom_return = self.focused
+        self.maximize(self.log_pane, container=False)
+        self.log_pane.view.focus()       # the keys scroll the log shown, not a hidden table
+
+    def unzoom(self) -> None:
+        """Back to the normal layout (watch_maximized gives the focus back)."""
+        if self.maximized is not None:
+            self.minimize()
+
+    def watch_maximized(self, old: Widget | None, new: Widget | None) -> None:
+        """However the zoom ends (escape, `z`, a key that changes the layout, the palette's
+        Minimize), the focus goes back where it was, or to the view's own part."""
+        if old is None or new is not None:
+            return
+        target, self._zoom_return = self._zoom_return, None
+        (target if target is not None and target.is_attached else self.home_focus()).focus()
+
+    def focus_home(self) -> None:
+        """The view's own part takes the focus; while the log is zoomed, once the zoom ends."""
+        if self.maximized is None:
+            self.home_focus().focus()
+        else:
+            self._zoom_return = self.home_focus()
 
     def follow_selected(self) -> None:
         """Point the log pane at the task selected in the view shown (an earlier attempt's task:

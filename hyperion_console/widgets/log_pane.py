@@ -64,6 +64,8 @@ class LogPane(Vertical):
     """Title and lines always change together: a stale log under another title would be
     read as the wrong task's."""
 
+    ALLOW_MAXIMIZE = True      # `z` on the Jobs screen: the whole pane, title and all, zoomed
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.source = "log"
