@@ -24,7 +24,9 @@ NOT_COMPLETED = "not completed"
 FILTERS: tuple[str, ...] = (ALL, NOT_COMPLETED, "PENDING", "RUNNING", "COMPLETED", "FAILED",
                             "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "UNKNOWN", "NOT_RUN", "LOST")
 UNREPORTED = "UNKNOWN"
-TERMINAL_NAMES = frozenset(state.value for state in TERMINAL)
+# A local value its ended run never reached (NOT_RUN) is as final as a failure: the bar said 25%
+# beside "every task ended".
+TERMINAL_NAMES = frozenset(state.value for state in TERMINAL) | {"NOT_RUN"}
 # States whose elapsed time grows between two polls.
 TICKING = frozenset({JobState.RUNNING, JobState.COMPLETING, JobState.CONFIGURING,
                      JobState.STAGE_OUT, JobState.SIGNALING})

@@ -22,6 +22,29 @@ CONF = REPO / "conf"
 RESULTS = {1: ("COMPLETED", 0), 2: ("COMPLETED", 0), 3: ("FAILED", 3), 4: ("COMPLETED", 0)}
 
 
+def test_a_local_run_that_stopped_at_a_failure_shows_a_full_progress_bar(tmp_path: Path, cli_env, test_site) -> None:
+    """A real local run stopped at value 2 of 4: the summary said every task ended, the bar 25%
+    (the values never reached, NOT_RUN, are final but were not counted as done)."""
+    import subprocess
+
+    (tmp_path / "task.sh").write_text('[ "$IDX" = 2 ] && exit 4; exit 0\n')
+    subprocess.run(["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:4", "--output-file",
+                    "log/r.IDX.log", "--", "bash", "task.sh"], cwd=tmp_path, env=cli_env, capture_output=True,
+                   timeout=60)
+    record = tmp_path / "log" / "q" / "r.IDX.submit.json"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: "NOT_RUN" in table_column(table, "state"), 10)
+            assert table_column(table, "state") == ["COMPLETED", "FAILED", "NOT_RUN", "NOT_RUN"]
+            assert jobs.query_one("#jobs-progress").percentage == 1.0
+
+    asyncio.run(scenario())
+
+
 def test_table_counts_and_filter_follow_the_local_results(tmp_path: Path) -> None:
     record = build_local_record(tmp_path, RESULTS)
 
