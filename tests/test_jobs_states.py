@@ -260,3 +260,23 @@ def test_a_slurm_kill_recorded_before_exit_codes_were_dropped_shows_none_either(
     failed = final_row(task, FinalState(1, 3, "77", 3, "FAILED", 0, 11, 60.0, "vm", 0, time="x"), None)
     assert (timed_out.exit_code, timed_out.signal) == (None, None)
     assert (failed.exit_code, failed.signal) == (0, 11)               # the program's own segfault stays
+
+
+def test_squeue_tells_the_time_used_and_request_as_sacct_does():
+    """Recorded on the test cluster: `--mem=100M -t 10:00`, `-c 2 --mem-per-cpu=50M -t 1-00:00:00`
+    (MinMemory says 50M there, with no mark that it is per CPU) and a job with no limit. sacct
+    gives them 100M, 100M and 3013M, 600 s, 86400 s and none (Partition_Limit)."""
+    from backends.watch.slurm.accounting import parse_squeue_rows
+
+    rows = parse_squeue_rows("7242_1|RUNNING|0|0:12|vm|None|0|10:00|1|cpu=1,mem=100M,node=1,billing=1|1|\n"
+                             "7243_[1-2]|PENDING|0|0:00||Priority|0|1-00:00:00|2|cpu=2,mem=100M,node=1,billing=2|1|\n"
+                             "7244|PENDING|0|0:00||Priority|0|UNLIMITED|1|cpu=1,mem=3013M,node=1,billing=1|1|\n")
+    figures = {key: (u.elapsed_seconds, u.time_limit_seconds, u.req_mem_bytes, u.alloc_cpus, u.max_rss_bytes)
+               for key, u in rows.usage.items()}
+    assert figures == {("7242", 1): (12.0, 600.0, 100 << 20, 1, None),
+                       ("7243", 1): (0.0, 86400.0, 100 << 20, 2, None),
+                       ("7243", 2): (0.0, 86400.0, 100 << 20, 2, None),
+                       ("7244", None): (0.0, None, 3013 << 20, 1, None)}
+    assert [t.key for t in rows.states] == list(rows.usage)
+    assert parse_squeue_rows("5_1|RUNNING|0|0:03|vm|None|0|\n").usage == {}   # an answer without them
+    assert squeue_argv(["1"])[-1].endswith("TimeLimit:|,NumCPUs:|,tres-alloc:|,NumNodes:|")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from backends.records.local_results import read_results, results_key
 from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord
 from backends.records.runner import child_running, runner_gone
 from backends.states import EXIT_TOLD, JobState, TaskState
-from backends.watch.usage import Usage, usage_from_json
+from backends.watch.usage import Usage, fill_in, usage_from_json
 
 Key = tuple[str, "int | None"]
 CHECK_SECONDS = 1.0   # how long an answer about a live runner holds
@@ -127,15 +127,7 @@ def final_row(task: TaskRecord, final: FinalState, log: str | None, usage: Usage
     return TaskRow(task.value, task.job_id, task.array_task_id, state, final.exit_code if told else None,
                    final.signal if told else None,
                    final.elapsed, final.node, log, task.slurm_out, task.slurm_err,
-                   task.attempt, final.reason, final.restart_count, _filled(kept, usage))
-
-
-def _filled(kept: Usage | None, told: Usage | None) -> Usage | None:
-    """`kept`, its unknown figures taken from `told`."""
-    if kept is None or told is None:
-        return kept or told
-    return Usage(**{name: getattr(kept, name) if getattr(kept, name) is not None else getattr(told, name)
-                    for name in (f.name for f in fields(Usage))})
+                   task.attempt, final.reason, final.restart_count, fill_in(kept, usage))
 
 
 def pending_tasks(history: History) -> tuple[TaskRecord, ...]:

@@ -3,8 +3,9 @@
 MaxRSS is measured per step (``12_3.batch``, ``12_3.extern``, ``12_3.0``), never on
 the task's allocation row, so the query runs without ``-X`` and a task's peak is
 the largest over its steps; CPU time, elapsed time, the limit and the request
-come from the allocation row. Pure text in, frozen values out: the thin code
-that runs sacct lives with the poller.
+come from the allocation row. squeue's answer gives a task's time used and
+request too (`controller_usage`), for the polls that ask no sacct. Pure text in,
+frozen values out: the thin code that runs sacct and squeue lives with the poller.
 
 Spellings are Slurm's: sizes with K/M/G/T suffixes (binary), ReqMem per node
 (``100M`` in 22.05, ``4000Mn`` before) or per CPU (``4000Mc``, times the CPUs),
@@ -143,6 +144,28 @@ def _cpus(alloc_cpus: str, req_tres: str) -> int | None:
         if text.isdigit() and int(text) > 0:
             return int(text)
     return None
+
+
+@lru_cache(maxsize=4096)
+def controller_usage(time_used: str, time_limit: str, cpus: str, tres: str, nodes: str) -> Usage:
+    """What squeue says of a task (TimeUsed, TimeLimit, NumCPUs, tres-alloc, NumNodes): the figures
+    sacct gives a running task (its MaxRSS and CPU time come with its end), in the poll that asks
+    only squeue. MinMemory is per CPU for --mem-per-cpu with no mark saying so, so the memory is
+    tres-alloc's mem= (the job's) per node, as ReqMem is. Cached: most rows repeat one request."""
+    count = _cpus(cpus, tres)
+    total = parse_size(_tres(tres, "mem"), "M")
+    nodes = nodes.strip()
+    per_node = total // int(nodes) if total and nodes.isdigit() and int(nodes) > 0 else None
+    return Usage(elapsed_seconds=parse_duration(time_used), time_limit_seconds=parse_duration(time_limit),
+                 req_mem_bytes=per_node, alloc_cpus=count)
+
+
+def fill_in(first: Usage | None, then: Usage | None) -> Usage | None:
+    """`first`, its unknown figures taken from `then` (either may be None)."""
+    if first is None or then is None:
+        return first or then
+    return Usage(*(getattr(first, name) if getattr(first, name) is not None else getattr(then, name)
+                   for name in USAGE_KEYS))
 
 
 @lru_cache(maxsize=256)

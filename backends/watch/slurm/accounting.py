@@ -20,7 +20,7 @@ from functools import lru_cache, partial
 
 from backends.ranges import expand
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
-from backends.watch.usage import USAGE_FIELDS, Usage, parse_usage
+from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing: a status of a local record loads neither
 if TYPE_CHECKING:
@@ -35,8 +35,12 @@ SACCT_REQUIRED = 8
 # step rows (where MaxRSS lives) are asked for too.
 QUERY_FIELDS = SACCT_FIELDS + tuple(f for f in USAGE_FIELDS if f not in SACCT_FIELDS)
 # -O field:| = no padding, "|" after each field (so a line ends with "|").
-SQUEUE_FIELDS = ("JobArrayID", "State", "exit_code", "TimeUsed", "NodeList", "Reason", "RestartCnt")
+# The last four are the request (controller_usage): what sacct would say of a running task's
+# limits, in the same call.
+SQUEUE_FIELDS = ("JobArrayID", "State", "exit_code", "TimeUsed", "NodeList", "Reason", "RestartCnt",
+                 "TimeLimit", "NumCPUs", "tres-alloc", "NumNodes")
 SQUEUE_REQUIRED = 5
+SQUEUE_REQUEST_AT = SQUEUE_FIELDS.index("TimeLimit")
 # States in which a task holds its CPUs; a pending reason means nothing for them.
 _WAITING = frozenset({JobState.PENDING, JobState.REQUEUED, JobState.REQUEUE_HOLD,
                       JobState.REQUEUE_FED, JobState.SUSPENDED, JobState.RESV_DEL_HOLD})
@@ -329,9 +333,23 @@ def wait_status(status: int) -> tuple[int | None, int | None]:
     return code, signal or None
 
 
+@dataclass(frozen=True)
+class SqueueRows:
+    """squeue's answer: each task's state, and its time used and request where the answer has them."""
+
+    states: list[TaskState]
+    usage: dict[Key, Usage] = field(default_factory=dict)
+
+
 def parse_squeue(text: str) -> list[TaskState]:
     """Rows of `squeue_argv` output -> task states (source "squeue")."""
+    return parse_squeue_rows(text).states
+
+
+def parse_squeue_rows(text: str) -> SqueueRows:
+    """Rows of `squeue_argv` output -> task states (source "squeue") and `controller_usage`."""
     out: list[TaskState] = []
+    usage: dict[Key, Usage] = {}
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -347,10 +365,14 @@ def parse_squeue(text: str) -> list[TaskState]:
         reason = _reason(fields[5] if len(fields) > 5 else None, state)
         restarts = fields[6].strip() if len(fields) > 6 else ""
         restart_count = int(restarts) if restarts.isdigit() else None
+        used = controller_usage(fields[3], *fields[SQUEUE_REQUEST_AT:SQUEUE_REQUEST_AT + 4]) \
+            if len(fields) >= SQUEUE_REQUEST_AT + 4 else None
         for task in tasks if tasks is not None else (None,):
             out.append(TaskState(job, task, state, code, sig, elapsed, node, "squeue",
                                  reason, restart_count))
-    return out
+            if used is not None:
+                usage[(job, task)] = used
+    return SqueueRows(out, usage)
 
 
 def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -> dict[Key, TaskState]:
@@ -437,13 +459,18 @@ def run_sacct(job_ids: Sequence[str], runner: Runner = run_command) -> SacctRows
 
 def run_squeue(job_ids: Sequence[str], runner: Runner = run_command) -> list[TaskState]:
     """Jobs squeue no longer knows give no rows; other failures raise QueryError."""
+    return run_squeue_rows(job_ids, runner).states
+
+
+def run_squeue_rows(job_ids: Sequence[str], runner: Runner = run_command) -> SqueueRows:
+    """`run_squeue`, with what the controller says of each task's time used and request."""
     result = runner(squeue_argv(job_ids))
     if result.returncode != 0:
         if SQUEUE_UNKNOWN_JOB in result.stderr:
-            return []
+            return SqueueRows([])
         raise _failure("squeue", result)
     try:
-        return parse_squeue(result.stdout)
+        return parse_squeue_rows(result.stdout)
     except ValueError as exc:
         raise QueryError(f"squeue: {exc}", "unreadable") from None
 
