@@ -39,6 +39,13 @@ def update_usage(update: object) -> Mapping:
     return getattr(update, "usage", None) or {}
 
 
+def shown_usage(update: object) -> Mapping:
+    """A PollUpdate's usage to show, the controller's newer figures in (`PollUpdate.current_usage`):
+    what `hyperion-jobs watch` shows; `update_usage` is what is recorded."""
+    current = getattr(update, "current_usage", None)
+    return current() if current is not None else update_usage(update)
+
+
 def row_of(history: History, task: TaskRecord, states: Mapping, usage: Mapping | None = None) -> TaskRow:
     """`task_row` of the core, with accounting's usage when the core takes it."""
     if _ROW_TAKES_USAGE:

@@ -31,7 +31,7 @@ from backends.watch.wait import watcher
 
 from .record_cache import cached_record
 from .task_index import row_key
-from .task_rows import polled_tasks, record_finals, row_of, update_usage
+from .task_rows import polled_tasks, record_finals, row_of, shown_usage, update_usage
 
 LOCAL_POLL_SECONDS = 0.5
 LOCAL_RETRY_SECONDS = 2.0    # an unreadable history is read again this often
@@ -81,13 +81,13 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     def observe(update) -> bool:
         if stop.is_set():
             return True
-        usage = update_usage(update)
-        record_finals(finals, update.changed, usage)
+        record_finals(finals, update.changed, update_usage(update))   # accounting's figures only
         if not ended_here and any(s.state.is_terminal and s.source != LEDGER for s in update.changed):
             ended_here.append(True)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
         keys = dict.fromkeys(state.key for state in update.changed)
+        usage = shown_usage(update)              # as `watch` shows it: a running task's time used too
         for key, used in usage.items():          # accounting tells usage a poll or two after the end
             if usage_seen.get(key) != used:
                 usage_seen[key] = used

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import run_cli
 from test_console_fixtures import (
     build_local_record,
     posted,
@@ -28,6 +31,7 @@ from hyperion_console.messages import JobsUpdated, LogAppended
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
+DERIVED_PAUSE = 1.5      # the usage summary follows updates this late (DERIVED_DELAY) and more
 
 
 def test_log_pane_follows_a_growing_log_and_stays_where_the_user_scrolled(tmp_path: Path) -> None:
@@ -265,6 +269,67 @@ def test_log_pane_follows_a_running_slurm_task_and_its_progress_bar_to_the_end(s
             assert "progress 40/40 done" in "\n".join(rendered(view))
 
     asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_usage_of_running_slurm_tasks_is_what_status_and_usage_show(slurm_cluster, tmp_path: Path, cli_env) -> None:
+    """`u` while an array runs: each task's request, limit and time used so far, and the summary's
+    elapsed, as `hyperion-jobs status` and `usage` give them. The console showed `-` and "usage of 0
+    of 3 task(s)" (its poll asks only squeue while the controller names every task), or the figures
+    of an early sacct ("max 00:00:02" after 1:40) where `status` said 00:01:49."""
+    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
+                                       "--array", "T=1:3", "--time", "00:05:00", "--mem", "100M",
+                                       "--output-file", str(tmp_path / "log" / "u.T.log"), "--", "sleep", "120"])
+    record = submit(build_plan(site, options))
+    shown: dict[str, object] = {}
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["RUNNING"] * 3, 120)
+            await pilot.press("u")
+
+            def told() -> bool:
+                """every running task's request and a time used of 12 s or more in the usage columns"""
+                times = table_column(table, "time")
+                return (table_column(table, "memory") == ["-/100M"] * 3 and len(times) == 3
+                        and all(t.endswith("/5m") and t[:-3].endswith("s") and int(t[:-4]) >= 12 for t in times))
+
+            await wait_for(pilot, told, 60)
+            await pilot.pause(DERIVED_PAUSE)
+            shown["times"] = table_column(table, "time")
+            shown["summary"] = [str(line.content) for line in jobs.query("#usage-summary FitLine")]
+
+    try:
+        asyncio.run(scenario())
+        status = json.loads(run_cli("hyperion-jobs", "status", str(record.path), "--json", env=cli_env).stdout)
+        usage = run_cli("hyperion-jobs", "usage", str(record.path), env=cli_env).stdout
+    finally:
+        subprocess.run(["scancel", *(job.job_id for job in record.jobs)], capture_output=True)
+    tasks = status["tasks"]
+    assert [t["state"] for t in tasks] == ["RUNNING"] * 3
+    assert {(t["req_mem_bytes"], t["time_limit_seconds"]) for t in tasks} == {(100 << 20, 300)}
+    console_elapsed = [int(t.split("/")[0][:-1]) for t in shown["times"]]
+    for cli, console in zip(tasks, console_elapsed):      # status ran a moment after the console looked
+        assert 0 <= cli["elapsed_seconds"] - console <= 40, (tasks, shown)
+    summary = " ".join(shown["summary"])
+    assert "(0 of 3)" in summary and "accounting has not reported" not in summary, summary
+    console_max, cli_max = _max_elapsed(summary), _max_elapsed(usage)
+    assert console_max >= max(console_elapsed) >= 12, (summary, shown)   # the summary of the rows shown
+    assert 0 <= cli_max - console_max <= 40, (summary, usage)
+    assert "usage of 3 of 3 task(s)" in usage
+
+
+def _max_elapsed(text: str) -> int:
+    """The seconds of the first ``max HH:MM:SS`` after "elapsed" in a usage summary (console or CLI)."""
+    import re
+
+    found = re.search(r"elapsed.*?max (\d\d):(\d\d):(\d\d)", text, re.S)
+    assert found, text
+    hours, minutes, seconds = map(int, found.groups())
+    return hours * 3600 + minutes * 60 + seconds
 
 
 async def _jobs_on(app, pilot, record):

@@ -722,3 +722,25 @@ def test_an_end_known_while_the_controller_still_says_completing_costs_no_sacct_
         clock.sleep(p.interval)
     assert script.tools() == ["squeue"] * 5
     assert update.states[("7", 1)].state is JobState.COMPLETED and update.problem is None
+
+
+def test_a_running_tasks_usage_is_the_controllers_newer_word_with_no_query_more():
+    """The console's summary said "elapsed max 00:00:02" at 1:40 (an early sacct's figure) where
+    `hyperion-jobs status` said 00:01:49: a poll asks only squeue while it names every task, and
+    only sacct's usage was passed on. The squeue asked anyway tells the time used and the request;
+    accounting's MaxRSS stays, and what is recorded is still accounting's alone."""
+    request = "10:00|1|cpu=1,mem=100M,node=1,billing=1|1|"
+    script = Script([ok("3_1|4|RUNNING|0:0|00:00:02|vm|a|Unknown|None|||00:10:00|100M|1|billing=1,cpu=1,mem=100M,node=1\n"
+                        "3_1.0|4.0|RUNNING|0:0|00:00:02|vm|a|Unknown||10M||||1|\n")],
+                    [ok(f"3_2|RUNNING|0|0:03|vm|None|0|{request}\n"),
+                     ok(f"3_1|RUNNING|0|1:40|vm|None|0|{request}\n3_2|RUNNING|0|1:41|vm|None|0|{request}\n")])
+    p = poller({"3": (1, 2)}, script)
+    early = p.poll_once()                        # the controller did not name 3_1: sacct was asked
+    assert script.tools() == ["squeue", "sacct"]
+    assert early.current_usage()[("3", 1)].elapsed_seconds == 2
+    later = p.poll_once()
+    assert script.tools() == ["squeue", "sacct", "squeue"]
+    used = later.current_usage()[("3", 1)]
+    assert (used.elapsed_seconds, used.time_limit_seconds, used.req_mem_bytes, used.alloc_cpus,
+            used.max_rss_bytes) == (100, 600, 100 << 20, 1, 10 << 20)
+    assert later.usage[("3", 1)].elapsed_seconds == 2   # recorded: accounting's only

@@ -6,7 +6,9 @@ all unfinished jobs); accounting (one sacct for all jobs that need it) is asked
 only when the controller cannot answer for a task: squeue failed, it no longer
 lists the task (ended longer than MinJobAge ago), it still says COMPLETING
 (accounting has the end already), or every task has just ended (one last sacct
-for the authoritative final rows).
+for the authoritative final rows). squeue's answer also gives each task's time
+used and request (PollUpdate.live_usage), so a running task's usage keeps up
+with no sacct; accounting's (PollUpdate.usage) is what gets recorded.
 
 Pacing: every call that reaches a daemon is charged to a QueryBudget (30 a
 minute at most). After a poll in which something changed the next comes
@@ -48,9 +50,9 @@ from backends.watch.slurm.accounting import (
     range_only,
     run_command,
     run_sacct,
-    run_squeue,
+    run_squeue_rows,
 )
-from backends.watch.usage import Usage
+from backends.watch.usage import Usage, fill_in
 
 Key = tuple[str, "int | None"]
 Nudge = Callable[[Mapping[Key, TaskState]], bool]
@@ -88,6 +90,20 @@ class PollUpdate:
     problem: str | None = None          # while a source fails: which, for how long, why
     as_of: float | None = None          # time.time() of the newest answer the states reflect
     usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)   # from sacct answers
+    live_usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)  # squeue's, newer than sacct's
+
+    def current_usage(self) -> dict[Key, Usage]:
+        """What each task has used so far, as the newest answer says, for showing: accounting's,
+        with the controller's time used and request where squeue answered after sacct (a poll
+        asks only squeue while it names every task, so accounting's figures of a running task
+        went stale, or never came). Only `usage` is recorded: the controller's figures lack
+        the peak and the CPU time an ended task's usage has."""
+        if not self.live_usage:
+            return dict(self.usage)
+        out = dict(self.usage)
+        for key, live in self.live_usage.items():
+            out[key] = fill_in(live, out.get(key))
+        return out
 
 
 @dataclass
@@ -197,6 +213,7 @@ class Poller:
         self._recheck = sorted({job for job, _ in self._states})
         self._polled = False
         self._usage: dict[Key, Usage] = {}
+        self._live_usage: dict[Key, Usage] = {}   # the last squeue's, for tasks no sacct answered since
         self._health = {"squeue": _Health(), "sacct": _Health()}
         self._gone: set[str] = set()          # jobs the controller no longer knows (sacct only)
         self._slow = 1.0                      # pace multiplier while Slurm asks us to back off
@@ -284,7 +301,7 @@ class Poller:
         started = self._clock()
         self._asking = (source, started) if watched else None
         try:
-            answer = (run_squeue if source == "squeue" else run_sacct)(jobs, self._call)
+            answer = (run_squeue_rows if source == "squeue" else run_sacct)(jobs, self._call)
         except QueryError as exc:
             self._failed(source, exc, started, now)
             return None
@@ -293,8 +310,12 @@ class Poller:
         self.budget.charge(1, now)
         self._health[source] = _Health()
         self._as_of = self._wall()
-        if source == "sacct":
-            self._usage.update((key, used) for key, used in answer.usage.items() if self._watched(key))
+        if source == "squeue":
+            self._live_usage = {key: used for key, used in answer.usage.items() if self._watched(key)}
+            return answer.states
+        self._usage.update((key, used) for key, used in answer.usage.items() if self._watched(key))
+        for key in answer.usage:
+            self._live_usage.pop(key, None)
         return answer
 
     def _failed(self, source: str, exc: QueryError, started: float, now: float) -> None:
@@ -339,7 +360,7 @@ class Poller:
         if problem is None:
             return told
         self._waiting(PollUpdate(dict(self._states), (), None, False, self.interval,
-                                 problem, self._as_of, dict(self._usage)))
+                                 problem, self._as_of, dict(self._usage), dict(self._live_usage)))
         return now
 
     def _query(self, jobs: list[str], now: float) -> tuple[dict[Key, TaskState], set[Key]]:
@@ -443,7 +464,7 @@ class Poller:
             return ()
         if self._waiting is not None and seen:
             self._waiting(PollUpdate(dict(self._states), seen, None, False, self.interval, self.problem(now),
-                                     self._as_of, dict(self._usage)))
+                                     self._as_of, dict(self._usage), dict(self._live_usage)))
         sacct = self._ask("sacct", list(self._expected), now)
         if sacct is None:
             self._errors.pop()
@@ -494,7 +515,7 @@ class Poller:
         self._schedule(now, bool(changed))
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
                           self._all_terminal(), self.interval, self.problem(), self._as_of,
-                          dict(self._usage))
+                          dict(self._usage), dict(self._live_usage))
 
     def _requeue_check(self, now: float) -> tuple[TaskState, ...]:
         """Only ended tasks to look at (a record that ended lately): one squeue, for a task Slurm
@@ -613,4 +634,4 @@ class Poller:
     def _current(self) -> PollUpdate:
         """What is known now, as an update with no change (for a stop before the first answer)."""
         return PollUpdate(dict(self._states), (), None, self._all_terminal(), self.interval,
-                          self.problem(), self._as_of, dict(self._usage))
+                          self.problem(), self._as_of, dict(self._usage), dict(self._live_usage))

@@ -62,9 +62,10 @@ def _rows_for(history: History | None, update: PollUpdate, job_history: History 
               target: Target) -> list[TaskRow]:
     """A record's rows (every value's newest attempt), or a bare job id's with the ledger's final
     states (a task cancelled while pending, the poller never saw), each with its log where it is now."""
+    usage = update.current_usage()
     if history is not None:
-        return history_rows(history, update.states, update.usage)
-    return job_rows(update.states, job_history, job=(str(target.job_id), target.task_id))
+        return history_rows(history, update.states, usage)
+    return job_rows(update.states, job_history, usage, (str(target.job_id), target.task_id))
 
 
 def _site_floor(record: SubmitRecord | None) -> float | None:
