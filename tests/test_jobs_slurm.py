@@ -448,3 +448,20 @@ def test_watch_of_a_task_cancelled_while_pending_ends_soon_after(slurm_cluster, 
         subprocess.run(["scancel", job], check=False)
     assert watch.returncode == 1 and "1 task: CANCELLED 1" in watch.stdout, watch.stdout + watch.stderr
     assert took < 8, (took, watch.stdout)     # 13 to 23 s before; about 5.5 s now
+
+
+def test_watch_into_a_pipe_lists_the_first_snapshot_in_task_order(slurm_cluster, tmp_path, cli_env):
+    """The first lines of a piped watch came in accounting's order, the last task first (6743_89,
+    6743_88, ...), where `status` and a local record's watch go by task order."""
+    job = sbatch(tmp_path, "exit 0\n", "1-12")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        acct = subprocess.run(["sacct", "-j", job, "-n", "-X", "-P", "-o", "State"],
+                              capture_output=True, text=True).stdout.split()
+        if acct.count("COMPLETED") == 12:
+            break
+        time.sleep(0.5)
+    watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    shown = [line.split()[1] for line in watch.stdout.splitlines() if line[2:3] == ":"]
+    assert shown == [f"{job}_{task}" for task in range(1, 13)], watch.stdout

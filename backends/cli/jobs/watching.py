@@ -199,7 +199,7 @@ class PlainView:
         return None
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
-        for task in update.changed:
+        for task in in_row_order(update.changed, rows):
             # the poller also reports what a line does not show (squeue's row replaced by sacct's, with
             # the signal and node): a line that would read as the last one for this task says nothing new
             text = change_text(task)
@@ -215,6 +215,14 @@ class PlainView:
             self.out.line(f"{_now()} {stale}")
             self._problem_at = now
         self._problem = update.problem
+
+
+def in_row_order(changed: Sequence[TaskState], rows: Sequence[TaskRow]) -> list[TaskState]:
+    """The changes in the table's order (value order, as `status`), not in Slurm's answers' order:
+    sacct lists an array's ended tasks last one first, so a first snapshot read 6743_89, 6743_88, ..."""
+    place = {(row.job_id, row.task_id): index for index, row in enumerate(rows)}
+    return sorted(changed, key=lambda t: (place.get(t.key, len(place)), len(t.job_id), t.job_id,
+                                          -1 if t.task_id is None else t.task_id))
 
 
 def _source(problem: str | None) -> str:
