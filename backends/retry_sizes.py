@@ -10,7 +10,7 @@ Rules (what a user would do by hand, once, for all tasks retried together):
 - TIMEOUT: ``--time`` = 2x the largest limit of the tasks that timed out.
 
 Sizes are rounded up to what sbatch and hyperion-submit accept: whole MiB (``G``
-when it divides evenly) and whole minutes (``D-HH:MM:SS`` from one day on).
+when it divides evenly) and whole minutes (``HH:MM:SS``, ``D-HH:MM:SS`` from one day on).
 """
 from __future__ import annotations
 
@@ -48,12 +48,9 @@ def mem_spelling(size_bytes: float) -> str:
 
 
 def time_spelling(seconds: float) -> str:
-    """Seconds rounded up to whole minutes: ``20`` (minutes), ``1-12:00:00`` from a day on."""
-    minutes = max(1, math.ceil(seconds / 60))
-    if minutes < 24 * 60:
-        return str(minutes)
-    days, rest = divmod(minutes, 24 * 60)
-    return f"{days}-{rest // 60:02d}:{rest % 60:02d}:00"
+    """Seconds rounded up to whole minutes, spelled as the limit it doubles is shown: ``00:20:00``,
+    ``1-12:00:00`` from a day on (a bare ``20``, minutes to Slurm, read as seconds next to ``00:10:00``)."""
+    return human_seconds(max(1, math.ceil(seconds / 60)) * 60)
 
 
 def _state(name: str) -> JobState | None:

@@ -627,7 +627,7 @@ def test_a_ledger_line_nested_too_deep_or_naming_a_nul_path_is_skipped_like_a_to
 
 @pytest.mark.parametrize("state,flag,figures,proposed", [
     ("OUT_OF_MEMORY", "--mem", '"max_rss_bytes":1%s,"req_mem_bytes":-1' % ("0" * 400), "--mem 200M"),
-    ("TIMEOUT", "--time", '"elapsed_seconds":1e300,"time_limit_seconds":-5', "--time 20"),
+    ("TIMEOUT", "--time", '"elapsed_seconds":1e300,"time_limit_seconds":-5', "--time 00:20:00"),
 ], ids=["mem", "time"])
 def test_usage_figures_out_of_range_are_not_said_and_a_retry_does_not_shrink(tmp_path, cli_env, state, flag,
                                                                              figures, proposed):
@@ -646,6 +646,7 @@ def test_usage_figures_out_of_range_are_not_said_and_a_retry_does_not_shrink(tmp
     retry = run_cli("hyperion-jobs", "retry", record, "--dry-run", flag, "auto", env=cli_env, timeout=60)
     assert retry.returncode == 0, retry.stderr
     assert f"sizes: {proposed}: 1 task(s) {state}" in retry.stdout, retry.stdout
+    assert f" {proposed} " in retry.stdout.split("command: ")[1], retry.stdout   # the value it runs with
 
 
 def test_a_forged_child_line_never_names_another_users_process_group_to_kill(tmp_path, cli_env):

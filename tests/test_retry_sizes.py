@@ -41,8 +41,8 @@ def test_peaks_of_tasks_in_other_states_count_but_only_oom_requests_do() -> None
 
 def test_timeout_doubles_the_limit_in_minutes_or_days() -> None:
     short = propose_sizes([("TIMEOUT", Usage(time_limit_seconds=600, elapsed_seconds=601))])
-    assert (short.mem, short.time) == (None, "20")
-    assert short.reasons == ("--time 20: 1 task(s) TIMEOUT; 2x the limit 00:10:00",)
+    assert (short.mem, short.time) == (None, "00:20:00")
+    assert short.reasons == ("--time 00:20:00: 1 task(s) TIMEOUT; 2x the limit 00:10:00",)
     long = propose_sizes([("TIMEOUT", Usage(time_limit_seconds=18 * 3600)),
                           ("TIMEOUT", Usage(time_limit_seconds=3600))])
     assert long.time == "1-12:00:00"
@@ -52,7 +52,7 @@ def test_both_at_once_and_nothing_for_other_states() -> None:
     tasks = [("OUT_OF_MEMORY", Usage(req_mem_bytes=G)), ("TIMEOUT", Usage(time_limit_seconds=60)),
              ("FAILED", Usage(max_rss_bytes=10 * M)), ("CANCELLED by 0", Usage())]
     proposal = propose_sizes(tasks)
-    assert (proposal.mem, proposal.time, len(proposal.reasons)) == ("2G", "2", 2)
+    assert (proposal.mem, proposal.time, len(proposal.reasons)) == ("2G", "00:02:00", 2)
     assert propose_sizes([("FAILED", Usage(req_mem_bytes=G)), ("COMPLETED", Usage())]).reasons == ()
 
 
@@ -65,7 +65,7 @@ def test_without_a_measure_the_reason_says_to_choose_by_hand() -> None:
 
 def test_json() -> None:
     proposal = propose_sizes([("TIMEOUT", Usage(time_limit_seconds=60))])
-    assert proposal.to_json() == {"mem": None, "time": "2", "reasons": [proposal.reasons[0]]}
+    assert proposal.to_json() == {"mem": None, "time": "00:02:00", "reasons": [proposal.reasons[0]]}
 
 
 @given(st.floats(1, 64 * 1024 ** 4))
