@@ -59,6 +59,11 @@ def test_logs_follow_of_a_value_the_ended_local_run_never_reached_says_so_instea
     typed = run_cli("hyperion-jobs", "status", "local_2", cwd=tmp_path, env=cli_env)
     assert typed.returncode == 2 and "names a task of a local run" in typed.stderr and "give its record" in typed.stderr
 
+    # usage's heading and its summary count the same tasks: it said "usage of 0 of 3" above "(0 of 2 tasks)"
+    usage = run_cli("hyperion-jobs", "usage", str(record), env=cli_env).stdout.splitlines()
+    assert usage[0] == f"{record}: usage of 2 of 3 task(s) (2 ended; run locally: elapsed time only)", usage
+    assert usage[1].endswith("(0 of 2 tasks)"), usage
+
 
 def _gone(pid: int, group: bool = False) -> bool:
     try:

@@ -32,7 +32,7 @@ def test_usage_says_sacct_did_not_answer_instead_of_showing_no_usage_as_known(tm
         result = run_cli("hyperion-jobs", command, str(record), env=env, timeout=60)
         assert result.returncode == 0, result.stderr
         assert result.stderr == f"hyperion-jobs: sacct failed (rc 1): {SACCT_DOWN}; shown as last recorded\n"
-    assert "usage of 0 of 8 task(s)" in run_cli("hyperion-jobs", "usage", str(record), env=env).stdout
+    assert "usage of 8 of 8 task(s) (8 ended; accounting measured 0)" in run_cli("hyperion-jobs", "usage", str(record), env=env).stdout
     status = run_cli("hyperion-jobs", "status", str(record), "--json", env=env, timeout=60)
     assert json.loads(status.stdout)["counts"] == {"COMPLETED": 5, "FAILED": 2, "OUT_OF_MEMORY": 1}
 
