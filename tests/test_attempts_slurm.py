@@ -169,3 +169,19 @@ def test_a_pending_task_cancelled_before_it_started_stays_cancelled_after_the_jo
                                                                    (3, "CANCELLED")]
     retry = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env)
     assert "values: 3" in retry.stdout
+
+
+def test_history_shows_a_second_submission_that_moved_from_local_to_slurm(slurm_cluster, tmp_path, cli_env):
+    """`hyperion-submit local` then `hyperion-submit slurm` to the same log: CHANGED said '-' for attempt 2."""
+    for backend in ("local", "slurm"):
+        done = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), "--output-file", "log/b.log", "--",
+                       "true", cwd=tmp_path, env=cli_env, timeout=180)
+        assert done.returncode == 0, done.stderr
+    record = str(tmp_path / "log" / "q" / "b.submit.json")
+    shown = run_cli("hyperion-jobs", "history", record, env=cli_env).stdout.splitlines()
+    assert shown[1].endswith(" -") and shown[2].endswith(" backend=slurm"), shown
+    listing = json.loads(run_cli("hyperion-jobs", "history", record, "--json", env=cli_env).stdout)
+    assert [a["overrides"] for a in listing["attempts"]] == [{}, {"backend": "slurm"}]
+    from hyperion_console.widgets.attempts import attempt_lines   # the console's list says it as well
+
+    assert [line.overrides for line in attempt_lines(load_history(record), [])] == [{}, {"backend": "slurm"}]

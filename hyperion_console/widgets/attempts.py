@@ -20,7 +20,7 @@ from textual.containers import Vertical
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from backends.cli.jobs.history import attempt_counts
+from backends.cli.jobs.history import attempt_counts, changes
 from backends.records.history import History
 from backends.watch.rows import TaskRow
 
@@ -61,7 +61,7 @@ def attempt_lines(history: History, latest_rows: list[TaskRow]) -> list[AttemptL
         out.append(AttemptLine(
             number, entry.kind if entry else record.kind, entry.time if entry else record.submitted_at,
             tuple(job.job_id for job in record.jobs), len(record.tasks), entry.values if entry else "",
-            counts[number], dict(entry.overrides) if entry else {}))
+            counts[number], changes(history, number)))
     return out
 
 

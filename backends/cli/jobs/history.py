@@ -42,6 +42,16 @@ def _changed(overrides: dict) -> str:
     return " ".join(f"{k}={_shown(k, v)}" for k, v in overrides.items()) or "-"
 
 
+def changes(history: History, number: int) -> dict[str, object]:
+    """What attempt `number` changed against the attempt before it: the backend (its record says;
+    the ledger's overrides hold options only, so a local run retried on Slurm read as unchanged),
+    then the options."""
+    entry = history.entry(number)
+    earlier = [n for n in history.numbers if n < number]
+    moved = bool(earlier) and history.records[earlier[-1]].backend != history.records[number].backend
+    return ({"backend": history.records[number].backend} if moved else {}) | (dict(entry.overrides) if entry else {})
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     history = history_of(resolve(args.target), record_dirs(args))
     problems: list[str] = []
@@ -56,7 +66,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             "time": entry.time if entry else record.submitted_at,
             "job_ids": [j.job_id for j in record.jobs], "tasks": len(record.tasks),
             "values": entry.values if entry else "", "counts": counts[number],
-            "overrides": dict(entry.overrides) if entry else {}})
+            "overrides": changes(history, number)})
     if args.json:
         print(jsontext.dumps({"record": history.record_path, "attempts": attempts,
                               "problems": list(history.problems)}, indent=2))
