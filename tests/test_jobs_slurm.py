@@ -465,3 +465,30 @@ def test_watch_into_a_pipe_lists_the_first_snapshot_in_task_order(slurm_cluster,
     assert watch.returncode == 0, watch.stdout + watch.stderr
     shown = [line.split()[1] for line in watch.stdout.splitlines() if line[2:3] == ":"]
     assert shown == [f"{job}_{task}" for task in range(1, 13)], watch.stdout
+
+
+def test_status_shows_no_elapsed_time_for_tasks_that_never_started(slurm_cluster, tmp_path, cli_env):
+    """ELAPSED read 0:00:00 for pending tasks and for tasks cancelled while pending along with their job,
+    but - for one cancelled alone: a task that never started shows -, one that ran its time."""
+    job = sbatch(tmp_path, "sleep 60\n", "1-3%1")
+
+    def elapsed() -> dict[str, tuple[str, str]]:
+        shown = run_cli("hyperion-jobs", "status", job, cwd=tmp_path, env=cli_env, timeout=60).stdout
+        header, *rows = [line.split() for line in shown.splitlines() if line.startswith(("TASK", job))]
+        return {row[0]: (row[header.index("STATE")], row[header.index("ELAPSED")]) for row in rows}
+
+    try:
+        deadline = time.monotonic() + 60
+        while (seen := elapsed()).get(f"{job}_1", ("",))[0] != "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert seen[f"{job}_2"] == seen[f"{job}_3"] == ("PENDING", "-"), seen
+        time.sleep(1.5)
+        subprocess.run(["scancel", job], check=True)
+        ending = {"RUNNING", "COMPLETING", "PENDING"}
+        while ending & {state for state, _ in elapsed().values()} and time.monotonic() < deadline:
+            time.sleep(0.5)
+        seen = elapsed()
+    finally:
+        subprocess.run(["scancel", job], check=False)
+    assert seen[f"{job}_1"][0] == "CANCELLED" and seen[f"{job}_1"][1] not in ("-", "0:00:00"), seen
+    assert seen[f"{job}_2"] == seen[f"{job}_3"] == ("CANCELLED", "-"), seen

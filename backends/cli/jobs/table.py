@@ -22,6 +22,16 @@ def fmt_elapsed(seconds: float | None) -> str:
     return f"{days}-{clock}" if days else clock
 
 
+def elapsed_cell(row: TaskRow) -> str:
+    """``-`` for a task that never started, whatever the source says: squeue's 0:00 for a pending
+    task and sacct's 00:00:00 for one cancelled while pending read as a run of no time (it showed
+    0:00:00 when the record was cancelled, - when the task alone was). Slurm gives no node to a task
+    it never started (sacct's Start is no help: it holds the cancel's time)."""
+    if row.node is None and not row.elapsed:
+        return "-"
+    return fmt_elapsed(row.elapsed)
+
+
 def fmt_exit(row: TaskRow) -> str:
     if row.exit_code is None:
         return "-"
@@ -33,7 +43,7 @@ STATUS_HEADER = ("TASK", "VALUE", "STATE", "EXIT", "ELAPSED", "NODE", "LOG")
 
 def status_cells(row: TaskRow) -> tuple[str, ...]:
     return (row.slurm_id, "-" if row.value is None else str(row.value), row.state_text,
-            fmt_exit(row), fmt_elapsed(row.elapsed), row.node or "-", row.log or row.slurm_out or "-")
+            fmt_exit(row), elapsed_cell(row), row.node or "-", row.log or row.slurm_out or "-")
 
 
 USAGE_HEADER = ("MEM USED/REQ", "CPU", "TIME USED/LIMIT")
