@@ -26,10 +26,17 @@ def usage_error(message: str) -> tuple[str, str]:
         return ("command" if field.startswith("{") else field.split("/")[-1]), problem
     if message.startswith("the following arguments are required: "):
         names = message.split(": ", 1)[1]
-        return ("command" if names.startswith("{") else names), "required"
+        if names.startswith("{"):   # the commands' metavar: named as an invalid choice names them
+            return "command", f"required (choose from {_choices(names.partition('}')[0].strip('{').split(','))})"
+        return names, "required"
     if message.startswith("unrecognized arguments: "):
         return message.split(": ", 1)[1], "unrecognized argument"
     return "arguments", message
+
+
+def _choices(names: list[str]) -> str:
+    """``'show', 'shards'``: as argparse lists the choices of an invalid one."""
+    return ", ".join(repr(name) for name in names)
 
 
 class OneLineParser(argparse.ArgumentParser):

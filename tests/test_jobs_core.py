@@ -614,3 +614,10 @@ def test_a_record_in_a_folder_the_user_may_not_enter_is_named_so(rightless_dir, 
     result = run_cli(*without_rights("hyperion-jobs", command, target), env=cli_env, timeout=30)
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert result.stderr == f"hyperion-jobs: error: record: cannot read {record.path}: Permission denied\n"
+
+
+def test_no_command_lists_the_commands(capsys):
+    """`hyperion-jobs` alone said "COMMAND: required" and left the user to find out which there are."""
+    assert main([]) == 2
+    assert capsys.readouterr().err == ("hyperion-jobs: error: COMMAND: required (choose from 'list', 'status', "
+                                       "'history', 'usage', 'retry', 'watch', 'logs', 'cancel')\n")

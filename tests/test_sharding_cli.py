@@ -594,3 +594,11 @@ def test_retry_submit_refuses_a_record_others_could_have_written(tmp_path, cli_e
                       "--trust-record", env=cli_env, cwd=tmp_path)
     assert trusted.returncode == 0, trusted.stderr
     assert run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), env=cli_env).stdout == ""
+
+
+def test_no_command_lists_the_commands(cli_env):
+    """`hyperion-checkpoint` alone said "command: required" without naming one."""
+    result = run_cli("hyperion-checkpoint", env=cli_env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("hyperion-checkpoint: error: command: required "
+                             "(choose from 'show', 'shards', 'failed', 'retry')\n")

@@ -14,7 +14,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad input as one ``field: problem`` line, exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(*_field_problem(message))
+        field, problem = _field_problem(message)
+        commands = [action.choices for action in self._actions if isinstance(action, argparse._SubParsersAction)]
+        if problem == "required" and field == "COMMAND" and commands:   # say which, as for an invalid one
+            problem += f" (choose from {', '.join(repr(name) for name in commands[0])})"
+        raise InputError(field, problem)
 
 
 def _field_problem(message: str) -> tuple[str, str]:
