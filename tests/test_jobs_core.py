@@ -621,3 +621,17 @@ def test_no_command_lists_the_commands(capsys):
     assert main([]) == 2
     assert capsys.readouterr().err == ("hyperion-jobs: error: COMMAND: required (choose from 'list', 'status', "
                                        "'history', 'usage', 'retry', 'watch', 'logs', 'cancel')\n")
+
+
+def test_a_folder_of_several_records_names_a_few_of_them(tmp_path, capsys, monkeypatch):
+    """`status exp/log/q` said "holds 2 records; name one of them" and named none."""
+    (tmp_path / "log" / "q").mkdir(parents=True)
+    for age, name in enumerate("abcd"):
+        record = tmp_path / "log" / "q" / f"{name}.JOB.submit.json"
+        record.write_text("{}")
+        os.utime(record, (1000 + age, 1000 + age))
+    monkeypatch.chdir(tmp_path)
+    assert main(["status", "log/q"]) == 2
+    assert capsys.readouterr().err == ("hyperion-jobs: error: RECORD: log/q holds 4 records; name one of them: "
+                                       "log/q/d.JOB.submit.json, log/q/c.JOB.submit.json, log/q/b.JOB.submit.json "
+                                       "and 1 more\n")

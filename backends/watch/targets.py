@@ -90,8 +90,28 @@ def record_file(text: str) -> Path | None:
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
-            raise InputError("RECORD", f"{text} holds {len(found)} records; name one of them")
+            raise InputError("RECORD", f"{text} holds {len(found)} records; name one of them: "
+                             f"{_some(text, path, found)}")
     return None
+
+
+NAMED = 3   # records named when a folder holds several: enough to pick from, one line still
+
+
+def _some(text: str, folder: Path, found: list[Path]) -> str:
+    """The newest few, each as the folder was typed plus its own name (ready to paste), then how many more."""
+    try:
+        base = folder.resolve()
+    except (OSError, RuntimeError):
+        base = None
+    shown = []
+    for record in found[:NAMED]:
+        try:
+            shown.append(os.path.join(text, record.relative_to(base)) if base else str(record))
+        except ValueError:          # reached through a symlink out of the folder
+            shown.append(str(record))
+    more = len(found) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
 
 
 def resolve(text: str, field: str = "JOB|RECORD") -> Target:
