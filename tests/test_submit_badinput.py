@@ -474,3 +474,18 @@ def test_a_working_directory_deleted_under_the_shell_is_one_line_exit_2(tmp_path
     assert result.returncode == 2, result.stderr
     assert result.stderr == (f"{argv[0]}: error: working directory: cannot be reached (No such file or "
                              "directory): it was deleted or moved; cd to a folder that exists\n")
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+def test_gpus_the_site_file_asks_for_are_said_to_come_from_it(tmp_path, cli_env, backend):
+    """`num_gpus: 1` in a site file without default_gpu_type was said as "(--num-gpus 1)", an option
+    the user never gave."""
+    site = tmp_path / "site.yaml"
+    site.write_text(_site(num_gpus=1, default_gpu_type=None))
+    args = ["--cfg", str(site), "--output-file", "log/t.log", "--", "true"]
+    result = run_cli("hyperion-submit", backend, *args, cwd=tmp_path, env=cli_env)
+    _check_rejected(result, tmp_path, "default_gpu_type")
+    assert "GPUs were requested (num_gpus: 1 in the site file) but " in result.stderr, result.stderr
+    given = run_cli("hyperion-submit", backend, "--num-gpus", "2", *args, cwd=tmp_path, env=cli_env)
+    _check_rejected(given, tmp_path, "default_gpu_type")
+    assert "GPUs were requested (--num-gpus 2) but " in given.stderr, given.stderr

@@ -175,6 +175,8 @@ def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
         max_jobs_run=None if max_jobs is None else check_count("--max-jobs-run", max_jobs, minimum=1, maximum=MAX_VALUES),
         env=_env(cli.env),
     )
+    if cli.num_gpus is None and options.num_gpus > 0:   # the site file's count: say so, not --num-gpus
+        site.gpu_options(options.num_gpus, asked=f"num_gpus: {options.num_gpus} in the site file")
     validate_options(site, options)
     return SubmitRequest(site, options, bool(cli.dry_run))
 

@@ -53,11 +53,12 @@ class SiteConfig:
     poll_interval: float | None = None   # seconds: the least time between two polls of Slurm
     path: str = ""
 
-    def gpu_options(self, num_gpus: int) -> tuple[str, ...]:
-        """The default GPU type's options with ``{num_gpus}`` expanded."""
+    def gpu_options(self, num_gpus: int, asked: str | None = None) -> tuple[str, ...]:
+        """The default GPU type's options with ``{num_gpus}`` expanded; `asked` says where the GPU
+        count came from (``--num-gpus N`` unless said)."""
         if self.default_gpu_type is None:
-            raise InputError("default_gpu_type", f"GPUs were requested (--num-gpus {num_gpus}) but "
-                             f"{self.path or 'the site file'} sets no default_gpu_type")
+            raise InputError("default_gpu_type", f"GPUs were requested ({asked or f'--num-gpus {num_gpus}'}) "
+                             f"but {self.path or 'the site file'} sets no default_gpu_type")
         if self.default_gpu_type not in self.gpu_types:
             known = ", ".join(sorted(self.gpu_types)) or "none"
             raise self._refused("default_gpu_type", f"{self.default_gpu_type!r} is not defined under "
