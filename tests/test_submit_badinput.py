@@ -489,3 +489,23 @@ def test_gpus_the_site_file_asks_for_are_said_to_come_from_it(tmp_path, cli_env,
     given = run_cli("hyperion-submit", backend, "--num-gpus", "2", *args, cwd=tmp_path, env=cli_env)
     _check_rejected(given, tmp_path, "default_gpu_type")
     assert "GPUs were requested (--num-gpus 2) but " in given.stderr, given.stderr
+
+
+@pytest.mark.parametrize("backend", ["local", "slurm"])
+def test_site_file_errors_name_the_file_as_typed(tmp_path, cli_env, backend):
+    """An unknown key named the file resolved and then, typed as ./site.yaml, again as typed; a GPU
+    policy problem found at run time named it resolved, one found at load as typed."""
+    (tmp_path / "site.yaml").write_text(_site(bogus=1))
+    args = ["--output-file", "log/t.log", "--", "true"]
+    unknown = run_cli("hyperion-submit", backend, "--cfg", "./site.yaml", *args, cwd=tmp_path, env=cli_env)
+    _check_rejected(unknown, tmp_path, "bogus")
+    assert unknown.stderr.endswith(") (in the site file ./site.yaml)\n") and str(tmp_path) not in unknown.stderr
+    (tmp_path / "site.yaml").write_text(_site(num_gpus=1, default_gpu_type=None))
+    no_type = run_cli("hyperion-submit", backend, "--cfg", "./site.yaml", *args, cwd=tmp_path, env=cli_env)
+    _check_rejected(no_type, tmp_path, "default_gpu_type")
+    assert no_type.stderr.endswith(" but ./site.yaml sets no default_gpu_type\n"), no_type.stderr
+    (tmp_path / "site.yaml").write_text(_site(default_gpu_type="a100"))
+    undefined = run_cli("hyperion-submit", backend, "--cfg", "./site.yaml", "--num-gpus", "1", *args,
+                        cwd=tmp_path, env=cli_env)
+    _check_rejected(undefined, tmp_path, "default_gpu_type")
+    assert undefined.stderr.endswith(" (in the site file ./site.yaml)\n"), undefined.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -51,14 +51,20 @@ class SiteConfig:
     gpu_types: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     max_array_size: int | None = None
     poll_interval: float | None = None   # seconds: the least time between two polls of Slurm
-    path: str = ""
+    path: str = ""                       # resolved, for the record
+    shown: str = field(default="", compare=False)   # as --cfg gave it: what errors say, as at load
+
+    @property
+    def where(self) -> str:
+        """The site file as errors name it: as the user typed it (errors at load do so too)."""
+        return printable(self.shown or self.path)
 
     def gpu_options(self, num_gpus: int, asked: str | None = None) -> tuple[str, ...]:
         """The default GPU type's options with ``{num_gpus}`` expanded; `asked` says where the GPU
         count came from (``--num-gpus N`` unless said)."""
         if self.default_gpu_type is None:
             raise InputError("default_gpu_type", f"GPUs were requested ({asked or f'--num-gpus {num_gpus}'}) "
-                             f"but {self.path or 'the site file'} sets no default_gpu_type")
+                             f"but {self.where or 'the site file'} sets no default_gpu_type")
         if self.default_gpu_type not in self.gpu_types:
             known = ", ".join(sorted(self.gpu_types)) or "none"
             raise self._refused("default_gpu_type", f"{self.default_gpu_type!r} is not defined under "
@@ -74,7 +80,7 @@ class SiteConfig:
 
     def _refused(self, field: str, problem: str) -> SiteError:
         """A problem of this site file found when a run uses it, said with the file as at load."""
-        return SiteError(field, f"{problem} (in the site file {printable(self.path)})" if self.path else problem)
+        return SiteError(field, f"{problem} (in the site file {self.where})" if self.where else problem)
 
     def resource_options(self, num_gpus: int) -> tuple[str, ...]:
         """cpu_options for a CPU job, else the GPU type's options (the contract's rule)."""
@@ -174,7 +180,7 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
     _check_plain_text(raw)
     unknown = [k for k in raw if k not in KEYS]
     if unknown:
-        raise InputError(str(unknown[0]), f"unknown key in {path or 'the site file'} (known: {', '.join(KEYS)})")
+        raise InputError(str(unknown[0]), f"unknown key (known: {', '.join(KEYS)})")
     if raw.get("mem") is not None and raw.get("mem_per_cpu") is not None:
         raise InputError("mem_per_cpu", "the site file sets both mem and mem_per_cpu; keep at most one memory scope")
     sbatch = _text("sbatch_command", raw.get("sbatch_command", "sbatch")) or "sbatch"
@@ -373,7 +379,8 @@ def load_site_text(path: str | Path) -> tuple[SiteConfig, str]:
     """The validated site and the text it came from (read once: a pipe cannot be read twice)."""
     text = read_site_text(path)
     try:
-        return site_from_mapping(parse_site_text(text, path), _site_path(path)), text
+        site = site_from_mapping(parse_site_text(text, path), _site_path(path))
+        return replace(site, shown=str(path)), text
     except SiteError:
         raise
     except InputError as err:
