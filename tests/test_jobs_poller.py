@@ -744,3 +744,19 @@ def test_a_running_tasks_usage_is_the_controllers_newer_word_with_no_query_more(
     assert (used.elapsed_seconds, used.time_limit_seconds, used.req_mem_bytes, used.alloc_cpus,
             used.max_rss_bytes) == (100, 600, 100 << 20, 1, 10 << 20)
     assert later.usage[("3", 1)].elapsed_seconds == 2   # recorded: accounting's only
+
+
+def test_watching_an_array_cancelled_mid_task_never_adds_a_task_without_id():
+    """`watch 7746` of an array cancelled while its task 1 ran: accounting's one answer naming only
+    the array job itself (no task) became a fourth task, CANCELLED, kept to the end of the watch."""
+    from test_jobs_states import SACCT_ARRAY_JOB_ALONE, SQUEUE_CANCELLED_ARRAY
+
+    ended = SQUEUE_CANCELLED_ARRAY.replace("7746_1|COMPLETING|0|", "7746_1|CANCELLED|15|")
+    script = Script([ok(SACCT_ARRAY_JOB_ALONE)], [ok(SQUEUE_CANCELLED_ARRAY), ok(ended)])
+    clock = Clock()
+    p = poller({"7746": None}, script, clock)
+    first = p.poll_once()
+    clock.sleep(p.interval)
+    last = p.poll_once()
+    assert set(first.states) == set(last.states) == {("7746", 1), ("7746", 2), ("7746", 3)}
+    assert first.states[("7746", 1)].state is JobState.COMPLETING and last.all_terminal

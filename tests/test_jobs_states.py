@@ -280,3 +280,42 @@ def test_squeue_tells_the_time_used_and_request_as_sacct_does():
     assert [t.key for t in rows.states] == list(rows.usage)
     assert parse_squeue_rows("5_1|RUNNING|0|0:03|vm|None|0|\n").usage == {}   # an answer without them
     assert squeue_argv(["1"])[-1].endswith("TimeLimit:|,NumCPUs:|,tres-alloc:|,NumNodes:|")
+
+
+# Recorded on the test cluster 0.01 s after `scancel 7746` of `--array=1-3%1` while task 1 ran (it
+# had started 1 s before, accounting had no row of it yet): accounting's only row was the array
+# job's own, with no task id (and a half-filled request: ReqMem 16?, no CPUs), while the controller
+# named the three tasks.
+SACCT_ARRAY_JOB_ALONE = ("7746|7746|CANCELLED by 0|0:0|00:00:00|None assigned|2026-12-05T02:14:18|"
+                         "2026-12-05T02:14:18|None||00:00:00||16?|0|\n")
+SQUEUE_CANCELLED_ARRAY = """\
+7746_2|CANCELLED|0|0:00||JobArrayTaskLimit|0|10:00|1|cpu=1,mem=100M,node=1,billing=1|1|
+7746_3|CANCELLED|0|0:00||JobArrayTaskLimit|0|10:00|1|cpu=1,mem=100M,node=1,billing=1|1|
+7746_1|COMPLETING|0|0:01|vm|None|0|10:00|1|cpu=1,mem=100M,node=1,billing=1|1|
+"""
+
+
+def _answers(sacct: str, squeue: str):
+    def runner(argv):
+        return CommandResult(0, sacct if argv[0] == "sacct" else squeue, "")
+    return runner
+
+
+def test_status_of_an_array_cancelled_mid_task_shows_only_its_tasks(tmp_path):
+    """`status 7746` said '4 tasks: CANCELLED 3, COMPLETING 1', the fourth a row 7746 with no task."""
+    from backends.watch.rows import state_counts
+    from backends.watch.targets import Target, status
+
+    rows = status(Target(None, "7746"), [tmp_path], _answers(SACCT_ARRAY_JOB_ALONE, SQUEUE_CANCELLED_ARRAY))
+    assert [(row.slurm_id, row.state_label) for row in rows] == [
+        ("7746_1", "COMPLETING"), ("7746_2", "CANCELLED"), ("7746_3", "CANCELLED")]
+    assert state_counts(rows) == {"COMPLETING": 1, "CANCELLED": 2}
+
+
+def test_a_plain_job_keeps_its_single_row_and_a_range_row_its_tasks():
+    sacct = parse_sacct_rows("7750|7750|CANCELLED by 0|0:0|00:00:03|vm|a|b|None\n")
+    merged = merge(sacct, parse_squeue("7750|COMPLETING|0|0:03|vm|None|0|\n"))
+    assert list(merged) == [("7750", None)] and merged[("7750", None)].state is JobState.CANCELLED
+    ranged = parse_sacct_rows("7746_[2-3%1]|7746|CANCELLED by 0|0:0|00:00:00|None assigned|None|x|None\n")
+    merged = merge(ranged, parse_squeue("7746_1|COMPLETING|0|0:01|vm|None|0|\n"))
+    assert sorted(merged) == [("7746", 1), ("7746", 2), ("7746", 3)]

@@ -384,7 +384,8 @@ def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -
     reaches accounting as the job completes). A terminal accounting row of an
     earlier attempt (NODE_FAIL, PREEMPTED, REQUEUED) never ends a task the
     controller has queued again: squeue then says PENDING/RUNNING (with a
-    higher RestartCnt), and that is what the task is.
+    higher RestartCnt), and that is what the task is. An array job's own row is no task
+    (`without_array_job_rows`).
     """
     rows = sacct if isinstance(sacct, SacctRows) else SacctRows(list(sacct), [])
     merged: dict[Key, TaskState] = {t.key: t for t in rows.ranged}
@@ -396,7 +397,23 @@ def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -
             merged[task.key] = task
         elif task.state.is_terminal and _ended_in_controller(task, fresh):
             merged[task.key] = _with_restarts(controller_code(task, fresh), fresh.restart_count)
-    return merged
+    return without_array_job_rows(merged)
+
+
+def without_array_job_rows(states: dict[Key, TaskState]) -> dict[Key, TaskState]:
+    """`states` less the row of an array job itself, with no task id, when they name its tasks.
+
+    For 2-5 s after ``scancel`` of an array accounting has not filed as a range yet (cancelled
+    right after sbatch, or as its first task started), accounting's only row is the array job's
+    own (``7746|7746|CANCELLED by 0``, no task) while the controller lists the tasks (7746_1
+    COMPLETING): taken for a task, a 3-task array read "4 tasks". A plain job has no task rows,
+    and keeps its single row.
+    """
+    bare = {job for job, task in states if task is None}
+    if not bare:
+        return states
+    arrays = {job for job, task in states if task is not None and job in bare}
+    return {key: state for key, state in states.items() if key[1] is not None or key[0] not in arrays}
 
 
 def controller_code(final: TaskState, live: TaskState) -> TaskState:
