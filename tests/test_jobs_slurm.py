@@ -492,3 +492,51 @@ def test_status_shows_no_elapsed_time_for_tasks_that_never_started(slurm_cluster
         subprocess.run(["scancel", job], check=False)
     assert seen[f"{job}_1"][0] == "CANCELLED" and seen[f"{job}_1"][1] not in ("-", "0:00:00"), seen
     assert seen[f"{job}_2"] == seen[f"{job}_3"] == ("CANCELLED", "-"), seen
+
+
+
+def _bare_in_accounting(job: str) -> bool:
+    """Whether sacct's one row for `job` is the job's own, with no task id."""
+    acct = subprocess.run(["sacct", "-j", job, "-n", "-X", "-P", "-o", "JobID"], capture_output=True, text=True)
+    return acct.stdout.split() == [job]
+
+
+def _status_of_cancelled_at_once(tmp_path: Path, cli_env: dict[str, str]) -> tuple[str, dict] | None:
+    """`status --json` of a 3-task array cancelled right after sbatch, taken while accounting's only row
+    for it is the array job's own (sacct says so before and after); None if the moment was missed."""
+    job = sbatch(tmp_path, "sleep 60\n", "1-3%1")
+    try:
+        subprocess.run(["scancel", job], check=True)
+        before = _bare_in_accounting(job)
+        shown = run_cli("hyperion-jobs", "status", job, "--json", cwd=tmp_path, env=cli_env, timeout=60)
+        if not (before and _bare_in_accounting(job)):
+            return None
+    finally:
+        subprocess.run(["scancel", job], check=False)
+    assert shown.returncode == 0, shown.stderr
+    return job, json.loads(shown.stdout)
+
+
+def test_status_of_an_array_cancelled_at_once_shows_its_tasks_only(slurm_cluster, tmp_path, cli_env):
+    """For 2-5 s after `scancel` of an array accounting has not filed as a range yet (cancelled right
+    after sbatch, or as its first task starts), sacct's only row is the array job's own, with no task
+    id; `status JOB` showed it as a task: '4 tasks: CANCELLED 4' for a 3-task array. A plain job
+    cancelled the same way keeps its single row."""
+    for _ in range(3):     # the moment lasts 2-5 s; sacct has filed the array within 0.5 s once in ten
+        caught = _status_of_cancelled_at_once(tmp_path, cli_env)
+        if caught is not None:
+            break
+    else:
+        pytest.fail("sacct named the array's tasks within a second of scancel three times: nothing was tested")
+    job, answer = caught
+    assert [t["slurm_id"] for t in answer["tasks"]] == [f"{job}_{task}" for task in (1, 2, 3)], answer
+    assert answer["counts"] == {"CANCELLED": 3}
+    plain = subprocess.run(["sbatch", "--parsable", "-p", "cpu", "-t", "5", "-J", "hyperion-jobs-test",
+                            "-o", "/dev/null", "--wrap", "sleep 60"],
+                           capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    try:
+        subprocess.run(["scancel", plain], check=True)
+        single = run_cli("hyperion-jobs", "status", plain, "--json", cwd=tmp_path, env=cli_env, timeout=60)
+    finally:
+        subprocess.run(["scancel", plain], check=False)
+    assert [(t["slurm_id"], t["state"]) for t in json.loads(single.stdout)["tasks"]] == [(plain, "CANCELLED")]
