@@ -366,6 +366,34 @@ def test_elapsed_of_running_tasks_ticks_between_polls(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_elapsed_is_blank_for_tasks_that_never_started_as_status_shows_them(tmp_path: Path) -> None:
+    """A task cancelled while pending (sacct: Elapsed 00:00:00, no node) read 0:00:00 in the console,
+    where `hyperion-jobs status` says - as it does for a pending one; tasks that ran show their time."""
+    from backends.cli.jobs.table import STATUS_HEADER, status_cells
+    from backends.watch.rows import job_rows
+
+    record = slurm_like_record(tmp_path, 4)
+    states = (_running(1, 34.0), _running(2, 40.0, JobState.CANCELLED),
+              TaskState("4242", 3, JobState.CANCELLED, 0, None, 0.0, None),
+              TaskState("4242", 4, JobState.PENDING, None, None, 0.0, None, source="squeue", reason="Priority"))
+    status = [status_cells(row)[STATUS_HEADER.index("ELAPSED")] for row in job_rows({s.key: s for s in states})]
+    assert status == ["0:00:34", "0:00:40", "-", "-"]
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = await _jobs_on(app, pilot, record)
+            jobs.post_message(JobsUpdated(record.path, states, as_of=time.time()))
+            await pilot.pause()
+            table = jobs.query_one("#tasks")
+            shown = table_column(table, "elapsed")
+            assert shown[0] in ("0:00:34", "0:00:35") and shown[1:] == ["0:00:40", "", ""], shown
+            await pilot.pause(1.3)                        # the running task still ticks, no poll meanwhile
+            assert table_column(table, "elapsed")[0] in ("0:00:35", "0:00:36")
+
+    asyncio.run(scenario())
+
+
 def test_status_line_shows_the_age_of_the_states_and_an_outage_while_it_lasts(tmp_path: Path) -> None:
     record = slurm_like_record(tmp_path, 2)
 

@@ -80,6 +80,15 @@ class TaskRow:
                 **(self.usage or Usage()).to_json()}
 
 
+def never_started(row: TaskRow | TaskState) -> bool:
+    """No node and no time: a task that never started, whatever the source says. squeue's 0:00 for a
+    pending task and sacct's 00:00:00 for one cancelled while pending read as a run of no time (it
+    showed 0:00:00 when the record was cancelled, - when the task alone was). Slurm gives no node to
+    a task it never started (sacct's Start is no help: it holds the cancel's time). `hyperion-jobs
+    status` and the console show no elapsed time for it."""
+    return row.node is None and not row.elapsed
+
+
 def expected(record: SubmitRecord) -> dict[str, tuple[int, ...] | None]:
     """Poller input for a record: each job id with its physical task ids."""
     return expected_tasks(record.tasks, [job.job_id for job in record.jobs])

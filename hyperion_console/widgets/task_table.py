@@ -24,6 +24,7 @@ from textual.strip import Strip
 
 from backends.printable import printable
 from backends.states import never_runs
+from backends.watch.rows import never_started
 from backends.watch.usage_summary import cpu_efficiency, human_bytes
 
 from ..messages import TaskHighlighted
@@ -75,8 +76,9 @@ def _exit(row: Row) -> str:
 
 
 def _elapsed(row: Row) -> str:
-    """Ticking for running tasks; none for tasks still waiting (squeue says 0:00)."""
-    if row.name == "PENDING":
+    """Ticking for running tasks; none for a task that never started (pending, or cancelled while
+    pending: squeue and sacct say 0:00), the core's rule that `hyperion-jobs status` shows as -."""
+    if row.state is None or never_started(row.state):
         return ""
     return elapsed_text(row.index.elapsed(row.key, row.now))
 

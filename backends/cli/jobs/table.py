@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backends.printable import printable
-from backends.watch.rows import TaskRow, state_counts
+from backends.watch.rows import TaskRow, never_started, state_counts
 from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
@@ -23,13 +23,8 @@ def fmt_elapsed(seconds: float | None) -> str:
 
 
 def elapsed_cell(row: TaskRow) -> str:
-    """``-`` for a task that never started, whatever the source says: squeue's 0:00 for a pending
-    task and sacct's 00:00:00 for one cancelled while pending read as a run of no time (it showed
-    0:00:00 when the record was cancelled, - when the task alone was). Slurm gives no node to a task
-    it never started (sacct's Start is no help: it holds the cancel's time)."""
-    if row.node is None and not row.elapsed:
-        return "-"
-    return fmt_elapsed(row.elapsed)
+    """``-`` for a task that never started (`never_started`), else the time it ran."""
+    return "-" if never_started(row) else fmt_elapsed(row.elapsed)
 
 
 def fmt_exit(row: TaskRow) -> str:
