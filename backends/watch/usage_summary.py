@@ -7,9 +7,10 @@ Pure: usages in, a frozen summary out, then text or JSON.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from backends.records.record import LOCAL_JOB
 from backends.states import JobState
 from backends.watch.usage import Key, Usage
 
@@ -125,6 +126,25 @@ def summarize_rows(rows: Mapping[Key, object]) -> UsageSummary | None:
     if not (used or oom or late):
         return None
     return summarize(used, oom, late)
+
+
+def usage_heading(summary: UsageSummary | None, rows: Iterable[object], tasks: Collection[Key]) -> str:
+    """``usage of 4 of 10 task(s) (4 ended; accounting measured 3)``: how many tasks the summary is
+    of (its ``(0 of 4 tasks)``), how many ended and where the figures come from; `hyperion-jobs
+    usage` heads its summary with it and the console shows it above its own.
+
+    `rows` are the task rows known (`summarize_rows`' summary of them), `tasks` the key of every task
+    of the record, job id first. The CLI said "usage of 0 of 200" (the tasks accounting measured)
+    above "(0 of 7 tasks)" (the tasks with any figure, a local task's elapsed time too), and the
+    console counted MaxRSS "(0 of 200)": two totals for one summary."""
+    ended = measured = 0
+    for row in rows:
+        state = getattr(row, "state", None)
+        ended += state is not None and state.is_terminal
+        measured += getattr(row, "usage", None) is not None
+    local = bool(tasks) and all(job == LOCAL_JOB for job, _ in tasks)
+    source = "run locally: elapsed time only" if local else f"accounting measured {measured}"
+    return f"usage of {summary.tasks if summary else 0} of {len(tasks)} task(s) ({ended} ended; {source})"
 
 
 def _usage_of(row: object) -> Usage | None:

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
 
 from backends import jsontext
 from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.printable import printable
-from backends.watch.rows import LOCAL_JOB, TaskRow
 from backends.watch.targets import history_of, history_status, resolve
-from backends.watch.usage_summary import format_summary, summarize, summarize_rows
+from backends.watch.usage_summary import format_summary, summarize, summarize_rows, usage_heading
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
@@ -17,24 +15,14 @@ def cmd_usage(args: argparse.Namespace) -> int:
     problems: list[str] = []
     rows = history_status(history, problems=problems)
     say_shown_as_recorded(problems)
-    used = {(row.job_id, row.task_id): row.usage for row in rows if row.usage is not None}
-    summary = summarize_rows({(row.job_id, row.task_id): row for row in rows}) or summarize({})
+    keys = [(row.job_id, row.task_id) for row in rows]
+    summary = summarize_rows(dict(zip(keys, rows))) or summarize({})
     if args.json:
         print(jsontext.dumps({"record": history.record_path, "summary": summary.to_json(),
                               "tasks": [row.to_json() for row in rows]}, indent=2))
         return 0
-    print(printable(f"{history.record_path}: {usage_heading(rows, summary.tasks, len(used))}"))
+    print(printable(f"{history.record_path}: {usage_heading(summary, rows, keys)}"))
     for line in format_summary(summary):
         print(printable(line))
     return 0
 
-
-def usage_heading(rows: Sequence[TaskRow], summarized: int, measured: int) -> str:
-    """``usage of 4 of 10 task(s) (4 ended; ...)``: the count the summary's ``(0 of 4 tasks)`` is of.
-
-    It said "usage of 0 of 200" (the tasks accounting measured) above "(0 of 7 tasks)" (the tasks
-    with any figure, a local task's elapsed time too): two totals for one summary."""
-    ended = sum(1 for row in rows if row.state is not None and row.state.is_terminal)
-    source = ("run locally: elapsed time only" if all(row.job_id == LOCAL_JOB for row in rows)
-              else f"accounting measured {measured}")
-    return f"usage of {summarized} of {len(rows)} task(s) ({ended} ended; {source})"
