@@ -245,15 +245,55 @@ def test_usage_columns_and_summary_fit_80_columns_and_show_a_dash_until_known(tm
             assert table_column(table, "cpu") == ["83%", "20%", "-"]
             assert table_column(table, "time") == ["60s/6m", "30s/6m", "-"]
             assert rendered(table)[0].startswith("value job      state             mem/req  cpu time/limit")
+            heading = rendered(summary.query_one("#usage-heading"))[0].rstrip()
             first = rendered(summary.query_one("#usage-line-1"))[0].rstrip()
             second = rendered(summary.query_one("#usage-line-2"))[0].rstrip()
-            assert first == "MaxRSS med 207M p95 314M max 314M (2 of 3) · CPU 52%"
+            # as `hyperion-jobs usage`: MaxRSS of the 2 tasks summarized (it said "of 3": every task)
+            assert heading == "usage of 2 of 3 task(s) (2 ended; accounting measured 2)"
+            assert first == "MaxRSS med 207M p95 314M max 314M (2 of 2) · CPU 52%"
             assert second == "elapsed med 00:00:45 p95 00:01:00 max 00:01:00 · >90% of --mem 1, of --time 0"
             assert all(len(line) <= 80 for line in rendered(table))
             await pilot.press("u")                               # back to exit, elapsed, node
             assert "exit" in rendered(table)[0] and not summary.display
 
     asyncio.run(scenario())
+
+
+def test_usage_summary_counts_the_tasks_hyperion_jobs_usage_counts(tmp_path: Path, cli_env) -> None:
+    """A local run that stopped at its failed value 2 (value 3 never ran): `hyperion-jobs usage` says
+    "usage of 2 of 3 task(s) (2 ended; run locally: elapsed time only)" above "(0 of 2 tasks)"; the
+    console said "MaxRSS ... (0 of 3)", its MaxRSS counted against every task, and no heading."""
+    from conftest import run_cli
+
+    (tmp_path / "fail.2").write_text("")
+    run = run_cli("hyperion-submit", "local", "--cfg", str(SITE), "--array", "JOB=1:3", "--output-file",
+                  "log/t.JOB.log", "--", "bash", "-c", "[ ! -e fail.JOB ]", cwd=tmp_path, env=cli_env)
+    assert run.returncode == 1, run.stderr
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    cli = run_cli("hyperion-jobs", "usage", str(record), env=cli_env).stdout.splitlines()
+    assert cli[0] == f"{record}: usage of 2 of 3 task(s) (2 ended; run locally: elapsed time only)", cli
+    assert cli[1].endswith("(0 of 2 tasks)"), cli
+    shown: list[str] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
+                           == ["COMPLETED", "FAILED", "NOT_RUN"], 10)
+            await pilot.press("u")
+            summary = jobs.query_one("#usage-summary")
+            await wait_for(pilot, lambda: "MaxRSS" in text_of(summary.query_one("#usage-line-1")), 10)
+            await pilot.pause(1.5)                              # the summary follows updates (DERIVED_DELAY)
+            shown.extend(rendered(summary.query_one(f"#{line}"))[0].rstrip()
+                         for line in ("usage-line-1", "usage-line-2"))
+            shown.extend(rendered(heading)[0].rstrip() for heading in summary.query("#usage-heading"))
+
+    asyncio.run(scenario())
+    assert shown[0] == "MaxRSS med - p95 - max - (0 of 2) · CPU -", shown
+    median, p95, top = cli[2].split()[2::2]                  # elapsed  median X  p95 Y  max Z
+    assert shown[1].startswith(f"elapsed med {median} p95 {p95} max {top} · "), (shown, cli)
+    assert shown[2:] == [cli[0].removeprefix(f"{record}: ")], (shown, cli)
 
 
 def test_a_value_an_earlier_local_attempt_never_ran_shows_no_log_not_the_rerun_s(tmp_path: Path, cli_env) -> None:

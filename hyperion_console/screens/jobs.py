@@ -30,7 +30,7 @@ from backends.states import explain_reason, never_runs
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import record_file
-from backends.watch.usage_summary import summarize_rows
+from backends.watch.usage_summary import summarize_rows, usage_heading
 
 from ..errors import describe_error, guarded
 from ..messages import (
@@ -579,9 +579,11 @@ class JobsScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
     def derive_usage(self, history: History, tasks: dict, states: dict) -> None:
-        """The core's usage summary over the tasks whose usage accounting reported."""
-        summary = summarize_rows(states)
-        self.app.call_from_thread(self.query_one("#usage-summary", UsageSummaryLines).show, summary, len(tasks))
+        """The core's usage summary of the record's tasks and its heading, as `hyperion-jobs usage`."""
+        rows = {key: states[key] for key in tasks if key in states}
+        summary = summarize_rows(rows)
+        heading = usage_heading(summary, rows.values(), list(tasks))
+        self.app.call_from_thread(self.query_one("#usage-summary", UsageSummaryLines).show, summary, heading)
 
     # -- state map -------------------------------------------------------------------
     @on(StateMap.Moved)

@@ -1,9 +1,10 @@
-"""The per-array usage summary above the task table's usage columns, in two lines of 80 columns.
+"""The per-array usage summary above the task table's usage columns, in three lines of 80 columns.
 
-The figures are the core's (`backends.watch.usage_summary.summarize`, what
-`hyperion-jobs usage` prints in five lines): median, p95 and max of MaxRSS and
-elapsed, CPU efficiency, and how many tasks used more than 90% of their memory
-or time limit. Until accounting reports usage, each figure is "-".
+The heading and the figures are the core's (`backends.watch.usage_summary`:
+`usage_heading` and `summarize_rows`, what `hyperion-jobs usage` prints): how
+many tasks the summary is of and how many ended, then median, p95 and max of
+MaxRSS and elapsed, CPU efficiency, and how many tasks used more than 90% of
+their memory or time limit. Until a task has a figure, each is "-".
 """
 from __future__ import annotations
 
@@ -11,39 +12,45 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from backends.watch.usage_summary import UsageSummary, human_bytes, human_seconds
+from backends.watch.usage_summary import UsageSummary, human_bytes, human_seconds, summarize
 
 from .fit_line import FitLine
 
 
-def usage_lines(summary: UsageSummary | None, tasks: int) -> tuple[Text, Text]:
-    """``MaxRSS med 314M p95 1.2G max 1.5G (38 of 40) · CPU 85%`` and the elapsed / near-limit line."""
-    if summary is None or not summary.tasks:
-        return (Text(f"usage of 0 of {tasks} task(s): - (accounting has not reported any yet)", style="dim"),
-                Text("elapsed - · over 90% of --mem - · of --time -", style="dim"))
+def usage_lines(summary: UsageSummary | None) -> tuple[Text, Text]:
+    """``MaxRSS med 314M p95 1.2G max 1.5G (38 of 40) · CPU 85%`` and the elapsed / near-limit line;
+    ``(38 of 40)`` as the CLI's ``(38 of 40 tasks)``: of the tasks summarized, not of every task."""
+    empty = summary is None or not summary.tasks
+    summary = summary or summarize({})
     rss, elapsed = summary.max_rss_bytes, summary.elapsed_seconds
     efficiency = "-" if summary.cpu_efficiency is None else f"{summary.cpu_efficiency:.0%}"
     first = Text.assemble(("MaxRSS", "bold"), f" med {human_bytes(rss.median)} p95 {human_bytes(rss.p95)} "
-                          f"max {human_bytes(rss.max)} ({rss.count} of {tasks}) · ", ("CPU", "bold"),
+                          f"max {human_bytes(rss.max)} ({rss.count} of {summary.tasks}) · ", ("CPU", "bold"),
                           f" {efficiency}")
     near_mem, near_time = len(summary.near_memory_limit), len(summary.near_time_limit)
     second = Text.assemble(("elapsed", "bold"), f" med {human_seconds(elapsed.median)} "
                            f"p95 {human_seconds(elapsed.p95)} max {human_seconds(elapsed.max)} · >90% of ",
                            ("--mem", "bold"), " ", (str(near_mem), "bold red" if near_mem else ""), ", of ",
                            ("--time", "bold"), " ", (str(near_time), "bold red" if near_time else ""))
+    if empty:
+        first.stylize("dim")
+        second.stylize("dim")
     return first, second
 
 
 class UsageSummaryLines(Vertical):
-    """Two lines, each cut with an ellipsis when the terminal is narrower than they are."""
+    """The heading and two lines of figures, each cut with an ellipsis when the terminal is narrower."""
 
-    DEFAULT_CSS = "UsageSummaryLines { height: 2; }"
+    DEFAULT_CSS = "UsageSummaryLines { height: 3; }"
 
     def compose(self) -> ComposeResult:
+        yield FitLine(id="usage-heading")
         yield FitLine(id="usage-line-1")
         yield FitLine(id="usage-line-2")
 
-    def show(self, summary: UsageSummary | None, tasks: int) -> None:
-        first, second = usage_lines(summary, tasks)
+    def show(self, summary: UsageSummary | None, heading: str) -> None:
+        """`heading`: the core's `usage_heading` of the same rows as `summary`."""
+        first, second = usage_lines(summary)
+        self.query_one("#usage-heading", FitLine).update(Text(heading))
         self.query_one("#usage-line-1", FitLine).update(first)
         self.query_one("#usage-line-2", FitLine).update(second)
