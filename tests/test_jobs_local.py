@@ -261,3 +261,17 @@ def test_a_retry_dry_run_into_a_pipe_closed_early_is_read_not_failed(tmp_path, c
         finally:
             os.close(write)
         assert (done.returncode, done.stderr) == (0, ""), argv
+
+
+def test_usage_of_a_local_run_from_before_the_ledger_sums_every_task(tmp_path, cli_env) -> None:
+    """Its tasks have no task id: `usage` keyed them all alike and summed only the last, saying
+    "usage of 0 of 4 task(s)" of a run whose four tasks each ran 7 s."""
+    from test_console_fixtures import build_local_record
+
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("COMPLETED", 0), 3: ("FAILED", 3),
+                                           4: ("COMPLETED", 0)})
+    usage = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
+    assert usage.returncode == 0, usage.stderr
+    assert usage.stdout.splitlines()[:2] == [
+        f"{record}: usage of 4 of 4 task(s) (4 ended; run locally: elapsed time only)",
+        "MaxRSS   median -  p95 -  max -  (0 of 4 tasks)"]
