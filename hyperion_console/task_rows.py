@@ -8,13 +8,10 @@ core's `FinalsRecorder`; nothing here decides what a state is.
 
 Usage (what a task used and was allowed) reaches rows through the core's
 usage wiring: `task_row(..., usage)`, `FinalsRecorder.observe(..., usage)`,
-`PollUpdate.usage`, `TaskRow.usage`. A core without it gives rows without
-usage, and the console shows "-" for them: the few checks below are the only
-place that knows, and go once every core has it.
+`PollUpdate.usage`, `TaskRow.usage`; a row nothing measured yet shows "-".
 """
 from __future__ import annotations
 
-import inspect
 from typing import Iterable, Mapping
 
 from backends.records.history import History
@@ -25,12 +22,8 @@ from backends.watch.rows import TaskRow, task_row
 
 from .task_index import Key, record_key
 
-_ROW_TAKES_USAGE = "usage" in inspect.signature(task_row).parameters
-_FINALS_TAKE_USAGE = "usage" in inspect.signature(FinalsRecorder.observe).parameters
-
-
 def usage_of(row: object):
-    """A row's Usage, or None (not known yet, a bare TaskState, or a core without usage)."""
+    """A row's Usage, or None (not known yet, or a bare TaskState)."""
     return getattr(row, "usage", None)
 
 
@@ -47,18 +40,13 @@ def shown_usage(update: object) -> Mapping:
 
 
 def row_of(history: History, task: TaskRecord, states: Mapping, usage: Mapping | None = None) -> TaskRow:
-    """`task_row` of the core, with accounting's usage when the core takes it."""
-    if _ROW_TAKES_USAGE:
-        return task_row(history, task, states, usage)
-    return task_row(history, task, states)
+    """`task_row` of the core, with accounting's usage."""
+    return task_row(history, task, states, usage)
 
 
 def record_finals(recorder: FinalsRecorder, changed: Iterable, usage: Mapping) -> None:
     """Write the final states (and usage) seen in one poll into the ledger, as every face does."""
-    if _FINALS_TAKE_USAGE:
-        recorder.observe(changed, usage)
-    else:
-        recorder.observe(changed)
+    recorder.observe(changed, usage)
 
 
 def polled_tasks(history: History) -> list[TaskRecord]:
