@@ -112,3 +112,27 @@ def test_a_local_run_has_its_elapsed_times_summed_up(tmp_path: Path, cli_env) ->
     assert shown.returncode == 0, shown.stderr
     (elapsed,) = [line for line in shown.stdout.splitlines() if line.startswith("elapsed")]
     assert elapsed.split()[:3] == ["elapsed", "median", "00:00:01"], shown.stdout
+
+
+def test_tasks_that_never_started_are_not_summed_as_runs_of_no_time() -> None:
+    """While an array runs, squeue tells a pending task's request and 0:00: the console's summary of
+    40 tasks, 18 pending, said "accounting measured 40" and a median elapsed of 1 s."""
+    from backends.states import JobState
+    from backends.watch.rows import TaskRow
+    from backends.watch.usage_summary import summarize_rows, usage_heading
+
+    request = Usage(req_mem_bytes=100 * 2**20, time_limit_seconds=360.0)
+
+    def row(task: int, state: JobState, elapsed: float, node: str | None) -> TaskRow:
+        used = Usage(elapsed_seconds=elapsed, req_mem_bytes=request.req_mem_bytes,
+                     time_limit_seconds=request.time_limit_seconds)
+        return TaskRow(task, "88", task, state, 0 if state.is_terminal else None, None, elapsed, node,
+                       None, None, None, usage=used)
+
+    rows = {("88", 1): row(1, JobState.COMPLETED, 5.0, "vm"), ("88", 2): row(2, JobState.RUNNING, 21.0, "vm"),
+            ("88", 3): row(3, JobState.PENDING, 0.0, None), ("88", 4): row(4, JobState.PENDING, 0.0, None)}
+    summary = summarize_rows(rows)
+    assert summary is not None and summary.tasks == 2
+    assert summary == summarize_rows({key: rows[key] for key in (("88", 1), ("88", 2))})   # as if not there
+    assert summary.elapsed_seconds.max == 21.0 and summary.elapsed_seconds.median != 0.0
+    assert usage_heading(summary, rows.values(), rows) == "usage of 2 of 4 task(s) (1 ended; accounting measured 2)"

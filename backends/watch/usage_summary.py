@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from backends.records.record import LOCAL_JOB
 from backends.states import JobState
+from backends.watch.rows import never_started
 from backends.watch.usage import Key, Usage
 
 NEAR_LIMIT = 0.9   # a task above this fraction of its memory or time limit is "near" it
@@ -141,7 +142,7 @@ def usage_heading(summary: UsageSummary | None, rows: Iterable[object], tasks: C
     for row in rows:
         state = getattr(row, "state", None)
         ended += state is not None and state.is_terminal
-        measured += getattr(row, "usage", None) is not None
+        measured += getattr(row, "usage", None) is not None and not never_started(row)
     local = bool(tasks) and all(job == LOCAL_JOB for job, _ in tasks)
     source = "run locally: elapsed time only" if local else f"accounting measured {measured}"
     return f"usage of {summary.tasks if summary else 0} of {len(tasks)} task(s) ({ended} ended; {source})"
@@ -149,7 +150,11 @@ def usage_heading(summary: UsageSummary | None, rows: Iterable[object], tasks: C
 
 def _usage_of(row: object) -> Usage | None:
     """A row's usage, with the elapsed time its final state holds where Slurm did not give one:
-    a local task has no accounting, but the ledger says how long it ran."""
+    a local task has no accounting, but the ledger says how long it ran. None for a task that never
+    started: the controller's request and 0:00 of a pending task are no measure (the summary of a
+    running array said "accounting measured 40" of 40, 18 of them pending, its median elapsed 1 s)."""
+    if never_started(row):
+        return None
     usage = getattr(row, "usage", None)
     state, elapsed = getattr(row, "state", None), getattr(row, "elapsed", None)
     if elapsed is None or state is None or not state.is_terminal or (usage and usage.elapsed_seconds is not None):
