@@ -9,7 +9,7 @@ Run from the repository root: `python screenshots/regenerate.py`. Two sources:
   corrupt input) and one with exit 2 (a missing shard), three run for minutes
   printing progress, at most 6 at a time so the rest wait. It is shot while it
   runs (the table, a filter in use, the state map, the log pane following a
-  running task, then zoomed with `z`); then the long runners are cancelled, and once every task
+  running task, then zoomed with `z`, the usage columns); then the long runners are cancelled, and once every task
   ended the failure groups and the retry preview are shot, the causes are
   "fixed" and the retry runs from the console as attempt 2; the table with its
   attempt column and the attempts view are shot after it. Without Slurm those
@@ -206,6 +206,9 @@ async def shoot_slurm(record, size: tuple[int, int]) -> list[Path]:
         await save("jobs-slurm-filter")
         await pilot.press("F", "m")
         await save("jobs-slurm-map")
+        await pilot.press("m", "u")                           # what each task uses, the running ones too
+        await pilot.pause(1.0)
+        await save("jobs-slurm-usage")
     return saved
 
 
