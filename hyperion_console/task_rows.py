@@ -8,7 +8,8 @@ core's `FinalsRecorder`; nothing here decides what a state is.
 
 Usage (what a task used and was allowed) reaches rows through the core's
 usage wiring: `task_row(..., usage)`, `FinalsRecorder.observe(..., usage)`,
-`PollUpdate.usage`, `TaskRow.usage`; a row nothing measured yet shows "-".
+`PollUpdate.usage` (recorded) and `PollUpdate.current_usage()` (shown),
+`TaskRow.usage`; a row nothing measured yet shows "-".
 """
 from __future__ import annotations
 
@@ -16,43 +17,14 @@ from typing import Iterable, Mapping
 
 from backends.records.history import History
 from backends.records.record import TaskRecord
-from backends.watch.finals import FinalsRecorder
-from backends.watch.requeued import watched_tasks
 from backends.watch.rows import TaskRow, task_row
 
 from .task_index import Key, record_key
 
+
 def usage_of(row: object):
     """A row's Usage, or None (not known yet, or a bare TaskState)."""
     return getattr(row, "usage", None)
-
-
-def update_usage(update: object) -> Mapping:
-    """A PollUpdate's usage per task key ({} when the core's poller reports none)."""
-    return getattr(update, "usage", None) or {}
-
-
-def shown_usage(update: object) -> Mapping:
-    """A PollUpdate's usage to show, the controller's newer figures in (`PollUpdate.current_usage`):
-    what `hyperion-jobs watch` shows; `update_usage` is what is recorded."""
-    current = getattr(update, "current_usage", None)
-    return current() if current is not None else update_usage(update)
-
-
-def row_of(history: History, task: TaskRecord, states: Mapping, usage: Mapping | None = None) -> TaskRow:
-    """`task_row` of the core, with accounting's usage."""
-    return task_row(history, task, states, usage)
-
-
-def record_finals(recorder: FinalsRecorder, changed: Iterable, usage: Mapping) -> None:
-    """Write the final states (and usage) seen in one poll into the ledger, as every face does."""
-    recorder.observe(changed, usage)
-
-
-def polled_tasks(history: History) -> list[TaskRecord]:
-    """The Slurm tasks to ask about, as `hyperion-jobs watch` asks: the newest attempt's task of each
-    value without a final state, and ended ones Slurm may have run again (`scontrol requeue`)."""
-    return watched_tasks(history)
 
 
 def rows_now(history: History, tasks: Mapping[Key, TaskRecord], states: Mapping[Key, object]) -> list[TaskRow]:
@@ -66,8 +38,8 @@ def _row_from(history: History, task: TaskRecord, state: object) -> TaskRow:
     if isinstance(state, TaskRow):
         return state
     if state is not None and hasattr(state, "key"):
-        return row_of(history, task, {state.key: state})
-    return row_of(history, task, {})
+        return task_row(history, task, {state.key: state})
+    return task_row(history, task, {})
 
 
 def attempt_tasks(history: History, number: int) -> list[TaskRecord]:

@@ -23,15 +23,14 @@ from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.states import LEDGER
 from backends.watch.finals import FinalsRecorder
-from backends.watch.requeued import settled
-from backends.watch.rows import TaskRow, history_rows, usage_missing
+from backends.watch.requeued import settled, watched_tasks
+from backends.watch.rows import TaskRow, history_rows, task_row, usage_missing
 from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
 from backends.watch.targets import fill_missing_usage
 from backends.watch.wait import watcher
 
 from .record_cache import cached_record
 from .task_index import row_key
-from .task_rows import polled_tasks, record_finals, row_of, shown_usage, update_usage
 
 LOCAL_POLL_SECONDS = 0.5
 LOCAL_RETRY_SECONDS = 2.0    # an unreadable history is read again this often
@@ -57,7 +56,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it.
     `runner` runs every squeue and sacct (default: processes that `stop` kills)."""
     runner = runner or stoppable(stop)
-    pending = polled_tasks(history)
+    pending = watched_tasks(history)
     if not pending:
         _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner)
         return
@@ -81,18 +80,18 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     def observe(update) -> bool:
         if stop.is_set():
             return True
-        record_finals(finals, update.changed, update_usage(update))   # accounting's figures only
+        finals.observe(update.changed, update.usage)   # accounting's figures only
         if not ended_here and any(s.state.is_terminal and s.source != LEDGER for s in update.changed):
             ended_here.append(True)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
         keys = dict.fromkeys(state.key for state in update.changed)
-        usage = shown_usage(update)              # as `watch` shows it: a running task's time used too
+        usage = update.current_usage()           # as `watch` shows it: a running task's time used too
         for key, used in usage.items():          # accounting tells usage a poll or two after the end
             if usage_seen.get(key) != used:
                 usage_seen[key] = used
                 keys[key] = None
-        rows = fresh(row_of(history, tasks[key], update.states, usage) for key in keys if key in tasks)
+        rows = fresh(task_row(history, tasks[key], update.states, usage) for key in keys if key in tasks)
         deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error))
         return False
 
@@ -100,7 +99,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         """A query Slurm has not answered for a while: the status line says so while it lasts; and
         the controller's ends, shown before the final sacct (recorded once the poll is over)."""
         if not stop.is_set():
-            rows = fresh(row_of(history, tasks[s.key], update.states, usage_seen) for s in update.changed
+            rows = fresh(task_row(history, tasks[s.key], update.states, usage_seen) for s in update.changed
                          if s.key in tasks)
             deliver(Seen(rows, None, False, update.as_of, update.problem))
 
@@ -143,7 +142,7 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
         used = fill_missing_usage(history, runner)
     except (QueryError, QueryStopped):
         return True              # usage stays "-": the states are the ledger's either way
-    rows = tuple(row_of(history, missing[key][0], {}, used) for key in used)
+    rows = tuple(task_row(history, missing[key][0], {}, used) for key in used)
     if rows and not stop.is_set():     # beside a watch, the watch alone says how fresh states are
         deliver(Seen(rows, None, all_terminal, time.time()) if all_terminal else Seen(rows, rows_only=True))
     return True

@@ -27,6 +27,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, OptionList, Progress
 
 from backends.records.history import History, load_history
 from backends.states import explain_reason, never_runs
+from backends.watch.requeued import watched_tasks
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import record_file
@@ -45,7 +46,7 @@ from ..messages import (
 from ..record_cache import cached_record, file_key
 from ..shown import shown, tell
 from ..task_index import FILTERS, record_key, row_state_name, slurm_target
-from ..task_rows import polled_tasks, rows_now
+from ..task_rows import rows_now
 from ..watch import Seen, watch_local, watch_slurm
 from ..widgets.attempts import AttemptsView
 from ..widgets.failures import FailuresView, group_title
@@ -376,7 +377,7 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_slurm(self, history: History, stop: threading.Event) -> None:
         """The core's watcher over the tasks without a final state; each answer one message."""
-        polled = len(polled_tasks(history))
+        polled = len(watched_tasks(history))
         self.app.call_from_thread(self.post_message, WatchStarted(history.record_path, polled))
         watch_slurm(history, self._deliver(history.record_path, stop), stop)
 
