@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 from backends.states import TERMINAL, JobState
+from backends.watch.rows import task_key
 
 Key = tuple[str, "int | None"]
 
@@ -45,11 +46,6 @@ def bulk() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def task_key(job_id: str, task_id: int | None, value: int | None = None) -> Key:
-    """Slurm tasks by job and physical index; local tasks (job "local") by their value."""
-    return ("local", value) if job_id == "local" else (job_id, task_id)
 
 
 def record_key(task) -> Key:

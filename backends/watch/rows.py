@@ -80,6 +80,12 @@ class TaskRow:
                 **(self.usage or Usage()).to_json()}
 
 
+def task_key(job_id: str, task_id: int | None, value: int | None = None) -> Key:
+    """Slurm tasks by job and physical index; local tasks (job "local") by their value: a local run
+    from before the ledger recorded no task id, so its tasks would all share one key."""
+    return (LOCAL_JOB, value) if job_id == LOCAL_JOB else (job_id, task_id)
+
+
 def never_started(row: TaskRow | TaskState) -> bool:
     """No node and no time: a task that never started, whatever the source says. squeue's 0:00 for a
     pending task and sacct's 00:00:00 for one cancelled while pending read as a run of no time (it

@@ -6,7 +6,7 @@ import argparse
 from backends import jsontext
 from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.printable import printable
-from backends.records.record import LOCAL_JOB
+from backends.watch.rows import task_key
 from backends.watch.targets import history_of, history_status, resolve
 from backends.watch.usage_summary import format_summary, summarize, summarize_rows, usage_heading
 
@@ -16,9 +16,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
     problems: list[str] = []
     rows = history_status(history, problems=problems)
     say_shown_as_recorded(problems)
-    # a local task by its value: tasks of local runs from before the ledger have no task id, and all
-    # had one key (the summary saw only the last), as the console keys them
-    keys = [(row.job_id, row.value if row.job_id == LOCAL_JOB else row.task_id) for row in rows]
+    keys = [task_key(row.job_id, row.task_id, row.value) for row in rows]   # as the console keys them
     summary = summarize_rows(dict(zip(keys, rows))) or summarize({})
     if args.json:
         print(jsontext.dumps({"record": history.record_path, "summary": summary.to_json(),
@@ -28,4 +26,3 @@ def cmd_usage(args: argparse.Namespace) -> int:
     for line in format_summary(summary):
         print(printable(line))
     return 0
-
