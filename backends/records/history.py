@@ -61,6 +61,10 @@ class History:
         record = self.records.get(number)
         return () if record is None else tuple(_with_attempt(t, number) for t in record.tasks)
 
+    def tasks_of_job(self, job_id: str) -> tuple[TaskRecord, ...]:
+        """The tasks Slurm job `job_id` ran, of whichever attempt submitted it."""
+        return tuple(t for n in self.numbers for t in self.tasks_of(n) if t.job_id == job_id)
+
     def final(self, task: TaskRecord) -> FinalState | None:
         return self.ledger.finals.get((task.attempt, task.value))
 

@@ -376,7 +376,7 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
         text = f"{target.job_id}_{target.task_id}"
     job, task_id = str(target.job_id), target.task_id
     if history is not None:
-        ran = [t for n in history.numbers for t in history.tasks_of(n) if t.job_id == job]
+        ran = history.tasks_of_job(job)
         for task in ran:
             if task.array_task_id == task_id:
                 return TaskLogs(text, history.log_of(task), task.slurm_out, task.slurm_err,

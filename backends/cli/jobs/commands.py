@@ -197,8 +197,7 @@ def _unknown_to_slurm(text: str, states) -> str:
     history = history_for_job(job, [Path(".")])
     final = None
     if history is not None:
-        ran = [t for n in history.numbers for t in history.tasks_of(n)
-               if t.job_id == job and t.array_task_id == int(task)]
+        ran = [t for t in history.tasks_of_job(job) if t.array_task_id == int(task)]
         final = next((f for f in map(history.final, ran) if f is not None), None)
     if final is not None:
         return f"{text} already ended ({final.state}); nothing to cancel"
