@@ -96,7 +96,13 @@ def _os_reason(err: OSError) -> str:
 
 
 def _size_text(size: int) -> str:
-    return f"{size} bytes" if size < 1024 else f"{size // 1024} KiB" if size < 1024 ** 2 else f"{size // 1024 ** 2} MiB"
+    """`size` in bytes, KiB or MiB to one decimal, rounded up: rounded down, a file just over a
+    1 MiB cap was "1 MiB, larger than the 1 MiB allowed"."""
+    if size < 1024:
+        return f"{size} bytes"
+    unit, name = (1024, "KiB") if size < 1024 ** 2 else (1024 ** 2, "MiB")
+    tenths = -(-size * 10 // unit)
+    return f"{tenths // 10} {name}" if tenths % 10 == 0 else f"{tenths / 10:.1f} {name}"
 
 
 def read_bounded(path: str | Path, cap: int, *, allow_pipe: bool = False,

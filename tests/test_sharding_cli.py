@@ -602,3 +602,15 @@ def test_no_command_lists_the_commands(cli_env):
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == ("hyperion-checkpoint: error: command: required "
                              "(choose from 'show', 'shards', 'failed', 'retry')\n")
+
+
+
+def test_a_manifest_just_over_the_cap_says_by_how_much(tmp_path, cli_env):
+    """Sizes were rounded down: a 1.1 MiB manifest was "1 MiB, larger than the 1 MiB allowed"."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 2))
+    big = store.completion_dir / "completed_slurm_array_big.json"
+    big.write_bytes(b'{"status":"completed"' + b" " * 1_100_000 + b"}")
+    result = run_cli("hyperion-checkpoint", "retry", str(store.path), env=cli_env)
+    assert result.stderr.splitlines() == [f"hyperion-checkpoint: warning: {big}: unreadable completion manifest "
+                                          "(1.1 MiB, larger than the 1 MiB allowed); skipped"]
