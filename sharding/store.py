@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,6 +206,7 @@ class FailedRecord:
     details: Mapping[str, Any] | None
     mtime: float
     empty: bool = True
+    no_details_reason: str = "not JSON"   # why a record that is not `empty` has no details
 
     @property
     def attempt(self) -> tuple[str | None, ...]:
@@ -221,7 +223,7 @@ class FailedRecord:
     @property
     def without_details(self) -> str:
         """What stands in for the details when there are none."""
-        return "(empty marker, as NeMo Curator writes it)" if self.empty else "(not JSON: details ignored)"
+        return "(empty marker, as NeMo Curator writes it)" if self.empty else f"({self.no_details_reason}: details ignored)"
 
 
 def manifest_identity(run: RunConfig, shard: int) -> dict[str, int]:
@@ -587,10 +589,11 @@ class Checkpoint:
             what = ("more than 19 digits" if re.fullmatch(r"-?[0-9]+", shard_text, re.ASCII)
                     else "not an integer")
             return None, f"failed-task record whose shard '{printable(shard_text[:40])}' is {what}; skipped"
+        shard = None if shard_text is None else int(shard_text)
         try:
             text, mtime = read_metadata_text(path, follow_symlinks=False)
         except UnreadableMetadata as exc:
-            return None, f"unreadable failed-task record ({exc}); skipped"
+            return self._failed_without_details(path, (job, task, restart, shard), str(exc))
         details, problem = None, None
         if text.strip():
             try:
@@ -602,5 +605,19 @@ class Checkpoint:
             elif loaded is not None:
                 details = {"value": loaded}
         empty = not text.strip() or (problem is None and details is None)   # nothing, or JSON null
-        shard = None if shard_text is None else int(shard_text)
         return FailedRecord(str(path), job, task, restart, shard, details, mtime, empty=empty), problem
+
+    @staticmethod
+    def _failed_without_details(path: Path, names: tuple[str | None, str | None, str | None, int | None],
+                                reason: str) -> tuple[FailedRecord | None, str]:
+        """A regular file whose text cannot be read (over the cap, not UTF-8, no right) is still a
+        failure: its existence is what marks one (Curator's are empty). Anything else is skipped."""
+        try:
+            info = os.lstat(path)
+        except OSError:
+            info = None
+        if info is None or not stat.S_ISREG(info.st_mode):
+            return None, f"unreadable failed-task record ({reason}); skipped"
+        record = FailedRecord(str(path), *names, details=None, mtime=info.st_mtime, empty=False,
+                              no_details_reason=reason)
+        return record, f"failed-task record's details cannot be read ({reason}); counted, details ignored"

@@ -605,6 +605,39 @@ def test_no_command_lists_the_commands(cli_env):
 
 
 
+def _tracebacks_of(tasks: int) -> bytes:
+    """What a failed-task record of a shard whose every task failed with a traceback holds."""
+    return json.dumps({"task_ids": [f"p{i:06d}" for i in range(tasks)],
+                       "errors": {f"p{i:06d}": "Traceback (most recent call last):\n" + "  File x\n" * 60
+                                  for i in range(tasks)}}).encode()
+
+
+@pytest.mark.parametrize("content,reason", [
+    (_tracebacks_of(3000), "1.9 MiB, larger than the 1 MiB allowed"),
+    (b'{"error": "cannot open caf\xe9.jsonl"}', "not UTF-8 text (byte 0xe9 at offset 26)"),
+], ids=["3000 tracebacks", "latin-1 name"])
+def test_a_failed_task_record_whose_details_cannot_be_read_still_marks_its_shard_failed(tmp_path, cli_env,
+                                                                                         content, reason):
+    """A record's existence is the failure (Curator writes empty markers): one of 3000 tracebacks that
+    is over the 1 MiB read cap, or that holds a Latin-1 file name, made its shard 'incomplete' (never
+    ran?) and vanished from `failed`. It counts, with a warning saying why its details are not shown."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 4))
+    store.write_completion(1)
+    path = store.write_failed(2, Attempt("100", "2", "0"), {"error": "x"})
+    path.write_bytes(content)
+    warning = f"hyperion-checkpoint: warning: {path}: failed-task record's details cannot be read ({reason}); " \
+              "counted, details ignored"
+    shards = run_cli("hyperion-checkpoint", "shards", str(store.path), env=cli_env)
+    assert shards.stdout.splitlines() == ["complete          1  1", "incomplete        2  3-4", "failed            1  2"]
+    assert shards.stderr.splitlines() == [warning]
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
+    assert "failed-task records 1 in 1 attempt(s)" in shown.stdout
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert listed.stdout.splitlines()[0] == f"shard 2  job 100  array_task 2  restart 0  tasks -  ({reason}: details ignored)"
+    assert listed.stderr.splitlines() == [warning]
+
+
 def test_a_manifest_just_over_the_cap_says_by_how_much(tmp_path, cli_env):
     """Sizes were rounded down: a 1.1 MiB manifest was "1 MiB, larger than the 1 MiB allowed"."""
     store = Checkpoint(tmp_path / "ck")
