@@ -38,7 +38,7 @@ from pathlib import Path
 from threading import Event
 from typing import Any, Mapping
 
-from backends.fileio import UnreadableFile, read_bounded_stat, umask_mode
+from backends.fileio import UnreadableFile, kind_of_mode, read_bounded_stat, umask_mode
 from backends.printable import printable
 from sharding.errors import ReadStopped, ShardingError
 
@@ -383,10 +383,22 @@ class Checkpoint:
         except FileNotFoundError:
             return False
         except NotADirectoryError:
-            return False
+            return False      # a writer says it cannot write there; a reader, which folder is wrong
         except OSError as exc:
             raise ShardingError("run.json", f"cannot read {self.run_path}: {_reason(exc)}") from None
         return True
+
+    def _blocked_folder(self) -> str | None:
+        """Which metadata folder is something else (a file, a FIFO), if one is: "run.json not found"
+        sent the user looking for another checkpoint when this one's folder had been replaced."""
+        for folder in (self.metadata_dir, self.completion_dir):
+            try:
+                mode = os.stat(folder).st_mode     # a symlink to a folder is one
+            except OSError:
+                return None
+            if not stat.S_ISDIR(mode):
+                return f"{folder} is {kind_of_mode(mode)}, not a folder"
+        return None
 
     def read_run_text(self) -> str:
         """run.json's text, read as safely as the readers read it (for showing it)."""
@@ -398,6 +410,9 @@ class Checkpoint:
     def read_run(self) -> RunConfig | None:
         """The run configuration; None when absent. A corrupt run.json is an error: nothing can be planned."""
         if not self._run_exists():
+            blocked = self._blocked_folder()
+            if blocked is not None:
+                raise ShardingError("run.json", f"cannot read {self.run_path}: {blocked}")
             return None
         text = self.read_run_text()          # its ShardingError already names the file and the problem
         try:

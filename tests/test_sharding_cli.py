@@ -647,3 +647,24 @@ def test_a_manifest_just_over_the_cap_says_by_how_much(tmp_path, cli_env):
     result = run_cli("hyperion-checkpoint", "retry", str(store.path), env=cli_env)
     assert result.stderr.splitlines() == [f"hyperion-checkpoint: warning: {big}: unreadable completion manifest "
                                           "(1.1 MiB, larger than the 1 MiB allowed); skipped"]
+
+
+@pytest.mark.parametrize("blocked", [".nemo_curator_metadata", ".nemo_curator_metadata/.slurm_array_completion"])
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_a_file_where_a_metadata_folder_belongs_is_named_not_a_missing_run_json(tmp_path, cli_env, blocked, kind):
+    """`run.json: not found ...; use the checkpoint path of the original array run` sent the user
+    looking for another checkpoint, when this one's folder had been replaced by a file."""
+    ck = tmp_path / "ck"
+    place = ck / blocked
+    place.parent.mkdir(parents=True)
+    if kind == "fifo":
+        make_fifo(place)
+    else:
+        place.write_text("")
+    what = "a FIFO" if kind == "fifo" else "a file"
+    for command in ("show", "shards", "retry"):
+        result = run_cli("hyperion-checkpoint", command, str(ck), env=cli_env, timeout=30)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr.splitlines() == [
+            f"hyperion-checkpoint: error: run.json: cannot read {ck}/.nemo_curator_metadata/.slurm_array_completion/"
+            f"run.json: {place} is {what}, not a folder"]
