@@ -17,6 +17,9 @@ from sharding.errors import ShardingError
 
 PREFIXES = ("HYPERION_ARRAY_", "NEMO_CURATOR_SLURM_ARRAY_")
 SLURM_FALLBACK = {"SHARD_INDEX": "SLURM_ARRAY_TASK_ID", "TOTAL_SHARDS": "SLURM_ARRAY_TASK_COUNT"}
+# Set by hyperion-submit's batch script (backends/submit/slurm/script.py): in a window above the
+# cluster's array limit SLURM_ARRAY_TASK_ID is the physical index, the shard is it plus this.
+WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
 TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 MAX_INDEX = 2 ** 63 - 1   # what a checkpoint's readers accept (19 digits)
 FALSE_VALUES = frozenset({"0", "false", "no", "off"})
@@ -84,6 +87,15 @@ def _as_int(field: str, text: str) -> int:
         raise ShardingError(field, f"must be an integer, got {shown!r}") from None
 
 
+def _logical_index(physical: int | None, offset_text: str) -> int | None:
+    """SLURM_ARRAY_TASK_ID plus the window's offset: without it, SHARD=1002 at offset 1001 ran
+    shard 1 again (and reported success) while shard 1002 never ran, retry after retry."""
+    offset = _as_int(WINDOW_OFFSET_ENV, offset_text)
+    if offset < 0:
+        raise ShardingError(WINDOW_OFFSET_ENV, f"must be non-negative, got {offset}")
+    return None if physical is None else physical + offset
+
+
 def _enabled(env: Mapping[str, str]) -> tuple[bool, bool]:
     """(enabled, explicitly set) from ``*_ARRAY_ENABLED``; an unknown value is an error."""
     found = _lookup(env, "ENABLED")
@@ -124,6 +136,8 @@ def resolve(env: Mapping[str, str] | None = None, *, shard_index: int | None = N
             continue
         sources[field] = found[0]
         values[field] = _as_int(found[0], found[1])
+    if sources.get("shard_index") == SLURM_FALLBACK["SHARD_INDEX"] and WINDOW_OFFSET_ENV in env:
+        values["shard_index"] = _logical_index(values["shard_index"], env[WINDOW_OFFSET_ENV])
     if not explicit and values["shard_index"] is None and values["total_shards"] is None:
         return None
     for field, key in (("shard_index", "SHARD_INDEX"), ("total_shards", "TOTAL_SHARDS")):

@@ -88,3 +88,14 @@ def test_an_out_of_range_index_is_valid_but_flagged():
                       "HYPERION_ARRAY_MINIMUM_SHARD_INDEX": "1"})
     assert config is not None and not config.in_range
     assert "[1, 20]" in config.range_warning()
+
+
+def test_a_hyperion_submit_window_offset_is_added_to_slurms_index_only():
+    """In a window at offset 1001, SLURM_ARRAY_TASK_ID=1 is shard 1002; an index given by name is already logical."""
+    env = {"SLURM_ARRAY_TASK_ID": "1", "HYPERION_ARRAY_TOTAL_SHARDS": "1200", "HYPERION_SUBMIT_ARRAY_OFFSET": "1001"}
+    assert resolve(env).shard_index == 1002
+    assert resolve({**env, "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": "7"}).shard_index == 7
+    assert resolve(env, shard_index=5).shard_index == 5
+    with pytest.raises(ShardingError) as bad:
+        resolve({**env, "HYPERION_SUBMIT_ARRAY_OFFSET": "x"})
+    assert bad.value.field == "HYPERION_SUBMIT_ARRAY_OFFSET"

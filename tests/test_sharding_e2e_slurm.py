@@ -77,3 +77,25 @@ def test_resubmitting_a_shard_above_the_array_limit_uses_a_window(slurm_cluster,
     final = run_cli("hyperion-checkpoint", "retry", ck, env=cli_env)
     assert final.stdout == "", final.stderr
     assert "shard 1003 of 1005" in (tmp_path / "log" / "shard.1003.log").read_text()
+
+
+@pytest.mark.slurm
+def test_a_recipe_taking_its_shard_from_slurm_runs_the_logical_shard_in_a_later_window(slurm_cluster, test_site,
+                                                                                       tmp_path, cli_env):
+    """A Curator-style recipe reads its index from SLURM_ARRAY_TASK_ID. In hyperion-submit's second window
+    that is the physical index (0, 1...): SHARD=1002 silently ran shard 1 again and reported success,
+    SHARD=1001 failed on "shard 0", and shards 1001-1200 stayed missing through every retry."""
+    from sharding.store import Checkpoint
+
+    make_input(tmp_path / "in", files=40, records=1)
+    ran = run_cli(
+        "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1000:1002",
+        "--env", "HYPERION_ARRAY_TOTAL_SHARDS=1200", "--env", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX=1",
+        "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
+        "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+        "--checkpoint", str(tmp_path / "ck"), cwd=tmp_path, env=cli_env, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert "offset 1001" in ran.stderr
+    for shard in (1000, 1001, 1002):
+        assert f"shard {shard} of 1200" in (tmp_path / "log" / f"shard.{shard}.log").read_text()
+    assert Checkpoint(tmp_path / "ck").completed()[0] == {1000, 1001, 1002}
