@@ -98,8 +98,11 @@ def _show(path: str, as_json: bool) -> int:
         print(f"{status:<12} {n}")
     print(f"failed-task records {len(cov.failed)} in {len(attempts)} attempt(s)"
           + (f", {unnamed} in folders naming no shard_<i> (no shard's)" if unnamed else ""))
-    if cov.problems:
-        print(f"skipped files {len(cov.problems)} (see warnings)")
+    skipped = sum(not p.counted for p in cov.problems)
+    if skipped:
+        print(f"skipped files {skipped} (see warnings)")
+    if len(cov.problems) > skipped:
+        print(f"failed-task records without readable details {len(cov.problems) - skipped} (see warnings)")
     return 0
 
 

@@ -157,11 +157,13 @@ class RunConfig:
 @dataclass(frozen=True)
 class Problem:
     """A file a reader skipped, and why. `unknown`: what it says about a shard's completion could
-    not be read, so that shard may be complete although it is not counted so."""
+    not be read, so that shard may be complete although it is not counted so. `counted`: not
+    skipped, only its details were left out (a failed-task record that is not JSON still counts)."""
 
     path: str
     message: str
     unknown: bool = False
+    counted: bool = False
 
 
 def outside_run(record: "FailedRecord", run: RunConfig) -> Problem | None:
@@ -587,7 +589,7 @@ class Checkpoint:
             if record is not None:
                 records.append(record)
             if problem is not None:
-                problems.append(Problem(str(path), problem))
+                problems.append(Problem(str(path), problem, counted=record is not None))
         records.sort(key=lambda r: (r.mtime, r.path))
         problems.sort(key=lambda p: p.path)
         return records, problems

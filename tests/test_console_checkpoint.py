@@ -107,6 +107,26 @@ def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: P
     asyncio.run(scenario())
 
 
+
+def test_a_counted_record_without_readable_details_is_not_called_skipped(tmp_path: Path) -> None:
+    """A failed-task record that is not JSON marks its shard failed; the screen said "skipped" of it."""
+    checkpoint = build_checkpoint(tmp_path, total=10, complete=(1, 2), failed=(5,))
+    record = next(Checkpoint(checkpoint).failed_dir.rglob("failed_tasks.json"))
+    record.write_text("Traceback (most recent call last) ...\n")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            run = text_of(screen.query_one("#ckpt-run"))
+            assert "skipped" not in run, run
+            assert "details    1 failed-task record whose details cannot be read (listed below the map)" in run, run
+            below = text_of(screen.query_one("#ckpt-problems"))
+            assert "skipped" not in below and "failed_tasks.json: failed-task record is not JSON" in below
+
+    asyncio.run(scenario())
+
 def test_retry_preview_follows_the_max_array_size_field(tmp_path: Path) -> None:
     checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
 

@@ -668,3 +668,15 @@ def test_a_file_where_a_metadata_folder_belongs_is_named_not_a_missing_run_json(
         assert result.stderr.splitlines() == [
             f"hyperion-checkpoint: error: run.json: cannot read {ck}/.nemo_curator_metadata/.slurm_array_completion/"
             f"run.json: {place} is {what}, not a folder"]
+
+
+def test_show_does_not_call_a_counted_record_a_skipped_file(tmp_path, cli_env):
+    """A failed-task record that is not JSON counts (its shard is failed); `show` said "skipped files 1"."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    store.write_failed(2, Attempt("100", "2", "0"), {"error": "x"}).write_text("Traceback (most recent ...\n")
+    (store.completion_dir / "completed_slurm_array_bad.json").write_text("{")
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
+    assert shown.stdout.splitlines()[-4:] == [
+        "failed       1", "failed-task records 1 in 1 attempt(s)", "skipped files 1 (see warnings)",
+        "failed-task records without readable details 1 (see warnings)"]

@@ -286,15 +286,21 @@ class CheckpointScreen(ConsoleScreen):
             run_text.append_text(shown(read.run_problem, "red"))
         run_text.append(f"\nshards     {cov.run.minimum_shard_index}..{cov.run.maximum_shard_index}"
                         f" ({cov.run.total_shards})")
-        if cov.problems:    # the list sits below the map, which a thousand shards push off screen
-            count = len(cov.problems)
-            run_text.append(f"\nskipped    {count} file{'s' if count > 1 else ''} that did not fit the layout "
+        # the list sits below the map, which a thousand shards push off screen
+        skipped = sum(not p.counted for p in cov.problems)
+        if skipped:
+            run_text.append(f"\nskipped    {skipped} file{'s' if skipped > 1 else ''} that did not fit the layout "
                             "(listed below the map)", "yellow")
+        if len(cov.problems) > skipped:
+            counted = len(cov.problems) - skipped
+            run_text.append(f"\ndetails    {counted} failed-task record{'s' if counted > 1 else ''} whose details "
+                            "cannot be read (listed below the map)", "yellow")
         self.query_one("#ckpt-run", Static).update(run_text)
         self.query_one("#ckpt-map", Static).update(CoverageMap(cov))
         problems = Text()
         for problem in cov.problems:
-            problems.append_text(shown(f"skipped {problem.path}: {problem.message}", "yellow"))
+            prefix = "" if problem.counted else "skipped "
+            problems.append_text(shown(f"{prefix}{problem.path}: {problem.message}", "yellow"))
             problems.append("\n")
         self.query_one("#ckpt-problems", Static).update(problems)
         self.failed_by_path = {record.path: record for record in cov.failed}
