@@ -127,6 +127,26 @@ def test_a_counted_record_without_readable_details_is_not_called_skipped(tmp_pat
 
     asyncio.run(scenario())
 
+
+def test_a_record_without_details_says_why_in_its_row_as_failed_does(tmp_path: Path) -> None:
+    """Curator's empty marker (and a record too big to read) had an empty details cell, where
+    `hyperion-checkpoint failed` says "(empty marker, as NeMo Curator writes it)"."""
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2), failed=(5, 6))
+    records = sorted(Checkpoint(checkpoint).failed_dir.rglob("failed_tasks.json"))
+    records[0].write_text("")
+    records[1].write_bytes(b"{" + b" " * (2 << 20) + b"}")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(160, 24)) as pilot:
+            await checkpoint_read(pilot)
+            failed = app.checkpoint_screen.query_one("#ckpt-failed")
+            cells = dict(zip(table_column(failed, "shard"), table_column(failed, "details")))
+            assert cells["5"].startswith("(empty marker"), cells
+            assert cells["6"].startswith("(2.1 MiB, larger"), cells
+
+    asyncio.run(scenario())
+
 def test_retry_preview_follows_the_max_array_size_field(tmp_path: Path) -> None:
     checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
 

@@ -101,7 +101,7 @@ def failed_columns(width: int) -> tuple[str, ...]:
 def failed_cells(record: FailedRecord) -> dict[str, Text]:
     """Each column's cell for one failed-task record, escaped; ids and details cut to their columns."""
     when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
-    details = "" if record.details is None else json.dumps(dict(record.details))
+    details = record.without_details if record.details is None else json.dumps(dict(record.details))
     ids = (record.shard, record.job, record.array_task, record.restart)
     cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL))
              for column, cell in zip(FAILED_COLUMNS, ids)}
