@@ -138,6 +138,10 @@ def resolve(env: Mapping[str, str] | None = None, *, shard_index: int | None = N
         values[field] = _as_int(found[0], found[1])
     if sources.get("shard_index") == SLURM_FALLBACK["SHARD_INDEX"] and WINDOW_OFFSET_ENV in env:
         values["shard_index"] = _logical_index(values["shard_index"], env[WINDOW_OFFSET_ENV])
+    if sources.get("total_shards") == SLURM_FALLBACK["TOTAL_SHARDS"] and env.get(WINDOW_OFFSET_ENV, "0").strip() != "0":
+        raise ShardingError("HYPERION_ARRAY_TOTAL_SHARDS", f"not set, and {SLURM_FALLBACK['TOTAL_SHARDS']} "
+                            f"({values['total_shards']}) counts only this window of a hyperion-submit array "
+                            f"(offset {env[WINDOW_OFFSET_ENV].strip()[:20]}), not the run's shards: set it or --total-shards")
     if not explicit and values["shard_index"] is None and values["total_shards"] is None:
         return None
     for field, key in (("shard_index", "SHARD_INDEX"), ("total_shards", "TOTAL_SHARDS")):

@@ -99,3 +99,15 @@ def test_a_hyperion_submit_window_offset_is_added_to_slurms_index_only():
     with pytest.raises(ShardingError) as bad:
         resolve({**env, "HYPERION_SUBMIT_ARRAY_OFFSET": "x"})
     assert bad.value.field == "HYPERION_SUBMIT_ARRAY_OFFSET"
+
+
+def test_a_later_windows_task_count_is_not_taken_for_the_runs_total():
+    """SLURM_ARRAY_TASK_COUNT in hyperion-submit's window at offset 1001 counts that window (200 of 1200):
+    taken as the total it silently assigned every task of a run without a checkpoint to the wrong shard."""
+    env = {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "200", "HYPERION_SUBMIT_ARRAY_OFFSET": "1001"}
+    with pytest.raises(ShardingError) as bad:
+        resolve(env)
+    assert bad.value.field == "HYPERION_ARRAY_TOTAL_SHARDS"
+    assert "SLURM_ARRAY_TASK_COUNT (200) counts only this window" in bad.value.problem
+    assert resolve({**env, "HYPERION_ARRAY_TOTAL_SHARDS": "1200"}).total_shards == 1200
+    assert resolve({**env, "HYPERION_SUBMIT_ARRAY_OFFSET": "0"}).total_shards == 200   # one window: as before
