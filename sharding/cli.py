@@ -23,7 +23,7 @@ from sharding.retry import (
     plan_json,
     plan_retry,
 )
-from sharding.store import Checkpoint, FailedRecord, Problem, outside_run
+from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig, outside_run
 from sharding.usage import OneLineParser, fail
 
 PROG = "hyperion-checkpoint"
@@ -120,9 +120,15 @@ def _shards(path: str, as_json: bool) -> int:
     return 0
 
 
-def _record_json(r: FailedRecord) -> dict[str, Any]:
+def _record_json(r: FailedRecord, complete: bool | None) -> dict[str, Any]:
     return {"path": r.path, "shard": r.shard, "slurm_job": r.job, "array_task": r.array_task,
-            "restart": r.restart, "details": r.details}
+            "restart": r.restart, "shard_complete": complete, "details": r.details}
+
+
+def _complete_shards(store: Checkpoint, run: RunConfig | None) -> set[int] | None:
+    """Shards a later attempt completed (None without run.json): an old failure listed as it was
+    read as a shard still failing. Skipped manifests are `show`'s and `shards`' to report."""
+    return None if run is None else store.completed(run)[0]
 
 
 def _failed(path: str, as_json: bool) -> int:
@@ -132,12 +138,15 @@ def _failed(path: str, as_json: bool) -> int:
     if run is not None:
         problems += [p for p in (outside_run(r, run) for r in records) if p is not None]
     _warn(sorted(problems, key=lambda p: p.path))
+    done = _complete_shards(store, run)
+    complete = [None if done is None or r.shard is None else r.shard in done for r in records]
     if as_json:
-        print(jsontext.dumps([_record_json(r) for r in records], indent=2))
+        print(jsontext.dumps([_record_json(r, c) for r, c in zip(records, complete)], indent=2))
         return 0
-    for r in records:
+    for r, c in zip(records, complete):
         shard, job, task, restart = (_or_dash(v) for v in (r.shard, r.job, r.array_task, r.restart))
-        print(printable(f"shard {shard}  job {job}  array_task {task}  restart {restart}  {_summary(r)}"))
+        since = "  (shard complete since)" if c else ""
+        print(printable(f"shard {shard}  job {job}  array_task {task}  restart {restart}  {_summary(r)}{since}"))
         print(f"    {printable(r.path)}")
     return 0
 

@@ -680,3 +680,19 @@ def test_show_does_not_call_a_counted_record_a_skipped_file(tmp_path, cli_env):
     assert shown.stdout.splitlines()[-4:] == [
         "failed       1", "failed-task records 1 in 1 attempt(s)", "skipped files 1 (see warnings)",
         "failed-task records without readable details 1 (see warnings)"]
+
+
+def test_failed_says_which_failures_a_later_attempt_completed(tmp_path, cli_env):
+    """After a retry succeeded, `failed` still listed the first attempt's failure as it was, and a user
+    took the shard for failing still; it now says the shard is complete since (text and JSON)."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 4))
+    store.write_failed(2, Attempt("100", "2", "0"), {"task_ids": ["p1"], "error": "ValueError: x"})
+    store.write_failed(3, Attempt("100", "3", "0"), {"task_ids": ["p2"], "error": "ValueError: y"})
+    store.write_completion(2)
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    lines = [line for line in listed.stdout.splitlines() if line.startswith("shard ")]
+    assert lines == ["shard 2  job 100  array_task 2  restart 0  tasks p1  ValueError: x  (shard complete since)",
+                     "shard 3  job 100  array_task 3  restart 0  tasks p2  ValueError: y"]
+    as_json = json.loads(run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env).stdout)
+    assert [(r["shard"], r["shard_complete"]) for r in as_json] == [(2, True), (3, False)]
