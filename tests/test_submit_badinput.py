@@ -174,6 +174,9 @@ CLI_CASES = [
     # bash sets these itself in the batch script: tasks got a timestamp, a random number or the log path
     *[(f"array-name-{name.lower()}", ["--array", f"{name}=1:2", "--output-file", f"log/t.{name}.log"], ["true"],
        "--array") for name in ("EPOCHSECONDS", "SRANDOM", "FUNCNAME", "DIRSTACK", "_hyperion_log", "_hyperion_start")],
+    # bash sets $_ to the last argument of every command: on Slurm both tasks wrote one log, log/t._.log,
+    # and ran with the batch script's own words as NAME (the local backend ran them right)
+    ("array-name-underscore", ["--array", "_=1:2", "--output-file", "log/t._.log"], ["true"], "--array"),
     ("log-named-q", ["--output-file", "log/q"], ["true"], "--output-file"),
     ("array-value-2-63", ["--array", f"JOB={2 ** 63}", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-value-beyond-bound", ["--array", "JOB=1000000001", "--output-file", ARRAY_LOG], ["true"], "--array"),

@@ -39,6 +39,7 @@ RESERVED_NAMES = frozenset({
     "PIPESTATUS", "REPLY", "COPROC", "MAPFILE", "POSIXLY_CORRECT", "EXECIGNORE", "TIMEFORMAT",
     "COLUMNS", "LINES", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "HISTIGNORE", "HISTTIMEFORMAT",
     "INPUTRC", "IGNOREEOF", "MAILCHECK", "MAILPATH", "FIGNORE", "CHILD_MAX", "auto_resume", "histchars",
+    "_",   # bash sets $_ to the previous command's last argument: every task got one log
 })
 INTERNAL_PREFIX = "_hyperion_"   # the batch script's own variables (slurm/script.py)
 RESERVED_PREFIXES = ("LD_", "PYTHON", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_", "BASH",
