@@ -132,6 +132,9 @@ CLI_CASES = [
     ("array-no-range", ["--array", "JOB=", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-trailing-comma", ["--array", "JOB=1:3,", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-name-not-in-log", ["--array", "JOB=1:3", "--output-file", "log/t.log"], ["true"], "--output-file"),
+    # NAME is in the text, but the '..' after it leaves its folder: every task wrote log/t.log at once
+    ("array-name-undone-by-dotdot", ["--array", "JOB=1:3", "--output-file", "log/JOB/../t.log"], ["true"],
+     "--output-file"),
     ("env-sets-array-name", ["--array", "JOB=1:3", "--env", "JOB=5", "--output-file", ARRAY_LOG], ["true"], "--env"),
     ("max-jobs-without-array", ["--max-jobs-run", "2", "--output-file", "log/t.log"], ["true"], "--max-jobs-run"),
     ("max-jobs-zero", ["--array", "JOB=1:3", "--max-jobs-run", "0", "--output-file", ARRAY_LOG], ["true"], "--max-jobs-run"),

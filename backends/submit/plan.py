@@ -88,10 +88,24 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
     if options.array is not None and options.array.name not in options.output_file:
         raise InputError("--output-file", f"{options.output_file!r} must contain the array name "
                          f"{options.array.name} so that every task writes its own log")
+    if options.array is not None:
+        _check_logs_differ(options.output_file, options.array.name)
     if options.num_gpus > 0:
         site.gpu_options(options.num_gpus)
     if options.backend == "slurm":
         site.sbatch_options(options.num_gpus)
+
+
+def _check_logs_differ(output_file: str, name: str) -> None:
+    """NAME must survive into the log's path: a '..' after the folder holding it gives every task one log.
+
+    A value is digits, so it never makes a '.' or '..' itself; two values tell for all of them.
+    """
+    first = os.path.abspath(substitute(output_file, name, 1))
+    if first == os.path.abspath(substitute(output_file, name, 2)):
+        raise InputError("--output-file", f"{printable(output_file)} is the same log for every task "
+                         f"({printable(first)}): a '..' leaves the folder named with {name}; put {name} "
+                         f"in the log's own path, e.g. log/train.{name}.log")
 
 
 def _check_log_file(output_file: str) -> None:
