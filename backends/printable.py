@@ -65,3 +65,14 @@ def escape_unencodable_output() -> None:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):      # closed, or a wrapper that will not change
                 pass
+
+
+def quoted(value: object, limit: int = 80) -> str:
+    """`value`'s repr for a one-line message, cut when long: a 60 KB site value is not worth repeating."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def cut(name: str, limit: int = 40) -> str:
+    """A key or name as a message's field shows it: a 60 KB YAML key is cut, not repeated."""
+    return name if len(name) <= limit else f"{name[:limit]}..."

@@ -111,6 +111,12 @@ YAML_CASES = [
     ("bidi-in-value", _site(default_gpu_type="v100\u202e"), "default_gpu_type"),
     ("nel-in-value", _site(sbatch_command="sbatch\x85"), "sbatch_command"),
     ("oversized-file", "# padding\n" * 7000, "--cfg"),
+    # a value near the 64 KiB limit: the one line quoted all of it, 60 KB of 'aaa...'
+    ("shell-fragment-of-60000-characters", _site(base_options=["--comment=" + "a" * 60000 + ";"]), "base_options"),
+    ("placeholder-of-50000-characters", _site(cpu_options=["--comment={" + "a" * 50000 + "}"]), "cpu_options"),
+    ("gpu-type-of-60000-characters", _site(default_gpu_type="a" * 60000), "default_gpu_type"),
+    ("sbatch-command-of-60000-characters", _site(sbatch_command="a b" * 20000), "sbatch_command"),
+    ("unknown-key-of-60000-characters", _site(**{"k" * 60000: 1}), "k" * 40 + "..."),
 ]
 CLI_CASES = [
     ("both-mem-on-cli", ["--mem", "1G", "--mem-per-cpu", "1G", "--output-file", "log/t.log"], ["true"], "--mem-per-cpu"),

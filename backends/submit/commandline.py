@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.errors import InputError
-from backends.printable import printable
+from backends.printable import printable, quoted
 from backends.submit.array import MAX_VALUES, SHELL_NAME, parse_array
 from backends.submit.config import KEYS, SiteConfig, load_site_text
 from backends.submit.model import BACKENDS, SubmitOptions
@@ -128,7 +128,7 @@ def _env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not SHELL_NAME.match(key):
-            raise InputError("--env", f"{item!r} is not NAME=VALUE with a shell identifier NAME")
+            raise InputError("--env", f"{quoted(item)} is not NAME=VALUE with a shell identifier NAME")
         pairs.append((key, value))
     return tuple(pairs)
 

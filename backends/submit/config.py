@@ -18,7 +18,7 @@ import yaml
 
 from backends.errors import InputError, SiteError
 from backends.fileio import UnreadableFile, read_bounded
-from backends.printable import printable
+from backends.printable import cut, printable, quoted
 from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
 from backends.submit.site_options import check_options, gres_items
 
@@ -66,8 +66,8 @@ class SiteConfig:
             raise InputError("default_gpu_type", f"GPUs were requested ({asked or f'--num-gpus {num_gpus}'}) "
                              f"but {self.where or 'the site file'} sets no default_gpu_type")
         if self.default_gpu_type not in self.gpu_types:
-            known = ", ".join(sorted(self.gpu_types)) or "none"
-            raise self._refused("default_gpu_type", f"{self.default_gpu_type!r} is not defined under "
+            known = cut(", ".join(sorted(self.gpu_types)), 200) or "none"
+            raise self._refused("default_gpu_type", f"{quoted(self.default_gpu_type)} is not defined under "
                                 f"gpu_types (defined: {known})")
         options = self.gpu_types[self.default_gpu_type]
         if not any("{num_gpus}" in option for option in options):
@@ -104,9 +104,9 @@ class SiteConfig:
         if len(found) > 1:
             (field, first), (other, second) = found[0], found[1]
             where = "that list" if other == field else other
-            raise self._refused(field, f"{first!r} sets --gres and {where} sets it again ({second!r}); sbatch "
-                                f"keeps only the last --gres, which would replace {first!r}: give every "
-                                f"generic resource in one --gres of {other}, e.g. {_joined_gres(second, first)!r}")
+            raise self._refused(field, f"{quoted(first)} sets --gres and {where} sets it again ({quoted(second)}); sbatch "
+                                f"keeps only the last --gres, which would replace {quoted(first)}: give every "
+                                f"generic resource in one --gres of {other}, e.g. {quoted(_joined_gres(second, first))}")
         return (*self.base_for(num_gpus), *self.resource_options(num_gpus))
 
 
@@ -125,12 +125,12 @@ def _gpu_types(raw: object) -> Mapping[str, tuple[str, ...]]:
     if raw is None:
         return MappingProxyType({})
     if not isinstance(raw, Mapping):
-        raise InputError("gpu_types", f"expected a mapping of name -> {{options: [...]}}, got {raw!r}")
+        raise InputError("gpu_types", f"expected a mapping of name -> {{options: [...]}}, got {quoted(raw)}")
     types: dict[str, tuple[str, ...]] = {}
     for name, entry in raw.items():
-        where = f"gpu_types.{name}"
+        where = f"gpu_types.{cut(str(name))}"
         if not isinstance(entry, Mapping):
-            raise InputError(where, f"expected a mapping with an 'options' list, got {entry!r}")
+            raise InputError(where, f"expected a mapping with an 'options' list, got {quoted(entry)}")
         extra = sorted(set(entry) - {"options"})
         if extra:
             raise InputError(f"{where}.{extra[0]}", "unknown key (only 'options' is allowed)")
@@ -143,9 +143,9 @@ def _seconds(key: str, value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise InputError(key, f"expected a number of seconds, got {value!r}")
+        raise InputError(key, f"expected a number of seconds, got {quoted(value)}")
     if not 0 < value <= MAX_POLL_INTERVAL:
-        raise InputError(key, f"must be above 0 and at most {MAX_POLL_INTERVAL:g} seconds, got {value!r}")
+        raise InputError(key, f"must be above 0 and at most {MAX_POLL_INTERVAL:g} seconds, got {quoted(value)}")
     return float(value)
 
 
@@ -153,7 +153,7 @@ def _text(key: str, value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise InputError(key, f"expected a non-empty string, got {value!r}")
+        raise InputError(key, f"expected a non-empty string, got {quoted(value)}")
     return value.strip()
 
 
@@ -167,7 +167,7 @@ def _check_plain_text(value: object, field: str = "--cfg", depth: int = 0) -> No
             raise InputError(field, f"\"{shown}\" holds a control, bidi or invisible character; site values are plain text")
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            name = printable(str(key)) if field == "--cfg" else f"{field}.{printable(str(key))}"
+            name = cut(printable(str(key))) if field == "--cfg" else f"{field}.{cut(printable(str(key)))}"
             _check_plain_text(str(key), name, depth + 1)
             _check_plain_text(item, name, depth + 1)
     elif isinstance(value, (list, tuple)):
@@ -180,12 +180,12 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
     _check_plain_text(raw)
     unknown = [k for k in raw if k not in KEYS]
     if unknown:
-        raise InputError(str(unknown[0]), f"unknown key (known: {', '.join(KEYS)})")
+        raise InputError(cut(str(unknown[0])), f"unknown key (known: {', '.join(KEYS)})")
     if raw.get("mem") is not None and raw.get("mem_per_cpu") is not None:
         raise InputError("mem_per_cpu", "the site file sets both mem and mem_per_cpu; keep at most one memory scope")
     sbatch = _text("sbatch_command", raw.get("sbatch_command", "sbatch")) or "sbatch"
     if any(ch.isspace() for ch in sbatch):
-        raise InputError("sbatch_command", f"{sbatch!r} must be one program name or path (no arguments)")
+        raise InputError("sbatch_command", f"{quoted(sbatch)} must be one program name or path (no arguments)")
     max_array = raw.get("max_array_size")
     return SiteConfig(
         num_gpus=check_count("num_gpus", raw.get("num_gpus", 0), minimum=0, maximum=MAX_GPUS),
@@ -235,7 +235,7 @@ def _child_field(frame: _Frame | None) -> str:
         return "--cfg"
     if not frame.is_mapping:
         return frame.field
-    key = printable(frame.key or "")
+    key = cut(printable(frame.key or ""))
     return key if frame.field == "--cfg" else f"{frame.field}.{key}"
 
 

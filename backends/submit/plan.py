@@ -10,7 +10,7 @@ import stat
 
 from backends.errors import InputError
 from backends.fileio import kind_of_mode
-from backends.printable import printable
+from backends.printable import printable, quoted
 from backends.records.paths import log_stem, q_dir, record_path
 from backends.submit.array import MAX_VALUES
 from backends.submit.config import SiteConfig
@@ -53,11 +53,11 @@ def _option(name: str, value: str) -> list[str]:
 def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
     """Cross-checks between options (and the site) that no single field can make."""
     if options.backend not in BACKENDS:
-        raise InputError("backend", f"expected 'local' or 'slurm', got {options.backend!r}")
+        raise InputError("backend", f"expected 'local' or 'slurm', got {quoted(options.backend)}")
     if not options.command or not options.command[0].strip():
         raise InputError("command", "no command after '--'")
     if options.command[0].startswith("-"):
-        raise InputError("command", f"{options.command[0]!r} is not a program; the command after "
+        raise InputError("command", f"{quoted(options.command[0])} is not a program; the command after "
                          "'--' must start with the program to run")
     if not options.output_file.strip():
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
@@ -86,7 +86,7 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
         raise InputError("--env", f"{options.array.name} is the array name; each task gets its own "
                          "value, so it cannot also be set for all tasks")
     if options.array is not None and options.array.name not in options.output_file:
-        raise InputError("--output-file", f"{options.output_file!r} must contain the array name "
+        raise InputError("--output-file", f"{quoted(options.output_file)} must contain the array name "
                          f"{options.array.name} so that every task writes its own log")
     if options.array is not None:
         _check_logs_differ(options.output_file, options.array.name)
@@ -112,7 +112,7 @@ def _check_log_file(output_file: str) -> None:
     """The log must be a file path: a directory would also put q/ (and the record) above it."""
     if output_file.endswith(os.sep) or os.path.basename(output_file) in (".", "..") \
             or os.path.isdir(output_file):
-        raise InputError("--output-file", f"{output_file!r} is a directory; give the log file's "
+        raise InputError("--output-file", f"{quoted(output_file)} is a directory; give the log file's "
                          "path, e.g. exp/log/train.log")
     if os.path.basename(output_file) == "q":
         raise InputError("--output-file", f"{printable(output_file)}: a log named q would be the q/ folder "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from backends.errors import InputError
+from backends.printable import quoted
 
 _MEMORY = re.compile(r"([0-9]{1,18})([KMGTkmgt]?)")
 # Upper bounds: far above any real request, low enough that no number wraps or
@@ -35,13 +36,13 @@ def check_memory(field: str, value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InputError(field, f"expected a size such as 8G, got {value!r}")
+        raise InputError(field, f"expected a size such as 8G, got {quoted(value)}")
     text = str(value).strip()
     match = _MEMORY.fullmatch(text)
     if not match or int(match[1]) == 0:
         raise InputError(field, f"{_short(text)!r} is not a memory size (a positive integer with optional K, M, G or T suffix, e.g. 8G)")
     if int(match[1]) * _MIB_PER_UNIT[match[2].upper()] > MAX_MEMORY_MIB:
-        raise InputError(field, f"{text!r} is more than {MAX_MEMORY_MIB // 1024 ** 2}T")
+        raise InputError(field, f"{quoted(text)} is more than {MAX_MEMORY_MIB // 1024 ** 2}T")
     return match[1] + match[2].upper()
 
 
@@ -59,7 +60,7 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InputError(field, f"expected a time such as \"168:00:00\", got {value!r}")
+        raise InputError(field, f"expected a time such as \"168:00:00\", got {quoted(value)}")
     if isinstance(value, int) and from_yaml:
         advice = 'quote it: time: "168:00:00"'
         try:   # the minutes reading is offered only when it is a limit Slurm would take
@@ -73,13 +74,13 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
         raise InputError(field, f"{_short(text)!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)")
     days, _, clock = text.rpartition("-")
     if any(int(part) >= 60 for part in clock.split(":")[1:]):
-        raise InputError(field, f"{text!r}: minutes and seconds after the first field must be below 60")
+        raise InputError(field, f"{quoted(text)}: minutes and seconds after the first field must be below 60")
     minutes = time_minutes(text)
     if minutes == 0:
-        raise InputError(field, f"{text!r} is zero, which Slurm reads as no time limit at all; "
+        raise InputError(field, f"{quoted(text)} is zero, which Slurm reads as no time limit at all; "
                          "give a positive limit such as 168:00:00")
     if minutes > MAX_TIME_MINUTES:
-        raise InputError(field, f"{text!r} is above 365-00:00:00, the longest time limit Slurm "
+        raise InputError(field, f"{quoted(text)} is above 365-00:00:00, the longest time limit Slurm "
                          "handles (squeue shows longer ones as INVALID)")
     return text
 
@@ -107,7 +108,7 @@ def check_count(field: str, value: object, *, minimum: int, maximum: int = MAX_C
     4300 digits (a ValueError that would otherwise be a traceback).
     """
     if isinstance(value, bool):
-        raise InputError(field, f"expected an integer, got {value!r}")
+        raise InputError(field, f"expected an integer, got {quoted(value)}")
     if isinstance(value, str):
         text = value.strip()
         if not re.fullmatch(r"[+-]?[0-9]+", text):

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from backends.errors import InputError
+from backends.printable import cut, quoted
 
 # Long options of sbatch 22.05 (man sbatch), with whether they take a value:
 # "r" required, "o" optional (only as --opt=value), "n" none.
@@ -92,19 +93,19 @@ def resolve_long(spelled: str) -> tuple[str, ...]:
 def _check_text(field: str, item: object, expression_from: int | None = None) -> str:
     """`item` if it is one plain argument; from `expression_from` on it is a feature expression."""
     if not isinstance(item, str):
-        raise InputError(field, f"expected an option string, got {item!r}")
+        raise InputError(field, f"expected an option string, got {quoted(item)}")
     plain, expression = (item, "") if expression_from is None else (item[:expression_from], item[expression_from:])
     if _SHELL_CHARS.search(plain):
-        raise InputError(field, f"{item!r} looks like a shell fragment; each item must be one "
+        raise InputError(field, f"{quoted(item)} looks like a shell fragment; each item must be one "
                          "argument without whitespace, quotes or any of ;|&$`<>()\\")
     if _SHELL_CHARS_IN_EXPRESSION.search(expression):
-        raise InputError(field, f"{item!r} looks like a shell fragment; a feature expression is one "
+        raise InputError(field, f"{quoted(item)} looks like a shell fragment; a feature expression is one "
                          "argument without whitespace, quotes or any of ;$`<>\\")
     for name in _BRACES.findall(item):
         if name not in PLACEHOLDERS:
-            raise InputError(field, f"{item!r} uses unknown placeholder {{{name}}}; only {{num_gpus}} is allowed")
+            raise InputError(field, f"{quoted(item)} uses unknown placeholder {{{cut(name)}}}; only {{num_gpus}} is allowed")
     if _BRACES.sub("", item).count("{") or _BRACES.sub("", item).count("}"):
-        raise InputError(field, f"{item!r} has an unmatched brace; only {{num_gpus}} is allowed")
+        raise InputError(field, f"{quoted(item)} has an unmatched brace; only {{num_gpus}} is allowed")
     return item
 
 
@@ -145,19 +146,19 @@ def _refuse(field: str, item: str, option: str, allow_gpu: bool, value: str | No
     """Refuse a submitter-owned `option`; a --gres is GPU selection only when its `value` names a GPU
     (None: the value is the next item, checked by `_gres_value`)."""
     if option == "gres" and value is not None and not value.strip(" ,"):
-        raise InputError(field, f"{item!r} names no generic resource")
+        raise InputError(field, f"{quoted(item)} names no generic resource")
     if option == "gres" and not allow_gpu and (value is None or not is_gpu_gres(value)):
         return
     if option in SUBMITTER_OWNED and not (allow_gpu and option in GPU_SELECTION):
         why = ("GPU selection belongs in gpu_types" if option in GPU_SELECTION
                else "hyperion-submit sets it itself")
-        raise InputError(field, f"{item!r} sets --{option}, which site options may not set ({why})")
+        raise InputError(field, f"{quoted(item)} sets --{option}, which site options may not set ({why})")
 
 
 def _gres_value(field: str, option_item: str, value: str) -> None:
     """The separate value of a --gres outside gpu_types: a generic resource that is not a GPU."""
     if value.startswith("-"):
-        raise InputError(field, f"{option_item!r} needs its generic resource as the next item, got {value!r}")
+        raise InputError(field, f"{quoted(option_item)} needs its generic resource as the next item, got {quoted(value)}")
     _refuse(field, f"{option_item} {value}", "gres", False, value)
 
 
@@ -166,12 +167,12 @@ def _long(field: str, item: str, allow_gpu: bool) -> str | None:
     spelled, has_value, value = item[2:].partition("=")
     candidates = resolve_long(spelled) if spelled else []   # '--=x': an empty name prefixes every option
     if not candidates:
-        raise InputError(field, f"{item!r} is not an sbatch option")
+        raise InputError(field, f"{quoted(item)} is not an sbatch option")
     for option in candidates:  # refused if any reading of the prefix is owned
         _refuse(field, item, option, allow_gpu, value if has_value else None)
     if len(candidates) > 1:
         names = ", ".join(f"--{c}" for c in candidates)
-        raise InputError(field, f"{item!r} is an ambiguous sbatch option (could be {names})")
+        raise InputError(field, f"{quoted(item)} is an ambiguous sbatch option (could be {names})")
     return candidates[0] if SBATCH_LONG_OPTIONS[candidates[0]] == "r" and not has_value else None
 
 
@@ -180,7 +181,7 @@ def _short(field: str, item: str, allow_gpu: bool) -> str | None:
     for pos, letter in enumerate(item[1:], start=1):
         option = SBATCH_SHORT_OPTIONS.get(letter)
         if option is None:
-            raise InputError(field, f"{item!r}: -{letter} is not an sbatch option")
+            raise InputError(field, f"{quoted(item)}: -{letter} is not an sbatch option")
         _refuse(field, item, option, allow_gpu)
         if SBATCH_LONG_OPTIONS[option] == "r":
             return option if pos == len(item) - 1 else None
@@ -195,7 +196,7 @@ def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tupl
     if items is None:
         return ()
     if isinstance(items, str) or not isinstance(items, Sequence):
-        raise InputError(field, f"expected a list of option strings, got {items!r}")
+        raise InputError(field, f"expected a list of option strings, got {quoted(items)}")
     checked: list[str] = []
     awaiting: str | None = None        # the option whose value the next item may be
     for raw in items:
@@ -208,13 +209,13 @@ def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tupl
             if not item.startswith("-"):
                 continue
         if not item.startswith("-") or item in ("-", "--"):
-            raise InputError(field, f"{item!r} is not an option (items must start with -)")
+            raise InputError(field, f"{quoted(item)} is not an option (items must start with -)")
         if item.startswith("--"):
             awaiting = _long(field, item, allow_gpu)
         else:
             awaiting = _short(field, item, allow_gpu)
     if awaiting is not None:
-        raise InputError(field, f"{checked[-1]!r} needs a value")
+        raise InputError(field, f"{quoted(checked[-1])} needs a value")
     return tuple(checked)
 
 
