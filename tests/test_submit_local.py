@@ -54,6 +54,19 @@ def test_array_runs_in_ascending_order_and_stops_at_first_failure(tmp_path, cli_
         5: ("NOT_RUN", None)}
 
 
+def test_max_jobs_run_is_accepted_and_local_tasks_still_run_one_at_a_time(tmp_path, cli_env):
+    """The contract: local and slurm accept the same options, and local arrays always run sequentially."""
+    spans = tmp_path / "spans.txt"
+    script = (f"import time; start = time.time(); time.sleep(0.3); "
+              f"open({str(spans)!r}, 'a').write(f'{{start}} {{time.time()}}\\n')")
+    result = submit(tmp_path, cli_env, "--array", "JOB=1:3", "--max-jobs-run", "3",
+                    "--output-file", "log/s.JOB.log", "--", PY, "-c", script)
+    assert result.returncode == 0, result.stderr
+    runs = sorted(tuple(map(float, line.split())) for line in spans.read_text().splitlines())
+    assert len(runs) == 3
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(runs, runs[1:])), runs
+
+
 def test_name_is_in_env_args_and_log_path(tmp_path, cli_env):
     script = "import os, sys; print(sys.argv[1:], os.environ['J' 'OB'], os.environ['EXTRA'])"
     result = submit(tmp_path, cli_env, "--array", "JOB=7:8", "--env", "EXTRA=e x",
