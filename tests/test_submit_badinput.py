@@ -202,6 +202,15 @@ CLI_CASES = [
     ("log-with-escape", ["--output-file", "t/\x1b]0;owned\x07.log"], ["true"], "--output-file"),
     ("log-with-newline", ["--output-file", "t/a\nb.log"], ["true"], "--output-file"),
     ("log-with-bidi", ["--output-file", "t/\u202egol.exe"], ["true"], "--output-file"),
+    # a 60000-character word on the command line was repeated whole in the error line
+    ("array-name-of-60000-characters", ["--array", "J" * 60000 + "=1:2", "--output-file", ARRAY_LOG], ["true"],
+     "--output-file"),
+    ("array-name-of-60000-characters-undone-by-dotdot", ["--array", "J" * 60000 + "=1:2", "--output-file",
+     "log/" + "J" * 60000 + "/../t.log"], ["true"], "--output-file"),
+    ("unknown-option-of-60000-characters", ["--" + "x" * 60000, "--output-file", "log/t.log"], ["true"],
+     "--" + "x" * 38 + "..."),
+    ("dash-value-of-60000-characters", ["--mem", "-" + "G" * 60000, "--output-file", "log/t.log"], ["true"],
+     "--mem"),
 ]
 
 
@@ -238,6 +247,12 @@ def test_bad_command_line_is_one_line_exit_2(tmp_path, cli_env, backend, args, c
     result = run_cli("hyperion-submit", backend, "--cfg", str(TEST_SITE), *args, *tail,
                      cwd=tmp_path, env=cli_env, timeout=60)
     _check_rejected(result, tmp_path, field)
+
+
+def test_a_backend_word_of_60000_characters_is_not_repeated_whole(tmp_path, cli_env):
+    result = run_cli("hyperion-submit", "s" * 60000, "--cfg", str(TEST_SITE), "--output-file", "log/t.log",
+                     "--", "true", cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "backend")
 
 
 def test_a_value_that_starts_with_a_dash_is_told_how_to_be_given(tmp_path, cli_env):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.errors import InputError
-from backends.printable import printable, quoted
+from backends.printable import cut, printable, quoted
 from backends.submit.array import MAX_VALUES, SHELL_NAME, parse_array
 from backends.submit.config import KEYS, SiteConfig, load_site_text
 from backends.submit.model import BACKENDS, SubmitOptions
@@ -96,8 +96,9 @@ def _dash_value(field: str, tokens: list[str]) -> str | None:
     """argparse's 'expected one argument' for `--mem -1G`: the value was there, read as an option."""
     for option, value in zip(tokens, tokens[1:]):
         if option == field and value.startswith("-") and not value.startswith("--"):
-            return (f"expected a value, and '{printable(value)}' reads as an option; a value starting "
-                    f"with '-' is given as {field}={printable(value)}")
+            shown = printable(cut(value))
+            return (f"expected a value, and '{shown}' reads as an option; a value starting "
+                    f"with '-' is given as {field}={shown}")
     return None
 
 
@@ -105,7 +106,7 @@ def _input_error(message: str, tokens: list[str] = ()) -> InputError:
     text = " ".join(message.split())
     match = re.match(r"unrecognized arguments: (\S+)", text)
     if match:
-        return InputError(match[1], "unknown option (see hyperion-submit --help / the README)")
+        return InputError(cut(match[1]), "unknown option (see hyperion-submit --help / the README)")
     match = re.match(r"argument (\S+?)(?:/\S+)?: (.*)", text)
     if match:
         said = _dash_value(match[1], list(tokens)) if match[2] == "expected one argument" else None
@@ -148,7 +149,7 @@ def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
     """Parse and validate a full hyperion-submit argv (without the program name)."""
     head, command = split_command(argv)
     if not head or head[0] not in BACKENDS:
-        got = repr(head[0]) if head else "nothing"
+        got = quoted(head[0]) if head else "nothing"
         raise InputError("backend", f"expected 'local' or 'slurm' first, got {got}")
     cfg, rest = _cfg_first(head[1:])
     _refuse_site_only(rest)

@@ -10,7 +10,7 @@ import stat
 
 from backends.errors import InputError
 from backends.fileio import kind_of_mode
-from backends.printable import printable, quoted
+from backends.printable import cut, printable, quoted
 from backends.records.paths import log_stem, q_dir, record_path
 from backends.submit.array import MAX_VALUES
 from backends.submit.config import SiteConfig
@@ -83,11 +83,11 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
         if options.array is None:
             raise InputError("--max-jobs-run", "needs --array (it limits concurrently running array tasks)")
     if options.array is not None and options.array.name in dict(options.env):
-        raise InputError("--env", f"{options.array.name} is the array name; each task gets its own "
+        raise InputError("--env", f"{cut(options.array.name)} is the array name; each task gets its own "
                          "value, so it cannot also be set for all tasks")
     if options.array is not None and options.array.name not in options.output_file:
         raise InputError("--output-file", f"{quoted(options.output_file)} must contain the array name "
-                         f"{options.array.name} so that every task writes its own log")
+                         f"{cut(options.array.name)} so that every task writes its own log")
     if options.array is not None:
         _check_logs_differ(options.output_file, options.array.name)
     if options.num_gpus > 0:
@@ -103,8 +103,9 @@ def _check_logs_differ(output_file: str, name: str) -> None:
     """
     first = os.path.abspath(substitute(output_file, name, 1))
     if first == os.path.abspath(substitute(output_file, name, 2)):
-        raise InputError("--output-file", f"{printable(output_file)} is the same log for every task "
-                         f"({printable(first)}): a '..' leaves the folder named with {name}; put {name} "
+        name = cut(name)
+        raise InputError("--output-file", f"{quoted(output_file)} is the same log for every task "
+                         f"({quoted(first)}): a '..' leaves the folder named with {name}; put {name} "
                          f"in the log's own path, e.g. log/train.{name}.log")
 
 
