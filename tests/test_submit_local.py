@@ -67,6 +67,17 @@ def test_max_jobs_run_is_accepted_and_local_tasks_still_run_one_at_a_time(tmp_pa
     assert all(end <= next_start for (_, end), (next_start, _) in zip(runs, runs[1:])), runs
 
 
+def test_local_records_scheduler_requests_but_enforces_none(tmp_path, cli_env):
+    """As the README says (and run.pl does): --time and --mem are a scheduler's to enforce; a local
+    task running past its --time of 1 s is not stopped, and the record keeps what was asked."""
+    result = submit(tmp_path, cli_env, "--time", "0:01", "--mem", "1M", "--num-threads", "2",
+                    "--output-file", "log/slow.log", "--", PY, "-c", "import time; time.sleep(1.5); print('done')")
+    assert result.returncode == 0, result.stderr
+    assert body(tmp_path / "log" / "slow.log") == ["done"]
+    options = load_record(tmp_path / "log" / "q" / "slow.submit.json").options
+    assert (options["time"], options["mem"], options["num_threads"]) == ("0:01", "1M", 2)
+
+
 def test_name_is_in_env_args_and_log_path(tmp_path, cli_env):
     script = "import os, sys; print(sys.argv[1:], os.environ['J' 'OB'], os.environ['EXTRA'])"
     result = submit(tmp_path, cli_env, "--array", "JOB=7:8", "--env", "EXTRA=e x",
