@@ -57,13 +57,18 @@ class JobsUpdated(Message):
     `as_of` (time.time()) is when the newest answer was current, None when this
     poll got no answer; `problem` is the query trouble while it lasts (shown on
     the status line), `error` the poll's own error text, `warning` what else went wrong
-    (the attempt history cannot be written: the states are shown, not kept).
+    (the attempt history cannot be written: the states are shown, not kept). With `usage_asked`
+    it answers the ask for what ended tasks used: `behind` is the core's line when accounting did
+    not answer (the ledger's figures shown), None when it did.
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
-                 problem: str | None = None, warning: str | None = None, rows_only: bool = False) -> None:
+                 problem: str | None = None, warning: str | None = None, rows_only: bool = False,
+                 usage_asked: bool = False, behind: str | None = None) -> None:
         super().__init__()
+        self.usage_asked = usage_asked
+        self.behind = behind
         self.rows_only = rows_only        # rows from beside the watch (usage): no word on its state
         self.record_path = record_path
         self.changed = tuple(changed)

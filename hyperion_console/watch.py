@@ -26,7 +26,7 @@ from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import settled, watched_tasks
 from backends.watch.rows import TaskRow, history_rows, task_row, usage_missing
 from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
-from backends.watch.targets import fill_missing_usage
+from backends.watch.targets import fill_missing_usage, shown_as_recorded
 from backends.watch.wait import watcher
 
 from .record_cache import cached_record
@@ -48,6 +48,8 @@ class Seen:
     problem: str | None = None
     warning: str | None = None          # e.g. the ledger cannot be written: states shown, not kept
     rows_only: bool = False             # beside a watch: rows to show, nothing said of the watch
+    usage_asked: bool = False           # the answer of an ask for what ended tasks used, and then
+    behind: str | None = None           # what did not answer it: the ledger's figures are shown
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
@@ -138,13 +140,18 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     missing = usage_missing(history)
     if not missing:
         return False
+    behind = None
     try:
         used = fill_missing_usage(history, runner)
-    except (QueryError, QueryStopped):
-        return True              # usage stays "-": the states are the ledger's either way
+    except QueryStopped:
+        return True
+    except QueryError as err:    # usage stays "-", said as `hyperion-jobs usage` says it
+        used, behind = {}, shown_as_recorded(str(err))
     rows = tuple(task_row(history, missing[key][0], {}, used) for key in used)
-    if rows and not stop.is_set():     # beside a watch, the watch alone says how fresh states are
-        deliver(Seen(rows, None, all_terminal, time.time()) if all_terminal else Seen(rows, rows_only=True))
+    if not stop.is_set():        # beside a watch, the watch alone says how fresh states are
+        as_of = None if behind else time.time()
+        deliver(Seen(rows, None, all_terminal, as_of, usage_asked=True, behind=behind) if all_terminal
+                else Seen(rows, rows_only=True, usage_asked=True, behind=behind))
     return True
 
 

@@ -220,6 +220,12 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
 
 
+def shown_as_recorded(problem: str) -> str:
+    """What every face says when a look for usage or requeues failed: no error (the recorded ends
+    stand), but what is shown may be behind; one wording, so the console and the CLIs agree."""
+    return f"{problem}; shown as last recorded"
+
+
 def history_status(history: History, runner: Runner = run_command,
                    problems: list[str] | None = None) -> list[TaskRow]:
     """The latest outcome of every value across attempts, with what each task used.

@@ -371,7 +371,7 @@ class JobsScreen(ConsoleScreen):
             if not stop.is_set():
                 self.app.call_from_thread(self.post_message, JobsUpdated(
                     path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning,
-                    seen.rows_only))
+                    seen.rows_only, seen.usage_asked, seen.behind))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -398,6 +398,8 @@ class JobsScreen(ConsoleScreen):
     def on_jobs_updated(self, message: JobsUpdated) -> None:
         if message.record_path != self.record_path:
             return
+        if message.usage_asked:
+            self.say_behind(message.behind)
         if message.rows_only:
             self.apply_states(message.changed)
             return
@@ -416,6 +418,14 @@ class JobsScreen(ConsoleScreen):
         if message.all_terminal and not self._ended:
             self._ended = True
             self.action_reload()       # the record list shows fresh counts
+
+    def say_behind(self, behind: str | None) -> None:
+        """Accounting did not tell what ended tasks used: the status line keeps the CLIs' line while
+        the usage shown is the ledger's (it was '-' without a word), and a notification says it whole."""
+        self.query_one("#poll-status", PollStatus).note(behind)
+        if behind and behind not in self._warned:
+            self._warned.add(behind)
+            tell(self, behind, title="usage", severity="warning", timeout=10)
 
     def apply_states(self, changed: Iterable, as_of: float | None = None) -> None:
         """Update the rows that changed, the map, the summary and the views derived from the rows."""

@@ -71,10 +71,11 @@ class PollStatus(FitLine):
         self.as_of: float | None = None
         self.problem: str | None = None
         self.final = False
+        self.behind: str | None = None     # what did not answer, so some figures are the ledger's
 
     def start(self, source: str) -> None:
         """A new record: nothing known yet (`source`: "Slurm" or "local results")."""
-        self.source, self.as_of, self.problem, self.final = source, None, None, False
+        self.source, self.as_of, self.problem, self.final, self.behind = source, None, None, False, None
         self.refresh()
 
     def report(self, as_of: float | None, problem: str | None, final: bool = False) -> None:
@@ -84,7 +85,19 @@ class PollStatus(FitLine):
         self.final = final
         self.refresh()
 
+    def note(self, behind: str | None) -> None:
+        """Keep `behind` (the core's "...; shown as last recorded") after the line; None clears it."""
+        self.behind = behind
+        self.refresh()
+
     def line(self, now: float | None = None) -> Text:
+        text = self._states_line(now)
+        if self.behind and self.source:
+            text.append(" · ", style="dim")
+            text.append_text(shown(f"⚠ {self.behind}", "yellow"))
+        return text
+
+    def _states_line(self, now: float | None = None) -> Text:
         now = time.time() if now is None else now
         if not self.source:
             return Text("")

@@ -20,7 +20,15 @@ from backends.records.record import LOCAL_JOB, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
-from backends.watch.targets import current_user, histories_states, history_for_job, resolve, status, task_logs
+from backends.watch.targets import (
+    current_user,
+    histories_states,
+    history_for_job,
+    resolve,
+    shown_as_recorded,
+    status,
+    task_logs,
+)
 
 
 def check_dirs(field: str, dirs: Sequence[str | Path]) -> None:
@@ -46,7 +54,7 @@ def say_shown_as_recorded(problems: Sequence[str]) -> None:
     """A failed look for usage or requeues is no error (the recorded ends stand), but the user is
     told that what follows may be behind: it said nothing, and `usage` showed "0 of N" as if known."""
     for problem in problems:
-        print(printable(f"{PROG}: {problem}; shown as last recorded"), file=sys.stderr)
+        print(printable(f"{PROG}: {shown_as_recorded(problem)}"), file=sys.stderr)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -1,0 +1,43 @@
+"""What the console says while Slurm does not answer: the same words as `hyperion-jobs`. (Slurm's
+daemons on the shared test cluster are not stopped for this: sacct and squeue on PATH fail as they
+do then, as in test_jobs_slurm_down.py.)"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from conftest import run_cli
+from test_console_fixtures import build_history, notifications, screen_lines, table_column, wait_for
+from test_jobs_slurm_down import CONF, SACCT_DOWN, slurm_down
+
+from hyperion_console.app import make_app
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_usage_accounting_does_not_tell_is_said_as_hyperion_jobs_says_it(tmp_path, cli_env, monkeypatch) -> None:
+    """Every end recorded, no usage yet, sacct failing: `hyperion-jobs usage` says "sacct failed
+    (rc 1): ...; shown as last recorded" on stderr; the console showed every usage cell `-` and
+    "every task ended: final states from the attempt history" without a word."""
+    record = build_history(tmp_path, CONF)
+    env = slurm_down(tmp_path, cli_env)
+    cli = run_cli("hyperion-jobs", "usage", str(record), env=env, timeout=60)
+    said = cli.stderr.strip().removeprefix("hyperion-jobs: ")
+    assert said == f"sacct failed (rc 1): {SACCT_DOWN}; shown as last recorded", cli.stderr
+    monkeypatch.setenv("PATH", env["PATH"])
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            jobs = app.jobs_screen
+            status = jobs.query_one("#poll-status")
+            await wait_for(pilot, lambda: "shown as last recorded" in status.line().plain, 20)
+            assert status.line().plain == f"every task ended: final states from the attempt history · ⚠ {said}"
+            await wait_for(pilot, lambda: said in notifications(app), 5)
+            await pilot.press("u")
+            await pilot.pause()
+            assert set(table_column(jobs.query_one("#tasks"), "memory")) == {"-"}
+            assert any("⚠ sacct failed (rc 1)" in line for line in screen_lines(app))
+
+    asyncio.run(scenario())
+
