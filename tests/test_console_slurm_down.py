@@ -41,3 +41,42 @@ def test_usage_accounting_does_not_tell_is_said_as_hyperion_jobs_says_it(tmp_pat
 
     asyncio.run(scenario())
 
+
+class AlternatingPoller:
+    """Stands in for the core's Poller during an outage as the real one behaves: the squeue alone
+    fails, then the squeue and the sacct asked after it, then the squeue alone again, ..."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+
+    def run(self, observer, stop, waiting=None):
+        from backends.watch.poller import PollUpdate
+
+        for n, error in enumerate(self.errors):
+            observer(PollUpdate({}, (), error, False, float(n), f"controller (squeue) not answering: {error}", None))
+        stop.wait(30)
+
+
+def test_an_outage_is_told_once_not_at_every_poll_its_error_alternates(tmp_path, monkeypatch) -> None:
+    """At 80x24, while Slurm was down, a 'poll error (retrying)' toast came at every poll (the error
+    alternates between squeue's alone and squeue's with sacct's), so toasts covered the task table
+    the whole outage; the status line says the outage already."""
+    import hyperion_console.watch as console_watch
+
+    squeue = "squeue failed (rc 1): slurm_load_jobs error: Unable to contact slurm controller"
+    both = f"{squeue}; sacct failed (rc 1): sacct: error: Problem talking to the database"
+    record = build_history(tmp_path, CONF, unfinished=(7, 8))
+    monkeypatch.setattr(console_watch, "watcher",
+                        lambda *a, **k: (AlternatingPoller([squeue, both] * 5), None))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status")
+            await wait_for(pilot, lambda: "retrying" in status.line().plain, 10)
+            await pilot.pause(0.5)
+            told = [n for n in notifications(app) if "failed (rc 1)" in n]
+            assert told == [squeue, both], told
+
+    asyncio.run(scenario())
+

@@ -122,7 +122,7 @@ class JobsScreen(ConsoleScreen):
         self._stop_poll = threading.Event()
         self._screen_gone = threading.Event()    # the screen is gone: a scancel in flight is killed
         self._ready = False
-        self._last_error: str | None = None
+        self._told_errors: set[str] = set()   # the poll errors told during this outage
         self._ended = False
         self._answered = False       # a poll answered since the record was opened
         self._polling = False
@@ -326,7 +326,8 @@ class JobsScreen(ConsoleScreen):
         history = record if isinstance(record, History) else load_history(record.path, record)
         self.history, self.record, self.record_path = history, history.current, history.record_path
         self._record_key = file_key(self.record_path)
-        self._ended, self._last_error, self._answered, self._polling = False, None, False, False
+        self._ended, self._answered, self._polling = False, False, False
+        self._told_errors = set()
         self._never_told = set()
         self._warned: set[str] = set()
         latest = history.latest_tasks()
@@ -408,10 +409,11 @@ class JobsScreen(ConsoleScreen):
                                                            message.all_terminal)
         self.apply_states(message.changed, message.as_of)
         self.tell_never_runs(message.changed)
-        if message.error and message.error != self._last_error:   # once per distinct error
+        if message.error and message.error not in self._told_errors:   # once per error per outage:
+            self._told_errors.add(message.error)    # squeue's alone and with sacct's alternate
             tell(self, message.error, title="poll error (retrying)", severity="warning")
-        if message.error or not message.problem:   # a query still awaited is no answer: same outage
-            self._last_error = message.error
+        if not message.error and not message.problem:   # a query still awaited is no answer: same outage
+            self._told_errors.clear()
         if message.warning and message.warning not in self._warned:      # once per record
             self._warned.add(message.warning)
             tell(self, message.warning, title="attempt history", severity="warning", timeout=10)
