@@ -57,9 +57,10 @@ class JobsUpdated(Message):
     `as_of` (time.time()) is when the newest answer was current, None when this
     poll got no answer; `problem` is the query trouble while it lasts (shown on
     the status line), `error` the poll's own error text, `warning` what else went wrong
-    (the attempt history cannot be written: the states are shown, not kept). With `usage_asked`
-    it answers the ask for what ended tasks used: `behind` is the core's line when accounting did
-    not answer (the ledger's figures shown), None when it did.
+    (the attempt history cannot be written: the states are shown, not kept). `behind` is the
+    core's "...; shown as last recorded" line when what is shown is the ledger's because a query
+    failed: the ask for what ended tasks used (`usage_asked`: None then says it answered), or the
+    last look for requeues of a run whose every task ended.
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,

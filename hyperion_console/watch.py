@@ -48,8 +48,8 @@ class Seen:
     problem: str | None = None
     warning: str | None = None          # e.g. the ledger cannot be written: states shown, not kept
     rows_only: bool = False             # beside a watch: rows to show, nothing said of the watch
-    usage_asked: bool = False           # the answer of an ask for what ended tasks used, and then
-    behind: str | None = None           # what did not answer it: the ledger's figures are shown
+    usage_asked: bool = False           # the answer of an ask for what ended tasks used
+    behind: str | None = None           # what did not answer (the core's line): the ledger's is shown
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
@@ -94,7 +94,9 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
                 usage_seen[key] = used
                 keys[key] = None
         rows = fresh(task_row(history, tasks[key], update.states, usage) for key in keys if key in tasks)
-        deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error))
+        behind = shown_as_recorded(update.unconfirmed) if update.unconfirmed else None
+        deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error,
+                     behind=behind))
         return False
 
     def waiting(update) -> None:

@@ -32,12 +32,12 @@ def test_usage_accounting_does_not_tell_is_said_as_hyperion_jobs_says_it(tmp_pat
             jobs = app.jobs_screen
             status = jobs.query_one("#poll-status")
             await wait_for(pilot, lambda: "shown as last recorded" in status.line().plain, 20)
-            assert status.line().plain == f"every task ended: final states from the attempt history · ⚠ {said}"
+            assert status.line().plain == f"⚠ every task ended: final states from the attempt history · {said}"
             await wait_for(pilot, lambda: said in notifications(app), 5)
             await pilot.press("u")
             await pilot.pause()
             assert set(table_column(jobs.query_one("#tasks"), "memory")) == {"-"}
-            assert any("⚠ sacct failed (rc 1)" in line for line in screen_lines(app))
+            assert any("⚠ every task ended" in line and "sacct failed (rc 1)" in line for line in screen_lines(app))
 
     asyncio.run(scenario())
 
@@ -80,3 +80,37 @@ def test_an_outage_is_told_once_not_at_every_poll_its_error_alternates(tmp_path,
 
     asyncio.run(scenario())
 
+
+def test_a_run_that_just_ended_reopened_while_slurm_is_down_does_not_say_its_states_are_slurms(
+        tmp_path, cli_env, monkeypatch) -> None:
+    """Ends recorded minutes ago: their job is asked again in case Slurm requeued a task. With squeue
+    failing, `hyperion-jobs status` says "squeue failed (rc 1): ...; shown as last recorded"; the
+    console said "every task ended: final states from Slurm", nothing from Slurm and no word."""
+    from datetime import datetime, timezone
+
+    from test_console_fixtures import FIXED_ISO
+    from test_jobs_slurm_down import SQUEUE_DOWN
+
+    record = build_history(tmp_path, CONF)
+    ledger = next(record.parent.glob("*.attempts.jsonl"))
+    just_now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    used = ('{"alloc_cpus":1,"cpu_seconds":0.03,"elapsed_seconds":1.0,"max_rss_bytes":14209024,'
+            '"req_mem_bytes":104857600,"time_limit_seconds":360.0}')     # all usage known: no sacct
+    ledger.write_text(ledger.read_text().replace(FIXED_ISO, just_now).replace('"usage":null', f'"usage":{used}'))
+    env = slurm_down(tmp_path, cli_env)
+    cli = run_cli("hyperion-jobs", "status", str(record), env=env, timeout=60)
+    said = cli.stderr.strip().removeprefix("hyperion-jobs: ")
+    assert said == f"squeue failed (rc 1): {SQUEUE_DOWN}; shown as last recorded", cli.stderr
+    monkeypatch.setenv("PATH", env["PATH"])
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status")
+            await wait_for(pilot, lambda: "every task ended" in status.line().plain, 20)
+            await pilot.pause(0.5)
+            assert status.line().plain == f"⚠ every task ended: final states from the attempt history · {said}"
+            await wait_for(pilot, lambda: [n.title for n in app._notifications if n.message == said]
+                           == ["look for requeues"], 5)
+
+    asyncio.run(scenario())

@@ -91,6 +91,7 @@ class PollUpdate:
     as_of: float | None = None          # time.time() of the newest answer the states reflect
     usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)   # from sacct answers
     live_usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)  # squeue's, newer than sacct's
+    unconfirmed: str | None = None      # the failed look for requeues of ended tasks: ends stand as recorded
 
     def current_usage(self) -> dict[Key, Usage]:
         """What each task has used so far, as the newest answer says, for showing: accounting's,
@@ -223,6 +224,7 @@ class Poller:
         self._sacct_due = float("-inf")       # sacct as a fallback keeps its own pace
         self._errors: list[str] = []          # this poll's failed queries
         self._asked_sacct = False             # whether this poll has asked sacct already
+        self._unconfirmed: str | None = None  # why the look for requeues failed (`status` says so too)
         self.interval = floor
 
     @property
@@ -515,7 +517,7 @@ class Poller:
         self._schedule(now, bool(changed))
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
                           self._all_terminal(), self.interval, self.problem(), self._as_of,
-                          dict(self._usage), dict(self._live_usage))
+                          dict(self._usage), dict(self._live_usage), self._unconfirmed)
 
     def _requeue_check(self, now: float) -> tuple[TaskState, ...]:
         """Only ended tasks to look at (a record that ended lately): one squeue, for a task Slurm
@@ -523,6 +525,7 @@ class Poller:
         shown waits on it, and the recorded ends stand, as in `status`."""
         squeue = self._ask("squeue", list(self._recheck), now, watched=False)
         if squeue is None:
+            self._unconfirmed = "; ".join(self._errors) or None
             self._errors, self._health["squeue"] = [], _Health()
             return ()
         return self._apply(*self._combine(squeue, None, now))

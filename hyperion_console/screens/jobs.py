@@ -400,13 +400,17 @@ class JobsScreen(ConsoleScreen):
         if message.record_path != self.record_path:
             return
         if message.usage_asked:
-            self.say_behind(message.behind)
+            self.say_behind("usage", message.behind)
         if message.rows_only:
             self.apply_states(message.changed)
             return
         self._answered = self._answered or message.as_of is not None
-        self.query_one("#poll-status", PollStatus).report(message.as_of, message.problem,
-                                                           message.all_terminal)
+        status = self.query_one("#poll-status", PollStatus)
+        if message.behind and not message.usage_asked:      # the look for requeues failed
+            if not self._answered:     # Slurm said nothing: every state shown is the ledger's
+                status.source = "the attempt history"
+            self.say_behind("look for requeues", message.behind)
+        status.report(message.as_of, message.problem, message.all_terminal)
         self.apply_states(message.changed, message.as_of)
         self.tell_never_runs(message.changed)
         if message.error and message.error not in self._told_errors:   # once per error per outage:
@@ -421,13 +425,14 @@ class JobsScreen(ConsoleScreen):
             self._ended = True
             self.action_reload()       # the record list shows fresh counts
 
-    def say_behind(self, behind: str | None) -> None:
-        """Accounting did not tell what ended tasks used: the status line keeps the CLIs' line while
-        the usage shown is the ledger's (it was '-' without a word), and a notification says it whole."""
-        self.query_one("#poll-status", PollStatus).note(behind)
+    def say_behind(self, ask: str, behind: str | None) -> None:
+        """Slurm did not answer an `ask` whose failure leaves the ledger's figures standing (what ended
+        tasks used: '-' without a word; a requeue: 'final states from Slurm'): the status line keeps
+        the CLIs' line while it lasts, and a notification says it whole."""
+        self.query_one("#poll-status", PollStatus).note(ask, behind)
         if behind and behind not in self._warned:
             self._warned.add(behind)
-            tell(self, behind, title="usage", severity="warning", timeout=10)
+            tell(self, behind, title=ask, severity="warning", timeout=10)
 
     def apply_states(self, changed: Iterable, as_of: float | None = None) -> None:
         """Update the rows that changed, the map, the summary and the views derived from the rows."""

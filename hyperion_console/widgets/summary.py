@@ -71,11 +71,11 @@ class PollStatus(FitLine):
         self.as_of: float | None = None
         self.problem: str | None = None
         self.final = False
-        self.behind: str | None = None     # what did not answer, so some figures are the ledger's
+        self.behind: dict[str, str] = {}   # what did not answer (per ask), so some figures are the ledger's
 
     def start(self, source: str) -> None:
         """A new record: nothing known yet (`source`: "Slurm" or "local results")."""
-        self.source, self.as_of, self.problem, self.final, self.behind = source, None, None, False, None
+        self.source, self.as_of, self.problem, self.final, self.behind = source, None, None, False, {}
         self.refresh()
 
     def report(self, as_of: float | None, problem: str | None, final: bool = False) -> None:
@@ -85,16 +85,24 @@ class PollStatus(FitLine):
         self.final = final
         self.refresh()
 
-    def note(self, behind: str | None) -> None:
-        """Keep `behind` (the core's "...; shown as last recorded") after the line; None clears it."""
-        self.behind = behind
+    def note(self, ask: str, behind: str | None) -> None:
+        """Keep `behind` (the core's "...; shown as last recorded") of one `ask` after the line;
+        None clears it (that ask answered since)."""
+        if behind:
+            self.behind[ask] = behind
+        else:
+            self.behind.pop(ask, None)
         self.refresh()
 
     def line(self, now: float | None = None) -> Text:
         text = self._states_line(now)
-        if self.behind and self.source:
+        if not (self.behind and self.source):
+            return text
+        if not text.plain.startswith("⚠"):      # in sight at 80 columns, where the note is cut
+            text = Text("⚠ ", style="bold yellow") + text
+        for behind in self.behind.values():
             text.append(" · ", style="dim")
-            text.append_text(shown(f"⚠ {self.behind}", "yellow"))
+            text.append_text(shown(behind, "yellow"))
         return text
 
     def _states_line(self, now: float | None = None) -> Text:
