@@ -63,7 +63,8 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner)
         return
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s
-    threading.Thread(target=_deliver_missing_usage, args=(history, deliver, stop, False, runner),
+    watched = threading.Event()
+    threading.Thread(target=_usage_beside, args=(history, deliver, stop, watched, runner),
                      name="hyperion-missing-usage", daemon=True).start()
     ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
@@ -108,8 +109,29 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             deliver(Seen(rows, None, False, update.as_of, update.problem))
 
     poller.run(observe, stop, waiting)
+    watched.set()
     if ended_here:     # a record that ended before it was opened had its one ask beside the watch
         _follow_usage(history.record_path, deliver, stop, runner)
+
+
+# Seconds between the asks, while the watch goes on, for what ended tasks used: a task's end
+# mostly comes from squeue, which tells no peak nor CPU time (at most one sacct in 30 s).
+USAGE_BESIDE_WATCH = 30.0
+
+
+def _usage_beside(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
+                  watched: threading.Event, runner: Runner) -> None:
+    """Until the watch is over, what ended tasks used, as `hyperion-jobs usage` asks for it: asked
+    once at opening only, the usage columns of a long run stayed '-' for every task squeue saw
+    end, while `usage` showed their figures."""
+    while not stop.is_set():
+        _deliver_missing_usage(history, deliver, stop, False, runner)
+        if watched.wait(USAGE_BESIDE_WATCH) or stop.is_set():
+            return
+        try:
+            history = load_history(history.record_path, cached_record(history.record_path))
+        except InputError:
+            return
 
 
 # Seconds between the asks, after the end, for what ended tasks used while any lacks it:

@@ -114,3 +114,43 @@ def test_a_run_that_just_ended_reopened_while_slurm_is_down_does_not_say_its_sta
                            == ["look for requeues"], 5)
 
     asyncio.run(scenario())
+
+
+def test_what_ended_tasks_used_is_asked_for_while_the_run_goes_on(tmp_path, monkeypatch) -> None:
+    """A task's end comes from squeue, which tells no peak nor CPU time, and accounting was asked
+    only once at opening and after the last end: during a 40-task run the console's summary said
+    'MaxRSS ... (0 of 39)' while `hyperion-jobs usage` said '(35 of 39 tasks)'. Asked again beside
+    the watch while it goes on, as `usage` asks it."""
+    import hyperion_console.watch as console_watch
+    from backends.states import JobState, TaskState
+    from backends.watch.poller import PollUpdate
+    from backends.watch.usage import Usage
+
+    record = build_history(tmp_path, CONF, unfinished=(7, 8))
+    done = TaskState("4242", 7, JobState.COMPLETED, 0, None, 12.0, "node01", "squeue")
+    running = TaskState("4242", 8, JobState.RUNNING, None, None, 5.0, "node01", "squeue")
+
+    class OneEnd:
+        def run(self, observer, stop, waiting=None):
+            states = {done.key: done, running.key: running}
+            observer(PollUpdate(states, (done, running), None, False, 1.0, None, None))
+            stop.wait(60)
+
+    def accounting(history, runner):    # what sacct tells of the ended tasks the ledger lacks usage of
+        from backends.watch.rows import usage_missing
+        return {key: Usage(300 * 2 ** 20, 6.0, 12.0, 360.0, 100 * 2 ** 20, 1) for key in usage_missing(history)}
+
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (OneEnd(), None))
+    monkeypatch.setattr(console_watch, "fill_missing_usage", accounting)
+    monkeypatch.setattr(console_watch, "USAGE_BESIDE_WATCH", 0.3, raising=False)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await pilot.press("u")
+            await wait_for(pilot, lambda: table_column(table, "state")[6:] == ["COMPLETED", "RUNNING"], 10)
+            await wait_for(pilot, lambda: table_column(table, "memory")[6] == "300M/100M", 10)
+            assert table_column(table, "state")[7] == "RUNNING"
+
+    asyncio.run(scenario())
