@@ -540,3 +540,30 @@ def test_status_of_an_array_cancelled_at_once_shows_its_tasks_only(slurm_cluster
     finally:
         subprocess.run(["scancel", plain], check=False)
     assert [(t["slurm_id"], t["state"]) for t in json.loads(single.stdout)["tasks"]] == [(plain, "CANCELLED")]
+
+
+def test_status_of_a_retry_s_pending_scattered_values_is_not_cut_by_slurm(slurm_cluster, tmp_path, cli_env):
+    """A retry pends as one row of scattered values: `12_[7,17,34,...]`. Slurm cuts a task list
+    past 64 characters to `...]` unless SLURM_BITSTR_LEN says otherwise, and `hyperion-jobs status`
+    of a 29-task retry of a 300-task array failed, exit 1, 'sacct: unexpected sacct line:
+    '10942_[7,17,34,...,204,...]|...'', while the tasks waited; usage and history too."""
+    from backends.launch_slurm import submit
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+
+    values = [7, 17, 34, 51, 57, 68, 85, 100, 101, 102, 107, 119, 136, 153, 157, 170, 187, 204, 207,
+              221, 238, 250, 251, 255, 257, 272, 289, 290, 291]   # one runs at a time: the rest pend as one row
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"),
+        "--array", "JOB=" + ",".join(map(str, values)), "--max-jobs-run", "1", "--time", "00:02:00",
+        "--output-file", str(tmp_path / "log" / "p.JOB.log"), "--", "sleep", "120"])
+    record = submit(build_plan(site, options))
+    try:
+        for command in ("status", "usage", "history"):
+            result = run_cli("hyperion-jobs", command, record.path, "--json", env=cli_env, timeout=60)
+            assert result.returncode == 0, (command, result.stderr)
+        tasks = json.loads(run_cli("hyperion-jobs", "status", record.path, "--json", env=cli_env).stdout)["tasks"]
+        assert [t["value"] for t in tasks] == values
+        assert {t["state"] for t in tasks} <= {"PENDING", "RUNNING"}, tasks
+    finally:
+        subprocess.run(["scancel", *(job.job_id for job in record.jobs)], capture_output=True)

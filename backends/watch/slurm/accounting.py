@@ -104,6 +104,12 @@ def _failure(tool: str, result: "CommandResult") -> QueryError:
                       error_kind(result.returncode, result.stderr))
 
 
+def slurm_env() -> dict[str, str]:
+    """The environment of a Slurm client: a pending array's task list whole. Slurm cuts it past 64
+    characters to `12_[7,17,...,204,...]` (a retry's scattered values), which no parser can expand."""
+    return {**os.environ, "SLURM_BITSTR_LEN": "0"}
+
+
 def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT,
                 stop: threading.Event | None = None) -> CommandResult:
     """Run one Slurm client; a missing binary or a timeout becomes a non-zero result.
@@ -118,7 +124,7 @@ def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT,
     try:
         child = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, errors="replace",
-                                 start_new_session=True)
+                                 start_new_session=True, env=slurm_env())
     except FileNotFoundError:
         return CommandResult(127, "", f"{argv[0]}: command not found")
     try:
