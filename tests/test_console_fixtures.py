@@ -189,6 +189,18 @@ FIRST_FAILURES = {3: ("FAILED", 3, "ValueError: corrupt input file"),
                   6: ("OUT_OF_MEMORY", 0, "loading 2.1G of features")}
 
 
+def ended_just_now(record: Path) -> None:
+    """Move every recorded end of `record` to now, with all usage known: a run that ended lately,
+    whose jobs a look asks squeue about again (Slurm may requeue them), but no sacct."""
+    from datetime import datetime, timezone
+
+    ledger = next(record.parent.glob("*.attempts.jsonl"))
+    just_now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    used = ('{"alloc_cpus":1,"cpu_seconds":0.03,"elapsed_seconds":1.0,"max_rss_bytes":14209024,'
+            '"req_mem_bytes":104857600,"time_limit_seconds":360.0}')
+    ledger.write_text(ledger.read_text().replace(FIXED_ISO, just_now).replace('"usage":null', f'"usage":{used}'))
+
+
 def _write_log(path: Path, value: int, attempt: int, last: str | None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"# Started at {FIXED_ISO} on node01", f"attempt {attempt}: working on part {value}"]

@@ -86,17 +86,11 @@ def test_a_run_that_just_ended_reopened_while_slurm_is_down_does_not_say_its_sta
     """Ends recorded minutes ago: their job is asked again in case Slurm requeued a task. With squeue
     failing, `hyperion-jobs status` says "squeue failed (rc 1): ...; shown as last recorded"; the
     console said "every task ended: final states from Slurm", nothing from Slurm and no word."""
-    from datetime import datetime, timezone
-
-    from test_console_fixtures import FIXED_ISO
+    from test_console_fixtures import ended_just_now
     from test_jobs_slurm_down import SQUEUE_DOWN
 
     record = build_history(tmp_path, CONF)
-    ledger = next(record.parent.glob("*.attempts.jsonl"))
-    just_now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    used = ('{"alloc_cpus":1,"cpu_seconds":0.03,"elapsed_seconds":1.0,"max_rss_bytes":14209024,'
-            '"req_mem_bytes":104857600,"time_limit_seconds":360.0}')     # all usage known: no sacct
-    ledger.write_text(ledger.read_text().replace(FIXED_ISO, just_now).replace('"usage":null', f'"usage":{used}'))
+    ended_just_now(record)
     env = slurm_down(tmp_path, cli_env)
     cli = run_cli("hyperion-jobs", "status", str(record), env=env, timeout=60)
     said = cli.stderr.strip().removeprefix("hyperion-jobs: ")

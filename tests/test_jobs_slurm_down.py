@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from conftest import run_cli
-from test_console_fixtures import build_history
+from test_console_fixtures import build_history, ended_just_now
 
 CONF = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
 SACCT_DOWN = "sacct: error: Problem talking to the database: Connection refused"
@@ -58,3 +58,14 @@ def test_list_keeps_recorded_ends_and_does_not_say_no_live_jobs_when_squeue_fail
     assert "live Slurm jobs for " in result.stdout and result.stdout.rstrip().endswith(": not known")
     assert f"sacct failed (rc 1): {SACCT_DOWN}" in result.stderr
     assert f"squeue failed (rc 1): {SQUEUE_DOWN}" in result.stderr
+
+
+def test_watch_of_a_run_that_ended_lately_says_its_look_for_requeues_failed(tmp_path, cli_env) -> None:
+    """`watch` printed the recorded counts and exited 0 without a word, where `status` of the same
+    record said that squeue had not answered (a task Slurm requeued would run again unseen)."""
+    record = build_history(tmp_path, CONF)
+    ended_just_now(record)
+    result = run_cli("hyperion-jobs", "watch", str(record), env=slurm_down(tmp_path, cli_env), timeout=60)
+    assert result.returncode == 1, result.stderr      # two tasks failed, one ran out of memory
+    assert result.stdout.startswith("8 tasks: COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1")
+    assert result.stderr == f"hyperion-jobs: squeue failed (rc 1): {SQUEUE_DOWN}; shown as last recorded\n"

@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from typing import Sequence
 
-from backends.cli.jobs.commands import record_dirs
+from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError
@@ -138,6 +138,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         err.line(f"{PROG}: error: {what} can never run: Slurm says {printable(explain_reason(reason))}; "
                  f"cancel it with: hyperion-jobs cancel {args.target}")
         return 1
+    if final.unconfirmed:     # the one look for requeues of a run that ended lately, as `status` says it
+        say_shown_as_recorded([final.unconfirmed])
     return _ended(out, _rows_for(history, final, job_history, target))
 
 
