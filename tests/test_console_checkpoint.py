@@ -766,3 +766,32 @@ def test_resubmit_button_is_on_screen_with_a_records_command_line(tmp_path: Path
             await pilot.press("n")
 
     asyncio.run(scenario())
+
+
+# --- the Retry tab's max array size: reached by the first Tab -------------------------------------
+
+def _window_rows(windows) -> list[str]:
+    return [" ".join(table_column(windows, c)[i] for c in ("array", "offset", "minimum", "total"))
+            for i in range(windows.row_count)]
+
+
+def test_first_tab_from_the_tab_bar_lands_in_the_max_array_size_field(tmp_path: Path) -> None:
+    """Right, Right, Tab, 500 typed nothing: the first Tab stopped on the plan's scroll around the
+    fields. Without a record no limit is known, and the field says so."""
+    checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            await pilot.press("right", "right")
+            assert screen.query_one("#ckpt-tabs").active == "tab-retry"
+            assert " max array size  none " in "\n".join(screen_lines(app))
+            await pilot.press("tab", "5", "0", "0")
+            await pilot.pause()
+            assert screen.query_one("#max-array-size").value == "500"
+            assert " max array size  500 " in "\n".join(screen_lines(app))
+            assert _window_rows(screen.query_one("#retry-windows")) == format_fields(plan_retry(checkpoint, 500))
+
+    asyncio.run(scenario())

@@ -147,15 +147,17 @@ class CheckpointScreen(ConsoleScreen):
                 with VerticalScroll(id="ckpt-failed-detail-box"):   # a long record scrolls, never cut
                     yield Static("", id="ckpt-failed-detail")
             with TabPane("Retry", id="tab-retry"):
-                with VerticalScroll():
-                    with Horizontal(classes="form-row"):
-                        yield Label("max array size", classes="form-label-wide")
-                        yield Field("" if self.initial_max is None else str(self.initial_max),
-                                    placeholder="none", id="max-array-size", compact=True)
-                    with Horizontal(classes="form-row"):
-                        yield Label("submit record", classes="form-label-wide")
-                        yield Field(str(self.record_path or ""), placeholder="q/NAME.submit.json",
-                                    id="record-path", compact=True)
+                # above the plan's scroll, not in it: the scroll takes the focus (to be scrolled by
+                # keys) before its children, so Tab from the tab bar stopped on it, not on this field
+                with Horizontal(classes="form-row"):
+                    yield Label("max array size", classes="form-label-wide")
+                    yield Field("" if self.initial_max is None else str(self.initial_max),
+                                placeholder="none", id="max-array-size", compact=True)
+                with Horizontal(classes="form-row"):
+                    yield Label("submit record", classes="form-label-wide")
+                    yield Field(str(self.record_path or ""), placeholder="q/NAME.submit.json",
+                                id="record-path", compact=True)
+                with VerticalScroll(id="retry-plan"):
                     yield Static("", id="retry-summary")
                     yield DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
                     yield Static("", id="retry-commands")
