@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="fields (default): 'ARRAY_EXPRESSION SHARD_INDEX_OFFSET MINIMUM_SHARD_INDEX TOTAL_SHARDS' "
                             "per window; json: plan with windows; ranges (alias array): the expression only")
     retry.add_argument("--max-array-size", type=_max_array_size, help="split into windows whose physical indices stay below N")
+    retry.add_argument("--cfg", metavar="SITE",
+                       help="split by this site file's max_array_size (the cluster's limit; a smaller --max-array-size wins)")
     retry.add_argument("--submit", metavar="RECORD", help="resubmit the missing shards with this q/*.submit.json record")
     retry.add_argument("--dry-run", action="store_true",
                        help="with --submit: print what would be submitted (argv, windows, script), submit nothing")
@@ -169,9 +171,13 @@ def _summary(record: FailedRecord, limit: int = 200) -> str:
 
 
 def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, trust: bool = False,
-           dry_run: bool = False) -> int:
+           dry_run: bool = False, cfg: str | None = None) -> int:
     if max_array_size is not None and fmt in ("ranges", "array") and record is None:
         _fail("--max-array-size", f"needs --format fields or json (--format {fmt} prints one expression without offsets)")
+    if cfg is not None and record is not None:
+        _fail("--cfg", "with --submit the record's own site file sets the limit; leave --cfg out")
+    if cfg is not None and fmt in ("ranges", "array"):
+        _fail("--cfg", f"needs --format fields or json (--format {fmt} prints one expression without offsets)")
     if trust and record is None:
         _fail("--trust-record", "only means something with --submit RECORD")
     if dry_run and record is None:
@@ -179,6 +185,9 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
     if record is not None:
         from sharding.resubmit import resubmit
         return resubmit(path, record, max_array_size, trust=trust, dry_run=dry_run)
+    if cfg is not None:
+        from sharding.resubmit import retry_limit, site_array_limit
+        max_array_size = retry_limit(max_array_size, site_array_limit(cfg))
     plan: RetryPlan = plan_retry(path, max_array_size)
     _warn(plan.problems)
     if fmt == "json":
@@ -203,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _shards(path, args.json)
         if args.command == "failed":
             return _failed(path, args.json)
-        return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run)
+        return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run,
+                      args.cfg)
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
     except BrokenPipeError:           # `| head`: quiet; but a resubmission cut short is no success

@@ -23,6 +23,8 @@ from backends.ranges import compress
 from backends.records.record import SubmitRecord, load_record
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec
+# site_array_limit too: sharding's CLI reaches backends.submit only through this bridge
+from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, site_array_limit  # noqa: F401
 from backends.submit.config import load_site
 from backends.submit.from_record import array_name, array_values, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
@@ -138,6 +140,12 @@ def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = Non
     return dataclasses.replace(base, array=ArraySpec(_array_name(record, shown), plan.missing), env=env)
 
 
+def record_array_limit(record: SubmitRecord | None) -> ArrayLimit:
+    """The limit a Resubmit with `record` windows by when none is given: its site file's, which
+    `hyperion-checkpoint retry --submit RECORD` applies too (the console previews it)."""
+    return NO_LIMIT if record is None or not record.cfg else site_array_limit(record.cfg)
+
+
 @dataclass(frozen=True)
 class Resubmission:
     """What a retry would submit: ``plan`` is None when every shard is complete."""
@@ -177,9 +185,8 @@ def prepare_from_retry(retry: RetryPlan, record_path: str, record: SubmitRecord 
     _check_completion_known(retry)
     check_rerun(record)
     site = load_site(record.cfg)
-    if retry.max_array_size is not None:
-        limit = min(retry.max_array_size, site.max_array_size or retry.max_array_size)
-        site = dataclasses.replace(site, max_array_size=limit)
+    limit = retry_limit(retry.max_array_size, ArrayLimit(site.max_array_size, site.path))
+    site = dataclasses.replace(site, max_array_size=limit)
     return Resubmission(retry, record, build_plan(site, retry_options(retry, record, record_path)))
 
 

@@ -50,6 +50,22 @@ def test_retry_json_carries_windows(big, cli_env):
         ("1-2", 0, "1-2"), ("5-6", 1000, "1005-1006"), ("999", 2000, "2999")]
 
 
+def test_retry_with_a_site_file_windows_by_its_max_array_size(big, cli_env):
+    """Without --max-array-size, retry printed one window whatever the cluster allows; --cfg SITE
+    takes the limit from the site file (the test cluster's 1001), as --submit takes its record's,
+    and a --max-array-size above it is capped as a resubmission caps it."""
+    def fields(*extra):
+        result = run_cli("hyperion-checkpoint", "retry", str(big), *extra, env=cli_env)
+        assert (result.returncode, result.stderr) == (0, ""), result.stderr
+        return result.stdout.splitlines()
+
+    assert fields() == ["1-2,1005-1006,2999 0 0 3000"]
+    assert fields("--cfg", str(SITE)) == ["1-2 0 0 3000", "4-5 1001 0 3000", "997 2002 0 3000"]
+    assert fields("--cfg", str(SITE), "--max-array-size", "1000") == fields("--max-array-size", "1000")
+    assert fields("--cfg", str(SITE), "--max-array-size", "5000") == fields("--cfg", str(SITE))
+    assert json.loads("\n".join(fields("--cfg", str(SITE), "--format", "json")))["max_array_size"] == 1001
+
+
 def test_a_max_array_size_of_19_digits_is_taken(tmp_path, cli_env):
     store = Checkpoint(tmp_path)
     store.ensure_run(RunConfig(1, 20))
@@ -109,6 +125,10 @@ def test_retry_prints_nothing_when_complete(tmp_path, cli_env):
     (["retry", "BIG", "--trust-record"], "--trust-record"),
     (["retry", "RUN_1E12", "--submit", "NOWHERE"], "record"),
     (["retry", "RUN_1E12", "--submit", "RECORD_FIFO"], "record"),
+    (["retry", "BIG", "--cfg", "NOWHERE"], "--cfg"),
+    (["retry", "BIG", "--cfg", "A_FILE"], "--cfg"),
+    (["retry", "BIG", "--cfg", "SITE", "--format", "ranges"], "--cfg"),
+    (["retry", "BIG", "--cfg", "SITE", "--submit", "NOWHERE"], "--cfg"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, field, big, tmp_path, cli_env):
     corrupt = tmp_path / "bad"
@@ -123,7 +143,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, field, big, tmp_path, cli_env):
     (tmp_path / "a_file").write_text("")
     subst = {"BIG": str(big), "MISSING_RUN": str(FIXTURES / "missing_run"), "CORRUPT_RUN": str(corrupt),
              "LIST_RUN": str(as_list), "COMPLETE": str(complete.path), "NOWHERE": str(tmp_path / "nowhere"),
-             "A_FILE": str(tmp_path / "a_file"), **_hostile_runs(tmp_path)}
+             "A_FILE": str(tmp_path / "a_file"), "SITE": str(SITE), **_hostile_runs(tmp_path)}
     before = sorted(p for p in tmp_path.rglob("*"))
     result = run_cli("hyperion-checkpoint", *[subst.get(a, a) for a in argv], env=cli_env, timeout=60)
     assert sorted(p for p in tmp_path.rglob("*")) == before     # nothing written
