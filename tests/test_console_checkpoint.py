@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_console_fixtures import (
     build_checkpoint,
+    build_history,
     checkpoint_read,
     notifications,
     posted,
@@ -398,8 +399,6 @@ def test_resubmit_preview_says_which_sbatch_variables_of_the_environment_are_not
     """A Slurm resubmit's sbatch drops SBATCH_GRES as a submission's does, and `hyperion-checkpoint
     resubmit` says so on stderr; the Submit preview said it, the Resubmit preview and its
     confirmation did not."""
-    from test_console_fixtures import build_history
-
     from backends.submit.site_options import ignored_inputs_line
 
     monkeypatch.setenv("SBATCH_GRES", "gpu:v100:1")
@@ -768,11 +767,54 @@ def test_resubmit_button_is_on_screen_with_a_records_command_line(tmp_path: Path
     asyncio.run(scenario())
 
 
-# --- the Retry tab's max array size: reached by the first Tab -------------------------------------
+# --- the Retry tab's max array size: the site file's, and reached by the first Tab ----------------
 
 def _window_rows(windows) -> list[str]:
     return [" ".join(table_column(windows, c)[i] for c in ("array", "offset", "minimum", "total"))
             for i in range(windows.row_count)]
+
+
+def _site_with_limit(tmp_path: Path, limit: int) -> Path:
+    """The test cluster's site file with `max_array_size: limit` (a small limit: few shards, many windows)."""
+    site = tmp_path / "site.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001",
+                                                                            f"max_array_size: {limit}"))
+    return site
+
+
+def test_retry_tab_starts_from_the_records_site_limit_and_says_where_it_came_from(tmp_path: Path) -> None:
+    """The field said "none" though the record's site file sets max_array_size (the test cluster's
+    1001): the retry fields named array indices the cluster refuses while the sbatch commands under
+    them were windowed. Now the fields start from the site's limit, the field says whose it is, and
+    a size typed below it wins, one above it is capped as Resubmit caps it."""
+    site = _site_with_limit(tmp_path, 4)
+    checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
+    record = build_history(tmp_path, site, n=12, failures={})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            windows, field = screen.query_one("#retry-windows"), screen.query_one("#max-array-size")
+            assert f" max array size  4 (site file {site})" in "\n".join(screen_lines(app))
+            assert _window_rows(windows) == format_fields(plan_retry(checkpoint, 4)) == \
+                ["3 0 1 12", "0-3 8 1 12", "0 12 1 12"]
+            commands = text_of(screen.query_one("#retry-commands")).splitlines()
+            assert commands[0] == f"retry fields (hyperion-checkpoint retry --format fields --cfg {site}):"
+            sbatch_arrays = [word for line in commands for word in line.split() if word.startswith("--array=")]
+            assert sbatch_arrays == ["--array=3", "--array=0-3", "--array=0"]   # the fields' windows
+            field.focus()
+            await pilot.press("3")                                   # below the site's: taken
+            assert _window_rows(windows) == format_fields(plan_retry(checkpoint, 3))
+            await pilot.press("backspace", "9")                      # above it: capped, and told
+            assert _window_rows(windows) == format_fields(plan_retry(checkpoint, 4))
+            assert f"max array size 4: the site file {site} caps 9" in text_of(screen.query_one("#retry-summary"))
+            await pilot.press("backspace")
+            assert field.value == "" and _window_rows(windows) == format_fields(plan_retry(checkpoint, 4))
+
+    asyncio.run(scenario())
 
 
 def test_first_tab_from_the_tab_bar_lands_in_the_max_array_size_field(tmp_path: Path) -> None:

@@ -27,8 +27,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from backends.printable import printable
 from backends.records.trust import trust_problem
+from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
 from sharding.coverage import Coverage
-from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, working_dir
+from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, record_array_limit, working_dir
 from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
 from sharding.store import FailedRecord
 
@@ -80,6 +81,28 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
               f"command: {printable(shlex.join(plan.argv))}"]
     lines += [f"sbatch:  {printable(shlex.join(window.sbatch_argv))}" for window in plan.windows[:MAX_WINDOW_ROWS]]
     return "\n".join(lines)
+
+
+def retry_summary(plan, typed: int | None, site: ArrayLimit) -> Text:
+    """What is missing, in how many windows; and, when the site file capped the size typed, that it did
+    (the field shows what was typed, the windows follow the site's limit)."""
+    if plan.complete:
+        text = Text("every shard is complete: nothing to resubmit", style="green")
+    else:
+        text = Text.assemble(("missing ", "bold"), _cut(plan.expression),
+                             f"  ({plan.missing_count} shard{'' if plan.missing_count == 1 else 's'}, "
+                             f"{len(plan.windows)} window{'' if len(plan.windows) == 1 else 's'})")
+    if typed is not None and site.value is not None and site.value < typed:
+        text.append("\n")
+        text.append_text(shown(f"max array size {site.value}: the {site.source} caps {typed}", "yellow"))
+    return text
+
+
+def retry_flags(typed: int | None, site: ArrayLimit) -> str:
+    """The options that make `hyperion-checkpoint retry` print the fields shown: the limit typed
+    and the site file that caps it (its path as the user would type it)."""
+    flags = "" if typed is None else f" --max-array-size {typed}"
+    return flags + (f" --cfg {shlex.quote(shown_path(site.path))}" if site.value is not None else "")
 
 
 DETAILS_CELL = 18     # characters of a failed record's details in its table cell (80 columns)
@@ -152,7 +175,7 @@ class CheckpointScreen(ConsoleScreen):
                 with Horizontal(classes="form-row"):
                     yield Label("max array size", classes="form-label-wide")
                     yield Field("" if self.initial_max is None else str(self.initial_max),
-                                placeholder="none", id="max-array-size", compact=True)
+                                placeholder=NO_LIMIT.describe(), id="max-array-size", compact=True)
                 with Horizontal(classes="form-row"):
                     yield Label("submit record", classes="form-label-wide")
                     yield Field(str(self.record_path or ""), placeholder="q/NAME.submit.json",
@@ -193,8 +216,21 @@ class CheckpointScreen(ConsoleScreen):
         self.action_reload()
 
     def max_array_size(self) -> int | None:
+        """The max array size typed in the field; None when it is empty (the site's limit applies)."""
         text = self.query_one("#max-array-size", Input).value.strip()
         return parse_max_array_size(text) if text else None
+
+    def site_limit(self) -> ArrayLimit:
+        """The array limit of the submit record's site file, which Resubmit windows by (as
+        `hyperion-checkpoint retry --submit` does): the plan's when the field is empty. Without a
+        readable record, none: the record's error is shown under the plan."""
+        record_text = self.query_one("#record-path", Input).value.strip()
+        if not record_text:
+            return NO_LIMIT
+        try:
+            return record_array_limit(cached_record(os.path.abspath(record_text)))
+        except Exception:
+            return NO_LIMIT
 
     @guarded
     def action_reload(self) -> None:
@@ -365,8 +401,11 @@ class CheckpointScreen(ConsoleScreen):
             return
         field = self.query_one("#max-array-size", Input)
         field.remove_class("invalid")
+        site = self.site_limit()
+        field.placeholder = printable(site.describe())    # a record's site path may hold anything
         try:
-            plan = retry_from_coverage(self.coverage, self.max_array_size())
+            typed = self.max_array_size()
+            plan = retry_from_coverage(self.coverage, retry_limit(typed, site))
             fields = format_fields(plan)
         except Exception as exc:
             summary.update(shown(describe_error(exc), "bold red"))
@@ -375,23 +414,19 @@ class CheckpointScreen(ConsoleScreen):
                 field.add_class("invalid")
             return
         self.plan = plan
-        if plan.complete:
-            summary.update(Text("every shard is complete: nothing to resubmit", style="green"))
-        else:
-            summary.update(Text.assemble(("missing ", "bold"), _cut(plan.expression),
-                                         f"  ({plan.missing_count} shard{'' if plan.missing_count == 1 else 's'}, "
-                                         f"{len(plan.windows)} window{'' if len(plan.windows) == 1 else 's'})"))
+        summary.update(retry_summary(plan, typed, site))
         for window, line in zip(plan.windows[:MAX_WINDOW_ROWS], fields):
             expression, offset, minimum, total = line.split(" ")
             windows.add_row(*(shown(cell) for cell in (_cell(expression, ARRAY_CELL), offset, minimum, total,
                                                        window.count)))
         if len(plan.windows) > MAX_WINDOW_ROWS:
             windows.add_row(shown(f"... {len(plan.windows) - MAX_WINDOW_ROWS} more"), "", "", "", "")
-        commands.update(self.retry_commands(plan, fields))
+        commands.update(self.retry_commands(plan, fields, retry_flags(typed, site)))
 
-    def retry_commands(self, plan, fields: list[str]) -> Text:
+    def retry_commands(self, plan, fields: list[str], flags: str = "") -> Text:
         text = Text()
-        text.append("retry fields (hyperion-checkpoint retry --format fields):\n", style="bold")
+        text.append_text(shown(f"retry fields (hyperion-checkpoint retry --format fields{flags}):", "bold"))
+        text.append("\n")
         for line in fields[:MAX_WINDOW_ROWS]:
             text.append_text(shown(f"  {_cut(line)}"))
             text.append("\n")
