@@ -14,6 +14,7 @@ from textual.worker import Worker, WorkerState
 from backends.printable import printable
 
 from .commands import ConsoleCommands
+from .driver import surviving
 from .errors import describe_error
 from .local_runs import LocalRuns
 from .messages import Submitted
@@ -69,6 +70,10 @@ class HyperionConsole(App[None]):
         self.submit_screen = SubmitScreen(settings.cfg_dir, settings.submit_defaults)
         self.jobs_screen = JobsScreen(settings.search_dirs, settings.record)
         self.checkpoint_screen = CheckpointScreen(settings.checkpoint, settings.record)
+
+    def get_driver_class(self):
+        """Textual's driver, made to survive a closed terminal (see `driver`)."""
+        return surviving(super().get_driver_class())
 
     def on_mount(self) -> None:
         for name in SCREENS:

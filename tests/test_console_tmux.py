@@ -92,3 +92,59 @@ def test_keys_sent_in_one_burst_land_in_the_fields_tab_moved_to(tmp_path: Path, 
             raise AssertionError("GPUs 4 and threads 'some text' not on screen:\n" + text)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_a_closed_terminal_during_a_local_retry_ends_the_console(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """Closing the terminal (tmux window, ssh) while the console ran a local retry stopped the task but
+    left the console running for ever: Textual's output thread died on EIO and the next writes filled
+    its queue, blocking the exit. Now the console ends (129) once the task it stopped has ended."""
+    import os
+    import signal
+
+    binary = shutil.which("hyperion-console", path=cli_env["PATH"])
+    assert binary, "hyperion-console is not installed (pip install -e .)"
+    (tmp_path / "t.sh").write_text("echo $PPID > console.pid\nif [ -e ran.$1 ]; then sleep 60; fi\n"
+                                   "touch ran.$1; exit 3\n")
+    subprocess.run(["hyperion-submit", "local", "--cfg", str(REPO / "conf" / "submit_test_cluster.yaml"),
+                    "--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--", "bash", "t.sh", "JOB"],
+                   cwd=tmp_path, env=cli_env, capture_output=True)
+    (tmp_path / "console.pid").unlink()
+    session = f"hyperion-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30",
+                    "-e", f"PATH={cli_env['PATH']}", f"{binary} log/q"], check=True, cwd=tmp_path)
+    pid = None
+    try:
+        wait_for_text(session, "FAILED", "NOT_RUN")
+        tmux("send-keys", "-t", session, "R")
+        wait_for_text(session, "Retry 2 task(s)")
+        tmux("send-keys", "-t", session, "C-r")
+        wait_for_text(session, "as attempt 2?")
+        tmux("send-keys", "-t", session, "y")
+        pidfile = tmp_path / "console.pid"
+        deadline = time.monotonic() + 20
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pid = int(pidfile.read_text())
+        time.sleep(1)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the console still runs 20 s after its terminal closed")
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shown = subprocess.run(["hyperion-jobs", "status", "log/q", "--json"], cwd=tmp_path, env=cli_env,
+                           capture_output=True, text=True)
+    import json
+    states = {t["value"]: (t["state"], t["attempt"]) for t in json.loads(shown.stdout)["tasks"]}
+    assert states == {1: ("FAILED", 2), 2: ("NOT_RUN", 2)}

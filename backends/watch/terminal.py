@@ -45,6 +45,9 @@ class SafeStream:
         except (AttributeError, OSError, ValueError):
             return False
 
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
     def line(self, text: str) -> None:
         """`text` as one line, controls escaped, then flushed (print(..., flush=True), safely).
 
