@@ -275,3 +275,35 @@ def test_usage_of_a_local_run_from_before_the_ledger_sums_every_task(tmp_path, c
     assert usage.stdout.splitlines()[:2] == [
         f"{record}: usage of 4 of 4 task(s) (4 ended; run locally: elapsed time only)",
         "MaxRSS   median -  p95 -  max -  (0 of 4 tasks)"]
+
+
+def test_watch_of_a_local_array_on_a_terminal_is_the_live_table_not_a_line_per_task(tmp_path, cli_env, test_site):
+    """On a terminal, watching a 300-task local array printed 300 `local_N PENDING` lines at once and a
+    line per change after them (the piped output), where a Slurm array shows the live table: counts,
+    progress and the tasks not yet ended or failed. Now a local record gets that table too."""
+    import pty
+
+    (tmp_path / "task.sh").write_text('[ "$1" = 250 ] && exit 3; exit 0\n')
+    submitted = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:300",
+                        "--output-file", "log/r.IDX.log", "--", "bash", "task.sh", "IDX", cwd=tmp_path, env=cli_env,
+                        timeout=120)
+    assert submitted.returncode == 1, submitted.stderr
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(["hyperion-jobs", "watch", str(tmp_path / "log" / "q")], stdout=slave,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=cli_env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=30) == 1
+    os.close(master)
+    shown = out.decode("utf-8")
+    assert "local_1 COMPLETED" not in shown and "PENDING" not in shown, shown[:2000]
+    assert "250/300 tasks ended" in shown and "local_250" in shown, shown
+    assert "300 tasks: COMPLETED 249, FAILED 1, NOT_RUN 50" in shown, shown

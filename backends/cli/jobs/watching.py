@@ -154,21 +154,46 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow]) -> int:
 
 
 def _watch_local(target: Target) -> int:
+    """Read the ledger each second until nothing runs and every task has a result or one failed.
+
+    On a terminal the live table, as for Slurm: the per-change lines began with one line per
+    task (300 `PENDING` lines for a 300-task array) and scrolled everything else away.
+    """
     assert target.record is not None
     out = SafeStream(sys.stdout)
-    shown: dict = {}
-    while True:
-        rows = local_rows(target.record)
+    view = LiveView(target.record.path) if out.isatty() else _LocalLines(out)
+    with view:
+        while True:
+            rows = local_rows(target.record)
+            running = any(r.state is not None and not r.state.is_terminal for r in rows)
+            failed = any(r.state is not None and r.state.is_terminal and not r.ok for r in rows)
+            ended = not running and (failed or all(r.state is not None for r in rows))
+            view.show(PollUpdate(states={}, changed=(), error=None, all_terminal=ended), rows)
+            if ended:
+                break
+            time.sleep(1.0)
+    return _ended(out, rows)
+
+
+class _LocalLines:
+    """Non-tty watch of a local record: one line per task whose state changed."""
+
+    def __init__(self, out: SafeStream) -> None:
+        self.out = out
+        self.shown: dict[int | None, str] = {}
+
+    def __enter__(self) -> "_LocalLines":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
         for row in rows:
             text = f"{row.slurm_id} {row.state_label}" + (f" exit {row.exit_code}" if row.exit_code is not None else "")
-            if shown.get(row.value) != text:
-                shown[row.value] = text
-                out.line(f"{_now()} {text}")
-        running = any(r.state is not None and not r.state.is_terminal for r in rows)
-        failed = any(r.state is not None and r.state.is_terminal and not r.ok for r in rows)
-        if not running and (failed or all(r.state is not None for r in rows)):
-            return _ended(out, rows)
-        time.sleep(1.0)
+            if self.shown.get(row.value) != text:
+                self.shown[row.value] = text
+                self.out.line(f"{_now()} {text}")
 
 
 def _now() -> str:
