@@ -307,3 +307,22 @@ def test_watch_of_a_local_array_on_a_terminal_is_the_live_table_not_a_line_per_t
     assert "local_1 COMPLETED" not in shown and "PENDING" not in shown, shown[:2000]
     assert "250/300 tasks ended" in shown and "local_250" in shown, shown
     assert "300 tasks: COMPLETED 249, FAILED 1, NOT_RUN 50" in shown, shown
+
+
+def test_watch_of_a_local_array_that_stopped_names_the_values_not_run_in_one_line(tmp_path, cli_env, test_site):
+    """A local array stops at its first failure: watch's closing list then gave each value never reached
+    a line of its own (`local_251 NOT_RUN exit - log ...`, 50 lines here, 9999 for 10000 values), burying
+    the failure. They are one line now, with how to run them."""
+    (tmp_path / "task.sh").write_text('[ "$1" = 250 ] && exit 3; exit 0\n')
+    submitted = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:300",
+                        "--output-file", "log/r.IDX.log", "--", "bash", "task.sh", "IDX", cwd=tmp_path, env=cli_env,
+                        timeout=120)
+    assert submitted.returncode == 1, submitted.stderr
+    record = tmp_path / "log" / "q" / "r.IDX.submit.json"
+    watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env, timeout=30)
+    assert watch.returncode == 1
+    closing = watch.stdout.splitlines()[-3:]
+    assert closing == ["300 tasks: COMPLETED 249, FAILED 1, NOT_RUN 50",
+                       f"  local_250 FAILED exit 3 log {tmp_path}/log/r.250.log",
+                       f"  NOT_RUN values 251-300 (the run stopped before them; hyperion-jobs retry {record} runs them)"
+                       ], watch.stdout[-3000:]

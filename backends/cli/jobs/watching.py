@@ -7,6 +7,7 @@ reattach after hyperion-submit's wait ended early.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import threading
 import time
@@ -18,6 +19,7 @@ from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError
 from backends.printable import printable
+from backends.ranges import compress
 from backends.records.history import History, load_history
 from backends.records.record import SubmitRecord
 from backends.states import TaskState, explain_reason, never_runs
@@ -143,13 +145,21 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     return _ended(out, _rows_for(history, final, job_history, target))
 
 
-def _ended(out: SafeStream, rows: Sequence[TaskRow]) -> int:
-    """The counts, each task that did not succeed with its log, and the exit status of `status`."""
+def _ended(out: SafeStream, rows: Sequence[TaskRow], record: str | None = None) -> int:
+    """The counts, each task that did not succeed with its log, and the exit status of `status`.
+
+    The values a local run never reached are one line: after a failure at value 2 of 10000,
+    9998 lines of `NOT_RUN exit - log ...` buried the one that failed.
+    """
     out.line(tasks_text(rows))
+    not_run = [row.value for row in rows if row.state_label == "NOT_RUN" and row.value is not None]
     for row in rows:
-        if not row.ok:
+        if not row.ok and not (row.value in not_run and row.state_label == "NOT_RUN"):
             out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
                      f"log {printable(row.log or row.slurm_out or '-')}")
+    if not_run:
+        how = f"; hyperion-jobs retry {shlex.quote(record)} runs them" if record else ""
+        out.line(f"  NOT_RUN values {compress(not_run)} (the run stopped before them{how})")
     return exit_status(rows)
 
 
@@ -172,7 +182,7 @@ def _watch_local(target: Target) -> int:
             if ended:
                 break
             time.sleep(1.0)
-    return _ended(out, rows)
+    return _ended(out, rows, target.record.path)
 
 
 class _LocalLines:
