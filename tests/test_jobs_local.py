@@ -326,3 +326,23 @@ def test_watch_of_a_local_array_that_stopped_names_the_values_not_run_in_one_lin
                        f"  local_250 FAILED exit 3 log {tmp_path}/log/r.250.log",
                        f"  NOT_RUN values 251-300 (the run stopped before them; hyperion-jobs retry {record} runs them)"
                        ], watch.stdout[-3000:]
+
+
+def test_logs_of_a_value_a_rerun_never_reached_names_the_attempt_that_ran_it(tmp_path, cli_env, test_site):
+    """A rerun that stopped at its first value leaves the others NOT_RUN in the newest attempt: `logs
+    RECORD:3` said only that it was not run and has no log, though attempt 1 ran it and its log is
+    kept. It now names that attempt, its end and the command that shows its log."""
+    (tmp_path / "task.sh").write_text('echo "value $1"; [ -e rerun ] && [ "$1" = 1 ] && exit 3; exit 0\n')
+    argv = ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
+            "--output-file", "log/r.IDX.log", "--", "bash", "task.sh", "IDX"]
+    assert run_cli(*argv, cwd=tmp_path, env=cli_env).returncode == 0
+    (tmp_path / "rerun").touch()
+    assert run_cli(*argv, cwd=tmp_path, env=cli_env).returncode == 1
+    target = f"{tmp_path}/log/q/r.IDX.submit.json:3"
+    logs = run_cli("hyperion-jobs", "logs", target, env=cli_env)
+    assert logs.returncode == 2 and logs.stdout == ""
+    assert logs.stderr == (f"hyperion-jobs: error: TASK: {target} was not run in attempt 2 (NOT_RUN: its local "
+                           f"run ended first) and has no log: {tmp_path}/log/r.3.log does not exist; attempt 1 "
+                           f"ran it (COMPLETED): hyperion-jobs logs {target} --attempt 1\n"), logs.stderr
+    earlier = run_cli("hyperion-jobs", "logs", target, "--attempt", "1", env=cli_env)
+    assert earlier.returncode == 0 and "value 3\n" in earlier.stdout

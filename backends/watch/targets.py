@@ -308,6 +308,8 @@ class TaskLogs:
     slurm_out: str | None
     slurm_err: str | None
     ended: str | None = None   # the final state the ledger holds: a log not there now never comes
+    # a task its attempt never ran (NOT_RUN) that an earlier one did: (its attempt, the earlier one, its end)
+    ran_before: tuple[int, int, str] | None = None
 
 
 def _pick_task(tasks: Sequence[TaskRecord], text: str, value: int | None, where: str) -> TaskRecord:
@@ -354,7 +356,23 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     if log is None and task.slurm_out is None:
         now = f"{task.log} is a later attempt's" if os.path.lexists(task.log) else f"nothing is at {task.log}"
         raise InputError("TASK", f"{text} did not run in {where}: it left no log ({now})")
-    return TaskLogs(text, log, task.slurm_out, task.slurm_err, _ended(history, task))
+    ended = _ended(history, task)
+    before = _ran_before(history, task) if ended == "NOT_RUN" else None
+    return TaskLogs(text, log, task.slurm_out, task.slurm_err, ended, before)
+
+
+def _ran_before(history: History, task: TaskRecord) -> tuple[int, int, str] | None:
+    """The newest attempt before `task`'s that ran its value, and how that run ended: a rerun that
+    stopped early leaves the value NOT_RUN, while the log of the run before is kept."""
+    for number in sorted((n for n in history.numbers if n < task.attempt), reverse=True):
+        earlier = next((t for t in history.tasks_of(number) if t.value == task.value), None)
+        if earlier is None:
+            continue
+        final = history.final(earlier)
+        state = final.state if final is not None else task_row(history, earlier, {}).state_label
+        if state not in ("NOT_RUN", "UNKNOWN", "PENDING") and history.log_of(earlier) is not None:
+            return task.attempt, number, state
+    return None
 
 
 def _ended(history: History, task: TaskRecord) -> str | None:

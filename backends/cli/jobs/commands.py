@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import shlex
 import stat
 import sys
 from collections.abc import Sequence
@@ -228,7 +229,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"
         raise InputError("TASK", f"no {which} log is known for {args.task}")
-    _check_log_file(path, args.task, must_exist=not args.follow or logs.ended is not None, ended=logs.ended)
+    _check_log_file(path, args.task, must_exist=not args.follow or logs.ended is not None, ended=logs.ended,
+                    earlier=_earlier_run(logs, args.task))
     from backends.cli.jobs import log_output   # the tail readers: only `logs` needs them, not status
 
     if args.follow:
@@ -237,7 +239,18 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = None) -> None:
+def _earlier_run(logs, task: str) -> tuple[str, str]:
+    """Which attempt did not run `task`, and where to read the log of the run before it: a rerun
+    that stopped early names a value it never reached (empty strings if no attempt ran it before)."""
+    if logs.ran_before is None:
+        return "", ""
+    attempt, number, state = logs.ran_before
+    return (f" in attempt {attempt}", f"; attempt {number} ran it ({state}): hyperion-jobs logs "
+            f"{shlex.quote(task)} --attempt {number}")
+
+
+def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = None,
+                    earlier: tuple[str, str] = ("", "")) -> None:
     """The log must be a regular file we may read, opened as `logs` will open it: a FIFO or device
     at a log's path would block or never end, a teammate's log under umask 077 gave an empty
     success (or -f waiting in silence). A task that ended without one (cancelled while pending)
@@ -248,8 +261,8 @@ def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = 
         open_regular_log(path).close()
     except FileNotFoundError:
         if ended == "NOT_RUN":
-            raise InputError("TASK", f"{task} was not run (NOT_RUN: its local run ended first) and has no "
-                             f"log: {path} does not exist") from None
+            raise InputError("TASK", f"{task} was not run{earlier[0]} (NOT_RUN: its local run ended first) and "
+                             f"has no log: {path} does not exist{earlier[1]}") from None
         if ended is not None:
             raise InputError("TASK", f"{task} ended {ended} and left no log: {path} does not exist") from None
         if must_exist:
