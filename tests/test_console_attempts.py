@@ -360,3 +360,32 @@ def test_the_newest_of_more_attempts_than_the_list_shows_is_highlighted_in_sight
             assert [line.rstrip()[:3] for line in rendered(listing)] == ["  2", "  3", "  4"]
 
     asyncio.run(scenario())
+
+
+def test_a_value_the_newest_local_run_never_reached_says_so_and_names_the_attempt_that_ran_it(
+        tmp_path: Path, cli_env) -> None:
+    """Attempt 1 runs 1-3; a rerun stops at value 1, so 2-3 are NOT_RUN in attempt 2. The log pane
+    waited on value 3's path with `no file yet` for a run that had ended, as if the log would come;
+    `hyperion-jobs logs` refuses it and names attempt 1, whose log is kept. The pane says the same."""
+    from conftest import run_cli
+
+    argv = ("hyperion-submit", "local", "--cfg", str(SITE), "--array", "JOB=1:3", "--output-file",
+            "log/t.JOB.log", "--", "bash", "-c", "echo run of JOB; [ JOB != 1 ] || [ ! -e rerun ]")
+    assert run_cli(*argv, cwd=tmp_path, env=cli_env).returncode == 0
+    (tmp_path / "rerun").write_text("")
+    assert run_cli(*argv, cwd=tmp_path, env=cli_env).returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(140, 30)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
+                           == ["FAILED", "NOT_RUN", "NOT_RUN"], 10)
+            await pilot.press("end")
+            assert jobs.selected_task().value == 3
+            title = lambda: str(jobs.query_one("#log-title").content)   # noqa: E731
+            await wait_for(pilot, lambda: "not run in attempt 2" in title(), 5)
+            assert "attempt 1 ran it (COMPLETED)" in title() and "no file yet" not in title(), title()
+
+    asyncio.run(scenario())

@@ -362,6 +362,11 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
 
 
 def _ran_before(history: History, task: TaskRecord) -> tuple[int, int, str] | None:
+    earlier = earlier_run(history, task)
+    return None if earlier is None else (task.attempt, *earlier)
+
+
+def earlier_run(history: History, task: TaskRecord) -> tuple[int, str] | None:
     """The newest attempt before `task`'s that ran its value, and how that run ended: a rerun that
     stopped early leaves the value NOT_RUN, while the log of the run before is kept."""
     for number in sorted((n for n in history.numbers if n < task.attempt), reverse=True):
@@ -371,8 +376,15 @@ def _ran_before(history: History, task: TaskRecord) -> tuple[int, int, str] | No
         final = history.final(earlier)
         state = final.state if final is not None else task_row(history, earlier, {}).state_label
         if state not in ("NOT_RUN", "UNKNOWN", "PENDING") and history.log_of(earlier) is not None:
-            return task.attempt, number, state
+            return number, state
     return None
+
+
+def not_run_text(history: History, task: TaskRecord) -> str:
+    """Why a local task its ended run never reached has no log, and which attempt ran it before."""
+    text = f"not run in attempt {task.attempt} (its local run ended first)"
+    earlier = earlier_run(history, task)
+    return text if earlier is None else f"{text}; attempt {earlier[0]} ran it ({earlier[1]})"
 
 
 def _ended(history: History, task: TaskRecord) -> str | None:

@@ -14,6 +14,7 @@ too; this module wires the widgets and keeps every view fresh after an action.
 """
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -30,7 +31,7 @@ from backends.states import explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
-from backends.watch.targets import record_file
+from backends.watch.targets import not_run_text, record_file
 from backends.watch.usage_summary import summarize_rows, usage_heading
 
 from ..errors import describe_error, guarded
@@ -747,7 +748,17 @@ class JobsScreen(ConsoleScreen):
         elif self.view == "failures-view":
             self.show_group_log(self.failures_view.selected_group())
         elif self.view != "map-view":
-            self.log_pane.show_task(self.selected_task())
+            task = self.selected_task()
+            self.log_pane.show_task(task, self.not_run_note(task))
+
+    def not_run_note(self, task) -> str | None:
+        """For a value the table shows NOT_RUN, what `hyperion-jobs logs` says of it (the attempt that
+        ran it before, if one did): the pane waited on its path, `no file yet`, for a run that ended."""
+        state = None if task is None else self.table.state_of(task)
+        if self.history is None or getattr(state, "state_label", None) != "NOT_RUN" or os.path.lexists(task.log):
+            return None
+        note = not_run_text(self.history, task)
+        return note + (": a shows the attempts" if "ran it" in note else "")
 
     # -- retry -------------------------------------------------------------------------
     @guarded

@@ -91,9 +91,10 @@ class LogPane(Vertical):
     def cycle_source(self) -> None:
         self.source = LOG_SOURCES[(LOG_SOURCES.index(self.source) + 1) % len(LOG_SOURCES)]
 
-    def show_task(self, task) -> None:
-        """Point the pane at the task's chosen log; without one (or no task), show nothing."""
-        path = None if task is None else task_log_path(task, self.source)
+    def show_task(self, task, not_run: str | None = None) -> None:
+        """Point the pane at the task's chosen log; without one (or no task), show nothing.
+        `not_run`: why a task its ended local run never reached has none (nothing to wait for)."""
+        path = None if task is None or not_run else task_log_path(task, self.source)
         if path and path == self.path:
             return
         self._stop.set()
@@ -104,6 +105,8 @@ class LogPane(Vertical):
         title = self.query_one("#log-title", LogTitle)
         if task is None:
             title.show(f"log [{self.source}]: (select a task)")
+        elif not_run:
+            title.show(f"log [{self.source}]: none: {not_run}")
         elif not path:
             title.show(f"log [{self.source}]: none for this task")
         else:
