@@ -71,8 +71,11 @@ def output_lock(record_path: str | Path) -> Iterator[None]:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
             raise InputError(FIELD, f"{holder} is submitting or running {_pattern(record_path)} right now; "
                              "wait for it to end or choose another --output-file") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{_program()} (pid {os.getpid()} on {socket.gethostname()})".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{_program()} (pid {os.getpid()} on {socket.gethostname()})".encode(), 0)
+        except OSError as err:   # a full disk: the line must say where
+            raise OSError(err.errno, err.strerror, str(path)) from None
         yield
     finally:
         os.close(fd)

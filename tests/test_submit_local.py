@@ -400,3 +400,46 @@ def test_a_closed_stdout_stops_the_lines_not_the_run(tmp_path, cli_env):
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert task_states(tmp_path / "log" / "q" / "t.JOB.submit.json", cli_env) == {
         value: ("COMPLETED", 0) for value in (1, 2, 3, 4)}
+
+
+@pytest.mark.parametrize("free_pages", [0, 1, 2], ids=["none", "lock-only", "lock-and-record"])
+def test_a_disk_already_full_is_one_line_naming_the_file_that_could_not_be_written(small_disk, cli_env,
+                                                                                     free_pages):
+    """A submission into a folder whose disk was already full said only `hyperion-submit: error:
+    cannot write: No space left on device`: which file, on which disk? Now the line names it."""
+    (small_disk / "log" / "q").mkdir(parents=True)
+    fill = small_disk / "fill"
+    fd = os.open(fill, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    os.ftruncate(fd, max(0, os.fstat(fd).st_size - free_pages * 4096))   # whole pages back: lock, record
+    os.close(fd)
+    result = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                     "--output-file", "log/t.JOB.log", "--", "true", cwd=small_disk, env=cli_env, timeout=60)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "No space left on device" in lines[0], result.stderr
+    assert re.fullmatch(rf"hyperion-submit: (error: )?cannot write (the log )?{small_disk}/log/\S+: "
+                        r"No space left on device", lines[0]), lines[0]
+
+
+def test_a_retry_onto_a_full_disk_is_one_line_naming_the_file_not_a_traceback(small_disk, cli_env):
+    """`hyperion-jobs retry` of a local run whose disk has filled up since printed a Python traceback."""
+    first = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                    "--output-file", "log/t.JOB.log", "--", "false", cwd=small_disk, env=cli_env, timeout=60)
+    assert first.returncode == 1
+    fd = os.open(small_disk / "fill", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        os.close(fd)
+    retry = run_cli("hyperion-jobs", "retry", str(small_disk / "log" / "q"), "--yes", cwd=small_disk, env=cli_env,
+                    timeout=60)
+    assert retry.returncode == 1
+    assert "Traceback" not in retry.stderr, retry.stderr
+    last = retry.stderr.splitlines()[-1]
+    assert re.fullmatch(rf"hyperion-jobs: cannot write {small_disk}/log/q/\S+: No space left on device", last), last

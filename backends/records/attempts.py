@@ -235,7 +235,7 @@ class LedgerWriter:
         except OSError as err:
             if err.errno not in (errno.ENOSPC, errno.EDQUOT) or self._spare is None \
                     or not self._spare.put(b"\n" + bytes(view)):
-                raise
+                raise OSError(err.errno, err.strerror, str(self.path)) from None   # the line names it
 
     def append(self, *entries: object) -> None:
         self.write(entry_lines(entries))

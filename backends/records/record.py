@@ -101,6 +101,11 @@ def write_json_atomic(path: Path, data: object) -> None:
             json.dump(data, handle, indent=2, sort_keys=True)
             handle.write("\n")
         os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        if err.filename is not None:
+            raise
+        raise OSError(err.errno, err.strerror, str(path)) from None   # a full disk: the line must say where
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -7,6 +7,7 @@ logical array value.
 """
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -51,6 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = reader_gone()        # (a --dry-run acts on nothing: `retry --dry-run | head` is read)
         acting = args is not None and args.command in ACTING and not getattr(args, "dry_run", False)
         return 1 if acting else status
+    except OSError as err:            # a retry onto a full disk: the file it could not write, no traceback
+        where = f" {err.filename}" if err.filename else ""
+        what = "cannot write" if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS) else "failed on"
+        print(printable(f"{PROG}: {what}{where}: {err.strerror or err}"), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
