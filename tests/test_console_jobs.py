@@ -140,6 +140,8 @@ def test_log_pane_never_shows_a_log_under_another_title(tmp_path: Path) -> None:
 
 
 def test_cancel_of_a_local_record_is_refused_with_a_notification(tmp_path: Path) -> None:
+    """Refused as `hyperion-jobs cancel` refuses it, in its words: nothing of an ended run runs (while
+    one runs, they name its runner's pid to stop; tests/test_jobs_local.py)."""
     record = build_local_record(tmp_path, RESULTS)
 
     async def scenario() -> None:
@@ -148,7 +150,8 @@ def test_cancel_of_a_local_record_is_refused_with_a_notification(tmp_path: Path)
             await pilot.pause()
             await pilot.press("X")
             assert not isinstance(app.screen, ConfirmScreen)
-            assert "cancel: only Slurm submissions can be cancelled" in notifications(app)
+            assert (f"cancel: {app.jobs_screen.record_path} is a local run and nothing of it runs; nothing to cancel"
+                    in notifications(app)), notifications(app)
 
     asyncio.run(scenario())
 

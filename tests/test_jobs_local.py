@@ -346,3 +346,40 @@ def test_logs_of_a_value_a_rerun_never_reached_names_the_attempt_that_ran_it(tmp
                            f"ran it (COMPLETED): hyperion-jobs logs {target} --attempt 1\n"), logs.stderr
     earlier = run_cli("hyperion-jobs", "logs", target, "--attempt", "1", env=cli_env)
     assert earlier.returncode == 0 and "value 3\n" in earlier.stdout
+
+
+def test_cancel_of_a_running_local_run_says_how_to_stop_it(tmp_path, cli_env, test_site):
+    """From a second shell, `hyperion-jobs cancel RECORD` of a local run said only `is a local run;
+    nothing to scancel`, leaving the user to find which process to stop. It now names the runner's
+    pid, and the SIGTERM it suggests stops the task and records it (FAILED 143); once nothing runs
+    it says so."""
+    runner = subprocess.Popen(
+        ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3", "--output-file",
+         "log/c.IDX.log", "--", "sleep", "30"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    child = None
+    try:
+        ledger = tmp_path / "log" / "q" / "c.IDX.attempts.jsonl"
+        deadline = time.monotonic() + 30
+        while not (ledger.exists() and '"type":"child"' in ledger.read_text()):
+            assert time.monotonic() < deadline, "the local run never started its first task"
+            time.sleep(0.1)
+        child = next(json.loads(line) for line in ledger.read_text().splitlines() if '"child"' in line)["pid"]
+        record = str(tmp_path / "log" / "q" / "c.IDX.submit.json")
+        refused = run_cli("hyperion-jobs", "cancel", record, "--yes", env=cli_env)
+        assert refused.returncode == 2
+        assert refused.stderr == (f"hyperion-jobs: error: JOB: {record} is a local run, not Slurm's: stop it with "
+                                  f"Ctrl-C where it runs, or kill {runner.pid} (its runner on "
+                                  f"{socket.gethostname()}; the task is stopped and recorded, exit 143)\n")
+        os.kill(runner.pid, signal.SIGTERM)     # as the line says
+        assert runner.wait(timeout=20) == 143
+        shown = json.loads(run_cli("hyperion-jobs", "status", record, "--json", env=cli_env).stdout)
+        assert [(t["state"], t["exit_code"]) for t in shown["tasks"]] == [
+            ("FAILED", 143), ("NOT_RUN", None), ("NOT_RUN", None)]
+        ended = run_cli("hyperion-jobs", "cancel", record, "--yes", env=cli_env)
+        assert ended.returncode == 2
+        assert ended.stderr == f"hyperion-jobs: error: JOB: {record} is a local run and nothing of it runs; " \
+                               "nothing to cancel\n"
+    finally:
+        kill_groups(runner.pid, child)
+        runner.wait()

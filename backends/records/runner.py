@@ -72,6 +72,15 @@ def _owned(pid: int, owner: int | None) -> bool:
     return owner is None or owner == os.getuid() or _uid_of(pid) != os.getuid()
 
 
+def runner_to_stop(pid: int, pid_start: int | None, host: str | None, owner: int | None = None) -> bool:
+    """Whether the runner a ledger `start` line names is certainly that process, alive on this host,
+    so that its pid may be offered to the reader to `kill` (a forged line of a teammate's ledger
+    must not name one of the reader's own processes, as for `child_running`)."""
+    if pid_start is None or host != _host() or not isinstance(pid, int) or pid <= 0:
+        return False
+    return process_start(pid) == pid_start and not _is_zombie(pid) and _owned(pid, owner)
+
+
 def child_running(pid: int, pid_start: int | None, host: str | None, owner: int | None = None) -> bool:
     """True only when the task a runner started (`pid`, started at `pid_start`, leader of its own
     process group) certainly still runs: the process itself, or what it started in its group.

@@ -19,7 +19,7 @@ from backends.records.attempts import FinalState, TaskStart
 from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
 from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord
-from backends.records.runner import child_running, runner_gone
+from backends.records.runner import child_running, runner_gone, runner_to_stop
 from backends.states import EXIT_TOLD, JobState, TaskState
 from backends.watch.usage import Usage, fill_in, usage_from_json
 
@@ -298,6 +298,27 @@ def run_goes_on(history: History, attempt: int) -> bool:
     alive = start is not None and not start_runner_gone(start)
     ledger.checks[("run", attempt)] = (alive, now)
     return alive
+
+
+def live_runner(history: History) -> TaskStart | None:
+    """The ledger's `start` line of the newest attempt's local run while that run goes on here, its
+    runner the process it names: `hyperion-jobs cancel` tells whom to stop (Slurm's scancel cannot)."""
+    number = history.numbers[-1] if history.numbers else None
+    if number is None or not run_goes_on(history, number):
+        return None
+    start = history.ledger.last_start.get(number)
+    if start is None or not runner_to_stop(start.pid, start.pid_start, start.host, history.ledger.owner):
+        return None
+    return start
+
+
+def local_cancel_text(name: str, history: History) -> str:
+    """Why local run `name` is not cancelled, and how to stop it: its runner's pid while it runs here."""
+    start = live_runner(history)
+    if start is None:
+        return f"{name} is a local run and nothing of it runs; nothing to cancel"
+    return (f"{name} is a local run, not Slurm's: stop it with Ctrl-C where it runs, or kill {start.pid} "
+            f"(its runner on {start.host}; the task is stopped and recorded, exit 143)")
 
 
 def _legacy_local_row(record_path: str, task: TaskRecord) -> TaskRow:

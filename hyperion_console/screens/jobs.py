@@ -29,6 +29,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, OptionList, Progress
 from backends.records.history import History, load_history
 from backends.states import explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
+from backends.watch.rows import local_cancel_text
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import not_run_text, record_file
@@ -799,8 +800,12 @@ class JobsScreen(ConsoleScreen):
         self._confirm_cancel(jobs, [self.states.get(key) for key in self.tasks], "every task already ended")
 
     def _confirm_cancel(self, targets: list[str], states: list, ended: str) -> None:
-        if self.record is None or self.record.backend != "slurm":
-            tell(self, "cancel: only Slurm submissions can be cancelled", severity="warning")
+        if self.record is None or self.record_path is None:
+            tell(self, "no submission selected", severity="warning")
+            return
+        if self.record.backend != "slurm":     # as hyperion-jobs cancel says it: whom to stop, if anyone
+            tell(self, "cancel: " + local_cancel_text(self.record_path, load_history(self.record_path, self.record)),
+                 severity="warning", timeout=15)
             return
         if states and all(s is not None and s.state is not None and s.state.is_terminal for s in states):
             # scancel of a finished job exits 0 and does nothing: "cancelled" would be a lie

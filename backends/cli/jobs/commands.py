@@ -18,7 +18,7 @@ from backends.fileio import kind_of_mode
 from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.record import LOCAL_JOB, find_records
-from backends.watch.rows import TaskRow, exit_status, history_rows, pending_tasks, state_counts
+from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import (
@@ -158,7 +158,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         target = resolve(text, "JOB")
         if target.record is not None:
             if target.record.backend != "slurm":
-                raise InputError("JOB", f"{text} is a local run; nothing to scancel")
+                raise InputError("JOB", local_cancel_text(text, load_history(target.record.path, target.record)))
             named.append((text, [j.job_id for j in target.record.jobs]))
         else:
             named.append((text, [text]))
