@@ -432,3 +432,39 @@ def test_a_terminal_reads_lines_up_to_the_first_long_one_and_that_one_by_its_end
         assert _streamed_on_terminal(path, n) == _expected_on_terminal(data, n, 9, 4)
     finally:
         tail.BLOCK, tail.PIECE, tail.LONG_LINE, tail.LONG_LINE_END = old
+
+
+def test_on_a_terminal_the_start_over_is_said_before_the_new_log_s_lines(tmp_path, cli_env):
+    """A rerun moves the old log aside and writes the task's log anew: on a terminal, `logs -f` showed
+    the new log's first lines and only then `... was truncated or written anew`, so they read as
+    more of the old run. The notice now comes first (the piped output had it right)."""
+    import pty
+    import select
+    import time
+
+    from test_jobs_core import make_record
+
+    record = make_record(tmp_path)
+    log = Path(record.tasks[0].log)
+    log.write_text("old line one\nold line two\nold line three, longer than the new log\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], env=cli_env,
+                            stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    try:
+        out, deadline = b"", time.monotonic() + 30
+        while b"old line three" not in out and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                out += os.read(master, 1 << 16)
+        log.rename(tmp_path / "moved.log")          # as a rerun moves it into q/attempts/N/
+        log.write_text("NEW first line\n")
+        while b"NEW first line" not in out or b"from its start" not in out:
+            assert time.monotonic() < deadline, out
+            if select.select([master], [], [], 0.2)[0]:
+                out += os.read(master, 1 << 16)
+        shown = out.decode()
+        assert shown.index("from its start") < shown.index("NEW first line"), shown
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(master)

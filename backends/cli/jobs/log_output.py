@@ -105,17 +105,23 @@ def _follow_on_terminal(follower: Follower, out: TextIO) -> int:
     shown_open: str | None = None
     try:
         while True:
-            drawn, shown_open = _redraw(follower, out, drawn, shown_open)
-            said = _say_restart(follower, said)
+            lines = follower.read_new()
+            if follower.restarts != said:   # said before the new log's lines: they are not more of the old
+                if drawn:                   # below the open line drawn, not over it
+                    out.write("\n")
+                    drawn, shown_open = 0, None
+                out.flush()
+                said = _say_restart(follower, said)
+            drawn, shown_open = _redraw(follower, out, drawn, shown_open, lines)
     finally:
         if drawn:       # the prompt after Ctrl-C goes below the open line, not over it
             out.write("\n")
             out.flush()
 
 
-def _redraw(follower: Follower, out: TextIO, drawn: int, shown_open: str | None) -> tuple[int, str | None]:
-    """One poll: new lines and the open line written over the one drawn; (its columns, it)."""
-    lines = follower.read_new()
+def _redraw(follower: Follower, out: TextIO, drawn: int, shown_open: str | None,
+            lines: list[str]) -> tuple[int, str | None]:
+    """One poll's new `lines` and the open line written over the one drawn; (its columns, it)."""
     open_line = follower.open_line
     if not lines and same_line(open_line, shown_open):
         time.sleep(POLL_SECONDS)
