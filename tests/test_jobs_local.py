@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from conftest import kill_groups, run_cli
@@ -383,3 +384,22 @@ def test_cancel_of_a_running_local_run_says_how_to_stop_it(tmp_path, cli_env, te
     finally:
         kill_groups(runner.pid, child)
         runner.wait()
+
+
+def test_failures_give_the_last_redraw_of_a_progress_bar_a_task_died_in(tmp_path, cli_env, test_site):
+    """Tasks that failed inside a tqdm-style bar (`\\r` redraws, no newline until the end) were
+    grouped by the whole line of redraws, cut at 200 characters: `--failures` showed the bar at
+    0%, the least telling redraw, and tasks dying at other points were separate groups. The line
+    is now what a terminal showed, the last redraw, as `hyperion-jobs logs` shows it."""
+    (tmp_path / "task.py").write_text(
+        "import sys\nv = int(sys.argv[1])\n"
+        "for i in range(0, 30 + v):\n"
+        "    sys.stdout.write(f'\\rextracting: {i}/100 frames')\n"
+        "print()\nsys.exit(3)\n")
+    submitted = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:1",
+                        "--output-file", "log/p.IDX.log", "--", sys.executable, "task.py", "IDX", cwd=tmp_path, env=cli_env)
+    assert submitted.returncode == 1
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q"), "--failures", "--json", env=cli_env)
+    groups = json.loads(shown.stdout)["groups"]
+    assert [(g["state"], g["exit_code"], g["last_line"]) for g in groups] == [
+        ("FAILED", 3, "extracting: 30/100 frames")], groups

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from backends.logheader import RUNNING_PREFIX, STARTED_PREFIX, parse_ended
 from backends.ranges import compress
 from backends.watch.rows import LOCAL_JOB, TaskRow
+from backends.watch.line_screen import shown_line
 from backends.watch.tail import last_lines
 
 # The last line that matters is rarely further up than this in a log's tail.
 TAIL_LINES = 40
 MAX_LINE = 200
+MAX_KEPT = 4096       # characters of a line's last redraw looked at (a bar never ends)
 _NUMBER = re.compile(r"\d+")
 
 
@@ -49,7 +51,8 @@ class FailureGroup:
 
 
 def last_program_line(path: str | None) -> str:
-    """The last non-empty line of a task log that the program wrote (not our header or footer)."""
+    """The last non-empty line of a task log that the program wrote (not our header or footer),
+    as a terminal showed it."""
     if not path:
         return ""
     try:
@@ -57,7 +60,8 @@ def last_program_line(path: str | None) -> str:
     except OSError:
         return ""
     for line in reversed(lines):
-        text = line.strip()
+        # what a terminal showed: a progress bar's last redraw, not its first 200 characters
+        text = shown_line(line, MAX_KEPT).strip()
         if text.startswith(STARTED_PREFIX):   # above it only the header: a command may span lines
             return ""
         if text and not text.startswith(RUNNING_PREFIX) and parse_ended(text) is None:
