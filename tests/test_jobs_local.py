@@ -403,3 +403,30 @@ def test_failures_give_the_last_redraw_of_a_progress_bar_a_task_died_in(tmp_path
     groups = json.loads(shown.stdout)["groups"]
     assert [(g["state"], g["exit_code"], g["last_line"]) for g in groups] == [
         ("FAILED", 3, "extracting: 30/100 frames")], groups
+
+
+def test_cancel_of_a_local_run_whose_runner_was_killed_names_the_task_s_group(tmp_path, cli_env, test_site):
+    """After `kill -9` of the runner its task runs on: cancel must not say that nothing runs, but
+    which process group to end, as `status` and a refused rerun say it."""
+    runner = subprocess.Popen(
+        ["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:2", "--output-file",
+         "log/o.IDX.log", "--", "sleep", "30"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    child = None
+    try:
+        ledger = tmp_path / "log" / "q" / "o.IDX.attempts.jsonl"
+        deadline = time.monotonic() + 30
+        while not (ledger.exists() and '"type":"child"' in ledger.read_text()):
+            assert time.monotonic() < deadline, "the local run never started its first task"
+            time.sleep(0.1)
+        child = next(json.loads(line) for line in ledger.read_text().splitlines() if '"child"' in line)["pid"]
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        record = str(tmp_path / "log" / "q" / "o.IDX.submit.json")
+        refused = run_cli("hyperion-jobs", "cancel", record, "--yes", env=cli_env)
+        assert refused.returncode == 2
+        assert refused.stderr == (f"hyperion-jobs: error: JOB: {record} is a local run whose runner was killed; its "
+                                  f"task runs on as process group {child}: kill -- -{child} ends it\n")
+    finally:
+        kill_groups(runner.pid, child)
+        runner.wait()

@@ -316,9 +316,23 @@ def local_cancel_text(name: str, history: History) -> str:
     """Why local run `name` is not cancelled, and how to stop it: its runner's pid while it runs here."""
     start = live_runner(history)
     if start is None:
+        group = _orphan_of_newest(history)
+        if group is not None:
+            return (f"{name} is a local run whose runner was killed; its task runs on as process group {group}: "
+                    f"kill -- -{group} ends it")
         return f"{name} is a local run and nothing of it runs; nothing to cancel"
     return (f"{name} is a local run, not Slurm's: stop it with Ctrl-C where it runs, or kill {start.pid} "
             f"(its runner on {start.host}; the task is stopped and recorded, exit 143)")
+
+
+def _orphan_of_newest(history: History) -> int | None:
+    """The process group of the newest attempt's last started task, if it runs on without its runner."""
+    number = history.numbers[-1] if history.numbers else None
+    start = None if number is None else history.ledger.last_start.get(number)
+    if start is None or not start_runner_gone(start):
+        return None
+    task = next((t for t in history.tasks_of(number) if t.value == start.value), None)
+    return None if task is None else orphaned_child(history, task)
 
 
 def _legacy_local_row(record_path: str, task: TaskRecord) -> TaskRow:
