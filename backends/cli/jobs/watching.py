@@ -306,7 +306,8 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     from rich.table import Table
     from rich.text import Text
 
-    done = sum(1 for r in rows if r.state is not None and r.state.is_terminal)
+    # a local value its ended run never reached (NOT_RUN) is as final as a failure
+    done = sum(1 for r in rows if r.state is not None and r.state.is_terminal or r.state_label == "NOT_RUN")
     counts = Table.grid(padding=(0, 2))
     # cells are Text, never markup: a log path may hold "[/bold]" (a MarkupError) or "[red]x[/]"
     counts.add_row(*(Text.assemble(f"{printable(state)} ", (str(n), "bold"))
