@@ -18,7 +18,8 @@ class SurvivingLinuxDriver(LinuxDriver):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._file = SafeStream(self._file)
+        if hasattr(self, "_file"):     # Textual's private output (8.x); without it, Textual's own behaviour
+            self._file = SafeStream(self._file)
 
 
 def surviving(driver: type[Driver]) -> type[Driver]:
