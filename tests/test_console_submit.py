@@ -410,3 +410,31 @@ def test_the_site_selector_lists_only_regular_files(tmp_path: Path) -> None:
     finally:
         writer.kill()
         writer.wait()
+
+
+@pytest.mark.parametrize("field, value, option", [
+    ("num_gpus", "-1", "--num-gpus"),
+    ("num_threads", "0", "--num-threads"),
+    ("mem", "-5G", "--mem"),
+    ("time", "0", "--time"),
+    ("array", "JOB=0:3", "--array"),
+    ("max_jobs_run", "0", "--max-jobs-run"),
+])
+def test_a_field_filled_top_down_is_judged_before_the_log_path_and_command_below_it(
+        tmp_path: Path, cli_env, field: str, value: str, option: str) -> None:
+    """A user fills the form from the top: a bad GPU count was hidden behind "command: no command
+    after '--'" (and "--output-file: required") until the last field was filled. The CLI says the same."""
+    async def scenario() -> tuple[str, list[str]]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.click(f"#{field}")
+            await pilot.press(*value)
+            await pilot.pause()
+            screen = app.submit_screen
+            return str(screen.query_one("#submit-error").content), [w.id for w in screen.query(".invalid")]
+
+    shown, marked = asyncio.run(scenario())
+    assert shown.startswith(f"{option}: ") and marked == [field]
+    dry = run_cli("hyperion-submit", "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--dry-run",
+                  f"{option}={value}", "--", env=cli_env, cwd=tmp_path)
+    assert dry.returncode == 2 and dry.stderr.strip() == f"hyperion-submit: error: {shown}"

@@ -34,15 +34,18 @@ class SubmitRequest:
 
 
 def split_command(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
-    """Submitter tokens and the command: everything after the first ``--``."""
+    """Submitter tokens and the command: everything after the first ``--`` (maybe nothing: the
+    options are judged first, see parse_submit_request)."""
     if "--" not in argv:
         raise InputError("--", "the command must follow a '--' separator: "
                          "hyperion-submit <local|slurm> --cfg site.yaml [options] -- command ...")
     cut = list(argv).index("--")
-    command = tuple(argv[cut + 1:])
+    return list(argv[:cut]), tuple(argv[cut + 1:])
+
+
+def _check_command(command: tuple[str, ...]) -> None:
     if not command or not command[0].strip():
         raise InputError("command", "no command after '--'")
-    return list(argv[:cut]), command
 
 
 def _cfg_first(tokens: list[str]) -> tuple[list[str], list[str]]:
@@ -161,20 +164,23 @@ def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
     # The comment keeps jsonargparse from reading a one-key text with an empty value ("mem:")
     # as a file path ('File does not exist: mem:'); it parses the same YAML otherwise.
     merged = _parse(parser, ["--cfg", "# site file\n" + text] + rest)   # YAML defaults under the command line
-    if merged.output_file is None:
-        raise InputError("--output-file", "required: the combined stdout/stderr log path")
+    # Checked in the order of the console's form, top down, the missing log path and command
+    # last: a bad --num-gpus was hidden behind "no command after '--'" until the form was complete.
+    num_gpus = check_count("--num-gpus", merged.num_gpus if merged.num_gpus is not None else site.num_gpus, minimum=0, maximum=MAX_GPUS)
+    num_threads = check_count("--num-threads", merged.num_threads if merged.num_threads is not None else site.num_threads, minimum=1, maximum=MAX_THREADS)
     mem, mem_per_cpu = _memory(site, cli)
+    time = check_time("--time", cli.time) if cli.time is not None else site.time
     array = parse_array(str(cli.array)) if cli.array is not None else None
     max_jobs = cli.max_jobs_run
+    max_jobs_run = None if max_jobs is None else check_count("--max-jobs-run", max_jobs, minimum=1, maximum=MAX_VALUES)
+    if merged.output_file is None:
+        raise InputError("--output-file", "required: the combined stdout/stderr log path")
+    env = _env(cli.env)
+    _check_command(command)
     options = SubmitOptions(
         backend=head[0], cfg=site.path, output_file=str(merged.output_file), command=command,
-        num_gpus=check_count("--num-gpus", merged.num_gpus if merged.num_gpus is not None else site.num_gpus, minimum=0, maximum=MAX_GPUS),
-        num_threads=check_count("--num-threads", merged.num_threads if merged.num_threads is not None else site.num_threads, minimum=1, maximum=MAX_THREADS),
-        mem=mem, mem_per_cpu=mem_per_cpu,
-        time=check_time("--time", cli.time) if cli.time is not None else site.time,
-        array=array,
-        max_jobs_run=None if max_jobs is None else check_count("--max-jobs-run", max_jobs, minimum=1, maximum=MAX_VALUES),
-        env=_env(cli.env),
+        num_gpus=num_gpus, num_threads=num_threads, mem=mem, mem_per_cpu=mem_per_cpu, time=time,
+        array=array, max_jobs_run=max_jobs_run, env=env,
     )
     if cli.num_gpus is None and options.num_gpus > 0:   # the site file's count: say so, not --num-gpus
         site.gpu_options(options.num_gpus, asked=f"num_gpus: {options.num_gpus} in the site file")
