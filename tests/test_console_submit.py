@@ -438,3 +438,24 @@ def test_a_field_filled_top_down_is_judged_before_the_log_path_and_command_below
     dry = run_cli("hyperion-submit", "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--dry-run",
                   f"{option}={value}", "--", env=cli_env, cwd=tmp_path)
     assert dry.returncode == 2 and dry.stderr.strip() == f"hyperion-submit: error: {shown}"
+
+
+def test_tab_after_escape_goes_to_the_site_selector_through_every_field_in_form_order(tmp_path: Path) -> None:
+    """Escape leaves a field (so 1/2/3 switch screens); the next Tab landed on the form's scroll
+    container, which shows no focus: Enter then did nothing and the user was lost."""
+    order = ["cfg", "backend", "num_gpus", "num_threads", "mem", "mem_scope", "time", "array",
+             "max_jobs_run", "output_file", "env", "command", "submit-button", "submit-preview-scroll"]
+
+    async def scenario() -> list[str | None]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.click("#time")
+            await pilot.press("escape")
+            assert app.focused is None
+            seen = []
+            for _ in range(len(order) + 1):
+                await pilot.press("tab")
+                seen.append(app.focused.id if app.focused else None)
+            return seen
+
+    assert asyncio.run(scenario()) == [*order, "cfg"]

@@ -52,6 +52,7 @@ class SubmitScreen(ConsoleScreen):
     """Form on the left, preview on the right; ctrl+s submits after a confirmation."""
 
     SUB_TITLE = "Submit"
+    AUTO_FOCUS = ""        # nothing focused at first (None is the app's "*"): the first Tab goes to the site
     # Narrower than 80 columns (a split tmux pane) the preview goes under the form: beside it,
     # it had 18 columns (console.tcss).
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-wide")]
@@ -73,7 +74,8 @@ class SubmitScreen(ConsoleScreen):
             (str(p) for p in sites if p.name == "submit_test_cluster.yaml"),
             str(sites[0]) if sites else Select.NULL)
         with Horizontal(id="submit-body"):
-            with VerticalScroll(id="submit-form"):
+            # Not focusable itself: a Tab after Escape landed on it, showing no focus anywhere.
+            with VerticalScroll(id="submit-form", can_focus=False):
                 with Horizontal(classes="form-row"):
                     yield Label("site", classes="form-label")
                     yield Select([(shown(p.stem), str(p)) for p in sites], value=default_site,  # .yaml: too wide
