@@ -459,3 +459,28 @@ def test_tab_after_escape_goes_to_the_site_selector_through_every_field_in_form_
             return seen
 
     assert asyncio.run(scenario()) == [*order, "cfg"]
+
+
+def test_enter_in_a_field_submits_after_the_confirmation_as_ctrl_s_does(tmp_path: Path) -> None:
+    """Enter, the key a form is sent with, did nothing in any field of the Submit screen."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            await pilot.click("#command")
+            await pilot.press("enter")              # invalid: refused with the core's message
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert "--output-file: required: the combined stdout/stderr log path" in notifications(app)
+            fill(screen, backend="local", output_file=str(tmp_path / "log" / "t.log"))
+            await pilot.click("#command")
+            await pilot.press(*"echo hi", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            assert "-- echo hi" in str(app.screen.query_one("#confirm-detail Static").content)
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.screen is screen and app.focused is screen.query_one("#command")
+        assert not (tmp_path / "log").exists()
+
+    asyncio.run(scenario())

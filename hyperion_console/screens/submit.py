@@ -162,7 +162,9 @@ class SubmitScreen(ConsoleScreen):
         self.post_message(PreviewUpdated(command, None))
 
     @on(Button.Pressed, "#submit-button")
+    @on(Input.Submitted)
     def _pressed(self) -> None:
+        """The button, and Enter in any field: the key a form is sent with (it asks first)."""
         self.action_submit()
 
     @guarded
