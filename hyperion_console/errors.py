@@ -8,13 +8,14 @@ from __future__ import annotations
 import functools
 
 from backends.errors import FieldError
+from backends.submit.slurm.sbatch import SubmitError
 
 
 def describe_error(exc: BaseException) -> str:
     """One line for a notification: InputError already reads `field: problem`."""
     text = str(exc) or type(exc).__name__
-    if isinstance(exc, FieldError):
-        return text  # InputError / ShardingError: already `field: problem`
+    if isinstance(exc, (FieldError, SubmitError)):
+        return text  # InputError / ShardingError: `field: problem`; SubmitError: the CLI's own line
     return f"{type(exc).__name__}: {text}"
 
 

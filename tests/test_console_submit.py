@@ -484,3 +484,28 @@ def test_enter_in_a_field_submits_after_the_confirmation_as_ctrl_s_does(tmp_path
         assert not (tmp_path / "log").exists()
 
     asyncio.run(scenario())
+
+
+def test_a_submission_slurm_refuses_is_told_in_the_words_hyperion_submit_uses(slurm_cluster, tmp_path: Path,
+                                                                                cli_env) -> None:
+    """sbatch refusing the job (a node the site excludes that this cluster lacks) was told under the
+    worker's name "run_submission" as "SubmitError: sbatch failed ..."; the CLI says "error: sbatch failed ..."."""
+    site = tmp_path / "site.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace(
+        "  - --partition=cpu\n", "  - --partition=cpu\n  - --nodelist=no-such-node\n"))
+    argv = ["slurm", "--cfg", str(site), "--output-file", str(tmp_path / "cli" / "r.log"), "--", "true"]
+    cli = run_cli("hyperion-submit", *argv, env=cli_env, cwd=tmp_path, timeout=120)
+    assert cli.returncode == 1 and "sbatch failed" in cli.stderr
+    said = cli.stderr.strip().removeprefix("hyperion-submit: error: ").replace("/cli/", "/console/")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=tmp_path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            fill(app.submit_screen, cfg=str(site), output_file=str(tmp_path / "console" / "r.log"), command="true")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda: any(n.severity == "error" for n in app._notifications), 90)
+            told = [(n.title, n.message) for n in app._notifications if n.severity == "error"]
+            assert told == [("submit failed", said)]
+
+    asyncio.run(scenario())

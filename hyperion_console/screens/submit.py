@@ -185,7 +185,7 @@ class SubmitScreen(ConsoleScreen):
         self.app.push_screen(ConfirmScreen(f"Submit to {argv[0]}?", detail, yes="Submit"),
                              answered)
 
-    @work(thread=True, exclusive=True, group="submit", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="submit", exit_on_error=False, name="submit failed")  # its error's title
     def run_submission(self, plan, backend: str) -> None:
         """The core submits (slurm) or runs (local) the plan; the Jobs screen watches it."""
         def announce(path: str) -> None:
