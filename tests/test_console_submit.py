@@ -509,3 +509,30 @@ def test_a_submission_slurm_refuses_is_told_in_the_words_hyperion_submit_uses(sl
             assert told == [("submit failed", said)]
 
     asyncio.run(scenario())
+
+
+def test_a_huge_array_previews_its_head_and_says_how_to_see_the_rest(tmp_path: Path, cli_env) -> None:
+    """JOB=1:100000 (the most an array may hold) made a 100,000-line preview that Textual wrapped
+    again at every keystroke: 4 s per key typed anywhere in the form. The head is the dry run's."""
+    async def scenario() -> tuple[str, str, float]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, output_file=str(tmp_path / "log" / "b.JOB.log"), array="JOB=1:100000", command="echo JOB")
+            await pilot.pause()
+            await pilot.click("#time")
+            started = time.monotonic()
+            await pilot.press(*"00:05:00")
+            await pilot.pause()
+            return (str(screen.query_one("#submit-command").content),
+                    str(screen.query_one("#submit-preview").content), (time.monotonic() - started) / 8)
+
+    command, preview, per_key = asyncio.run(scenario())
+    argv = shlex.split(command.removeprefix("$ "))
+    dry = run_cli(*argv[:2], "--dry-run", *argv[2:], env=cli_env, cwd=tmp_path)
+    lines = dry.stdout.splitlines()
+    head, _, note = preview.rstrip("\n").rpartition("\n")
+    assert head.splitlines() == lines[:len(head.splitlines())] and len(head.splitlines()) <= 2000
+    assert note == (f"… {len(lines) - len(head.splitlines())} more lines: the command above with --dry-run "
+                    "prints them all")
+    assert per_key < 2.0, f"{per_key:.1f} s per key"
