@@ -5,7 +5,6 @@ command line; nothing here validates values: the core's InputError does.
 """
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 from backends.errors import InputError, SiteError
@@ -56,9 +55,54 @@ def form_argv(form: FormValues) -> list[str]:
 def _words(field: str, text: str) -> list[str]:
     """The field split as a shell would split it (quotes kept together), nothing expanded."""
     try:
-        return shlex.split(text)
+        return shell_words(text)
     except ValueError as exc:
         raise InputError(field, f"cannot split into words: {exc}") from exc
+
+
+# What a backslash escapes inside double quotes (POSIX); shlex knows only " and \, so a
+# command pasted from a shell, `sh -c "echo \$RANK"`, printed a literal $RANK.
+DOUBLE_QUOTED_ESCAPES = '$`"\\\n'
+BLANKS = " \t\r\n"      # shlex.split's, as before
+
+
+def shell_words(text: str) -> list[str]:
+    """Words as a POSIX shell makes them, nothing expanded: '...' literal, "..." where a backslash
+    escapes only $ ` " \\ and a newline, and outside quotes a backslash escapes any character.
+    ValueError with shlex's words for a quote left open."""
+    words: list[str] = []
+    word: list[str] | None = None      # None: between words
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote and word is not None:    # a quote opens a word
+            if ch == quote:
+                quote = ""
+            elif quote == '"' and ch == "\\" and text[i + 1:i + 2] and text[i + 1] in DOUBLE_QUOTED_ESCAPES:
+                i += 1
+                if text[i] != "\n":
+                    word.append(text[i])
+            else:
+                word.append(ch)
+        elif ch == "\\":
+            i += 1                        # a backslash ending the text is itself, as in bash
+            if text[i - 1:i + 1] != "\\\n":     # a backslash-newline joins two lines
+                word = word if word is not None else []
+                word.append(text[i] if i < len(text) else "\\")
+        elif ch in "'\"":
+            quote, word = ch, word if word is not None else []
+        elif ch in BLANKS:
+            if word is not None:
+                words.append("".join(word))
+            word = None
+        else:
+            word = word if word is not None else []
+            word.append(ch)
+        i += 1
+    if quote:
+        raise ValueError("No closing quotation")
+    return words + ([] if word is None else ["".join(word)])
 
 
 def field_of_error(error: BaseException) -> str | None:

@@ -5,6 +5,7 @@ import asyncio
 import os
 import shlex
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -536,3 +537,25 @@ def test_a_huge_array_previews_its_head_and_says_how_to_see_the_rest(tmp_path: P
     assert note == (f"… {len(lines) - len(head.splitlines())} more lines: the command above with --dry-run "
                     "prints them all")
     assert per_key < 2.0, f"{per_key:.1f} s per key"
+
+
+@pytest.mark.parametrize("typed", [
+    r'''sh -c "echo rank=\$LOCAL_RANK \`hostname\` \"q\" \\ \x"''',
+    r'''printf '%s\n' "a\$b" 'c\$d' e\$f "g\
+h"''',
+])
+def test_fields_are_split_into_the_words_a_shell_would_make(tmp_path: Path, typed: str) -> None:
+    """README: split as a shell splits them. Inside double quotes a shell drops the backslash of \\$
+    and \\`; the form kept it, so `sh -c "echo \\$RANK"` printed a literal $RANK in every task."""
+    bash = subprocess.run(["bash", "-c", "printf '%s\\0' " + typed], capture_output=True, text=True, check=True)
+    words = bash.stdout.split("\0")[:-1]
+
+    async def scenario() -> str:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            fill(app.submit_screen, output_file=str(tmp_path / "t.log"), command=typed)
+            await pilot.pause()
+            return str(app.submit_screen.query_one("#submit-command").content)
+
+    argv = shlex.split(asyncio.run(scenario()).removeprefix("$ "))
+    assert argv[argv.index("--") + 1:] == words
