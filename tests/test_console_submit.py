@@ -559,3 +559,34 @@ def test_fields_are_split_into_the_words_a_shell_would_make(tmp_path: Path, type
 
     argv = shlex.split(asyncio.run(scenario()).removeprefix("$ "))
     assert argv[argv.index("--") + 1:] == words
+
+
+def test_a_listed_site_file_replaced_by_a_fifo_is_refused_at_once_not_waited_for(tmp_path: Path) -> None:
+    """The list holds regular files, but one replaced by a FIFO afterwards (a writer holding it open,
+    sending nothing) froze the form for 10 s at every key: the preview waited for it as for --cfg <(...)."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    site = conf / "site.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text())
+
+    async def scenario() -> tuple[str, float]:
+        app = make_app(cfg_dir=conf, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            fill(app.submit_screen, output_file=str(tmp_path / "t.log"), command="true")
+            await pilot.pause()
+            assert str(app.submit_screen.query_one("#submit-error").content) == "✓ valid"
+            site.unlink()
+            os.mkfifo(site)
+            writer = subprocess.Popen(["sh", "-c", f"exec 3>'{site}'; sleep 60"])
+            try:
+                started = time.monotonic()
+                await pilot.click("#time")
+                await pilot.press("5")
+                await pilot.pause()
+                return str(app.submit_screen.query_one("#submit-error").content), time.monotonic() - started
+            finally:
+                writer.kill()
+                writer.wait()
+
+    said, took = asyncio.run(scenario())
+    assert said == f"--cfg: cannot read {site}: a FIFO, not a regular file" and took < 3, (said, took)

@@ -148,15 +148,17 @@ def _memory(site: SiteConfig, cli) -> tuple[str | None, str | None]:
     return site.mem, site.mem_per_cpu
 
 
-def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
-    """Parse and validate a full hyperion-submit argv (without the program name)."""
+def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitRequest:
+    """Parse and validate a full hyperion-submit argv (without the program name); without `pipes`,
+    a --cfg that is a pipe is refused at once (the console, whose form lists files, re-reads it
+    at every key: a FIFO waited 10 s each time)."""
     head, command = split_command(argv)
     if not head or head[0] not in BACKENDS:
         got = quoted(head[0]) if head else "nothing"
         raise InputError("backend", f"expected 'local' or 'slurm' first, got {got}")
     cfg, rest = _cfg_first(head[1:])
     _refuse_site_only(rest)
-    site, text = load_site_text(cfg[-1])
+    site, text = load_site_text(cfg[-1], pipes)
     parser = _parser()
     cli = _parse(parser, rest)                 # what the command line itself says
     # The text already read and checked, not the path: a pipe (--cfg <(...)) cannot be
@@ -188,6 +190,6 @@ def parse_submit_request(argv: Sequence[str]) -> SubmitRequest:
     return SubmitRequest(site, options, bool(cli.dry_run))
 
 
-def parse_submit_argv(argv: Sequence[str]) -> tuple[SiteConfig, SubmitOptions]:
-    request = parse_submit_request(argv)
+def parse_submit_argv(argv: Sequence[str], pipes: bool = True) -> tuple[SiteConfig, SubmitOptions]:
+    request = parse_submit_request(argv, pipes)
     return request.site, request.options

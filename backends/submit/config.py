@@ -316,8 +316,9 @@ def _decode(path: str | Path, data: bytes) -> str:
                          f"at offset {err.start})") from None
 
 
-def read_site_text(path: str | Path) -> str:
-    """The text of a site file: a regular file or a pipe (``--cfg <(...)``) of at most MAX_SITE_BYTES.
+def read_site_text(path: str | Path, pipes: bool = True) -> str:
+    """The text of a site file: a regular file or, with `pipes`, a pipe (``--cfg <(...)``) of at most
+    MAX_SITE_BYTES. The console's site list holds files: a FIFO there is refused, not waited for.
 
     A FIFO nobody writes to, /dev/zero, a directory or a symlink loop is one
     InputError("--cfg", ...), never a hang or an unbounded read.
@@ -325,7 +326,7 @@ def read_site_text(path: str | Path) -> str:
     if not str(path).strip():
         raise InputError("--cfg", "expected a site YAML path, got ''")
     try:
-        data = read_bounded(path, MAX_SITE_BYTES, allow_pipe=True)
+        data = read_bounded(path, MAX_SITE_BYTES, allow_pipe=pipes)
     except UnreadableFile as err:
         raise InputError("--cfg", f"cannot read {printable(str(path))}: {err}") from None
     if not data and _is_pipe(path):
@@ -375,9 +376,9 @@ def _site_path(path: str | Path) -> str:
     return os.path.abspath(path) if _is_pipe(path) else str(Path(path).resolve())
 
 
-def load_site_text(path: str | Path) -> tuple[SiteConfig, str]:
+def load_site_text(path: str | Path, pipes: bool = True) -> tuple[SiteConfig, str]:
     """The validated site and the text it came from (read once: a pipe cannot be read twice)."""
-    text = read_site_text(path)
+    text = read_site_text(path, pipes)
     try:
         site = site_from_mapping(parse_site_text(text, path), _site_path(path))
         return replace(site, shown=str(path)), text

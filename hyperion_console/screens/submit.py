@@ -152,7 +152,7 @@ class SubmitScreen(ConsoleScreen):
         error_box = self.query_one("#submit-error", Static)
         try:
             argv = form_argv(self.form())
-            _, options = parse_submit_argv(argv)
+            _, options = parse_submit_argv(argv, pipes=False)
             plan = build_plan(_, options)
             command = shlex.join(["hyperion-submit", *submit_argv(options)])
             preview = describe_plan(plan)
