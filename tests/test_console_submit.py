@@ -590,3 +590,26 @@ def test_a_listed_site_file_replaced_by_a_fifo_is_refused_at_once_not_waited_for
 
     said, took = asyncio.run(scenario())
     assert said == f"--cfg: cannot read {site}: a FIFO, not a regular file" and took < 3, (said, took)
+
+
+@pytest.mark.parametrize("log", ["~/exp/log/t.log", "~", "~root/t.log"])
+def test_a_log_path_starting_with_a_tilde_is_refused_not_made_a_folder_named_tilde(tmp_path: Path, cli_env,
+                                                                                  log: str) -> None:
+    """No shell expands ~ in the form (nor in --output-file=~/x): the log went to ./~/exp/log/, a
+    folder named ~ in the working directory that `rm -rf ~` would then "clean up"."""
+    async def scenario() -> tuple[str, list[str]]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            fill(app.submit_screen, output_file=log, command="true")
+            await pilot.pause()
+            screen = app.submit_screen
+            return str(screen.query_one("#submit-error").content), [w.id for w in screen.query(".invalid")]
+
+    said, marked = asyncio.run(scenario())
+    home = os.path.expanduser(log)
+    assert said == (f"--output-file: '{log}' starts with ~, which nothing expands here: it would be a folder "
+                    f"named ~ in the working directory; give the full path, e.g. {home}") and marked == ["output_file"]
+    cli = run_cli("hyperion-submit", "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--dry-run",
+                  f"--output-file={log}", "--", "true", env=cli_env, cwd=tmp_path)
+    assert cli.returncode == 2 and cli.stderr.strip() == f"hyperion-submit: error: {said}"
+    assert not (tmp_path / "~").exists()

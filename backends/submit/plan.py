@@ -111,6 +111,11 @@ def _check_logs_differ(output_file: str, name: str) -> None:
 
 def _check_log_file(output_file: str) -> None:
     """The log must be a file path: a directory would also put q/ (and the record) above it."""
+    home = os.path.expanduser(output_file)
+    if output_file.startswith("~") and home != output_file:
+        # no shell expands it in the console's form, nor in --output-file=~/x
+        raise InputError("--output-file", f"{quoted(output_file)} starts with ~, which nothing expands here: it "
+                         f"would be a folder named ~ in the working directory; give the full path, e.g. {printable(home)}")
     if output_file.endswith(os.sep) or os.path.basename(output_file) in (".", "..") \
             or os.path.isdir(output_file):
         raise InputError("--output-file", f"{quoted(output_file)} is a directory; give the log file's "
