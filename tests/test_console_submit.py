@@ -613,3 +613,20 @@ def test_a_log_path_starting_with_a_tilde_is_refused_not_made_a_folder_named_til
                   f"--output-file={log}", "--", "true", env=cli_env, cwd=tmp_path)
     assert cli.returncode == 2 and cli.stderr.strip() == f"hyperion-submit: error: {said}"
     assert not (tmp_path / "~").exists()
+
+
+def test_site_files_with_one_stem_are_told_apart_in_the_selector(tmp_path: Path) -> None:
+    """a.yaml and a.yml were both listed as "a": which one the preview used could not be seen."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    for name in ("a.yaml", "a.yml", "b.yaml"):
+        (cfg / name).write_text((CONF / "submit_test_cluster.yaml").read_text())
+
+    async def scenario() -> list[str]:
+        app = make_app(cfg_dir=cfg, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            select = app.submit_screen.query_one("#cfg")
+            return [str(label) for label, value in select._options if isinstance(value, str)]
+
+    assert asyncio.run(scenario()) == ["a.yaml", "a.yml", "b"]

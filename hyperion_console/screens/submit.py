@@ -7,6 +7,7 @@ equivalent command line is submit_argv's.
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from pathlib import Path
 
 from rich.text import Text
@@ -64,6 +65,13 @@ def site_files(cfg_dir: Path) -> list[Path]:
     return sorted(p for p in cfg_dir.glob("*.y*ml") if p.suffix in {".yaml", ".yml"} and p.is_file())
 
 
+def site_labels(sites: list[Path]) -> list[str]:
+    """Each file's stem (.yaml made the selector too wide), its full name where another file has
+    the same stem: a.yaml and a.yml were both "a"."""
+    stems = Counter(p.stem for p in sites)
+    return [p.stem if stems[p.stem] == 1 else p.name for p in sites]
+
+
 class SubmitScreen(ConsoleScreen):
     """Form on the left, preview on the right; ctrl+s submits after a confirmation."""
 
@@ -94,7 +102,8 @@ class SubmitScreen(ConsoleScreen):
             with VerticalScroll(id="submit-form", can_focus=False):
                 with Horizontal(classes="form-row"):
                     yield Label("site", classes="form-label")
-                    yield Select([(shown(p.stem), str(p)) for p in sites], value=default_site,  # .yaml: too wide
+                    yield Select([(shown(label), str(p)) for label, p in zip(site_labels(sites), sites)],
+                                 value=default_site,
                                  allow_blank=not sites, id="cfg", compact=True)
                 with Horizontal(classes="form-row"):
                     yield Label("backend", classes="form-label")
