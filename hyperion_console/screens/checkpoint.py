@@ -121,14 +121,20 @@ def failed_columns(width: int) -> tuple[str, ...]:
     return FAILED_COLUMNS if width >= ALL_FAILED_COLUMNS_FROM else NARROW_FAILED_COLUMNS
 
 
-def failed_cells(record: FailedRecord) -> dict[str, Text]:
+def details_width(width: int) -> int:
+    """Characters of the details cell in a terminal `width` columns wide: every column past 80 goes
+    to it (at 120 columns the cell stopped after 18 characters, half the line left empty)."""
+    return DETAILS_CELL + max(0, width - ALL_FAILED_COLUMNS_FROM)
+
+
+def failed_cells(record: FailedRecord, details_cell: int = DETAILS_CELL) -> dict[str, Text]:
     """Each column's cell for one failed-task record, escaped; ids and details cut to their columns."""
     when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
     details = record.without_details if record.details is None else json.dumps(dict(record.details))
     ids = (record.shard, record.job, record.array_task, record.restart)
     cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL))
              for column, cell in zip(FAILED_COLUMNS, ids)}
-    return {**cells, "recorded": shown(when), "details": shown(_cell(details, DETAILS_CELL))}
+    return {**cells, "recorded": shown(when), "details": shown(_cell(details, details_cell))}
 
 
 class CheckpointScreen(ConsoleScreen):
@@ -147,6 +153,7 @@ class CheckpointScreen(ConsoleScreen):
         self.plan = None
         self.coverage: Coverage | None = None     # the read on screen: the Retry tab plans from it
         self.failed_by_path: dict[str, object] = {}
+        self._failed_layout: tuple[tuple[str, ...], int] | None = None   # the Failed table's columns, details cell
         self._loaded = False
         self._reading: Worker | None = None      # the read whose result will be shown
         self._read_started = 0.0
@@ -342,31 +349,30 @@ class CheckpointScreen(ConsoleScreen):
             problems.append("\n")
         self.query_one("#ckpt-problems", Static).update(problems)
         self.failed_by_path = {record.path: record for record in cov.failed}
-        self.fill_failed(failed_columns(self.app.size.width))
+        self.fill_failed(self.app.size.width)
 
-    def fill_failed(self, columns: tuple[str, ...]) -> None:
-        """The failed records of the read on screen, in `columns`; new columns when they change
-        (clearing rows alone keeps the columns, and each one's width)."""
+    def fill_failed(self, width: int) -> None:
+        """The failed records of the read on screen, in the columns and details cell of a terminal
+        `width` wide; new columns when they change (clearing rows alone keeps the columns, and
+        each one's width, so wider details would stay cut)."""
         table = self.query_one("#ckpt-failed", DataTable)
-        if tuple(key.value for key in table.columns) != columns:
-            table.clear(columns=True)
-            for column in columns:
-                table.add_column(column, key=column)
-        else:
-            table.clear()
+        columns = failed_columns(width)
+        self._failed_layout = (columns, details_width(width))
+        table.clear(columns=True)
+        for column in columns:
+            table.add_column(column, key=column)
         for record in self.failed_by_path.values():
-            cells = failed_cells(record)
+            cells = failed_cells(record, self._failed_layout[1])
             table.add_row(*(cells[column] for column in columns), key=record.path)
 
     def on_resize(self, event: events.Resize) -> None:
         """Narrower than 80 columns (a split tmux pane), fewer columns, so the details stay on screen;
         the record that was highlighted still is."""
         table = self.query_one("#ckpt-failed", DataTable)
-        columns = failed_columns(event.size.width)
-        if tuple(key.value for key in table.columns) == columns:
+        if self._failed_layout == (failed_columns(event.size.width), details_width(event.size.width)):
             return
         row = table.cursor_row
-        self.fill_failed(columns)
+        self.fill_failed(event.size.width)
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1))
 
