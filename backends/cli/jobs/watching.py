@@ -152,9 +152,10 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow], record: str | None = None) 
     9998 lines of `NOT_RUN exit - log ...` buried the one that failed.
     """
     out.line(tasks_text(rows))
-    not_run = [row.value for row in rows if row.state_label == "NOT_RUN" and row.value is not None]
-    for row in rows:
-        if not row.ok and not (row.value in not_run and row.state_label == "NOT_RUN"):
+    gathered = [row.state_label == "NOT_RUN" and row.value is not None for row in rows]
+    not_run = [row.value for row, one in zip(rows, gathered) if one]
+    for row, one in zip(rows, gathered):
+        if not row.ok and not one:
             out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
                      f"log {printable(row.log or row.slurm_out or '-')}")
     if not_run:
