@@ -215,7 +215,8 @@ def test_logs_escapes_control_characters_on_a_terminal(tmp_path, cli_env):
     record = make_record(tmp_path)
     Path(record.tasks[0].log).write_text(HOSTILE_LOG)
     shown = _on_a_pty(["hyperion-jobs", "logs", f"{record.path}:1"], cli_env)
-    assert shown == "".join(printable(line, layout=True) + "\n" for line in HOSTILE_LOG.splitlines())
+    escaped = "".join(printable(line, layout=True) + "\n" for line in HOSTILE_LOG.splitlines())
+    assert shown == escaped.replace("\\x1b[2J\\x1b[31mred\\x1b[0m", "red")   # complete CSI: dropped
     assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown and "\x9b" not in shown
     assert "\\x1b]52;c;cm0gLXJmIH4vKg==\\x07clipboard\n" in shown and "tab\there\n" in shown
     assert "bidi \\u202eevil\\u202c text" in shown
@@ -306,8 +307,8 @@ def test_logs_follow_redraws_the_progress_bar_in_place_on_a_terminal(tmp_path, c
             handle.write("\r 10%|#         |")
         assert screen_becomes(["start", " 10%|#         |"])
         with open(log, "a") as handle:
-            handle.write("\r 20%|##\x1b[2J")           # an escape: that redraw whole, the longer one covered
-        assert screen_becomes(["start", " 20%|##\\x1b[2J"])
+            handle.write("\r 20%|##\x1b]0;t\x07")     # an escape: that redraw whole, the longer one covered
+        assert screen_becomes(["start", " 20%|##\\x1b]0;t\\x07"])
         with open(log, "a") as handle:
             handle.write(PROGRESS + " done\nnext\n")
         assert screen_becomes(["start", "100%|##########| done", "next", ""])

@@ -379,10 +379,10 @@ def test_a_terminal_shows_the_end_of_a_long_line_without_redraws_after_a_note(tm
     monkeypatch.setattr(tail, "LONG_LINE_END", 100)
     monkeypatch.setattr(tail, "BLOCK", 64)                   # lines are measured a block at a time
     path = tmp_path / "wide.log"
-    path.write_bytes(b"first\n" + b"x" * 5000 + "é".encode() * 60 + b"\x1b[2Jend\nlast\n")
+    path.write_bytes(b"first\n" + b"x" * 5000 + "é".encode() * 60 + b"\x1b[2J\x07end\nlast\n")
     out = _Terminal()
     print_last(str(path), 3, raw=False, out=out)             # looking back stops at the long line
-    assert out.getvalue() == UNREAD + "é" * 46 + "\\x1b[2Jend\nlast\n"
+    assert out.getvalue() == UNREAD + "é" * 46 + "\\x07end\nlast\n"   # the clear dropped, the bell an escape
     piped = io.StringIO()
     print_last(str(path), 3, raw=False, out=piped)           # piped: every line asked for, whole
     assert piped.getvalue() == path.read_text()
@@ -464,6 +464,104 @@ def test_on_a_terminal_the_start_over_is_said_before_the_new_log_s_lines(tmp_pat
                 out += os.read(master, 1 << 16)
         shown = out.decode()
         assert shown.index("from its start") < shown.index("NEW first line"), shown
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(master)
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
+    """Exit status and every byte `argv` wrote to a terminal (a pty as its stdout and stderr)."""
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, env=env, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    data = os.read(master, 1 << 16)
+                except OSError:          # EIO: the program ended and closed its side
+                    break
+                if not data:
+                    break
+                out += data
+            elif proc.poll() is not None:
+                break
+        return proc.wait(timeout=30), out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+COLOURED_LOG = (b"\x1b[32m2026-12-05 10:15:01\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36mtrain:42\x1b[0m - start [bold]x[/]\n"
+                b"\x1b[?25l\r  0%|          | 0/10\x1b[K\r 50%|#####     | 5/10\x1b[K\r100%|##########| 10/10\x1b[K\x1b[?25h\n"
+                b"\x1b[1;31mValueError: bad input 7\x1b[0m \x1b]52;c;aGk=\x07\n")
+
+
+def test_logs_on_a_terminal_shows_a_coloured_log_and_a_progress_bar_as_text(tmp_path, cli_env):
+    """`hyperion-jobs logs` on a terminal printed loguru's colours as '\\x1b[32m2026-...\\x1b[0m' and a
+    tqdm bar that erases with ESC[K as '\\x1b[K' escapes; it now prints the text a terminal showed,
+    an OSC 52 still as an escape. Piped and --raw give the bytes as they are."""
+    from test_jobs_core import make_record
+
+    record = make_record(tmp_path)
+    Path(record.tasks[0].log).write_bytes(COLOURED_LOG)
+    status, out = _on_a_terminal(["hyperion-jobs", "logs", f"{record.path}:1"], cli_env)
+    assert status == 0, out
+    assert out.decode().replace("\r\n", "\n") == (
+        "2026-12-05 10:15:01 | INFO     | train:42 - start [bold]x[/]\n"
+        "100%|##########| 10/10\n"
+        "ValueError: bad input 7 \\x1b]52;c;aGk=\\x07\n")
+    status, out = _on_a_terminal(["hyperion-jobs", "logs", "--raw", f"{record.path}:1"], cli_env)
+    assert status == 0 and out.replace(b"\r\n", b"\n") == COLOURED_LOG.replace(b"\r\n", b"\n")
+    piped = subprocess.run(["hyperion-jobs", "logs", f"{record.path}:1"], env=cli_env, capture_output=True)
+    assert piped.returncode == 0 and piped.stdout == COLOURED_LOG
+
+
+def test_logs_follow_on_a_terminal_draws_a_coloured_bar_still_running_as_text(tmp_path, cli_env):
+    """The open line of `logs -f` (a bar still being drawn, its colour sequence split between two
+    writes) is its last redraw without escapes: it was '\\x1b[32m 60%|...\\x1b[K'."""
+    import pty
+    import select
+    import time
+
+    from test_jobs_core import make_record
+
+    record = make_record(tmp_path)
+    log = Path(record.tasks[0].log)
+    log.write_bytes(b"\x1b[1mepoch 1\x1b[0m\n\r\x1b[32m 10%|#         |\x1b[0m\x1b[K")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], env=cli_env,
+                            stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    try:
+        out, deadline = b"", time.monotonic() + 30
+        while b"10%" not in out:
+            assert time.monotonic() < deadline, out
+            if select.select([master], [], [], 0.2)[0]:
+                out += os.read(master, 1 << 16)
+        with open(log, "ab") as handle:
+            handle.write(b"\r\x1b[3")            # the sequence cut by a flush, its rest read later
+            handle.flush()
+            time.sleep(1)
+            handle.write(b"2m 60%|######    |\x1b[0m\x1b[K")
+        while b"60%" not in out:
+            assert time.monotonic() < deadline, out
+            if select.select([master], [], [], 0.2)[0]:
+                out += os.read(master, 1 << 16)
+        time.sleep(0.5)
+        while select.select([master], [], [], 0.2)[0]:
+            out += os.read(master, 1 << 16)
+        shown = out.decode()
+        assert "epoch 1\r\n" in shown and "\r 60%|######    |" in shown, shown
+        assert "\x1b" not in shown and "\\x1b" not in shown, shown
     finally:
         proc.kill()
         proc.wait()

@@ -42,10 +42,11 @@ def test_pieces_become_the_lines_a_terminal_shows():
 
 
 def test_what_overwriting_by_characters_would_garble_shows_its_last_redraw_whole():
-    """Escape sequences, tabs, backspaces and wide characters do not take one column each: the
-    overwrite gave '\\x1b[2KDoneloading 100 MB' where the terminal erased the line and showed Done."""
-    assert shown_line("\r\x1b[2KDownloading 100 MB\r\x1b[2KDone", 200) == "\x1b[2KDone"
-    assert shown_line("\x1b[32mgreen\x1b[0m\rred", 200) == "red"
+    """Erases, escapes left, tabs, backspaces and wide characters do not take one column each: the
+    overwrite gave 'Doneloading 100 MB' where the terminal erased the line and showed Done."""
+    assert shown_line("\r\x1b[2KDownloading 100 MB\r\x1b[2KDone", 200) == "Done"
+    assert shown_line("\x1b]0;t\x07green\rred", 200) == "red"
+    assert shown_line("\x1b[32mgreen\x1b[0m\rred", 200) == "reden"    # colours take no column
     assert shown_line("Epoch 1/2\t loss 0.5\rEpoch 2/2\t loss 0.4", 200) == "Epoch 2/2\t loss 0.4"
     assert shown_line("进度 50%\r进度 100%", 200) == "进度 100%"
     assert shown_line("12/12 [====]\x08\x08\x08\x08\r", 200) == "12/12 [====]\x08\x08\x08\x08"   # Keras

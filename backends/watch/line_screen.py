@@ -3,17 +3,20 @@
 A progress bar (tqdm, a NeMo or Kaldi counter) redraws itself by going back to
 the line's start with `\\r` and writing over what was there, so one line of the
 file holds every redraw: megabytes after an hour. A terminal shows only what
-the redraws left, and so do the log pane and `hyperion-jobs logs` on a
-terminal. `LineScreen` keeps that in at most `keep` characters, whatever was
-written, in time linear in the text.
+the redraws left, and so do the log pane, `hyperion-jobs logs` on a
+terminal and a failure group's last line. Colours and the cursor and erase
+sequences of progress bars are not text: `escapes` drops them (an erase in line
+after a `\r` means the redraw). `LineScreen` keeps that in at most `keep`
+characters, whatever was written, in time linear in the text.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
 
-# What one-character-one-column overwriting would garble: escape sequences (ESC[2K erases the line),
-# backspaces (Keras), tabs, and wide characters (CJK, emoji take two columns).
+from .escapes import split_open, strip_sequences
+
+# What one-character-one-column overwriting would garble: escapes left (an OSC, a lone ESC), backspaces (Keras), tabs, and wide characters (CJK, emoji take two columns).
 _NOT_PLAIN = re.compile("[\x1b\x08\t\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f"
                         "\uff00-\uff60\uffe0-\uffe6\U0001f300-\U0001faff\U00020000-\U0003fffd]")
 
@@ -33,11 +36,13 @@ class LineScreen:
     """One line of a terminal: text written at a cursor that `\\r` sends back to column 0.
 
     Only the first `keep` columns are kept; `more` counts the columns the line
-    reached beyond them. Other controls are not interpreted (they are shown
+    reached beyond them. Complete CSI sequences (colour, cursor moves) are
+    dropped (`escapes`); other controls are not interpreted (they are shown
     escaped), so a line without `\\r` is kept as it is, up to `keep`. A line
-    holding what overwriting by characters would garble (an escape sequence,
-    a backspace, a tab, a wide character) shows its last redraw whole instead:
-    what follows its last `\\r`, or the redraw before when that is empty.
+    holding an erase in line (``ESC[K``, ``ESC[2K``: the progress bar erases
+    what it redraws over) or what overwriting by characters would garble (an
+    escape left, a backspace, a tab, a wide character) shows its last redraw
+    whole instead: what follows its last `\\r`, or the redraw before when that is empty.
     """
 
     def __init__(self, keep: int) -> None:
@@ -49,6 +54,7 @@ class LineScreen:
         self._redraw = ""     # the text since the last \r (at most keep + 1 characters)
         self._redraw_len = 0
         self._last = ("", 0)  # the last non-empty redraw before it, and its length
+        self._open = ""       # the start of an escape sequence the next write may complete (bounded)
 
     def copy(self) -> "LineScreen":
         other = LineScreen(self.keep)
@@ -56,7 +62,16 @@ class LineScreen:
         return other
 
     def write(self, text: str) -> None:
-        """Write `text` at the cursor, each `\\r` in it going back to the line's start."""
+        """Write `text` at the cursor, each `\\r` in it going back to the line's start.
+
+        A sequence split between two writes is held until the next one completes it."""
+        text, self._open = split_open(self._open + text)
+        stripped = strip_sequences(text)
+        if stripped.erases:
+            self._plain = False
+        self._write(stripped.text)
+
+    def _write(self, text: str) -> None:
         if self._plain and _NOT_PLAIN.search(text):
             self._plain = False
         parts = text.split("\r")
@@ -105,11 +120,20 @@ class LineScreen:
 
     @property
     def blank(self) -> bool:
-        """Nothing was written (carriage returns alone leave the line blank)."""
+        """Nothing was written (carriage returns and sequences alone leave the line blank; so does
+        the start of a sequence not complete yet)."""
         return self._extent == 0
 
-    def line(self) -> str:
-        """What the line shows: a CutLine when it reached beyond `keep` columns."""
+    def line(self, ended: bool = True) -> str:
+        """What the line shows: a CutLine when it reached beyond `keep` columns.
+
+        A sequence an `ended` line stops in the middle of is text (`printable` shows it as
+        escapes); a line still being written does not show it yet: the next write may complete it."""
+        if self._open and ended:
+            screen = self.copy()
+            screen._open = ""
+            screen._write(self._open)
+            return screen.line()
         if self._plain:
             text, width = self._cells, self._extent
         else:

@@ -400,4 +400,4 @@ class Follower:
             return None
         screen = self._screen.copy()
         screen.write(self._splitter.peek())
-        return None if screen.blank else screen.line()
+        return None if screen.blank else screen.line(ended=False)

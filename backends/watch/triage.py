@@ -52,7 +52,7 @@ class FailureGroup:
 
 def last_program_line(path: str | None) -> str:
     """The last non-empty line of a task log that the program wrote (not our header or footer),
-    as a terminal showed it."""
+    as a terminal showed it: a coloured traceback's text, without its colour sequences."""
     if not path:
         return ""
     try:

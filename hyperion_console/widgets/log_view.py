@@ -2,9 +2,9 @@
 
 A Line API widget (as toolong's LogLines): it keeps the last MAX_LINES lines
 and draws only the lines on screen. Below them, the line still being written
-(a progress bar's last redraw) is shown and replaced as it changes. Lines are made printable when they arrive
-(`printable(layout=True)`: an OSC 52 or a CSI clear in a log is shown as
-``\\x1b]52;...``, never sent to the terminal) and drawn as rich Text, never
+(a progress bar's last redraw) is shown and replaced as it changes. Lines come without their colour and cursor
+sequences (`line_screen`) and are made printable when they arrive (`printable(layout=True)`: an
+OSC 52 in a log is shown as ``\\x1b]52;...``, never sent to the terminal) and drawn as rich Text, never
 markup. "Following" is simply "the view is at its last line": scrolling up
 stops it, End (or scrolling back down) resumes it.
 """

@@ -3,8 +3,9 @@
 Piped or with `--raw`, a file or `grep` gets the bytes the task wrote, a line
 longer than a piece written as it comes (memory stays bounded). On a terminal
 each line is what a terminal would have shown the task's user: a progress bar
-is its last redraw (`line_screen`), controls are escapes (an OSC 52 in a log
-must not write the clipboard); while following, the line still being written
+is its last redraw (`line_screen`), colours and cursor sequences are dropped
+(`escapes`: the text, not `\\x1b[32m`), other controls are escapes (an OSC 52 in
+a log must not write the clipboard); while following, the line still being written
 is drawn and redrawn in place, with no control code of the log's own.
 """
 from __future__ import annotations
