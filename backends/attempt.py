@@ -440,7 +440,8 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
     """Every existing file the plan would write (task logs, batch scripts), and whose attempt it joins:
     a log goes to the attempt, of this pattern or another sharing it, that wrote it last
     (`log_owner.last_writer`); when that cannot be told, to our newest attempt that planned it, else to
-    our newest attempt (0 before the first)."""
+    our newest attempt (0 before the first). A batch script goes to our newest attempt that submitted
+    it (`History.script_writers`), else to our newest attempt."""
     real: dict[str, str] = {}
     others = _sharing_histories(plan)
     candidates = _log_writers([*([history] if history is not None else []), *others.values()], real)
@@ -463,9 +464,11 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
         name = os.path.basename(task.log)
         moves.append(PlannedMove(task.log, writer.record_path, writer.attempt, writer.value, "log",
                                  f"{writer.value}.{name}" if prefixes[writer.record_path] else name))
+    scripts = history.script_writers if history is not None else {}
     for window in plan.windows:
-        if os.path.lexists(window.script_path):
-            moves.append(PlannedMove(window.script_path, plan.record_path, latest, None, "script",
+        if os.path.lexists(window.script_path):    # the attempt that wrote it; unknown: our newest
+            moves.append(PlannedMove(window.script_path, plan.record_path,
+                                     scripts.get(window.script_path, latest), None, "script",
                                      os.path.basename(window.script_path)))
     return moves
 

@@ -1,5 +1,6 @@
 """End to end on the real cluster: 20 shards, one fails, retry finds it, --submit reruns it."""
 import json
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -99,3 +100,51 @@ def test_a_recipe_taking_its_shard_from_slurm_runs_the_logical_shard_in_a_later_
     for shard in (1000, 1001, 1002):
         assert f"shard {shard} of 1200" in (tmp_path / "log" / f"shard.{shard}.log").read_text()
     assert Checkpoint(tmp_path / "ck").completed()[0] == {1000, 1001, 1002}
+
+
+# A Curator-style shard: a failed-task record and exit 1 while its shard is listed in fail.txt,
+# else its completion manifest.
+SHARD_JOB = ("import pathlib, sys; from sharding.store import Attempt, Checkpoint, RunConfig; "
+             "shard = int(sys.argv[1]); run = RunConfig(1, 9); store = Checkpoint('ck'); store.ensure_run(run); "
+             "bad = shard in {int(s) for s in pathlib.Path('fail.txt').read_text().split()}; "
+             "bad and store.write_failed(shard, Attempt.from_env(), {'task_ids': [f'p{shard}'], 'error': 'boom'}); "
+             "bad or store.write_completion(shard, run); sys.exit(1 if bad else 0)")
+
+
+@pytest.mark.slurm
+def test_a_window_script_of_attempt_one_rewritten_by_attempt_three_is_kept_as_attempt_ones(
+        slurm_cluster, test_site, tmp_path, cli_env):
+    """Attempt 2 reran only shard 9 (its one window is q/<stem>.sh), so attempt 1's
+    q/<stem>.offset8.sh stayed in q/ until attempt 3 wrote that name again: it was filed
+    under attempts/2/ and the ledger called it attempt 2's."""
+    import sys
+
+    site = tmp_path / "site4.yaml"
+    site.write_text(test_site.read_text().replace("max_array_size: 1001", "max_array_size: 4"))
+    (tmp_path / "fail.txt").write_text("2 9\n")
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(site), "--array", "SHARD=1:9",
+                    "--output-file", "log/s.SHARD.log", "--", sys.executable, "-c", SHARD_JOB, "SHARD",
+                    cwd=tmp_path, env=cli_env, timeout=300)
+    assert first.returncode == 1, first.stderr
+    q = tmp_path / "log" / "q"
+    record = q / "s.SHARD.submit.json"
+    first_window = (q / "s.SHARD.offset8.sh").read_text()
+    assert "8" in first_window
+    only_nine = run_cli("hyperion-jobs", "retry", str(record), "--values", "9", "--yes",
+                        cwd=tmp_path, env=cli_env, timeout=300)
+    assert only_nine.returncode == 1, only_nine.stderr
+    assert (q / "s.SHARD.offset8.sh").read_text() == first_window     # attempt 2 wrote no such window
+
+    (tmp_path / "fail.txt").write_text("")
+    again = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", str(record),
+                    cwd=tmp_path, env=cli_env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "offset 8" in again.stderr
+    assert (q / "attempts" / "1" / "s.SHARD.offset8.sh").read_text() == first_window
+    assert not (q / "attempts" / "2" / "s.SHARD.offset8.sh").exists()
+    moved = [json.loads(line) for line in (q / "s.SHARD.attempts.jsonl").read_text().splitlines()]
+    scripts = {(m["attempt"], Path(m["target"]).relative_to(q).as_posix())
+               for m in moved if m["type"] == "moved" and m["what"] == "script"}
+    assert scripts == {(1, "attempts/1/s.SHARD.sh"), (1, "attempts/1/s.SHARD.offset8.sh"),
+                       (2, "attempts/2/s.SHARD.sh")}
+    assert run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path, env=cli_env).stdout == ""

@@ -25,6 +25,7 @@ from backends.records.attempts import (
     archived_record_path,
     read_ledger,
 )
+from backends.records.paths import window_script_path
 from backends.records.record import SubmitRecord, TaskRecord, load_record, record_json, write_json_atomic
 
 
@@ -91,9 +92,30 @@ class History:
                 last[task.log] = number
         return last
 
+    @cached_property
+    def script_writers(self) -> dict[str, int]:
+        """The newest attempt that wrote each batch script (a later one writing the same name moved
+        the earlier file aside): attempt 1's q/<stem>.offset1001.sh, left in q/ by an attempt 2 that
+        needed no such window, is attempt 1's when attempt 3 writes that name again."""
+        found: dict[str, int] = {}
+        for number in self.numbers:
+            for script in record_scripts(self.records[number]):
+                found[script] = number
+        return found
+
     @property
     def array_name(self) -> str | None:
         return self.current.array_name
+
+
+def record_scripts(record: SubmitRecord) -> tuple[str, ...]:
+    """The batch scripts a record's submissions ran, where they are now: its first job's is
+    `record.script`, each later window's is named after its offset beside it (`window_script_path`)."""
+    if not record.script or not record.script.endswith(".sh"):
+        return ()
+    base = record.rebased(record.script)[: -len(".sh")]
+    jobs = record.jobs or ()
+    return tuple(window_script_path(base, number, job.offset) for number, job in enumerate(jobs)) or (f"{base}.sh",)
 
 
 def _with_attempt(task: TaskRecord, number: int) -> TaskRecord:

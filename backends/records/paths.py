@@ -36,5 +36,12 @@ def log_stem(output_file: str | Path) -> str:
     return stem if dot and stem else name
 
 
+def window_script_path(base: str | Path, number: int, offset: int) -> str:
+    """The batch script of window `number` (0 first) at `offset`: ``q/<stem>.sh`` for the first window,
+    ``q/<stem>.offset<offset>.sh`` for the others. One function, so that a rerun can tell which
+    earlier attempt wrote a script of that name from its record (plan_moves)."""
+    return f"{base}.sh" if number == 0 else f"{base}.offset{offset}.sh"
+
+
 def record_path(output_file: str) -> Path:
     return q_dir(output_file) / f"{log_stem(output_file)}{RECORD_SUFFIX}"

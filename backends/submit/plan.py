@@ -11,7 +11,7 @@ import stat
 from backends.errors import InputError
 from backends.fileio import kind_of_mode
 from backends.printable import cut, printable, quoted
-from backends.records.paths import log_stem, q_dir, record_path
+from backends.records.paths import log_stem, q_dir, record_path, window_script_path
 from backends.submit.array import MAX_VALUES
 from backends.submit.config import SiteConfig
 from backends.submit.model import (
@@ -141,7 +141,7 @@ def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, .
 
     base = q_dir(options.output_file) / log_stem(options.output_file)
     if options.array is None:
-        script_path = f"{base}.sh"
+        script_path = window_script_path(base, 0, 0)
         argv = sbatch_argv(site, options, None, script_path)
         return (PlannedWindow(0, (), None, script_path, render_script(options, 0), tuple(argv)),)
     windows = split_windows(options.array.values, site.max_array_size)
@@ -150,7 +150,7 @@ def _windows(site: SiteConfig, options: SubmitOptions) -> tuple[PlannedWindow, .
         shares = share_slots([len(w.values) for w in windows], options.max_jobs_run)
     planned = []
     for number, (window, share) in enumerate(zip(windows, shares)):
-        script_path = f"{base}.sh" if number == 0 else f"{base}.offset{window.offset}.sh"
+        script_path = window_script_path(base, number, window.offset)
         held = share == 0            # submitted with a placeholder throttle of 1, held
         throttle = 1 if held else share
         argv = sbatch_argv(site, options, window, script_path, throttle, held)
