@@ -143,7 +143,7 @@ def coverage_json(cov: Coverage, per_shard: bool = True) -> dict[str, Any]:
         "total_shards": cov.run.total_shards,
         "counts": cov.counts(),
         "ranges": cov.expressions(),
-        "problems": [{"path": p.path, "message": p.message} for p in cov.problems],
+        "problems": [p.as_json() for p in cov.problems],
     }
     if per_shard and cov.listable:
         data["shards"] = [{"shard": s.shard, "status": s.status.value, "failures": s.failures}

@@ -142,5 +142,5 @@ def plan_json(plan: RetryPlan) -> dict[str, Any]:
         "max_array_size": plan.max_array_size,
         "windows": [{"array_expression": w.expression, "shard_index_offset": w.offset,
                      "shards": w.logical} for w in plan.windows],
-        "problems": [{"path": p.path, "message": p.message} for p in plan.problems],
+        "problems": [p.as_json() for p in plan.problems],
     }

@@ -165,6 +165,11 @@ class Problem:
     unknown: bool = False
     counted: bool = False
 
+    def as_json(self) -> dict[str, Any]:
+        """What `--json` outputs list: both flags too, so a script can tell a record that still
+        counts its shard failed (`counted`) from a skipped file, without reading the message."""
+        return {"path": self.path, "message": self.message, "counted": self.counted, "unknown": self.unknown}
+
 
 def outside_run(record: "FailedRecord", run: RunConfig) -> Problem | None:
     """A failed-task record of a shard the run does not have (a foreign or hand-made folder), said once."""

@@ -716,3 +716,23 @@ def test_failed_says_which_failures_a_later_attempt_completed(tmp_path, cli_env)
                      "shard 3  job 100  array_task 3  restart 0  tasks p2  ValueError: y"]
     as_json = json.loads(run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env).stdout)
     assert [(r["shard"], r["shard_complete"]) for r in as_json] == [(2, True), (3, False)]
+
+
+def test_json_problems_say_whether_the_file_still_counts(tmp_path, cli_env):
+    """A failed-task record that is not JSON still makes its shard failed; a corrupt manifest is
+    skipped and its shard may be complete. The JSON lists gave both as a path and a message only."""
+    store = Checkpoint(tmp_path / "ck")
+    run = RunConfig(1, 3)
+    store.ensure_run(run)
+    store.write_completion(1)
+    broken = store.write_failed(2, Attempt("100", "2", "0"))
+    broken.write_text("{not json")
+    manifest = store.write_completion(3)
+    manifest.write_text("{")
+    expected = {str(broken): (True, False), str(manifest): (False, True)}
+    for argv in (["show", "--json"], ["shards", "--json"], ["retry", "--format", "json"]):
+        result = run_cli("hyperion-checkpoint", argv[0], str(store.path), *argv[1:], env=cli_env)
+        assert result.returncode == 0, result.stderr
+        problems = json.loads(result.stdout)["problems"]
+        assert {p["path"]: (p["counted"], p["unknown"]) for p in problems} == (
+            expected if argv[0] != "retry" else {str(manifest): (False, True)}), argv
