@@ -24,6 +24,7 @@ from sharding.retry import (
     plan_retry,
 )
 from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig, outside_run
+from sharding.task_ids import task_ids_text
 from sharding.usage import OneLineParser, fail
 
 PROG = "hyperion-checkpoint"
@@ -163,8 +164,7 @@ def _summary(record: FailedRecord, limit: int = 200) -> str:
     details = record.details
     if not isinstance(details, dict) or not details:
         return f"tasks -  {record.without_details if details is None else '(no details)'}"
-    ids = details.get("task_ids")
-    tasks = ",".join(str(t) for t in ids) if isinstance(ids, list) and ids else "-"
+    tasks = task_ids_text(details)
     lines = str(details.get("error") or "").strip().splitlines()
     text = f"tasks {tasks}  {lines[0] if lines else '(no error text)'}"
     return text if len(text) <= limit else text[:limit] + "..."

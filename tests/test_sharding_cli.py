@@ -718,6 +718,40 @@ def test_failed_says_which_failures_a_later_attempt_completed(tmp_path, cli_env)
     assert [(r["shard"], r["shard_complete"]) for r in as_json] == [(2, True), (3, False)]
 
 
+@pytest.mark.parametrize(("task_ids", "shown"), [
+    (["p000003", "p000004"], "tasks p000003,p000004  boom"),          # Hyperion's own writer
+    ([3, 4], "tasks 3,4  boom"),
+    ("p000003", "tasks p000003  boom"),                                # a user's writer: one id
+    ("p000003, p000004", "tasks p000003,p000004  boom"),               # ids in one string
+    (7, "tasks 7  boom"),
+    ([f"p{i:06d}" for i in range(100_000)],
+     "tasks " + ",".join(f"p{i:06d}" for i in range(12)) + " (+99988 more)  boom"),
+    (["x" * 500], "tasks " + "x" * 40 + "...  boom"),
+    ({"a": 1}, "tasks (unreadable task_ids: a JSON object)  boom"),
+    ([1, [2]], "tasks (unreadable task_ids: item 2 is a list)  boom"),
+    (True, "tasks (unreadable task_ids: true/false)  boom"),
+    ([], "tasks -  boom"),
+])
+def test_failed_shows_every_form_of_task_ids_a_record_may_hold(tmp_path, cli_env, task_ids, shown):
+    """A string was shown as 'tasks -', as if the record named no task; a list of objects as
+    their Python reprs; 100,000 ids as 200 characters of them and no count."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    store.write_failed(2, Attempt("100", "2", "0"), {"task_ids": task_ids, "error": "boom"})
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0] == f"shard 2  job 100  array_task 2  restart 0  {shown}"
+
+
+def test_failed_shows_the_task_id_of_curators_draft_marker(tmp_path, cli_env):
+    """An unreleased NeMo Curator wrote {"stage_name", "task_id"}; its id is shown, not '-'."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    store.write_failed(2, Attempt("100", "2", "0"), {"stage_name": "Reader", "task_id": "p000002_0"})
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert listed.stdout.splitlines()[0] == "shard 2  job 100  array_task 2  restart 0  tasks p000002_0  (no error text)"
+
+
 def test_json_problems_say_whether_the_file_still_counts(tmp_path, cli_env):
     """A failed-task record that is not JSON still makes its shard failed; a corrupt manifest is
     skipped and its shard may be complete. The JSON lists gave both as a path and a message only."""
