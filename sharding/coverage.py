@@ -68,6 +68,11 @@ class Coverage:
         """Each status's shards as a range expression (``0-2,4-5,7``)."""
         return {status: compress_runs(runs) for status, runs in self.runs().items()}
 
+    def complete_since(self, record: FailedRecord) -> bool:
+        """Whether a later attempt completed the shard of this failed-task record: an old failure,
+        listed as it was (`failed`: "(shard complete since)"), not a shard still failing."""
+        return record.shard is not None and _contains(self.completed, record.shard)
+
     def status_of(self, shard: int) -> ShardStatus:
         if _contains(self.completed, shard):
             return ShardStatus.COMPLETE

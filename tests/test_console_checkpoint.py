@@ -840,3 +840,28 @@ def test_first_tab_from_the_tab_bar_lands_in_the_max_array_size_field(tmp_path: 
             assert _window_rows(screen.query_one("#retry-windows")) == format_fields(plan_retry(checkpoint, 500))
 
     asyncio.run(scenario())
+
+
+def test_failed_records_of_shards_a_later_attempt_completed_are_marked(tmp_path: Path) -> None:
+    """After a retry most records are old failures of shards complete since; they looked the same
+    as the shard still failing (the CLI's `failed` says "(shard complete since)")."""
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6, 8))
+    Checkpoint(checkpoint).write_completion(6)      # the retry completed shard 6; 8 failed again
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            screen = app.checkpoint_screen
+            table = screen.query_one("#ckpt-failed")
+            assert table_column(table, "shard") == ["6 ✓", "8"]
+            table.focus()
+            await pilot.pause()
+            assert "shard 6 ✓ complete since" in text_of(screen.query_one("#ckpt-failed-detail"))
+            await pilot.press("down")
+            await pilot.pause()
+            detail = text_of(screen.query_one("#ckpt-failed-detail"))
+            assert "complete since" not in detail and "shard_8" in detail
+
+    asyncio.run(scenario())

@@ -127,14 +127,23 @@ def details_width(width: int) -> int:
     return DETAILS_CELL + max(0, width - ALL_FAILED_COLUMNS_FROM)
 
 
-def failed_cells(record: FailedRecord, details_cell: int = DETAILS_CELL) -> dict[str, Text]:
-    """Each column's cell for one failed-task record, escaped; ids and details cut to their columns."""
+COMPLETE_SINCE = "✓"   # after the shard of a record a later attempt completed (`failed`: "(shard complete since)")
+
+
+def failed_cells(record: FailedRecord, details_cell: int = DETAILS_CELL,
+                 complete_since: bool = False) -> dict[str, Text]:
+    """Each column's cell for one failed-task record, escaped; ids and details cut to their columns.
+    A record whose shard is complete since is dimmed and its shard marked: after a retry the old
+    failures outnumbered the shards still failing, and looked the same."""
     when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
     details = record.without_details if record.details is None else json.dumps(dict(record.details))
     ids = (record.shard, record.job, record.array_task, record.restart)
-    cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL))
+    style = "dim" if complete_since else ""
+    cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL), style)
              for column, cell in zip(FAILED_COLUMNS, ids)}
-    return {**cells, "recorded": shown(when), "details": shown(_cell(details, details_cell))}
+    if complete_since:
+        cells["shard"] = Text.assemble(cells["shard"], (f" {COMPLETE_SINCE}", "green"))
+    return {**cells, "recorded": shown(when, style), "details": shown(_cell(details, details_cell), style)}
 
 
 class CheckpointScreen(ConsoleScreen):
@@ -362,8 +371,11 @@ class CheckpointScreen(ConsoleScreen):
         for column in columns:
             table.add_column(column, key=column)
         for record in self.failed_by_path.values():
-            cells = failed_cells(record, self._failed_layout[1])
+            cells = failed_cells(record, self._failed_layout[1], self._complete_since(record))
             table.add_row(*(cells[column] for column in columns), key=record.path)
+
+    def _complete_since(self, record: FailedRecord) -> bool:
+        return self.coverage is not None and self.coverage.complete_since(record)
 
     def on_resize(self, event: events.Resize) -> None:
         """Narrower than 80 columns (a split tmux pane), fewer columns, so the details stay on screen;
@@ -385,8 +397,10 @@ class CheckpointScreen(ConsoleScreen):
             return
         details = record.without_details if record.details is None \
             else json.dumps(dict(record.details), sort_keys=True)
+        since = (f"shard {record.shard} {COMPLETE_SINCE} complete since: a later attempt completed it\n", "green") \
+            if self._complete_since(record) else ""
         self.query_one("#ckpt-failed-detail", Static).update(Text.assemble(
-            shown(record.path, "dim"), "\n", shown(details)))
+            since, shown(record.path, "dim"), "\n", shown(details)))
 
     @on(Input.Changed, "#max-array-size")
     @on(Input.Changed, "#record-path")
