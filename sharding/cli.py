@@ -53,8 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{show,shards,failed,retry}")
     helps = {"show": "run.json and shard counts", "shards": "per-shard complete/incomplete/failed",
              "failed": "failed-task records by attempt", "retry": "incomplete shards as retry submissions"}
+    # `status`: what hyperion-jobs calls its counts, the first word a user of both types here
+    aliases = {"show": ["status"]}
     for name, text in helps.items():
-        p = sub.add_parser(name, help=text, description=text)
+        p = sub.add_parser(name, help=text, description=text, aliases=aliases.get(name, []))
         p.add_argument("path", metavar="PATH", nargs="?", help="checkpoint directory")
         p.add_argument("--checkpoint-path", dest="checkpoint_path", help="same as PATH (Curator's spelling)")
         if name != "retry":
@@ -206,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_working_dir()
         path = _path(args)
         Checkpoint(path).require_dir("PATH" if args.path else "--checkpoint-path")
-        if args.command == "show":
+        if args.command in ("show", "status"):
             return _show(path, args.json)
         if args.command == "shards":
             return _shards(path, args.json)

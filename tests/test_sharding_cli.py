@@ -770,3 +770,12 @@ def test_json_problems_say_whether_the_file_still_counts(tmp_path, cli_env):
         problems = json.loads(result.stdout)["problems"]
         assert {p["path"]: (p["counted"], p["unknown"]) for p in problems} == (
             expected if argv[0] != "retry" else {str(manifest): (False, True)}), argv
+
+
+def test_status_is_show(big, cli_env):
+    """`hyperion-jobs status` shows a run's counts; `hyperion-checkpoint status` was an invalid choice."""
+    shown = run_cli("hyperion-checkpoint", "show", str(big), env=cli_env)
+    status = run_cli("hyperion-checkpoint", "status", str(big), env=cli_env)
+    assert status.returncode == 0 and status.stdout == shown.stdout and "complete     2995" in status.stdout
+    assert json.loads(run_cli("hyperion-checkpoint", "status", str(big), "--json", env=cli_env).stdout)["counts"] \
+        == {"complete": 2995, "incomplete": 5, "failed": 0}
