@@ -90,9 +90,11 @@ def _show(path: str, as_json: bool) -> int:
     _warn(cov.problems)
     attempts = {r.attempt for r in cov.failed}
     unnamed = sum(r.shard is None for r in cov.failed)   # a user's own failed-task folder names no shard
+    since = sum(cov.complete_since(r) for r in cov.failed)   # old failures: the shard is complete now
     if as_json:
         data = coverage_json(cov, per_shard=False)
-        data.update(failed_records=len(cov.failed), failed_attempts=len(attempts), failed_records_without_shard=unnamed)
+        data.update(failed_records=len(cov.failed), failed_attempts=len(attempts), failed_records_without_shard=unnamed,
+                    failed_records_complete_since=since)
         print(jsontext.dumps(data, indent=2))
         return 0
     run, counts = cov.run, cov.counts()
@@ -103,6 +105,8 @@ def _show(path: str, as_json: bool) -> int:
         print(f"{status:<12} {n}")
     print(f"failed-task records {len(cov.failed)} in {len(attempts)} attempt(s)"
           + (f", {unnamed} in folders naming no shard_<i> (no shard's)" if unnamed else ""))
+    if since:
+        print(f"  {since} of them for shards complete since (a later attempt completed them)")
     skipped = sum(not p.counted for p in cov.problems)
     if skipped:
         print(f"skipped files {skipped} (see warnings)")

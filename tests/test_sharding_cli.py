@@ -779,3 +779,20 @@ def test_status_is_show(big, cli_env):
     assert status.returncode == 0 and status.stdout == shown.stdout and "complete     2995" in status.stdout
     assert json.loads(run_cli("hyperion-checkpoint", "status", str(big), "--json", env=cli_env).stdout)["counts"] \
         == {"complete": 2995, "incomplete": 5, "failed": 0}
+
+
+def test_show_says_how_many_failed_records_are_of_shards_complete_since(tmp_path, cli_env):
+    """After the last retry completed every shard, show said 'failed 0' and 'failed-task records 2'
+    with nothing telling the two apart."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    for shard in (1, 2):
+        store.write_failed(shard, Attempt("100", str(shard), "0"), {"task_ids": [f"p{shard}"], "error": "x"})
+    for shard in (1, 3):
+        store.write_completion(shard)
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
+    lines = shown.stdout.splitlines()
+    assert lines[lines.index("failed-task records 2 in 2 attempt(s)") + 1] == \
+        "  1 of them for shards complete since (a later attempt completed them)"
+    data = json.loads(run_cli("hyperion-checkpoint", "show", str(store.path), "--json", env=cli_env).stdout)
+    assert (data["failed_records"], data["failed_records_complete_since"]) == (2, 1)
