@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import signal
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from test_console_fixtures import notifications, posted, table_column, wait_for
+from test_console_fixtures import notifications, one_read, posted, table_column, wait_for
 
 from backends.errors import InputError
 from backends.submit.commandline import parse_submit_argv
@@ -630,3 +631,32 @@ def test_site_files_with_one_stem_are_told_apart_in_the_selector(tmp_path: Path)
             return [str(label) for label, value in select._options if isinstance(value, str)]
 
     assert asyncio.run(scenario()) == ["a.yaml", "a.yml", "b"]
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
+def test_ctrl_s_y_twice_in_one_burst_submits_once_and_says_so(tmp_path: Path, backend: str,
+                                                              request) -> None:
+    """`ctrl+s y ctrl+s y` read at once (a double tap, a paste): the second ctrl+s arrived while the
+    dialog was still up and was lost without a word. Now it is refused with a notification while the
+    first submission is being sent, and there is still exactly one attempt."""
+    if backend == "slurm":
+        request.getfixturevalue("slurm_cluster")
+
+    async def scenario() -> list[str]:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            fill(app.submit_screen, backend=backend, output_file=str(tmp_path / "log" / "b.JOB.log"),
+                 time="00:01:00", command="true")
+            await pilot.pause()
+            one_read(app, "\x13y\x13y")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 60)
+            await pilot.pause(1)
+            assert len(posted(seen, SubmitRequested)) == 1
+            return notifications(app)
+
+    said = asyncio.run(scenario())
+    assert any(n.startswith("a submission is already being sent") for n in said), said
+    ledger = (tmp_path / "log" / "q" / "b.JOB.attempts.jsonl").read_text().splitlines()
+    assert [json.loads(line)["number"] for line in ledger if json.loads(line)["type"] == "attempt"] == [1]
+

@@ -23,6 +23,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.title_text = title
         self.detail = detail
         self.yes = yes
+        self.answer: bool | None = None     # set as the answer is given, before the dismissal runs
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
@@ -38,7 +39,10 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id == "confirm-yes")
+        self.action_answer(event.button.id == "confirm-yes")
 
     def action_answer(self, value: bool) -> None:
-        self.dismiss(value)
+        """The first answer counts: a `y n` read at once (or a click and a key) answers once."""
+        if self.answer is None:
+            self.answer = value
+            self.dismiss(value)

@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
+from textual.worker import Worker, WorkerState
 
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan, describe_plan, submit_argv
@@ -82,6 +83,10 @@ class SubmitScreen(ConsoleScreen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-wide")]
     BINDINGS = [
         Binding("ctrl+s", "submit", "Submit job", priority=True),   # "1 Submit" is the screen
+        # The same key once more, not priority: a ctrl+s read in the burst of a `y` answering the
+        # confirmation passes the priority check while the dialog is up (not this screen's key
+        # there) and reaches the bindings again only as the dialog is gone: it was lost unsaid.
+        Binding("ctrl+s", "submit", "Submit job", show=False),
     ]
 
     def __init__(self, cfg_dir: Path, defaults: dict[str, str] | None = None) -> None:
@@ -90,6 +95,9 @@ class SubmitScreen(ConsoleScreen):
         self.defaults = defaults or {}
         self.plan = None
         self.argv: list[str] | None = None
+        self.sending = False      # a submission answered yes and not yet recorded
+        self._asking: ConfirmScreen | None = None   # the confirmation shown, until its answer is acted on
+        self._announced = False   # the submission being sent has its record (the Jobs screen opens it)
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -194,6 +202,10 @@ class SubmitScreen(ConsoleScreen):
 
     @guarded
     def action_submit(self) -> None:
+        if self.sending or (self._asking is not None and self._asking.answer):
+            tell(self, "a submission is already being sent (the Jobs screen opens it once it is recorded): "
+                 "this ctrl+s submitted nothing", title="not submitted twice", severity="warning")
+            return
         self.refresh_preview()
         if self.plan is None:
             tell(self, str(self.query_one("#submit-error", Static).content), title="cannot submit",
@@ -203,21 +215,46 @@ class SubmitScreen(ConsoleScreen):
         detail = str(self.query_one("#submit-command", Static).content)
 
         def answered(yes: bool | None) -> None:
+            self._asking = None
             if yes:
+                self.sending, self._announced = True, False
                 self.post_message(SubmitRequested(argv))
                 self.run_submission(plan, argv[0])
 
-        self.app.push_screen(ConfirmScreen(f"Submit to {argv[0]}?", detail, yes="Submit"),
-                             answered)
+        # The yes is known as soon as it is given, the callback runs later: a ctrl+s in between (read
+        # in the same burst) is told a submission is being sent, not shown a second dialog.
+        self._asking = ConfirmScreen(f"Submit to {argv[0]}?", detail, yes="Submit")
+        self.app.push_screen(self._asking, answered)
 
     @work(thread=True, exclusive=True, group="submit", exit_on_error=False, name="submit failed")  # its error's title
     def run_submission(self, plan, backend: str) -> None:
         """The core submits (slurm) or runs (local) the plan; the Jobs screen watches it."""
         def announce(path: str) -> None:
-            self.app.call_from_thread(self.app.post_message, Submitted(path))
+            self.app.call_from_thread(self._sent, path)
 
         status = launch(plan, announce, local_runs=self.app.local_runs)
         if status is not None:
             severity = "information" if status == 0 else "error"
             self.app.call_from_thread(tell, self.app, f"local run finished: exit status {status}",
                                       severity=severity)
+
+    def _sent(self, record_path: str) -> None:
+        """The submission is recorded (a local run has begun): the Jobs screen opens it. Keys read in
+        the burst of the yes may still reach this screen first, so ctrl+s submits again only once
+        the screen was left or shown again."""
+        self._announced = True
+        self.app.post_message(Submitted(record_path))
+
+    def on_screen_suspend(self) -> None:
+        if self._announced:
+            self.sending = False
+
+    def on_screen_resume(self) -> None:
+        if self._announced:
+            self.sending = False
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A submission that failed before it was recorded sends nothing more: ctrl+s works again."""
+        if (event.worker.group == "submit" and not self._announced
+                and event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)):
+            self.sending = False      # (ConsoleScreen's handler, which tells the error, runs too)
