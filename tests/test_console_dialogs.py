@@ -156,3 +156,29 @@ def test_a_confirmation_title_wider_than_the_pane_wraps() -> None:
             assert on_screen(app, f"{shards}?"), screen_lines(app)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_confirmation_footer_lists_its_own_keys(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The footer under a confirmation was the Submit screen's (`^s Submit job 1 Submit...`, keys that
+    do nothing while it is up); it now lists y / n / escape, and each answers as it says."""
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=size) as pilot:
+            app.submit_screen.set_field("output_file", str(tmp_path / "t.JOB.log"))
+            app.submit_screen.set_field("command", "true")
+            await pilot.pause()
+            for key, answer in (("y", True), ("n", False), ("escape", False)):
+                answers: list = []
+                app.push_screen(ConfirmScreen("Submit to slurm?", "hyperion-submit ...", yes="Submit"),
+                                answers.append)
+                await pilot.pause()
+                footer = screen_lines(app)[-1].split()
+                assert footer[:6] == ["y", "Yes", "n", "No", "esc", "Cancel"], footer
+                assert "Submit" not in footer and "^s" not in footer
+                assert_fits(app, "#confirm-dialog")
+                await pilot.press(key)
+                await pilot.pause()
+                assert answers == [answer] and not isinstance(app.screen, ConfirmScreen)
+
+    asyncio.run(scenario())

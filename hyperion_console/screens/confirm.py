@@ -8,14 +8,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from ..shown import shown
+from .base import console_footer
 
 
 class ConfirmScreen(ModalScreen[bool]):
     """Dismisses with True only on an explicit yes."""
 
+    # Its own footer lists them: the screen's footer behind the dialog showed that screen's keys
+    # (ctrl+s, 1/2/3), none of which work while it is up, and not the y / n / escape that do.
     BINDINGS = [
         Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
+        Binding("n", "answer(False)", "No"),
+        Binding("escape", "cancel", "Cancel"),     # its own action: the footer shows one key per action
     ]
 
     def __init__(self, title: str, detail: str = "", yes: str = "Yes") -> None:
@@ -33,6 +37,7 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 yield Button(self.yes, variant="error", id="confirm-yes", compact=True)
                 yield Button("No", variant="primary", id="confirm-no", compact=True)
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()
@@ -40,6 +45,10 @@ class ConfirmScreen(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_answer(event.button.id == "confirm-yes")
+
+    def action_cancel(self) -> None:
+        """Escape: no."""
+        self.action_answer(False)
 
     def action_answer(self, value: bool) -> None:
         """The first answer counts: a `y n` read at once (or a click and a key) answers once."""
