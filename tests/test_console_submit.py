@@ -660,3 +660,56 @@ def test_ctrl_s_y_twice_in_one_burst_submits_once_and_says_so(tmp_path: Path, ba
     ledger = (tmp_path / "log" / "q" / "b.JOB.attempts.jsonl").read_text().splitlines()
     assert [json.loads(line)["number"] for line in ledger if json.loads(line)["type"] == "attempt"] == [1]
 
+
+def test_a_site_file_written_while_the_console_runs_is_listed(tmp_path: Path) -> None:
+    """A site YAML written in another terminal was not offered until the console restarted. Now the
+    selector lists the folder again when it gets the focus and every few seconds; a FIFO named like
+    a site file (a writer holding it open) is still left out, and the chosen site stays chosen."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    site_text = (CONF / "submit_test_cluster.yaml").read_text()
+    (cfg / "a.yaml").write_text(site_text)
+    writer = None
+
+    async def scenario() -> None:
+        nonlocal writer
+        app = make_app(cfg_dir=cfg, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            select = screen.query_one("#cfg")
+
+            def listed() -> list[str]:
+                return [str(label) for label, value in select._options if isinstance(value, str)]
+
+            await pilot.pause()
+            assert listed() == ["a"]
+            (cfg / "b.yaml").write_text(site_text)
+            os.mkfifo(cfg / "c.yaml")
+            writer = subprocess.Popen(["sh", "-c", f"exec sleep 60 > '{cfg / 'c.yaml'}'"])
+            await pilot.press("tab")                     # the selector, as a user gets to it
+            assert select.has_focus and listed() == ["a", "b"]
+            await pilot.press("enter", "down", "enter")   # b is picked as any other
+            await pilot.pause()
+            assert screen.form().cfg == str(cfg / "b.yaml")
+            await pilot.press("escape", "tab")            # away from the selector: the timer lists
+            (cfg / "a.yml").write_text(site_text)
+            await wait_for(pilot, lambda: listed() == ["a.yaml", "a.yml", "b"], 5)
+            assert screen.form().cfg == str(cfg / "b.yaml")
+            assert str(screen.query_one("#submit-error").content).startswith(("✓ valid", "--output-file"))
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        if writer is not None:
+            writer.kill()
+
+
+def test_a_site_folder_of_hostile_size_is_looked_at_only_so_far(tmp_path: Path) -> None:
+    """Listed again every few seconds, a folder of a million entries (a mistyped --cfg-dir) would be
+    walked whole each time: only the first MAX_SITE_ENTRIES entries are looked at."""
+    from hyperion_console.screens.submit import MAX_SITE_ENTRIES, site_files
+
+    for number in range(100):
+        (tmp_path / f"s{number:03}.yaml").write_text("")
+    assert len(site_files(tmp_path, max_entries=10)) == 10
+    assert len(site_files(tmp_path)) == 100 and MAX_SITE_ENTRIES >= 1000

@@ -6,17 +6,18 @@ equivalent command line is submit_argv's.
 """
 from __future__ import annotations
 
+import os
 import shlex
 from collections import Counter
 from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan, describe_plan, submit_argv
@@ -60,10 +61,28 @@ def preview_text(preview: str, limit: int = MAX_PREVIEW_LINES) -> Text:
     return text
 
 
-def site_files(cfg_dir: Path) -> list[Path]:
-    """The site files to pick from: regular files only. A FIFO named like one, held open by a writer
-    that sends nothing, froze the form for 10 s on every keystroke while the preview read it."""
-    return sorted(p for p in cfg_dir.glob("*.y*ml") if p.suffix in {".yaml", ".yml"} and p.is_file())
+# A site folder is a handful of files; one of hostile size (a million entries, a mistyped --cfg-dir
+# of a data folder) is looked at this far only, since it is listed again every few seconds.
+MAX_SITE_ENTRIES = 10_000
+SITES_CHECK_SECONDS = 2.0    # how often the site folder is listed again while the Submit screen shows
+
+
+def site_files(cfg_dir: Path, max_entries: int = MAX_SITE_ENTRIES) -> list[Path]:
+    """The site files to pick from: regular files only (a stat, never opened). A FIFO named like
+    one, held open by a writer that sends nothing, froze the form for 10 s on every keystroke while
+    the preview read it. Of a folder with more than `max_entries` entries, those first read."""
+    found: list[Path] = []
+    try:
+        with os.scandir(cfg_dir) as entries:
+            for count, entry in enumerate(entries):
+                if count >= max_entries:
+                    break
+                if (not entry.name.startswith(".") and os.path.splitext(entry.name)[1] in {".yaml", ".yml"}
+                        and entry.is_file()):
+                    found.append(Path(cfg_dir, entry.name))
+    except OSError:      # gone, unreadable: nothing to pick (the preview names the file's problem)
+        return []
+    return sorted(found)
 
 
 def site_labels(sites: list[Path]) -> list[str]:
@@ -96,12 +115,14 @@ class SubmitScreen(ConsoleScreen):
         self.plan = None
         self.argv: list[str] | None = None
         self.sending = False      # a submission answered yes and not yet recorded
+        self.sites: list[Path] = []     # the site files the selector offers
+        self._listing: Worker | None = None   # the periodic look at the site folder
         self._asking: ConfirmScreen | None = None   # the confirmation shown, until its answer is acted on
         self._announced = False   # the submission being sent has its record (the Jobs screen opens it)
 
     def compose(self) -> ComposeResult:
         yield console_header()
-        sites = site_files(self.cfg_dir)
+        sites = self.sites = site_files(self.cfg_dir)
         default_site = self.defaults.get("cfg") or next(
             (str(p) for p in sites if p.name == "submit_test_cluster.yaml"),
             str(sites[0]) if sites else Select.NULL)
@@ -140,6 +161,40 @@ class SubmitScreen(ConsoleScreen):
 
     def on_mount(self) -> None:
         self.refresh_preview()
+        self.set_interval(SITES_CHECK_SECONDS, self._check_sites)
+
+    def _check_sites(self) -> None:
+        """Every few seconds on this screen; never a second look while one is still under way (a
+        folder on a hung file server would pile up a thread per tick)."""
+        if self.is_current and (self._listing is None or self._listing.is_finished):
+            self._listing = self.list_sites()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """About to pick a site: a file written meanwhile in another terminal is listed now, before
+        the list opens (a bounded look at the folder, see site_files)."""
+        if event.widget.id == "cfg":
+            self.show_sites(site_files(self.cfg_dir))
+
+    @work(thread=True, group="sites", exit_on_error=False)
+    def list_sites(self) -> None:
+        """The site folder listed again, off the interface thread (a hung NFS folder never freezes it)."""
+        sites = site_files(self.cfg_dir)
+        if not get_current_worker().is_cancelled:     # the console quit meanwhile
+            self.app.call_from_thread(self.show_sites, sites)
+
+    def show_sites(self, sites: list[Path]) -> None:
+        """Offer `sites` in the selector, the chosen one kept (listed even once gone from the folder:
+        the preview then says what is wrong with it); nothing is redrawn while the list is open."""
+        select = self.query_one("#cfg", Select)
+        current = select.value
+        if isinstance(current, str) and Path(current) not in sites:
+            sites = sorted([*sites, Path(current)])
+        if select.expanded or not sites or sites == self.sites:
+            return
+        self.sites = sites
+        with select.prevent(Select.Changed):
+            select.set_options([(shown(label), str(p)) for label, p in zip(site_labels(sites), sites)])
+            select.value = current
 
     def form(self) -> FormValues:
         values = {f: self.query_one(f"#{f}", Input).value for f, _, _ in TEXT_FIELDS}
