@@ -13,7 +13,7 @@ from backends.states import JobState, TaskState
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan
 from hyperion_console.app import make_app
-from hyperion_console.messages import CancelRequested, JobsUpdated, RecordOpened
+from hyperion_console.messages import CancelRequested, JobsUpdated, RecordOpened, RecordsListed
 from hyperion_console.screens.confirm import ConfirmScreen
 from hyperion_console.widgets.record_list import distinct_names
 
@@ -265,8 +265,12 @@ def test_cancel_one_task_of_a_slurm_array_after_confirmation(slurm_cluster, tmp_
 
 
 def test_choosing_a_recent_submission_opens_it(tmp_path: Path) -> None:
+    import os
+
     first = build_local_record(tmp_path / "a", {1: ("COMPLETED", 0)})
     second = build_local_record(tmp_path / "b", {1: ("FAILED", 1), 2: ("COMPLETED", 0)})
+    os.utime(first, (1_790_000_000, 1_790_000_000))
+    os.utime(second, (1_790_000_100, 1_790_000_100))
 
     async def scenario() -> None:
         seen = []
@@ -281,13 +285,15 @@ def test_choosing_a_recent_submission_opens_it(tmp_path: Path) -> None:
                       for i in range(2)}
             assert labels[str(first)].endswith("a/exp/log/q/task.JOB.submit.json")
             assert labels[str(second)].endswith("b/exp/log/q/task.JOB.submit.json")
-            records.focus()
-            index = [records.get_option_at_index(i).id for i in range(2)].index(str(second))
-            # the newest is highlighted: Enter did nothing until an arrow key had highlighted one
-            await pilot.press(*(["down"] * index), "enter")
             table = app.jobs_screen.query_one("#tasks")
+            # none given: the newest is open, and highlighted (Enter did nothing until an arrow key
+            # had highlighted one)
             await wait_for(pilot, lambda: table_column(table, "state") == ["FAILED", "COMPLETED"], 10)
-        assert [m.record_path for m in posted(seen, RecordOpened)] == [str(second)]
+            assert records.current == str(second) and records.highlighted == 0
+            records.focus()
+            await pilot.press("down", "enter")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"], 10)
+        assert [m.record_path for m in posted(seen, RecordOpened)] == [str(second), str(first)]
 
     asyncio.run(scenario())
 
@@ -382,3 +388,37 @@ def test_a_resize_while_a_dialog_or_another_screen_is_on_top_reaches_the_jobs_sc
             assert any(line.startswith("log [log]") for line in screen_lines(app))
 
     asyncio.run(scenario())
+
+
+def test_the_jobs_screen_opened_without_a_record_shows_the_newest_submission(tmp_path: Path) -> None:
+    """Started without --record, the Jobs screen said "no submission selected" over a list of recent
+    submissions until one was chosen; it now opens the newest (marked ▸), and still says "no submission
+    selected" where there is none."""
+    import os
+
+    older = build_local_record(tmp_path / "older", {1: ("COMPLETED", 0)})
+    newer = build_local_record(tmp_path / "newer", {1: ("COMPLETED", 0), 2: ("FAILED", 3)})
+    os.utime(older, (1_790_000_000, 1_790_000_000))
+    os.utime(newer, (1_790_000_100, 1_790_000_100))
+
+    async def scenario(search: Path) -> tuple[str | None, str, list[str]]:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, search_dirs=[search])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await pilot.press("2")
+            jobs = app.jobs_screen
+            if search == tmp_path:
+                await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
+                               == ["COMPLETED", "FAILED"], 10)
+            else:
+                await wait_for(pilot, lambda: posted(seen, RecordsListed), 10)     # the search ended
+                await pilot.pause(0.5)
+            return jobs.record_path, str(jobs.query_one("#jobs-summary").content), screen_lines(app)
+
+    path, summary, lines = asyncio.run(scenario(tmp_path))
+    assert path == str(newer) and summary.startswith("2 tasks")
+    assert any(line.startswith(" ▸ local") and "2 tasks" in line for line in lines), lines
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    path, summary, _ = asyncio.run(scenario(empty))
+    assert path is None and summary == "no submission selected"

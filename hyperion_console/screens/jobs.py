@@ -42,6 +42,7 @@ from ..messages import (
     FilterChanged,
     JobsUpdated,
     RecordOpened,
+    RecordsListed,
     TaskHighlighted,
     WatchStarted,
 )
@@ -136,6 +137,7 @@ class JobsScreen(ConsoleScreen):
         self._last_find: tuple[str, str] | None = None     # (mode, text) for n / N
         self.retry_flow = RetryFlow(self)
         self._zoom_return: Widget | None = None    # focused when the log was zoomed: focused again after
+        self._newest_tried: str | None = None      # the newest record opened for lack of one chosen
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -278,6 +280,15 @@ class JobsScreen(ConsoleScreen):
     @guarded
     def action_reload(self) -> None:
         self.records.find_recent(list(self.search_dirs), self.record_path)
+
+    @guarded
+    def on_records_listed(self, message: RecordsListed) -> None:
+        """No record open (the console started without --record): the newest submission is opened,
+        as a user choosing one would, rather than "no submission selected" over a list of them.
+        Once per newest record: one that cannot be read is said once, not at every listing."""
+        if self.record_path is None and message.paths and message.paths[0] != self._newest_tried:
+            self._newest_tried = message.paths[0]
+            self.open_record(Path(message.paths[0]))
 
     @on(OptionList.OptionSelected, "#records")
     @guarded
