@@ -146,6 +146,16 @@ def record_array_limit(record: SubmitRecord | None) -> ArrayLimit:
     return NO_LIMIT if record is None or not record.cfg else site_array_limit(record.cfg)
 
 
+def retry_array_limit(record: SubmitRecord | None, site: str = "") -> ArrayLimit:
+    """The limit a retry's windows start from: the record's site file's, which a Resubmit applies;
+    without a record, the site file `site` the user is about to submit with (the console's Submit
+    screen selection), as `hyperion-checkpoint retry --cfg SITE` applies it. Planning windows with
+    no limit while the cluster's is known names array indices sbatch refuses."""
+    if record is not None:
+        return record_array_limit(record)
+    return site_array_limit(site) if site else NO_LIMIT
+
+
 @dataclass(frozen=True)
 class Resubmission:
     """What a retry would submit: ``plan`` is None when every shard is complete."""

@@ -299,8 +299,11 @@ def test_a_trillion_shard_checkpoint_opens_with_a_bucketed_map(tmp_path: Path) -
     for shard in (1, 2, 5 * 10 ** 11):
         store.write_completion(shard, run)
 
+    no_sites = tmp_path / "no-sites"    # no site file's max_array_size: one window, as the CLI plans it
+    no_sites.mkdir()
+
     async def scenario() -> None:
-        app = make_app(cfg_dir=CONF, checkpoint=store.path, search_dirs=[tmp_path])
+        app = make_app(cfg_dir=no_sites, checkpoint=store.path, search_dirs=[tmp_path])
         async with app.run_test(size=(80, 24)) as pilot:
             await checkpoint_read(pilot)
             screen = app.checkpoint_screen
@@ -822,11 +825,14 @@ def test_retry_tab_starts_from_the_records_site_limit_and_says_where_it_came_fro
 
 def test_first_tab_from_the_tab_bar_lands_in_the_max_array_size_field(tmp_path: Path) -> None:
     """Right, Right, Tab, 500 typed nothing: the first Tab stopped on the plan's scroll around the
-    fields. Without a record no limit is known, and the field says so."""
+    fields. Without a record nor a site file on the Submit screen no limit is known, and the field
+    says so."""
     checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
+    no_sites = tmp_path / "no-sites"
+    no_sites.mkdir()
 
     async def scenario() -> None:
-        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        app = make_app(cfg_dir=no_sites, checkpoint=checkpoint, search_dirs=[tmp_path])
         async with app.run_test(size=(120, 40)) as pilot:
             await checkpoint_read(pilot)
             screen = app.checkpoint_screen
@@ -865,3 +871,54 @@ def test_failed_records_of_shards_a_later_attempt_completed_are_marked(tmp_path:
             assert "complete since" not in detail and "shard_8" in detail
 
     asyncio.run(scenario())
+
+
+def test_retry_tab_without_a_record_starts_from_the_submit_screens_site_file(tmp_path: Path, monkeypatch) -> None:
+    """Without a record the field said "none" while the Submit screen had a site file selected whose
+    max_array_size the cluster enforces: the retry fields named indices sbatch refuses. Now it starts
+    from that site file's limit, says so, and follows the site chosen on the Submit screen."""
+    sites = tmp_path / "sites"
+    sites.mkdir()
+    _site_with_limit(tmp_path, 4).rename(sites / "a_small.yaml")
+    large = sites / "b_large.yaml"
+    large.write_text((CONF / "submit_test_cluster.yaml").read_text())
+    checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
+    monkeypatch.chdir(tmp_path)        # paths shown as typed: relative to the working directory
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=sites, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            windows, field = screen.query_one("#retry-windows"), screen.query_one("#max-array-size")
+            assert field.placeholder == "4 (Submit screen's site file sites/a_small.yaml)"
+            assert " max array size  4 (Submit screen's site file sites/a_small.yaml) " in "\n".join(screen_lines(app))
+            assert _window_rows(windows) == format_fields(plan_retry(checkpoint, 4))
+            commands = text_of(screen.query_one("#retry-commands")).splitlines()
+            assert commands[0] == "retry fields (hyperion-checkpoint retry --format fields --cfg sites/a_small.yaml):"
+            await pilot.press("1")
+            app.submit_screen.set_field("cfg", str(large))      # another site picked on the Submit screen
+            await pilot.press("3")
+            await checkpoint_read(pilot)
+            await wait_for(pilot, lambda: field.placeholder == "1001 (Submit screen's site file sites/b_large.yaml)", 5)
+            assert _window_rows(windows) == format_fields(plan_retry(checkpoint, 1001))
+
+    asyncio.run(scenario())
+
+
+def test_retry_field_names_the_submit_screens_limit_with_no_checkpoint_either(tmp_path: Path, monkeypatch) -> None:
+    """Started with no checkpoint, the field still says the limit a retry would start from."""
+    sites = tmp_path / "sites"
+    sites.mkdir()
+    (sites / "site.yaml").write_text((CONF / "submit_test_cluster.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+
+    async def scenario() -> str:
+        app = make_app(cfg_dir=sites, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("3")
+            await pilot.pause()
+            return app.checkpoint_screen.query_one("#max-array-size").placeholder
+
+    assert asyncio.run(scenario()) == "1001 (Submit screen's site file sites/site.yaml)"

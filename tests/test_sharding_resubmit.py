@@ -314,3 +314,21 @@ def test_a_resubmission_whose_output_pipe_closed_still_runs_every_shard(tmp_path
                            env=cli_env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert plan_retry(tmp_path / "ck").complete and "Traceback" not in again.stderr
+
+
+def test_retry_array_limit_is_the_records_site_file_else_the_site_given(tmp_path):
+    """The console's Retry tab without a record starts from the site file selected on the Submit
+    screen (as `hyperion-checkpoint retry --cfg SITE`); a record's own site file comes first."""
+    from types import SimpleNamespace
+
+    from sharding.resubmit import NO_LIMIT, retry_array_limit
+
+    conf = Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml"
+    small = tmp_path / "small.yaml"
+    small.write_text(conf.read_text().replace("max_array_size: 1001", "max_array_size: 4"))
+    assert retry_array_limit(None) == NO_LIMIT
+    assert (retry_array_limit(None, str(small)).value, retry_array_limit(None, str(small)).path) == (4, str(small))
+    record = SimpleNamespace(cfg=str(conf))
+    assert retry_array_limit(record, str(small)).value == 1001
+    with pytest.raises(InputError):
+        retry_array_limit(None, str(tmp_path / "missing.yaml"))

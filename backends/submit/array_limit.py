@@ -21,11 +21,12 @@ class ArrayLimit:
 
     value: int | None
     path: str = ""            # the site file, "" when the limit came from none
+    kind: str = "site file"   # what the file is to the user: the console's "Submit screen's site file"
 
     @property
     def source(self) -> str:
         """`site file conf/x.yaml`, what the user is told, or "" for no site file."""
-        return f"site file {shown_path(self.path)}" if self.path else ""
+        return f"{self.kind} {shown_path(self.path)}" if self.path else ""
 
     def describe(self) -> str:
         """`1001 (site file conf/x.yaml)`, `none (site file conf/y.yaml sets no max_array_size)`, `none`."""

@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
@@ -29,7 +30,7 @@ from backends.printable import printable
 from backends.records.trust import trust_problem
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
 from sharding.coverage import Coverage
-from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, record_array_limit, working_dir
+from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, retry_array_limit, working_dir
 from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
 from sharding.store import FailedRecord
 
@@ -239,12 +240,14 @@ class CheckpointScreen(ConsoleScreen):
     def site_limit(self) -> ArrayLimit:
         """The array limit of the submit record's site file, which Resubmit windows by (as
         `hyperion-checkpoint retry --submit` does): the plan's when the field is empty. Without a
-        readable record, none: the record's error is shown under the plan."""
+        record, the Submit screen's site file's (as `retry --cfg SITE`), named as such. With an
+        unreadable record or site file, none: the record's error is shown under the plan."""
         record_text = self.query_one("#record-path", Input).value.strip()
-        if not record_text:
-            return NO_LIMIT
         try:
-            return record_array_limit(cached_record(os.path.abspath(record_text)))
+            if record_text:
+                return retry_array_limit(cached_record(os.path.abspath(record_text)))
+            site = self.app.submit_screen.selected_site()
+            return replace(retry_array_limit(None, site), kind="Submit screen's site file")
         except Exception:
             return NO_LIMIT
 
@@ -254,6 +257,7 @@ class CheckpointScreen(ConsoleScreen):
         if self.checkpoint is None:
             self.query_one("#ckpt-run", Static).update(
                 "No checkpoint: start with --checkpoint PATH (or --demo).")
+            self.refresh_retry()          # the limit a retry would start from, still said in its field
             return
         self._read_started = time.monotonic()
         self._reading = self.read_in_worker(self.checkpoint)
@@ -417,12 +421,12 @@ class CheckpointScreen(ConsoleScreen):
         commands = self.query_one("#retry-commands", Static)
         _reset_windows(windows)
         self.plan = None
-        if self.checkpoint is None or self.coverage is None:
-            return
         field = self.query_one("#max-array-size", Input)
-        field.remove_class("invalid")
         site = self.site_limit()
         field.placeholder = printable(site.describe())    # a record's site path may hold anything
+        if self.checkpoint is None or self.coverage is None:
+            return
+        field.remove_class("invalid")
         try:
             typed = self.max_array_size()
             plan = retry_from_coverage(self.coverage, retry_limit(typed, site))

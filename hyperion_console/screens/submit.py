@@ -123,9 +123,7 @@ class SubmitScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield console_header()
         sites = self.sites = site_files(self.cfg_dir)
-        default_site = self.defaults.get("cfg") or next(
-            (str(p) for p in sites if p.name == "submit_test_cluster.yaml"),
-            str(sites[0]) if sites else Select.NULL)
+        default_site = self.default_site(sites) or Select.NULL
         with Horizontal(id="submit-body"):
             # Not focusable itself: a Tab after Escape landed on it, showing no focus anywhere.
             with VerticalScroll(id="submit-form", can_focus=False):
@@ -158,6 +156,19 @@ class SubmitScreen(ConsoleScreen):
                     yield Static("", id="submit-command")
                     yield Static("", id="submit-preview")
         yield console_footer()
+
+    def default_site(self, sites: list[Path]) -> str:
+        """The site the selector starts on ("" for none)."""
+        return self.defaults.get("cfg") or next(
+            (str(p) for p in sites if p.name == "submit_test_cluster.yaml"), str(sites[0]) if sites else "")
+
+    def selected_site(self) -> str:
+        """The site file selected ("" for none); before the screen was first shown, the one it will
+        start on (the Checkpoint screen's retry windows start from its max_array_size)."""
+        if not self.is_mounted:
+            return self.default_site(site_files(self.cfg_dir))
+        value = self.query_one("#cfg", Select).value
+        return value if isinstance(value, str) else ""
 
     def on_mount(self) -> None:
         self.refresh_preview()
