@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from backends.cli.jobs.watching import _site_floor
+from backends.cli.jobs.commands import site_floor
 from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.states import LEDGER
@@ -67,7 +67,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     threading.Thread(target=_usage_beside, args=(history, deliver, stop, watched, runner),
                      name="hyperion-missing-usage", daemon=True).start()
     ended = settled(history, pending)
-    poller, throttler = watcher(history.current, tasks=pending, floor=_site_floor(history.current),
+    poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended)
     finals = FinalsRecorder(history.record_path, pending, settled=ended)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}

@@ -22,16 +22,22 @@ from backends.states import JobState
 from backends.watch.poller import PollUpdate
 from backends.watch.rows import exit_status, expected, job_rows, local_rows, record_rows
 from backends.watch.slurm.accounting import parse_sacct
-from backends.watch.targets import TaskLogs, resolve, task_logs
+from backends.watch.targets import resolve, task_logs
 
 
-def make_record(tmp_path: Path, backend: str = "slurm", values=(1, 2, 3)) -> SubmitRecord:
+# A job id above Slurm's largest (MaxJobId, 67043328 by default): the shared test cluster never knows
+# it, so `logs -f` of a made-up record follows until stopped (its task never ends), whatever ids the
+# cluster has given out (job 500 is someone's real job there by now, long ended).
+NEVER_JOB = "99999999"
+
+
+def make_record(tmp_path: Path, backend: str = "slurm", values=(1, 2, 3), job: str = "500") -> SubmitRecord:
     q = tmp_path / "exp" / "log" / "q"
-    job = "local" if backend == "local" else "500"
+    job = "local" if backend == "local" else job
     tasks = tuple(TaskRecord(v, job, None if backend == "local" else v,
                              str(tmp_path / "exp" / "log" / f"x.{v}.log"),
-                             None if backend == "local" else str(q / f"slurm-500_{v}.out"),
-                             None if backend == "local" else str(q / f"slurm-500_{v}.err"))
+                             None if backend == "local" else str(q / f"slurm-{job}_{v}.out"),
+                             None if backend == "local" else str(q / f"slurm-{job}_{v}.err"))
                   for v in values)
     record = SubmitRecord(
         path=str(q / "x.JOB.submit.json"), backend=backend, argv=("hyperion-submit", backend),
@@ -85,7 +91,9 @@ def test_local_rows_from_results_file(tmp_path):
 def test_task_logs_by_record_value_and_job_task(tmp_path):
     record = make_record(tmp_path)
     logs = task_logs(f"{record.path}:2")
-    assert logs == TaskLogs(f"{record.path}:2", record.tasks[1].log, record.tasks[1].slurm_out, record.tasks[1].slurm_err)
+    assert (logs.name, logs.log, logs.slurm_out, logs.slurm_err, logs.ended) == (
+        f"{record.path}:2", record.tasks[1].log, record.tasks[1].slurm_out, record.tasks[1].slurm_err, None)
+    assert (logs.task, logs.key) == (record.tasks[1], ("500", 2))     # whose end `logs -f` waits for
     assert task_logs("500_3", dirs=[tmp_path]).log == record.tasks[2].log
     with pytest.raises(InputError, match="no task with value 9"):
         task_logs(f"{record.path}:9")
@@ -266,7 +274,7 @@ class _OnAPty:
 
 
 def test_logs_follow_escapes_appended_lines_on_a_terminal(tmp_path, cli_env):
-    record = make_record(tmp_path)
+    record = make_record(tmp_path, job=NEVER_JOB)
     log = Path(record.tasks[0].log)
     log.write_text("start\n")
     with _OnAPty(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], cli_env) as term:
@@ -296,7 +304,7 @@ def test_logs_shows_a_progress_bar_as_its_last_redraw_on_a_terminal(tmp_path, cl
 
 def test_logs_follow_redraws_the_progress_bar_in_place_on_a_terminal(tmp_path, cli_env):
     """`logs -f` showed nothing of a running progress bar until its line ended."""
-    record = make_record(tmp_path)
+    record = make_record(tmp_path, job=NEVER_JOB)
     log = Path(record.tasks[0].log)
     log.write_text("start\n")
     with _OnAPty(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], cli_env) as term:

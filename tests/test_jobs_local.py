@@ -431,3 +431,123 @@ def test_cancel_of_a_local_run_whose_runner_was_killed_names_the_task_s_group(tm
     finally:
         kill_groups(runner.pid, child)
         runner.wait()
+
+
+def _follow(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(["hyperion-jobs", "logs", *argv, "-f"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_logs_follow_stops_by_itself_when_the_local_task_ends(tmp_path, cli_env, test_site):
+    """`logs RECORD:VALUE -f` followed until Ctrl-C after the task had ended: now it reads the rest of the
+    log, says on stderr how the task ended and exits 0, as `tail -f --pid` does; an ended task at once."""
+    (tmp_path / "task.sh").write_text('for i in 1 2 3 4; do echo "tick $i"; sleep 0.7; done; exit 4\n')
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(test_site), "--output-file", "log/f.log",
+                               "--", "bash", "task.sh"], cwd=tmp_path, env=cli_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    record = tmp_path / "log" / "q" / "f.submit.json"
+    follow = None
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists():
+            assert time.monotonic() < deadline, "no record"
+            time.sleep(0.05)
+        follow = _follow([str(record)], cli_env)
+        out, err = follow.communicate(timeout=30)     # the old code never returned: Ctrl-C only
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+        kill_groups(runner.pid)
+        runner.wait()
+    assert follow.returncode == 0, err
+    assert [line for line in out.splitlines() if line.startswith("tick")] == [f"tick {i}" for i in range(1, 5)]
+    assert out.splitlines()[-1].startswith("# Ended (code 4)")     # the footer: read to the end
+    assert err.splitlines()[-1] == f"hyperion-jobs: task {record} ended FAILED (exit 4); stopped following"
+
+    started = time.monotonic()     # ended already: its last lines, the line, and out
+    again = run_cli("hyperion-jobs", "logs", str(record), "-f", "-n", "2", env=cli_env, timeout=20)
+    assert again.returncode == 0 and time.monotonic() - started < 10, again.stderr
+    assert again.stdout.splitlines()[0] == "tick 4" and len(again.stdout.splitlines()) == 2
+    assert again.stderr == f"hyperion-jobs: task {record} ended FAILED (exit 4); stopped following\n"
+
+
+def test_logs_follow_of_a_local_task_whose_runner_died_stops_at_lost(tmp_path, cli_env, test_site):
+    """The runner killed with its task: the task is LOST, its log is never written again; `logs -f`
+    followed it until Ctrl-C."""
+    runner = subprocess.Popen(
+        ["hyperion-submit", "local", "--cfg", str(test_site), "--output-file", "log/k.log", "--",
+         "bash", "-c", "echo working; sleep 60 & wait"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    child = follow = None
+    try:
+        ledger = tmp_path / "log" / "q" / "k.attempts.jsonl"
+        deadline = time.monotonic() + 30
+        while not (ledger.exists() and '"type":"child"' in ledger.read_text()):
+            assert time.monotonic() < deadline, "the local run never started its task"
+            time.sleep(0.1)
+        child = next(json.loads(line) for line in ledger.read_text().splitlines()
+                     if json.loads(line)["type"] == "child")["pid"]
+        record = tmp_path / "log" / "q" / "k.submit.json"
+        follow = _follow([str(record)], cli_env)
+        time.sleep(2)
+        assert follow.poll() is None, follow.communicate()      # it runs: followed
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        os.killpg(child, signal.SIGKILL)
+        out, err = follow.communicate(timeout=20)
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+        kill_groups(runner.pid, child)
+        runner.wait()
+    assert follow.returncode == 0 and "working" in out, err
+    assert err.splitlines()[-1] == f"hyperion-jobs: task {record} ended LOST; stopped following"
+
+
+def test_logs_follow_on_a_terminal_stops_by_itself_when_the_local_task_ends(tmp_path, cli_env, test_site):
+    """The terminal path (lines escaped, the open line redrawn in place) stops too: it followed until Ctrl-C."""
+    import pty
+    import select
+
+    (tmp_path / "task.sh").write_text('for i in 1 2 3; do echo "tick $i"; sleep 0.7; done; '
+                                      'printf "bar 50%%\\rbar 100%%"; sleep 0.7; exit 2\n')
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(test_site), "--output-file", "log/t.log",
+                               "--", "bash", "task.sh"], cwd=tmp_path, env=cli_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    record = tmp_path / "log" / "q" / "t.submit.json"
+    master, slave = pty.openpty()
+    follow, shown = None, b""
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists():
+            assert time.monotonic() < deadline, "no record"
+            time.sleep(0.05)
+        follow = subprocess.Popen(["hyperion-jobs", "logs", str(record), "-f"], env=cli_env, stdout=slave,
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        slave = None
+        while follow.poll() is None and time.monotonic() < deadline:   # the old code: until the deadline
+            if select.select([master], [], [], 0.2)[0]:
+                shown += _read_pty(master)
+        assert follow.poll() == 0, shown
+        while select.select([master], [], [], 0.2)[0] and (more := _read_pty(master)):
+            shown += more
+        err = follow.stderr.read().decode()
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+        kill_groups(runner.pid)
+        runner.wait()
+    text = shown.decode().replace("\r\n", "\n")
+    assert "tick 1\ntick 2\ntick 3\n" in text and "bar 100%# Ended (code 2)" in text, text
+    assert err == f"hyperion-jobs: task {record} ended FAILED (exit 2); stopped following\n"
+
+
+def _read_pty(master: int) -> bytes:
+    try:
+        return os.read(master, 65536)
+    except OSError:            # EIO: the writer is gone and everything was read
+        return b""

@@ -119,6 +119,54 @@ def test_logs_follow_sees_lines_as_the_task_writes_them(slurm_cluster, tmp_path,
     assert times[-1] - times[0] >= 2.0     # lines came while the task wrote them, not at once
 
 
+def test_logs_follow_stops_by_itself_when_the_task_ends(slurm_cluster, tmp_path, cli_env, test_site):
+    """`logs -f` followed until Ctrl-C long after the task had ended. Now, as `tail -f --pid`: every line
+    as it is written, what is left once Slurm says the task ended, one stderr line with its end, exit 0;
+    of a task that had ended already, its last lines and that line at once."""
+    script = tmp_path / "task.sh"
+    script.write_text('for i in 1 2 3 4 5; do echo "tick $i"; sleep 0.8; done; echo "giving up" >&2; exit 3\n')
+    submit = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:1",
+         "--output-file", str(tmp_path / "log" / "f.IDX.log"), "--", "bash", str(script)],
+        env=cli_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "f.IDX.submit.json"
+    follow = None
+    seen: list[tuple[float, str]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline and submit.poll() is None:
+            time.sleep(0.1)
+        assert record.exists(), submit.communicate()
+        follow = subprocess.Popen(["hyperion-jobs", "logs", f"{record}:1", "-f"], env=cli_env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        reader = threading.Thread(target=lambda: [seen.append((time.monotonic(), line.rstrip("\n")))
+                                                  for line in follow.stdout], daemon=True)
+        reader.start()
+        follow.wait(180)           # the old code followed until Ctrl-C: TimeoutExpired
+        stopped = time.monotonic()
+        reader.join(10)
+        err = follow.stderr.read()
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+        submit.communicate(timeout=180)
+    job = json.loads(record.read_text())["jobs"][0]["job_id"]
+    lines = [line for _, line in seen]
+    assert follow.returncode == 0, err
+    assert [line for line in lines if line.startswith("tick")] == [f"tick {i}" for i in range(1, 6)], lines
+    assert "giving up" in lines
+    assert lines[-1].startswith("# Ended (code 3)"), lines
+    assert stopped - seen[-1][0] < 20       # within moments of the end (the footer nudges the poll)
+    assert err.splitlines()[-1] == f"hyperion-jobs: task {record}:1 ended FAILED (exit 3); stopped following"
+
+    started = time.monotonic()
+    again = run_cli("hyperion-jobs", "logs", f"{job}_1", "-f", "-n", "1", "--dir", str(tmp_path), env=cli_env,
+                    timeout=60)
+    assert again.returncode == 0 and time.monotonic() - started < 15, again.stderr
+    assert again.stdout.startswith("# Ended (code 3)") and len(again.stdout.splitlines()) == 1
+    assert again.stderr == f"hyperion-jobs: task {job}_1 ended FAILED (exit 3); stopped following\n"
+
+
 def _ctld_pid() -> int:
     return int(CTLD_PID.read_text().strip())
 

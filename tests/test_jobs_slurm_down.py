@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 from conftest import run_cli
@@ -69,3 +72,37 @@ def test_watch_of_a_run_that_ended_lately_says_its_look_for_requeues_failed(tmp_
     assert result.returncode == 1, result.stderr      # two tasks failed, one ran out of memory
     assert result.stdout.startswith("8 tasks: COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1")
     assert result.stderr == f"hyperion-jobs: squeue failed (rc 1): {SQUEUE_DOWN}; shown as last recorded\n"
+
+
+def test_logs_follow_of_a_task_that_ended_lately_stops_at_its_recorded_end_and_says_so(tmp_path, cli_env) -> None:
+    """Ended tasks are followed no longer: `logs -f` of a task whose end the ledger holds printed its
+    last lines and went on until Ctrl-C. Slurm could still have requeued it; squeue not answering that
+    look, the recorded end stands, said as `status` says it."""
+    record = build_history(tmp_path, CONF)
+    ended_just_now(record)
+    result = run_cli("hyperion-jobs", "logs", f"{record}:3", "-f", "-n", "1", env=slurm_down(tmp_path, cli_env),
+                     timeout=30)
+    assert (result.returncode, result.stdout) == (0, "ValueError: corrupt input file\n"), result.stderr
+    assert result.stderr == (f"hyperion-jobs: squeue failed (rc 1): {SQUEUE_DOWN}; shown as last recorded\n"
+                             f"hyperion-jobs: task {record}:3 ended FAILED (exit 3); stopped following\n")
+
+
+def test_logs_follow_while_slurm_does_not_answer_goes_on_and_says_once_why_it_cannot_tell_the_end(
+        tmp_path, cli_env) -> None:
+    """A running task while squeue and sacct fail: its end cannot be known, so following goes on (a
+    failed query is never an end), and one stderr line says why it may not stop by itself."""
+    record = build_history(tmp_path, CONF, job="4300", unfinished=(7,))
+    follow = subprocess.Popen(["hyperion-jobs", "logs", f"{record}:7", "-f"], env=slurm_down(tmp_path, cli_env),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(6)          # a query every 2 s while the daemons refuse: three looks at least
+        assert follow.poll() is None, follow.communicate()
+    finally:
+        follow.send_signal(signal.SIGINT)
+        out, err = follow.communicate(timeout=10)
+    assert follow.returncode == 130 and out.endswith("part 7 done\n")
+    problem = [line for line in err.splitlines() if "cannot tell" in line]
+    assert len(problem) == 1, err
+    assert problem[0].startswith("hyperion-jobs: controller (squeue) not answering for ")
+    assert SQUEUE_DOWN in problem[0] and problem[0].endswith(
+        f"; cannot tell whether task {record}:7 has ended: following on until Slurm answers or Ctrl-C")

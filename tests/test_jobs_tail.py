@@ -251,9 +251,9 @@ def test_logs_follow_prints_a_line_that_never_ends_as_it_comes(tmp_path, cli_env
     import select
     import time
 
-    from test_jobs_core import make_record
+    from test_jobs_core import NEVER_JOB, make_record
 
-    record = make_record(tmp_path)
+    record = make_record(tmp_path, job=NEVER_JOB)
     log = record.tasks[0].log
     open(log, "w").close()
     proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f", "-n", "0"], env=cli_env,
@@ -278,9 +278,9 @@ def test_logs_follow_says_when_the_log_starts_over(tmp_path, cli_env):
     import select
     import time
 
-    from test_jobs_core import make_record
+    from test_jobs_core import NEVER_JOB, make_record
 
-    record = make_record(tmp_path)
+    record = make_record(tmp_path, job=NEVER_JOB)
     log = Path(record.tasks[0].log)
     log.write_text("old line one\nold line two\n")
     proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f", "-n", "5"], env=cli_env,
@@ -442,9 +442,9 @@ def test_on_a_terminal_the_start_over_is_said_before_the_new_log_s_lines(tmp_pat
     import select
     import time
 
-    from test_jobs_core import make_record
+    from test_jobs_core import NEVER_JOB, make_record
 
-    record = make_record(tmp_path)
+    record = make_record(tmp_path, job=NEVER_JOB)
     log = Path(record.tasks[0].log)
     log.write_text("old line one\nold line two\nold line three, longer than the new log\n")
     master, slave = pty.openpty()

@@ -209,6 +209,30 @@ def test_an_ended_task_requeued_by_hand_shows_its_new_run_and_end_and_keeps_the_
         < text.index("value=1 restart=1")
 
 
+def test_logs_follow_of_an_ended_task_requeued_by_hand_follows_its_new_run_to_its_end(
+        slurm_cluster, test_site, cli_env, tmp_path):
+    """Task 1 failed and the ledger holds its end; `scontrol requeue` runs it again. `logs -f` must not stop
+    at the recorded FAILED: it follows the new run and stops when that run ends (it followed until Ctrl-C)."""
+    record, job = _fails_once_then_ended(tmp_path, test_site, cli_env, "lf")
+    follow = None
+    try:
+        subprocess.run(["scontrol", "requeue", f"{job}_1"], check=True)
+        wait_for(lambda: squeue_states(job).get(f"{job}_1") == "PENDING", what="task 1 pending again")
+        follow = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], env=cli_env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)              # it waits out BeginTime (about 2 minutes): followed meanwhile
+        assert follow.poll() is None, follow.communicate()
+        subprocess.run(["scontrol", "update", f"JobId={job}_1", "StartTime=now"], check=True)
+        out, err = follow.communicate(timeout=120)
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+        subprocess.run(["scancel", job], capture_output=True)
+    assert follow.returncode == 0, err
+    assert "value=1 restart=1" in out and out.splitlines()[-1].startswith("# Ended (code 0)"), out
+    assert err.splitlines()[-1] == f"hyperion-jobs: task {record.path}:1 ended COMPLETED (exit 0); stopped following"
+
+
 def test_list_counts_an_ended_task_requeued_by_hand_as_status_does(slurm_cluster, test_site, cli_env, tmp_path):
     """Task 1 failed and `status` had recorded its end; then `scontrol requeue`. status said PENDING and
     then COMPLETED (restart 1), while list went on counting it FAILED: it asked Slurm only about tasks

@@ -310,6 +310,10 @@ class TaskLogs:
     ended: str | None = None   # the final state the ledger holds: a log not there now never comes
     # a task its attempt never ran (NOT_RUN) that an earlier one did: (its attempt, the earlier one, its end)
     ran_before: tuple[int, int, str] | None = None
+    # whose end `logs -f` waits for: the task and its submission when a record has it, else Slurm's key
+    history: History | None = None
+    task: TaskRecord | None = None
+    key: Key | None = None
 
 
 def _pick_task(tasks: Sequence[TaskRecord], text: str, value: int | None, where: str) -> TaskRecord:
@@ -358,7 +362,8 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
         raise InputError("TASK", f"{text} did not run in {where}: it left no log ({now})")
     ended = _ended(history, task)
     before = _ran_before(history, task) if ended == "NOT_RUN" else None
-    return TaskLogs(text, log, task.slurm_out, task.slurm_err, ended, before)
+    return TaskLogs(text, log, task.slurm_out, task.slurm_err, ended, before, history, task,
+                    (task.job_id, task.array_task_id))
 
 
 def _ran_before(history: History, task: TaskRecord) -> tuple[int, int, str] | None:
@@ -416,7 +421,7 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
         for task in ran:
             if task.array_task_id == task_id:
                 return TaskLogs(text, history.log_of(task), task.slurm_out, task.slurm_err,
-                                _ended(history, task))
+                                _ended(history, task), history=history, task=task, key=(job, task_id))
         if task_id is None:
             raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
                                      f"{next((t.array_task_id for t in ran), 1)}")
@@ -425,4 +430,4 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
     if out is None and err is None:
         raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm no longer "
                                  f"knows {text}; name the record instead (RECORD:VALUE)")
-    return TaskLogs(text, None, out, err)
+    return TaskLogs(text, None, out, err, key=(job, task_id))

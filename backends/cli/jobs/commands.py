@@ -17,11 +17,12 @@ from backends.errors import InputError
 from backends.fileio import kind_of_mode
 from backends.printable import printable
 from backends.records.history import History, load_history
-from backends.records.record import LOCAL_JOB, find_records
+from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import (
+    attempt_record,
     current_user,
     histories_states,
     history_for_job,
@@ -234,9 +235,31 @@ def cmd_logs(args: argparse.Namespace) -> int:
     from backends.cli.jobs import log_output   # the tail readers: only `logs` needs them, not status
 
     if args.follow:
-        return log_output.follow(path, args.lines, args.raw)
+        from backends.watch.task_end import end_watch   # the Poller: only `logs -f` needs it
+
+        task = logs.task
+        record = attempt_record(logs.history, task.job_id) if logs.history and task else None
+        end = end_watch(logs.name, logs.key, logs.history, task, floor=site_floor(record))
+        try:
+            return log_output.follow(path, args.lines, args.raw, end=end, name=logs.name)
+        finally:
+            if end is not None:
+                end.close()      # Ctrl-C: a query under way is killed, not waited for
     log_output.print_last(path, args.lines, args.raw)
     return 0
+
+
+def site_floor(record: SubmitRecord | None) -> float | None:
+    """The site's poll_interval from the record's site file (None if unset or unreadable): what
+    `watch` and `logs -f` poll Slurm no more often than."""
+    if record is None or not record.cfg:
+        return None
+    from backends.submit.config import load_site  # the site file is the submit half's
+
+    try:
+        return load_site(record.cfg).poll_interval
+    except (InputError, OSError):
+        return None
 
 
 def _earlier_run(logs, task: str) -> tuple[str, str]:

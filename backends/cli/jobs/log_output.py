@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from backends.cli.jobs.parser import PROG
@@ -23,10 +23,13 @@ from backends.watch.tail import LONG_LINE, PIECE, Follower, Unread, complete_end
 KEEP = PIECE     # characters a terminal line keeps; beyond, a note says how many more `--raw` gives
 UNREAD = f"(the start of a line of over {LONG_LINE >> 20} MiB not read; --raw prints it) …"
 POLL_SECONDS = 0.25
+MAX_REST_READS = 64   # reads of what an ended task left (each up to tail.MAX_READ): 256 MiB at most
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (a status command loads this module)
 if TYPE_CHECKING:
     from typing import TextIO
+
+    from backends.watch.task_end import EndWatch, TaskEnd   # the poller: only `logs -f` loads it
 
 
 def on_terminal(raw: bool, out: TextIO) -> bool:
@@ -60,30 +63,72 @@ def _write_pieces(pieces: Iterable[tuple[str, bool]], out: TextIO) -> None:
         out.write(text + "\n" if ends else text)
 
 
-def follow(path: str, n: int, raw: bool, out: TextIO | None = None) -> int:
-    """The last `n` complete lines, then what is appended, until interrupted."""
+def follow(path: str, n: int, raw: bool, out: TextIO | None = None, end: EndWatch | None = None,
+           name: str = "") -> int:
+    """The last `n` complete lines, then what is appended, until the task has ended (`end` says
+    when: what is left of the log is read, one stderr line says how it ended, exit 0) or Ctrl-C."""
     out = out or sys.stdout
-    end = complete_end(path)
+    start = complete_end(path)
     terminal = on_terminal(raw, out)
-    # made before the last lines are shown: it keeps the bytes before `end` as they were, so a log
+    # made before the last lines are shown: it keeps the bytes before `start` as they were, so a log
     # written anew while they print is said to start over (made after, it took the new bytes as its
     # mark and followed the new log from the old one's length)
-    follower = Follower(path, end, keep=KEEP) if terminal else Follower(path, end)
-    print_last(path, n, raw, end, out)
-    if not Path(path).exists():
+    follower = Follower(path, start, keep=KEEP) if terminal else Follower(path, start)
+    print_last(path, n, raw, start, out)
+    if not Path(path).exists() and (end is None or end.ended() is None):
         print(printable(f"{PROG}: waiting for {path}"), file=sys.stderr)
     out.flush()
-    if terminal:
-        return _follow_on_terminal(follower, out)
+    ended = _follow_on_terminal(follower, out, end) if terminal else _follow_piped(follower, out, end)
+    from backends.watch.task_end import ended_text
+
+    print(f"{PROG}: {ended_text(name or path, ended)}", file=sys.stderr, flush=True)
+    return 0
+
+
+def _follow_piped(follower: Follower, out: TextIO, end: EndWatch | None) -> TaskEnd:
+    """Pieces, not lines: a line that never ends (a \r progress bar) is printed, not held; until
+    the task has ended, then what is left."""
     said = 0
-    while True:   # pieces, not lines: a line that never ends (a \r progress bar) is printed, not held
+    while True:
         pieces = follower.read_pieces()
         said = _say_restart(follower, said)
         if pieces:
             _write_pieces(pieces, out)
             out.flush()
-        else:
-            time.sleep(POLL_SECONDS)
+            continue
+        ended = _ended(end)
+        if ended is not None:
+            for pieces in _rest(follower.read_pieces):
+                _write_pieces(pieces, out)
+                out.flush()
+            return ended
+        time.sleep(POLL_SECONDS)
+
+
+def _ended(end: EndWatch | None) -> TaskEnd | None:
+    """Asked only once the log is read to its end: whether the task has ended (saying, on
+    stderr, why that cannot be told while Slurm does not answer)."""
+    if end is None:
+        return None
+    _say(end.notes())
+    return end.ended()
+
+
+def _say(notes: list[str]) -> None:
+    for note in notes:
+        print(printable(f"{PROG}: {note}"), file=sys.stderr, flush=True)
+
+
+def _rest(read: Callable[..., list], rounds: int = MAX_REST_READS) -> Iterator[list]:
+    """What the ended task left unread, one read (at most MAX_READ bytes) at a time, until nothing
+    comes; then the last line without its newline, ended. Bounded, so a log something else goes on
+    writing (another run's, at the same path) cannot keep `logs -f` from stopping."""
+    for _ in range(rounds):
+        more = read()
+        if not more:
+            break
+        yield more
+    yield read(flush=True)
 
 
 def _say_restart(follower: Follower, said: int) -> int:
@@ -95,8 +140,9 @@ def _say_restart(follower: Follower, said: int) -> int:
     return follower.restarts
 
 
-def _follow_on_terminal(follower: Follower, out: TextIO) -> int:
-    """Complete lines as they come, and the line still being written redrawn in place as it moves.
+def _follow_on_terminal(follower: Follower, out: TextIO, end: EndWatch | None) -> TaskEnd:
+    """Complete lines as they come, and the line still being written redrawn in place as it moves;
+    until the task has ended, then what is left, the open line ended.
 
     The redraw is a carriage return and the new text padded over the old, cut
     to the terminal's width so it never wraps (a return goes back only to the
@@ -113,6 +159,19 @@ def _follow_on_terminal(follower: Follower, out: TextIO) -> int:
                     drawn, shown_open = 0, None
                 out.flush()
                 said = _say_restart(follower, said)
+            if not lines and same_line(follower.open_line, shown_open) and end is not None:
+                notes = end.notes()
+                if notes and drawn:      # below the open line drawn, not over it
+                    out.write("\n")
+                    out.flush()
+                    drawn, shown_open = 0, None
+                _say(notes)
+                ended = end.ended()
+                if ended is not None:
+                    for rest in _rest(follower.read_new):   # the open line last, ended
+                        if rest:
+                            drawn, shown_open = _redraw(follower, out, drawn, shown_open, rest)
+                    return ended
             drawn, shown_open = _redraw(follower, out, drawn, shown_open, lines)
     finally:
         if drawn:       # the prompt after Ctrl-C goes below the open line, not over it

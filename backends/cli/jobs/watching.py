@@ -14,14 +14,13 @@ import time
 from datetime import datetime
 from typing import Sequence
 
-from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
+from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded, site_floor
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
-from backends.records.record import SubmitRecord
 from backends.states import TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -70,18 +69,6 @@ def _rows_for(history: History | None, update: PollUpdate, job_history: History 
     return job_rows(update.states, job_history, usage, (str(target.job_id), target.task_id))
 
 
-def _site_floor(record: SubmitRecord | None) -> float | None:
-    """The site's poll_interval from the record's site file (None if unset or unreadable)."""
-    if record is None or not record.cfg:
-        return None
-    from backends.submit.config import load_site  # the site file is the submit half's
-
-    try:
-        return load_site(record.cfg).poll_interval
-    except (InputError, OSError):
-        return None
-
-
 def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
     """(what, Slurm's reason) for each watched task Slurm will never start."""
     if target.record is not None:
@@ -99,7 +86,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     history = load_history(target.record.path) if target.record is not None else None
     job_history = None if history is not None else history_for_job(target.job_id, record_dirs(args))
     record = target.record or (attempt_record(job_history, target.job_id) if job_history else None)
-    floor = _site_floor(record)
+    floor = site_floor(record)
     finals = None
     stop = threading.Event()
     if history is not None:
