@@ -69,9 +69,23 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
     if plan.options.backend == "local":
         from backends.watch.terminal import SafeStream
 
+        from backends.retry_hint import local_retry_line
+
         array_name = plan.options.array.name if plan.options.array else None
         out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)   # a reader gone stops the lines, not the run
-        return run_local_plan(plan, lambda event: print_event(event, array_name, out, err), kind, on_begin)
+        failed: list[LocalEvent] = []
+
+        def on_event(event: LocalEvent) -> None:
+            print_event(event, array_name, out, err)
+            if event.kind == "end" and event.code != 0:
+                failed.append(event)
+
+        status = run_local_plan(plan, on_event, kind, on_begin)
+        line = local_retry_line(plan, failed[-1].task.value) if failed and status == 1 else None
+        if line:
+            err.write(f"hyperion-submit: {line}\n")
+            err.flush()
+        return status
     from backends.launch_slurm import run_slurm  # the Slurm side loads only for Slurm plans
 
     return run_slurm(plan, kind=kind, on_begin=on_begin)

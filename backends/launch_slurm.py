@@ -188,5 +188,9 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     for line in report(outcome, record.array_name):
         err_stream.line(f"{PROG}: {line}")
     if not outcome.ok:
-        err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) failed")
+        from backends.retry_hint import retry_command
+
+        command = retry_command(plan)
+        rerun = f"; rerun only those with: {command}" if command else ""
+        err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) failed{rerun}")
     return outcome.exit_status

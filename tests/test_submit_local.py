@@ -443,3 +443,38 @@ def test_a_retry_onto_a_full_disk_is_one_line_naming_the_file_not_a_traceback(sm
     assert "Traceback" not in retry.stderr, retry.stderr
     last = retry.stderr.splitlines()[-1]
     assert re.fullmatch(rf"hyperion-jobs: cannot write {small_disk}/log/q/\S+: No space left on device", last), last
+
+
+def _printed_retry(stderr: str) -> list[str]:
+    """The `hyperion-jobs retry RECORD` a failed run's last line names, as argv."""
+    (line,) = [line for line in stderr.splitlines() if "hyperion-jobs retry" in line]
+    return shlex.split(line.split(" with: ", 1)[1])
+
+
+def test_a_failed_array_names_what_it_did_not_run_and_the_retry_that_runs_it(tmp_path, cli_env):
+    """The user should not have to find the record: the last line is the command, pasted as is."""
+    fixed = tmp_path / "fixed"
+    script = (f"import os, sys; sys.exit(3 if os.environ['J' 'OB'] == '3' and not os.path.exists({str(fixed)!r}) "
+              "else 0)")
+    result = submit(tmp_path, cli_env, "--array", "JOB=1:5", "--output-file", "log/t.JOB.log", "--", PY, "-c", script)
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    assert last == (f"hyperion-submit: JOB=4-5 not run (a local array stops at its first failure); "
+                    f"rerun JOB=3-5 with: hyperion-jobs retry {record}")
+    fixed.touch()
+    rerun = run_cli(*_printed_retry(result.stderr), "--yes", cwd=tmp_path, env=cli_env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "hyperion-jobs retry" not in rerun.stderr
+    assert task_states(record, cli_env) == {v: ("COMPLETED", 0) for v in range(1, 6)}
+
+
+def test_a_failed_plain_job_names_its_retry_and_a_piped_site_file_names_none(tmp_path, cli_env):
+    result = submit(tmp_path, cli_env, "--output-file", "log/one.log", "--", "false")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"hyperion-submit: rerun it with: hyperion-jobs retry {tmp_path / 'log' / 'q' / 'one.submit.json'}")
+    piped = run_cli("bash", "-c", f"hyperion-submit local --cfg <(cat {shlex.quote(str(TEST_SITE))}) "
+                    "--output-file log/two.log -- false", cwd=tmp_path, env=cli_env)
+    assert piped.returncode == 1 and "failed (exit code 1)" in piped.stderr
+    assert "hyperion-jobs retry" not in piped.stderr   # its record names /dev/fd/N: a retry is refused

@@ -7,6 +7,7 @@ accounting says about the jobs.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -578,3 +579,23 @@ def test_a_fifo_put_at_a_pending_tasks_log_does_not_hang_the_wait(slurm_cluster,
     finally:
         proc.kill()
     assert proc.returncode == 1 and "CANCELLED" in stderr, stderr
+
+
+def test_a_failed_array_ends_with_the_retry_that_reruns_only_the_failed_tasks(slurm_cluster, test_site, cli_env,
+                                                                               tmp_path, task):
+    """The last line is the command, pasted as is; it reruns value 2 alone as attempt 2."""
+    result = submit(test_site, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log", "--",
+                    task, "JOB", "1", "2", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    last = result.stderr.splitlines()[-1]
+    assert last == f"hyperion-submit: 1 of 3 task(s) failed; rerun only those with: hyperion-jobs retry {record}"
+    (tmp_path / "task_fixed.sh").write_text(TASK.replace("exit 3", "exit 0"))
+    os.replace(tmp_path / "task_fixed.sh", task)
+    os.chmod(task, 0o755)
+    rerun = run_cli(*shlex.split(last.split(" with: ", 1)[1]), "--yes", cwd=tmp_path, env=cli_env, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "(--array=2, offset 0)" in rerun.stderr, rerun.stderr
+    assert "hyperion-jobs retry" not in rerun.stderr
+    shown = run_cli("hyperion-jobs", "history", str(record), env=cli_env)
+    assert [line.split()[:2] for line in shown.stdout.splitlines()[1:]] == [["1", "submit"], ["2", "retry"]]
