@@ -896,3 +896,21 @@ def test_another_patterns_attempt_folder_you_may_not_write_does_not_refuse_yours
                                     "--output-file", "log/m.JOB.log", "--", "true"), cwd=root, env=cli_env)
     assert again.returncode == 0, again.stderr
     assert load_history(root / "log" / "q" / "m.JOB.submit.json").numbers == (1, 2)
+
+
+def test_logs_of_a_value_an_attempt_did_not_rerun_names_the_attempts_that_ran_it(tmp_path, cli_env):
+    """A retry reruns a few values; `--attempt 2` of one it left alone said only 'has no task', and
+    the user had to read the history to find the attempt that holds the log."""
+    (tmp_path / "fail.txt").write_text("3\n")
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:5", "--output-file", "log/t.JOB.log",
+                        "--", PY, "-c", FLAKY, "JOB").returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    (tmp_path / "fail.txt").write_text("")
+    assert run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env).returncode == 0
+    shown = run_cli("hyperion-jobs", "logs", f"{record}:1", "--attempt", "2", env=cli_env)
+    assert shown.returncode == 2 and shown.stdout == ""
+    assert shown.stderr == (f"hyperion-jobs: error: TASK: attempt 2 of {record} has no task with value 1 "
+                            "(its values: 3-5); value 1 ran in attempt(s) 1: --attempt 1 shows the newest\n")
+    unknown = run_cli("hyperion-jobs", "logs", f"{record}:9", "--attempt", "2", env=cli_env)
+    assert unknown.returncode == 2
+    assert unknown.stderr.endswith("has no task with value 9 (its values: 3-5)\n")

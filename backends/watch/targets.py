@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends.errors import InputError
+from backends.ranges import compress
 from backends.records.attempts import read_ledger
 from backends.records.history import History, load_history
 from backends.records.paths import RECORD_SUFFIX
@@ -355,6 +356,8 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
         tasks, where = history.tasks_of(attempt), f"attempt {attempt} of {history.record_path}"
     else:
         raise InputError("--attempt", f"{history.record_path} has attempts {_numbers(history)}, not {attempt}")
+    if attempt is not None and value is not None and not any(t.value == value for t in tasks):
+        raise InputError("TASK", _not_in_attempt(history, attempt, value))
     task = _pick_task(tasks, text, value, where)
     log = history.log_of(task)
     if log is None and task.slurm_out is None:
@@ -364,6 +367,17 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     before = _ran_before(history, task) if ended == "NOT_RUN" else None
     return TaskLogs(text, log, task.slurm_out, task.slurm_err, ended, before, history, task,
                     (task.job_id, task.array_task_id))
+
+
+def _not_in_attempt(history: History, attempt: int, value: int) -> str:
+    """Why `--attempt N` has no log of VALUE: the values N ran (a retry reruns a few), and the
+    attempts whose `--attempt` shows one, so the user's next command is not a guess."""
+    ran = [n for n in history.numbers if any(t.value == value for t in history.tasks_of(n))]
+    text = (f"attempt {attempt} of {history.record_path} has no task with value {value} "
+            f"(its values: {compress(t.value for t in history.tasks_of(attempt) if t.value is not None) or 'none'})")
+    if not ran:
+        return text
+    return f"{text}; value {value} ran in attempt(s) {', '.join(map(str, ran))}: --attempt {ran[-1]} shows the newest"
 
 
 def _ran_before(history: History, task: TaskRecord) -> tuple[int, int, str] | None:
