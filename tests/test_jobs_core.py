@@ -644,3 +644,39 @@ def test_a_folder_of_several_records_names_a_few_of_them(tmp_path, capsys, monke
     assert capsys.readouterr().err == ("hyperion-jobs: error: RECORD: log/q holds 4 records; name one of them: "
                                        "log/q/d.JOB.submit.json, log/q/c.JOB.submit.json, log/q/b.JOB.submit.json "
                                        "and 1 more\n")
+
+
+def test_watch_view_at_80_columns_keeps_the_end_of_a_long_log_path(tmp_path):
+    """Rich cut the LOG cell on the right: every row read '/tmp/h25/work/e…', the file name that tells
+    the tasks apart was gone. The cell now keeps the path's end, on one line."""
+    import io
+
+    from rich.console import Console
+
+    from backends.watch.rows import TaskRow
+
+    logs = [f"/home/researcher/recipes/voxceleb/v1/exp/feats/log/make_feats.{v}.log" for v in (7, 13)]
+    rows = [TaskRow(v, "500", v, JobState.FAILED, 3, None, 3.0, "vm", log, None, None)
+            for v, log in zip((7, 13), logs)]
+    console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    console.print(render_watch("x", PollUpdate({}, (), None, False, 4.0), rows))
+    lines = console.export_text().splitlines()
+    for value in (7, 13):
+        (line,) = [line for line in lines if f"500_{value} " in line]
+        assert f"…/make_feats.{value}.log" in line or f"/log/make_feats.{value}.log" in line, line
+        assert len(line) <= 80
+    assert len([line for line in lines if "500_" in line]) == 2      # one line per row, never wrapped
+    wide = Console(width=200, record=True, color_system=None, file=io.StringIO())
+    wide.print(render_watch("x", PollUpdate({}, (), None, False, 4.0), rows))
+    assert logs[0] in wide.export_text()                              # whole where it fits
+
+
+def test_keep_tail_counts_wide_characters_as_two_cells():
+    from rich.cells import cell_len
+
+    from backends.cli.jobs.tail_cell import keep_tail
+
+    assert keep_tail("/a/b.log", 20) == "/a/b.log"
+    assert keep_tail("/exp/語音/log/x.1.log", 14) == "…/log/x.1.log"     # 音 needs 2 cells, 1 is left
+    cut = keep_tail("/exp/語音語音/x.log", 10)
+    assert cut.startswith("…") and cut.endswith("x.log") and cell_len(cut) <= 10

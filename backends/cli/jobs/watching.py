@@ -294,6 +294,8 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     from rich.table import Table
     from rich.text import Text
 
+    from backends.cli.jobs.tail_cell import TailCell
+
     # a local value its ended run never reached (NOT_RUN) is as final as a failure
     done = sum(1 for r in rows if r.state is not None and r.state.is_terminal or r.state_label == "NOT_RUN")
     counts = Table.grid(padding=(0, 2))
@@ -303,7 +305,8 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     tasks = Table(*STATUS_HEADER[:-1], "LOG", expand=False)
     unfinished = [r for r in rows if r.state is None or not r.state.is_terminal or not r.ok]
     for row in unfinished[:max_rows]:
-        tasks.add_row(*(Text(printable(cell)) for cell in status_cells(row)))
+        *cells, log = (printable(cell) for cell in status_cells(row))
+        tasks.add_row(*(Text(cell) for cell in cells), TailCell(log))   # a narrow LOG keeps the file name
     header = Table.grid(padding=(0, 1))
     header.add_row(Text(printable(name), style="bold"), ProgressBar(total=max(1, len(rows)), completed=done, width=40),
                    Text(f"{done}/{len(rows)} tasks ended"))
