@@ -599,3 +599,25 @@ def test_a_failed_array_ends_with_the_retry_that_reruns_only_the_failed_tasks(sl
     assert "hyperion-jobs retry" not in rerun.stderr
     shown = run_cli("hyperion-jobs", "history", str(record), env=cli_env)
     assert [line.split()[:2] for line in shown.stdout.splitlines()[1:]] == [["1", "submit"], ["2", "retry"]]
+
+
+def test_logs_of_a_task_slurm_cancelled_says_so_and_where_slurms_reason_is(slurm_cluster, test_site, cli_env,
+                                                                           tmp_path, task):
+    """The log of a cancelled task stops mid-run without its '# Ended' line: `logs` printed it alone,
+    which reads like a task still running or hung."""
+    proc, job_id = start_array(test_site, tmp_path, cli_env, task, "n", "$1 == 2 ? 60 : 1")
+    try:
+        wait_for(lambda: f"{job_id}_2" in running_tasks(job_id), what="task 2 running")
+        time.sleep(1)
+        subprocess.run(["scancel", f"{job_id}_2"], check=True)
+        proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    shown = run_cli("hyperion-jobs", "logs", f"{job_id}_2", cwd=tmp_path, env=cli_env)
+    assert shown.returncode == 0 and "value=2 env=2" in shown.stdout and "# Ended" not in shown.stdout
+    assert shown.stderr == (f"hyperion-jobs: {job_id}_2 ended CANCELLED (Slurm ended it, not the program); "
+                            f"Slurm's reason: hyperion-jobs logs {job_id}_2 --err\n")
+    reason = run_cli("hyperion-jobs", "logs", f"{job_id}_2", "--err", cwd=tmp_path, env=cli_env)
+    assert "CANCELLED AT" in reason.stdout and reason.stderr == ""
+    completed = run_cli("hyperion-jobs", "logs", f"{job_id}_1", cwd=tmp_path, env=cli_env)
+    assert "# Ended (code 0)" in completed.stdout and completed.stderr == ""

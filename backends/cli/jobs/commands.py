@@ -246,7 +246,31 @@ def cmd_logs(args: argparse.Namespace) -> int:
             if end is not None:
                 end.close()      # Ctrl-C: a query under way is killed, not waited for
     log_output.print_last(path, args.lines, args.raw)
+    note = slurm_ended_note(args.task, logs.ended, logs.slurm_err, program_log=path == logs.log,
+                            attempt=args.attempt)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     return 0
+
+
+def slurm_ended_note(task: str, ended: str | None, slurm_err: str | None, program_log: bool,
+                     attempt: int | None = None) -> str | None:
+    """After the program log of a task Slurm ended (TIMEOUT, CANCELLED, ...): one line saying so.
+
+    Slurm kills the batch script with the program, so such a log mostly stops mid-run without
+    its `# Ended` line and reads like a task still running or hung; Slurm's reason is in q/.err."""
+    from backends.states import EXIT_TOLD, JobState
+
+    try:
+        state = JobState(ended) if ended is not None else None
+    except ValueError:
+        return None
+    if not program_log or slurm_err is None or state is None or not state.is_terminal \
+            or state in EXIT_TOLD or state is JobState.LOST:
+        return None
+    again = f" --attempt {attempt}" if attempt is not None else ""
+    return printable(f"hyperion-jobs: {task} ended {state.value} (Slurm ended it, not the program); "
+                     f"Slurm's reason: hyperion-jobs logs {shlex.quote(task)}{again} --err")
 
 
 def site_floor(record: SubmitRecord | None) -> float | None:
