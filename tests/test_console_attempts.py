@@ -389,3 +389,40 @@ def test_a_value_the_newest_local_run_never_reached_says_so_and_names_the_attemp
             assert "attempt 1 ran it (COMPLETED)" in title() and "no file yet" not in title(), title()
 
     asyncio.run(scenario())
+
+
+def test_the_not_run_group_and_its_map_cell_wait_for_no_log(tmp_path: Path, cli_env) -> None:
+    """A local run stops at value 2, so 3 is NOT_RUN. The task table said so, but the failure groups
+    (`t`, the NOT_RUN group highlighted) and the state map (`m`, its cell) pointed the log pane at
+    value 3's path with `no file yet`, as if its log would come."""
+    from conftest import run_cli
+
+    argv = ("hyperion-submit", "local", "--cfg", str(SITE), "--array", "JOB=1:3", "--output-file",
+            "log/n.JOB.log", "--", "bash", "-c", "echo run of JOB; [ JOB != 2 ]")
+    assert run_cli(*argv, cwd=tmp_path, env=cli_env).returncode == 1
+    record = tmp_path / "log" / "q" / "n.JOB.submit.json"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: table_column(jobs.query_one("#tasks"), "state")
+                           == ["COMPLETED", "FAILED", "NOT_RUN"], 10)
+            title = lambda: str(jobs.query_one("#log-title").content)   # noqa: E731
+            await pilot.press("t")
+            await wait_for(pilot, lambda: jobs.failures_view.selected_group() is not None, 5)
+            for _ in range(3):
+                if jobs.failures_view.selected_group().state == "NOT_RUN":
+                    break
+                await pilot.press("down")
+                await pilot.pause()
+            assert jobs.failures_view.selected_group().state == "NOT_RUN"
+            await wait_for(pilot, lambda: "not run in attempt 1" in title(), 5)
+            assert "no file yet" not in title(), title()
+            await pilot.press("escape", "m", "end")
+            await wait_for(pilot, lambda: "not run in attempt 1" in title(), 5)
+            assert "no file yet" not in title(), title()
+            await pilot.press("left")
+            await wait_for(pilot, lambda: "n.2.log" in title(), 5)
+
+    asyncio.run(scenario())

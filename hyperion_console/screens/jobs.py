@@ -593,7 +593,8 @@ class JobsScreen(ConsoleScreen):
 
     def show_group_log(self, group) -> None:
         keys = [] if group is None else self.table.index.keys_of_values(group.values[:1])
-        self.log_pane.show_task(self.tasks[keys[0]] if keys else None)
+        task = self.tasks[keys[0]] if keys else None
+        self.log_pane.show_task(task, self.not_run_note(task))   # the NOT_RUN group: no log will come
 
     @on(FailuresView.Chosen)
     @guarded
@@ -629,7 +630,7 @@ class JobsScreen(ConsoleScreen):
         target = "local" if task.job_id == "local" else slurm_target(task)
         cursor.update(shown(f"▸ value {task.value} · {target} · {self.table.index.names[event.key]}"
                             " · enter: show it in the table · m: back", "dim"))
-        self.log_pane.show_task(task)
+        self.log_pane.show_task(task, self.not_run_note(task))
 
     @on(StateMap.Chosen)
     @guarded
