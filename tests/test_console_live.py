@@ -780,3 +780,37 @@ def test_opening_a_record_that_ended_lately_asks_accounting_for_usage_once(tmp_p
     stop.set()
     assert not watching.is_alive(), asked           # no follow-up: nothing ended while it watched
     assert asked.count("sacct") == 1 and asked.count("squeue") == 1, asked
+
+
+@pytest.mark.slurm
+def test_the_log_title_of_a_task_slurm_cancels_says_so_not_just_following(slurm_cluster, tmp_path: Path) -> None:
+    """The log of a task Slurm ends stops mid-run without its `# Ended` line; titled `following`
+    alone it read like a task still running. Cancelled while shown, the title says who ended it and
+    where the reason is; Slurm's .err itself (`l`) needs no such note."""
+    script = "import sys, time\nprint('working on', sys.argv[1], flush=True)\ntime.sleep(60)\n"
+    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
+                                       "--array", "JOB=1:1", "--time", "00:02:00",
+                                       "--output-file", str(tmp_path / "log" / "k.JOB.log"),
+                                       "--", sys.executable, "-c", script, "JOB"])
+    record = submit(build_plan(site, options))
+    job = record.jobs[0].job_id
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 30)) as pilot:
+            jobs = app.jobs_screen
+            pane = jobs.log_pane
+            title = lambda: str(jobs.query_one("#log-title").content)   # noqa: E731
+            await wait_for(pilot, lambda: pane.view.lines[-1:] == ["working on 1"], 90)
+            assert title().endswith("k.1.log · following"), title()
+            subprocess.run(["scancel", f"{job}_1"], check=True)
+            await wait_for(pilot, lambda: "CANCELLED by Slurm (l: its .err)" in title(), 60)
+            assert title().endswith(" · CANCELLED by Slurm (l: its .err) · following"), title()
+            await pilot.press("l")
+            await wait_for(pilot, lambda: "[err]" in title(), 5)
+            assert "by Slurm" not in title(), title()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        subprocess.run(["scancel", job], check=False)

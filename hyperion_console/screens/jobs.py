@@ -27,7 +27,7 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
 from backends.records.history import History, load_history
-from backends.states import explain_reason, never_runs
+from backends.states import EXIT_TOLD, JobState, explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
 from backends.watch.rows import local_cancel_text
 from backends.watch.slurm.accounting import QueryStopped, stoppable
@@ -455,6 +455,8 @@ class JobsScreen(ConsoleScreen):
         self.table.apply(changed, as_of)
         self.state_map.refresh()
         self.update_summary()
+        if self.view == "tasks-view":      # the task shown may just have been ended by Slurm
+            self.log_pane.note_end(self.slurm_end_note(self.selected_task()))
         if self.view in ("failures-view", "attempts-view") or self._columns == "usage":
             self.refresh_derived(later=True)
 
@@ -594,7 +596,7 @@ class JobsScreen(ConsoleScreen):
     def show_group_log(self, group) -> None:
         keys = [] if group is None else self.table.index.keys_of_values(group.values[:1])
         task = self.tasks[keys[0]] if keys else None
-        self.log_pane.show_task(task, self.not_run_note(task))   # the NOT_RUN group: no log will come
+        self.log_pane.show_task(task, self.not_run_note(task), self.slurm_end_note(task))   # NOT_RUN: no log
 
     @on(FailuresView.Chosen)
     @guarded
@@ -630,7 +632,7 @@ class JobsScreen(ConsoleScreen):
         target = "local" if task.job_id == "local" else slurm_target(task)
         cursor.update(shown(f"▸ value {task.value} · {target} · {self.table.index.names[event.key]}"
                             " · enter: show it in the table · m: back", "dim"))
-        self.log_pane.show_task(task, self.not_run_note(task))
+        self.log_pane.show_task(task, self.not_run_note(task), self.slurm_end_note(task))
 
     @on(StateMap.Chosen)
     @guarded
@@ -762,7 +764,17 @@ class JobsScreen(ConsoleScreen):
             self.show_group_log(self.failures_view.selected_group())
         elif self.view != "map-view":
             task = self.selected_task()
-            self.log_pane.show_task(task, self.not_run_note(task))
+            self.log_pane.show_task(task, self.not_run_note(task), self.slurm_end_note(task))
+
+    def slurm_end_note(self, task) -> str | None:
+        """`TIMEOUT by Slurm (l: its .err)` for the program log of a task Slurm ended: the log stops
+        mid-run without its `# Ended` line and, titled `following`, read like a task still running
+        (`hyperion-jobs logs` says the same on stderr)."""
+        state = None if task is None else getattr(self.table.state_of(task), "state", None)
+        if self.log_pane.source != "log" or state is None or not state.is_terminal or state in EXIT_TOLD \
+                or state is JobState.LOST or task.slurm_err is None:
+            return None
+        return f"{state.value} by Slurm (l: its .err)"
 
     def not_run_note(self, task) -> str | None:
         """For a value the table shows NOT_RUN, what `hyperion-jobs logs` says of it (the attempt that

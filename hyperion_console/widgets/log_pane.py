@@ -76,6 +76,7 @@ class LogPane(Vertical):
         self._pending_open: str | None = None   # the line still being written, as last read
         self._restart = False
         self._problem: str | None = None   # why the log cannot be read (shown in the title)
+        self.end_note: str | None = None   # the task ended by Slurm: its log stops mid-run
 
     def compose(self) -> ComposeResult:
         yield LogTitle(id="log-title")
@@ -91,12 +92,15 @@ class LogPane(Vertical):
     def cycle_source(self) -> None:
         self.source = LOG_SOURCES[(LOG_SOURCES.index(self.source) + 1) % len(LOG_SOURCES)]
 
-    def show_task(self, task, not_run: str | None = None) -> None:
+    def show_task(self, task, not_run: str | None = None, ended: str | None = None) -> None:
         """Point the pane at the task's chosen log; without one (or no task), show nothing.
-        `not_run`: why a task its ended local run never reached has none (nothing to wait for)."""
+        `not_run`: why a task its ended local run never reached has none (nothing to wait for);
+        `ended`: a note for the title when Slurm ended the task (its log stops mid-run)."""
         path = None if task is None or not_run else task_log_path(task, self.source)
         if path and path == self.path:
+            self.note_end(ended)
             return
+        self.end_note = ended
         self._stop.set()
         with self._lock:      # an old worker's last read must not land in the new file's buffer
             self.path = path
@@ -115,6 +119,12 @@ class LogPane(Vertical):
             self.update_title()
             self.follow(path, self._stop)
 
+    def note_end(self, note: str | None) -> None:
+        """Say in the title that Slurm ended the task shown (or no longer say it)."""
+        if note != self.end_note:
+            self.end_note = note
+            self.update_title()
+
     def update_title(self) -> None:
         if not self.path:
             return
@@ -124,6 +134,8 @@ class LogPane(Vertical):
             suffix = " · following"
         else:
             suffix = " · scrolled (End: follow)"
+        if self.end_note and not self._problem:
+            suffix = f" · {self.end_note}{suffix}"
         self.query_one("#log-title", LogTitle).show(f"log [{self.source}]: ", self.path, suffix)
 
     # -- reading (thread) ------------------------------------------------------------
