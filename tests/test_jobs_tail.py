@@ -532,9 +532,9 @@ def test_logs_follow_on_a_terminal_draws_a_coloured_bar_still_running_as_text(tm
     import select
     import time
 
-    from test_jobs_core import make_record
+    from test_jobs_core import NEVER_JOB, make_record
 
-    record = make_record(tmp_path)
+    record = make_record(tmp_path, job=NEVER_JOB)  # never ends: -f goes on
     log = Path(record.tasks[0].log)
     log.write_bytes(b"\x1b[1mepoch 1\x1b[0m\n\r\x1b[32m 10%|#         |\x1b[0m\x1b[K")
     master, slave = pty.openpty()
