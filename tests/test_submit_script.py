@@ -138,6 +138,7 @@ def test_coe_v100_gpu_array_argv():
     assert argv == [
         "sbatch", "--parsable", "--export=ALL", "--job-name=extract.JOB",
         "--output=/exp/xvector/log/q/slurm-%A_%a.out", "--error=/exp/xvector/log/q/slurm-%A_%a.err",
+        "--open-mode=append",
         "--array=1-100%10", "--cpus-per-task=2", "--mem=8G", "--time=168:00:00",
         "--nodes=1", "--ntasks-per-node=1", "--partition=gpu", "--gres=gpu:v100:1",
         "/exp/xvector/log/q/extract.JOB.sh",
@@ -151,7 +152,7 @@ def test_coe_v100_cpu_job_argv_uses_cpu_options_and_plain_slurm_files():
     argv = sbatch_argv(site, options, None, "exp/log/q/train.sh")
     assert argv == [
         "sbatch", "--parsable", "--export=ALL", "--job-name=train",
-        "--output=/exp/log/q/slurm-%j.out", "--error=/exp/log/q/slurm-%j.err",
+        "--output=/exp/log/q/slurm-%j.out", "--error=/exp/log/q/slurm-%j.err", "--open-mode=append",
         "--cpus-per-task=1", "--mem-per-cpu=2G", "--time=1:00:00",
         "--nodes=1", "--ntasks-per-node=1", "--partition=cpu", "exp/log/q/train.sh",
     ]

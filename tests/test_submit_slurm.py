@@ -537,7 +537,8 @@ def test_batch_script_and_record_follow_the_umask(slurm_cluster, test_site, cli_
 
 def test_a_task_slurm_runs_again_keeps_the_log_of_the_run_before(slurm_cluster, test_site, cli_env, tmp_path):
     """A requeued or preempted task: the batch script's `>` emptied the log at the restart, so the first
-    run's output was gone while `status` showed `(restart 1)`. Both runs are now in the log."""
+    run's output was gone while `status` showed `(restart 1)`. Both runs are now in the log, and Slurm's
+    q/slurm-JOB.err keeps its `CANCELLED ... DUE TO JOB REQUEUE` (sbatch's default truncated it)."""
     proc = start(test_site, "--output-file", "log/r.log", "--", "sh", "-c",
                  'echo "run ${SLURM_RESTART_COUNT:-0} output"; sleep 60', cwd=tmp_path, env=cli_env)
     log = tmp_path / "log" / "r.log"
@@ -551,6 +552,7 @@ def test_a_task_slurm_runs_again_keeps_the_log_of_the_run_before(slurm_cluster, 
         subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)   # not 120 s later
         wait_for(lambda: "run 1 output" in log.read_text(), what="the second run")
         lines = log.read_text().splitlines()
+        slurm_err = (tmp_path / "log" / "q" / f"slurm-{job}.err").read_text()
     finally:
         if record.exists():
             subprocess.run(["scancel", load_record(record).jobs[0].job_id])
@@ -560,6 +562,8 @@ def test_a_task_slurm_runs_again_keeps_the_log_of_the_run_before(slurm_cluster, 
     restarted = next(i for i, line in enumerate(lines) if line.startswith("# Restarted by Slurm (restart 1)"))
     assert lines[0].startswith("# Running: sh -c ") and first < restarted < lines.index("run 1 output")
     assert lines[restarted + 1].startswith("# Running: ") and lines[restarted + 2].startswith("# Started at ")
+    # Slurm's own file keeps why the first run ended: the restart reopened it, and it was emptied
+    assert f"JOB {job} ON " in slurm_err and "DUE TO JOB REQUEUE" in slurm_err, slurm_err
 
 
 def test_a_fifo_put_at_a_pending_tasks_log_does_not_hang_the_wait(slurm_cluster, test_site, cli_env, tmp_path):

@@ -72,6 +72,7 @@ def sbatch_argv(site: SiteConfig, options: SubmitOptions, window: Window | None,
         f"--job-name={log_stem(options.output_file)}",
         f"--output={slurm_file_pattern(options, 'out')}",
         f"--error={slurm_file_pattern(options, 'err')}",
+        "--open-mode=append",     # a requeue reopens them: truncated, the run before's reason was lost
         *array_option(options, window, throttle),
         *(["--hold"] if held else []),
         *request_options(options),
