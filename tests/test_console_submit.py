@@ -50,6 +50,8 @@ def core_error(argv: list[str]) -> str:
     ("output_file", "", "#output_file"),
     ("env", "1BAD=x", "#env"),
     ("env", "JOB=3", "#env"),                   # the array's own NAME
+    ("env", "SECONDS=30", "#env"),              # bash resets it in the batch script
+    ("env", "A=1 _=x", "#env"),
     ("env", "GREETING='hello", "#env"),
 ])
 def test_invalid_field_shows_the_cores_message_inline(tmp_path: Path, field: str, value: str,

@@ -186,6 +186,11 @@ CLI_CASES = [
     # bash sets $_ to the last argument of every command: on Slurm both tasks wrote one log, log/t._.log,
     # and ran with the batch script's own words as NAME (the local backend ran them right)
     ("array-name-underscore", ["--array", "_=1:2", "--output-file", "log/t._.log"], ["true"], "--array"),
+    # --env NAME bash sets, resets or refuses in the batch script: on Slurm the task got bash's value
+    # ($_ the script's last command, SECONDS a count, UID read-only), locally the typed one
+    *[(f"env-name-{name.lower()}", ["--env", f"{name}=5", "--output-file", "log/t.log"], ["true"], "--env")
+      for name in ("_", "SECONDS", "RANDOM", "LINENO", "BASHPID", "EPOCHSECONDS", "UID", "SHELLOPTS", "IFS",
+                   "POSIXLY_CORRECT", "SLURM_RESTART_COUNT", "HYPERION_SUBMIT_ARRAY_OFFSET", "_hyperion_log")],
     ("log-named-q", ["--output-file", "log/q"], ["true"], "--output-file"),
     ("array-value-2-63", ["--array", f"JOB={2 ** 63}", "--output-file", ARRAY_LOG], ["true"], "--array"),
     ("array-value-beyond-bound", ["--array", "JOB=1000000001", "--output-file", ARRAY_LOG], ["true"], "--array"),

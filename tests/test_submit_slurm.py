@@ -128,6 +128,28 @@ def test_percent_in_the_log_directory_is_not_a_slurm_pattern(slurm_cluster, test
     assert not (tmp_path / "run1").exists()
 
 
+def test_env_a_user_may_export_arrives_and_one_bash_resets_is_refused(slurm_cluster, test_site, cli_env,
+                                                                      tmp_path):
+    """--env SECONDS=5 (or _, RANDOM...) was exported in the bash batch script, where bash keeps its
+    own value: the task got another one than the local backend gave. It is refused before anything
+    is written; PATH, HOME, LANG and the user's own names reach the task as typed."""
+    log = tmp_path / "log" / "e.log"
+    path = f"/opt/hyperion-test-bin:{cli_env['PATH']}"
+    result = submit(test_site, "--output-file", str(log), "--env", f"PATH={path}", "--env", "HOME=/tmp/h-home",
+                    "--env", "LANG=C.UTF-8", "--env", "SHARDS=12", "--",
+                    "sh", "-c", 'printf "%s|%s|%s|%s\n" "$PATH" "$HOME" "$LANG" "$SHARDS"',
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    assert f"\n{path}|/tmp/h-home|C.UTF-8|12\n" in log.read_text()
+    for name in ("SECONDS", "_", "RANDOM", "LINENO", "BASHPID"):
+        refused = submit(test_site, "--output-file", str(tmp_path / "r" / "r.log"), "--env", f"{name}=5", "--",
+                         "sh", "-c", f'echo "${name}"', cwd=tmp_path, env=cli_env)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.startswith(f"hyperion-submit: error: --env: {name} is a variable bash sets")
+        assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+        assert not (tmp_path / "r").exists()
+
+
 def test_bytes_that_are_not_utf8_reach_the_task_as_they_were_given(slurm_cluster, test_site, cli_env, tmp_path):
     """A latin-1 file name in an argument or an --env value gave a traceback (the batch script was
     written as strict UTF-8) after the earlier log had been moved aside; local ran it. Such a byte

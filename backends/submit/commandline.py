@@ -17,6 +17,7 @@ from backends.errors import InputError
 from backends.printable import cut, printable, quoted
 from backends.submit.array import MAX_VALUES, SHELL_NAME, parse_array
 from backends.submit.config import KEYS, SiteConfig, load_site_text
+from backends.submit.env_names import check_env_name
 from backends.submit.model import BACKENDS, SubmitOptions
 from backends.submit.plan import validate_options
 from backends.submit.resources import MAX_GPUS, MAX_THREADS, check_count, check_memory, check_time
@@ -133,6 +134,7 @@ def _env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
         key, sep, value = item.partition("=")
         if not sep or not SHELL_NAME.match(key):
             raise InputError("--env", f"{quoted(item)} is not NAME=VALUE with a shell identifier NAME")
+        check_env_name(key)
         pairs.append((key, value))
     return tuple(pairs)
 

@@ -14,6 +14,7 @@ from backends.printable import cut, printable, quoted
 from backends.records.paths import log_stem, q_dir, record_path, window_script_path
 from backends.submit.array import MAX_VALUES
 from backends.submit.config import SiteConfig
+from backends.submit.env_names import check_env_name
 from backends.submit.model import (
     BACKENDS,
     PlannedTask,
@@ -82,6 +83,8 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
         check_count("--max-jobs-run", options.max_jobs_run, minimum=1, maximum=MAX_VALUES)
         if options.array is None:
             raise InputError("--max-jobs-run", "needs --array (it limits concurrently running array tasks)")
+    for name, _ in options.env:      # a record's env too (retry): bash would not pass these on
+        check_env_name(name)
     if options.array is not None and options.array.name in dict(options.env):
         raise InputError("--env", f"{cut(options.array.name)} is the array name; each task gets its own "
                          "value, so it cannot also be set for all tasks")
