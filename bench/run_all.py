@@ -26,6 +26,7 @@ SCRIPTS = [
     ("bench_sharding.py", [], ["--ids", "200000", "--shards", "20000", "--repeat", "2"], False),
     ("bench_console.py", ["--tasks", "1000", "--tasks", "10000", "--tasks", "100000"],
      ["--tasks", "1000", "--tasks", "10000", "--checkpoint-shards", "10000"], False),
+    ("bench_typing.py", [], ["--tasks", "20000", "--shards", "20000"], False),
     ("bench_queries.py", [], [], True),
     ("bench_return.py", [], ["--runs", "3"], True),
 ]

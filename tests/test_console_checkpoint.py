@@ -922,3 +922,37 @@ def test_retry_field_names_the_submit_screens_limit_with_no_checkpoint_either(tm
             return app.checkpoint_screen.query_one("#max-array-size").placeholder
 
     assert asyncio.run(scenario()) == "1001 (Submit screen's site file sites/site.yaml)"
+def test_typing_a_max_array_size_at_a_slow_plan_shows_keys_at_once_and_ends_with_the_final_plan(
+        tmp_path: Path, monkeypatch) -> None:
+    """At 100,000 shards every digit in max array size waited for the retry to be planned (80 ms a
+    key). A slow plan now waits for the keys to pause, the tab saying so meanwhile; then its windows
+    are the plan of the value typed last; ctrl+r right after the keys asks about that value."""
+    import hyperion_console.screens.checkpoint as checkpoint_module
+
+    monkeypatch.setattr(checkpoint_module, "SLOW_RETRY", 0.0, raising=False)   # as a 100,000-shard plan
+    checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            screen = app.checkpoint_screen
+            summary = screen.query_one("#retry-summary")
+            await wait_for(pilot, lambda: text_of(summary).startswith("missing 3,8-12"), 10)
+            screen.query_one("#ckpt-tabs").active = "tab-retry"
+            screen.query_one("#max-array-size").focus()
+            await pilot.press("1", "2")
+            assert text_of(summary).startswith("updating…") and screen.plan is None
+            await wait_for(pilot, lambda: not screen.updating, 10)
+            windows = screen.query_one("#retry-windows")
+            rows = [" ".join(table_column(windows, c)[i] for c in ("array", "offset", "minimum", "total"))
+                    for i in range(windows.row_count)]
+            assert rows == format_fields(plan_retry(checkpoint, 12))
+            assert text_of(summary).startswith("missing 3,8-12") and screen.plan.max_array_size == 12
+            await pilot.press("backspace", "ctrl+r")            # 1, asked before any pause
+            await wait_for(pilot, lambda: any("original submit record" in n for n in notifications(app)), 10)
+            assert screen.plan.max_array_size == 1 and not screen.updating      # planned at the key
+            assert text_of(summary).startswith("missing 3,8-12")
+            assert format_fields(plan_retry(checkpoint, 1)) != rows
+
+    asyncio.run(scenario())

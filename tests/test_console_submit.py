@@ -715,3 +715,87 @@ def test_a_site_folder_of_hostile_size_is_looked_at_only_so_far(tmp_path: Path) 
         (tmp_path / f"s{number:03}.yaml").write_text("")
     assert len(site_files(tmp_path, max_entries=10)) == 10
     assert len(site_files(tmp_path)) == 100 and MAX_SITE_ENTRIES >= 1000
+def core_preview(form) -> tuple[str, str]:
+    """The command line and dry-run text the core gives for `form`, as the preview shows them."""
+    from backends.submit.plan import describe_plan, submit_argv
+    from hyperion_console.screens.submit import preview_text
+
+    site, options = parse_submit_argv(form_argv(form), pipes=False)
+    text = preview_text(describe_plan(build_plan(site, options)))
+    return "$ " + shlex.join(["hyperion-submit", *submit_argv(options)]), str(text)
+
+
+def test_typing_at_a_big_array_shows_each_key_at_once_and_ends_with_the_final_preview(tmp_path: Path) -> None:
+    """With --array JOB=1:100000 every key in the form waited for the core to plan 100,000 tasks (0.4 s
+    and more per key). Now the keys show at once, the preview says it is out of date while they come,
+    and once they pause it is the core's preview of what was typed last, never of a form before."""
+    import time as clock
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="slurm", output_file=str(tmp_path / "log" / "t.JOB.log"), command="echo JOB",
+                 array="JOB=1:100000")
+            await wait_for(pilot, lambda: screen.plan is not None and len(screen.plan.tasks) == 100_000
+                           and not getattr(screen, "updating", False), 60)
+            started = clock.perf_counter()
+            build_plan(*parse_submit_argv(form_argv(screen.form()), pipes=False))
+            one_plan = clock.perf_counter() - started
+            field = screen.query_one("#command")
+            field.focus()
+            await pilot.pause()
+            field.cursor_position = len(field.value)
+            started = clock.perf_counter()
+            await pilot.press(*" --part JOB")
+            typing = clock.perf_counter() - started
+            assert field.value == "echo JOB --part JOB"
+            assert typing < one_plan, f"11 keys took {typing:.2f} s, one plan {one_plan:.2f} s"
+            assert str(screen.query_one("#submit-error").content).startswith("updating…")
+            assert screen.plan is None            # the plan of "echo JOB" is not the form's any more
+            await wait_for(pilot, lambda: not screen.updating, 60)
+            command, preview = core_preview(screen.form())
+            assert str(screen.query_one("#submit-error").content) == "✓ valid"
+            assert str(screen.query_one("#submit-command").content) == command
+            assert command.endswith("echo JOB --part JOB")
+            assert str(screen.query_one("#submit-preview").content) == preview
+            assert screen.plan.argv[-4:] == ("echo", "JOB", "--part", "JOB")
+            assert posted(seen, PreviewUpdated)[-1].command_line == command.removeprefix("$ ")
+            await pilot.press("backspace", "backspace", "backspace", "x")     # an error once the keys pause
+            await wait_for(pilot, lambda: not screen.updating, 60)
+            assert str(screen.query_one("#submit-command").content).endswith("echo JOB --part x")
+
+    asyncio.run(scenario())
+
+
+def test_submit_right_after_typing_submits_what_was_typed_last(tmp_path: Path, monkeypatch) -> None:
+    """ctrl+s before the keys pause (the preview still of the form before them) submits the form as
+    typed: the plan is made again at the key, never taken from the out-of-date preview."""
+    import hyperion_console.screens.submit as submit_module
+
+    monkeypatch.setattr(submit_module, "SLOW_PREVIEW", 0.0, raising=False)    # every form waits for a pause
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="local", output_file=str(tmp_path / "log" / "t.JOB.log"), array="JOB=1:2",
+                 command="sh -c 'echo typed-JOB")
+            field = screen.query_one("#command")
+            field.focus()
+            await pilot.pause()
+            field.cursor_position = len(field.value)
+            await pilot.press(*"-last'", "ctrl+s")
+            assert isinstance(app.screen, ConfirmScreen)
+            assert "typed-JOB-last" in app.screen.detail
+            await pilot.press("y")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 20)
+            await wait_for(pilot, lambda: (tmp_path / "log" / "t.2.log").exists()
+                           and "# Ended" in (tmp_path / "log" / "t.2.log").read_text(), 30)
+            (requested,) = posted(seen, SubmitRequested)
+            assert list(requested.argv[-3:]) == ["sh", "-c", "echo typed-JOB-last"]
+            assert "\ntyped-2-last\n" in (tmp_path / "log" / "t.2.log").read_text()
+
+    asyncio.run(scenario())

@@ -14,6 +14,11 @@ from ..shown import tell
 # Textual's default palette icon (U+2B58) is missing from Fira Code, the font of the SVG
 # screenshots, and from many terminal fonts; U+2261 is in Fira Code, DejaVu and Liberation Mono.
 HEADER_ICON = "\u2261"
+# A form whose plan (Submit's preview, Checkpoint's retry windows) took the core longer than this is
+# planned again once the keys pause for TYPING_PAUSE, not at every key: each key must show at once
+# (50 ms is three frames), and JOB=1:100000 took 0.4 s and more per key. A quicker one, at every key.
+SLOW_TO_PLAN = 0.05
+TYPING_PAUSE = 0.25
 
 
 def console_header() -> Header:

@@ -43,7 +43,7 @@ from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
 from ..widgets.field import Field
-from .base import ConsoleScreen, console_footer, console_header
+from .base import SLOW_TO_PLAN, TYPING_PAUSE, ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
 
 MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
@@ -147,6 +147,10 @@ def failed_cells(record: FailedRecord, details_cell: int = DETAILS_CELL,
     return {**cells, "recorded": shown(when, style), "details": shown(_cell(details, details_cell), style)}
 
 
+SLOW_RETRY = SLOW_TO_PLAN      # the benches set it to infinity: the code before, a plan at every key
+UPDATING = "updating… (the windows below are of the value before your last keys)"
+
+
 class CheckpointScreen(ConsoleScreen):
     SUB_TITLE = "Checkpoint"
     BINDINGS = [
@@ -169,6 +173,8 @@ class CheckpointScreen(ConsoleScreen):
         self._read_started = 0.0
         self._confirm_after_read = False          # ctrl+r: ask once the checkpoint is read
         self._ticker: Timer | None = None          # the seconds of the read under way, shown
+        self._pause: Timer | None = None           # plans the retry once the keys pause
+        self._retry_seconds = 0.0                  # how long the last retry plan took
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -410,12 +416,36 @@ class CheckpointScreen(ConsoleScreen):
     @on(Input.Changed, "#record-path")
     @guarded
     def _retry_input_changed(self) -> None:
-        self.refresh_retry()
+        """A quick plan at once; a slow one once the keys pause, the plan before dropped meanwhile
+        (Resubmit reads the checkpoint and plans the field's value again anyway)."""
+        if self._retry_seconds < SLOW_RETRY and self._pause is None:
+            self.refresh_retry()
+            return
+        self.plan = None
+        self.query_one("#retry-summary", Static).update(Text(UPDATING, style="yellow"))
+        if self._pause is not None:
+            self._pause.stop()
+        self._pause = self.set_timer(TYPING_PAUSE, self.refresh_retry)
+
+    @property
+    def updating(self) -> bool:
+        """A key in the Retry tab's fields waits for the keys to pause to be planned."""
+        return self._pause is not None
 
     @guarded
     def refresh_retry(self) -> None:
         """Plan the retry as `hyperion-checkpoint retry` does, from the coverage on screen (a keystroke
         in a field must not read 100,000 manifests again), and show its windows and commands."""
+        if self._pause is not None:                # planned now, of the fields as they are
+            self._pause.stop()
+            self._pause = None
+        started = time.perf_counter()
+        try:
+            self._plan_retry()
+        finally:
+            self._retry_seconds = time.perf_counter() - started
+
+    def _plan_retry(self) -> None:
         summary = self.query_one("#retry-summary", Static)
         windows = self.query_one("#retry-windows", DataTable)
         commands = self.query_one("#retry-commands", Static)

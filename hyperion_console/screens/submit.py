@@ -1,35 +1,34 @@
 """Submit screen: a form over hyperion-submit's portable options with a live dry-run preview.
 
-Every keystroke re-runs the core's own parse_submit_argv + build_plan on the
-form's argv; the preview is describe_plan's text (what --dry-run prints) and the
-equivalent command line is submit_argv's.
+Every change re-runs the core's own parse_submit_argv + build_plan on the form's
+argv (preview.py): at once when the core is quick, in a worker once the keys
+pause when it is slow (a big array), so each key shows at once; the preview is
+describe_plan's text (what --dry-run prints) and the equivalent command line is
+submit_argv's. Submitting plans the form as it is at that moment.
 """
 from __future__ import annotations
 
 import os
-import shlex
 from collections import Counter
 from pathlib import Path
 
 from rich.text import Text
 from textual import events, on, work
+from textual.timer import Timer
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from backends.submit.commandline import parse_submit_argv
-from backends.submit.plan import build_plan, describe_plan, submit_argv
-
-from ..errors import describe_error, guarded
-from ..form import FormValues, field_of_error, form_argv
+from ..errors import guarded
+from ..form import FormValues
 from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
-from ..sbatch_env import ignored_sbatch_line
+from ..preview import MAX_PREVIEW_LINES, Preview, build_preview, preview_text  # noqa: F401 (re-exported)
 from ..shown import shown, tell
 from ..widgets.field import Field
-from .base import ConsoleScreen, console_footer, console_header
+from .base import SLOW_TO_PLAN, TYPING_PAUSE, ConsoleScreen, console_footer, console_header
 from .confirm import ConfirmScreen
 
 TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -45,20 +44,8 @@ TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-# Textual wraps every line of a Static again at each keystroke: the 100,000 task log lines of
-# JOB=1:100000 took 4 s per key typed anywhere in the form. 2000 lines hold ~15 windows' scripts.
-MAX_PREVIEW_LINES = 2000
-
-
-def preview_text(preview: str, limit: int = MAX_PREVIEW_LINES) -> Text:
-    """The dry run's text, its first `limit` lines when longer, and how many lines are left out."""
-    lines = preview.splitlines(keepends=True)
-    if len(lines) <= limit:
-        return shown(preview, layout=True)
-    text = shown("".join(lines[:limit]), layout=True)
-    text.append(f"… {len(lines) - limit} more lines: the command above with --dry-run prints them all",
-                style="dim")
-    return text
+SLOW_PREVIEW = SLOW_TO_PLAN     # the benches set it to infinity: the code before, a plan at every key
+UPDATING = "updating… (the preview below is of the form before your last keys)"
 
 
 # A site folder is a handful of files; one of hostile size (a million entries, a mistyped --cfg-dir
@@ -119,6 +106,11 @@ class SubmitScreen(ConsoleScreen):
         self._listing: Worker | None = None   # the periodic look at the site folder
         self._asking: ConfirmScreen | None = None   # the confirmation shown, until its answer is acted on
         self._announced = False   # the submission being sent has its record (the Jobs screen opens it)
+        self._generation = 0                   # bumped at every change: only its preview is shown
+        self._pause: Timer | None = None       # rebuilds the preview once the keys pause
+        self._building = False                 # a worker plans the form (see SLOW_PREVIEW)
+        self._seconds = 0.0                    # how long the last preview took the core
+        self._planned: FormValues | None = None   # the form of the preview shown or being built
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -172,6 +164,7 @@ class SubmitScreen(ConsoleScreen):
 
     def on_mount(self) -> None:
         self.refresh_preview()
+        self._seconds = 0.0    # the first plan also loaded jsonargparse (60 ms): not what a key costs
         self.set_interval(SITES_CHECK_SECONDS, self._check_sites)
 
     def _check_sites(self) -> None:
@@ -216,49 +209,88 @@ class SubmitScreen(ConsoleScreen):
                           mem_scope=str(scope), **values)
 
     def set_field(self, field: str, value: str) -> None:
-        """Fill one field (tests and the palette use it as a user would type)."""
+        """Fill one field (tests and the palette use it), planned at once: nobody types it key by key."""
         widget = self.query_one(f"#{field}")
         if isinstance(widget, Select):
             widget.value = value
         else:
             widget.value = value
+        self.refresh_preview()
 
     @on(Input.Changed)
     @on(Select.Changed)
     def _changed(self) -> None:
-        self.refresh_preview()
+        """A quick form is planned at once; a slow one once the keys pause, in a worker, and the
+        preview is marked out of date until then (a plan of the form before is never used)."""
+        if not self.updating and self.form() == self._planned:    # already planned (set_field, mount)
+            return
+        self._generation += 1
+        if self._seconds < SLOW_PREVIEW and self._pause is None and not self._building:
+            self.refresh_preview()
+            return
+        self.plan, self.argv = None, None
+        self.query_one("#submit-error", Static).update(Text(UPDATING, style="yellow"))
+        if self._pause is not None:
+            self._pause.stop()
+        self._pause = self.set_timer(TYPING_PAUSE, self._keys_paused)
+
+    @property
+    def updating(self) -> bool:
+        """The form changed since the preview on screen was built (it is being rebuilt)."""
+        return self._pause is not None or self._building
+
+    def _keys_paused(self) -> None:
+        self._pause = None
+        self._building = True
+        self._planned = self.form()
+        self.build_in_worker(self._planned, self._generation)
+
+    @work(thread=True, exclusive=True, group="preview", exit_on_error=False, name="preview failed")
+    def build_in_worker(self, form: FormValues, generation: int) -> None:
+        """The core plans the form off the interface thread; a newer change drops the result."""
+        preview = build_preview(form)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._built, preview, generation)
+
+    def _built(self, preview: Preview, generation: int) -> None:
+        if generation != self._generation:     # keys came after it: their own pause builds theirs
+            return
+        self._building = False
+        self.show_preview(preview)
 
     def refresh_preview(self) -> None:
-        """Plan the form through the core; show its preview or its one-line error."""
+        """Plan the form as it is now through the core, here, and show it (a rebuild under way or
+        waiting for the keys to pause is dropped: this one is of the latest form)."""
+        self._generation += 1
+        if self._pause is not None:
+            self._pause.stop()
+            self._pause = None
+        self._building = False
+        self._planned = self.form()
+        self.show_preview(build_preview(self._planned))
+
+    def show_preview(self, preview: Preview) -> None:
+        """The core's preview of the form, or its one-line error with the field marked."""
+        self._seconds = preview.seconds
         for widget in self.query(".invalid"):
             widget.remove_class("invalid")
         error_box = self.query_one("#submit-error", Static)
-        try:
-            argv = form_argv(self.form())
-            _, options = parse_submit_argv(argv, pipes=False)
-            plan = build_plan(_, options)
-            command = shlex.join(["hyperion-submit", *submit_argv(options)])
-            preview = describe_plan(plan)
-            ignored = ignored_sbatch_line(options.backend)
-            if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too
-                preview = f"{ignored}\n{preview}"
-        except Exception as exc:  # InputError and the like: shown, never raised
+        if preview.error is not None or preview.plan is None:
             self.plan, self.argv = None, None
-            message = describe_error(exc)
+            message = preview.error or "no plan"
             error_box.update(shown(message, "bold red"))
             self.query_one("#submit-command", Static).update("")
             self.query_one("#submit-preview", Static).update(
                 Text("(no preview until the form is valid)", style="dim"))
-            field = field_of_error(exc)
-            if field:
-                self.query_one(f"#{field}").add_class("invalid")
+            if preview.field:
+                self.query_one(f"#{preview.field}").add_class("invalid")
             self.post_message(PreviewUpdated(None, message))
             return
-        self.plan, self.argv = plan, argv
+        self.plan, self.argv = preview.plan, list(preview.argv or ())
         error_box.update(Text("✓ valid", style="green"))
-        self.query_one("#submit-command", Static).update(shown("$ " + command, "bold"))
-        self.query_one("#submit-preview", Static).update(preview_text(preview))
-        self.post_message(PreviewUpdated(command, None))
+        self.query_one("#submit-command", Static).update(shown("$ " + preview.command, "bold"))
+        self.query_one("#submit-preview", Static).update(preview.text or "")
+        self.post_message(PreviewUpdated(preview.command, None))
 
     @on(Button.Pressed, "#submit-button")
     @on(Input.Submitted)

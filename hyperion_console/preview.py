@@ -1,0 +1,70 @@
+"""The Submit form's dry-run preview, built from a snapshot of the form by the core alone.
+
+Kept off the screen so it can run in a worker thread: at ``--array JOB=1:100000``
+the core plans for 0.4 s and more, and the form must show each key at once.
+Pure but for what build_plan reads on disk (the site file, the logs' folders).
+"""
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.model import SubmitPlan
+from backends.submit.plan import build_plan, describe_plan, submit_argv
+
+from .errors import describe_error
+from .form import FormValues, field_of_error, form_argv
+from .sbatch_env import ignored_sbatch_line
+from .shown import shown
+
+# Textual wraps every line of a Static again at each keystroke: the 100,000 task log lines of
+# JOB=1:100000 took 4 s per key typed anywhere in the form. 2000 lines hold ~15 windows' scripts.
+MAX_PREVIEW_LINES = 2000
+
+
+def preview_text(preview: str, limit: int = MAX_PREVIEW_LINES) -> Text:
+    """The dry run's text, its first `limit` lines when longer, and how many lines are left out."""
+    lines = preview.splitlines(keepends=True)
+    if len(lines) <= limit:
+        return shown(preview, layout=True)
+    text = shown("".join(lines[:limit]), layout=True)
+    text.append(f"… {len(lines) - limit} more lines: the command above with --dry-run prints them all",
+                style="dim")
+    return text
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What the core says about one state of the form: its plan, or its one-line error."""
+
+    form: FormValues
+    argv: tuple[str, ...] | None = None      # the hyperion-submit argv (no program name); None: invalid
+    plan: SubmitPlan | None = None
+    command: str = ""                        # `hyperion-submit ...` as one shell line
+    text: Text | None = None                 # the dry run's text, as the preview shows it
+    error: str | None = None
+    field: str | None = None                 # the form field the error names
+    seconds: float = 0.0                     # how long the core took: a slow form is planned in a worker
+
+
+def build_preview(form: FormValues) -> Preview:
+    """Plan `form` through the core exactly as `hyperion-submit --dry-run` would; never raises."""
+    started = time.perf_counter()
+    try:
+        argv = form_argv(form)
+        site, options = parse_submit_argv(argv, pipes=False)
+        plan = build_plan(site, options)
+        command = shlex.join(["hyperion-submit", *submit_argv(options)])
+        preview = describe_plan(plan)
+        ignored = ignored_sbatch_line(options.backend)
+        if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too
+            preview = f"{ignored}\n{preview}"
+        text = preview_text(preview)
+    except Exception as exc:  # InputError and the like: shown, never raised
+        return Preview(form, error=describe_error(exc), field=field_of_error(exc),
+                       seconds=time.perf_counter() - started)
+    return Preview(form, tuple(argv), plan, command, text, seconds=time.perf_counter() - started)
