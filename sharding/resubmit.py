@@ -140,20 +140,21 @@ def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = Non
     return dataclasses.replace(base, array=ArraySpec(_array_name(record, shown), plan.missing), env=env)
 
 
-def record_array_limit(record: SubmitRecord | None) -> ArrayLimit:
+def record_array_limit(record: SubmitRecord | None, pipes: bool = True) -> ArrayLimit:
     """The limit a Resubmit with `record` windows by when none is given: its site file's, which
     `hyperion-checkpoint retry --submit RECORD` applies too (the console previews it)."""
-    return NO_LIMIT if record is None or not record.cfg else site_array_limit(record.cfg)
+    return NO_LIMIT if record is None or not record.cfg else site_array_limit(record.cfg, pipes)
 
 
-def retry_array_limit(record: SubmitRecord | None, site: str = "") -> ArrayLimit:
+def retry_array_limit(record: SubmitRecord | None, site: str = "", pipes: bool = True) -> ArrayLimit:
     """The limit a retry's windows start from: the record's site file's, which a Resubmit applies;
     without a record, the site file `site` the user is about to submit with (the console's Submit
     screen selection), as `hyperion-checkpoint retry --cfg SITE` applies it. Planning windows with
-    no limit while the cluster's is known names array indices sbatch refuses."""
+    no limit while the cluster's is known names array indices sbatch refuses. `pipes=False` (the
+    console, planning at every key): a FIFO is refused at once, never waited for."""
     if record is not None:
-        return record_array_limit(record)
-    return site_array_limit(site) if site else NO_LIMIT
+        return record_array_limit(record, pipes)
+    return site_array_limit(site, pipes) if site else NO_LIMIT
 
 
 @dataclass(frozen=True)

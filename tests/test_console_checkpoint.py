@@ -922,6 +922,49 @@ def test_retry_field_names_the_submit_screens_limit_with_no_checkpoint_either(tm
             return app.checkpoint_screen.query_one("#max-array-size").placeholder
 
     assert asyncio.run(scenario()) == "1001 (Submit screen's site file sites/site.yaml)"
+
+
+def test_a_submit_site_become_a_fifo_never_freezes_the_checkpoint_screen(tmp_path: Path, monkeypatch) -> None:
+    """The Submit screen keeps its chosen site listed once the file is gone; replaced by a FIFO a
+    writer holds open and sends nothing to, the Checkpoint screen read it as a pipe for the retry
+    limit: the console froze 10 s on entering the screen and at every key in max array size. It is
+    refused at once, as the Submit preview refuses it, and the field says none."""
+    import subprocess
+    import time
+
+    sites = tmp_path / "sites"
+    sites.mkdir()
+    site = sites / "site.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    writer = None
+
+    async def scenario() -> tuple[float, str]:
+        nonlocal writer
+        app = make_app(cfg_dir=sites, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            site.unlink()
+            os.mkfifo(site)
+            writer = subprocess.Popen(["sh", "-c", f"exec sleep 60 > '{site}'"])
+            started = time.monotonic()
+            await pilot.press("3")
+            await pilot.pause()
+            app.checkpoint_screen.query_one("#max-array-size").focus()
+            await pilot.press("5")
+            await pilot.pause()
+            return time.monotonic() - started, app.checkpoint_screen.query_one("#max-array-size").placeholder
+
+    try:
+        took, placeholder = asyncio.run(scenario())
+    finally:
+        if writer is not None:
+            writer.kill()
+            writer.wait()
+    assert took < 8, f"the screen and one key took {took:.1f} s"   # a read of the FIFO alone waits 10 s
+    assert placeholder == "none"
+
+
 def test_typing_a_max_array_size_at_a_slow_plan_shows_keys_at_once_and_ends_with_the_final_plan(
         tmp_path: Path, monkeypatch) -> None:
     """At 100,000 shards every digit in max array size waited for the retry to be planned (80 ms a

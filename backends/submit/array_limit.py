@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from backends.submit.config import load_site
+from backends.submit.config import load_site_text
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,11 @@ def shown_path(path: str) -> str:
     return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
-def site_array_limit(cfg: str) -> ArrayLimit:
+def site_array_limit(cfg: str, pipes: bool = True) -> ArrayLimit:
     """The site file's max_array_size; InputError when the site file cannot be read (a limit
-    silently dropped would plan windows the cluster refuses)."""
-    site = load_site(cfg)
+    silently dropped would plan windows the cluster refuses). Without `pipes` a FIFO is refused at
+    once: the console reads only files (a FIFO a writer holds open froze it 10 s a key)."""
+    site = load_site_text(cfg, pipes)[0]
     return ArrayLimit(site.max_array_size, site.shown or site.path)
 
 

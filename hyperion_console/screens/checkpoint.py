@@ -251,9 +251,9 @@ class CheckpointScreen(ConsoleScreen):
         record_text = self.query_one("#record-path", Input).value.strip()
         try:
             if record_text:
-                return retry_array_limit(cached_record(os.path.abspath(record_text)))
-            site = self.app.submit_screen.selected_site()
-            return replace(retry_array_limit(None, site), kind="Submit screen's site file")
+                return retry_array_limit(cached_record(os.path.abspath(record_text)), pipes=False)
+            site = self.app.submit_screen.selected_site()     # a FIFO (files only here) is refused at once
+            return replace(retry_array_limit(None, site, pipes=False), kind="Submit screen's site file")
         except Exception:
             return NO_LIMIT
 
