@@ -71,6 +71,14 @@ TERMINAL = frozenset({
 # showed as "TIMEOUT exit 0" in one view and "0 sig 15" in another; the state says what happened.
 EXIT_TOLD = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.SPECIAL_EXIT})
 
+
+def ended_by_slurm(state: "JobState | None") -> bool:
+    """Slurm ended the task, not its program (TIMEOUT, CANCELLED, OUT_OF_MEMORY, NODE_FAIL, ...):
+    its log stops mid-run without its `# Ended` line and Slurm's reason is in q/.err. Not LOST
+    (nobody knows how it ended). One rule for `hyperion-jobs logs`' stderr note and the console's
+    log pane title, which each wrote it out."""
+    return state is not None and state.is_terminal and state not in EXIT_TOLD and state is not JobState.LOST
+
 # Ends after which Slurm may run the task again (JobRequeue, --requeue, PreemptMode=REQUEUE):
 # such a state from accounting is final only once the controller no longer lists the task
 # as alive (it then shows PENDING/REQUEUED with a higher restart count instead).

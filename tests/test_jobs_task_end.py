@@ -94,3 +94,19 @@ def test_follow_reads_what_the_ended_task_left_then_stops(tmp_path, capsys, out,
     err = capsys.readouterr().err
     assert err.splitlines() == ["hyperion-jobs: accounting (sacct) not answering",
                                 "hyperion-jobs: task 4711_7 ended FAILED (exit 3); stopped following"]
+
+
+def test_one_rule_says_slurm_ended_a_task_for_logs_and_the_console() -> None:
+    """`hyperion-jobs logs`' stderr note and the console log pane's title each wrote out which ends
+    are Slurm's (not the program's); both now ask backends.states.ended_by_slurm."""
+    from backends.cli.jobs.commands import slurm_ended_note
+    from backends.states import JobState, ended_by_slurm
+
+    slurms = {s for s in JobState if ended_by_slurm(s)}
+    assert {JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL} <= slurms
+    assert not slurms & {JobState.COMPLETED, JobState.FAILED, JobState.SPECIAL_EXIT, JobState.LOST,
+                         JobState.RUNNING, JobState.PENDING}
+    assert not ended_by_slurm(None)
+    for state in JobState:
+        noted = slurm_ended_note("r:1", state.value, "q/slurm-1_1.err", program_log=True) is not None
+        assert noted == (state in slurms), state

@@ -27,7 +27,7 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
 from backends.records.history import History, load_history
-from backends.states import EXIT_TOLD, JobState, explain_reason, never_runs
+from backends.states import ended_by_slurm, explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
 from backends.watch.rows import local_cancel_text
 from backends.watch.slurm.accounting import QueryStopped, stoppable
@@ -771,8 +771,7 @@ class JobsScreen(ConsoleScreen):
         mid-run without its `# Ended` line and, titled `following`, read like a task still running
         (`hyperion-jobs logs` says the same on stderr)."""
         state = None if task is None else getattr(self.table.state_of(task), "state", None)
-        if self.log_pane.source != "log" or state is None or not state.is_terminal or state in EXIT_TOLD \
-                or state is JobState.LOST or task.slurm_err is None:
+        if self.log_pane.source != "log" or not ended_by_slurm(state) or task.slurm_err is None:
             return None
         return f"{state.value} by Slurm (l: its .err)"
 

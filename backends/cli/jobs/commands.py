@@ -259,14 +259,13 @@ def slurm_ended_note(task: str, ended: str | None, slurm_err: str | None, progra
 
     Slurm kills the batch script with the program, so such a log mostly stops mid-run without
     its `# Ended` line and reads like a task still running or hung; Slurm's reason is in q/.err."""
-    from backends.states import EXIT_TOLD, JobState
+    from backends.states import JobState, ended_by_slurm
 
     try:
         state = JobState(ended) if ended is not None else None
     except ValueError:
         return None
-    if not program_log or slurm_err is None or state is None or not state.is_terminal \
-            or state in EXIT_TOLD or state is JobState.LOST:
+    if not program_log or slurm_err is None or state is None or not ended_by_slurm(state):
         return None
     again = f" --attempt {attempt}" if attempt is not None else ""
     return printable(f"hyperion-jobs: {task} ended {state.value} (Slurm ended it, not the program); "
