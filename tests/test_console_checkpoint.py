@@ -148,6 +148,7 @@ def test_a_record_without_details_says_why_in_its_row_as_failed_does(tmp_path: P
 
     asyncio.run(scenario())
 
+
 def test_retry_preview_follows_the_max_array_size_field(tmp_path: Path) -> None:
     checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
 

@@ -174,10 +174,10 @@ class SubmitScreen(ConsoleScreen):
             self._listing = self.list_sites()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """About to pick a site: a file written meanwhile in another terminal is listed now, before
-        the list opens (a bounded look at the folder, see site_files)."""
-        if event.widget.id == "cfg":
-            self.show_sites(site_files(self.cfg_dir))
+        """About to pick a site: a file written meanwhile in another terminal is listed now, in a
+        worker as the timer's look (a hung NFS folder froze the console at the focus)."""
+        if event.widget.id == "cfg" and (self._listing is None or self._listing.is_finished):
+            self._listing = self.list_sites()
 
     @work(thread=True, group="sites", exit_on_error=False)
     def list_sites(self) -> None:
