@@ -716,6 +716,8 @@ def test_a_site_folder_of_hostile_size_is_looked_at_only_so_far(tmp_path: Path) 
         (tmp_path / f"s{number:03}.yaml").write_text("")
     assert len(site_files(tmp_path, max_entries=10)) == 10
     assert len(site_files(tmp_path)) == 100 and MAX_SITE_ENTRIES >= 1000
+
+
 def core_preview(form) -> tuple[str, str]:
     """The command line and dry-run text the core gives for `form`, as the preview shows them."""
     from backends.submit.plan import describe_plan, submit_argv
