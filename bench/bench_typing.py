@@ -143,26 +143,29 @@ async def measure_checkpoint(path: str, keys: int, interval: float, old: bool) -
 
     if old:
         checkpoint_module.SLOW_RETRY = float("inf")
-    app = make_app(cfg_dir=REPO / "conf", checkpoint=path, search_dirs=[])
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.checkpoint_screen
-        await until(lambda: screen.coverage is not None and not screen.reading)
-        await pilot.press("right", "right")
-        field = screen.query_one("#max-array-size")
-        field.focus()
-        await pilot.pause(0.5)
-        field.cursor_position = len(field.value)
-        await pilot.pause(0.5)
-        frames = Frames(app, lambda: field)
-        typed = "".join("123456789"[i % 9] for i in range(min(keys, 6)))     # at most 4000001
-        delays, last = await type_keys(app, frames, typed, interval)
-        expected = int(typed)
-        await until(lambda: screen.plan is not None and screen.plan.max_array_size == expected)
-        count = len(frames.seen)
-        shown_at = await until(lambda: len(frames.seen) > count)
-        return {"ckpt_key_to_echo_median": statistics.median(delays),
-                "ckpt_key_to_echo_max": max(delays),
-                "ckpt_last_key_to_final": shown_at - last}
+    # no site file, so the field starts at none and the plan is of the size typed: the Submit
+    # screen's site file (conf/submit_test_cluster.yaml, max_array_size 1001) would cap it
+    with tempfile.TemporaryDirectory(prefix="bench-typing-cfg-") as no_sites:
+        app = make_app(cfg_dir=no_sites, checkpoint=path, search_dirs=[])
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.checkpoint_screen
+            await until(lambda: screen.coverage is not None and not screen.reading)
+            await pilot.press("right", "right")
+            field = screen.query_one("#max-array-size")
+            field.focus()
+            await pilot.pause(0.5)
+            field.cursor_position = len(field.value)
+            await pilot.pause(0.5)
+            frames = Frames(app, lambda: field)
+            typed = "".join("123456789"[i % 9] for i in range(min(keys, 6)))     # at most 4000001
+            delays, last = await type_keys(app, frames, typed, interval)
+            expected = int(typed)
+            await until(lambda: screen.plan is not None and screen.plan.max_array_size == expected)
+            count = len(frames.seen)
+            shown_at = await until(lambda: len(frames.seen) > count)
+            return {"ckpt_key_to_echo_median": statistics.median(delays),
+                    "ckpt_key_to_echo_max": max(delays),
+                    "ckpt_last_key_to_final": shown_at - last}
 
 
 def run_one(*argv: str) -> dict[str, float]:
