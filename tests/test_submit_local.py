@@ -139,6 +139,16 @@ def test_one_gpu_runs_the_command_directly(tmp_path, cli_env):
     assert (tmp_path / "t.log").read_text().splitlines()[0].startswith(f"# Running: {PY} -c")
 
 
+def test_env_cuda_visible_devices_is_the_users_choice_locally(tmp_path, cli_env):
+    """Slurm refuses --env CUDA_VISIBLE_DEVICES (it sets it for its allocation); on the user's own
+    machine there is no allocation, so the value given reaches the task."""
+    result = submit(tmp_path, {**cli_env, "CUDA_VISIBLE_DEVICES": "3"}, "--num-gpus", "1",
+                    "--env", "CUDA_VISIBLE_DEVICES=0", "--output-file", "t.log", "--",
+                    "sh", "-c", 'echo "cuda=$CUDA_VISIBLE_DEVICES"')
+    assert result.returncode == 0, result.stderr
+    assert body(tmp_path / "t.log") == ["cuda=0"]
+
+
 def test_dry_run_prints_commands_and_touches_nothing(tmp_path, cli_env):
     result = submit(tmp_path, cli_env, "--dry-run", "--num-gpus", "4", "--array", "JOB=1:2",
                     "--output-file", "log/t.JOB.log", "--", "train", "--part", "JOB")

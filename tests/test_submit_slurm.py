@@ -150,6 +150,30 @@ def test_env_a_user_may_export_arrives_and_one_bash_resets_is_refused(slurm_clus
         assert not (tmp_path / "r").exists()
 
 
+def test_env_cuda_visible_devices_is_refused_and_slurm_names_still_arrive(slurm_cluster, test_site, cli_env,
+                                                                          tmp_path):
+    """--env CUDA_VISIBLE_DEVICES=0 was exported over the value Slurm set for the GPUs it allocated
+    (the contract: the script preserves Slurm's). Refused in one line, nothing written; names of
+    Slurm's own prefixes a user may set (SLURM_*, SRUN_*) still reach the task as typed."""
+    refused = submit(test_site, "--num-gpus", "1", "--output-file", str(tmp_path / "r" / "r.log"),
+                     "--env", "CUDA_VISIBLE_DEVICES=0", "--", "sh", "-c", 'echo "$CUDA_VISIBLE_DEVICES"',
+                     cwd=tmp_path, env=cli_env)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr == ("hyperion-submit: error: --env: CUDA_VISIBLE_DEVICES is set by Slurm to the GPUs "
+                              "it allocated and the batch script keeps Slurm's value; ask for GPUs with "
+                              "--num-gpus\n")
+    assert not (tmp_path / "r").exists()
+    log = tmp_path / "log" / "s.log"
+    result = submit(test_site, "--num-gpus", "1", "--output-file", str(log), "--env", "SLURM_HYPERION_TAG=a b",
+                    "--env", "SRUN_CPUS_PER_TASK=1", "--",
+                    "sh", "-c", 'printf "%s|%s|%s\n" "$SLURM_HYPERION_TAG" "$SRUN_CPUS_PER_TASK" "$CUDA_VISIBLE_DEVICES"',
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    shown = log.read_text().splitlines()[-2]         # the task's line, above the footer
+    tag, cpus, cuda = shown.split("|")
+    assert (tag, cpus) == ("a b", "1") and cuda.isdigit(), shown   # Slurm's GPU, not a typed one
+
+
 def test_bytes_that_are_not_utf8_reach_the_task_as_they_were_given(slurm_cluster, test_site, cli_env, tmp_path):
     """A latin-1 file name in an argument or an --env value gave a traceback (the batch script was
     written as strict UTF-8) after the earlier log had been moved aside; local ran it. Such a byte

@@ -128,13 +128,13 @@ def _refuse_site_only(tokens: list[str]) -> None:
             raise InputError(name, "is a site YAML key, not a command-line option")
 
 
-def _env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
+def _env(items: list[str] | None, backend: str) -> tuple[tuple[str, str], ...]:
     pairs = []
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not SHELL_NAME.match(key):
             raise InputError("--env", f"{quoted(item)} is not NAME=VALUE with a shell identifier NAME")
-        check_env_name(key)
+        check_env_name(key, backend)
         pairs.append((key, value))
     return tuple(pairs)
 
@@ -179,7 +179,7 @@ def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitReque
     max_jobs_run = None if max_jobs is None else check_count("--max-jobs-run", max_jobs, minimum=1, maximum=MAX_VALUES)
     if merged.output_file is None:
         raise InputError("--output-file", "required: the combined stdout/stderr log path")
-    env = _env(cli.env)
+    env = _env(cli.env, head[0])
     _check_command(command)
     options = SubmitOptions(
         backend=head[0], cfg=site.path, output_file=str(merged.output_file), command=command,

@@ -12,6 +12,13 @@ task's integer, an ``--env`` is a value the user chose, and ``PATH``, ``HOME``,
 ``LANG``, ``LC_*``, ``PYTHONPATH``, ``OMP_NUM_THREADS``, ``TMPDIR``, ``BASH_ENV``
 arrive as given (checked with bash 5.2 running the script's export-then-exec),
 so a user may export them.
+
+``CUDA_VISIBLE_DEVICES`` is refused on Slurm only: the contract's generated
+script preserves the value Slurm set for the GPUs it allocated (an export
+would point the task at GPUs it was not given, or at none), and GPUs are asked
+for with ``--num-gpus``. On ``local`` there is no allocation to preserve: the
+task inherits the user's shell, and choosing a GPU there is the user's own call
+(``local`` already leaves the variable as the shell has it).
 """
 from __future__ import annotations
 
@@ -37,10 +44,17 @@ BASH_READS = frozenset({"IFS", "POSIXLY_CORRECT", "BASH_COMPAT", "EXECIGNORE"})
 # log say "restarted", or every task take another shard.
 SCRIPT_READS = frozenset({"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_RESTART_COUNT",
                           "HYPERION_SUBMIT_ARRAY_OFFSET"})
+# What Slurm sets for the allocation and the contract says the batch script preserves (Slurm only).
+SLURM_ALLOCATES = frozenset({"CUDA_VISIBLE_DEVICES"})
 
 
-def env_problem(name: str) -> str | None:
-    """Why `name` cannot be an ``--env`` name (None when it can); `name` is a shell identifier."""
+def env_problem(name: str, backend: str) -> str | None:
+    """Why `name` cannot be an ``--env`` name on `backend` (None when it can); `name` is a shell
+    identifier. The bash lists hold on both backends (one command line means the same on both);
+    what Slurm allocates only where Slurm does."""
+    if backend == "slurm" and name in SLURM_ALLOCATES:
+        return (f"{name} is set by Slurm to the GPUs it allocated and the batch script keeps Slurm's "
+                "value; ask for GPUs with --num-gpus")
     if name in BASH_SETS:
         return (f"{name} is a variable bash sets or resets itself in the Slurm batch script, so the task "
                 "would get another value; pick another name")
@@ -53,8 +67,8 @@ def env_problem(name: str) -> str | None:
     return None
 
 
-def check_env_name(name: str) -> None:
-    """Raise the one-line ``--env`` error for a name the task would not get as typed."""
-    problem = env_problem(name)
+def check_env_name(name: str, backend: str) -> None:
+    """Raise the one-line ``--env`` error for a name the task would not get as typed on `backend`."""
+    problem = env_problem(name, backend)
     if problem is not None:
         raise InputError(FIELD, problem)

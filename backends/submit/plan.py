@@ -84,7 +84,7 @@ def validate_options(site: SiteConfig, options: SubmitOptions) -> None:
         if options.array is None:
             raise InputError("--max-jobs-run", "needs --array (it limits concurrently running array tasks)")
     for name, _ in options.env:      # a record's env too (retry): bash would not pass these on
-        check_env_name(name)
+        check_env_name(name, options.backend)
     if options.array is not None and options.array.name in dict(options.env):
         raise InputError("--env", f"{cut(options.array.name)} is the array name; each task gets its own "
                          "value, so it cannot also be set for all tasks")
