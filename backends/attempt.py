@@ -165,7 +165,7 @@ def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str
     jobs = list(expected_tasks(slurm))
     try:
         states = snapshot(jobs)
-        FinalsRecorder(history.record_path, slurm).observe(states.values())
+        FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(states.values())
     except QueryError:
         try:
             states = {t.key: t for t in run_squeue(jobs)}

@@ -69,7 +69,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended)
-    finals = FinalsRecorder(history.record_path, pending, settled=ended)
+    finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
     shown: dict = {}              # the row last delivered per task: only what changed travels

@@ -274,6 +274,51 @@ def test_retry_from_the_console_reruns_exactly_the_failed_values_on_slurm(slurm_
     asyncio.run(scenario())
 
 
+@pytest.mark.slurm
+def test_a_retry_while_the_watch_awaits_a_slow_sacct_writes_each_end_once(slurm_cluster, tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    """A busy slurmdbd (sacct answering in 6 s): the table showed the controller's ends while the watch's
+    sacct was awaited, R planned from its own look at Slurm, which recorded the ends, and the watch then
+    recorded them again: every final line of the ledger twice (`hyperion-jobs retry` has no watch beside
+    it: once)."""
+    import json
+    import shutil
+    from collections import Counter
+
+    from backends.records.attempts import ledger_path
+
+    (tmp_path / "fail.txt").write_text("2\n")
+    site, options = parse_submit_argv(["slurm", "--cfg", str(SITE), "--array", "JOB=1:3", "--time", "00:02:00",
+                                       "--output-file", str(tmp_path / "log" / "s.JOB.log"),
+                                       "--", PY, "-c", FLAKY, "JOB"])
+    with working_dir(str(tmp_path)):
+        first = submit(build_plan(site, options))
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "sacct").write_text(f"#!/bin/sh\nsleep 6\nexec {shutil.which('sacct')} \"$@\"\n")
+    (slow / "sacct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=first.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED", "FAILED", "COMPLETED"], 60,
+                           0.05)
+            (tmp_path / "fail.txt").write_text("")
+            await open_preview(pilot, seen)
+            await pilot.press("ctrl+r", "y")
+            await wait_for(pilot, lambda: table_column(table, "attempt") == ["1", "2", "1"], 60)
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 3, 120)
+            await pilot.pause(8)           # the watch of attempt 1, stopped, answered by its sacct
+
+    asyncio.run(scenario())
+    lines = [json.loads(line) for line in ledger_path(first.path).read_text().splitlines()]
+    ends = Counter((line["attempt"], line["value"]) for line in lines if line.get("type") == "final")
+    assert ends == {(1, 1): 1, (1, 2): 1, (1, 3): 1, (2, 2): 1}, ends
+
+
 def test_retry_is_in_the_footer_and_the_palette(tmp_path: Path) -> None:
     record = build_history(tmp_path, SITE)
 

@@ -162,6 +162,9 @@ class Ledger:
     owner: int | None = None
     # answers about live processes made from this reading, with when (rows.py: one check per attempt)
     checks: dict = field(default_factory=dict, compare=False, repr=False)
+    # bytes of the ledger file this reading covers: a writer reads what was appended after them
+    # before writing ends (`finals_since`), so an end another face wrote meanwhile is not written twice
+    size: int = 0
 
     @property
     def last_number(self) -> int:
@@ -320,6 +323,40 @@ def append_entries(record_path: str | Path, entries: Iterable[object]) -> None:
     if data:
         with LedgerWriter(ledger_path(record_path)) as writer:
             writer.write(data)
+
+
+def ledger_size(record_path: str | Path) -> int:
+    """How many bytes the ledger beside `record_path` holds now (0 when none or not a file)."""
+    try:
+        info = os.stat(ledger_path(record_path), follow_symlinks=False)
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
+def finals_since(record_path: str | Path, offset: int) -> tuple[dict[Key, int], int]:
+    """The final lines appended to the ledger from byte `offset` on, as (attempt, value) -> the
+    highest restart count said, and the offset read up to: another face (a retry's look at Slurm,
+    a `status`) may record ends a watcher is about to record. At most MAX_LEDGER_BYTES are read,
+    never through a symlink nor from a FIFO; a ledger that cannot be read, or shrank (replaced),
+    is read from its start or tells nothing."""
+    try:
+        fd = open_regular(ledger_path(record_path), os.O_RDONLY)
+    except (OSError, UnreadableFile):
+        return {}, offset
+    try:
+        size = os.fstat(fd).st_size
+        start = offset if 0 <= offset <= size else 0
+        data = os.pread(fd, min(size - start, MAX_LEDGER_BYTES), start)
+    except OSError:
+        return {}, offset
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n") + 1          # a line being written is read whole next time
+    told: dict[Key, int] = {}
+    for key, final in parse_ledger(data[:end]).finals.items():
+        told[key] = final.restart_count or 0
+    return told, start + end
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -505,9 +542,10 @@ def read_ledger(record_path: str | Path) -> Ledger:
     if data.count(b"\n") > MAX_LEDGER_LINES:
         raise InputError("record", f"cannot read its ledger {printable(str(path))}: more than "
                          f"{MAX_LEDGER_LINES} lines, more than hyperion writes")
+    size = len(data)
     for spare in sorted(path.parent.glob(f"{path.name}.*{SPARE_SUFFIX}")):
         data += b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b"")
-    return replace(parse_ledger(data), owner=info.st_uid)
+    return replace(parse_ledger(data), owner=info.st_uid, size=size)
 
 
 def _read_regular(path: Path, cap: int) -> bytes | None:

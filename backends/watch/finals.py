@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from backends.errors import InputError
 from backends.logheader import iso_now
-from backends.records.attempts import FinalState, TaskUsage, append_entries
+from backends.records.attempts import FinalState, TaskUsage, append_entries, finals_since, ledger_size
 from backends.records.record import TaskRecord
 from backends.states import TaskState
 from backends.watch.usage import Usage
@@ -39,17 +39,27 @@ class FinalsRecorder:
     row without a restart count (accounting's) is never one. A ledger that
     cannot be written (someone else's directory, a full disk) is not an error
     for a watcher: the states are still shown, only not kept.
+
+    Another face may record the same ends meanwhile (the console's Retry looks
+    at Slurm through `history_status` while the Jobs screen's watch still
+    polls; a `status` beside a `watch`): before writing ends, the lines the
+    ledger gained since this recorder last looked are read, and an end already
+    there (same or later run) is not written again. Only the new bytes are read:
+    from `since` (the ledger size of the history the caller read, `Ledger.size`)
+    or, without it, from the size at creation.
     """
 
     def __init__(self, record_path: str, tasks: Sequence[TaskRecord],
                  ended: Mapping[Key, tuple[TaskRecord, Mapping | None]] | None = None,
-                 settled: Mapping[Key, TaskState] | None = None) -> None:
+                 settled: Mapping[Key, TaskState] | None = None, since: int | None = None) -> None:
         self.record_path = record_path
         self._tasks = {(t.job_id, t.array_task_id): t for t in tasks}
         self._settled = {key: state.restart_count or 0 for key, state in (settled or {}).items()}
         self._written: set[tuple[Key, int]] = set()
         self._usage: dict[Key, Mapping | None] = {k: u for k, (_, u) in (ended or {}).items()}
         self._ended = {k: t for k, (t, _) in (ended or {}).items()}
+        # ends in the ledger's first `since` bytes (the history `settled`/`ended` come from) are known
+        self._read_to = ledger_size(record_path) if since is None else since
         self.error: str | None = None
 
     def observe(self, states: Iterable[TaskState], usage: Mapping[Key, Usage] | None = None) -> list[object]:
@@ -73,6 +83,8 @@ class FinalsRecorder:
                 continue
             self._usage[key] = used.to_json()
             new.append(TaskUsage(task.attempt, task.value, used.to_json()))
+        if any(isinstance(entry, FinalState) for entry in new):
+            new = self._not_recorded_elsewhere(new)
         if new:
             try:
                 append_entries(self.record_path, new)
@@ -81,3 +93,17 @@ class FinalsRecorder:
             except InputError as err:      # not a regular file: the states are shown, not kept
                 self.error = f"cannot write the history {self.record_path}: {err.problem}"
         return new
+
+    def _not_recorded_elsewhere(self, new: list[object]) -> list[object]:
+        """`new` less the ends another writer put in the ledger since this recorder last read it."""
+        told, self._read_to = finals_since(self.record_path, self._read_to)
+        if not told:
+            return new
+        kept: list[object] = []
+        for entry in new:
+            known = told.get((entry.attempt, entry.value), -1) if isinstance(entry, FinalState) else None
+            if known is None or known < (entry.restart_count or 0):
+                kept.append(entry)
+            elif entry.usage is not None:    # the other writer's end may lack what accounting told here
+                kept.append(TaskUsage(entry.attempt, entry.value, entry.usage))
+        return kept

@@ -259,7 +259,8 @@ def history_status(history: History, runner: Runner = run_command,
     rerun = reopened(history, again, answer.states)
     keys = {(t.job_id, t.array_task_id) for t in rerun}
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
-    FinalsRecorder(history.record_path, [*pending, *rerun], ended).observe(answer.states.values(), answer.usage)
+    FinalsRecorder(history.record_path, [*pending, *rerun], ended, since=history.ledger.size).observe(
+        answer.states.values(), answer.usage)
     return history_rows(history, answer.states, answer.usage)
 
 

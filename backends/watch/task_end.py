@@ -149,7 +149,7 @@ class SlurmEnd(EndWatch):
         self._notes: list[str] = []
         self._told = False
         ended = settled(history, [task]) if history is not None and task is not None else {}
-        self._finals = (FinalsRecorder(history.record_path, [task], settled=ended)
+        self._finals = (FinalsRecorder(history.record_path, [task], settled=ended, since=history.ledger.size)
                         if history is not None and task is not None else None)
         expected = {key[0]: (key[1],) if key[1] is not None else None}
         self._poller = Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),

@@ -94,7 +94,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         ended = settled(history, pending)
         poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop,
                                     settled=ended)
-        finals = FinalsRecorder(history.record_path, pending, settled=ended)
+        finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     else:
         poller, throttler = Poller(_watch_expected(target, None), floor=max(MIN_GAP, floor or MIN_GAP),
                                    cap=max(args.cap, floor or 0), runner=stoppable(stop)), None
