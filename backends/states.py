@@ -71,6 +71,13 @@ TERMINAL = frozenset({
 # showed as "TIMEOUT exit 0" in one view and "0 sig 15" in another; the state says what happened.
 EXIT_TOLD = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.SPECIAL_EXIT})
 
+# Waiting to start (again): what `hyperion-jobs usage` and the console count as pending.
+WAITING = frozenset({JobState.PENDING, JobState.REQUEUED, JobState.REQUEUE_HOLD, JobState.REQUEUE_FED,
+                     JobState.RESV_DEL_HOLD})
+# Started and not ended: what they count as running (a SUSPENDED or STOPPED task is neither).
+RUNNING_NOW = frozenset({JobState.CONFIGURING, JobState.RUNNING, JobState.COMPLETING, JobState.SIGNALING,
+                         JobState.STAGE_OUT, JobState.RESIZING})
+
 
 def ended_by_slurm(state: "JobState | None") -> bool:
     """Slurm ended the task, not its program (TIMEOUT, CANCELLED, OUT_OF_MEMORY, NODE_FAIL, ...):
@@ -78,6 +85,7 @@ def ended_by_slurm(state: "JobState | None") -> bool:
     (nobody knows how it ended). One rule for `hyperion-jobs logs`' stderr note and the console's
     log pane title, which each wrote it out."""
     return state is not None and state.is_terminal and state not in EXIT_TOLD and state is not JobState.LOST
+
 
 # Ends after which Slurm may run the task again (JobRequeue, --requeue, PreemptMode=REQUEUE):
 # such a state from accounting is final only once the controller no longer lists the task

@@ -249,7 +249,7 @@ def test_usage_columns_and_summary_fit_80_columns_and_show_a_dash_until_known(tm
             first = rendered(summary.query_one("#usage-line-1"))[0].rstrip()
             second = rendered(summary.query_one("#usage-line-2"))[0].rstrip()
             # as `hyperion-jobs usage`: MaxRSS of the 2 tasks summarized (it said "of 3": every task)
-            assert heading == "usage of 2 of 3 task(s) (2 ended; accounting measured 2)"
+            assert heading == "usage of 2 of 3 task(s) (2 ended, 1 running; accounting measured 2)"
             assert first == "MaxRSS med 207M p95 314M max 314M (2 of 2) · CPU 52%"
             assert second == "elapsed med 00:00:45 p95 00:01:00 max 00:01:00 · >90% of --mem 1, of --time 0"
             assert all(len(line) <= 80 for line in rendered(table))

@@ -272,3 +272,65 @@ def test_the_console_watching_a_run_to_its_end_shows_the_usage_accounting_tells_
     median = line.split("med ")[1].split(" ")[0]
     cli = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
     assert f"median {median}" in cli.stdout and "(2 of 2 tasks)" in cli.stdout, (line, cli.stdout)
+
+
+def test_a_pending_task_used_no_time_and_the_heading_names_running_and_pending(slurm_cluster, test_site, tmp_path,
+                                                                               cli_env) -> None:
+    """Mid-run, one task ended, one running, one waiting for it (--max-jobs-run 1): `status` showed the
+    pending task's TIME USED as 00:00:00/00:01:00 beside an ELAPSED of '-', and `usage` headed its
+    summary '(1 ended; accounting measured 2)', the running and pending tasks only implied. The
+    console's usage columns and heading say what the CLI says."""
+    import asyncio
+    import re
+
+    from test_console_fixtures import table_column, wait_for
+
+    from hyperion_console.app import make_app
+
+    proc = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:3",
+                             "--max-jobs-run", "1", "--time", "00:01:00", "--output-file", "log/p.JOB.log",
+                             "--", "bash", "-c", 'sleep $(( $0 == 1 ? 1 : 40 ))', "JOB"],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "p.JOB.submit.json"
+    # how many tasks accounting measured depends on when the running task's first sample came
+    heading = re.compile(r"usage of [12] of 3 task\(s\) \(1 ended, 1 running, 1 pending; accounting measured [12]\)")
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "log" / "p.2.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        deadline = time.monotonic() + 60
+        while True:         # accounting tells what the ended task used a moment after its end
+            status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+            assert status.returncode == 0, status.stderr
+            rows = [re.split(r"  +", line) for line in status.stdout.splitlines()]
+            if "TIME USED/LIMIT" in rows[0] or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        header = rows[0]
+        cells = {row[2].split()[0]: dict(zip(header, row)) for row in rows[1:4]}
+        assert cells["PENDING"]["ELAPSED"] == "-" and cells["PENDING"]["TIME USED/LIMIT"] == "-/00:01:00", \
+            status.stdout
+        assert re.fullmatch(r"00:00:\d\d/00:01:00", cells["RUNNING"]["TIME USED/LIMIT"]), status.stdout
+        usage = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
+        assert usage.returncode == 0, usage.stderr
+        assert usage.stdout.startswith(f"{record}: ") and heading.fullmatch(
+            usage.stdout.splitlines()[0][len(f"{record}: "):]), usage.stdout
+
+        async def scenario() -> tuple[list[str], str]:
+            app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+            async with app.run_test(size=(100, 30)) as pilot:
+                table = app.jobs_screen.query_one("#tasks")
+                await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED", "RUNNING", "PENDING"],
+                               30)
+                await pilot.press("u")
+                shown = app.jobs_screen.query_one("#usage-heading")
+                await wait_for(pilot, lambda: heading.fullmatch(str(shown.content)) is not None, 30)
+                await wait_for(pilot, lambda: table_column(table, "time")[2:] == ["-/60s"], 30)
+                return table_column(table, "time"), str(shown.content)
+
+        times, _ = asyncio.run(scenario())
+        assert re.fullmatch(r"\d+s/60s", times[1]), times
+    finally:
+        if record.exists():
+            subprocess.run(["scancel", load_record(record).jobs[0].job_id])
+        proc.communicate(timeout=120)

@@ -135,4 +135,5 @@ def test_tasks_that_never_started_are_not_summed_as_runs_of_no_time() -> None:
     assert summary is not None and summary.tasks == 2
     assert summary == summarize_rows({key: rows[key] for key in (("88", 1), ("88", 2))})   # as if not there
     assert summary.elapsed_seconds.max == 21.0 and summary.elapsed_seconds.median != 0.0
-    assert usage_heading(summary, rows.values(), rows) == "usage of 2 of 4 task(s) (1 ended; accounting measured 2)"
+    assert usage_heading(summary, rows.values(), rows) == \
+        "usage of 2 of 4 task(s) (1 ended, 1 running, 2 pending; accounting measured 2)"

@@ -95,6 +95,17 @@ def never_started(row: TaskRow | TaskState) -> bool:
     return row.node is None and not row.elapsed
 
 
+def time_used(row: TaskRow | TaskState) -> float | None:
+    """The time a task used, as the usage columns show it against its limit: None (``-``, not
+    measured) for one that never started. squeue's 0:00 of a pending task read as
+    ``00:00:00/00:01:00`` beside an ELAPSED of ``-``; `hyperion-jobs status` and the console's
+    usage columns both take it from here."""
+    used = getattr(row, "usage", None)
+    if used is None or never_started(row):
+        return None
+    return used.elapsed_seconds
+
+
 def expected(record: SubmitRecord) -> dict[str, tuple[int, ...] | None]:
     """Poller input for a record: each job id with its physical task ids."""
     return expected_tasks(record.tasks, [job.job_id for job in record.jobs])

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from backends.records.record import LOCAL_JOB
-from backends.states import JobState
+from backends.states import RUNNING_NOW, WAITING, JobState
 from backends.watch.rows import never_started
 from backends.watch.usage import Key, Usage
 
@@ -130,22 +130,27 @@ def summarize_rows(rows: Mapping[Key, object]) -> UsageSummary | None:
 
 
 def usage_heading(summary: UsageSummary | None, rows: Iterable[object], tasks: Collection[Key]) -> str:
-    """``usage of 4 of 10 task(s) (4 ended; accounting measured 3)``: how many tasks the summary is
-    of (its ``(0 of 4 tasks)``), how many ended and where the figures come from; `hyperion-jobs
-    usage` heads its summary with it and the console shows it above its own.
+    """``usage of 4 of 10 task(s) (4 ended, 2 running, 4 pending; accounting measured 6)``: how
+    many tasks the summary is of (its ``(0 of 4 tasks)``), how many ended, run and wait (those two
+    said when there are any: mid-run, "111 ended; accounting measured 118" left the 7 running
+    tasks to be worked out) and where the figures come from; `hyperion-jobs usage` heads its
+    summary with it and the console shows it above its own.
 
     `rows` are the task rows known (`summarize_rows`' summary of them), `tasks` the key of every task
     of the record, job id first. The CLI said "usage of 0 of 200" (the tasks accounting measured)
     above "(0 of 7 tasks)" (the tasks with any figure, a local task's elapsed time too), and the
     console counted MaxRSS "(0 of 200)": two totals for one summary."""
-    ended = measured = 0
+    ended = running = pending = measured = 0
     for row in rows:
         state = getattr(row, "state", None)
         ended += state is not None and state.is_terminal
+        running += state in RUNNING_NOW
+        pending += state in WAITING
         measured += getattr(row, "usage", None) is not None and not never_started(row)
     local = bool(tasks) and all(job == LOCAL_JOB for job, _ in tasks)
     source = "run locally: elapsed time only" if local else f"accounting measured {measured}"
-    return f"usage of {summary.tasks if summary else 0} of {len(tasks)} task(s) ({ended} ended; {source})"
+    counts = [f"{ended} ended"] + [f"{n} {what}" for n, what in ((running, "running"), (pending, "pending")) if n]
+    return f"usage of {summary.tasks if summary else 0} of {len(tasks)} task(s) ({', '.join(counts)}; {source})"
 
 
 def _usage_of(row: object) -> Usage | None:

@@ -24,7 +24,7 @@ from textual.strip import Strip
 
 from backends.printable import printable
 from backends.states import never_runs
-from backends.watch.rows import never_started
+from backends.watch.rows import never_started, time_used
 from backends.watch.usage_summary import cpu_efficiency, human_bytes
 
 from ..messages import TaskHighlighted
@@ -131,11 +131,13 @@ def _cpu(row: Row) -> str:
 
 
 def _time(row: Row) -> str:
-    """``3.5m/6m``: elapsed against the time limit, abbreviated to fit 80 columns."""
+    """``3.5m/6m``: elapsed against the time limit, abbreviated to fit 80 columns; ``-/6m`` for a
+    task that never started (the core's `time_used`, as `hyperion-jobs status` shows it)."""
     used = _usage(row)
-    if used is None or (used.elapsed_seconds is None and used.time_limit_seconds is None):
+    spent = time_used(row.state) if used is not None else None
+    if used is None or (spent is None and used.time_limit_seconds is None):
         return "-"
-    return f"{short_seconds(used.elapsed_seconds)}/{short_seconds(used.time_limit_seconds)}"
+    return f"{short_seconds(spent)}/{short_seconds(used.time_limit_seconds)}"
 
 
 def _value_width(index: TaskIndex) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backends.printable import printable
-from backends.watch.rows import TaskRow, never_started, state_counts
+from backends.watch.rows import TaskRow, never_started, state_counts, time_used
 from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
@@ -45,14 +45,15 @@ USAGE_HEADER = ("MEM USED/REQ", "CPU", "TIME USED/LIMIT")
 
 
 def usage_cells(row: TaskRow) -> tuple[str, str, str]:
-    """``314M/1.00G``, ``87%``, ``00:01:10/00:10:00``: what the task used against what it had."""
+    """``314M/1.00G``, ``87%``, ``00:01:10/00:10:00``: what the task used against what it had
+    (``-/00:10:00`` for a task that never started: it used no time, none was measured)."""
     used = row.usage
     if used is None:
         return ("-", "-", "-")
     efficiency = cpu_efficiency([used])
     return (f"{human_bytes(used.max_rss_bytes)}/{human_bytes(used.req_mem_bytes)}",
             "-" if efficiency is None else f"{efficiency:.0%}",
-            f"{human_seconds(used.elapsed_seconds)}/{human_seconds(used.time_limit_seconds)}")
+            f"{human_seconds(time_used(row))}/{human_seconds(used.time_limit_seconds)}")
 
 
 def status_table(rows: Sequence[TaskRow]) -> list[tuple[str, ...]]:
