@@ -557,31 +557,34 @@ class Poller:
     def _needs_sacct(self) -> bool:
         return bool(self._gone) or self._health["squeue"].since is not None
 
-    def problem(self, now: float | None = None) -> str | None:
+    def problem(self, now: float | None = None, aged: bool = True) -> str | None:
         """``accounting (sacct) not answering for 40 s: ...`` for every failing source, or None.
 
         A source counts as not answering from the start of its first unanswered
         query, also while that query is still awaited (after `slow` seconds).
+        Without `aged`, the same words less how long (``... not answering: ...``):
+        for a note said once, where the age of the first failure read "for 0 s".
         """
         now = self._clock() if now is None else now
         lines = []
         for source, health in self._health.items():
             if health.since is not None:
-                lines.append(self._failing_line(source, health, now))
+                lines.append(self._failing_line(source, health, now, aged))
             elif self._asking is not None and self._asking[0] == source \
                     and now - self._asking[1] >= self._slow_query:
-                lines.append(f"{LABELS[source]} not answering for {now - self._asking[1]:.0f} s: "
+                lines.append(f"{LABELS[source]} not answering{_for(now - self._asking[1], aged)}: "
                              f"{source} has not returned yet")
         return "; ".join(lines) or None
 
-    def _failing_line(self, source: str, health: _Health, now: float) -> str:
+    def _failing_line(self, source: str, health: _Health, now: float, aged: bool = True) -> str:
         age = f"{now - health.since:.0f} s"
         if health.kind == "rate_limited":
-            return (f"{LABELS[source]} is rate-limiting our queries (for {age}); "
+            return (f"{LABELS[source]} is rate-limiting our queries{f' (for {age})' if aged else ''}; "
                     f"polling every {self.interval:.0f} s: {health.error}")
         if health.kind == "unreadable":
-            return f"{LABELS[source]} answers in a form hyperion cannot read (for {age}): {health.error}"
-        return f"{LABELS[source]} not answering for {age}: {health.error}"
+            return (f"{LABELS[source]} answers in a form hyperion cannot read{f' (for {age})' if aged else ''}: "
+                    f"{health.error}")
+        return f"{LABELS[source]} not answering{_for(now - health.since, aged)}: {health.error}"
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -638,3 +641,8 @@ class Poller:
         """What is known now, as an update with no change (for a stop before the first answer)."""
         return PollUpdate(dict(self._states), (), None, self._all_terminal(), self.interval,
                           self.problem(), self._as_of, dict(self._usage), dict(self._live_usage))
+
+
+def _for(seconds: float, aged: bool) -> str:
+    """`` for 40 s`` in the live status line; nothing in a note said once."""
+    return f" for {seconds:.0f} s" if aged else ""

@@ -176,9 +176,9 @@ class SlurmEnd(EndWatch):
     def _observe(self, update: PollUpdate) -> bool:
         if self._finals is not None and update.changed:
             self._finals.observe(update.changed, update.usage)
-        problem = update.problem or update.error
-        if problem and not self._told and not update.all_terminal:
-            self._told = True
+        if (update.problem or update.error) and not self._told and not update.all_terminal:
+            self._told = True      # said once: how long Slurm has not answered ("for 0 s") is no news there
+            problem = (self._poller.problem(aged=False) if update.problem else None) or update.problem or update.error
             self._note(cannot_tell_text(self._name, problem))
         return False
 
