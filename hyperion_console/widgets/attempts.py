@@ -126,6 +126,11 @@ class AttemptList(OptionList):
             # sight (lines are laid out at the next refresh, so scrolling to it now does nothing)
             self.call_after_refresh(self.scroll_to_highlight)
 
+    def on_resize(self) -> None:
+        """Grown to its 3 rows after the scroll above ran (a loaded machine lays out later): the
+        highlighted attempt is brought into sight again, not left below the rows shown."""
+        self.call_after_refresh(self.scroll_to_highlight)
+
     def line_of(self, number: int) -> AttemptLine | None:
         return next((line for line in self.lines if line.number == number), None)
 
