@@ -42,6 +42,10 @@ RESERVED_NAMES = frozenset({
     "_",   # bash sets $_ to the previous command's last argument: every task got one log
 })
 INTERNAL_PREFIX = "_hyperion_"   # the batch script's own variables (slurm/script.py)
+# What a window adds to SLURM_ARRAY_TASK_ID, for programs that take their index from Slurm (as
+# Curator's submit_array.sh adds SHARD_INDEX_OFFSET); the batch script exports it, sharding.arrayenv
+# reads it, and --env may not set it.
+WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
 RESERVED_PREFIXES = ("LD_", "PYTHON", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_", "BASH",
                      "CUDA_", "NCCL_", "XDG_", "SSH_", "MUNGE_", "PMI", "OMPI_", "TORCH",
                      "COMP_", "READLINE_", INTERNAL_PREFIX)

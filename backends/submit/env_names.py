@@ -23,7 +23,7 @@ task inherits the user's shell, and choosing a GPU there is the user's own call
 from __future__ import annotations
 
 from backends.errors import InputError
-from backends.submit.array import INTERNAL_PREFIX
+from backends.submit.array import INTERNAL_PREFIX, WINDOW_OFFSET_ENV
 
 FIELD = "--env"
 
@@ -43,7 +43,7 @@ BASH_READS = frozenset({"IFS", "POSIXLY_CORRECT", "BASH_COMPAT", "EXECIGNORE"})
 # What Slurm sets and the batch script or sharding read after the exports: a typed value made the
 # log say "restarted", or every task take another shard.
 SCRIPT_READS = frozenset({"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_RESTART_COUNT",
-                          "HYPERION_SUBMIT_ARRAY_OFFSET"})
+                          WINDOW_OFFSET_ENV})
 # What Slurm sets for the allocation and the contract says the batch script preserves (Slurm only).
 SLURM_ALLOCATES = frozenset({"CUDA_VISIBLE_DEVICES"})
 

@@ -12,7 +12,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
-from backends.submit.array import INTERNAL_PREFIX, SHELL_NAME
+from backends.submit.array import INTERNAL_PREFIX, SHELL_NAME, WINDOW_OFFSET_ENV
 from backends.submit.model import launch_prefix
 
 if TYPE_CHECKING:
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
 _LOG = INTERNAL_PREFIX + "log"
 _CMD = INTERNAL_PREFIX + "cmd"
 _RC = INTERNAL_PREFIX + "rc"
-# What a window adds to SLURM_ARRAY_TASK_ID, for programs that take their index from Slurm (as
-# Curator's submit_array.sh adds SHARD_INDEX_OFFSET); sharding.arrayenv reads it.
-WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
 
 
 def splice(text: str, name: str | None) -> str:
