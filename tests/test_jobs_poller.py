@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from backends.states import LEDGER, JobState, TaskState
-from backends.watch.budget import QueryBudget
+from backends.watch.budget import SPREAD, QueryBudget
 from backends.watch.poller import Poller
 from backends.watch.slurm.accounting import CommandResult
 
@@ -388,7 +388,7 @@ def test_budget_allows_small_bursts_refills_at_30_a_minute_and_caps_any_minute()
     clock = Clock()
     budget = QueryBudget(per_minute=30, burst=3, clock=clock)
     budget.charge(3, 0.0)                                # a burst empties the bucket
-    spacing = 60 / 27                                    # refilled at 27 a minute: 3 + 27 = 30
+    spacing = (60 + SPREAD) / 27                         # refilled at 27 a minute (and margin): 3 + 27 = 30
     assert budget.earliest(1, 0.0) == pytest.approx(spacing) and not budget.allows(1, 2.0)
     budget.charge(1, 2.5)
     assert budget.earliest(2, 2.5) == pytest.approx(3 * spacing)   # 3 refilled since 0, 1 spent
@@ -401,6 +401,50 @@ def test_budget_allows_small_bursts_refills_at_30_a_minute_and_caps_any_minute()
         stamps.append(now)
     assert max(sum(1 for u in stamps if t <= u < t + 60) for t in stamps) <= 30
     assert max(b - a for a, b in zip(stamps, stamps[1:])) <= spacing + 1e-9
+
+
+def _late(k: int) -> float:
+    """When call k reaches the daemon after it started: mostly at once, every 7th call 0.3 s late
+    (a loaded login node); such a varying delay is what a daemon's minute sees."""
+    return 0.3 if k % 7 == 0 else 0.0
+
+
+class LateCluster(Cluster):
+    """The cluster, seeing each call `_late` after it started; a call takes 0.3 s in all."""
+
+    def __call__(self, argv):
+        started = self.clock.now
+        self.clock.now = started + _late(len(self.calls))
+        answer = super().__call__(argv)
+        self.clock.now = started + 0.3
+        return answer
+
+
+def test_the_daemon_sees_at_most_6_calls_a_minute_while_nothing_changes_when_calls_reach_it_late():
+    clock = Clock()
+    cluster = LateCluster(clock, {1: (0.0, 600.0)})
+    Poller({"7": (1,)}, runner=cluster, clock=clock, sleep=clock.sleep).run(lambda update: None)
+    assert cluster.most_in_a_minute(since=10.0, until=590.0) <= 6
+
+
+def test_the_daemon_sees_at_most_30_calls_a_minute_while_tasks_change_when_calls_reach_it_late():
+    clock = Clock()
+    tasks = {i: (i * 1.5, i * 1.5 + 4) for i in range(1, 201)}
+    cluster = LateCluster(clock, tasks)
+    p = Poller({"7": tuple(tasks)}, runner=cluster, clock=clock, sleep=clock.sleep, nudge=lambda s: True)
+    assert p.run(lambda update: None).all_terminal
+    assert cluster.most_in_a_minute() <= 30
+    assert len(cluster.calls) >= 5 * 25
+
+
+def test_calls_made_as_soon_as_the_budget_allows_stay_within_30_a_minute_when_they_arrive_late():
+    budget = QueryBudget(per_minute=30, burst=3)
+    now, arrived = 0.0, []
+    for k in range(300):
+        now = budget.earliest(1, now)
+        budget.charge(1, now)
+        arrived.append(now + _late(k))
+    assert max(sum(1 for u in arrived if t <= u < t + 60) for t in arrived) <= 30
 
 
 def test_stop_ends_the_run_between_polls():

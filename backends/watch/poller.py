@@ -293,7 +293,7 @@ class Poller:
 
     # --- asking Slurm ----------------------------------------------------------------------
 
-    def _ask(self, source: str, jobs: list[str], now: float, watched: bool = True):
+    def _ask(self, source: str, jobs: list[str], watched: bool = True):
         """One squeue or sacct; its answer, or None after recording the failure.
 
         A failure's age counts from the start of the first query that went
@@ -305,11 +305,11 @@ class Poller:
         try:
             answer = (run_squeue_rows if source == "squeue" else run_sacct)(jobs, self._call)
         except QueryError as exc:
-            self._failed(source, exc, started, now)
+            self._failed(source, exc, started)
             return None
         finally:
             self._asking = None
-        self.budget.charge(1, now)
+        self.budget.charge(1, started)     # when this call went: a poll's second query goes later
         self._health[source] = _Health()
         self._as_of = self._wall()
         if source == "squeue":
@@ -320,7 +320,7 @@ class Poller:
             self._live_usage.pop(key, None)
         return answer
 
-    def _failed(self, source: str, exc: QueryError, started: float, now: float) -> None:
+    def _failed(self, source: str, exc: QueryError, started: float) -> None:
         """Record a failed query: its source's streak (from `started` if new), the budget, the pace."""
         self._errors.append(str(exc))
         health = self._health[source]
@@ -328,7 +328,7 @@ class Poller:
             health.since = started
         health.error, health.kind = str(exc), exc.kind
         if exc.kind != "unreachable":
-            self.budget.charge(1, now)
+            self.budget.charge(1, started)
         if exc.kind in ("rate_limited", "timeout"):
             self._slow = min(MAX_SLOWDOWN, self._slow * 2)
 
@@ -377,7 +377,7 @@ class Poller:
         poll whose tasks squeue names all, as no state shown waits on it then.
         """
         live_jobs = [j for j in jobs if j not in self._gone]
-        squeue = self._ask("squeue", live_jobs, now) if live_jobs else []
+        squeue = self._ask("squeue", live_jobs) if live_jobs else []
         rows = {t.key: t for t in squeue or () if self._wanted(t)}
         need = [j for j in jobs if j in self._gone]
         if squeue is None:
@@ -389,7 +389,7 @@ class Poller:
                 need += [j for j in jobs if j not in need]   # free: asked until it answers again
         sacct = None
         if need and self.budget.room(now) >= 1:
-            sacct = self._ask("sacct", need, now)
+            sacct = self._ask("sacct", need)
             self._sacct_due = now + self._pace(1, changed=True)
         elif squeue is not None and not need and self._health["sacct"].kind != "unreachable":
             self._health["sacct"] = _Health()    # the controller named every task: no state waits on sacct
@@ -467,7 +467,7 @@ class Poller:
         if self._waiting is not None and seen:
             self._waiting(PollUpdate(dict(self._states), seen, None, False, self.interval, self.problem(now),
                                      self._as_of, dict(self._usage), dict(self._live_usage)))
-        sacct = self._ask("sacct", list(self._expected), now)
+        sacct = self._ask("sacct", list(self._expected))
         if sacct is None:
             self._errors.pop()
             self._health["sacct"] = _Health()   # the states are final already; not a problem
@@ -514,7 +514,9 @@ class Poller:
         self._polled = True
         if not self._errors:
             self._slow = max(1.0, self._slow / 2)
-        self._schedule(now, bool(changed))
+        # paced from the poll's end: a pace counted from its start let the daemon, which sees each
+        # call a varying moment after it starts, count 7 calls of a 10 s pace in one minute
+        self._schedule(self._clock(), bool(changed))
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
                           self._all_terminal(), self.interval, self.problem(), self._as_of,
                           dict(self._usage), dict(self._live_usage), self._unconfirmed)
@@ -523,7 +525,7 @@ class Poller:
         """Only ended tasks to look at (a record that ended lately): one squeue, for a task Slurm
         runs again. An unanswered one is no outage to report and no reason for a sacct: no state
         shown waits on it, and the recorded ends stand, as in `status`."""
-        squeue = self._ask("squeue", list(self._recheck), now, watched=False)
+        squeue = self._ask("squeue", list(self._recheck), watched=False)
         if squeue is None:
             self._unconfirmed = "; ".join(self._errors) or None
             self._errors, self._health["squeue"] = [], _Health()
