@@ -67,11 +67,23 @@ def face_env(bin_dir: Path, log: Path) -> dict[str, str]:
     return {**os.environ, "PATH": path, "HYPERION_BENCH_QUERY_LOG": str(log)}
 
 
-def calls(log: Path, since: float, until: float) -> list[float]:
+def tool_calls(log: Path, since: float, until: float) -> list[tuple[float, str]]:
+    """(when, tool) of each call the face's wrappers logged within [since, until]."""
     if not log.exists():
         return []
-    stamps = [float(line.split()[0]) for line in log.read_text().splitlines() if line.strip()]
-    return sorted(t for t in stamps if since <= t <= until)
+    rows = [line.split()[:2] for line in log.read_text().splitlines() if line.strip()]
+    return sorted((float(stamp), tool) for stamp, tool in rows if since <= float(stamp) <= until)
+
+
+def calls(log: Path, since: float, until: float) -> list[float]:
+    return [t for t, _ in tool_calls(log, since, until)]
+
+
+def busiest_minute(rows: list[tuple[float, str]]) -> str:
+    """The calls of the busiest 60 s, so that an excess can be traced to its cause."""
+    best = max(((t, [r for r in rows if t <= r[0] < t + 60]) for t, _ in rows), key=lambda x: len(x[1]))
+    start, within = best
+    return " ".join(f"{t - start:+.1f}{tool[:2]}" for t, tool in within)
 
 
 def most_in_a_minute(stamps: list[float], since: float, until: float) -> float:
@@ -188,7 +200,10 @@ def main() -> None:
         print(f"changing phase: {args.tasks} tasks, {ended - began:.0f} s")
         for face in FACES:
             stamps = calls(logs[face], began, ended)
-            emit(f"queries_{face}_changing", most_in_a_minute(stamps, began, ended), "calls/min", BUSY_BUDGET)
+            most = most_in_a_minute(stamps, began, ended)
+            emit(f"queries_{face}_changing", most, "calls/min", BUSY_BUDGET)
+            if most > BUSY_BUDGET:
+                print(f"# {face}: busiest minute (s, sq/sa/sc): {busiest_minute(tool_calls(logs[face], began, ended))}")
 
         logs = {face: cwd / f"idle.{face}.log" for face in FACES}
         _, _, record = run_phase("idle", ["--output-file", "log/i.log", "--", "sleep", str(args.idle)],

@@ -22,6 +22,7 @@ from backends.cli.jobs.commands import site_floor
 from backends.errors import InputError
 from backends.records.history import History, load_history
 from backends.states import LEDGER
+from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import settled, watched_tasks
 from backends.watch.rows import TaskRow, history_rows, task_row, usage_missing
@@ -62,13 +63,14 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     if not pending:
         _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner)
         return
-    # beside the watch, not before it: a sacct that hangs held back every live state for 30 s
-    watched = threading.Event()
-    threading.Thread(target=_usage_beside, args=(history, deliver, stop, watched, runner),
-                     name="hyperion-missing-usage", daemon=True).start()
     ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended)
+    # beside the watch, not before it: a sacct that hangs held back every live state for 30 s;
+    # charged to the watch's budget, which the console's calls then keep as `watch`'s do
+    watched = threading.Event()
+    threading.Thread(target=_usage_beside, args=(history, deliver, stop, watched, runner, poller.budget),
+                     name="hyperion-missing-usage", daemon=True).start()
     finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
@@ -120,12 +122,12 @@ USAGE_BESIDE_WATCH = 30.0
 
 
 def _usage_beside(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                  watched: threading.Event, runner: Runner) -> None:
+                  watched: threading.Event, runner: Runner, budget: QueryBudget) -> None:
     """Until the watch is over, what ended tasks used, as `hyperion-jobs usage` asks for it: asked
     once at opening only, the usage columns of a long run stayed '-' for every task squeue saw
     end, while `usage` showed their figures."""
     while not stop.is_set():
-        _deliver_missing_usage(history, deliver, stop, False, runner)
+        _deliver_missing_usage(history, deliver, stop, False, runner, budget)
         if watched.wait(USAGE_BESIDE_WATCH) or stop.is_set():
             return
         try:
@@ -156,7 +158,7 @@ def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threa
 
 
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                           all_terminal: bool, runner: Runner) -> bool:
+                           all_terminal: bool, runner: Runner, budget: QueryBudget | None = None) -> bool:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
     a wait that stopped before accounting told it); written into the ledger by the core. A sacct
     that hangs is killed when the console quits, as the watch's own queries are. False when the
@@ -165,6 +167,8 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     if not missing:
         return False
     behind = None
+    if budget is not None and not budget.spend(stop):
+        return True
     try:
         used = fill_missing_usage(history, runner)
     except QueryStopped:

@@ -782,6 +782,46 @@ def test_opening_a_record_that_ended_lately_asks_accounting_for_usage_once(tmp_p
     assert asked.count("sacct") == 1 and asked.count("squeue") == 1, asked
 
 
+def test_the_ask_for_usage_beside_a_watch_waits_when_the_watch_spent_its_minute(tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    """The console's ask for what ended tasks used, beside its watch, had its own pace and no
+    budget: bench_queries counted 31 calls in a minute (29 squeue of the watch and 2 such sacct),
+    budget 30. Charged to the watch's budget, a spent minute holds it back too."""
+    import threading
+    import time
+
+    from test_console_fixtures import build_history
+
+    import backends.watch.poller as poller_module
+    from backends.records.history import load_history
+    from backends.watch.budget import QueryBudget
+    from backends.watch.slurm.accounting import CommandResult
+    from hyperion_console.watch import watch_slurm
+
+    def spent(clock=time.monotonic) -> QueryBudget:
+        budget = QueryBudget(clock=clock)
+        budget.charge(30)              # the watch's minute is spent: its next call is a minute away
+        return budget
+
+    monkeypatch.setattr(poller_module, "QueryBudget", spent)
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", n=3, unfinished=(3,))
+    asked: list[str] = []
+
+    def query(argv) -> CommandResult:
+        asked.append(argv[0])
+        return CommandResult(0, "", "")
+
+    stop = threading.Event()
+    watching = threading.Thread(target=watch_slurm, args=(load_history(str(record)), lambda seen: None, stop),
+                                kwargs={"runner": query}, daemon=True)
+    watching.start()
+    time.sleep(1.5)
+    stop.set()
+    watching.join(5)
+    assert not watching.is_alive()
+    assert asked == ["squeue"], asked       # the watch's first poll, which every face makes at once
+
+
 @pytest.mark.slurm
 def test_the_log_title_of_a_task_slurm_cancels_says_so_not_just_following(slurm_cluster, tmp_path: Path) -> None:
     """The log of a task Slurm ends stops mid-run without its `# Ended` line; titled `following`

@@ -47,7 +47,10 @@ class AlternatingPoller:
     fails, then the squeue and the sacct asked after it, then the squeue alone again, ..."""
 
     def __init__(self, errors: list[str]) -> None:
+        from backends.watch.budget import QueryBudget
+
         self.errors = errors
+        self.budget = QueryBudget()     # the console's other asks are charged to it
 
     def run(self, observer, stop, waiting=None):
         from backends.watch.poller import PollUpdate
@@ -117,6 +120,7 @@ def test_what_ended_tasks_used_is_asked_for_while_the_run_goes_on(tmp_path, monk
     the watch while it goes on, as `usage` asks it."""
     import hyperion_console.watch as console_watch
     from backends.states import JobState, TaskState
+    from backends.watch.budget import QueryBudget
     from backends.watch.poller import PollUpdate
     from backends.watch.usage import Usage
 
@@ -125,6 +129,8 @@ def test_what_ended_tasks_used_is_asked_for_while_the_run_goes_on(tmp_path, monk
     running = TaskState("4242", 8, JobState.RUNNING, None, None, 5.0, "node01", "squeue")
 
     class OneEnd:
+        budget = QueryBudget()          # the console's other asks are charged to it
+
         def run(self, observer, stop, waiting=None):
             states = {done.key: done, running.key: running}
             observer(PollUpdate(states, (done, running), None, False, 1.0, None, None))

@@ -19,6 +19,7 @@ and is not charged: that is what lets a poller notice a recovery within 2 s.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from typing import Callable
@@ -45,10 +46,12 @@ class QueryBudget:
         self._calls: deque[float] = deque()
         self._tokens = float(burst)
         self._filled_at: float | None = None
+        self._lock = threading.RLock()   # a watch's poller and a face's other asks share one budget
 
     def _forget(self, now: float) -> None:
-        while self._calls and self._calls[0] <= now - WINDOW:
-            self._calls.popleft()
+        with self._lock:
+            while self._calls and self._calls[0] <= now - WINDOW:
+                self._calls.popleft()
 
     def _tokens_at(self, now: float) -> float:
         if self._filled_at is None:
@@ -69,9 +72,10 @@ class QueryBudget:
     def earliest(self, calls: int = 1, now: float | None = None) -> float:
         """The first instant at or after `now` when `calls` more calls may start."""
         now = self._clock() if now is None else now
-        tokens = self._tokens_at(now)
-        at = now if tokens >= calls else now + (calls - tokens) / self.rate
-        recent = [t for t in self._calls if t > now - WINDOW]
+        with self._lock:
+            tokens = self._tokens_at(now)
+            at = now if tokens >= calls else now + (calls - tokens) / self.rate
+            recent = [t for t in self._calls if t > now - WINDOW]
         excess = len(recent) + calls - self.per_minute
         if excess > 0:
             at = max(at, recent[excess - 1] + WINDOW + SPREAD)
@@ -86,6 +90,21 @@ class QueryBudget:
         if calls <= 0:
             return
         now = self._clock() if now is None else now
-        self._tokens = self._tokens_at(now) - calls
-        self._filled_at = now
-        self._calls.extend([now] * calls)
+        with self._lock:
+            self._tokens = self._tokens_at(now) - calls
+            self._filled_at = now
+            self._calls.extend([now] * calls)
+
+    def spend(self, stop: threading.Event) -> bool:
+        """Wait until one more call may go and charge it, for a call made beside a face's poller
+        (the console's ask for what ended tasks used): False when `stop` was set meanwhile."""
+        while not stop.is_set():
+            with self._lock:
+                now = self._clock()
+                at = self.earliest(1, now)
+                if at <= now:
+                    self.charge(1, now)
+                    return True
+            if stop.wait(at - now):
+                return False
+        return False
