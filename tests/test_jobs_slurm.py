@@ -226,6 +226,68 @@ def test_logs_follow_of_a_plain_sbatch_task_stops_within_seconds_of_its_end(slur
     assert len(times) <= 3 + span * 27 / 60 + 1, (len(times), span)   # within the budget's bucket
 
 
+FLAKY = """#!/bin/bash
+if [ -e {flag} ]; then echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi
+exec {real} "$@"
+"""
+
+
+def test_logs_follow_says_once_slurm_answers_again_after_saying_it_cannot_tell_the_end(
+        slurm_cluster, tmp_path, cli_env):
+    """While squeue and sacct failed, `logs -f` said once that it cannot tell whether the task has
+    ended, and nothing when Slurm answered again: the user was left thinking the end may pass unseen.
+    Now one line says Slurm answers again (its end will be seen), and the follow ends at the end."""
+    flag, go = tmp_path / "down", tmp_path / "go"
+    bin_dir = tmp_path / "flaky-bin"
+    bin_dir.mkdir()
+    for tool in ("squeue", "sacct"):
+        real = shutil.which(tool)
+        assert real is not None
+        (bin_dir / tool).write_text(FLAKY.format(flag=shlex.quote(str(flag)), real=shlex.quote(real)))
+        (bin_dir / tool).chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    job = sbatch(tmp_path, f"echo started\nwhile [ ! -e {go} ]; do sleep 0.1; done\necho done\n", "1")
+    out = tmp_path / "q" / f"slurm-{job}_1.out"
+    err: list[str] = []
+    follow = None
+
+    def said(text: str, within: float) -> bool:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if any(text in line for line in err):
+                return True
+            time.sleep(0.1)
+        return False
+
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and "started" in out.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert out.exists(), "the task did not start within 120 s"
+        flag.touch()                 # Slurm "down" for this follow only
+        follow = subprocess.Popen(["hyperion-jobs", "logs", f"{job}_1", "-f", "--dir", str(tmp_path)],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=lambda: err.extend(line.rstrip("\n") for line in follow.stderr),
+                         daemon=True).start()
+        assert said("cannot tell", 15), err
+        flag.unlink()                # answers again: a refused query is retried every 2 s
+        assert said("answers again", 15), err
+        assert follow.poll() is None, err
+        go.touch()
+        follow.wait(60)
+        time.sleep(0.5)              # the reader thread takes the last line
+    finally:
+        if follow is not None and follow.poll() is None:
+            follow.kill()
+        subprocess.run(["scancel", job])
+    assert follow.returncode == 0, err
+    assert len(err) == 3, err
+    assert err[0].startswith("hyperion-jobs: controller (squeue) not answering: ") and err[0].endswith(
+        f"; cannot tell whether task {job}_1 has ended: following on until Slurm answers or Ctrl-C"), err
+    assert err[1] == f"hyperion-jobs: Slurm answers again; following task {job}_1 until it ends"
+    assert err[2] == f"hyperion-jobs: task {job}_1 ended COMPLETED (exit 0); stopped following"
+
+
 def _ctld_pid() -> int:
     return int(CTLD_PID.read_text().strip())
 

@@ -86,11 +86,16 @@ def cannot_tell_text(name: str, problem: str) -> str:
             "following on until Slurm answers or Ctrl-C")
 
 
+def answers_again_text(name: str) -> str:
+    """Said once Slurm answers again after `cannot_tell_text`: the end will be seen once more."""
+    return f"Slurm answers again; following task {printable(name)} until it ends"
+
+
 class EndWatch:
     """Tells the follow loop (which polls it between reads) whether the task has ended.
 
     `ended()` is cheap and never blocks; `notes()` hands over, once each, what to say
-    on stderr (why the end cannot be told now); `close()` stops any query under way.
+    on stderr (why the end cannot be told now, and that it can again); `close()` stops any query under way.
     """
 
     def ended(self) -> TaskEnd | None:
@@ -183,10 +188,14 @@ class SlurmEnd(EndWatch):
     def _observe(self, update: PollUpdate) -> bool:
         if self._finals is not None and update.changed:
             self._finals.observe(update.changed, update.usage)
-        if (update.problem or update.error) and not self._told and not update.all_terminal:
+        failing = bool(update.problem or update.error)
+        if failing and not self._told and not update.all_terminal:
             self._told = True      # said once: how long Slurm has not answered ("for 0 s") is no news there
             problem = (self._poller.problem(aged=False) if update.problem else None) or update.problem or update.error
             self._note(cannot_tell_text(self._name, problem))
+        elif not failing and self._told:
+            self._told = False     # the user was told the end may pass unseen: now it will not
+            self._note(answers_again_text(self._name))
         return False
 
     def _row(self, update: PollUpdate) -> TaskRow | None:
