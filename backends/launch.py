@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from backends.attempt import begin_attempt
 from backends.errors import InputError
@@ -63,9 +63,11 @@ def run_local_plan(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | No
         return run_local(plan, on_event, attempt, stop)
 
 
-def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None) -> int:
+def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None,
+             rerun: Sequence[str] | None = None) -> int:
     """Run `plan` with its backend, synchronously, printing what hyperion-submit prints
-    (`on_begin` first, once the rerun is not refused)."""
+    (`on_begin` first, once the rerun is not refused); after a failure, the command that
+    reruns what failed: `rerun` when the launcher has its own (None: hyperion-jobs retry)."""
     if plan.options.backend == "local":
         from backends.watch.terminal import SafeStream
 
@@ -81,11 +83,11 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
                 failed.append(event)
 
         status = run_local_plan(plan, on_event, kind, on_begin)
-        line = local_retry_line(plan, failed[-1].task.value) if failed and status == 1 else None
+        line = local_retry_line(plan, failed[-1].task.value, rerun) if failed and status == 1 else None
         if line:
             err.write(f"hyperion-submit: {line}\n")
             err.flush()
         return status
     from backends.launch_slurm import run_slurm  # the Slurm side loads only for Slurm plans
 
-    return run_slurm(plan, kind=kind, on_begin=on_begin)
+    return run_slurm(plan, kind=kind, on_begin=on_begin, rerun=rerun)

@@ -147,7 +147,7 @@ def _never_runs(record: SubmitRecord, outcome: Outcome, err: SafeStream) -> int:
 
 def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
               stop: threading.Event | None = None, kind: str = "submit",
-              on_begin: Callable[[], None] | None = None) -> int:
+              on_begin: Callable[[], None] | None = None, rerun: Sequence[str] | None = None) -> int:
     """Submit `plan`, wait for every task, report bad tasks; the exit status for main.
 
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
@@ -190,7 +190,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     if not outcome.ok:
         from backends.retry_hint import retry_command
 
-        command = retry_command(plan)
+        command = retry_command(plan, rerun)
         rerun = f"; rerun only those with: {command}" if command else ""
         err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) failed{rerun}")
     return outcome.exit_status

@@ -4,6 +4,10 @@ A recipe that fails in 4 of 150 tasks should not make its user find and type
 the record's path: the last line names `hyperion-jobs retry RECORD` whole, so
 the next step is a copy and paste. Shared by both backends (and by
 `hyperion-jobs retry` and the checkpoint bridge, which run plans the same way).
+The command fits how the run was launched: a run of the checkpoint bridge
+names `hyperion-checkpoint retry CHECKPOINT --submit RECORD` (`rerun`), which
+finds again what is still missing; `hyperion-jobs retry` would rerun that
+run's shard windows as they were.
 """
 from __future__ import annotations
 
@@ -16,21 +20,24 @@ from backends.ranges import compress
 from backends.submit.model import SubmitPlan
 
 
-def retry_command(plan: SubmitPlan) -> str | None:
-    """``hyperion-jobs retry /abs/q/<stem>.submit.json``, or None when no retry could run it.
+def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None) -> str | None:
+    """``hyperion-jobs retry /abs/q/<stem>.submit.json`` (or `rerun`, the launcher's own
+    command, quoted), or None when no retry could run it.
 
     A site file given as a pipe (``--cfg <(...)``) is gone once the run ended and
-    `hyperion-jobs retry` refuses such a record, so no command is offered for it.
+    `hyperion-jobs retry` (and `hyperion-checkpoint retry --submit`, which reads it too)
+    refuses such a record, so no command is offered for it.
     """
     if not os.path.isfile(plan.options.cfg):
         return None
-    return printable(f"hyperion-jobs retry {shlex.quote(os.path.abspath(plan.record_path))}")
+    argv = rerun if rerun is not None else ("hyperion-jobs", "retry", os.path.abspath(plan.record_path))
+    return printable(shlex.join(argv))
 
 
-def local_retry_line(plan: SubmitPlan, failed: int | None) -> str | None:
+def local_retry_line(plan: SubmitPlan, failed: int | None, rerun: Sequence[str] | None = None) -> str | None:
     """After a local run stopped at the task of value `failed` (None: a plain job): the values
     it never reached, and the command that runs them and the failed one again."""
-    command = retry_command(plan)
+    command = retry_command(plan, rerun)
     if command is None:
         return None
     array = plan.options.array

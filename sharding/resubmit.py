@@ -226,6 +226,19 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         print(printable(f"would resubmit {what}"))
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
+    rerun = rerun_argv(path, record_path, max_array_size, trust)    # paths as given, from here
     with working_dir(prepared.record.cwd):
         return run_plan(plan, "resubmit",
-                        lambda: print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True))
+                        lambda: print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True),
+                        rerun=rerun)
+
+
+def rerun_argv(checkpoint: str, record_path: str, max_array_size: int | None = None,
+               trust: bool = False) -> tuple[str, ...]:
+    """The command a failed resubmission names as the next step: this one again, which finds
+    what is still missing, not `hyperion-jobs retry RECORD` (it reruns this attempt's shard
+    windows as they were). Absolute paths: pasted anywhere, it names the same run."""
+    argv = (PROG, "retry", os.path.abspath(checkpoint), "--submit", os.path.abspath(record_path))
+    if max_array_size is not None:
+        argv += ("--max-array-size", str(max_array_size))
+    return argv + (("--trust-record",) if trust else ())

@@ -148,3 +148,38 @@ def test_a_window_script_of_attempt_one_rewritten_by_attempt_three_is_kept_as_at
     assert scripts == {(1, "attempts/1/s.SHARD.sh"), (1, "attempts/1/s.SHARD.offset8.sh"),
                        (2, "attempts/2/s.SHARD.sh")}
     assert run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path, env=cli_env).stdout == ""
+
+
+@pytest.mark.slurm
+def test_a_failed_resubmission_names_hyperion_checkpoint_retry_as_the_next_step(slurm_cluster, test_site, tmp_path,
+                                                                               cli_env):
+    """After `hyperion-checkpoint retry --submit` failed again, the last line named `hyperion-jobs retry
+    RECORD`, which reruns that attempt's shard windows as they were; the run was launched from the
+    checkpoint, and `hyperion-checkpoint retry CK --submit RECORD` finds again what is still missing.
+    The line names that command, ready to paste, and pasted it resubmits the shard still missing."""
+    import shlex
+
+    make_input(tmp_path / "in", files=4, records=2)
+    bad_shard = shard_for("p000002", 4, 1)      # holds doc-0002-0001, which fails every time
+    first = run_cli(
+        "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:4",
+        "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
+        "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+        "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "4",
+        "--minimum-shard-index", "1", "--fail-record", "doc-0002-0001",
+        cwd=tmp_path, env=cli_env, timeout=300)
+    record = tmp_path / "log" / "q" / "shard.SHARD.submit.json"
+    assert first.returncode == 1, first.stderr
+    assert first.stderr.splitlines()[-1] == (
+        f"hyperion-submit: 1 of 4 task(s) failed; rerun only those with: hyperion-jobs retry {record}")
+
+    again = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", "log/q/shard.SHARD.submit.json",
+                    cwd=tmp_path, env=cli_env, timeout=300)
+    assert again.returncode == 1, again.stderr
+    command = f"hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record}"
+    assert again.stderr.splitlines()[-1] == f"hyperion-submit: 1 of 1 task(s) failed; rerun only those with: {command}"
+
+    pasted = run_cli(*shlex.split(command), cwd=tmp_path / "in", env=cli_env, timeout=300)
+    assert pasted.returncode == 1, pasted.stderr
+    assert f"resubmitting 1 of 4 shard(s) ({bad_shard})" in pasted.stderr
+    assert pasted.stderr.splitlines()[-1] == again.stderr.splitlines()[-1]

@@ -332,3 +332,17 @@ def test_retry_array_limit_is_the_records_site_file_else_the_site_given(tmp_path
     assert retry_array_limit(record, str(small)).value == 1001
     with pytest.raises(InputError):
         retry_array_limit(None, str(tmp_path / "missing.yaml"))
+
+
+def test_a_failed_local_resubmission_names_hyperion_checkpoint_retry_with_its_options(tmp_path, cli_env):
+    """A local resubmission that fails again named `hyperion-jobs retry RECORD` (this attempt's values
+    as they were); it names the checkpoint retry it was, with the options that shaped it."""
+    first, record_path = _submit_local(tmp_path, cli_env, fail_args=("--fail-record", "doc-0003-0000"))
+    assert first.returncode == 1
+    again = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", str(record_path), "--max-array-size", "100",
+                    "--trust-record", cwd=tmp_path, env=cli_env)
+    assert again.returncode == 1, again.stderr
+    last = again.stderr.splitlines()[-1]
+    assert last.startswith("hyperion-submit: ") and " with: " in last, last
+    assert last.endswith(f"with: hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record_path} "
+                         "--max-array-size 100 --trust-record"), last
