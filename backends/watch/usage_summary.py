@@ -129,6 +129,66 @@ def summarize_rows(rows: Mapping[Key, object]) -> UsageSummary | None:
     return summarize(used, oom, late)
 
 
+@dataclass(frozen=True)
+class StateTally:
+    """How many tasks ended, run and wait: the counts a usage heading says."""
+
+    ended: int = 0
+    running: int = 0
+    pending: int = 0
+
+    def said(self) -> str:
+        """``111 ended, 7 running, 32 pending``; running and pending only when there are any."""
+        return ", ".join([f"{self.ended} ended"] + [f"{n} {what}" for n, what in
+                                                    ((self.running, "running"), (self.pending, "pending")) if n])
+
+
+def tally(counts: Iterable[tuple[JobState | None, int]]) -> StateTally:
+    """Tasks per state -> ended (a terminal state), running (RUNNING_NOW), pending (WAITING): the one
+    rule for `hyperion-jobs usage` (over rows) and the console (over the per-state counts its
+    counts line shows, so the heading under that line can never say other numbers)."""
+    ended = running = pending = 0
+    for state, n in counts:
+        if state is None:
+            continue
+        ended += n if state.is_terminal else 0
+        running += n if state in RUNNING_NOW else 0
+        pending += n if state in WAITING else 0
+    return StateTally(ended, running, pending)
+
+
+_STATES = {state.value: state for state in JobState}
+
+
+def tally_names(counts: Mapping[str, int]) -> StateTally:
+    """`tally` of counts by state name (``RUNNING``, ``NOT_RUN``, ``UNKNOWN``: a name no Slurm state
+    has is in none of the three, as a row without a state)."""
+    return tally((_STATES.get(name), n) for name, n in counts.items())
+
+
+@dataclass(frozen=True)
+class UsageHeading:
+    """What a usage heading says besides the state counts: how many tasks the summary is of, of how
+    many, and where the figures come from. The costly part (a pass over every row): the console
+    works it out after live updates, and says it with the counts of the moment (`text`)."""
+
+    summarized: int
+    total: int
+    measured: int
+    local: bool
+
+    def text(self, counts: StateTally) -> str:
+        source = "run locally: elapsed time only" if self.local else f"accounting measured {self.measured}"
+        return f"usage of {self.summarized} of {self.total} task(s) ({counts.said()}; {source})"
+
+
+def heading_of(summary: UsageSummary | None, rows: Iterable[object], tasks: Collection[Key]) -> UsageHeading:
+    """`usage_heading` less its state counts."""
+    measured = sum(getattr(row, "usage", None) is not None and not never_started(row) for row in rows)
+    local = bool(tasks) and all(job == LOCAL_JOB for job, _ in tasks)
+    return UsageHeading(summary.tasks if summary else 0, len(tasks), measured, local)
+
+
 def usage_heading(summary: UsageSummary | None, rows: Iterable[object], tasks: Collection[Key]) -> str:
     """``usage of 4 of 10 task(s) (4 ended, 2 running, 4 pending; accounting measured 6)``: how
     many tasks the summary is of (its ``(0 of 4 tasks)``), how many ended, run and wait (those two
@@ -140,17 +200,8 @@ def usage_heading(summary: UsageSummary | None, rows: Iterable[object], tasks: C
     of the record, job id first. The CLI said "usage of 0 of 200" (the tasks accounting measured)
     above "(0 of 7 tasks)" (the tasks with any figure, a local task's elapsed time too), and the
     console counted MaxRSS "(0 of 200)": two totals for one summary."""
-    ended = running = pending = measured = 0
-    for row in rows:
-        state = getattr(row, "state", None)
-        ended += state is not None and state.is_terminal
-        running += state in RUNNING_NOW
-        pending += state in WAITING
-        measured += getattr(row, "usage", None) is not None and not never_started(row)
-    local = bool(tasks) and all(job == LOCAL_JOB for job, _ in tasks)
-    source = "run locally: elapsed time only" if local else f"accounting measured {measured}"
-    counts = [f"{ended} ended"] + [f"{n} {what}" for n, what in ((running, "running"), (pending, "pending")) if n]
-    return f"usage of {summary.tasks if summary else 0} of {len(tasks)} task(s) ({', '.join(counts)}; {source})"
+    rows = list(rows)
+    return heading_of(summary, rows, tasks).text(tally((getattr(row, "state", None), 1) for row in rows))
 
 
 def _usage_of(row: object) -> Usage | None:

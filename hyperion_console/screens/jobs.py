@@ -33,7 +33,7 @@ from backends.watch.rows import local_cancel_text
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import not_run_text, record_file
-from backends.watch.usage_summary import summarize_rows, usage_heading
+from backends.watch.usage_summary import heading_of, summarize_rows, tally_names
 
 from ..errors import describe_error, guarded
 from ..messages import (
@@ -68,7 +68,7 @@ from .jobs_retry import RetryFlow
 
 TICK_SECONDS = 1.0
 RECORD_CHECK_SECONDS = 2.0   # how often the open record's file is looked at (a new attempt elsewhere)
-DERIVED_DELAY = 1.0          # failure groups, attempts and the usage summary follow updates this late
+DERIVED_DELAY = 1.0          # failure groups, attempts and the usage figures follow updates this late
 VIEWS = ("tasks-view", "map-view", "failures-view", "attempts-view")
 MIN_TABLE_ROWS = 3           # fewer rows than this on screen: the user is told the terminal is too small
 FULL_SIZE = "80x24"          # every pane at its full height
@@ -352,6 +352,7 @@ class JobsScreen(ConsoleScreen):
         self.state_map.refresh_map()
         self.show_selection(None)
         self.attempts_view.reset()
+        self.query_one("#usage-summary", UsageSummaryLines).show(None, None)   # the last record's: gone
         self.query_one("#poll-status", PollStatus).start(
             "Slurm" if self.record.backend == "slurm" else "local results")
         self.update_summary()
@@ -477,6 +478,9 @@ class JobsScreen(ConsoleScreen):
     def update_summary(self) -> None:
         index = self.table.index
         self.query_one("#jobs-summary", StateCounts).show_counts(index.counts, len(index))
+        # the usage heading's counts from these very counts, at once: derived later with the figures,
+        # it said "4 running, 9 pending" under "RUNNING 6  PENDING 7" for up to DERIVED_DELAY
+        self.query_one("#usage-summary", UsageSummaryLines).show_counts(tally_names(index.counts))
         self.query_one("#map-legend", Static).update(legend_text(index.counts))
         self.query_one("#jobs-progress", ProgressBar).update(total=max(len(index), 1),
                                                              progress=index.done())
@@ -613,11 +617,16 @@ class JobsScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="usage", exit_on_error=False)
     def derive_usage(self, history: History, tasks: dict, states: dict) -> None:
-        """The core's usage summary of the record's tasks and its heading, as `hyperion-jobs usage`."""
+        """The core's usage summary of the record's tasks and its heading, as `hyperion-jobs usage`;
+        the heading's state counts are the counts line's (`update_summary`), never these rows'."""
         rows = {key: states[key] for key in tasks if key in states}
         summary = summarize_rows(rows)
-        heading = usage_heading(summary, rows.values(), list(tasks))
-        self.app.call_from_thread(self.query_one("#usage-summary", UsageSummaryLines).show, summary, heading)
+        heading = heading_of(summary, rows.values(), list(tasks))
+        self.app.call_from_thread(self._show_usage, history.record_path, summary, heading)
+
+    def _show_usage(self, record_path: str, summary, heading) -> None:
+        if record_path == self.record_path:      # not a record left meanwhile
+            self.query_one("#usage-summary", UsageSummaryLines).show(summary, heading)
 
     # -- state map -------------------------------------------------------------------
     @on(StateMap.Moved)

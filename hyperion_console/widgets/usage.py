@@ -1,7 +1,7 @@
 """The per-array usage summary above the task table's usage columns, in three lines of 80 columns.
 
 The heading and the figures are the core's (`backends.watch.usage_summary`:
-`usage_heading` and `summarize_rows`, what `hyperion-jobs usage` prints): how
+`heading_of`/`tally_names` and `summarize_rows`, what `hyperion-jobs usage` prints): how
 many tasks the summary is of and how many ended, then median, p95 and max of
 MaxRSS and elapsed, CPU efficiency, and how many tasks used more than 90% of
 their memory or time limit. Until a task has a figure, each is "-".
@@ -12,7 +12,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from backends.watch.usage_summary import UsageSummary, human_bytes, human_seconds, summarize
+from backends.watch.usage_summary import (
+    StateTally,
+    UsageHeading,
+    UsageSummary,
+    human_bytes,
+    human_seconds,
+    summarize,
+)
 
 from .fit_line import FitLine
 
@@ -39,18 +46,38 @@ def usage_lines(summary: UsageSummary | None) -> tuple[Text, Text]:
 
 
 class UsageSummaryLines(Vertical):
-    """The heading and two lines of figures, each cut with an ellipsis when the terminal is narrower."""
+    """The heading and two lines of figures, each cut with an ellipsis when the terminal is narrower.
+
+    The heading's state counts are set apart (`show_counts`), with the counts line above, from the
+    same per-state counts: worked out with the figures, up to DERIVED_DELAY after a live update,
+    it said "4 running, 9 pending" under "RUNNING 6  PENDING 7"."""
 
     DEFAULT_CSS = "UsageSummaryLines { height: 3; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.heading: UsageHeading | None = None
+        self.counts = StateTally()
 
     def compose(self) -> ComposeResult:
         yield FitLine(id="usage-heading")
         yield FitLine(id="usage-line-1")
         yield FitLine(id="usage-line-2")
 
-    def show(self, summary: UsageSummary | None, heading: str) -> None:
-        """`heading`: the core's `usage_heading` of the same rows as `summary`."""
+    def show(self, summary: UsageSummary | None, heading: UsageHeading | None) -> None:
+        """`heading`: the core's `heading_of` the same rows as `summary` (None: nothing yet)."""
         first, second = usage_lines(summary)
-        self.query_one("#usage-heading", FitLine).update(Text(heading))
+        self.heading = heading
+        self._show_heading()
         self.query_one("#usage-line-1", FitLine).update(first)
         self.query_one("#usage-line-2", FitLine).update(second)
+
+    def show_counts(self, counts: StateTally) -> None:
+        """The state counts of the moment (the core's `tally_names` of what the counts line shows)."""
+        if counts != self.counts:
+            self.counts = counts
+            self._show_heading()
+
+    def _show_heading(self) -> None:
+        text = "" if self.heading is None else self.heading.text(self.counts)
+        self.query_one("#usage-heading", FitLine).update(Text(text))

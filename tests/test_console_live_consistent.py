@@ -1,0 +1,73 @@
+"""The Jobs screen's live view never contradicts itself or the CLIs: the usage heading counts
+what the counts line counts."""
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+
+from test_console_fixtures import rendered, slurm_like_record, wait_for
+
+from backends.states import JobState, TaskState
+from hyperion_console.app import make_app
+from hyperion_console.messages import JobsUpdated
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+async def _jobs_on(app, pilot, record):
+    """The Jobs screen showing `record` (opened as a user opens it: escape, then 2)."""
+    await pilot.press("escape", "2")
+    jobs = app.jobs_screen
+    jobs.show_record(record)
+    return jobs
+
+
+def _row(task: int, state: JobState, exit_code: int | None = None, elapsed: float = 30.0) -> TaskState:
+    return TaskState("4242", task, state, exit_code, None, elapsed, "node01")
+
+
+def _counts_line(jobs) -> dict[str, int]:
+    text = str(jobs.query_one("#jobs-summary").content)
+    return {name: int(n) for name, n in re.findall(r"([A-Z_]+) (\d+)", text)}
+
+
+def _heading_counts(jobs) -> dict[str, int]:
+    heading = rendered(jobs.query_one("#usage-heading"))[0]
+    return {what: int(n) for n, what in re.findall(r"(\d+) (ended|running|pending)", heading)}
+
+
+def test_usage_heading_counts_what_the_counts_line_above_it_counts_at_every_update(tmp_path: Path) -> None:
+    """The heading was worked out up to DERIVED_DELAY after a live update: a screenshot caught
+    "4 running, 9 pending" under "RUNNING 6  PENDING 7". Read at once after each update, the two agree."""
+    record = slurm_like_record(tmp_path, 12)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = await _jobs_on(app, pilot, record)
+            now = time.time()
+            jobs.post_message(JobsUpdated(record.path, tuple(_row(i, JobState.PENDING, elapsed=0.0)
+                                                             for i in range(1, 13)), as_of=now))
+            await pilot.pause()
+            await pilot.press("u")
+            await wait_for(pilot, lambda: "usage of" in rendered(jobs.query_one("#usage-heading"))[0], 10)
+            assert _heading_counts(jobs) == {"ended": 0, "pending": 12}
+            waves = [  # each a poll's answer, faster than DERIVED_DELAY
+                [_row(i, JobState.RUNNING) for i in (1, 2, 3, 4)],
+                [_row(i, JobState.RUNNING) for i in (5, 6)] + [_row(1, JobState.COMPLETED, 0)],
+                [_row(i, JobState.FAILED, 1) for i in (2, 3)] + [_row(7, JobState.RUNNING)],
+            ]
+            for wave in waves:
+                jobs.post_message(JobsUpdated(record.path, tuple(wave), as_of=time.time()))
+                await pilot.pause()
+                counts = _counts_line(jobs)
+                ended = counts.get("COMPLETED", 0) + counts.get("FAILED", 0)
+                assert _heading_counts(jobs) == {"ended": ended, **{name.lower(): counts[name] for name in
+                                                 ("RUNNING", "PENDING") if counts.get(name)}}, (
+                    rendered(jobs.query_one("#jobs-summary"))[0], rendered(jobs.query_one("#usage-heading"))[0])
+            assert _heading_counts(jobs) == {"ended": 3, "running": 4, "pending": 5}
+
+    asyncio.run(scenario())
