@@ -95,6 +95,7 @@ class TaskIndex:
         self.filter = ALL
         self.selection: frozenset[Key] | None = None   # a failure group's tasks (None: every task)
         self.shown: list[Key] = []              # keys passing the filter, record order
+        self.held: float | None = None          # while Slurm does not answer: the last answer's time
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -106,7 +107,7 @@ class TaskIndex:
             self.keys = list(self.tasks)
             self.names = dict.fromkeys(self.keys, UNREPORTED)
             self.counts = Counter({UNREPORTED: len(self.keys)}) if self.keys else Counter()
-            self.states, self.received = {}, {}
+            self.states, self.received, self.held = {}, {}, None
             self.by_value = {task.value: key for key, task in self.tasks.items()
                              if task.value is not None}
             self.selection = None
@@ -202,10 +203,15 @@ class TaskIndex:
         return bool(self.keys) and self.done() == len(self.keys)
 
     def elapsed(self, key: Key, now: float) -> float | None:
-        """The task's elapsed seconds now: the core's figure plus the time since it was current."""
+        """The task's elapsed seconds now: the core's figure plus the time since it was current.
+
+        While Slurm does not answer (`held`), only up to its last answer, as `hyperion-jobs watch`
+        shows it: ticking on beside "states 40 s old", it read as fresh news of a task that may
+        have ended since."""
         state = self.states.get(key)
         if state is None or state.elapsed is None:
             return None
         if state.state in TICKING:
-            return state.elapsed + max(0.0, now - self.received.get(key, now))
+            upto = now if self.held is None else min(now, self.held)
+            return state.elapsed + max(0.0, upto - self.received.get(key, upto))
         return state.elapsed

@@ -1,5 +1,5 @@
 """The Jobs screen's live view never contradicts itself or the CLIs: the usage heading counts
-what the counts line counts."""
+what the counts line counts, and elapsed stops at Slurm's last answer while Slurm does not answer."""
 from __future__ import annotations
 
 import asyncio
@@ -7,7 +7,7 @@ import re
 import time
 from pathlib import Path
 
-from test_console_fixtures import rendered, slurm_like_record, wait_for
+from test_console_fixtures import rendered, slurm_like_record, table_column, wait_for
 
 from backends.states import JobState, TaskState
 from hyperion_console.app import make_app
@@ -69,5 +69,36 @@ def test_usage_heading_counts_what_the_counts_line_above_it_counts_at_every_upda
                                                  ("RUNNING", "PENDING") if counts.get(name)}}, (
                     rendered(jobs.query_one("#jobs-summary"))[0], rendered(jobs.query_one("#usage-heading"))[0])
             assert _heading_counts(jobs) == {"ended": 3, "running": 4, "pending": 5}
+
+    asyncio.run(scenario())
+
+
+def test_elapsed_stops_at_slurm_s_last_answer_while_slurm_does_not_answer(tmp_path: Path) -> None:
+    """squeue failing, the status line said "states 5 s old" while the running task's elapsed
+    ticked on as if fresh: it stops at the last answer (as `hyperion-jobs watch` shows it) and
+    ticks again once Slurm answers."""
+    record = slurm_like_record(tmp_path, 1)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = await _jobs_on(app, pilot, record)
+            table, status = jobs.query_one("#tasks"), jobs.query_one("#poll-status")
+            jobs.post_message(JobsUpdated(record.path, (_row(1, JobState.RUNNING, elapsed=30.0),),
+                                          as_of=time.time() - 5))
+            await pilot.pause()
+            assert table_column(table, "elapsed")[0] in ("0:00:35", "0:00:36")
+            problem = "controller (squeue) not answering for 12 s: slurm_load_jobs error: Unable to contact"
+            jobs.post_message(JobsUpdated(record.path, (), error=problem, problem=problem))
+            await pilot.pause()
+            assert status.line().plain.startswith("⚠ states 5 s old, retrying"), status.line().plain
+            assert table_column(table, "elapsed") == ["0:00:30"]       # as of that answer, 5 s ago
+            await pilot.pause(1.3)
+            assert table_column(table, "elapsed") == ["0:00:30"]
+            assert status.line().plain.startswith("⚠ states 6 s old"), status.line().plain
+            jobs.post_message(JobsUpdated(record.path, (_row(1, JobState.RUNNING, elapsed=37.0),),
+                                          as_of=time.time()))
+            await pilot.pause(1.3)
+            assert table_column(table, "elapsed")[0] in ("0:00:38", "0:00:39")   # ticks again
 
     asyncio.run(scenario())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -425,6 +426,8 @@ class JobsScreen(ConsoleScreen):
                 status.source = "the attempt history"
             self.say_behind("look for requeues", message.behind)
         status.report(message.as_of, message.problem, message.all_terminal)
+        # an outage: elapsed stops at the last answer, as the status line says how old that is
+        self.table.index.held = (status.as_of or time.time()) if message.problem else None
         self.apply_states(message.changed, message.as_of)
         self.tell_never_runs(message.changed)
         if message.error and message.error not in self._told_errors:   # once per error per outage:
