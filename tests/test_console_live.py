@@ -845,10 +845,11 @@ def test_the_log_title_of_a_task_slurm_cancels_says_so_not_just_following(slurm_
             assert title().endswith("k.1.log · following"), title()
             subprocess.run(["scancel", f"{job}_1"], check=True)
             await wait_for(pilot, lambda: "CANCELLED by Slurm (l: its .err)" in title(), 60)
-            assert title().endswith(" · CANCELLED by Slurm (l: its .err) · following"), title()
+            # ended, as `logs -f` says it: no longer `following` (it said both)
+            assert title().endswith("k.1.log · ended CANCELLED by Slurm (l: its .err)"), title()
             await pilot.press("l")
             await wait_for(pilot, lambda: "[err]" in title(), 5)
-            assert "by Slurm" not in title(), title()
+            assert "by Slurm" not in title() and title().endswith(" · ended CANCELLED"), title()
 
     try:
         asyncio.run(scenario())

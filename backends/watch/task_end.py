@@ -12,7 +12,9 @@ the pace a wait keeps while tasks change (UNHINTED_EVERY): at the idle pace its
 end was seen up to 10 s late, with nothing to bring the poll forward. A local task's end is in
 its ledger: read at most once a second, as `watch` of a local record does.
 
-`row_end` is the stopping rule; `end_watch` picks how to learn the row.
+`row_end` is the stopping rule, the console's log pane title's too (`ended_words`: "· ended
+FAILED (exit 3)" once the row it shows says so, where it said "· following" for ever);
+`end_watch` picks how to learn the row.
 """
 from __future__ import annotations
 
@@ -75,9 +77,14 @@ def row_end(row: TaskRow) -> TaskEnd | None:
     return TaskEnd(row.state.value, row.exit_code if told else None, row.signal if told else None)
 
 
+def ended_words(end: TaskEnd) -> str:
+    """``ended FAILED (exit 3)``: how `logs -f` and the console's log pane title say the end."""
+    return f"ended {end.said()}"
+
+
 def ended_text(name: str, end: TaskEnd) -> str:
     """The one stderr line `logs -f` ends with."""
-    return f"task {printable(name)} ended {end.said()}; stopped following"
+    return f"task {printable(name)} {ended_words(end)}; stopped following"
 
 
 def cannot_tell_text(name: str, problem: str) -> str:

@@ -33,6 +33,7 @@ from backends.watch.requeued import watched_tasks
 from backends.watch.rows import local_cancel_text
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
+from backends.watch.task_end import ended_words, row_end
 from backends.watch.targets import not_run_text, record_file
 from backends.watch.usage_summary import heading_of, summarize_rows, tally_names
 
@@ -459,8 +460,8 @@ class JobsScreen(ConsoleScreen):
         self.table.apply(changed, as_of)
         self.state_map.refresh()
         self.update_summary()
-        if self.view == "tasks-view":      # the task shown may just have been ended by Slurm
-            self.log_pane.note_end(self.slurm_end_note(self.selected_task()))
+        # the task whose log is shown may just have ended: its title stops saying `following`
+        self.log_pane.note_end(self.end_note(self.log_pane.shown_task))
         if self.view in ("failures-view", "attempts-view") or self._columns == "usage":
             self.refresh_derived(later=True)
 
@@ -603,7 +604,7 @@ class JobsScreen(ConsoleScreen):
     def show_group_log(self, group) -> None:
         keys = [] if group is None else self.table.index.keys_of_values(group.values[:1])
         task = self.tasks[keys[0]] if keys else None
-        self.log_pane.show_task(task, self.not_run_note(task), self.slurm_end_note(task))   # NOT_RUN: no log
+        self.log_pane.show_task(task, self.not_run_note(task), self.end_note(task))   # NOT_RUN: no log
 
     @on(FailuresView.Chosen)
     @guarded
@@ -644,7 +645,7 @@ class JobsScreen(ConsoleScreen):
         target = "local" if task.job_id == "local" else slurm_target(task)
         cursor.update(shown(f"▸ value {task.value} · {target} · {self.table.index.names[event.key]}"
                             " · enter: show it in the table · m: back", "dim"))
-        self.log_pane.show_task(task, self.not_run_note(task), self.slurm_end_note(task))
+        self.log_pane.show_task(task, self.not_run_note(task), self.end_note(task))
 
     @on(StateMap.Chosen)
     @guarded
@@ -771,21 +772,36 @@ class JobsScreen(ConsoleScreen):
         """Point the log pane at the task selected in the view shown (an earlier attempt's task:
         its log where the rerun moved it); nothing when the filter hides every task."""
         if self.view == "attempts-view":
-            self.log_pane.show_task(self.attempt_table.selected_task())
+            task = self.attempt_table.selected_task()
+            self.log_pane.show_task(task, None, self.end_note(task))
         elif self.view == "failures-view":
             self.show_group_log(self.failures_view.selected_group())
         elif self.view != "map-view":
             task = self.selected_task()
-            self.log_pane.show_task(task, self.not_run_note(task), self.slurm_end_note(task))
+            self.log_pane.show_task(task, self.not_run_note(task), self.end_note(task))
 
-    def slurm_end_note(self, task) -> str | None:
-        """`TIMEOUT by Slurm (l: its .err)` for the program log of a task Slurm ended: the log stops
-        mid-run without its `# Ended` line and, titled `following`, read like a task still running
-        (`hyperion-jobs logs` says the same on stderr)."""
-        state = None if task is None else getattr(self.table.state_of(task), "state", None)
-        if self.log_pane.source != "log" or not ended_by_slurm(state) or task.slurm_err is None:
+    def row_of(self, task):
+        """The row shown for `task`: the task table's, or the attempts table's for an earlier attempt's."""
+        if task is None:
             return None
-        return f"{state.value} by Slurm (l: its .err)"
+        if self.tasks.get(record_key(task)) is task:
+            return self.table.state_of(task)
+        return self.attempt_table.state_of(task)
+
+    def end_note(self, task) -> str | None:
+        """`ended FAILED (exit 3)` for the log pane's title once the row shown says the task ended:
+        the core's `row_end`, the rule `hyperion-jobs logs -f` stops following by, in its words (the
+        title said `following` for ever, the CLI `ended FAILED (exit 3); stopped following`). None
+        while it may write more. Slurm ended it: `ended TIMEOUT by Slurm (l: its .err)` on the
+        program log, which stops mid-run without its `# Ended` line (`logs` says so on stderr)."""
+        row = self.row_of(task)
+        end = None if row is None else row_end(row)
+        if end is None:
+            return None
+        note = ended_words(end)
+        if self.log_pane.source == "log" and ended_by_slurm(row.state) and task.slurm_err is not None:
+            note += " by Slurm (l: its .err)"
+        return note
 
     def not_run_note(self, task) -> str | None:
         """For a value the table shows NOT_RUN, what `hyperion-jobs logs` says of it (the attempt that

@@ -38,7 +38,8 @@ def task_log_path(task, source: str) -> str | None:
 
 
 class LogTitle(FitLine):
-    """`log [SOURCE]: PATH · following`; a cut shortens the path from its start."""
+    """`log [SOURCE]: PATH · following` (`· ended FAILED (exit 3)` once the task ended); a cut
+    shortens the path from its start."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(Text(""), **kwargs)
@@ -76,7 +77,8 @@ class LogPane(Vertical):
         self._pending_open: str | None = None   # the line still being written, as last read
         self._restart = False
         self._problem: str | None = None   # why the log cannot be read (shown in the title)
-        self.end_note: str | None = None   # the task ended by Slurm: its log stops mid-run
+        self.shown_task = None             # the task whose log is shown (None: none)
+        self.end_note: str | None = None   # how the task ended (`ended FAILED (exit 3)`), None while it runs
 
     def compose(self) -> ComposeResult:
         yield LogTitle(id="log-title")
@@ -95,7 +97,8 @@ class LogPane(Vertical):
     def show_task(self, task, not_run: str | None = None, ended: str | None = None) -> None:
         """Point the pane at the task's chosen log; without one (or no task), show nothing.
         `not_run`: why a task its ended local run never reached has none (nothing to wait for);
-        `ended`: a note for the title when Slurm ended the task (its log stops mid-run)."""
+        `ended`: how the task ended, for the title instead of `following` (None: it may write more)."""
+        self.shown_task = task
         path = None if task is None or not_run else task_log_path(task, self.source)
         if path and path == self.path:
             self.note_end(ended)
@@ -120,7 +123,12 @@ class LogPane(Vertical):
             self.follow(path, self._stop)
 
     def note_end(self, note: str | None) -> None:
-        """Say in the title that Slurm ended the task shown (or no longer say it)."""
+        """Say in the title how the task shown ended (or no longer say it: Slurm requeued it).
+
+        The file is still read after the end: a late flush (stdout buffered to the exit, a network
+        file system's delay, Slurm's `CANCELLED AT ... DUE TO TIME LIMIT` in .err) lands after the
+        state that ended it, and `logs -f` reads what is left too. The pane just stops saying
+        `following`: nothing more is coming from the task."""
         if note != self.end_note:
             self.end_note = note
             self.update_title()
@@ -128,13 +136,14 @@ class LogPane(Vertical):
     def update_title(self) -> None:
         if not self.path:
             return
+        following = self.view.following
         if self._problem:
             suffix = f" · {self._problem}"
-        elif self.view.following:
-            suffix = " · following"
+        elif self.end_note:           # nothing to follow: where the log stands is all it says
+            suffix = "" if following else " · scrolled (End: last line)"
         else:
-            suffix = " · scrolled (End: follow)"
-        if self.end_note and not self._problem:
+            suffix = " · following" if following else " · scrolled (End: follow)"
+        if self.end_note:
             suffix = f" · {self.end_note}{suffix}"
         self.query_one("#log-title", LogTitle).show(f"log [{self.source}]: ", self.path, suffix)
 
