@@ -6,10 +6,7 @@ shows (`rows.task_row`: the ledger's final state unless Slurm ran the task
 again, a local task's start and end lines, a runner gone: LOST), with Slurm's
 states from the shared Poller, so squeue and sacct are asked within the same
 query budget as a wait (nudged by the task's log footer, idle otherwise), and
-a requeued task is followed until its new run ends. A task with no footer to
-nudge (a bare job id with no record: a plain ``sbatch --array``) is polled at
-the pace a wait keeps while tasks change (UNHINTED_EVERY): at the idle pace its
-end was seen up to 10 s late, with nothing to bring the poll forward. A local task's end is in
+a requeued task is followed until its new run ends. A local task's end is in
 its ledger: read at most once a second, as `watch` of a local record does.
 
 `row_end` is the stopping rule, the console's log pane title's too (`ended_words`: "· ended
@@ -30,7 +27,7 @@ from backends.records.record import LOCAL_JOB, TaskRecord
 from backends.states import EXIT_TOLD
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
-from backends.watch.poller import BUSY_SECONDS_PER_CALL, IDLE_SECONDS_PER_CALL, MIN_GAP, Poller, PollUpdate
+from backends.watch.poller import MIN_GAP, Poller, PollUpdate
 from backends.watch.requeued import requeuable, settled
 from backends.watch.rows import TaskRow, job_rows, task_row
 from backends.watch.slurm.accounting import Runner, stoppable
@@ -39,9 +36,6 @@ from backends.watch.targets import shown_as_recorded
 Key = tuple[str, "int | None"]
 CAP = 30.0             # longest pause between two polls while nothing changes (watch's default --cap)
 LOCAL_EVERY = 1.0      # a local task's ledger is read at most this often
-# No log footer brings a poll forward: a poll every 3 s (one squeue; 20 a minute, within the
-# budget of 30, room left for the sacct that reads the end), so the end is seen within about 3 s.
-UNHINTED_EVERY = BUSY_SECONDS_PER_CALL
 
 
 @dataclass(frozen=True)
@@ -170,10 +164,9 @@ class SlurmEnd(EndWatch):
         self._finals = (FinalsRecorder(history.record_path, [task], settled=ended, since=history.ledger.size)
                         if history is not None and task is not None else None)
         expected = {key[0]: (key[1],) if key[1] is not None else None}
-        nudge = LogNudge([task]) if task is not None else None
         self._poller = Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
-                              runner=runner or stoppable(self._stop), nudge=nudge, settled=ended,
-                              idle=IDLE_SECONDS_PER_CALL if nudge is not None else UNHINTED_EVERY)
+                              runner=runner or stoppable(self._stop),
+                              nudge=LogNudge([task]) if task is not None else None, settled=ended)
         self._thread = threading.Thread(target=self._run, daemon=True, name="logs -f end")
         self._thread.start()
 
