@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Sequence, TextIO
 from backends.attempt import begin_attempt, live_script_jobs
 from backends.printable import printable
 from backends.records.record import SubmitRecord
-from backends.states import explain_reason
+from backends.states import end_counts, ends_text, explain_reason
 from backends.submit.model import SubmitPlan
 from backends.submit.site_options import ignored_inputs_line
 from backends.submit.slurm import sbatch
@@ -192,5 +192,9 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
 
         command = retry_command(plan, rerun)
         rerun = f"; rerun only those with: {command}" if command else ""
-        err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) failed{rerun}")
+        # by how they ended, as the progress line counts them: "3 ... failed" counted a TIMEOUT and a CANCELLED
+        ends = ends_text(end_counts("NO_LOG" if state.state.is_success else state.state.value
+                                    for _, state in outcome.bad))
+        err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) did not succeed ({ends})"
+                        f"{rerun}")
     return outcome.exit_status

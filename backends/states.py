@@ -6,6 +6,7 @@ Slurm spells states differently in sacct (``CANCELLED by 0``) and squeue
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -175,3 +176,38 @@ def explain_reason(reason: str) -> str:
     if meaning is None and _NEVER_PATTERN.match(word):
         meaning = "it is outside a per-job limit of its QOS or account"
     return f"{reason}: {meaning}" if meaning else reason
+
+
+# How a summary names a task that did not succeed: "failed" is the program's own failure (it exited
+# non-zero, or nobody knows how it ended); an end Slurm made is named by its state, so a time limit
+# or an scancel no longer reads as "my program failed" ("failed 6" counted 2 TIMEOUT, 1 CANCELLED).
+# One rule for hyperion-submit's progress line, `hyperion-jobs status --failures` and the console.
+_END_WORDS = {
+    "FAILED": "failed", "SPECIAL_EXIT": "failed", "LOST": "failed",
+    "TIMEOUT": "timeout", "CANCELLED": "cancelled", "OUT_OF_MEMORY": "out-of-memory", "NODE_FAIL": "node-fail",
+    "PREEMPTED": "preempted", "BOOT_FAIL": "boot-fail", "DEADLINE": "deadline", "REVOKED": "revoked",
+    "NOT_RUN": "not-run",
+}
+_END_ORDER = tuple(dict.fromkeys(_END_WORDS.values()))
+
+
+def end_word(label: str) -> str:
+    """``FAILED`` -> ``failed``, ``TIMEOUT`` -> ``timeout``, ``CANCELLED by 0`` -> ``cancelled``: the
+    word a summary counts an unsuccessful end under (an unknown label: itself, lower case)."""
+    word = str(label).strip().split(" ", 1)[0].rstrip("+").upper()
+    return _END_WORDS.get(word, word.lower().replace("_", "-"))
+
+
+def end_counts(labels: Iterable[str]) -> dict[str, int]:
+    """Unsuccessful ends counted by `end_word`, "failed" first, then Slurm's ends in a fixed order."""
+    counts: dict[str, int] = {}
+    for label in labels:
+        word = end_word(label)
+        counts[word] = counts.get(word, 0) + 1
+    rank = {word: i for i, word in enumerate(_END_ORDER)}
+    return dict(sorted(counts.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))
+
+
+def ends_text(counts: dict[str, int]) -> str:
+    """``failed 3, timeout 2, cancelled 1``: the nonzero counts of `end_counts`."""
+    return ", ".join(f"{word} {n}" for word, n in counts.items() if n)

@@ -154,7 +154,7 @@ def test_failure_groups_list_the_causes_and_select_their_tasks(tmp_path: Path) -
             assert groups == (("FAILED", 3, None, "ValueError: corrupt input file", 2, "3,5"),
                               ("OUT_OF_MEMORY", None, None, "loading 2.1G of features", 1, "6"))
             head = rendered(jobs.query_one("#failures-head"))[0]
-            assert head.startswith("3 of 8 task(s) did not succeed, in 2 group(s)")
+            assert head.startswith("3 of 8 task(s) did not succeed (failed 2, out-of-memory 1), in 2 group(s)")
             lines = [line.rstrip() for line in rendered(jobs.query_one("#failure-list"))]
             assert lines[:4] == ["    2 FAILED exit 3 · values 3,5", "      last line: ValueError: corrupt input file",
                                  "    1 OUT_OF_MEMORY · values 6", "      last line: loading 2.1G of features"]

@@ -27,7 +27,14 @@ def test_counts_treat_unseen_tasks_as_pending():
     states = {s.key: s for s in (_state(1, JobState.COMPLETED), _state(2, JobState.FAILED, 3),
                                  _state(3, JobState.RUNNING), _state(4, JobState.CANCELLED))}
     counts = count(states, 6)
-    assert counts.text == "done 1/6 failed 2 running 1 pending 2"
+    assert counts.text == "done 1/6 failed 1 cancelled 1 running 1 pending 2"
+
+
+def test_counts_name_the_ends_slurm_made_apart_from_the_programs_failures():
+    """'failed 6' counted 2 TIMEOUT and 1 CANCELLED: a user read six failing programs."""
+    ends = [JobState.FAILED] * 3 + [JobState.TIMEOUT] * 2 + [JobState.CANCELLED, JobState.OUT_OF_MEMORY]
+    states = {s.key: s for s in (_state(i, state, 1) for i, state in enumerate(ends))}
+    assert count(states, 9).text == "done 0/9 failed 3 timeout 2 cancelled 1 out-of-memory 1 running 0 pending 2"
 
 
 def test_plain_progress_prints_a_line_only_when_counts_change_and_says_how_old_states_are():

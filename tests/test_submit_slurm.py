@@ -639,7 +639,8 @@ def test_a_failed_array_ends_with_the_retry_that_reruns_only_the_failed_tasks(sl
     assert result.returncode == 1
     record = tmp_path / "log" / "q" / "t.JOB.submit.json"
     last = result.stderr.splitlines()[-1]
-    assert last == f"hyperion-submit: 1 of 3 task(s) failed; rerun only those with: hyperion-jobs retry {record}"
+    assert last == (f"hyperion-submit: 1 of 3 task(s) did not succeed (failed 1); rerun only those with: "
+                    f"hyperion-jobs retry {record}")
     (tmp_path / "task_fixed.sh").write_text(TASK.replace("exit 3", "exit 0"))
     os.replace(tmp_path / "task_fixed.sh", task)
     os.chmod(task, 0o755)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from backends.states import JobState
 from backends.watch.rows import TaskRow
-from backends.watch.triage import failure_groups
+from backends.watch.triage import failure_groups, failures_summary
 
 
 def row(value: int, state: JobState | None, code: int | None, signal: int | None = None) -> TaskRow:
@@ -58,3 +58,13 @@ def test_the_example_of_a_group_is_a_log_that_is_there(tmp_path) -> None:
     groups = failure_groups([cancelled(v) for v in (10, 11, 12, 13)])
     assert [(g.value_ranges, g.example_log) for g in groups] == [("10-13", str(tmp_path / "s.12.log"))]
     assert [g.example_log for g in failure_groups([cancelled(10), cancelled(11)])] == [None]
+
+
+def test_the_head_names_the_ends_slurm_made_apart_from_the_programs_failures() -> None:
+    """'5 of 9 task(s) did not succeed' hid that 2 hit their time limit and 1 was cancelled."""
+    rows = [row(1, JobState.FAILED, 1), row(2, JobState.FAILED, 1), row(3, JobState.TIMEOUT, 0),
+            row(4, JobState.TIMEOUT, 0), row(5, JobState.CANCELLED, 0), row(6, JobState.COMPLETED, 0)]
+    groups = failure_groups(rows, read_line=lambda path: "", has_log=lambda path: True)
+    assert failures_summary(groups, 9) == (
+        "5 of 9 task(s) did not succeed (failed 2, timeout 2, cancelled 1), in 3 group(s)")
+    assert failures_summary([], 9) == "no failed tasks: every one of 9 task(s) completed or is still live"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, TextIO
 
 from backends.printable import printable
-from backends.states import JobState
+from backends.states import JobState, end_counts
 from backends.watch.terminal import SafeStream, safe
 
 if TYPE_CHECKING:
@@ -30,27 +30,34 @@ PROBLEM_EVERY = 30.0
 @dataclass(frozen=True)
 class Counts:
     done: int
-    failed: int
+    failed: int   # the program failed (FAILED, SPECIAL_EXIT, LOST); Slurm's ends are in `ended`
     running: int
     pending: int  # includes tasks Slurm has not reported yet
     reason: str | None = None   # the commonest pending reason Slurm gives
+    ended: tuple[tuple[str, int], ...] = ()   # ended by Slurm: (("timeout", 2), ("cancelled", 1))
 
     @property
     def text(self) -> str:
-        total = self.done + self.failed + self.running + self.pending
+        """``done 3/10 failed 1 timeout 2 cancelled 1 running 2 pending 1``: a Slurm end is shown
+        only once there is one, and never counted as "failed"."""
+        total = self.done + self.failed + sum(n for _, n in self.ended) + self.running + self.pending
         why = f" ({printable(self.reason)})" if self.reason and self.pending else ""
-        return (f"done {self.done}/{total} failed {self.failed} "
+        slurm = "".join(f" {word} {n}" for word, n in self.ended)
+        return (f"done {self.done}/{total} failed {self.failed}{slurm} "
                 f"running {self.running} pending {self.pending}{why}")
 
 
 def count(states: Mapping[object, TaskState], total: int) -> Counts:
     """Counts over `total` expected tasks; a task not seen yet counts as pending."""
     done = sum(1 for s in states.values() if s.state.is_success)
-    failed = sum(1 for s in states.values() if s.state.is_terminal and not s.state.is_success)
+    ends = end_counts(s.state.value for s in states.values() if s.state.is_terminal and not s.state.is_success)
+    failed = ends.pop("failed", 0)
+    ended = tuple(ends.items())
     running = sum(1 for s in states.values() if s.state in _RUNNING)
     reasons = Counter(s.reason for s in states.values() if s.reason)
     reason = reasons.most_common(1)[0][0] if reasons else None
-    return Counts(done, failed, running, max(total - done - failed - running, 0), reason)
+    unseen = total - done - failed - sum(ends.values()) - running
+    return Counts(done, failed, running, max(unseen, 0), reason, ended)
 
 
 def staleness(update: PollUpdate, now: float | None = None) -> str | None:

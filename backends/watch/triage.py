@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from backends.logheader import RUNNING_PREFIX, STARTED_PREFIX, parse_ended
 from backends.ranges import compress
+from backends.states import end_counts, ends_text
 from backends.watch.rows import LOCAL_JOB, TaskRow
 from backends.watch.line_screen import shown_line
 from backends.watch.tail import last_lines
@@ -107,3 +108,18 @@ def failure_groups(rows: Sequence[TaskRow], read_line: Callable[[str | None], st
         line, log = (example[1], example[0].log) if example else ("", None)
         out.append(FailureGroup(state, code, sig, line, tuple(r.value for r, _ in members), log))
     return sorted(out, key=lambda g: (-g.count, g.state, g.exit_code or 0, g.last_line))
+
+
+def group_ends(groups: Sequence[FailureGroup]) -> dict[str, int]:
+    """The groups' tasks by how they ended (`end_counts`): {"failed": 3, "timeout": 2, "cancelled": 1}."""
+    return end_counts(group.state for group in groups for _ in group.values)
+
+
+def failures_summary(groups: Sequence[FailureGroup], total: int) -> str:
+    """``6 of 20 task(s) did not succeed (failed 3, timeout 2, cancelled 1), in 3 group(s)``: the
+    head of `hyperion-jobs status --failures` and of the console's failure groups (one text)."""
+    if not groups:
+        return f"no failed tasks: every one of {total} task(s) completed or is still live"
+    failed = sum(group.count for group in groups)
+    return (f"{failed} of {total} task(s) did not succeed ({ends_text(group_ends(groups))}), "
+            f"in {len(groups)} group(s)")

@@ -18,7 +18,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from backends.records.history import History
-from backends.watch.triage import FailureGroup, failure_groups
+from backends.watch.triage import FailureGroup, failure_groups, failures_summary
 
 from ..messages import FailureGroupsListed
 from ..shown import shown
@@ -75,12 +75,11 @@ class FailureList(OptionList):
 
 
 def failures_head(groups: list[FailureGroup], total: int) -> Text:
-    """``3 of 40 task(s) did not succeed, in 2 group(s) · enter: show them · R: retry them``."""
+    """``3 of 40 task(s) did not succeed (failed 2, timeout 1), in 2 group(s) · enter: ...``: the
+    CLI's `status --failures` head, then the keys."""
     if not groups:
-        return Text(f"no failed tasks: every one of {total} task(s) completed or is still live",
-                    style="green")
-    failed = sum(g.count for g in groups)
-    text = Text(f"{failed} of {total} task(s) did not succeed, in {len(groups)} group(s)", style="bold")
+        return Text(failures_summary(groups, total), style="green")
+    text = Text(failures_summary(groups, total), style="bold")
     text.append(" · enter: its tasks · R: retry it", style="dim")
     return text
 

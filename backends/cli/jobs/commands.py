@@ -78,18 +78,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
-    from backends.watch.triage import failure_groups  # reads logs: only for --failures
+    from backends.watch.triage import failure_groups, failures_summary, group_ends  # reads logs: only for --failures
 
     groups = failure_groups(rows)
     failed = sum(group.count for group in groups)
-    if args.json:
+    if args.json:      # "failed" stays every task that did not succeed; "ends" says how each ended
         print(jsontext.dumps({"target": args.target, "failed": failed, "tasks": len(rows),
-                              "groups": [g.to_json() for g in groups]}, indent=2))
+                              "ends": group_ends(groups), "groups": [g.to_json() for g in groups]}, indent=2))
         return 0
     if not groups:
         print(f"no failed tasks: {tasks_text(rows)}")
         return 0
-    print(f"{failed} of {len(rows)} task(s) did not succeed, in {len(groups)} group(s):")
+    print(printable(f"{failures_summary(groups, len(rows))}:"))
     for group in groups:
         print(printable(failure_line(group)))
     return 0

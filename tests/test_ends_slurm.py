@@ -1,0 +1,63 @@
+"""How tasks ended, as the summaries count them, on the real cluster: a program that failed, a task
+Slurm timed out and one a user cancelled are three different things to read."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import TEST_SITE, run_cli
+
+from backends.records.history import load_history
+
+pytestmark = pytest.mark.slurm
+# Value 1 succeeds, 2 fails (exit 3), 3 outruns its 1-minute limit, 4 sleeps until it is cancelled.
+PROGRAM = ("import sys, time; v = sys.argv[1]; print('working on', v, flush=True); "
+           "sys.exit(3) if v == '2' else time.sleep(600 if v in '34' else 0)")
+
+
+def _running(job_id: str) -> set[str]:
+    out = subprocess.run(["squeue", "-j", job_id, "-r", "-h", "-o", "%i %T"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.endswith(" RUNNING")}
+
+
+def _until(predicate, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_timeout_and_a_cancel_are_not_counted_as_failed(slurm_cluster, tmp_path, cli_env):
+    """`failed 3` counted the TIMEOUT and the CANCELLED task: the user read three failing programs."""
+    proc = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:4",
+                             "--time", "1", "--output-file", "log/e.JOB.log", "--", sys.executable, "-c", PROGRAM,
+                             "JOB"], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    record = tmp_path / "log/q/e.JOB.submit.json"
+    try:
+        _until(record.exists, 60, "the record")
+        job_id = load_history(record).current.jobs[0].job_id
+        _until(lambda: f"{job_id}_4" in _running(job_id), 120, "task 4 running")
+        subprocess.run(["scancel", f"{job_id}_4"], check=True)
+        _, stderr = proc.communicate(timeout=240)     # task 3 runs into its limit (1 min, plus Slurm's slack)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            subprocess.run(["scancel", job_id], check=False)
+    assert proc.returncode == 1, stderr
+    progress = [line for line in stderr.splitlines() if line.startswith("done ")]
+    assert progress[-1] == "done 1/4 failed 1 timeout 1 cancelled 1 running 0 pending 0", stderr
+    assert stderr.splitlines()[-1].startswith(
+        "hyperion-submit: 3 of 4 task(s) did not succeed (failed 1, timeout 1, cancelled 1); rerun only those with: ")
+
+    shown = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env)
+    assert shown.stdout.splitlines()[0] == (
+        "3 of 4 task(s) did not succeed (failed 1, timeout 1, cancelled 1), in 3 group(s):"), shown.stdout
+    data = json.loads(run_cli("hyperion-jobs", "status", str(record), "--failures", "--json", env=cli_env).stdout)
+    assert data["failed"] == 3                      # kept: every task that did not succeed
+    assert data["ends"] == {"failed": 1, "timeout": 1, "cancelled": 1}
