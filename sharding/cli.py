@@ -13,7 +13,7 @@ from typing import Any, NoReturn, Sequence
 from backends import jsontext
 from backends.errors import FieldError, check_working_dir, reader_gone
 from backends.printable import escape_unencodable_output, printable
-from sharding.coverage import Coverage, coverage, coverage_json, too_many_shards
+from sharding.coverage import Coverage, build_coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
 from sharding.retry import (
     RetryPlan,
@@ -134,10 +134,15 @@ def _record_json(r: FailedRecord, complete: bool | None) -> dict[str, Any]:
             "restart": r.restart, "shard_complete": complete, "details": r.details}
 
 
-def _complete_shards(store: Checkpoint, run: RunConfig | None) -> set[int] | None:
-    """Shards a later attempt completed (None without run.json): an old failure listed as it was
-    read as a shard still failing. Skipped manifests are `show`'s and `shards`' to report."""
-    return None if run is None else store.completed(run)[0]
+def _complete_since(store: Checkpoint, run: RunConfig | None,
+                    records: Sequence[FailedRecord]) -> list[bool | None]:
+    """Per record, whether a later attempt completed its shard (`Coverage.complete_since`, as `show`
+    counts them; None without run.json or a shard): an old failure listed as it was read as a shard
+    still failing. Skipped manifests are `show`'s and `shards`' to report."""
+    if run is None:
+        return [None] * len(records)
+    cov = build_coverage(str(store.path), run, store.completed(run)[0], list(records), [])
+    return [None if r.shard is None else cov.complete_since(r) for r in records]
 
 
 def _failed(path: str, as_json: bool) -> int:
@@ -147,8 +152,7 @@ def _failed(path: str, as_json: bool) -> int:
     if run is not None:
         problems += [p for p in (outside_run(r, run) for r in records) if p is not None]
     _warn(sorted(problems, key=lambda p: p.path))
-    done = _complete_shards(store, run)
-    complete = [None if done is None or r.shard is None else r.shard in done for r in records]
+    complete = _complete_since(store, run, records)
     if as_json:
         print(jsontext.dumps([_record_json(r, c) for r, c in zip(records, complete)], indent=2))
         return 0
