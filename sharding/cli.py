@@ -24,7 +24,7 @@ from sharding.retry import (
     plan_retry,
 )
 from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig, outside_run
-from sharding.task_ids import task_ids_text
+from sharding.failed_text import record_line
 from sharding.usage import OneLineParser, fail
 
 PROG = "hyperion-checkpoint"
@@ -157,27 +157,9 @@ def _failed(path: str, as_json: bool) -> int:
         print(jsontext.dumps([_record_json(r, c) for r, c in zip(records, complete)], indent=2))
         return 0
     for r, c in zip(records, complete):
-        shard, job, task, restart = (_or_dash(v) for v in (r.shard, r.job, r.array_task, r.restart))
-        since = "  (shard complete since)" if c else ""
-        print(printable(f"shard {shard}  job {job}  array_task {task}  restart {restart}  {_summary(r)}{since}"))
+        print(printable(record_line(r, c)))     # the console's Failed tab shows the same line
         print(f"    {printable(r.path)}")
     return 0
-
-
-def _or_dash(value: object) -> str:
-    """A field a record's folders did not name (a user's own failed-task folder) shown as '-'."""
-    return "-" if value is None else str(value)
-
-
-def _summary(record: FailedRecord, limit: int = 200) -> str:
-    """``tasks A,B  first error line`` of a record's details, whatever shape a foreign file gave them."""
-    details = record.details
-    if not isinstance(details, dict) or not details:
-        return f"tasks -  {record.without_details if details is None else '(no details)'}"
-    tasks = task_ids_text(details)
-    lines = str(details.get("error") or "").strip().splitlines()
-    text = f"tasks {tasks}  {lines[0] if lines else '(no error text)'}"
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, trust: bool = False,

@@ -20,6 +20,7 @@ from test_console_fixtures import (
     text_of,
     wait_for,
 )
+from conftest import run_cli
 from textual.geometry import Region
 
 from backends.launch_slurm import submit
@@ -56,10 +57,33 @@ def test_coverage_map_run_json_and_failed_records(tmp_path: Path) -> None:
             failed = screen.query_one("#ckpt-failed")
             assert table_column(failed, "shard") == ["6"] and table_column(failed, "job") == ["500"]
             cell = table_column(failed, "details")[0]           # the start, marked cut at 80 columns
-            assert cell.startswith('{"error": "Inject') and cell.endswith("…") and len(cell) == 18
+            assert cell == "tasks p000003  In…"
             detail = text_of(screen.query_one("#ckpt-failed-detail"))
             assert "slurm_job_500/array_task_6/restart_0/shard_6/failed_tasks.json" in detail
-            assert '"error": "InjectedFailure: boom"' in detail
+            assert '"error": "InjectedFailure: boom"' in detail   # the raw JSON, still there below
+    asyncio.run(scenario())
+
+
+def test_failed_record_details_say_what_hyperion_checkpoint_failed_says(tmp_path: Path, cli_env) -> None:
+    """The details cell began with the raw JSON ('{"error": "Inject…'), the box under the table was the
+    JSON too; `hyperion-checkpoint failed` says 'tasks p000003  InjectedFailure: boom'. Now the cell
+    holds the CLI's summary and the box its whole line, the raw JSON below it."""
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6,))
+    (cli_line, path_line) = run_cli("hyperion-checkpoint", "failed", str(checkpoint), env=cli_env).stdout.splitlines()
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 30)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            screen = app.checkpoint_screen
+            failed = screen.query_one("#ckpt-failed")
+            assert table_column(failed, "details") == ["tasks p000003  InjectedFailure: boom"]
+            failed.focus()
+            await pilot.pause()
+            detail = text_of(screen.query_one("#ckpt-failed-detail")).splitlines()
+            assert detail[:2] == [path_line.strip(), cli_line]
+            assert detail[3] == "raw JSON" and '"error": "InjectedFailure: boom"' in detail[4]
 
     asyncio.run(scenario())
 
@@ -143,8 +167,8 @@ def test_a_record_without_details_says_why_in_its_row_as_failed_does(tmp_path: P
             await checkpoint_read(pilot)
             failed = app.checkpoint_screen.query_one("#ckpt-failed")
             cells = dict(zip(table_column(failed, "shard"), table_column(failed, "details")))
-            assert cells["5"].startswith("(empty marker"), cells
-            assert cells["6"].startswith("(2.1 MiB, larger"), cells
+            assert cells["5"].startswith("tasks -  (empty marker"), cells   # as `failed` prints it
+            assert cells["6"].startswith("tasks -  (2.1 MiB, larger"), cells
 
     asyncio.run(scenario())
 
@@ -706,10 +730,10 @@ def test_failed_records_details_column_is_on_screen_in_a_split_pane(tmp_path: Pa
             assert "recorded" in header and "details" in header, lines
             assert ("array task" in header and "restart" in header) == (size[0] >= 80), header
             row = next(line for line in lines if line.split()[:2] == ["6", "500"])
-            assert '{"error": "Inject' in row, lines             # the start of the details
+            assert "tasks p000003  In" in row, lines             # the start of the details
             # cut at 18 characters up to 80 columns; every column past 80 widens the cell (at 120 half
             # the line stayed empty right of a cut cell)
-            assert ('"error": "InjectedFailure: boom"' in row) == (size[0] >= 120), row
+            assert ("tasks p000003  InjectedFailure: boom" in row) == (size[0] >= 120), row
             assert "InjectedFailure: boom" in "\n".join(lines[lines.index(row) + 1:])   # and the record below
             assert "array_task_6/restart_0" in "".join(line.strip() for line in lines)
 

@@ -32,6 +32,7 @@ from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown
 from sharding.coverage import Coverage
 from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, retry_array_limit, working_dir
 from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
+from sharding.failed_text import record_line, record_summary
 from sharding.store import FailedRecord
 
 from ..checkpoint_read import CheckpointRead, read_checkpoint
@@ -137,7 +138,7 @@ def failed_cells(record: FailedRecord, details_cell: int = DETAILS_CELL,
     A record whose shard is complete since is dimmed and its shard marked: after a retry the old
     failures outnumbered the shards still failing, and looked the same."""
     when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
-    details = record.without_details if record.details is None else json.dumps(dict(record.details))
+    details = record_summary(record)     # `failed`'s summary: the raw JSON's first 18 characters told nothing
     ids = (record.shard, record.job, record.array_task, record.restart)
     style = "dim" if complete_since else ""
     cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL), style)
@@ -401,16 +402,18 @@ class CheckpointScreen(ConsoleScreen):
     @on(DataTable.RowHighlighted, "#ckpt-failed")
     @guarded
     def _failed_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """The whole record of the selected attempt: the table can only show its start."""
+        """The selected record as `hyperion-checkpoint failed` prints it, then its whole JSON (the
+        table can only show the start of the summary)."""
         record = self.failed_by_path.get(str(event.row_key.value))
         if record is None:
             return
-        details = record.without_details if record.details is None \
-            else json.dumps(dict(record.details), sort_keys=True)
+        complete = self._complete_since(record)
         since = (f"shard {record.shard} {COMPLETE_SINCE} complete since: a later attempt completed it\n", "green") \
-            if self._complete_since(record) else ""
+            if complete else ""
+        raw = () if record.details is None else (
+            "\n\n", ("raw JSON", "bold"), "\n", shown(json.dumps(dict(record.details), sort_keys=True)))
         self.query_one("#ckpt-failed-detail", Static).update(Text.assemble(
-            since, shown(record.path, "dim"), "\n", shown(details)))
+            since, shown(record.path, "dim"), "\n", shown(record_line(record, complete)), *raw))
 
     @on(Input.Changed, "#max-array-size")
     @on(Input.Changed, "#record-path")

@@ -1,0 +1,36 @@
+"""One failed-task record as a line of text: what `hyperion-checkpoint failed` prints and what the
+console's Checkpoint screen shows for the same record (its details cell showed the first 18
+characters of the raw JSON, ``{"errors": {"p6": ``, where the CLI says ``tasks p6  ValueError: x``).
+
+Plain text: callers escape it for the terminal or the screen.
+"""
+from __future__ import annotations
+
+from sharding.store import FailedRecord
+from sharding.task_ids import task_ids_text
+
+SUMMARY_LIMIT = 200     # characters of a summary; a foreign record's error text may be megabytes
+COMPLETE_SINCE_NOTE = "  (shard complete since)"
+
+
+def or_dash(value: object) -> str:
+    """A field a record's folders did not name (a user's own failed-task folder) shown as '-'."""
+    return "-" if value is None else str(value)
+
+
+def record_summary(record: FailedRecord, limit: int = SUMMARY_LIMIT) -> str:
+    """``tasks A,B  first error line`` of a record's details, whatever shape a foreign file gave them."""
+    details = record.details
+    if not isinstance(details, dict) or not details:
+        return f"tasks -  {record.without_details if details is None else '(no details)'}"
+    tasks = task_ids_text(details)
+    lines = str(details.get("error") or "").strip().splitlines()
+    text = f"tasks {tasks}  {lines[0] if lines else '(no error text)'}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def record_line(record: FailedRecord, complete_since: bool | None) -> str:
+    """``shard 2  job 100  array_task 2  restart 0  tasks p1  ValueError: x  (shard complete since)``."""
+    shard, job, task, restart = (or_dash(v) for v in (record.shard, record.job, record.array_task, record.restart))
+    since = COMPLETE_SINCE_NOTE if complete_since else ""
+    return f"shard {shard}  job {job}  array_task {task}  restart {restart}  {record_summary(record)}{since}"
