@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog=PROG, description="Inspect a NeMo Curator compatible array checkpoint and retry missing shards.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{show,shards,failed,retry}")
     helps = {"show": "run.json and shard counts", "shards": "per-shard complete/incomplete/failed",
-             "failed": "failed-task records by attempt", "retry": "incomplete shards as retry submissions"}
+             "failed": "failed-task records by task run (job, array task, restart)", "retry": "incomplete shards as retry submissions"}
     # `status`: what hyperion-jobs calls its counts, the first word a user of both types here
     aliases = {"show": ["status"]}
     for name, text in helps.items():
@@ -103,7 +103,8 @@ def _show(path: str, as_json: bool) -> int:
           f"(shards {run.minimum_shard_index}-{run.maximum_shard_index})")
     for status, n in counts.items():
         print(f"{status:<12} {n}")
-    print(f"failed-task records {len(cov.failed)} in {len(attempts)} attempt(s)"
+    # "task run(s)": a (job, array task, restart); "attempt" is a submission, as `hyperion-jobs history` says
+    print(f"failed-task records {len(cov.failed)} from {len(attempts)} task run(s)"
           + (f", {unnamed} in folders naming no shard_<i> (no shard's)" if unnamed else ""))
     if since:
         print(f"  {since} of them for shards complete since (a later attempt completed them)")

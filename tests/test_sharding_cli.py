@@ -288,7 +288,7 @@ def test_failed_records_of_shards_outside_the_run_are_warned_about_and_not_count
     stray = store.write_failed(99, Attempt("100", "99", "0"), {"task_ids": ["p9"], "error": "ValueError: y"})
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
     assert shown.returncode == 0
-    assert "failed-task records 1 in 1 attempt(s)" in shown.stdout
+    assert "failed-task records 1 from 1 task run(s)" in shown.stdout
     warning = (f"hyperion-checkpoint: warning: {stray}: failed-task record of shard 99, outside the run's "
                "shards 1-10; not counted")
     assert shown.stderr.splitlines() == [warning]
@@ -317,7 +317,7 @@ def test_failed_task_folders_curator_or_its_user_may_choose_are_read(tmp_path, c
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env, timeout=30)
     assert shown.returncode == 0, shown.stderr
     assert "failed       2" in shown.stdout
-    assert "failed-task records 3 in 3 attempt(s), 1 in folders naming no shard_<i> (no shard's)" in shown.stdout
+    assert "failed-task records 3 from 3 task run(s), 1 in folders naming no shard_<i> (no shard's)" in shown.stdout
     assert shown.stderr.splitlines() == [f"hyperion-checkpoint: warning: {store.failed_dir}/my_attempt_2/failed_tasks.json: "
                                          "unreadable failed-task record (a FIFO, not a regular file); skipped"]
     assert run_cli("hyperion-checkpoint", "shards", str(store.path), env=cli_env).stdout.splitlines()[-1] \
@@ -357,7 +357,7 @@ def test_a_folder_of_the_users_own_with_a_shard_folder_per_failure_is_one_attemp
     (store.failed_dir / "weekly" / "shard_4").mkdir(parents=True)
     (store.failed_dir / "weekly" / "shard_4" / "failed_tasks.json").write_text("")
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env, timeout=30)
-    assert "failed-task records 4 in 2 attempt(s)" in shown.stdout, shown.stdout
+    assert "failed-task records 4 from 2 task run(s)" in shown.stdout, shown.stdout
     data = json.loads(run_cli("hyperion-checkpoint", "show", str(store.path), "--json", env=cli_env).stdout)
     assert (data["failed_records"], data["failed_attempts"]) == (4, 2)
 
@@ -417,7 +417,7 @@ def test_a_record_linked_to_another_is_counted_once(tmp_path, cli_env):
     os.link(real, hard)
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
     assert shown.returncode == 0, shown.stderr
-    assert "failed-task records 1 in 1 attempt(s)" in shown.stdout
+    assert "failed-task records 1 from 1 task run(s)" in shown.stdout
     assert "failed       1" in shown.stdout
     warnings = shown.stderr.splitlines()
     assert sum(f"{linked}: a symlink, not a regular file; skipped" in w for w in warnings) == 1, warnings
@@ -652,7 +652,7 @@ def test_a_failed_task_record_whose_details_cannot_be_read_still_marks_its_shard
     assert shards.stdout.splitlines() == ["complete          1  1", "incomplete        2  3-4", "failed            1  2"]
     assert shards.stderr.splitlines() == [warning]
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
-    assert "failed-task records 1 in 1 attempt(s)" in shown.stdout
+    assert "failed-task records 1 from 1 task run(s)" in shown.stdout
     listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
     assert listed.stdout.splitlines()[0] == f"shard 2  job 100  array_task 2  restart 0  tasks -  ({reason}: details ignored)"
     assert listed.stderr.splitlines() == [warning]
@@ -698,7 +698,7 @@ def test_show_does_not_call_a_counted_record_a_skipped_file(tmp_path, cli_env):
     (store.completion_dir / "completed_slurm_array_bad.json").write_text("{")
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
     assert shown.stdout.splitlines()[-4:] == [
-        "failed       1", "failed-task records 1 in 1 attempt(s)", "skipped files 1 (see warnings)",
+        "failed       1", "failed-task records 1 from 1 task run(s)", "skipped files 1 (see warnings)",
         "failed-task records without readable details 1 (see warnings)"]
 
 
@@ -792,7 +792,7 @@ def test_show_says_how_many_failed_records_are_of_shards_complete_since(tmp_path
         store.write_completion(shard)
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env)
     lines = shown.stdout.splitlines()
-    assert lines[lines.index("failed-task records 2 in 2 attempt(s)") + 1] == \
+    assert lines[lines.index("failed-task records 2 from 2 task run(s)") + 1] == \
         "  1 of them for shards complete since (a later attempt completed them)"
     data = json.loads(run_cli("hyperion-checkpoint", "show", str(store.path), "--json", env=cli_env).stdout)
     assert (data["failed_records"], data["failed_records_complete_since"]) == (2, 1)
