@@ -625,6 +625,22 @@ def test_a_record_in_a_folder_the_user_may_not_enter_is_named_so(rightless_dir, 
     assert result.stderr == f"hyperion-jobs: error: record: cannot read {record.path}: Permission denied\n"
 
 
+@pytest.mark.parametrize("locked", ["q", "log"])
+def test_list_names_a_folder_it_may_not_list_instead_of_no_records(rightless_dir, cli_env, locked):
+    """A teammate's q/ (or the folder above it) under umask 077: `list` said only "no submit records
+    under DIR", exit 0, as if nothing had ever been submitted there."""
+    from conftest import without_rights
+
+    record = make_record(rightless_dir, backend="local")
+    folder = Path(record.path).parent if locked == "q" else Path(record.path).parent.parent
+    folder.chmod(0o000)
+    result = run_cli(*without_rights("hyperion-jobs", "list", str(rightless_dir)), env=cli_env, timeout=60)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert f"no submit records under {rightless_dir}" in result.stdout
+    assert f"hyperion-jobs: cannot list {folder} (Permission denied); records in it are not shown\n" \
+        in result.stderr
+
+
 def test_no_command_lists_the_commands(capsys):
     """`hyperion-jobs` alone said "COMMAND: required" and left the user to find out which there are."""
     assert main([]) == 2

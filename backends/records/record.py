@@ -298,19 +298,28 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def find_records(dirs: Sequence[Path], max_depth: int = 5) -> list[Path]:
+def find_records(dirs: Sequence[Path], max_depth: int = 5,
+                 unlisted: list[tuple[str, str]] | None = None) -> list[Path]:
     """Every ``q/*.submit.json`` under the given directories, newest first.
 
     Walks at most `max_depth` levels and skips hidden directories, so pointing
-    it at an experiment tree stays quick.
+    it at an experiment tree stays quick. Each folder that could not be listed (a
+    teammate's q/ under umask 077) is added to `unlisted` as (path, reason): its
+    records are missing from the answer, and "no submit records" alone hid why.
     """
     found: set[Path] = set()
+
+    def note(err: OSError) -> None:
+        if unlisted is not None:
+            unlisted.append((os.fsdecode(err.filename) if err.filename is not None else "?",
+                             err.strerror or str(err)))
+
     for top in map(Path, dirs):
         if top.is_file() and top.name.endswith(RECORD_SUFFIX):
             found.add(top.resolve())
             continue
         base_depth = len(top.resolve().parts)
-        for root, subdirs, files in os.walk(top):
+        for root, subdirs, files in os.walk(top, onerror=note):
             here = Path(root).resolve()
             if here.name == "q":
                 found.update(here / f for f in files if f.endswith(RECORD_SUFFIX))

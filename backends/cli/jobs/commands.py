@@ -95,16 +95,24 @@ def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
     return 0
 
 
+UNLISTED_NAMED = 5   # folders named when many cannot be listed (`list /tmp`: others' private folders)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     if args.limit <= 0:
         raise InputError("--limit", "must be positive")
     check_dirs("DIR", args.dirs)
     histories = []
-    for path in find_records([Path(d) for d in args.dirs])[: args.limit]:
+    unlisted: list[tuple[str, str]] = []
+    for path in find_records([Path(d) for d in args.dirs], unlisted=unlisted)[: args.limit]:
         try:
             histories.append(load_history(path))
         except InputError as err:
             print(printable(f"{PROG}: skipping {path}: {err.problem}"), file=sys.stderr)
+    for folder, reason in unlisted[:UNLISTED_NAMED]:
+        print(printable(f"{PROG}: cannot list {folder} ({reason}); records in it are not shown"), file=sys.stderr)
+    if len(unlisted) > UNLISTED_NAMED:
+        print(f"{PROG}: and {len(unlisted) - UNLISTED_NAMED} more folders that cannot be listed", file=sys.stderr)
     states, states_problem, live_problem = {}, None, None
     try:
         states = histories_states(histories)
