@@ -5,6 +5,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -639,6 +640,20 @@ def test_list_names_a_folder_it_may_not_list_instead_of_no_records(rightless_dir
     assert f"no submit records under {rightless_dir}" in result.stdout
     assert f"hyperion-jobs: cannot list {folder} (Permission denied); records in it are not shown\n" \
         in result.stderr
+
+
+@pytest.mark.parametrize("command", ["history", "status"])
+def test_an_attempts_folder_named_by_a_digit_int_refuses_is_ignored(tmp_path, cli_env, command):
+    """q/attempts/² (a Unicode digit: str.isdigit() says yes, int() says no) holding a copy of the
+    record made every reader of the record's history (history, status, logs, retry, the console)
+    trace back with "invalid literal for int()"."""
+    record = make_record(tmp_path, backend="local")
+    odd = Path(record.path).parent / "attempts" / "\u00b2"
+    odd.mkdir(parents=True)
+    shutil.copy(record.path, odd)
+    result = run_cli("hyperion-jobs", command, record.path, env=cli_env, timeout=60)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert "NOT_RUN" in result.stdout, result.stdout
 
 
 def test_no_command_lists_the_commands(capsys):

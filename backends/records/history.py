@@ -156,7 +156,8 @@ def _archived_numbers(record_path: str) -> set[int]:
         return set()
     with entries:
         return {int(e.name) for e in entries
-                if e.name.isdigit() and len(e.name) < 10 and os.path.isfile(os.path.join(e.path, name))}
+                if e.name.isascii() and e.name.isdigit() and len(e.name) < 10   # "²" is a digit int() refuses
+                and os.path.isfile(os.path.join(e.path, name))}
 
 
 def save_attempt_record(record: SubmitRecord) -> None:
