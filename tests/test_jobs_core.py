@@ -656,6 +656,22 @@ def test_an_attempts_folder_named_by_a_digit_int_refuses_is_ignored(tmp_path, cl
     assert "NOT_RUN" in result.stdout, result.stdout
 
 
+def test_a_large_ledger_is_held_once_in_memory_not_twice(tmp_path, cli_env):
+    """Every bounded read (ledger, record, site file) joined 1 MiB chunks at the end, holding the file
+    twice: `history` of a record whose ledger is 900 MB (within the 1 GiB cap) peaked at 1.9 GB."""
+    record = make_record(tmp_path, backend="local")
+    size = 256 * 1024 * 1024
+    ledger = Path(record.path).with_name("x.JOB.attempts.jsonl")
+    with open(ledger, "wb") as handle:
+        handle.truncate(size)                            # sparse: costs no disk
+    proc = subprocess.Popen(["hyperion-jobs", "history", record.path], env=cli_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0
+    assert usage.ru_maxrss * 1024 < size * 1.5, f"peak {usage.ru_maxrss // 1024} MB for a {size >> 20} MB ledger"
+
+
 def test_no_command_lists_the_commands(capsys):
     """`hyperion-jobs` alone said "COMMAND: required" and left the user to find out which there are."""
     assert main([]) == 2
