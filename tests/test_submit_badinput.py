@@ -341,6 +341,27 @@ def test_unquoted_time_message_says_to_quote_it(tmp_path, cli_env):
     assert zero.returncode == 2 and "minutes" not in zero.stderr and 'time: "168:00:00"' in zero.stderr
 
 
+@pytest.mark.parametrize("line,field,reading", [
+    ("mem: 0100", "mem", "as the octal number 64"),
+    ("num_threads: 010", "num_threads", "as the octal number 8"),
+    ("num_threads: 0x10", "num_threads", "as the hexadecimal number 16"),
+    ("max_array_size: 0b11", "max_array_size", "as the binary number 3"),
+    ("mem: 1:00", "mem", "as the base-60 number 60"),
+], ids=["octal-mem", "octal-threads", "hex", "binary", "base-60"])
+def test_a_site_number_yaml_reads_in_another_base_is_refused_not_changed(tmp_path, cli_env, line, field, reading):
+    """YAML 1.1 reads `mem: 0100` as octal: the dry run showed --mem=64 (MB) where 100 was written,
+    `num_threads: 010` asked Slurm for 8 CPUs, without a word."""
+    key = line.split(":")[0]
+    site = tmp_path / "site.yaml"
+    site.write_text("".join(row for row in TEST_SITE.read_text().splitlines(keepends=True)
+                            if not row.startswith(f"{key}:")) + line + "\n")
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(site), "--dry-run", "--output-file", "log/t.log",
+                     "--", "true", cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, field)
+    assert f"YAML reads {line.split(': ')[1]} " in result.stderr and reading in result.stderr
+    assert "write the number in plain decimal digits" in result.stderr
+
+
 def _special_files(tmp_path: Path) -> dict[str, Path]:
     log = tmp_path / "log"
     log.mkdir()

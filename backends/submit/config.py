@@ -251,6 +251,22 @@ def _check_scalar(field: str, event: yaml.ScalarEvent, frame: _Frame | None) -> 
     if is_int and sum(ch.isdigit() for ch in value) > MAX_INT_DIGITS:
         raise InputError(field, f"{item}a number of {sum(ch.isdigit() for ch in value)} digits "
                          f"({_where(event)}); site numbers have at most {MAX_INT_DIGITS}")
+    kind = _int_base(value) if is_int and field != "time" else None   # time says so itself, for any number
+    if kind is not None:
+        number = _RESOLVER.construct_yaml_int(yaml.ScalarNode(_INT_TAG, value))
+        raise InputError(field, f"{item}YAML reads {value} ({_where(event)}) as the {kind} number {number}; "
+                         "write the number in plain decimal digits")
+
+
+def _int_base(text: str) -> str | None:
+    """Which base other than ten YAML 1.1 reads an integer's text in, if it does: `mem: 0100` was
+    --mem=64 (octal), `num_threads: 1:00` 60 (base 60), with no word said."""
+    digits = text.replace("_", "").lstrip("+-")
+    if ":" in digits:
+        return "base-60"
+    if digits[:2].lower() in ("0x", "0b"):
+        return "hexadecimal" if digits[1] in "xX" else "binary"
+    return "octal" if len(digits) > 1 and digits[0] == "0" else None
 
 
 def check_yaml_events(text: str) -> None:
