@@ -89,6 +89,26 @@ def test_local_rows_from_results_file(tmp_path):
     assert rows[0].elapsed == 5 and rows[1].exit_code == 4
 
 
+@pytest.mark.parametrize("command", ["status", "history", "watch"])
+def test_a_results_file_with_odd_times_and_exit_codes_is_read_not_a_traceback(tmp_path, cli_env, command):
+    """An older local run's q/<stem>.local.json holding one time with a UTC offset and one without made
+    every command on the record trace back (can't subtract offset-naive and offset-aware datetimes);
+    an exit code of true was shown as "True"."""
+    record = make_record(tmp_path, "local", values=(1, 2))
+    Path(record.path).with_name("x.JOB.local.json").write_text(json.dumps({"tasks": {
+        "1": {"state": "COMPLETED", "exit_code": True, "start": "2026-12-02T13:00:00",
+              "end": "2026-12-02T13:00:05+00:00"},
+        "2": {"state": "FAILED", "exit_code": 10 ** 30, "start": "2026-12-02T13:00:05+00:00",
+              "end": "2026-12-02T13:00:09+00:00"}}}))
+    result = run_cli("hyperion-jobs", command, record.path, env=cli_env, timeout=60)
+    assert result.returncode == (1 if command == "watch" else 0) and result.stderr == "", result.stderr
+    assert "True" not in result.stdout and str(10 ** 30) not in result.stdout, result.stdout
+    if command == "status":
+        rows = [line.split() for line in result.stdout.splitlines()[1:3]]
+        assert rows[0][1:5] == ["1", "COMPLETED", "-", "-"], rows     # no exit code, no elapsed
+        assert rows[1][1:5] == ["2", "FAILED", "-", "0:00:04"], rows
+
+
 def test_task_logs_by_record_value_and_job_task(tmp_path):
     record = make_record(tmp_path)
     logs = task_logs(f"{record.path}:2")

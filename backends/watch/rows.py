@@ -357,19 +357,23 @@ def _legacy_local_row(record_path: str, task: TaskRecord) -> TaskRow:
             state = None
         if state is not None and not state.is_terminal and runner_gone(raw):
             state = JobState.LOST
-        exit_code = raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None
+        code = raw.get("exit_code")      # true is an int to Python; the table showed "True"
+        exit_code = code if type(code) is int and -(1 << 31) <= code < 1 << 31 else None
         elapsed = None if state is JobState.LOST else _elapsed(raw.get("start"), raw.get("end"))
     return TaskRow(task.value, task.job_id, task.array_task_id, state, exit_code, None,
                    elapsed, "localhost" if state else None, task.log, None, None)
 
 
 def _elapsed(start: object, end: object) -> float | None:
+    """Seconds from `start` to `end` (now, if none) as the results file spells them; None for
+    text that is no time, or one time with a UTC offset and one without (they cannot be
+    subtracted: every command on the record traced back)."""
     try:
         begin = datetime.fromisoformat(str(start))
         finish = datetime.fromisoformat(str(end)) if end else datetime.now(begin.tzinfo)
-    except ValueError:
+        return max(0.0, (finish - begin).total_seconds())
+    except (ValueError, TypeError, OverflowError):
         return None
-    return max(0.0, (finish - begin).total_seconds())
 
 
 def exit_status(rows: Sequence[TaskRow]) -> int:
