@@ -124,11 +124,13 @@ class LogAppended(Message):
 
 
 class RecordsListed(Message):
-    """The list of recent submissions was read again."""
+    """The list of recent submissions was read again; `unlisted`: (folder, reason) of each folder
+    that could not be listed, whose records are missing from it."""
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], unlisted: Sequence[tuple[str, str]] = ()) -> None:
         super().__init__()
         self.paths = tuple(paths)
+        self.unlisted = tuple(unlisted)
 
 
 class CancelRequested(Message):

@@ -404,3 +404,39 @@ def test_paths_that_are_not_utf8_are_shown_escaped_on_every_screen(tmp_path: Pat
             assert not any(SURROGATE.search(m) for m in notifications(app))
 
     asyncio.run(scenario())
+
+
+UNLISTED_SCRIPT = """
+import asyncio, json, sys
+from pathlib import Path
+from hyperion_console.app import make_app
+
+async def main():
+    app = make_app(cfg_dir=Path(sys.argv[1]), search_dirs=[Path(sys.argv[2])])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("2")
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if any("cannot list" in n.message for n in app._notifications):
+                break
+        print(json.dumps([n.message for n in app._notifications]))
+
+asyncio.run(main())
+"""
+
+
+def test_a_folder_the_console_may_not_list_is_said_once(rightless_dir, cli_env) -> None:
+    """A teammate's q/ under umask 077: the Jobs screen's list of recent submissions was empty and
+    said nothing, where `hyperion-jobs list` names the folder."""
+    import subprocess
+    import sys
+
+    from conftest import without_rights
+
+    record = build_local_record(rightless_dir, {1: ("COMPLETED", 0)})
+    record.parent.chmod(0o000)
+    result = subprocess.run(without_rights(sys.executable, "-c", UNLISTED_SCRIPT, str(CONF), str(rightless_dir)),
+                            env=cli_env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    told = json.loads(result.stdout.strip().splitlines()[-1])
+    assert told.count(f"cannot list {record.parent} (Permission denied); records in it are not shown") == 1, told

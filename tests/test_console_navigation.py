@@ -223,12 +223,12 @@ def test_a_slow_listing_of_an_earlier_opening_does_not_mark_that_record_open(tmp
     real = record_list.find_records
     held, switched, release = threading.Event(), threading.Event(), threading.Event()
 
-    def listing(dirs):
+    def listing(dirs, **options):
         if not switched.is_set():     # a listing made while the first record is open: held back
             held.set()
             release.wait(10)
             time.sleep(0.2)
-        return real(dirs)
+        return real(dirs, **options)
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, record=first, search_dirs=[tmp_path])

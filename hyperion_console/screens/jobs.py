@@ -81,6 +81,9 @@ def too_small_text(width: int, height: int, missing: int) -> str:
     return f"terminal too small ({width}x{height}): needs {height + missing}+ lines ({FULL_SIZE} shows every pane)"
 
 
+UNLISTED_TOLD = 3   # folders named in toasts at once (a search dir full of others' private folders)
+
+
 class JobsScreen(ConsoleScreen):
     SUB_TITLE = "Jobs"
     # Below 24 lines the record list and the log pane shrink (-short), then the log pane hides
@@ -140,6 +143,7 @@ class JobsScreen(ConsoleScreen):
         self.retry_flow = RetryFlow(self)
         self._zoom_return: Widget | None = None    # focused when the log was zoomed: focused again after
         self._newest_tried: str | None = None      # the newest record opened for lack of one chosen
+        self._unlisted_told: set[str] = set()     # folders said once not to be listable
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -287,7 +291,15 @@ class JobsScreen(ConsoleScreen):
     def on_records_listed(self, message: RecordsListed) -> None:
         """No record open (the console started without --record): the newest submission is opened,
         as a user choosing one would, rather than "no submission selected" over a list of them.
-        Once per newest record: one that cannot be read is said once, not at every listing."""
+        Once per newest record: one that cannot be read is said once, not at every listing. A folder
+        that cannot be listed (a teammate's q/ under umask 077) is said once, as `hyperion-jobs list`
+        says it: an empty list alone hid why."""
+        new = [(folder, reason) for folder, reason in message.unlisted if folder not in self._unlisted_told]
+        self._unlisted_told.update(folder for folder, _ in new)
+        for folder, reason in new[:UNLISTED_TOLD]:
+            tell(self, f"cannot list {folder} ({reason}); records in it are not shown", severity="warning")
+        if len(new) > UNLISTED_TOLD:
+            tell(self, f"and {len(new) - UNLISTED_TOLD} more folders that cannot be listed", severity="warning")
         if self.record_path is None and message.paths and message.paths[0] != self._newest_tried:
             self._newest_tried = message.paths[0]
             self.open_record(Path(message.paths[0]))

@@ -104,15 +104,17 @@ class RecordList(OptionList):
     @work(thread=True, exclusive=True, group="records", exit_on_error=False)
     def find_recent(self, dirs: list[Path], current: str | None = None) -> None:
         """Walking a big experiment tree takes a while: off the UI thread."""
-        paths = [str(p) for p in find_records(dirs)[:RECENT]]
+        unlisted: list[tuple[str, str]] = []
+        paths = [str(p) for p in find_records(dirs, unlisted=unlisted)[:RECENT]]
         current = str(Path(current).resolve()) if current else None
         if current and current not in paths and Path(current).is_file():
             paths.insert(0, current)
         names = distinct_names(paths)
         options = [Option(record_label(Path(p), p == current, names[p]), id=p) for p in paths]
-        self.app.call_from_thread(self._show, paths, options, current, get_current_worker())
+        self.app.call_from_thread(self._show, paths, options, current, get_current_worker(), unlisted)
 
-    def _show(self, paths: list[str], options: list[Option], current: str | None, worker: Worker) -> None:
+    def _show(self, paths: list[str], options: list[Option], current: str | None, worker: Worker,
+              unlisted: list[tuple[str, str]] | None = None) -> None:
         # A newer listing (another record opened meanwhile) cancelled this one, on this UI thread;
         # the thread ran on regardless, and its list would mark the record opened before as open.
         if worker.is_cancelled:
@@ -125,7 +127,7 @@ class RecordList(OptionList):
             self.highlighted = paths.index(current)
         elif paths:     # none highlighted, Enter would open nothing until an arrow key was pressed
             self.highlighted = 0 if highlighted is None else min(highlighted, len(paths) - 1)
-        self.post_message(RecordsListed(paths))
+        self.post_message(RecordsListed(paths, unlisted or ()))
 
     def neighbour(self, step: int) -> str | None:
         """The record `step` places after (before, if negative) the open one in the list."""
