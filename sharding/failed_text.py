@@ -6,6 +6,7 @@ Plain text: callers escape it for the terminal or the screen.
 """
 from __future__ import annotations
 
+from sharding.error_text import error_text
 from sharding.store import FailedRecord
 from sharding.task_ids import task_ids_text
 
@@ -24,8 +25,7 @@ def record_summary(record: FailedRecord, limit: int = SUMMARY_LIMIT) -> str:
     if not isinstance(details, dict) or not details:
         return f"tasks -  {record.without_details if details is None else '(no details)'}"
     tasks = task_ids_text(details)
-    lines = str(details.get("error") or "").strip().splitlines()
-    text = f"tasks {tasks}  {lines[0] if lines else '(no error text)'}"
+    text = f"tasks {tasks}  {error_text(details) or '(no error text)'}"
     return text if len(text) <= limit else text[:limit] + "..."
 
 
