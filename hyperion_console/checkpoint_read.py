@@ -6,15 +6,17 @@ and shows the result whole, so what it shows always comes from one read.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from threading import Event
 
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
+from sharding.resubmit import record_checkpoint
 from sharding.store import Checkpoint
 
 from .errors import describe_error
+from .record_cache import cached_record
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class CheckpointRead:
     run_text: str = ""
     run_problem: str | None = None
     error: str | None = None
+    found_by: str | None = None     # the record whose command named the checkpoint (no --checkpoint given)
 
 
 def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRead:
@@ -40,3 +43,16 @@ def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRe
         return CheckpointRead(checkpoint, cov, Checkpoint(checkpoint).read_run_text().strip())
     except ShardingError as exc:
         return CheckpointRead(checkpoint, cov, run_problem=exc.problem)
+
+
+def read_named_checkpoint(record_path: str, stop: Event | None = None) -> CheckpointRead | None:
+    """The checkpoint `record_path`'s command names, read (see `read_checkpoint`); None when the record
+    cannot be read or names none. Off the interface thread too: the names are looked at on disk."""
+    try:
+        record = cached_record(record_path)
+    except Exception:      # the Jobs screen and the Retry tab say what is wrong with a record
+        return None
+    found = record_checkpoint(record)
+    if found is None:
+        return None
+    return replace(read_checkpoint(Path(found), stop), found_by=record_path)

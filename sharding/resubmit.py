@@ -121,6 +121,23 @@ def _named_checkpoints(command: Sequence[str], cwd: str) -> set[str]:
     return found
 
 
+def record_checkpoint(record: SubmitRecord) -> str | None:
+    """The one checkpoint (a folder with a run.json) the record's command names in a checkpoint
+    option (``--checkpoint``, ``--ckpt``, ``checkpoint_path=``...), resolved in its submission
+    directory; None when it names none, or several (which one is this run's cannot be told).
+
+    The console opens it when started without ``--checkpoint``: a run submitted from its Submit
+    screen could reach the Checkpoint screen only by quitting and starting again with that flag.
+    A resubmission with this record over any other checkpoint is refused (``_check_same_run``).
+    """
+    try:
+        command = submit_options(record, record.path).command
+    except InputError:
+        return None
+    named = _named_checkpoints(command, record.cwd)
+    return next(iter(named)) if len(named) == 1 else None
+
+
 def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = None) -> SubmitOptions:
     """The record's options with the array restricted to ``plan.missing`` and the run exported."""
     shown = record.path if shown is None else shown

@@ -1024,3 +1024,19 @@ def test_typing_a_max_array_size_at_a_slow_plan_shows_keys_at_once_and_ends_with
             assert format_fields(plan_retry(checkpoint, 1)) != rows
 
     asyncio.run(scenario())
+
+
+def test_without_checkpoint_a_submission_whose_command_names_none_says_so(tmp_path: Path) -> None:
+    """Started with --record alone, the Checkpoint screen looks in the record's command for its checkpoint;
+    `python3 extract.py --part JOB` names none, which the screen says instead of a bare 'No checkpoint'."""
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("3")
+            run = app.checkpoint_screen.query_one("#ckpt-run")
+            await wait_for(pilot, lambda: "names none" in text_of(run), 10)
+            assert text_of(run).startswith(f"No checkpoint: the command of {record} names none")
+
+    asyncio.run(scenario())

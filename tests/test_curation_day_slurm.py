@@ -5,11 +5,18 @@ max_array_size of 4 makes every submission and retry windowed, docs that fail ev
 that fail while a file exists (deleted between rounds)."""
 from __future__ import annotations
 
+import asyncio
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from test_console_fixtures import checkpoint_read, table_column, text_of, wait_for
+
+from hyperion_console.app import make_app
+from hyperion_console.screens.confirm import ConfirmScreen
+from hyperion_console.screens.jobs import JobsScreen
 
 REPO = Path(__file__).resolve().parents[1]
 TASK = REPO / "tests" / "fixtures" / "curate_task.py"
@@ -57,3 +64,51 @@ def test_failed_shows_the_errors_the_users_pipeline_recorded(slurm_cluster, tmp_
     failed = run_cli("hyperion-checkpoint", "failed", ckpt, env=cli_env).stdout
     assert "OSError: transient read error doc009 (+1 more)  (shard complete since)" in failed
     assert failed.count("ValueError: corrupt record in doc016") == 2 and "(no error text)" not in failed
+
+
+@pytest.mark.slurm
+def test_from_the_submit_screen_to_the_checkpoint_screens_resubmit(slurm_cluster, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """Started as `hyperion-console --cfg-dir sites`, submitted from the Submit screen: the Checkpoint
+    screen said 'No checkpoint: start with --checkpoint PATH', so the run's retry needed quitting and
+    starting again. It now shows the checkpoint the open submission's command names, and resubmits."""
+    sites, command = _day(tmp_path)
+    monkeypatch.chdir(tmp_path)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=sites, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            submit = app.submit_screen
+            for name, value in {"backend": "slurm", "array": "SHARD=1:6", "output_file": "log/cur.SHARD.log",
+                                "command": shlex.join(command)}.items():
+                submit.set_field(name, value)
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 90)
+            tasks = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: sorted(table_column(tasks, "state"))
+                           == ["COMPLETED"] * 4 + ["FAILED"] * 2, 180)
+
+            await pilot.press("3")
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            run = text_of(screen.query_one("#ckpt-run"))
+            assert f"checkpoint {tmp_path / 'ckpt'}" in run, run
+            assert f"(named by the command of {tmp_path / 'log' / 'q' / 'cur.SHARD.submit.json'})" in run
+            assert screen.query_one("#record-path").value == str(tmp_path / "log" / "q" / "cur.SHARD.submit.json")
+            assert table_column(screen.query_one("#retry-windows"), "array") == ["2", "1"]   # 2 and 5 at offset 4
+
+            (tmp_path / "flaky").unlink()
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: app.screen is app.jobs_screen
+                           and table_column(tasks, "attempt")[1] == "2", 60)
+            await wait_for(pilot, lambda: table_column(tasks, "state")[4] == "COMPLETED"
+                           and table_column(tasks, "state")[1] == "FAILED", 180)
+            await pilot.press("3")
+            await wait_for(pilot, lambda: "missing 2 " in text_of(screen.query_one("#retry-summary")), 20)
+
+    asyncio.run(scenario())

@@ -35,7 +35,7 @@ from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_si
 from sharding.failed_text import record_line, record_summary
 from sharding.store import FailedRecord
 
-from ..checkpoint_read import CheckpointRead, read_checkpoint
+from ..checkpoint_read import CheckpointRead, read_checkpoint, read_named_checkpoint
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
@@ -163,6 +163,8 @@ class CheckpointScreen(ConsoleScreen):
                  max_array_size: int | None = None) -> None:
         super().__init__(id="checkpoint")
         self.checkpoint = checkpoint
+        self.given = checkpoint is not None      # else the one the open submission's command names
+        self._filled_record: str | None = None   # the record field's text this screen filled in itself
         self.record_path = record
         self.initial_max = max_array_size
         self.plan = None
@@ -234,6 +236,7 @@ class CheckpointScreen(ConsoleScreen):
 
     def open(self, checkpoint: Path, record: Path | None = None) -> None:
         self.checkpoint = checkpoint
+        self.given = True
         if record is not None:
             self.record_path = record
             self.query_one("#record-path", Input).value = str(record)
@@ -261,24 +264,45 @@ class CheckpointScreen(ConsoleScreen):
     @guarded
     def action_reload(self) -> None:
         """Read the checkpoint again, off the interface thread; a read under way is superseded."""
-        if self.checkpoint is None:
-            self.query_one("#ckpt-run", Static).update(
-                "No checkpoint: start with --checkpoint PATH (or --demo).")
-            self.refresh_retry()          # the limit a retry would start from, still said in its field
+        source = None if self.given else self._record_to_search()
+        if not self.given and source is None:   # (one given on the command line is always read)
+            self._no_checkpoint("No checkpoint: start with --checkpoint PATH (or --demo), or open a submission "
+                                "whose command names its checkpoint (--checkpoint DIR, --ckpt DIR) on the Jobs screen.")
             return
         self._read_started = time.monotonic()
-        self._reading = self.read_in_worker(self.checkpoint)
+        self._reading = self.read_in_worker(None if source else self.checkpoint, source)
         self._show_reading()
         if self._ticker is not None:
             self._ticker.stop()
         self._ticker = self.set_interval(1.0, self._show_reading)    # at 1 s, 2 s... of this read
 
+    def _record_to_search(self) -> str | None:
+        """Started without --checkpoint: the record whose command names the checkpoint to show. A record
+        the user typed in the Retry tab, else the one open on the Jobs screen (followed as it changes)."""
+        typed = self.query_one("#record-path", Input).value.strip()
+        if typed and typed != self._filled_record:
+            return os.path.abspath(typed)
+        return self.app.jobs_screen.record_path or (os.path.abspath(typed) if typed else None)
+
+    def _no_checkpoint(self, message: str) -> None:
+        """Nothing to read: say how to get a checkpoint on screen; no tab keeps an earlier one."""
+        if self.coverage is not None:
+            self._forget(message)
+        self.checkpoint = None
+        self.query_one("#ckpt-run", Static).update(shown(message))
+        self.refresh_retry()          # the limit a retry would start from, still said in its field
+
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
-    def read_in_worker(self, checkpoint: Path) -> None:
+    def read_in_worker(self, checkpoint: Path | None, record: str | None = None) -> None:
+        """Read `checkpoint`, or (None) the one `record`'s command names: looking for it stats the
+        paths the command names, which a hung NFS mount would hold up, so not on the interface thread."""
         worker = get_current_worker()     # cancelled: superseded, or the console quit: stop reading
-        read = read_checkpoint(checkpoint, worker.cancelled_event)
+        if checkpoint is None:
+            read = read_named_checkpoint(str(record), worker.cancelled_event)
+        else:
+            read = read_checkpoint(checkpoint, worker.cancelled_event)
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._show_read, read, worker)
+            self.app.call_from_thread(self._show_read, read, worker, record)
 
     def _show_reading(self) -> None:
         """Say that the checkpoint is being read, for how long, and what the tabs show meanwhile."""
@@ -293,12 +317,25 @@ class CheckpointScreen(ConsoleScreen):
         line.display = True
 
     @guarded
-    def _show_read(self, read: CheckpointRead, worker: Worker) -> None:
+    def _show_read(self, read: CheckpointRead | None, worker: Worker, record: str | None = None) -> None:
         """Show one read whole, on the interface thread; a read superseded meanwhile is dropped
-        (it started before the newer one: what it found may be older)."""
+        (it started before the newer one: what it found may be older). None: `record`'s command
+        names no checkpoint."""
         if worker is not self._reading or worker.is_cancelled:
             return
         self._read_ended()
+        if read is None:
+            self._confirm_after_read = False
+            self._no_checkpoint(f"No checkpoint: the command of {record} names none (an option such as "
+                                "--checkpoint DIR or --ckpt DIR whose folder holds run.json); start with "
+                                "--checkpoint PATH.")
+            return
+        if read.found_by is not None:
+            self.checkpoint = read.checkpoint
+            field = self.query_one("#record-path", Input)
+            if not field.value.strip() or field.value.strip() == self._filled_record:
+                self._filled_record = read.found_by
+                field.value = read.found_by
         if read.coverage is None:
             error = read.error or "the checkpoint could not be read"
             self._forget(error)
@@ -345,6 +382,10 @@ class CheckpointScreen(ConsoleScreen):
         assert cov is not None
         run_text = Text.assemble(("checkpoint ", "bold"), shown(read.checkpoint), "\n",
                                  ("run.json   ", "bold"))
+        if read.found_by is not None:     # not given on the command line: say where it came from
+            run_text = Text.assemble(("checkpoint ", "bold"), shown(read.checkpoint), "\n",
+                                     ("           ", "bold"), shown(f"(named by the command of {read.found_by})", "dim"),
+                                     "\n", ("run.json   ", "bold"))
         if read.run_problem is None:
             run_text.append_text(shown(read.run_text))
         else:
