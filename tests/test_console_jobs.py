@@ -346,7 +346,7 @@ def test_small_terminals_keep_task_rows_or_say_the_size_needed(tmp_path: Path) -
             assert len(task_rows(app)) == 2          # the line covers the header row, not a task row
             await pilot.resize_terminal(80, 24)
             await pilot.pause()
-            assert len(task_rows(app)) == 8 and not any("too small" in line for line in screen_lines(app))
+            assert len(task_rows(app)) == 10 and not any("too small" in line for line in screen_lines(app))
             await pilot.resize_terminal(60, 15)
             await pilot.pause()
             await pilot.resize_terminal(60, 8)     # at once, the log pane shown before: it was not said
@@ -383,7 +383,7 @@ def test_a_resize_while_a_dialog_or_another_screen_is_on_top_reaches_the_jobs_sc
             await pilot.resize_terminal(80, 24)
             await pilot.pause()
             await pilot.press("2")
-            await wait_for(pilot, lambda: len(task_rows(app)) == 8, 5)
+            await wait_for(pilot, lambda: len(task_rows(app)) == 10, 5)   # one record: one line, all ten tasks fit
             assert not any("too small" in line for line in screen_lines(app))
             assert any(line.startswith("log [log]") for line in screen_lines(app))
 
@@ -422,3 +422,29 @@ def test_the_jobs_screen_opened_without_a_record_shows_the_newest_submission(tmp
     empty.mkdir()
     path, summary, _ = asyncio.run(scenario(empty))
     assert path is None and summary == "no submission selected"
+
+
+def test_the_record_list_is_as_high_as_its_records_up_to_four_lines(tmp_path: Path) -> None:
+    """One record took a 4-line list (3 blank lines the task table could have used): the list is now
+    one line a record, four at most (more scroll), and the summary follows right under it."""
+    import os
+
+    one = build_local_record(tmp_path / "one", {1: ("COMPLETED", 0)})
+    many = [build_local_record(tmp_path / "many" / f"e{i}", {1: ("COMPLETED", 0)}) for i in range(6)]
+    for i, path in enumerate(many):
+        os.utime(path, (1_790_000_000 + i, 1_790_000_000 + i))
+
+    async def scenario(record: Path, search: Path, count: int) -> tuple[int, list[str]]:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[search])
+        async with app.run_test(size=(80, 24)) as pilot:
+            options = app.jobs_screen.query_one("#records")
+            await wait_for(pilot, lambda: options.option_count == count, 10)
+            await pilot.pause()
+            return options.region.height, screen_lines(app)
+
+    height, lines = asyncio.run(scenario(one, tmp_path / "one", 1))
+    assert height == 1
+    assert "local" in lines[1] and lines[2].startswith("1 task"), lines[:4]
+    height, lines = asyncio.run(scenario(many[0], tmp_path / "many", 6))
+    assert height == 4
+    assert lines[5].startswith("1 task"), lines[:7]
