@@ -201,12 +201,14 @@ def test_attempts_are_listed_and_each_ones_tasks_and_logs_can_be_read(tmp_path: 
             attempt_table = jobs.query_one("#attempt-tasks")
             assert posted(seen, AttemptShown)[-1].number == 2       # the newest first
             assert table_column(attempt_table, "value") == ["3", "6"]
+            await wait_for(pilot, lambda: "attempt 2" in rendered(jobs.query_one("#attempt-detail"))[0], 5)
+            assert ", changed mem=300M, 2 task(s)" in rendered(jobs.query_one("#attempt-detail"))[0]
             await pilot.press("up")                                # attempt 1: every value, as it ended
             await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 1, 5)
             assert table_column(attempt_table, "state") == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED",
                                                             "FAILED", "OUT_OF_MEMORY", "COMPLETED", "COMPLETED"]
             assert rendered(jobs.query_one("#attempt-detail"))[0].startswith(
-                "▸ attempt 1 (submit): values 1-8, changed nothing, 8 task(s)")
+                "▸ attempt 1 (submit): values 1-8, first submission, 8 task(s)")   # nothing before it to change
             await pilot.press("enter", "down", "down")             # attempt 1's value 3: its moved log
             assert attempt_table.has_focus and attempt_table.selected_task().value == 3
             log = jobs.log_pane.view

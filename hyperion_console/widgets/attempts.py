@@ -102,8 +102,9 @@ def attempt_text(line: AttemptLine) -> Text:
 def attempt_detail(line: AttemptLine) -> str:
     """Everything of one attempt on one line (cut with an ellipsis on screen)."""
     jobs = ",".join(line.job_ids) or "local"
-    changed = changed_text(line.overrides) or "nothing"
-    return (f"attempt {line.number} ({line.kind}): values {line.values or '-'}, changed {changed}, "
+    # attempt 1 has nothing before it to change: "changed nothing" read as a retry that changed nothing
+    changed = "first submission" if line.number == 1 else f"changed {changed_text(line.overrides) or 'nothing'}"
+    return (f"attempt {line.number} ({line.kind}): values {line.values or '-'}, {changed}, "
             f"{line.tasks} task(s), job(s) {jobs}, at {line.time}")
 
 
