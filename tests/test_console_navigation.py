@@ -373,3 +373,28 @@ def test_a_search_read_in_one_burst_is_typed_into_the_find_bar(tmp_path: Path) -
             assert table.has_focus and not find.display
 
     asyncio.run(scenario())
+
+
+def test_ctrl_s_away_from_the_submit_screen_says_where_it_submits(tmp_path: Path) -> None:
+    """ctrl+s on the Jobs (or Checkpoint) screen, after leaving the form, did nothing and said nothing:
+    it now says it submits on the Submit screen, and nothing is asked or submitted."""
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0)})
+    checkpoint = build_checkpoint(tmp_path)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.checkpoint_screen.checkpoint = checkpoint
+            for key, screen in (("2", "JobsScreen"), ("3", "CheckpointScreen")):
+                app.clear_notifications()
+                await pilot.press("escape", key)
+                await wait_for(pilot, lambda: type(app.screen).__name__ == screen, 5)
+                await pilot.press("ctrl+s")
+                await pilot.pause()
+                assert type(app.screen).__name__ == screen           # no dialog, nothing submitted
+                told = [n.message for n in app._notifications]
+                assert told == ["ctrl+s submits the form on the Submit screen (1 goes there): "
+                                "nothing submitted here"], (screen, told)
+            assert app.jobs_screen.record_path == str(record)        # the only record, not a new one
+
+    asyncio.run(scenario())

@@ -39,6 +39,12 @@ class ConsoleScreen(Screen):
         if isinstance(self.focused, Input):
             self.set_focus(self.home_focus())
 
+    def action_submit_elsewhere(self) -> None:
+        """ctrl+s away from the Submit screen: said where it works, not silently nothing (a user
+        coming from the form presses it out of habit, or to submit again)."""
+        tell(self, "ctrl+s submits the form on the Submit screen (1 goes there): nothing submitted here",
+             severity="warning")
+
     def home_focus(self) -> Widget | None:
         """Where the focus goes when it leaves a text field (None: nowhere)."""
         return None

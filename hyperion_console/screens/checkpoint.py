@@ -157,6 +157,7 @@ class CheckpointScreen(ConsoleScreen):
     BINDINGS = [
         Binding("r", "reload", "Reload"),
         Binding("ctrl+r", "resubmit", "Resubmit", priority=True),
+        Binding("ctrl+s", "submit_elsewhere", "Submit", show=False),
     ]
 
     def __init__(self, checkpoint: Path | None = None, record: Path | None = None,

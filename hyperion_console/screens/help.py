@@ -15,7 +15,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("everywhere", "escape", "leave a text field (then 1 / 2 / 3 / q work again)"),
     ("everywhere", "?", "this help"),
     ("everywhere", "q", "quit"),
-    ("Submit", "ctrl+s / enter", "submit the form (asks first)"),
+    ("Submit", "ctrl+s / enter", "submit the form (asks first); elsewhere ctrl+s says so"),
     ("Submit", "tab", "next field; the core's error shows above the preview"),
     ("Jobs", "o", "choose a recent submission: up/down, enter opens"),
     ("Jobs", "[ / ]", "open the newer / older submission in the list"),

@@ -117,6 +117,7 @@ class JobsScreen(ConsoleScreen):
         Binding("x", "cancel_task", "Cancel", show=False),    # in help and palette; 80 columns
         Binding("X", "cancel_job", "Cancel job", show=False),
         Binding("r", "reload", "Reload", show=False),
+        Binding("ctrl+s", "submit_elsewhere", "Submit", show=False),
     ]
 
     def __init__(self, search_dirs: Sequence[Path] = (), record: Path | None = None) -> None:
