@@ -182,3 +182,53 @@ def test_the_confirmation_footer_lists_its_own_keys(tmp_path: Path, size: tuple[
                 assert answers == [answer] and not isinstance(app.screen, ConfirmScreen)
 
     asyncio.run(scenario())
+
+
+def test_a_notification_does_not_cover_a_confirmation_at_80x24(tmp_path: Path) -> None:
+    """R's refusal stayed over the `x` dialog opened after it (the toasts lie on the dialog's screen),
+    covering its text and buttons. While a confirmation is up the toasts are not shown; they are again
+    once it is answered (if not timed out)."""
+    from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
+    from backends.states import JobState, TaskState
+    from hyperion_console.messages import JobsUpdated
+
+    tasks = tuple(TaskRecord(value=i, job_id="4242", array_task_id=i, log=str(tmp_path / f"t.{i}.log"),
+                             slurm_out=None, slurm_err=None) for i in (1, 2))
+    record = SubmitRecord(path=str(tmp_path / "q" / "t.JOB.submit.json"), backend="slurm",
+                          argv=("hyperion-submit",), cfg=str(CONF / "submit_test_cluster.yaml"), options={},
+                          script=None, array_name="JOB", jobs=(JobRecord("4242", 0, "1-2"),), tasks=tasks,
+                          submitted_at="2026-01-01T00:00:00", cwd=str(tmp_path))
+
+    save_record(record)
+
+    def toast_on_screen(app) -> bool:
+        """R's refusal shown as a toast"""
+        return on_screen(app, "still has 2 live task(s)")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, tuple(
+                TaskState("4242", i, JobState.RUNNING, None, None, 3.0, "vm") for i in (1, 2))))
+            await pilot.pause()
+            jobs.query_one("#tasks").focus()
+            await pilot.press("R")                       # refused (tasks still run): a toast
+            await wait_for(pilot, lambda: toast_on_screen(app), 5)
+            await pilot.press("x")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.pause(0.3)
+            lines = screen_lines(app)
+            dialog = app.screen.query_one("#confirm-dialog").region
+            rows = [line[dialog.x:dialog.right] for line in lines[dialog.y:dialog.bottom]]
+            assert all(row[0] == row[-1] == "█" for row in rows), rows    # its border whole: nothing over it
+            assert "Cancel with scancel?" in rows[1] and "scancel 4242_1" in rows[3]
+            assert "Cancel" in rows[-2] and "No" in rows[-2]
+            assert not any("live task" in row or "retry" in row for row in rows), rows
+            await pilot.press("n")
+            await wait_for(pilot, lambda: toast_on_screen(app), 5)   # not lost: shown again
+            assert not isinstance(app.screen, ConfirmScreen)
+
+    asyncio.run(scenario())
