@@ -143,6 +143,34 @@ def test_unreadable_record_is_a_notification_not_a_crash(tmp_path: Path) -> None
     asyncio.run(scenario())
 
 
+def test_an_unreadable_record_given_is_reported_once(tmp_path: Path) -> None:
+    """The record given could not be opened (told), then the record list found it as the newest
+    submission and opened it again: the same error twice. It is told once."""
+    from test_console_fixtures import posted
+
+    from hyperion_console.messages import RecordsListed
+
+    bad = tmp_path / "exp" / "log" / "q" / "x.submit.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("{not json")
+
+    async def scenario() -> list[str]:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=bad, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: posted(seen, RecordsListed), 10)
+            await pilot.pause(0.5)
+            listed = posted(seen, RecordsListed)[-1].paths
+            assert listed == (str(bad),) or list(listed) == [str(bad)], listed   # it is listed, newest
+            await pilot.press("r")                       # listed again: still not told again
+            await wait_for(pilot, lambda: len(posted(seen, RecordsListed)) >= 2, 10)
+            await pilot.pause(0.5)
+            return notifications(app)
+
+    told = asyncio.run(scenario())
+    assert len([m for m in told if "not JSON" in m]) == 1, told
+
+
 def test_cli_rejects_a_demo_dir_it_did_not_make(tmp_path: Path, capsys) -> None:
     (tmp_path / "precious.txt").write_text("keep me")
     assert main(["--demo", "--demo-dir", str(tmp_path)]) == 2

@@ -143,7 +143,7 @@ class JobsScreen(ConsoleScreen):
         self._last_find: tuple[str, str] | None = None     # (mode, text) for n / N
         self.retry_flow = RetryFlow(self)
         self._zoom_return: Widget | None = None    # focused when the log was zoomed: focused again after
-        self._newest_tried: str | None = None      # the newest record opened for lack of one chosen
+        self._newest_tried: str | None = None      # the record last tried for lack of one open (its real path)
         self._unlisted_told: set[str] = set()     # folders said once not to be listable
 
     def compose(self) -> ComposeResult:
@@ -301,8 +301,9 @@ class JobsScreen(ConsoleScreen):
             tell(self, f"cannot list {folder} ({reason}); records in it are not shown", severity="warning")
         if len(new) > UNLISTED_TOLD:
             tell(self, f"and {len(new) - UNLISTED_TOLD} more folders that cannot be listed", severity="warning")
-        if self.record_path is None and message.paths and message.paths[0] != self._newest_tried:
-            self._newest_tried = message.paths[0]
+        newest = os.path.realpath(message.paths[0]) if message.paths else None
+        if self.record_path is None and newest is not None and newest != self._newest_tried:
+            self._newest_tried = newest
             self.open_record(Path(message.paths[0]))
 
     @on(OptionList.OptionSelected, "#records")
@@ -331,13 +332,17 @@ class JobsScreen(ConsoleScreen):
         if not self._ready:        # not composed yet: on_mount opens it
             self.initial_record = Path(path)
             return
+        tried = path
         try:
             # as hyperion-jobs status: a directory holding one record names it
-            path = record_file(str(path)) or path
+            path = tried = record_file(str(path)) or path
             record = cached_record(path)
             history = load_history(record.path, record)
         except Exception as exc:
             tell(self, describe_error(exc), title="cannot open record", severity="error")
+            # Said once: a `--record` that cannot be read is also the newest in the list, which
+            # would open it again for lack of one open (on_records_listed).
+            self._newest_tried = os.path.realpath(tried)
             return
         for problem in history.problems:
             tell(self, problem, title="attempt history", severity="warning")
