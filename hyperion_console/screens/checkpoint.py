@@ -361,8 +361,8 @@ class CheckpointScreen(ConsoleScreen):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A read that failed in a way read_checkpoint does not catch is told (as every worker's
-        error is) and no longer said to be under way: the line would have said so forever."""
-        super().on_worker_state_changed(event)
+        error is) and no longer said to be under way: the line would have said so forever.
+        Textual runs ConsoleScreen's handler too, which tells the error (a super() call told it twice)."""
         if event.worker is self._reading and event.state == WorkerState.ERROR:
             self._read_ended()
             self._confirm_after_read = False
