@@ -935,6 +935,55 @@ def test_retry_tab_without_a_record_starts_from_the_submit_screens_site_file(tmp
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("width", [120, 80])
+def test_a_long_site_path_in_the_max_array_size_field_keeps_its_file_name(tmp_path: Path, monkeypatch,
+                                                                           width: int) -> None:
+    """A site file under a long absolute path: the field's hint was cut at its end, so it read
+    `1001 (Submit screen's site file /tmp/…` and never said which file. The path now gives way
+    from its start, so the file name shows."""
+    sites = tmp_path.joinpath(*["a_directory_with_a_rather_long_name"] * 3, "sites")
+    sites.mkdir(parents=True)
+    (sites / "cluster_site.yaml").write_text((CONF / "submit_test_cluster.yaml").read_text())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)        # not under the working directory: shown absolute
+    checkpoint = build_checkpoint(tmp_path)
+
+    async def scenario() -> tuple[str, list[str]]:
+        app = make_app(cfg_dir=sites, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(width, 40)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            field = app.checkpoint_screen.query_one("#max-array-size")
+            await wait_for(pilot, lambda: "1001" in field.placeholder, 5)
+            await pilot.pause()
+            shown = [screen_lines(app)]
+            await pilot.resize_terminal(60, 20)          # narrower: the path gives up more of its start
+            await pilot.pause()
+            shown.append(screen_lines(app))
+            return field.placeholder, shown
+
+    placeholder, shown = asyncio.run(scenario())
+    assert placeholder == "1001 (Submit screen's…/cluster_site.yaml)"        # at 60 columns
+    wide, narrow = (next(line for line in lines if " max array size " in line) for lines in shown)
+    assert wide.rstrip().endswith("/cluster_site.yaml)"), wide
+    assert " max array size  1001 (Submit screen's site file …/" in wide, wide
+    assert narrow.rstrip().endswith("…/cluster_site.yaml)") and " max array size  1001 (" in narrow, narrow
+
+
+def test_fit_path_gives_up_the_start_of_the_path_from_a_folder() -> None:
+    from hyperion_console.widgets.field import fit_path
+
+    path = "/very/long/folder/conf/site.yaml"
+    text = f"1001 (site file {path})"
+    assert fit_path(text, path, 0) == text == fit_path(text, path, len(text))   # unknown width, fits
+    assert fit_path(text, path, len(text) - 1) == "1001 (site file …/long/folder/conf/site.yaml)"
+    assert fit_path(text, path, 30) == "1001 (site file …/site.yaml)"
+    assert fit_path(text, path, 20) == "1001 (si…/site.yaml)"                   # then the words before it
+    assert fit_path(text, path, 5) == "…/site.yaml)"                            # the name stays whole
+    assert fit_path("none", "", 2) == "none"
+
+
 def test_retry_field_names_the_submit_screens_limit_with_no_checkpoint_either(tmp_path: Path, monkeypatch) -> None:
     """Started with no checkpoint, the field still says the limit a retry would start from."""
     sites = tmp_path / "sites"

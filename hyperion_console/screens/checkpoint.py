@@ -496,9 +496,10 @@ class CheckpointScreen(ConsoleScreen):
         commands = self.query_one("#retry-commands", Static)
         _reset_windows(windows)
         self.plan = None
-        field = self.query_one("#max-array-size", Input)
+        field = self.query_one("#max-array-size", Field)
         site = self.site_limit()
-        field.placeholder = printable(site.describe())    # a record's site path may hold anything
+        # a record's site path may hold anything; a long one gives up its start, not the file name
+        field.show_hint(printable(site.describe()), printable(shown_path(site.path)) if site.path else "")
         if self.checkpoint is None or self.coverage is None:
             return
         field.remove_class("invalid")

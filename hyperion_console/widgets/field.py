@@ -9,12 +9,59 @@ backspace just before Tab erased a character of the next field
 """
 from __future__ import annotations
 
+import os
+
 from textual import events
 from textual.widgets import Input
 
+ELLIPSIS = "…"
+
+
+def fit_path(text: str, path: str, width: int) -> str:
+    """`text` in `width` characters by giving up the start of the `path` it holds (from a folder
+    boundary where it can): a hint naming a site file under a long absolute path was cut at its end,
+    the file name lost. Unchanged when it fits, holds no path or `width` is not known (0). When even
+    the file name does not fit after the words before it, those words give way too; the file name
+    and what follows it stay whole, even if the text then stays too long."""
+    at = text.rfind(path) if path else -1
+    if width <= 0 or len(text) <= width or at < 0:
+        return text
+    name = path.rsplit(os.sep, 1)[-1]
+    room = len(path) - (len(text) - width) - len(ELLIPSIS)      # characters of the path kept
+    tail = path[-room:] if room > 0 else ""
+    boundary = tail.find(os.sep)
+    if boundary >= 0 and len(tail) - boundary > len(name):
+        tail = tail[boundary:]                                    # from a folder, not mid-name
+    if len(tail) <= len(name):
+        tail = os.sep + name if os.sep in path else name
+    suffix = tail + text[at + len(path):]
+    if at + len(ELLIPSIS) + len(suffix) > width:     # the words before the path give way too
+        keep = width - len(ELLIPSIS) - len(suffix)
+        return text[:max(keep, 0)].rstrip() + ELLIPSIS + suffix
+    return text[:at] + ELLIPSIS + suffix
+
 
 class Field(Input):
-    """Input, with its own bindings run where its characters are typed: in arrival order."""
+    """Input, with its own bindings run where its characters are typed: in arrival order; a hint
+    holding a path fits the field's width (see `show_hint`)."""
+
+    _hint: tuple[str, str] | None = None     # (whole hint, the path in it) while one is shown
+
+    def show_hint(self, text: str, path: str = "") -> None:
+        """Show `text` as the placeholder; when it is wider than the field, `path` in it gives up its
+        start, now and whenever the field is resized (a placeholder too long is cut at its end, or
+        wrapped at a space with the rest out of sight)."""
+        self._hint = (text, path)
+        self._fit_hint()
+
+    def _fit_hint(self) -> None:
+        if self._hint is not None:
+            text, path = self._hint
+            # the last column is the cursor's when the field is empty
+            self.placeholder = fit_path(text, path, self.content_size.width - 1 if self.content_size.width else 0)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_hint()
 
     async def _on_key(self, event: events.Key) -> None:
         for binding in self._bindings.key_to_bindings.get(event.key, ()):
