@@ -20,7 +20,7 @@ from textual.worker import get_current_worker
 
 from backends.printable import printable
 from backends.watch.line_screen import same_line, shown_line
-from backends.watch.tail import Follower, complete_end, last_lines, log_problem
+from backends.watch.tail import NO_FILE, Follower, complete_end, last_lines, log_problem
 
 from ..errors import guarded
 from ..messages import LogAppended, LogUpdated
@@ -137,7 +137,9 @@ class LogPane(Vertical):
         if not self.path:
             return
         following = self.view.following
-        if self._problem:
+        if self._problem == NO_FILE and self.end_note:   # as `logs` says it: it never came
+            suffix = " · left no log"
+        elif self._problem:
             suffix = f" · {self._problem}"
         elif self.end_note:           # nothing to follow: where the log stands is all it says
             suffix = "" if following else " · scrolled (End: last line)"
