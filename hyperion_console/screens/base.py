@@ -1,10 +1,13 @@
-"""What every console screen shares: its header, Escape out of text fields, and worker
-failures shown as notifications."""
+"""What every console screen shares: its header, Escape out of text fields, worker failures
+shown as notifications, and the pause after typing a form plans at."""
 from __future__ import annotations
+
+from typing import Callable
 
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState
 
@@ -19,6 +22,35 @@ HEADER_ICON = "\u2261"
 # (50 ms is three frames), and JOB=1:100000 took 0.4 s and more per key. A quicker one, at every key.
 SLOW_TO_PLAN = 0.05
 TYPING_PAUSE = 0.25
+
+
+class TypingPause:
+    """Calls `callback` once the keys pause for TYPING_PAUSE: each key starts the wait again.
+
+    The debounce of both screens that plan a form (Submit's preview, Checkpoint's retry windows)."""
+
+    def __init__(self, screen: Screen, callback: Callable[[], object]) -> None:
+        self._screen, self._callback = screen, callback
+        self._timer: Timer | None = None
+
+    @property
+    def pending(self) -> bool:
+        """A key came and the pause after it has not yet come."""
+        return self._timer is not None
+
+    def restart(self) -> None:
+        self.cancel()
+        self._timer = self._screen.set_timer(TYPING_PAUSE, self._paused)
+
+    def cancel(self) -> None:
+        """Nothing waits for a pause any more (the form was planned as it is now)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def _paused(self) -> None:
+        self._timer = None
+        self._callback()
 
 
 def console_header() -> Header:

@@ -44,7 +44,7 @@ from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
 from ..widgets.field import Field
-from .base import SLOW_TO_PLAN, TYPING_PAUSE, ConsoleScreen, console_footer, console_header
+from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
 from .confirm import ConfirmScreen
 
 MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
@@ -177,7 +177,7 @@ class CheckpointScreen(ConsoleScreen):
         self._read_started = 0.0
         self._confirm_after_read = False          # ctrl+r: ask once the checkpoint is read
         self._ticker: Timer | None = None          # the seconds of the read under way, shown
-        self._pause: Timer | None = None           # plans the retry once the keys pause
+        self._pause = TypingPause(self, self.refresh_retry)
         self._retry_seconds = 0.0                  # how long the last retry plan took
 
     def compose(self) -> ComposeResult:
@@ -463,27 +463,23 @@ class CheckpointScreen(ConsoleScreen):
     def _retry_input_changed(self) -> None:
         """A quick plan at once; a slow one once the keys pause, the plan before dropped meanwhile
         (Resubmit reads the checkpoint and plans the field's value again anyway)."""
-        if self._retry_seconds < SLOW_RETRY and self._pause is None:
+        if self._retry_seconds < SLOW_RETRY and not self._pause.pending:
             self.refresh_retry()
             return
         self.plan = None
         self.query_one("#retry-summary", Static).update(Text(UPDATING, style="yellow"))
-        if self._pause is not None:
-            self._pause.stop()
-        self._pause = self.set_timer(TYPING_PAUSE, self.refresh_retry)
+        self._pause.restart()
 
     @property
     def updating(self) -> bool:
         """A key in the Retry tab's fields waits for the keys to pause to be planned."""
-        return self._pause is not None
+        return self._pause.pending
 
     @guarded
     def refresh_retry(self) -> None:
         """Plan the retry as `hyperion-checkpoint retry` does, from the coverage on screen (a keystroke
         in a field must not read 100,000 manifests again), and show its windows and commands."""
-        if self._pause is not None:                # planned now, of the fields as they are
-            self._pause.stop()
-            self._pause = None
+        self._pause.cancel()                       # planned now, of the fields as they are
         started = time.perf_counter()
         try:
             self._plan_retry()

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import events, on, work
-from textual.timer import Timer
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -28,7 +27,7 @@ from ..messages import PreviewUpdated, SubmitRequested, Submitted
 from ..preview import MAX_PREVIEW_LINES, Preview, build_preview, preview_text  # noqa: F401 (re-exported)
 from ..shown import shown, tell
 from ..widgets.field import Field
-from .base import SLOW_TO_PLAN, TYPING_PAUSE, ConsoleScreen, console_footer, console_header
+from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
 from .confirm import ConfirmScreen
 
 TEXT_FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -107,7 +106,7 @@ class SubmitScreen(ConsoleScreen):
         self._asking: ConfirmScreen | None = None   # the confirmation shown, until its answer is acted on
         self._announced = False   # the submission being sent has its record (the Jobs screen opens it)
         self._generation = 0                   # bumped at every change: only its preview is shown
-        self._pause: Timer | None = None       # rebuilds the preview once the keys pause
+        self._pause = TypingPause(self, self._keys_paused)
         self._building = False                 # a worker plans the form (see SLOW_PREVIEW)
         self._seconds = 0.0                    # how long the last preview took the core
         self._planned: FormValues | None = None   # the form of the preview shown or being built
@@ -225,22 +224,19 @@ class SubmitScreen(ConsoleScreen):
         if not self.updating and self.form() == self._planned:    # already planned (set_field, mount)
             return
         self._generation += 1
-        if self._seconds < SLOW_PREVIEW and self._pause is None and not self._building:
+        if self._seconds < SLOW_PREVIEW and not self._pause.pending and not self._building:
             self.refresh_preview()
             return
         self.plan, self.argv = None, None
         self.query_one("#submit-error", Static).update(Text(UPDATING, style="yellow"))
-        if self._pause is not None:
-            self._pause.stop()
-        self._pause = self.set_timer(TYPING_PAUSE, self._keys_paused)
+        self._pause.restart()
 
     @property
     def updating(self) -> bool:
         """The form changed since the preview on screen was built (it is being rebuilt)."""
-        return self._pause is not None or self._building
+        return self._pause.pending or self._building
 
     def _keys_paused(self) -> None:
-        self._pause = None
         self._building = True
         self._planned = self.form()
         self.build_in_worker(self._planned, self._generation)
@@ -262,9 +258,7 @@ class SubmitScreen(ConsoleScreen):
         """Plan the form as it is now through the core, here, and show it (a rebuild under way or
         waiting for the keys to pause is dropped: this one is of the latest form)."""
         self._generation += 1
-        if self._pause is not None:
-            self._pause.stop()
-            self._pause = None
+        self._pause.cancel()
         self._building = False
         self._planned = self.form()
         self.show_preview(build_preview(self._planned))
