@@ -22,6 +22,7 @@ does (ratio <= 1 keeps the budget).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import pty
 import shutil
@@ -46,6 +47,27 @@ WRAPPER = """\
 echo "$(date +%s.%N) {tool}" >> "$HYPERION_BENCH_QUERY_LOG"
 exec {real} "$@"
 """
+
+
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)     # loaded here: a child between fork and exec only calls it
+BENCH_PID = os.getpid()
+
+
+def die_with_bench() -> None:
+    """`preexec_fn` of every face: SIGTERM when the bench dies, however (kill -9 too).
+
+    A killed bench left its console running in a pty nobody read, for ever; SIGTERM
+    ends each face as a user's `kill` would (hyperion-submit cancels its jobs).
+    """
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != BENCH_PID:     # the bench died before the line above: no signal will come
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def exit_on_signal(signum: int, _frame: object) -> None:
+    """SIGTERM/SIGHUP unwind the bench (SystemExit), so its `finally` blocks stop the faces."""
+    raise SystemExit(f"bench_queries: ended by signal {signum}; stopping the faces")
 
 
 def make_wrappers(where: Path) -> Path:
@@ -102,7 +124,7 @@ class Console:
         self.master, slave = pty.openpty()
         self.proc = subprocess.Popen(["hyperion-console", "--cfg-dir", str(REPO / "conf"), "--record", record],
                                      stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"},
-                                     cwd=cwd, start_new_session=True)
+                                     cwd=cwd, start_new_session=True, preexec_fn=die_with_bench)
         os.close(slave)
         os.set_blocking(self.master, False)
 
@@ -141,25 +163,33 @@ def run_phase(name: str, argv: list[str], cwd: Path, bin_dir: Path, logs: dict[s
     began = time.time()
     submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(SITE), *argv], cwd=cwd,
                               env=face_env(bin_dir, logs["submit"]), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+                              stderr=subprocess.DEVNULL, preexec_fn=die_with_bench)
     record = cwd / "log" / "q" / f"{record_name}.submit.json"
-    while not record.exists():
-        if submit.poll() is not None:
-            raise SystemExit(f"bench_queries: hyperion-submit ended before writing {record}")
-        time.sleep(0.1)
-    watch = subprocess.Popen(["hyperion-jobs", "watch", str(record)], cwd=cwd,
-                             env=face_env(bin_dir, logs["watch"]), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    console = Console(str(record), face_env(bin_dir, logs["console"]), str(cwd))
+    watch = console = None
     try:
+        while not record.exists():
+            if submit.poll() is not None:
+                raise SystemExit(f"bench_queries: hyperion-submit ended before writing {record}")
+            time.sleep(0.1)
+        watch = subprocess.Popen(["hyperion-jobs", "watch", str(record)], cwd=cwd,
+                                 env=face_env(bin_dir, logs["watch"]), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, preexec_fn=die_with_bench)
+        console = Console(str(record), face_env(bin_dir, logs["console"]), str(cwd))
         status = wait_with_drain(submit, console, timeout)
         ended = time.time()
         watch.wait(timeout=60)
         console.drain()
     finally:
-        console.close()
-        if watch.poll() is None:
+        if console is not None:
+            console.close()
+        if watch is not None and watch.poll() is None:
             watch.kill()
+        if submit.poll() is None:     # the bench is stopping early: hyperion-submit cancels its jobs on SIGTERM
+            submit.terminate()
+            try:
+                submit.wait(60)
+            except subprocess.TimeoutExpired:
+                submit.kill()
     if status != 0:
         raise SystemExit(f"bench_queries: phase {name}: hyperion-submit exited {status}")
     return began, ended, str(record)
@@ -185,6 +215,8 @@ def main() -> None:
     parser.add_argument("--max-jobs-run", type=int, default=3)
     parser.add_argument("--idle", type=int, default=100, help="seconds the idle job sleeps")
     args = parser.parse_args()
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, exit_on_signal)
     with tempfile.TemporaryDirectory(prefix="bench-queries-") as tmp:
         cwd = Path(tmp)
         bin_dir = make_wrappers(cwd)
