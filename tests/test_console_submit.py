@@ -802,3 +802,32 @@ def test_submit_right_after_typing_submits_what_was_typed_last(tmp_path: Path, m
             assert "\ntyped-2-last\n" in (tmp_path / "log" / "t.2.log").read_text()
 
     asyncio.run(scenario())
+
+
+
+@pytest.mark.parametrize("burst", ["\x13n\x13y\x13y", "\rn\x13y\x13y"],
+                         ids=["ctrl+s n ctrl+s y ctrl+s y", "enter n ctrl+s y ctrl+s y"])
+def test_a_burst_of_asks_and_answers_submits_once(tmp_path: Path, burst: str) -> None:
+    """`enter n ctrl+s y ctrl+s y` read at once, the cursor in the command field: the ctrl+s came before
+    Enter's dialog was up and stacked a second dialog, and each `y` submitted (two SubmitRequested; the
+    second run refused only by the log path's lock). One dialog asks at a time and only its answer
+    acts: one submission, and the last ctrl+s is told it submitted nothing. The same with ctrl+s first."""
+    async def scenario() -> list[str]:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / "b.JOB.log"),
+                 time="00:01:00", command="true")
+            app.submit_screen.query_one("#command").focus()
+            await pilot.pause()
+            one_read(app, burst)
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 60)
+            await pilot.pause(1)
+            assert len(posted(seen, SubmitRequested)) == 1
+            return notifications(app)
+
+    said = asyncio.run(scenario())
+    assert any(n.startswith("a submission is already being sent") for n in said), said
+    assert not any("another process is submitting" in n for n in said), said
+    ledger = (tmp_path / "log" / "q" / "b.JOB.attempts.jsonl").read_text().splitlines()
+    assert [json.loads(line)["number"] for line in ledger if json.loads(line)["type"] == "attempt"] == [1]

@@ -294,6 +294,10 @@ class SubmitScreen(ConsoleScreen):
 
     @guarded
     def action_submit(self) -> None:
+        if self._asking is not None and self._asking.answer is None:
+            # Asked already, not yet answered: a ctrl+s read before that dialog was up (Enter in a
+            # field, then ctrl+s in one burst) stacked a second one, and both yeses submitted.
+            return
         if self.sending or (self._asking is not None and self._asking.answer):
             tell(self, "a submission is already being sent (the Jobs screen opens it once it is recorded): "
                  "this ctrl+s submitted nothing", title="not submitted twice", severity="warning")
@@ -307,6 +311,8 @@ class SubmitScreen(ConsoleScreen):
         detail = str(self.query_one("#submit-command", Static).content)
 
         def answered(yes: bool | None) -> None:
+            if self._asking is not dialog:     # a stale dialog's answer (a newer one asks): never submits
+                return
             self._asking = None
             if yes:
                 self.sending, self._announced = True, False
@@ -315,8 +321,8 @@ class SubmitScreen(ConsoleScreen):
 
         # The yes is known as soon as it is given, the callback runs later: a ctrl+s in between (read
         # in the same burst) is told a submission is being sent, not shown a second dialog.
-        self._asking = ConfirmScreen(f"Submit to {argv[0]}?", detail, yes="Submit")
-        self.app.push_screen(self._asking, answered)
+        self._asking = dialog = ConfirmScreen(f"Submit to {argv[0]}?", detail, yes="Submit")
+        self.app.push_screen(dialog, answered)
 
     @work(thread=True, exclusive=True, group="submit", exit_on_error=False, name="submit failed")  # its error's title
     def run_submission(self, plan, backend: str) -> None:
