@@ -51,6 +51,26 @@ class Preview:
     seconds: float = 0.0                     # how long the core took: a slow form is planned in a worker
 
 
+def confirm_question(plan: SubmitPlan) -> str:
+    """The Submit confirmation's question, from the plan the preview shows: how many tasks, and for
+    Slurm how many sbatch calls. `Submit to slurm?` alone hid that 100 tasks at a site limit of 40
+    go out as 3 windows, which only the preview said."""
+    backend, tasks = plan.options.backend, len(plan.tasks)
+    if backend == "local" or not plan.windows:
+        return f"Submit {tasks} task(s) to {backend}, run here one after another?"
+    calls = len(plan.windows)
+    return f"Submit {tasks} task(s) to {backend} in {calls} sbatch call{'s' if calls > 1 else ''}?"
+
+
+def confirm_windows(plan: SubmitPlan) -> str:
+    """Why a Slurm plan is more than one sbatch call, in the preview's words ("" for one call)."""
+    if len(plan.windows) < 2:
+        return ""
+    limit = plan.site.max_array_size
+    line = f"{len(plan.windows)} array windows, as the preview lists them"
+    return line + (f": at most {limit} task(s) each (the site's max_array_size)" if limit else "")
+
+
 def build_preview(form: FormValues) -> Preview:
     """Plan `form` through the core exactly as `hyperion-submit --dry-run` would; never raises."""
     started = time.perf_counter()

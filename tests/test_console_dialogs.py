@@ -102,7 +102,7 @@ def test_submit_confirmation_fits_a_split_pane(tmp_path: Path, size: tuple[int, 
             await pilot.pause()
             await pilot.press("ctrl+s")
             assert isinstance(app.screen, ConfirmScreen)
-            await assert_confirmation_fits(pilot, "Submit to local?")
+            await assert_confirmation_fits(pilot, "Submit 4 task(s) to local")
             await pilot.press("n")
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)

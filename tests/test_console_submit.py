@@ -831,3 +831,45 @@ def test_a_burst_of_asks_and_answers_submits_once(tmp_path: Path, burst: str) ->
     assert not any("another process is submitting" in n for n in said), said
     ledger = (tmp_path / "log" / "q" / "b.JOB.attempts.jsonl").read_text().splitlines()
     assert [json.loads(line)["number"] for line in ledger if json.loads(line)["type"] == "attempt"] == [1]
+
+
+@pytest.mark.parametrize("array, question, windows", [
+    ("JOB=1:100", "Submit 100 task(s) to slurm in 3 sbatch calls?",
+     "3 array windows, as the preview lists them: at most 40 task(s) each (the site's max_array_size)"),
+    ("JOB=1:30", "Submit 30 task(s) to slurm in 1 sbatch call?", None),
+])
+def test_the_submit_confirmation_says_how_many_tasks_and_sbatch_calls(tmp_path: Path, array: str,
+                                                                       question: str, windows: str | None) -> None:
+    """A 100-task array at a site limit of 40 goes out as 3 sbatch windows, which the preview said
+    and the confirmation did not ('Submit to slurm?' and the command). It now asks with the task count
+    and the number of sbatch calls of the plan the preview shows, and says why there are several."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    site = (CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001", "max_array_size: 40")
+    (cfg / "small.yaml").write_text(site)
+
+    async def scenario() -> tuple[str, str, str]:
+        app = make_app(cfg_dir=cfg, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, cfg=str(cfg / "small.yaml"), backend="slurm", array=array,
+                 output_file=str(tmp_path / "log" / "w.JOB.log"), command="echo JOB")
+            await pilot.pause()
+            preview = str(screen.query_one("#submit-preview").content)
+            await pilot.press("ctrl+s")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.pause()
+            title = str(app.screen.query_one("#confirm-title").content)
+            detail = str(app.screen.query_one("#confirm-detail Static").content)
+            await pilot.press("n")
+            await pilot.pause()
+            assert not (tmp_path / "log").exists()
+            return title, detail, preview
+
+    title, detail, preview = asyncio.run(scenario())
+    assert title == question
+    calls = int(question.split(" in ")[1].split()[0])
+    assert f"# window {calls}/{calls}:" in preview          # the preview's count, the same plan
+    if windows:
+        assert detail.splitlines()[0] == windows
+    assert detail.splitlines()[-1].startswith("$ hyperion-submit slurm --cfg ")

@@ -24,7 +24,8 @@ from ..errors import guarded
 from ..form import FormValues
 from ..launch import launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
-from ..preview import MAX_PREVIEW_LINES, Preview, build_preview, preview_text  # noqa: F401 (re-exported)
+from ..preview import (MAX_PREVIEW_LINES, Preview, build_preview, confirm_question,  # noqa: F401 (re-exported)
+                       confirm_windows, preview_text)
 from ..shown import shown, tell
 from ..widgets.field import Field
 from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
@@ -309,6 +310,9 @@ class SubmitScreen(ConsoleScreen):
             return
         plan, argv = self.plan, list(self.argv or [])
         detail = str(self.query_one("#submit-command", Static).content)
+        windows = confirm_windows(plan)
+        if windows:
+            detail = f"{windows}\n\n{detail}"
 
         def answered(yes: bool | None) -> None:
             if self._asking is not dialog:     # a stale dialog's answer (a newer one asks): never submits
@@ -321,7 +325,7 @@ class SubmitScreen(ConsoleScreen):
 
         # The yes is known as soon as it is given, the callback runs later: a ctrl+s in between (read
         # in the same burst) is told a submission is being sent, not shown a second dialog.
-        self._asking = dialog = ConfirmScreen(f"Submit to {argv[0]}?", detail, yes="Submit")
+        self._asking = dialog = ConfirmScreen(confirm_question(plan), detail, yes="Submit")
         self.app.push_screen(dialog, answered)
 
     @work(thread=True, exclusive=True, group="submit", exit_on_error=False, name="submit failed")  # its error's title
