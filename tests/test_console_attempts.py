@@ -6,12 +6,15 @@ import asyncio
 import re
 import time
 from pathlib import Path
+
+import pytest
 from types import SimpleNamespace
 
 from test_console_fixtures import (
     build_history,
     posted,
     rendered,
+    screen_lines,
     slurm_like_record,
     table_column,
     text_of,
@@ -136,6 +139,39 @@ def test_unfinished_tasks_are_polled_with_their_jobs_ended_ones_and_final_states
         assert read_ledger(record).finals == {**before, (1, 7): finals[(1, 7)]}
 
     asyncio.run(scenario())
+
+
+
+@pytest.mark.parametrize("size, lines", [((80, 24), 2), ((120, 30), 1), ((60, 20), 2)])
+def test_the_failure_groups_keys_stay_readable_after_the_head(tmp_path: Path, size: tuple[int, int],
+                                                               lines: int) -> None:
+    """With the breakdown of states the head took 73 columns and its keys after it were cut to
+    `· ent…` at 80x24. Now they follow on the head's line when both fit (120 columns), else on a
+    line of their own, whole; the head is never cut for them."""
+    record = build_history(tmp_path, SITE)
+    head = "3 of 8 task(s) did not succeed (failed 2, out-of-memory 1), in 2 group(s)"
+    keys = "enter: its tasks · R: retry it"
+
+    async def scenario() -> list[str]:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await pilot.pause(0.3)
+            await pilot.press("t")
+            await wait_for(pilot, lambda: posted(seen, FailureGroupsListed), 10)
+            await pilot.pause()
+            assert app.jobs_screen.query_one("#failures-head").size.height == lines
+            return screen_lines(app)
+
+    shown = asyncio.run(scenario())
+    at = next(i for i, line in enumerate(shown) if line.lstrip().startswith("3 of 8 task(s)"))
+    if size[0] >= len(head):
+        assert shown[at].strip().startswith(head)
+    else:                                           # narrower than the head: it alone is cut
+        assert shown[at].rstrip().endswith("…") and keys not in shown[at]
+    drawn = shown[at] if lines == 1 else shown[at + 1]
+    assert keys in drawn and "…" not in drawn.replace(head, ""), shown[at:at + 2]
+    assert shown[at + lines].strip().startswith("2 FAILED exit 3")     # the groups follow
 
 
 def test_failure_groups_list_the_causes_and_select_their_tasks(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from backends.records.history import History
@@ -23,7 +23,7 @@ from backends.watch.triage import FailureGroup, failure_groups, failures_summary
 from ..messages import FailureGroupsListed
 from ..shown import shown
 from ..task_rows import rows_now
-from .fit_line import FitLine
+from .fit_line import fit_text
 from .states import style_of
 
 
@@ -74,14 +74,48 @@ class FailureList(OptionList):
         return self.groups[self.highlighted]
 
 
+KEYS_HINT = "enter: its tasks · R: retry it"
+
+
 def failures_head(groups: list[FailureGroup], total: int) -> Text:
-    """``3 of 40 task(s) did not succeed (failed 2, timeout 1), in 2 group(s) · enter: ...``: the
-    CLI's `status --failures` head, then the keys."""
+    """``3 of 40 task(s) did not succeed (failed 2, timeout 1), in 2 group(s)``: the CLI's
+    `status --failures` head (the keys are FailuresHead's second part)."""
     if not groups:
         return Text(failures_summary(groups, total), style="green")
-    text = Text(failures_summary(groups, total), style="bold")
-    text.append(" · enter: its tasks · R: retry it", style="dim")
-    return text
+    return Text(failures_summary(groups, total), style="bold")
+
+
+class FailuresHead(Static):
+    """The head, then the keys: on its line when both fit the width, else on a line of their own.
+    With the breakdown of states the head took 73 columns and the keys after it were cut to
+    `· ent…` at 80; the head is what must be read whole, and the keys stay readable too."""
+
+    DEFAULT_CSS = "FailuresHead { height: auto; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(markup=False, **kwargs)
+        self.head = Text()
+        self.hint: Text | None = None
+
+    def show_head(self, head: Text, hint: str | None) -> None:
+        """`head` (never markup), and the keys `hint` when there is a group to act on."""
+        self.head, self.hint = head, (Text(hint, style="dim") if hint else None)
+        self.update(self.head)          # what tests and other widgets read; render() lays it out
+        self.refresh(layout=True)       # the keys may move to a line of their own, or back
+
+    def _one_line(self, width: int) -> bool:
+        return self.hint is None or self.head.cell_len + 3 + self.hint.cell_len <= width
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return 1 if self._one_line(width) else 2
+
+    def render(self) -> Text:
+        width = self.size.width
+        if self.hint is None:
+            return fit_text(self.head, width)
+        if self._one_line(width):
+            return self.head + Text(" · ", style="dim") + self.hint
+        return Text("\n", end="").join([fit_text(self.head, width), fit_text(self.hint, width)])
 
 
 class FailuresView(Vertical):
@@ -106,7 +140,7 @@ class FailuresView(Vertical):
         self.record_path: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield FitLine(id="failures-head")
+        yield FailuresHead(id="failures-head")
         yield FailureList(id="failure-list")
 
     @property
@@ -126,7 +160,8 @@ class FailuresView(Vertical):
     def show(self, path: str, groups: list[FailureGroup], total: int) -> None:
         if path != self.record_path:        # another record was opened meanwhile
             return
-        self.query_one("#failures-head", FitLine).update(failures_head(groups, total))
+        self.query_one("#failures-head", FailuresHead).show_head(failures_head(groups, total),
+                                                                 KEYS_HINT if groups else None)
         self.listing.show_groups(groups)
         if not groups:
             self.post_message(self.Highlighted(None))
