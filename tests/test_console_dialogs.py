@@ -232,3 +232,42 @@ def test_a_notification_does_not_cover_a_confirmation_at_80x24(tmp_path: Path) -
             assert not isinstance(app.screen, ConfirmScreen)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("dialog", ["retry", "help"])
+def test_a_notification_does_not_cover_the_retry_preview_or_the_help_at_80x24(tmp_path: Path,
+                                                                             dialog: str) -> None:
+    """The retry preview (78x22) and the help (76x22) leave no room for a toast at 80x24: one shown
+    before them (here a poll problem) lay over their fields, buttons and keys. As for a confirmation,
+    no toast shows while they are up, and those not timed out show again once they close."""
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+    toast = "squeue did not answer in 10 s; the states shown are from 12:00:00"
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), notifications=True, message_hook=seen.append) as pilot:
+            await pilot.pause(0.3)
+            app.notify(toast, title="poll", severity="warning", timeout=60)
+            await wait_for(pilot, lambda: on_screen(app, "squeue did not answer"), 5)
+            if dialog == "retry":
+                await pilot.press("R")
+                await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+                await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+                box, texts = "#retry-dialog", ("Retry tasks of extract.JOB.submit.json", "Retry 3 task(s)…")
+            else:
+                await pilot.press("question_mark")
+                await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 10)
+                box, texts = "#help-dialog", ("Hyperion Console — keys", "escape closes")
+            await pilot.pause(0.3)
+            lines = screen_lines(app)
+            region = app.screen.query_one(box).region
+            rows = [line[region.x:region.right] for line in lines[region.y:region.bottom]]
+            assert all(row[0] == row[-1] == "█" for row in rows), rows      # its border whole
+            assert all(any(text in row for row in rows) for text in texts), rows
+            assert not any("squeue" in line or "did not answer" in line for line in lines), lines
+            await pilot.press("escape", "escape") if dialog == "retry" else await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, (RetryScreen, HelpScreen)), 5)
+            await wait_for(pilot, lambda: on_screen(app, "squeue did not answer"), 5)   # not lost
+
+    asyncio.run(scenario())

@@ -30,7 +30,7 @@ from backends.watch.rows import TaskRow
 from ..errors import guarded
 from ..messages import RetryPreviewed
 from ..retrying import AUTO, FIELDS, Preview, preview
-from ..shown import shown, tell
+from ..shown import shown
 from ..widgets.field import Field
 from ..widgets.fit_line import FitLine
 from .confirm import ConfirmScreen
@@ -169,14 +169,17 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
     def action_retry(self) -> None:
         """Ask once more; on yes, dismiss with what was confirmed (the Jobs screen runs it)."""
         result = self.current
+        # Refusals are said in the dialog's error line: no toast shows over the dialog (console.tcss),
+        # and one shown after it closed would speak of a preview no longer there.
+        error = self.query_one("#retry-error", FitLine)
         if result is not None and self._planned != self.fields():   # typed since: not what is shown
-            self.replan()
-            tell(self, "the fields changed: planning again; Retry once the preview shows them",
-                 severity="warning")
+            self.replan()        # its preview replaces this line
+            error.update(shown("the fields changed: planning again; Retry once the preview shows them",
+                               "bold yellow"))
             return
         if result is None or result.retry is None or result.identity is None:
-            tell(self, result.error if result and result.error else "nothing to retry yet (planning…)",
-                 severity="warning")
+            error.update(shown(result.error if result and result.error else "nothing to retry yet (planning…)",
+                               "bold red" if result and result.error else "bold yellow"))
             return
         retry = result.retry
         decision = RetryDecision(result.record_path, result.request, result.identity, result.attempt or 0,
