@@ -29,7 +29,7 @@ from backends.records.attempts import LedgerWriter, MovedFile, NewAttempt, attem
 from backends.records.history import History, archive_current, load_history
 from backends.records.log_owner import Writer, last_writer, writers
 from backends.records.paths import RECORD_SUFFIX, log_stem
-from backends.records.record import SubmitRecord, load_record
+from backends.records.record import SubmitRecord, TaskRecord, load_record
 from backends.submit.model import SubmitPlan, record_options
 from backends.watch.rows import (
     LOCAL_JOB,
@@ -154,9 +154,15 @@ def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str
     states seen on the way are written into the ledger. Raises InputError
     when Slurm cannot say (running over live tasks would mix two attempts).
     """
+    return [name for _, name in live_task_records(history, logs)]
+
+
+def live_task_records(history: History, logs: frozenset[str] | None = None) -> list[tuple[TaskRecord, str]]:
+    """`live_tasks` with each task's record: a checkpoint retry names the logical shards (values)
+    still running, not only their Slurm ids, which a window's offset makes differ from the shards."""
     pending = [t for t in pending_tasks(history) if logs is None or t.log in logs]
-    live = [_local_live(history, t) for t in pending if t.job_id == LOCAL_JOB]
-    live = [item for item in live if item is not None]
+    local = [(t, _local_live(history, t)) for t in pending if t.job_id == LOCAL_JOB]
+    live: list[tuple[TaskRecord, str]] = [(t, name) for t, name in local if name is not None]
     slurm = [t for t in pending if t.job_id != LOCAL_JOB]
     if not slurm:
         return live
@@ -175,7 +181,7 @@ def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str
     for task in slurm:
         state = states.get((task.job_id, task.array_task_id))
         if state is not None and not state.state.is_terminal:
-            live.append(task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}")
+            live.append((task, task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}"))
     return live
 
 

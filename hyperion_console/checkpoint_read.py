@@ -12,7 +12,7 @@ from threading import Event
 
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
-from sharding.resubmit import record_checkpoint
+from sharding.resubmit import StillRunning, record_checkpoint, still_running
 from sharding.store import Checkpoint
 
 from .errors import describe_error
@@ -30,6 +30,34 @@ class CheckpointRead:
     run_problem: str | None = None
     error: str | None = None
     found_by: str | None = None     # the record whose command named the checkpoint (no --checkpoint given)
+    # the Retry tab's record's tasks that have not ended (Resubmit refuses them), or why that is not known
+    running: StillRunning | None = None
+    running_problem: str | None = None
+
+
+def running_of(record_path: str | None) -> tuple[StillRunning | None, str | None]:
+    """`still_running` of the record (its ledger, and one Slurm query when tasks have no end there),
+    never raising: (None, why) when it cannot be told; a record that cannot be read is the
+    preview's to say."""
+    if not record_path:
+        return None, None
+    try:
+        cached_record(record_path)
+    except Exception:
+        return None, None
+    try:
+        return still_running(record_path), None
+    except Exception as exc:
+        return None, describe_error(exc)
+
+
+def with_running(read: CheckpointRead, record_path: str | None) -> CheckpointRead:
+    """The read with whether the record's tasks still run: asked with every read, off the interface
+    thread, so the preview and Resubmit say what `retry --submit` would refuse."""
+    if read.coverage is None:
+        return read
+    running, problem = running_of(record_path)
+    return replace(read, running=running, running_problem=problem)
 
 
 def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRead:

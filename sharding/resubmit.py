@@ -15,11 +15,14 @@ import sys
 from dataclasses import dataclass
 from typing import Iterator, Sequence, TextIO
 
-from backends.attempt import check_not_live
+from backends.attempt import FIELD as ATTEMPT_FIELD
+from backends.attempt import check_not_live, live_task_records
 from backends.errors import InputError
 from backends.launch import check_rerun, run_plan, working_dir
 from backends.printable import printable
 from backends.ranges import compress
+from backends.watch.rows import LOCAL_JOB
+from backends.records.history import load_history
 from backends.records.record import SubmitRecord, load_record
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec
@@ -194,6 +197,63 @@ def _check_completion_known(retry: RetryPlan) -> None:
                          "nothing resubmitted (make it readable, or move it out of the checkpoint)")
 
 
+@dataclass(frozen=True)
+class StillRunning:
+    """The record's tasks that have not ended (pending or running): the checkpoint lists their shards
+    as missing only because they have not written their manifest yet. A resubmission would run them
+    a second time, two tasks writing one shard; it is refused until they end."""
+
+    record_path: str
+    shards: tuple[int, ...]        # the logical shards (the array's values) of those tasks
+    jobs: tuple[str, ...]          # their Slurm job ids ("local" for a local run)
+    tasks: int
+
+    def summary(self, retry: RetryPlan | None = None) -> str:
+        """`shard(s) 2-4 (3 of the 3 listed missing) still running in job(s) 4865 of RECORD`."""
+        shards = f"shard(s) {compress(self.shards)[:80]}" if self.shards else f"{self.tasks} task(s)"
+        among = ""
+        if retry is not None and not retry.complete and self.shards:
+            listed = sum(any(a <= s <= b for a, b in retry.missing_runs) for s in self.shards)
+            among = f" ({listed} of the {retry.missing_count} listed missing)"
+        where = "the local run" if self.jobs == (LOCAL_JOB,) else f"job(s) {', '.join(self.jobs)}"
+        return f"{shards}{among} still running in {where} of {printable(self.record_path)}"
+
+    def refusal(self, retry: RetryPlan | None = None) -> str:
+        """The one line a resubmission is refused with: what runs, and the two ways on."""
+        stop = "stop that run" if self.jobs == (LOCAL_JOB,) else f"cancel them (hyperion-jobs cancel {' '.join(self.jobs)})"
+        return (f"{self.summary(retry)}: not missing, only unfinished, and a resubmission would run them twice; "
+                f"wait for them (hyperion-jobs watch {printable(self.record_path)}) or {stop}, then retry; "
+                "nothing resubmitted")
+
+
+def still_running(record_path: str) -> StillRunning | None:
+    """The record's tasks that have not ended, from its ledger and (for Slurm tasks the ledger has no
+    end of) one sacct+squeue, as `hyperion-jobs retry` asks; None when every task ended. InputError
+    on --submit when Slurm cannot say (a retry over tasks that may run is not made on a guess)."""
+    path = os.path.abspath(record_path)
+    if not os.path.exists(path):
+        return None
+    try:
+        live = live_task_records(load_history(path))
+    except InputError as err:
+        if err.field != ATTEMPT_FIELD:
+            raise
+        raise InputError("--submit", err.problem.replace(" of the earlier attempt", f" of {printable(record_path)}")
+                         .replace("nothing was submitted", "nothing resubmitted")) from None
+    if not live:
+        return None
+    shards = sorted({task.value for task, _ in live if task.value is not None})
+    jobs = sorted({task.job_id for task, _ in live})
+    return StillRunning(path, tuple(shards), tuple(jobs), len(live))
+
+
+def check_not_running(record_path: str, retry: RetryPlan | None = None) -> None:
+    """InputError on --submit while the record still has tasks that have not ended (`still_running`)."""
+    running = still_running(record_path)
+    if running is not None:
+        raise InputError("--submit", running.refusal(retry))
+
+
 def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = None) -> Resubmission:
     """Plan without running anything (reads the checkpoint, the record and the site file).
 
@@ -236,6 +296,7 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     if plan is None or prepared.record is None:
         print(printable(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted"), file=err)
         return 0
+    check_not_running(record_path, retry)      # dry run too: what the run would refuse, it refuses
     what = (f"{retry.missing_count} of {retry.run.total_shards} shard(s) ({retry.expression}) "
             f"in {prepared.record.cwd}: {shlex.join(plan.argv)}")
     if dry_run:

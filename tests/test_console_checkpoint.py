@@ -261,6 +261,54 @@ def test_resubmit_on_slurm_lands_on_jobs_and_completes_the_run(slurm_cluster, tm
     asyncio.run(scenario())
 
 
+def test_resubmit_is_refused_while_the_records_shards_still_run(slurm_cluster, tmp_path: Path) -> None:
+    """Shards still running have no manifest yet and were planned as missing: Resubmit asked, and ran
+    them a second time. The Retry tab says which still run, and Resubmit is refused with the line
+    `hyperion-checkpoint retry --submit` prints, before any question; nothing is submitted."""
+    import subprocess
+    import time
+
+    make_input(tmp_path / "input", 4, 1)
+    go = tmp_path / "go"
+    gate = f's=$1; shift; [ "$s" = 1 ] || until [ -e {go} ]; do sleep 0.5; done; exec "$@" --shard-index "$s"'
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:4",
+        "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--",
+        "sh", "-c", gate, "gate", "SHARD", sys.executable, "-m", "sharding.example",
+        "--input", str(tmp_path / "input"), "--output", str(tmp_path / "output"),
+        "--checkpoint", str(tmp_path / "ckpt"), "--total-shards", "4", "--minimum-shard-index", "1"])
+    first = submit(build_plan(site, options))
+    job = first.jobs[0].job_id
+    try:
+        deadline = time.monotonic() + 240
+        while not (Checkpoint(tmp_path / "ckpt").run_path.is_file()
+                   and plan_retry(tmp_path / "ckpt").expression == "2-4"):
+            assert time.monotonic() < deadline, "shard 1 never completed"
+            time.sleep(1)
+
+        async def scenario() -> None:
+            app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path, search_dirs=[tmp_path])
+            async with app.run_test(size=(240, 50)) as pilot:
+                await checkpoint_read(pilot)
+                screen = app.checkpoint_screen
+                said = f"shard(s) 2-4 (3 of the 3 listed missing) still running in job(s) {job} of {first.path}"
+                commands = text_of(screen.query_one("#retry-commands")).replace("\n", " ")
+                assert f"{said}: Resubmit refuses until they end" in commands, commands
+                await pilot.press("ctrl+r")
+                await wait_for(pilot, lambda: any(said in m for m in notifications(app)), 20)
+                await pilot.pause(0.5)
+                assert not isinstance(app.screen, ConfirmScreen)
+                refusal = next(m for m in notifications(app) if said in m)
+                assert refusal.endswith(f"or cancel them (hyperion-jobs cancel {job}), then retry; nothing resubmitted")
+
+        asyncio.run(scenario())
+        assert [j.job_id for j in load_record(first.path).jobs] == [job]      # no second submission
+    finally:
+        go.touch()
+        wait(load_record(first.path))
+        subprocess.run(["scancel", job], check=False)
+
+
 # --- Resubmit shows what runs and whose record says so, and runs nothing else (issue 13) -------------
 
 def _demo_app(tmp_path: Path):

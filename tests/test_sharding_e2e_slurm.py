@@ -183,3 +183,52 @@ def test_a_failed_resubmission_names_hyperion_checkpoint_retry_as_the_next_step(
     assert pasted.returncode == 1, pasted.stderr
     assert f"resubmitting 1 of 4 shard(s) ({bad_shard})" in pasted.stderr
     assert pasted.stderr.splitlines()[-1] == again.stderr.splitlines()[-1]
+
+
+@pytest.mark.slurm
+def test_retry_submit_is_refused_while_the_records_shards_still_run_and_accepted_once_they_end(
+        slurm_cluster, test_site, tmp_path, cli_env):
+    """Shards still running have no manifest yet: `retry` lists them as missing, and `--submit` ran them a
+    second time, two tasks writing one shard. It is refused in one line naming the shards and the job
+    (exit 2, no new attempt); once the array ended, the same command resubmits the shard that failed."""
+    import subprocess
+    import time
+
+    make_input(tmp_path / "in", files=4, records=1)
+    bad_shard = shard_for("p000000", 4, 1)      # holds doc-0000-0000, which fails once
+    # shard 1 ends at once (the checkpoint exists), the others wait for the file `go`
+    gate = 's=$1; shift; [ "$s" = 1 ] || until [ -e go ]; do sleep 0.5; done; exec hyperion-shard-example --shard-index "$s" "$@"'
+    first = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:4",
+         "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--", "sh", "-c", gate, "gate", "SHARD",
+         "--input", "in", "--output", "out", "--checkpoint", "ck", "--total-shards", "4",
+         "--minimum-shard-index", "1", "--fail-record", "doc-0000-0000", "--fail-once"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "shard.SHARD.submit.json"
+    try:
+        deadline = time.monotonic() + 240
+        while run_cli("hyperion-checkpoint", "retry", "ck", "--format", "ranges", cwd=tmp_path,
+                      env=cli_env).stdout.strip() != "2-4":
+            assert time.monotonic() < deadline, "shard 1 never completed"
+            time.sleep(1)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        for extra in ((), ("--dry-run",)):
+            refused = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", str(record), *extra,
+                              cwd=tmp_path, env=cli_env, timeout=120)
+            assert refused.returncode == 2, refused.stderr
+            assert refused.stdout == ""
+            assert refused.stderr == (
+                f"hyperion-checkpoint: error: --submit: shard(s) 2-4 (3 of the 3 listed missing) still running in "
+                f"job(s) {job} of {record}: not missing, only unfinished, and a resubmission would run them twice; "
+                f"wait for them (hyperion-jobs watch {record}) or cancel them (hyperion-jobs cancel {job}), then "
+                "retry; nothing resubmitted\n")
+        history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+        assert len(history["attempts"]) == 1
+    finally:
+        (tmp_path / "go").touch()
+        first.wait(timeout=300)
+    assert first.returncode == 1, first.stderr.read() if first.stderr else ""
+    again = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", str(record), cwd=tmp_path, env=cli_env,
+                    timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"resubmitting 1 of 4 shard(s) ({bad_shard})" in again.stderr

@@ -168,7 +168,10 @@ def test_a_resubmission_refused_for_live_tasks_says_only_why(tmp_path, cli_env):
         running.terminate()
         running.wait(timeout=30)
     assert result.returncode == 2
-    assert result.stderr.startswith("hyperion-checkpoint: error: record: ") and "right now" in result.stderr
+    # named as shards of the run, the field the user typed: `retry` listed them as missing
+    assert result.stderr.startswith("hyperion-checkpoint: error: --submit: shard(s) 1-3 (3 of the 3 listed "
+                                    "missing) still running in the local run of "), result.stderr
+    assert result.stderr.endswith("or stop that run, then retry; nothing resubmitted\n")
     assert len(result.stderr.splitlines()) == 1
 
 
@@ -346,3 +349,4 @@ def test_a_failed_local_resubmission_names_hyperion_checkpoint_retry_with_its_op
     assert last.startswith("hyperion-submit: ") and " with: " in last, last
     assert last.endswith(f"with: hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record_path} "
                          "--max-array-size 100 --trust-record"), last
+

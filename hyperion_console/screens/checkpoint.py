@@ -30,12 +30,20 @@ from backends.printable import printable
 from backends.records.trust import trust_problem
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
 from sharding.coverage import Coverage
-from sharding.resubmit import Resubmission, prepare_from_retry, prepare_resubmit, retry_array_limit, working_dir
+from sharding.resubmit import (
+    Resubmission,
+    StillRunning,
+    check_not_running,
+    prepare_from_retry,
+    prepare_resubmit,
+    retry_array_limit,
+    working_dir,
+)
 from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
 from sharding.failed_text import record_line, record_summary
 from sharding.store import FailedRecord
 
-from ..checkpoint_read import CheckpointRead, read_checkpoint, read_named_checkpoint
+from ..checkpoint_read import CheckpointRead, read_checkpoint, read_named_checkpoint, with_running
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
@@ -170,6 +178,8 @@ class CheckpointScreen(ConsoleScreen):
         self.initial_max = max_array_size
         self.plan = None
         self.coverage: Coverage | None = None     # the read on screen: the Retry tab plans from it
+        self.running: StillRunning | None = None  # the record's tasks not ended at that read (Resubmit refuses)
+        self.running_problem: str | None = None
         self.failed_by_path: dict[str, object] = {}
         self._failed_layout: tuple[tuple[str, ...], int] | None = None   # the Failed table's columns, details cell
         self._loaded = False
@@ -271,7 +281,9 @@ class CheckpointScreen(ConsoleScreen):
                                 "whose command names its checkpoint (--checkpoint DIR, --ckpt DIR) on the Jobs screen.")
             return
         self._read_started = time.monotonic()
-        self._reading = self.read_in_worker(None if source else self.checkpoint, source)
+        typed = self.query_one("#record-path", Input).value.strip()
+        self._reading = self.read_in_worker(None if source else self.checkpoint, source,
+                                            os.path.abspath(typed) if typed else None)
         self._show_reading()
         if self._ticker is not None:
             self._ticker.stop()
@@ -294,7 +306,8 @@ class CheckpointScreen(ConsoleScreen):
         self.refresh_retry()          # the limit a retry would start from, still said in its field
 
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
-    def read_in_worker(self, checkpoint: Path | None, record: str | None = None) -> None:
+    def read_in_worker(self, checkpoint: Path | None, record: str | None = None,
+                       resubmit_record: str | None = None) -> None:
         """Read `checkpoint`, or (None) the one `record`'s command names: looking for it stats the
         paths the command names, which a hung NFS mount would hold up, so not on the interface thread."""
         worker = get_current_worker()     # cancelled: superseded, or the console quit: stop reading
@@ -302,6 +315,8 @@ class CheckpointScreen(ConsoleScreen):
             read = read_named_checkpoint(str(record), worker.cancelled_event)
         else:
             read = read_checkpoint(checkpoint, worker.cancelled_event)
+        if read is not None and not worker.is_cancelled:      # the record found the checkpoint, or was typed
+            read = with_running(read, read.found_by or resubmit_record)
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_read, read, worker, record)
 
@@ -343,6 +358,7 @@ class CheckpointScreen(ConsoleScreen):
             tell(self, error, title="checkpoint", severity="error")
         else:
             self.coverage = read.coverage
+            self.running, self.running_problem = read.running, read.running_problem
             self.show_coverage(read)
             self.refresh_retry()
             plan = retry_from_coverage(read.coverage)
@@ -377,6 +393,7 @@ class CheckpointScreen(ConsoleScreen):
         _reset_windows(self.query_one("#retry-windows", DataTable))
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
         self.failed_by_path, self.plan, self.coverage = {}, None, None
+        self.running, self.running_problem = None, None
 
     def show_coverage(self, read: CheckpointRead) -> None:
         cov = read.coverage
@@ -542,6 +559,14 @@ class CheckpointScreen(ConsoleScreen):
             text.append_text(shown(describe_error(exc), "bold red"))
             text.append("\n")
             return text
+        if self.running is not None and self.running.record_path == os.path.abspath(record_text):
+            text.append_text(shown(f"{self.running.summary(plan)}: Resubmit refuses until they end "
+                                   "(they are not missing, only unfinished)", "bold red"))
+            text.append("\n")
+        elif self.running_problem:
+            text.append_text(shown(f"whether the record's tasks still run is not known: {self.running_problem}",
+                                   "yellow"))
+            text.append("\n")
         text.append_text(shown(f"resubmit runs ({submit_plan.options.backend}):", "bold"))
         ignored = ignored_sbatch_line(submit_plan.options.backend)
         if ignored:
@@ -586,6 +611,10 @@ class CheckpointScreen(ConsoleScreen):
             tell(self, "resubmit: give the original submit record (--record FILE)", severity="error")
             return
         record_path = os.path.abspath(record_text)
+        if self.running is not None and self.running.record_path == record_path:
+            # the read just made asked: refused as `hyperion-checkpoint retry --submit` refuses, before asking
+            tell(self, self.running.refusal(plan), title="resubmit refused", severity="error", timeout=15)
+            return
         # the record the preview showed, parsed again only if its file changed (100k tasks: 0.5 s);
         # run_resubmit reads it afresh and refuses if what runs differs from what is asked here
         prepared = prepare_from_retry(plan, record_path, cached_record(record_path))
@@ -621,6 +650,7 @@ class CheckpointScreen(ConsoleScreen):
             self.app.call_from_thread(tell, self, "every shard is complete; nothing resubmitted")
             self.app.call_from_thread(self.action_reload)
             return
+        check_not_running(record_path, retry)        # tasks may have started since the read: asked again
         now = (tuple(plan.argv), prepared.record.cwd, trust_problem(record_path))
         if confirmed is not None and now != confirmed:
             self.app.call_from_thread(tell, self, "the retry changed since it was confirmed (command, "
