@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from backends.printable import printable
 from backends.ranges import compress
+from backends.records.record import SubmitRecord
 from backends.submit.model import SubmitPlan
 
 
@@ -30,8 +31,20 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None) -> str |
     """
     if not os.path.isfile(plan.options.cfg):
         return None
+    rerun = rerun if rerun is not None else plan.rerun
     argv = rerun if rerun is not None else ("hyperion-jobs", "retry", os.path.abspath(plan.record_path))
     return printable(shlex.join(argv))
+
+
+def record_retry_command(record: SubmitRecord) -> str:
+    """The command that reruns what failed in the run `record` is of, by the rule `retry_command`
+    follows at submit time: the launcher's own when it had one (kept in the record as `rerun`: a
+    run of `hyperion-checkpoint retry --submit` names that command again), else
+    `hyperion-jobs retry RECORD`. For the faces that tell it later: `hyperion-jobs watch`'s line
+    for the values a local run never reached, the console's quit dialog."""
+    if record.rerun is not None:
+        return printable(record.rerun)
+    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path))))
 
 
 def local_retry_line(plan: SubmitPlan, failed: int | None, rerun: Sequence[str] | None = None) -> str | None:

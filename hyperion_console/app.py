@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,11 +13,13 @@ from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from backends.printable import printable
+from backends.retry_hint import record_retry_command
 
 from .commands import ConsoleCommands
 from .driver import surviving
 from .errors import describe_error
 from .local_runs import LocalRuns
+from .record_cache import cached_record
 from .messages import Submitted
 from .screens.checkpoint import CheckpointScreen
 from .screens.confirm import ConfirmScreen
@@ -26,6 +29,16 @@ from .screens.submit import SubmitScreen
 from .shown import tell
 
 SCREENS = ("submit", "jobs", "checkpoint")
+
+
+def _rerun_command(record_path: str) -> str:
+    """What runs a stopped run's rest again, by `hyperion-jobs watch`'s rule (`record_retry_command`):
+    a Resubmit's run names `hyperion-checkpoint retry CKPT --submit RECORD`, which finds what is
+    still missing; `hyperion-jobs retry RECORD` would rerun that attempt's shard windows as they were."""
+    try:
+        return record_retry_command(cached_record(record_path))
+    except Exception:                  # not written yet, or unreadable: the plain rule
+        return printable(shlex.join(("hyperion-jobs", "retry", record_path)))
 
 
 @dataclass(frozen=True)
@@ -147,12 +160,12 @@ class HyperionConsole(App[None]):
                      "the console quits once it ended", severity="warning", timeout=15)
                 self.set_interval(0.2, self._exit_once_stopped)
 
-        runs = "\n".join(active)
+        runs = "\n".join(f"{path}\n  {_rerun_command(path)}" for path in active)
         self.push_screen(ConfirmScreen(
             "Stop the local run and quit?",
             f"A local run goes on in this console and cannot outlive it. Quitting stops its running task as "
             f"Ctrl-C would (recorded with the code it ends with, 130 if it obeys) and runs none of the rest "
-            f"(NOT_RUN); hyperion-jobs retry RECORD runs them again.\n{runs}", yes="Stop and quit"), answered)
+            f"(NOT_RUN); the command under the run runs them again.\n{runs}", yes="Stop and quit"), answered)
 
     def on_unmount(self) -> None:
         self.local_runs.close()

@@ -275,7 +275,10 @@ def prepare_from_retry(retry: RetryPlan, record_path: str, record: SubmitRecord 
     site = load_site(record.cfg)
     limit = retry_limit(retry.max_array_size, ArrayLimit(site.max_array_size, site.path))
     site = dataclasses.replace(site, max_array_size=limit)
-    return Resubmission(retry, record, build_plan(site, retry_options(retry, record, record_path)))
+    plan = build_plan(site, retry_options(retry, record, record_path))
+    # a failure's next step, here and in the record (watch and the console name it later): this bridge again
+    plan = dataclasses.replace(plan, rerun=rerun_argv(retry.checkpoint, record_path, retry.max_array_size))
+    return Resubmission(retry, record, plan)
 
 
 def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None,
@@ -305,6 +308,7 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
     rerun = rerun_argv(path, record_path, max_array_size, trust)    # paths as given, from here
+    plan = dataclasses.replace(plan, rerun=rerun)
     with working_dir(prepared.record.cwd):
         return run_plan(plan, "resubmit",
                         lambda: print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True),

@@ -309,6 +309,43 @@ def test_resubmit_is_refused_while_the_records_shards_still_run(slurm_cluster, t
         subprocess.run(["scancel", job], check=False)
 
 
+def test_quitting_during_a_resubmission_names_hyperion_checkpoint_retry_for_the_rest(tmp_path: Path, cli_env) -> None:
+    """The quit dialog of a local run said `hyperion-jobs retry RECORD runs them again`, also for a run
+    Resubmit launched, where that reruns the attempt's shard windows as they were. It names the
+    command hyperion-submit's own last line names for such a run: the checkpoint retry."""
+    make_input(tmp_path / "in", files=4, records=1)
+    # the first run fails at once (shard 1); its resubmission sleeps in shard 1 until the console quits
+    gate = f'[ -e {tmp_path}/armed ] && echo $$ > {tmp_path}/pid && sleep 30; exec "$@"'
+    first = run_cli("hyperion-submit", "local", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array",
+                    "SHARD=1:4", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--", "sh", "-c", gate,
+                    "gate", sys.executable, "-m", "sharding.example", "--input", "in", "--output", "out",
+                    "--checkpoint", "ck", "--shard-index", "SHARD", "--total-shards", "4",
+                    "--minimum-shard-index", "1", "--fail-record", "doc-0001-0000",
+                    cwd=tmp_path, env=cli_env, timeout=60)
+    assert first.returncode == 1, first.stderr
+    (tmp_path / "armed").touch()
+    record = tmp_path / "log" / "q" / "s.SHARD.submit.json"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ck", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(200, 50)) as pilot:
+            await checkpoint_read(pilot)
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: (tmp_path / "pid").exists() and app.local_runs.active(), 20)
+            await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("escape", "q")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            detail = text_of(app.screen.query_one("#confirm-detail Static"))
+            assert f"{record}\n  hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record}" in detail, detail
+            assert "hyperion-jobs retry" not in detail
+            await pilot.press("y")
+            await wait_for(pilot, lambda: not app.local_runs.active(), 20)
+
+    asyncio.run(scenario())
+
+
 # --- Resubmit shows what runs and whose record says so, and runs nothing else (issue 13) -------------
 
 def _demo_app(tmp_path: Path):

@@ -350,3 +350,17 @@ def test_a_failed_local_resubmission_names_hyperion_checkpoint_retry_with_its_op
     assert last.endswith(f"with: hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record_path} "
                          "--max-array-size 100 --trust-record"), last
 
+
+def test_watch_of_a_stopped_resubmission_names_hyperion_checkpoint_retry_for_the_values_not_run(tmp_path, cli_env):
+    """A local resubmission stopped at its first failure; `hyperion-jobs watch` then named
+    `hyperion-jobs retry RECORD` for the values it never reached, which reruns that attempt's shard
+    windows as they were. It names what hyperion-submit's last line named: the checkpoint retry."""
+    first, record_path = _submit_local(tmp_path, cli_env, fail_args=("--fail-record", "doc-0001-0000"))  # shard 1
+    assert first.returncode == 1
+    again = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", str(record_path), cwd=tmp_path, env=cli_env)
+    assert again.returncode == 1, again.stderr
+    command = f"hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record_path}"
+    assert again.stderr.splitlines()[-1].endswith(f"with: {command}"), again.stderr
+    watch = run_cli("hyperion-jobs", "watch", str(record_path), env=cli_env, timeout=30)
+    assert watch.returncode == 1
+    assert watch.stdout.splitlines()[-1] == f"  NOT_RUN values 2-6 (the run stopped before them; {command} runs them)"

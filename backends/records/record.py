@@ -67,6 +67,10 @@ class SubmitRecord:
     # How to wait for the jobs again after hyperion-submit's wait ended early (hangup, lost
     # terminal): the command, whose exit statuses are hyperion-submit's.
     reattach: str | None = None
+    # The command that reruns what failed when the launcher has its own (a run of `hyperion-checkpoint
+    # retry --submit`: that command again, which finds what is still missing); None: `hyperion-jobs
+    # retry RECORD`. Written at submit time so that every later face names what the launcher named.
+    rerun: str | None = None
     # (old folder, new folder) when read from a folder moved or copied since it was written
     moved: tuple[str, str] | None = None
 
@@ -120,6 +124,14 @@ def record_json(record: SubmitRecord) -> dict:
 
 def save_record(record: SubmitRecord) -> None:
     write_json_atomic(Path(record.path), record_json(record))
+
+
+MAX_RERUN = 8192   # a command line; a record's longer text is not offered for pasting
+
+
+def _rerun(value: object) -> str | None:
+    """The launcher's own rerun command, if the record holds a sane one (else hyperion-jobs retry's)."""
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_RERUN else None
 
 
 class _BadField(ValueError):
@@ -251,6 +263,7 @@ def load_record(path: str | Path) -> SubmitRecord:
             submitted_at=str(raw["submitted_at"]), cwd=str(raw["cwd"]),
             attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
+            rerun=_rerun(raw.get("rerun")),
         ))
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None

@@ -65,6 +65,8 @@ class SubmitPlan:
     windows: tuple[PlannedWindow, ...]   # slurm only; () for local
     q_dir: str
     record_path: str
+    # the launcher's own command that reruns what failed (the checkpoint bridge's); None: hyperion-jobs retry
+    rerun: tuple[str, ...] | None = None
 
     @property
     def script_path(self) -> str | None:

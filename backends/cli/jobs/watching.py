@@ -7,7 +7,6 @@ reattach after hyperion-submit's wait ended early.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
+from backends.retry_hint import record_retry_command
 from backends.states import TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -132,7 +132,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     return _ended(out, _rows_for(history, final, job_history, target))
 
 
-def _ended(out: SafeStream, rows: Sequence[TaskRow], record: str | None = None) -> int:
+def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None) -> int:
     """The counts, each task that did not succeed with its log, and the exit status of `status`.
 
     The values a local run never reached are one line: after a failure at value 2 of 10000,
@@ -146,7 +146,7 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow], record: str | None = None) 
             out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
                      f"log {printable(row.log or row.slurm_out or '-')}")
     if not_run:
-        how = f"; hyperion-jobs retry {shlex.quote(record)} runs them" if record else ""
+        how = f"; {retry} runs them" if retry else ""     # record_retry_command: printable already
         out.line(f"  NOT_RUN values {compress(not_run)} (the run stopped before them{how})")
     return exit_status(rows)
 
@@ -170,7 +170,7 @@ def _watch_local(target: Target) -> int:
             if ended:
                 break
             time.sleep(1.0)
-    return _ended(out, rows, target.record.path)
+    return _ended(out, rows, record_retry_command(target.record))
 
 
 class _LocalLines:

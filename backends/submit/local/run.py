@@ -7,6 +7,7 @@ the record and the per-task results file current for hyperion-jobs.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -61,6 +62,7 @@ def local_record(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> Submit
         tasks=tuple(TaskRecord(t.value, LOCAL_JOB, t.value, t.log, None, None, attempt.number)
                     for t in plan.tasks),
         submitted_at=logheader.iso_now(), cwd=os.getcwd(), attempt=attempt.number, kind=attempt.kind,
+        rerun=shlex.join(plan.rerun) if plan.rerun else None,
     )
 
 

@@ -8,6 +8,7 @@ both is `backends.launch_slurm.run_slurm`.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -66,6 +67,7 @@ def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]],
         tasks=tuple(t for w, job_id in done for t in task_records(plan, w, job_id, attempt.number)),
         submitted_at=iso_now(), cwd=os.getcwd(), attempt=attempt.number, kind=attempt.kind,
         reattach=reattach_command(plan.record_path),
+        rerun=shlex.join(plan.rerun) if plan.rerun else None,
     )
 
 
