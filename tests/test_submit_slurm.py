@@ -6,6 +6,7 @@ accounting says about the jobs.
 """
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -672,3 +673,18 @@ def test_logs_of_a_task_slurm_cancelled_says_so_and_where_slurms_reason_is(slurm
     assert "CANCELLED AT" in reason.stdout and reason.stderr == ""
     completed = run_cli("hyperion-jobs", "logs", f"{job_id}_1", cwd=tmp_path, env=cli_env)
     assert "# Ended (code 0)" in completed.stdout and completed.stderr == ""
+
+
+def test_logs_err_of_an_empty_slurm_err_says_it_is_empty(slurm_cluster, test_site, cli_env, tmp_path):
+    """`logs TASK --err` of a task that wrote nothing to stderr printed nothing at all, exit 0: it read
+    as if the file was not found or the command failed. One stderr line says the file is empty."""
+    submitted = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/quiet.log",
+                        "--", "true", cwd=tmp_path, env=cli_env, timeout=300)
+    assert submitted.returncode == 0, submitted.stderr
+    record = tmp_path / "log" / "q" / "quiet.submit.json"
+    err_file = json.loads(record.read_text())["tasks"][0]["slurm_err"]
+    assert os.path.getsize(err_file) == 0
+    shown = run_cli("hyperion-jobs", "logs", str(record), "--err", env=cli_env)
+    assert shown.returncode == 0 and shown.stdout == ""
+    assert shown.stderr == (f"hyperion-jobs: {err_file} is empty (nothing written to {record}'s Slurm stderr "
+                            "file)\n")

@@ -254,11 +254,24 @@ def cmd_logs(args: argparse.Namespace) -> int:
             if end is not None:
                 end.close()      # Ctrl-C: a query under way is killed, not waited for
     log_output.print_last(path, args.lines, args.raw)
+    if (args.err or args.out) and _empty(path):
+        # nothing on stdout and exit 0 read like a command that failed to find the file, or a bug
+        stream = "stderr" if args.err else "stdout"
+        print(printable(f"{PROG}: {path} is empty (nothing written to {args.task}'s Slurm {stream} file)"),
+              file=sys.stderr, flush=True)
     note = slurm_ended_note(args.task, logs.ended, logs.slurm_err, program_log=path == logs.log,
                             attempt=args.attempt)
     if note:
         print(note, file=sys.stderr, flush=True)
     return 0
+
+
+def _empty(path: str) -> bool:
+    """Whether the log (a regular file, `_check_log_file` made sure) holds no byte now."""
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return False
 
 
 def slurm_ended_note(task: str, ended: str | None, slurm_err: str | None, program_log: bool,
