@@ -171,13 +171,13 @@ def test_a_failed_resubmission_names_hyperion_checkpoint_retry_as_the_next_step(
     record = tmp_path / "log" / "q" / "shard.SHARD.submit.json"
     assert first.returncode == 1, first.stderr
     assert first.stderr.splitlines()[-1] == (
-        f"hyperion-submit: 1 of 4 task(s) failed; rerun only those with: hyperion-jobs retry {record}")
+        f"hyperion-submit: 1 of 4 task(s) did not succeed (failed 1); rerun only those with: hyperion-jobs retry {record}")
 
     again = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", "log/q/shard.SHARD.submit.json",
                     cwd=tmp_path, env=cli_env, timeout=300)
     assert again.returncode == 1, again.stderr
     command = f"hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record}"
-    assert again.stderr.splitlines()[-1] == f"hyperion-submit: 1 of 1 task(s) failed; rerun only those with: {command}"
+    assert again.stderr.splitlines()[-1] == f"hyperion-submit: 1 of 1 task(s) did not succeed (failed 1); rerun only those with: {command}"
 
     pasted = run_cli(*shlex.split(command), cwd=tmp_path / "in", env=cli_env, timeout=300)
     assert pasted.returncode == 1, pasted.stderr
