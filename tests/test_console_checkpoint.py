@@ -1064,9 +1064,23 @@ def test_fit_path_gives_up_the_start_of_the_path_from_a_folder() -> None:
     assert fit_path(text, path, 0) == text == fit_path(text, path, len(text))   # unknown width, fits
     assert fit_path(text, path, len(text) - 1) == "1001 (site file …/long/folder/conf/site.yaml)"
     assert fit_path(text, path, 30) == "1001 (site file …/site.yaml)"
-    assert fit_path(text, path, 20) == "1001 (si…/site.yaml)"                   # then the words before it
-    assert fit_path(text, path, 5) == "…/site.yaml)"                            # the name stays whole
+    assert fit_path(text, path, 20) == "1001…/site.yaml)"        # then the words before it, whole words
+    assert fit_path(text, path, 5) == "1001…/site.yaml)"         # the name and the limit stay whole
     assert fit_path("none", "", 2) == "none"
+
+
+def test_a_narrow_max_array_size_hint_never_cuts_the_limit_itself() -> None:
+    """The words before a site path gave way a character at a time, the limit too: in a field 30
+    wide, `1001 (Submit screen's site file conf/submit_test_cluster.yaml)` read
+    `100…/submit_test_cluster.yaml)`, a limit of 100. They give way a whole word at a time now, and
+    the limit stays."""
+    from hyperion_console.widgets.field import fit_path
+
+    path = "conf/submit_test_cluster.yaml"
+    text = f"1001 (Submit screen's site file {path})"
+    assert fit_path(text, path, 30) == "1001…/submit_test_cluster.yaml)"
+    assert fit_path(text, path, 42) == "1001 (Submit…/submit_test_cluster.yaml)"
+    assert fit_path(text, path, 48) == "1001 (Submit screen's…/submit_test_cluster.yaml)"
 
 
 def test_retry_field_names_the_submit_screens_limit_with_no_checkpoint_either(tmp_path: Path, monkeypatch) -> None:

@@ -21,8 +21,9 @@ def fit_path(text: str, path: str, width: int) -> str:
     """`text` in `width` characters by giving up the start of the `path` it holds (from a folder
     boundary where it can): a hint naming a site file under a long absolute path was cut at its end,
     the file name lost. Unchanged when it fits, holds no path or `width` is not known (0). When even
-    the file name does not fit after the words before it, those words give way too; the file name
-    and what follows it stay whole, even if the text then stays too long."""
+    the file name does not fit after the words before it, those words give way too, a whole word at a
+    time and never the first (the limit itself); the file name and what follows it stay whole, even if
+    the text then stays too long."""
     at = text.rfind(path) if path else -1
     if width <= 0 or len(text) <= width or at < 0:
         return text
@@ -36,9 +37,23 @@ def fit_path(text: str, path: str, width: int) -> str:
         tail = os.sep + name if os.sep in path else name
     suffix = tail + text[at + len(path):]
     if at + len(ELLIPSIS) + len(suffix) > width:     # the words before the path give way too
-        keep = width - len(ELLIPSIS) - len(suffix)
-        return text[:max(keep, 0)].rstrip() + ELLIPSIS + suffix
+        return _words_before(text[:at], width - len(ELLIPSIS) - len(suffix)) + ELLIPSIS + suffix
     return text[:at] + ELLIPSIS + suffix
+
+
+def _words_before(words: str, keep: int) -> str:
+    """The first `keep` characters of the `words` before a path, cut after a whole word, and never
+    less than the first word (the limit the hint gives): cut a character at a time, a narrow field
+    read `100…/submit_test_cluster.yaml)` for 1001, a limit of 100."""
+    first = words.split(" ", 1)[0]
+    if keep >= len(words) or not first:
+        return words.rstrip()
+    cut = words[:max(keep, 0)]
+    if words[len(cut)] != " " and " " in cut:      # mid-word: back to the word before it
+        cut = cut[:cut.rfind(" ")]
+    elif words[len(cut)] != " ":
+        cut = ""
+    return cut.rstrip() if len(cut.rstrip()) >= len(first) else first
 
 
 class Field(Input):
