@@ -73,14 +73,23 @@ def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRe
         return CheckpointRead(checkpoint, cov, run_problem=exc.problem)
 
 
-def read_named_checkpoint(record_path: str, stop: Event | None = None) -> CheckpointRead | None:
-    """The checkpoint `record_path`'s command names, read (see `read_checkpoint`); None when the record
-    cannot be read or names none. Off the interface thread too: the names are looked at on disk."""
+@dataclass(frozen=True)
+class NoneNamed:
+    """No checkpoint to read from `record`: its command names none, or (`problem`) the record itself
+    cannot be read. Told apart: a mistyped record path was said to "name none", as if it were read."""
+
+    record: str
+    problem: str | None = None
+
+
+def read_named_checkpoint(record_path: str, stop: Event | None = None) -> CheckpointRead | NoneNamed:
+    """The checkpoint `record_path`'s command names, read (see `read_checkpoint`); `NoneNamed` when the
+    record cannot be read or names none. Off the interface thread too: the names are looked at on disk."""
     try:
         record = cached_record(record_path)
-    except Exception:      # the Jobs screen and the Retry tab say what is wrong with a record
-        return None
+    except Exception as exc:      # a missing or foreign file: said, as the Jobs screen says it
+        return NoneNamed(record_path, describe_error(exc))
     found = record_checkpoint(record)
     if found is None:
-        return None
+        return NoneNamed(record_path)
     return replace(read_checkpoint(Path(found), stop), found_by=record_path)

@@ -1191,3 +1191,27 @@ def test_without_checkpoint_a_submission_whose_command_names_none_says_so(tmp_pa
             assert text_of(run).startswith(f"No checkpoint: the command of {record} names none")
 
     asyncio.run(scenario())
+
+
+def test_without_checkpoint_a_record_typed_that_cannot_be_read_is_said_so_not_to_name_none(tmp_path: Path) -> None:
+    """Started without --checkpoint, a record path typed in the Retry tab (then r) that is no file was
+    said to name no checkpoint, 'No checkpoint: the command of PATH names none', as if it had been
+    read; nothing else said the path was wrong. The screen says why the record cannot be read."""
+    typo = tmp_path / "log" / "q" / "typo.JOB.submit.json"
+
+    async def scenario() -> str:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("3")
+            screen = app.checkpoint_screen
+            await _show_tab(pilot, "tab-retry")
+            screen.query_one("#record-path").value = str(typo)
+            screen.query_one("#ckpt-tabs").focus()
+            await pilot.press("r")
+            run = screen.query_one("#ckpt-run")
+            await wait_for(pilot, lambda: str(typo) in text_of(run), 10)
+            return text_of(run)
+
+    shown = asyncio.run(scenario())
+    assert shown.startswith(f"No checkpoint: record: cannot read {typo}: No such file or directory"), shown
+    assert "names none" not in shown

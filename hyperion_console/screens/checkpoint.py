@@ -43,7 +43,7 @@ from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_si
 from sharding.failed_text import record_line, record_summary
 from sharding.store import FailedRecord
 
-from ..checkpoint_read import CheckpointRead, read_checkpoint, read_named_checkpoint, with_running
+from ..checkpoint_read import CheckpointRead, NoneNamed, read_checkpoint, read_named_checkpoint, with_running
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
@@ -315,7 +315,7 @@ class CheckpointScreen(ConsoleScreen):
             read = read_named_checkpoint(str(record), worker.cancelled_event)
         else:
             read = read_checkpoint(checkpoint, worker.cancelled_event)
-        if read is not None and not worker.is_cancelled:      # the record found the checkpoint, or was typed
+        if isinstance(read, CheckpointRead) and not worker.is_cancelled:   # the record found it, or it was given
             read = with_running(read, read.found_by or resubmit_record)
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_read, read, worker, record)
@@ -333,18 +333,22 @@ class CheckpointScreen(ConsoleScreen):
         line.display = True
 
     @guarded
-    def _show_read(self, read: CheckpointRead | None, worker: Worker, record: str | None = None) -> None:
+    def _show_read(self, read: CheckpointRead | NoneNamed, worker: Worker, record: str | None = None) -> None:
         """Show one read whole, on the interface thread; a read superseded meanwhile is dropped
-        (it started before the newer one: what it found may be older). None: `record`'s command
-        names no checkpoint."""
+        (it started before the newer one: what it found may be older). `NoneNamed`: `record`'s command
+        names no checkpoint, or the record cannot be read."""
         if worker is not self._reading or worker.is_cancelled:
             return
         self._read_ended()
-        if read is None:
+        if isinstance(read, NoneNamed):
             self._confirm_after_read = False
-            self._no_checkpoint(f"No checkpoint: the command of {record} names none (an option such as "
-                                "--checkpoint DIR or --ckpt DIR whose folder holds run.json); start with "
-                                "--checkpoint PATH.")
+            if read.problem is not None:
+                self._no_checkpoint(f"No checkpoint: {read.problem}; open a submission whose command names its "
+                                    "checkpoint, or start with --checkpoint PATH.")
+            else:
+                self._no_checkpoint(f"No checkpoint: the command of {record} names none (an option such as "
+                                    "--checkpoint DIR or --ckpt DIR whose folder holds run.json); start with "
+                                    "--checkpoint PATH.")
             return
         if read.found_by is not None:
             self.checkpoint = read.checkpoint
