@@ -671,7 +671,8 @@ class JobsScreen(ConsoleScreen):
         self.show_task(event.key)
 
     def show_task(self, key) -> None:
-        """The table, its cursor on `key` (filter and selection go if they hide the task)."""
+        """The table, its cursor on `key` (filter and selection go if they hide the task), and that
+        task's log in the pane: from an earlier attempt's tasks, `:VALUE` left its moved log there."""
         self.unzoom()
         if self.table.index.position(key) is None and self.table.index.selection is not None:
             self.show_selection(None)
@@ -681,6 +682,7 @@ class JobsScreen(ConsoleScreen):
         self.query_one("#jobs-views", ContentSwitcher).current = "tasks-view"
         self.table.move_to_key(key)
         self.table.focus()
+        self.follow_selected()    # a cursor already on `key` posts no highlight to move the pane
 
     # -- find / go to -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

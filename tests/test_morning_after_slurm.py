@@ -1,0 +1,105 @@
+"""The morning after: an array whose submitter's terminal closed mid-run, the same command line rerun
+by accident (attempt 2), then read back in the console, earlier attempts' logs beside the newest."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from test_console_fixtures import posted, table_column, wait_for
+
+from hyperion_console.app import make_app
+from hyperion_console.messages import AttemptShown
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+SCRIPT = """#!/bin/bash
+sleep 1
+echo "task $1 of attempt $(cat "$(dirname "$0")/attempt")"
+[ "$1" = 3 ] && { echo "ValueError: value $1 is bad"; exit 3; }
+exit 0
+"""
+
+
+def submit_argv(root: Path) -> list[str]:
+    return ["hyperion-submit", "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--time", "00:02:00",
+            "--array", "JOB=1:4", "--output-file", "log/run.JOB.log", "--", str(root / "run.sh"), "JOB"]
+
+
+def wait_until_slurm_is_done(record: Path, timeout: float = 180) -> None:
+    """The array's tasks all left the queue (nobody watching them end)."""
+    job = next(line for line in record.read_text().split('"job_id"')[1:2])
+    job_id = job.split('"')[1]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True).stdout
+        if not left.strip():
+            return
+        time.sleep(1)
+    raise AssertionError(f"job {job_id} still queued after {timeout} s")
+
+
+def run_the_evening_and_the_accidental_rerun(root: Path, env: dict[str, str]) -> Path:
+    """Attempt 1 submitted, its hyperion-submit hung up on mid-run (ssh dropped) and its tasks ending
+    unwatched; attempt 2 the same command line, waited for to the end."""
+    (root / "run.sh").write_text(SCRIPT)
+    (root / "run.sh").chmod(0o755)
+    (root / "attempt").write_text("1")
+    record = root / "log" / "q" / "run.JOB.submit.json"
+    evening = subprocess.Popen(submit_argv(root), cwd=root, env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert record.exists(), "hyperion-submit wrote no record"
+    finally:
+        os.killpg(evening.pid, signal.SIGHUP)              # the terminal went away
+        evening.wait(30)
+    wait_until_slurm_is_done(record)
+    (root / "attempt").write_text("2")
+    rerun = subprocess.run(submit_argv(root), cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 1, rerun.stderr                  # value 3 failed again
+    assert (root / "log" / "q" / "attempts" / "1" / "run.2.log").read_text().count("task 2 of attempt 1") == 1
+    return record
+
+
+def test_going_to_a_value_from_an_earlier_attempts_tasks_shows_the_newest_runs_log(
+        slurm_cluster, tmp_path: Path, cli_env) -> None:
+    """From attempt 1's tasks (its moved log of value 2 in the pane), `:2` shows the table of newest runs with
+    value 2 (attempt 2) selected: the pane kept showing attempt 1's log under it, the path in its title the
+    only sign, when the table's cursor was already on value 2."""
+    run_the_evening_and_the_accidental_rerun(tmp_path, cli_env)
+    moved = tmp_path / "log" / "q" / "attempts" / "1" / "run.2.log"
+    newest = tmp_path / "log" / "run.2.log"
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])        # no --record: the newest is opened
+        async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+            await pilot.press("2")
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state")
+                           == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"], 60)
+            log = jobs.log_pane.view
+            await pilot.press("colon", "2", "enter")
+            await wait_for(pilot, lambda: "task 2 of attempt 2" in log.lines, 10)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)
+            await pilot.press("up")                                  # attempt 1
+            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 1, 10)
+            await pilot.press("enter", "down")                       # its value 2: the log the rerun moved
+            await wait_for(pilot, lambda: "task 2 of attempt 1" in log.lines, 10)
+            assert str(moved) in str(jobs.query_one("#log-title").content)
+            await pilot.press("colon", "2", "enter")                 # the newest run of value 2
+            assert jobs.view == "tasks-view" and table.selected_task().value == 2
+            assert table_column(table, "attempt")[1] == "2"
+            await wait_for(pilot, lambda: "task 2 of attempt 2" in log.lines, 10)
+            title = str(jobs.query_one("#log-title").content)
+            assert str(newest) in title and str(moved) not in title
+
+    asyncio.run(scenario())
