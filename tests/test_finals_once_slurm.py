@@ -22,7 +22,9 @@ from backends.records.attempts import ledger_path
 from backends.records.history import load_history
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan
-from backends.watch.slurm.accounting import run_command
+from backends.watch.finals import FinalsRecorder
+from backends.watch.rows import pending_tasks
+from backends.watch.slurm.accounting import query, run_command
 from backends.watch.targets import history_status
 from backends.watch.wait import wait
 from hyperion_console.watch import watch_slurm
@@ -90,4 +92,24 @@ def test_a_look_at_slurm_from_a_history_read_before_a_watch_recorded_the_ends_do
     assert final_lines(str(record.path)) == {(1, 1): 1, (1, 2): 1}
     rows = history_status(read_while_running)                 # as run_retry asks, from the older reading
     assert [row.state.value for row in rows] == ["COMPLETED", "COMPLETED"]
+    assert final_lines(str(record.path)) == {(1, 1): 1, (1, 2): 1}
+
+
+def test_an_end_another_face_recorded_before_this_watch_saw_it_end_is_not_written_again(slurm_cluster, tmp_path):
+    """A console and a `hyperion-jobs watch` of one array, nobody else: the console recorded value 2's end
+    while the watch still saw it running; the watch, writing value 1's end, read that line, then forgot it,
+    and wrote value 2's end again once its own poll saw it (two final lines of one task in a 200-task run)."""
+    site, options = parse_submit_argv(["slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2", "--time", "00:02:00",
+                                       "--output-file", str(tmp_path / "log" / "w.JOB.log"), "--", "true"])
+    with working_dir(str(tmp_path)):
+        record = submit(build_plan(site, options))
+    watched = load_history(str(record.path))                   # the watch opened it while the tasks were queued
+    watch = FinalsRecorder(watched.record_path, list(pending_tasks(watched)), since=watched.ledger.size)
+    assert wait(record).ok                                     # the console recorded both ends
+    assert final_lines(str(record.path)) == {(1, 1): 1, (1, 2): 1}
+    ended = query([record.jobs[0].job_id]).states             # Slurm's own answer: both ended
+    first, second = (ended[(task.job_id, task.array_task_id)] for task in record.tasks)
+    assert first.state.is_terminal and second.state.is_terminal
+    assert watch.observe([first]) == []                        # its poll: value 1 ended, value 2 still running
+    assert watch.observe([second]) == []                       # its next poll: value 2 ended too
     assert final_lines(str(record.path)) == {(1, 1): 1, (1, 2): 1}

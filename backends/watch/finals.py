@@ -60,6 +60,9 @@ class FinalsRecorder:
         self._ended = {k: t for k, (t, _) in (ended or {}).items()}
         # ends in the ledger's first `since` bytes (the history `settled`/`ended` come from) are known
         self._read_to = ledger_size(record_path) if since is None else since
+        # ends read from lines other writers appended: (attempt, value) -> highest restart count. Kept,
+        # not only used for the batch that read them: a poll may see a task end after the line was read
+        self._told: dict[tuple[int, int | None], int] = {}
         self.error: str | None = None
 
     def observe(self, states: Iterable[TaskState], usage: Mapping[Key, Usage] | None = None) -> list[object]:
@@ -95,13 +98,16 @@ class FinalsRecorder:
         return new
 
     def _not_recorded_elsewhere(self, new: list[object]) -> list[object]:
-        """`new` less the ends another writer put in the ledger since this recorder last read it."""
+        """`new` less the ends another writer put in the ledger since this recorder was made (read
+        only from where it last read)."""
         told, self._read_to = finals_since(self.record_path, self._read_to)
-        if not told:
+        for key, restarts in told.items():
+            self._told[key] = max(restarts, self._told.get(key, -1))
+        if not self._told:
             return new
         kept: list[object] = []
         for entry in new:
-            known = told.get((entry.attempt, entry.value), -1) if isinstance(entry, FinalState) else None
+            known = self._told.get((entry.attempt, entry.value), -1) if isinstance(entry, FinalState) else None
             if known is None or known < (entry.restart_count or 0):
                 kept.append(entry)
             elif entry.usage is not None:    # the other writer's end may lack what accounting told here
