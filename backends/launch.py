@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Sequence
 from backends.attempt import begin_attempt
 from backends.errors import InputError
 from backends.printable import printable
+from backends.records.attempts import NewAttempt
 from backends.records.record import SubmitRecord
 from backends.submit.local.run import LocalEvent, Stop, print_event, run_local
 from backends.submit.model import SubmitPlan
@@ -56,10 +57,13 @@ def working_dir(path: str) -> Iterator[None]:
 
 def run_local_plan(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
                    kind: str = "submit", on_begin: Callable[[], None] | None = None,
-                   stop: Stop | None = None) -> int:
+                   stop: Stop | None = None, on_attempt: Callable[[NewAttempt], None] | None = None) -> int:
     """Run a local plan as a new attempt, holding its output pattern until the last task ends
-    (`stop`: how a caller off the main thread stops it, see run_local)."""
+    (`stop`: how a caller off the main thread stops it, see run_local; `on_attempt`: told the
+    attempt before its first task starts)."""
     with begin_attempt(plan, kind, on_begin) as attempt:
+        if on_attempt is not None:
+            on_attempt(attempt)
         return run_local(plan, on_event, attempt, stop)
 
 
@@ -71,7 +75,7 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
     if plan.options.backend == "local":
         from backends.watch.terminal import SafeStream
 
-        from backends.retry_hint import local_retry_line
+        from backends.retry_hint import local_retry_line, rerun_line
 
         array_name = plan.options.array.name if plan.options.array else None
         out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)   # a reader gone stops the lines, not the run
@@ -82,7 +86,13 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
             if event.kind == "end" and event.code != 0:
                 failed.append(event)
 
-        status = run_local_plan(plan, on_event, kind, on_begin)
+        def on_attempt(attempt: NewAttempt) -> None:
+            note = rerun_line(plan.record_path, attempt.number, attempt.kind)
+            if note:
+                err.write(f"hyperion-submit: {note}\n")
+                err.flush()
+
+        status = run_local_plan(plan, on_event, kind, on_begin, on_attempt=on_attempt)
         line = local_retry_line(plan, failed[-1].task.value, rerun) if failed and status == 1 else None
         if line:
             err.write(f"hyperion-submit: {line}\n")

@@ -16,6 +16,7 @@ from typing import Callable, Iterator, Sequence, TextIO
 from backends.attempt import begin_attempt, live_script_jobs
 from backends.printable import printable
 from backends.records.record import SubmitRecord
+from backends.retry_hint import rerun_line
 from backends.states import end_counts, ends_text, explain_reason
 from backends.submit.model import SubmitPlan
 from backends.submit.site_options import ignored_inputs_line
@@ -171,6 +172,9 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             err_stream.line(f"{PROG}: error: {exc}")
             return 1
         err_stream.line(_describe(record))
+        rerun_note = rerun_line(record.path, record.attempt, kind)
+        if rerun_note:
+            err_stream.line(f"{PROG}: {rerun_note}")
         progress = Progress(len(record.tasks), stream=err_stream)
         try:
             outcome = wait(record, progress, stop, floor=plan.site.poll_interval)

@@ -61,3 +61,20 @@ def local_retry_line(plan: SubmitPlan, failed: int | None, rerun: Sequence[str] 
         return f"rerun {array.name}={failed} with: {command}"
     return (f"{array.name}={compress(later)} not run (a local array stops at its first failure); "
             f"rerun {array.name}={compress([failed, *later])} with: {command}")
+
+
+def rerun_line(record_path: str, number: int, kind: str = "submit") -> str | None:
+    """What hyperion-submit says when its command line ran before with the same --output-file:
+    the run is attempt `number` and the earlier logs it rewrites were moved aside, not lost.
+
+    Why: the same command rerun by accident (shell history, a recipe started again) printed
+    only `submitted job(s) ...`; the user found yesterday's logs rewritten and nothing saying
+    where the old ones went. A retry says its own lines (None for any kind but "submit").
+    """
+    if number <= 1 or kind != "submit":
+        return None
+    record = shlex.quote(record_path)
+    earlier = number - 1
+    return printable(f"attempt {number} of this --output-file (it ran before): the earlier logs it rewrites "
+                     f"were moved to {os.path.join(os.path.dirname(record_path), 'attempts')}/ first; "
+                     f"hyperion-jobs history {record}; hyperion-jobs logs {record}:VALUE --attempt {earlier}")

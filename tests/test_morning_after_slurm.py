@@ -103,3 +103,51 @@ def test_going_to_a_value_from_an_earlier_attempts_tasks_shows_the_newest_runs_l
             assert str(newest) in title and str(moved) not in title
 
     asyncio.run(scenario())
+
+
+def test_the_same_command_line_rerun_says_it_is_attempt_2_and_where_attempt_1s_logs_went(
+        slurm_cluster, tmp_path: Path, cli_env) -> None:
+    """The accidental rerun printed only `submitted job(s) ...`: yesterday's logs were rewritten
+    with nothing saying they were kept, nor where."""
+    record = run_the_evening_and_the_accidental_rerun(tmp_path, cli_env)
+    first = subprocess.run(["hyperion-jobs", "history", str(record)], cwd=tmp_path, env=cli_env,
+                           capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and len(first.stdout.splitlines()) == 3, first.stdout   # header + 2 attempts
+    (tmp_path / "attempt").write_text("3")
+    third = subprocess.run(submit_argv(tmp_path), cwd=tmp_path, env=cli_env, capture_output=True, text=True,
+                           timeout=300)
+    said = [line for line in third.stderr.splitlines() if "attempt 3" in line]
+    assert said == [f"hyperion-submit: attempt 3 of this --output-file (it ran before): the earlier logs it "
+                    f"rewrites were moved to {record.parent / 'attempts'}/ first; hyperion-jobs history {record}; "
+                    f"hyperion-jobs logs {record}:VALUE --attempt 2"], third.stderr
+    told = subprocess.run(["hyperion-jobs", "logs", f"{record}:2", "--attempt", "2"], cwd=tmp_path, env=cli_env,
+                          capture_output=True, text=True, timeout=60)
+    assert told.returncode == 0 and "task 2 of attempt 2" in told.stdout, told.stderr
+
+
+def test_a_local_array_hung_up_mid_run_then_rerun_says_so_and_keeps_the_hung_up_runs_log(
+        tmp_path: Path, cli_env) -> None:
+    """`hyperion-submit local` in a terminal that closed (SIGHUP) mid-array, then the same line again."""
+    (tmp_path / "run.sh").write_text(SCRIPT.replace("sleep 1", 'echo "started $1"; sleep 3'))
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / "attempt").write_text("1")
+    argv = ["hyperion-submit", "local", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "JOB=1:3",
+            "--output-file", "log/l.JOB.log", "--", str(tmp_path / "run.sh"), "JOB"]
+    evening = subprocess.Popen(argv, cwd=tmp_path, env=cli_env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log2 = tmp_path / "log" / "l.2.log"
+    deadline = time.monotonic() + 30
+    while not (log2.exists() and "started 2" in log2.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(evening.pid, signal.SIGHUP)                       # the terminal closed while value 2 ran
+    assert evening.wait(30) == 129 and "hyperion-submit: hangup" in evening.stderr.read()
+    (tmp_path / "attempt").write_text("2")
+    rerun = subprocess.run(argv, cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=120)
+    record = tmp_path / "log" / "q" / "l.JOB.submit.json"
+    assert rerun.returncode == 1                                # value 3 fails, as every time
+    assert (f"hyperion-submit: attempt 2 of this --output-file (it ran before): the earlier logs it rewrites "
+            f"were moved to {record.parent / 'attempts'}/ first; hyperion-jobs history {record}; "
+            f"hyperion-jobs logs {record}:VALUE --attempt 1") in rerun.stderr.splitlines()
+    old = subprocess.run(["hyperion-jobs", "logs", f"{record}:2", "--attempt", "1"], cwd=tmp_path, env=cli_env,
+                         capture_output=True, text=True, timeout=60)
+    assert old.returncode == 0 and "started 2" in old.stdout and "task 2 of attempt" not in old.stdout, old
