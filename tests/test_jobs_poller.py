@@ -437,6 +437,26 @@ def test_the_daemon_sees_at_most_30_calls_a_minute_while_tasks_change_when_calls
     assert len(cluster.calls) >= 5 * 25
 
 
+def test_a_call_made_just_over_a_minute_ago_still_counts_against_a_polls_second_query():
+    """A poll's second query goes when the count of recent calls leaves room (the bucket aside). A
+    call made 60.5 s ago may land in the daemon's same minute as one made now: it still counts."""
+    budget = QueryBudget(per_minute=30, burst=3)
+    for k in range(30):
+        budget.charge(1, 0.0 if k == 0 else 1.0 + k)       # 30 calls from 0 s to 30 s
+    assert budget.room(60.5) == 0
+    assert budget.room(0.0 + 60 + SPREAD + 0.01) == 1      # past the minute and its margin
+    assert budget.earliest(1, 60.5) >= 60 + SPREAD
+
+
+def test_calls_charged_out_of_order_are_counted_in_order():
+    """The console's ask beside a watch is charged while the watch's query, started earlier, is still
+    out: the count must still drop the oldest call first."""
+    budget = QueryBudget(per_minute=30, burst=3)
+    budget.charge(1, 10.0)
+    budget.charge(1, 5.0)
+    assert budget.used(5.0 + 60 + SPREAD + 0.01) == 1      # the 5 s call is gone, the 10 s one counts
+
+
 def test_calls_made_as_soon_as_the_budget_allows_stay_within_30_a_minute_when_they_arrive_late():
     budget = QueryBudget(per_minute=30, burst=3)
     now, arrived = 0.0, []

@@ -11,17 +11,18 @@ guard.
 The daemon sees a call a little after it is charged (a process to start, a
 loaded login node) and by a varying delay, so a call spaced exactly 60 s after
 another can land inside the daemon's same minute: the limits keep SPREAD
-seconds of margin (the bucket refills over WINDOW + SPREAD, the 60 s count
-lets a call go WINDOW + SPREAD after the one it replaces). Measured through
+seconds of margin (the bucket refills over WINDOW + SPREAD, and the count
+of calls, which a poll's second query is let through by, covers the last
+WINDOW + SPREAD seconds). Measured through
 counting wrappers, calls spaced at exactly the limit read 31 a minute.
 A call that could not connect at all (the daemon is down) reached no server
 and is not charged: that is what lets a poller notice a recovery within 2 s.
 """
 from __future__ import annotations
 
+import bisect
 import threading
 import time
-from collections import deque
 from typing import Callable
 
 CALLS_PER_MINUTE = 30
@@ -43,15 +44,15 @@ class QueryBudget:
             raise ValueError("burst must be below per_minute")
         self.rate = (per_minute - burst) / (WINDOW + SPREAD)   # tokens a second
         self._clock = clock
-        self._calls: deque[float] = deque()
+        self._calls: list[float] = []      # charge times, in order (a call is charged when it went)
         self._tokens = float(burst)
         self._filled_at: float | None = None
         self._lock = threading.RLock()   # a watch's poller and a face's other asks share one budget
 
     def _forget(self, now: float) -> None:
         with self._lock:
-            while self._calls and self._calls[0] <= now - WINDOW:
-                self._calls.popleft()
+            drop = bisect.bisect_right(self._calls, now - WINDOW - SPREAD)
+            del self._calls[:drop]
 
     def _tokens_at(self, now: float) -> float:
         if self._filled_at is None:
@@ -59,13 +60,13 @@ class QueryBudget:
         return min(float(self.burst), self._tokens + (now - self._filled_at) * self.rate)
 
     def used(self, now: float | None = None) -> int:
-        """Charged calls in the last 60 s."""
+        """Charged calls in the last WINDOW + SPREAD seconds (the daemon's minute may hold them)."""
         now = self._clock() if now is None else now
         self._forget(now)
         return len(self._calls)
 
     def room(self, now: float | None = None) -> int:
-        """Calls the last 60 s leave for a call made right now (the bucket aside: a poll's
+        """Calls the last minute (and margin) leaves for a call made right now (the bucket aside: a poll's
         second query goes at once, and the bucket refills later for it)."""
         return self.per_minute - self.used(now)
 
@@ -75,7 +76,7 @@ class QueryBudget:
         with self._lock:
             tokens = self._tokens_at(now)
             at = now if tokens >= calls else now + (calls - tokens) / self.rate
-            recent = [t for t in self._calls if t > now - WINDOW]
+            recent = [t for t in self._calls if t > now - WINDOW - SPREAD]
         excess = len(recent) + calls - self.per_minute
         if excess > 0:
             at = max(at, recent[excess - 1] + WINDOW + SPREAD)
@@ -93,7 +94,8 @@ class QueryBudget:
         with self._lock:
             self._tokens = self._tokens_at(now) - calls
             self._filled_at = now
-            self._calls.extend([now] * calls)
+            for _ in range(calls):
+                bisect.insort(self._calls, now)
 
     def spend(self, stop: threading.Event) -> bool:
         """Wait until one more call may go and charge it, for a call made beside a face's poller
