@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -129,9 +130,21 @@ def save_record(record: SubmitRecord) -> None:
 MAX_RERUN = 8192   # a command line; a record's longer text is not offered for pasting
 
 
+RERUN_PROGRAM = ("hyperion-checkpoint", "retry")   # the only launcher that keeps its own rerun command
+
+
 def _rerun(value: object) -> str | None:
-    """The launcher's own rerun command, if the record holds a sane one (else hyperion-jobs retry's)."""
-    return value if isinstance(value, str) and 0 < len(value) <= MAX_RERUN else None
+    """The launcher's own rerun command, if the record holds a sane one (else hyperion-jobs retry's).
+
+    Offered for pasting, so a record (a teammate's, a copied folder's) may not choose what runs: only
+    `hyperion-checkpoint retry ...`, quoted again word by word (`x; rm -rf ~` stays arguments)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_RERUN:
+        return None
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        return None
+    return shlex.join(words) if tuple(words[:2]) == RERUN_PROGRAM else None
 
 
 class _BadField(ValueError):
