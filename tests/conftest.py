@@ -63,6 +63,26 @@ def run_cli(*argv: str, cwd: Path | str | None = None, env: dict[str, str] | Non
                           timeout=timeout, input=input)
 
 
+def submit_real_array(output_file: Path, array: str, *command: str, time_limit: str = "00:02:00",
+                      extra: tuple[str, ...] = (), cwd: Path | None = None):
+    """Submit `command` as a real array to the test cluster, as `hyperion-submit slurm` would.
+
+    The tests that watch a live array all started the same way; `cwd` is where the
+    submission's `q/` goes when the test needs it beside its logs."""
+    from backends.launch import working_dir
+    from backends.launch_slurm import submit
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+
+    site, options = parse_submit_argv(["slurm", "--cfg", str(TEST_SITE), "--array", array, "--time", time_limit,
+                                       *extra, "--output-file", str(output_file), "--", *command])
+    plan = build_plan(site, options)
+    if cwd is None:
+        return submit(plan)
+    with working_dir(str(cwd)):
+        return submit(plan)
+
+
 # --- hostile files and a user without rights ------------------------------------------------
 # The tests run as root, whom no permission check stops. What a user without
 # rights sees is run as root without the capabilities that bypass file

@@ -5,13 +5,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from conftest import submit_real_array
 from test_console_fixtures import build_local_record, notifications, posted, screen_lines, table_column, wait_for
 
-from backends.launch_slurm import submit
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
-from backends.submit.commandline import parse_submit_argv
-from backends.submit.plan import build_plan
 from hyperion_console.app import make_app
 from hyperion_console.messages import CancelRequested, JobsUpdated, RecordOpened, RecordsListed
 from hyperion_console.screens.confirm import ConfirmScreen
@@ -235,11 +233,7 @@ def test_filtered_table_follows_live_updates_in_record_order(tmp_path: Path) -> 
 
 @pytest.mark.slurm
 def test_cancel_one_task_of_a_slurm_array_after_confirmation(slurm_cluster, tmp_path: Path) -> None:
-    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
-                                       "--array", "JOB=1:2", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "c.JOB.log"),
-                                       "--", "sleep", "90"])
-    record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "c.JOB.log", "JOB=1:2", "sleep", "90")
 
     async def scenario() -> None:
         seen = []

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, submit_real_array
 from test_console_fixtures import (
     build_local_record,
     posted,
@@ -22,10 +22,7 @@ from test_console_fixtures import (
     wait_for,
 )
 
-from backends.launch_slurm import submit
 from backends.states import JobState, TaskState
-from backends.submit.commandline import parse_submit_argv
-from backends.submit.plan import build_plan
 from hyperion_console.app import make_app
 from hyperion_console.messages import JobsUpdated, LogAppended
 
@@ -248,11 +245,7 @@ def test_log_pane_follows_a_running_slurm_task_and_its_progress_bar_to_the_end(s
     script = ("import sys, time\nprint('epoch 1', flush=True)\nfor i in range(1, 41):\n"
               "    sys.stdout.write(f'\\rprogress {i}/40'); sys.stdout.flush(); time.sleep(0.3)\n"
               "print(' done', flush=True)\n")
-    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
-                                       "--array", "JOB=1:1", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "f.JOB.log"),
-                                       "--", sys.executable, "-c", script])
-    record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "f.JOB.log", "JOB=1:1", sys.executable, "-c", script)
 
     def moving(lines: list[str]) -> bool:
         return bool(lines) and lines[-1].startswith("progress ") and lines[-1] != "progress 40/40"
@@ -277,10 +270,8 @@ def test_usage_of_running_slurm_tasks_is_what_status_and_usage_show(slurm_cluste
     elapsed, as `hyperion-jobs status` and `usage` give them. The console showed `-` and "usage of 0
     of 3 task(s)" (its poll asks only squeue while the controller names every task), or the figures
     of an early sacct ("max 00:00:02" after 1:40) where `status` said 00:01:49."""
-    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
-                                       "--array", "T=1:3", "--time", "00:05:00", "--mem", "100M",
-                                       "--output-file", str(tmp_path / "log" / "u.T.log"), "--", "sleep", "120"])
-    record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "u.T.log", "T=1:3", "sleep", "120", time_limit="00:05:00",
+                               extra=("--mem", "100M"))
     shown: dict[str, object] = {}
 
     async def scenario() -> None:
@@ -828,11 +819,7 @@ def test_the_log_title_of_a_task_slurm_cancels_says_so_not_just_following(slurm_
     alone it read like a task still running. Cancelled while shown, the title says who ended it and
     where the reason is; Slurm's .err itself (`l`) needs no such note."""
     script = "import sys, time\nprint('working on', sys.argv[1], flush=True)\ntime.sleep(60)\n"
-    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
-                                       "--array", "JOB=1:1", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "k.JOB.log"),
-                                       "--", sys.executable, "-c", script, "JOB"])
-    record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "k.JOB.log", "JOB=1:1", sys.executable, "-c", script, "JOB")
     job = record.jobs[0].job_id
 
     async def scenario() -> None:

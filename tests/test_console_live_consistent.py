@@ -11,13 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, submit_real_array
 from test_console_fixtures import rendered, slurm_like_record, table_column, wait_for
 
-from backends.launch_slurm import submit
 from backends.states import JobState, TaskState
-from backends.submit.commandline import parse_submit_argv
-from backends.submit.plan import build_plan
 from backends.watch.task_end import ended_text, row_end
 from hyperion_console.app import make_app
 from hyperion_console.messages import JobsUpdated
@@ -164,11 +161,7 @@ def test_a_real_failing_task_s_log_title_says_it_ended_as_logs_f_does(slurm_clus
     `hyperion-jobs logs TASK -f` stops with."""
     script = ("import sys, time\nprint('working on', sys.argv[1], flush=True)\ntime.sleep(8)\n"
               "sys.exit(3 if sys.argv[1] == '2' else 0)\n")
-    site, options = parse_submit_argv(["slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"),
-                                       "--array", "JOB=1:2", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "f.JOB.log"),
-                                       "--", sys.executable, "-c", script, "JOB"])
-    record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "f.JOB.log", "JOB=1:2", sys.executable, "-c", script, "JOB")
     job = record.jobs[0].job_id
 
     async def scenario() -> None:

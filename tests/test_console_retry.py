@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import submit_real_array
 from test_console_fixtures import build_history, notifications, posted, rendered, table_column, wait_for
 
 from backends.launch import run_local_plan, working_dir
-from backends.launch_slurm import submit
 from backends.records.history import load_history
 from backends.states import JobState, TaskState
 from backends.submit.commandline import parse_submit_argv
@@ -237,11 +237,7 @@ def jobs_updated(record: Path, *states):
 @pytest.mark.slurm
 def test_retry_from_the_console_reruns_exactly_the_failed_values_on_slurm(slurm_cluster, tmp_path: Path) -> None:
     (tmp_path / "fail.txt").write_text("2\n")
-    site, options = parse_submit_argv(["slurm", "--cfg", str(SITE), "--array", "JOB=1:3", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "r.JOB.log"),
-                                       "--", PY, "-c", FLAKY, "JOB"])
-    with working_dir(str(tmp_path)):
-        first = submit(build_plan(site, options))
+    first = submit_real_array(tmp_path / "log" / "r.JOB.log", "JOB=1:3", PY, "-c", FLAKY, "JOB", cwd=tmp_path)
     assert not wait(first).ok                                    # value 2 failed; its final is in the ledger
 
     async def scenario() -> None:
@@ -288,11 +284,7 @@ def test_a_retry_while_the_watch_awaits_a_slow_sacct_writes_each_end_once(slurm_
     from backends.records.attempts import ledger_path
 
     (tmp_path / "fail.txt").write_text("2\n")
-    site, options = parse_submit_argv(["slurm", "--cfg", str(SITE), "--array", "JOB=1:3", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "s.JOB.log"),
-                                       "--", PY, "-c", FLAKY, "JOB"])
-    with working_dir(str(tmp_path)):
-        first = submit(build_plan(site, options))
+    first = submit_real_array(tmp_path / "log" / "s.JOB.log", "JOB=1:3", PY, "-c", FLAKY, "JOB", cwd=tmp_path)
     slow = tmp_path / "slow-bin"
     slow.mkdir()
     (slow / "sacct").write_text(f"#!/bin/sh\nsleep 6\nexec {shutil.which('sacct')} \"$@\"\n")

@@ -14,14 +14,10 @@ import sys
 import threading
 
 import pytest
-from conftest import TEST_SITE
+from conftest import submit_real_array
 
-from backends.launch import working_dir
-from backends.launch_slurm import submit
 from backends.records.attempts import ledger_path
 from backends.records.history import load_history
-from backends.submit.commandline import parse_submit_argv
-from backends.submit.plan import build_plan
 from backends.watch.finals import FinalsRecorder
 from backends.watch.rows import pending_tasks
 from backends.watch.slurm.accounting import query, run_command
@@ -50,12 +46,8 @@ def all_ended(job_id: str) -> bool:
 
 
 def test_an_end_recorded_by_a_retrys_look_while_the_console_watches_is_not_written_again(slurm_cluster, tmp_path):
-    site, options = parse_submit_argv(["slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "t.JOB.log"), "--",
-                                       sys.executable, "-c", "import sys; sys.exit(3 if sys.argv[1] == '2' else 0)",
-                                       "JOB"])
-    with working_dir(str(tmp_path)):
-        record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "t.JOB.log", "JOB=1:3", sys.executable, "-c",
+                               "import sys; sys.exit(3 if sys.argv[1] == '2' else 0)", "JOB", cwd=tmp_path)
     job_id = record.jobs[0].job_id
     history = load_history(str(record.path))        # the Jobs screen opens it while the tasks are queued
     retry_looked = threading.Event()
@@ -83,10 +75,7 @@ def test_a_look_at_slurm_from_a_history_read_before_a_watch_recorded_the_ends_do
         slurm_cluster, tmp_path):
     """The other order: the retry's history was read while the tasks ran, the watch (here
     hyperion-submit's wait) recorded their ends, then the retry's look at Slurm wrote them again."""
-    site, options = parse_submit_argv(["slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "o.JOB.log"), "--", "true"])
-    with working_dir(str(tmp_path)):
-        record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "o.JOB.log", "JOB=1:2", "true", cwd=tmp_path)
     read_while_running = load_history(str(record.path))
     assert wait(record).ok                                     # records both ends
     assert final_lines(str(record.path)) == {(1, 1): 1, (1, 2): 1}
@@ -99,10 +88,7 @@ def test_an_end_another_face_recorded_before_this_watch_saw_it_end_is_not_writte
     """A console and a `hyperion-jobs watch` of one array, nobody else: the console recorded value 2's end
     while the watch still saw it running; the watch, writing value 1's end, read that line, then forgot it,
     and wrote value 2's end again once its own poll saw it (two final lines of one task in a 200-task run)."""
-    site, options = parse_submit_argv(["slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2", "--time", "00:02:00",
-                                       "--output-file", str(tmp_path / "log" / "w.JOB.log"), "--", "true"])
-    with working_dir(str(tmp_path)):
-        record = submit(build_plan(site, options))
+    record = submit_real_array(tmp_path / "log" / "w.JOB.log", "JOB=1:2", "true", cwd=tmp_path)
     watched = load_history(str(record.path))                   # the watch opened it while the tasks were queued
     watch = FinalsRecorder(watched.record_path, list(pending_tasks(watched)), since=watched.ledger.size)
     assert wait(record).ok                                     # the console recorded both ends
