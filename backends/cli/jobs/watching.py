@@ -281,10 +281,55 @@ class LiveView:
         if self.broken:
             return
         try:
-            self.live.update(render_watch(self.name, update, rows))
+            self.live.update(FittedWatch(self.name, update, rows))
         except (OSError, ValueError):
             self.broken = True
             SafeStream(sys.stdout).lose()
+
+
+# lines of the watch screen that are not task rows: title, counts, the table's three header lines and
+# its bottom border, "... and N more" and a staleness line; a first guess, which FittedWatch corrects
+WATCH_CHROME_LINES = 8
+
+
+class FittedWatch:
+    """The watch screen with as many task rows as the terminal has lines for, measured when drawn.
+
+    A fixed 20 rows overflowed an 80x24 terminal, where rich's live display cut the bottom off (the
+    "... and N more" line and a red "not answering" line were never seen), and left half of a
+    40-line terminal blank behind "... and 3 more". Being measured at each refresh, a resized
+    terminal is filled at once, not at the next poll."""
+
+    def __init__(self, name: str, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
+        self.name, self.update, self.rows = name, update, rows
+
+    def __rich_console__(self, console, options):
+        from rich.segment import Segment
+
+        height = options.max_height
+        budget = max(1, height - WATCH_CHROME_LINES)
+        fitting = None
+        for _ in range(4):   # a wrapped counts or status line costs more than guessed: correct by the difference
+            lines = console.render_lines(render_watch(self.name, self.update, self.rows, max_rows=budget),
+                                         options.update(height=None), pad=False)
+            room = height - len(lines)
+            if room >= 0:
+                fitting = lines
+                if room == 0 or len(unfinished_rows(self.rows)) <= budget:
+                    break
+                budget += room
+            elif budget == 1:
+                break
+            else:
+                budget = max(1, budget + room)
+        for line in fitting if fitting is not None else lines:
+            yield from line
+            yield Segment.line()
+
+
+def unfinished_rows(rows: Sequence[TaskRow]) -> list[TaskRow]:
+    """The rows the watch table lists: tasks not ended, and those that ended without success."""
+    return [r for r in rows if r.state is None or not r.state.is_terminal or not r.ok]
 
 
 def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_rows: int = 20):
@@ -303,7 +348,7 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     counts.add_row(*(Text.assemble(f"{printable(state)} ", (str(n), "bold"))
                      for state, n in sorted(state_counts(rows).items())))
     tasks = Table(*STATUS_HEADER[:-1], "LOG", expand=False)
-    unfinished = [r for r in rows if r.state is None or not r.state.is_terminal or not r.ok]
+    unfinished = unfinished_rows(rows)
     for row in unfinished[:max_rows]:
         *cells, log = (printable(cell) for cell in status_cells(row))
         tasks.add_row(*(Text(cell) for cell in cells), TailCell(log))   # a narrow LOG keeps the file name

@@ -1,0 +1,103 @@
+"""`hyperion-jobs watch` in real terminals (tmux) of 24 and 45 lines, over a live 30-task local array.
+
+Its table had 20 rows whatever the terminal: on 80x24 rich's live display cut the screen's bottom off
+(the table's last border, `... and N more` and the red `not answering` line a Slurm outage adds were
+never seen), and on a 40-line terminal half the screen stayed blank behind `... and 3 more`."""
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+REPO = Path(__file__).resolve().parents[1]
+TASKS = 30
+
+
+def _screen(session: str) -> list[str]:
+    out = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True,
+                         check=True).stdout
+    return out.rstrip("\n").split("\n")
+
+
+def _watch_screen(tmp_path: Path, record: Path, env: dict[str, str], lines: int) -> list[str]:
+    """The screen of a watch of `record` in a 100 x `lines` terminal, once it shows local_1 running."""
+    session = f"hyperion-{uuid.uuid4().hex[:8]}"
+    watch = shutil.which("hyperion-jobs", path=env["PATH"])
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", str(lines),
+                    "-e", f"PATH={env['PATH']}", f"{watch} watch {record}; sleep 600"], check=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            screen = _screen(session)
+            if any("RUNNING" in line for line in screen) and "tasks ended" in screen[0]:
+                time.sleep(1.5)    # a redraw or two more, so the screen is settled
+                return _screen(session)
+            if time.monotonic() > deadline:
+                raise AssertionError("watch showed no running task:\n" + "\n".join(screen))
+            time.sleep(0.2)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_watch_table_fills_the_terminal_and_keeps_its_bottom_lines(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    submit = shutil.which("hyperion-submit", path=cli_env["PATH"])
+    run = subprocess.Popen([submit, "local", "--cfg", str(REPO / "conf" / "submit_test_cluster.yaml"),
+                            "--array", f"JOB=1:{TASKS}", "--output-file", "log/s.JOB.log", "--",
+                            "sleep", "120"], cwd=tmp_path, env=cli_env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    record = tmp_path / "log" / "q" / "s.JOB.submit.json"
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "log" / "s.1.log").exists():
+            assert time.monotonic() < deadline and run.poll() is None, "the local run did not start"
+            time.sleep(0.1)
+
+        small = _watch_screen(tmp_path, record, cli_env, 24)
+        assert len(small) <= 24
+        shown = [line for line in small if re.search(r"│ local_\d+ ", line)]
+        assert len(shown) >= 10, "\n".join(small)
+        # the bottom of the screen is the table's end and the count of the rows left out, not rich's "..."
+        assert small[-2].startswith("└") and small[-1] == f"... and {TASKS - len(shown)} more", "\n".join(small)
+
+        tall = _watch_screen(tmp_path, record, cli_env, 45)
+        rows = [line for line in tall if re.search(r"│ local_\d+ ", line)]
+        assert len(rows) == TASKS, "\n".join(tall)      # every task, where 20 and '... and 10 more' were shown
+        assert not any("more" in line for line in tall)
+    finally:
+        run.send_signal(signal.SIGTERM)                  # stops the running task and records it (exit 143)
+        try:
+            run.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+
+
+@pytest.mark.parametrize("lines", [24, 12])
+def test_watch_screen_keeps_slurms_outage_line_on_a_short_terminal(lines: int) -> None:
+    """The red 'not answering' line is the screen's last: a 20-row table pushed it below an 80x24
+    terminal, where the live display cut it off, so the states looked current while Slurm was down."""
+    import io
+
+    from rich.console import Console
+
+    from backends.cli.jobs.watching import FittedWatch
+    from backends.states import JobState
+    from backends.watch.poller import PollUpdate
+    from backends.watch.rows import TaskRow
+
+    rows = [TaskRow(v, "500", v, JobState.PENDING, None, None, None, None, f"/exp/log/x.{v}.log", "Priority", None)
+            for v in range(1, 41)]
+    update = PollUpdate({}, (), "squeue failed (rc 1): Unable to contact slurm controller", False, 4.0)
+    console = Console(width=80, height=lines, record=True, color_system=None, file=io.StringIO())
+    console.print(FittedWatch("exp/log/q/x.JOB.submit.json", update, rows))
+    screen = console.export_text().rstrip("\n").split("\n")
+    assert len(screen) <= lines, "\n".join(screen)
+    assert "Unable to contact slurm controller" in " ".join(" ".join(screen[-2:]).split())   # wrapped: 2 lines
+    assert any(re.fullmatch(r"\.\.\. and \d+ more", line) for line in screen)
