@@ -334,3 +334,31 @@ def test_a_pending_task_used_no_time_and_the_heading_names_running_and_pending(s
         if record.exists():
             subprocess.run(["scancel", load_record(record).jobs[0].job_id])
         proc.communicate(timeout=120)
+
+
+def test_usage_of_a_job_id_is_that_jobs_tasks_not_the_records_newest_runs(
+        enforced_memory, test_site, tmp_path, cli_env) -> None:
+    """After a retry, `usage JOB` of the first attempt summed up the retry's runs: 'over 90% of --mem:
+    none' of a job whose task ran out of memory, and the retry's one-task job counted 3 tasks."""
+    script = "import sys, time; x = b'\\1' * ((400 if sys.argv[1] == '2' else 20) << 20); time.sleep(3)"
+    done, (first,) = submit(test_site, tmp_path, cli_env, "--mem", "100M", "--array", "T=1:3",
+                            "--output-file", "log/use.T.log", "--", "python", "-c", script, "T")
+    assert done.returncode == 1 and "OUT_OF_MEMORY" in done.stderr, done.stderr
+    record = tmp_path / "log" / "q" / "use.T.submit.json"
+    status_json(record, cli_env, 3)
+    retried = run_cli("hyperion-jobs", "retry", str(record), "--mem", "600M", "--yes", cwd=tmp_path,
+                      env=cli_env, timeout=300)
+    assert retried.returncode == 0, retried.stderr
+    second = load_record(record).jobs[0].job_id
+    status_json(record, cli_env, 3)
+
+    of_first = run_cli("hyperion-jobs", "usage", first, env=cli_env, cwd=tmp_path)
+    assert of_first.returncode == 0, of_first.stderr
+    assert of_first.stdout.startswith(f"job {first} of {record}: usage of 3 of 3 task(s)"), of_first.stdout
+    assert f"over 90% of --mem: {first}_2 (reached it)" in of_first.stdout, of_first.stdout
+    of_second = json.loads(run_cli("hyperion-jobs", "usage", second, "--json", env=cli_env, cwd=tmp_path).stdout)
+    assert [(t["job_id"], t["value"]) for t in of_second["tasks"]] == [(second, 2)]
+    assert of_second["summary"]["tasks"] == 1 and of_second["summary"]["max_rss_bytes"]["max"] >= 300 * MB
+    # the record is still its newest runs: value 2 from the retry, which fit
+    of_record = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
+    assert "usage of 3 of 3 task(s)" in of_record.stdout and "over 90% of --mem: none" in of_record.stdout

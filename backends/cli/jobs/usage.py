@@ -7,22 +7,31 @@ from backends import jsontext
 from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.printable import printable
 from backends.watch.rows import task_key
-from backends.watch.targets import history_of, history_status, resolve
+from backends.watch.targets import history_of, history_status, resolve, status
 from backends.watch.usage_summary import format_summary, summarize, summarize_rows, usage_heading
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
-    history = history_of(resolve(args.target), record_dirs(args))
+    target = resolve(args.target)
+    history = history_of(target, record_dirs(args))
     problems: list[str] = []
-    rows = history_status(history, problems=problems)
+    if target.record is None:
+        # a job id is that job's tasks, as `status JOB` shows them: `usage 6958` of attempt 1 summed up
+        # the record's newest runs (a retry's), said "over 90% of --mem: none" of a job whose tasks
+        # ran out of memory, and counted 40 tasks for a retry job of 4
+        rows = status(target, record_dirs(args), problems=problems)
+        name = f"job {args.target} of {history.record_path}"
+    else:
+        rows = history_status(history, problems=problems)
+        name = history.record_path
     say_shown_as_recorded(problems)
     keys = [task_key(row.job_id, row.task_id, row.value) for row in rows]   # as the console keys them
     summary = summarize_rows(dict(zip(keys, rows))) or summarize({})
     if args.json:
-        print(jsontext.dumps({"record": history.record_path, "summary": summary.to_json(),
+        print(jsontext.dumps({"record": history.record_path, "target": args.target, "summary": summary.to_json(),
                               "tasks": [row.to_json() for row in rows]}, indent=2))
         return 0
-    print(printable(f"{history.record_path}: {usage_heading(summary, rows, keys)}"))
+    print(printable(f"{name}: {usage_heading(summary, rows, keys)}"))
     for line in format_summary(summary):
         print(printable(line))
     return 0
