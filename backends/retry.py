@@ -108,8 +108,9 @@ def choose(rows: Sequence[TaskRow], request: RetryRequest) -> list[TaskRow]:
 
 
 def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryRequest) -> SubmitOptions:
-    """The newest attempt's options, the array narrowed to the chosen values, the overrides applied."""
-    base = submit_options(history.current, history.record_path)
+    """The newest attempt's options, the array narrowed to the chosen values, the overrides applied;
+    the resources not overridden are those the chosen tasks last ran with (`ran_with`)."""
+    base = ran_with(history, chosen, submit_options(history.current, history.record_path))
     mem, mem_per_cpu = base.mem, base.mem_per_cpu
     if request.mem is not None:
         mem, mem_per_cpu = request.mem, None
@@ -123,6 +124,38 @@ def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryReq
         time=request.time if request.time is not None else base.time,
         max_jobs_run=(request.max_jobs_run if request.max_jobs_run is not None
                       else base.max_jobs_run if array is not None else None))
+
+
+def ran_with(history: History, chosen: Sequence[TaskRow], newest: SubmitOptions) -> SubmitOptions:
+    """`newest` with the memory, time and threads the chosen tasks' own attempts asked for: the
+    largest of each where those attempts differ, so no task is rerun with less than it had.
+
+    The newest attempt's were used: `retry --state OUT_OF_MEMORY --mem 600M` and then `retry
+    --state TIMEOUT --time 3` ran the timed-out tasks with 600M too (6x the memory they had and
+    needed; `history` said only `time=3`), and a later retry of the FAILED ones with both."""
+    attempts = sorted({row.attempt for row in chosen})
+    if not attempts or attempts == [history.current.attempt]:
+        return newest
+    asked = []
+    for number in attempts:
+        record = history.current if number == history.current.attempt else history.records.get(number)
+        if record is None:
+            return newest
+        try:
+            options = submit_options(record, history.record_path)
+            mem = check_memory("mem", options.mem)
+            per_cpu = check_memory("mem_per_cpu", options.mem_per_cpu)
+            time = check_time("time", options.time)
+        except InputError:        # a record edited by hand: the newest attempt's, as before
+            return newest
+        per_node = (parse_size(mem, "M") if mem else parse_size(per_cpu, "M") * max(1, options.num_threads)
+                    if per_cpu else None)
+        asked.append((options, per_node, time_minutes(time) if time else None))
+    # an unset size is the site's default, which the newest attempt's options carry as well
+    memory = max(asked, key=lambda a: -1 if a[1] is None else a[1])[0]
+    limit = max(asked, key=lambda a: -1 if a[2] is None else a[2])[0]
+    return replace(newest, mem=memory.mem, mem_per_cpu=memory.mem_per_cpu, time=limit.time,
+                   num_threads=max(a[0].num_threads for a in asked))
 
 
 def _array_name(history: History) -> str:

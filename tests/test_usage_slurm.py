@@ -362,3 +362,30 @@ def test_usage_of_a_job_id_is_that_jobs_tasks_not_the_records_newest_runs(
     # the record is still its newest runs: value 2 from the retry, which fit
     of_record = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
     assert "usage of 3 of 3 task(s)" in of_record.stdout and "over 90% of --mem: none" in of_record.stdout
+
+
+def test_a_retry_runs_tasks_with_the_memory_they_had_not_an_other_retrys(
+        enforced_memory, test_site, tmp_path, cli_env) -> None:
+    """A speech engineer's day: the OOM tasks retried with --mem 600M, then the failed one retried on
+    its own. That second retry inherited the first's 600M (the newest attempt's options): a task that
+    had 100M and did not need more asked Slurm for six times that, and `history` did not say it."""
+    script = ("import sys, time; n = int(sys.argv[1]); x = b'\\1' * ((400 if n == 1 else 20) << 20); "
+              "time.sleep(3); sys.exit(3 if n == 2 else 0)")
+    done, _ = submit(test_site, tmp_path, cli_env, "--mem", "100M", "--array", "T=1:3",
+                     "--output-file", "log/day.T.log", "--", "python", "-c", script, "T")
+    assert done.returncode == 1 and "OUT_OF_MEMORY" in done.stderr and "FAILED" in done.stderr, done.stderr
+    record = tmp_path / "log" / "q" / "day.T.submit.json"
+    status_json(record, cli_env, 3)
+    oom = run_cli("hyperion-jobs", "retry", str(record), "--state", "OUT_OF_MEMORY", "--mem", "600M", "--yes",
+                  cwd=tmp_path, env=cli_env, timeout=300)
+    assert oom.returncode == 0, oom.stderr
+
+    preview = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env)
+    assert "values: 2\n" in preview.stdout and " --mem 100M " in preview.stdout, preview.stdout
+    again = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env, timeout=300)
+    assert again.returncode == 1 and "T=2" in again.stderr, again.stderr     # the program fails again
+    tasks = {t["value"]: t for t in status_json(record, cli_env, 3)["tasks"]}
+    assert (tasks[1]["attempt"], tasks[1]["req_mem_bytes"]) == (2, 600 * 1024 ** 2)
+    assert (tasks[2]["attempt"], tasks[2]["req_mem_bytes"]) == (3, 100 * 1024 ** 2), tasks[2]
+    history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert [a["overrides"].get("mem") for a in history["attempts"]] == [None, "600M", "100M"]
