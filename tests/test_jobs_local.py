@@ -551,3 +551,22 @@ def _read_pty(master: int) -> bytes:
         return os.read(master, 65536)
     except OSError:            # EIO: the writer is gone and everything was read
         return b""
+
+
+def test_failures_of_a_run_without_one_say_the_consoles_sentence(tmp_path, cli_env, test_site):
+    """`status --failures` with nothing failed printed the per-state counts (`no failed tasks: 3 tasks:
+    COMPLETED 3`) while the console's failure view says, from the core, that every task completed or
+    is still live: one sentence for both."""
+    from backends.records.history import load_history
+    from backends.watch.rows import history_rows
+    from backends.watch.triage import failure_groups, failures_summary
+
+    submitted = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
+                        "--output-file", "log/g.IDX.log", "--", "true", cwd=tmp_path, env=cli_env)
+    assert submitted.returncode == 0, submitted.stderr
+    record = tmp_path / "log" / "q" / "g.IDX.submit.json"
+    shown = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env)
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert shown.stdout == "no failed tasks: every one of 3 task(s) completed or is still live\n"
+    console = failures_summary(failure_groups(history_rows(load_history(str(record)), {})), 3)   # the console's head
+    assert shown.stdout.strip() == console

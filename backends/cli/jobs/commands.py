@@ -86,8 +86,8 @@ def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
         print(jsontext.dumps({"target": args.target, "failed": failed, "tasks": len(rows),
                               "ends": group_ends(groups), "groups": [g.to_json() for g in groups]}, indent=2))
         return 0
-    if not groups:
-        print(f"no failed tasks: {tasks_text(rows)}")
+    if not groups:      # the console's words: "COMPLETED 3, RUNNING 1" left the user to add them up
+        print(failures_summary(groups, len(rows)))
         return 0
     print(printable(f"{failures_summary(groups, len(rows))}:"))
     for group in groups:
