@@ -17,7 +17,7 @@ from backends.attempt import begin_attempt, live_script_jobs
 from backends.printable import printable
 from backends.records.record import SubmitRecord
 from backends.retry_hint import rerun_line
-from backends.states import end_counts, ends_text, explain_reason
+from backends.states import explain_reason
 from backends.submit.model import SubmitPlan
 from backends.submit.site_options import ignored_inputs_line
 from backends.submit.slurm import sbatch
@@ -26,7 +26,7 @@ from backends.watch.progress import Progress
 from backends.watch.slurm.accounting import COMMAND_TIMEOUT
 from backends.watch.slurm.cancel import CancelError, cancel
 from backends.watch.terminal import SafeStream, safe
-from backends.watch.wait import Outcome, report, task_label, wait
+from backends.watch.wait import Outcome, bad_ends, report, task_label, wait
 
 PROG = "hyperion-submit"
 INTERRUPTED = 130
@@ -197,8 +197,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         command = retry_command(plan, rerun)
         rerun = f"; rerun only those with: {command}" if command else ""
         # by how they ended, as the progress line counts them: "3 ... failed" counted a TIMEOUT and a CANCELLED
-        ends = ends_text(end_counts("NO_LOG" if state.state.is_success else state.state.value
-                                    for _, state in outcome.bad))
+        ends = bad_ends(outcome)
         err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) did not succeed ({ends})"
                         f"{rerun}")
     return outcome.exit_status

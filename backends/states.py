@@ -179,14 +179,16 @@ def explain_reason(reason: str) -> str:
 
 
 # How a summary names a task that did not succeed: "failed" is the program's own failure (it exited
-# non-zero, or nobody knows how it ended); an end Slurm made is named by its state, so a time limit
-# or an scancel no longer reads as "my program failed" ("failed 6" counted 2 TIMEOUT, 1 CANCELLED).
-# One rule for hyperion-submit's progress line, `hyperion-jobs status --failures` and the console.
+# non-zero, or a local task's runner died with it: LOST, the task ran and nobody recorded its end);
+# an end Slurm made is named by its state, so a time limit or an scancel no longer reads as "my
+# program failed" ("failed 6" counted 2 TIMEOUT, 1 CANCELLED). A task Slurm never reported
+# (UNKNOWN) is "unknown": nothing says it ran, let alone failed. One rule for hyperion-submit's last
+# lines, `hyperion-jobs status --failures` and the console.
 _END_WORDS = {
     "FAILED": "failed", "SPECIAL_EXIT": "failed", "LOST": "failed",
     "TIMEOUT": "timeout", "CANCELLED": "cancelled", "OUT_OF_MEMORY": "out-of-memory", "NODE_FAIL": "node-fail",
     "PREEMPTED": "preempted", "BOOT_FAIL": "boot-fail", "DEADLINE": "deadline", "REVOKED": "revoked",
-    "NOT_RUN": "not-run",
+    "NOT_RUN": "not-run", "UNKNOWN": "unknown", "COMPLETED": "completed",
 }
 _END_ORDER = tuple(dict.fromkeys(_END_WORDS.values()))
 

@@ -319,3 +319,13 @@ def test_a_plain_job_keeps_its_single_row_and_a_range_row_its_tasks():
     ranged = parse_sacct_rows("7746_[2-3%1]|7746|CANCELLED by 0|0:0|00:00:00|None assigned|None|x|None\n")
     merged = merge(ranged, parse_squeue("7746_1|COMPLETING|0|0:01|vm|None|0|\n"))
     assert sorted(merged) == [("7746", 1), ("7746", 2), ("7746", 3)]
+
+
+def test_summaries_count_a_lost_end_as_failed_and_a_task_never_reported_as_unknown() -> None:
+    """The README's `failed` covers an end nobody recorded (LOST: the task ran, its runner died with it);
+    a task Slurm never reported is `unknown`, as `status` shows it: nothing says it ran, let alone failed."""
+    from backends.states import end_counts, end_word
+
+    assert end_word("UNKNOWN") == "unknown" and end_word("LOST") == "failed"
+    assert end_counts(["UNKNOWN", "LOST", "TIMEOUT", "FAILED"]) == {"failed": 2, "timeout": 1, "unknown": 1}
+    assert list(end_counts(["UNKNOWN", "NOT_RUN", "CANCELLED"])) == ["cancelled", "not-run", "unknown"]

@@ -12,7 +12,7 @@ from backends.submit.slurm.sbatch import parse_job_id
 from backends.watch.poller import PollUpdate
 from backends.watch.progress import Progress, count
 from backends.watch.rows import expected
-from backends.watch.wait import outcome_from, report
+from backends.watch.wait import bad_ends, outcome_from, report
 
 
 def _update(*states: TaskState, problem: str | None = None, as_of: float | None = None) -> PollUpdate:
@@ -117,6 +117,17 @@ def test_outcome_flags_failures_and_missing_logs_and_reports_their_paths(tmp_pat
                                               f"{tmp_path / 'q/slurm-7_2.err'} (missing)")
     good = outcome_from(record, {**states, ("7", 2): _state(2, JobState.COMPLETED)})
     assert [task.value for task, _ in good.bad] == [3]
+
+
+def test_the_last_line_counts_a_completed_task_without_its_log_and_one_never_reported_by_what_happened(tmp_path):
+    """hyperion-submit's last line counted a COMPLETED task whose log is missing as `no-log 1` (a
+    state nobody has) and a task Slurm never reported as `pending 1` after everything ended."""
+    record = _record(tmp_path)
+    states = {s.key: s for s in (_state(1, JobState.FAILED, 3), _state(3, JobState.COMPLETED))}   # 2: never seen
+    outcome = outcome_from(record, states)
+    assert [task.value for task, _ in outcome.bad] == [1, 2, 3]
+    assert bad_ends(outcome) == "failed 1, unknown 1, completed 1; 1 completed task's log is missing"
+    assert "never reported by Slurm" in report(outcome, "JOB")[1]
 
 
 def test_parsable_sbatch_output():

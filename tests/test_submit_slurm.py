@@ -377,6 +377,9 @@ def test_a_log_the_task_removes_fails_the_run_and_is_not_made_again(slurm_cluste
                     cwd=tmp_path, env=cli_env)
     assert result.returncode == 1
     assert "COMPLETED but the log is missing" in result.stderr and str(tmp_path / "log" / "r.log") in result.stderr
+    # counted as what Slurm said, the missing log apart (it read `did not succeed (no-log 1)`)
+    assert result.stderr.splitlines()[-1].startswith(
+        "hyperion-submit: 1 of 1 task(s) did not succeed (completed 1; 1 completed task's log is missing); ")
     assert not (tmp_path / "log" / "r.log").exists()
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from backends.records.record import SubmitRecord, TaskRecord
-from backends.states import JobState, TaskState, never_runs
+from backends.states import JobState, TaskState, end_counts, ends_text, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
@@ -129,6 +129,27 @@ def report(outcome: Outcome, array_name: str | None = None) -> list[str]:
         lines.append(f"{task_label(task, array_name)}: {how}; log {_said(task.log)}; "
                      f"slurm {_said(task.slurm_out)} {_said(task.slurm_err)}")
     return lines
+
+
+def bad_ends(outcome: Outcome) -> str:
+    """``failed 1, timeout 1, completed 1; 1 completed task's log is missing``: the bad tasks by how
+    they ended, in the words of the progress line and `status --failures`. A COMPLETED task whose
+    log is missing is counted as completed, with the missing log said apart (it read `no-log 1`,
+    a state nobody has); one Slurm never reported is `unknown` (it read `pending 1` after the end)."""
+    labels, no_log = [], 0
+    for task, state in outcome.bad:
+        if state.source == "unknown":
+            labels.append("UNKNOWN")
+        elif state.state.is_success:
+            labels.append("COMPLETED")
+            no_log += not os.path.exists(task.log)
+        else:
+            labels.append(state.state.value)
+    text = ends_text(end_counts(labels))
+    if no_log:
+        text += f"; {no_log} completed task's log is missing" if no_log == 1 else \
+            f"; {no_log} completed tasks' logs are missing"
+    return text
 
 
 def _said(path: str | None) -> str:
