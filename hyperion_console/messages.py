@@ -60,14 +60,16 @@ class JobsUpdated(Message):
     (the attempt history cannot be written: the states are shown, not kept). `behind` is the
     core's "...; shown as last recorded" line when what is shown is the ledger's because a query
     failed: the ask for what ended tasks used (`usage_asked`: None then says it answered), or the
-    last look for requeues of a run whose every task ended.
+    last look for requeues of a run whose every task ended. `recorded`: every task ended and every
+    end is the one the attempt history held (Slurm was asked only whether it ran one again).
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
                  problem: str | None = None, warning: str | None = None, rows_only: bool = False,
-                 usage_asked: bool = False, behind: str | None = None) -> None:
+                 usage_asked: bool = False, behind: str | None = None, recorded: bool = False) -> None:
         super().__init__()
+        self.recorded = recorded
         self.usage_asked = usage_asked
         self.behind = behind
         self.rows_only = rows_only        # rows from beside the watch (usage): no word on its state

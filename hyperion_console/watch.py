@@ -51,6 +51,7 @@ class Seen:
     rows_only: bool = False             # beside a watch: rows to show, nothing said of the watch
     usage_asked: bool = False           # the answer of an ask for what ended tasks used
     behind: str | None = None           # what did not answer (the core's line): the ledger's is shown
+    recorded: bool = False              # all ended, every end the ledger's: Slurm only said none ran again
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
@@ -98,8 +99,11 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
                 keys[key] = None
         rows = fresh(task_row(history, tasks[key], update.states, usage) for key in keys if key in tasks)
         behind = shown_as_recorded(update.unconfirmed) if update.unconfirmed else None
+        # every end recorded before (`hyperion-jobs list`, a wait): the states are the attempt history's,
+        # and Slurm's answer only said that it ran none of them again
+        recorded = update.all_terminal and not ended_here
         deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error,
-                     behind=behind))
+                     behind=behind, recorded=recorded))
         return False
 
     def waiting(update) -> None:

@@ -151,3 +151,44 @@ def test_a_local_array_hung_up_mid_run_then_rerun_says_so_and_keeps_the_hung_up_
     old = subprocess.run(["hyperion-jobs", "logs", f"{record}:2", "--attempt", "1"], cwd=tmp_path, env=cli_env,
                          capture_output=True, text=True, timeout=60)
     assert old.returncode == 0 and "started 2" in old.stdout and "task 2 of attempt" not in old.stdout, old
+
+
+def test_reopened_after_status_recorded_every_end_the_status_line_says_the_states_are_the_historys(
+        tmp_path: Path, cli_env, monkeypatch) -> None:
+    """The evening's tasks ended unwatched; `hyperion-jobs status` recorded their ends. Reopened in the
+    console (its jobs still in the window Slurm may requeue them, so squeue is asked once), the status
+    line said "every task ended: final states from Slurm": every state shown was the ledger's, and
+    Slurm's answer only said that it ran none of them again."""
+    (tmp_path / "run.sh").write_text(SCRIPT.replace("sleep 1", "true"))
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / "attempt").write_text("1")
+    record = tmp_path / "log" / "q" / "run.JOB.submit.json"
+    evening = subprocess.Popen(submit_argv(tmp_path), cwd=tmp_path, env=cli_env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert record.exists(), "hyperion-submit wrote no record"
+    finally:
+        os.killpg(evening.pid, signal.SIGHUP)              # the terminal went away
+        evening.wait(30)
+    wait_until_slurm_is_done(record)
+    looked = subprocess.run(["hyperion-jobs", "status", str(record)], env=cli_env, capture_output=True,
+                            text=True, timeout=120)
+    assert looked.returncode == 0, looked.stderr
+    ledger = (record.parent / "run.JOB.attempts.jsonl").read_text()
+    assert ledger.count('"type":"final"') == 4, ledger      # status recorded every end
+    monkeypatch.setenv("PATH", cli_env["PATH"])
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status")
+            await wait_for(pilot, lambda: status.line().plain.startswith("every task ended"), 60)
+            await pilot.pause(0.5)
+            assert status.line().plain == "every task ended: final states from the attempt history"
+            assert table_column(app.jobs_screen.query_one("#tasks"), "state") == [
+                "COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]
+
+    asyncio.run(scenario())

@@ -406,7 +406,7 @@ class JobsScreen(ConsoleScreen):
             if not stop.is_set():
                 self.app.call_from_thread(self.post_message, JobsUpdated(
                     path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning,
-                    seen.rows_only, seen.usage_asked, seen.behind))
+                    seen.rows_only, seen.usage_asked, seen.behind, seen.recorded))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -440,6 +440,8 @@ class JobsScreen(ConsoleScreen):
             return
         self._answered = self._answered or message.as_of is not None
         status = self.query_one("#poll-status", PollStatus)
+        if message.recorded:           # every end shown is the ledger's; Slurm ran none of them again
+            status.source = "the attempt history"
         if message.behind and not message.usage_asked:      # the look for requeues failed
             if not self._answered:     # Slurm said nothing: every state shown is the ledger's
                 status.source = "the attempt history"
