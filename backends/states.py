@@ -6,6 +6,7 @@ Slurm spells states differently in sacct (``CANCELLED by 0``) and squeue
 from __future__ import annotations
 
 import re
+import signal as _signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -193,18 +194,41 @@ _END_WORDS = {
 _END_ORDER = tuple(dict.fromkeys(_END_WORDS.values()))
 
 
-def end_word(label: str) -> str:
+def signal_name(number: int) -> str:
+    """``1`` -> ``SIGHUP``; a number Linux has no name for stays ``signal N``."""
+    try:
+        return _signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def signal_text(number: int) -> str:
+    """``signal 1 (SIGHUP)``: how the views say a task was stopped by a signal."""
+    name = signal_name(number)
+    return f"signal {number} ({name})" if name.startswith("SIG") else name
+
+
+# A FAILED end with a signal: the task was stopped by it (a local task's terminal hung up, a
+# Slurm task killed with SIGKILL), not a program that exited non-zero.
+_SIGNALLED = frozenset({"FAILED", "SPECIAL_EXIT"})
+
+
+def end_word(label: str, signal: int | None = None) -> str:
     """``FAILED`` -> ``failed``, ``TIMEOUT`` -> ``timeout``, ``CANCELLED by 0`` -> ``cancelled``: the
-    word a summary counts an unsuccessful end under (an unknown label: itself, lower case)."""
+    word a summary counts an unsuccessful end under (an unknown label: itself, lower case). A FAILED
+    end with a `signal` is counted under the signal's name (``sighup``), apart from programs that failed."""
     word = str(label).strip().split(" ", 1)[0].rstrip("+").upper()
+    if signal and word in _SIGNALLED:
+        return signal_name(signal).lower().replace(" ", "-")
     return _END_WORDS.get(word, word.lower().replace("_", "-"))
 
 
-def end_counts(labels: Iterable[str]) -> dict[str, int]:
-    """Unsuccessful ends counted by `end_word`, "failed" first, then Slurm's ends in a fixed order."""
+def end_counts(labels: Iterable[str | tuple[str, int | None]]) -> dict[str, int]:
+    """Unsuccessful ends counted by `end_word` (a label, or a (label, signal) pair), "failed" first,
+    then Slurm's ends in a fixed order, then the rest (signals' names) alphabetically."""
     counts: dict[str, int] = {}
     for label in labels:
-        word = end_word(label)
+        word = end_word(*label) if isinstance(label, tuple) else end_word(label)
         counts[word] = counts.get(word, 0) + 1
     rank = {word: i for i, word in enumerate(_END_ORDER)}
     return dict(sorted(counts.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))

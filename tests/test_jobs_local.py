@@ -156,7 +156,7 @@ def wait_children(pid: int, timeout: float = 10) -> list[int]:
 def test_sigterm_or_a_closed_terminal_stops_what_the_task_started_too(tmp_path, cli_env, test_site):
     """`kill` of hyperion-submit reaches the task's whole process group: a script's own children (the
     python a recipe's bash script runs) stop with it, as they do under Slurm, and are not left writing
-    into the log while a retry runs. A hangup (the terminal closed) is recorded the same way, with 129."""
+    into the log while a retry runs. A hangup (the terminal closed) is recorded the same way, with signal 1 (SIGHUP)."""
     for signum in (signal.SIGTERM, signal.SIGHUP):
         out = tmp_path / signum.name
         runner = subprocess.Popen(
@@ -178,7 +178,9 @@ def test_sigterm_or_a_closed_terminal_stops_what_the_task_started_too(tmp_path, 
         _wait_gone(child, group=True)
         status = json.loads(run_cli("hyperion-jobs", "status", str(out / "q" / "k.IDX.submit.json"), "--json",
                                     env=cli_env).stdout)
-        assert [(t["state"], t["exit_code"]) for t in status["tasks"]] == [("FAILED", 128 + signum), ("NOT_RUN", None)]
+        # a hangup: the signal, no exit code, as Slurm records a task a signal stopped
+        ended = ("FAILED", None, 1) if signum == signal.SIGHUP else ("FAILED", 128 + signum, None)
+        assert [(t["state"], t["exit_code"], t["signal"]) for t in status["tasks"]] == [ended, ("NOT_RUN", None, None)]
 
 
 def test_runner_gone_only_when_certain():
@@ -570,3 +572,72 @@ def test_failures_of_a_run_without_one_say_the_consoles_sentence(tmp_path, cli_e
     assert shown.stdout == "no failed tasks: every one of 3 task(s) completed or is still live\n"
     console = failures_summary(failure_groups(history_rows(load_history(str(record)), {})), 3)   # the console's head
     assert shown.stdout.strip() == console
+
+
+def test_a_local_task_hung_up_on_is_reported_as_stopped_by_sighup_not_as_a_failed_program(
+        tmp_path, cli_env, test_site, monkeypatch):
+    """A task whose process group got SIGHUP (its terminal gone) read `FAILED exit 129`, one more
+    program failure in status, --failures, history and the console. It is now reported as a Slurm task a
+    signal killed is: FAILED with the signal and no exit code, counted under the signal's name."""
+    import asyncio
+    from pathlib import Path
+
+    from test_console_fixtures import posted, rendered, table_column, wait_for
+
+    from hyperion_console.app import make_app
+    from hyperion_console.messages import FailureGroupsListed
+
+    (tmp_path / "task.sh").write_text(
+        f'echo "value $IDX"; if [ "$IDX" = 2 ]; then echo $$ > {tmp_path}/pid; sleep 30; fi; exit 0\n')
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
+                               "--output-file", "log/h.IDX.log", "--", "bash", str(tmp_path / "task.sh")],
+                              cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid_file = tmp_path / "pid"
+    group = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        group = int(pid_file.read_text())
+        os.killpg(group, signal.SIGHUP)                      # the task's group is hung up on
+        out, err = runner.communicate(timeout=30)
+    finally:
+        kill_groups(group)
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    assert runner.returncode == 1, err
+    assert "IDX=2: FAILED, stopped by signal 1 (SIGHUP) after " in out, out
+    assert f"hyperion-submit: IDX=2 stopped by signal 1 (SIGHUP); see {tmp_path}/log/h.2.log" in err, err
+    record = tmp_path / "log" / "q" / "h.IDX.submit.json"
+
+    status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+    row = next(line for line in status.stdout.splitlines() if line.startswith("local_2"))
+    assert row.split()[2:6] == ["FAILED", "sig", "1", "(SIGHUP)"], status.stdout
+    shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert [(t["state"], t["exit_code"], t["signal"]) for t in shown["tasks"]][1] == ("FAILED", None, 1)
+    failures = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env).stdout.splitlines()
+    assert failures[0] == "2 of 3 task(s) did not succeed (not-run 1, sighup 1), in 2 group(s):", failures
+    assert any(line.split("  last line")[0].strip() == "1 FAILED signal 1 (SIGHUP)  values 2"
+               for line in failures), failures
+    history = run_cli("hyperion-jobs", "history", str(record), env=cli_env).stdout
+    assert "COMPLETED 1, FAILED (SIGHUP) 1, NOT_RUN 1" in history, history
+    monkeypatch.setenv("PATH", cli_env["PATH"])
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=Path(test_site).parent, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            table = jobs.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state")[:2] == ["COMPLETED", "FAILED"], 15)
+            assert table_column(table, "exit")[:2] == ["0", "SIGHUP"]
+            await pilot.press("t")
+            await wait_for(pilot, lambda: posted(seen, FailureGroupsListed), 10)
+            await pilot.pause()
+            head = rendered(jobs.query_one("#failures-head"))[0]
+            assert head.startswith("2 of 3 task(s) did not succeed (not-run 1, sighup 1), in 2 group(s)"), head
+            lines = [line.rstrip() for line in rendered(jobs.query_one("#failure-list"))]
+            assert "    1 FAILED signal 1 (SIGHUP) · values 2" in lines, lines
+
+    asyncio.run(scenario())

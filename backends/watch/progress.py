@@ -50,7 +50,8 @@ class Counts:
 def count(states: Mapping[object, TaskState], total: int) -> Counts:
     """Counts over `total` expected tasks; a task not seen yet counts as pending."""
     done = sum(1 for s in states.values() if s.state.is_success)
-    ends = end_counts(s.state.value for s in states.values() if s.state.is_terminal and not s.state.is_success)
+    ends = end_counts((s.state.value, s.signal) for s in states.values()
+                      if s.state.is_terminal and not s.state.is_success)
     failed = ends.pop("failed", 0)
     ended = tuple(ends.items())
     running = sum(1 for s in states.values() if s.state in _RUNNING)

@@ -20,7 +20,7 @@ from backends.records.history import History, load_history
 from backends.records.local_results import read_results, results_key
 from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord
 from backends.records.runner import child_running, runner_gone, runner_to_stop
-from backends.states import EXIT_TOLD, JobState, TaskState
+from backends.states import EXIT_TOLD, JobState, TaskState, signal_name
 from backends.watch.usage import Usage, fill_in, usage_from_json
 
 Key = tuple[str, "int | None"]
@@ -57,6 +57,14 @@ class TaskRow:
         if self.state is None:
             return "NOT_RUN" if self.job_id == "local" else "UNKNOWN"
         return self.state.value
+
+    @property
+    def ended_label(self) -> str:
+        """`state_label`, with the signal that stopped a FAILED task: ``FAILED (SIGHUP)``, how `history`
+        and the console's attempts count it apart from the programs that failed."""
+        if self.signal and self.state is JobState.FAILED:
+            return f"{self.state_label} ({signal_name(self.signal)})"
+        return self.state_label
 
     @property
     def state_text(self) -> str:
@@ -385,6 +393,14 @@ def state_counts(rows: Sequence[TaskRow]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.state_label] = counts.get(row.state_label, 0) + 1
+    return counts
+
+
+def ended_counts(rows: Sequence[TaskRow]) -> dict[str, int]:
+    """`state_counts` by `ended_label`: ``{"COMPLETED": 2, "FAILED (SIGHUP)": 1}``."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.ended_label] = counts.get(row.ended_label, 0) + 1
     return counts
 
 

@@ -112,7 +112,7 @@ def failure_groups(rows: Sequence[TaskRow], read_line: Callable[[str | None], st
 
 def group_ends(groups: Sequence[FailureGroup]) -> dict[str, int]:
     """The groups' tasks by how they ended (`end_counts`): {"failed": 3, "timeout": 2, "cancelled": 1}."""
-    return end_counts(group.state for group in groups for _ in group.values)
+    return end_counts((group.state, group.signal) for group in groups for _ in group.values)
 
 
 def failures_summary(groups: Sequence[FailureGroup], total: int) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from backends.records.record import SubmitRecord, TaskRecord
-from backends.states import JobState, TaskState, end_counts, ends_text, never_runs
+from backends.states import JobState, TaskState, end_counts, ends_text, never_runs, signal_text
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
@@ -123,7 +123,7 @@ def report(outcome: Outcome, array_name: str | None = None) -> list[str]:
         if state.exit_code or state.state is JobState.FAILED:
             how += f" exit code {state.exit_code}"
         if state.signal:
-            how += f" signal {state.signal}"
+            how += f" {signal_text(state.signal)}"
         if state.state.is_success and not os.path.exists(task.log):
             how += " but the log is missing"
         lines.append(f"{task_label(task, array_name)}: {how}; log {_said(task.log)}; "
@@ -136,7 +136,8 @@ def bad_ends(outcome: Outcome) -> str:
     they ended, in the words of the progress line and `status --failures`. A COMPLETED task whose
     log is missing is counted as completed, with the missing log said apart (it read `no-log 1`,
     a state nobody has); one Slurm never reported is `unknown` (it read `pending 1` after the end)."""
-    labels, no_log = [], 0
+    labels: list[str | tuple[str, int | None]] = []
+    no_log = 0
     for task, state in outcome.bad:
         if state.source == "unknown":
             labels.append("UNKNOWN")
@@ -144,7 +145,7 @@ def bad_ends(outcome: Outcome) -> str:
             labels.append("COMPLETED")
             no_log += not os.path.exists(task.log)
         else:
-            labels.append(state.state.value)
+            labels.append((state.state.value, state.signal))
     text = ends_text(end_counts(labels))
     if no_log:
         text += f"; {no_log} completed task's log is missing" if no_log == 1 else \

@@ -18,6 +18,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from backends.records.history import History
+from backends.states import signal_text
 from backends.watch.triage import FailureGroup, failure_groups, failures_summary
 
 from ..messages import FailureGroupsListed
@@ -33,7 +34,7 @@ def group_title(group: FailureGroup) -> str:
     if group.exit_code is not None:
         how += f" exit {group.exit_code}"
     if group.signal:
-        how += f" signal {group.signal}"
+        how += f" {signal_text(group.signal)}"
     return how
 
 

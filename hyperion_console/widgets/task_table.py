@@ -23,7 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from backends.printable import printable
-from backends.states import never_runs
+from backends.states import never_runs, signal_name
 from backends.watch.rows import never_started, time_used
 from backends.watch.usage_summary import cpu_efficiency, human_bytes
 
@@ -69,9 +69,11 @@ def _job(row: Row) -> str:
 
 def _exit(row: Row) -> str:
     state = row.state
-    if state is None or state.exit_code is None:
+    if state is None:
         return ""
     signal = getattr(state, "signal", None)
+    if state.exit_code is None:        # stopped by a signal (a local task hung up): no code, the signal
+        return signal_name(signal) if signal else ""
     return f"{state.exit_code} sig{signal}" if signal else str(state.exit_code)
 
 

@@ -9,14 +9,14 @@ from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
 from backends.cli.jobs.table import columns
 from backends.printable import printable
 from backends.records.history import History
-from backends.watch.rows import TaskRow, state_counts, task_row
+from backends.watch.rows import TaskRow, ended_counts, task_row
 from backends.watch.targets import history_of, history_status, resolve
 
 
 def attempt_counts(history: History, latest_rows: list[TaskRow]) -> dict[int, dict[str, int]]:
     """Per attempt, how its tasks ended (the newest run of a value: as `status` shows it)."""
     current = {(row.attempt, row.value): row for row in latest_rows}
-    return {number: state_counts([current.get((number, task.value)) or task_row(history, task, {})
+    return {number: ended_counts([current.get((number, task.value)) or task_row(history, task, {})
                                   for task in history.tasks_of(number)])
             for number in history.numbers}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backends.printable import printable
+from backends.states import signal_name, signal_text
 from backends.watch.rows import TaskRow, never_started, state_counts, time_used
 from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
 
@@ -28,8 +29,9 @@ def elapsed_cell(row: TaskRow) -> str:
 
 
 def fmt_exit(row: TaskRow) -> str:
+    """``3``, ``0 sig 9`` (Slurm's 0:9), ``sig 1 (SIGHUP)``: a task stopped by a signal told no code."""
     if row.exit_code is None:
-        return "-"
+        return f"sig {row.signal} ({signal_name(row.signal)})" if row.signal else "-"
     return f"{row.exit_code}" + (f" sig {row.signal}" if row.signal else "")
 
 
@@ -74,7 +76,7 @@ def status_table(rows: Sequence[TaskRow]) -> list[tuple[str, ...]]:
 def failure_line(group: FailureGroup) -> str:
     """``  8 FAILED exit 1  values 7,27,31-33  last line: ValueError: ...  e.g. log/x.7.log``."""
     how = group.state + (f" exit {group.exit_code}" if group.exit_code is not None else "")
-    how += f" signal {group.signal}" if group.signal else ""
+    how += f" {signal_text(group.signal)}" if group.signal else ""
     line = f"  {group.count:>5} {how}  values {group.value_ranges}"
     line += f"  last line: {group.last_line}" if group.last_line else ""
     return line + (f"  e.g. {group.example_log}" if group.example_log else "")

@@ -35,6 +35,7 @@ from backends.records.attempts import (
 from backends.records.history import commit_attempt
 from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskRecord
 from backends.records.runner import process_start, runner_fields
+from backends.states import signal_text
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 # Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
@@ -49,6 +50,7 @@ class LocalEvent:
     task: PlannedTask
     code: int | None = None
     elapsed: float | None = None
+    signal: int | None = None  # the task was stopped by this signal (SIGHUP: its terminal hung up)
 
 
 def local_record(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
@@ -122,6 +124,7 @@ def _returncode(code: int) -> int:
 
 def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
                spawned: Callable[[int], None]) -> int:
+    """The child's status as Popen gives it: negative when a signal ended it."""
     env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     try:
         # its own process group: a signal for the task reaches what it started too (a script's python),
@@ -140,7 +143,7 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
     try:
         spawned(child.pid)
         with _suspended_together(child.pid):
-            return _returncode(_wait(child, log))
+            return _wait(child, log)
     except KeyboardInterrupt as exc:
         _stop_group(child, getattr(exc, "signum", signal.SIGINT))
         raise
@@ -277,8 +280,10 @@ def _open_log(path: str, mode: int):
 
 
 def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int,
-             spawned: Callable[[int], None]) -> tuple[int, float]:
-    """Run one task with its output (stdout and stderr) in its log; (exit status, seconds).
+             spawned: Callable[[int], None]) -> tuple[int, float, int | None]:
+    """Run one task with its output (stdout and stderr) in its log; (exit status, seconds, the
+    signal that ended it or None). A signal death's status is the shell's 128 + N, as the log's
+    footer and a Slurm task's batch script say it.
 
     The log gets `mode`; `environ` is the environment the task's own variables are added
     to and `stdin` its input (/dev/null): the run makes each once for all its tasks.
@@ -288,6 +293,7 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
     Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     code: int | None = None
+    signum: int | None = None
     try:
         with _open_log(task.log, mode) as log:
             log.write(logheader.running_line(task.argv) + "\n")
@@ -295,7 +301,8 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
             log.flush()
             code = 130
             try:
-                code = _run_child(task, log, environ, stdin, spawned)
+                raw = _run_child(task, log, environ, stdin, spawned)
+                code, signum = _returncode(raw), (-raw if raw < 0 else None)
             except KeyboardInterrupt as exc:
                 code = _interrupt_code(exc)
                 raise
@@ -309,7 +316,7 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
             raise LogMissing(code, elapsed, replaced=os.path.lexists(task.log))
     except OSError as err:
         raise LogWriteError(err, code) from None
-    return code, elapsed
+    return code, elapsed, signum
 
 
 def _same_file(path: str, log) -> bool:
@@ -353,8 +360,16 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
 
 
 def _final(attempt: int, task: PlannedTask, state: str, code: int | None, start: str,
-           elapsed: float | None, node: str, reason: str | None = None) -> FinalState:
-    return FinalState(attempt, task.value, LOCAL_JOB, task.value, state, code, None, elapsed, node,
+           elapsed: float | None, node: str, reason: str | None = None,
+           signum: int | None = None) -> FinalState:
+    """A task stopped by SIGHUP (its group hung up on, or its runner's terminal gone) is recorded
+    with the signal and no exit code, as Slurm records a task a signal killed: its 129 read as
+    `FAILED exit 129`, one more program failure."""
+    if signum == signal.SIGHUP:
+        code = None
+    else:
+        signum = None
+    return FinalState(attempt, task.value, LOCAL_JOB, task.value, state, code, signum, elapsed, node,
                       reason=reason, time=logheader.iso_now(), start=start)
 
 
@@ -383,10 +398,11 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                     _stop_group_on(stop, pid, ended)
 
             try:
-                code, elapsed = run_task(task, mode, environ, devnull.fileno(), spawned)
+                code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned)
             except KeyboardInterrupt as exc:
                 ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
-                                     time.monotonic() - began, runner["host"]))
+                                     time.monotonic() - began, runner["host"],
+                                     signum=getattr(exc, "signum", signal.SIGINT)))
                 raise
             except LogMissing as gone:   # its state as it ended, the reason beside it; the run stops here
                 reason = gone.reason(task.log)
@@ -407,9 +423,10 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 return 1
             finally:
                 ended.set()
-            ledger.append(_final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
-                                 runner["host"]))
-            emit(LocalEvent("end", task, code, elapsed))
+            final = _final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
+                           runner["host"], signum=signum)
+            ledger.append(final)
+            emit(LocalEvent("end", task, code, elapsed, final.signal))
             if stop is not None and stop.stop.is_set():
                 return STOPPED
             if code != 0:
@@ -457,6 +474,10 @@ def print_event(event: LocalEvent, array_name: str | None = None, out: TextIO | 
     log = printable(event.task.log)   # a path may hold control characters
     if event.code == 0:
         print(f"{label}: ok ({event.elapsed:.1f} s), log {log}", file=out, flush=True)
+    elif event.signal:      # not the program's failure: its terminal hung up on it
+        how = f"stopped by {signal_text(event.signal)}"
+        print(f"{label}: FAILED, {how} after {event.elapsed:.1f} s, log {log}", file=out, flush=True)
+        print(f"hyperion-submit: {label} {how}; see {log}", file=err, flush=True)
     else:
         print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {log}",
               file=out, flush=True)
