@@ -51,7 +51,7 @@ def test_the_ended_line_names_the_task_state_and_exit_code():
     assert ended_text("1234_7", TaskEnd("FAILED", 3)) == "task 1234_7 ended FAILED (exit 3); stopped following"
     assert ended_text("1234_7", TaskEnd("TIMEOUT")) == "task 1234_7 ended TIMEOUT; stopped following"
     assert ended_text("a\x1b[2Jb:3", TaskEnd("FAILED", 1, 9)) == \
-        "task a\\x1b[2Jb:3 ended FAILED (exit 1, signal 9); stopped following"
+        "task a\\x1b[2Jb:3 ended FAILED (exit 1, SIGKILL); stopped following"
 
 
 class _EndsAfter(EndWatch):

@@ -24,7 +24,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.record import LOCAL_JOB, TaskRecord
-from backends.states import EXIT_TOLD
+from backends.states import EXIT_TOLD, signal_name
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -47,10 +47,11 @@ class TaskEnd:
     signal: int | None = None
 
     def said(self) -> str:
-        """``FAILED (exit 3)``, ``TIMEOUT``, ``CANCELLED (signal 9)``."""
+        """``FAILED (exit 3)``, ``TIMEOUT``, ``CANCELLED (SIGKILL)``: the signal by its name, as
+        `history` says ``FAILED (SIGHUP)`` of a hung-up task."""
         notes = [f"exit {self.exit_code}"] if self.exit_code is not None else []
         if self.signal:
-            notes.append(f"signal {self.signal}")
+            notes.append(signal_name(self.signal))
         return printable(self.state) + (f" ({', '.join(notes)})" if notes else "")
 
 
