@@ -157,13 +157,22 @@ def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str
     return [name for _, name in live_task_records(history, logs)]
 
 
-def live_task_records(history: History, logs: frozenset[str] | None = None) -> list[tuple[TaskRecord, str]]:
+def slurm_keys(history: History) -> frozenset[tuple[str, str | None]]:
+    """(job id, array task id) of the history's Slurm tasks without an end in the ledger: the ones
+    `live_task_records` asks Slurm about."""
+    return frozenset((t.job_id, t.array_task_id) for t in pending_tasks(history) if t.job_id != LOCAL_JOB)
+
+
+def live_task_records(history: History, logs: frozenset[str] | None = None,
+                      settled: frozenset[tuple[str, str | None]] = frozenset()) -> list[tuple[TaskRecord, str]]:
     """`live_tasks` with each task's record: a checkpoint retry names the logical shards (values)
-    still running, not only their Slurm ids, which a window's offset makes differ from the shards."""
+    still running, not only their Slurm ids, which a window's offset makes differ from the shards.
+    `settled`: Slurm tasks (`slurm_keys`) the caller found not live a moment ago, not asked again
+    (a ledger it could not write the ends to would have had the same pair sent twice)."""
     pending = [t for t in pending_tasks(history) if logs is None or t.log in logs]
     local = [(t, _local_live(history, t)) for t in pending if t.job_id == LOCAL_JOB]
     live: list[tuple[TaskRecord, str]] = [(t, name) for t, name in local if name is not None]
-    slurm = [t for t in pending if t.job_id != LOCAL_JOB]
+    slurm = [t for t in pending if t.job_id != LOCAL_JOB and (t.job_id, t.array_task_id) not in settled]
     if not slurm:
         return live
     from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
@@ -519,12 +528,21 @@ def _refusal(kind: str, exc: InputError) -> InputError:
     return InputError("record", exc.problem.replace(" or choose another --output-file", ""))
 
 
-def check_not_live(record_path: str) -> History | None:
+# What a rerun asks about the history it would follow (InputError to refuse it); None: `live_tasks`
+# refused as a new submission is. A checkpoint retry passes its own (which shards still run), so that
+# Slurm is asked once, under the lock, rather than once before it for the wording and once in it.
+LiveCheck = Callable[[History], None]
+
+
+def check_not_live(record_path: str, live_check: LiveCheck | None = None) -> History | None:
     """The pattern's history (None before its first attempt); InputError while its newest attempt
-    still has live tasks. `begin_attempt` asks again under the lock: a caller may ask first, so that
-    it says nothing about a rerun that would be refused."""
+    still has live tasks (`live_check`'s refusal, when given). `begin_attempt` asks again under the
+    lock: a caller may ask first, so that it says nothing about a rerun that would be refused."""
     history = _history(record_path)
     if history is not None:
+        if live_check is not None:
+            live_check(history)
+            return history
         live = live_tasks(history)
         if live:
             _refuse_live(history, live)
@@ -533,18 +551,19 @@ def check_not_live(record_path: str) -> History | None:
 
 @contextmanager
 def begin_attempt(plan: SubmitPlan, kind: str = "submit",
-                  on_begin: Callable[[], None] | None = None) -> Iterator[NewAttempt]:
+                  on_begin: Callable[[], None] | None = None,
+                  live_check: LiveCheck | None = None) -> Iterator[NewAttempt]:
     """Hold the output pattern and prepare attempt N+1; the caller runs or submits it inside.
 
     InputError (exit 2, nothing submitted) when another submitter holds the
     pattern or its newest attempt still has live tasks. `on_begin` runs once
     neither refuses, so a caller's "resubmitting ..." line is never followed by
-    a refusal.
+    a refusal. `live_check`: see `LiveCheck`.
     """
     with ExitStack() as held:
         try:
             held.enter_context(output_lock(plan.record_path))
-            history = check_not_live(plan.record_path)
+            history = check_not_live(plan.record_path, live_check)
             refuse_unrecorded_jobs(plan.record_path, plan.options.array is not None)
             refuse_shared_live_logs(plan)
             check_bookkeeping(plan.record_path)

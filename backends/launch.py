@@ -14,7 +14,7 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
-from backends.attempt import begin_attempt
+from backends.attempt import LiveCheck, begin_attempt
 from backends.errors import InputError
 from backends.printable import printable
 from backends.records.attempts import NewAttempt
@@ -57,21 +57,23 @@ def working_dir(path: str) -> Iterator[None]:
 
 def run_local_plan(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = None,
                    kind: str = "submit", on_begin: Callable[[], None] | None = None,
-                   stop: Stop | None = None, on_attempt: Callable[[NewAttempt], None] | None = None) -> int:
+                   stop: Stop | None = None, on_attempt: Callable[[NewAttempt], None] | None = None,
+                   live_check: LiveCheck | None = None) -> int:
     """Run a local plan as a new attempt, holding its output pattern until the last task ends
     (`stop`: how a caller off the main thread stops it, see run_local; `on_attempt`: told the
     attempt before its first task starts)."""
-    with begin_attempt(plan, kind, on_begin) as attempt:
+    with begin_attempt(plan, kind, on_begin, live_check) as attempt:
         if on_attempt is not None:
             on_attempt(attempt)
         return run_local(plan, on_event, attempt, stop)
 
 
 def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None,
-             rerun: Sequence[str] | None = None) -> int:
+             rerun: Sequence[str] | None = None, live_check: LiveCheck | None = None) -> int:
     """Run `plan` with its backend, synchronously, printing what hyperion-submit prints
     (`on_begin` first, once the rerun is not refused); after a failure, the command that
-    reruns what failed: `rerun` when the launcher has its own (None: hyperion-jobs retry)."""
+    reruns what failed: `rerun` when the launcher has its own (None: hyperion-jobs retry).
+    `live_check`: how the rerun refuses live tasks (`begin_attempt`)."""
     if plan.options.backend == "local":
         from backends.watch.terminal import SafeStream
 
@@ -92,7 +94,7 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
                 err.write(f"hyperion-submit: {note}\n")
                 err.flush()
 
-        status = run_local_plan(plan, on_event, kind, on_begin, on_attempt=on_attempt)
+        status = run_local_plan(plan, on_event, kind, on_begin, on_attempt=on_attempt, live_check=live_check)
         line = local_retry_line(plan, failed[-1].task.value, rerun) if failed and status == 1 else None
         if line:
             err.write(f"hyperion-submit: {line}\n")
@@ -100,4 +102,4 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
         return status
     from backends.launch_slurm import run_slurm  # the Slurm side loads only for Slurm plans
 
-    return run_slurm(plan, kind=kind, on_begin=on_begin, rerun=rerun)
+    return run_slurm(plan, kind=kind, on_begin=on_begin, rerun=rerun, live_check=live_check)

@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TextIO
 
-from backends.attempt import begin_attempt, live_script_jobs
+from backends.attempt import LiveCheck, begin_attempt, live_script_jobs
 from backends.printable import printable
 from backends.records.record import SubmitRecord
 from backends.retry_hint import rerun_line
@@ -34,7 +34,8 @@ HANGUP = 129   # SIGHUP: the wait ends, the jobs stay queued (reattach with the 
 QUIT = 131     # SIGQUIT (Ctrl-\): cancelled as after Ctrl-C, with the shell's code for it
 
 
-def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None) -> SubmitRecord:
+def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None,
+           live_check: LiveCheck | None = None) -> SubmitRecord:
     """sbatch every window of `plan` as a new attempt and save its record.
 
     If a window after the first is refused, the windows already queued are
@@ -42,7 +43,7 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
     InputError when the pattern's newest attempt still has live tasks.
     """
     try:
-        with begin_attempt(plan, kind, on_begin) as attempt:
+        with begin_attempt(plan, kind, on_begin, live_check) as attempt:
             return sbatch.submit(plan, attempt)
     except SubmitError as err:
         queued = err.queued + (_queued_unanswered(err.unanswered) if err.unanswered else ())
@@ -148,7 +149,8 @@ def _never_runs(record: SubmitRecord, outcome: Outcome, err: SafeStream) -> int:
 
 def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
               stop: threading.Event | None = None, kind: str = "submit",
-              on_begin: Callable[[], None] | None = None, rerun: Sequence[str] | None = None) -> int:
+              on_begin: Callable[[], None] | None = None, rerun: Sequence[str] | None = None,
+              live_check: LiveCheck | None = None) -> int:
     """Submit `plan`, wait for every task, report bad tasks; the exit status for main.
 
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
@@ -167,7 +169,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         err_stream.line(f"{PROG}: {ignored}")
     with _stop_on_signals(stop, hangup, quit_):
         try:
-            record = submit(plan, kind, on_begin)
+            record = submit(plan, kind, on_begin, live_check)
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             return 1

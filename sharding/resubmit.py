@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence, TextIO
 
 from backends.attempt import FIELD as ATTEMPT_FIELD
-from backends.attempt import check_not_live, live_task_records
+from backends.attempt import LiveCheck, check_not_live, live_task_records, slurm_keys
 from backends.errors import InputError
 from backends.launch import check_rerun, run_plan, working_dir
 from backends.printable import printable
 from backends.ranges import compress
 from backends.watch.rows import LOCAL_JOB
-from backends.records.history import load_history
+from backends.records.history import History, load_history
 from backends.records.record import SubmitRecord, load_record
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec
@@ -230,28 +230,72 @@ def still_running(record_path: str) -> StillRunning | None:
     """The record's tasks that have not ended, from its ledger and (for Slurm tasks the ledger has no
     end of) one sacct+squeue, as `hyperion-jobs retry` asks; None when every task ended. InputError
     on --submit when Slurm cannot say (a retry over tasks that may run is not made on a guess)."""
+    return _asked(record_path)[0]
+
+
+def _asked(record_path: str) -> tuple[StillRunning | None, frozenset[tuple[str, str | None]]]:
+    """`still_running`, and the Slurm tasks it asked about (`slurm_keys`)."""
     path = os.path.abspath(record_path)
     if not os.path.exists(path):
-        return None
+        return None, frozenset()
     try:
-        live = live_task_records(load_history(path))
+        history = load_history(path)
     except InputError as err:
         if err.field != ATTEMPT_FIELD:
             raise
-        raise InputError("--submit", err.problem.replace(" of the earlier attempt", f" of {printable(record_path)}")
-                         .replace("nothing was submitted", "nothing resubmitted")) from None
+        raise _about_record(err, record_path) from None
+    return running_in(history, record_path), slurm_keys(history)
+
+
+def _about_record(err: InputError, record_path: str) -> InputError:
+    """`--output-file`'s wording of a history that cannot be read or asked about, as the record's."""
+    return InputError("--submit", err.problem.replace(" of the earlier attempt", f" of {printable(record_path)}")
+                      .replace("nothing was submitted", "nothing resubmitted"))
+
+
+def running_in(history: History, record_path: str,
+               settled: frozenset[tuple[str, str | None]] = frozenset()) -> StillRunning | None:
+    """`still_running` of a history already read; `settled`: Slurm tasks found not live a moment
+    ago, not asked about again."""
+    try:
+        live = live_task_records(history, settled=settled)
+    except InputError as err:
+        if err.field != ATTEMPT_FIELD:
+            raise
+        raise _about_record(err, record_path) from None
     if not live:
         return None
     shards = sorted({task.value for task, _ in live if task.value is not None})
     jobs = sorted({task.job_id for task, _ in live})
-    return StillRunning(path, tuple(shards), tuple(jobs), len(live))
+    return StillRunning(os.path.abspath(record_path), tuple(shards), tuple(jobs), len(live))
 
 
-def check_not_running(record_path: str, retry: RetryPlan | None = None) -> None:
-    """InputError on --submit while the record still has tasks that have not ended (`still_running`)."""
-    running = still_running(record_path)
+def check_not_running(record_path: str, retry: RetryPlan | None = None) -> frozenset[tuple[str, str | None]]:
+    """InputError on --submit while the record still has tasks that have not ended (`still_running`);
+    else the Slurm tasks Slurm was asked about and said are not live (`settled` of `running_in`)."""
+    running, asked = _asked(record_path)
     if running is not None:
         raise InputError("--submit", running.refusal(retry))
+    return asked
+
+
+def _same_file(one: str, other: str) -> bool:
+    """Whether two paths name one file (a record given relatively, through a symlink...)."""
+    try:
+        return os.path.samefile(one, other)
+    except (OSError, ValueError):
+        return False
+
+
+def _running_check(record_path: str, retry: RetryPlan, settled: frozenset[tuple[str, str | None]]) -> LiveCheck:
+    """The refusal `begin_attempt` makes under the lock: `check_not_running`'s, asking Slurm only about
+    tasks it did not just answer for (a submission that began meanwhile; the local run's are looked
+    at again, which asks nobody)."""
+    def check(history: History) -> None:
+        running = running_in(history, record_path, settled)
+        if running is not None:
+            raise InputError("--submit", running.refusal(retry))
+    return check
 
 
 def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = None) -> Resubmission:
@@ -299,20 +343,25 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     if plan is None or prepared.record is None:
         print(printable(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted"), file=err)
         return 0
-    check_not_running(record_path, retry)      # dry run too: what the run would refuse, it refuses
+    settled = check_not_running(record_path, retry)      # dry run too: what the run would refuse, it refuses
+    # The record the plan follows is (almost always) this one: Slurm is not asked again about it, by the
+    # dry run or under the run's lock (where only a submission begun since is asked about)
+    same = _same_file(record_path, plan.record_path)
     what = (f"{retry.missing_count} of {retry.run.total_shards} shard(s) ({retry.expression}) "
             f"in {prepared.record.cwd}: {shlex.join(plan.argv)}")
     if dry_run:
-        check_not_live(plan.record_path)   # what the run would refuse, the dry run refuses
+        if not same:
+            check_not_live(plan.record_path)   # what the run would refuse, the dry run refuses
         print(printable(f"would resubmit {what}"))
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
+    check = _running_check(os.path.abspath(record_path), retry, settled) if same else None   # before the chdir
     rerun = rerun_argv(path, record_path, max_array_size, trust)    # paths as given, from here
     plan = dataclasses.replace(plan, rerun=rerun)
     with working_dir(prepared.record.cwd):
         return run_plan(plan, "resubmit",
                         lambda: print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True),
-                        rerun=rerun)
+                        rerun=rerun, live_check=check)
 
 
 def rerun_argv(checkpoint: str, record_path: str, max_array_size: int | None = None,
