@@ -14,6 +14,7 @@ from textual.worker import Worker, WorkerState
 
 from backends.printable import printable
 from backends.retry_hint import record_retry_command
+from backends.watch.budget import QueryBudget
 
 from .commands import ConsoleCommands
 from .driver import surviving
@@ -78,6 +79,9 @@ class HyperionConsole(App[None]):
         super().__init__()
         self.settings = settings
         self.local_runs = LocalRuns()
+        # one face, one budget: the Jobs screen's watch and the Checkpoint screen's asks whether a
+        # record's tasks still run (a second budget each would let the console make twice the calls)
+        self.query_budget = QueryBudget()
         self.ended_by: int | None = None          # the signal that ended the console, if one did
         self._signals: dict[int, object] = {}    # signal -> its handler before the app's
         self.submit_screen = SubmitScreen(settings.cfg_dir, settings.submit_defaults)

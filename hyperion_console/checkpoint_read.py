@@ -10,9 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from threading import Event
 
+from backends.attempt import slurm_keys
+from backends.records.history import load_history
+from backends.watch.budget import QueryBudget
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
-from sharding.resubmit import StillRunning, record_checkpoint, still_running
+from sharding.resubmit import StillRunning, record_checkpoint, running_in
 from sharding.store import Checkpoint
 
 from .errors import describe_error
@@ -33,31 +36,45 @@ class CheckpointRead:
     # the Retry tab's record's tasks that have not ended (Resubmit refuses them), or why that is not known
     running: StillRunning | None = None
     running_problem: str | None = None
+    asked: bool = False             # whether `running` was asked (only for the Retry tab and Resubmit)
 
 
-def running_of(record_path: str | None) -> tuple[StillRunning | None, str | None]:
+RUNNING_QUERIES = 2     # the sacct and the squeue of one `still_running` ask
+
+
+def running_of(record_path: str | None, budget: QueryBudget | None = None,
+               stop: Event | None = None) -> tuple[StillRunning | None, str | None]:
     """`still_running` of the record (its ledger, and one Slurm query when tasks have no end there),
     never raising: (None, why) when it cannot be told; a record that cannot be read is the
-    preview's to say."""
+    preview's to say. The record is parsed once (the preview's cached copy), and Slurm is asked only
+    when the ledger leaves a Slurm task open, its two calls spent from `budget` first (waiting for
+    room, as the console's watch does; (None, None) once `stop` is set meanwhile)."""
     if not record_path:
         return None, None
     try:
-        cached_record(record_path)
+        record = cached_record(record_path)
     except Exception:
         return None, None
     try:
-        return still_running(record_path), None
+        history = load_history(record_path, record)
+        if budget is not None and slurm_keys(history):
+            for _ in range(RUNNING_QUERIES):
+                if not budget.spend(stop or Event()):
+                    return None, None
+        return running_in(history, record_path), None
     except Exception as exc:
         return None, describe_error(exc)
 
 
-def with_running(read: CheckpointRead, record_path: str | None) -> CheckpointRead:
-    """The read with whether the record's tasks still run: asked with every read, off the interface
-    thread, so the preview and Resubmit say what `retry --submit` would refuse."""
+def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBudget | None = None,
+                 stop: Event | None = None) -> CheckpointRead:
+    """The read with whether the record's tasks still run, asked off the interface thread when the
+    answer is shown (the Retry tab) or acted on (Resubmit), so the preview and Resubmit say what
+    `retry --submit` would refuse; `asked` says the answer is there."""
     if read.coverage is None:
         return read
-    running, problem = running_of(record_path)
-    return replace(read, running=running, running_problem=problem)
+    running, problem = running_of(record_path, budget, stop)
+    return replace(read, running=running, running_problem=problem, asked=True)
 
 
 def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRead:

@@ -55,10 +55,11 @@ class Seen:
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                runner: Runner | None = None) -> None:
+                runner: Runner | None = None, budget: QueryBudget | None = None) -> None:
     """Poll the unfinished tasks of `history` until they all ended or `stop` is set; first, as
     `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it.
-    `runner` runs every squeue and sacct (default: processes that `stop` kills)."""
+    `runner` runs every squeue and sacct (default: processes that `stop` kills); `budget`: the
+    console's, which its other asks of Slurm spend too."""
     runner = runner or stoppable(stop)
     pending = watched_tasks(history)
     if not pending:
@@ -66,7 +67,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         return
     ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
-                                cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended)
+                                cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended, budget=budget)
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s;
     # charged to the watch's budget, which the console's calls then keep as `watch`'s do
     watched = threading.Event()

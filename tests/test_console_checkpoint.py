@@ -20,7 +20,7 @@ from test_console_fixtures import (
     text_of,
     wait_for,
 )
-from conftest import run_cli
+from conftest import run_cli, submit_real_array
 from textual.geometry import Region
 
 from backends.launch_slurm import submit
@@ -292,8 +292,12 @@ def test_resubmit_is_refused_while_the_records_shards_still_run(slurm_cluster, t
                 await checkpoint_read(pilot)
                 screen = app.checkpoint_screen
                 said = f"shard(s) 2-4 (3 of the 3 listed missing) still running in job(s) {job} of {first.path}"
+                await _show_tab(pilot, "tab-retry")          # the tab that says it asks Slurm
+                await wait_for(pilot, lambda: said in text_of(screen.query_one("#retry-commands")).replace("\n", " "),
+                               20)
                 commands = text_of(screen.query_one("#retry-commands")).replace("\n", " ")
                 assert f"{said}: Resubmit refuses until they end" in commands, commands
+                await _show_tab(pilot, "tab-coverage")       # ctrl+r asks from any tab
                 await pilot.press("ctrl+r")
                 await wait_for(pilot, lambda: any(said in m for m in notifications(app)), 20)
                 await pilot.pause(0.5)
@@ -307,6 +311,76 @@ def test_resubmit_is_refused_while_the_records_shards_still_run(slurm_cluster, t
         go.touch()
         wait(load_record(first.path))
         subprocess.run(["scancel", job], check=False)
+
+
+@pytest.mark.slurm
+def test_the_checkpoint_screen_asks_slurm_only_for_the_retry_tab_within_the_consoles_budget(
+        slurm_cluster, tmp_path: Path, monkeypatch) -> None:
+    """Every read of the checkpoint, each `r` on the Coverage tab too, sent an sacct+squeue pair about
+    the record's tasks, whose answer only the Retry tab shows (and Resubmit acts on). Now the Coverage
+    tab's reads ask nothing; opening the Retry tab asks once, charged to the console's query budget."""
+    import subprocess
+    import time
+
+    from test_checkpoint_queries_slurm import calls, counting_path
+
+    go = tmp_path / "go"
+    job_text = ("import pathlib, sys, time; from sharding.store import Checkpoint, RunConfig; shard = int(sys.argv[1]); "
+                "store = Checkpoint('ckpt'); store.ensure_run(RunConfig(1, 3)); "
+                f"shard == 1 or [time.sleep(0.5) for _ in iter(lambda: pathlib.Path({str(go)!r}).exists(), True)]; "
+                "store.write_completion(shard, RunConfig(1, 3))")
+    first = submit_real_array(tmp_path / "log" / "s.SHARD.log", "SHARD=1:3", sys.executable, "-c", job_text, "SHARD",
+                              cwd=tmp_path)
+    job = first.jobs[0].job_id
+    try:
+        deadline = time.monotonic() + 240
+        while not (Checkpoint(tmp_path / "ckpt").run_path.is_file()
+                   and plan_retry(tmp_path / "ckpt").expression == "2-3"):
+            assert time.monotonic() < deadline, "shard 1 never completed"
+            time.sleep(1)
+        env, log = counting_path(tmp_path, dict(os.environ))
+        monkeypatch.setenv("PATH", env["PATH"])
+
+        async def scenario() -> None:
+            app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path, search_dirs=[tmp_path])
+            async with app.run_test(size=(240, 50)) as pilot:
+                await checkpoint_read(pilot)
+                screen = app.checkpoint_screen
+                for _ in range(2):
+                    await pilot.press("r")
+                    await checkpoint_read(pilot)
+                assert calls(log) == []
+                await _show_tab(pilot, "tab-retry")
+                said = f"shard(s) 2-3 (2 of the 2 listed missing) still running in job(s) {job}"
+                await wait_for(pilot, lambda: said in text_of(screen.query_one("#retry-commands")), 20)
+                assert calls(log) == ["sacct", "squeue"]
+                assert app.query_budget.used() == 2
+                await _show_tab(pilot, "tab-coverage")
+                await _show_tab(pilot, "tab-retry")      # the read on screen has its answer
+                await pilot.pause(0.5)
+                assert calls(log) == ["sacct", "squeue"]
+
+        asyncio.run(scenario())
+    finally:
+        go.touch()
+        subprocess.run(["scancel", job], check=False)
+
+
+def test_asking_whether_a_records_tasks_run_parses_the_record_once(tmp_path: Path, monkeypatch) -> None:
+    """The ask parsed the record twice (the preview's cached copy, then again for its history): a
+    100,000-task record is half a second of parsing at every read. Once, and not again while unchanged."""
+    import backends.records.history as history_module
+    import hyperion_console.record_cache as record_cache
+    from hyperion_console.checkpoint_read import running_of
+
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")    # every end in the ledger: no Slurm
+    loads = []
+    for module in (history_module, record_cache):
+        monkeypatch.setattr(module, "load_record",
+                            lambda path, *args, real=module.load_record: loads.append(path) or real(path, *args))
+    assert running_of(str(record)) == (None, None)
+    assert running_of(str(record)) == (None, None)
+    assert loads == [str(record)]
 
 
 def test_quitting_during_a_resubmission_names_hyperion_checkpoint_retry_for_the_rest(tmp_path: Path, cli_env) -> None:

@@ -13,6 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState, end_counts, ends_text, never_runs, signal_text
+from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
@@ -63,7 +64,8 @@ def never_running(record: SubmitRecord, states: Mapping) -> tuple[tuple[TaskReco
 def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner | None = None,
             cap: float = 60.0, tasks: Sequence[TaskRecord] | None = None,
             stop: threading.Event | None = None,
-            settled: Mapping[Key, TaskState] | None = None) -> tuple[Poller, Throttler | None]:
+            settled: Mapping[Key, TaskState] | None = None,
+            budget: QueryBudget | None = None) -> tuple[Poller, Throttler | None]:
     """The Poller for a record (nudged by its task logs) and, for a windowed
     --max-jobs-run, the Throttler that keeps its slots busy; `floor` is the
     site's poll_interval. `tasks` (default: the record's) are the tasks to
@@ -75,7 +77,7 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
     watched = record.tasks if tasks is None else tuple(tasks)
     poller = Poller(expected(record) if tasks is None else expected_tasks(watched),
                     floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
-                    runner=runner, nudge=LogNudge(watched), settled=settled)
+                    runner=runner, nudge=LogNudge(watched), settled=settled, budget=budget)
     polled = None if tasks is None else [(t.job_id, t.array_task_id) for t in watched]
     return poller, Throttler.for_record(record, poller.budget, runner, polled)
 

@@ -43,7 +43,14 @@ from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_si
 from sharding.failed_text import record_line, record_summary
 from sharding.store import FailedRecord
 
-from ..checkpoint_read import CheckpointRead, NoneNamed, read_checkpoint, read_named_checkpoint, with_running
+from ..checkpoint_read import (
+    CheckpointRead,
+    NoneNamed,
+    read_checkpoint,
+    read_named_checkpoint,
+    running_of,
+    with_running,
+)
 from ..errors import describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
@@ -180,6 +187,10 @@ class CheckpointScreen(ConsoleScreen):
         self.coverage: Coverage | None = None     # the read on screen: the Retry tab plans from it
         self.running: StillRunning | None = None  # the record's tasks not ended at that read (Resubmit refuses)
         self.running_problem: str | None = None
+        # whether Slurm was asked about the record for the read on screen: only for the Retry tab and
+        # Resubmit (every read asked, each `r` on the Coverage tab one more sacct+squeue)
+        self._running_asked = False
+        self._asking: Worker | None = None        # that ask, made after the read (the Retry tab opened)
         self.failed_by_path: dict[str, object] = {}
         self._failed_layout: tuple[tuple[str, ...], int] | None = None   # the Failed table's columns, details cell
         self._loaded = False
@@ -282,8 +293,9 @@ class CheckpointScreen(ConsoleScreen):
             return
         self._read_started = time.monotonic()
         typed = self.query_one("#record-path", Input).value.strip()
+        self._stop_asking()                        # the read asks again if its answer is needed
         self._reading = self.read_in_worker(None if source else self.checkpoint, source,
-                                            os.path.abspath(typed) if typed else None)
+                                            os.path.abspath(typed) if typed else None, self._running_needed())
         self._show_reading()
         if self._ticker is not None:
             self._ticker.stop()
@@ -307,16 +319,18 @@ class CheckpointScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
     def read_in_worker(self, checkpoint: Path | None, record: str | None = None,
-                       resubmit_record: str | None = None) -> None:
+                       resubmit_record: str | None = None, ask: bool = False) -> None:
         """Read `checkpoint`, or (None) the one `record`'s command names: looking for it stats the
-        paths the command names, which a hung NFS mount would hold up, so not on the interface thread."""
+        paths the command names, which a hung NFS mount would hold up, so not on the interface thread.
+        `ask`: also whether the record's tasks still run (`_running_needed`)."""
         worker = get_current_worker()     # cancelled: superseded, or the console quit: stop reading
         if checkpoint is None:
             read = read_named_checkpoint(str(record), worker.cancelled_event)
         else:
             read = read_checkpoint(checkpoint, worker.cancelled_event)
-        if isinstance(read, CheckpointRead) and not worker.is_cancelled:   # the record found it, or it was given
-            read = with_running(read, read.found_by or resubmit_record)
+        if ask and isinstance(read, CheckpointRead) and not worker.is_cancelled:   # the record found it, or it was given
+            read = with_running(read, read.found_by or resubmit_record, self.app.query_budget,
+                                worker.cancelled_event)
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_read, read, worker, record)
 
@@ -363,7 +377,10 @@ class CheckpointScreen(ConsoleScreen):
         else:
             self.coverage = read.coverage
             self.running, self.running_problem = read.running, read.running_problem
+            self._running_asked = read.asked
             self.show_coverage(read)
+            if not read.asked and self._running_needed():   # the Retry tab was opened during the read
+                self._ask_running()
             self.refresh_retry()
             plan = retry_from_coverage(read.coverage)
             self.post_message(CheckpointLoaded(read.coverage.checkpoint, plan.missing
@@ -397,7 +414,54 @@ class CheckpointScreen(ConsoleScreen):
         _reset_windows(self.query_one("#retry-windows", DataTable))
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
         self.failed_by_path, self.plan, self.coverage = {}, None, None
-        self.running, self.running_problem = None, None
+        self.running, self.running_problem, self._running_asked = None, None, False
+        self._stop_asking()
+
+    def _running_needed(self) -> bool:
+        """Whether the record's running tasks are to be asked about now: the Retry tab shows them, and
+        Resubmit refuses them; the Coverage and Failed tabs never need Slurm."""
+        return self._confirm_after_read or self.query_one("#ckpt-tabs", TabbedContent).active == "tab-retry"
+
+    @on(TabbedContent.TabActivated, "#ckpt-tabs")
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        """The Retry tab opened on a read made without asking: ask now (once per read)."""
+        if event.pane.id == "tab-retry" and not self.reading:
+            self._ask_running()
+
+    def _record_field_path(self) -> str | None:
+        typed = self.query_one("#record-path", Input).value.strip()
+        return os.path.abspath(typed) if typed else None
+
+    def _ask_running(self) -> None:
+        """Ask whether the Retry tab's record still runs, off the interface thread, unless the read on
+        screen has the answer or the ask is under way."""
+        if self.coverage is None or self._running_asked or self._asking is not None:
+            return
+        record = self._record_field_path()
+        if record is None:
+            return
+        self._asking = self.ask_running_in_worker(record)
+        self.refresh_retry()                  # says it is asking
+
+    def _stop_asking(self) -> None:
+        if self._asking is not None:
+            self._asking.cancel()
+            self._asking = None
+
+    @work(thread=True, exclusive=True, group="running-ask", exit_on_error=False)
+    def ask_running_in_worker(self, record: str) -> None:
+        worker = get_current_worker()
+        running, problem = running_of(record, self.app.query_budget, worker.cancelled_event)
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show_running, worker, running, problem)
+
+    @guarded
+    def _show_running(self, worker: Worker, running: StillRunning | None, problem: str | None) -> None:
+        if worker is not self._asking:        # a read or another ask since: theirs is shown
+            return
+        self._asking = None
+        self.running, self.running_problem, self._running_asked = running, problem, True
+        self.refresh_retry()
 
     def show_coverage(self, read: CheckpointRead) -> None:
         cov = read.coverage
@@ -571,6 +635,8 @@ class CheckpointScreen(ConsoleScreen):
             text.append_text(shown(f"whether the record's tasks still run is not known: {self.running_problem}",
                                    "yellow"))
             text.append("\n")
+        elif self._asking is not None:
+            text.append("asking Slurm whether the record's tasks still run…\n", style="dim")
         text.append_text(shown(f"resubmit runs ({submit_plan.options.backend}):", "bold"))
         ignored = ignored_sbatch_line(submit_plan.options.backend)
         if ignored:

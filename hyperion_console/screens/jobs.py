@@ -414,7 +414,7 @@ class JobsScreen(ConsoleScreen):
         """The core's watcher over the tasks without a final state; each answer one message."""
         polled = len(watched_tasks(history))
         self.app.call_from_thread(self.post_message, WatchStarted(history.record_path, polled))
-        watch_slurm(history, self._deliver(history.record_path, stop), stop)
+        watch_slurm(history, self._deliver(history.record_path, stop), stop, budget=self.app.query_budget)
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_local(self, record_path: str, stop: threading.Event) -> None:
