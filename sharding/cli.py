@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     retry.add_argument("--cfg", metavar="SITE",
                        help="split by this site file's max_array_size (the cluster's limit; a smaller --max-array-size wins)")
     retry.add_argument("--submit", metavar="RECORD", help="resubmit the missing shards with this q/*.submit.json record")
+    retry.add_argument("--record", metavar="RECORD",
+                       help="say which listed shards this q/*.submit.json record still runs (default: the records "
+                            "in ./q/ whose command names the checkpoint); submits nothing")
     retry.add_argument("--dry-run", action="store_true",
                        help="with --submit: print what would be submitted (argv, windows, script), submit nothing")
     retry.add_argument("--trust-record", action="store_true",
@@ -164,7 +167,7 @@ def _failed(path: str, as_json: bool) -> int:
 
 
 def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, trust: bool = False,
-           dry_run: bool = False, cfg: str | None = None) -> int:
+           dry_run: bool = False, cfg: str | None = None, preview_record: str | None = None) -> int:
     if max_array_size is not None and fmt in ("ranges", "array") and record is None:
         _fail("--max-array-size", f"needs --format fields or json (--format {fmt} prints one expression without offsets)")
     if cfg is not None and record is not None:
@@ -175,6 +178,8 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
         _fail("--trust-record", "only means something with --submit RECORD")
     if dry_run and record is None:
         _fail("--dry-run", "only means something with --submit RECORD (retry alone submits nothing)")
+    if preview_record is not None and record is not None:
+        _fail("--record", "with --submit the record is --submit's; leave --record out")
     if record is not None:
         from sharding.resubmit import resubmit
         return resubmit(path, record, max_array_size, trust=trust, dry_run=dry_run)
@@ -182,14 +187,34 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
         from sharding.resubmit import retry_limit, site_array_limit
         max_array_size = retry_limit(max_array_size, site_array_limit(cfg))
     plan: RetryPlan = plan_retry(path, max_array_size)
+    notes = _running_notes(plan, preview_record)
     _warn(plan.problems)
+    for note in notes:
+        line = note.line(plan)
+        if line is not None:
+            print(printable(f"{PROG}: warning: {line}"), file=sys.stderr)
     if fmt == "json":
-        print(jsontext.dumps(plan_json(plan), indent=2))
+        data = plan_json(plan)
+        if notes:
+            data["still_running"] = [note.as_json() for note in notes if note.line(plan) is not None]
+        print(jsontext.dumps(data, indent=2))
         return 0
     lines = format_fields(plan) if fmt == "fields" else format_ranges(plan)
     for line in lines:
         print(line)
     return 0
+
+
+def _running_notes(plan: RetryPlan, record: str | None) -> list:
+    """Which of the shards listed missing a record still runs (they have no manifest yet, only because
+    they have not ended): --record's, else each record in ./q/ whose command names the checkpoint.
+    Asked only when shards are missing."""
+    from sharding.resubmit import preview_record, records_naming, running_notes
+
+    if record is not None:
+        path = preview_record(plan, record)       # a bad --record is refused even with nothing missing
+        return [] if plan.complete else running_notes([path])
+    return [] if plan.complete else running_notes(records_naming(plan.checkpoint))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -206,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "failed":
             return _failed(path, args.json)
         return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run,
-                      args.cfg)
+                      args.cfg, args.record)
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
     except BrokenPipeError:           # `| head`: quiet; but a resubmission cut short is no success

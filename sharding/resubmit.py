@@ -54,7 +54,8 @@ def _array_name(record: SubmitRecord, shown: str) -> str:
     return str(name)
 
 
-def _check_same_run(plan: RetryPlan, record: SubmitRecord, base: SubmitOptions, shown: str) -> None:
+def _check_same_run(plan: RetryPlan, record: SubmitRecord, base: SubmitOptions, shown: str,
+                    field: str = "--submit") -> None:
     """Refuse a record of another run: it would rerun that run's command over this checkpoint's shards
     (moving its logs aside), with this run's total exported in place of its own."""
     run = plan.run
@@ -62,23 +63,23 @@ def _check_same_run(plan: RetryPlan, record: SubmitRecord, base: SubmitOptions, 
     for name, value in base.env:
         key = next((name[len(p):] for p in PREFIXES if name.startswith(p)), None)
         if key in expected_of and value.strip() != str(expected_of[key]):
-            raise InputError("--submit", f"{printable(shown)} ran with {name}={printable(value)[:40]}, but "
+            raise InputError(field, f"{printable(shown)} ran with {name}={printable(value)[:40]}, but "
                              f"{plan.checkpoint}'s run.json says {expected_of[key]}: it is another run's record")
     values = array_values(record.options)
     outside = [v for v in values if v not in run.shards]
     if outside:
-        raise InputError("--submit", f"{printable(shown)} ran shard(s) {compress(outside)[:80]}, outside "
+        raise InputError(field, f"{printable(shown)} ran shard(s) {compress(outside)[:80]}, outside "
                          f"{plan.checkpoint}'s shards {run.minimum_shard_index}-{run.maximum_shard_index}: "
                          "it is another run's record")
     for flag, value in _flag_values(base.command):
         key = SHARD_FLAGS.get(flag)
         if key is not None and _as_int(value) != expected_of[key]:
-            raise InputError("--submit", f"{printable(shown)}'s command passes {printable(flag)} "
+            raise InputError(field, f"{printable(shown)}'s command passes {printable(flag)} "
                              f"{printable(value)[:40]}, but {plan.checkpoint}'s run.json says "
                              f"{expected_of[key]}: it is another run's record")
     named = _named_checkpoints(base.command, record.cwd)
     if named and os.path.realpath(plan.checkpoint) not in named:
-        raise InputError("--submit", f"{printable(shown)}'s command works on the checkpoint "
+        raise InputError(field, f"{printable(shown)}'s command works on the checkpoint "
                          f"{printable(sorted(named)[0])}, not {plan.checkpoint}: it is another run's record")
 
 
@@ -362,6 +363,88 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         return run_plan(plan, "resubmit",
                         lambda: print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True),
                         rerun=rerun, live_check=check)
+
+
+RECORDS_LOOKED_AT = 20                  # records of ./q/ a preview reads to find the checkpoint's
+RECORD_BYTES_LOOKED_AT = 16 * 1024 * 1024   # each at most (a 100,000-task record is ~50 MB: give --record)
+
+
+def preview_record(retry: RetryPlan, record_path: str) -> str:
+    """`retry --record RECORD`: the record's absolute path once it is checked as --submit checks it
+    (readable, an array, this checkpoint's run); InputError on --record otherwise. The preview only
+    asks whether its tasks still run: nothing of it is run, so its owner is not checked."""
+    path = os.path.abspath(record_path)
+    try:
+        record = load_record(path)
+        _array_name(record, record_path)
+        _check_same_run(retry, record, submit_options(record, record_path), record_path, "--record")
+    except InputError as err:
+        raise InputError("--record", err.problem) from None
+    return path
+
+
+def records_naming(checkpoint: str, folder: str = "q") -> list[str]:
+    """The records in `folder` (the current folder's q/) whose command names `checkpoint` in a
+    checkpoint option (`record_checkpoint`): the runs a preview asks about without --record. Bounded:
+    the first RECORDS_LOOKED_AT regular *.submit.json files by name, each of at most
+    RECORD_BYTES_LOOKED_AT; a record that cannot be read is skipped (it is not this run's to judge)."""
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(entry.name for _, entry in zip(range(10_000), entries)
+                           if entry.name.endswith(".submit.json") and entry.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+    wanted, found = os.path.realpath(checkpoint), []
+    for name in names[:RECORDS_LOOKED_AT]:
+        path = os.path.abspath(os.path.join(folder, name))
+        try:
+            if os.lstat(path).st_size > RECORD_BYTES_LOOKED_AT:
+                continue
+            record = load_record(path)
+        except (OSError, InputError):
+            continue
+        if record_checkpoint(record) == wanted:
+            found.append(path)
+    return found
+
+
+@dataclass(frozen=True)
+class RunningNote:
+    """What a preview says of one record: its tasks still running, or why that is not known."""
+
+    record_path: str
+    running: StillRunning | None
+    problem: str | None = None
+
+    def line(self, retry: RetryPlan) -> str | None:
+        """The warning line (None when every task of the record ended)."""
+        if self.problem is not None:
+            return self.problem
+        if self.running is None:
+            return None
+        return (f"{self.running.summary(retry)}: not missing, only unfinished; --submit refuses until "
+                "they end")
+
+    def as_json(self) -> dict[str, object]:
+        running = self.running
+        return {"record": self.record_path, "shards": compress(running.shards) if running else "",
+                "jobs": list(running.jobs) if running else [], "tasks": running.tasks if running else 0,
+                "problem": self.problem}
+
+
+def running_notes(record_paths: Sequence[str]) -> list[RunningNote]:
+    """Whether each record's tasks still run (`still_running`), never raising: a preview says what
+    Slurm cannot tell and goes on."""
+    notes = []
+    for path in record_paths:
+        try:
+            notes.append(RunningNote(path, still_running(path)))
+        except InputError as err:
+            problem = err.problem.replace("; nothing resubmitted, try again", "")
+            if printable(path) not in problem:
+                problem = f"{printable(path)}: {problem}"
+            notes.append(RunningNote(path, None, f"{problem}; shards it still runs may be listed as missing"))
+    return notes
 
 
 def rerun_argv(checkpoint: str, record_path: str, max_array_size: int | None = None,

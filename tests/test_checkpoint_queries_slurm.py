@@ -37,14 +37,15 @@ def calls(log: Path) -> list[str]:
     return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def detached_array(tmp_path: Path, cli_env: dict[str, str], command: list[str], array: str) -> tuple[Path, str]:
+def detached_array(tmp_path: Path, cli_env: dict[str, str], command: list[str], array: str,
+                   output: str = "log/s.SHARD.log") -> tuple[Path, str]:
     """Submit an array and kill its submitter once the record is written (a login session lost): nobody
     watches it, so its ledger gets no ends. The record and the job id."""
     submitter = subprocess.Popen(
         ["hyperion-submit", "slurm", "--cfg", str(Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"),
-         "--array", array, "--output-file", "log/s.SHARD.log", "--", *command],
+         "--array", array, "--output-file", output, "--", *command],
         cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    record = tmp_path / "log" / "q" / "s.SHARD.submit.json"
+    record = (tmp_path / output).parent / "q" / "s.SHARD.submit.json"
     deadline = time.monotonic() + 60
     try:
         while not record.exists():
@@ -103,3 +104,73 @@ def test_a_retry_submit_of_an_ended_array_asks_whether_it_runs_once_before_sbatc
     assert "resubmitting 1 of 3 shard(s) (2)" in again.stderr
     before_sbatch = calls(log)[:calls(log).index("sbatch")]
     assert before_sbatch.count("sacct") == 1 and before_sbatch.count("squeue") == 2, before_sbatch
+
+
+# Shard 1 completes at once; shards 2 and 3 run until the file `go` exists, then complete.
+GATED_JOB = ("import pathlib, sys, time; from sharding.store import Checkpoint, RunConfig; shard = int(sys.argv[1]); "
+             "store = Checkpoint('ck'); store.ensure_run(RunConfig(1, 3)); "
+             "shard == 1 or [time.sleep(0.5) for _ in iter(lambda: pathlib.Path('go').exists(), True)]; "
+             "store.write_completion(shard, RunConfig(1, 3))")
+
+
+@pytest.mark.slurm
+def test_the_retry_preview_says_which_listed_shards_still_run_and_in_which_job(slurm_cluster, tmp_path, cli_env):
+    """Plain `retry CKPT` listed shards still running as missing, with nothing to say they only had not
+    ended yet: it had no record to ask. It asks the records in ./q/ whose command names CKPT, or the one
+    given with --record (checked as --submit checks it), and says which shards run in which job."""
+    record, job = detached_array(tmp_path, cli_env, [sys.executable, "-c", GATED_JOB, "SHARD", "--checkpoint", "ck"],
+                                 "SHARD=1:3", output="s.SHARD.log")
+    (tmp_path / "log").mkdir()          # a folder without q/: waiting asks Slurm nothing
+    try:
+        deadline = time.monotonic() + 240
+        while run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--format", "ranges", cwd=tmp_path / "log",
+                      env=cli_env).stdout.strip() != "2-3":
+            assert time.monotonic() < deadline, "shard 1 never completed"
+            time.sleep(1)
+        said = (f"hyperion-checkpoint: warning: shard(s) 2-3 (2 of the 2 listed missing) still running in job(s) "
+                f"{job} of {record}: not missing, only unfinished; --submit refuses until they end\n")
+        found = run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path, env=cli_env)     # ./q/ holds the record
+        assert (found.returncode, found.stdout, found.stderr) == (0, "2-3 0 1 3\n", said)
+
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        given = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--record", str(record),
+                        "--format", "json", cwd=elsewhere, env=cli_env)
+        assert given.returncode == 0 and given.stderr == said, given.stderr
+        assert json.loads(given.stdout)["still_running"] == [
+            {"record": str(record), "shards": "2-3", "jobs": [job], "tasks": 2, "problem": None}]
+        assert run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), cwd=elsewhere,
+                       env=cli_env).stderr == ""      # no record there, none given: nothing to ask
+
+        down = tmp_path / "down"                      # Slurm not answering: said, and the plan printed all the same
+        down.mkdir()
+        for tool in ("sacct", "squeue"):
+            (down / tool).write_text(f"#!/bin/sh\necho '{tool}: error: Unable to contact slurm controller' >&2\nexit 1\n")
+            (down / tool).chmod(0o755)
+        unknown = run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path,
+                          env={**cli_env, "PATH": f"{down}{os.pathsep}{cli_env['PATH']}"})
+        assert (unknown.returncode, unknown.stdout) == (0, "2-3 0 1 3\n"), unknown.stderr
+        assert unknown.stderr.startswith(f"hyperion-checkpoint: warning: cannot tell whether job(s) {job} of {record} "
+                                         "still run (squeue failed"), unknown.stderr
+        assert unknown.stderr.endswith("; shards it still runs may be listed as missing\n")
+
+        other = tmp_path / "other.submit.json"        # another run's record: 4 shards, not 3
+        data = json.loads(record.read_text())
+        data["options"]["command"] = [*data["options"]["command"], "--total-shards", "4"]
+        other.write_text(json.dumps(data))
+        for bad, problem in ((tmp_path / "nope.submit.json", "cannot read"),
+                             (other, "it is another run's record"),
+                             (tmp_path / "ck", "cannot read")):
+            refused = run_cli("hyperion-checkpoint", "retry", "ck", "--record", str(bad), cwd=tmp_path, env=cli_env)
+            assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+            assert refused.stderr.startswith("hyperion-checkpoint: error: --record: "), refused.stderr
+            assert problem in refused.stderr and len(refused.stderr.splitlines()) == 1, refused.stderr
+        both = run_cli("hyperion-checkpoint", "retry", "ck", "--record", str(record), "--submit", str(record),
+                       cwd=tmp_path, env=cli_env)
+        assert both.returncode == 2 and both.stderr.startswith("hyperion-checkpoint: error: --record: "), both.stderr
+    finally:
+        (tmp_path / "go").touch()
+        wait_ended(job)
+        subprocess.run(["scancel", job], check=False)
+    ended = run_cli("hyperion-checkpoint", "retry", "ck", "--record", str(record), cwd=tmp_path, env=cli_env)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "", "")
