@@ -347,7 +347,9 @@ def test_unquoted_time_message_says_to_quote_it(tmp_path, cli_env):
     ("num_threads: 0x10", "num_threads", "as the hexadecimal number 16"),
     ("max_array_size: 0b11", "max_array_size", "as the binary number 3"),
     ("mem: 1:00", "mem", "as the base-60 number 60"),
-], ids=["octal-mem", "octal-threads", "hex", "binary", "base-60"])
+    ("poll_interval: 1:30.5", "poll_interval", "as the base-60 number 90.5"),
+    ("poll_interval: 0:30.", "poll_interval", "as the base-60 number 30.0"),
+], ids=["octal-mem", "octal-threads", "hex", "binary", "base-60", "base-60-float", "base-60-float-dot"])
 def test_a_site_number_yaml_reads_in_another_base_is_refused_not_changed(tmp_path, cli_env, line, field, reading):
     """YAML 1.1 reads `mem: 0100` as octal: the dry run showed --mem=64 (MB) where 100 was written,
     `num_threads: 010` asked Slurm for 8 CPUs, without a word."""

@@ -30,6 +30,7 @@ MAX_DEPTH = 8                # gpu_types.NAME.options is the deepest a site file
 MAX_INT_DIGITS = 18          # any larger integer is a typo or an attack (and fits in 64 bits)
 MAX_ARRAY_SIZE = 4_000_001   # Slurm's own ceiling for MaxArraySize
 _INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
 _RESOLVER = yaml.SafeLoader("")
 # A site may ask for slower polling than the default pace, not for none at all.
 MAX_POLL_INTERVAL = 3600.0
@@ -251,9 +252,14 @@ def _check_scalar(field: str, event: yaml.ScalarEvent, frame: _Frame | None) -> 
     if is_int and sum(ch.isdigit() for ch in value) > MAX_INT_DIGITS:
         raise InputError(field, f"{item}a number of {sum(ch.isdigit() for ch in value)} digits "
                          f"({_where(event)}); site numbers have at most {MAX_INT_DIGITS}")
-    kind = _int_base(value) if is_int and field != "time" else None   # time says so itself, for any number
+    # `poll_interval: 1:30.5` is a YAML 1.1 base-60 float (90.5), as `1:30` is a base-60 integer
+    is_float = not is_int and ":" in value and (event.tag == _FLOAT_TAG or (
+        event.tag is None and event.implicit[0]
+        and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _FLOAT_TAG))
+    kind = _int_base(value) if (is_int or is_float) and field != "time" else None   # time says so itself
     if kind is not None:
-        number = _RESOLVER.construct_yaml_int(yaml.ScalarNode(_INT_TAG, value))
+        build = _RESOLVER.construct_yaml_float if is_float else _RESOLVER.construct_yaml_int
+        number = build(yaml.ScalarNode(_FLOAT_TAG if is_float else _INT_TAG, value))
         raise InputError(field, f"{item}YAML reads {value} ({_where(event)}) as the {kind} number {number}; "
                          "write the number in plain decimal digits")
 
