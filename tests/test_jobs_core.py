@@ -747,3 +747,19 @@ def test_keep_tail_counts_wide_characters_as_two_cells():
     assert keep_tail("/exp/語音/log/x.1.log", 14) == "…/log/x.1.log"     # 音 needs 2 cells, 1 is left
     cut = keep_tail("/exp/語音語音/x.log", 10)
     assert cut.startswith("…") and cut.endswith("x.log") and cell_len(cut) <= 10
+
+
+@pytest.mark.parametrize("command", ["status", "history", "logs"])
+def test_a_job_id_looked_up_under_dir_names_the_folders_it_may_not_list(rightless_dir, cli_env, command):
+    """`status JOB --dir DIR` walks DIR for the record that submitted JOB; a teammate's q/ under umask 077
+    was skipped without a word (`list` names it), so the job showed without its record and logs."""
+    from conftest import without_rights
+
+    record = make_record(rightless_dir, backend="local")
+    folder = Path(record.path).parent
+    folder.chmod(0o000)
+    result = run_cli(*without_rights("hyperion-jobs", command, "999999990", "--dir", str(rightless_dir)),
+                     env=cli_env, timeout=60)
+    assert "Traceback" not in result.stderr and result.returncode in (1, 2), result.stderr
+    assert f"hyperion-jobs: cannot list {folder} (Permission denied); records in it are not shown\n" \
+        in result.stderr, result.stderr

@@ -137,9 +137,15 @@ def _refuse_local_id(text: str, field: str) -> None:
                          f"give {what} (hyperion-jobs list shows the records)")
 
 
-def history_for_job(job_id: str, dirs: Sequence[Path]) -> History | None:
-    """The newest submission under `dirs` one of whose attempts submitted `job_id` (for log paths)."""
-    for path in find_records(dirs):
+Unlisted = list[tuple[str, str]]   # (folder, reason) of each folder a search could not list
+
+
+def history_for_job(job_id: str, dirs: Sequence[Path], unlisted: Unlisted | None = None) -> History | None:
+    """The newest submission under `dirs` one of whose attempts submitted `job_id` (for log paths).
+
+    Folders that could not be listed are added to `unlisted` (as `find_records` does for `list`):
+    the record of a teammate's q/ under umask 077 was missed without a word."""
+    for path in find_records(dirs, unlisted=unlisted):
         try:
             record = load_record(path)
             if any(job.job_id == job_id for job in record.jobs):
@@ -174,28 +180,30 @@ def array_task_of(job_id: str, runner: Runner = run_command) -> tuple[str, int] 
     return None
 
 
-def history_of(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runner = run_command) -> History:
+def history_of(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runner = run_command,
+               unlisted: Unlisted | None = None) -> History:
     """The submission a target belongs to: its record's history, or the one a job id was found in
     (an array task's own job id counts as its array's)."""
     if target.record is not None:
         return load_history(target.record.path)
     assert target.job_id is not None
-    history = _job_history(target, dirs, runner)[1]
+    history = _job_history(target, dirs, runner, unlisted)[1]
     if history is None:
         raise InputError("JOB", f"no submit record under {', '.join(map(str, dirs))} submitted job "
                          f"{target.job_id}; name the record instead (e.g. exp/log/q/NAME.submit.json)")
     return history
 
 
-def _job_history(target: Target, dirs: Sequence[Path], runner: Runner) -> tuple[Target, History | None]:
+def _job_history(target: Target, dirs: Sequence[Path], runner: Runner,
+                 unlisted: Unlisted | None = None) -> tuple[Target, History | None]:
     """A job target and the submission under `dirs` that made it; an array task's own job id that no
     record submitted becomes ARRAY_TASK, which records know."""
     assert target.job_id is not None
-    history = history_for_job(target.job_id, dirs)
+    history = history_for_job(target.job_id, dirs, unlisted)
     if history is None and target.task_id is None:
         named = array_task_of(target.job_id, runner)
         if named is not None:
-            return Target(None, *named), history_for_job(named[0], dirs)
+            return Target(None, *named), history_for_job(named[0], dirs)   # the same folders: told once
     return target, history
 
 
@@ -206,13 +214,14 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
 
 
 def status(target: Target, dirs: Sequence[Path] = (Path("."),),
-           runner: Runner = run_command, problems: list[str] | None = None) -> list[TaskRow]:
+           runner: Runner = run_command, problems: list[str] | None = None,
+           unlisted: Unlisted | None = None) -> list[TaskRow]:
     """One sacct + squeue for the target's jobs, as rows (QueryError if Slurm does not answer;
     for a record, see `history_status` for `problems`)."""
     record = target.record
     if record is not None:
         return history_status(load_history(record.path), runner, problems)
-    target, history = _job_history(target, dirs, runner)
+    target, history = _job_history(target, dirs, runner, unlisted)
     assert target.job_id is not None
     answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
     states = answer.states
@@ -331,7 +340,8 @@ def _pick_task(tasks: Sequence[TaskRecord], text: str, value: int | None, where:
 
 
 def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
-              runner: Runner = run_command, attempt: int | None = None) -> TaskLogs:
+              runner: Runner = run_command, attempt: int | None = None,
+              unlisted: Unlisted | None = None) -> TaskLogs:
     """Logs of ``JOB_TASK``, ``JOB``, ``RECORD`` or ``RECORD:VALUE`` (VALUE: the logical NAME).
 
     For a record, the task of the newest attempt that ran VALUE, or of attempt
@@ -341,7 +351,7 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     if match:
         if attempt is not None:
             raise InputError("--attempt", "a job id names its attempt already; use RECORD:VALUE --attempt N")
-        return _job_task_logs(text, match.group(1), match.group(2), dirs, runner)
+        return _job_task_logs(text, match.group(1), match.group(2), dirs, runner, unlisted)
     path_text, value = text, None
     head, sep, tail_text = text.rpartition(":")
     if sep and tail_text.isascii() and tail_text.isdigit() and len(tail_text) <= 18:
@@ -425,9 +435,9 @@ def _numbers(history: History) -> str:
 
 
 def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Path],
-                   runner: Runner) -> TaskLogs:
+                   runner: Runner, unlisted: Unlisted | None = None) -> TaskLogs:
     asked = Target(None, job, int(task_text) if task_text is not None else None)
-    target, history = _job_history(asked, dirs, runner)
+    target, history = _job_history(asked, dirs, runner, unlisted)
     if target != asked:       # an array task's own job id (its SLURM_JOB_ID): read as ARRAY_TASK
         text = f"{target.job_id}_{target.task_id}"
     job, task_id = str(target.job_id), target.task_id

@@ -7,7 +7,8 @@ import os
 import shlex
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from backends import jsontext
@@ -62,7 +63,8 @@ def say_shown_as_recorded(problems: Sequence[str]) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     target = resolve(args.target)
     problems: list[str] = []
-    rows = status(target, record_dirs(args), problems=problems)
+    with told_unlisted() as unlisted:
+        rows = status(target, record_dirs(args), problems=problems, unlisted=unlisted)
     say_shown_as_recorded(problems)
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
@@ -98,6 +100,26 @@ def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:
 UNLISTED_NAMED = 5   # folders named when many cannot be listed (`list /tmp`: others' private folders)
 
 
+def say_unlisted(unlisted: Sequence[tuple[str, str]]) -> None:
+    """Name the folders a search for records could not list (a teammate's q/ under umask 077): the
+    records in them are missing from what follows, and saying nothing hid why."""
+    for folder, reason in unlisted[:UNLISTED_NAMED]:
+        print(printable(f"{PROG}: cannot list {folder} ({reason}); records in it are not shown"), file=sys.stderr)
+    if len(unlisted) > UNLISTED_NAMED:
+        print(f"{PROG}: and {len(unlisted) - UNLISTED_NAMED} more folders that cannot be listed", file=sys.stderr)
+
+
+@contextmanager
+def told_unlisted() -> Iterator[list[tuple[str, str]]]:
+    """A list for a search under --dir to add the folders it could not list to, named on the way
+    out, an error's way too (`status JOB --dir DIR` then says "Slurm knows no job")."""
+    unlisted: list[tuple[str, str]] = []
+    try:
+        yield unlisted
+    finally:
+        say_unlisted(unlisted)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     if args.limit <= 0:
         raise InputError("--limit", "must be positive")
@@ -109,10 +131,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             histories.append(load_history(path))
         except InputError as err:
             print(printable(f"{PROG}: skipping {path}: {err.problem}"), file=sys.stderr)
-    for folder, reason in unlisted[:UNLISTED_NAMED]:
-        print(printable(f"{PROG}: cannot list {folder} ({reason}); records in it are not shown"), file=sys.stderr)
-    if len(unlisted) > UNLISTED_NAMED:
-        print(f"{PROG}: and {len(unlisted) - UNLISTED_NAMED} more folders that cannot be listed", file=sys.stderr)
+    say_unlisted(unlisted)
     states, states_problem, live_problem = {}, None, None
     try:
         states = histories_states(histories)
@@ -233,7 +252,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
         raise InputError("-n", "must be zero or more")
     if args.attempt is not None and args.attempt < 1:
         raise InputError("--attempt", f"attempts are numbered from 1, got {args.attempt}")
-    logs = task_logs(args.task, record_dirs(args), attempt=args.attempt)
+    with told_unlisted() as unlisted:
+        logs = task_logs(args.task, record_dirs(args), attempt=args.attempt, unlisted=unlisted)
     path = logs.slurm_err if args.err else logs.slurm_out if args.out else (logs.log or logs.slurm_out)
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from backends import jsontext
-from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
+from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
 from backends.cli.jobs.table import columns
 from backends.printable import printable
 from backends.records.history import History
@@ -53,7 +53,8 @@ def changes(history: History, number: int) -> dict[str, object]:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    history = history_of(resolve(args.target), record_dirs(args))
+    with told_unlisted() as unlisted:
+        history = history_of(resolve(args.target), record_dirs(args), unlisted=unlisted)
     problems: list[str] = []
     counts = attempt_counts(history, history_status(history, problems=problems))
     say_shown_as_recorded(problems)

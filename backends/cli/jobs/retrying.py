@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
+from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
 from backends.cli.jobs.parser import PROG
 from backends.errors import InputError
 from backends.launch import run_plan, working_dir
@@ -45,7 +45,8 @@ def _confirmed(retry: RetryPlan) -> bool:
 
 def cmd_retry(args: argparse.Namespace) -> int:
     request = request_of(args)
-    history = history_of(resolve(args.target), record_dirs(args))
+    with told_unlisted() as unlisted:
+        history = history_of(resolve(args.target), record_dirs(args), unlisted=unlisted)
     check_trusted(history.record_path, args.trust_record)
     problems: list[str] = []
     retry = plan_retry(history, history_status(history, problems=problems), request)

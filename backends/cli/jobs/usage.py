@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from backends import jsontext
-from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded
+from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
 from backends.printable import printable
 from backends.watch.rows import task_key
 from backends.watch.targets import history_of, history_status, resolve, status
@@ -13,7 +13,8 @@ from backends.watch.usage_summary import format_summary, summarize, summarize_ro
 
 def cmd_usage(args: argparse.Namespace) -> int:
     target = resolve(args.target)
-    history = history_of(target, record_dirs(args))
+    with told_unlisted() as unlisted:
+        history = history_of(target, record_dirs(args), unlisted=unlisted)
     problems: list[str] = []
     if target.record is None:
         # a job id is that job's tasks, as `status JOB` shows them: `usage 6958` of attempt 1 summed up

@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from typing import Sequence
 
-from backends.cli.jobs.commands import record_dirs, say_shown_as_recorded, site_floor
+from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded, site_floor
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError
@@ -79,10 +79,11 @@ def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
 
 
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
-    if target.record is None and not status(target, record_dirs(args)):
-        # A record's jobs may be too new for sacct, but squeue knows them at once:
-        # a bare id neither knows would be watched forever.
-        raise InputError("JOB", f"Slurm knows no job {args.target}")
+    with told_unlisted() as unlisted:
+        if target.record is None and not status(target, record_dirs(args), unlisted=unlisted):
+            # A record's jobs may be too new for sacct, but squeue knows them at once:
+            # a bare id neither knows would be watched forever.
+            raise InputError("JOB", f"Slurm knows no job {args.target}")
     history = load_history(target.record.path) if target.record is not None else None
     job_history = None if history is not None else history_for_job(target.job_id, record_dirs(args))
     record = target.record or (attempt_record(job_history, target.job_id) if job_history else None)
