@@ -156,6 +156,35 @@ def read_bounded_stat(path: str | Path, cap: int, *, allow_pipe: bool = False,
     return data, info
 
 
+def open_bounded(path: str | Path, cap: int) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of the regular file at `path` (a symlink followed) of at most `cap`
+    bytes, and its fstat, for a reader that streams it rather than holding it whole. UnreadableFile
+    as `read_bounded` gives it for anything else; the caller closes the descriptor."""
+    try:
+        before = os.stat(path)
+    except OSError as err:
+        raise UnreadableFile(_os_reason(err)) from None
+    if not stat.S_ISREG(before.st_mode):
+        raise UnreadableFile(f"{kind_of_mode(before.st_mode)}, not a regular file")
+    if before.st_size > cap:
+        raise UnreadableFile(f"{_size_text(before.st_size)}, larger than the {_size_text(cap)} allowed")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise UnreadableFile(_os_reason(err)) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):           # swapped since the stat
+        os.close(fd)
+        raise UnreadableFile(f"{kind_of_mode(info.st_mode)}, not a regular file")
+    os.set_blocking(fd, True)
+    return fd, info
+
+
+def more_than(cap: int) -> UnreadableFile:
+    """What a file that grew past `cap` while it was read is."""
+    return UnreadableFile(f"more than the {_size_text(cap)} allowed")
+
+
 def _read_file(fd: int, cap: int) -> bytes:
     """The file in one read of the size fstat gives, plus a byte to see one that grew past it: read
     in 1 MiB chunks and joined, a file was held twice at the end (a 900 MB ledger cost 1.9 GB)."""

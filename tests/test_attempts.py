@@ -914,3 +914,36 @@ def test_logs_of_a_value_an_attempt_did_not_rerun_names_the_attempts_that_ran_it
     unknown = run_cli("hyperion-jobs", "logs", f"{record}:9", "--attempt", "2", env=cli_env)
     assert unknown.returncode == 2
     assert unknown.stderr.endswith("has no task with value 9 (its values: 3-5)\n")
+
+
+def test_a_large_ledger_is_read_in_bounded_memory_and_keeps_its_last_line(tmp_path: Path) -> None:
+    """The ledger was read whole (up to its 1 GiB cap) and a watcher's look for ends another face
+    wrote (`finals_since`) copied what it read once more: a 256 MB ledger cost 512 MB. Read a slice
+    at a time, memory stays at a few slices, and the end recorded after the junk is still read."""
+    import tracemalloc
+
+    from backends.records.attempts import finals_since, read_ledger
+
+    record = tmp_path / "q" / "t.JOB.submit.json"
+    record.parent.mkdir()
+    ledger = ledger_path(record)
+    size = 256 * 1024 * 1024
+    with open(ledger, "wb") as handle:
+        handle.write(b'{"type": "final", "attempt": 1, "value": 1, "state": "FAILED", "exit_code": 3}\n')
+        handle.truncate(size)                           # sparse: costs no disk
+        handle.seek(size)
+        handle.write(b'\n{"type": "final", "attempt": 1, "value": 2, "state": "COMPLETED", "exit_code": 0}\n')
+        handle.write(b'{"type": "final", "attempt": 1, "value": 3, "state": "TIMEOUT", "restart_count": 2}\n')
+    tracemalloc.start()
+    try:
+        read = read_ledger(record)
+        _, peak_read = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        told, offset = finals_since(record, 0)
+        _, peak_since = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert {k: f.state for k, f in read.finals.items()} == {(1, 1): "FAILED", (1, 2): "COMPLETED", (1, 3): "TIMEOUT"}
+    assert read.skipped == 1 and read.size == ledger.stat().st_size
+    assert told == {(1, 1): 0, (1, 2): 0, (1, 3): 2} and offset == ledger.stat().st_size
+    assert peak_read < 64 << 20 and peak_since < 64 << 20, (peak_read >> 20, peak_since >> 20)

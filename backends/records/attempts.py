@@ -29,12 +29,12 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from backends.errors import InputError
-from backends.fileio import UnreadableFile, open_regular, read_bounded_stat
+from backends.fileio import UnreadableFile, more_than, open_bounded, open_regular
 from backends.printable import printable
 from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
 
@@ -337,26 +337,28 @@ def ledger_size(record_path: str | Path) -> int:
 def finals_since(record_path: str | Path, offset: int) -> tuple[dict[Key, int], int]:
     """The final lines appended to the ledger from byte `offset` on, as (attempt, value) -> the
     highest restart count said, and the offset read up to: another face (a retry's look at Slurm,
-    a `status`) may record ends a watcher is about to record. At most MAX_LEDGER_BYTES are read,
-    never through a symlink nor from a FIFO; a ledger that cannot be read, or shrank (replaced),
-    is read from its start or tells nothing."""
+    a `status`) may record ends a watcher is about to record. At most MAX_LEDGER_BYTES are read, a
+    slice at a time, never through a symlink nor from a FIFO; a ledger that cannot be read, or
+    shrank (replaced), is read from its start or tells nothing."""
     try:
         fd = open_regular(ledger_path(record_path), os.O_RDONLY)
     except (OSError, UnreadableFile):
         return {}, offset
+    told: dict[Key, int] = {}
     try:
         size = os.fstat(fd).st_size
-        start = offset if 0 <= offset <= size else 0
-        data = os.pread(fd, min(size - start, MAX_LEDGER_BYTES), start)
+        start = end = offset if 0 <= offset <= size else 0
+        for data, upto in _slices(fd, start, min(size - start, MAX_LEDGER_BYTES)):
+            if not data.endswith(b"\n"):    # a line being written is read whole next time
+                break
+            end = upto
+            for key, final in parse_ledger(data).finals.items():
+                told[key] = max(final.restart_count or 0, told.get(key, -1))
     except OSError:
         return {}, offset
     finally:
         os.close(fd)
-    end = data.rfind(b"\n") + 1          # a line being written is read whole next time
-    told: dict[Key, int] = {}
-    for key, final in parse_ledger(data[:end]).finals.items():
-        told[key] = final.restart_count or 0
-    return told, start + end
+    return told, end
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -436,46 +438,101 @@ def _moved(raw: dict) -> MovedFile | None:
     return MovedFile(attempt, _int(raw.get("value")), str(raw.get("what") or "log"), source, target)
 
 
+class _Fold:
+    """The ledger's lines folded as they are fed, a slice of whole lines at a time: the file is
+    never held whole (a 900 MB ledger cost 900 MB, and a watcher's `finals_since` a second copy)."""
+
+    def __init__(self) -> None:
+        self.attempts: dict[int, AttemptEntry] = {}
+        self.starts: dict[Key, TaskStart] = {}
+        self.finals: dict[Key, FinalState] = {}
+        self.moved: dict[tuple[int, int | None, str], MovedFile] = {}
+        self.closed: set[int] = set()
+        self.last_start: dict[int, TaskStart] = {}
+        self.children: dict[Key, TaskChild] = {}
+        self.usages: dict[Key, dict] = {}
+        self.skipped = 0
+
+    def feed(self, data: bytes) -> None:
+        """Fold the lines of `data` (whole lines: a line is never split between two feeds)."""
+        candidates = failed = 0
+        finals = self.finals
+        for line in _typed_lines(data):
+            candidates += 1
+            raw = _object(line)
+            kind = raw.get("type") if raw is not None else None
+            if kind == "final" and (entry := _final(raw)) is not None:
+                known = finals.get((entry.attempt, entry.value))
+                if known is None or (entry.restart_count or 0) > (known.restart_count or 0):
+                    finals[(entry.attempt, entry.value)] = entry   # first wins, unless Slurm ran it again
+            elif kind == "start" and (start := _start(raw)) is not None:
+                self.starts[(start.attempt, start.value)] = start
+                self.last_start[start.attempt] = start
+            elif kind == "child" and (child := _child(raw)) is not None:
+                self.children[(child.attempt, child.value)] = child
+            elif kind == "attempt" and (attempt := _attempt_entry(raw)) is not None:
+                self.attempts.setdefault(attempt.number, attempt)
+            elif kind == "moved" and (move := _moved(raw)) is not None:
+                self.moved[(move.attempt, move.value, move.what)] = move
+            elif kind == "closed" and _int(raw.get("attempt"), 1) is not None:
+                self.closed.add(raw["attempt"])
+            elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
+                self.usages[(raw["attempt"], _int(raw.get("value")))] = raw["usage"]
+            else:
+                failed += 1
+        self.skipped += _nonblank_lines(data) - candidates + failed   # lines without a type: skipped unread
+
+    def ledger(self) -> Ledger:
+        finals = dict(self.finals)
+        for key, usage in self.usages.items():      # the newest usage line of an ended task wins
+            if key in finals:
+                finals[key] = replace(finals[key], usage=usage)
+        return Ledger(tuple(self.attempts[n] for n in sorted(self.attempts)), self.starts, finals, self.moved,
+                      frozenset(self.closed), self.skipped, self.last_start, self.children)
+
+
 def parse_ledger(data: bytes) -> Ledger:
     """Fold the ledger's lines; torn, foreign or oversized lines are counted and skipped."""
-    attempts: dict[int, AttemptEntry] = {}
-    starts: dict[Key, TaskStart] = {}
-    finals: dict[Key, FinalState] = {}
-    moved: dict[tuple[int, int | None, str], MovedFile] = {}
-    closed: set[int] = set()
-    last_start: dict[int, TaskStart] = {}
-    children: dict[Key, TaskChild] = {}
-    usages: dict[Key, dict] = {}
-    candidates = failed = 0
-    for line in _typed_lines(data):
-        candidates += 1
-        raw = _object(line)
-        kind = raw.get("type") if raw is not None else None
-        if kind == "final" and (entry := _final(raw)) is not None:
-            known = finals.get((entry.attempt, entry.value))
-            if known is None or (entry.restart_count or 0) > (known.restart_count or 0):
-                finals[(entry.attempt, entry.value)] = entry   # first wins, unless Slurm ran it again
-        elif kind == "start" and (start := _start(raw)) is not None:
-            starts[(start.attempt, start.value)] = start
-            last_start[start.attempt] = start
-        elif kind == "child" and (child := _child(raw)) is not None:
-            children[(child.attempt, child.value)] = child
-        elif kind == "attempt" and (attempt := _attempt_entry(raw)) is not None:
-            attempts.setdefault(attempt.number, attempt)
-        elif kind == "moved" and (move := _moved(raw)) is not None:
-            moved[(move.attempt, move.value, move.what)] = move
-        elif kind == "closed" and _int(raw.get("attempt"), 1) is not None:
-            closed.add(raw["attempt"])
-        elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
-            usages[(raw["attempt"], _int(raw.get("value")))] = raw["usage"]
-        else:
-            failed += 1
-    skipped = _nonblank_lines(data) - candidates + failed   # the lines without a type were skipped unread
-    for key, usage in usages.items():      # the newest usage line of an ended task wins
-        if key in finals:
-            finals[key] = replace(finals[key], usage=usage)
-    return Ledger(tuple(attempts[n] for n in sorted(attempts)), starts, finals, moved,
-                  frozenset(closed), skipped, last_start, children)
+    fold = _Fold()
+    fold.feed(data)
+    return fold.ledger()
+
+
+READ_SLICE = 8 * 1024 * 1024    # bytes of the ledger read (and held) at a time
+
+
+def _slices(fd: int, start: int, limit: int) -> Iterator[tuple[bytes, int]]:
+    """The bytes of `fd` from `start` on (at most `limit` of them) as slices of whole lines, each with
+    the file offset it ends at; the last slice may end mid-line (a line being written). Memory stays
+    at a slice or two: a line longer than MAX_LINE, which no reader parses, is dropped as it is read
+    and stands as a one-byte line (``x``, or nothing if it was blank), so a sparse 1 GB ledger of NULs
+    is never held."""
+    position, end, carry, dropping = start, start + limit, b"", None
+    while position < end:
+        piece = os.pread(fd, min(READ_SLICE, end - position), position)
+        if not piece:
+            break
+        position += len(piece)
+        if dropping is not None:             # inside a line too long to parse: skip to its end
+            cut = piece.find(b"\n")
+            if cut < 0:
+                dropping = dropping or _NOT_BLANK.search(piece) is not None
+                continue
+            dropping = dropping or _NOT_BLANK.search(piece, 0, cut) is not None
+            piece = piece[cut + 1:]
+            yield (b"x\n" if dropping else b"\n"), position - len(piece)
+            dropping = None
+        data = carry + piece if carry else piece
+        cut = data.rfind(b"\n") + 1
+        carry = data[cut:]
+        if cut:
+            yield (data[:cut] if cut < len(data) else data), position - len(carry)
+        if len(carry) > MAX_LINE:            # the line being read is junk already: drop it as it comes
+            dropping, carry = _NOT_BLANK.search(carry) is not None, b""
+    if dropping is not None:
+        yield (b"x" if dropping else b""), position
+    elif carry:
+        yield carry, position
 
 
 def _typed_lines(data: bytes) -> Iterable[bytes]:
@@ -535,17 +592,29 @@ def read_ledger(record_path: str | Path) -> Ledger:
     path = ledger_path(record_path)
     if not os.path.lexists(path):
         return Ledger()
+    shown = printable(str(path))
     try:
-        data, info = read_bounded_stat(path, MAX_LEDGER_BYTES)
+        fd, info = open_bounded(path, MAX_LEDGER_BYTES)
     except UnreadableFile as err:
-        raise InputError("record", f"cannot read its ledger {printable(str(path))}: {err}") from None
-    if data.count(b"\n") > MAX_LEDGER_LINES:
-        raise InputError("record", f"cannot read its ledger {printable(str(path))}: more than "
-                         f"{MAX_LEDGER_LINES} lines, more than hyperion writes")
-    size = len(data)
+        raise InputError("record", f"cannot read its ledger {shown}: {err}") from None
+    try:
+        fold, size, lines = _Fold(), 0, 0
+        for data, size in _slices(fd, 0, MAX_LEDGER_BYTES + 1):
+            lines += data.count(b"\n")
+            if lines > MAX_LEDGER_LINES:
+                raise InputError("record", f"cannot read its ledger {shown}: more than "
+                                 f"{MAX_LEDGER_LINES} lines, more than hyperion writes")
+            fold.feed(data)
+        if size > MAX_LEDGER_BYTES:
+            raise more_than(MAX_LEDGER_BYTES)
+    except OSError as err:
+        reason = err if isinstance(err, UnreadableFile) else (err.strerror or err)
+        raise InputError("record", f"cannot read its ledger {shown}: {reason}") from None
+    finally:
+        os.close(fd)
     for spare in sorted(path.parent.glob(f"{path.name}.*{SPARE_SUFFIX}")):
-        data += b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b"")
-    return replace(parse_ledger(data), owner=info.st_uid, size=size)
+        fold.feed(b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b""))
+    return replace(fold.ledger(), owner=info.st_uid, size=size)
 
 
 def _read_regular(path: Path, cap: int) -> bytes | None:
