@@ -8,6 +8,9 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from conftest import kill_groups, run_cli
 
@@ -641,3 +644,41 @@ def test_a_local_task_hung_up_on_is_reported_as_stopped_by_sighup_not_as_a_faile
             assert "    1 FAILED signal 1 (SIGHUP) · values 2" in lines, lines
 
     asyncio.run(scenario())
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.parametrize("how", ["runner killed between tasks", "results entry not an object"])
+def test_watch_of_a_local_run_that_will_run_no_more_ends_naming_what_did_not_run(tmp_path, cli_env, how):
+    """A local run whose runner was SIGKILLed after a task ended and before the next began (or an old
+    run's results file whose entry for a task is junk) leaves tasks that never get a state: `watch`
+    waited for them forever, though `status` says NOT_RUN. It ends, naming them, exit 1."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_console_fixtures import build_local_record
+
+    from backends.records.local_results import local_results_path
+
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("COMPLETED", 0)})
+    if how == "results entry not an object":
+        local_results_path(record).write_text(json.dumps({"tasks": {"1": {"state": "COMPLETED", "exit_code": 0},
+                                                                    "2": "COMPLETED"}}))
+    else:
+        lines = [{"type": "attempt", "number": 1, "kind": "submit", "time": "2026-09-21T12:00:00",
+                  "backend": "local", "job_ids": ["local"], "values": "1-2", "overrides": {}, "tasks": 2},
+                 {"type": "start", "attempt": 1, "value": 1, "time": "2026-09-21T12:00:00",
+                  "pid": _dead_pid(), "host": socket.gethostname()},
+                 {"type": "final", "attempt": 1, "value": 1, "job_id": "local", "task_id": None,
+                  "state": "COMPLETED", "exit_code": 0}]
+        record.with_name("task.JOB.attempts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    shown = run_cli("hyperion-jobs", "status", str(record), env=cli_env, timeout=30)
+    assert "NOT_RUN" in shown.stdout, shown.stdout
+    try:
+        watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("watch waited for a task of a run that will run no more")
+    assert watch.returncode == 1 and "Traceback" not in watch.stderr, watch.stderr
+    assert "NOT_RUN values 2" in watch.stdout, watch.stdout

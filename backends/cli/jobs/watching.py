@@ -161,12 +161,19 @@ def _watch_local(target: Target) -> int:
     assert target.record is not None
     out = SafeStream(sys.stdout)
     view = LiveView(target.record.path) if out.isatty() else _LocalLines(out)
+    stopped_before = False
     with view:
         while True:
             rows = local_rows(target.record)
             running = any(r.state is not None and not r.state.is_terminal for r in rows)
             failed = any(r.state is not None and r.state.is_terminal and not r.ok for r in rows)
-            ended = not running and (failed or all(r.state is not None for r in rows))
+            # A task still to come is PENDING while its run goes on; one without a state (NOT_RUN) never
+            # runs: its runner was killed between tasks, or an old results file says nothing sane of
+            # it. Waiting for all to have a state waited forever. Nothing running on two polls in a
+            # row ends the watch (one poll alone could fall between a new record and its ledger line).
+            stopped = not running
+            ended = stopped and (failed or all(r.state is not None for r in rows) or stopped_before)
+            stopped_before = stopped
             view.show(PollUpdate(states={}, changed=(), error=None, all_terminal=ended), rows)
             if ended:
                 break
