@@ -453,11 +453,15 @@ RECORD_EDITS = [   # (what a hand or a damaged disk did to the record's text, th
     (lambda t: t.replace('x.1.log"', 'x.1\\u0000.log"'), "tasks[0].log: expected a path, got"),
     (lambda t: t.replace('x.1.log"', 'x.1\\ud800.log"'), "tasks[0].log: expected a path, got"),   # no file name
     (lambda t: t.replace('"cfg": "conf/', '"cfg": "\\ud800conf/'), "cfg: expected a path, got"),
+    # a retry moving the earlier batch scripts aside traced back ('int' object has no attribute 'endswith')
+    (lambda t: t.replace('"script": null', '"script": 5'), "script: expected a path or null, got 5"),
+    (lambda t: t.replace('"script": null', '"script": ["x.sh"]'), 'script: expected a path or null, got ["x.sh"]'),
 ]
 
 
 @pytest.mark.parametrize("edit,problem", RECORD_EDITS,
-                         ids=["job_id", "offset", "attempt", "value", "nul", "surrogate", "cfg_surrogate"])
+                         ids=["job_id", "offset", "attempt", "value", "nul", "surrogate", "cfg_surrogate",
+                              "script_number", "script_list"])
 def test_a_record_that_contradicts_itself_or_slurm_is_one_line_and_neighbours_skip_it(tmp_path, cli_env, edit,
                                                                                     problem):
     """`"offset": 1e999` made every command and a neighbour's submission trace back; a job id reached

@@ -171,7 +171,8 @@ def _text(raw: dict, key: str, where: str, optional: bool = False) -> str | None
     if value is None and optional:
         return None
     if not is_file_name(value):
-        raise _BadField(f"{where + '.' if where else ''}{key}: expected a path, got {_shown(value)}")
+        raise _BadField(f"{where + '.' if where else ''}{key}: expected a path{' or null' if optional else ''}, "
+                        f"got {_shown(value)}")
     return value
 
 
@@ -269,7 +270,7 @@ def load_record(path: str | Path) -> SubmitRecord:
     try:
         return _relocated(path, SubmitRecord(
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
-            cfg=_cfg(raw), options=dict(raw["options"]), script=raw.get("script"),
+            cfg=_cfg(raw), options=dict(raw["options"]), script=_text(raw, "script", "", optional=True),
             array_name=raw.get("array_name"),
             jobs=tuple(_job(j, i) for i, j in enumerate(_items(raw, "jobs"))),
             tasks=_tasks(raw),
