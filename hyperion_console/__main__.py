@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -70,7 +71,7 @@ def _place_path(args: argparse.Namespace) -> None:
 
     if record_file(args.path) is not None:
         field = "record"
-    elif Checkpoint(args.path).read_run() is not None:
+    elif os.path.isdir(args.path) and Checkpoint(args.path).read_run() is not None:   # a file: neither
         field = "checkpoint"
     else:
         raise InputError("PATH", "neither a submission record (q/NAME.submit.json, or a folder holding one) "

@@ -398,7 +398,7 @@ class Checkpoint:
     def _blocked_folder(self) -> str | None:
         """Which metadata folder is something else (a file, a FIFO), if one is: "run.json not found"
         sent the user looking for another checkpoint when this one's folder had been replaced."""
-        for folder in (self.metadata_dir, self.completion_dir):
+        for folder in (self.path, self.metadata_dir, self.completion_dir):   # the checkpoint itself too
             try:
                 mode = os.stat(folder).st_mode     # a symlink to a folder is one
             except OSError:

@@ -1289,3 +1289,28 @@ def test_without_checkpoint_a_record_typed_that_cannot_be_read_is_said_so_not_to
     shown = asyncio.run(scenario())
     assert shown.startswith(f"No checkpoint: record: cannot read {typo}: No such file or directory"), shown
     assert "names none" not in shown
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_a_checkpoint_folder_that_is_a_fifo_is_named_so_not_a_missing_run_json(tmp_path: Path, kind: str) -> None:
+    """The checkpoint itself a FIFO (or a file): the screen said "run.json: not found at ...; use the
+    checkpoint path of the original array run", sending the user to look for another checkpoint, when
+    the path given is no folder at all. Nothing hangs on the FIFO."""
+    ck = tmp_path / "ck"
+    if kind == "fifo":
+        os.mkfifo(ck)
+    else:
+        ck.write_text("")
+    what = "a FIFO" if kind == "fifo" else "a file"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=ck, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await checkpoint_read(pilot)
+            shown = text_of(app.checkpoint_screen.query_one("#ckpt-run"))
+            assert f"{ck} is {what}, not a folder" in shown, shown
+            assert "not found" not in shown
+            assert any(m.startswith("run.json: ") and f"{ck} is {what}" in m for m in notifications(app))
+            assert app.is_running
+
+    asyncio.run(scenario())
