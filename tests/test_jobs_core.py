@@ -767,3 +767,21 @@ def test_a_job_id_looked_up_under_dir_names_the_folders_it_may_not_list(rightles
     assert "Traceback" not in result.stderr and result.returncode in (1, 2), result.stderr
     assert f"hyperion-jobs: cannot list {folder} (Permission denied); records in it are not shown\n" \
         in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("named", ["q", "log"])
+@pytest.mark.parametrize("command", ["status", "logs"])
+def test_a_folder_named_whose_q_may_not_be_listed_says_so(rightless_dir, cli_env, command, named):
+    """`status exp/log/q` (or exp/log) of a teammate's q/ under umask 077 said "'exp/log/q' is neither a
+    job id nor a submit record", as if the folder held none: it names the folder it could not list."""
+    from conftest import without_rights
+
+    record = make_record(rightless_dir, backend="local")
+    q = Path(record.path).parent
+    q.chmod(0o000)
+    folder = q if named == "q" else q.parent
+    target = str(folder) + (":1" if command == "logs" else "")
+    result = run_cli(*without_rights("hyperion-jobs", command, target), env=cli_env, timeout=30)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr == f"hyperion-jobs: error: RECORD: cannot list {q} (Permission denied); " \
+                            "its records cannot be read\n", result.stderr

@@ -70,6 +70,9 @@ def current_user() -> str:
         return str(os.getuid())
 
 
+Unlisted = list[tuple[str, str]]   # (folder, reason) of each folder a search could not list
+
+
 def record_file(text: str) -> Path | None:
     """A record path, or a directory/output-file pointing at exactly one record.
 
@@ -87,12 +90,18 @@ def record_file(text: str) -> Path | None:
     if path.name.endswith(RECORD_SUFFIX) and not stat.S_ISDIR(info.st_mode):
         return path
     if stat.S_ISDIR(info.st_mode):
-        found = find_records([path], max_depth=1)
+        unlisted: Unlisted = []
+        found = find_records([path], max_depth=1, unlisted=unlisted)
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
             raise InputError("RECORD", f"{text} holds {len(found)} records; name one of them: "
                              f"{_some(text, path, found)}")
+        # a teammate's q/ under umask 077 was "neither a job id nor a submit record" (another folder
+        # there that cannot be listed, a checkpoint's data, would hold no records: not named)
+        for folder, reason in unlisted:
+            if Path(folder).name == "q" or folder == str(path):
+                raise InputError("RECORD", f"cannot list {folder} ({reason}); its records cannot be read")
     return None
 
 
@@ -135,9 +144,6 @@ def _refuse_local_id(text: str, field: str) -> None:
         what = f"RECORD:{value or 'VALUE'}" if field == "TASK" else "its record"
         raise InputError(field, f"{text!r} names a task of a local run, and every local run has one; "
                          f"give {what} (hyperion-jobs list shows the records)")
-
-
-Unlisted = list[tuple[str, str]]   # (folder, reason) of each folder a search could not list
 
 
 def history_for_job(job_id: str, dirs: Sequence[Path], unlisted: Unlisted | None = None) -> History | None:
