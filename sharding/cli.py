@@ -7,6 +7,7 @@ reported as warnings on stderr and do not stop the command.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, NoReturn, Sequence
 
@@ -208,7 +209,10 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
 def _running_notes(plan: RetryPlan, record: str | None) -> list:
     """Which of the shards listed missing a record still runs (they have no manifest yet, only because
     they have not ended): --record's, else each record in ./q/ whose command names the checkpoint.
-    Asked only when shards are missing."""
+    Asked only when shards are missing; the launcher's modules load only when there is a record to
+    ask about (a plain preview starts as fast as before)."""
+    if record is None and (plan.complete or not os.path.isdir("q")):
+        return []
     from sharding.resubmit import preview_record, records_naming, running_notes
 
     if record is not None:
