@@ -189,17 +189,26 @@ def archived_record_path(record_path: str | Path, number: int) -> Path:
 
 # --- writing -----------------------------------------------------------------------------
 
-def _line(kind: str, entry: object) -> bytes:
+# What json.dumps(data, sort_keys=True, separators=(",", ":")) does, made once: dumps builds a new
+# encoder at every call, and a local run writes three lines per task.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_KINDS = {AttemptEntry: "attempt", TaskStart: "start", TaskChild: "child", FinalState: "final",
+          MovedFile: "moved", TaskUsage: "usage"}
+# each kind's field names, looked up once rather than by dataclasses.fields() at every line
+_NAMES = {kind: tuple(f.name for f in fields(kind)) for kind in _KINDS}
+
+
+def _line(entry: object) -> bytes:
     # a shallow copy (not asdict's deep one): entries hold only plain values and dicts
-    data = {"type": kind, **{f.name: getattr(entry, f.name) for f in fields(entry)}}
-    return (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    data = {"type": _KINDS[type(entry)]}
+    for name in _NAMES[type(entry)]:
+        data[name] = getattr(entry, name)
+    return (_ENCODE(data) + "\n").encode()
 
 
 def entry_lines(entries: Iterable[object]) -> bytes:
     """The ledger lines of `entries` (AttemptEntry, TaskStart, TaskChild, FinalState, MovedFile, TaskUsage)."""
-    kinds = {AttemptEntry: "attempt", TaskStart: "start", TaskChild: "child", FinalState: "final",
-             MovedFile: "moved", TaskUsage: "usage"}
-    return b"".join(_line(kinds[type(e)], e) for e in entries)
+    return b"".join(_line(e) for e in entries)
 
 
 def closed_line(attempt: int, time: str) -> bytes:

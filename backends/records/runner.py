@@ -14,16 +14,33 @@ import os
 
 def process_start(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read().decode("ascii", "replace")
-    except OSError:
+    stat = _proc_stat(pid)
+    if stat is None:
         return None
-    fields = stat.rpartition(")")[2].split()  # the command name may hold spaces and ')'
+    fields = stat.decode("ascii", "replace").rpartition(")")[2].split()  # the command name may hold spaces and ')'
     try:
         return int(fields[19])
     except (IndexError, ValueError):
         return None
+
+
+def _proc_stat(pid: int) -> bytes | None:
+    """/proc/PID/stat, read through a bare descriptor: a local run reads it once per task, and
+    open()'s buffered file object cost three times the read itself. A line of at most a few
+    hundred bytes; read to its end all the same, as the file object did."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = b""
+        while chunk := os.read(fd, 4096):
+            data += chunk
+        return data
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _host() -> str:

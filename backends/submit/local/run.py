@@ -123,7 +123,7 @@ def _returncode(code: int) -> int:
 
 
 def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
-               spawned: Callable[[int], None]) -> int:
+               spawned: Callable[[int], None], group: _RunningGroup | None = None) -> int:
     """The child's status as Popen gives it: negative when a signal ended it."""
     env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     try:
@@ -142,8 +142,15 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         return 126
     try:
         spawned(child.pid)
-        with _suspended_together(child.pid):
+        if group is None:                     # a caller of its own: a handler for this task alone
+            with _suspended_together() as alone:
+                alone.pgid = child.pid
+                return _wait(child, log)
+        group.pgid = child.pid
+        try:
             return _wait(child, log)
+        finally:
+            group.pgid = None
     except KeyboardInterrupt as exc:
         _stop_group(child, getattr(exc, "signum", signal.SIGINT))
         raise
@@ -175,36 +182,55 @@ def _stop_group(child: subprocess.Popen, signum: int) -> None:
     child.wait()
 
 
+class _RunningGroup:
+    """The process group of the task running now (None between tasks), for the Ctrl-Z handler."""
+
+    __slots__ = ("pgid",)
+
+    def __init__(self) -> None:
+        self.pgid: int | None = None
+
+
 @contextmanager
-def _suspended_together(pgid: int) -> Iterator[None]:
-    """Ctrl-Z (SIGTSTP) stops the task's process group with the runner; ``fg`` or ``bg`` resumes both.
+def _suspended_together() -> Iterator[_RunningGroup]:
+    """Ctrl-Z (SIGTSTP) stops the running task's process group with the runner; ``fg`` or ``bg`` resumes both.
 
     The terminal sends SIGTSTP to its foreground group only, the runner's: without this the
     runner stopped and its task ran on, unwatched. In a process group with no job control
     (orphaned) the kernel does not stop the runner, and the task is resumed at once.
+    Installed once for a whole run (a handler set and reset around every task cost two
+    system calls each): the caller sets the group's `pgid` while its task runs; between
+    tasks Ctrl-Z does what it did before the run.
     """
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTSTP) is signal.SIG_IGN):
-        yield
+    group = _RunningGroup()
+    previous = signal.getsignal(signal.SIGTSTP)
+    if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
+        yield group
         return
     suspending = False
 
     def suspend(signum, frame):
         nonlocal suspending
+        pgid = group.pgid
+        if pgid is None and callable(previous):   # between tasks: what was there before the run
+            previous(signum, frame)
+            return
         if suspending:      # a second Ctrl-Z before this one took effect: one stop is enough
             return
         suspending = True
         try:
-            _try_signal_group(pgid, signal.SIGTSTP)
+            if pgid is not None:
+                _try_signal_group(pgid, signal.SIGTSTP)
             signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)   # returns once continued
         finally:
             signal.signal(signal.SIGTSTP, suspend)
-            _try_signal_group(pgid, signal.SIGCONT)
+            if pgid is not None:
+                _try_signal_group(pgid, signal.SIGCONT)
             suspending = False
-    previous = signal.signal(signal.SIGTSTP, suspend)
+    signal.signal(signal.SIGTSTP, suspend)
     try:
-        yield
+        yield group
     finally:
         signal.signal(signal.SIGTSTP, signal.SIG_DFL if previous is None else previous)
 
@@ -279,29 +305,41 @@ def _open_log(path: str, mode: int):
     return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
 
 
+def _open_log_if_folder(path: str, mode: int):
+    """The log opened as `_open_log` opens it, or None (its folder made, when missing, for the
+    caller's own open to say what fails). The tasks of an array share a folder: making it before
+    every task cost a failed mkdir each. A folder that cannot be made raises as it always did."""
+    try:
+        return _open_log(path, mode)
+    except OSError:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return None
+
+
 def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int,
-             spawned: Callable[[int], None]) -> tuple[int, float, int | None]:
+             spawned: Callable[[int], None], group: _RunningGroup | None = None) -> tuple[int, float, int | None]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds, the
     signal that ended it or None). A signal death's status is the shell's 128 + N, as the log's
     footer and a Slurm task's batch script say it.
 
     The log gets `mode`; `environ` is the environment the task's own variables are added
     to and `stdin` its input (/dev/null): the run makes each once for all its tasks.
-    `spawned` gets the child's pid as soon as it runs. A log that cannot be written
+    `spawned` gets the child's pid as soon as it runs; `group`, the run's Ctrl-Z handler's
+    (`_suspended_together`), is told it while it runs. A log that cannot be written
     (header or footer) raises LogWriteError, one the task removed or replaced LogMissing.
     """
-    Path(task.log).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     code: int | None = None
     signum: int | None = None
+    opened = _open_log_if_folder(task.log, mode)
     try:
-        with _open_log(task.log, mode) as log:
+        with opened if opened is not None else _open_log(task.log, mode) as log:
             log.write(logheader.running_line(task.argv) + "\n")
             log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
             log.flush()
             code = 130
             try:
-                raw = _run_child(task, log, environ, stdin, spawned)
+                raw = _run_child(task, log, environ, stdin, spawned, group)
                 code, signum = _returncode(raw), (-raw if raw < 0 else None)
             except KeyboardInterrupt as exc:
                 code = _interrupt_code(exc)
@@ -378,7 +416,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
     runner = runner_fields()
     mode = umask_mode()           # once: reading the umask costs a /proc read
     environ = dict(os.environb)   # once, as bytes: Popen would encode every variable for every task
-    with open(os.devnull, "rb") as devnull:   # once: every task reads nothing from it
+    with open(os.devnull, "rb") as devnull, _suspended_together() as group:   # once: for every task
         for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
             if stop is not None and stop.stop.is_set():
                 return STOPPED
@@ -398,7 +436,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                     _stop_group_on(stop, pid, ended)
 
             try:
-                code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned)
+                code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned, group)
             except KeyboardInterrupt as exc:
                 ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
                                      time.monotonic() - began, runner["host"],
