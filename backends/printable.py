@@ -21,8 +21,19 @@ import sys
 _INVISIBLE = "\u200b\u2060-\u2064\u206a-\u206f\ufeff"
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                      "\ud800-\udfff" + _INVISIBLE + "]")
-_UNSAFE_KEEP_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                                 "\u2066-\u2069\ud800-\udfff" + _INVISIBLE + "]")
+# Compiled at first use (`_compiled`): half a millisecond each at every start of a command that
+# never shows multi-line text or writes JSON (hyperion-submit).
+_KEEP_LAYOUT = ("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                "\u2066-\u2069\ud800-\udfff" + _INVISIBLE + "]")
+_SURROGATES = "[\ud800-\udfff]"
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    compiled = _COMPILED.get(pattern)
+    if compiled is None:
+        compiled = _COMPILED[pattern] = re.compile(pattern)
+    return compiled
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -38,17 +49,15 @@ def printable(text: str, *, layout: bool = False) -> str:
     With `layout`, tabs and newlines stay as they are (multi-line text such as a
     log); otherwise they are escaped too (one cell, one line).
     """
-    pattern = _UNSAFE_KEEP_LAYOUT if layout else _UNSAFE
+    pattern = _compiled(_KEEP_LAYOUT) if layout else _UNSAFE
     return pattern.sub(_escape, text) if pattern.search(text) else text
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def escape_surrogates(text: str) -> str:
     """`text` with only its surrogates spelled as `printable` spells them (byte 0xe9 of a name that
     is not UTF-8 as ``\\xe9``): the rest is left for a format with escapes of its own (JSON)."""
-    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+    surrogate = _compiled(_SURROGATES)
+    return surrogate.sub(_escape, text) if surrogate.search(text) else text
 
 
 def escape_unencodable_output() -> None:

@@ -29,6 +29,8 @@ SITE_ONLY = tuple(k for k in KEYS if k not in PORTABLE)
 
 @dataclass(frozen=True)
 class SubmitRequest:
+    """A validated command line: the site, the options, and whether only to show what would run."""
+
     site: SiteConfig
     options: SubmitOptions
     dry_run: bool = False

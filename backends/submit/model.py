@@ -58,6 +58,11 @@ class PlannedWindow:
 
 @dataclass(frozen=True)
 class SubmitPlan:
+    """Everything a backend runs or a dry run shows: the tasks, their windows and the record's path.
+
+    (A docstring of its own also spares dataclass() computing one from the signature at import.)
+    """
+
     site: SiteConfig
     options: SubmitOptions
     argv: tuple[str, ...]            # "hyperion-submit", *submit_argv(options)

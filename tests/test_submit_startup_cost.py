@@ -1,0 +1,51 @@
+"""What a hyperion-submit start does once, or not at all, that it did twice (issue 14, speed): the dry run's own
+share of its start-up, over Python and jsonargparse, is loading the site file and our modules."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+from conftest import TEST_SITE
+
+from backends.submit.config import load_site
+
+
+def test_the_site_file_is_parsed_once(tmp_path, monkeypatch):
+    """The checks walk PyYAML's events; the value is built from those events, not from a second parse."""
+    parsers = []
+    init = yaml.parser.Parser.__init__
+    monkeypatch.setattr(yaml.parser.Parser, "__init__", lambda self: (parsers.append(self), init(self))[1])
+    site = load_site(TEST_SITE)
+    assert len(parsers) == 1
+    assert site.max_array_size == 1001 and site.cpu_options == ("--partition=cpu",)
+    assert site.gpu_types["v100"] == ("--partition=gpu", "--gres=gpu:v100:{num_gpus}")
+
+
+def test_a_site_file_of_two_documents_is_refused_as_before(tmp_path):
+    site = tmp_path / "site.yaml"
+    site.write_text(TEST_SITE.read_text() + "---\nnum_gpus: 1\n")
+    result = subprocess.run(["hyperion-submit", "local", "--cfg", str(site), "--output-file", "t.log", "--dry-run",
+                             "--", "true"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"hyperion-submit: error: --cfg: {site} is not valid YAML: "
+                                    "but found another document (line ")
+    assert "Traceback" not in result.stderr and not (tmp_path / "q").exists()
+
+
+def test_a_dry_run_compiles_only_the_one_line_escape_pattern(tmp_path):
+    """The multi-line and surrogate-only patterns (half a millisecond each) wait for their first use."""
+    code = (
+        "import re, sys\n"
+        "seen = []\n"
+        "compile_ = re.compile\n"
+        "re.compile = lambda pattern, flags=0: (seen.append(pattern), compile_(pattern, flags))[1]\n"
+        "from backends.cli.submit import main\n"
+        f"status = main(['slurm', '--cfg', {str(TEST_SITE)!r}, '--dry-run', '--array', 'JOB=1:3',\n"
+        "               '--output-file', 'log/t.JOB.log', '--', 'echo', 'hi'])\n"
+        "print(status, sum(isinstance(p, str) and '\\ud800' in p for p in seen), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
+    assert "sbatch" in result.stdout
+    assert result.stderr.split()[-2:] == ["0", "1"], result.stderr
