@@ -29,16 +29,8 @@ from backends.records.attempts import LedgerWriter, MovedFile, NewAttempt, attem
 from backends.records.history import History, archive_current, load_history
 from backends.records.log_owner import Writer, last_writer, writers
 from backends.records.paths import RECORD_SUFFIX, log_stem
-from backends.records.record import SubmitRecord, TaskRecord, load_record
+from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord, load_record
 from backends.submit.model import SubmitPlan, record_options
-from backends.watch.rows import (
-    LOCAL_JOB,
-    expected_tasks,
-    orphaned_child,
-    pending_tasks,
-    run_goes_on,
-    start_runner_gone,
-)
 
 FIELD = "--output-file"
 # mkdir failures that mean the path given cannot hold logs (checked before anything is written,
@@ -160,6 +152,8 @@ def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str
 def slurm_keys(history: History) -> frozenset[tuple[str, str | None]]:
     """(job id, array task id) of the history's Slurm tasks without an end in the ledger: the ones
     `live_task_records` asks Slurm about."""
+    from backends.watch.rows import pending_tasks
+
     return frozenset((t.job_id, t.array_task_id) for t in pending_tasks(history) if t.job_id != LOCAL_JOB)
 
 
@@ -169,6 +163,10 @@ def live_task_records(history: History, logs: frozenset[str] | None = None,
     still running, not only their Slurm ids, which a window's offset makes differ from the shards.
     `settled`: Slurm tasks (`slurm_keys`) the caller found not live a moment ago, not asked again
     (a ledger it could not write the ends to would have had the same pair sent twice)."""
+    # only a pattern submitted before asks: a first submission does without the row builder and
+    # the state and usage modules under it (3 ms of its start-up)
+    from backends.watch.rows import expected_tasks, pending_tasks
+
     pending = [t for t in pending_tasks(history) if logs is None or t.log in logs]
     local = [(t, _local_live(history, t)) for t in pending if t.job_id == LOCAL_JOB]
     live: list[tuple[TaskRecord, str]] = [(t, name) for t, name in local if name is not None]
@@ -196,6 +194,8 @@ def live_task_records(history: History, logs: frozenset[str] | None = None,
 
 def _local_live(history: History, task) -> str | None:
     """How a refusal names a local task still to run or running; by pid once its runner was killed."""
+    from backends.watch.rows import orphaned_child, run_goes_on, start_runner_gone
+
     name = f"{LOCAL_JOB} task" if task.value is None else f"{LOCAL_JOB} {task.value}"
     start = history.ledger.starts.get((task.attempt, task.value))
     if start is None:      # its turn in a run that goes on is still to come

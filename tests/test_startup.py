@@ -83,3 +83,18 @@ def test_checkpoint_retry_loads_no_writer_launcher_or_ui(workdir):
     assert result["code"] == 0
     assert "1-2,4-10" in result["out"]
     assert heavy == set()
+
+
+def test_a_first_local_submission_loads_no_task_rows_states_or_usage(tmp_path):
+    """Only a pattern submitted before has tasks that may still be live: a first run does without the
+    row builder (and the state and usage parsing under it) that judges them; a rerun loads it."""
+    call = ("__import__('backends.cli.submit', fromlist=['main']).main(['local', '--cfg', %r, '--array', "
+            "'JOB=1:3', '--output-file', 'log/f.JOB.log', '--', 'true'])" % str(SITE))
+    result, heavy = _newly_loaded(call, tmp_path, {"backends.watch.rows", "backends.states",
+                                                   "backends.watch.usage", "textual", "rich"})
+    assert result["code"] == 0
+    assert "JOB=3: ok" in result["out"]
+    assert heavy == set()
+    again, loaded = _newly_loaded(call, tmp_path, {"backends.watch.rows"})
+    assert again["code"] == 0 and "JOB=3: ok" in again["out"]
+    assert loaded == {"backends.watch.rows"}
