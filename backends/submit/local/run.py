@@ -35,7 +35,6 @@ from backends.records.attempts import (
 from backends.records.history import commit_attempt
 from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskRecord
 from backends.records.runner import process_start, runner_fields
-from backends.states import signal_text
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 # Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
@@ -513,6 +512,8 @@ def print_event(event: LocalEvent, array_name: str | None = None, out: TextIO | 
     if event.code == 0:
         print(f"{label}: ok ({event.elapsed:.1f} s), log {log}", file=out, flush=True)
     elif event.signal:      # not the program's failure: its terminal hung up on it
+        from backends.states import signal_text   # rare: a first run's start-up does without the states
+
         how = f"stopped by {signal_text(event.signal)}"
         print(f"{label}: FAILED, {how} after {event.elapsed:.1f} s, log {log}", file=out, flush=True)
         print(f"hyperion-submit: {label} {how}; see {log}", file=err, flush=True)
