@@ -22,6 +22,7 @@ from hyperion_console.form import form_argv
 from hyperion_console.messages import JobsUpdated, PreviewUpdated, SubmitRequested
 from hyperion_console.screens.confirm import ConfirmScreen
 from hyperion_console.screens.jobs import JobsScreen
+from hyperion_console.screens.submit import SubmitScreen
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -873,3 +874,33 @@ def test_the_submit_confirmation_says_how_many_tasks_and_sbatch_calls(tmp_path: 
     if windows:
         assert detail.splitlines()[0] == windows
     assert detail.splitlines()[-1].startswith("$ hyperion-submit slurm --cfg ")
+
+
+@pytest.mark.parametrize("burst, answer", [("\rn", "n"), ("\rnecho", "n"), ("\ry", "y")],
+                         ids=["enter n", "enter n, then more letters", "enter y"])
+def test_keys_read_with_enter_answer_its_dialog_and_never_reach_the_field(tmp_path: Path, burst: str,
+                                                                        answer: str) -> None:
+    """`enter n` read at once, the cursor in the command field: the `n` was typed into the command
+    (`truen`) before Enter's dialog was up, and the dialog then waited for an answer already given.
+    The keys read behind Enter go to the dialog it asks: `n` says no, `y` submits, the field stays."""
+    async def scenario() -> tuple[str, type, int]:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="local", output_file=str(tmp_path / "log" / "k.JOB.log"),
+                 time="00:01:00", command="true")
+            screen.query_one("#command").focus()
+            await pilot.pause()
+            one_read(app, burst)
+            if answer == "y":
+                await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 60)
+            await pilot.pause(0.5)
+            return screen.query_one("#command").value, type(app.screen), len(posted(seen, SubmitRequested))
+
+    command, on_screen, submitted = asyncio.run(scenario())
+    assert command == "true"
+    if answer == "n":
+        assert (on_screen, submitted) == (SubmitScreen, 0)
+    else:
+        assert (on_screen, submitted) == (JobsScreen, 1)

@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
@@ -93,6 +94,10 @@ class SubmitScreen(ConsoleScreen):
         # confirmation passes the priority check while the dialog is up (not this screen's key
         # there) and reaches the bindings again only as the dialog is gone: it was lost unsaid.
         Binding("ctrl+s", "submit", "Submit job", show=False),
+        # Enter in a field or on the button asks at once, before the keys read behind it are routed:
+        # as the field's (or button's) own binding it ran only after them, so `enter n` typed the `n`
+        # into the field and left the dialog waiting (textual#6605). Elsewhere (a selector) it passes.
+        Binding("enter", "submit_from_form", "Submit job", show=False, priority=True),
     ]
 
     def __init__(self, cfg_dir: Path, defaults: dict[str, str] | None = None) -> None:
@@ -291,6 +296,14 @@ class SubmitScreen(ConsoleScreen):
     @on(Input.Submitted)
     def _pressed(self) -> None:
         """The button, and Enter in any field: the key a form is sent with (it asks first)."""
+        self.action_submit()
+
+    def action_submit_from_form(self) -> None:
+        """Enter: submit when the focus is in a text field or on the Submit button (what Enter there
+        did), so the dialog is up before the next key is routed; any other focus keeps its Enter."""
+        focused = self.focused
+        if not (isinstance(focused, Input) or (isinstance(focused, Button) and focused.id == "submit-button")):
+            raise SkipAction()
         self.action_submit()
 
     @guarded
