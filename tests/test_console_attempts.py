@@ -142,14 +142,27 @@ def test_unfinished_tasks_are_polled_with_their_jobs_ended_ones_and_final_states
 
 
 
-@pytest.mark.parametrize("size, lines", [((80, 24), 2), ((120, 30), 1), ((60, 20), 2)])
-def test_the_failure_groups_keys_stay_readable_after_the_head(tmp_path: Path, size: tuple[int, int],
-                                                               lines: int) -> None:
+BREAKDOWNS = {
+    "failed, out-of-memory": (None, "3 of 8 task(s) did not succeed (failed 2, out-of-memory 1), in 2 group(s)"),
+    "failed, timeout, cancelled": ({3: ("FAILED", 3, "ValueError: corrupt input file"), 5: ("TIMEOUT", None, "step 18"),
+                                    7: ("FAILED", 3, "ValueError: corrupt input file"), 8: ("CANCELLED", None, "waiting")},
+                                   "4 of 10 task(s) did not succeed (failed 2, timeout 1, cancelled 1), in 3 group(s)"),
+}
+
+
+@pytest.mark.parametrize("size, breakdown, lines", [
+    ((80, 24), "failed, out-of-memory", 2), ((120, 30), "failed, out-of-memory", 1),
+    ((60, 20), "failed, out-of-memory", 2), ((80, 24), "failed, timeout, cancelled", 2),
+    ((120, 40), "failed, timeout, cancelled", 1)])
+def test_the_failure_groups_head_and_keys_stay_whole(tmp_path: Path, size: tuple[int, int], breakdown: str,
+                                                     lines: int) -> None:
     """With the breakdown of states the head took 73 columns and its keys after it were cut to
-    `· ent…` at 80x24. Now they follow on the head's line when both fit (120 columns), else on a
-    line of their own, whole; the head is never cut for them."""
-    record = build_history(tmp_path, SITE)
-    head = "3 of 8 task(s) did not succeed (failed 2, out-of-memory 1), in 2 group(s)"
+    `· ent…` at 80x24; once the keys had a line of their own, a head wider than the screen (a real
+    array's failed, timeout and cancelled at 80 columns: 81 characters) was cut, its group count lost.
+    Now the head wraps at its spaces and the keys follow its last line when both fit, else have a
+    line of their own: neither is ever cut."""
+    failures, head = BREAKDOWNS[breakdown]
+    record = build_history(tmp_path, SITE, n=int(head.split(" of ")[1].split()[0]), failures=failures)
     keys = "enter: its tasks · R: retry it"
 
     async def scenario() -> list[str]:
@@ -164,14 +177,12 @@ def test_the_failure_groups_keys_stay_readable_after_the_head(tmp_path: Path, si
             return screen_lines(app)
 
     shown = asyncio.run(scenario())
-    at = next(i for i, line in enumerate(shown) if line.lstrip().startswith("3 of 8 task(s)"))
-    if size[0] >= len(head):
-        assert shown[at].strip().startswith(head)
-    else:                                           # narrower than the head: it alone is cut
-        assert shown[at].rstrip().endswith("…") and keys not in shown[at]
-    drawn = shown[at] if lines == 1 else shown[at + 1]
-    assert keys in drawn and "…" not in drawn.replace(head, ""), shown[at:at + 2]
-    assert shown[at + lines].strip().startswith("2 FAILED exit 3")     # the groups follow
+    at = next(i for i, line in enumerate(shown) if line.lstrip().startswith(head.split(" (")[0]))
+    drawn = [line.strip() for line in shown[at:at + lines]]
+    assert "…" not in "".join(drawn), drawn
+    assert " ".join(drawn).startswith(head), drawn
+    assert drawn[-1].endswith(keys), drawn
+    assert shown[at + lines].strip()[1:].lstrip().startswith("FAILED exit 3")     # the groups follow
 
 
 def test_failure_groups_list_the_causes_and_select_their_tasks(tmp_path: Path) -> None:

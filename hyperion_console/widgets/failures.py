@@ -87,9 +87,10 @@ def failures_head(groups: list[FailureGroup], total: int) -> Text:
 
 
 class FailuresHead(Static):
-    """The head, then the keys: on its line when both fit the width, else on a line of their own.
-    With the breakdown of states the head took 73 columns and the keys after it were cut to
-    `· ent…` at 80; the head is what must be read whole, and the keys stay readable too."""
+    """The head, then the keys: after its last line when both fit the width, else on a line of
+    their own. With the breakdown of states the head took 73 columns and the keys after it were
+    cut to `· ent…` at 80; a head wider than the screen (failed, timeout and cancelled at 80
+    columns) was cut in turn, losing its group count. It wraps at its spaces now: both read whole."""
 
     DEFAULT_CSS = "FailuresHead { height: auto; }"
 
@@ -104,19 +105,27 @@ class FailuresHead(Static):
         self.update(self.head)          # what tests and other widgets read; render() lays it out
         self.refresh(layout=True)       # the keys may move to a line of their own, or back
 
-    def _one_line(self, width: int) -> bool:
-        return self.hint is None or self.head.cell_len + 3 + self.hint.cell_len <= width
+    def _lines(self, width: int) -> list[Text]:
+        """The head wrapped at `width` (a word longer than that is cut), then the keys."""
+        if width <= 0:
+            return [self.head.copy()]
+        head = self.head.copy()
+        head.no_wrap, head.end = False, ""
+        lines = [fit_text(line, width) for line in head.wrap(self.app.console, width, overflow="ellipsis")]
+        lines = lines or [Text()]
+        if self.hint is None:
+            return lines
+        if lines[-1].cell_len + 3 + self.hint.cell_len <= width:
+            lines[-1] = lines[-1] + Text(" · ", style="dim") + self.hint
+        else:
+            lines.append(fit_text(self.hint, width))
+        return lines
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        return 1 if self._one_line(width) else 2
+        return len(self._lines(width))
 
     def render(self) -> Text:
-        width = self.size.width
-        if self.hint is None:
-            return fit_text(self.head, width)
-        if self._one_line(width):
-            return self.head + Text(" · ", style="dim") + self.hint
-        return Text("\n", end="").join([fit_text(self.head, width), fit_text(self.hint, width)])
+        return Text("\n", end="").join(self._lines(self.size.width))
 
 
 class FailuresView(Vertical):
