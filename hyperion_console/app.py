@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from backends.printable import printable
+from backends.records.record import any_record
 from backends.retry_hint import record_retry_command
 from backends.watch.budget import QueryBudget
 
@@ -207,7 +208,9 @@ def make_app(cfg_dir: str | Path = "conf", checkpoint: str | Path | None = None,
 
     `search_dirs` (default: the working directory) is where the Jobs screen looks
     for recent q/*.submit.json records; the record's and the demo's own
-    directories are added.
+    directories are added. The console opens on the Checkpoint screen when given
+    one, else on the Jobs screen when given a record or when those folders hold
+    one, else on the Submit screen.
     """
     cfg = Path(cfg_dir).absolute()
     search = [Path.cwd()] if search_dirs is None else [Path(d) for d in search_dirs]
@@ -220,6 +223,8 @@ def make_app(cfg_dir: str | Path = "conf", checkpoint: str | Path | None = None,
     rec = Path(record).absolute() if record else None
     if rec is not None:
         search.append(rec.parent.parent)
-    start = "checkpoint" if ckpt else "jobs" if rec else "submit"
+    # A user coming back to a folder of runs expects them, not an empty form: the Jobs screen (which
+    # opens the newest) when the folders it lists hold a record; the Submit screen when none do.
+    start = "checkpoint" if ckpt else "jobs" if rec or any_record(search) else "submit"
     return HyperionConsole(Settings(cfg_dir=cfg, checkpoint=ckpt, record=rec,
                                     search_dirs=tuple(search), start=start))

@@ -138,6 +138,7 @@ async def shoot_split_submit(size: tuple[int, int]) -> list[Path]:
     app = make_app(cfg_dir=REPO / "conf", search_dirs=[DEMO_DIR])
     saved: list[Path] = []
     async with app.run_test(size=size) as pilot:
+        await pilot.press("1")           # the demo's records are in DEMO_DIR: the console opens on them
         fill_submit(app.submit_screen)
         app.set_focus(None)
         await saver(app, pilot, size, saved)("submit")

@@ -329,3 +329,29 @@ def test_header_icon_is_a_glyph_of_the_screenshot_font(tmp_path: Path) -> None:
                 assert "Fira Code" in _font_families_with(icon), (app.screen, icon)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("with_record", [True, False], ids=["a run in the folder", "no run"])
+def test_the_console_opens_on_the_runs_of_the_folder_it_starts_in(tmp_path: Path, monkeypatch,
+                                                                 with_record: bool) -> None:
+    """`hyperion-console --cfg-dir conf` in a folder whose exp/log/q/ holds a record opened on an
+    empty Submit form; a user coming back expects the runs. It opens on the Jobs screen, the newest
+    record open; with no record anywhere below, on the Submit screen as before."""
+    if with_record:
+        build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 3)})
+    monkeypatch.chdir(tmp_path)
+
+    async def scenario() -> tuple[type, str | None]:
+        app = make_app(cfg_dir=CONF)           # as the command line builds it
+        async with app.run_test(size=(120, 40)) as pilot:
+            if with_record:
+                await wait_for(pilot, lambda: app.jobs_screen.record_path is not None, 10)
+            await pilot.pause()
+            return type(app.screen), app.jobs_screen.record_path
+
+    screen, opened = asyncio.run(scenario())
+    if with_record:
+        assert screen is JobsScreen
+        assert opened == str(tmp_path / "exp" / "log" / "q" / "task.JOB.submit.json")
+    else:
+        assert (screen, opened) == (SubmitScreen, None)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
@@ -361,8 +362,29 @@ def find_records(dirs: Sequence[Path], max_depth: int = 5,
     teammate's q/ under umask 077) is added to `unlisted` as (path, reason): its
     records are missing from the answer, and "no submit records" alone hid why.
     """
-    found: set[Path] = set()
+    found = set(_walk_records(dirs, max_depth, unlisted))
 
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+    return sorted(found, key=mtime, reverse=True)
+
+
+def any_record(dirs: Sequence[Path], max_depth: int = 5, budget: float = 0.5) -> bool:
+    """Whether `find_records` would list one, answered at the first found: the console opens on
+    the runs when there are some. A tree walked for longer than `budget` seconds without one
+    answers False (a home folder of many files must not delay the first screen)."""
+    deadline = time.monotonic() + budget
+    for _ in _walk_records(dirs, max_depth, None, deadline):
+        return True
+    return False
+
+
+def _walk_records(dirs: Sequence[Path], max_depth: int, unlisted: list[tuple[str, str]] | None,
+                  deadline: float | None = None):
+    """The records of `find_records`, as the walk meets them (until `deadline`, a monotonic clock)."""
     def note(err: OSError) -> None:
         if unlisted is not None:
             unlisted.append((os.fsdecode(err.filename) if err.filename is not None else "?",
@@ -370,18 +392,14 @@ def find_records(dirs: Sequence[Path], max_depth: int = 5,
 
     for top in map(Path, dirs):
         if top.is_file() and top.name.endswith(RECORD_SUFFIX):
-            found.add(top.resolve())
+            yield top.resolve()
             continue
         base_depth = len(top.resolve().parts)
         for root, subdirs, files in os.walk(top, onerror=note):
+            if deadline is not None and time.monotonic() > deadline:
+                return
             here = Path(root).resolve()
             if here.name == "q":
-                found.update(here / f for f in files if f.endswith(RECORD_SUFFIX))
+                yield from (here / f for f in files if f.endswith(RECORD_SUFFIX))
             subdirs[:] = [d for d in subdirs if not d.startswith(".")
                           and len(here.parts) - base_depth < max_depth]
-    def mtime(p: Path) -> float:
-        try:
-            return p.stat().st_mtime
-        except OSError:
-            return 0.0
-    return sorted(found, key=mtime, reverse=True)
