@@ -154,3 +154,29 @@ def test_what_ended_tasks_used_is_asked_for_while_the_run_goes_on(tmp_path, monk
             assert table_column(table, "state")[7] == "RUNNING"
 
     asyncio.run(scenario())
+
+
+def test_an_outage_said_on_the_status_line_is_read_whole_at_80_columns(tmp_path, monkeypatch) -> None:
+    """Beside the progress bar at 80 columns the status line cut squeue's error after
+    `retrying: controller (squeue) not answer…`: what failed was out of sight once its toast went.
+    It wraps onto the lines below now, the task table right under it."""
+    import hyperion_console.watch as console_watch
+
+    squeue = "squeue failed (rc 1): slurm_load_jobs error: Unable to contact slurm controller"
+    record = build_history(tmp_path, CONF, unfinished=(7, 8))
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (AlternatingPoller([squeue]), None))
+
+    async def scenario() -> list[str]:
+        app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status")
+            await wait_for(pilot, lambda: "retrying" in status.line().plain, 10)
+            await pilot.pause(0.5)
+            return screen_lines(app)
+
+    lines = asyncio.run(scenario())
+    at = next(i for i, line in enumerate(lines) if "retrying" in line)
+    said = " ".join(line[22:].strip() for line in lines[at:at + 3])
+    assert "…" not in said, lines[at:at + 3]
+    assert f"controller (squeue) not answering: {squeue}" in said, lines[at:at + 3]
+    assert any(line.startswith("value ") for line in lines[at + 1:at + 5]), lines

@@ -27,6 +27,20 @@ def fit_text(text: Text, width: int, cut_start: bool = False) -> Text:
     return Text(ELLIPSIS, style="dim") + tail
 
 
+def wrap_text(text: Text, width: int, console, max_lines: int) -> list[Text]:
+    """`text` wrapped at its spaces within `width` cells, at most `max_lines` lines: a word wider
+    than the width, and the last line when more would follow, are cut with an ellipsis."""
+    if width <= 0:
+        return [text.copy()]
+    text = text.copy()
+    text.no_wrap, text.end = False, ""
+    lines = list(text.wrap(console, width, overflow="fold")) or [Text()]
+    if len(lines) > max_lines:
+        rest = Text(" ").join(lines[max_lines - 1:])
+        lines = lines[:max_lines - 1] + [fit_text(rest, width)]
+    return [fit_text(line, width) for line in lines]
+
+
 class FitLine(Static):
     """A one-line Static whose text is cut with an ellipsis (at the start when `cut_start`)."""
 

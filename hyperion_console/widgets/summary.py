@@ -13,7 +13,7 @@ from typing import Mapping
 from rich.text import Text
 
 from ..shown import shown
-from .fit_line import FitLine, fit_text
+from .fit_line import FitLine, fit_text, wrap_text
 from .states import abbreviation_of, ordered, style_of
 
 
@@ -48,6 +48,9 @@ class StateCounts(FitLine):
         return fit_text(counts_text(self.counts, self.total, short=True), width)
 
 
+STATUS_LINES = 3     # what a Slurm outage says, at most: the task table keeps the rest of the screen
+
+
 def age_text(seconds: float) -> str:
     """3 s, 2 min 05 s, 1 h 03 min: how long ago the states were current."""
     seconds = max(0, int(seconds))
@@ -62,8 +65,12 @@ class PollStatus(FitLine):
     """`states from Slurm 3 s ago`, or the query problem and the age of the last good answer.
 
     Drawn from the time now, so a once-a-second refresh keeps the age true
-    between polls.
+    between polls. A problem (`⚠`) wider than the screen wraps onto up to
+    STATUS_LINES lines: beside the progress bar at 80 columns, squeue's error was cut after
+    `retrying: controller (squeue) not answer…`, the cause itself out of sight.
     """
+
+    DEFAULT_CSS = "PollStatus { height: auto; }"
 
     def __init__(self, **kwargs) -> None:
         super().__init__(Text(""), **kwargs)
@@ -76,14 +83,14 @@ class PollStatus(FitLine):
     def start(self, source: str) -> None:
         """A new record: nothing known yet (`source`: "Slurm" or "local results")."""
         self.source, self.as_of, self.problem, self.final, self.behind = source, None, None, False, {}
-        self.refresh()
+        self.refresh(layout=True)
 
     def report(self, as_of: float | None, problem: str | None, final: bool = False) -> None:
         if as_of is not None:
             self.as_of = as_of if self.as_of is None else max(self.as_of, as_of)
         self.problem = problem
         self.final = final
-        self.refresh()
+        self.refresh(layout=True)
 
     def note(self, ask: str, behind: str | None) -> None:
         """Keep `behind` (the core's "...; shown as last recorded") of one `ask` after the line;
@@ -92,7 +99,7 @@ class PollStatus(FitLine):
             self.behind[ask] = behind
         else:
             self.behind.pop(ask, None)
-        self.refresh()
+        self.refresh(layout=True)
 
     def line(self, now: float | None = None) -> Text:
         text = self._states_line(now)
@@ -120,5 +127,19 @@ class PollStatus(FitLine):
             return Text(f"asking {self.source}…", style="dim")
         return Text(f"states from {self.source} {age_text(now - self.as_of)} ago", style="dim")
 
+    def _lines(self, width: int) -> list[Text]:
+        """A problem (`⚠ ...`) wrapped; the plain age one line (in a 60-column pane its last word
+        alone took a second line, a row of the table)."""
+        line = self.line()
+        if not line.plain.startswith("⚠"):
+            return [fit_text(line, width)]
+        return wrap_text(line, width, self.app.console, STATUS_LINES)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(self._lines(width))
+
     def render(self) -> Text:
-        return fit_text(self.line(), self.size.width)
+        lines = self._lines(self.size.width)
+        if len(lines) != self.size.height:      # the age grew a digit and the problem a line: lay out again
+            self.call_after_refresh(self.refresh, layout=True)
+        return Text("\n", end="").join(lines)
