@@ -1314,3 +1314,36 @@ def test_a_checkpoint_folder_that_is_a_fifo_is_named_so_not_a_missing_run_json(t
             assert app.is_running
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("width", [50, 54, 60, 79])
+def test_the_narrow_failed_table_fits_a_pane_with_a_local_runs_job_ids(tmp_path: Path, width: int) -> None:
+    """A local run's records name jobs `local_23846`: the narrow columns (shard, job, recorded) and
+    an 18-character details cell pushed the details past the edge of a pane under ~59 columns (at 54:
+    `tasks p000016  In` cut with no mark, the table scrolling sideways). The details cell takes what
+    the other columns leave: on screen, its cut marked, down to 50 columns; wider panes show more."""
+    from sharding.store import Attempt
+
+    path = tmp_path / "checkpoint"
+    store = Checkpoint(path)
+    run = RunConfig(minimum_shard_index=1, total_shards=12)
+    store.ensure_run(run)
+    for shard in range(1, 11):
+        store.write_completion(shard, run)
+    store.write_failed(11, Attempt(job="local_23846", array_task="local", restart="0"),
+                       {"task_ids": ["p000016"], "error": "InjectedFailure: record 'doc-0016-0000' failed"})
+
+    async def scenario() -> tuple[list[str], int, list[str]]:
+        app = make_app(cfg_dir=CONF, checkpoint=path, search_dirs=[tmp_path])
+        async with app.run_test(size=(width, 20)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            table = app.checkpoint_screen.query_one("#ckpt-failed")
+            return screen_lines(app), table.max_scroll_x, table_column(table, "details")
+
+    lines, scroll_x, details = asyncio.run(scenario())
+    row = next(line for line in lines if line.split()[:2] == ["11", "local_23846"])
+    assert scroll_x == 0, row
+    assert details[0].startswith("tasks p") and details[0].endswith("…"), details
+    assert details[0] in row, (details, row)
+    assert len(details[0]) >= width - 41, details           # what the other columns leave goes to it

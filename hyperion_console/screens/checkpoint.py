@@ -138,10 +138,26 @@ def failed_columns(width: int) -> tuple[str, ...]:
     return FAILED_COLUMNS if width >= ALL_FAILED_COLUMNS_FROM else NARROW_FAILED_COLUMNS
 
 
-def details_width(width: int) -> int:
+MIN_DETAILS_CELL = 8   # the details never shrink below this: the table scrolls sideways instead
+# Cells beside the ones in the table: the tab pane's padding (2), the details column's own (2) and a
+# vertical scrollbar's (2) once the records overflow the table.
+AROUND_DETAILS = 6
+
+
+def details_width(width: int, beside: int = 0) -> int:
     """Characters of the details cell in a terminal `width` columns wide: every column past 80 goes
-    to it (at 120 columns the cell stopped after 18 characters, half the line left empty)."""
-    return DETAILS_CELL + max(0, width - ALL_FAILED_COLUMNS_FROM)
+    to it (at 120 columns the cell stopped after 18 characters, half the line left empty). In the
+    narrow columns, what the other columns (`beside`: their cells, each with its padding) leave:
+    18 pushed the details off a 54-column pane (a local run's job id `local_23846` is 11 wide)."""
+    if width >= ALL_FAILED_COLUMNS_FROM:
+        return DETAILS_CELL + width - ALL_FAILED_COLUMNS_FROM
+    return max(MIN_DETAILS_CELL, width - beside - AROUND_DETAILS)
+
+
+def beside_details(columns: tuple[str, ...], rows: list[dict[str, Text]]) -> int:
+    """Cells the columns other than the details take, each its widest cell or heading and padding."""
+    return sum(max([len(column), *(row[column].cell_len for row in rows)]) + 2
+               for column in columns if column != "details")
 
 
 COMPLETE_SINCE = "✓"   # after the shard of a record a later attempt completed (`failed`: "(shard complete since)")
@@ -192,6 +208,7 @@ class CheckpointScreen(ConsoleScreen):
         self._running_asked = False
         self._asking: Worker | None = None        # that ask, made after the read (the Retry tab opened)
         self.failed_by_path: dict[str, object] = {}
+        self._beside: dict[tuple[str, ...], int] = {}   # columns -> cells beside the details, for these records
         self._failed_layout: tuple[tuple[str, ...], int] | None = None   # the Failed table's columns, details cell
         self._loaded = False
         self._reading: Worker | None = None      # the read whose result will be shown
@@ -413,7 +430,7 @@ class CheckpointScreen(ConsoleScreen):
         self.query_one("#ckpt-failed", DataTable).clear()
         _reset_windows(self.query_one("#retry-windows", DataTable))
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
-        self.failed_by_path, self.plan, self.coverage = {}, None, None
+        self.failed_by_path, self.plan, self.coverage, self._beside = {}, None, None, {}
         self.running, self.running_problem, self._running_asked = None, None, False
         self._stop_asking()
 
@@ -495,7 +512,7 @@ class CheckpointScreen(ConsoleScreen):
             problems.append_text(shown(f"{prefix}{problem.path}: {problem.message}", "yellow"))
             problems.append("\n")
         self.query_one("#ckpt-problems", Static).update(problems)
-        self.failed_by_path = {record.path: record for record in cov.failed}
+        self.failed_by_path, self._beside = {record.path: record for record in cov.failed}, {}
         self.fill_failed(self.app.size.width)
 
     def fill_failed(self, width: int) -> None:
@@ -503,14 +520,22 @@ class CheckpointScreen(ConsoleScreen):
         `width` wide; new columns when they change (clearing rows alone keeps the columns, and
         each one's width, so wider details would stay cut)."""
         table = self.query_one("#ckpt-failed", DataTable)
-        columns = failed_columns(width)
-        self._failed_layout = (columns, details_width(width))
+        self._failed_layout = layout = self._failed_columns(width)
+        columns, details = layout
         table.clear(columns=True)
         for column in columns:
             table.add_column(column, key=column)
         for record in self.failed_by_path.values():
-            cells = failed_cells(record, self._failed_layout[1], self._complete_since(record))
+            cells = failed_cells(record, details, self._complete_since(record))
             table.add_row(*(cells[column] for column in columns), key=record.path)
+
+    def _failed_columns(self, width: int) -> tuple[tuple[str, ...], int]:
+        """The Failed table's columns and details cell at `width`, for the records read."""
+        columns = failed_columns(width)
+        if columns not in self._beside:      # once per read: a resize must not redo every record's cells
+            rows = [failed_cells(r, DETAILS_CELL, self._complete_since(r)) for r in self.failed_by_path.values()]
+            self._beside[columns] = beside_details(columns, rows)
+        return columns, details_width(width, self._beside[columns])
 
     def _complete_since(self, record: FailedRecord) -> bool:
         return self.coverage is not None and self.coverage.complete_since(record)
@@ -519,7 +544,7 @@ class CheckpointScreen(ConsoleScreen):
         """Narrower than 80 columns (a split tmux pane), fewer columns, so the details stay on screen;
         the record that was highlighted still is."""
         table = self.query_one("#ckpt-failed", DataTable)
-        if self._failed_layout == (failed_columns(event.size.width), details_width(event.size.width)):
+        if self._failed_layout == self._failed_columns(event.size.width):
             return
         row = table.cursor_row
         self.fill_failed(event.size.width)
