@@ -1347,3 +1347,23 @@ def test_the_narrow_failed_table_fits_a_pane_with_a_local_runs_job_ids(tmp_path:
     assert details[0].startswith("tasks p") and details[0].endswith("…"), details
     assert details[0] in row, (details, row)
     assert len(details[0]) >= width - 41, details           # what the other columns leave goes to it
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 50)])
+def test_the_resubmit_button_follows_a_short_plan_without_a_gap(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The plan's scroll filled the tab, so at 120x40 a screenful of blank lines stood between the
+    plan's command and the Resubmit button at the bottom. The button now comes right under the plan
+    (the plan scrolls only once it would push the button off the screen)."""
+    async def scenario() -> list[str]:
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=size) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            await pilot.pause()
+            return screen_lines(app)
+
+    lines = asyncio.run(scenario())
+    button = next(i for i, line in enumerate(lines) if "Resubmit missing shards" in line)
+    last = max(i for i, line in enumerate(lines[:button]) if line.strip())
+    assert "--fail-once" in lines[last], lines                  # the plan's last line, whole, above it
+    assert button - last <= 3, lines

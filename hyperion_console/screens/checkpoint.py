@@ -21,7 +21,7 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Label, Static, TabbedContent, TabPane, Tabs
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
@@ -183,6 +183,17 @@ SLOW_RETRY = SLOW_TO_PLAN      # the benches set it to infinity: the code before
 UPDATING = "updating… (the windows below are of the value before your last keys)"
 
 
+class PlanAndButton(Vertical):
+    """The retry plan, then the Resubmit button right under it. The plan is as tall as it is and
+    scrolls only once it would push the button off the screen: filling the tab, it left a screenful
+    of blank lines above the button at 120x40."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        button = self.query_one("#resubmit", Button)
+        below = button.outer_size.height + button.styles.margin.top + button.styles.margin.bottom
+        self.query_one("#retry-plan", VerticalScroll).styles.max_height = max(1, event.size.height - below)
+
+
 class CheckpointScreen(ConsoleScreen):
     SUB_TITLE = "Checkpoint"
     BINDINGS = [
@@ -245,13 +256,14 @@ class CheckpointScreen(ConsoleScreen):
                     yield Label("submit record", classes="form-label-wide")
                     yield Field(str(self.record_path or ""), placeholder="q/NAME.submit.json",
                                 id="record-path", compact=True)
-                with VerticalScroll(id="retry-plan"):
-                    yield Static("", id="retry-summary")
-                    yield DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
-                    yield Static("", id="retry-commands")
-                # under the plan's scroll, not at its end: a record's command line, wrapped, pushed
-                # the button below the screen (at 80x24 too); only who knew ctrl+r could resubmit
-                yield Button("Resubmit missing shards", id="resubmit", variant="error", compact=True)
+                with PlanAndButton(id="retry-body"):
+                    with VerticalScroll(id="retry-plan"):
+                        yield Static("", id="retry-summary")
+                        yield DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
+                        yield Static("", id="retry-commands")
+                    # under the plan's scroll, not at its end: a record's command line, wrapped, pushed
+                    # the button below the screen (at 80x24 too); only who knew ctrl+r could resubmit
+                    yield Button("Resubmit missing shards", id="resubmit", variant="error", compact=True)
         yield console_footer()
 
     def on_mount(self) -> None:
