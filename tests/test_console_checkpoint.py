@@ -13,6 +13,7 @@ from test_console_fixtures import (
     build_history,
     checkpoint_read,
     notifications,
+    one_read,
     posted,
     rendered,
     screen_lines,
@@ -1367,3 +1368,29 @@ def test_the_resubmit_button_follows_a_short_plan_without_a_gap(tmp_path: Path, 
     last = max(i for i, line in enumerate(lines[:button]) if line.strip())
     assert "--fail-once" in lines[last], lines                  # the plan's last line, whole, above it
     assert button - last <= 3, lines
+
+
+def test_keys_typed_behind_ctrl_r_never_reach_the_max_array_size_field(tmp_path: Path) -> None:
+    """`ctrl+r n` in one burst, the cursor in the max array size field: ctrl+r reads the checkpoint
+    before it asks, and the `n` was typed into the field meanwhile; the plan asked about became
+    `no retry plan (see the Retry tab)`. The focus leaves the field for the Resubmit button: the
+    field keeps its value, the read plan is asked about (or the `n` answers that question)."""
+    async def scenario() -> tuple[str, list[str]]:
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            field = screen.query_one("#max-array-size")
+            field.focus()
+            await pilot.pause()
+            one_read(app, "\x12n")
+            await wait_for(pilot, lambda: not screen.reading and not screen._confirm_after_read, 30)
+            await pilot.pause(0.5)
+            if isinstance(app.screen, ConfirmScreen):
+                await pilot.press("n")
+            return field.value, notifications(app)
+
+    value, said = asyncio.run(scenario())
+    assert value == ""
+    assert not any("no retry plan" in n for n in said), said

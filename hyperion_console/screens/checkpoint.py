@@ -691,7 +691,11 @@ class CheckpointScreen(ConsoleScreen):
     @guarded
     def action_resubmit(self) -> None:
         """Read the checkpoint again and plan the retry (every tab agrees with what is asked), then ask
-        (confirm_resubmit, once the read is shown)."""
+        (confirm_resubmit, once the read is shown). The focus leaves a text field for the button: the
+        keys typed behind ctrl+r (`ctrl+r n` in one burst) were typed into the max array size while
+        the checkpoint was read, and the plan asked about became `no retry plan`."""
+        if isinstance(self.focused, Input):
+            self.set_focus(self.query_one("#resubmit", Button))
         self._confirm_after_read = True
         self.action_reload()
         if not self.reading:                         # no checkpoint: nothing to read, told at once
