@@ -482,3 +482,28 @@ def test_the_not_run_group_and_its_map_cell_wait_for_no_log(tmp_path: Path, cli_
             await wait_for(pilot, lambda: "n.2.log" in title(), 5)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+def test_the_highlighted_attempts_line_and_its_keys_stay_whole(tmp_path: Path, size: tuple[int, int]) -> None:
+    """`▸ attempt 2 (retry): values 5, changed nothing, 1 task(s), job(s) 7413, at 2026-12-05T17:20:54+00:00`
+    and its keys made one line: at 120 columns the keys were cut (`· enter: its tasks…`), at 80 the
+    attempt's own time too. The line wraps at its spaces and the keys follow it, whole."""
+    record = build_history(tmp_path, SITE, retried=RETRIED, changed={})
+    keys = "enter: its tasks · escape: back"
+
+    async def scenario() -> list[str]:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await pilot.pause(0.3)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)
+            await pilot.pause()
+            return rendered(app.jobs_screen.query_one("#attempt-detail"))
+
+    drawn = [line.strip() for line in asyncio.run(scenario())]
+    assert "…" not in "".join(drawn), drawn
+    assert " ".join(drawn).startswith("▸ attempt 2 (retry): values 3,6, changed nothing, 2 task(s), job(s) 4243, "
+                                      "at 2026-09-21T12:30:00+00:00"), drawn
+    assert drawn[-1].endswith(keys), drawn

@@ -28,6 +28,7 @@ from ..messages import AttemptShown, AttemptsListed
 from ..shown import shown
 from ..task_rows import attempt_rows, attempt_tasks, rows_now
 from .fit_line import FitLine
+from .keyed_line import KeyedLine
 from .states import abbreviation_of, ordered, style_of
 from .task_table import TaskTable
 
@@ -148,7 +149,7 @@ class AttemptsView(Vertical):
     def compose(self) -> ComposeResult:
         yield FitLine(shown(HEAD, "bold"), id="attempts-head")
         yield AttemptList(id="attempt-list")
-        yield FitLine(id="attempt-detail")
+        yield KeyedLine(id="attempt-detail")     # the keys after it were cut (`· enter: its tasks…` at 120)
         yield TaskTable(id="attempt-tasks")
 
     @property
@@ -163,7 +164,7 @@ class AttemptsView(Vertical):
         """Another record: nothing of the last one stays."""
         self.history, self.number, self.latest = None, None, ({}, {})
         self.listing.clear_options()
-        self.query_one("#attempt-detail", FitLine).update("")
+        self.query_one("#attempt-detail", KeyedLine).show_head(Text(""), None)
         self.table.show_tasks((), ())
 
     @work(thread=True, exclusive=True, group="attempts", exit_on_error=False)
@@ -200,8 +201,8 @@ class AttemptsView(Vertical):
         task that is still the newest run of its value."""
         line = self.listing.line_of(number)
         if line is not None:
-            self.query_one("#attempt-detail", FitLine).update(shown(
-                "▸ " + attempt_detail(line) + " · enter: its tasks · escape: back", "dim"))
+            self.query_one("#attempt-detail", KeyedLine).show_head(shown("▸ " + attempt_detail(line), "dim"),
+                                                                   "enter: its tasks · escape: back")
         if number == self.number or self.history is None:
             return
         self.number = number

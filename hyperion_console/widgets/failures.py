@@ -14,7 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import OptionList, Static
+from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from backends.records.history import History
@@ -24,7 +24,7 @@ from backends.watch.triage import FailureGroup, failure_groups, failures_summary
 from ..messages import FailureGroupsListed
 from ..shown import shown
 from ..task_rows import rows_now
-from .fit_line import fit_text
+from .keyed_line import KeyedLine
 from .states import style_of
 
 
@@ -86,46 +86,10 @@ def failures_head(groups: list[FailureGroup], total: int) -> Text:
     return Text(failures_summary(groups, total), style="bold")
 
 
-class FailuresHead(Static):
-    """The head, then the keys: after its last line when both fit the width, else on a line of
-    their own. With the breakdown of states the head took 73 columns and the keys after it were
-    cut to `· ent…` at 80; a head wider than the screen (failed, timeout and cancelled at 80
-    columns) was cut in turn, losing its group count. It wraps at its spaces now: both read whole."""
-
-    DEFAULT_CSS = "FailuresHead { height: auto; }"
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(markup=False, **kwargs)
-        self.head = Text()
-        self.hint: Text | None = None
-
-    def show_head(self, head: Text, hint: str | None) -> None:
-        """`head` (never markup), and the keys `hint` when there is a group to act on."""
-        self.head, self.hint = head, (Text(hint, style="dim") if hint else None)
-        self.update(self.head)          # what tests and other widgets read; render() lays it out
-        self.refresh(layout=True)       # the keys may move to a line of their own, or back
-
-    def _lines(self, width: int) -> list[Text]:
-        """The head wrapped at `width` (a word longer than that is cut), then the keys."""
-        if width <= 0:
-            return [self.head.copy()]
-        head = self.head.copy()
-        head.no_wrap, head.end = False, ""
-        lines = [fit_text(line, width) for line in head.wrap(self.app.console, width, overflow="ellipsis")]
-        lines = lines or [Text()]
-        if self.hint is None:
-            return lines
-        if lines[-1].cell_len + 3 + self.hint.cell_len <= width:
-            lines[-1] = lines[-1] + Text(" · ", style="dim") + self.hint
-        else:
-            lines.append(fit_text(self.hint, width))
-        return lines
-
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return len(self._lines(width))
-
-    def render(self) -> Text:
-        return Text("\n", end="").join(self._lines(self.size.width))
+class FailuresHead(KeyedLine):
+    """The head, then the keys (KeyedLine): with the breakdown of states the head took 73 columns and
+    the keys after it were cut to `· ent…` at 80; a head wider than the screen (failed, timeout and
+    cancelled at 80 columns) was cut in turn, losing its group count."""
 
 
 class FailuresView(Vertical):
