@@ -42,10 +42,10 @@ def wait_until_slurm_is_done(record: Path, timeout: float = 180) -> None:
     raise AssertionError(f"job {job_id} still queued after {timeout} s")
 
 
-def run_the_evening_and_the_accidental_rerun(root: Path, env: dict[str, str]) -> Path:
-    """Attempt 1 submitted, its hyperion-submit hung up on mid-run (ssh dropped) and its tasks ending
-    unwatched; attempt 2 the same command line, waited for to the end."""
-    (root / "run.sh").write_text(SCRIPT)
+def submit_and_hang_up(root: Path, env: dict[str, str], script: str = SCRIPT) -> Path:
+    """Attempt 1 submitted and its hyperion-submit hung up on mid-run (ssh dropped), its tasks left to
+    end unwatched: the record, once Slurm is done with them."""
+    (root / "run.sh").write_text(script)
     (root / "run.sh").chmod(0o755)
     (root / "attempt").write_text("1")
     record = root / "log" / "q" / "run.JOB.submit.json"
@@ -60,6 +60,13 @@ def run_the_evening_and_the_accidental_rerun(root: Path, env: dict[str, str]) ->
         os.killpg(evening.pid, signal.SIGHUP)              # the terminal went away
         evening.wait(30)
     wait_until_slurm_is_done(record)
+    return record
+
+
+def run_the_evening_and_the_accidental_rerun(root: Path, env: dict[str, str]) -> Path:
+    """Attempt 1 submitted, its hyperion-submit hung up on mid-run (ssh dropped) and its tasks ending
+    unwatched; attempt 2 the same command line, waited for to the end."""
+    record = submit_and_hang_up(root, env)
     (root / "attempt").write_text("2")
     rerun = subprocess.run(submit_argv(root), cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 1, rerun.stderr                  # value 3 failed again
@@ -159,21 +166,7 @@ def test_reopened_after_status_recorded_every_end_the_status_line_says_the_state
     console (its jobs still in the window Slurm may requeue them, so squeue is asked once), the status
     line said "every task ended: final states from Slurm": every state shown was the ledger's, and
     Slurm's answer only said that it ran none of them again."""
-    (tmp_path / "run.sh").write_text(SCRIPT.replace("sleep 1", "true"))
-    (tmp_path / "run.sh").chmod(0o755)
-    (tmp_path / "attempt").write_text("1")
-    record = tmp_path / "log" / "q" / "run.JOB.submit.json"
-    evening = subprocess.Popen(submit_argv(tmp_path), cwd=tmp_path, env=cli_env, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert record.exists(), "hyperion-submit wrote no record"
-    finally:
-        os.killpg(evening.pid, signal.SIGHUP)              # the terminal went away
-        evening.wait(30)
-    wait_until_slurm_is_done(record)
+    record = submit_and_hang_up(tmp_path, cli_env, SCRIPT.replace("sleep 1", "true"))
     looked = subprocess.run(["hyperion-jobs", "status", str(record)], env=cli_env, capture_output=True,
                             text=True, timeout=120)
     assert looked.returncode == 0, looked.stderr
