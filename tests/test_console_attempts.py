@@ -507,3 +507,42 @@ def test_the_highlighted_attempts_line_and_its_keys_stay_whole(tmp_path: Path, s
     assert " ".join(drawn).startswith("▸ attempt 2 (retry): values 3,6, changed nothing, 2 task(s), job(s) 4243, "
                                       "at 2026-09-21T12:30:00+00:00"), drawn
     assert drawn[-1].endswith(keys), drawn
+
+
+def test_an_attempts_task_stopped_by_sighup_is_counted_in_its_failures_colour(tmp_path: Path) -> None:
+    """`history` counts a local task hung up on apart, `FAILED (SIGHUP) 1`; the console's attempt list
+    drew that count dim, as a state nobody reported, after LOST and unabbreviated (`CD 1 F 1 FAILED
+    (SIGHUP) 1` at 80 columns). It reads `F (SIGHUP) 1` beside `F 1`, red as they are."""
+    import json
+
+    from test_console_fixtures import build_local_record
+
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", None), 3: ("FAILED", 3)})
+    ends = {1: ("COMPLETED", 0, None), 2: ("FAILED", None, 1), 3: ("FAILED", 3, None)}
+    lines = [{"type": "attempt", "number": 1, "kind": "submit", "time": "2026-09-21T12:00:00",
+              "backend": "local", "job_ids": ["local"], "values": "1-3", "overrides": {}, "tasks": 3},
+             *({"type": "final", "attempt": 1, "value": value, "job_id": "local", "task_id": None,
+                "state": state, "exit_code": code, "signal": signal}
+               for value, (state, code, signal) in ends.items()),
+             {"type": "closed", "attempt": 1, "time": "2026-09-21T12:00:09"}]
+    record.with_name("task.JOB.attempts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            await pilot.pause(0.3)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptsListed), 10)
+            await pilot.pause()
+            listing = jobs.query_one("#attempt-list")
+            strip = listing.render_lines(listing.size.region)[0]
+            line = "".join(segment.text for segment in strip).rstrip()
+            assert line.endswith("3  CD 1 F 1 F (SIGHUP) 1"), line
+            styles = {segment.text: segment.style for segment in strip}
+            # the failures' red, bold; not the dim of a state never reported
+            assert (styles["F (SIGHUP)"].color, styles["F (SIGHUP)"].bold) == (styles["F"].color, True)
+            assert styles["F (SIGHUP)"].color != styles["CD"].color
+
+    asyncio.run(scenario())

@@ -53,8 +53,17 @@ def state_name(state) -> str:
     return getattr(state, "value", None) or str(state or "UNKNOWN")
 
 
+def _state_and_note(name: str) -> tuple[str, str]:
+    """``FAILED (SIGHUP)`` (`history`'s count of a task a signal stopped) -> (``FAILED``, `` (SIGHUP)``):
+    the state it is drawn, ordered and abbreviated as, and what is said after it."""
+    state, sep, note = name.partition(" (")
+    return (state, sep + note) if sep and note.endswith(")") else (name, "")
+
+
 def style_of(name: str) -> str:
-    """Rich style of a state name; terminal non-success states not listed above are red."""
+    """Rich style of a state name; terminal non-success states not listed above are red. A
+    state with a note (``FAILED (SIGHUP)``) has its state's style: it was dim, as if never reported."""
+    name = _state_and_note(name)[0]
     style = STYLE.get(name)
     if style is not None:
         return style
@@ -77,13 +86,15 @@ def symbol_of(name: str) -> str:
 
 
 def abbreviation_of(name: str) -> str:
-    return ABBREVIATION.get(name, name)
+    """``FAILED`` -> ``F``; ``FAILED (SIGHUP)`` -> ``F (SIGHUP)``, beside the ``F`` of the others."""
+    state, note = _state_and_note(name)
+    return ABBREVIATION.get(state, state) + note
 
 
 def ordered(names) -> list[str]:
     """State names in ORDER (unknown names last, alphabetically)."""
     rank = {name: i for i, name in enumerate(ORDER)}
-    return sorted(names, key=lambda n: (rank.get(n, len(ORDER)), n))
+    return sorted(names, key=lambda n: (rank.get(_state_and_note(n)[0], len(ORDER)), n))
 
 
 def elapsed_text(seconds: float | None) -> str:
