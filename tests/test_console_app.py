@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -355,3 +356,30 @@ def test_the_console_opens_on_the_runs_of_the_folder_it_starts_in(tmp_path: Path
         assert opened == str(tmp_path / "exp" / "log" / "q" / "task.JOB.submit.json")
     else:
         assert (screen, opened) == (SubmitScreen, None)
+
+
+def test_a_folder_whose_listing_hangs_opens_the_submit_screen_in_half_a_second(tmp_path: Path, monkeypatch) -> None:
+    """The look for runs before the first screen ran on the main thread with its 0.5 s checked only
+    between folders: one listing of a hung NFS mount (here a walk that sleeps) held the console before
+    any screen. The look is waited for 0.5 s and then counts as none."""
+    import os
+    import threading
+
+    release = threading.Event()
+    real_walk = os.walk
+
+    def hung_walk(top, *args, **kwargs):
+        release.wait(30)                       # a listing that does not answer
+        return real_walk(top, *args, **kwargs)
+
+    build_local_record(tmp_path, {1: ("COMPLETED", 0)})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "walk", hung_walk)
+    started = time.monotonic()
+    try:
+        app = make_app(cfg_dir=CONF)
+        took = time.monotonic() - started
+    finally:
+        release.set()
+    assert took < 3, took
+    assert app.settings.start == "submit"

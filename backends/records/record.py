@@ -375,11 +375,23 @@ def find_records(dirs: Sequence[Path], max_depth: int = 5,
 def any_record(dirs: Sequence[Path], max_depth: int = 5, budget: float = 0.5) -> bool:
     """Whether `find_records` would list one, answered at the first found: the console opens on
     the runs when there are some. A tree walked for longer than `budget` seconds without one
-    answers False (a home folder of many files must not delay the first screen)."""
+    answers False (a home folder of many files must not delay the first screen). The walk runs in
+    a daemon thread waited for `budget` seconds: one listing of a hung NFS mount would block past
+    any deadline checked between folders."""
+    import threading
+
     deadline = time.monotonic() + budget
-    for _ in _walk_records(dirs, max_depth, None, deadline):
-        return True
-    return False
+    found: list[bool] = []
+
+    def walk() -> None:
+        for _ in _walk_records(dirs, max_depth, None, deadline):
+            found.append(True)
+            return
+
+    walker = threading.Thread(target=walk, name="any-record", daemon=True)
+    walker.start()
+    walker.join(budget)
+    return bool(found)
 
 
 def _walk_records(dirs: Sequence[Path], max_depth: int, unlisted: list[tuple[str, str]] | None,
