@@ -362,6 +362,14 @@ def test_usage_of_a_job_id_is_that_jobs_tasks_not_the_records_newest_runs(
     # the record is still its newest runs: value 2 from the retry, which fit
     of_record = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)
     assert "usage of 3 of 3 task(s)" in of_record.stdout and "over 90% of --mem: none" in of_record.stdout
+    # Slurm down: the job's ends and usage are all in the ledger, so they are shown as recorded
+    # (it failed: `usage JOB` asked Slurm whatever the ledger held)
+    from test_jobs_slurm_down import slurm_down
+
+    offline = run_cli("hyperion-jobs", "usage", first, env=slurm_down(tmp_path, cli_env), cwd=tmp_path)
+    assert offline.returncode == 0, offline.stderr
+    assert offline.stdout == of_first.stdout
+    assert offline.stderr.endswith("; shown as last recorded\n"), offline.stderr
 
 
 def test_a_retry_runs_tasks_with_the_memory_they_had_not_an_other_retrys(

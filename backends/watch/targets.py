@@ -26,6 +26,7 @@ from backends.watch.rows import (
     LOCAL_JOB,
     TaskRow,
     expected_tasks,
+    final_row,
     history_rows,
     job_rows,
     pending_tasks,
@@ -234,6 +235,30 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
     return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
+
+
+def recorded_job_rows(history: History, target: Target) -> list[TaskRow] | None:
+    """The rows of `target`'s job (or its one task) from the ledger alone, when every task has its
+    end and usage recorded: `usage JOB` of a finished job needs no Slurm (with slurmdbd down it
+    failed, though the ledger held everything). None when Slurm must be asked, as `status` asks
+    it; a task's own job id finds no tasks here."""
+    tasks = _job_tasks(history, target)
+    finals = [history.final(t) for t in tasks]
+    if not tasks or any(f is None or not f.usage for f in finals):
+        return None
+    return [final_row(t, f, history.log_of(t)) for t, f in zip(tasks, finals) if f is not None]
+
+
+def job_may_run_again(history: History, target: Target) -> bool:
+    """Whether the controller may have queued a task of `target`'s job again since its recorded
+    end (`requeuable`): then its rows are asked of Slurm, the ledger's standing if Slurm is down."""
+    again = {(t.job_id, t.array_task_id) for t in requeuable(history)}
+    return any((t.job_id, t.array_task_id) in again for t in _job_tasks(history, target))
+
+
+def _job_tasks(history: History, target: Target) -> list[TaskRecord]:
+    return [t for t in history.tasks_of_job(target.job_id or "")
+            if target.task_id is None or t.array_task_id == target.task_id]
 
 
 def shown_as_recorded(problem: str) -> str:

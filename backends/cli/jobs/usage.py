@@ -7,7 +7,15 @@ from backends import jsontext
 from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
 from backends.printable import printable
 from backends.watch.rows import task_key
-from backends.watch.targets import history_of, history_status, resolve, status
+from backends.watch.slurm.accounting import QueryError
+from backends.watch.targets import (
+    history_of,
+    history_status,
+    job_may_run_again,
+    recorded_job_rows,
+    resolve,
+    status,
+)
 from backends.watch.usage_summary import format_summary, summarize, summarize_rows, usage_heading
 
 
@@ -20,7 +28,15 @@ def cmd_usage(args: argparse.Namespace) -> int:
         # a job id is that job's tasks, as `status JOB` shows them: `usage 6958` of attempt 1 summed up
         # the record's newest runs (a retry's), said "over 90% of --mem: none" of a job whose tasks
         # ran out of memory, and counted 40 tasks for a retry job of 4
-        rows = status(target, record_dirs(args), problems=problems)
+        recorded = recorded_job_rows(history, target)
+        rows = recorded or []
+        if recorded is None or job_may_run_again(history, target):
+            try:
+                rows = status(target, record_dirs(args), problems=problems)
+            except QueryError as err:
+                if recorded is None:
+                    raise
+                problems.append(str(err))       # only a requeue was asked about: the recorded ends stand
         name = f"job {args.target} of {history.record_path}"
     else:
         rows = history_status(history, problems=problems)
