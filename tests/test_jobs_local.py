@@ -625,6 +625,9 @@ def test_a_local_task_hung_up_on_is_reported_as_stopped_by_sighup_not_as_a_faile
                for line in failures), failures
     history = run_cli("hyperion-jobs", "history", str(record), env=cli_env).stdout
     assert "COMPLETED 1, FAILED (SIGHUP) 1, NOT_RUN 1" in history, history
+    # --json keeps state names as keys (as status --json does): a script summing FAILED counts it
+    as_json = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert as_json["attempts"][0]["counts"] == {"COMPLETED": 1, "FAILED": 1, "NOT_RUN": 1}, as_json
     monkeypatch.setenv("PATH", cli_env["PATH"])
 
     async def scenario() -> None:

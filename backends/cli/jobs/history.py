@@ -3,20 +3,23 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Sequence
 
 from backends import jsontext
 from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
 from backends.cli.jobs.table import columns
 from backends.printable import printable
 from backends.records.history import History
-from backends.watch.rows import TaskRow, ended_counts, task_row
+from backends.watch.rows import TaskRow, ended_counts, state_counts, task_row
 from backends.watch.targets import history_of, history_status, resolve
 
 
-def attempt_counts(history: History, latest_rows: list[TaskRow]) -> dict[int, dict[str, int]]:
-    """Per attempt, how its tasks ended (the newest run of a value: as `status` shows it)."""
+def attempt_counts(history: History, latest_rows: list[TaskRow],
+                   count: Callable[[Sequence[TaskRow]], dict[str, int]] = ended_counts) -> dict[int, dict[str, int]]:
+    """Per attempt, how its tasks ended (the newest run of a value: as `status` shows it); by
+    `ended_label` (``FAILED (SIGHUP)``) for people, by state with `state_counts` for `--json`."""
     current = {(row.attempt, row.value): row for row in latest_rows}
-    return {number: ended_counts([current.get((number, task.value)) or task_row(history, task, {})
+    return {number: count([current.get((number, task.value)) or task_row(history, task, {})
                                   for task in history.tasks_of(number)])
             for number in history.numbers}
 
@@ -56,7 +59,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     with told_unlisted() as unlisted:
         history = history_of(resolve(args.target), record_dirs(args), unlisted=unlisted)
     problems: list[str] = []
-    counts = attempt_counts(history, history_status(history, problems=problems))
+    rows = history_status(history, problems=problems)
+    counts = attempt_counts(history, rows)
+    # --json keeps state names as keys, as `status --json` does: a script summing "FAILED" still
+    # counts a task a signal stopped
+    by_state = attempt_counts(history, rows, state_counts)
     say_shown_as_recorded(problems)
     attempts = []
     for number in history.numbers:
@@ -66,7 +73,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             "attempt": number, "kind": entry.kind if entry else record.kind,
             "time": entry.time if entry else record.submitted_at,
             "job_ids": [j.job_id for j in record.jobs], "tasks": len(record.tasks),
-            "values": entry.values if entry else "", "counts": counts[number],
+            "values": entry.values if entry else "", "counts": by_state[number],
             "overrides": changes(history, number)})
     if args.json:
         print(jsontext.dumps({"record": history.record_path, "attempts": attempts,
@@ -74,7 +81,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         return 0
     print(printable(columns([("ATTEMPT", "KIND", "SUBMITTED", "JOBS", "TASKS", "STATES", "CHANGED")] + [
         (str(a["attempt"]), a["kind"], a["time"], ",".join(a["job_ids"]), str(a["tasks"]),
-         _counts_text(a["counts"]), _changed(a["overrides"])) for a in attempts]), layout=True))
+         _counts_text(counts[a["attempt"]]), _changed(a["overrides"])) for a in attempts]), layout=True))
     for problem in history.problems:
         print(printable(f"warning: {problem}"))
     return 0
