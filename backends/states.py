@@ -210,7 +210,7 @@ def signal_text(number: int) -> str:
 
 # A FAILED end with a signal: the task was stopped by it (a local task's terminal hung up, a
 # Slurm task killed with SIGKILL), not a program that exited non-zero.
-_SIGNALLED = frozenset({"FAILED", "SPECIAL_EXIT"})
+_SIGNALLED = frozenset({"FAILED"})   # as `TaskRow.ended_label` relabels only FAILED
 
 
 def end_word(label: str, signal: int | None = None) -> str:

@@ -329,3 +329,19 @@ def test_summaries_count_a_lost_end_as_failed_and_a_task_never_reported_as_unkno
     assert end_word("UNKNOWN") == "unknown" and end_word("LOST") == "failed"
     assert end_counts(["UNKNOWN", "LOST", "TIMEOUT", "FAILED"]) == {"failed": 2, "timeout": 1, "unknown": 1}
     assert list(end_counts(["UNKNOWN", "NOT_RUN", "CANCELLED"])) == ["cancelled", "not-run", "unknown"]
+
+
+def test_a_signal_is_named_alike_in_the_exit_column_and_the_counts() -> None:
+    """`status` printed `sig 64 (signal 64)` for a signal Linux has no name for, and a SPECIAL_EXIT
+    with a signal was counted `sighup` by --failures while `history` said SPECIAL_EXIT."""
+    from backends.cli.jobs.table import fmt_exit
+    from backends.states import JobState, end_word
+    from backends.watch.rows import TaskRow
+
+    def row(state: JobState, signal: int) -> TaskRow:
+        return TaskRow(1, "local", None, state, None, signal, 1.0, None, None, None, None)
+
+    assert fmt_exit(row(JobState.FAILED, 1)) == "sig 1 (SIGHUP)"
+    assert fmt_exit(row(JobState.FAILED, 99)) == "sig 99"
+    assert end_word("FAILED", 1) == "sighup"
+    assert (end_word("SPECIAL_EXIT", 1), row(JobState.SPECIAL_EXIT, 1).ended_label) == ("failed", "SPECIAL_EXIT")

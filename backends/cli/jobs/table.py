@@ -31,7 +31,10 @@ def elapsed_cell(row: TaskRow) -> str:
 def fmt_exit(row: TaskRow) -> str:
     """``3``, ``0 sig 9`` (Slurm's 0:9), ``sig 1 (SIGHUP)``: a task stopped by a signal told no code."""
     if row.exit_code is None:
-        return f"sig {row.signal} ({signal_name(row.signal)})" if row.signal else "-"
+        if not row.signal:
+            return "-"
+        name = signal_name(row.signal)
+        return f"sig {row.signal} ({name})" if name.startswith("SIG") else f"sig {row.signal}"
     return f"{row.exit_code}" + (f" sig {row.signal}" if row.signal else "")
 
 
