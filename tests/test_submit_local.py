@@ -403,6 +403,23 @@ def test_a_log_the_task_removes_or_replaces_fails_the_run_naming_it(tmp_path, cl
         1: ("COMPLETED", 0), 2: ("NOT_RUN", None)}
 
 
+def test_a_log_folder_that_cannot_be_made_mid_run_is_a_failed_task_with_the_reason_not_lost(tmp_path, cli_env):
+    """Logs in a folder per value (out/JOB/t.log); while task 1 ran, a file took the place of out/2.
+    The run ended with `error: cannot write .../out/2: File exists` and task 2 a start without an
+    end: status called it LOST (its runner killed), a retry's reason unknown. It is FAILED with
+    the reason, as a log that cannot be written is, and the line names the log."""
+    result = submit(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "out/JOB/t.log", "--",
+                    "bash", "-c", "[ JOB = 1 ] && touch out/2; exit 0")
+    log = tmp_path / "out" / "2" / "t.log"
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"hyperion-submit: cannot write the log {log}: Not a directory" in result.stderr.splitlines()
+    status = run_cli("hyperion-jobs", "status", str(tmp_path / "out" / "JOB" / "q" / "t.submit.json"), "--json",
+                     env=cli_env)
+    tasks = {t["value"]: t for t in json.loads(status.stdout)["tasks"]}
+    assert [(v, t["state"]) for v, t in tasks.items()] == [(1, "COMPLETED"), (2, "FAILED"), (3, "NOT_RUN")]
+    assert tasks[2]["reason"] == f"cannot write the log {log}: Not a directory"
+
+
 def test_a_closed_stdout_stops_the_lines_not_the_run(tmp_path, cli_env):
     """`hyperion-submit local ... | head -1`: the second task's line hit the closed pipe and the rest of
     the array was never run; the lines stop, the tasks go on, and the exit status is theirs."""

@@ -307,11 +307,16 @@ def _open_log(path: str, mode: int):
 def _open_log_if_folder(path: str, mode: int):
     """The log opened as `_open_log` opens it, or None (its folder made, when missing, for the
     caller's own open to say what fails). The tasks of an array share a folder: making it before
-    every task cost a failed mkdir each. A folder that cannot be made raises as it always did."""
+    every task cost a failed mkdir each. A folder that cannot be made raises the error that says
+    why: mkdir's (Permission denied), or the open's when a file is where the folder should be
+    (Not a directory, not mkdir's File exists)."""
     try:
         return _open_log(path, mode)
-    except OSError:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise err from None
         return None
 
 
@@ -330,8 +335,10 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
     started = time.monotonic()
     code: int | None = None
     signum: int | None = None
-    opened = _open_log_if_folder(task.log, mode)
     try:
+        # inside the try: a folder that cannot be made is a log that cannot be written, recorded
+        # FAILED with why; it escaped the run, leaving a start with no end, which status calls LOST
+        opened = _open_log_if_folder(task.log, mode)
         with opened if opened is not None else _open_log(task.log, mode) as log:
             log.write(logheader.running_line(task.argv) + "\n")
             log.write(logheader.started_line(logheader.iso_now(), socket.gethostname()) + "\n")
