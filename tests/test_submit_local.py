@@ -244,6 +244,29 @@ def test_a_second_hangup_does_not_cut_the_tasks_grace_short(tmp_path, cli_env):
     assert "got-hup\ncleanup-done\n" in (tmp_path / "t.log").read_text()
 
 
+def test_a_terminal_closed_on_a_stopped_run_is_recorded_as_its_hangup(tmp_path, cli_env):
+    """Ctrl-Z, then the terminal window closed: bash sends its stopped job SIGHUP, SIGTERM and SIGCONT
+    at once. The SIGTERM replaced the hangup while the task was being stopped: 'terminated', exit 143,
+    the task FAILED with exit 143, as if someone had killed it. It is the hangup the README says."""
+    runner, task, _ticks, go = _ticking_run(tmp_path, cli_env, process_group=0)
+    try:
+        os.kill(runner.pid, signal.SIGSTOP)          # what Ctrl-Z leaves: the runner stopped
+        assert _until(lambda: _state(runner.pid) == "T")
+        for signum in (signal.SIGHUP, signal.SIGTERM, signal.SIGCONT):   # bash's hangup of a stopped job
+            os.kill(runner.pid, signum)
+        _, err = runner.communicate(timeout=30)
+    finally:
+        go.touch()
+        kill_groups(task)
+        if runner.poll() is None:
+            runner.kill()
+        runner.wait()
+    assert runner.returncode == 129 and "hyperion-submit: hangup" in err, err
+    assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("FAILED", None)}
+    shown = run_cli("hyperion-jobs", "history", str(tmp_path / "q" / "t.submit.json"), env=cli_env)
+    assert "FAILED (SIGHUP) 1" in shown.stdout
+
+
 def _group_lives(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

@@ -105,7 +105,16 @@ def _sigterm_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stopping = False
+
     def terminate(signum, frame):
+        # the first one says why the run stops; later ones are not raised: a terminal closed on a
+        # stopped run (Ctrl-Z) sends SIGHUP and SIGTERM together (bash, to its stopped jobs), and
+        # the second replaced the first mid-cleanup: the hangup was recorded as 'terminated', 143
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
         raise _INTERRUPTS[signum]()
     previous = {signum: signal.signal(signum, terminate) for signum in _INTERRUPTS
                 if signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN}
