@@ -267,6 +267,31 @@ def test_a_terminal_closed_on_a_stopped_run_is_recorded_as_its_hangup(tmp_path, 
     assert "FAILED (SIGHUP) 1" in shown.stdout
 
 
+def test_a_hangup_whose_terminal_is_gone_still_exits_129(tmp_path, cli_env):
+    """The terminal window closed: the 'hangup' line cannot be written there any more (EIO), and
+    that error ended hyperion-submit with 1, an ordinary failure, where the README promises 129."""
+    import pty
+
+    master, slave = pty.openpty()
+    marker = tmp_path / "started"
+    script = f"import time; open({str(marker)!r}, 'w').close(); time.sleep(60)"
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "t.log",
+                               "--", PY, "-c", script], cwd=tmp_path, env=cli_env, stdin=slave, stdout=slave,
+                              stderr=slave, start_new_session=True)
+    os.close(slave)
+    try:
+        assert _until(marker.exists), "the task never started"
+        os.close(master)                    # the window closed: writes to the terminal fail from now on
+        runner.send_signal(signal.SIGHUP)   # and the kernel hangs up on its session
+        runner.wait(timeout=30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        runner.wait()
+    assert runner.returncode == 129
+    assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("FAILED", None)}
+
+
 def _group_lives(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

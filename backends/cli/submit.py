@@ -86,7 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", None)   # backends.submit.local.run.Terminated: SIGTERM, HUP, QUIT
         said = {signal.SIGHUP: "hangup", signal.SIGQUIT: "quit"}.get(signum, "terminated") if signum else "interrupted"
-        print(f"{PROG}: {said}", file=sys.stderr)       # the words slurm's runs use
+        try:
+            print(f"{PROG}: {said}", file=sys.stderr)       # the words slurm's runs use
+        except OSError:   # the terminal that hung up is gone (EIO): the status still says what stopped it
+            pass
         return 128 + signum if signum else INTERRUPTED
     except OSError as err:  # e.g. the q/ directory beside the log is not writable
         where = f" {err.filename}" if err.filename else ""
