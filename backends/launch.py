@@ -77,16 +77,19 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
     if plan.options.backend == "local":
         from backends.watch.terminal import SafeStream
 
-        from backends.retry_hint import local_retry_line, rerun_line
+        from backends.retry_hint import local_retry_line, local_unreached_line, rerun_line
 
         array_name = plan.options.array.name if plan.options.array else None
         out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)   # a reader gone stops the lines, not the run
         failed: list[LocalEvent] = []
+        stopped: list[LocalEvent] = []   # the run stopped for a task's log (its own line said why)
 
         def on_event(event: LocalEvent) -> None:
             print_event(event, array_name, out, err)
             if event.kind == "end" and event.code != 0:
                 failed.append(event)
+            if event.kind == "stopped":
+                stopped.append(event)
 
         def on_attempt(attempt: NewAttempt) -> None:
             note = rerun_line(plan.record_path, attempt.number, attempt.kind)
@@ -96,6 +99,8 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
 
         status = run_local_plan(plan, on_event, kind, on_begin, on_attempt=on_attempt, live_check=live_check)
         line = local_retry_line(plan, failed[-1].task.value, rerun) if failed and status == 1 else None
+        if stopped and status == 1:
+            line = local_unreached_line(plan, stopped[-1].task.value, stopped[-1].rerun, rerun)
         if line:
             err.write(f"hyperion-submit: {line}\n")
             err.flush()

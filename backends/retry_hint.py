@@ -63,6 +63,24 @@ def local_retry_line(plan: SubmitPlan, failed: int | None, rerun: Sequence[str] 
             f"rerun {array.name}={compress([failed, *later])} with: {command}")
 
 
+def local_unreached_line(plan: SubmitPlan, stopped: int | None, again: bool,
+                         rerun: Sequence[str] | None = None) -> str | None:
+    """After a local array stopped at value `stopped` for its log (missing, or it could not be
+    written): the values it never reached and the command that runs them, with `stopped` too
+    when `again` (recorded FAILED; a COMPLETED one whose log is gone a retry leaves). None when
+    no value was left unreached: the line naming the log says it all, as README promises."""
+    array = plan.options.array
+    command = retry_command(plan, rerun)
+    if array is None or stopped is None or command is None:
+        return None
+    later: Sequence[int] = sorted(t.value for t in plan.tasks if t.value is not None and t.value > stopped)
+    if not later:
+        return None
+    values = [stopped, *later] if again else list(later)
+    return (f"{array.name}={compress(later)} not run (a local array stops at its first failure); "
+            f"rerun {array.name}={compress(values)} with: {command}")
+
+
 def rerun_line(record_path: str, number: int, kind: str = "submit") -> str | None:
     """What hyperion-submit says when its command line ran before with the same --output-file:
     the run is attempt `number` and the earlier logs it rewrites were moved aside, not lost.

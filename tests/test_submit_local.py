@@ -442,7 +442,12 @@ def test_a_log_the_task_removes_or_replaces_fails_the_run_naming_it(tmp_path, cl
                     "bash", "-c", f'[ JOB = 1 ] && {{ {how}; }}; exit 0')
     assert result.returncode == 1
     log = tmp_path / "log" / "t.1.log"
-    assert result.stderr.splitlines()[-1] == f"hyperion-submit: JOB=1 exited 0 but its log {log} {what}"
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    # the run stops there, and says what it never ran and how to run it (task 1 COMPLETED: not again)
+    assert result.stderr.splitlines()[-2:] == [
+        f"hyperion-submit: JOB=1 exited 0 but its log {log} {what}",
+        f"hyperion-submit: JOB=2 not run (a local array stops at its first failure); "
+        f"rerun JOB=2 with: hyperion-jobs retry {record}"]
     status = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "t.JOB.submit.json"), "--json",
                      env=cli_env)
     assert json.loads(status.stdout)["tasks"][0]["reason"] == f"its log {log} {what}"
@@ -466,6 +471,13 @@ def test_a_log_folder_that_cannot_be_made_mid_run_is_a_failed_task_with_the_reas
     tasks = {t["value"]: t for t in json.loads(status.stdout)["tasks"]}
     assert [(v, t["state"]) for v, t in tasks.items()] == [(1, "COMPLETED"), (2, "FAILED"), (3, "NOT_RUN")]
     assert tasks[2]["reason"] == f"cannot write the log {log}: Not a directory"
+    record = tmp_path / "out" / "JOB" / "q" / "t.submit.json"
+    assert result.stderr.splitlines()[-1] == (f"hyperion-submit: JOB=3 not run (a local array stops at its "
+                                              f"first failure); rerun JOB=2-3 with: hyperion-jobs retry {record}")
+    (tmp_path / "out" / "2").unlink()
+    rerun = run_cli(*_printed_retry(result.stderr), "--yes", cwd=tmp_path, env=cli_env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert task_states(record, cli_env) == {v: ("COMPLETED", 0) for v in (1, 2, 3)}
 
 
 def test_a_closed_stdout_stops_the_lines_not_the_run(tmp_path, cli_env):

@@ -43,13 +43,15 @@ LEDGER_RESERVE = 4096
 
 @dataclass(frozen=True)
 class LocalEvent:
-    """A task started (`code` None) or ended (`code` its exit status)."""
+    """A task started (`code` None) or ended (`code` its exit status), or the run stopped after it
+    for its log ("stopped": missing or not writable; its own line on stderr said why)."""
 
-    kind: str                 # "start" | "end"
+    kind: str                 # "start" | "end" | "stopped"
     task: PlannedTask
     code: int | None = None
     elapsed: float | None = None
     signal: int | None = None  # the task was stopped by this signal (SIGHUP: its terminal hung up)
+    rerun: bool = True         # "stopped": recorded FAILED, so a retry runs it again (not a COMPLETED one)
 
 
 def local_record(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
@@ -464,6 +466,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 label = task_label(task, plan.options.array.name if plan.options.array else None)
                 print(printable(f"hyperion-submit: {label} exited {gone.code} but {reason}"), file=sys.stderr,
                       flush=True)
+                emit(LocalEvent("stopped", task, gone.code, gone.elapsed, rerun=gone.code != 0))
                 return 1
             except LogWriteError as err:  # e.g. the disk filled up: FAILED, with the reason and the log
                 reason = f"cannot write the log {task.log}: {err.strerror or err}"
@@ -473,6 +476,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 except OSError:
                     pass   # not even in the ledger's spare room: the line below still says what happened
                 print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
+                emit(LocalEvent("stopped", task, err.code))
                 return 1
             finally:
                 ended.set()
