@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from backends.errors import FieldError, check_working_dir
 from backends.printable import printable
 from sharding.arrayenv import ArrayConfig, resolve
 from sharding.assign import select
@@ -205,13 +206,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args: argparse.Namespace | None = None
     try:
+        check_working_dir()   # else a deleted cwd reads as 'cannot write' of the argument named
         if argv[:1] == ["make-input"]:
             for path in make_input(**vars(input_parser().parse_args(argv[1:]))):
                 print(path)
             return 0
         args = run_parser().parse_args(argv)
         return run(args, os.environ)
-    except ShardingError as exc:
+    except FieldError as exc:   # ShardingError, or the working directory gone
         fail(PROG, exc.field, exc.problem)
     except OSError as exc:   # e.g. a file where the checkpoint needs a folder, a read-only file system
         fail(PROG, _field_of(exc.filename, args),

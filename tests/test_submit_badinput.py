@@ -518,9 +518,14 @@ def test_unwritable_log_directory_is_refused_before_anything_runs(rightless_dir,
     ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--output-file", "/tmp/none/s.log", "--dry-run", "--",
      "true"],
     ["hyperion-console", "--demo"],
+    ["hyperion-shard-example", "make-input", "data/in"],
+    ["hyperion-shard-example", "--input", "/nonexistent/in", "--output", "out", "--checkpoint", "ckpt",
+     "--shard-index", "1", "--total-shards", "2"],
 ])
 def test_a_working_directory_deleted_under_the_shell_is_one_line_exit_2(tmp_path, cli_env, argv):
-    """list and status tracebacked in os.getcwd; hyperion-submit said 'cannot write', even a dry run."""
+    """list and status tracebacked in os.getcwd; hyperion-submit said 'cannot write', even a dry run;
+    the README's example program blamed its argument ('DIRECTORY: cannot write data/in', '--checkpoint:
+    cannot write a file')."""
     import shlex
 
     script = f"mkdir gone && cd gone && rmdir ../gone && exec {shlex.join(argv)}"
