@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from backends.errors import FieldError, check_working_dir
+from backends.errors import FieldError, check_working_dir, discard_output
 from backends.printable import printable
 from sharding.arrayenv import ArrayConfig, resolve
 from sharding.assign import select
@@ -156,6 +156,24 @@ def _fail_spec(args: argparse.Namespace, checkpoint: Path, env: Mapping[str, str
     return FailSpec(record_id, once, checkpoint / ".hyperion_example" / f"failed_once_{safe}")
 
 
+def _say(line: str) -> None:
+    """One progress line on stdout. Its reader may be gone (`| head -1`: EPIPE; a closed terminal: EIO):
+    the line is only progress, so the rest of the output goes to /dev/null, and the task it reports
+    neither fails nor leaves a failed-task record for work that was done."""
+    try:
+        print(line)
+    except OSError:
+        discard_output(sys.stdout)
+
+
+def _flush_stdout() -> None:
+    """The last buffered lines, flushed here so that a reader gone makes no 'Exception ignored' at exit."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        discard_output(sys.stdout)
+
+
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     config: ArrayConfig | None = resolve(env, shard_index=args.shard_index, total_shards=args.total_shards,
                                          minimum_shard_index=args.minimum_shard_index)
@@ -174,7 +192,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"{PROG}: warning: {selection.warning}", file=sys.stderr)
     shard = config.shard_index if config else None
     label = f"shard {shard} of {config.total_shards}" if config else "unsharded run"
-    print(f"{label}: {len(selection.tasks)} of {selection.total} source tasks")
+    _say(f"{label}: {len(selection.tasks)} of {selection.total} source tasks")
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     fail = _fail_spec(args, store.path, env)
@@ -183,11 +201,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     for task in selection.tasks:
         try:
             target = process_task(task, output, shard, fail)
-            print(printable(f"  {task.task_id} -> {target}"))
         except Exception as exc:   # any task's failure is the shard's, recorded below; the others still run
             injected = injected or isinstance(exc, InjectedFailure)
             failures[task.task_id] = f"{exc.__class__.__name__}: {exc}"
             print(printable(f"  {task.task_id} FAILED: {exc}"), file=sys.stderr)
+            continue
+        _say(printable(f"  {task.task_id} -> {target}"))
     if failures:
         if config is not None and config.in_range:
             path = store.write_failed(config.shard_index, Attempt.from_env(env),
@@ -198,7 +217,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             write_atomically(fail.marker, json.dumps({"record": fail.record_id}) + "\n")
         return 1
     if config is not None and config.in_range and run_config is not None:
-        print(f"completion manifest {store.write_completion(config.shard_index, run_config)}")
+        _say(f"completion manifest {store.write_completion(config.shard_index, run_config)}")
     return 0
 
 
@@ -209,10 +228,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_working_dir()   # else a deleted cwd reads as 'cannot write' of the argument named
         if argv[:1] == ["make-input"]:
             for path in make_input(**vars(input_parser().parse_args(argv[1:]))):
-                print(path)
+                _say(str(path))
+            _flush_stdout()
             return 0
         args = run_parser().parse_args(argv)
-        return run(args, os.environ)
+        status = run(args, os.environ)
+        _flush_stdout()
+        return status
     except FieldError as exc:   # ShardingError, or the working directory gone
         fail(PROG, exc.field, exc.problem)
     except OSError as exc:   # e.g. a file where the checkpoint needs a folder, a read-only file system

@@ -244,3 +244,43 @@ def test_a_fail_record_id_too_long_for_a_file_name_still_fails_once_with_its_rec
     [marker] = (tmp_path / "ck" / ".hyperion_example").iterdir()
     assert len(marker.name.encode("utf-8")) <= 255
     assert _run(tmp_path, cli_env, *args).returncode == 0
+
+
+
+def _run_into_a_closed_pipe(argv, env):
+    """Run with stdout a pipe whose reader has gone, as `| head -1` leaves it once head is done."""
+    import os
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, env=env, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("buffered", [False, True])
+def test_a_reader_that_goes_away_fails_no_task(tmp_path, cli_env, buffered):
+    """`hyperion-shard-example ... | head -1` under PYTHONUNBUFFERED=1 (or past a full buffer) recorded every
+    task it had done as FAILED ('[Errno 32] Broken pipe') and wrote a failed-task record for a shard whose
+    outputs were all written; make-input said 'DIRECTORY: cannot write a file: Broken pipe'. The lines are
+    only progress: the shard completes and both exit 0, as `| head` expects."""
+    import sys
+
+    env = {k: v for k, v in cli_env.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    exe = str(Path(sys.executable).parent / "hyperion-shard-example")
+    files = 400 if buffered else 12   # 400 lines of paths fill Python's 8 KiB buffer mid-run
+    made = _run_into_a_closed_pipe([exe, "make-input", str(tmp_path / "in"), "--files", str(files), "--records",
+                                    "1"], env)
+    assert (made.returncode, made.stderr) == (0, ""), made.stderr
+    assert len(list((tmp_path / "in").iterdir())) == files
+    result = _run_into_a_closed_pipe([exe, "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+                                      "--checkpoint", str(tmp_path / "ck"), "--shard-index", "1", "--total-shards",
+                                      "1", "--minimum-shard-index", "1"], env)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert len(list((tmp_path / "out").iterdir())) == files
+    assert not (tmp_path / "ck" / ".nemo_curator_metadata" / ".failed_tasks").exists()
+    assert plan_retry(tmp_path / "ck").complete
