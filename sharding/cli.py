@@ -221,21 +221,27 @@ def _running_notes(plan: RetryPlan, record: str | None) -> list:
     return [] if plan.complete else running_notes(records_naming(plan.checkpoint))
 
 
+def _command(args: argparse.Namespace) -> int:
+    path = _path(args)
+    Checkpoint(path).require_dir("PATH" if args.path else "--checkpoint-path")
+    if args.command in ("show", "status"):
+        return _show(path, args.json)
+    if args.command == "shards":
+        return _shards(path, args.json)
+    if args.command == "failed":
+        return _failed(path, args.json)
+    return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run,
+                  args.cfg, args.record)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     escape_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
         check_working_dir()
-        path = _path(args)
-        Checkpoint(path).require_dir("PATH" if args.path else "--checkpoint-path")
-        if args.command in ("show", "status"):
-            return _show(path, args.json)
-        if args.command == "shards":
-            return _shards(path, args.json)
-        if args.command == "failed":
-            return _failed(path, args.json)
-        return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run,
-                      args.cfg, args.record)
+        status = _command(args)
+        sys.stdout.flush()   # here, not at the interpreter's exit, where a reader gone is exit 120
+        return status
     except FieldError as exc:  # ShardingError, or backends' InputError from the bridge
         _fail(exc.field, exc.problem)
     except BrokenPipeError:           # `| head`: quiet; but a resubmission cut short is no success

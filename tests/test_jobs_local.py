@@ -258,12 +258,42 @@ def test_a_retry_dry_run_into_a_pipe_closed_early_is_read_not_failed(tmp_path, c
     run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
             "--output-file", "log/r.IDX.log", "--", "bash", "task.sh", cwd=tmp_path, env=cli_env)
     record = str(tmp_path / "log" / "q" / "r.IDX.submit.json")
-    for argv in (["retry", "--dry-run", record], ["status", record]):
+    buffered = {k: v for k, v in cli_env.items() if k != "PYTHONUNBUFFERED"}
+    for env in ({**buffered, "PYTHONUNBUFFERED": "1"}, buffered):
+        for argv in (["retry", "--dry-run", record], ["status", record], ["history", record]):
+            read, write = os.pipe()
+            os.close(read)              # the reader is gone before the first line
+            try:
+                done = subprocess.run(["hyperion-jobs", *argv], stdout=write, stderr=subprocess.PIPE, text=True,
+                                      env=env, cwd=tmp_path, timeout=60)
+            finally:
+                os.close(write)
+            assert (done.returncode, done.stderr) == (0, ""), (argv, "PYTHONUNBUFFERED" in env)
+
+
+def test_a_table_into_a_pipe_closed_early_without_pythonunbuffered_is_read_not_failed(tmp_path, cli_env,
+                                                                                    test_site) -> None:
+    """The test above passed only under PYTHONUNBUFFERED=1, which the CI's environment sets and a login
+    shell does not: there the whole table waited in Python's buffer for the exit, whose flush met the
+    closed pipe: `Exception ignored ... BrokenPipeError` on stderr and exit status 120, from every command of
+    hyperion-jobs, hyperion-checkpoint and hyperion-submit --dry-run (`status R | grep -q FAILED`)."""
+    run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:2",
+            "--output-file", "log/r.IDX.log", "--", "true", cwd=tmp_path, env=cli_env)
+    record = str(tmp_path / "log" / "q" / "r.IDX.submit.json")
+    env = {k: v for k, v in cli_env.items() if k != "PYTHONUNBUFFERED"}
+    (tmp_path / "ck" / ".nemo_curator_metadata" / ".slurm_array_completion").mkdir(parents=True)
+    (tmp_path / "ck" / ".nemo_curator_metadata" / ".slurm_array_completion" / "run.json").write_text(
+        '{"minimum_shard_index":1,"total_shards":20}\n')
+    for argv in (["hyperion-jobs", "status", record], ["hyperion-jobs", "list", str(tmp_path)],
+                 ["hyperion-checkpoint", "show", str(tmp_path / "ck")],
+                 ["hyperion-checkpoint", "retry", str(tmp_path / "ck")],
+                 ["hyperion-submit", "local", "--cfg", str(test_site), "--output-file", "log/d.log", "--dry-run",
+                  "--", "true"]):
         read, write = os.pipe()
-        os.close(read)              # the reader is gone before the first line
+        os.close(read)
         try:
-            done = subprocess.run(["hyperion-jobs", *argv], stdout=write, stderr=subprocess.PIPE, text=True,
-                                  env=cli_env, cwd=tmp_path, timeout=60)
+            done = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                                  timeout=60)
         finally:
             os.close(write)
         assert (done.returncode, done.stderr) == (0, ""), argv

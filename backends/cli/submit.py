@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from backends.errors import InputError, check_working_dir
+from backends.errors import InputError, check_working_dir, reader_gone
 from backends.printable import escape_unencodable_output, printable
 
 PROG = "hyperion-submit"
@@ -51,7 +51,11 @@ def _run(argv: Sequence[str]) -> int:
         return BAD_INPUT
     if request.dry_run:   # on a terminal, control characters in paths or arguments are shown escaped
         text = describe_plan(plan)
-        sys.stdout.write(printable(text, layout=True) if sys.stdout.isatty() else text)
+        try:
+            sys.stdout.write(printable(text, layout=True) if sys.stdout.isatty() else text)
+            sys.stdout.flush()   # here, not at the interpreter's exit, where a reader gone is exit 120
+        except BrokenPipeError:   # `--dry-run | head`: what was wanted was read, as hyperion-jobs says
+            reader_gone()
         if plan.options.backend == "slurm":
             _tell_ignored_inputs()
         return OK

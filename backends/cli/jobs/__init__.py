@@ -39,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         check_working_dir()
-        return command(args.command)(args)
+        status = command(args.command)(args)
+        sys.stdout.flush()   # here, not at the interpreter's exit, where a reader gone is exit 120
+        return status
     except InputError as err:   # escaped: the line may quote a hostile record, path or argument
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return 2
