@@ -755,7 +755,8 @@ def test_typing_at_a_big_array_shows_each_key_at_once_and_ends_with_the_final_pr
             await pilot.press(*" --part JOB")
             typing = clock.perf_counter() - started
             assert field.value == "echo JOB --part JOB"
-            assert typing < one_plan, f"11 keys took {typing:.2f} s, one plan {one_plan:.2f} s"
+            # each key waited for a plan before: 11 keys took 11 plans; a loaded machine slows the keys too
+            assert typing < 4 * one_plan, f"11 keys took {typing:.2f} s, one plan {one_plan:.2f} s"
             assert str(screen.query_one("#submit-error").content).startswith("updating…")
             assert screen.plan is None            # the plan of "echo JOB" is not the form's any more
             await wait_for(pilot, lambda: not screen.updating, 60)
