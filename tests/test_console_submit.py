@@ -636,6 +636,30 @@ def test_site_files_with_one_stem_are_told_apart_in_the_selector(tmp_path: Path)
     assert asyncio.run(scenario()) == ["a.yaml", "a.yml", "b"]
 
 
+def burst_submits(tmp_path: Path, burst: str, backend: str, focus: str | None = None) -> tuple[list[str], list[int]]:
+    """Keys read at once on a filled Submit form (`focus`: the field the cursor is in): the
+    notifications once the Jobs screen is up, and the attempt numbers the ledger then holds. Exactly
+    one SubmitRequested is asserted on the way."""
+    async def scenario() -> list[str]:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            fill(app.submit_screen, backend=backend, output_file=str(tmp_path / "log" / "b.JOB.log"),
+                 time="00:01:00", command="true")
+            if focus is not None:
+                app.submit_screen.query_one(focus).focus()
+            await pilot.pause()
+            one_read(app, burst)
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 60)
+            await pilot.pause(1)
+            assert len(posted(seen, SubmitRequested)) == 1
+            return notifications(app)
+
+    said = asyncio.run(scenario())
+    ledger = [json.loads(line) for line in (tmp_path / "log" / "q" / "b.JOB.attempts.jsonl").read_text().splitlines()]
+    return said, [line["number"] for line in ledger if line["type"] == "attempt"]
+
+
 @pytest.mark.parametrize("backend", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
 def test_ctrl_s_y_twice_in_one_burst_submits_once_and_says_so(tmp_path: Path, backend: str,
                                                               request) -> None:
@@ -645,23 +669,9 @@ def test_ctrl_s_y_twice_in_one_burst_submits_once_and_says_so(tmp_path: Path, ba
     if backend == "slurm":
         request.getfixturevalue("slurm_cluster")
 
-    async def scenario() -> list[str]:
-        seen = []
-        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
-        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
-            fill(app.submit_screen, backend=backend, output_file=str(tmp_path / "log" / "b.JOB.log"),
-                 time="00:01:00", command="true")
-            await pilot.pause()
-            one_read(app, "\x13y\x13y")
-            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 60)
-            await pilot.pause(1)
-            assert len(posted(seen, SubmitRequested)) == 1
-            return notifications(app)
-
-    said = asyncio.run(scenario())
+    said, attempts = burst_submits(tmp_path, "\x13y\x13y", backend)
     assert any(n.startswith("a submission is already being sent") for n in said), said
-    ledger = (tmp_path / "log" / "q" / "b.JOB.attempts.jsonl").read_text().splitlines()
-    assert [json.loads(line)["number"] for line in ledger if json.loads(line)["type"] == "attempt"] == [1]
+    assert attempts == [1]
 
 
 def test_a_site_file_written_while_the_console_runs_is_listed(tmp_path: Path) -> None:
@@ -814,25 +824,10 @@ def test_a_burst_of_asks_and_answers_submits_once(tmp_path: Path, burst: str) ->
     Enter's dialog was up and stacked a second dialog, and each `y` submitted (two SubmitRequested; the
     second run refused only by the log path's lock). One dialog asks at a time and only its answer
     acts: one submission, and the last ctrl+s is told it submitted nothing. The same with ctrl+s first."""
-    async def scenario() -> list[str]:
-        seen = []
-        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
-        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
-            fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / "b.JOB.log"),
-                 time="00:01:00", command="true")
-            app.submit_screen.query_one("#command").focus()
-            await pilot.pause()
-            one_read(app, burst)
-            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 60)
-            await pilot.pause(1)
-            assert len(posted(seen, SubmitRequested)) == 1
-            return notifications(app)
-
-    said = asyncio.run(scenario())
+    said, attempts = burst_submits(tmp_path, burst, "local", focus="#command")
     assert any(n.startswith("a submission is already being sent") for n in said), said
     assert not any("another process is submitting" in n for n in said), said
-    ledger = (tmp_path / "log" / "q" / "b.JOB.attempts.jsonl").read_text().splitlines()
-    assert [json.loads(line)["number"] for line in ledger if json.loads(line)["type"] == "attempt"] == [1]
+    assert attempts == [1]
 
 
 @pytest.mark.parametrize("array, question, windows", [
