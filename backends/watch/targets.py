@@ -191,18 +191,25 @@ def history_of(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runn
                unlisted: Unlisted | None = None) -> History:
     """The submission a target belongs to: its record's history, or the one a job id was found in
     (an array task's own job id counts as its array's)."""
+    return located(target, dirs, runner, unlisted)[1]
+
+
+def located(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runner = run_command,
+            unlisted: Unlisted | None = None) -> tuple[Target, History]:
+    """`history_of`, with the target as the record knows it (an array task's own job id as
+    ARRAY_TASK): a command that goes on to ask Slurm (`job_status`) need not search `dirs` again."""
     if target.record is not None:
-        return load_history(target.record.path)
+        return target, load_history(target.record.path)
     assert target.job_id is not None
-    history = _job_history(target, dirs, runner, unlisted)[1]
+    found, history = job_history(target, dirs, runner, unlisted)
     if history is None:
         raise InputError("JOB", f"no submit record under {', '.join(map(str, dirs))} submitted job "
                          f"{target.job_id}; name the record instead (e.g. exp/log/q/NAME.submit.json)")
-    return history
+    return found, history
 
 
-def _job_history(target: Target, dirs: Sequence[Path], runner: Runner,
-                 unlisted: Unlisted | None = None) -> tuple[Target, History | None]:
+def job_history(target: Target, dirs: Sequence[Path], runner: Runner = run_command,
+                unlisted: Unlisted | None = None) -> tuple[Target, History | None]:
     """A job target and the submission under `dirs` that made it; an array task's own job id that no
     record submitted becomes ARRAY_TASK, which records know."""
     assert target.job_id is not None
@@ -228,7 +235,11 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     record = target.record
     if record is not None:
         return history_status(load_history(record.path), runner, problems)
-    target, history = _job_history(target, dirs, runner, unlisted)
+    return job_status(*job_history(target, dirs, runner, unlisted), runner)
+
+
+def job_status(target: Target, history: History | None, runner: Runner = run_command) -> list[TaskRow]:
+    """`status` of a job target `job_history` has found (or not found) the submission of."""
     assert target.job_id is not None
     answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
     states = answer.states
@@ -237,28 +248,20 @@ def status(target: Target, dirs: Sequence[Path] = (Path("."),),
     return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
 
 
-def recorded_job_rows(history: History, target: Target) -> list[TaskRow] | None:
+def recorded_job(history: History, target: Target) -> tuple[list[TaskRow] | None, bool]:
     """The rows of `target`'s job (or its one task) from the ledger alone, when every task has its
-    end and usage recorded: `usage JOB` of a finished job needs no Slurm (with slurmdbd down it
-    failed, though the ledger held everything). None when Slurm must be asked, as `status` asks
-    it; a task's own job id finds no tasks here."""
-    tasks = _job_tasks(history, target)
+    end and usage recorded, else None: `usage JOB` of a finished job needs no Slurm (with slurmdbd
+    down it failed, though the ledger held everything). And whether the controller may have queued
+    a task of the job again since its recorded end (`requeuable`): then its rows are asked of Slurm,
+    the ledger's standing if Slurm is down."""
+    tasks = [t for t in history.tasks_of_job(target.job_id or "")
+             if target.task_id is None or t.array_task_id == target.task_id]
+    again = {(t.job_id, t.array_task_id) for t in requeuable(history)}
+    may_run_again = any((t.job_id, t.array_task_id) in again for t in tasks)
     finals = [history.final(t) for t in tasks]
     if not tasks or any(f is None or not f.usage for f in finals):
-        return None
-    return [final_row(t, f, history.log_of(t)) for t, f in zip(tasks, finals) if f is not None]
-
-
-def job_may_run_again(history: History, target: Target) -> bool:
-    """Whether the controller may have queued a task of `target`'s job again since its recorded
-    end (`requeuable`): then its rows are asked of Slurm, the ledger's standing if Slurm is down."""
-    again = {(t.job_id, t.array_task_id) for t in requeuable(history)}
-    return any((t.job_id, t.array_task_id) in again for t in _job_tasks(history, target))
-
-
-def _job_tasks(history: History, target: Target) -> list[TaskRecord]:
-    return [t for t in history.tasks_of_job(target.job_id or "")
-            if target.task_id is None or t.array_task_id == target.task_id]
+        return None, may_run_again
+    return [final_row(t, f, history.log_of(t)) for t, f in zip(tasks, finals) if f is not None], may_run_again
 
 
 def shown_as_recorded(problem: str) -> str:
@@ -468,7 +471,7 @@ def _numbers(history: History) -> str:
 def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Path],
                    runner: Runner, unlisted: Unlisted | None = None) -> TaskLogs:
     asked = Target(None, job, int(task_text) if task_text is not None else None)
-    target, history = _job_history(asked, dirs, runner, unlisted)
+    target, history = job_history(asked, dirs, runner, unlisted)
     if target != asked:       # an array task's own job id (its SLURM_JOB_ID): read as ARRAY_TASK
         text = f"{target.job_id}_{target.task_id}"
     job, task_id = str(target.job_id), target.task_id

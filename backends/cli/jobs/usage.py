@@ -9,30 +9,28 @@ from backends.printable import printable
 from backends.watch.rows import task_key
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.targets import (
-    history_of,
     history_status,
-    job_may_run_again,
-    recorded_job_rows,
+    job_status,
+    located,
+    recorded_job,
     resolve,
-    status,
 )
 from backends.watch.usage_summary import format_summary, summarize, summarize_rows, usage_heading
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
-    target = resolve(args.target)
     with told_unlisted() as unlisted:
-        history = history_of(target, record_dirs(args), unlisted=unlisted)
+        target, history = located(resolve(args.target), record_dirs(args), unlisted=unlisted)
     problems: list[str] = []
     if target.record is None:
         # a job id is that job's tasks, as `status JOB` shows them: `usage 6958` of attempt 1 summed up
         # the record's newest runs (a retry's), said "over 90% of --mem: none" of a job whose tasks
         # ran out of memory, and counted 40 tasks for a retry job of 4
-        recorded = recorded_job_rows(history, target)
+        recorded, may_run_again = recorded_job(history, target)
         rows = recorded or []
-        if recorded is None or job_may_run_again(history, target):
+        if recorded is None or may_run_again:
             try:
-                rows = status(target, record_dirs(args), problems=problems)
+                rows = job_status(target, history)
             except QueryError as err:
                 if recorded is None:
                     raise

@@ -38,7 +38,7 @@ from backends.watch.rows import (
     state_counts,
 )
 from backends.watch.slurm.accounting import stoppable
-from backends.watch.targets import Target, attempt_record, history_for_job, resolve, status
+from backends.watch.targets import Target, attempt_record, job_history as find_job_history, job_status, resolve
 from backends.watch.terminal import SafeStream
 from backends.watch.wait import never_running, task_label, watcher
 
@@ -79,13 +79,18 @@ def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
 
 
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
-    with told_unlisted() as unlisted:
-        if target.record is None and not status(target, record_dirs(args), unlisted=unlisted):
+    history = job_history = None
+    if target.record is None:
+        with told_unlisted() as unlisted:
+            found, job_history = find_job_history(target, record_dirs(args), unlisted=unlisted)
+        if not job_status(found, job_history):
             # A record's jobs may be too new for sacct, but squeue knows them at once:
             # a bare id neither knows would be watched forever.
             raise InputError("JOB", f"Slurm knows no job {args.target}")
-    history = load_history(target.record.path) if target.record is not None else None
-    job_history = None if history is not None else history_for_job(target.job_id, record_dirs(args))
+        if found != target:   # an array task's own job id: the task's log paths come from Slurm
+            job_history = None
+    else:
+        history = load_history(target.record.path)
     record = target.record or (attempt_record(job_history, target.job_id) if job_history else None)
     floor = site_floor(record)
     finals = None
