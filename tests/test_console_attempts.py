@@ -6,6 +6,7 @@ import asyncio
 import re
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 from types import SimpleNamespace
@@ -150,6 +151,23 @@ BREAKDOWNS = {
 }
 
 
+def shown_after_key(record: Path, tmp_path: Path, size: tuple[int, int], key: str, message: type,
+                    read: Callable[[Any], Any]) -> Any:
+    """Open `record` at `size`, press `key`, and once the app has posted `message`, what `read` takes
+    from the app: how a line of the Jobs screen is drawn after the key that shows it."""
+    async def scenario() -> Any:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await pilot.pause(0.3)
+            await pilot.press(key)
+            await wait_for(pilot, lambda: posted(seen, message), 10)
+            await pilot.pause()
+            return read(app)
+
+    return asyncio.run(scenario())
+
+
 @pytest.mark.parametrize("size, breakdown, lines", [
     ((80, 24), "failed, out-of-memory", 2), ((120, 30), "failed, out-of-memory", 1),
     ((60, 20), "failed, out-of-memory", 2), ((80, 24), "failed, timeout, cancelled", 2),
@@ -165,18 +183,9 @@ def test_the_failure_groups_head_and_keys_stay_whole(tmp_path: Path, size: tuple
     record = build_history(tmp_path, SITE, n=int(head.split(" of ")[1].split()[0]), failures=failures)
     keys = "enter: its tasks · R: retry it"
 
-    async def scenario() -> list[str]:
-        seen = []
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=size, message_hook=seen.append) as pilot:
-            await pilot.pause(0.3)
-            await pilot.press("t")
-            await wait_for(pilot, lambda: posted(seen, FailureGroupsListed), 10)
-            await pilot.pause()
-            assert app.jobs_screen.query_one("#failures-head").size.height == lines
-            return screen_lines(app)
-
-    shown = asyncio.run(scenario())
+    height, shown = shown_after_key(record, tmp_path, size, "t", FailureGroupsListed, lambda app: (
+        app.jobs_screen.query_one("#failures-head").size.height, screen_lines(app)))
+    assert height == lines
     at = next(i for i, line in enumerate(shown) if line.lstrip().startswith(head.split(" (")[0]))
     drawn = [line.strip() for line in shown[at:at + lines]]
     assert "…" not in "".join(drawn), drawn
@@ -492,17 +501,8 @@ def test_the_highlighted_attempts_line_and_its_keys_stay_whole(tmp_path: Path, s
     record = build_history(tmp_path, SITE, retried=RETRIED, changed={})
     keys = "enter: its tasks · escape: back"
 
-    async def scenario() -> list[str]:
-        seen = []
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=size, message_hook=seen.append) as pilot:
-            await pilot.pause(0.3)
-            await pilot.press("a")
-            await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)
-            await pilot.pause()
-            return rendered(app.jobs_screen.query_one("#attempt-detail"))
-
-    drawn = [line.strip() for line in asyncio.run(scenario())]
+    drawn = [line.strip() for line in shown_after_key(record, tmp_path, size, "a", AttemptShown, lambda app: rendered(
+        app.jobs_screen.query_one("#attempt-detail")))]
     assert "…" not in "".join(drawn), drawn
     assert " ".join(drawn).startswith("▸ attempt 2 (retry): values 3,6, changed nothing, 2 task(s), job(s) 4243, "
                                       "at 2026-09-21T12:30:00+00:00"), drawn
@@ -527,22 +527,14 @@ def test_an_attempts_task_stopped_by_sighup_is_counted_in_its_failures_colour(tm
              {"type": "closed", "attempt": 1, "time": "2026-09-21T12:00:09"}]
     record.with_name("task.JOB.attempts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
-    async def scenario() -> None:
-        seen = []
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
-            jobs = app.jobs_screen
-            await pilot.pause(0.3)
-            await pilot.press("a")
-            await wait_for(pilot, lambda: posted(seen, AttemptsListed), 10)
-            await pilot.pause()
-            listing = jobs.query_one("#attempt-list")
-            strip = listing.render_lines(listing.size.region)[0]
-            line = "".join(segment.text for segment in strip).rstrip()
-            assert line.endswith("3  CD 1 F 1 F (SIGHUP) 1"), line
-            styles = {segment.text: segment.style for segment in strip}
-            # the failures' red, bold; not the dim of a state never reported
-            assert (styles["F (SIGHUP)"].color, styles["F (SIGHUP)"].bold) == (styles["F"].color, True)
-            assert styles["F (SIGHUP)"].color != styles["CD"].color
+    def first_line(app) -> list:
+        listing = app.jobs_screen.query_one("#attempt-list")
+        return list(listing.render_lines(listing.size.region)[0])
 
-    asyncio.run(scenario())
+    strip = shown_after_key(record, tmp_path, (80, 24), "a", AttemptsListed, first_line)
+    line = "".join(segment.text for segment in strip).rstrip()
+    assert line.endswith("3  CD 1 F 1 F (SIGHUP) 1"), line
+    styles = {segment.text: segment.style for segment in strip}
+    # the failures' red, bold; not the dim of a state never reported
+    assert (styles["F (SIGHUP)"].color, styles["F (SIGHUP)"].bold) == (styles["F"].color, True)
+    assert styles["F (SIGHUP)"].color != styles["CD"].color
