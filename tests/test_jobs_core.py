@@ -742,6 +742,34 @@ def test_watch_view_at_80_columns_keeps_the_end_of_a_long_log_path(tmp_path):
     assert logs[0] in wide.export_text()                              # whole where it fits
 
 
+def test_watch_of_a_big_array_shows_its_running_tasks_when_not_all_rows_fit(tmp_path):
+    """A 300-task array at 80x24: in value order its 40 early failures filled the table and the two
+    tasks running now were among `... and 260 more`. Running tasks come first, then failures, then
+    the waiting, and the last line says what was left out."""
+    import io
+
+    from rich.console import Console
+
+    from backends.watch.rows import TaskRow
+
+    def state(value: int) -> JobState:
+        return (JobState.FAILED if value <= 40 else JobState.COMPLETED if value <= 60
+                else JobState.RUNNING if value <= 62 else JobState.PENDING)
+
+    rows = [TaskRow(v, "500", v, state(v), 1 if state(v) is JobState.FAILED else None, None, 3.0, "vm",
+                    f"/exp/log/t.{v}.log", None, None) for v in range(1, 301)]
+    console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    console.print(render_watch("x", PollUpdate({}, (), None, False, 4.0), rows, max_rows=10))
+    lines = console.export_text().splitlines()
+    listed = [line.split()[1] for line in lines if "500_" in line]
+    assert listed == ["500_61", "500_62"] + [f"500_{v}" for v in range(1, 9)], lines
+    assert lines[-1] == "... and 270 more: FAILED 32, PENDING 238", lines
+    console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    console.print(render_watch("x", PollUpdate({}, (), None, False, 4.0), rows[35:65], max_rows=20))
+    listed = [line.split()[1] for line in console.export_text().splitlines() if "500_" in line]
+    assert listed == [f"500_{v}" for v in (*range(36, 41), *range(61, 66))]     # all fit: value order
+
+
 def test_keep_tail_counts_wide_characters_as_two_cells():
     from rich.cells import cell_len
 

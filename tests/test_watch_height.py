@@ -68,7 +68,7 @@ def test_watch_table_fills_the_terminal_and_keeps_its_bottom_lines(tmp_path: Pat
         shown = [line for line in small if re.search(r"│ local_\d+ ", line)]
         assert len(shown) >= 10, "\n".join(small)
         # the bottom of the screen is the table's end and the count of the rows left out, not rich's "..."
-        assert small[-2].startswith("└") and small[-1] == f"... and {TASKS - len(shown)} more", "\n".join(small)
+        assert small[-2].startswith("└") and small[-1] == f"... and {TASKS - len(shown)} more: PENDING {TASKS - len(shown)}", "\n".join(small)
 
         tall = _watch_screen(tmp_path, record, cli_env, 45)
         rows = [line for line in tall if re.search(r"│ local_\d+ ", line)]
@@ -104,4 +104,4 @@ def test_watch_screen_keeps_slurms_outage_line_on_a_short_terminal(lines: int) -
     screen = console.export_text().rstrip("\n").split("\n")
     assert len(screen) <= lines, "\n".join(screen)
     assert "Unable to contact slurm controller" in " ".join(" ".join(screen[-2:]).split())   # wrapped: 2 lines
-    assert any(re.fullmatch(r"\.\.\. and \d+ more", line) for line in screen)
+    assert any(re.fullmatch(r"\.\.\. and (\d+) more: PENDING \1", line) for line in screen), "\n".join(screen)

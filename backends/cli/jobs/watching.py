@@ -21,7 +21,7 @@ from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
 from backends.retry_hint import record_retry_command
-from backends.states import TaskState, explain_reason, never_runs
+from backends.states import RUNNING_NOW, TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
 from backends.watch.progress import PROBLEM_EVERY, staleness
@@ -345,6 +345,29 @@ def unfinished_rows(rows: Sequence[TaskRow]) -> list[TaskRow]:
     return [r for r in rows if r.state is None or not r.state.is_terminal or not r.ok]
 
 
+def rows_that_fit(rows: Sequence[TaskRow], max_rows: int) -> tuple[list[TaskRow], list[TaskRow]]:
+    """The rows the table shows and those left to `... and N more`. In value order when all fit;
+    else the tasks running now first, then those that ended without success, then the waiting: in
+    value order, a 300-task array's early failures and its pending tail filled an 80x24 screen, and
+    the two tasks that ran sat below it."""
+    if len(rows) <= max_rows:
+        return list(rows), []
+
+    def rank(row: TaskRow) -> int:
+        if row.state in RUNNING_NOW:
+            return 0
+        return 1 if row.state is not None and row.state.is_terminal or row.state_label == "NOT_RUN" else 2
+
+    ordered = sorted(rows, key=rank)     # stable: value order within each
+    return ordered[:max_rows], ordered[max_rows:]
+
+
+def left_out_line(left_out: Sequence[TaskRow]) -> str:
+    """`... and 180 more: PENDING 170, FAILED 10`: what the rows not shown are."""
+    counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(left_out).items()))
+    return printable(f"... and {len(left_out)} more: {counts}")
+
+
 def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_rows: int = 20):
     """The watch screen as a rich renderable (pure: easy to test)."""
     from rich.console import Group
@@ -361,16 +384,16 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     counts.add_row(*(Text.assemble(f"{printable(state)} ", (str(n), "bold"))
                      for state, n in sorted(state_counts(rows).items())))
     tasks = Table(*STATUS_HEADER[:-1], "LOG", expand=False)
-    unfinished = unfinished_rows(rows)
-    for row in unfinished[:max_rows]:
+    shown, left_out = rows_that_fit(unfinished_rows(rows), max_rows)
+    for row in shown:
         *cells, log = (printable(cell) for cell in status_cells(row))
         tasks.add_row(*(Text(cell) for cell in cells), TailCell(log))   # a narrow LOG keeps the file name
     header = Table.grid(padding=(0, 1))
     header.add_row(Text(printable(name), style="bold"), ProgressBar(total=max(1, len(rows)), completed=done, width=40),
                    Text(f"{done}/{len(rows)} tasks ended"))
     parts = [header, counts, tasks]
-    if len(unfinished) > max_rows:
-        parts.append(Text(f"... and {len(unfinished) - max_rows} more"))
+    if left_out:
+        parts.append(Text(left_out_line(left_out)))
     stale = staleness(update)
     if stale:
         parts.append(Text(stale, style="red"))
