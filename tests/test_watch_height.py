@@ -29,12 +29,13 @@ def _screen(session: str) -> list[str]:
 def _watch_screen(tmp_path: Path, record: Path, env: dict[str, str], lines: int) -> list[str]:
     """The screen of a watch of `record` in a 100 x `lines` terminal, once it shows local_1 running.
 
-    Without LINES and COLUMNS: a tmux server started from the test run hands its shells LINES=24
-    and COLUMNS=80, which rich (as `tput`) takes over the terminal's own size."""
+    With LINES=24 and COLUMNS=80 exported, as a shell that exported them once (or a tmux server
+    started from a test run) hands them on: rich takes them over the terminal's own size, and a
+    45-line terminal showed 24 lines of the watch; the live view follows the terminal."""
     session = f"hyperion-{uuid.uuid4().hex[:8]}"
     watch = shutil.which("hyperion-jobs", path=env["PATH"])
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", str(lines),
-                    "-e", f"PATH={env['PATH']}", f"env -u LINES -u COLUMNS {watch} watch {record}; sleep 600"],
+                    "-e", f"PATH={env['PATH']}", f"env LINES=24 COLUMNS=80 {watch} watch {record}; sleep 600"],
                    check=True, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 30

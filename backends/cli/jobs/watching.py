@@ -7,6 +7,7 @@ reattach after hyperion-submit's wait ended early.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -276,7 +277,9 @@ class LiveView:
 
         self.name = name
         self.broken = False
-        self.console = Console()
+        # the terminal's own size, measured at each redraw: rich takes exported LINES/COLUMNS over it,
+        # and values a shell exported once pinned a resized or taller terminal to them
+        self.console = Console(_environ={k: v for k, v in os.environ.items() if k not in ("LINES", "COLUMNS")})
         self.live = Live(console=self.console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> "LiveView":
