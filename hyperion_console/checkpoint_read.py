@@ -15,7 +15,8 @@ from backends.records.history import load_history
 from backends.watch.budget import QueryBudget
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
-from sharding.resubmit import StillRunning, record_checkpoint, running_in
+from sharding.resubmit import StillRunning, running_in
+from sharding.run_records import record_checkpoint
 from sharding.store import Checkpoint
 
 from .errors import describe_error

@@ -7,7 +7,6 @@ reported as warnings on stderr and do not stop the command.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any, NoReturn, Sequence
 
@@ -72,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     retry.add_argument("--submit", metavar="RECORD", help="resubmit the missing shards with this q/*.submit.json record")
     retry.add_argument("--record", metavar="RECORD",
                        help="say which listed shards this q/*.submit.json record still runs (default: the records "
-                            "in ./q/ whose command names the checkpoint); submits nothing")
+                            "in every q/ under the current folder whose command names the checkpoint); submits nothing")
     retry.add_argument("--dry-run", action="store_true",
                        help="with --submit: print what would be submitted (argv, windows, script), submit nothing")
     retry.add_argument("--trust-record", action="store_true",
@@ -208,17 +207,24 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
 
 def _running_notes(plan: RetryPlan, record: str | None) -> list:
     """Which of the shards listed missing a record still runs (they have no manifest yet, only because
-    they have not ended): --record's, else each record in ./q/ whose command names the checkpoint.
+    they have not ended): --record's, else each record whose command names the checkpoint, found
+    where `hyperion-jobs` finds records (every q/ under the current folder, `records_naming`).
     Asked only when shards are missing; the launcher's modules load only when there is a record to
-    ask about (a plain preview starts as fast as before)."""
-    if record is None and (plan.complete or not os.path.isdir("q")):
-        return []
-    from sharding.resubmit import preview_record, records_naming, running_notes
+    ask about (a plain preview among other runs' records starts as fast as before)."""
+    if record is None:
+        if plan.complete:
+            return []
+        from sharding.run_records import records_naming
+
+        found = records_naming(plan.checkpoint)
+        if not found:
+            return []
+    from sharding.resubmit import preview_record, running_notes
 
     if record is not None:
-        path = preview_record(plan, record)       # a bad --record is refused even with nothing missing
-        return [] if plan.complete else running_notes([path])
-    return [] if plan.complete else running_notes(records_naming(plan.checkpoint))
+        given = preview_record(plan, record)       # a bad --record is refused even with nothing missing
+        return [] if plan.complete else running_notes([given])
+    return running_notes(found)
 
 
 def _command(args: argparse.Namespace) -> int:

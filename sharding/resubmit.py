@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass
-from typing import Iterator, Sequence, TextIO
+from typing import Sequence, TextIO
 
 from backends.attempt import FIELD as ATTEMPT_FIELD
 from backends.attempt import LiveCheck, check_not_live, live_task_records, slurm_keys
@@ -23,7 +23,7 @@ from backends.printable import printable
 from backends.ranges import compress
 from backends.watch.rows import LOCAL_JOB
 from backends.records.history import History, load_history
-from backends.records.record import SubmitRecord, load_record
+from backends.records.record import SubmitRecord, TaskRecord, load_record
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec
 # site_array_limit too: sharding's CLI reaches backends.submit only through this bridge
@@ -34,7 +34,7 @@ from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan, describe_plan
 from sharding.arrayenv import PREFIXES
 from sharding.retry import RetryPlan, plan_retry
-from sharding.store import Checkpoint
+from sharding.run_records import FoundRecord, flag_values, named_checkpoints
 
 PROG = "hyperion-checkpoint"
 RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
@@ -42,8 +42,6 @@ RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
 # underscore spellings): a record passing other values than run.json is another run's.
 SHARD_FLAGS = {"--total-shards": "TOTAL_SHARDS", "--total_shards": "TOTAL_SHARDS",
                "--minimum-shard-index": "MINIMUM_SHARD_INDEX", "--minimum_shard_index": "MINIMUM_SHARD_INDEX"}
-MAX_ARGS_LOOKED_AT = 1000
-CHECKPOINT_WORDS = ("checkpoint", "ckpt")   # in the option that names a recipe's own checkpoint
 
 
 def _array_name(record: SubmitRecord, shown: str) -> str:
@@ -71,28 +69,16 @@ def _check_same_run(plan: RetryPlan, record: SubmitRecord, base: SubmitOptions, 
         raise InputError(field, f"{printable(shown)} ran shard(s) {compress(outside)[:80]}, outside "
                          f"{plan.checkpoint}'s shards {run.minimum_shard_index}-{run.maximum_shard_index}: "
                          "it is another run's record")
-    for flag, value in _flag_values(base.command):
+    for flag, value in flag_values(base.command):
         key = SHARD_FLAGS.get(flag)
         if key is not None and _as_int(value) != expected_of[key]:
             raise InputError(field, f"{printable(shown)}'s command passes {printable(flag)} "
                              f"{printable(value)[:40]}, but {plan.checkpoint}'s run.json says "
                              f"{expected_of[key]}: it is another run's record")
-    named = _named_checkpoints(base.command, record.cwd)
+    named = named_checkpoints(base.command, record.cwd)
     if named and os.path.realpath(plan.checkpoint) not in named:
         raise InputError(field, f"{printable(shown)}'s command works on the checkpoint "
                          f"{printable(sorted(named)[0])}, not {plan.checkpoint}: it is another run's record")
-
-
-def _flag_values(command: Sequence[str]) -> Iterator[tuple[str, str]]:
-    """``(--flag, value)`` for every ``--flag value`` and ``--flag=value`` of a command."""
-    for index, arg in enumerate(command[:MAX_ARGS_LOOKED_AT]):
-        if not arg.startswith("--"):
-            continue
-        flag, equals, value = arg.partition("=")
-        if equals:
-            yield flag, value
-        elif index + 1 < len(command):
-            yield flag, command[index + 1]
 
 
 def _as_int(text: str) -> int | None:
@@ -100,46 +86,6 @@ def _as_int(text: str) -> int | None:
         return int(text) if len(text) < 40 else None
     except ValueError:
         return None
-
-
-def _named_checkpoints(command: Sequence[str], cwd: str) -> set[str]:
-    """The checkpoints (folders with a run.json) the command's checkpoint options name, resolved.
-
-    A recipe names its own checkpoint in an option (``--checkpoint ckpt``,
-    ``--checkpoint-path=ckpt``, ``checkpoint_path=ckpt``, ``--ckpt``) or in a file
-    the command names: the first can be checked, the second cannot, so finding
-    none proves nothing. Other arguments may name other checkpoints (a previous
-    stage's, as input): they say nothing about which run this is.
-    """
-    found = set()
-    for name, value in [*_flag_values(command), *(arg.partition("=")[::2] for arg in command[:MAX_ARGS_LOOKED_AT]
-                                                  if not arg.startswith("-") and "=" in arg)]:
-        if not any(word in name.lower() for word in CHECKPOINT_WORDS) or not value or len(value) >= 4096:
-            continue
-        path = os.path.join(cwd, value)
-        try:
-            if Checkpoint(path).run_path.is_file():
-                found.add(os.path.realpath(path))
-        except (OSError, ValueError):   # a name too long, a NUL byte: not a checkpoint
-            continue
-    return found
-
-
-def record_checkpoint(record: SubmitRecord) -> str | None:
-    """The one checkpoint (a folder with a run.json) the record's command names in a checkpoint
-    option (``--checkpoint``, ``--ckpt``, ``checkpoint_path=``...), resolved in its submission
-    directory; None when it names none, or several (which one is this run's cannot be told).
-
-    The console opens it when started without ``--checkpoint``: a run submitted from its Submit
-    screen could reach the Checkpoint screen only by quitting and starting again with that flag.
-    A resubmission with this record over any other checkpoint is refused (``_check_same_run``).
-    """
-    try:
-        command = submit_options(record, record.path).command
-    except InputError:
-        return None
-    named = _named_checkpoints(command, record.cwd)
-    return next(iter(named)) if len(named) == 1 else None
 
 
 def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = None) -> SubmitOptions:
@@ -264,6 +210,11 @@ def running_in(history: History, record_path: str,
         if err.field != ATTEMPT_FIELD:
             raise
         raise _about_record(err, record_path) from None
+    return _still(live, record_path)
+
+
+def _still(live: Sequence[tuple[TaskRecord, str]], record_path: str) -> StillRunning | None:
+    """The record's live tasks (`live_task_records`) as shards and jobs; None when none is live."""
     if not live:
         return None
     shards = sorted({task.value for task, _ in live if task.value is not None})
@@ -365,14 +316,10 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
                         rerun=rerun, live_check=check)
 
 
-RECORDS_LOOKED_AT = 20                  # records of ./q/ a preview reads to find the checkpoint's
-RECORD_BYTES_LOOKED_AT = 16 * 1024 * 1024   # each at most (a 100,000-task record is ~50 MB: give --record)
-
-
-def preview_record(retry: RetryPlan, record_path: str) -> str:
-    """`retry --record RECORD`: the record's absolute path once it is checked as --submit checks it
-    (readable, an array, this checkpoint's run); InputError on --record otherwise. The preview only
-    asks whether its tasks still run: nothing of it is run, so its owner is not checked."""
+def preview_record(retry: RetryPlan, record_path: str) -> FoundRecord:
+    """`retry --record RECORD`: the record (read once, at its absolute path) once it is checked as
+    --submit checks it (readable, an array, this checkpoint's run); InputError on --record otherwise.
+    The preview only asks whether its tasks still run: nothing of it is run, so its owner is not checked."""
     path = os.path.abspath(record_path)
     try:
         record = load_record(path)
@@ -380,32 +327,7 @@ def preview_record(retry: RetryPlan, record_path: str) -> str:
         _check_same_run(retry, record, submit_options(record, record_path), record_path, "--record")
     except InputError as err:
         raise InputError("--record", err.problem) from None
-    return path
-
-
-def records_naming(checkpoint: str, folder: str = "q") -> list[str]:
-    """The records in `folder` (the current folder's q/) whose command names `checkpoint` in a
-    checkpoint option (`record_checkpoint`): the runs a preview asks about without --record. Bounded:
-    the first RECORDS_LOOKED_AT regular *.submit.json files by name, each of at most
-    RECORD_BYTES_LOOKED_AT; a record that cannot be read is skipped (it is not this run's to judge)."""
-    try:
-        with os.scandir(folder) as entries:
-            names = sorted(entry.name for _, entry in zip(range(10_000), entries)
-                           if entry.name.endswith(".submit.json") and entry.is_file(follow_symlinks=False))
-    except OSError:
-        return []
-    wanted, found = os.path.realpath(checkpoint), []
-    for name in names[:RECORDS_LOOKED_AT]:
-        path = os.path.abspath(os.path.join(folder, name))
-        try:
-            if os.lstat(path).st_size > RECORD_BYTES_LOOKED_AT:
-                continue
-            record = load_record(path)
-        except (OSError, InputError):
-            continue
-        if record_checkpoint(record) == wanted:
-            found.append(path)
-    return found
+    return FoundRecord(path, record)
 
 
 @dataclass(frozen=True)
@@ -432,19 +354,26 @@ class RunningNote:
                 "problem": self.problem}
 
 
-def running_notes(record_paths: Sequence[str]) -> list[RunningNote]:
+def running_notes(found: Sequence[FoundRecord]) -> list[RunningNote]:
     """Whether each record's tasks still run (`still_running`), never raising: a preview says what
-    Slurm cannot tell and goes on."""
+    Slurm cannot tell and goes on. Each record is used as already read (its history adds only the
+    ledger): it was parsed to find it, and again here."""
     notes = []
-    for path in record_paths:
+    for item in found:
         try:
-            notes.append(RunningNote(path, still_running(path)))
+            notes.append(RunningNote(item.path, running_in(load_history(item.path, item.record), item.path)))
         except InputError as err:
-            problem = err.problem.replace("; nothing resubmitted, try again", "")
-            if printable(path) not in problem:
-                problem = f"{printable(path)}: {problem}"
-            notes.append(RunningNote(path, None, f"{problem}; shards it still runs may be listed as missing"))
+            notes.append(_unknown_note(item.path, _about_record(err, item.path) if err.field == ATTEMPT_FIELD
+                                       else err))
     return notes
+
+
+def _unknown_note(path: str, err: InputError) -> RunningNote:
+    """A record whose tasks cannot be told still running or not: the warning says why."""
+    problem = err.problem.replace("; nothing resubmitted, try again", "")
+    if printable(path) not in problem:
+        problem = f"{printable(path)}: {problem}"
+    return RunningNote(path, None, f"{problem}; shards it still runs may be listed as missing")
 
 
 def rerun_argv(checkpoint: str, record_path: str, max_array_size: int | None = None,

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import can_drop_rights, run_cli, without_rights
+from conftest import can_drop_rights, run_cli, submit_real_array, without_rights
 
 # A Curator-style shard of a 3-shard run: shard 2 fails (a failed-task record, exit 1), the others complete.
 SHARD_JOB = ("import sys; from sharding.store import Attempt, Checkpoint, RunConfig; "
@@ -174,3 +174,50 @@ def test_the_retry_preview_says_which_listed_shards_still_run_and_in_which_job(s
         subprocess.run(["scancel", job], check=False)
     ended = run_cli("hyperion-checkpoint", "retry", "ck", "--record", str(record), cwd=tmp_path, env=cli_env)
     assert (ended.returncode, ended.stdout, ended.stderr) == (0, "", "")
+
+
+def waiting_arrays(tmp_path: Path, outputs: list[str]) -> list:
+    """A 3-shard checkpoint `ck` with shard 1 complete, and one real array of shards 2-3 per output
+    pattern, whose command names `--checkpoint ck` and waits (pending or running) until cancelled."""
+    from sharding.store import Checkpoint, RunConfig
+
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    store.write_completion(1, RunConfig(1, 3))
+    records = []
+    try:
+        for output in outputs:
+            records.append(submit_real_array(tmp_path / output, "SHARD=2:3", "sh", "-c", "sleep 100", "SHARD",
+                                             "--checkpoint", "ck", cwd=tmp_path))
+    except BaseException:
+        cancel(records)
+        raise
+    return records
+
+
+def cancel(records: list) -> None:
+    for record in records:
+        subprocess.run(["scancel", record.jobs[0].job_id], check=False)
+
+
+def still_running_line(record) -> str:
+    return (f"hyperion-checkpoint: warning: shard(s) 2-3 (2 of the 2 listed missing) still running in job(s) "
+            f"{record.jobs[0].job_id} of {record.path}: not missing, only unfinished; --submit refuses until they end")
+
+
+@pytest.mark.slurm
+def test_the_retry_preview_finds_the_record_in_the_q_folder_beside_log_files(slurm_cluster, tmp_path, cli_env):
+    """`--output-file log/x.SHARD.log` keeps its record in log/q/: the preview looked only in ./q/, so
+    those users were never told the shards it lists still run. It looks where `hyperion-jobs` looks."""
+    records = waiting_arrays(tmp_path, ["log/x.SHARD.log", "deep/er/log/y.SHARD.log"])
+    try:
+        assert all(Path(r.path).parent.parent.name == "log" for r in records)
+        found = run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path, env=cli_env)
+        assert (found.returncode, found.stdout) == (0, "2-3 0 1 3\n"), found.stderr
+        assert sorted(found.stderr.splitlines()) == sorted(still_running_line(r) for r in records)
+        as_json = run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--format", "json",
+                          cwd=tmp_path / "deep", env=cli_env)         # from a folder above only one of them
+        assert as_json.returncode == 0 and as_json.stderr == still_running_line(records[1]) + "\n"
+        assert [note["record"] for note in json.loads(as_json.stdout)["still_running"]] == [records[1].path]
+    finally:
+        cancel(records)

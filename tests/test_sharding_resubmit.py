@@ -364,3 +364,37 @@ def test_watch_of_a_stopped_resubmission_names_hyperion_checkpoint_retry_for_the
     watch = run_cli("hyperion-jobs", "watch", str(record_path), env=cli_env, timeout=30)
     assert watch.returncode == 1
     assert watch.stdout.splitlines()[-1] == f"  NOT_RUN values 2-6 (the run stopped before them; {command} runs them)"
+
+
+def test_the_preview_reads_each_record_once_and_only_regular_ones_beside_the_logs(tmp_path, cli_env, monkeypatch):
+    """`retry CKPT` finds the records naming the checkpoint in every q/ under the current folder (the
+    record of `--output-file log/...` is in log/q/), reads each once and hands it on to the question
+    whether its tasks still run (it was parsed there a second time); a FIFO or a symlink named like a
+    record there is not read (a FIFO would hang the preview)."""
+    import os
+
+    import backends.records.record as record_module
+    from sharding.resubmit import RunningNote, running_notes
+    from sharding.run_records import records_naming
+
+    _, record_path = _submit_local(tmp_path, cli_env)
+    os.mkfifo(record_path.parent / "fifo.SHARD.submit.json")
+    (record_path.parent / "link.SHARD.submit.json").symlink_to(record_path)
+    preview = run_cli("hyperion-checkpoint", "retry", "ck", "--format", "json", cwd=tmp_path, env=cli_env, timeout=60)
+    assert (preview.returncode, preview.stderr) == (0, ""), preview.stderr      # the run ended: nothing to say
+    shown = json.loads(preview.stdout)
+    assert not shown["complete"] and shown.get("still_running", []) == []
+
+    reads: list[str] = []
+    real = record_module.read_bounded
+
+    def counted(path, *args, **kwargs):
+        reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(record_module, "read_bounded", counted)
+    monkeypatch.chdir(tmp_path)
+    found = records_naming(str(tmp_path / "ck"))
+    assert [item.path for item in found] == [str(record_path)]
+    assert running_notes(found) == [RunningNote(str(record_path), None)]
+    assert reads == [str(record_path)]
