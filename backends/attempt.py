@@ -165,31 +165,63 @@ def live_task_records(history: History, logs: frozenset[str] | None = None,
     (a ledger it could not write the ends to would have had the same pair sent twice)."""
     # only a pattern submitted before asks: a first submission does without the row builder and
     # the state and usage modules under it (3 ms of its start-up)
-    from backends.watch.rows import expected_tasks, pending_tasks
+    from backends.watch.rows import pending_tasks
 
-    pending = [t for t in pending_tasks(history) if logs is None or t.log in logs]
-    local = [(t, _local_live(history, t)) for t in pending if t.job_id == LOCAL_JOB]
-    live: list[tuple[TaskRecord, str]] = [(t, name) for t, name in local if name is not None]
-    slurm = [t for t in pending if t.job_id != LOCAL_JOB and (t.job_id, t.array_task_id) not in settled]
-    if not slurm:
-        return live
-    from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
-    from backends.watch.slurm.accounting import QueryError, run_squeue, snapshot
-    jobs = list(expected_tasks(slurm))
-    try:
-        states = snapshot(jobs)
-        FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(states.values())
-    except QueryError:
+    pending = [t for t in pending_tasks(history) if (logs is None or t.log in logs)
+               and (t.job_id == LOCAL_JOB or (t.job_id, t.array_task_id) not in settled)]
+    answer = _live_of([(history, pending)])[0]
+    if isinstance(answer, InputError):
+        raise answer
+    return answer
+
+
+def live_task_records_of(histories: Sequence[History]) -> list[list[tuple[TaskRecord, str]] | InputError]:
+    """`live_task_records` of several histories, asking Slurm once for them all: one sacct and one
+    squeue name every job whose tasks have no end in their ledger (a checkpoint's preview over N
+    records asked N pairs). Each history gets its live tasks, or the InputError `live_task_records`
+    raises when Slurm could not tell about its jobs (one failed answer fails each history that asked)."""
+    from backends.watch.rows import pending_tasks
+
+    return _live_of([(history, pending_tasks(history)) for history in histories])
+
+
+def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]]) -> list[list[tuple[TaskRecord, str]] | InputError]:
+    """The live ones among each history's tasks without an end: local ones by their runner, Slurm
+    ones from one sacct+squeue about all of them (squeue alone when sacct fails), whose ends are
+    written to each history's ledger."""
+    from backends.watch.rows import expected_tasks   # loaded already: the callers' pending_tasks
+
+    slurm_of = [[t for t in tasks if t.job_id != LOCAL_JOB] for _, tasks in asked]
+    states: dict = {}
+    failure: str | None = None
+    if any(slurm_of):
+        from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
+        from backends.watch.slurm.accounting import QueryError, run_squeue, snapshot
+        jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
         try:
-            states = {t.key: t for t in run_squeue(jobs)}
-        except QueryError as err:
-            raise InputError(FIELD, f"cannot tell whether job(s) {', '.join(jobs)} of the earlier attempt "
-                             f"still run ({err}); nothing was submitted, try again") from None
-    for task in slurm:
-        state = states.get((task.job_id, task.array_task_id))
-        if state is not None and not state.state.is_terminal:
-            live.append((task, task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}"))
-    return live
+            states = snapshot(jobs)
+            for (history, _), slurm in zip(asked, slurm_of):
+                if slurm:
+                    FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(states.values())
+        except QueryError:
+            try:
+                states = {t.key: t for t in run_squeue(jobs)}
+            except QueryError as err:
+                failure = str(err)
+    answers: list[list[tuple[TaskRecord, str]] | InputError] = []
+    for (history, tasks), slurm in zip(asked, slurm_of):
+        local = [(t, _local_live(history, t)) for t in tasks if t.job_id == LOCAL_JOB]
+        live: list[tuple[TaskRecord, str]] = [(t, name) for t, name in local if name is not None]
+        if slurm and failure is not None:
+            answers.append(InputError(FIELD, f"cannot tell whether job(s) {', '.join(expected_tasks(slurm))} of the "
+                                      f"earlier attempt still run ({failure}); nothing was submitted, try again"))
+            continue
+        for task in slurm:
+            state = states.get((task.job_id, task.array_task_id))
+            if state is not None and not state.state.is_terminal:
+                live.append((task, task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}"))
+        answers.append(live)
+    return answers
 
 
 def _local_live(history: History, task) -> str | None:

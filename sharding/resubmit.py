@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence, TextIO
 
 from backends.attempt import FIELD as ATTEMPT_FIELD
-from backends.attempt import LiveCheck, check_not_live, live_task_records, slurm_keys
+from backends.attempt import LiveCheck, check_not_live, live_task_records, live_task_records_of, slurm_keys
 from backends.errors import InputError
 from backends.launch import check_rerun, run_plan, working_dir
 from backends.printable import printable
@@ -357,15 +357,24 @@ class RunningNote:
 def running_notes(found: Sequence[FoundRecord]) -> list[RunningNote]:
     """Whether each record's tasks still run (`still_running`), never raising: a preview says what
     Slurm cannot tell and goes on. Each record is used as already read (its history adds only the
-    ledger): it was parsed to find it, and again here."""
-    notes = []
-    for item in found:
+    ledger), and Slurm is asked once for all of them: one sacct and one squeue naming every job
+    (a preview over 20 records of one checkpoint asked 20 pairs)."""
+    notes: dict[int, RunningNote] = {}
+    histories: list[tuple[int, History]] = []
+    for index, item in enumerate(found):
         try:
-            notes.append(RunningNote(item.path, running_in(load_history(item.path, item.record), item.path)))
+            histories.append((index, load_history(item.path, item.record)))
         except InputError as err:
-            notes.append(_unknown_note(item.path, _about_record(err, item.path) if err.field == ATTEMPT_FIELD
-                                       else err))
-    return notes
+            notes[index] = _unknown_note(item.path, _about_record(err, item.path) if err.field == ATTEMPT_FIELD
+                                         else err)
+    answers = live_task_records_of([history for _, history in histories])
+    for (index, history), answer in zip(histories, answers):
+        path = found[index].path
+        if isinstance(answer, InputError):
+            notes[index] = _unknown_note(path, _about_record(answer, path))
+        else:
+            notes[index] = RunningNote(path, _still(answer, path))
+    return [notes[index] for index in range(len(found))]
 
 
 def _unknown_note(path: str, err: InputError) -> RunningNote:

@@ -221,3 +221,21 @@ def test_the_retry_preview_finds_the_record_in_the_q_folder_beside_log_files(slu
         assert [note["record"] for note in json.loads(as_json.stdout)["still_running"]] == [records[1].path]
     finally:
         cancel(records)
+
+
+@pytest.mark.slurm
+def test_the_retry_preview_asks_slurm_once_for_every_record_of_the_checkpoint(slurm_cluster, tmp_path, cli_env):
+    """Three runs of one checkpoint: the preview asked sacct+squeue once per record (up to 20 pairs);
+    one sacct and one squeue naming every job answer for all of them."""
+    records = waiting_arrays(tmp_path, ["a.SHARD.log", "b.SHARD.log", "c.SHARD.log"])
+    try:
+        env, log = counting_path(tmp_path, cli_env)
+        found = run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path, env=env)
+        assert (found.returncode, found.stdout) == (0, "2-3 0 1 3\n"), found.stderr
+        assert sorted(found.stderr.splitlines()) == sorted(still_running_line(r) for r in records)
+        assert calls(log) == ["sacct", "squeue"]
+        jobs = {r.jobs[0].job_id for r in records}
+        for line in log.read_text().splitlines():          # each call names every job
+            assert set(line.split()[2].split(",")) == jobs, line
+    finally:
+        cancel(records)
