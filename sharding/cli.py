@@ -216,7 +216,10 @@ def _running_notes(plan: RetryPlan, record: str | None) -> list:
             return []
         from sharding.run_records import records_naming
 
-        found = records_naming(plan.checkpoint)
+        told: list[str] = []
+        found = records_naming(plan.checkpoint, told=told)
+        for line in told:
+            print(printable(f"{PROG}: warning: {line}"), file=sys.stderr)
         if not found:
             return []
     from sharding.resubmit import preview_record, running_notes

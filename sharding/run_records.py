@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -26,6 +27,8 @@ CHECKPOINT_WORDS = ("checkpoint", "ckpt")   # in the option that names a recipe'
 RECORDS_LOOKED_AT = 20                  # records (the newest) a preview reads to find the checkpoint's
 RECORD_BYTES_LOOKED_AT = 16 * 1024 * 1024   # each at most (a 100,000-task record is ~50 MB: give --record)
 SEARCHED = (".",)                       # where, as `hyperion-jobs list`/`status` look without --dir
+WALK_SECONDS = 3.0                      # the longest a preview looks for them
+UNLISTED_TOLD = 3                       # folders that could not be listed, named
 
 
 @dataclass(frozen=True)
@@ -95,14 +98,30 @@ def record_checkpoint(record: SubmitRecord) -> str | None:
     return next(iter(named)) if len(named) == 1 else None
 
 
-def records_naming(checkpoint: str, dirs: Sequence[str] = SEARCHED) -> list[FoundRecord]:
+def records_naming(checkpoint: str, dirs: Sequence[str] = SEARCHED,
+                   told: list[str] | None = None) -> list[FoundRecord]:
     """The records under `dirs` whose command names `checkpoint` (`record_checkpoint`): the runs a
     preview asks about without --record. Found as `hyperion-jobs` finds records (`find_records`: its
     depth bound, hidden folders skipped), newest first. Bounded: only regular files are read (a FIFO
     would hang, a symlink may lead anywhere), the newest RECORDS_LOOKED_AT of them, each of at most
-    RECORD_BYTES_LOOKED_AT; a record that cannot be read is skipped (it is not this run's to judge)."""
+    RECORD_BYTES_LOOKED_AT; a record that cannot be read is skipped (it is not this run's to judge).
+    The walk stops after WALK_SECONDS (a preview run from a folder of a million data files must not
+    wait on it); that, and folders that could not be listed, are added to `told` as sentences: a
+    warning may be missing because of them."""
+    unlisted: list[tuple[str, str]] = []
+    deadline = time.monotonic() + WALK_SECONDS
+    paths = find_records([Path(d) for d in dirs], unlisted=unlisted, deadline=deadline)
+    if told is not None:
+        where = ", ".join(dirs)
+        told.extend(f"cannot list {folder} ({reason}): records in it were not asked about"
+                    for folder, reason in unlisted[:UNLISTED_TOLD])
+        if len(unlisted) > UNLISTED_TOLD:
+            told.append(f"and {len(unlisted) - UNLISTED_TOLD} more folders that cannot be listed")
+        if time.monotonic() > deadline:
+            told.append(f"stopped looking for submit records under {where} after {WALK_SECONDS:g} s; "
+                        "name the run's record with --record to hear which shards still run")
     wanted, found, looked_at = os.path.realpath(checkpoint), [], 0
-    for path in find_records([Path(d) for d in dirs]):
+    for path in paths:
         if looked_at == RECORDS_LOOKED_AT:
             break
         try:

@@ -398,3 +398,22 @@ def test_the_preview_reads_each_record_once_and_only_regular_ones_beside_the_log
     assert [item.path for item in found] == [str(record_path)]
     assert running_notes(found) == [RunningNote(str(record_path), None)]
     assert reads == [str(record_path)]
+
+
+def test_the_preview_says_when_it_stopped_looking_for_records(tmp_path, cli_env, monkeypatch, capsys):
+    """The walk for records naming the checkpoint runs under the current folder; from a folder of a
+    million data files (or a slow file system) the preview waited on it without a word. It stops
+    after a few seconds (none here) and says that records may have been missed and how to name one."""
+    import sharding.run_records as run_records
+    from sharding.cli import main as checkpoint_main
+
+    _, record_path = _submit_local(tmp_path, cli_env)
+    monkeypatch.setattr(run_records, "WALK_SECONDS", 0.0)
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint_main(["retry", "ck"]) == 0
+    err = capsys.readouterr().err
+    assert ("hyperion-checkpoint: warning: stopped looking for submit records under . after 0 s; name the run's "
+            "record with --record to hear which shards still run\n") in err, err
+    monkeypatch.setattr(run_records, "WALK_SECONDS", 3.0)
+    assert checkpoint_main(["retry", "ck"]) == 0
+    assert "stopped looking" not in capsys.readouterr().err

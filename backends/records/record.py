@@ -354,15 +354,16 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def find_records(dirs: Sequence[Path], max_depth: int = 5,
-                 unlisted: list[tuple[str, str]] | None = None) -> list[Path]:
+                 unlisted: list[tuple[str, str]] | None = None, deadline: float | None = None) -> list[Path]:
     """Every ``q/*.submit.json`` under the given directories, newest first.
 
     Walks at most `max_depth` levels and skips hidden directories, so pointing
     it at an experiment tree stays quick. Each folder that could not be listed (a
     teammate's q/ under umask 077) is added to `unlisted` as (path, reason): its
-    records are missing from the answer, and "no submit records" alone hid why.
+    records are missing from the answer, and "no submit records" alone hid why. With a `deadline`
+    (a monotonic clock) the walk stops there, with what it had found.
     """
-    found = set(_walk_records(dirs, max_depth, unlisted))
+    found = set(_walk_records(dirs, max_depth, unlisted, deadline))
 
     def mtime(p: Path) -> float:
         try:
