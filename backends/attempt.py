@@ -241,7 +241,8 @@ def _local_live(history: History, task) -> str | None:
 def _refuse_live(history: History, live: list[str]) -> None:
     jobs = sorted({item.split("_")[0].split(" ")[0] for item in live})
     shown = ", ".join(live[:5]) + (f" and {len(live) - 5} more" if len(live) > 5 else "")
-    stop = "stop them" if jobs == [LOCAL_JOB] else "cancel them (hyperion-jobs cancel ...)"
+    slurm = [job for job in jobs if job != LOCAL_JOB]     # a local run has no job to cancel: its runner stops it
+    stop = f"cancel them (hyperion-jobs cancel {' '.join(slurm)})" if slurm else "stop them"
     raise InputError(FIELD, f"{history.record_path} still has {len(live)} live task(s) ({shown}) of job(s) "
                      f"{', '.join(jobs)}; wait for them (hyperion-jobs watch {history.record_path}) or {stop} "
                      "before submitting to the same --output-file again")

@@ -102,6 +102,7 @@ def test_a_second_submission_while_the_first_runs_is_refused_and_names_the_job(s
         second = run_cli(*argv, cwd=tmp_path, env=cli_env)
         assert second.returncode == 2
         assert second.stderr.count("\n") == 1 and f"of job(s) {job}" in second.stderr
+        assert f"or cancel them (hyperion-jobs cancel {job}) before submitting" in second.stderr  # a command to run
         retry = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--values", "1", env=cli_env)
         assert retry.returncode == 2 and "live task" in retry.stderr
         assert load_history(record).numbers == (1,)
