@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from backends.errors import InputError, check_working_dir
+from backends.errors import FieldError, InputError, check_working_dir
 from backends.printable import escape_unencodable_output, printable
 from sharding.usage import OneLineParser
 
@@ -37,6 +37,7 @@ def check_args(args: argparse.Namespace) -> None:
     from backends.watch.targets import record_file
     from sharding.store import Checkpoint
 
+    from .errors import as_typed
     from .record_cache import cached_record
 
     for field, value in (("PATH", args.path), ("--cfg-dir", args.cfg_dir), ("--checkpoint", args.checkpoint),
@@ -45,8 +46,7 @@ def check_args(args: argparse.Namespace) -> None:
             # a text field would show (and send to the terminal) what the path holds
             raise InputError(field, f"holds control, bidi or invisible characters or bytes that are not UTF-8: "
                              f"{printable(value)}")
-    if args.path is not None:
-        _place_path(args)
+    record_option = "PATH" if args.path is not None and _place_path(args) == "record" else "--record"
     if args.demo and (args.checkpoint or args.record):
         raise InputError("--demo", "builds its own checkpoint and record; leave out --checkpoint/--record")
     if args.cfg_dir is not None:
@@ -58,18 +58,27 @@ def check_args(args: argparse.Namespace) -> None:
         store.require_dir("--checkpoint")
         store.require_run()
     if args.record:
-        args.record = str(record_file(args.record) or args.record)   # a folder holding one: that record
-        cached_record(args.record)   # parsed once: the screen reuses it
+        try:
+            args.record = str(record_file(args.record) or args.record)   # a folder holding one: that record
+            cached_record(args.record)   # parsed once: the screen reuses it
+        except FieldError as exc:       # named as typed: `--record: ...`, not the core's `record: ...`
+            raise as_typed(exc, record_option) from None
 
 
-def _place_path(args: argparse.Namespace) -> None:
+def _place_path(args: argparse.Namespace) -> str:
     """PATH as --record or --checkpoint, by what it is: people type the path they have at hand
     (`hyperion-console exp/log/q/x.JOB.submit.json`), as `hyperion-jobs` and `hyperion-checkpoint`
-    take it."""
+    take it. Returns which of the two it is."""
     from backends.watch.targets import record_file
     from sharding.store import Checkpoint
 
-    if record_file(args.path) is not None:
+    from .errors import as_typed
+
+    try:
+        is_record = record_file(args.path) is not None
+    except FieldError as exc:         # a folder of several records: `PATH: ...`, as typed
+        raise as_typed(exc, "PATH") from None
+    if is_record:
         field = "record"
     elif os.path.isdir(args.path) and Checkpoint(args.path).read_run() is not None:   # a file: neither
         field = "checkpoint"
@@ -79,6 +88,7 @@ def _place_path(args: argparse.Namespace) -> None:
     if getattr(args, field) is not None:
         raise InputError("PATH", f"a {field} given twice: {args.path} and --{field} {getattr(args, field)}")
     setattr(args, field, args.path)
+    return field
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from sharding.resubmit import StillRunning, running_in
 from sharding.run_records import record_checkpoint
 from sharding.store import Checkpoint
 
-from .errors import describe_error
+from .errors import as_typed, describe_error
 from .record_cache import cached_record
 
 
@@ -100,13 +100,15 @@ class NoneNamed:
     problem: str | None = None
 
 
-def read_named_checkpoint(record_path: str, stop: Event | None = None) -> CheckpointRead | NoneNamed:
+def read_named_checkpoint(record_path: str, stop: Event | None = None,
+                          option: str | None = None) -> CheckpointRead | NoneNamed:
     """The checkpoint `record_path`'s command names, read (see `read_checkpoint`); `NoneNamed` when the
-    record cannot be read or names none. Off the interface thread too: the names are looked at on disk."""
+    record cannot be read or names none. Off the interface thread too: the names are looked at on disk.
+    `option`: the field the user typed the record into (`--record`), named by a problem with it."""
     try:
         record = cached_record(record_path)
     except Exception as exc:      # a missing or foreign file: said, as the Jobs screen says it
-        return NoneNamed(record_path, describe_error(exc))
+        return NoneNamed(record_path, describe_error(exc if option is None else as_typed(exc, option)))
     found = record_checkpoint(record)
     if found is None:
         return NoneNamed(record_path)

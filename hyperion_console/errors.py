@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from backends.errors import FieldError
+from backends.errors import FieldError, InputError
 from backends.submit.slurm.sbatch import SubmitError
 
 
@@ -17,6 +17,18 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, (FieldError, SubmitError)):
         return text  # InputError / ShardingError: `field: problem`; SubmitError: the CLI's own line
     return f"{type(exc).__name__}: {text}"
+
+
+RECORD_FIELDS = ("record", "RECORD")     # how the core names a record it cannot read or pick
+
+
+def as_typed(exc: BaseException, option: str) -> BaseException:
+    """`exc` naming the option the user typed the record into (`--record`, `PATH`) rather than the
+    core's `record`/`RECORD`: the console's lines name what to fix where it was typed, as the CLIs'
+    do for their own options. Any other error is returned as it is."""
+    if isinstance(exc, FieldError) and exc.field in RECORD_FIELDS:
+        return InputError(option, exc.problem)
+    return exc
 
 
 def guarded(method):

@@ -231,13 +231,17 @@ def _bad_inputs(tmp_path: Path) -> dict[str, str]:
     make_fifo(tmp_path / "q" / "fifo.submit.json")
     (tmp_path / "q" / "bigint.submit.json").write_text('{"path": ' + "9" * 5000 + "}")
     (tmp_path / "q" / "nested.submit.json").write_text("[" * 100_000 + "]" * 100_000)
+    for name in ("a", "b"):
+        (tmp_path / "two" / "q" / f"{name}.submit.json").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "two" / "q" / f"{name}.submit.json").write_text("{}")
     return {"NOWHERE": str(tmp_path / "nowhere"), "A_FILE": str(tmp_path / "a_file"),
             "CORRUPT": str(tmp_path / "corrupt"), "LIST": str(tmp_path / "list"),
             "BAD_RECORD": str(tmp_path / "bad.submit.json"), "RUN_FIFO": str(tmp_path / "run_fifo"),
             "RUN_ZERO": str(tmp_path / "run_zero"), "RUN_SPARSE": str(tmp_path / "run_sparse"),
             "RECORD_FIFO": str(tmp_path / "q" / "fifo.submit.json"),
             "RECORD_BIGINT": str(tmp_path / "q" / "bigint.submit.json"),
-            "RECORD_NESTED": str(tmp_path / "q" / "nested.submit.json")}
+            "RECORD_NESTED": str(tmp_path / "q" / "nested.submit.json"),
+            "TWO_RECORDS": str(tmp_path / "two" / "q")}
 
 
 @pytest.mark.parametrize("argv,field", [
@@ -245,8 +249,8 @@ def _bad_inputs(tmp_path: Path) -> dict[str, str]:
     (["--checkpoint", "A_FILE"], "--checkpoint"),
     (["--checkpoint", "CORRUPT"], "run.json"),
     (["--checkpoint", "LIST"], "run.json"),
-    (["--record", "NOWHERE"], "record"),
-    (["--record", "BAD_RECORD"], "record"),
+    (["--record", "NOWHERE"], "--record"),
+    (["--record", "BAD_RECORD"], "--record"),
     (["--cfg-dir", "NOWHERE"], "--cfg-dir"),
     (["--cfg-dir", "A_FILE"], "--cfg-dir"),
     (["--demo", "--checkpoint", "LIST"], "--demo"),
@@ -256,16 +260,18 @@ def _bad_inputs(tmp_path: Path) -> dict[str, str]:
     (["--checkpoint", "RUN_FIFO"], "run.json"),
     (["--checkpoint", "RUN_ZERO"], "run.json"),
     (["--checkpoint", "RUN_SPARSE"], "run.json"),
-    (["--record", "RECORD_FIFO"], "record"),
-    (["--record", "RECORD_BIGINT"], "record"),
-    (["--record", "RECORD_NESTED"], "record"),
-    (["--record", "/dev/zero"], "record"),
+    (["--record", "RECORD_FIFO"], "--record"),
+    (["--record", "RECORD_BIGINT"], "--record"),
+    (["--record", "RECORD_NESTED"], "--record"),
+    (["--record", "/dev/zero"], "--record"),
     (["--checkpoint", "\x1b]0;owned\x07"], "--checkpoint"),
     # a path given bare: a record or a checkpoint, or one line saying it is neither
     (["NOWHERE"], "PATH"),
     (["A_FILE"], "PATH"),
     (["CORRUPT"], "run.json"),
-    (["BAD_RECORD"], "record"),
+    (["BAD_RECORD"], "PATH"),          # named as typed (the core's own name for it is `record`)
+    (["TWO_RECORDS"], "PATH"),
+    (["--record", "TWO_RECORDS"], "--record"),
     (["BAD_RECORD", "--record", "A_FILE"], "PATH"),
     (["\x1b]0;owned\x07"], "PATH"),
 ])

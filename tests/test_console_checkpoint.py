@@ -1288,7 +1288,7 @@ def test_without_checkpoint_a_record_typed_that_cannot_be_read_is_said_so_not_to
             return text_of(run)
 
     shown = asyncio.run(scenario())
-    assert shown.startswith(f"No checkpoint: record: cannot read {typo}: No such file or directory"), shown
+    assert shown.startswith(f"No checkpoint: --record: cannot read {typo}: No such file or directory"), shown
     assert "names none" not in shown
 
 

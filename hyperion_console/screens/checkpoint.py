@@ -26,6 +26,7 @@ from textual.widgets import Button, DataTable, Input, Label, Static, TabbedConte
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from backends.errors import FieldError
 from backends.printable import printable
 from backends.records.trust import trust_problem
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
@@ -51,7 +52,7 @@ from ..checkpoint_read import (
     running_of,
     with_running,
 )
-from ..errors import describe_error, guarded
+from ..errors import as_typed, describe_error, guarded
 from ..launch import launch
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..record_cache import cached_record
@@ -124,6 +125,7 @@ def retry_flags(typed: int | None, site: ArrayLimit) -> str:
 
 DETAILS_CELL = 18     # characters of a failed record's details in its table cell (80 columns)
 ID_CELL = 12          # a job, array task or restart of a failed record (a foreign folder's may be long)
+RECORD_OPTION = "--record"   # the record field is hyperion-checkpoint retry's --record (or --submit's record)
 ARRAY_CELL = 30       # a window's array expression (the fields below it give it whole)
 
 FAILED_COLUMNS = ("shard", "job", "array task", "restart", "recorded", "details")
@@ -323,8 +325,9 @@ class CheckpointScreen(ConsoleScreen):
         self._read_started = time.monotonic()
         typed = self.query_one("#record-path", Input).value.strip()
         self._stop_asking()                        # the read asks again if its answer is needed
-        self._reading = self.read_in_worker(None if source else self.checkpoint, source,
-                                            os.path.abspath(typed) if typed else None, self._running_needed())
+        typed_path = os.path.abspath(typed) if typed else None
+        self._reading = self.read_in_worker(None if source else self.checkpoint, source, typed_path,
+                                            self._running_needed(), typed_path is not None and source == typed_path)
         self._show_reading()
         if self._ticker is not None:
             self._ticker.stop()
@@ -348,13 +351,14 @@ class CheckpointScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
     def read_in_worker(self, checkpoint: Path | None, record: str | None = None,
-                       resubmit_record: str | None = None, ask: bool = False) -> None:
+                       resubmit_record: str | None = None, ask: bool = False, typed: bool = False) -> None:
         """Read `checkpoint`, or (None) the one `record`'s command names: looking for it stats the
         paths the command names, which a hung NFS mount would hold up, so not on the interface thread.
-        `ask`: also whether the record's tasks still run (`_running_needed`)."""
+        `ask`: also whether the record's tasks still run (`_running_needed`). `typed`: `record` is the
+        record field's, a problem with it names the field as the CLI's option, `--record`."""
         worker = get_current_worker()     # cancelled: superseded, or the console quit: stop reading
         if checkpoint is None:
-            read = read_named_checkpoint(str(record), worker.cancelled_event)
+            read = read_named_checkpoint(str(record), worker.cancelled_event, RECORD_OPTION if typed else None)
         else:
             read = read_checkpoint(checkpoint, worker.cancelled_event)
         if ask and isinstance(read, CheckpointRead) and not worker.is_cancelled:   # the record found it, or it was given
@@ -728,7 +732,11 @@ class CheckpointScreen(ConsoleScreen):
             return
         # the record the preview showed, parsed again only if its file changed (100k tasks: 0.5 s);
         # run_resubmit reads it afresh and refuses if what runs differs from what is asked here
-        prepared = prepare_from_retry(plan, record_path, cached_record(record_path))
+        try:
+            record = cached_record(record_path)
+        except FieldError as exc:                    # named as the field is: --record, as typed
+            raise as_typed(exc, RECORD_OPTION) from None
+        prepared = prepare_from_retry(plan, record_path, record)
         if prepared.plan is None or prepared.record is None:
             tell(self, "every shard is complete: nothing to resubmit", severity="warning")
             return
