@@ -91,6 +91,18 @@ def _place_path(args: argparse.Namespace) -> str:
     return field
 
 
+def check_stdin() -> None:
+    """InputError unless stdin is a terminal. With stdin a file or /dev/null, Textual's driver reads
+    end-of-file again and again: the console spun at a full CPU under a screen no key reaches."""
+    try:
+        if os.isatty(0):
+            return
+    except OSError:
+        pass
+    raise InputError("stdin", "not a terminal: the console reads its keys from one (run it in a terminal, "
+                     "not with input from a file or a pipe)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     escape_unencodable_output()
     args = parse_args(argv)
@@ -99,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_working_dir()
         check_args(args)
+        check_stdin()           # before --demo builds anything and before Textual starts
         app = make_app(cfg_dir=args.cfg_dir or "conf", checkpoint=args.checkpoint, record=args.record,
                        demo=args.demo, demo_dir=args.demo_dir)
     except Exception as exc:  # InputError and friends: one line, exit 2

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import time
@@ -28,6 +29,13 @@ from hyperion_console.screens.help import HelpScreen
 from hyperion_console.screens.jobs import JobsScreen
 from hyperion_console.screens.submit import SubmitScreen
 from sharding.store import Checkpoint, RunConfig
+
+
+@pytest.fixture(autouse=True)
+def stdin_a_terminal(monkeypatch) -> None:
+    """main() called in-process gets pytest's stdin, never a terminal; the refusal of one that is not
+    has its own test, of the installed command."""
+    monkeypatch.setattr("hyperion_console.__main__.check_stdin", lambda: None)
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -389,3 +397,29 @@ def test_a_folder_whose_listing_hangs_opens_the_submit_screen_in_half_a_second(t
         release.set()
     assert took < 3, took
     assert app.settings.start == "submit"
+
+
+@pytest.mark.parametrize("stdin", ["devnull", "file", "pipe"])
+def test_without_a_terminal_on_stdin_it_says_so_and_exits_2_instead_of_spinning(tmp_path: Path, cli_env,
+                                                                               stdin: str) -> None:
+    """`hyperion-console < /dev/null` (or a file, or a pipe) spun at a full CPU on end-of-file under a
+    screen no key could reach, its escape codes written to stdout. One line, exit 2, nothing built."""
+    demo = tmp_path / "demo"
+    source = tmp_path / "keys.txt"
+    source.write_text("q\n")
+    argv = ["hyperion-console", "--cfg-dir", str(CONF), "--demo", "--demo-dir", str(demo)]
+    with open(os.devnull if stdin == "devnull" else source) as given:
+        try:
+            feed = {"input": "q\n"} if stdin == "pipe" else {"stdin": given}
+            done = subprocess.run(argv, **feed, cwd=tmp_path, env=cli_env, capture_output=True, text=True,
+                                  timeout=20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("hyperion-console ran on without a terminal") from None
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == ("hyperion-console: error: stdin: not a terminal: the console reads its keys from "
+                           "one (run it in a terminal, not with input from a file or a pipe)\n")
+    assert not demo.exists()
+    shown = subprocess.run(["hyperion-console", "--help"], stdin=subprocess.DEVNULL, env=cli_env,
+                           capture_output=True, text=True, timeout=20)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: hyperion-console")
