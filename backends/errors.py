@@ -31,6 +31,15 @@ class SiteError(InputError):
     """
 
 
+def interrupt_status(exc: KeyboardInterrupt) -> int:
+    """The exit status of a command stopped by `exc`: 128 + the signal, as a shell reports one that
+    killed it. Ctrl-C is 130; the local runner raises its SIGTERM/SIGHUP/SIGQUIT as KeyboardInterrupts
+    carrying `signum` (143, 129, 131), and a command running it (hyperion-jobs retry) exits as it does."""
+    import signal
+
+    return 128 + getattr(exc, "signum", signal.SIGINT)
+
+
 def check_working_dir() -> None:
     """InputError when the working directory is gone (deleted or moved away under the shell).
 

@@ -715,3 +715,42 @@ def test_watch_of_a_local_run_that_will_run_no_more_ends_naming_what_did_not_run
         pytest.fail("watch waited for a task of a run that will run no more")
     assert watch.returncode == 1 and "Traceback" not in watch.stderr, watch.stderr
     assert "NOT_RUN values 2" in watch.stdout, watch.stdout
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["terminal closed", "SIGTERM"])
+def test_a_local_retry_stopped_by_a_signal_exits_as_its_runner_does(tmp_path, cli_env, test_site, signum):
+    """`hyperion-jobs retry` of a local record runs the tasks itself; its terminal closed (SIGHUP)
+    exited 130, as for Ctrl-C, where hyperion-submit local exits 129 for the same hangup (143 for
+    SIGTERM): a script telling a hangup from an interrupt read the retry wrong."""
+    import pty
+
+    started = tmp_path / "started"
+    script = (f"import os, sys, time; v = os.environ['J' 'OB']; "
+              f"sys.exit(3) if v == '2' and not os.path.exists('fixed') else None; "
+              f"v == '2' and (open({str(started)!r}, 'w').close(), time.sleep(60))")
+    first = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "JOB=1:2", "--output-file",
+                    "log/h.JOB.log", "--", sys.executable, "-c", script, cwd=tmp_path, env=cli_env)
+    assert first.returncode == 1, first.stderr
+    (tmp_path / "fixed").touch()
+    record = tmp_path / "log" / "q" / "h.JOB.submit.json"
+    master, slave = pty.openpty()
+    retry = subprocess.Popen(["hyperion-jobs", "retry", str(record), "--yes"], cwd=tmp_path, env=cli_env,
+                             stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert time.monotonic() < deadline and retry.poll() is None, "the retried task never started"
+            time.sleep(0.05)
+        if signum == signal.SIGHUP:
+            os.close(master)                # the window closed
+            master = None
+        retry.send_signal(signum)
+        retry.wait(timeout=30)
+    finally:
+        if retry.poll() is None:
+            retry.kill()
+        retry.wait()
+        if master is not None:
+            os.close(master)
+    assert retry.returncode == 128 + signum

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from backends.cli.jobs.parser import PROG, build_parser
-from backends.errors import InputError, check_working_dir, reader_gone
+from backends.errors import InputError, check_working_dir, interrupt_status, reader_gone
 from backends.printable import escape_unencodable_output, printable
 from backends.watch.slurm.accounting import QueryError
 from backends.watch.slurm.cancel import CancelError
@@ -48,8 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (QueryError, CancelError) as err:
         print(f"{PROG}: {printable(str(err))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:   # a local retry's runner stopped by SIGHUP/SIGTERM: 129/143, as it exits
+        return interrupt_status(exc)
     except BrokenPipeError:           # `| head`: quiet; but a retry or cancel cut short is no success
         status = reader_gone()        # (a --dry-run acts on nothing: `retry --dry-run | head` is read)
         acting = args is not None and args.command in ACTING and not getattr(args, "dry_run", False)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from backends import logheader
+from backends.errors import interrupt_status
 from backends.fileio import umask_mode
 from backends.printable import printable
 from backends.records.attempts import (
@@ -95,8 +96,7 @@ class Quit(Terminated):
 _INTERRUPTS = {signal.SIGTERM: Terminated, signal.SIGHUP: HungUp, signal.SIGQUIT: Quit}
 
 
-def _interrupt_code(exc: KeyboardInterrupt) -> int:
-    return 128 + getattr(exc, "signum", signal.SIGINT)
+_interrupt_code = interrupt_status
 
 
 @contextmanager
