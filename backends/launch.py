@@ -77,12 +77,13 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
     if plan.options.backend == "local":
         from backends.watch.terminal import SafeStream
 
-        from backends.retry_hint import local_retry_line, local_unreached_line, rerun_line
+        from backends.retry_hint import local_retry_line, rerun_line
 
         array_name = plan.options.array.name if plan.options.array else None
         out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)   # a reader gone stops the lines, not the run
         failed: list[LocalEvent] = []
         stopped: list[LocalEvent] = []   # the run stopped for a task's log (its own line said why)
+        last: list[LocalEvent] = []      # the last task's start, then its end: where a Ctrl-C stopped it
 
         def on_event(event: LocalEvent) -> None:
             print_event(event, array_name, out, err)
@@ -90,6 +91,13 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
                 failed.append(event)
             if event.kind == "stopped":
                 stopped.append(event)
+            if event.kind in ("start", "end"):
+                last[:] = [event]
+
+        def tell(line: str | None) -> None:
+            if line:
+                err.write(f"hyperion-submit: {line}\n")
+                err.flush()
 
         def on_attempt(attempt: NewAttempt) -> None:
             note = rerun_line(plan.record_path, attempt.number, attempt.kind)
@@ -97,13 +105,20 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
                 err.write(f"hyperion-submit: {note}\n")
                 err.flush()
 
-        status = run_local_plan(plan, on_event, kind, on_begin, on_attempt=on_attempt, live_check=live_check)
+        try:
+            status = run_local_plan(plan, on_event, kind, on_begin, on_attempt=on_attempt, live_check=live_check)
+        except KeyboardInterrupt:
+            # Ctrl-C, a hangup, SIGTERM: what a rerun needs is the task stopped (unless it had
+            # COMPLETED) and the ones never reached, as after a failure; the caller says "interrupted"
+            if last:
+                tell(local_retry_line(plan, last[0].task.value, rerun, why="the run was stopped",
+                                      include_stopped=last[0].kind == "start"))
+            raise
         line = local_retry_line(plan, failed[-1].task.value, rerun) if failed and status == 1 else None
         if stopped and status == 1:
-            line = local_unreached_line(plan, stopped[-1].task.value, stopped[-1].rerun, rerun)
-        if line:
-            err.write(f"hyperion-submit: {line}\n")
-            err.flush()
+            line = local_retry_line(plan, stopped[-1].task.value, rerun, include_stopped=stopped[-1].rerun,
+                                    unreached_only=True)
+        tell(line)
         return status
     from backends.launch_slurm import run_slurm  # the Slurm side loads only for Slurm plans
 

@@ -47,37 +47,33 @@ def record_retry_command(record: SubmitRecord) -> str:
     return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path))))
 
 
-def local_retry_line(plan: SubmitPlan, failed: int | None, rerun: Sequence[str] | None = None) -> str | None:
-    """After a local run stopped at the task of value `failed` (None: a plain job): the values
-    it never reached, and the command that runs them and the failed one again."""
+STOPS_AT_FAILURE = "a local array stops at its first failure"
+
+
+def local_retry_line(plan: SubmitPlan, stopped: int | None, rerun: Sequence[str] | None = None,
+                     include_stopped: bool = True, unreached_only: bool = False,
+                     why: str = STOPS_AT_FAILURE) -> str | None:
+    """After a local run stopped at the task of value `stopped` (None: a plain job): the values it
+    never reached, and the command that reruns them, and `stopped` too when `include_stopped` (it
+    failed or was interrupted; a COMPLETED one a retry leaves). `why` says why the rest did not run.
+
+    `unreached_only`: None unless values were left unreached (a run stopped for a task's log: the
+    line naming the log says the rest, as README promises); else a failed plain job, or the last
+    value, still gets `rerun ... with: COMMAND`. None too when no retry could run it."""
     command = retry_command(plan, rerun)
     if command is None:
         return None
     array = plan.options.array
-    if array is None or failed is None:
-        return f"rerun it with: {command}"
-    later: Sequence[int] = sorted(t.value for t in plan.tasks if t.value is not None and t.value > failed)
+    later: Sequence[int] = ([] if array is None or stopped is None else
+                            sorted(t.value for t in plan.tasks if t.value is not None and t.value > stopped))
     if not later:
-        return f"rerun {array.name}={failed} with: {command}"
-    return (f"{array.name}={compress(later)} not run (a local array stops at its first failure); "
-            f"rerun {array.name}={compress([failed, *later])} with: {command}")
-
-
-def local_unreached_line(plan: SubmitPlan, stopped: int | None, again: bool,
-                         rerun: Sequence[str] | None = None) -> str | None:
-    """After a local array stopped at value `stopped` for its log (missing, or it could not be
-    written): the values it never reached and the command that runs them, with `stopped` too
-    when `again` (recorded FAILED; a COMPLETED one whose log is gone a retry leaves). None when
-    no value was left unreached: the line naming the log says it all, as README promises."""
-    array = plan.options.array
-    command = retry_command(plan, rerun)
-    if array is None or stopped is None or command is None:
-        return None
-    later: Sequence[int] = sorted(t.value for t in plan.tasks if t.value is not None and t.value > stopped)
-    if not later:
-        return None
-    values = [stopped, *later] if again else list(later)
-    return (f"{array.name}={compress(later)} not run (a local array stops at its first failure); "
+        if unreached_only or not include_stopped:
+            return None
+        return f"rerun it with: {command}" if array is None or stopped is None else \
+            f"rerun {array.name}={stopped} with: {command}"
+    assert array is not None and stopped is not None
+    values = [stopped, *later] if include_stopped else list(later)
+    return (f"{array.name}={compress(later)} not run ({why}); "
             f"rerun {array.name}={compress(values)} with: {command}")
 
 

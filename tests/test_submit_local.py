@@ -567,3 +567,32 @@ def test_a_failed_plain_job_names_its_retry_and_a_piped_site_file_names_none(tmp
                     "--output-file log/two.log -- false", cwd=tmp_path, env=cli_env)
     assert piped.returncode == 1 and "failed (exit code 1)" in piped.stderr
     assert "hyperion-jobs retry" not in piped.stderr   # its record names /dev/fd/N: a retry is refused
+
+
+@pytest.mark.parametrize("signum, said", [(signal.SIGINT, "interrupted"), (signal.SIGHUP, "hangup")],
+                         ids=["Ctrl-C", "SIGHUP"])
+def test_a_stopped_local_array_names_the_retry_of_the_stopped_task_and_the_ones_never_reached(
+        tmp_path, cli_env, signum, said):
+    """Ctrl-C of a local array printed `interrupted` and nothing else, where a failed run names the
+    values it never reached and the retry that runs them: the user had to find the record and which
+    values were left. The stopped task and the unreached ones are named, and the command reruns them."""
+    started, fixed = tmp_path / "started", tmp_path / "fixed"
+    script = (f"import os, time; v = os.environ['J' 'OB']; "
+              f"v == '2' and not os.path.exists({str(fixed)!r}) and (open({str(started)!r}, 'w').close(), "
+              "time.sleep(60))")
+    proc = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:4",
+                             "--output-file", "log/t.JOB.log", "--", PY, "-c", script],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert _until(started.exists, 20), "task 2 never started"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signum, err
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    assert err.splitlines()[-2:] == [
+        f"hyperion-submit: JOB=3-4 not run (the run was stopped); rerun JOB=2-4 with: hyperion-jobs retry {record}",
+        f"hyperion-submit: {said}"], err
+    fixed.touch()
+    rerun = run_cli(*_printed_retry(err), "--yes", cwd=tmp_path, env=cli_env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.stderr.count("retrying 3 task(s)") == 1, rerun.stderr
+    assert task_states(record, cli_env) == {v: ("COMPLETED", 0) for v in range(1, 5)}
