@@ -19,6 +19,7 @@ Fixtures are built under fixed directories so that paths in the pictures stay th
 """
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 import shutil
@@ -33,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from hyperion_console.app import make_app  # noqa: E402
 from hyperion_console.screens.confirm import ConfirmScreen  # noqa: E402
+from sharding.usage import OneLineParser  # noqa: E402
 
 DEMO_DIR = Path("/tmp/hyperion-console-screenshots")
 SLURM_DIR = Path("/tmp/hyperion-console-screenshots-slurm")
@@ -295,7 +297,16 @@ def to_png(svg: Path, chromium: str) -> Path:
     return png
 
 
-def main() -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """`--help` says what a run does before it does it: a run takes minutes, submits to Slurm when
+    it answers and rewrites screenshots/ (it used to start at once on `--help` too)."""
+    parser = OneLineParser(prog="regenerate.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parse_args(argv)
     svgs: list[Path] = []
     for size in SIZES:
         svgs += asyncio.run(shoot_demo(size))

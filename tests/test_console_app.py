@@ -5,6 +5,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -423,3 +424,23 @@ def test_without_a_terminal_on_stdin_it_says_so_and_exits_2_instead_of_spinning(
     shown = subprocess.run(["hyperion-console", "--help"], stdin=subprocess.DEVNULL, env=cli_env,
                            capture_output=True, text=True, timeout=20)
     assert shown.returncode == 0 and shown.stdout.startswith("usage: hyperion-console")
+
+
+def test_the_screenshot_script_answers_help_without_regenerating(tmp_path: Path) -> None:
+    """`python screenshots/regenerate.py --help` printed nothing and started a 3-minute run that
+    rewrote screenshots/ (and submitted to Slurm); it prints what a run does, and a mistyped
+    option is one line, exit 2."""
+    script = REPO / "screenshots" / "regenerate.py"
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in (REPO / "screenshots").iterdir())
+    try:
+        shown = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=15)
+        wrong = subprocess.run([sys.executable, str(script), "--size", "80x24"], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=15)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("regenerate.py started regenerating") from None
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: regenerate.py"), shown.stderr
+    assert "Regenerate screenshots/" in shown.stdout
+    assert (wrong.returncode, wrong.stdout) == (2, "")
+    assert wrong.stderr.startswith("regenerate.py: error: ") and wrong.stderr.count("\n") == 1, wrong.stderr
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in (REPO / "screenshots").iterdir()) == before
