@@ -76,7 +76,7 @@ def test_retry_preview_and_its_confirmation_fit_a_split_pane(tmp_path: Path, siz
                 assert dialog.content_region.contains_region(field.region), field.id
                 assert field.region.width >= len(field.placeholder), (field.id, field.region)
             await assert_text_reachable(pilot, "#retry-preview")
-            await pilot.press("escape", "tab")           # out of the field to Close, then Retry
+            await pilot.press("shift+tab")               # from the first field back round to Retry
             assert app.screen.focused.id == "retry-run"
             await pilot.press("enter")
             assert isinstance(app.screen, ConfirmScreen)
@@ -266,7 +266,7 @@ def test_a_notification_does_not_cover_the_retry_preview_or_the_help_at_80x24(tm
             assert all(row[0] == row[-1] == "█" for row in rows), rows      # its border whole
             assert all(any(text in row for row in rows) for text in texts), rows
             assert not any("squeue" in line or "did not answer" in line for line in lines), lines
-            await pilot.press("escape", "escape") if dialog == "retry" else await pilot.press("escape")
+            await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, (RetryScreen, HelpScreen)), 5)
             await wait_for(pilot, lambda: on_screen(app, "squeue did not answer"), 5)   # not lost
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 from conftest import submit_real_array
 from test_console_fixtures import build_history, notifications, posted, rendered, table_column, wait_for
 
@@ -165,9 +166,8 @@ def test_overrides_are_checked_by_the_core_and_a_bad_one_is_one_line(tmp_path: P
             assert "--mem 300M" in command and "--time 00:20:00" in command and "--num-threads 2" in command
             assert "--array JOB=6" in command
             assert "proposed sizes" in preview_text(screen)
-            await pilot.press("escape")                          # out of the field
-            assert isinstance(app.screen, RetryScreen)
-            await pilot.press("escape")                          # closes: nothing ran
+            assert isinstance(app.screen.focused, Input)         # typing in a field...
+            await pilot.press("escape")                          # ...one escape closes: nothing ran
             assert not isinstance(app.screen, RetryScreen)
         assert not posted(seen, RetryRequested)
         assert load_history(record).numbers == (1,)

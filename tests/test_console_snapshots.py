@@ -168,7 +168,7 @@ async def open_retry_preview(pilot) -> None:
         text = pilot.app.screen.query("#retry-text")
         if text and "runs in" in str(text.first().content):
             break
-    await pilot.press("escape")         # out of the field (a blinking cursor is no picture)
+    pilot.app.screen.query_one("#retry-close").focus()   # out of the field (a blinking cursor is no picture)
     await settle(pilot, 0.3)
 
 

@@ -36,7 +36,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("Jobs", "z", "zoom the log pane to the whole screen, still following (z / escape: back)"),
     ("Jobs", "x / X", "cancel the task / the whole job (asks first)"),
     ("Jobs", "r", "reload recent submissions"),
-    ("Retry", "tab / escape", "next field / leave a field (escape again closes)"),
+    ("Retry", "tab / escape", "next field / close (nothing retried)"),
     ("Retry", "ctrl+r", "retry as previewed (asks first)"),
     ("Checkpoint", "left/right", "Coverage / Failed / Retry tab (on the tab bar)"),
     ("Checkpoint", "r", "re-read the checkpoint"),

@@ -62,7 +62,7 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (22, "-tall")]
 
     BINDINGS = [
-        Binding("escape", "leave", "Leave field / close", show=False),
+        Binding("escape", "close", "Close", show=False),
         Binding("ctrl+r", "retry", "Retry", priority=True),
     ]
 
@@ -94,7 +94,7 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
                 yield Button("Retry…", id="retry-run", variant="error", compact=True, disabled=True)
 
     def on_mount(self) -> None:
-        self.field("values").focus()        # a form: typing fills it; escape, then escape closes
+        self.field("values").focus()        # a form: typing fills it; escape closes
         self.replan()
 
     # -- fields ----------------------------------------------------------------------
@@ -112,12 +112,11 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
     def _changed(self) -> None:
         self.replan()
 
-    def action_leave(self) -> None:
-        """Escape leaves a field first (to the buttons), and closes the preview from there."""
-        if isinstance(self.focused, Input):
-            self.query_one("#retry-close", Button).focus()
-        else:
-            self.dismiss(None)
+    def action_close(self) -> None:
+        """Escape closes the preview, nothing retried, from a field too: as every other dialog does.
+        It used to leave the field first, and a user whose one Escape left the dialog up pressed
+        keys meant for the Jobs screen into it."""
+        self.dismiss(None)
 
     # -- planning (worker) ---------------------------------------------------------------
     def replan(self) -> None:
