@@ -1,7 +1,7 @@
 """Submitting a plan to Slurm as the next attempt of its output pattern, and waiting for it to end.
 
-`submit` is sbatch for every window, the windows already queued cancelled when a
-later one is refused; `run_slurm` is the synchronous ``hyperion-submit slurm``:
+`submit` is sbatch for every window, the windows already queued kept and
+recorded when a later one is refused; `run_slurm` is the synchronous ``hyperion-submit slurm``:
 submit, wait with the shared poller, report, cancel on a signal.
 """
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Callable, Iterator, Sequence, TextIO
 
 from backends.attempt import LiveCheck, begin_attempt, live_script_jobs
 from backends.printable import printable
+from backends.ranges import compress
+from backends.records.history import commit_attempt
 from backends.records.record import SubmitRecord
 from backends.retry_hint import rerun_line
 from backends.states import explain_reason
@@ -38,18 +40,52 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
            live_check: LiveCheck | None = None) -> SubmitRecord:
     """sbatch every window of `plan` as a new attempt and save its record.
 
-    If a window after the first is refused, the windows already queued are
-    cancelled (so no half-submitted array runs) and the error says so.
-    InputError when the pattern's newest attempt still has live tasks.
+    If a window after the first is refused, the windows already queued keep
+    running and are recorded: the record names the values left out and sbatch's
+    refusal (`record.refused`), which the caller tells with `refusal_line`; a job
+    an sbatch that did not answer in time queued unseen is cancelled, as those
+    values are told to be left out. SubmitError when the first window is
+    refused; InputError when the pattern's newest attempt still has live tasks.
     """
     try:
         with begin_attempt(plan, kind, on_begin, live_check) as attempt:
-            return sbatch.submit(plan, attempt)
+            done, refused = sbatch.submit_windows(plan)
+            if refused is not None and refused.error.unanswered:
+                note = _cancel_note(_queued_unanswered(refused.error.unanswered), "the job it queued all the same")
+                error = SubmitError(f"{refused.error}{'; ' + note if note else ''}")
+                refused = sbatch.Refused(error, refused.windows)
+            record = sbatch.make_record(plan, done, attempt, refused)
+            commit_attempt(record, attempt)
+            return record
     except SubmitError as err:
         queued = err.queued + (_queued_unanswered(err.unanswered) if err.unanswered else ())
         if not queued:
             raise
         raise SubmitError(f"{err}; {_cancel_note(queued)}") from None
+
+
+def refusal_line(record: SubmitRecord, command: str | None) -> str | None:
+    """What a submission a later window of which sbatch refused says, once: sbatch's refusal, the
+    values left out, and that the windows that went in run and are recorded. None if none was."""
+    if record.refused is None:
+        return None
+    left_out = compress(record.unsubmitted) if record.unsubmitted else "the rest"
+    went_in = compress(t.value for t in record.tasks if t.value is not None)
+    name = record.array_name or "NAME"
+    rest = f"; once they end, submit {name}={left_out} with: {command}" if command else ""
+    return printable(f"{record.refused}; {name}={left_out} not submitted; {name}={went_in} (job(s) "
+                     f"{', '.join(_job_ids(record))}) submitted and recorded in {record.path}{rest}")
+
+
+def rest_command(plan: SubmitPlan, record: SubmitRecord, rerun: Sequence[str] | None = None) -> str | None:
+    """The command that submits the values a refused window left out: `retry_command`'s (a retry
+    of the record submits them, with what failed; the checkpoint bridge finds them still missing).
+    None when none was left out or no retry could run (a site file given as a pipe)."""
+    if record.refused is None:
+        return None
+    from backends.retry_hint import retry_command
+
+    return retry_command(plan, rerun)
 
 
 def _queued_unanswered(script: str) -> tuple[str, ...]:
@@ -59,12 +95,15 @@ def _queued_unanswered(script: str) -> tuple[str, ...]:
     return tuple(live_script_jobs({os.path.realpath(script)}, COMMAND_TIMEOUT))
 
 
-def _cancel_note(job_ids: Sequence[str]) -> str:
+def _cancel_note(job_ids: Sequence[str], what: str = "the windows already submitted") -> str:
+    """Cancel `job_ids` and say so ("" when there is none)."""
+    if not job_ids:
+        return ""
     try:
         cancel(list(job_ids))
     except (CancelError, OSError) as err:
-        return f"could not cancel the windows already submitted ({', '.join(job_ids)}): {err}"
-    return f"cancelled the windows already submitted: {', '.join(job_ids)}"
+        return f"could not cancel {what} ({', '.join(job_ids)}): {err}"
+    return f"cancelled {what}: {', '.join(job_ids)}"
 
 
 @contextmanager
@@ -158,7 +197,9 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     task can never run as asked; 130 after SIGINT/SIGTERM (131 after SIGQUIT), having cancelled
     everything submitted (or after `stop` was set by the caller); 129 after
     SIGHUP, with the jobs left queued (the record's `reattach` command waits
-    for them again). An sbatch refusal prints one line and gives 1. Losing the
+    for them again). An sbatch refusal prints one line and gives 1; when it
+    refused a later window, the windows that went in are waited for as usual
+    and the run ends 1 naming the command that submits the values left out. Losing the
     terminal stops the output, not the wait.
     """
     err_stream = safe(err or sys.stderr)
@@ -173,6 +214,10 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             return 1
+        rest = rest_command(plan, record, rerun)
+        refusal = refusal_line(record, rest)
+        if refusal:
+            err_stream.line(f"{PROG}: error: {refusal}")
         err_stream.line(_describe(record))
         rerun_note = rerun_line(record.path, record.attempt, kind)
         if rerun_note:
@@ -202,4 +247,9 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         ends = bad_ends(outcome)
         err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) did not succeed ({ends})"
                         f"{rerun}")
+    if refusal:   # what went in ended; what sbatch refused never ran: the run did not do what was asked
+        left_out = f"{record.array_name}={compress(record.unsubmitted)}" if record.unsubmitted else "the rest"
+        then = f"; submit them with: {rest}" if rest else ""
+        err_stream.line(f"{PROG}: {left_out} not submitted (sbatch refused it, above){then}")
+        return max(outcome.exit_status, 1)
     return outcome.exit_status

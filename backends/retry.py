@@ -55,10 +55,11 @@ class RetryPlan:
     chosen: tuple[TaskRow, ...]
     plan: SubmitPlan | None
     sizes: SizeProposal | None = None     # what --mem auto / --time auto chose, and why
+    unsubmitted: tuple[int, ...] = ()     # values sbatch refused in the newest attempt, submitted now
 
     @property
     def values(self) -> tuple[int | None, ...]:
-        return tuple(row.value for row in self.chosen)
+        return tuple(row.value for row in self.chosen) + self.unsubmitted
 
     @property
     def value_ranges(self) -> str:
@@ -88,13 +89,27 @@ def live_rows(rows: Sequence[TaskRow]) -> list[TaskRow]:
     return [row for row in rows if row.state is not None and not row.state.is_terminal]
 
 
-def choose(rows: Sequence[TaskRow], request: RetryRequest) -> list[TaskRow]:
+def left_out(history: History, request: RetryRequest) -> tuple[int, ...]:
+    """The values the newest attempt never submitted (sbatch refused their window), which a retry
+    submits too: all of them by default, those named with --values; none for --state (they have
+    no state: they never ran)."""
+    values = history.current.unsubmitted
+    if request.states is not None:
+        return ()
+    if request.values is not None:
+        wanted = set(request.values)
+        return tuple(v for v in values if v in wanted)
+    return tuple(values)
+
+
+def choose(rows: Sequence[TaskRow], request: RetryRequest, unsubmitted: Sequence[int] = ()) -> list[TaskRow]:
     """By default every row that did not complete with exit code 0; --state and --values narrow it.
 
-    Named values are rerun whatever their state unless --state is given too.
+    Named values are rerun whatever their state unless --state is given too; a named value
+    the newest attempt never submitted (`unsubmitted`) is known, though no row has it.
     """
     if request.values is not None:
-        known = {row.value for row in rows}
+        known = {row.value for row in rows} | set(unsubmitted)
         unknown = [v for v in request.values if v not in known]
         if unknown:
             raise InputError("--values", f"the submission has no task with value(s) {compress(unknown)}")
@@ -107,7 +122,8 @@ def choose(rows: Sequence[TaskRow], request: RetryRequest) -> list[TaskRow]:
     return [row for row in rows if not row.ok]
 
 
-def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryRequest) -> SubmitOptions:
+def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryRequest,
+                  unsubmitted: Sequence[int] = ()) -> SubmitOptions:
     """The newest attempt's options, the array narrowed to the chosen values, the overrides applied;
     the resources not overridden are those the chosen tasks last ran with (`ran_with`)."""
     base = ran_with(history, chosen, submit_options(history.current, history.record_path))
@@ -116,7 +132,7 @@ def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryReq
         mem, mem_per_cpu = request.mem, None
     if request.mem_per_cpu is not None:
         mem, mem_per_cpu = None, request.mem_per_cpu
-    values = tuple(row.value for row in chosen if row.value is not None)
+    values = tuple(row.value for row in chosen if row.value is not None) + tuple(unsubmitted)
     array = ArraySpec(_array_name(history), values) if values else None
     return replace(
         base, mem=mem, mem_per_cpu=mem_per_cpu, array=array,
@@ -207,8 +223,9 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         stop = "stop them" if jobs == LOCAL_JOB else "cancel them"
         raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
                          f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch) or {stop} first")
-    chosen = tuple(choose(rows, request))
-    if not chosen:
+    extra = left_out(history, request)
+    chosen = tuple(choose(rows, request, history.current.unsubmitted))
+    if not chosen and not extra:
         return RetryPlan(history, (), None)
     _refuse_other_commands(history, chosen)
     check_rerun(history.current)
@@ -217,7 +234,8 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         site = load_site(history.current.cfg)
     except InputError as err:
         raise InputError("--cfg", f"the submission's site file cannot be used any more: {err}") from None
-    return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request)), sizes)
+    return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request, extra)), sizes,
+                     extra)
 
 
 def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequence[TaskRow],
@@ -275,8 +293,10 @@ def describe_retry(retry: RetryPlan) -> str:
     assert retry.plan is not None
     plan = retry.plan
     counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(retry.chosen).items()))
+    if retry.unsubmitted:
+        counts = ", ".join(filter(None, [counts, f"NOT_SUBMITTED {len(retry.unsubmitted)}"]))
     lines = [f"retry of {retry.history.record_path} as attempt {retry.history.latest_number + 1}: "
-             f"{len(retry.chosen)} task(s) ({counts})",
+             f"{len(retry.values)} task(s) ({counts})",
              f"  values: {retry.value_ranges}"]
     if plan.windows:
         lines.append("  windows: " + "; ".join(

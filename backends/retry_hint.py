@@ -47,6 +47,18 @@ def record_retry_command(record: SubmitRecord) -> str:
     return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path))))
 
 
+def unsubmitted_line(record: SubmitRecord) -> str | None:
+    """What every later look at a record says when sbatch refused a window of it after earlier ones
+    went in: the values never submitted, sbatch's refusal and the retry that submits them (None
+    when every window went in). Its tasks alone looked like the whole run, all COMPLETED."""
+    if record.refused is None:
+        return None
+    name = record.array_name or "NAME"
+    left_out = f"{name}={compress(record.unsubmitted)}" if record.unsubmitted else "some values"
+    return printable(f"{left_out} of attempt {record.attempt} not submitted: {record.refused}; "
+                     f"submit them with: {record_retry_command(record)}")
+
+
 STOPS_AT_FAILURE = "a local array stops at its first failure"
 
 

@@ -813,3 +813,27 @@ def test_a_folder_named_whose_q_may_not_be_listed_says_so(rightless_dir, cli_env
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert result.stderr == f"hyperion-jobs: error: RECORD: cannot list {q} (Permission denied); " \
                             "its records cannot be read\n", result.stderr
+
+
+def test_a_records_values_left_out_by_a_refused_window_are_checked_and_its_refusal_shown_as_text(tmp_path):
+    """A record of a submission sbatch refused a later window of keeps the values left out and sbatch's
+    line; a hand-edited one is refused naming the field, and the line (a file's text) is never markup
+    or control codes when status tells it."""
+    from backends.records.record import load_record, record_json
+
+    record = make_record(tmp_path)
+    path = Path(record.path)
+    assert "unsubmitted" not in json.loads(path.read_text())          # every window went in: as before
+    data = record_json(record)
+    data.update(unsubmitted=[2999], refused="sbatch failed: \x1b[31m[bold]no[/bold]\u202e")
+    path.write_text(json.dumps(data))
+    assert load_record(path).unsubmitted == (2999,)
+    status = run_cli("hyperion-jobs", "status", str(path), cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert status.stderr.startswith("hyperion-jobs: JOB=2999 of attempt 1 not submitted: sbatch failed: "
+                                    "\\x1b[31m[bold]no[/bold]\\u202e; submit them with: hyperion-jobs retry ")
+    for bad in (["x"], [0], "2999", [True]):
+        path.write_text(json.dumps({**data, "unsubmitted": bad}))
+        refused = run_cli("hyperion-jobs", "status", str(path), cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "unsubmitted" in refused.stderr and "Traceback" not in refused.stderr

@@ -434,21 +434,52 @@ def test_refused_submission_says_why_keeps_the_script_and_writes_no_record(
     assert not (tmp_path / "log/q/r.submit.json").exists()
 
 
-def test_refused_later_window_cancels_the_earlier_ones(slurm_cluster, test_site, cli_env,
-                                                       tmp_path, task):
+def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_submits_the_rest(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """sbatch refusing window 2 after window 1 went in: the scripts were written, window 1 was
+    cancelled (or, cancelled too late, ran) and no record was saved, so status, watch, retry and
+    the console knew nothing of it. Now window 1 runs and is recorded, the refusal is said with
+    the values left out, and the retry it names submits them."""
     # With max_array_size above the cluster's MaxArraySize (1001), value 2999 goes to
     # offset 1500 with physical index 1499, which Slurm refuses; value 5 was queued first.
     site = _site_with(tmp_path, test_site, max_array_size=1500)
+    record = tmp_path / "log/q/l.JOB.submit.json"
     result = submit(site, "--array", "JOB=5,2999", "--output-file", "log/l.JOB.log", "--",
-                    task, "JOB", "30", cwd=tmp_path, env=cli_env)
-    assert result.returncode == 1
-    (line,) = result.stderr.splitlines()
-    assert "Invalid job array specification" in line
-    assert f"script kept at {tmp_path / 'log/q/l.JOB.offset1500.sh'}" in line
-    job_id = line.rsplit("cancelled the windows already submitted: ", 1)[1].strip()
-    assert wait_for(lambda: (rows := sacct(job_id, "State")) and rows[0][0].startswith("CANCELLED"),
-                    timeout=30, what="the first window CANCELLED")
-    assert not (tmp_path / "log/q/l.JOB.submit.json").exists()
+                    task, "JOB", "1", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    assert record.exists()
+    job = load_record(record).jobs[0].job_id
+    retry = f"hyperion-jobs retry {record}"
+    assert lines[0] == (f"hyperion-submit: error: sbatch failed (exit 1): sbatch: error: Batch job submission failed: "
+                        f"Invalid job array specification; script kept at {tmp_path / 'log/q/l.JOB.offset1500.sh'}; "
+                        f"JOB=2999 not submitted; JOB=5 (job(s) {job}) submitted and recorded in {record}; "
+                        f"once they end, submit JOB=2999 with: {retry}")
+    assert lines[-1] == f"hyperion-submit: JOB=2999 not submitted (sbatch refused it, above); submit them with: {retry}"
+    saved = load_record(record)
+    assert [t.value for t in saved.tasks] == [5] and saved.unsubmitted == (2999,)
+    assert saved.options["array"]["values"] == [5]
+    assert "value=5 env=5 " in (tmp_path / "log/l.5.log").read_text()
+    assert sacct(job, "State") == [["COMPLETED"]]
+
+    status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+    assert status.returncode == 0 and "COMPLETED" in status.stdout, status.stderr
+    told = (f"hyperion-jobs: JOB=2999 of attempt 1 not submitted: sbatch failed (exit 1): sbatch: error: Batch job "
+            f"submission failed: Invalid job array specification; script kept at "
+            f"{tmp_path / 'log/q/l.JOB.offset1500.sh'}; submit them with: {retry}\n")
+    assert status.stderr == told
+    watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env)   # the record's reattach command
+    assert watch.returncode == 1 and watch.stderr == told, watch.stderr
+    assert json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)[
+        "unsubmitted"] == [2999]
+
+    site.write_text(site.read_text().replace("max_array_size: 1500", "max_array_size: 1001"))   # the site fixed
+    again = run_cli("hyperion-jobs", "retry", str(record), "--yes", env=cli_env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "retrying 1 task(s)" in again.stderr and "(values 2999)" in again.stderr
+    assert "value=2999 env=2999 " in (tmp_path / "log/l.2999.log").read_text()
+    after = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+    assert after.returncode == 0 and after.stderr == "" and "2 tasks: COMPLETED 2" in after.stdout, after
 
 
 KILLED_AT = {   # the sbatch wrapper's body after counting its call n: where hyperion-submit is killed

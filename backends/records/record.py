@@ -73,6 +73,10 @@ class SubmitRecord:
     # retry --submit`: that command again, which finds what is still missing); None: `hyperion-jobs
     # retry RECORD`. Written at submit time so that every later face names what the launcher named.
     rerun: str | None = None
+    # Values sbatch never took: a later window was refused after earlier ones were queued. Those
+    # run and are this record; `refused` is sbatch's line for the rest (None when all went in).
+    unsubmitted: tuple[int, ...] = ()
+    refused: str | None = None
     # (old folder, new folder) when read from a folder moved or copied since it was written
     moved: tuple[str, str] | None = None
 
@@ -121,6 +125,8 @@ def record_json(record: SubmitRecord) -> dict:
     """What a record file holds (where it was read from is not written: its paths say it)."""
     data = _as_dict(record)
     del data["moved"]
+    if not record.unsubmitted and record.refused is None:   # every window went in: as records always were
+        del data["unsubmitted"], data["refused"]
     return data
 
 
@@ -269,6 +275,28 @@ def _items(raw: dict, key: str) -> list:
     return items
 
 
+MAX_REFUSED = 4096   # sbatch's line about a refused window, as a record keeps it
+
+
+def _unsubmitted(raw: dict) -> tuple[int, ...]:
+    """The values a refused window left out (none in records where every window went in)."""
+    if raw.get("unsubmitted") is None:
+        return ()
+    values = _items(raw, "unsubmitted")
+    for index, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_NUMBER:
+            raise _BadField(f"unsubmitted[{index}]: expected an integer from 1 to {MAX_NUMBER}, got {_shown(value)}")
+    return tuple(values)
+
+
+def _refused(raw: object) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise _BadField(f"refused: expected text or null, got {_shown(raw)}")
+    return raw[:MAX_REFUSED]
+
+
 def _attempt(raw: object) -> int:
     """Records written before attempts existed have none: they are attempt 1."""
     if raw is None:
@@ -306,6 +334,7 @@ def load_record(path: str | Path) -> SubmitRecord:
             attempt=_attempt(raw.get("attempt")), kind=str(raw.get("kind") or "submit"),
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
             rerun=_rerun(raw.get("rerun")),
+            unsubmitted=_unsubmitted(raw), refused=_refused(raw.get("refused")),
         ))
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None

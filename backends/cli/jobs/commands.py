@@ -71,12 +71,24 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.failures:
         return _print_failures(args, rows)
     if args.json:
+        unsubmitted = list(target.record.unsubmitted) if target.record is not None else []
         print(jsontext.dumps({"target": args.target, "exit_status": exit_status(rows),
-                              "counts": state_counts(rows), "tasks": [r.to_json() for r in rows]}, indent=2))
+                              "counts": state_counts(rows), "tasks": [r.to_json() for r in rows],
+                              **({"unsubmitted": unsubmitted} if unsubmitted else {})}, indent=2))
     else:
         print(columns(status_table(rows)))
         print(tasks_text(rows))
+    _say_unsubmitted(target)
     return 0
+
+
+def _say_unsubmitted(target) -> None:
+    """A record sbatch refused a later window of: its tasks are not all that was asked for."""
+    from backends.retry_hint import unsubmitted_line
+
+    line = unsubmitted_line(target.record) if target.record is not None else None
+    if line:
+        print(f"{PROG}: {line}", file=sys.stderr)
 
 
 def _print_failures(args: argparse.Namespace, rows: Sequence[TaskRow]) -> int:

@@ -39,7 +39,7 @@ def request_of(args: argparse.Namespace) -> RetryRequest:
 
 def _confirmed(retry: RetryPlan) -> bool:
     print(describe_retry(retry), file=sys.stderr)
-    print(f"Retry {len(retry.chosen)} task(s)? [y/N] ", end="", file=sys.stderr, flush=True)
+    print(f"Retry {len(retry.values)} task(s)? [y/N] ", end="", file=sys.stderr, flush=True)
     return sys.stdin.readline().strip().lower() in {"y", "yes"}
 
 
@@ -63,7 +63,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     if not args.yes and not _confirmed(retry):
         print("not retried", file=sys.stderr)
         return 1
-    line = (f"{PROG}: retrying {len(retry.chosen)} task(s) of {printable(history.record_path)} "
+    line = (f"{PROG}: retrying {len(retry.values)} task(s) of {printable(history.record_path)} "
             f"(values {retry.value_ranges})")
     with working_dir(history.current.cwd):
         return run_plan(retry.plan, "retry", lambda: print(line, file=sys.stderr, flush=True))

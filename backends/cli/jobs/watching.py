@@ -21,7 +21,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
-from backends.retry_hint import record_retry_command
+from backends.retry_hint import record_retry_command, unsubmitted_line
 from backends.states import RUNNING_NOW, TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -136,7 +136,12 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         return 1
     if final.unconfirmed:     # the one look for requeues of a run that ended lately, as `status` says it
         say_shown_as_recorded([final.unconfirmed])
-    return _ended(out, _rows_for(history, final, job_history, target))
+    ended = _ended(out, _rows_for(history, final, job_history, target))
+    left_out = unsubmitted_line(target.record) if target.record is not None else None
+    if left_out:     # the exit status hyperion-submit gave: what sbatch refused never ran
+        SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
+        return max(ended, 1)
+    return ended
 
 
 def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -19,6 +20,7 @@ from backends.ranges import Window
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, reattach_command
+from backends.submit.array import ArraySpec
 from backends.submit.model import PlannedWindow, SubmitPlan, record_options
 from backends.submit.site_options import OWNED_INPUT_VARIABLES
 
@@ -34,6 +36,19 @@ class SubmitError(RuntimeError):
         super().__init__(message)
         self.queued = queued
         self.unanswered = unanswered      # the script of an sbatch that did not answer in time (it may have queued it)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """sbatch refused a window after earlier ones were queued: those run, and their record says
+    which values never went in (`windows`: the refused window and every one after it) and why."""
+
+    error: SubmitError
+    windows: tuple[PlannedWindow, ...]
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        return tuple(value for window in self.windows for value in window.values)
 
 
 SBATCH_TIMEOUT = 120.0   # seconds an sbatch may take (a busy controller answers late, having queued the job)
@@ -55,9 +70,16 @@ def task_records(plan: SubmitPlan, planned: PlannedWindow, job_id: str,
 
 
 def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]],
-                attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
-    """The record of the submitted windows (`done`: each planned window with its job id)."""
+                attempt: NewAttempt = NewAttempt(), refused: Refused | None = None) -> SubmitRecord:
+    """The record of the submitted windows (`done`: each planned window with its job id).
+
+    After a `refused` later window the record is that of the values that went in (its options'
+    array narrowed to them, as if only they had been asked for: a retry reruns what ran), and it
+    keeps the values left out and sbatch's refusal, which every face tells."""
     options = plan.options
+    if refused is not None and options.array is not None:
+        went_in = tuple(value for window, _ in done for value in window.values)
+        options = replace(options, array=ArraySpec(options.array.name, went_in))
     return SubmitRecord(
         path=str(plan.record_path), backend="slurm", argv=tuple(plan.argv),
         cfg=os.path.abspath(options.cfg), options=record_options(options),
@@ -68,6 +90,8 @@ def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]],
         submitted_at=iso_now(), cwd=os.getcwd(), attempt=attempt.number, kind=attempt.kind,
         reattach=reattach_command(plan.record_path),
         rerun=shlex.join(plan.rerun) if plan.rerun else None,
+        unsubmitted=refused.values if refused is not None else (),
+        refused=str(refused.error) if refused is not None else None,
     )
 
 
@@ -124,23 +148,33 @@ def _write_script(sub: PlannedWindow) -> None:
         handle.write(sub.script)
 
 
-def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
-    """Write the scripts, sbatch every window, save the record and add the attempt to the ledger.
-
-    If a window after the first is refused, SubmitError.queued names the
-    windows already queued (`backends.launch_slurm.submit` cancels them).
-    """
+def submit_windows(plan: SubmitPlan) -> tuple[list[tuple[PlannedWindow, str]], Refused | None]:
+    """Write the scripts and sbatch every window: each window queued with its job id, and the
+    refusal of a later window (None when all went in). SubmitError when the first is refused:
+    nothing was queued (or, `unanswered`, an sbatch that timed out may have queued it unseen)."""
     for sub in plan.windows:
         _write_script(sub)
     done: list[tuple[PlannedWindow, str]] = []
-    for sub in plan.windows:
+    for number, sub in enumerate(plan.windows):
         try:
             done.append((sub, _sbatch(sub)))
         except SubmitError as err:
-            raise SubmitError(str(err), queued=tuple(job for _, job in done), unanswered=err.unanswered) from None
-    # Once, at the end: a record per window cost windows x tasks (minutes for 100 windows), and a
-    # partial one made a retry forget the values never submitted. A job queued by a submission
-    # killed before this line is found by its batch script (`attempt.refuse_unrecorded_jobs`).
-    record = make_record(plan, done, attempt)
+            if not done:
+                raise
+            return done, Refused(err, tuple(plan.windows[number:]))
+    return done, None
+
+
+def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
+    """Write the scripts, sbatch every window, save the record and add the attempt to the ledger.
+
+    A window refused after earlier ones were queued does not lose those: the record is saved
+    of the windows that went in, with the values left out and why (`SubmitRecord.refused`).
+    """
+    done, refused = submit_windows(plan)
+    # Once, at the end: a record per window cost windows x tasks (minutes for 100 windows). A job
+    # queued by a submission killed before this line is found by its batch script
+    # (`attempt.refuse_unrecorded_jobs`).
+    record = make_record(plan, done, attempt, refused)
     commit_attempt(record, attempt)
     return record
