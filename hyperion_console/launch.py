@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Callable
 
 from backends.launch import run_local_plan
-from backends.launch_slurm import submit
+from backends.launch_slurm import refusal_line, rest_command, submit
+from backends.submit.slurm.sbatch import SubmitError
 
 from .local_runs import LocalRuns
 
@@ -19,10 +20,15 @@ from .local_runs import LocalRuns
 def launch(plan, announce: Callable[[str], None], kind: str = "submit",
            on_begin: Callable[[], None] | None = None, local_runs: LocalRuns | None = None) -> int | None:
     """Run `plan`; `on_begin()` once it is not refused, `announce(record_path)` once its record
-    exists. Local: the exit status; while it runs it is one of `local_runs`, which a quit stops."""
+    exists. Local: the exit status; while it runs it is one of `local_runs`, which a quit stops.
+    Slurm: SubmitError after the announce when sbatch refused a later window (those before it
+    went in and are watched), in the words hyperion-submit uses."""
     if plan.options.backend == "slurm":
         record = submit(plan, kind, on_begin)
         announce(str(record.path))
+        refusal = refusal_line(record, rest_command(plan, record))
+        if refusal:   # what went in is watched; the refusal is told in hyperion-submit's words
+            raise SubmitError(refusal)
         return None
     announced: list[bool] = []
 

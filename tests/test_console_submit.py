@@ -516,6 +516,42 @@ def test_a_submission_slurm_refuses_is_told_in_the_words_hyperion_submit_uses(sl
     asyncio.run(scenario())
 
 
+@pytest.mark.slurm
+def test_a_later_window_slurm_refuses_is_told_as_hyperion_submit_tells_it_and_the_first_is_watched(
+        slurm_cluster, tmp_path: Path, cli_env) -> None:
+    """Window 2 refused after window 1 went in: the console said "submit failed", the Jobs screen never
+    opened, and window 1's jobs ran with no record any screen could show. Now window 1 is recorded and
+    watched, and the notification is the line hyperion-submit prints."""
+    site = tmp_path / "site.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001",
+                                                                          "max_array_size: 1500"))
+    argv = ["slurm", "--cfg", str(site), "--array", "JOB=5,2999", "--time", "00:02:00",
+            "--output-file", str(tmp_path / "cli" / "w.JOB.log"), "--", "true"]
+    cli = run_cli("hyperion-submit", *argv, env=cli_env, cwd=tmp_path, timeout=300)
+    assert cli.returncode == 1, cli.stderr
+    said = cli.stderr.splitlines()[0].removeprefix("hyperion-submit: error: ")
+    cli_job = json.loads((tmp_path / "cli/q/w.JOB.submit.json").read_text())["jobs"][0]["job_id"]
+    record = tmp_path / "console/q/w.JOB.submit.json"
+    record.parent.parent.mkdir()
+
+    async def scenario() -> None:     # (searching tmp_path, the CLI's record opened it on the Jobs screen)
+        app = make_app(cfg_dir=tmp_path, search_dirs=[record.parent.parent])
+        async with app.run_test(size=(80, 24)) as pilot:
+            fill(app.submit_screen, cfg=str(site), array="JOB=5,2999", time="00:02:00",
+                 output_file=str(tmp_path / "console" / "w.JOB.log"), command="true")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda: any(n.severity == "error" for n in app._notifications), 90)
+            job = json.loads(record.read_text())["jobs"][0]["job_id"]
+            told = [(n.title, n.message) for n in app._notifications if n.severity == "error"]
+            assert told == [("submit failed", said.replace("/cli/", "/console/").replace(f"job(s) {cli_job})",
+                                                                                         f"job(s) {job})"))]
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 30)
+            await wait_for(pilot, lambda: table_column(app.screen.query_one("#tasks"), "state") == ["COMPLETED"], 120)
+
+    asyncio.run(scenario())
+
+
 def test_a_huge_array_previews_its_head_and_says_how_to_see_the_rest(tmp_path: Path, cli_env) -> None:
     """JOB=1:100000 (the most an array may hold) made a 100,000-line preview that Textual wrapped
     again at every keystroke: 4 s per key typed anywhere in the form. The head is the dry run's."""

@@ -137,7 +137,7 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
         self.query_one("#retry-text", Static).update(shown(result.text or "nothing would run", layout=True))
         run = self.query_one("#retry-run", Button)
         run.disabled = result.retry is None
-        run.label = "Retry…" if result.retry is None else f"Retry {len(result.retry.chosen)} task(s)…"
+        run.label = "Retry…" if result.retry is None else f"Retry {len(result.retry.values)} task(s)…"
         sizes = result.sizes
         self.query_one("#retry-use-sizes", Button).disabled = sizes is None or not (sizes.mem or sizes.time)
         self.post_message(RetryPreviewed(result.record_path, result.attempt,
@@ -189,5 +189,5 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
                 self.dismiss(decision)
 
         self.app.push_screen(ConfirmScreen(
-            f"Retry {len(retry.chosen)} task(s) as attempt {decision.attempt}?", result.text, yes="Retry"),
+            f"Retry {len(retry.values)} task(s) as attempt {decision.attempt}?", result.text, yes="Retry"),
             answered)
