@@ -55,7 +55,7 @@ class RetryPlan:
     chosen: tuple[TaskRow, ...]
     plan: SubmitPlan | None
     sizes: SizeProposal | None = None     # what --mem auto / --time auto chose, and why
-    unsubmitted: tuple[int, ...] = ()     # values sbatch refused in the newest attempt, submitted now
+    unsubmitted: tuple[int, ...] = ()     # values a refused sbatch window left out, submitted now
 
     @property
     def values(self) -> tuple[int | None, ...]:
@@ -90,10 +90,10 @@ def live_rows(rows: Sequence[TaskRow]) -> list[TaskRow]:
 
 
 def left_out(history: History, request: RetryRequest) -> tuple[int, ...]:
-    """The values the newest attempt never submitted (sbatch refused their window), which a retry
+    """The values no attempt has submitted yet (sbatch refused their window: `History.unsubmitted`), which a retry
     submits too: all of them by default, those named with --values; none for --state (they have
     no state: they never ran)."""
-    values = history.current.unsubmitted
+    values, _ = history.unsubmitted()
     if request.states is not None:
         return ()
     if request.values is not None:
@@ -224,7 +224,7 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
                          f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch) or {stop} first")
     extra = left_out(history, request)
-    chosen = tuple(choose(rows, request, history.current.unsubmitted))
+    chosen = tuple(choose(rows, request, history.unsubmitted()[0]))
     if not chosen and not extra:
         return RetryPlan(history, (), None)
     _refuse_other_commands(history, chosen)

@@ -20,6 +20,10 @@ from backends.ranges import compress
 from backends.records.record import SubmitRecord
 from backends.submit.model import SubmitPlan
 
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from backends.records.history import History
+
 
 def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None) -> str | None:
     """``hyperion-jobs retry /abs/q/<stem>.submit.json`` (or `rerun`, the launcher's own
@@ -47,15 +51,16 @@ def record_retry_command(record: SubmitRecord) -> str:
     return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path))))
 
 
-def unsubmitted_line(record: SubmitRecord) -> str | None:
-    """What every later look at a record says when sbatch refused a window of it after earlier ones
-    went in: the values never submitted, sbatch's refusal and the retry that submits them (None
-    when every window went in). Its tasks alone looked like the whole run, all COMPLETED."""
-    if record.refused is None:
+def unsubmitted_line(history: History) -> str | None:
+    """What every later look at a submission says while values a refused sbatch window left out
+    have not been submitted by any attempt since: those values, sbatch's refusal and the retry that
+    submits them (None when there are none). Its tasks alone looked like the whole run, all COMPLETED."""
+    values, refused = history.unsubmitted()
+    if refused is None:
         return None
-    name = record.array_name or "NAME"
-    left_out = f"{name}={compress(record.unsubmitted)}" if record.unsubmitted else "some values"
-    return printable(f"{left_out} of attempt {record.attempt} not submitted: {record.refused}; "
+    record = history.current
+    name = record.array_name or refused.array_name or "NAME"
+    return printable(f"{name}={compress(values)} of attempt {refused.attempt} not submitted: {refused.refused}; "
                      f"submit them with: {record_retry_command(record)}")
 
 

@@ -473,6 +473,13 @@ def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_s
     assert json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)[
         "unsubmitted"] == [2999]
 
+    # a retry that leaves them out (of value 5 alone) does not make them forgotten
+    rerun = run_cli("hyperion-jobs", "retry", str(record), "--values", "5", "--yes", env=cli_env, cwd=tmp_path)
+    assert rerun.returncode == 0 and "(values 5)" in rerun.stderr, rerun.stderr
+    assert load_record(record).attempt == 2
+    status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+    assert status.returncode == 0 and status.stderr == told, status.stderr
+
     site.write_text(site.read_text().replace("max_array_size: 1500", "max_array_size: 1001"))   # the site fixed
     again = run_cli("hyperion-jobs", "retry", str(record), "--yes", env=cli_env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr

@@ -50,6 +50,22 @@ class History:
     def entry(self, number: int) -> AttemptEntry | None:
         return next((a for a in self.ledger.attempts if a.number == number), None)
 
+    def unsubmitted(self) -> tuple[tuple[int, ...], SubmitRecord | None]:
+        """The values a refused sbatch window left out of an attempt and no later attempt submitted,
+        and the newest attempt that left some of them out (its `refused` says why). Across attempts:
+        a retry of the failures alone (`--state`) left them out again, and they were forgotten."""
+        records = dict(self.records)
+        records.setdefault(self.current.attempt, self.current)
+        left: set[int] = set()
+        refused: SubmitRecord | None = None
+        for number in sorted(records):
+            record = records[number]
+            left -= {t.value for t in record.tasks if t.value is not None}
+            if record.unsubmitted:
+                left |= set(record.unsubmitted)
+                refused = record
+        return tuple(sorted(left)), refused if left else None
+
     def latest_tasks(self) -> tuple[TaskRecord, ...]:
         """For every value, the task of the newest attempt that ran it, in value order."""
         latest: dict[int | None, TaskRecord] = {}

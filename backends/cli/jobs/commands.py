@@ -27,6 +27,7 @@ from backends.watch.targets import (
     current_user,
     histories_states,
     history_for_job,
+    history_status,
     resolve,
     shown_as_recorded,
     status,
@@ -63,30 +64,32 @@ def say_shown_as_recorded(problems: Sequence[str]) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     target = resolve(args.target)
     problems: list[str] = []
+    history = load_history(target.record.path, target.record) if target.record is not None else None
     with told_unlisted() as unlisted:
-        rows = status(target, record_dirs(args), problems=problems, unlisted=unlisted)
+        rows = (history_status(history, problems=problems) if history is not None else
+                status(target, record_dirs(args), problems=problems, unlisted=unlisted))
     say_shown_as_recorded(problems)
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
     if args.failures:
         return _print_failures(args, rows)
     if args.json:
-        unsubmitted = list(target.record.unsubmitted) if target.record is not None else []
+        unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
         print(jsontext.dumps({"target": args.target, "exit_status": exit_status(rows),
                               "counts": state_counts(rows), "tasks": [r.to_json() for r in rows],
                               **({"unsubmitted": unsubmitted} if unsubmitted else {})}, indent=2))
     else:
         print(columns(status_table(rows)))
         print(tasks_text(rows))
-    _say_unsubmitted(target)
+    _say_unsubmitted(history)
     return 0
 
 
-def _say_unsubmitted(target) -> None:
+def _say_unsubmitted(history: History | None) -> None:
     """A record sbatch refused a later window of: its tasks are not all that was asked for."""
     from backends.retry_hint import unsubmitted_line
 
-    line = unsubmitted_line(target.record) if target.record is not None else None
+    line = unsubmitted_line(history) if history is not None else None
     if line:
         print(f"{PROG}: {line}", file=sys.stderr)
 

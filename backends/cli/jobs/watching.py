@@ -137,7 +137,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if final.unconfirmed:     # the one look for requeues of a run that ended lately, as `status` says it
         say_shown_as_recorded([final.unconfirmed])
     ended = _ended(out, _rows_for(history, final, job_history, target))
-    left_out = unsubmitted_line(target.record) if target.record is not None else None
+    left_out = unsubmitted_line(history) if history is not None else None
     if left_out:     # the exit status hyperion-submit gave: what sbatch refused never ran
         SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
         return max(ended, 1)
