@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from backends.errors import InputError
-from backends.records.record import SubmitRecord, find_records, load_record
+from backends.records.record import SubmitRecord, load_record, records_within
 from sharding.store import Checkpoint
 
 MAX_ARGS_LOOKED_AT = 1000
@@ -109,15 +108,14 @@ def records_naming(checkpoint: str, dirs: Sequence[str] = SEARCHED,
     wait on it); that, and folders that could not be listed, are added to `told` as sentences: a
     warning may be missing because of them."""
     unlisted: list[tuple[str, str]] = []
-    deadline = time.monotonic() + WALK_SECONDS
-    paths = find_records([Path(d) for d in dirs], unlisted=unlisted, deadline=deadline)
+    paths, cut = records_within([Path(d) for d in dirs], WALK_SECONDS, unlisted=unlisted)
     if told is not None:
         where = ", ".join(dirs)
         told.extend(f"cannot list {folder} ({reason}): records in it were not asked about"
                     for folder, reason in unlisted[:UNLISTED_TOLD])
         if len(unlisted) > UNLISTED_TOLD:
             told.append(f"and {len(unlisted) - UNLISTED_TOLD} more folders that cannot be listed")
-        if time.monotonic() > deadline:
+        if cut:
             told.append(f"stopped looking for submit records under {where} after {WALK_SECONDS:g} s; "
                         "name the run's record with --record to hear which shards still run")
     wanted, found, looked_at = os.path.realpath(checkpoint), [], 0
@@ -137,4 +135,7 @@ def records_naming(checkpoint: str, dirs: Sequence[str] = SEARCHED,
             continue
         if record_checkpoint(record) == wanted:
             found.append(FoundRecord(str(path), record))
+    if told is not None and not found and looked_at == RECORDS_LOOKED_AT and len(paths) > looked_at:
+        told.append(f"none of the newest {looked_at} of {len(paths)} submit records under {', '.join(dirs)} "
+                    "names the checkpoint; name the run's record with --record to hear which shards still run")
     return found

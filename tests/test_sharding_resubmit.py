@@ -404,6 +404,8 @@ def test_the_preview_says_when_it_stopped_looking_for_records(tmp_path, cli_env,
     """The walk for records naming the checkpoint runs under the current folder; from a folder of a
     million data files (or a slow file system) the preview waited on it without a word. It stops
     after a few seconds (none here) and says that records may have been missed and how to name one."""
+    import os
+
     import sharding.run_records as run_records
     from sharding.cli import main as checkpoint_main
 
@@ -417,3 +419,35 @@ def test_the_preview_says_when_it_stopped_looking_for_records(tmp_path, cli_env,
     monkeypatch.setattr(run_records, "WALK_SECONDS", 3.0)
     assert checkpoint_main(["retry", "ck"]) == 0
     assert "stopped looking" not in capsys.readouterr().err
+
+    # more records than are read, the run's own the oldest: said, not passed over in silence
+    for n in range(22):
+        (record_path.parent / f"other{n}.JOB.submit.json").write_text("{}")
+    os.utime(record_path, (1000, 1000))
+    assert checkpoint_main(["retry", "ck"]) == 0
+    assert ("hyperion-checkpoint: warning: none of the newest 20 of 23 submit records under . names the checkpoint; "
+            "name the run's record with --record to hear which shards still run\n") in capsys.readouterr().err
+
+
+def test_the_preview_does_not_wait_on_a_listing_that_hangs(tmp_path, cli_env, monkeypatch, capsys):
+    """One listing of a hung NFS mount under the current folder blocks past any deadline checked
+    between folders: the walk runs in a thread waited for WALK_SECONDS, and the preview goes on."""
+    import time
+
+    import backends.records.record as record_module
+    import sharding.run_records as run_records
+    from sharding.cli import main as checkpoint_main
+
+    _submit_local(tmp_path, cli_env)
+
+    def hung_walk(*args, **kwargs):
+        time.sleep(60)
+        yield from ()
+
+    monkeypatch.setattr(record_module.os, "walk", hung_walk)
+    monkeypatch.setattr(run_records, "WALK_SECONDS", 0.5)
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    assert checkpoint_main(["retry", "ck"]) == 0
+    assert time.monotonic() - started < 10
+    assert "stopped looking for submit records under . after 0.5 s" in capsys.readouterr().err

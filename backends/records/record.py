@@ -10,7 +10,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 
@@ -383,23 +383,50 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def find_records(dirs: Sequence[Path], max_depth: int = 5,
-                 unlisted: list[tuple[str, str]] | None = None, deadline: float | None = None) -> list[Path]:
+                 unlisted: list[tuple[str, str]] | None = None) -> list[Path]:
     """Every ``q/*.submit.json`` under the given directories, newest first.
 
     Walks at most `max_depth` levels and skips hidden directories, so pointing
     it at an experiment tree stays quick. Each folder that could not be listed (a
     teammate's q/ under umask 077) is added to `unlisted` as (path, reason): its
-    records are missing from the answer, and "no submit records" alone hid why. With a `deadline`
-    (a monotonic clock) the walk stops there, with what it had found.
+    records are missing from the answer, and "no submit records" alone hid why.
     """
-    found = set(_walk_records(dirs, max_depth, unlisted, deadline))
+    return _newest_first(set(_walk_records(dirs, max_depth, unlisted)))
 
+
+def _newest_first(found: Iterable[Path]) -> list[Path]:
     def mtime(p: Path) -> float:
         try:
             return p.stat().st_mtime
         except OSError:
             return 0.0
     return sorted(found, key=mtime, reverse=True)
+
+
+def records_within(dirs: Sequence[Path], seconds: float, max_depth: int = 5,
+                   unlisted: list[tuple[str, str]] | None = None) -> tuple[list[Path], bool]:
+    """`find_records` as far as a walk of `seconds` gets, and whether it was cut short. For a look
+    no user asked for (a preview's search for the runs of its checkpoint): the walk runs in a
+    daemon thread waited for `seconds`, as `any_record`'s, since one listing of a hung NFS mount
+    would block past any deadline checked between folders."""
+    import threading
+
+    deadline = time.monotonic() + seconds
+    found: list[Path] = []
+    whole = threading.Event()
+    met: list[tuple[str, str]] = []
+
+    def walk() -> None:
+        for path in _walk_records(dirs, max_depth, met, deadline):
+            found.append(path)
+        if time.monotonic() <= deadline:
+            whole.set()
+
+    threading.Thread(target=walk, name="find-records", daemon=True).start()
+    finished = whole.wait(seconds)
+    if unlisted is not None:
+        unlisted.extend(met[:])
+    return _newest_first(set(found[:])), not finished
 
 
 def any_record(dirs: Sequence[Path], max_depth: int = 5, budget: float = 0.5) -> bool:
