@@ -283,8 +283,12 @@ class LiveView:
         self.name = name
         self.broken = False
         # the terminal's own size, measured at each redraw: rich takes exported LINES/COLUMNS over it,
-        # and values a shell exported once pinned a resized or taller terminal to them
-        self.console = Console(_environ={k: v for k, v in os.environ.items() if k not in ("LINES", "COLUMNS")})
+        # and values a shell exported once pinned a resized or taller terminal to them. `_environ` is
+        # rich's (14, 15) way to give it another environment; a rich without it gets the plain one.
+        try:
+            self.console = Console(_environ={k: v for k, v in os.environ.items() if k not in ("LINES", "COLUMNS")})
+        except TypeError:
+            self.console = Console()
         self.live = Live(console=self.console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> "LiveView":
