@@ -90,6 +90,7 @@ class TaskIndex:
         self.states: dict[Key, object] = {}     # key -> TaskState / TaskRow
         self.names: dict[Key, str] = {}         # key -> state name shown
         self.received: dict[Key, float] = {}    # key -> time.time() its state was current
+        self.ticking: set[Key] = set()          # tasks whose elapsed moves on (RUNNING...): what a tick redraws
         self.counts: Counter[str] = Counter()
         self.by_value: dict[int, Key] = {}
         self.filter = ALL
@@ -108,6 +109,7 @@ class TaskIndex:
             self.names = dict.fromkeys(self.keys, UNREPORTED)
             self.counts = Counter({UNREPORTED: len(self.keys)}) if self.keys else Counter()
             self.states, self.received, self.held = {}, {}, None
+            self.ticking = set()
             self.by_value = {task.value: key for key, task in self.tasks.items()
                              if task.value is not None}
             self.selection = None
@@ -128,7 +130,7 @@ class TaskIndex:
     def _apply(self, changed, as_of: float | None) -> bool:
         stamp = time.time() if as_of is None else as_of
         names, counts, flt, selection = self.names, self.counts, self.filter, self.selection
-        states, received, name_of, ticking = self.states, self.received, _NAME, TICKING
+        states, received, name_of, ticking, moving = self.states, self.received, _NAME, TICKING, self.ticking
         moved = False
         for state in changed:           # row_key and row_state_name, inlined: 100k at start-up
             job = state.job_id
@@ -140,6 +142,10 @@ class TaskIndex:
             old = names.get(key)
             if old is None:              # not a task of this record
                 continue
+            if current in ticking:
+                moving.add(key)
+            else:
+                moving.discard(key)
             new = name_of[current] if current is not None else getattr(state, "state_label", UNREPORTED)
             if new != old:
                 names[key] = new

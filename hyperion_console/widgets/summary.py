@@ -101,6 +101,12 @@ class PollStatus(FitLine):
             self.behind.pop(ask, None)
         self.refresh(layout=True)
 
+    @property
+    def ages(self) -> bool:
+        """Whether the line changes with the time alone (`states from Slurm 3 s ago`): a console left
+        open overnight after the end redrew an unchanging `every task ended` line every second."""
+        return bool(self.source) and not self.final and self.as_of is not None
+
     def line(self, now: float | None = None) -> Text:
         text = self._states_line(now)
         if not (self.behind and self.source):

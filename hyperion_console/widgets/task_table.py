@@ -383,6 +383,15 @@ class TaskTable(ScrollView, can_focus=True):
         return False
 
     # -- drawing ---------------------------------------------------------------
+    def ticks_on_screen(self) -> bool:
+        """Whether a row in sight has an elapsed that moves with the clock (a RUNNING task's): the
+        once-a-second tick redraws the table only then."""
+        ticking = self.index.ticking
+        if not ticking:
+            return False
+        top = int(self.scroll_y)
+        return any(key in ticking for key in self.index.shown[top:top + max(1, self.size.height)])
+
     def layout_widths(self, width: int) -> list[int]:
         """Fixed columns as measured; a 0-width column takes the rest (maybe nothing)."""
         widths = [self._widths[c.key] for c in self.columns]
