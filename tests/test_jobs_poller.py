@@ -824,3 +824,22 @@ def test_watching_an_array_cancelled_mid_task_never_adds_a_task_without_id():
     last = p.poll_once()
     assert set(first.states) == set(last.states) == {("7746", 1), ("7746", 2), ("7746", 3)}
     assert first.states[("7746", 1)].state is JobState.COMPLETING and last.all_terminal
+
+
+def test_a_watch_left_open_overnight_keeps_only_the_last_minute_of_its_calls():
+    """12 h of a job that runs on, the controller naming it at every poll (6 calls a minute): the
+    budget held every call the watch ever made (only a poll that needed sacct forgot old ones),
+    growing the watch and the scan of its calls before each poll for as long as it was left open."""
+    script = Script([EMPTY], [ok("3_1|RUNNING|0|0:01|vm|None|0|\n")])
+    clock = Clock()
+    p = poller({"3": (1,)}, script, clock)
+    held: list[int] = []
+
+    def observe(update) -> bool:
+        held.append(len(p.budget._calls))
+        return clock.now > 12 * 3600
+
+    p.run(observe, threading.Event())
+    assert len(script.calls) >= 12 * 60 * 5, len(script.calls)       # the idle pace, about 6 a minute
+    assert script.tools() == ["squeue"] * len(script.calls)           # squeue alone named the task
+    assert max(held) <= p.budget.per_minute + 1, max(held)

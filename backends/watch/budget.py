@@ -96,6 +96,9 @@ class QueryBudget:
             self._filled_at = now
             for _ in range(calls):
                 bisect.insort(self._calls, now)
+            # forgotten here too: only `used` forgot, and a watch whose squeue named every task never
+            # asked it, so a watch left open overnight kept every call it made (and scanned them all)
+            self._forget(now)
 
     def spend(self, stop: threading.Event) -> bool:
         """Wait until one more call may go and charge it, for a call made beside a face's poller
