@@ -274,7 +274,14 @@ def _source(problem: str | None) -> str:
 
 
 class LiveView:
-    """A rich live table: per-state counts, a progress bar, the unfinished tasks."""
+    """A rich live table: per-state counts, a progress bar, the unfinished tasks.
+
+    Drawn when a poll brings something, when the terminal is resized and, while a query goes
+    unanswered, once a second (its `N s ago` grows); never else. rich's own refresh drew the
+    whole screen 4 times a second whatever happened: a watch left open on a long job spent a
+    second of CPU a minute (and its terminal as much) redrawing the same frame."""
+
+    CHECK_SECONDS = 0.25     # how soon a resized terminal is filled
 
     def __init__(self, name: str) -> None:
         from rich.console import Console
@@ -289,13 +296,24 @@ class LiveView:
             self.console = Console(_environ={k: v for k, v in os.environ.items() if k not in ("LINES", "COLUMNS")})
         except TypeError:
             self.console = Console()
-        self.live = Live(console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(console=self.console, auto_refresh=False, transient=False)
+        self._shown: tuple[PollUpdate, Sequence[TaskRow]] | None = None
+        self._drawn: tuple[object, float] = (None, 0.0)     # terminal size and monotonic time of the last frame
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._checker: threading.Thread | None = None
+        self.frames = 0
 
     def __enter__(self) -> "LiveView":
         self.live.__enter__()
+        self._checker = threading.Thread(target=self._check, name="hyperion-watch-redraw", daemon=True)
+        self._checker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._checker is not None:
+            self._checker.join()
         try:
             self.live.__exit__(None, None, None)
         except (OSError, ValueError):
@@ -303,13 +321,35 @@ class LiveView:
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
         """Redraw; a terminal gone away ends the display, not the watch."""
-        if self.broken:
-            return
-        try:
-            self.live.update(FittedWatch(self.name, update, rows))
-        except (OSError, ValueError):
-            self.broken = True
-            SafeStream(sys.stdout).lose()
+        self._shown = (update, rows)
+        self._draw()
+
+    def _draw(self) -> None:
+        with self._lock:
+            if self.broken or self._shown is None:
+                return
+            try:
+                size = self.console.size
+                self.live.update(FittedWatch(self.name, *self._shown), refresh=True)
+            except (OSError, ValueError):
+                self.broken = True
+                SafeStream(sys.stdout).lose()
+                return
+            self._drawn = (size, time.monotonic())
+            self.frames += 1
+
+    def _check(self) -> None:
+        """The terminal's size, and the age of an unanswered query's line, between polls."""
+        while not self._stop.wait(self.CHECK_SECONDS):
+            shown, (size, at) = self._shown, self._drawn
+            if shown is None or self.broken:
+                continue
+            try:
+                resized = self.console.size != size
+            except (OSError, ValueError):
+                continue
+            if resized or (shown[0].problem and time.monotonic() - at >= 1.0):
+                self._draw()
 
 
 # lines of the watch screen that are not task rows: title, counts, the table's three header lines and
