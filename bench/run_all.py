@@ -7,7 +7,7 @@ and the figures are ratios against a baseline measured in the same script),
 passes its output through, and prints every ``bench:`` line again at the end,
 so the README's figures can be copied from one place. ``--quick`` uses smaller
 sizes; ``--no-slurm`` leaves out the scripts that need the test cluster
-(query budget, return after the end). Exit status 1 if any script failed.
+(query budget, return after the end, faces left open). Exit status 1 if any script failed.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ SCRIPTS = [
     ("bench_typing.py", [], ["--tasks", "20000", "--shards", "20000"], False),
     ("bench_queries.py", [], [], True),
     ("bench_return.py", [], ["--runs", "3"], True),
+    ("bench_console_idle.py", [], ["--tasks", "30", "--idle", "60", "--long", "60"], True),
 ]
 
 
