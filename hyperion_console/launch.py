@@ -17,18 +17,23 @@ from backends.submit.slurm.sbatch import SubmitError
 from .local_runs import LocalRuns
 
 
+class PartlySubmitted(SubmitError):
+    """sbatch refused a later window: the windows before it went in, are recorded and watched.
+    Not "submit failed" (jobs run), nor a retry refused ("nothing ran"): its own title says so."""
+
+
 def launch(plan, announce: Callable[[str], None], kind: str = "submit",
            on_begin: Callable[[], None] | None = None, local_runs: LocalRuns | None = None) -> int | None:
     """Run `plan`; `on_begin()` once it is not refused, `announce(record_path)` once its record
     exists. Local: the exit status; while it runs it is one of `local_runs`, which a quit stops.
-    Slurm: SubmitError after the announce when sbatch refused a later window (those before it
+    Slurm: PartlySubmitted after the announce when sbatch refused a later window (those before it
     went in and are watched), in the words hyperion-submit uses."""
     if plan.options.backend == "slurm":
         record = submit(plan, kind, on_begin)
         announce(str(record.path))
         refusal = refusal_line(record, rest_command(plan, record))
         if refusal:   # what went in is watched; the refusal is told in hyperion-submit's words
-            raise SubmitError(refusal)
+            raise PartlySubmitted(refusal)
         return None
     announced: list[bool] = []
 

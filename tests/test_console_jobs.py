@@ -442,3 +442,31 @@ def test_the_record_list_is_as_high_as_its_records_up_to_four_lines(tmp_path: Pa
     height, lines = asyncio.run(scenario(many[0], tmp_path / "many", 6))
     assert height == 4
     assert lines[5].startswith("1 task"), lines[:7]
+
+
+def test_a_record_whose_later_window_sbatch_refused_says_the_values_left_out(tmp_path: Path) -> None:
+    """Opened later (--record, the list, a restart), a record sbatch refused a window of showed
+    `COMPLETED 2` and nothing else, as if whole: the status line now keeps what `hyperion-jobs status`
+    says of it (the values left out, sbatch's line, the retry that submits them), and it is told once."""
+    import json
+
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("COMPLETED", 0)})
+    data = json.loads(record.read_text())
+    data.update(unsubmitted=[3, 4], refused="sbatch failed (exit 1): Invalid job array specification")
+    record.write_text(json.dumps(data))
+    said = (f"JOB=3-4 of attempt 1 not submitted: sbatch failed (exit 1): Invalid job array specification; "
+            f"submit them with: hyperion-jobs retry {record}")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            jobs = app.jobs_screen
+            status = jobs.query_one("#poll-status")
+            await wait_for(pilot, lambda: "COMPLETED" in str(jobs.query_one("#jobs-summary").content), 10)
+            await wait_for(pilot, lambda: status.final, 10)
+            assert said in status.line().plain
+            assert said in notifications(app)
+            shown = " ".join(" ".join(line.split()) for line in screen_lines(app))    # wrapped in sight
+            assert "COMPLETED 2" in shown and "JOB=3-4 of attempt 1 not submitted: sbatch failed" in shown
+
+    asyncio.run(scenario())

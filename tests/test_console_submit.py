@@ -521,7 +521,8 @@ def test_a_later_window_slurm_refuses_is_told_as_hyperion_submit_tells_it_and_th
         slurm_cluster, tmp_path: Path, cli_env) -> None:
     """Window 2 refused after window 1 went in: the console said "submit failed", the Jobs screen never
     opened, and window 1's jobs ran with no record any screen could show. Now window 1 is recorded and
-    watched, and the notification is the line hyperion-submit prints."""
+    watched, and the notification is the line hyperion-submit prints, titled "partly submitted" (it was
+    "submit failed", though jobs went in and are watched)."""
     site = tmp_path / "site.yaml"
     site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001",
                                                                           "max_array_size: 1500"))
@@ -544,10 +545,52 @@ def test_a_later_window_slurm_refuses_is_told_as_hyperion_submit_tells_it_and_th
             await wait_for(pilot, lambda: any(n.severity == "error" for n in app._notifications), 90)
             job = json.loads(record.read_text())["jobs"][0]["job_id"]
             told = [(n.title, n.message) for n in app._notifications if n.severity == "error"]
-            assert told == [("submit failed", said.replace("/cli/", "/console/").replace(f"job(s) {cli_job})",
+            assert told == [("partly submitted", said.replace("/cli/", "/console/").replace(f"job(s) {cli_job})",
                                                                                          f"job(s) {job})"))]
             await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 30)
             await wait_for(pilot, lambda: table_column(app.screen.query_one("#tasks"), "state") == ["COMPLETED"], 120)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_a_retry_whose_later_window_slurm_refuses_is_told_as_partly_submitted_not_refused(
+        slurm_cluster, tmp_path: Path, cli_env) -> None:
+    """A Retry of JOB=5 (failed) and 2999 (left out) whose window of 2999 sbatch refuses again: value 5
+    went in as attempt 2 and is watched, but the Jobs screen posted RetryRefused ("nothing ran") under
+    the title "retry". Now it is told as partly submitted, and the open attempt says what is left out."""
+    from hyperion_console.messages import RetryRefused
+    from hyperion_console.screens.retry import RetryScreen
+
+    site = tmp_path / "site.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001",
+                                                                          "max_array_size: 1500"))
+    cli = run_cli("hyperion-submit", "slurm", "--cfg", str(site), "--array", "JOB=5,2999", "--time", "00:02:00",
+                  "--output-file", str(tmp_path / "w.JOB.log"), "--", "false", env=cli_env, cwd=tmp_path, timeout=300)
+    assert cli.returncode == 1, cli.stderr
+    record = tmp_path / "q/w.JOB.submit.json"
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=tmp_path, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["FAILED"], 60)
+            await pilot.press("R")
+            await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 20)
+            await wait_for(pilot, lambda: not app.screen.query_one("#retry-run").disabled, 20)
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: any(n.severity == "error" for n in app._notifications)
+                           or posted(seen, RetryRefused), 90)
+            told = [(n.title, n.message) for n in app._notifications if n.severity == "error"]
+            assert not posted(seen, RetryRefused), told
+            assert len(told) == 1 and told[0][0] == "retry partly submitted", told
+            assert "JOB=2999 not submitted; JOB=5 (job(s)" in told[0][1]
+            await wait_for(pilot, lambda: json.loads(record.read_text())["attempt"] == 2, 30)
+            status = app.jobs_screen.query_one("#poll-status")
+            await wait_for(pilot, lambda: "JOB=2999 of attempt 2 not submitted" in status.line().plain, 30)
 
     asyncio.run(scenario())
 

@@ -28,6 +28,7 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
 from backends.records.history import History, load_history
+from backends.retry_hint import unsubmitted_line
 from backends.states import ended_by_slurm, explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
 from backends.watch.rows import local_cancel_text
@@ -351,6 +352,9 @@ class JobsScreen(ConsoleScreen):
             return
         for problem in history.problems:
             tell(self, problem, title="attempt history", severity="warning")
+        left_out = unsubmitted_line(history)
+        if left_out:          # the status line keeps it; said once too, as `hyperion-jobs status` does
+            tell(self, left_out, title="not submitted", severity="warning", timeout=10)
         self.add_search_dir(Path(record.path).parent.parent.parent)
         remember(record)
         self.show_record(history)
@@ -378,8 +382,9 @@ class JobsScreen(ConsoleScreen):
         self.show_selection(None)
         self.attempts_view.reset()
         self.query_one("#usage-summary", UsageSummaryLines).show(None, None)   # the last record's: gone
-        self.query_one("#poll-status", PollStatus).start(
-            "Slurm" if self.record.backend == "slurm" else "local results")
+        status = self.query_one("#poll-status", PollStatus)
+        status.start("Slurm" if self.record.backend == "slurm" else "local results")
+        status.show_left_out(unsubmitted_line(history))   # as `hyperion-jobs status` says it
         self.update_summary()
         if self.view in ("failures-view", "attempts-view"):   # a new submission: its tasks first
             self.query_one("#jobs-views", ContentSwitcher).current = "tasks-view"

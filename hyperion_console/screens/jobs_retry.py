@@ -14,6 +14,7 @@ from functools import partial
 from backends.records.history import History
 
 from ..errors import describe_error
+from ..launch import PartlySubmitted
 from ..messages import RetryRefused, RetryRequested, Submitted
 from ..retrying import Refused, preview, run_retry
 from ..shown import tell
@@ -74,6 +75,10 @@ class RetryFlow:
                                self.app.local_runs, begun)
         except Refused as refused:
             self.app.call_from_thread(self.refuse, str(refused))
+            return
+        except PartlySubmitted as exc:    # some windows went in and are opened: not "refused, nothing ran"
+            self.app.call_from_thread(tell, self.screen, describe_error(exc), title="retry partly submitted",
+                                      severity="error", timeout=10)
             return
         except Exception as exc:       # sbatch refused, a live task appeared: one line
             self.app.call_from_thread(self.refuse, describe_error(exc))

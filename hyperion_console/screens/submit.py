@@ -21,9 +21,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ..errors import guarded
+from ..errors import describe_error, guarded
 from ..form import FormValues
-from ..launch import launch
+from ..launch import PartlySubmitted, launch
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
 from ..preview import (MAX_PREVIEW_LINES, Preview, build_preview, confirm_question,  # noqa: F401 (re-exported)
                        confirm_windows, preview_text)
@@ -347,7 +347,12 @@ class SubmitScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self._sent, path)
 
-        status = launch(plan, announce, local_runs=self.app.local_runs)
+        try:
+            status = launch(plan, announce, local_runs=self.app.local_runs)
+        except PartlySubmitted as exc:     # jobs went in and the Jobs screen watches them: not "submit failed"
+            self.app.call_from_thread(tell, self, describe_error(exc), title="partly submitted",
+                                      severity="error", timeout=10)
+            return
         if status is not None:
             severity = "information" if status == 0 else "error"
             self.app.call_from_thread(tell, self.app, f"local run finished: exit status {status}",

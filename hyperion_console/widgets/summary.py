@@ -79,6 +79,9 @@ class PollStatus(FitLine):
         self.problem: str | None = None
         self.final = False
         self.behind: dict[str, str] = {}   # what did not answer (per ask), so some figures are the ledger's
+        # the core's `unsubmitted_line`: values a refused sbatch window left out. Kept while the record
+        # is open (a new watch's `start` keeps it): its tasks alone read `COMPLETED 1` as if whole
+        self.left_out: str | None = None
 
     def start(self, source: str) -> None:
         """A new record: nothing known yet (`source`: "Slurm" or "local results")."""
@@ -107,13 +110,19 @@ class PollStatus(FitLine):
         open overnight after the end redrew an unchanging `every task ended` line every second."""
         return bool(self.source) and not self.final and self.as_of is not None
 
+    def show_left_out(self, line: str | None) -> None:
+        """The record just opened: what it left unsubmitted (None: nothing)."""
+        self.left_out = line
+        self.refresh(layout=True)
+
     def line(self, now: float | None = None) -> Text:
         text = self._states_line(now)
-        if not (self.behind and self.source):
+        notes = [*self.behind.values(), *([self.left_out] if self.left_out else [])]
+        if not (notes and self.source):
             return text
         if not text.plain.startswith("⚠"):      # in sight at 80 columns, where the note is cut
             text = Text("⚠ ", style="bold yellow") + text
-        for behind in self.behind.values():
+        for behind in notes:
             text.append(" · ", style="dim")
             text.append_text(shown(behind, "yellow"))
         return text
