@@ -837,3 +837,29 @@ def test_a_records_values_left_out_by_a_refused_window_are_checked_and_its_refus
         refused = run_cli("hyperion-jobs", "status", str(path), cwd=tmp_path)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert "unsubmitted" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_every_look_at_a_record_with_values_left_out_says_so(tmp_path):
+    """A record sbatch refused a later window of, its tasks all COMPLETED: `status --failures` said
+    `no failed tasks` and returned before the line, `status --json` gave exit_status 0 (watch exits 1),
+    and `list` and `history` read `COMPLETED 2` as if the run were whole."""
+    from test_console_fixtures import build_local_record
+
+    path = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("COMPLETED", 0)})
+    data = json.loads(path.read_text())
+    data.update(unsubmitted=[3, 4], refused="sbatch failed (exit 1): Invalid job array specification")
+    path.write_text(json.dumps(data))
+    line = (f"hyperion-jobs: JOB=3-4 of attempt 1 not submitted: sbatch failed (exit 1): Invalid job array "
+            f"specification; submit them with: hyperion-jobs retry {path}\n")
+    failures = run_cli("hyperion-jobs", "status", str(path), "--failures", cwd=tmp_path)
+    assert failures.returncode == 0 and failures.stderr == line, failures.stderr
+    as_json = json.loads(run_cli("hyperion-jobs", "status", str(path), "--json", cwd=tmp_path).stdout)
+    assert as_json["exit_status"] == 1 and as_json["unsubmitted"] == [3, 4]
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), cwd=tmp_path)
+    assert listed.returncode == 0 and "COMPLETED 2, NOT_SUBMITTED 2" in listed.stdout, listed.stdout
+    assert json.loads(run_cli("hyperion-jobs", "list", str(tmp_path), "--json", cwd=tmp_path).stdout)[
+        "records"][0]["unsubmitted"] == [3, 4]
+    history = run_cli("hyperion-jobs", "history", str(path), cwd=tmp_path)
+    assert history.returncode == 0 and "COMPLETED 2, NOT_SUBMITTED 2" in history.stdout, history.stdout
+    assert json.loads(run_cli("hyperion-jobs", "history", str(path), "--json", cwd=tmp_path).stdout)[
+        "attempts"][0]["unsubmitted"] == [3, 4]

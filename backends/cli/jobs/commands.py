@@ -35,6 +35,9 @@ from backends.watch.targets import (
 )
 
 
+NOT_SUBMITTED = "NOT_SUBMITTED"   # the count of values no attempt submitted (as `retry`'s plan names them)
+
+
 def check_dirs(field: str, dirs: Sequence[str | Path]) -> None:
     """Each directory (or record) named on the command line must be there: a symlink loop made the
     record search trace back, a typo found nothing without saying why."""
@@ -71,11 +74,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     say_shown_as_recorded(problems)
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
+    unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
     if args.failures:
-        return _print_failures(args, rows)
+        _print_failures(args, rows)
+        _say_unsubmitted(history)    # what never went in is no failure group, but the run is not whole
+        return 0
     if args.json:
-        unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
-        print(jsontext.dumps({"target": args.target, "exit_status": exit_status(rows),
+        # at least 1 while values are left out: the status `watch` exits with for the same record
+        status_code = max(exit_status(rows), 1) if unsubmitted else exit_status(rows)
+        print(jsontext.dumps({"target": args.target, "exit_status": status_code,
                               "counts": state_counts(rows), "tasks": [r.to_json() for r in rows],
                               **({"unsubmitted": unsubmitted} if unsubmitted else {})}, indent=2))
     else:
@@ -190,9 +197,13 @@ def _record_summary(history: History, states, slurm_ok: bool) -> dict:
     known = record.backend == "local" or slurm_ok or not any(
         t.job_id != LOCAL_JOB for t in pending_tasks(history))
     text = counts_text(rows) if known else "?"
+    unsubmitted = history.unsubmitted()[0]
+    if unsubmitted:   # values a refused sbatch window left out: its tasks alone read as the whole run
+        text = f"{text}, {NOT_SUBMITTED} {len(unsubmitted)}"
     return {"record": record.path, "backend": record.backend,
             "jobs": [j.job_id for j in record.jobs], "tasks": len(rows), "attempts": len(history.numbers),
-            "submitted_at": record.submitted_at, "states": text, "counts": state_counts(rows)}
+            "submitted_at": record.submitted_at, "states": text, "counts": state_counts(rows),
+            **({"unsubmitted": list(unsubmitted)} if unsubmitted else {})}
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

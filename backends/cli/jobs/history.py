@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from backends import jsontext
-from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
+from backends.cli.jobs.commands import NOT_SUBMITTED, record_dirs, say_shown_as_recorded, told_unlisted
 from backends.cli.jobs.table import columns
 from backends.printable import printable
 from backends.records.history import History
@@ -65,16 +65,21 @@ def cmd_history(args: argparse.Namespace) -> int:
     # counts a task a signal stopped
     by_state = attempt_counts(history, rows, state_counts)
     say_shown_as_recorded(problems)
+    left_out, refused = history.unsubmitted()
     attempts = []
     for number in history.numbers:
         record = history.records[number]
         entry = history.entry(number)
+        # the attempt that left values out, while no attempt since submitted them: `status`'s line names it
+        unsubmitted = list(left_out) if refused is not None and refused.attempt == number else []
+        if unsubmitted:
+            counts[number] = {**counts[number], NOT_SUBMITTED: len(unsubmitted)}
         attempts.append({
             "attempt": number, "kind": entry.kind if entry else record.kind,
             "time": entry.time if entry else record.submitted_at,
             "job_ids": [j.job_id for j in record.jobs], "tasks": len(record.tasks),
             "values": entry.values if entry else "", "counts": by_state[number],
-            "overrides": changes(history, number)})
+            "overrides": changes(history, number), **({"unsubmitted": unsubmitted} if unsubmitted else {})})
     if args.json:
         print(jsontext.dumps({"record": history.record_path, "attempts": attempts,
                               "problems": list(history.problems)}, indent=2))
