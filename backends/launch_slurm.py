@@ -242,7 +242,10 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         from backends.retry_hint import retry_command
 
         command = retry_command(plan, rerun)
-        rerun = f"; rerun only those with: {command}" if command else ""
+        # after a refused window the same command also submits the values left out: "only those" was untrue
+        also = f" and submit {record.array_name}={compress(record.unsubmitted)} (not submitted, below)" \
+            if refusal and record.unsubmitted else ""
+        rerun = f"; rerun {'those' if also else 'only those'}{also} with: {command}" if command else ""
         # by how they ended, as the progress line counts them: "3 ... failed" counted a TIMEOUT and a CANCELLED
         ends = bad_ends(outcome)
         err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) did not succeed ({ends})"

@@ -489,6 +489,22 @@ def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_s
     assert after.returncode == 0 and after.stderr == "" and "2 tasks: COMPLETED 2" in after.stdout, after
 
 
+def test_a_refused_later_window_with_a_failed_task_names_the_retry_as_submitting_the_rest_too(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """Value 5 failed and 2999's window was refused: the line said `rerun only those with: hyperion-jobs
+    retry RECORD`, but that retry submits 2999 too. Now it says so."""
+    site = _site_with(tmp_path, test_site, max_array_size=1500)
+    record = tmp_path / "log/q/l.JOB.submit.json"
+    result = submit(site, "--array", "JOB=5,2999", "--output-file", "log/l.JOB.log", "--",
+                    task, "JOB", "0", "5", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1, result.stderr
+    retry = f"hyperion-jobs retry {record}"
+    assert result.stderr.splitlines()[-2:] == [
+        f"hyperion-submit: 1 of 1 task(s) did not succeed (failed 1); rerun those and submit JOB=2999 "
+        f"(not submitted, below) with: {retry}",
+        f"hyperion-submit: JOB=2999 not submitted (sbatch refused it, above); submit them with: {retry}"]
+
+
 KILLED_AT = {   # the sbatch wrapper's body after counting its call n: where hyperion-submit is killed
     "before-window-3": 'if [ $n -ge 3 ]; then kill -9 $PPID; sleep 5; exit 1; fi\nexec sbatch "$@"\n',
     "window-2-answered": 'sbatch "$@"; rc=$?\nif [ $n -ge 2 ]; then kill -9 $PPID; sleep 5; fi\nexit $rc\n',
