@@ -837,6 +837,16 @@ def test_a_records_values_left_out_by_a_refused_window_are_checked_and_its_refus
         refused = run_cli("hyperion-jobs", "status", str(path), cwd=tmp_path)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert "unsubmitted" in refused.stderr and "Traceback" not in refused.stderr
+    # as hyperion-submit never writes them: without sbatch's line, a value twice, a value the record ran
+    for edit, problem in (({"refused": None}, "unsubmitted: values left out without sbatch's reason "
+                           "(refused is missing or null)"),
+                          ({"unsubmitted": [2999, 2999]}, "unsubmitted[1]: 2999 is listed twice"),
+                          ({"unsubmitted": [2999, 2]}, "unsubmitted[1]: 2 is also one of the record's tasks, "
+                           "which ran it")):
+        path.write_text(json.dumps({**data, **edit}))
+        refused = run_cli("hyperion-jobs", "status", str(path), cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+        assert refused.stderr == f"hyperion-jobs: error: record: {path}: {problem}\n", refused.stderr
 
 
 def test_every_look_at_a_record_with_values_left_out_says_so(tmp_path):

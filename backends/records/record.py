@@ -279,14 +279,34 @@ MAX_REFUSED = 4096   # sbatch's line about a refused window, as a record keeps i
 
 
 def _unsubmitted(raw: dict) -> tuple[int, ...]:
-    """The values a refused window left out (none in records where every window went in)."""
+    """The values a refused window left out (none in records where every window went in).
+
+    As hyperion-submit writes them: with sbatch's `refused` line, each once (and none a value the
+    record's own tasks ran: `_left_out_not_run`). A hand-edited record saying otherwise is refused:
+    a value listed twice was submitted twice by a retry, and the line it makes had no reason to give."""
     if raw.get("unsubmitted") is None:
         return ()
     values = _items(raw, "unsubmitted")
+    seen: set[int] = set()
     for index, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_NUMBER:
             raise _BadField(f"unsubmitted[{index}]: expected an integer from 1 to {MAX_NUMBER}, got {_shown(value)}")
+        if value in seen:
+            raise _BadField(f"unsubmitted[{index}]: {value} is listed twice")
+        seen.add(value)
+    if values and raw.get("refused") is None:
+        raise _BadField("unsubmitted: values left out without sbatch's reason (refused is missing or null)")
     return tuple(values)
+
+
+def _left_out_not_run(record: SubmitRecord) -> SubmitRecord:
+    """A value left out is none the record's tasks ran: a retry would submit it a second time."""
+    if record.unsubmitted:
+        ran = {task.value for task in record.tasks}
+        for index, value in enumerate(record.unsubmitted):
+            if value in ran:
+                raise _BadField(f"unsubmitted[{index}]: {value} is also one of the record's tasks, which ran it")
+    return record
 
 
 def _refused(raw: object) -> str | None:
@@ -324,7 +344,7 @@ def load_record(path: str | Path) -> SubmitRecord:
                 float: "number"}.get(type(raw), "null")
         raise InputError("record", f"{path} is not a hyperion-submit record (a JSON {kind}, not an object)")
     try:
-        return _relocated(path, SubmitRecord(
+        return _relocated(path, _left_out_not_run(SubmitRecord(
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
             cfg=_cfg(raw), options=dict(raw["options"]), script=_text(raw, "script", "", optional=True),
             array_name=raw.get("array_name"),
@@ -335,7 +355,7 @@ def load_record(path: str | Path) -> SubmitRecord:
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
             rerun=_rerun(raw.get("rerun")),
             unsubmitted=_unsubmitted(raw), refused=_refused(raw.get("refused")),
-        ))
+        )))
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None
     except _BadField as err:
