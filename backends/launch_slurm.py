@@ -15,10 +15,9 @@ from typing import Callable, Iterator, Sequence, TextIO
 
 from backends.attempt import LiveCheck, begin_attempt, live_script_jobs
 from backends.printable import printable
-from backends.ranges import compress
 from backends.records.history import commit_attempt
 from backends.records.record import SubmitRecord
-from backends.retry_hint import rerun_line
+from backends.retry_hint import named_values, not_submitted, rerun_line
 from backends.states import explain_reason
 from backends.submit.model import SubmitPlan
 from backends.submit.site_options import ignored_inputs_line
@@ -58,7 +57,7 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
             commit_attempt(record, attempt)
             return record
     except SubmitError as err:
-        queued = err.queued + (_queued_unanswered(err.unanswered) if err.unanswered else ())
+        queued = _queued_unanswered(err.unanswered) if err.unanswered else ()   # the first window's, unseen
         if not queued:
             raise
         raise SubmitError(f"{err}; {_cancel_note(queued)}") from None
@@ -69,11 +68,10 @@ def refusal_line(record: SubmitRecord, command: str | None) -> str | None:
     values left out, and that the windows that went in run and are recorded. None if none was."""
     if record.refused is None:
         return None
-    left_out = compress(record.unsubmitted) if record.unsubmitted else "the rest"
-    went_in = compress(t.value for t in record.tasks if t.value is not None)
-    name = record.array_name or "NAME"
-    rest = f"; once they end, submit {name}={left_out} with: {command}" if command else ""
-    return printable(f"{record.refused}; {name}={left_out} not submitted; {name}={went_in} (job(s) "
+    name = record.array_name
+    went_in = named_values(name, [t.value for t in record.tasks if t.value is not None], "the windows before it")
+    rest = f"; once they end, submit {named_values(name, record.unsubmitted)} with: {command}" if command else ""
+    return printable(f"{record.refused}; {not_submitted(name, record.unsubmitted)}; {went_in} (job(s) "
                      f"{', '.join(_job_ids(record))}) submitted and recorded in {record.path}{rest}")
 
 
@@ -243,7 +241,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
 
         command = retry_command(plan, rerun)
         # after a refused window the same command also submits the values left out: "only those" was untrue
-        also = f" and submit {record.array_name}={compress(record.unsubmitted)} (not submitted, below)" \
+        also = f" and submit {named_values(record.array_name, record.unsubmitted)} (not submitted, below)" \
             if refusal and record.unsubmitted else ""
         rerun = f"; rerun {'those' if also else 'only those'}{also} with: {command}" if command else ""
         # by how they ended, as the progress line counts them: "3 ... failed" counted a TIMEOUT and a CANCELLED
@@ -251,8 +249,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) did not succeed ({ends})"
                         f"{rerun}")
     if refusal:   # what went in ended; what sbatch refused never ran: the run did not do what was asked
-        left_out = f"{record.array_name}={compress(record.unsubmitted)}" if record.unsubmitted else "the rest"
         then = f"; submit them with: {rest}" if rest else ""
-        err_stream.line(f"{PROG}: {left_out} not submitted (sbatch refused it, above){then}")
+        err_stream.line(f"{PROG}: {not_submitted(record.array_name, record.unsubmitted)} "
+                        f"(sbatch refused it, above){then}")
         return max(outcome.exit_status, 1)
     return outcome.exit_status

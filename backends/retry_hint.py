@@ -51,6 +51,19 @@ def record_retry_command(record: SubmitRecord) -> str:
     return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path))))
 
 
+def named_values(name: str | None, values: Sequence[int], none: str = "the rest") -> str:
+    """``JOB=5,2999``, as every line about a refused sbatch window names values: ``NAME=`` for a
+    record without its array's name, `none` when there are no values to name."""
+    return f"{name or 'NAME'}={compress(values)}" if values else none
+
+
+def not_submitted(name: str | None, values: Sequence[int], attempt: int | None = None) -> str:
+    """``JOB=2999 not submitted`` (``... of attempt 1 not submitted``): the one wording of the values a
+    refused sbatch window left out, shared by hyperion-submit's lines and every later look."""
+    of = f" of attempt {attempt}" if attempt is not None else ""
+    return f"{named_values(name, values)}{of} not submitted"
+
+
 def unsubmitted_line(history: History) -> str | None:
     """What every later look at a submission says while values a refused sbatch window left out
     have not been submitted by any attempt since: those values, sbatch's refusal and the retry that
@@ -59,9 +72,8 @@ def unsubmitted_line(history: History) -> str | None:
     if refused is None:
         return None
     record = history.current
-    name = record.array_name or refused.array_name or "NAME"
-    return printable(f"{name}={compress(values)} of attempt {refused.attempt} not submitted: {refused.refused}; "
-                     f"submit them with: {record_retry_command(record)}")
+    left_out = not_submitted(record.array_name or refused.array_name, values, refused.attempt)
+    return printable(f"{left_out}: {refused.refused}; submit them with: {record_retry_command(record)}")
 
 
 STOPS_AT_FAILURE = "a local array stops at its first failure"

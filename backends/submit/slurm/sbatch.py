@@ -1,9 +1,10 @@
 """Submitting a plan to Slurm: write each window's batch script, sbatch it, save the record.
 
 The pure parts (script text, sbatch argv, windows) come from the plan; this
-module only runs sbatch and records what it answered. Waiting is
-`backends.watch.wait`; the synchronous ``hyperion-submit slurm`` that joins
-both is `backends.launch_slurm.run_slurm`.
+module only runs sbatch and makes the record of what it answered. Saving it as
+an attempt is `backends.launch_slurm.submit`; waiting is `backends.watch.wait`;
+the synchronous ``hyperion-submit slurm`` that joins both is
+`backends.launch_slurm.run_slurm`.
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from backends.fileio import umask_mode
 from backends.logheader import iso_now
 from backends.ranges import Window
 from backends.records.attempts import NewAttempt
-from backends.records.history import commit_attempt
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, reattach_command
 from backends.submit.array import ArraySpec
 from backends.submit.model import PlannedWindow, SubmitPlan, record_options
@@ -28,14 +28,14 @@ from backends.submit.site_options import OWNED_INPUT_VARIABLES
 class SubmitError(RuntimeError):
     """sbatch refused a submission; the message is one line with its stderr and the script path.
 
-    `queued` names the windows sbatch had already accepted before the refusal:
-    the caller cancels them so that no half-submitted array runs.
+    Windows sbatch accepted before a refusal are kept and recorded (`Refused`), not cancelled.
+    `unanswered` is the script of an sbatch that did not answer in time: it may have queued the
+    job unseen, which the caller finds by that script and cancels.
     """
 
-    def __init__(self, message: str, queued: tuple[str, ...] = (), unanswered: str | None = None) -> None:
+    def __init__(self, message: str, unanswered: str | None = None) -> None:
         super().__init__(message)
-        self.queued = queued
-        self.unanswered = unanswered      # the script of an sbatch that did not answer in time (it may have queued it)
+        self.unanswered = unanswered
 
 
 @dataclass(frozen=True)
@@ -164,17 +164,3 @@ def submit_windows(plan: SubmitPlan) -> tuple[list[tuple[PlannedWindow, str]], R
             return done, Refused(err, tuple(plan.windows[number:]))
     return done, None
 
-
-def submit(plan: SubmitPlan, attempt: NewAttempt = NewAttempt()) -> SubmitRecord:
-    """Write the scripts, sbatch every window, save the record and add the attempt to the ledger.
-
-    A window refused after earlier ones were queued does not lose those: the record is saved
-    of the windows that went in, with the values left out and why (`SubmitRecord.refused`).
-    """
-    done, refused = submit_windows(plan)
-    # Once, at the end: a record per window cost windows x tasks (minutes for 100 windows). A job
-    # queued by a submission killed before this line is found by its batch script
-    # (`attempt.refuse_unrecorded_jobs`).
-    record = make_record(plan, done, attempt, refused)
-    commit_attempt(record, attempt)
-    return record
