@@ -873,3 +873,22 @@ def test_every_look_at_a_record_with_values_left_out_says_so(tmp_path):
     assert history.returncode == 0 and "COMPLETED 2, NOT_SUBMITTED 2" in history.stdout, history.stdout
     assert json.loads(run_cli("hyperion-jobs", "history", str(path), "--json", cwd=tmp_path).stdout)[
         "attempts"][0]["unsubmitted"] == [3, 4]
+
+
+def test_status_of_an_archived_attempt_record_names_the_live_record_to_retry(tmp_path):
+    """`status q/attempts/1/x.submit.json` (an attempt's kept record) tells the values left out with the
+    retry of the live record, q/x.submit.json: a retry of the archived copy is not what submits them."""
+    import shutil
+
+    from test_console_fixtures import build_local_record
+
+    path = build_local_record(tmp_path, {1: ("COMPLETED", 0)})
+    data = json.loads(path.read_text())
+    data.update(unsubmitted=[3], refused="sbatch failed (exit 1): Invalid job array specification")
+    path.write_text(json.dumps(data))
+    archived = path.parent / "attempts" / "1" / path.name
+    archived.parent.mkdir(parents=True)
+    shutil.copy(path, archived)
+    status = run_cli("hyperion-jobs", "status", str(archived), cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert status.stderr.endswith(f"; submit them with: hyperion-jobs retry {path}\n"), status.stderr
