@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pty
 import signal
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_queries import (Console, SITE, calls, die_with_bench, exit_on_signal,  # noqa: E402
+from bench_queries import (SITE, Terminal, calls, console_terminal, die_with_bench, exit_on_signal,  # noqa: E402
                            face_env, make_wrappers)
 from report import emit  # noqa: E402
 
@@ -125,35 +124,6 @@ def polls(log: Path, since: float, until: float) -> int:
                if line.endswith(" squeue") and since <= float(line.split()[0]) <= until)
 
 
-class Terminal:
-    """A command in a pseudo-terminal of its own, its output drained and dropped (as a user's tmux)."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
-                                     env={**env, "TERM": "xterm"}, start_new_session=True,
-                                     preexec_fn=die_with_bench)
-        os.close(slave)
-        os.set_blocking(self.master, False)
-
-    def drain(self) -> None:
-        try:
-            while os.read(self.master, 65536):
-                pass
-        except (BlockingIOError, OSError):
-            pass
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        os.close(self.master)
-
-
 def bare_floor(seconds: float, cwd: Path) -> float:
     """CPU s per minute of a bare Textual app with a 1 s timer in a pty: what the framework costs."""
     bare = Terminal([sys.executable, "-c", BARE_APP], dict(os.environ), cwd)
@@ -191,7 +161,7 @@ def watched_run(cwd: Path, bin_dir: Path, name: str, argv: list[str], record: Pa
             time.sleep(0.1)
         # the watch on a terminal, as users leave it: its live table
         watch_tty = Terminal(["hyperion-jobs", "watch", str(record)], face_env(bin_dir, logs["watch"]), cwd)
-        console = Console(str(record), face_env(bin_dir, logs["console"]), str(cwd))
+        console = console_terminal(str(record), face_env(bin_dir, logs["console"]), str(cwd))
         began = time.time()
         faces = {"console": Samples(console.proc.pid), "watch": Samples(watch_tty.proc.pid)}
         typed = follow is None

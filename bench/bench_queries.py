@@ -117,14 +117,14 @@ def most_in_a_minute(stamps: list[float], since: float, until: float) -> float:
                default=0)
 
 
-class Console:
-    """hyperion-console --record RECORD in a pseudo-terminal, its output drained and dropped."""
+class Terminal:
+    """A command in a pseudo-terminal of its own, its output drained and dropped (as a user's tmux)."""
 
-    def __init__(self, record: str, env: dict[str, str], cwd: str) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | Path) -> None:
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(["hyperion-console", "--cfg-dir", str(REPO / "conf"), "--record", record],
-                                     stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"},
-                                     cwd=cwd, start_new_session=True, preexec_fn=die_with_bench)
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
+                                     env={**env, "TERM": "xterm"}, start_new_session=True,
+                                     preexec_fn=die_with_bench)
         os.close(slave)
         os.set_blocking(self.master, False)
 
@@ -146,7 +146,12 @@ class Console:
         os.close(self.master)
 
 
-def wait_with_drain(proc: subprocess.Popen, console: Console, timeout: float) -> int:
+def console_terminal(record: str, env: dict[str, str], cwd: str) -> Terminal:
+    """hyperion-console --record RECORD in a pseudo-terminal, its output drained and dropped."""
+    return Terminal(["hyperion-console", "--cfg-dir", str(REPO / "conf"), "--record", record], env, cwd)
+
+
+def wait_with_drain(proc: subprocess.Popen, console: Terminal, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     while proc.poll() is None:
         if time.monotonic() > deadline:
@@ -174,7 +179,7 @@ def run_phase(name: str, argv: list[str], cwd: Path, bin_dir: Path, logs: dict[s
         watch = subprocess.Popen(["hyperion-jobs", "watch", str(record)], cwd=cwd,
                                  env=face_env(bin_dir, logs["watch"]), stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, preexec_fn=die_with_bench)
-        console = Console(str(record), face_env(bin_dir, logs["console"]), str(cwd))
+        console = console_terminal(str(record), face_env(bin_dir, logs["console"]), str(cwd))
         status = wait_with_drain(submit, console, timeout)
         ended = time.time()
         watch.wait(timeout=60)
