@@ -434,9 +434,11 @@ def test_a_field_filled_top_down_is_judged_before_the_log_path_and_command_below
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.click(f"#{field}")
             await pilot.press(*value)
-            await pilot.pause()
             screen = app.submit_screen
-            return str(screen.query_one("#submit-error").content), [w.id for w in screen.query(".invalid")]
+            error = screen.query_one("#submit-error")
+            # the form is judged in a worker: on a loaded machine a pause still showed "updating…"
+            await wait_for(pilot, lambda: str(error.content) and not str(error.content).startswith("updating"), 10)
+            return str(error.content), [w.id for w in screen.query(".invalid")]
 
     shown, marked = asyncio.run(scenario())
     assert shown.startswith(f"{option}: ") and marked == [field]
