@@ -70,7 +70,7 @@ def test_the_record_is_what_asdict_made_without_copying_each_value(tmp_path, mon
     assert run_local(plan) == 0
     record = load_record(plan.record_path)
     expected = asdict(record)
-    del expected["moved"]
+    del expected["moved"], expected["unsubmitted"], expected["refused"]   # a whole submission writes neither
     copies = []
     deepcopy = copy.deepcopy
     monkeypatch.setattr(copy, "deepcopy", lambda value, *a: (copies.append(value), deepcopy(value, *a))[1])

@@ -94,9 +94,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _say_unsubmitted(history: History | None) -> None:
     """A record sbatch refused a later window of: its tasks are not all that was asked for."""
+    if history is None or not history.unsubmitted()[0]:
+        return                # the wording's module loads the submit model (and yaml): only when needed
     from backends.retry_hint import unsubmitted_line
 
-    line = unsubmitted_line(history) if history is not None else None
+    line = unsubmitted_line(history)
     if line:
         print(f"{PROG}: {line}", file=sys.stderr)
 
