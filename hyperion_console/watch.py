@@ -16,16 +16,17 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from backends.cli.jobs.commands import site_floor
 from backends.errors import InputError
 from backends.records.history import History, load_history
+from backends.records.record import TaskRecord
 from backends.states import LEDGER
 from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import settled, watched_tasks
-from backends.watch.rows import TaskRow, history_rows, task_row, usage_missing
+from backends.watch.rows import Key, TaskRow, history_rows, task_row, usage_missing
 from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
 from backends.watch.targets import fill_missing_usage, shown_as_recorded
 from backends.watch.wait import watcher
@@ -118,7 +119,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     poller.run(observe, stop, waiting)
     watched.set()
     if ended_here:     # a record that ended before it was opened had its one ask beside the watch
-        _follow_usage(history.record_path, deliver, stop, runner)
+        _follow_usage(history.record_path, tasks, shown, deliver, stop, runner)
 
 
 # Seconds between the asks, while the watch goes on, for what ended tasks used: a task's end
@@ -147,10 +148,14 @@ def _usage_beside(history: History, deliver: Callable[[Seen], None], stop: threa
 USAGE_FOLLOW_UP = (3.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 
-def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event, runner: Runner,
+def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: dict[Key, TaskRow],
+                  deliver: Callable[[Seen], None], stop: threading.Event, runner: Runner,
                   delays: Sequence[float] = USAGE_FOLLOW_UP) -> None:
     """After every task ended, the usage accounting tells late, as `status` would ask for it: the
-    columns stayed '-' until the record was opened again, while the CLI showed the figures."""
+    columns stayed '-' until the record was opened again, while the CLI showed the figures. What
+    another writer put in the ledger first (hyperion-submit's own wait, a `hyperion-jobs usage` in
+    another terminal) is shown too: seeing nothing missing, the console showed '-' for ever.
+    `shown`: the row of each of `tasks` the console shows now."""
     for delay in delays:
         if stop.wait(delay):
             return
@@ -158,12 +163,31 @@ def _follow_usage(record_path: str, deliver: Callable[[Seen], None], stop: threa
             history = load_history(record_path, cached_record(record_path))
         except InputError:
             return
-        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner):
+        told = _told_elsewhere(history, tasks, shown)
+        if told and not stop.is_set():
+            deliver(Seen(told, rows_only=True))
+        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=shown):
             return
 
 
+def _told_elsewhere(history: History, tasks: Mapping[Key, TaskRecord],
+                    shown: dict[Key, TaskRow]) -> tuple[TaskRow, ...]:
+    """Rows of `tasks` whose usage in the ledger is not the usage shown (noted in `shown`)."""
+    told = []
+    for key, task in tasks.items():
+        if history.final(task) is None:        # a ledger that cannot be written: the watch's rows stand
+            continue
+        row = task_row(history, task, {})
+        old = shown.get(key)
+        if row.usage is not None and (old is None or old.usage != row.usage):
+            shown[key] = row
+            told.append(row)
+    return tuple(told)
+
+
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                           all_terminal: bool, runner: Runner, budget: QueryBudget | None = None) -> bool:
+                           all_terminal: bool, runner: Runner, budget: QueryBudget | None = None,
+                           shown: dict[Key, TaskRow] | None = None) -> bool:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
     a wait that stopped before accounting told it); written into the ledger by the core. A sacct
     that hangs is killed when the console quits, as the watch's own queries are. False when the
@@ -181,6 +205,8 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     except QueryError as err:    # usage stays "-", said as `hyperion-jobs usage` says it
         used, behind = {}, shown_as_recorded(str(err))
     rows = tuple(task_row(history, missing[key][0], {}, used) for key in used)
+    if shown is not None:
+        shown.update((key, row) for key, row in zip(used, rows))
     if not stop.is_set():        # beside a watch, the watch alone says how fresh states are
         as_of = None if behind else time.time()
         deliver(Seen(rows, None, all_terminal, as_of, usage_asked=True, behind=behind) if all_terminal

@@ -276,6 +276,81 @@ def test_the_console_watching_a_run_to_its_end_shows_the_usage_accounting_tells_
     assert f"median {median}" in cli.stdout and "(2 of 2 tasks)" in cli.stdout, (line, cli.stdout)
 
 
+def test_usage_another_terminal_recorded_first_reaches_the_console_watching_the_run(slurm_cluster, tmp_path,
+                                                                                      cli_env) -> None:
+    """A researcher watches an array in the console, cancels it and runs `hyperion-jobs usage` in another
+    terminal, which puts the peaks in the history first (hyperion-submit's own wait may too). The
+    console's asks after the end found nothing missing and stopped: its usage columns said '-' for
+    ever (CI failed on it). Here the console's own sacct never tells the peak, as when it asked before
+    accounting had it: what the console shows can only come from the history."""
+    import threading
+
+    from conftest import submit_real_array
+
+    from backends.records.history import load_history
+    from backends.watch.slurm.accounting import CommandResult, stoppable
+    from backends.watch.usage import USAGE_FIELDS
+    from hyperion_console.watch import watch_slurm
+
+    hold = "import sys, time; x = b'\\1' * (int(sys.argv[1]) << 20); print('holding', flush=True); time.sleep(120)"
+    record = submit_real_array(tmp_path / "log" / "o.JOB.log", "JOB=1:2", "python3", "-c", hold, "40", cwd=tmp_path)
+    job = record.jobs[0].job_id
+    stop = threading.Event()
+    real = stoppable(stop)
+
+    def without_peaks(argv) -> CommandResult:
+        """The real squeue and sacct; sacct's MaxRSS column blank, as before accounting has it."""
+        done = real(argv)
+        if argv[0] != "sacct":
+            return done
+        column = argv[argv.index("-o") + 1].split(",").index("MaxRSS")
+        lines = [line.split("|") for line in done.stdout.splitlines()]
+        for fields in lines:
+            if len(fields) > column:
+                fields[column] = ""
+        return CommandResult(done.returncode, "".join("|".join(f) + "\n" for f in lines), done.stderr)
+
+    assert "MaxRSS" in USAGE_FIELDS
+    shown: dict = {}
+    ended = threading.Event()
+
+    def deliver(seen) -> None:
+        shown.update(((row.job_id, row.task_id), row) for row in seen.rows)
+        if seen.all_terminal:
+            ended.set()
+
+    watching = threading.Thread(target=watch_slurm, args=(load_history(record.path), deliver, stop),
+                                kwargs={"runner": without_peaks}, daemon=True)
+    try:
+        deadline = time.monotonic() + 60
+        logs = [tmp_path / "log" / f"o.{value}.log" for value in (1, 2)]
+        while not all(log.exists() and "holding" in log.read_text() for log in logs) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)                                   # a sample or two of accounting
+        watching.start()
+        subprocess.run(["scancel", job], check=True)
+        assert ended.wait(60), shown
+        assert not any(row.usage and row.usage.max_rss_bytes for row in shown.values()), shown
+        told = run_cli("hyperion-jobs", "usage", record.path, env=cli_env)
+        deadline = time.monotonic() + 60
+        while "(2 of 2 tasks)" not in told.stdout and time.monotonic() < deadline:   # accounting lags
+            time.sleep(1)
+            told = run_cli("hyperion-jobs", "usage", record.path, env=cli_env)
+        assert "(2 of 2 tasks)" in told.stdout, told.stdout + told.stderr
+        deadline = time.monotonic() + 40                # the console's asks come 3, 13, 33 s after the end
+        while not all(row.usage and row.usage.max_rss_bytes for row in shown.values()) \
+                and time.monotonic() < deadline:
+            time.sleep(0.5)
+        peaks = sorted(row.usage.max_rss_bytes for row in shown.values() if row.usage and row.usage.max_rss_bytes)
+    finally:
+        stop.set()
+        subprocess.run(["scancel", job])
+    watching.join(10)
+    recorded = load_history(record.path)
+    assert peaks == sorted(recorded.final(t).usage["max_rss_bytes"] for t in recorded.latest_tasks()), shown
+    assert all(peak > 40 * MB for peak in peaks), peaks
+
+
 def test_a_pending_task_used_no_time_and_the_heading_names_running_and_pending(slurm_cluster, test_site, tmp_path,
                                                                                cli_env) -> None:
     """Mid-run, one task ended, one running, one waiting for it (--max-jobs-run 1): `status` showed the
