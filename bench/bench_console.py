@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import emit  # noqa: E402
+from tests.test_console_fixtures import Frames  # noqa: E402  (the idle tests count frames with it too)
 
 JOB = "900001"
 TARGETS = {"start_to_filled_table": 1.0, "key_to_redraw_median": 0.050, "key_to_redraw_max": 0.050,
@@ -63,30 +64,6 @@ def states(values: range, state) -> list:
     from backends.states import TaskState
     terminal = state.is_terminal
     return [TaskState(JOB, i, state, 0 if terminal else None, None, 12.0, "node01") for i in values]
-
-
-class Frames:
-    """Counts the frames the screen renders (headless: the compositor update is still made)."""
-
-    def __init__(self, app) -> None:
-        self.count = 0
-        original = app._display
-
-        def display(screen, renderable) -> None:
-            if renderable is not None:
-                self.count += 1
-            original(screen, renderable)
-
-        app._display = display
-
-    async def after(self, start_count: int, timeout: float = 30.0) -> float:
-        """Wait for a frame after `start_count`; the time it arrived."""
-        deadline = time.perf_counter() + timeout
-        while self.count <= start_count:
-            if time.perf_counter() > deadline:
-                raise TimeoutError("no frame rendered")
-            await asyncio.sleep(0)
-        return time.perf_counter()
 
 
 async def timed_key(app, frames: Frames, key: str) -> float:

@@ -157,6 +157,33 @@ def posted(seen: list, kind: type) -> list:
     return out
 
 
+class Frames:
+    """Counts the frames the app draws (headless: the compositor's update is still made); the idle
+    tests and bench/bench_console.py count with it."""
+
+    def __init__(self, app) -> None:
+        self.count = 0
+        original = app._display
+
+        def display(screen, renderable) -> None:
+            if renderable is not None:
+                self.count += 1
+            original(screen, renderable)
+
+        app._display = display
+
+    async def after(self, start_count: int, timeout: float = 30.0) -> float:
+        """Wait for a frame after `start_count`; the time it arrived."""
+        import asyncio
+        import time
+        deadline = time.perf_counter() + timeout
+        while self.count <= start_count:
+            if time.perf_counter() > deadline:
+                raise TimeoutError("no frame rendered")
+            await asyncio.sleep(0)
+        return time.perf_counter()
+
+
 def rendered(widget) -> list[str]:
     """The lines a widget draws on screen now (its own render, as the compositor gets it)."""
     strips = widget.render_lines(widget.size.region)

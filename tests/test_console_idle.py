@@ -12,7 +12,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from test_console_fixtures import rendered, slurm_like_record
+from test_console_fixtures import Frames, rendered, slurm_like_record
 
 from backends.states import JobState, TaskState
 from hyperion_console.app import make_app
@@ -21,21 +21,6 @@ from hyperion_console.messages import JobsUpdated
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
 TICKS = 100
-
-
-class Frames:
-    """The frames the app draws (headless, the compositor's update is still made)."""
-
-    def __init__(self, app) -> None:
-        self.count = 0
-        original = app._display
-
-        def display(screen, renderable) -> None:
-            if renderable is not None:
-                self.count += 1
-            original(screen, renderable)
-
-        app._display = display
 
 
 def _state(task: int, state: JobState, elapsed: float) -> TaskState:

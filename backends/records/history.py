@@ -53,7 +53,12 @@ class History:
     def unsubmitted(self) -> tuple[tuple[int, ...], SubmitRecord | None]:
         """The values a refused sbatch window left out of an attempt and no later attempt submitted,
         and the newest attempt that left some of them out (its `refused` says why). Across attempts:
-        a retry of the failures alone (`--state`) left them out again, and they were forgotten."""
+        a retry of the failures alone (`--state`) left them out again, and they were forgotten.
+        Worked out once: `status` and `retry` ask it up to three times, each a pass over every task."""
+        return self._unsubmitted
+
+    @cached_property
+    def _unsubmitted(self) -> tuple[tuple[int, ...], SubmitRecord | None]:
         records = dict(self.records)
         records.setdefault(self.current.attempt, self.current)
         left: set[int] = set()

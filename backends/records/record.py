@@ -426,49 +426,43 @@ def _newest_first(found: Iterable[Path]) -> list[Path]:
 def records_within(dirs: Sequence[Path], seconds: float, max_depth: int = 5,
                    unlisted: list[tuple[str, str]] | None = None) -> tuple[list[Path], bool]:
     """`find_records` as far as a walk of `seconds` gets, and whether it was cut short. For a look
-    no user asked for (a preview's search for the runs of its checkpoint): the walk runs in a
-    daemon thread waited for `seconds`, as `any_record`'s, since one listing of a hung NFS mount
-    would block past any deadline checked between folders."""
-    import threading
-
-    deadline = time.monotonic() + seconds
-    found: list[Path] = []
-    whole = threading.Event()
-    met: list[tuple[str, str]] = []
-
-    def walk() -> None:
-        for path in _walk_records(dirs, max_depth, met, deadline):
-            found.append(path)
-        if time.monotonic() <= deadline:
-            whole.set()
-
-    threading.Thread(target=walk, name="find-records", daemon=True).start()
-    finished = whole.wait(seconds)
+    no user asked for (a preview's search for the runs of its checkpoint)."""
+    found, finished, met = _walk_for(dirs, seconds, max_depth, first=False)
     if unlisted is not None:
-        unlisted.extend(met[:])
-    return _newest_first(set(found[:])), not finished
+        unlisted.extend(met)
+    return _newest_first(set(found)), not finished
 
 
 def any_record(dirs: Sequence[Path], max_depth: int = 5, budget: float = 0.5) -> bool:
     """Whether `find_records` would list one, answered at the first found: the console opens on
     the runs when there are some. A tree walked for longer than `budget` seconds without one
-    answers False (a home folder of many files must not delay the first screen). The walk runs in
-    a daemon thread waited for `budget` seconds: one listing of a hung NFS mount would block past
-    any deadline checked between folders."""
+    answers False (a home folder of many files must not delay the first screen)."""
+    return bool(_walk_for(dirs, budget, max_depth, first=True)[0])
+
+
+def _walk_for(dirs: Sequence[Path], seconds: float, max_depth: int,
+              first: bool) -> tuple[list[Path], bool, list[tuple[str, str]]]:
+    """The records `_walk_records` meets in `seconds` (`first`: the first one only), whether the
+    walk ended, and the folders it could not list. The walk runs in a daemon thread waited for
+    `seconds`: one listing of a hung NFS mount would block past any deadline checked between folders."""
     import threading
 
-    deadline = time.monotonic() + budget
-    found: list[bool] = []
+    deadline = time.monotonic() + seconds
+    found: list[Path] = []
+    met: list[tuple[str, str]] = []
+    ended = threading.Event()
 
     def walk() -> None:
-        for _ in _walk_records(dirs, max_depth, None, deadline):
-            found.append(True)
-            return
+        for path in _walk_records(dirs, max_depth, met, deadline):
+            found.append(path)
+            if first:
+                break
+        if found and first or time.monotonic() <= deadline:
+            ended.set()
 
-    walker = threading.Thread(target=walk, name="any-record", daemon=True)
-    walker.start()
-    walker.join(budget)
-    return bool(found)
+    threading.Thread(target=walk, name="find-records", daemon=True).start()
+    finished = ended.wait(seconds)
+    return found[:], finished, met[:]
 
 
 def _walk_records(dirs: Sequence[Path], max_depth: int, unlisted: list[tuple[str, str]] | None,
