@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from backends.cli.jobs.commands import site_floor
@@ -69,15 +69,17 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended, budget=budget)
+    tasks = {(t.job_id, t.array_task_id): t for t in pending}
+    # the row last delivered per task (only what changed travels); the ledger's rows shown at opening
+    shown: dict = {key: task_row(history, task, {}) for key, task in tasks.items() if history.final(task)}
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s;
     # charged to the watch's budget, which the console's calls then keep as `watch`'s do
     watched = threading.Event()
-    threading.Thread(target=_usage_beside, args=(history, deliver, stop, watched, runner, poller.budget),
+    threading.Thread(target=_usage_beside, args=(history, tasks, shown, deliver, stop, watched, runner,
+                                                 poller.budget),
                      name="hyperion-missing-usage", daemon=True).start()
     finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
-    tasks = {(t.job_id, t.array_task_id): t for t in pending}
     usage_seen: dict = {}
-    shown: dict = {}              # the row last delivered per task: only what changed travels
     ended_here: list[bool] = []   # a task ended while watched (not one of the ledger's ends)
 
     def fresh(rows) -> tuple:
@@ -127,19 +129,24 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
 USAGE_BESIDE_WATCH = 30.0
 
 
-def _usage_beside(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                  watched: threading.Event, runner: Runner, budget: QueryBudget) -> None:
+def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: dict[Key, TaskRow],
+                  deliver: Callable[[Seen], None], stop: threading.Event, watched: threading.Event,
+                  runner: Runner, budget: QueryBudget) -> None:
     """Until the watch is over, what ended tasks used, as `hyperion-jobs usage` asks for it: asked
     once at opening only, the usage columns of a long run stayed '-' for every task squeue saw
-    end, while `usage` showed their figures."""
+    end, while `usage` showed their figures. What another writer recorded first (hyperion-submit
+    waiting in its terminal) is shown as it is read: not missing, it was never asked for."""
     while not stop.is_set():
-        _deliver_missing_usage(history, deliver, stop, False, runner, budget)
+        _deliver_missing_usage(history, deliver, stop, False, runner, budget, shown)
         if watched.wait(USAGE_BESIDE_WATCH) or stop.is_set():
             return
         try:
             history = load_history(history.record_path, cached_record(history.record_path))
         except InputError:
             return
+        told = _told_elsewhere(history, tasks, shown)
+        if told and not stop.is_set():
+            deliver(Seen(told, rows_only=True))
 
 
 # Seconds between the asks, after the end, for what ended tasks used while any lacks it:
@@ -172,15 +179,19 @@ def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: dict
 
 def _told_elsewhere(history: History, tasks: Mapping[Key, TaskRecord],
                     shown: dict[Key, TaskRow]) -> tuple[TaskRow, ...]:
-    """Rows of `tasks` whose usage in the ledger is not the usage shown (noted in `shown`)."""
+    """The rows shown ended, with the usage the ledger now holds for that end where it differs
+    from the usage shown (noted in `shown`). Only the usage is taken: a task Slurm runs again
+    keeps the watch's state, not the ledger's earlier end."""
     told = []
     for key, task in tasks.items():
-        if history.final(task) is None:        # a ledger that cannot be written: the watch's rows stand
-            continue
-        row = task_row(history, task, {})
         old = shown.get(key)
-        if row.usage is not None and (old is None or old.usage != row.usage):
-            shown[key] = row
+        final = history.final(task)
+        if old is None or final is None or old.state is None or not old.state.is_terminal \
+                or (final.restart_count or 0) != (old.restart_count or 0):
+            continue
+        usage = task_row(history, task, {}).usage
+        if usage is not None and usage != old.usage:
+            shown[key] = row = replace(old, usage=usage)
             told.append(row)
     return tuple(told)
 

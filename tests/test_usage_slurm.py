@@ -276,6 +276,26 @@ def test_the_console_watching_a_run_to_its_end_shows_the_usage_accounting_tells_
     assert f"median {median}" in cli.stdout and "(2 of 2 tasks)" in cli.stdout, (line, cli.stdout)
 
 
+def peaks_untold(stop):
+    """The real squeue and sacct (killed by `stop`), sacct's MaxRSS column blank: a console that
+    asked before accounting had the peak, which another writer then got first."""
+    from backends.watch.slurm.accounting import CommandResult, stoppable
+
+    real = stoppable(stop)
+
+    def run(argv) -> CommandResult:
+        done = real(argv)
+        if argv[0] != "sacct":
+            return done
+        column = argv[argv.index("-o") + 1].split(",").index("MaxRSS")
+        lines = [line.split("|") for line in done.stdout.splitlines()]
+        for fields in lines:
+            if len(fields) > column:
+                fields[column] = ""
+        return CommandResult(done.returncode, "".join("|".join(f) + "\n" for f in lines), done.stderr)
+    return run
+
+
 def test_usage_another_terminal_recorded_first_reaches_the_console_watching_the_run(slurm_cluster, tmp_path,
                                                                                       cli_env) -> None:
     """A researcher watches an array in the console, cancels it and runs `hyperion-jobs usage` in another
@@ -288,29 +308,13 @@ def test_usage_another_terminal_recorded_first_reaches_the_console_watching_the_
     from conftest import submit_real_array
 
     from backends.records.history import load_history
-    from backends.watch.slurm.accounting import CommandResult, stoppable
-    from backends.watch.usage import USAGE_FIELDS
     from hyperion_console.watch import watch_slurm
 
     hold = "import sys, time; x = b'\\1' * (int(sys.argv[1]) << 20); print('holding', flush=True); time.sleep(120)"
     record = submit_real_array(tmp_path / "log" / "o.JOB.log", "JOB=1:2", "python3", "-c", hold, "40", cwd=tmp_path)
     job = record.jobs[0].job_id
     stop = threading.Event()
-    real = stoppable(stop)
-
-    def without_peaks(argv) -> CommandResult:
-        """The real squeue and sacct; sacct's MaxRSS column blank, as before accounting has it."""
-        done = real(argv)
-        if argv[0] != "sacct":
-            return done
-        column = argv[argv.index("-o") + 1].split(",").index("MaxRSS")
-        lines = [line.split("|") for line in done.stdout.splitlines()]
-        for fields in lines:
-            if len(fields) > column:
-                fields[column] = ""
-        return CommandResult(done.returncode, "".join("|".join(f) + "\n" for f in lines), done.stderr)
-
-    assert "MaxRSS" in USAGE_FIELDS
+    without_peaks = peaks_untold(stop)
     shown: dict = {}
     ended = threading.Event()
 
@@ -349,6 +353,64 @@ def test_usage_another_terminal_recorded_first_reaches_the_console_watching_the_
     recorded = load_history(record.path)
     assert peaks == sorted(recorded.final(t).usage["max_rss_bytes"] for t in recorded.latest_tasks()), shown
     assert all(peak > 40 * MB for peak in peaks), peaks
+
+
+def test_a_peak_hyperion_submit_recorded_reaches_the_console_while_the_array_runs(slurm_cluster, tmp_path,
+                                                                                  cli_env, monkeypatch) -> None:
+    """hyperion-submit waits in one terminal, the console watches in another. Task 1 ended; the wait
+    (here `hyperion-jobs usage`, which records as it does) put its peak in the history first. The
+    console's asks beside its watch look only for what the history lacks: task 1's peak stayed '-'
+    until the whole array ended, hours later for a long one."""
+    import threading
+
+    import hyperion_console.watch as watch_module
+    from conftest import submit_real_array
+
+    from backends.records.history import load_history
+    from backends.states import JobState
+    from hyperion_console.watch import watch_slurm
+
+    monkeypatch.setattr(watch_module, "USAGE_BESIDE_WATCH", 2.0)    # its 30 s, shortened
+    script = ("import sys, time; x = b'\\1' * (40 << 20); print('holding', flush=True); "
+              "time.sleep(3 if sys.argv[1] == '1' else 120)")
+    record = submit_real_array(tmp_path / "log" / "p.JOB.log", "JOB=1:2", "python3", "-c", script, "JOB",
+                               cwd=tmp_path)
+    job = record.jobs[0].job_id
+    stop = threading.Event()
+    shown: dict = {}
+
+    def deliver(seen) -> None:
+        shown.update(((row.job_id, row.task_id), row) for row in seen.rows)
+
+    def first() -> object:
+        return shown.get((job, record.tasks[0].array_task_id))
+
+    watching = threading.Thread(target=watch_slurm, args=(load_history(record.path), deliver, stop),
+                                kwargs={"runner": peaks_untold(stop)}, daemon=True)
+    watching.start()
+    try:
+        deadline = time.monotonic() + 90
+        while not (first() and first().state is JobState.COMPLETED) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert first() and first().state is JobState.COMPLETED, shown
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:        # accounting lags: the other terminal's ask until it tells
+            run_cli("hyperion-jobs", "usage", record.path, env=cli_env)
+            kept = (load_history(record.path).final(record.tasks[0]) or None)
+            if kept and kept.usage and kept.usage.get("max_rss_bytes"):
+                break
+            time.sleep(1)
+        assert kept and kept.usage and kept.usage.get("max_rss_bytes"), kept
+        deadline = time.monotonic() + 20
+        while not (first().usage and first().usage.max_rss_bytes) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        second = shown.get((job, record.tasks[1].array_task_id))
+    finally:
+        stop.set()
+        subprocess.run(["scancel", job])
+    watching.join(10)
+    assert first().usage and first().usage.max_rss_bytes == kept.usage["max_rss_bytes"], (first(), kept)
+    assert second is not None and second.state is JobState.RUNNING, second      # while the array still ran
 
 
 def test_a_pending_task_used_no_time_and_the_heading_names_running_and_pending(slurm_cluster, test_site, tmp_path,
