@@ -440,3 +440,80 @@ def test_a_folder_the_console_may_not_list_is_said_once(rightless_dir, cli_env) 
     assert result.returncode == 0, result.stderr[-2000:]
     told = json.loads(result.stdout.strip().splitlines()[-1])
     assert told.count(f"cannot list {record.parent} (Permission denied); records in it are not shown") == 1, told
+
+
+# --- text fields the console fills itself ----------------------------------------------------------
+
+def test_a_record_path_the_checkpoint_screen_fills_in_is_drawn_escaped_and_kept_whole(tmp_path: Path) -> None:
+    """Started without --checkpoint, the Checkpoint screen fills its record field with the open
+    submission's path. A folder named with OSC 0 (the window title) and a bidi override reached the
+    terminal raw from that field, where every other widget draws them as escapes; the field must still
+    hold the real path, which Resubmit reads."""
+    from dataclasses import replace
+
+    from backends.printable import printable
+    from backends.records.record import load_record
+
+    root = tmp_path / f"run{OSC0}{BIDI}"
+    checkpoint = build_checkpoint(tmp_path, total=4, complete=(1, 2), failed=())
+    record_file = build_local_record(root, {1: ("COMPLETED", 0)})
+    record = load_record(record_file)
+    command = ["python3", "x.py", "--checkpoint", str(checkpoint)]
+    save_record(replace(record, argv=("hyperion-submit", "local", "--", *command),
+                        options={**record.options, "command": command}))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record_file, search_dirs=[tmp_path])
+        async with app.run_test(size=(160, 30)) as pilot:
+            await pilot.pause(0.5)
+            await pilot.press("3")
+            screen = app.checkpoint_screen
+            field = screen.query_one("#record-path")
+            await wait_for(pilot, lambda: field.value == str(record_file), 10)
+            screen.query_one("#ckpt-tabs").active = "tab-retry"
+            await wait_for(pilot, lambda: field.size.width > 0 and "".join(rendered(field)).strip() != "", 10)
+            for focused in (False, True):            # as drawn, and with the cursor in it
+                if focused:
+                    field.focus()
+                    await pilot.press("home")
+                    await pilot.pause(0.2)
+                drawn = "".join(rendered(field)).strip()
+                assert no_raw_controls([drawn]) and "\x1b" not in app.export_screenshot()
+                assert drawn.startswith(f"{tmp_path}/run\\x1b]0;owned\\x07\\u202eexe")
+            await pilot.press("end")
+            await pilot.pause(0.2)
+            drawn = "".join(rendered(field)).strip()     # scrolled to its end: the file name whole
+            assert drawn.endswith("/exp/log/q/task.JOB.submit.json") and no_raw_controls([drawn])
+            assert drawn in printable(str(record_file))
+            assert field.value == str(record_file)       # the path itself, not its escapes
+            assert app.is_running
+
+    asyncio.run(scenario())
+
+
+def test_control_characters_typed_or_pasted_in_a_form_field_are_drawn_as_escapes(tmp_path: Path) -> None:
+    """A command pasted with OSC 0 in it went to the terminal raw from the field it was typed in (the
+    preview beside it showed escapes); the field draws escapes, edits act on the characters they spell."""
+    from textual import events
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = app.submit_screen
+            field = screen.query_one("#command")
+            field.focus()
+            field.post_message(events.Paste(f"echo {OSC0} [bold]x[/]"))
+            await pilot.pause(0.3)
+            assert field.value == f"echo {OSC0} [bold]x[/]"
+            drawn = "".join(rendered(field)).strip()        # the cursor at its end
+            assert drawn.endswith("\\x07 [bold]x[/]") and drawn in "echo \\x1b]0;owned\\x07 [bold]x[/]"
+            assert no_raw_controls([drawn]) and "\x1b" not in app.export_screenshot()
+            await pilot.press("home")
+            await pilot.pause(0.2)
+            assert "".join(rendered(field)).strip().startswith("echo \\x1b]0;owned")
+            await pilot.press(*["right"] * 6, "backspace")   # the character after "echo ": ESC
+            await pilot.pause(0.2)
+            assert field.value == "echo ]0;owned\x07 [bold]x[/]"
+            assert "".join(rendered(field)).strip().startswith("echo ]0;owned\\x07")
+
+    asyncio.run(scenario())

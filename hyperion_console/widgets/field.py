@@ -6,13 +6,23 @@ burst (a fast typist, tmux send-keys, an expect script, input coalesced over a
 slow ssh link) are all routed before that: `ab<backspace>c` gave `ab`, and a
 backspace just before Tab erased a character of the next field
 (textual#6605). Field runs its own bindings as the key arrives, in order.
+
+A value holding control or bidi characters (a record path the Checkpoint screen
+fills in, a pasted line) is drawn as `printable` spells it, as every other widget
+draws such text: Input drew it raw, an OSC 0 in a folder's name set the window
+title. The value itself stays as it is (the path is opened, the command run).
 """
 from __future__ import annotations
 
 import os
 
+from rich.cells import cell_len
+from rich.text import Text
 from textual import events
+from textual.strip import Strip
 from textual.widgets import Input
+
+from backends.printable import printable
 
 ELLIPSIS = "…"
 
@@ -85,3 +95,55 @@ class Field(Input):
                 event.prevent_default()
                 return
         await super()._on_key(event)
+
+    # -- a value with controls, drawn as its escapes (the cursor and a selection over them) --------
+    def _escaped(self) -> bool:
+        return not self.password and printable(self.value) != self.value
+
+    def _shown_index(self, position: int) -> int:
+        """Where the character at `position` of the value starts in the text drawn."""
+        return len(printable(self.value[:position]))
+
+    @property
+    def _value(self) -> Text:
+        if not self._escaped():
+            return super()._value
+        return Text(printable(self.value), no_wrap=True, overflow="ignore", end="")
+
+    def _position_to_cell(self, position: int) -> int:
+        if not self._escaped():
+            return super()._position_to_cell(position)
+        return cell_len(printable(self.value[:position]))
+
+    def _cell_offset_to_index(self, offset: int) -> int:
+        """A click on any cell of an escape lands on the character it spells."""
+        if not self._escaped():
+            return super()._cell_offset_to_index(offset)
+        offset += self.scroll_offset.x
+        start = 0
+        for index, char in enumerate(self.value):
+            start += cell_len(printable(char))
+            if offset < start:
+                return index
+        return len(self.value)
+
+    def render_line(self, y: int) -> Strip:
+        """Input's line, with the value's escapes drawn and the cursor and selection placed over them."""
+        if y != 0 or not self._escaped():
+            return super().render_line(y)
+        result = self._value
+        if self.has_focus:
+            if not self.selection.is_empty:
+                start, end = sorted(self.selection)
+                result.stylize_before(self.get_component_rich_style("input--selection"),
+                                      self._shown_index(start), self._shown_index(end))
+            if self._cursor_visible:
+                cursor = self.cursor_position
+                if self.cursor_at_end:
+                    result.pad_right(1)
+                result.stylize(self.get_component_rich_style("input--cursor"), self._shown_index(cursor),
+                               self._shown_index(cursor + 1) if cursor < len(self.value) else len(result))
+        width = self.scrollable_content_region.width
+        strip = Strip(list(self.app.console.render(result, self.app.console_options.update_width(self.content_width))))
+        strip = strip.crop(self.scroll_offset.x, self.scroll_offset.x + width + 1).extend_cell_length(width + 1)
+        return strip.apply_style(self.rich_style)
