@@ -110,6 +110,19 @@ def rightless_dir(tmp_path):
             os.chmod(os.path.join(root, d), 0o755)   # a chmod 000 directory would stop the cleanup
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs mounted for the test: a task can fill it."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'}); needs root")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
 def kill_groups(*groups: int | None) -> None:
     """SIGKILL each process group still there (a local task leads its own); None: never learnt."""
     for group in groups:

@@ -20,6 +20,7 @@ from backends.records.attempts import (
     FinalState,
     LedgerWriter,
     append_entries,
+    entry_lines,
     ledger_path,
     parse_ledger,
     read_ledger,
@@ -947,3 +948,60 @@ def test_a_large_ledger_is_read_in_bounded_memory_and_keeps_its_last_line(tmp_pa
     assert read.skipped == 1 and read.size == ledger.stat().st_size
     assert told == {(1, 1): 0, (1, 2): 0, (1, 3): 2} and offset == ledger.stat().st_size
     assert peak_read < 64 << 20 and peak_since < 64 << 20, (peak_read >> 20, peak_since >> 20)
+
+
+# --- the spare room a full disk's lines go to -------------------------------------------------
+
+def test_a_spare_an_earlier_runner_of_the_same_pid_filled_keeps_its_lines(tmp_path: Path) -> None:
+    """A local run on a full disk wrote its tasks' ends into q/<stem>.attempts.jsonl.<pid>.spare. A
+    later run whose runner got the same pid (pid_max is 32768 on many login nodes) truncated that
+    file to claim its own room, and removed it when it ended with none used: the earlier run's
+    ends were gone, its tasks shown as LOST."""
+    record = tmp_path / "q" / "t.JOB.submit.json"
+    ended = FinalState(1, 2, "local", 2, "FAILED", 3, reason="cannot write the log: No space left on device")
+    append_entries(record, [FinalState(1, 1, "local", 1, "COMPLETED", 0)])
+    ledger = ledger_path(record)
+    spare = ledger.with_name(f"{ledger.name}.{os.getpid()}.spare")
+    spare.write_bytes(b"\n" + entry_lines([ended]) + b"\0" * 2000)
+    assert read_ledger(record).finals[(1, 2)] == ended
+    with LedgerWriter(ledger, reserve=4096) as writer:       # the later run, same pid, disk free again
+        writer.append(FinalState(2, 1, "local", 1, "COMPLETED", 0))
+    after = read_ledger(record)
+    assert after.finals[(1, 2)] == ended
+    assert after.finals[(2, 1)].state == "COMPLETED"
+
+
+def _fill(disk: Path) -> None:
+    fd = os.open(disk / "fill", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    try:
+        while True:
+            os.write(fd, b"\0")
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def test_a_line_the_full_disk_cut_short_is_kept_whole_in_the_spare(small_disk: Path) -> None:
+    """The disk filled up in the middle of a task's end line: its first bytes went into the ledger's
+    last page, the rest into the spare room. Neither half is a line, so the task's end was lost
+    (status: LOST); and once room came back, the next line was glued to the torn half and lost too."""
+    record = small_disk / "q" / "t.JOB.submit.json"
+    append_entries(record, [FinalState(1, 1, "local", 1, "COMPLETED", 0)])
+    ledger = ledger_path(record)
+    with LedgerWriter(ledger, reserve=4096) as writer:
+        with open(ledger, "ab") as handle:                    # the ledger's last page nearly full
+            handle.write(b" " * (4096 - ledger.stat().st_size % 4096 - 20) + b"\n")
+        _fill(small_disk)
+        ended = FinalState(1, 2, "local", 2, "FAILED", 1, reason="cannot write the log: No space left on device")
+        writer.append(ended)
+        assert not ledger.read_bytes().endswith(b"\n")    # cut short: the case this is about
+        (small_disk / "fill").unlink()                        # room again: the next task's end
+        writer.append(FinalState(1, 3, "local", 3, "COMPLETED", 0))
+    after = read_ledger(record)
+    assert after.finals[(1, 2)] == ended
+    assert after.finals[(1, 3)].state == "COMPLETED"

@@ -404,19 +404,6 @@ def test_local_records_results_and_logs_follow_the_umask(tmp_path, cli_env, umas
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in written} == {p.name: oct(mode) for p in written}
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 256 KiB tmpfs mounted for the test: a task can fill it."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'}); needs root")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def test_a_full_disk_while_the_log_is_written_is_failed_with_the_reason_and_the_log(small_disk, cli_env):
     filler = "import sys\nfor _ in range(100000): print('x' * 100)\n"
     result = run_cli("hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file", "log/t.log",

@@ -230,6 +230,7 @@ class LedgerWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = open_for_append(self.path)
         self._checked = False
+        self._torn = False
         self._spare = _Spare.claim(self.path, reserve) if reserve else None
 
     def write(self, data: bytes) -> None:
@@ -238,16 +239,25 @@ class LedgerWriter:
         if not self._checked:
             self._checked = True
             size = os.fstat(self._fd).st_size
-            if size and _last_byte(self.path, size) != b"\n":
-                data = b"\n" + data
+            self._torn = bool(size) and _last_byte(self.path, size) != b"\n"
+        if self._torn:                   # a torn line (a crashed writer's, or ours a full disk cut
+            data = b"\n" + data          # short) stays a line of its own that readers skip
         view = memoryview(data)
         try:
             while view:
                 view = view[os.write(self._fd, view):]
         except OSError as err:
+            # The part of a line the disk took is a fragment readers skip: the spare gets that line
+            # whole (its remainder alone is no line either), and our next line starts a new one.
+            written = len(data) - len(view)
+            if written:
+                self._torn = data[written - 1:written] != b"\n"
+            cut = data.rfind(b"\n", 0, written) + 1
             if err.errno not in (errno.ENOSPC, errno.EDQUOT) or self._spare is None \
-                    or not self._spare.put(b"\n" + bytes(view)):
+                    or not self._spare.put(b"\n" + data[cut:]):
                 raise OSError(err.errno, err.strerror, str(self.path)) from None   # the line names it
+        else:
+            self._torn = False
 
     def append(self, *entries: object) -> None:
         self.write(entry_lines(entries))
@@ -268,17 +278,27 @@ class LedgerWriter:
 
 
 class _Spare:
-    """Disk claimed ahead for a full disk: q/<stem>.attempts.jsonl.<pid>.spare, zeros until used."""
+    """Disk claimed ahead for a full disk: q/<stem>.attempts.jsonl.<pid>[.<n>].spare, zeros until used."""
 
     def __init__(self, path: Path, fd: int, size: int) -> None:
         self.path, self._fd, self._size, self._used = path, fd, size, 0
 
     @classmethod
     def claim(cls, ledger: Path, size: int) -> _Spare | None:
-        path = ledger.with_name(f"{ledger.name}.{os.getpid()}{SPARE_SUFFIX}")
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-        except OSError:
+        """A new spare file, never one already there: a runner killed on a full disk leaves its
+        spare, lines and all, and pids come round again (pid_max is often 32768). Truncated, and
+        removed when unused, its lines were lost."""
+        for tries in range(100):
+            suffix = f".{tries}" if tries else ""
+            path = ledger.with_name(f"{ledger.name}.{os.getpid()}{suffix}{SPARE_SUFFIX}")
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+                break
+            except FileExistsError:
+                continue
+            except OSError:
+                return None
+        else:
             return None
         try:
             os.write(fd, b"\0" * size)
