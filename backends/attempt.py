@@ -522,10 +522,15 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
 
 
 def _move(source: str, directory: Path, name: str) -> str:
+    """Move `source` into `directory` as `name`, or `name.2`, `name.3`... when that is taken.
+
+    Never as `<x>.submit.json`: q/attempts/<N>/ keeps the records of every pattern of q/ under
+    that name, and a record written later (log/r.log's first) would replace a moved log named so
+    (log/r.submit.json's)."""
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / name
     counter = 1
-    while os.path.lexists(target):
+    while os.path.lexists(target) or target.name.endswith(RECORD_SUFFIX):
         counter += 1
         target = directory / f"{name}.{counter}"
     try:

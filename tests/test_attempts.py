@@ -1005,3 +1005,22 @@ def test_a_line_the_full_disk_cut_short_is_kept_whole_in_the_spare(small_disk: P
     after = read_ledger(record)
     assert after.finals[(1, 2)] == ended
     assert after.finals[(1, 3)].state == "COMPLETED"
+
+
+def test_a_moved_log_named_like_a_record_is_not_overwritten_by_another_patterns_record(tmp_path: Path,
+                                                                                      cli_env) -> None:
+    """q/attempts/<N>/ holds the records of every pattern of q/ and the logs their reruns moved. A rerun
+    of --output-file log/r.submit.json moved its log to q/attempts/1/r.submit.json: the very name
+    under which log/r.log's first record is kept. Submitting log/r.log replaced that log with its
+    record: `hyperion-jobs logs ... --attempt 1` showed JSON, the first run's output was gone."""
+    for words in ("first run of r.submit.json", "second run"):
+        done = submit_local(tmp_path, cli_env, "--output-file", "log/r.submit.json", "--", "echo", words)
+        assert done.returncode == 0, done.stderr
+    done = submit_local(tmp_path, cli_env, "--output-file", "log/r.log", "--", "echo", "r.log's run")
+    assert done.returncode == 0, done.stderr
+    shown = run_cli("hyperion-jobs", "logs", str(tmp_path / "log" / "q" / "r.submit.submit.json"),
+                    "--attempt", "1", env=cli_env)
+    assert shown.returncode == 0, shown.stderr
+    assert "first run of r.submit.json" in shown.stdout
+    assert load_history(tmp_path / "log" / "q" / "r.submit.json").records[1].options["output_file"] == str(
+        tmp_path / "log" / "r.log")
