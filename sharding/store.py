@@ -26,6 +26,7 @@ a `Problem`.
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import json
@@ -535,9 +536,27 @@ class Checkpoint:
                      details: Mapping[str, Any] | None = None) -> Path:
         """Record that ``shard`` had failed tasks in this attempt (a fresh directory per attempt)."""
         attempt = attempt or Attempt.from_env()
-        path = self.failed_dir / attempt.relative_dir(shard) / FAILED_FILENAME
-        write_atomically(path, metadata_text(dict(details)) if details is not None else "")
+        text = metadata_text(dict(details)) if details is not None else ""
+        if attempt.job.startswith("local_") and attempt.restart.isascii() and attempt.restart.isdigit():
+            return self._write_failed_local(shard, attempt, text)
+        path = self._failed_path(shard, attempt)
+        write_atomically(path, text)
         return path
+
+    def _failed_path(self, shard: int, attempt: Attempt) -> Path:
+        return self.failed_dir / attempt.relative_dir(shard) / FAILED_FILENAME
+
+    def _write_failed_local(self, shard: int, attempt: Attempt, text: str) -> Path:
+        """A local run's record, never over an earlier one: it is named after the worker's pid
+        (local_<pid>), and pids come round again (pid_max is often 32768). A record already there
+        is an earlier run's: this one takes the next free restart_<R>."""
+        restart = int(attempt.restart)
+        while True:
+            path = self._failed_path(shard, dataclasses.replace(attempt, restart=str(restart)))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if create_if_absent(path, text):
+                return path
+            restart += 1
 
     def _failed_paths(self, problems: list[Problem]) -> list[Path]:
         """Every regular file named failed_tasks.json under the failed-task folder, each file once.

@@ -123,6 +123,19 @@ def test_failed_records_are_attempt_scoped(tmp_path):
     assert {r.path for r in store.failed_records()} == {str(first), str(local)}
 
 
+def test_a_local_run_whose_pid_came_round_again_keeps_the_earlier_runs_failed_record(tmp_path):
+    """A local run has no job id: its records are named after the worker's pid (local_<pid>), and
+    pids come round again (pid_max is 32768 on many login nodes). A later run of the same shard
+    that got the same pid replaced the earlier run's record: its failed tasks were gone."""
+    store = Checkpoint(tmp_path)
+    same_pid = Attempt(job="local_4242", array_task="local", restart="0")
+    first = store.write_failed(5, same_pid, {"task_ids": ["p000001"], "error": "ValueError: first run"})
+    later = store.write_failed(5, same_pid, {"task_ids": ["p000002"], "error": "OSError: later run"})
+    assert first != later
+    kept = {r.details["error"] for r in store.failed_records()}
+    assert kept == {"ValueError: first run", "OSError: later run"}
+
+
 def _race(path, total, barrier, results):
     barrier.wait()
     try:
