@@ -556,7 +556,22 @@ def move_aside(moves: Sequence[PlannedMove]) -> None:
                 ledger = ledgers[move.record_path] = open_ledgers.enter_context(
                     LedgerWriter(ledger_path(move.record_path)))
             target = _move(move.source, attempt_dir(move.record_path, move.attempt), move.name)
-            ledger.append(MovedFile(move.attempt, move.value, move.what, move.source, target))
+            try:
+                ledger.append(MovedFile(move.attempt, move.value, move.what, move.source, target))
+            except OSError:              # the line is not there (a torn part of it is skipped)
+                _move_back(target, move.source)
+                raise
+
+
+def _move_back(target: str, source: str) -> None:
+    """Undo a move its ledger line could not record (a full disk, a quota): unrecorded, the file sat
+    in q/attempts/<N>/ where no history looks, and its task's log read as missing. A rename needs no
+    room; a file copied across filesystems stays where it went."""
+    try:
+        if not os.path.lexists(source):
+            os.rename(target, source)
+    except OSError:
+        pass
 
 
 def _refusal(kind: str, exc: InputError) -> InputError:

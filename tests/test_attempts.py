@@ -1024,3 +1024,33 @@ def test_a_moved_log_named_like_a_record_is_not_overwritten_by_another_patterns_
     assert "first run of r.submit.json" in shown.stdout
     assert load_history(tmp_path / "log" / "q" / "r.submit.json").records[1].options["output_file"] == str(
         tmp_path / "log" / "r.log")
+
+
+def test_a_rerun_whose_moved_line_the_full_disk_refused_leaves_the_log_where_the_history_finds_it(
+        small_disk: Path, cli_env) -> None:
+    """A rerun moves each earlier log into q/attempts/<N>/ and writes a `moved` line saying where.
+    When the disk was full, the rename went through and the line did not: the rerun stopped there,
+    and the log sat in q/attempts/1/ with nothing pointing at it - `hyperion-jobs logs` said it was
+    missing, and no later attempt ever found it. The move is undone when it cannot be recorded."""
+    first = submit_local(small_disk, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--",
+                         "sh", "-c", 'echo "first run of $0"', "JOB")
+    assert first.returncode == 0, first.stderr
+    record = small_disk / "log" / "q" / "t.JOB.submit.json"
+    ledger = ledger_path(record)
+    with open(ledger, "ab") as handle:                 # its last page full: the next line needs a new one
+        handle.write(b" " * (4096 - ledger.stat().st_size % 4096 - 1) + b"\n")
+    _fill(small_disk)
+    again = submit_local(small_disk, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--",
+                         "sh", "-c", 'echo "second run of $0"', "JOB")
+    assert again.returncode == 1 and "No space left on device" in again.stderr, again.stderr
+    assert "Traceback" not in again.stderr
+    shown = run_cli("hyperion-jobs", "logs", f"{record}:1", env=cli_env)
+    assert shown.returncode == 0, shown.stderr
+    assert "first run of 1" in shown.stdout
+    (small_disk / "fill").unlink()
+    third = submit_local(small_disk, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log", "--",
+                         "sh", "-c", 'echo "third run of $0"', "JOB")
+    assert third.returncode == 0, third.stderr
+    for value in (1, 2):
+        earlier = run_cli("hyperion-jobs", "logs", f"{record}:{value}", "--attempt", "1", env=cli_env)
+        assert f"first run of {value}" in earlier.stdout, earlier.stdout + earlier.stderr
