@@ -1054,3 +1054,28 @@ def test_a_rerun_whose_moved_line_the_full_disk_refused_leaves_the_log_where_the
     for value in (1, 2):
         earlier = run_cli("hyperion-jobs", "logs", f"{record}:{value}", "--attempt", "1", env=cli_env)
         assert f"first run of {value}" in earlier.stdout, earlier.stdout + earlier.stderr
+
+
+def test_an_end_a_full_disk_refused_is_written_once_there_is_room_again(small_disk: Path) -> None:
+    """A watcher (hyperion-submit's wait, the console) saw task 3 end while the disk was full: the
+    end was shown but not kept, and never tried again though the watch went on for hours and the
+    disk had room by then. Slurm forgets the job: a pending task cancelled before it had an
+    accounting row, or one whose accounting was purged, was then UNKNOWN for ever."""
+    from backends.states import JobState, TaskState
+    from backends.watch.finals import FinalsRecorder
+
+    record = small_disk / "q" / "u.JOB.submit.json"
+    append_entries(record, [FinalState(1, 1, "12", 1, "COMPLETED", 0)])
+    ledger = ledger_path(record)
+    with open(ledger, "ab") as handle:                 # its last page full: the next line needs a new one
+        handle.write(b" " * (4096 - ledger.stat().st_size % 4096 - 1) + b"\n")
+    tasks = [TaskRecord(v, "12", v, f"log.{v}", None, None, 1) for v in (3, 4)]
+    recorder = FinalsRecorder(str(record), tasks)
+    _fill(small_disk)
+    recorder.observe([TaskState("12", 3, JobState.CANCELLED)])
+    assert recorder.error is not None and "No space left on device" in recorder.error
+    (small_disk / "fill").unlink()
+    recorder.observe([TaskState("12", 4, JobState.FAILED, 1, elapsed=3.0, node="n1")])   # the next poll
+    finals = read_ledger(record).finals
+    assert finals[(1, 3)].state == "CANCELLED"
+    assert finals[(1, 4)].state == "FAILED"

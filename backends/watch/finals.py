@@ -38,7 +38,8 @@ class FinalsRecorder:
     higher restart count (Slurm requeued the task) is recorded for them; a
     row without a restart count (accounting's) is never one. A ledger that
     cannot be written (someone else's directory, a full disk) is not an error
-    for a watcher: the states are still shown, only not kept.
+    for a watcher: the states are still shown, and written at a later poll
+    of the same watch if there is room by then.
 
     Another face may record the same ends meanwhile (the console's Retry looks
     at Slurm through `history_status` while the Jobs screen's watch still
@@ -64,6 +65,7 @@ class FinalsRecorder:
         # not only used for the batch that read them: a poll may see a task end after the line was read
         self._told: dict[tuple[int, int | None], int] = {}
         self.error: str | None = None
+        self._unwritten: list[object] = []     # entries the ledger refused (a full disk): tried again
 
     def observe(self, states: Iterable[TaskState], usage: Mapping[Key, Usage] | None = None) -> list[object]:
         """Record the terminal states among `states` not recorded yet, and new usage of ended tasks."""
@@ -88,11 +90,17 @@ class FinalsRecorder:
             new.append(TaskUsage(task.attempt, task.value, used.to_json()))
         if any(isinstance(entry, FinalState) for entry in new):
             new = self._not_recorded_elsewhere(new)
-        if new:
+        # What a full disk refused before goes first, once there is room: a watch goes on for hours,
+        # and Slurm may forget the job (a pending task cancelled never had an accounting row).
+        unwritten, self._unwritten = self._unwritten, []
+        if unwritten:
+            unwritten = self._not_recorded_elsewhere(unwritten)
+        if unwritten or new:
             try:
-                append_entries(self.record_path, new)
+                append_entries(self.record_path, [*unwritten, *new])
             except OSError as err:
                 self.error = f"cannot write the history {self.record_path}: {err.strerror or err}"
+                self._unwritten = [*unwritten, *new]
             except InputError as err:      # not a regular file: the states are shown, not kept
                 self.error = f"cannot write the history {self.record_path}: {err.problem}"
         return new
