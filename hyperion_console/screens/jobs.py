@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -28,10 +28,11 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
 from backends.records.history import History, load_history
+from backends.records.record import TaskRecord
 from backends.retry_hint import unsubmitted_line
 from backends.states import ended_by_slurm, explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
-from backends.watch.rows import local_cancel_text
+from backends.watch.rows import TaskRow, local_cancel_text, ran_again, task_row
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
@@ -51,7 +52,7 @@ from ..messages import (
 )
 from ..record_cache import cached_record, file_key
 from ..shown import shown, tell
-from ..task_index import FILTERS, record_key, row_state_name, slurm_target
+from ..task_index import FILTERS, Key, record_key, row_state_name, slurm_target
 from ..task_rows import rows_now
 from ..watch import Seen, watch_local, watch_slurm
 from ..widgets.attempts import AttemptsView
@@ -406,9 +407,14 @@ class JobsScreen(ConsoleScreen):
 
     def restart_watching(self) -> None:
         """A fresh poller (interval back at its floor): after an action the states follow at once.
-        The ledger is read again: tasks that ended meanwhile are not asked about twice."""
+        The ledger is read again: tasks that ended meanwhile are not asked about twice, and what
+        the old watch recorded there is shown. Its last answer (an end, the usage asked beside
+        it) was written to the ledger and then dropped with its watch, and the new watch never
+        tells an end the ledger holds: after a cancel the table said RUNNING for ever under
+        `every task ended: final states from the attempt history`."""
         if self.history is not None:
             self.history = load_history(self.history.record_path, self.history.current)
+            self.apply_states(recorded_since(self.history, self.tasks, self.states))
             self.start_watching(self.history)
 
     def _deliver(self, path: str, stop: threading.Event):
@@ -911,6 +917,33 @@ class JobsScreen(ConsoleScreen):
             return
         self.app.call_from_thread(tell, self, "cancelled " + " ".join(targets))
         self.app.call_from_thread(self.restart_watching)
+
+
+def recorded_since(history: History, tasks: Mapping[Key, TaskRecord],
+                   shown_rows: Mapping[Key, object]) -> list[TaskRow]:
+    """The rows of `tasks` whose end (or usage) the ledger of `history` holds and the screen does
+    not show: written by a watch whose delivery was dropped when it was stopped. A task Slurm ran
+    again since that end (the row shown has a higher restart count) keeps its live row; one shown
+    ended with its usage has nothing more to learn (100k of them cost no second row on a cancel)."""
+    out = []
+    for key, task in tasks.items():
+        final = history.final(task)
+        if final is None:
+            continue
+        now = shown_rows.get(key)
+        if now is not None and (ran_again(final, now) or _ended_with_usage(now)):
+            continue
+        row = task_row(history, task, {})
+        if row != now:
+            out.append(row)
+    return out
+
+
+def _ended_with_usage(row: object) -> bool:
+    """Shown ended with its peak and request: what the ledger could add is told late (a peak)."""
+    state, used = getattr(row, "state", None), getattr(row, "usage", None)
+    return (state is not None and state.is_terminal and used is not None
+            and used.max_rss_bytes is not None and used.req_mem_bytes is not None)
 
 
 def local_run_ended(rows) -> bool:

@@ -1,0 +1,61 @@
+"""A live view never shows old information without saying so: what a stopped watch recorded, a
+derived view overtaken by an older computation."""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from test_console_fixtures import FIXED_ISO, build_history, table_column, wait_for
+
+from backends.records.attempts import FinalState, append_entries, ledger_path
+from backends.records.history import load_history
+from backends.states import JobState, TaskState
+from hyperion_console.app import make_app
+from hyperion_console.widgets.summary import PollStatus
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+SITE = CONF / "submit_test_cluster.yaml"
+USED = {"alloc_cpus": 1, "cpu_seconds": 0.03, "elapsed_seconds": 1.0, "max_rss_bytes": 14209024,
+        "req_mem_bytes": 104857600, "time_limit_seconds": 360.0}
+
+
+def _with_usage(record: Path) -> None:
+    """Every end the ledger holds has its usage: nothing is left to ask accounting."""
+    ledger = ledger_path(record)
+    used = ",".join(f'"{k}":{v}' for k, v in USED.items())
+    ledger.write_text(ledger.read_text().replace('"usage":null', "\"usage\":{" + used + "}"))
+
+
+def test_ends_a_stopped_watch_recorded_are_shown_when_the_watch_restarts(tmp_path: Path) -> None:
+    """A cancel restarts the watch. The old watch wrote the cancelled tasks' ends into the ledger
+    and its answer was dropped with it (its stop was set); the new watch, finding every end in the
+    ledger, asked nothing and told nothing: the table said RUNNING for ever under `every task
+    ended: final states from the attempt history`."""
+    record = build_history(tmp_path, SITE, n=3, unfinished=(2, 3), failures={})
+    _with_usage(record)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path / "elsewhere"])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(load_history(str(record)))       # shown, not watched: no Slurm is asked
+            table = jobs.query_one("#tasks")
+            running = [TaskState("4242", i, JobState.RUNNING, None, None, 5.0, "node01") for i in (2, 3)]
+            jobs.apply_states(running, time.time())           # the first watch's answer
+            await pilot.pause()
+            assert table_column(table, "state") == ["COMPLETED", "RUNNING", "RUNNING"]
+            # the old watch records the ends scancel caused, then is stopped before its answer is shown
+            append_entries(str(record), [FinalState(1, i, "4242", i, "CANCELLED", 0, 15, 6.0, "node01", 0,
+                                                    usage=USED, time=FIXED_ISO) for i in (2, 3)])
+            jobs.restart_watching()                           # what a cancel does once scancel is done
+            status = jobs.query_one("#poll-status", PollStatus)
+            await wait_for(pilot, lambda: status.final, 10)
+            await pilot.pause()
+            assert status.line().plain == "every task ended: final states from the attempt history"
+            assert table_column(table, "state") == ["COMPLETED", "CANCELLED", "CANCELLED"]
+            assert jobs.query_one("#jobs-summary").counts == {"COMPLETED": 1, "CANCELLED": 2}
+
+    asyncio.run(scenario())
