@@ -59,3 +59,51 @@ def test_ends_a_stopped_watch_recorded_are_shown_when_the_watch_restarts(tmp_pat
             assert jobs.query_one("#jobs-summary").counts == {"COMPLETED": 1, "CANCELLED": 2}
 
     asyncio.run(scenario())
+
+
+def test_failure_groups_computed_from_older_rows_never_replace_newer_ones(tmp_path: Path, monkeypatch) -> None:
+    """The failure groups are computed in a thread, a second or more for a big array. A computation
+    started before a task failed, and finishing after the one started since, put its groups on
+    screen last: the failures view said `UNKNOWN 2-3` while the table said FAILED, and with the
+    run over nothing computed them again."""
+    import threading
+
+    import hyperion_console.widgets.failures as failures_module
+    from hyperion_console.messages import FailureGroupsListed
+
+    record = build_history(tmp_path, SITE, n=3, unfinished=(2, 3), failures={})
+    _with_usage(record)
+    real, calls, released = failures_module.failure_groups, [], threading.Event()
+
+    def first_one_slow(rows):
+        groups = real(rows)
+        calls.append(len(groups))
+        if len(calls) == 1:          # the computation from before the failure ends last
+            released.wait(20)
+        return groups
+
+    monkeypatch.setattr(failures_module, "failure_groups", first_one_slow)
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path / "elsewhere"])
+        async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(load_history(str(record)))
+            await pilot.press("t")                               # the failure groups: none yet
+            await wait_for(pilot, lambda: len(calls) == 1, 10)
+            jobs.apply_states([TaskState("4242", 2, JobState.FAILED, 3, None, 6.0, "node01")], time.time())
+            listed = lambda: [m.groups for m in seen if isinstance(m, FailureGroupsListed)]   # noqa: E731
+            await wait_for(pilot, lambda: len(calls) == 2 and listed(), 10)
+            newer = [(g[0], g[-1]) for g in listed()[-1]]
+            assert newer == [("FAILED", "2"), ("UNKNOWN", "3")]
+            released.set()                                       # the older computation ends now
+            await pilot.pause(0.5)
+            await pilot.pause()
+            # the older groups (`UNKNOWN 2-3`) are not shown over the newer ones
+            assert [(g[0], g[-1]) for g in listed()[-1]] == newer
+            assert jobs.failures_view.selected_group().state == "FAILED"
+
+    asyncio.run(scenario())
+

@@ -52,6 +52,7 @@ from ..messages import (
 )
 from ..record_cache import cached_record, file_key
 from ..shown import shown, tell
+from ..superseded import unless_superseded
 from ..task_index import FILTERS, Key, record_key, row_state_name, slurm_target
 from ..task_rows import rows_now
 from ..watch import Seen, watch_local, watch_slurm
@@ -662,7 +663,7 @@ class JobsScreen(ConsoleScreen):
         rows = {key: states[key] for key in tasks if key in states}
         summary = summarize_rows(rows)
         heading = heading_of(summary, rows.values(), list(tasks))
-        self.app.call_from_thread(self._show_usage, history.record_path, summary, heading)
+        self.app.call_from_thread(unless_superseded(self._show_usage), history.record_path, summary, heading)
 
     def _show_usage(self, record_path: str, summary, heading) -> None:
         if record_path == self.record_path:      # not a record left meanwhile

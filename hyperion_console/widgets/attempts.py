@@ -26,6 +26,7 @@ from backends.watch.rows import TaskRow
 
 from ..messages import AttemptShown, AttemptsListed
 from ..shown import shown
+from ..superseded import unless_superseded
 from ..task_rows import attempt_rows, attempt_tasks, rows_now
 from .fit_line import FitLine
 from .keyed_line import KeyedLine
@@ -171,7 +172,7 @@ class AttemptsView(Vertical):
     def derive(self, history: History, tasks: dict, states: dict) -> None:
         """Every attempt, as hyperion-jobs history lists them (`tasks`, `states`: the screen's, copied)."""
         lines = attempt_lines(history, rows_now(history, tasks, states))
-        self.app.call_from_thread(self.show, history, lines, (tasks, states))
+        self.app.call_from_thread(unless_superseded(self.show), history, lines, (tasks, states))
 
     def show(self, history: History, lines: list[AttemptLine], latest: tuple[dict, dict]) -> None:
         """The attempts again; the attempt shown keeps its place, its rows follow the live states."""

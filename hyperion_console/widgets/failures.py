@@ -23,6 +23,7 @@ from backends.watch.triage import FailureGroup, failure_groups, failures_summary
 
 from ..messages import FailureGroupsListed
 from ..shown import shown
+from ..superseded import unless_superseded
 from ..task_rows import rows_now
 from .keyed_line import KeyedLine
 from .states import style_of
@@ -129,7 +130,7 @@ class FailuresView(Vertical):
         """The core's failure groups of the rows the screen holds (`tasks`, `states`: copies)."""
         self.record_path = history.record_path
         groups = failure_groups(rows_now(history, tasks, states))
-        self.app.call_from_thread(self.show, history.record_path, groups, len(tasks))
+        self.app.call_from_thread(unless_superseded(self.show), history.record_path, groups, len(tasks))
 
     def show(self, path: str, groups: list[FailureGroup], total: int) -> None:
         if path != self.record_path:        # another record was opened meanwhile
