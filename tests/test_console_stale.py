@@ -107,3 +107,51 @@ def test_failure_groups_computed_from_older_rows_never_replace_newer_ones(tmp_pa
 
     asyncio.run(scenario())
 
+
+def test_a_log_left_and_shown_again_keeps_the_lines_its_new_reader_showed(tmp_path: Path, monkeypatch) -> None:
+    """Down then up in the task table while a big log's first read is slow (NFS): the pane's first
+    reader of that log, left behind, ended its read after the new reader had shown the lines added
+    since, and cleared them: the pane said `following` over a log missing its newest lines."""
+    import threading
+
+    import hyperion_console.widgets.log_pane as log_pane_module
+    from backends.records.record import TaskRecord
+
+    logs = tmp_path / "log"
+    logs.mkdir()
+    (logs / "a.log").write_text("".join(f"a {i}\n" for i in range(1, 6)))
+    (logs / "b.log").write_text("b 1\n")
+    a, b = (TaskRecord(v, "4242", v, str(logs / f"{n}.log"), None, None) for v, n in ((1, "a"), (2, "b")))
+    real, reads, released = log_pane_module.last_lines, [], threading.Event()
+
+    def first_read_slow(path, count, end=None):
+        lines = real(path, count, end=end)
+        reads.append(path)
+        if len(reads) == 1:
+            released.wait(20)
+        return lines
+
+    monkeypatch.setattr(log_pane_module, "last_lines", first_read_slow)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path / "elsewhere"])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("escape", "2")
+            pane = app.jobs_screen.log_pane
+            pane.show_task(a)
+            await wait_for(pilot, lambda: len(reads) == 1, 10)
+            pane.show_task(b)
+            pane.show_task(a)                     # back on a: a new reader
+            await wait_for(pilot, lambda: pane.view.lines[-1:] == ["a 5"], 10)
+            with (logs / "a.log").open("a") as log:
+                log.write("a 6\na 7\n")
+            await wait_for(pilot, lambda: pane.view.lines[-1:] == ["a 7"], 10)
+            released.set()                        # the first reader's read ends now
+            await pilot.pause(1.0)
+            assert pane.view.lines == [f"a {i}" for i in range(1, 8)]
+            with (logs / "a.log").open("a") as log:
+                log.write("a 8\n")
+            await wait_for(pilot, lambda: pane.view.lines[-1:] == ["a 8"], 10)
+            assert pane.view.lines == [f"a {i}" for i in range(1, 9)]
+
+    asyncio.run(scenario())

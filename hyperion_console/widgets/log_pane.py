@@ -165,7 +165,7 @@ class LogPane(Vertical):
         follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
         problem = log_problem(path)
         lines = [shown_line(line, MAX_LINE) for line in last_lines(path, INITIAL_LINES, end=end)]
-        self._deliver(path, lines, None, restart=True, problem=problem)
+        self._deliver(path, stop, lines, None, restart=True, problem=problem)
         restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
@@ -175,12 +175,16 @@ class LogPane(Vertical):
             now_open = follower.open_line
             if lines or restarted or not same_line(now_open, open_line) or follower.problem != problem:
                 problem, open_line = follower.problem, now_open
-                self._deliver(path, lines, open_line, restart=restarted, problem=problem)
+                self._deliver(path, stop, lines, open_line, restart=restarted, problem=problem)
 
-    def _deliver(self, path: str, lines: list[str], open_line: str | None, restart: bool,
-                 problem: str | None) -> None:
+    def _deliver(self, path: str, stop: threading.Event, lines: list[str], open_line: str | None,
+                 restart: bool, problem: str | None) -> None:
+        """Hand read lines to the interface thread, unless the pane moved on. A worker the pane left
+        (`stop` set) is dropped even when the pane came back to its path: leaving a log and coming
+        back while its first read was slow (a big log, NFS), that read landed after the new
+        worker's lines and cleared them, and the lines between the two reads were never shown."""
         with self._lock:
-            if path != self.path:
+            if path != self.path or stop.is_set():
                 return
             if restart:
                 self._pending, self._restart = [], True
