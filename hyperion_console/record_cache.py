@@ -4,7 +4,10 @@ A 100k-task record is a 26 MB JSON file that takes the core's load_record half
 a second: the command line's check, the Jobs screen and the record list all
 want it at start-up. They ask here, and the file is parsed once. The cache
 holds one record (the one on screen, which the screen holds anyway), so it
-costs no memory of its own; a changed file (mtime or size) is read again.
+costs no memory of its own; a changed file is read again. Records are replaced
+whole (os.replace), so a new file is a new inode: on a file system whose times
+are coarse (1 s on some NFS servers) a record rewritten in the same second at the
+same size (a retry's job 4243 for 4242) kept mtime and size, and was not read again.
 """
 from __future__ import annotations
 
@@ -17,17 +20,17 @@ from backends.records.record import SubmitRecord, load_record
 from .task_index import bulk
 
 _lock = threading.Lock()
-_last: tuple[tuple[str, int, int], SubmitRecord] | None = None
+_last: tuple[tuple[str, int, int, int], SubmitRecord] | None = None
 
 
-def file_key(path: str | Path) -> tuple[str, int, int] | None:
-    """(resolved path, mtime, size), None if the file cannot be stat'ed."""
+def file_key(path: str | Path) -> tuple[str, int, int, int] | None:
+    """(resolved path, mtime, size, inode), None if the file cannot be stat'ed."""
     try:
         resolved = Path(path).resolve()
         info = os.stat(resolved)
     except OSError:
         return None
-    return str(resolved), info.st_mtime_ns, info.st_size
+    return str(resolved), info.st_mtime_ns, info.st_size, info.st_ino
 
 
 def cached_record(path: str | Path) -> SubmitRecord:

@@ -155,3 +155,37 @@ def test_a_log_left_and_shown_again_keeps_the_lines_its_new_reader_showed(tmp_pa
             assert pane.view.lines == [f"a {i}" for i in range(1, 9)]
 
     asyncio.run(scenario())
+
+
+def test_a_record_replaced_at_the_same_size_within_the_same_second_is_read_again(tmp_path: Path) -> None:
+    """The console keeps the last record read (and each listed record's label) while its file's
+    mtime and size are unchanged. On a file system whose times are coarse (1 s on some NFS
+    servers) a record rewritten in the same second at the same size kept both: the list went on
+    showing the record as first read."""
+    import os
+
+    from test_console_fixtures import build_local_record
+
+    from backends.records.record import load_record
+
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("COMPLETED", 0)})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            jobs = app.jobs_screen
+            records = jobs.query_one("#records")
+            label = lambda: str(records.get_option_at_index(0).prompt)   # noqa: E731
+            await wait_for(pilot, lambda: records.option_count == 1 and "09-21 12:00" in label(), 10)
+            before = os.stat(record)
+            text = record.read_text().replace("2026-09-21T12:00:00", "2026-09-21T13:00:00", 1)
+            fresh = record.with_name(".fresh.tmp")
+            fresh.write_text(text)
+            os.utime(fresh, ns=(before.st_atime_ns, before.st_mtime_ns))   # the same second, coarse times
+            os.replace(fresh, record)                                      # as every record is written
+            assert (os.stat(record).st_mtime_ns, os.stat(record).st_size) == (before.st_mtime_ns, before.st_size)
+            assert load_record(record).submitted_at == "2026-09-21T13:00:00"
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "09-21 13:00" in label(), 10)
+
+    asyncio.run(scenario())

@@ -27,9 +27,9 @@ MAX_LABELS = 500
 # A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
 # the way are listed by name and size until opened.
 LABEL_MAX_BYTES = 4 * 1024 * 1024
-# ((path, mtime, size), name shown) -> label: the list is read again after every action, the
+# ((path, mtime, size, inode), name shown) -> label: the list is read again after every action, the
 # records are not.
-_labels: dict[tuple[tuple[str, int, int], str], Text] = {}
+_labels: dict[tuple[tuple[str, int, int, int], str], Text] = {}
 
 
 def describe(record, name: str) -> Text:
