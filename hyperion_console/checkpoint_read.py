@@ -6,6 +6,7 @@ and shows the result whole, so what it shows always comes from one read.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from threading import Event
@@ -38,6 +39,7 @@ class CheckpointRead:
     running: StillRunning | None = None
     running_problem: str | None = None
     asked: bool = False             # whether `running` was asked (only for the Retry tab and Resubmit)
+    stamp: tuple | None = None      # `change_stamp` just before the read: a later one that differs, a change
 
 
 RUNNING_QUERIES = 2     # the sacct and the squeue of one `still_running` ask
@@ -78,17 +80,35 @@ def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBud
     return replace(read, running=running, running_problem=problem, asked=True)
 
 
+def change_stamp(checkpoint: Path) -> tuple:
+    """What changes when a shard completes or fails, or run.json is written again, for three stats
+    whatever the number of shards: the (mtime, inode, size) of the completion folder (a manifest is
+    added or replaced there), of run.json and of the failed-task folder (None: not there)."""
+    store = Checkpoint(checkpoint)
+    stamp = []
+    for path in (store.completion_dir, store.run_path, store.failed_dir):
+        try:
+            info = os.stat(path)
+        except OSError:
+            stamp.append(None)
+            continue
+        stamp.append((info.st_mtime_ns, info.st_ino, info.st_size))
+    return tuple(stamp)
+
+
 def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRead:
     """Read as the core reads (a FIFO put there must not hang the console); never raises. Once
-    `stop` is set the read ends at its next file, with an error nobody is meant to see."""
+    `stop` is set the read ends at its next file, with an error nobody is meant to see. The
+    `stamp` is taken first: a manifest written during the read counts as a change."""
+    stamp = change_stamp(checkpoint)
     try:
         cov = coverage(checkpoint, stop)
     except Exception as exc:      # shown on the screen, as the core words it
         return CheckpointRead(checkpoint, None, error=describe_error(exc))
     try:
-        return CheckpointRead(checkpoint, cov, Checkpoint(checkpoint).read_run_text().strip())
+        return CheckpointRead(checkpoint, cov, Checkpoint(checkpoint).read_run_text().strip(), stamp=stamp)
     except ShardingError as exc:
-        return CheckpointRead(checkpoint, cov, run_problem=exc.problem)
+        return CheckpointRead(checkpoint, cov, run_problem=exc.problem, stamp=stamp)
 
 
 @dataclass(frozen=True)

@@ -189,3 +189,36 @@ def test_a_record_replaced_at_the_same_size_within_the_same_second_is_read_again
             await wait_for(pilot, lambda: "09-21 13:00" in label(), 10)
 
     asyncio.run(scenario())
+
+
+def test_the_checkpoint_screen_says_when_the_checkpoint_changed_since_it_was_read(tmp_path: Path) -> None:
+    """The Checkpoint screen shows one read. Shards completing while it was shown left its counts
+    and retry plan as read, without a word: `incomplete 1` and a plan to rerun a shard that had
+    completed meanwhile. A line now says the checkpoint changed and that r reads it again."""
+    import re
+
+    from test_console_fixtures import build_checkpoint, checkpoint_read, screen_lines, text_of
+
+    from sharding.store import Checkpoint, RunConfig
+
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6,))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            said = lambda: [line.strip() for line in screen_lines(app) if "changed since" in line]   # noqa: E731
+            await pilot.pause(2.5)                      # looked at, unchanged: nothing said
+            assert said() == []
+            assert "complete 6" in text_of(screen.query_one("#ckpt-map"))
+            Checkpoint(checkpoint).write_completion(8, RunConfig(minimum_shard_index=1, total_shards=8))
+            await wait_for(pilot, said, 10)
+            assert re.fullmatch(r"⚠ the checkpoint changed since it was read at \d\d:\d\d:\d\d: r reads it again",
+                                said()[0]), said()
+            await pilot.press("r")
+            await checkpoint_read(pilot)
+            assert said() == []
+            assert "complete 7" in text_of(screen.query_one("#ckpt-map"))
+
+    asyncio.run(scenario())

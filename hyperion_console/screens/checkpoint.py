@@ -46,6 +46,7 @@ from sharding.store import FailedRecord
 
 from ..checkpoint_read import (
     CheckpointRead,
+    change_stamp,
     NoneNamed,
     read_checkpoint,
     read_named_checkpoint,
@@ -64,6 +65,7 @@ from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, cons
 from .confirm import ConfirmScreen
 
 MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
+CHANGE_CHECK_SECONDS = 2.0   # how often the checkpoint on screen is looked at for a change since its read
 
 
 def _cut(text: str, limit: int = 200) -> str:
@@ -230,10 +232,14 @@ class CheckpointScreen(ConsoleScreen):
         self._ticker: Timer | None = None          # the seconds of the read under way, shown
         self._pause = TypingPause(self, self.refresh_retry)
         self._retry_seconds = 0.0                  # how long the last retry plan took
+        self._shown_read: CheckpointRead | None = None   # the read on screen (its stamp, its time)
+        self._read_at = 0.0                        # time.time() when that read started
+        self._looking: Worker | None = None        # a look for a change under way
 
     def compose(self) -> ComposeResult:
         yield console_header()
         yield Static("", id="ckpt-reading")
+        yield Static("", id="ckpt-changed")
         with TabbedContent(id="ckpt-tabs"):
             with TabPane("Coverage", id="tab-coverage"):
                 with VerticalScroll():
@@ -271,6 +277,34 @@ class CheckpointScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self.action_reload()
         self._loaded = True
+        self.set_interval(CHANGE_CHECK_SECONDS, self._check_changed)
+
+    def _check_changed(self) -> None:
+        """Every few seconds on this screen, while a read is shown and none is under way: whether
+        the checkpoint changed since (the tabs are one read: shards completing while it was shown
+        left its counts and retry plan as they were, without a word). Never a second look while one
+        is under way (a hung file server would pile up a thread per tick)."""
+        read = self._shown_read
+        if (not self.is_current or self.reading or read is None or read.stamp is None
+                or (self._looking is not None and not self._looking.is_finished)):
+            return
+        self._looking = self.look_for_change(read)
+
+    @work(thread=True, group="checkpoint-change", exit_on_error=False)
+    def look_for_change(self, read: CheckpointRead) -> None:
+        """Off the interface thread: a stat of a hung NFS folder never freezes the console."""
+        if change_stamp(read.checkpoint) != read.stamp and not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._say_changed, read)
+
+    def _say_changed(self, read: CheckpointRead) -> None:
+        """A line under the header says the read shown is out of date (until the next read)."""
+        if read is not self._shown_read or self.reading:
+            return
+        when = dt.datetime.fromtimestamp(self._read_at).strftime("%H:%M:%S")
+        line = self.query_one("#ckpt-changed", Static)
+        line.update(Text(f"⚠ the checkpoint changed since it was read at {when}: r reads it again",
+                         style="bold yellow"))
+        line.display = True
 
     def on_screen_resume(self) -> None:
         """Back on this screen (after a Resubmit ran, tasks ended...): the checkpoint as it is now
@@ -322,7 +356,7 @@ class CheckpointScreen(ConsoleScreen):
             self._no_checkpoint("No checkpoint: start with --checkpoint PATH (or --demo), or open a submission "
                                 "whose command names its checkpoint (--checkpoint DIR, --ckpt DIR) on the Jobs screen.")
             return
-        self._read_started = time.monotonic()
+        self._read_started, self._read_at = time.monotonic(), time.time()
         typed = self.query_one("#record-path", Input).value.strip()
         self._stop_asking()                        # the read asks again if its answer is needed
         typed_path = os.path.abspath(typed) if typed else None
@@ -408,7 +442,7 @@ class CheckpointScreen(ConsoleScreen):
             self._forget(error)
             tell(self, error, title="checkpoint", severity="error")
         else:
-            self.coverage = read.coverage
+            self.coverage, self._shown_read = read.coverage, read
             self.running, self.running_problem = read.running, read.running_problem
             self._running_asked = read.asked
             self.show_coverage(read)
@@ -428,6 +462,7 @@ class CheckpointScreen(ConsoleScreen):
             self._ticker.stop()
             self._ticker = None
         self.query_one("#ckpt-reading", Static).display = False
+        self.query_one("#ckpt-changed", Static).display = False
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A read that failed in a way read_checkpoint does not catch is told (as every worker's
@@ -447,6 +482,7 @@ class CheckpointScreen(ConsoleScreen):
         _reset_windows(self.query_one("#retry-windows", DataTable))
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
         self.failed_by_path, self.plan, self.coverage, self._beside = {}, None, None, {}
+        self._shown_read = None
         self.running, self.running_problem, self._running_asked = None, None, False
         self._stop_asking()
 
