@@ -75,8 +75,9 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s;
     # charged to the watch's budget, which the console's calls then keep as `watch`'s do
     watched = threading.Event()
+    said = threading.Event()      # an ask for usage failed and was said: said again once nothing lacks it
     threading.Thread(target=_usage_beside, args=(history, tasks, shown, deliver, stop, watched, runner,
-                                                 poller.budget),
+                                                 poller.budget, said),
                      name="hyperion-missing-usage", daemon=True).start()
     finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     usage_seen: dict = {}
@@ -121,7 +122,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     poller.run(observe, stop, waiting)
     watched.set()
     if ended_here:     # a record that ended before it was opened had its one ask beside the watch
-        _follow_usage(history.record_path, tasks, shown, deliver, stop, runner)
+        _follow_usage(history.record_path, tasks, shown, deliver, stop, runner, said=said)
 
 
 # Seconds between the asks, while the watch goes on, for what ended tasks used: a task's end
@@ -131,13 +132,13 @@ USAGE_BESIDE_WATCH = 30.0
 
 def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: dict[Key, TaskRow],
                   deliver: Callable[[Seen], None], stop: threading.Event, watched: threading.Event,
-                  runner: Runner, budget: QueryBudget) -> None:
+                  runner: Runner, budget: QueryBudget, said: threading.Event | None = None) -> None:
     """Until the watch is over, what ended tasks used, as `hyperion-jobs usage` asks for it: asked
     once at opening only, the usage columns of a long run stayed '-' for every task squeue saw
     end, while `usage` showed their figures. What another writer recorded first (hyperion-submit
     waiting in its terminal) is shown as it is read: not missing, it was never asked for."""
     while not stop.is_set():
-        _deliver_missing_usage(history, deliver, stop, False, runner, budget, shown)
+        _deliver_missing_usage(history, deliver, stop, False, runner, budget, shown, said)
         if watched.wait(USAGE_BESIDE_WATCH) or stop.is_set():
             return
         try:
@@ -157,7 +158,7 @@ USAGE_FOLLOW_UP = (3.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: dict[Key, TaskRow],
                   deliver: Callable[[Seen], None], stop: threading.Event, runner: Runner,
-                  delays: Sequence[float] = USAGE_FOLLOW_UP) -> None:
+                  delays: Sequence[float] = USAGE_FOLLOW_UP, said: threading.Event | None = None) -> None:
     """After every task ended, the usage accounting tells late, as `status` would ask for it: the
     columns stayed '-' until the record was opened again, while the CLI showed the figures. What
     another writer put in the ledger first (hyperion-submit's own wait, a `hyperion-jobs usage` in
@@ -173,7 +174,8 @@ def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: dict
         told = _told_elsewhere(history, tasks, shown)
         if told and not stop.is_set():
             deliver(Seen(told, rows_only=True))
-        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=shown):
+        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=shown,
+                                      said=said):
             return
 
 
@@ -198,13 +200,19 @@ def _told_elsewhere(history: History, tasks: Mapping[Key, TaskRecord],
 
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
                            all_terminal: bool, runner: Runner, budget: QueryBudget | None = None,
-                           shown: dict[Key, TaskRow] | None = None) -> bool:
+                           shown: dict[Key, TaskRow] | None = None, said: threading.Event | None = None) -> bool:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
     a wait that stopped before accounting told it); written into the ledger by the core. A sacct
     that hangs is killed when the console quits, as the watch's own queries are. False when the
-    ledger lacked none, so there is nothing to ask again."""
+    ledger lacked none, so there is nothing to ask again. `said`: set while a failed ask is said;
+    nothing missing is then said too (rows only, nothing behind), or its `shown as last recorded`
+    stayed on the status line once another writer (or the watch's own sacct) had recorded every
+    figure."""
     missing = usage_missing(history)
     if not missing:
+        if said is not None and said.is_set() and not stop.is_set():
+            said.clear()
+            deliver(Seen((), rows_only=True, usage_asked=True))
         return False
     behind = None
     if budget is not None and not budget.spend(stop):
@@ -215,6 +223,10 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
         return True
     except QueryError as err:    # usage stays "-", said as `hyperion-jobs usage` says it
         used, behind = {}, shown_as_recorded(str(err))
+    if said is not None and behind:
+        said.set()
+    elif said is not None:
+        said.clear()
     rows = tuple(task_row(history, missing[key][0], {}, used) for key in used)
     if shown is not None:
         shown.update((key, row) for key, row in zip(used, rows))

@@ -222,3 +222,53 @@ def test_the_checkpoint_screen_says_when_the_checkpoint_changed_since_it_was_rea
             assert "complete 7" in text_of(screen.query_one("#ckpt-map"))
 
     asyncio.run(scenario())
+
+
+def test_a_failed_ask_for_usage_is_no_longer_said_once_nothing_lacks_it(tmp_path: Path, monkeypatch) -> None:
+    """The ask for what ended tasks used failed (sacct down): the status line kept `sacct: error
+    ...; shown as last recorded`. Once another writer (a `hyperion-jobs usage` in another
+    terminal, the watch's own sacct) put every figure into the ledger, the next look found
+    nothing missing and said nothing, so the line went on saying the figures were missing
+    while the usage columns showed them."""
+    import threading
+
+    import hyperion_console.watch as console_watch
+    from backends.watch.slurm.accounting import CommandResult
+    from hyperion_console.watch import watch_slurm
+
+    monkeypatch.setattr(console_watch, "USAGE_BESIDE_WATCH", 0.3)
+    record = build_history(tmp_path, SITE, n=2, unfinished=(2,), failures={})
+    asked: list[str] = []
+
+    def query(argv) -> CommandResult:
+        """squeue: task 2 runs on; accounting is down."""
+        asked.append(argv[0])
+        if argv[0] == "squeue":
+            return CommandResult(0, "4242_2|RUNNING|0|0:05|node01|None|0|\n", "")
+        return CommandResult(1, "", "sacct: error: Problem talking to the database: Connection refused")
+
+    seen: list = []
+    stop = threading.Event()
+
+    def deliver(answer) -> None:
+        seen.append(answer)
+        if answer.usage_asked and answer.behind:      # said; then another writer records the usage
+            _with_usage(record)
+        elif answer.usage_asked:
+            stop.set()
+
+    watching = threading.Thread(target=watch_slurm, args=(load_history(str(record)), deliver, stop),
+                                kwargs={"runner": query}, daemon=True)
+    watching.start()
+    watching.join(10)
+    stop.set()
+    asks = [(answer.rows_only, answer.behind) for answer in seen if answer.usage_asked]
+    assert asks[0][1] is not None and "Problem talking to the database" in asks[0][1], asks
+    assert asks[-1] == (True, None), (asks, asked)       # the line's note goes: nothing lacks usage now
+    status = PollStatus()
+    status.start("Slurm")
+    status.report(time.time(), None)
+    for answer in seen:
+        if answer.usage_asked:
+            status.note("usage", answer.behind)
+    assert status.line().plain == "states from Slurm 0 s ago"

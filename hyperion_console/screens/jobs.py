@@ -416,6 +416,8 @@ class JobsScreen(ConsoleScreen):
         if self.history is not None:
             self.history = load_history(self.history.record_path, self.history.current)
             self.apply_states(recorded_since(self.history, self.tasks, self.states))
+            # the old watch's failed ask for usage: the new one asks again if any still lacks it
+            self.query_one("#poll-status", PollStatus).note("usage", None)
             self.start_watching(self.history)
 
     def _deliver(self, path: str, stop: threading.Event):

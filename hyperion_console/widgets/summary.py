@@ -98,6 +98,8 @@ class PollStatus(FitLine):
     def note(self, ask: str, behind: str | None) -> None:
         """Keep `behind` (the core's "...; shown as last recorded") of one `ask` after the line;
         None clears it (that ask answered since)."""
+        if self.behind.get(ask) == behind:       # said at every look that finds nothing missing
+            return
         if behind:
             self.behind[ask] = behind
         else:
