@@ -6,6 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
 from test_console_fixtures import FIXED_ISO, build_history, table_column, wait_for
 
 from backends.records.attempts import FinalState, append_entries, ledger_path
@@ -272,3 +273,49 @@ def test_a_failed_ask_for_usage_is_no_longer_said_once_nothing_lacks_it(tmp_path
         if answer.usage_asked:
             status.note("usage", answer.behind)
     assert status.line().plain == "states from Slurm 0 s ago"
+
+
+@pytest.mark.slurm
+def test_shards_a_running_array_completes_are_said_on_the_checkpoint_screen(slurm_cluster, tmp_path: Path) -> None:
+    """A session: the Checkpoint screen open on the checkpoint of a real array still running. Its
+    second shard completes after the read on screen: the screen says so, and r shows it complete."""
+    import re
+    import subprocess
+    import sys
+
+    from conftest import submit_real_array
+    from test_console_fixtures import checkpoint_read, screen_lines, text_of
+
+    checkpoint, go = tmp_path / "ck", tmp_path / "go"
+    shard = ("import os, sys, time; from sharding.store import Checkpoint, RunConfig; "
+             "shard = int(sys.argv[1]); run = RunConfig(1, 2); store = Checkpoint(sys.argv[2]); "
+             "store.ensure_run(run); deadline = time.time() + 100\n"
+             "while shard == 2 and not os.path.exists(sys.argv[3]) and time.time() < deadline: time.sleep(0.2)\n"
+             "store.write_completion(shard, run)")
+    record = submit_real_array(tmp_path / "log" / "s.SHARD.log", "SHARD=1:2", sys.executable, "-c", shard,
+                               "SHARD", str(checkpoint), str(go))
+    jobs = sorted({job.job_id for job in record.jobs})
+    first = checkpoint / ".nemo_curator_metadata" / ".slurm_array_completion"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: any(p.name.startswith("completed_") for p in first.glob("*.json")), 120)
+            await pilot.press("r")
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            assert "complete 1" in text_of(screen.query_one("#ckpt-map"))
+            said = lambda: [line.strip() for line in screen_lines(app) if "changed since" in line]   # noqa: E731
+            assert said() == []
+            go.touch()                                   # shard 2 completes now, the read stays on screen
+            await wait_for(pilot, said, 60)
+            assert re.fullmatch(r"⚠ the checkpoint changed since it was read at \d\d:\d\d:\d\d: r reads it again",
+                                said()[0]), said()
+            await pilot.press("r")
+            await checkpoint_read(pilot)
+            assert said() == [] and "complete 2" in text_of(screen.query_one("#ckpt-map"))
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        subprocess.run(["scancel", *jobs], check=False)
