@@ -89,7 +89,7 @@ def change_stamp(checkpoint: Path) -> tuple:
     for path in (store.completion_dir, store.run_path, store.failed_dir):
         try:
             info = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):        # ValueError: a path holding NUL
             stamp.append(None)
             continue
         stamp.append((info.st_mtime_ns, info.st_ino, info.st_size))

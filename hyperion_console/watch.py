@@ -27,12 +27,16 @@ from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import settled, watched_tasks
 from backends.watch.rows import Key, TaskRow, history_rows, task_row, usage_missing
+from backends.watch.usage import usage_from_json
 from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
 from backends.watch.targets import fill_missing_usage, shown_as_recorded
 from backends.watch.wait import watcher
 
 from .record_cache import cached_record
 from .task_index import row_key
+
+# the rows the console shows per task, and the ledger's usage of each as last read
+UsageShown = tuple[dict, dict]
 
 LOCAL_POLL_SECONDS = 0.5
 LOCAL_RETRY_SECONDS = 2.0    # an unreadable history is read again this often
@@ -70,14 +74,15 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended, budget=budget)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
-    # the row last delivered per task (only what changed travels); the ledger's rows shown at opening
-    shown: dict = {key: task_row(history, task, {}) for key, task in tasks.items() if history.final(task)}
+    shown: dict = {}              # the row last delivered per task: only what changed travels
+    # the ledger's usage per task as last read; at first, of the ends it holds (the screen shows them)
+    ledger_usage = {key: final.usage for key, final in ((k, history.final(t)) for k, t in tasks.items()) if final}
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s;
     # charged to the watch's budget, which the console's calls then keep as `watch`'s do
     watched = threading.Event()
     said = threading.Event()      # an ask for usage failed and was said: said again once nothing lacks it
-    threading.Thread(target=_usage_beside, args=(history, tasks, shown, deliver, stop, watched, runner,
-                                                 poller.budget, said),
+    threading.Thread(target=_usage_beside, args=(history, tasks, (shown, ledger_usage), deliver, stop,
+                                                 watched, runner, poller.budget, said),
                      name="hyperion-missing-usage", daemon=True).start()
     finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     usage_seen: dict = {}
@@ -122,7 +127,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     poller.run(observe, stop, waiting)
     watched.set()
     if ended_here:     # a record that ended before it was opened had its one ask beside the watch
-        _follow_usage(history.record_path, tasks, shown, deliver, stop, runner, said=said)
+        _follow_usage(history.record_path, tasks, (shown, ledger_usage), deliver, stop, runner, said=said)
 
 
 # Seconds between the asks, while the watch goes on, for what ended tasks used: a task's end
@@ -130,7 +135,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
 USAGE_BESIDE_WATCH = 30.0
 
 
-def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: dict[Key, TaskRow],
+def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], seen: UsageShown,
                   deliver: Callable[[Seen], None], stop: threading.Event, watched: threading.Event,
                   runner: Runner, budget: QueryBudget, said: threading.Event | None = None) -> None:
     """Until the watch is over, what ended tasks used, as `hyperion-jobs usage` asks for it: asked
@@ -138,14 +143,14 @@ def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: dict
     end, while `usage` showed their figures. What another writer recorded first (hyperion-submit
     waiting in its terminal) is shown as it is read: not missing, it was never asked for."""
     while not stop.is_set():
-        _deliver_missing_usage(history, deliver, stop, False, runner, budget, shown, said)
+        _deliver_missing_usage(history, deliver, stop, False, runner, budget, seen[0], said)
         if watched.wait(USAGE_BESIDE_WATCH) or stop.is_set():
             return
         try:
             history = load_history(history.record_path, cached_record(history.record_path))
         except InputError:
             return
-        told = _told_elsewhere(history, tasks, shown)
+        told = _told_elsewhere(history, tasks, seen)
         if told and not stop.is_set():
             deliver(Seen(told, rows_only=True))
 
@@ -156,14 +161,14 @@ def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: dict
 USAGE_FOLLOW_UP = (3.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 
-def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: dict[Key, TaskRow],
+def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], seen: UsageShown,
                   deliver: Callable[[Seen], None], stop: threading.Event, runner: Runner,
                   delays: Sequence[float] = USAGE_FOLLOW_UP, said: threading.Event | None = None) -> None:
     """After every task ended, the usage accounting tells late, as `status` would ask for it: the
     columns stayed '-' until the record was opened again, while the CLI showed the figures. What
     another writer put in the ledger first (hyperion-submit's own wait, a `hyperion-jobs usage` in
     another terminal) is shown too: seeing nothing missing, the console showed '-' for ever.
-    `shown`: the row of each of `tasks` the console shows now."""
+    `seen`: the row of each of `tasks` the console shows now, and the ledger's usage last read."""
     for delay in delays:
         if stop.wait(delay):
             return
@@ -171,27 +176,38 @@ def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: dict
             history = load_history(record_path, cached_record(record_path))
         except InputError:
             return
-        told = _told_elsewhere(history, tasks, shown)
+        told = _told_elsewhere(history, tasks, seen)
         if told and not stop.is_set():
             deliver(Seen(told, rows_only=True))
-        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=shown,
+        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=seen[0],
                                       said=said):
             return
 
 
 def _told_elsewhere(history: History, tasks: Mapping[Key, TaskRecord],
-                    shown: dict[Key, TaskRow]) -> tuple[TaskRow, ...]:
+                    seen: UsageShown) -> tuple[TaskRow, ...]:
     """The rows shown ended, with the usage the ledger now holds for that end where it differs
-    from the usage shown (noted in `shown`). Only the usage is taken: a task Slurm runs again
-    keeps the watch's state, not the ledger's earlier end."""
+    from the usage shown (`seen`: the rows the watch delivered, and the ledger's usage last read,
+    both kept up to date). Only the usage is taken: a task Slurm runs again keeps the watch's
+    state, not the ledger's earlier end. A task whose ledger usage did not change since the last
+    look costs a comparison (every 30 s of a 100k-task watch)."""
+    shown, read = seen
     told = []
     for key, task in tasks.items():
-        old = shown.get(key)
         final = history.final(task)
-        if old is None or final is None or old.state is None or not old.state.is_terminal \
+        if final is None or not final.usage or read.get(key) == final.usage:
+            continue
+        old = shown.get(key)
+        if old is None and key in read:      # not delivered: the screen shows the ledger's end of it
+            read[key] = final.usage
+            shown[key] = row = task_row(history, task, {})
+            told.append(row)
+            continue
+        if old is None or old.state is None or not old.state.is_terminal \
                 or (final.restart_count or 0) != (old.restart_count or 0):
             continue
-        usage = task_row(history, task, {}).usage
+        read[key] = final.usage
+        usage = usage_from_json(final.usage)
         if usage is not None and usage != old.usage:
             shown[key] = row = replace(old, usage=usage)
             told.append(row)

@@ -1079,3 +1079,4 @@ def test_an_end_a_full_disk_refused_is_written_once_there_is_room_again(small_di
     finals = read_ledger(record).finals
     assert finals[(1, 3)].state == "CANCELLED"
     assert finals[(1, 4)].state == "FAILED"
+    assert recorder.error is None         # kept after all: the console no longer warns they are not

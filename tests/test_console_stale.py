@@ -198,7 +198,7 @@ def test_the_checkpoint_screen_says_when_the_checkpoint_changed_since_it_was_rea
     completed meanwhile. A line now says the checkpoint changed and that r reads it again."""
     import re
 
-    from test_console_fixtures import build_checkpoint, checkpoint_read, screen_lines, text_of
+    from test_console_fixtures import Frames, build_checkpoint, checkpoint_read, screen_lines, text_of
 
     from sharding.store import Checkpoint, RunConfig
 
@@ -217,6 +217,10 @@ def test_the_checkpoint_screen_says_when_the_checkpoint_changed_since_it_was_rea
             await wait_for(pilot, said, 10)
             assert re.fullmatch(r"⚠ the checkpoint changed since it was read at \d\d:\d\d:\d\d: r reads it again",
                                 said()[0]), said()
+            await pilot.pause(0.5)
+            frames = Frames(app)                        # said once: a screen left open draws nothing more
+            await pilot.pause(4.5)                      # (it redrew the line every 2 s until r)
+            assert frames.count == 0, frames.count
             await pilot.press("r")
             await checkpoint_read(pilot)
             assert said() == []
@@ -311,6 +315,10 @@ def test_shards_a_running_array_completes_are_said_on_the_checkpoint_screen(slur
             await wait_for(pilot, said, 60)
             assert re.fullmatch(r"⚠ the checkpoint changed since it was read at \d\d:\d\d:\d\d: r reads it again",
                                 said()[0]), said()
+            await pilot.pause(0.5)
+            frames = Frames(app)                        # said once: a screen left open draws nothing more
+            await pilot.pause(4.5)                      # (it redrew the line every 2 s until r)
+            assert frames.count == 0, frames.count
             await pilot.press("r")
             await checkpoint_read(pilot)
             assert said() == [] and "complete 2" in text_of(screen.query_one("#ckpt-map"))

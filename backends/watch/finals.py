@@ -103,6 +103,8 @@ class FinalsRecorder:
                 self._unwritten = [*unwritten, *new]
             except InputError as err:      # not a regular file: the states are shown, not kept
                 self.error = f"cannot write the history {self.record_path}: {err.problem}"
+            else:                          # written at last: no longer said as if lost
+                self.error = None
         return new
 
     def _not_recorded_elsewhere(self, new: list[object]) -> list[object]:

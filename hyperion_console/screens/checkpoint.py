@@ -233,6 +233,7 @@ class CheckpointScreen(ConsoleScreen):
         self._pause = TypingPause(self, self.refresh_retry)
         self._retry_seconds = 0.0                  # how long the last retry plan took
         self._shown_read: CheckpointRead | None = None   # the read on screen (its stamp, its time)
+        self._shown_at = 0.0                       # time.time() when the read on screen started
         self._read_at = 0.0                        # time.time() when that read started
         self._looking: Worker | None = None        # a look for a change under way
 
@@ -286,6 +287,7 @@ class CheckpointScreen(ConsoleScreen):
         is under way (a hung file server would pile up a thread per tick)."""
         read = self._shown_read
         if (not self.is_current or self.reading or read is None or read.stamp is None
+                or self.query_one("#ckpt-changed", Static).display     # said: nothing more to learn
                 or (self._looking is not None and not self._looking.is_finished)):
             return
         self._looking = self.look_for_change(read)
@@ -300,7 +302,7 @@ class CheckpointScreen(ConsoleScreen):
         """A line under the header says the read shown is out of date (until the next read)."""
         if read is not self._shown_read or self.reading:
             return
-        when = dt.datetime.fromtimestamp(self._read_at).strftime("%H:%M:%S")
+        when = dt.datetime.fromtimestamp(self._shown_at).strftime("%H:%M:%S")
         line = self.query_one("#ckpt-changed", Static)
         line.update(Text(f"⚠ the checkpoint changed since it was read at {when}: r reads it again",
                          style="bold yellow"))
@@ -443,6 +445,7 @@ class CheckpointScreen(ConsoleScreen):
             tell(self, error, title="checkpoint", severity="error")
         else:
             self.coverage, self._shown_read = read.coverage, read
+            self._shown_at = self._read_at        # a later read that fails leaves this one shown
             self.running, self.running_problem = read.running, read.running_problem
             self._running_asked = read.asked
             self.show_coverage(read)
@@ -483,6 +486,7 @@ class CheckpointScreen(ConsoleScreen):
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
         self.failed_by_path, self.plan, self.coverage, self._beside = {}, None, None, {}
         self._shown_read = None
+        self.query_one("#ckpt-changed", Static).display = False     # no read shown: none out of date
         self.running, self.running_problem, self._running_asked = None, None, False
         self._stop_asking()
 
