@@ -220,9 +220,11 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         orphans = [f"{'task' if row.value is None else row.value}: {row.reason}" for row in live
                    if row.job_id == LOCAL_JOB and row.reason]
         note = f" ({'; '.join(orphans[:3])}; kill -- -GROUP ends it)" if orphans else ""
-        stop = "stop them" if jobs == LOCAL_JOB else "cancel them"
+        slurm = sorted({row.job_id for row in live} - {LOCAL_JOB})   # a local run's runner stops it
+        stop = f"cancel them (hyperion-jobs cancel {' '.join(slurm)})" if slurm else "stop them"
         raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
-                         f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch) or {stop} first")
+                         f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch "
+                         f"{history.record_path}) or {stop} first")
     extra = left_out(history, request)
     chosen = tuple(choose(rows, request, history.unsubmitted()[0]))
     if not chosen and not extra:

@@ -751,6 +751,7 @@ def test_a_live_run_in_a_ledger_another_user_created_stays_running_and_holds_the
         assert [t["state"] for t in shown["tasks"]] == ["RUNNING", "PENDING"]
         retry = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", cwd=tmp_path, env=cli_env)
         assert retry.returncode == 2 and "still has 2 live task(s)" in retry.stderr, retry.stderr
+        assert retry.stderr.rstrip().endswith(f"(hyperion-jobs watch {record}) or stop them first"), retry.stderr
     finally:
         kill_groups(runner.pid)
         runner.wait()

@@ -105,6 +105,8 @@ def test_a_second_submission_while_the_first_runs_is_refused_and_names_the_job(s
         assert f"or cancel them (hyperion-jobs cancel {job}) before submitting" in second.stderr  # a command to run
         retry = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--values", "1", env=cli_env)
         assert retry.returncode == 2 and "live task" in retry.stderr
+        assert retry.stderr.rstrip().endswith(f"wait for them to end (hyperion-jobs watch {record}) or cancel them "
+                                              f"(hyperion-jobs cancel {job}) first"), retry.stderr
         assert load_history(record).numbers == (1,)
         q = tmp_path / "log" / "q"
         kept = sorted(str(p.relative_to(q)) for p in (q / "attempts").rglob("*"))

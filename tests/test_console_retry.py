@@ -215,7 +215,7 @@ def test_retry_is_refused_in_one_line_while_tasks_live_or_when_nothing_failed(tm
             await wait_for(pilot, lambda: posted(seen, RetryRefused), 10)
             reason = posted(seen, RetryRefused)[-1].reason
             assert reason == (f"TARGET: {live} still has 1 live task(s) (RUNNING 1) of job(s) 4242; wait for them "
-                              "to end (hyperion-jobs watch) or cancel them first")
+                              f"to end (hyperion-jobs watch {live}) or cancel them (hyperion-jobs cancel 4242) first")
             assert not isinstance(app.screen, RetryScreen) and reason in notifications(app)
             jobs.show_record(load_history(done))
             await pilot.press("R")
