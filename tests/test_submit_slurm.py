@@ -434,6 +434,26 @@ def test_refused_submission_says_why_keeps_the_script_and_writes_no_record(
     assert not (tmp_path / "log/q/r.submit.json").exists()
 
 
+def test_an_array_reaching_the_clusters_max_array_size_names_the_site_key_that_splits_it(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """A site file without max_array_size and values reaching the cluster's MaxArraySize (1001): the
+    user saw only sbatch's "Invalid job array specification". Now the one line also says the
+    cluster's limit and the key to set; exit status, kept script and no record as before."""
+    site_text = {k: v for k, v in yaml.safe_load(test_site.read_text()).items() if k != "max_array_size"}
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf/x.yaml").write_text(yaml.safe_dump(site_text))
+    result = run_cli("hyperion-submit", "slurm", "--cfg", "conf/x.yaml", "--array", "JOB=1000:1002",
+                     "--output-file", "log/m.JOB.log", "--", task, "JOB", "0", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (
+        f"hyperion-submit: error: sbatch failed (exit 1): sbatch: error: Batch job submission failed: "
+        f"Invalid job array specification; script kept at {tmp_path / 'log/q/m.JOB.sh'}; the cluster's "
+        f"MaxArraySize is 1001 (scontrol show config): set max_array_size: 1001 in conf/x.yaml to split "
+        f"the values into windows\n")
+    assert (tmp_path / "log/q/m.JOB.sh").exists()
+    assert not (tmp_path / "log/q/m.JOB.submit.json").exists()
+
+
 def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_submits_the_rest(
         slurm_cluster, test_site, cli_env, tmp_path, task):
     """sbatch refusing window 2 after window 1 went in: the scripts were written, window 1 was
@@ -451,9 +471,11 @@ def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_s
     assert record.exists()
     job = load_record(record).jobs[0].job_id
     retry = f"hyperion-jobs retry {record}"
+    advice = ("; the cluster's MaxArraySize is 1001 (scontrol show config): set max_array_size: 1001 in "
+              f"{site} to split the values into windows")
     assert lines[0] == (f"hyperion-submit: error: sbatch failed (exit 1): sbatch: error: Batch job submission failed: "
-                        f"Invalid job array specification; script kept at {tmp_path / 'log/q/l.JOB.offset1500.sh'}; "
-                        f"JOB=2999 not submitted; JOB=5 (job(s) {job}) submitted and recorded in {record}; "
+                        f"Invalid job array specification; script kept at {tmp_path / 'log/q/l.JOB.offset1500.sh'}"
+                        f"{advice}; JOB=2999 not submitted; JOB=5 (job(s) {job}) submitted and recorded in {record}; "
                         f"once they end, submit JOB=2999 with: {retry}")
     assert lines[-1] == f"hyperion-submit: JOB=2999 not submitted (sbatch refused it, above); submit them with: {retry}"
     saved = load_record(record)
@@ -466,7 +488,7 @@ def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_s
     assert status.returncode == 0 and "COMPLETED" in status.stdout, status.stderr
     told = (f"hyperion-jobs: JOB=2999 of attempt 1 not submitted: sbatch failed (exit 1): sbatch: error: Batch job "
             f"submission failed: Invalid job array specification; script kept at "
-            f"{tmp_path / 'log/q/l.JOB.offset1500.sh'}; submit them with: {retry}\n")
+            f"{tmp_path / 'log/q/l.JOB.offset1500.sh'}{advice}; submit them with: {retry}\n")
     assert status.stderr == told
     watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env)   # the record's reattach command
     assert watch.returncode == 1 and watch.stderr == told, watch.stderr

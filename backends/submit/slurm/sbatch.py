@@ -115,8 +115,9 @@ def sbatch_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if name not in OWNED_INPUT_VARIABLES}
 
 
-def _sbatch(sub: PlannedWindow) -> str:
-    """Run one sbatch (no shell); the job id, or SubmitError naming the kept script."""
+def _sbatch(sub: PlannedWindow, site_file: str = "") -> str:
+    """Run one sbatch (no shell); the job id, or SubmitError naming the kept script (and, when
+    the window's indices reach the cluster's MaxArraySize, the site key that splits them)."""
     try:
         done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True, errors="replace",
                               stdin=subprocess.DEVNULL, timeout=SBATCH_TIMEOUT, env=sbatch_environment(os.environ))
@@ -128,8 +129,29 @@ def _sbatch(sub: PlannedWindow) -> str:
     job_id = parse_job_id(done.stdout) if done.returncode == 0 else None
     if job_id is None:
         said = _one_line(done.stderr) or _one_line(done.stdout) or "no output"
-        raise SubmitError(f"sbatch failed (exit {done.returncode}): {said}; script kept at {sub.script_path}")
+        advice = _array_advice(sub, site_file)
+        raise SubmitError(f"sbatch failed (exit {done.returncode}): {said}; script kept at {sub.script_path}"
+                          f"{'; ' + advice if advice else ''}")
     return job_id
+
+
+def _array_advice(sub: PlannedWindow, site_file: str) -> str | None:
+    """Asked only after a refusal of an array window: the cluster's MaxArraySize and the
+    `max_array_size` to set when the window's highest index reaches it (sbatch says only
+    "Invalid job array specification"). None otherwise, or when the limit cannot be known."""
+    if not sub.values:
+        return None
+    from backends.submit.slurm.max_array import array_advice, cluster_max_array_size
+
+    highest = max(sub.values) - sub.offset
+    return array_advice(highest, cluster_max_array_size(), site_file)
+
+
+def _site_file(plan: SubmitPlan) -> str:
+    """The site file as the user would name it: as typed, else relative to the working directory."""
+    from backends.submit.array_limit import shown_path
+
+    return plan.site.shown or (shown_path(plan.site.path) if plan.site.path else "")
 
 
 def _write_script(sub: PlannedWindow) -> None:
@@ -157,7 +179,7 @@ def submit_windows(plan: SubmitPlan) -> tuple[list[tuple[PlannedWindow, str]], R
     done: list[tuple[PlannedWindow, str]] = []
     for number, sub in enumerate(plan.windows):
         try:
-            done.append((sub, _sbatch(sub)))
+            done.append((sub, _sbatch(sub, _site_file(plan))))
         except SubmitError as err:
             if not done:
                 raise

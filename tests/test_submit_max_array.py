@@ -1,0 +1,62 @@
+"""The cluster's MaxArraySize as ``scontrol show config`` states it, read only after sbatch refused
+an array window: whatever scontrol prints (missing, hostile, huge, hung), no advice and no traceback."""
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from backends.submit.slurm.max_array import array_advice, parse_max_array_size, read_command
+
+CONFIG = """Configuration data as of 2026-12-06T03:00:00
+AccountingStorageType   = accounting_storage/slurmdbd
+MaxArraySize            = 1001
+MaxJobCount             = 10000
+"""
+
+
+def test_the_limit_is_read_from_scontrols_answer():
+    assert parse_max_array_size(CONFIG) == 1001
+
+
+@pytest.mark.parametrize("text", [
+    "", "MaxJobCount = 10000\n", "MaxArraySize = \n", "MaxArraySize = 1e3\n", "MaxArraySize = -5\n",
+    "MaxArraySize = 0\n", "MaxArraySize = 4000002\n", "MaxArraySize = " + "9" * 100_000 + "\n",
+    "MaxArraySize = \u0661\u0660\u0660\n",      # Arabic-Indic digits: isdigit() but not Slurm's
+    "MaxArraySize = 1001\x1b]0;owned\x07\n", "\x00" * 1000, "MaxArraySizeX = 5\n",
+])
+def test_a_missing_or_hostile_value_gives_no_limit(text):
+    assert parse_max_array_size(text) is None
+
+
+def test_advice_only_when_the_windows_highest_index_reaches_the_limit():
+    assert array_advice(1000, 1001, "conf/x.yaml") is None
+    assert array_advice(5000, None, "conf/x.yaml") is None
+    assert array_advice(1001, 1001, "conf/x.yaml") == (
+        "the cluster's MaxArraySize is 1001 (scontrol show config): set max_array_size: 1001 in "
+        "conf/x.yaml to split the values into windows")
+    assert "\x1b" not in array_advice(1001, 1001, "conf/\x1b]0;x\x07.yaml")
+
+
+def _python(code: str) -> tuple[str, ...]:
+    return (sys.executable, "-c", code)
+
+
+def test_a_huge_answer_is_cut_off_not_read_whole():
+    started = time.monotonic()
+    assert read_command(_python("import sys\nwhile True: sys.stdout.write('x' * 65536)"), cap=1 << 20) is None
+    assert time.monotonic() - started < 10
+
+
+def test_a_hung_scontrol_is_given_up_and_killed():
+    started = time.monotonic()
+    assert read_command(_python("import time; print('MaxArraySize = 5', flush=True); time.sleep(60)"),
+                        timeout=0.5) is None
+    assert time.monotonic() - started < 5
+
+
+def test_a_failed_or_missing_scontrol_gives_nothing():
+    assert read_command(_python("print('MaxArraySize = 1001'); raise SystemExit(1)")) is None
+    assert read_command(("/nonexistent/scontrol",)) is None
+    assert read_command(_python("print('MaxArraySize = 1001')")) == "MaxArraySize = 1001\n"
