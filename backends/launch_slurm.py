@@ -36,8 +36,9 @@ QUIT = 131     # SIGQUIT (Ctrl-\): cancelled as after Ctrl-C, with the shell's c
 
 
 def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None,
-           live_check: LiveCheck | None = None) -> SubmitRecord:
-    """sbatch every window of `plan` as a new attempt and save its record.
+           live_check: LiveCheck | None = None, warn: sbatch.Warn | None = None) -> SubmitRecord:
+    """sbatch every window of `plan` as a new attempt and save its record; `warn` is told, line
+    by line, what an sbatch that queued its window said on stderr (escaped, bounded).
 
     If a window after the first is refused, the windows already queued keep
     running and are recorded: the record names the values left out and sbatch's
@@ -48,7 +49,7 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
     """
     try:
         with begin_attempt(plan, kind, on_begin, live_check) as attempt:
-            done, refused = sbatch.submit_windows(plan)
+            done, refused = sbatch.submit_windows(plan, warn)
             if refused is not None and refused.error.unanswered:
                 note = _cancel_note(_queued_unanswered(refused.error.unanswered), "the job it queued all the same")
                 error = SubmitError(f"{refused.error}{'; ' + note if note else ''}")
@@ -208,7 +209,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         err_stream.line(f"{PROG}: {ignored}")
     with _stop_on_signals(stop, hangup, quit_):
         try:
-            record = submit(plan, kind, on_begin, live_check)
+            record = submit(plan, kind, on_begin, live_check,
+                            warn=lambda line: err_stream.line(f"{PROG}: {line}"))
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             return 1

@@ -23,13 +23,16 @@ class PartlySubmitted(SubmitError):
 
 
 def launch(plan, announce: Callable[[str], None], kind: str = "submit",
-           on_begin: Callable[[], None] | None = None, local_runs: LocalRuns | None = None) -> int | None:
+           on_begin: Callable[[], None] | None = None, local_runs: LocalRuns | None = None,
+           warn: Callable[[str], None] | None = None) -> int | None:
     """Run `plan`; `on_begin()` once it is not refused, `announce(record_path)` once its record
-    exists. Local: the exit status; while it runs it is one of `local_runs`, which a quit stops.
+    exists, `warn(line)` for each line an sbatch that queued its window said on stderr (as
+    hyperion-submit prints them: escaped, bounded). Local: the exit status; while it runs it is
+    one of `local_runs`, which a quit stops.
     Slurm: PartlySubmitted after the announce when sbatch refused a later window (those before it
     went in and are watched), in the words hyperion-submit uses."""
     if plan.options.backend == "slurm":
-        record = submit(plan, kind, on_begin)
+        record = submit(plan, kind, on_begin, warn=warn)
         announce(str(record.path))
         refusal = refusal_line(record, rest_command(plan, record))
         if refusal:   # what went in is watched; the refusal is told in hyperion-submit's words

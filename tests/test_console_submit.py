@@ -556,6 +556,35 @@ def test_a_later_window_slurm_refuses_is_told_as_hyperion_submit_tells_it_and_th
 
 
 @pytest.mark.slurm
+def test_what_sbatch_warns_while_queuing_is_notified_escaped(slurm_cluster, tmp_path: Path) -> None:
+    """An sbatch that queued the job but warned on stderr: the console said nothing of it. Now the
+    warning is a notification titled "sbatch", as hyperion-submit prints it (controls escaped)."""
+    wrapper = tmp_path / "warning-sbatch"
+    wrapper.write_text("#!/bin/bash\nprintf 'sbatch: warning: \\033]0;owned\\007memory lowered\\n' >&2\n"
+                       'exec sbatch "$@"\n')
+    wrapper.chmod(0o755)
+    site = tmp_path / "site.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("sbatch_command: sbatch",
+                                                                          f"sbatch_command: {wrapper}"))
+    record = tmp_path / "q/w.submit.json"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=tmp_path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            fill(app.submit_screen, cfg=str(site), time="00:02:00", output_file=str(tmp_path / "w.log"),
+                 command="true")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda: any(n.severity == "warning" for n in app._notifications), 90)
+            job = json.loads(record.read_text())["jobs"][0]["job_id"]
+            told = [(n.title, n.message) for n in app._notifications if n.severity == "warning"]
+            assert told == [("sbatch", f"sbatch said of job {job}: sbatch: warning: \\x1b]0;owned\\x07memory lowered")]
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 30)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
 def test_a_retry_whose_later_window_slurm_refuses_is_told_as_partly_submitted_not_refused(
         slurm_cluster, tmp_path: Path, cli_env) -> None:
     """A Retry of JOB=5 (failed) and 2999 (left out) whose window of 2999 sbatch refuses again: value 5

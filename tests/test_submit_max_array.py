@@ -60,3 +60,4 @@ def test_a_failed_or_missing_scontrol_gives_nothing():
     assert read_command(_python("print('MaxArraySize = 1001'); raise SystemExit(1)")) is None
     assert read_command(("/nonexistent/scontrol",)) is None
     assert read_command(_python("print('MaxArraySize = 1001')")) == "MaxArraySize = 1001\n"
+

@@ -454,6 +454,28 @@ def test_an_array_reaching_the_clusters_max_array_size_names_the_site_key_that_s
     assert not (tmp_path / "log/q/m.JOB.submit.json").exists()
 
 
+def test_what_a_successful_sbatch_warns_is_shown_once_per_call_escaped(slurm_cluster, test_site, cli_env,
+                                                                      tmp_path, task):
+    """An sbatch that queued the job but warned on stderr (an option ignored, a limit lowered): the
+    warning was dropped and the job ran other than asked without a word. Now each call's warning is
+    shown once, naming its job, its control characters escaped. The site's sbatch_command is a
+    wrapper that warns and runs the real sbatch."""
+    wrapper = tmp_path / "warning-sbatch"
+    wrapper.write_text("#!/bin/bash\nprintf 'sbatch: warning: \\033]0;owned\\007memory lowered\\n' >&2\n"
+                       'exec sbatch "$@"\n')
+    wrapper.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(wrapper))
+    result = submit(site, "--array", "JOB=5,1005", "--output-file", "log/v.JOB.log", "--", task, "JOB", "0",
+                    cwd=tmp_path, env=cli_env)
+    assert result.returncode == 0, result.stderr
+    jobs = [job.job_id for job in load_record(tmp_path / "log/q/v.JOB.submit.json").jobs]
+    assert len(jobs) == 2            # two windows: max_array_size 1001
+    said = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert said == [f"hyperion-submit: sbatch said of job {job}: sbatch: warning: \\x1b]0;owned\\x07memory lowered"
+                    for job in jobs]
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+
+
 def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_submits_the_rest(
         slurm_cluster, test_site, cli_env, tmp_path, task):
     """sbatch refusing window 2 after window 1 went in: the scripts were written, window 1 was

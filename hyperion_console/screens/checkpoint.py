@@ -820,12 +820,15 @@ class CheckpointScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
+        def warn(line: str) -> None:                   # what sbatch said while queuing it, as the CLI prints it
+            self.app.call_from_thread(tell, self, line, title="sbatch", severity="warning", timeout=10)
+
         def begun() -> None:                           # said once nothing refuses it
             self.app.call_from_thread(tell, self, f"resubmitting shards {_cut(retry.expression, 40)}")
 
         try:
             with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
-                status = launch(plan, announce, "resubmit", begun, self.app.local_runs)
+                status = launch(plan, announce, "resubmit", begun, self.app.local_runs, warn)
         finally:                                       # fresh coverage, whatever happened
             self.app.call_from_thread(self.action_reload)
         if status is not None:

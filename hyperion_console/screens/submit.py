@@ -347,8 +347,11 @@ class SubmitScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self._sent, path)
 
+        def warn(line: str) -> None:       # what sbatch said while queuing it, as hyperion-submit prints it
+            self.app.call_from_thread(tell, self.app, line, title="sbatch", severity="warning", timeout=10)
+
         try:
-            status = launch(plan, announce, local_runs=self.app.local_runs)
+            status = launch(plan, announce, local_runs=self.app.local_runs, warn=warn)
         except PartlySubmitted as exc:     # jobs went in and the Jobs screen watches them: not "submit failed"
             self.app.call_from_thread(tell, self, describe_error(exc), title="partly submitted",
                                       severity="error", timeout=10)

@@ -13,10 +13,11 @@ import shlex
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from backends.fileio import umask_mode
 from backends.logheader import iso_now
+from backends.printable import printable
 from backends.ranges import Window
 from backends.records.attempts import NewAttempt
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, reattach_command
@@ -52,6 +53,10 @@ class Refused:
 
 
 SBATCH_TIMEOUT = 120.0   # seconds an sbatch may take (a busy controller answers late, having queued the job)
+MAX_WARNING_LINES = 5    # of what an sbatch that queued the job said on stderr: the rest is counted
+MAX_WARNING_CHARS = 300  # a line longer than that is cut
+
+Warn = Callable[[str], None]   # told each line an sbatch that succeeded said on stderr
 
 
 # --- planning the submissions (pure given the plan) -----------------------------------------
@@ -106,6 +111,21 @@ def parse_job_id(stdout: str) -> str | None:
 
 # --- running sbatch -------------------------------------------------------------------------
 
+def sbatch_warnings(stderr: str, job_id: str) -> tuple[str, ...]:
+    """What an sbatch that queued `job_id` said on stderr (``sbatch: warning: ...``), as lines to
+    show: each escaped and cut, at most MAX_WARNING_LINES and the count of the rest. A warning
+    (a limit lowered, an option ignored) was dropped, though the job may run other than asked."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    shown = []
+    for line in lines[:MAX_WARNING_LINES]:
+        if len(line) > MAX_WARNING_CHARS:
+            line = f"{line[:MAX_WARNING_CHARS]}... ({len(line)} characters)"
+        shown.append(f"sbatch said of job {job_id}: {printable(line)}")
+    if len(lines) > MAX_WARNING_LINES:
+        shown.append(f"sbatch said of job {job_id}: ... and {len(lines) - MAX_WARNING_LINES} more line(s)")
+    return tuple(shown)
+
+
 def _one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
@@ -115,9 +135,10 @@ def sbatch_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if name not in OWNED_INPUT_VARIABLES}
 
 
-def _sbatch(sub: PlannedWindow, site_file: str = "") -> str:
+def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -> str:
     """Run one sbatch (no shell); the job id, or SubmitError naming the kept script (and, when
-    the window's indices reach the cluster's MaxArraySize, the site key that splits them)."""
+    the window's indices reach the cluster's MaxArraySize, the site key that splits them).
+    What it said on stderr while queuing the job goes to `warn`, line by line."""
     try:
         done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True, errors="replace",
                               stdin=subprocess.DEVNULL, timeout=SBATCH_TIMEOUT, env=sbatch_environment(os.environ))
@@ -132,6 +153,9 @@ def _sbatch(sub: PlannedWindow, site_file: str = "") -> str:
         advice = _array_advice(sub, site_file)
         raise SubmitError(f"sbatch failed (exit {done.returncode}): {said}; script kept at {sub.script_path}"
                           f"{'; ' + advice if advice else ''}")
+    if warn is not None:
+        for line in sbatch_warnings(done.stderr, job_id):
+            warn(line)
     return job_id
 
 
@@ -170,16 +194,18 @@ def _write_script(sub: PlannedWindow) -> None:
         handle.write(sub.script)
 
 
-def submit_windows(plan: SubmitPlan) -> tuple[list[tuple[PlannedWindow, str]], Refused | None]:
+def submit_windows(plan: SubmitPlan, warn: Warn | None = None
+                   ) -> tuple[list[tuple[PlannedWindow, str]], Refused | None]:
     """Write the scripts and sbatch every window: each window queued with its job id, and the
     refusal of a later window (None when all went in). SubmitError when the first is refused:
-    nothing was queued (or, `unanswered`, an sbatch that timed out may have queued it unseen)."""
+    nothing was queued (or, `unanswered`, an sbatch that timed out may have queued it unseen).
+    `warn` is told what each sbatch that queued its window said on stderr (`sbatch_warnings`)."""
     for sub in plan.windows:
         _write_script(sub)
     done: list[tuple[PlannedWindow, str]] = []
     for number, sub in enumerate(plan.windows):
         try:
-            done.append((sub, _sbatch(sub, _site_file(plan))))
+            done.append((sub, _sbatch(sub, _site_file(plan), warn)))
         except SubmitError as err:
             if not done:
                 raise
