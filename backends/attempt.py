@@ -526,20 +526,60 @@ def _move(source: str, directory: Path, name: str) -> str:
 
     Never as `<x>.submit.json`: q/attempts/<N>/ keeps the records of every pattern of q/ under
     that name, and a record written later (log/r.log's first) would replace a moved log named so
-    (log/r.submit.json's)."""
+    (log/r.submit.json's). A name taken between the look and the move (another rerun moving a log
+    of the same name at the same instant) is never overwritten: the next free name is taken."""
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / name
     counter = 1
-    while os.path.lexists(target) or target.name.endswith(RECORD_SUFFIX):
+    while True:
+        target = directory / (name if counter == 1 else f"{name}.{counter}")
         counter += 1
-        target = directory / f"{name}.{counter}"
+        if target.name.endswith(RECORD_SUFFIX) or os.path.lexists(target):
+            continue
+        try:
+            _move_to_free_name(source, str(target))
+        except FileExistsError:
+            continue
+        return str(target)
+
+
+# A hard link cannot be made here (a directory, a filesystem without them, another filesystem, a
+# file of another owner under protected_hardlinks): the move is made as before, a rename.
+_NO_HARD_LINK = frozenset({errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS,
+                           errno.EMLINK})
+
+
+def _move_to_free_name(source: str, target: str) -> None:
+    """Move `source` to `target`; FileExistsError when `target` exists, even if it appeared after
+    the caller looked: a rename would replace it, and a log moved aside by another rerun at the same
+    instant was lost. link() fails on an existing name, atomically; the source is then unlinked."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError as err:
+        if err.errno not in _NO_HARD_LINK:
+            raise
+        _rename(source, target)
+        return
+    try:
+        os.unlink(source)
+    except FileNotFoundError:      # gone meanwhile: the file is at `target` all the same
+        pass
+    except OSError:                # it stays where it was: no second name of it is left behind
+        os.unlink(target)
+        raise
+
+
+def _rename(source: str, target: str) -> None:
+    """The move without a hard link: a rename (across filesystems, a copy), `target` looked at first."""
+    if os.path.lexists(target):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
     try:
         os.rename(source, target)
     except OSError as err:
         if err.errno != errno.EXDEV:
             raise
         shutil.move(source, target)
-    return str(target)
 
 
 def move_aside(moves: Sequence[PlannedMove]) -> None:

@@ -871,6 +871,54 @@ def test_each_log_moved_aside_is_in_the_ledger_as_soon_as_it_moved(tmp_path, cli
     assert shown.returncode == 0 and "first 2" in shown.stdout, shown.stderr
 
 
+def test_a_log_moved_aside_to_a_name_taken_after_the_look_overwrites_nothing(tmp_path, monkeypatch):
+    """Two reruns moving a log aside to the same name at the same instant: each looked, found the name
+    free, and renamed, so the second replaced the first's log. Here the other rerun's log appears at the
+    name right after the look: both logs are kept, ours under the next free name."""
+    import backends.attempt as attempt
+
+    source = tmp_path / "log" / "r.log"
+    source.parent.mkdir()
+    source.write_text("ours\n")
+    directory = tmp_path / "attempts" / "1"
+    lexists = os.path.lexists
+    planted: list[str] = []
+
+    def look(path) -> bool:             # the other rerun moves its log there right after our look
+        free = not lexists(path)
+        if free and str(path).endswith("r.log") and not planted:
+            planted.append(str(path))
+            Path(path).write_text("the other rerun's\n")
+        return not free
+
+    monkeypatch.setattr(attempt.os.path, "lexists", look)
+    target = attempt._move(str(source), directory, "r.log")
+    monkeypatch.undo()
+    assert planted == [str(directory / "r.log")]
+    assert (directory / "r.log").read_text() == "the other rerun's\n"
+    assert target == str(directory / "r.log.2") and Path(target).read_text() == "ours\n"
+    assert not source.exists()
+
+
+def test_where_hard_links_cannot_be_made_a_log_is_still_moved_aside(tmp_path, monkeypatch):
+    """A folder on a filesystem without hard links (EPERM): the move is the rename it was."""
+    import errno
+
+    import backends.attempt as attempt
+
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    source = tmp_path / "r.log"
+    source.write_text("ours\n")
+    (tmp_path / "attempts").mkdir()
+    (tmp_path / "attempts" / "r.log").write_text("earlier\n")
+    monkeypatch.setattr(attempt.os, "link", no_links)
+    target = attempt._move(str(source), tmp_path / "attempts", "r.log")
+    assert Path(target).read_text() == "ours\n" and target.endswith("r.log.2") and not source.exists()
+    assert (tmp_path / "attempts" / "r.log").read_text() == "earlier\n"
+
+
 def test_only_an_arrays_pattern_has_window_scripts(tmp_path):
     """`log/run.offset5.log` is another pattern's single job: its running job refused the first
     submission of `log/run.log`, as if it were a window of it."""
