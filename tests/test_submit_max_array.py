@@ -61,3 +61,25 @@ def test_a_failed_or_missing_scontrol_gives_nothing():
     assert read_command(("/nonexistent/scontrol",)) is None
     assert read_command(_python("print('MaxArraySize = 1001')")) == "MaxArraySize = 1001\n"
 
+
+
+@pytest.mark.parametrize("said, asked", [("sbatch: error: Batch job submission failed: Invalid job array "
+                                          "specification", True),
+                                         ("sbatch: error: Batch job submission failed: Unable to contact slurm "
+                                          "controller (connect failure)", False)])
+def test_only_a_refusal_of_the_array_asks_the_cluster_its_limit(tmp_path, monkeypatch, said, asked):
+    """A controller that cannot be reached refuses too: asking scontrol then would only hold the error line
+    back (up to its timeout) for advice that cannot come."""
+    from backends.submit.model import PlannedWindow
+    from backends.submit.slurm import max_array, sbatch
+
+    calls = []
+    monkeypatch.setattr(max_array, "cluster_max_array_size", lambda: calls.append(1) or 1001)
+    refuse = tmp_path / "sbatch"
+    refuse.write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n")
+    refuse.chmod(0o755)
+    window = PlannedWindow(0, (1000, 1001), "1000-1001", str(tmp_path / "s.sh"), "", (str(refuse), "s.sh"))
+    with pytest.raises(sbatch.SubmitError) as err:
+        sbatch._sbatch(window, "conf/x.yaml")
+    assert bool(calls) is asked
+    assert ("set max_array_size: 1001 in conf/x.yaml" in str(err.value)) is asked

@@ -20,7 +20,7 @@ from backends.printable import printable
 from backends.submit.config import MAX_ARRAY_SIZE
 
 SCONTROL_ARGV = ("scontrol", "show", "config")
-SCONTROL_TIMEOUT = 10.0           # seconds: a refusal is already being told, it must not hang
+SCONTROL_TIMEOUT = 5.0            # seconds: a refusal is already being told, it must not hang
 MAX_CONFIG_BYTES = 1 << 20        # `scontrol show config` is ~8 KB; more is not Slurm's answer
 _KEY = "MaxArraySize"
 

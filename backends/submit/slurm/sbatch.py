@@ -150,7 +150,7 @@ def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -
     job_id = parse_job_id(done.stdout) if done.returncode == 0 else None
     if job_id is None:
         said = _one_line(done.stderr) or _one_line(done.stdout) or "no output"
-        advice = _array_advice(sub, site_file)
+        advice = _array_advice(sub, site_file) if "array" in said.lower() else None
         raise SubmitError(f"sbatch failed (exit {done.returncode}): {said}; script kept at {sub.script_path}"
                           f"{'; ' + advice if advice else ''}")
     if warn is not None:
