@@ -131,10 +131,12 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
 
 def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
               announce: Callable[[str], None], local_runs: LocalRuns | None = None,
-              on_begin: Callable[[], None] | None = None) -> int | None:
+              on_begin: Callable[[], None] | None = None,
+              warn: Callable[[str], None] | None = None) -> int | None:
     """Plan again from Slurm's answer now and run it as the next attempt; Refused if it changed.
 
-    `on_begin()` once nothing refuses it (a retry started elsewhere meanwhile does). Returns the
+    `on_begin()` once nothing refuses it (a retry started elsewhere meanwhile does); `warn(line)`
+    for what an sbatch that queued a window said on stderr, as `launch` tells it. Returns the
     local run's exit status (None for Slurm, which the Jobs screen watches).
     """
     history = load_history(record_path)
@@ -149,4 +151,4 @@ def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
         raise Refused("the retry changed since it was confirmed (values, command, directory or record "
                       "owner); nothing ran: press R again")
     with working_dir(history.current.cwd):      # as hyperion-jobs retry: relative paths of the command
-        return launch(retry.plan, announce, "retry", on_begin, local_runs=local_runs)
+        return launch(retry.plan, announce, "retry", on_begin, local_runs=local_runs, warn=warn)

@@ -271,6 +271,41 @@ def test_retry_from_the_console_reruns_exactly_the_failed_values_on_slurm(slurm_
 
 
 @pytest.mark.slurm
+def test_what_sbatch_warns_while_queuing_a_retry_is_notified_escaped(slurm_cluster, tmp_path: Path, cli_env) -> None:
+    """The Jobs screen's Retry queued through an sbatch that warned on stderr (an option ignored, a
+    limit lowered): the console said nothing of it, while its Submit and `hyperion-jobs retry` did."""
+    wrapper = tmp_path / "warning-sbatch"
+    wrapper.write_text("#!/bin/bash\nprintf 'sbatch: warning: \\033[31mtime limit lowered\\n' >&2\n"
+                       'exec sbatch "$@"\n')
+    wrapper.chmod(0o755)
+    site = tmp_path / "site.yaml"
+    site.write_text(SITE.read_text().replace("sbatch_command: sbatch", f"sbatch_command: {wrapper}"))
+    (tmp_path / "fail.txt").write_text("2\n")
+    first = subprocess.run(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "JOB=1:2", "--time", "00:02:00",
+                            "--output-file", "log/w.JOB.log", "--", PY, "-c", FLAKY, "JOB"],
+                           cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 1 and "sbatch: warning:" in first.stderr, first.stderr
+    record = tmp_path / "log" / "q" / "w.JOB.submit.json"
+    (tmp_path / "fail.txt").write_text("")
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED", "FAILED"], 60)
+            await open_preview(pilot, seen)
+            await pilot.press("ctrl+r", "y")
+            await wait_for(pilot, lambda: any(n.title == "sbatch" for n in app._notifications), 60)
+            job = load_history(record).records[2].jobs[0].job_id
+            told = [(n.severity, n.message) for n in app._notifications if n.title == "sbatch"]
+            assert told == [("warning", f"sbatch said of job {job}: sbatch: warning: \\x1b[31mtime limit lowered")]
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 2, 120)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
 def test_a_retry_while_the_watch_awaits_a_slow_sacct_writes_each_end_once(slurm_cluster, tmp_path: Path,
                                                                            monkeypatch) -> None:
     """A busy slurmdbd (sacct answering in 6 s): the table showed the controller's ends while the watch's

@@ -70,9 +70,12 @@ class RetryFlow:
             self.app.call_from_thread(tell, self.screen,
                                       f"retrying values {decision.values} as attempt {decision.attempt}")
 
+        def warn(line: str) -> None:       # what sbatch said while queuing it, as hyperion-jobs retry prints it
+            self.app.call_from_thread(tell, self.app, line, title="sbatch", severity="warning", timeout=10)
+
         try:
             status = run_retry(decision.record_path, decision.request, decision.confirmed, announce,
-                               self.app.local_runs, begun)
+                               self.app.local_runs, begun, warn)
         except Refused as refused:
             self.app.call_from_thread(self.refuse, str(refused))
             return
