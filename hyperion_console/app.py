@@ -10,6 +10,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import ModalScreen
+from textual.theme import ThemeProvider
 from textual.worker import Worker, WorkerState
 
 from backends.printable import printable
@@ -23,6 +24,7 @@ from .errors import describe_error
 from .local_runs import LocalRuns
 from .record_cache import cached_record
 from .messages import Submitted
+from .palette import Palette
 from .screens.checkpoint import CheckpointScreen
 from .screens.confirm import ConfirmScreen
 from .screens.help import HelpScreen
@@ -136,6 +138,15 @@ class HyperionConsole(App[None]):
             return
         self.action_show(screen)
         self.call_later(self.run_action, action, self.screen_named(screen))
+
+    def action_command_palette(self) -> None:
+        """ctrl+p: Textual's palette, its query drawn as the fields draw text (see palette.py)."""
+        if self.use_command_palette and not Palette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
+
+    def search_themes(self) -> None:
+        """The palette's Theme command: the list of themes, searched in the same Palette."""
+        self.push_screen(Palette(providers=[ThemeProvider], placeholder="Search for themes…"))
 
     def notify(self, message: str, *, title: str = "", severity="information",
                timeout: float | None = None, markup: bool = True) -> None:

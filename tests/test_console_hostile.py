@@ -517,3 +517,45 @@ def test_control_characters_typed_or_pasted_in_a_form_field_are_drawn_as_escapes
             assert "".join(rendered(field)).strip().startswith("echo ]0;owned\\x07")
 
     asyncio.run(scenario())
+
+
+def test_control_characters_pasted_in_the_command_palette_are_drawn_as_escapes(tmp_path: Path) -> None:
+    """ctrl+p opens Textual's command palette, whose own search field drew a pasted ESC, 8-bit CSI or
+    bidi override raw on the terminal (a colour sequence took effect, the line was reversed), where
+    the console's fields draw escapes; so did the Theme command's list of themes. Both draw escapes,
+    and the palette still finds and runs what is typed after."""
+    from textual import events
+    from textual.command import CommandInput
+
+    from test_console_fixtures import screen_lines
+
+    pasted = f"x {OSC0} {CLEAR} {C1} {BIDI}"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            for opened in ("ctrl+p", "theme"):
+                if opened == "theme":            # the palette's Theme command opens a palette of themes
+                    await pilot.press("ctrl+p", *"theme")
+                    await wait_for(pilot, lambda: any("Change the current theme" in line
+                                                      for line in screen_lines(app)), 10)
+                    await pilot.press("enter")
+                    await wait_for(pilot, lambda: any("Search for themes" in line for line in screen_lines(app)), 10)
+                else:
+                    await pilot.press("ctrl+p")
+                field = app.screen.query_one(CommandInput)
+                await wait_for(pilot, lambda: field.has_focus, 10)
+                field.post_message(events.Paste(pasted))
+                await wait_for(pilot, lambda: field.value == pasted, 10)
+                await pilot.pause(0.3)
+                lines = screen_lines(app)
+                assert no_raw_controls(lines) and "\x1b" not in app.export_screenshot()
+                assert any("x \\x1b]0;owned\\x07 \\x1b[2J\\x1b[H \\x9b31m \\u202eexe.txt" in line for line in lines), lines
+                await pilot.press("escape")
+                await wait_for(pilot, lambda: not isinstance(app.screen.focused, CommandInput), 10)
+            await pilot.press("ctrl+p", *"help")        # still a palette: what is typed is found and run
+            await wait_for(pilot, lambda: any("Help" in line for line in screen_lines(app)[4:]), 10)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen", 10)
+
+    asyncio.run(scenario())
