@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from backends.cli.jobs.commands import site_floor
@@ -26,7 +26,7 @@ from backends.states import LEDGER
 from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import settled, watched_tasks
-from backends.watch.rows import Key, TaskRow, history_rows, task_row, usage_missing
+from backends.watch.rows import Key, TaskRow, history_rows, ran_again, task_row, usage_missing
 from backends.watch.usage import usage_from_json
 from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
 from backends.watch.targets import fill_missing_usage, shown_as_recorded
@@ -34,9 +34,6 @@ from backends.watch.wait import watcher
 
 from .record_cache import cached_record
 from .task_index import row_key
-
-# the rows the console shows per task, and the ledger's usage of each as last read
-UsageShown = tuple[dict, dict]
 
 LOCAL_POLL_SECONDS = 0.5
 LOCAL_RETRY_SECONDS = 2.0    # an unreadable history is read again this often
@@ -59,6 +56,17 @@ class Seen:
     recorded: bool = False              # all ended, every end the ledger's: Slurm only said none ran again
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What the console shows of a watch's tasks, kept up to date by the watch and by the looks
+    beside it and after it, each in its own thread."""
+
+    rows: dict = field(default_factory=dict)     # Key -> the row last delivered: only what changed travels
+    read: dict = field(default_factory=dict)     # Key -> the ledger's usage of its end as last read
+    # an ask for usage failed and was said: said again once nothing lacks it
+    said: threading.Event = field(default_factory=threading.Event)
+
+
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
                 runner: Runner | None = None, budget: QueryBudget | None = None) -> None:
     """Poll the unfinished tasks of `history` until they all ended or `stop` is set; first, as
@@ -74,23 +82,22 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended, budget=budget)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
-    shown: dict = {}              # the row last delivered per task: only what changed travels
-    # the ledger's usage per task as last read; at first, of the ends it holds (the screen shows them)
-    ledger_usage = {key: final.usage for key, final in ((k, history.final(t)) for k, t in tasks.items()) if final}
+    # the ledger's usage read at first, of the ends it holds (the screen shows them)
+    shown = Shown(read={key: final.usage for key, final in ((k, history.final(t)) for k, t in tasks.items())
+                        if final})
     # beside the watch, not before it: a sacct that hangs held back every live state for 30 s;
     # charged to the watch's budget, which the console's calls then keep as `watch`'s do
     watched = threading.Event()
-    said = threading.Event()      # an ask for usage failed and was said: said again once nothing lacks it
-    threading.Thread(target=_usage_beside, args=(history, tasks, (shown, ledger_usage), deliver, stop,
-                                                 watched, runner, poller.budget, said),
+    threading.Thread(target=_usage_beside, args=(history, tasks, shown, deliver, stop, watched, runner,
+                                                 poller.budget),
                      name="hyperion-missing-usage", daemon=True).start()
     finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     usage_seen: dict = {}
     ended_here: list[bool] = []   # a task ended while watched (not one of the ledger's ends)
 
     def fresh(rows) -> tuple:
-        new = tuple(row for row in rows if shown.get(row_key(row)) != row)
-        shown.update((row_key(row), row) for row in new)
+        new = tuple(row for row in rows if shown.rows.get(row_key(row)) != row)
+        shown.rows.update((row_key(row), row) for row in new)
         return new
 
     def observe(update) -> bool:
@@ -127,7 +134,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     poller.run(observe, stop, waiting)
     watched.set()
     if ended_here:     # a record that ended before it was opened had its one ask beside the watch
-        _follow_usage(history.record_path, tasks, (shown, ledger_usage), deliver, stop, runner, said=said)
+        _follow_usage(history.record_path, tasks, shown, deliver, stop, runner)
 
 
 # Seconds between the asks, while the watch goes on, for what ended tasks used: a task's end
@@ -135,22 +142,22 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
 USAGE_BESIDE_WATCH = 30.0
 
 
-def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], seen: UsageShown,
+def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: Shown,
                   deliver: Callable[[Seen], None], stop: threading.Event, watched: threading.Event,
-                  runner: Runner, budget: QueryBudget, said: threading.Event | None = None) -> None:
+                  runner: Runner, budget: QueryBudget) -> None:
     """Until the watch is over, what ended tasks used, as `hyperion-jobs usage` asks for it: asked
     once at opening only, the usage columns of a long run stayed '-' for every task squeue saw
     end, while `usage` showed their figures. What another writer recorded first (hyperion-submit
     waiting in its terminal) is shown as it is read: not missing, it was never asked for."""
     while not stop.is_set():
-        _deliver_missing_usage(history, deliver, stop, False, runner, budget, seen[0], said)
+        _deliver_missing_usage(history, deliver, stop, False, runner, budget, shown)
         if watched.wait(USAGE_BESIDE_WATCH) or stop.is_set():
             return
         try:
             history = load_history(history.record_path, cached_record(history.record_path))
         except InputError:
             return
-        told = _told_elsewhere(history, tasks, seen)
+        told = ledger_rows(history, tasks, shown)
         if told and not stop.is_set():
             deliver(Seen(told, rows_only=True))
 
@@ -161,14 +168,13 @@ def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], seen: Usage
 USAGE_FOLLOW_UP = (3.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 
-def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], seen: UsageShown,
+def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: Shown,
                   deliver: Callable[[Seen], None], stop: threading.Event, runner: Runner,
-                  delays: Sequence[float] = USAGE_FOLLOW_UP, said: threading.Event | None = None) -> None:
+                  delays: Sequence[float] = USAGE_FOLLOW_UP) -> None:
     """After every task ended, the usage accounting tells late, as `status` would ask for it: the
     columns stayed '-' until the record was opened again, while the CLI showed the figures. What
     another writer put in the ledger first (hyperion-submit's own wait, a `hyperion-jobs usage` in
-    another terminal) is shown too: seeing nothing missing, the console showed '-' for ever.
-    `seen`: the row of each of `tasks` the console shows now, and the ledger's usage last read."""
+    another terminal) is shown too: seeing nothing missing, the console showed '-' for ever."""
     for delay in delays:
         if stop.wait(delay):
             return
@@ -176,58 +182,76 @@ def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], seen: Usage
             history = load_history(record_path, cached_record(record_path))
         except InputError:
             return
-        told = _told_elsewhere(history, tasks, seen)
+        told = ledger_rows(history, tasks, shown)
         if told and not stop.is_set():
             deliver(Seen(told, rows_only=True))
-        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=seen[0],
-                                      said=said):
+        if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=shown):
             return
 
 
-def _told_elsewhere(history: History, tasks: Mapping[Key, TaskRecord],
-                    seen: UsageShown) -> tuple[TaskRow, ...]:
-    """The rows shown ended, with the usage the ledger now holds for that end where it differs
-    from the usage shown (`seen`: the rows the watch delivered, and the ledger's usage last read,
-    both kept up to date). Only the usage is taken: a task Slurm runs again keeps the watch's
-    state, not the ledger's earlier end. A task whose ledger usage did not change since the last
-    look costs a comparison (every 30 s of a 100k-task watch)."""
-    shown, read = seen
+def ledger_rows(history: History, tasks: Mapping[Key, TaskRecord], shown: Shown,
+                watching: bool = True) -> tuple[TaskRow, ...]:
+    """The rows of `tasks` whose end or usage the ledger holds and the console does not show
+    (`shown`, brought up to date here), for the two that look:
+    - beside a live watch (`watching`), which tells every state itself: the usage another writer
+      recorded first (hyperion-submit's own wait, `hyperion-jobs usage` in another terminal) for a
+      task shown ended, and the row of an end the screen shows as the watch's start read it. A live
+      row keeps the watch's state, not the ledger's earlier end;
+    - after a stopped watch (a cancel restarts it): every end it recorded, its answer dropped with
+      it, as no watch tells an end the ledger holds (the table said RUNNING for ever). One shown
+      ended with its peak and request has nothing more to learn (100k cost no row at a cancel).
+    Either way a task Slurm ran again since its end keeps its row, and one whose ledger usage did not
+    change since the last look costs a comparison (every 30 s of a 100k-task watch)."""
     told = []
     for key, task in tasks.items():
         final = history.final(task)
-        if final is None or not final.usage or read.get(key) == final.usage:
+        if final is None or (key in shown.read and shown.read[key] == final.usage):
             continue
-        old = shown.get(key)
-        if old is None and key in read:      # not delivered: the screen shows the ledger's end of it
-            read[key] = final.usage
-            shown[key] = row = task_row(history, task, {})
-            told.append(row)
+        old = shown.rows.get(key)
+        if old is not None and ran_again(final, old):
             continue
-        if old is None or old.state is None or not old.state.is_terminal \
-                or (final.restart_count or 0) != (old.restart_count or 0):
+        if not watching:
+            if _ended_with_usage(old):
+                continue
+            row = task_row(history, task, {})
+        elif not final.usage:
             continue
-        read[key] = final.usage
-        usage = usage_from_json(final.usage)
-        if usage is not None and usage != old.usage:
-            shown[key] = row = replace(old, usage=usage)
+        elif old is None and key in shown.read:   # not delivered: the screen shows the ledger's end of it
+            row = task_row(history, task, {})
+        elif old is not None and old.state is not None and old.state.is_terminal \
+                and (final.restart_count or 0) == (old.restart_count or 0):     # shown ended: its usage
+            usage = usage_from_json(final.usage)
+            row = old if usage is None else replace(old, usage=usage)
+        else:
+            continue
+        shown.read[key] = final.usage
+        if row != old:
+            shown.rows[key] = row
             told.append(row)
     return tuple(told)
 
 
+def _ended_with_usage(row: object) -> bool:
+    """Shown ended with its peak and request: what the ledger could add is told late (a peak)."""
+    state, used = getattr(row, "state", None), getattr(row, "usage", None)
+    return (state is not None and state.is_terminal and used is not None
+            and used.max_rss_bytes is not None and used.req_mem_bytes is not None)
+
+
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
                            all_terminal: bool, runner: Runner, budget: QueryBudget | None = None,
-                           shown: dict[Key, TaskRow] | None = None, said: threading.Event | None = None) -> bool:
+                           shown: Shown | None = None) -> bool:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
     a wait that stopped before accounting told it); written into the ledger by the core. A sacct
     that hangs is killed when the console quits, as the watch's own queries are. False when the
-    ledger lacked none, so there is nothing to ask again. `said`: set while a failed ask is said;
-    nothing missing is then said too (rows only, nothing behind), or its `shown as last recorded`
-    stayed on the status line once another writer (or the watch's own sacct) had recorded every
-    figure."""
+    ledger lacked none, so there is nothing to ask again. `shown.said`: set while a failed ask is
+    said; nothing missing is then said too (rows only, nothing behind), or its `shown as last
+    recorded` stayed on the status line once another writer (or the watch's own sacct) had recorded
+    every figure."""
     missing = usage_missing(history)
     if not missing:
-        if said is not None and said.is_set() and not stop.is_set():
-            said.clear()
+        if shown is not None and shown.said.is_set() and not stop.is_set():
+            shown.said.clear()
             deliver(Seen((), rows_only=True, usage_asked=True))
         return False
     behind = None
@@ -239,13 +263,13 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
         return True
     except QueryError as err:    # usage stays "-", said as `hyperion-jobs usage` says it
         used, behind = {}, shown_as_recorded(str(err))
-    if said is not None and behind:
-        said.set()
-    elif said is not None:
-        said.clear()
     rows = tuple(task_row(history, missing[key][0], {}, used) for key in used)
     if shown is not None:
-        shown.update((key, row) for key, row in zip(used, rows))
+        if behind:
+            shown.said.set()
+        else:
+            shown.said.clear()
+        shown.rows.update((key, row) for key, row in zip(used, rows))
     if not stop.is_set():        # beside a watch, the watch alone says how fresh states are
         as_of = None if behind else time.time()
         deliver(Seen(rows, None, all_terminal, as_of, usage_asked=True, behind=behind) if all_terminal

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -28,11 +28,10 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
 from backends.records.history import History, load_history
-from backends.records.record import TaskRecord
 from backends.retry_hint import unsubmitted_line
 from backends.states import ended_by_slurm, explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
-from backends.watch.rows import TaskRow, local_cancel_text, ran_again, task_row
+from backends.watch.rows import local_cancel_text
 from backends.watch.slurm.accounting import QueryStopped, stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
@@ -53,9 +52,9 @@ from ..messages import (
 from ..record_cache import cached_record, file_key
 from ..shown import shown, tell
 from ..superseded import unless_superseded
-from ..task_index import FILTERS, Key, record_key, row_state_name, slurm_target
+from ..task_index import FILTERS, record_key, row_state_name, slurm_target
 from ..task_rows import rows_now
-from ..watch import Seen, watch_local, watch_slurm
+from ..watch import Seen, Shown, ledger_rows, watch_local, watch_slurm
 from ..widgets.attempts import AttemptsView
 from ..widgets.failures import FailuresView, group_title
 from ..widgets.find_bar import FindBar
@@ -396,14 +395,15 @@ class JobsScreen(ConsoleScreen):
         self.focus_home()           # up/down now select tasks, as the help says
         self.post_message(RecordOpened(self.record_path, len(self.tasks), len(history.numbers)))
 
-    def start_watching(self, history: History, shown: tuple[dict, dict] | None = None) -> None:
-        """`shown`: the tasks and rows on screen, to show first what the ledger holds beyond them."""
+    def start_watching(self, history: History, since_shown: bool = False) -> None:
+        """`since_shown`: show first what the ledger holds beyond the rows on screen (a Slurm
+        record's: a local one's watch shows every row the ledger holds)."""
         self._stop_poll.set()
         self._stop_poll = threading.Event()
         if history.current.backend == "slurm":
             # Retry waits for Slurm's first answer only when there is something to ask about.
             self._polling = any(history.final(task) is None for task in self.tasks.values())
-            self.poll_slurm(history, self._stop_poll, shown)
+            self.poll_slurm(history, self._stop_poll, (dict(self.tasks), dict(self.states)) if since_shown else None)
         else:
             self.poll_local(history.record_path, self._stop_poll)
 
@@ -418,7 +418,7 @@ class JobsScreen(ConsoleScreen):
             self.history = load_history(self.history.record_path, self.history.current)
             # the old watch's failed ask for usage: the new one asks again if any still lacks it
             self.query_one("#poll-status", PollStatus).note("usage", None)
-            self.start_watching(self.history, (dict(self.tasks), dict(self.states)))
+            self.start_watching(self.history, since_shown=True)
 
     def _deliver(self, path: str, stop: threading.Event):
         def deliver(seen: Seen) -> None:
@@ -437,9 +437,10 @@ class JobsScreen(ConsoleScreen):
         self.app.call_from_thread(self.post_message, WatchStarted(history.record_path, polled))
         deliver = self._deliver(history.record_path, stop)
         if shown is not None:
-            recorded = recorded_since(history, *shown)
+            tasks, rows = shown
+            recorded = ledger_rows(history, tasks, Shown(rows), watching=False)
             if recorded:
-                deliver(Seen(tuple(recorded), rows_only=True))
+                deliver(Seen(recorded, rows_only=True))
         watch_slurm(history, deliver, stop, budget=self.app.query_budget)
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -927,33 +928,6 @@ class JobsScreen(ConsoleScreen):
             return
         self.app.call_from_thread(tell, self, "cancelled " + " ".join(targets))
         self.app.call_from_thread(self.restart_watching)
-
-
-def recorded_since(history: History, tasks: Mapping[Key, TaskRecord],
-                   shown_rows: Mapping[Key, object]) -> list[TaskRow]:
-    """The rows of `tasks` whose end (or usage) the ledger of `history` holds and the screen does
-    not show: written by a watch whose delivery was dropped when it was stopped. A task Slurm ran
-    again since that end (the row shown has a higher restart count) keeps its live row; one shown
-    ended with its usage has nothing more to learn (100k of them cost no second row on a cancel)."""
-    out = []
-    for key, task in tasks.items():
-        final = history.final(task)
-        if final is None:
-            continue
-        now = shown_rows.get(key)
-        if now is not None and (ran_again(final, now) or _ended_with_usage(now)):
-            continue
-        row = task_row(history, task, {})
-        if row != now:
-            out.append(row)
-    return out
-
-
-def _ended_with_usage(row: object) -> bool:
-    """Shown ended with its peak and request: what the ledger could add is told late (a peak)."""
-    state, used = getattr(row, "state", None), getattr(row, "usage", None)
-    return (state is not None and state.is_terminal and used is not None
-            and used.max_rss_bytes is not None and used.req_mem_bytes is not None)
 
 
 def local_run_ended(rows) -> bool:
