@@ -221,7 +221,7 @@ def ledger_rows(history: History, tasks: Mapping[Key, TaskRecord], shown: Shown,
         elif old is not None and old.state is not None and old.state.is_terminal \
                 and (final.restart_count or 0) == (old.restart_count or 0):     # shown ended: its usage
             usage = usage_from_json(final.usage)
-            row = old if usage is None else replace(old, usage=usage)
+            row = old if usage is None else replace(old, usage=usage.filled_from(old.usage))
         else:
             continue
         shown.read[key] = final.usage

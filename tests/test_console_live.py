@@ -844,3 +844,29 @@ def test_the_log_title_of_a_task_slurm_cancels_says_so_not_just_following(slurm_
         asyncio.run(scenario())
     finally:
         subprocess.run(["scancel", job], check=False)
+
+
+def test_usage_another_writer_recorded_without_a_peak_keeps_the_peak_the_console_shows(tmp_path: Path) -> None:
+    """Beside a watch, the usage another writer recorded first replaces the usage shown: a record of
+    it made before accounting told the peak (hyperion-submit's wait, at the task's end) took away the
+    peak the console's own sacct had shown. The ledger's figures win; a figure it lacks stays."""
+    from dataclasses import replace
+
+    from backends.records.attempts import TaskUsage, append_entries
+    from backends.records.history import load_history
+    from backends.watch.rows import task_row
+    from backends.watch.usage import Usage
+    from hyperion_console.watch import Shown, ledger_rows
+    from test_console_fixtures import build_history
+
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", n=2, failures={})
+    history = load_history(record)
+    task = history.current.tasks[0]
+    key = (task.job_id, task.array_task_id)
+    peak = Usage(max_rss_bytes=50 << 20, elapsed_seconds=10.0, req_mem_bytes=100 << 20)
+    shown = Shown({key: replace(task_row(history, task, {}), usage=peak)}, {key: None})
+    append_entries(str(record), [TaskUsage(1, task.value, Usage(cpu_seconds=3.0, elapsed_seconds=12.0).to_json())])
+    told = ledger_rows(load_history(record), {key: task}, shown)
+    assert [row.usage for row in told] == [Usage(max_rss_bytes=50 << 20, cpu_seconds=3.0, elapsed_seconds=12.0,
+                                                 req_mem_bytes=100 << 20)]
+    assert shown.rows[key].usage == told[0].usage

@@ -51,6 +51,14 @@ class Usage:
         """Exactly the six fields, for ``--json`` and the attempt history."""
         return asdict(self)
 
+    def filled_from(self, other: Usage | None) -> Usage:
+        """These figures, each one not said taken from `other`: a later record of a task's usage
+        that lacks its peak must not take away the peak an earlier answer showed."""
+        if other is None:
+            return self
+        return Usage(**{name: other_value if value is None else value
+                        for (name, value), other_value in zip(asdict(self).items(), asdict(other).values())})
+
 
 # No figure of a real task comes near it (an exabyte, 30 billion years); a ledger line with a
 # 400-digit number or a negative limit is damage, and read as "not said".
