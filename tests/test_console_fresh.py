@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
-from test_console_fixtures import build_checkpoint, build_local_record, checkpoint_read, posted, text_of, wait_for
+from test_console_fixtures import (FIXED_TIME, build_checkpoint, build_local_record, checkpoint_read, posted,
+                                   text_of, wait_for)
 
 from backends.records.local_results import local_results_path
 from backends.records.record import TaskRecord, load_record, save_record
@@ -63,3 +65,115 @@ def test_record_list_reads_the_records_again_when_the_screen_is_shown(tmp_path: 
         assert len(posted(seen, RecordsListed)) >= 2
 
     asyncio.run(scenario())
+
+
+def _record_names(records) -> list[str]:
+    return [str(records.get_option_at_index(i).prompt) for i in range(records.option_count)]
+
+
+def test_record_list_shows_a_record_written_meanwhile_without_a_key(tmp_path: Path) -> None:
+    """A submission made in another terminal while the console is open is listed within a few
+    seconds, without `r`; the cursor stays on the record it was on, the focus where it was, and a
+    list with nothing new is not drawn again. Before, it was listed only after an action."""
+    from hyperion_console.screens.jobs import RECORDS_CHECK_SECONDS
+
+    first = build_local_record(tmp_path / "first", {1: ("COMPLETED", 0), 2: ("FAILED", 1)})
+    older = build_local_record(tmp_path / "older", {1: ("COMPLETED", 0)})
+    os.utime(older, (FIXED_TIME, FIXED_TIME))        # listed below the open one
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=first, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            records = jobs.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 2, 10)
+            await pilot.press("o", "down")                   # the cursor on the older record, unopened
+            assert records.paths[records.highlighted] == str(older)
+            await pilot.press("escape")
+            jobs.table.focus()
+            await pilot.pause(RECORDS_CHECK_SECONDS * 2 + 0.5)    # nothing new: not drawn again
+            listed = len(posted(seen, RecordsListed))
+            assert listed == len(posted(seen, RecordsListed))
+            assert records.option_count == 2
+
+            newer = build_local_record(tmp_path / "newer", {1: ("COMPLETED", 0), 2: ("COMPLETED", 0),
+                                                            3: ("RUNNING", None)})
+            await wait_for(pilot, lambda: records.option_count == 3, RECORDS_CHECK_SECONDS * 2 + 2)
+            assert records.paths[0] == str(newer) and "3 tasks" in _record_names(records)[0]
+            assert records.paths[records.highlighted] == str(older)     # not moved to another record
+            assert jobs.table.has_focus                                  # not taken by the list
+            assert jobs.record_path == str(first)                        # the open record stays open
+            assert len(posted(seen, RecordsListed)) == listed + 1
+            await pilot.pause(RECORDS_CHECK_SECONDS + 0.5)
+            assert len(posted(seen, RecordsListed)) == listed + 1      # drawn once for one change
+
+    asyncio.run(scenario())
+
+
+def test_record_list_is_not_looked_at_while_another_screen_shows(tmp_path: Path) -> None:
+    """The background look stops when the Jobs screen is left, and lists on coming back."""
+    from hyperion_console.screens.jobs import RECORDS_CHECK_SECONDS
+
+    first = build_local_record(tmp_path / "first", {1: ("COMPLETED", 0)})
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=first, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            records = app.jobs_screen.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 1, 10)
+            await pilot.press("3")
+            listed = len(posted(seen, RecordsListed))
+            build_local_record(tmp_path / "newer", {1: ("COMPLETED", 0)})
+            await pilot.pause(RECORDS_CHECK_SECONDS * 2 + 0.5)
+            assert len(posted(seen, RecordsListed)) == listed and records.option_count == 1
+            await pilot.press("2")
+            await wait_for(pilot, lambda: records.option_count == 2, 10)
+
+    asyncio.run(scenario())
+
+
+def test_record_list_shows_a_slurm_submission_from_another_terminal(slurm_cluster, tmp_path: Path,
+                                                                   cli_env) -> None:
+    """Real cluster: the console open on a record, `hyperion-submit slurm` of a small array in the
+    same folder from another process; its record is listed within the look's interval, while the
+    array runs, with no key pressed, and the record open stays open."""
+    import subprocess
+    import time
+
+    from hyperion_console.screens.jobs import RECORDS_CHECK_SECONDS
+
+    first = build_local_record(tmp_path / "first", {1: ("COMPLETED", 0)})
+    record = tmp_path / "log" / "q" / "w.T.submit.json"
+    shown: dict[str, float] = {}
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=first, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            records = jobs.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 1, 10)
+            submit = started["submit"] = subprocess.Popen(
+                ["hyperion-submit", "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "T=1:2",
+                 "--time", "00:01:00", "--output-file", "log/w.T.log", "--", "sleep", "20"],
+                cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            await wait_for(pilot, record.is_file, 60)
+            written = time.monotonic()
+            await wait_for(pilot, lambda: str(record) in records.paths, RECORDS_CHECK_SECONDS * 2 + 1)
+            shown["after"] = time.monotonic() - written
+            shown["running"] = submit.poll() is None
+            assert "slurm" in str(records.get_option_at_index(0).prompt)
+            assert jobs.record_path == str(first)
+
+    started: dict[str, subprocess.Popen] = {}
+    try:
+        asyncio.run(scenario())
+    finally:
+        if "submit" in started:
+            started["submit"].terminate()
+            started["submit"].wait(30)
+        if record.is_file():
+            subprocess.run(["scancel", *(job.job_id for job in load_record(record).jobs)], capture_output=True)
+    assert shown["running"], shown            # listed while the array ran, not at its end
+    assert shown["after"] <= RECORDS_CHECK_SECONDS * 2 + 1, shown

@@ -72,6 +72,7 @@ from .jobs_retry import RetryFlow
 
 TICK_SECONDS = 1.0
 RECORD_CHECK_SECONDS = 2.0   # how often the open record's file is looked at (a new attempt elsewhere)
+RECORDS_CHECK_SECONDS = 4.0  # how often the search folders are looked at for new records while shown
 DERIVED_DELAY = 1.0          # failure groups, attempts and the usage figures follow updates this late
 VIEWS = ("tasks-view", "map-view", "failures-view", "attempts-view")
 MIN_TABLE_ROWS = 3           # fewer rows than this on screen: the user is told the terminal is too small
@@ -239,6 +240,7 @@ class JobsScreen(ConsoleScreen):
         else:
             self.action_reload()
         self.set_interval(TICK_SECONDS, self.tick)
+        self.set_interval(RECORDS_CHECK_SECONDS, self.look_at_records)
 
     def on_unmount(self) -> None:
         self._stop_poll.set()
@@ -294,6 +296,13 @@ class JobsScreen(ConsoleScreen):
     @guarded
     def action_reload(self) -> None:
         self.records.find_recent(list(self.search_dirs), self.record_path)
+
+    def look_at_records(self) -> None:
+        """Every few seconds while this screen shows: a record written meanwhile (`hyperion-submit`
+        in another terminal) is listed without `r`, in the background (the list only changes when
+        what it lists did; the cursor and the focus stay where they are)."""
+        if self.is_current and self._ready:
+            self.records.look_again(list(self.search_dirs), self.record_path)
 
     @guarded
     def on_records_listed(self, message: RecordsListed) -> None:

@@ -1,12 +1,17 @@
 """The list of recent submissions on the Jobs screen: q/*.submit.json records found under a few dirs.
 
 Read again whenever something may have changed it (a submission, a resubmit,
-a cancel, a run that ended, coming back to the screen), so task counts and new
-records are never stale. Labels come from the records, i.e. from files: every
-piece is shown through `printable`, as text.
+a cancel, a run that ended, coming back to the screen), and looked at in the
+background every few seconds while the screen shows (`look_again`): a record
+written by `hyperion-submit` in another terminal is listed without a key, and
+the list is redrawn only when what it lists changed, its cursor kept on the
+record it was on. Labels come from the records, i.e. from files: every piece is
+shown through `printable`, as text.
 """
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
@@ -15,13 +20,20 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
-from backends.records.record import find_records
+from backends.records.record import find_records, records_within
 
 from ..messages import RecordsListed
 from ..record_cache import cached_record, file_key
 from ..shown import shown
 
 RECENT = 50
+# A look no user asked for walks the search folders this long at most. One cut short (a busy
+# machine, a slow file server) is tried again after LOOK_PAUSE seconds; after CUT_SHORT_LOOKS in a
+# row (a tree too big, a hung NFS folder) the list is read on actions only, never by a pile of
+# background walks, until an action's listing ends.
+LOOK_SECONDS = 2.0
+LOOK_PAUSE = 30.0
+CUT_SHORT_LOOKS = 3
 CURRENT_MARK = "▸ "
 MAX_LABELS = 500
 # A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
@@ -93,6 +105,45 @@ def record_label(path: Path, current: bool = False, name: str | None = None) -> 
     return mark + label
 
 
+@dataclass(frozen=True)
+class Listing:
+    """What the list shows, as found on disk: the records (newest first), the name shown for each,
+    each file's (path, mtime, size, inode) (a rewritten record has a new label), the open record
+    and the folders that could not be listed. Two equal listings draw the same list."""
+
+    paths: tuple[str, ...]
+    names: tuple[str, ...]
+    keys: tuple[tuple[str, int, int, int] | None, ...]
+    current: str | None
+    unlisted: tuple[tuple[str, str], ...]
+
+
+def list_records(dirs: list[Path], current: str | None, seconds: float | None = None) -> Listing | None:
+    """The newest RECENT records under `dirs` (the open record `current` first when the walk misses
+    it), stat'ed only, never read. With `seconds`, a walk cut short after that long is None: a part of
+    the tree is no listing to replace the one shown with."""
+    unlisted: list[tuple[str, str]] = []
+    if seconds is None:
+        found = find_records(dirs, unlisted=unlisted)
+    else:
+        found, cut = records_within(dirs, seconds, unlisted=unlisted)
+        if cut:
+            return None
+    paths = [str(p) for p in found[:RECENT]]
+    current = str(Path(current).resolve()) if current else None
+    if current and current not in paths and Path(current).is_file():
+        paths.insert(0, current)
+    names = distinct_names(paths)
+    return Listing(tuple(paths), tuple(names[p] for p in paths), tuple(file_key(p) for p in paths),
+                   current, tuple(unlisted))
+
+
+def listing_options(listing: Listing) -> list[Option]:
+    """One option a record (its label read from the file once per file version)."""
+    return [Option(record_label(Path(p), p == listing.current, name), id=p)
+            for p, name in zip(listing.paths, listing.names)]
+
+
 class RecordList(OptionList):
     """Newest first; each option's id is the record's path; the open record is marked."""
 
@@ -100,34 +151,86 @@ class RecordList(OptionList):
         super().__init__(**kwargs)
         self.current: str | None = None
         self.paths: list[str] = []
+        self.shown_listing: Listing | None = None    # what the list was last drawn from
+        self._listings = 0            # find_recent calls: a background look begun before one is dropped
+        self._looking: Worker | None = None
+        self._finding: Worker | None = None     # the last action's listing
+        self.cut_short = 0            # looks in a row that ran out of time
+        self._look_after = 0.0        # (monotonic) no look before this, after one was cut short
+
+    def find_recent(self, dirs: list[Path], current: str | None = None) -> None:
+        """The records listed again after an action, the open one highlighted."""
+        self._listings += 1
+        self._finding = self._find_recent(dirs, current)
 
     @work(thread=True, exclusive=True, group="records", exit_on_error=False)
-    def find_recent(self, dirs: list[Path], current: str | None = None) -> None:
+    def _find_recent(self, dirs: list[Path], current: str | None = None) -> None:
         """Walking a big experiment tree takes a while: off the UI thread."""
-        unlisted: list[tuple[str, str]] = []
-        paths = [str(p) for p in find_records(dirs, unlisted=unlisted)[:RECENT]]
-        current = str(Path(current).resolve()) if current else None
-        if current and current not in paths and Path(current).is_file():
-            paths.insert(0, current)
-        names = distinct_names(paths)
-        options = [Option(record_label(Path(p), p == current, names[p]), id=p) for p in paths]
-        self.app.call_from_thread(self._show, paths, options, current, get_current_worker(), unlisted)
+        listing = list_records(dirs, current)
+        assert listing is not None
+        options = listing_options(listing)
+        self.app.call_from_thread(self._show, listing, options, get_current_worker())
 
-    def _show(self, paths: list[str], options: list[Option], current: str | None, worker: Worker,
-              unlisted: list[tuple[str, str]] | None = None) -> None:
+    def look_again(self, dirs: list[Path], current: str | None) -> None:
+        """A background look (the Jobs screen's timer): the list is redrawn only if what it lists
+        changed. Never a second look while one is under way, nor during an action's listing."""
+        if (self.cut_short >= CUT_SHORT_LOOKS or time.monotonic() < self._look_after
+                or any(w is not None and not w.is_finished for w in (self._looking, self._finding))):
+            return
+        self._looking = self._look(dirs, current, self._listings)
+
+    @work(thread=True, group="records-look", exit_on_error=False)
+    def _look(self, dirs: list[Path], current: str | None, listings: int) -> None:
+        listing = list_records(dirs, current, LOOK_SECONDS)
+        worker = get_current_worker()
+        if worker.is_cancelled:      # the console quit meanwhile
+            return
+        self.app.call_from_thread(self._looked, listing is not None)
+        if listing is None or listing == self.shown_listing:
+            return
+        options = listing_options(listing)      # labels of new or rewritten records only are read
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show_looked, listing, options, listings)
+
+    def _looked(self, finished: bool) -> None:
+        """Count the looks cut short in a row; wait LOOK_PAUSE after each."""
+        self.cut_short = 0 if finished else self.cut_short + 1
+        self._look_after = 0.0 if finished else time.monotonic() + LOOK_PAUSE
+
+    def _show_looked(self, listing: Listing, options: list[Option], listings: int) -> None:
+        """A look's listing, unless an action listed the records since it began (its open record
+        may be another), or the list was meanwhile drawn from the same."""
+        if listings != self._listings or listing == self.shown_listing:
+            return
+        self._draw(listing, options, keep_cursor=True)
+
+    def _show(self, listing: Listing, options: list[Option], worker: Worker) -> None:
         # A newer listing (another record opened meanwhile) cancelled this one, on this UI thread;
         # the thread ran on regardless, and its list would mark the record opened before as open.
         if worker.is_cancelled:
             return
-        self.paths, self.current = paths, current
-        highlighted = self.highlighted
+        self.cut_short, self._look_after = 0, 0.0
+        self._draw(listing, options, keep_cursor=False)
+
+    def _draw(self, listing: Listing, options: list[Option], keep_cursor: bool) -> None:
+        """Draw `listing`. After an action the cursor goes to the open record; after a background
+        look it stays on the record it was on, and the list keeps its scroll position (clearing
+        the options scrolled it to the top)."""
+        was_on = self.paths[self.highlighted] if self.highlighted is not None and self.highlighted < len(self.paths) else None
+        highlighted, scroll_y = self.highlighted, self.scroll_y
+        paths, current = list(listing.paths), listing.current
+        self.paths, self.current, self.shown_listing = paths, current, listing
         self.clear_options()
         self.add_options(options)
-        if current in paths:
+        if keep_cursor:
+            self.scroll_to(y=scroll_y, animate=False, immediate=True)
+        if keep_cursor and was_on in paths:
+            self.highlighted = paths.index(was_on)
+        elif current in paths:
             self.highlighted = paths.index(current)
         elif paths:     # none highlighted, Enter would open nothing until an arrow key was pressed
             self.highlighted = 0 if highlighted is None else min(highlighted, len(paths) - 1)
-        self.post_message(RecordsListed(paths, unlisted or ()))
+        self.post_message(RecordsListed(paths, listing.unlisted))
 
     def neighbour(self, step: int) -> str | None:
         """The record `step` places after (before, if negative) the open one in the list."""
