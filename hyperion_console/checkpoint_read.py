@@ -6,6 +6,7 @@ and shows the result whole, so what it shows always comes from one read.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +19,7 @@ from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
 from sharding.resubmit import StillRunning, running_in
 from sharding.run_records import record_checkpoint
-from sharding.store import Checkpoint
+from sharding.store import FAILED_FILENAME, MAX_FAILED_DEPTH, Checkpoint
 
 from .errors import as_typed, describe_error
 from .record_cache import cached_record
@@ -81,19 +82,57 @@ def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBud
 
 
 def change_stamp(checkpoint: Path) -> tuple:
-    """What changes when a shard completes or fails, or run.json is written again, for three stats
-    whatever the number of shards: the (mtime, inode, size) of the completion folder (a manifest is
-    added or replaced there), of run.json and of the failed-task folder (None: not there)."""
+    """What changes when a shard completes or fails, or run.json is written again: the (mtime,
+    inode, size) of the completion folder (a manifest is added or replaced there) and of run.json
+    (None: not there), and `failed_tree_stamp` of the failed-task folder. A failed-task record sits
+    four folders down (slurm_job_J/array_task_A/restart_R/shard_i/): one added to a job folder that
+    exists left the failed-task folder's own stat as it was, and the change went unsaid."""
     store = Checkpoint(checkpoint)
-    stamp = []
-    for path in (store.completion_dir, store.run_path, store.failed_dir):
+    stamp: list = []
+    for path in (store.completion_dir, store.run_path):
         try:
             info = os.stat(path)
         except (OSError, ValueError):        # ValueError: a path holding NUL
             stamp.append(None)
             continue
         stamp.append((info.st_mtime_ns, info.st_ino, info.st_size))
+    stamp.append(failed_tree_stamp(store.failed_dir))
     return tuple(stamp)
+
+
+def failed_tree_stamp(failed_dir: Path) -> str | None:
+    """A digest of the failed-task folder as the coverage read walks it (the same caps: folders at
+    most MAX_FAILED_DEPTH down, symlinks not followed): every folder's entry names (an added record
+    or folder, whatever the file system's time resolution) and every failed_tasks.json's (mtime,
+    inode, size) (a record rewritten). Stats only, no file is read. None: no folder (or a symlink,
+    which the read does not search either)."""
+    try:
+        if not os.path.isdir(failed_dir) or os.path.islink(failed_dir):
+            return None
+    except ValueError:                       # a path holding NUL
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    stack: list[tuple[str, int]] = [(str(failed_dir), 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            digest.update(f"{folder}\0!{exc.errno}\n".encode("utf-8", "surrogateescape"))
+            continue
+        for entry in entries:
+            line = f"{entry.path}\0"
+            try:
+                if entry.name == FAILED_FILENAME:
+                    info = entry.stat(follow_symlinks=False)
+                    line += f"{info.st_mtime_ns} {info.st_ino} {info.st_size}"
+                elif depth + 1 <= MAX_FAILED_DEPTH and entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, depth + 1))
+            except OSError:                  # gone meanwhile: its name is enough
+                pass
+            digest.update((line + "\n").encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
 
 
 def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRead:

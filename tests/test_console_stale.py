@@ -323,3 +323,61 @@ def test_shards_a_running_array_completes_are_said_on_the_checkpoint_screen(slur
         asyncio.run(scenario())
     finally:
         subprocess.run(["scancel", *jobs], check=False)
+
+
+def test_the_change_stamp_sees_a_failed_record_added_inside_a_job_folder_that_exists(tmp_path: Path) -> None:
+    """A failed-task record sits four folders down (slurm_job_J/array_task_A/restart_R/shard_i): a
+    second array task of job 500 failing added array_task_8/ inside slurm_job_500/, and the stamp,
+    which stat'ed the failed-task folder alone, stayed as it was. A record rewritten in place changes
+    it too; nothing changed, the same stamp; a folder deeper than the read searches is not looked at."""
+    from test_console_fixtures import build_checkpoint
+
+    from hyperion_console.checkpoint_read import change_stamp
+    from sharding.store import MAX_FAILED_DEPTH, Attempt, Checkpoint
+
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6,))
+    store = Checkpoint(checkpoint)
+    before = change_stamp(checkpoint)
+    assert change_stamp(checkpoint) == before
+    failed_dir_stat = store.failed_dir.stat().st_mtime_ns
+    record = store.write_failed(8, Attempt(job="500", array_task="8", restart="0"), {"error": "boom"})
+    assert store.failed_dir.stat().st_mtime_ns == failed_dir_stat    # the folder's own stat: no change
+    added = change_stamp(checkpoint)
+    assert added != before
+    record.write_text('{"error": "boom, again"}')                      # rewritten in place
+    assert change_stamp(checkpoint) != added
+    rewritten = change_stamp(checkpoint)
+    deep = store.failed_dir.joinpath(*(f"d{i}" for i in range(MAX_FAILED_DEPTH + 1)))   # not entered
+    deep.mkdir(parents=True)
+    nested = change_stamp(checkpoint)
+    assert nested != rewritten                                          # a folder added where the read looks
+    (deep / "failed_tasks.json").write_text("{}")                       # below where the read searches
+    assert change_stamp(checkpoint) == nested
+
+
+def test_the_checkpoint_screen_says_when_a_failed_record_was_added_to_a_job_folder(tmp_path: Path) -> None:
+    """The change notice for a failed-task record written inside an existing job's folder (another
+    array task of the same job failing): it went unsaid, the Failed tab listing one record of two."""
+    from test_console_fixtures import build_checkpoint, checkpoint_read, screen_lines, text_of
+
+    from sharding.store import Attempt, Checkpoint
+
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=(6,))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            said = lambda: [line.strip() for line in screen_lines(app) if "changed since" in line]   # noqa: E731
+            await pilot.pause(2.5)
+            assert said() == []
+            Checkpoint(checkpoint).write_failed(8, Attempt(job="500", array_task="8", restart="0"),
+                                                {"task_ids": ["p000009"], "error": "InjectedFailure: boom"})
+            await wait_for(pilot, said, 10)
+            await pilot.press("r")
+            await checkpoint_read(pilot)
+            assert said() == []
+            assert "failed 2" in text_of(screen.query_one("#ckpt-map"))
+
+    asyncio.run(scenario())
