@@ -92,8 +92,8 @@ def test_record_list_shows_a_record_written_meanwhile_without_a_key(tmp_path: Pa
             assert records.paths[records.highlighted] == str(older)
             await pilot.press("escape")
             jobs.table.focus()
-            await pilot.pause(RECORDS_CHECK_SECONDS * 2 + 0.5)    # nothing new: not drawn again
             listed = len(posted(seen, RecordsListed))
+            await pilot.pause(RECORDS_CHECK_SECONDS * 2 + 0.5)    # nothing new: not drawn again
             assert listed == len(posted(seen, RecordsListed))
             assert records.option_count == 2
 
@@ -177,3 +177,31 @@ def test_record_list_shows_a_slurm_submission_from_another_terminal(slurm_cluste
             subprocess.run(["scancel", *(job.job_id for job in load_record(record).jobs)], capture_output=True)
     assert shown["running"], shown            # listed while the array ran, not at its end
     assert shown["after"] <= RECORDS_CHECK_SECONDS * 2 + 1, shown
+
+
+def test_a_slow_look_at_the_records_waits_nine_times_its_length_before_the_next(tmp_path: Path) -> None:
+    """A search tree that takes 1.5 s to walk, looked at every 4 s, kept 40% of a core busy for as
+    long as the console showed the list: the next look waits nine times as long as the last took."""
+    import time
+
+    from hyperion_console.widgets.record_list import LOOK_SPACING
+
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0)})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            records = app.jobs_screen.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 1, 10)
+            await pilot.pause(0.5)
+            records._looked(True, 1.5)
+            before = records._looking
+            records.look_again([tmp_path], str(record))
+            assert records._looking is before                 # spaced out: no look begun
+            assert records._look_after >= time.monotonic() + LOOK_SPACING * 1.5 - 1
+            records._looked(True, 0.001)
+            await pilot.pause(0.1)
+            records.look_again([tmp_path], str(record))
+            assert records._looking is not before             # a quick walk: looked at again at once
+
+    asyncio.run(scenario())

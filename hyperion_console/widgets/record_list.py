@@ -34,6 +34,9 @@ RECENT = 50
 LOOK_SECONDS = 2.0
 LOOK_PAUSE = 30.0
 CUT_SHORT_LOOKS = 3
+# A look that finished but took a while waits this many times as long before the next: background
+# walks of a big tree take at most a tenth of a core (a 1.5 s walk every 4 s took 40%).
+LOOK_SPACING = 9.0
 CURRENT_MARK = "▸ "
 MAX_LABELS = 500
 # A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
@@ -181,21 +184,23 @@ class RecordList(OptionList):
 
     @work(thread=True, group="records-look", exit_on_error=False)
     def _look(self, dirs: list[Path], current: str | None, listings: int) -> None:
+        began = time.monotonic()
         listing = list_records(dirs, current, LOOK_SECONDS)
         worker = get_current_worker()
         if worker.is_cancelled:      # the console quit meanwhile
             return
-        self.app.call_from_thread(self._looked, listing is not None)
+        self.app.call_from_thread(self._looked, listing is not None, time.monotonic() - began)
         if listing is None or listing == self.shown_listing:
             return
         options = listing_options(listing)      # labels of new or rewritten records only are read
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_looked, listing, options, listings)
 
-    def _looked(self, finished: bool) -> None:
-        """Count the looks cut short in a row; wait LOOK_PAUSE after each."""
+    def _looked(self, finished: bool, took: float = 0.0) -> None:
+        """Count the looks cut short in a row; wait LOOK_PAUSE after each, and LOOK_SPACING times
+        its length after one that finished."""
         self.cut_short = 0 if finished else self.cut_short + 1
-        self._look_after = 0.0 if finished else time.monotonic() + LOOK_PAUSE
+        self._look_after = time.monotonic() + (LOOK_SPACING * took if finished else LOOK_PAUSE)
 
     def _show_looked(self, listing: Listing, options: list[Option], listings: int) -> None:
         """A look's listing, unless an action listed the records since it began (its open record
