@@ -201,7 +201,10 @@ def ledger_rows(history: History, tasks: Mapping[Key, TaskRecord], shown: Shown,
       it, as no watch tells an end the ledger holds (the table said RUNNING for ever). One shown
       ended with its peak and request has nothing more to learn (100k cost no row at a cancel).
     Either way a task Slurm ran again since its end keeps its row, and one whose ledger usage did not
-    change since the last look costs a comparison (every 30 s of a 100k-task watch)."""
+    change since the last look costs a comparison (every 30 s of a 100k-task watch). A live row
+    whose restart count is unknown (sacct's alone, while squeue failed) takes the end: kept, a run
+    that did end stayed RUNNING for ever, as no watch tells an end the ledger holds; a run Slurm
+    started again comes back with the next watch's first squeue (its restart count, `ran_again`)."""
     told = []
     for key, task in tasks.items():
         final = history.final(task)

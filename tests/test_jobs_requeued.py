@@ -177,3 +177,57 @@ def test_list_adds_lately_ended_jobs_to_the_squeue_it_asks_anyway_and_asks_nothi
     states = listed_states(tmp_path, env)
     assert states["new"] == "COMPLETED 7, RUNNING 1" and "FAILED" in states["old"]
     assert about_jobs(asked) == ["sacct 4300", "squeue -j 4300,4242"]
+
+
+def test_after_a_cancel_the_recorded_end_replaces_a_running_row_of_unknown_restarts_and_a_rerun_comes_back(
+        tmp_path) -> None:
+    """The console watched task 3 RUNNING from sacct alone (squeue failed: accounting has no restart
+    count, so the row's is unknown); its end reached the ledger (the stopped watch's last answer, or
+    another terminal), then a cancel restarted the watch. Whether Slurm ran it again after that end,
+    the row cannot tell: keeping RUNNING when it did not left the table RUNNING for ever (the new
+    watch never tells an end the ledger holds), so the end is shown, and the new watch's first
+    squeue, whose restart count is the controller's, brings back a run Slurm started again. A row
+    whose restart count is known and above the end's keeps its run."""
+    import threading
+
+    from backends.records.attempts import FinalState, append_entries
+    from backends.states import TaskState
+    from backends.watch.rows import task_row
+    from hyperion_console.watch import Shown, ledger_rows, watch_slurm
+
+    record = build_history(tmp_path, CONF, failures={}, unfinished=(3,))
+    history = load_history(record)
+    task = history.current.tasks[2]
+    key = (task.job_id, task.array_task_id)
+    running = task_row(history, task, {key: TaskState("4242", 3, JobState.RUNNING, elapsed=20.0, node="node01")})
+    assert running.state is JobState.RUNNING and running.restart_count is None
+    append_entries(str(record), [FinalState(1, 3, "4242", 3, "COMPLETED", 0, None, 33.0, "node01", 0,
+                                            time=iso_now())])
+    history = load_history(record)
+
+    told = ledger_rows(history, {key: task}, Shown({key: running}), watching=False)
+    assert [(row.state, row.exit_code) for row in told] == [(JobState.COMPLETED, 0)]
+    rerun = task_row(history, task, {key: TaskState("4242", 3, JobState.RUNNING, elapsed=2.0, node="node01",
+                                                    source="squeue", restart_count=1)})
+    assert ledger_rows(history, {key: task}, Shown({key: rerun}), watching=False) == ()
+
+    # the new watch never tells an end the ledger holds: without ledger_rows, RUNNING stayed
+    ended: list = []
+    watch_slurm(history, lambda seen: ended.append(seen), threading.Event(), runner=controller(ended_rows(), []))
+    assert any(seen.all_terminal for seen in ended) and key not in [(r.job_id, r.task_id) for seen in ended for r in seen.rows]
+
+    rows = ended_rows()
+    rows[2] = "4242_3|RUNNING|0|0:02|node01|None|1|"
+    stop, shown = threading.Event(), {}
+
+    def deliver(seen) -> None:
+        shown.update(((row.job_id, row.task_id), row) for row in seen.rows)
+        if key in shown:
+            stop.set()
+
+    watching = threading.Thread(target=watch_slurm, args=(history, deliver, stop),
+                                kwargs={"runner": controller(rows, [])}, daemon=True)
+    watching.start()
+    watching.join(30)
+    stop.set()
+    assert (shown[key].state, shown[key].restart_count) == (JobState.RUNNING, 1), shown
