@@ -37,8 +37,8 @@ QUIT = 131     # SIGQUIT (Ctrl-\): cancelled as after Ctrl-C, with the shell's c
 
 def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None,
            live_check: LiveCheck | None = None, warn: sbatch.Warn | None = None) -> SubmitRecord:
-    """sbatch every window of `plan` as a new attempt and save its record; `warn` is told, line
-    by line, what an sbatch that queued its window said on stderr (escaped, bounded).
+    """sbatch every window of `plan` as a new attempt and save its record; `warn` is told the
+    lines an sbatch that queued its window said on stderr, once per call (escaped, bounded).
 
     If a window after the first is refused, the windows already queued keep
     running and are recorded: the record names the values left out and sbatch's
@@ -210,7 +210,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     with _stop_on_signals(stop, hangup, quit_):
         try:
             record = submit(plan, kind, on_begin, live_check,
-                            warn=lambda line: err_stream.line(f"{PROG}: {line}"))
+                            warn=lambda lines: [err_stream.line(f"{PROG}: {line}") for line in lines])
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             return 1

@@ -24,10 +24,10 @@ class PartlySubmitted(SubmitError):
 
 def launch(plan, announce: Callable[[str], None], kind: str = "submit",
            on_begin: Callable[[], None] | None = None, local_runs: LocalRuns | None = None,
-           warn: Callable[[str], None] | None = None) -> int | None:
+           warn: Callable[[tuple[str, ...]], None] | None = None) -> int | None:
     """Run `plan`; `on_begin()` once it is not refused, `announce(record_path)` once its record
-    exists, `warn(line)` for each line an sbatch that queued its window said on stderr (as
-    hyperion-submit prints them: escaped, bounded). Local: the exit status; while it runs it is
+    exists, `warn(lines)` with what each sbatch that queued its window said on stderr (as
+    hyperion-submit prints them: escaped, bounded; one notification per call). Local: the exit status; while it runs it is
     one of `local_runs`, which a quit stops.
     Slurm: PartlySubmitted after the announce when sbatch refused a later window (those before it
     went in and are watched), in the words hyperion-submit uses."""

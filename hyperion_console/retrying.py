@@ -132,10 +132,10 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
 def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
               announce: Callable[[str], None], local_runs: LocalRuns | None = None,
               on_begin: Callable[[], None] | None = None,
-              warn: Callable[[str], None] | None = None) -> int | None:
+              warn: Callable[[tuple[str, ...]], None] | None = None) -> int | None:
     """Plan again from Slurm's answer now and run it as the next attempt; Refused if it changed.
 
-    `on_begin()` once nothing refuses it (a retry started elsewhere meanwhile does); `warn(line)`
+    `on_begin()` once nothing refuses it (a retry started elsewhere meanwhile does); `warn(lines)`
     for what an sbatch that queued a window said on stderr, as `launch` tells it. Returns the
     local run's exit status (None for Slurm, which the Jobs screen watches).
     """

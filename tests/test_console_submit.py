@@ -561,6 +561,7 @@ def test_what_sbatch_warns_while_queuing_is_notified_escaped(slurm_cluster, tmp_
     warning is a notification titled "sbatch", as hyperion-submit prints it (controls escaped)."""
     wrapper = tmp_path / "warning-sbatch"
     wrapper.write_text("#!/bin/bash\nprintf 'sbatch: warning: \\033]0;owned\\007memory lowered\\n' >&2\n"
+                       "echo 'sbatch: warning: time limit lowered' >&2\n"
                        'exec sbatch "$@"\n')
     wrapper.chmod(0o755)
     site = tmp_path / "site.yaml"
@@ -578,7 +579,8 @@ def test_what_sbatch_warns_while_queuing_is_notified_escaped(slurm_cluster, tmp_
             await wait_for(pilot, lambda: any(n.severity == "warning" for n in app._notifications), 90)
             job = json.loads(record.read_text())["jobs"][0]["job_id"]
             told = [(n.title, n.message) for n in app._notifications if n.severity == "warning"]
-            assert told == [("sbatch", f"sbatch said of job {job}: sbatch: warning: \\x1b]0;owned\\x07memory lowered")]
+            assert told == [("sbatch", f"sbatch said of job {job}: sbatch: warning: \\x1b]0;owned\\x07memory lowered | "
+                                       f"sbatch said of job {job}: sbatch: warning: time limit lowered")]  # one toast
             await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 30)
 
     asyncio.run(scenario())

@@ -12,3 +12,5 @@ def test_what_a_successful_sbatch_said_is_escaped_cut_and_bounded():
     assert len(many) == MAX_WARNING_LINES + 1
     assert many[-1] == "sbatch said of job 12: ... and 995 more line(s)"
     assert all(len(line) < 400 for line in many)
+    bidi = sbatch_warnings("\u202e" * 400 + "\n", "12")[0]           # 10 characters an escape: cut once escaped
+    assert len(bidi) < 400 and bidi.endswith("... (400 characters)") and "\u202e" not in bidi

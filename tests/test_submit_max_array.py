@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -54,6 +55,20 @@ def test_a_hung_scontrol_is_given_up_and_killed():
     assert read_command(_python("import time; print('MaxArraySize = 5', flush=True); time.sleep(60)"),
                         timeout=0.5) is None
     assert time.monotonic() - started < 5
+
+
+def test_a_child_left_holding_the_answer_open_is_killed_too(tmp_path):
+    """A site's scontrol wrapper that exits but leaves a child with its output: the child was left running."""
+    pid_file = tmp_path / "child.pid"
+    code = ("import subprocess, sys; child = subprocess.Popen(['sleep', '60']); "
+            f"open({str(pid_file)!r}, 'w').write(str(child.pid)); print('MaxArraySize = 1001')")
+    assert read_command(_python(code), timeout=0.5) is None
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)       # killed; reaped by init a moment later
+    state = Path(f"/proc/{child}/stat").read_text().split()[2] if Path(f"/proc/{child}").exists() else "gone"
+    assert state in ("gone", "Z"), state
 
 
 def test_a_failed_or_missing_scontrol_gives_nothing():

@@ -820,8 +820,8 @@ class CheckpointScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-        def warn(line: str) -> None:                   # what sbatch said while queuing it, as the CLI prints it
-            self.app.call_from_thread(tell, self, line, title="sbatch", severity="warning", timeout=10)
+        def warn(lines: tuple[str, ...]) -> None:                   # what sbatch said while queuing it, as the CLI prints it
+            self.app.call_from_thread(tell, self, " | ".join(lines), title="sbatch", severity="warning", timeout=10)
 
         def begun() -> None:                           # said once nothing refuses it
             self.app.call_from_thread(tell, self, f"resubmitting shards {_cut(retry.expression, 40)}")

@@ -70,8 +70,8 @@ class RetryFlow:
             self.app.call_from_thread(tell, self.screen,
                                       f"retrying values {decision.values} as attempt {decision.attempt}")
 
-        def warn(line: str) -> None:       # what sbatch said while queuing it, as hyperion-jobs retry prints it
-            self.app.call_from_thread(tell, self.app, line, title="sbatch", severity="warning", timeout=10)
+        def warn(lines: tuple[str, ...]) -> None:       # what sbatch said while queuing it, as hyperion-jobs retry prints it
+            self.app.call_from_thread(tell, self.app, " | ".join(lines), title="sbatch", severity="warning", timeout=10)
 
         try:
             status = run_retry(decision.record_path, decision.request, decision.confirmed, announce,

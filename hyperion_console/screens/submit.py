@@ -347,8 +347,8 @@ class SubmitScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self._sent, path)
 
-        def warn(line: str) -> None:       # what sbatch said while queuing it, as hyperion-submit prints it
-            self.app.call_from_thread(tell, self.app, line, title="sbatch", severity="warning", timeout=10)
+        def warn(lines: tuple[str, ...]) -> None:       # what sbatch said while queuing it, as hyperion-submit prints it
+            self.app.call_from_thread(tell, self.app, " | ".join(lines), title="sbatch", severity="warning", timeout=10)
 
         try:
             status = launch(plan, announce, local_runs=self.app.local_runs, warn=warn)

@@ -75,11 +75,12 @@ def read_command(argv: tuple[str, ...], timeout: float = SCONTROL_TIMEOUT,
             except subprocess.TimeoutExpired:
                 complete = False
     finally:
-        if child.poll() is None:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        # The whole group, even once its leader exited: a child it left holding the pipe lives on.
+        # (Its id stays the group's while any member lives, and is no one else's after.)
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         child.stdout.close()
         try:
             child.wait(timeout=1.0)

@@ -56,7 +56,7 @@ SBATCH_TIMEOUT = 120.0   # seconds an sbatch may take (a busy controller answers
 MAX_WARNING_LINES = 5    # of what an sbatch that queued the job said on stderr: the rest is counted
 MAX_WARNING_CHARS = 300  # a line longer than that is cut
 
-Warn = Callable[[str], None]   # told each line an sbatch that succeeded said on stderr
+Warn = Callable[[tuple[str, ...]], None]   # told the lines an sbatch that succeeded said on stderr
 
 
 # --- planning the submissions (pure given the plan) -----------------------------------------
@@ -118,9 +118,10 @@ def sbatch_warnings(stderr: str, job_id: str) -> tuple[str, ...]:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     shown = []
     for line in lines[:MAX_WARNING_LINES]:
-        if len(line) > MAX_WARNING_CHARS:
-            line = f"{line[:MAX_WARNING_CHARS]}... ({len(line)} characters)"
-        shown.append(f"sbatch said of job {job_id}: {printable(line)}")
+        escaped = printable(line)     # cut once escaped: an escape is up to 10 characters
+        if len(escaped) > MAX_WARNING_CHARS:
+            escaped = f"{escaped[:MAX_WARNING_CHARS]}... ({len(line)} characters)"
+        shown.append(f"sbatch said of job {job_id}: {escaped}")
     if len(lines) > MAX_WARNING_LINES:
         shown.append(f"sbatch said of job {job_id}: ... and {len(lines) - MAX_WARNING_LINES} more line(s)")
     return tuple(shown)
@@ -138,7 +139,7 @@ def sbatch_environment(environ: Mapping[str, str]) -> dict[str, str]:
 def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -> str:
     """Run one sbatch (no shell); the job id, or SubmitError naming the kept script (and, when
     the window's indices reach the cluster's MaxArraySize, the site key that splits them).
-    What it said on stderr while queuing the job goes to `warn`, line by line."""
+    What it said on stderr while queuing the job goes to `warn`, its lines at once."""
     try:
         done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True, errors="replace",
                               stdin=subprocess.DEVNULL, timeout=SBATCH_TIMEOUT, env=sbatch_environment(os.environ))
@@ -153,9 +154,9 @@ def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -
         advice = _array_advice(sub, site_file) if "array" in said.lower() else None
         raise SubmitError(f"sbatch failed (exit {done.returncode}): {said}; script kept at {sub.script_path}"
                           f"{'; ' + advice if advice else ''}")
-    if warn is not None:
-        for line in sbatch_warnings(done.stderr, job_id):
-            warn(line)
+    said = sbatch_warnings(done.stderr, job_id) if warn is not None else ()
+    if said:
+        warn(said)
     return job_id
 
 
