@@ -229,6 +229,35 @@ def test_the_checkpoint_screen_says_when_the_checkpoint_changed_since_it_was_rea
     asyncio.run(scenario())
 
 
+def test_a_slow_look_for_a_checkpoint_change_spaces_the_next_ones(tmp_path: Path, monkeypatch) -> None:
+    """A failed-task tree that takes a while to stat (20k records: 0.34 s) was looked at every 2 s for
+    as long as the screen showed: the next look now waits nine times as long as the last took."""
+    import time
+
+    from test_console_fixtures import build_checkpoint, checkpoint_read
+
+    import hyperion_console.screens.checkpoint as screen_module
+
+    checkpoint = build_checkpoint(tmp_path, total=4, complete=(1, 2), failed=(3,))
+    looks = []
+    stamp = screen_module.change_stamp
+
+    def slow_stamp(path):
+        looks.append(time.monotonic())
+        time.sleep(0.6)
+        return stamp(path)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            monkeypatch.setattr(screen_module, "change_stamp", slow_stamp)
+            await pilot.pause(7.0)          # unspaced: a look every 2 s, 3 or 4 of them
+            assert 1 <= len(looks) <= 2, looks
+
+    asyncio.run(scenario())
+
+
 def test_a_failed_ask_for_usage_is_no_longer_said_once_nothing_lacks_it(tmp_path: Path, monkeypatch) -> None:
     """The ask for what ended tasks used failed (sacct down): the status line kept `sacct: error
     ...; shown as last recorded`. Once another writer (a `hyperion-jobs usage` in another
