@@ -29,7 +29,7 @@ from backends.records.attempts import LedgerWriter, MovedFile, NewAttempt, attem
 from backends.records.history import History, archive_current, load_history
 from backends.records.log_owner import Writer, last_writer, writers
 from backends.records.paths import RECORD_SUFFIX, log_stem
-from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord, load_record
+from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord, load_record, reattach_command
 from backends.submit.model import SubmitPlan, record_options
 
 FIELD = "--output-file"
@@ -244,7 +244,7 @@ def _refuse_live(history: History, live: list[str]) -> None:
     slurm = [job for job in jobs if job != LOCAL_JOB]     # a local run has no job to cancel: its runner stops it
     stop = f"cancel them (hyperion-jobs cancel {' '.join(slurm)})" if slurm else "stop them"
     raise InputError(FIELD, f"{history.record_path} still has {len(live)} live task(s) ({shown}) of job(s) "
-                     f"{', '.join(jobs)}; wait for them (hyperion-jobs watch {history.record_path}) or {stop} "
+                     f"{', '.join(jobs)}; wait for them ({reattach_command(history.record_path)}) or {stop} "
                      "before submitting to the same --output-file again")
 
 

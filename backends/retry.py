@@ -17,7 +17,7 @@ from backends.launch import check_rerun
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
-from backends.records.record import SubmitRecord
+from backends.records.record import SubmitRecord, reattach_command
 from backends.retry_sizes import SizeProposal, propose_sizes
 from backends.states import JobState
 from backends.submit.array import ArraySpec
@@ -223,8 +223,8 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         slurm = sorted({row.job_id for row in live} - {LOCAL_JOB})   # a local run's runner stops it
         stop = f"cancel them (hyperion-jobs cancel {' '.join(slurm)})" if slurm else "stop them"
         raise InputError("TARGET", f"{history.record_path} still has {len(live)} live task(s) ({counts}) "
-                         f"of job(s) {jobs}{note}; wait for them to end (hyperion-jobs watch "
-                         f"{history.record_path}) or {stop} first")
+                         f"of job(s) {jobs}{note}; wait for them to end ({reattach_command(history.record_path)}) "
+                         f"or {stop} first")
     extra = left_out(history, request)
     chosen = tuple(choose(rows, request, history.unsubmitted()[0]))
     if not chosen and not extra:

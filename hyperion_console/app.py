@@ -9,6 +9,7 @@ from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
+from textual.command import SimpleProvider
 from textual.screen import ModalScreen
 from textual.theme import ThemeProvider
 from textual.worker import Worker, WorkerState
@@ -147,6 +148,11 @@ class HyperionConsole(App[None]):
     def search_themes(self) -> None:
         """The palette's Theme command: the list of themes, searched in the same Palette."""
         self.push_screen(Palette(providers=[ThemeProvider], placeholder="Search for themes…"))
+
+    def search_commands(self, commands, placeholder: str = "Search for commands…"):
+        """Textual's list of given commands (none of ours shows one yet), in the same Palette: any
+        list searched in this app draws its query as the fields draw text."""
+        return self.push_screen(Palette(providers=[SimpleProvider(self.screen, commands)], placeholder=placeholder))
 
     def notify(self, message: str, *, title: str = "", severity="information",
                timeout: float | None = None, markup: bool = True) -> None:

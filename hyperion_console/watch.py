@@ -65,6 +65,8 @@ class Shown:
     read: dict = field(default_factory=dict)     # Key -> the ledger's usage of its end as last read
     # an ask for usage failed and was said: said again once nothing lacks it
     said: threading.Event = field(default_factory=threading.Event)
+    # the watch's thread and the looks beside it both read and replace rows
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
@@ -96,8 +98,10 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     ended_here: list[bool] = []   # a task ended while watched (not one of the ledger's ends)
 
     def fresh(rows) -> tuple:
-        new = tuple(row for row in rows if shown.rows.get(row_key(row)) != row)
-        shown.rows.update((row_key(row), row) for row in new)
+        rows = tuple(rows)
+        with shown.lock:
+            new = tuple(row for row in rows if shown.rows.get(row_key(row)) != row)
+            shown.rows.update((row_key(row), row) for row in new)
         return new
 
     def observe(update) -> bool:
@@ -206,31 +210,32 @@ def ledger_rows(history: History, tasks: Mapping[Key, TaskRecord], shown: Shown,
     that did end stayed RUNNING for ever, as no watch tells an end the ledger holds; a run Slurm
     started again comes back with the next watch's first squeue (its restart count, `ran_again`)."""
     told = []
-    for key, task in tasks.items():
-        final = history.final(task)
-        if final is None or (key in shown.read and shown.read[key] == final.usage):
-            continue
-        old = shown.rows.get(key)
-        if old is not None and ran_again(final, old):
-            continue
-        if not watching:
-            if _ended_with_usage(old):
+    with shown.lock:      # a row the watch replaces meanwhile is not overwritten by one built before
+        for key, task in tasks.items():
+            final = history.final(task)
+            if final is None or (key in shown.read and shown.read[key] == final.usage):
                 continue
-            row = task_row(history, task, {})
-        elif not final.usage:
-            continue
-        elif old is None and key in shown.read:   # not delivered: the screen shows the ledger's end of it
-            row = task_row(history, task, {})
-        elif old is not None and old.state is not None and old.state.is_terminal \
-                and (final.restart_count or 0) == (old.restart_count or 0):     # shown ended: its usage
-            usage = usage_from_json(final.usage)
-            row = old if usage is None else replace(old, usage=usage.filled_from(old.usage))
-        else:
-            continue
-        shown.read[key] = final.usage
-        if row != old:
-            shown.rows[key] = row
-            told.append(row)
+            old = shown.rows.get(key)
+            if old is not None and ran_again(final, old):
+                continue
+            if not watching:
+                if _ended_with_usage(old):
+                    continue
+                row = task_row(history, task, {})
+            elif not final.usage:
+                continue
+            elif old is None and key in shown.read:   # not delivered: the screen shows the ledger's end of it
+                row = task_row(history, task, {})
+            elif old is not None and old.state is not None and old.state.is_terminal \
+                    and (final.restart_count or 0) == (old.restart_count or 0):     # shown ended: its usage
+                usage = usage_from_json(final.usage)
+                row = old if usage is None else replace(old, usage=usage.filled_from(old.usage))
+            else:
+                continue
+            shown.read[key] = final.usage
+            if row != old:
+                shown.rows[key] = row
+                told.append(row)
     return tuple(told)
 
 
@@ -272,7 +277,8 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
             shown.said.set()
         else:
             shown.said.clear()
-        shown.rows.update((key, row) for key, row in zip(used, rows))
+        with shown.lock:
+            shown.rows.update((key, row) for key, row in zip(used, rows))
     if not stop.is_set():        # beside a watch, the watch alone says how fresh states are
         as_of = None if behind else time.time()
         deliver(Seen(rows, None, all_terminal, as_of, usage_asked=True, behind=behind) if all_terminal

@@ -23,7 +23,7 @@ from backends.printable import printable
 from backends.ranges import compress
 from backends.watch.rows import LOCAL_JOB
 from backends.records.history import History, load_history
-from backends.records.record import SubmitRecord, TaskRecord, load_record
+from backends.records.record import SubmitRecord, TaskRecord, load_record, reattach_command
 from backends.records.trust import check_trusted
 from backends.submit.array import MAX_VALUES, ArraySpec
 # site_array_limit too: sharding's CLI reaches backends.submit only through this bridge
@@ -169,7 +169,7 @@ class StillRunning:
         """The one line a resubmission is refused with: what runs, and the two ways on."""
         stop = "stop that run" if self.jobs == (LOCAL_JOB,) else f"cancel them (hyperion-jobs cancel {' '.join(self.jobs)})"
         return (f"{self.summary(retry)}: not missing, only unfinished, and a resubmission would run them twice; "
-                f"wait for them (hyperion-jobs watch {printable(self.record_path)}) or {stop}, then retry; "
+                f"wait for them ({printable(reattach_command(self.record_path))}) or {stop}, then retry; "
                 "nothing resubmitted")
 
 

@@ -534,8 +534,11 @@ def test_control_characters_pasted_in_the_command_palette_are_drawn_as_escapes(t
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
         async with app.run_test(size=(100, 30)) as pilot:
-            for opened in ("ctrl+p", "theme"):
-                if opened == "theme":            # the palette's Theme command opens a palette of themes
+            for opened in ("ctrl+p", "theme", "commands"):
+                if opened == "commands":         # Textual's list of given commands, for a later action
+                    app.search_commands([("Say hello", lambda: None)])
+                    await wait_for(pilot, lambda: bool(app.screen.query(CommandInput)), 10)
+                elif opened == "theme":            # the palette's Theme command opens a palette of themes
                     await pilot.press("ctrl+p", *"theme")
                     await wait_for(pilot, lambda: any("Change the current theme" in line
                                                       for line in screen_lines(app)), 10)

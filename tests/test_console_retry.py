@@ -394,3 +394,23 @@ def test_retry_preview_says_which_sbatch_variables_of_the_environment_are_not_pa
             assert first in str(app.screen.query_one("#confirm-detail Static").content)
 
     asyncio.run(scenario())
+
+
+def test_the_commands_a_refusal_names_paste_as_they_are_in_a_folder_with_a_space(tmp_path: Path) -> None:
+    """`wait for them to end (hyperion-jobs watch /my runs/...)` did not paste: the record's path was
+    not quoted, while the line after a wait (`reattach_command`) always quoted it."""
+    import shlex
+
+    from backends.retry import RetryRequest, plan_retry
+    from backends.watch.rows import history_rows
+    from test_console_fixtures import build_history
+
+    record = build_history(tmp_path / "my runs", SITE, unfinished=(7,))
+    history = load_history(record)
+    task = next(t for t in history.current.tasks if t.value == 7)
+    rows = history_rows(history, {(task.job_id, task.array_task_id):
+                                  TaskState(task.job_id, task.array_task_id, JobState.RUNNING)})
+    with pytest.raises(Exception) as refused:
+        plan_retry(history, rows, RetryRequest())
+    watch = str(refused.value).split("wait for them to end (", 1)[1].split(")", 1)[0]
+    assert shlex.split(watch) == ["hyperion-jobs", "watch", str(record)]
