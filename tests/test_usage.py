@@ -149,3 +149,33 @@ def test_a_query_with_more_fields_reads_the_same() -> None:
     assert parse_usage("\n".join(lines), fields) == parse_usage(recorded("ended.txt"))
     with pytest.raises(ValueError, match="lack MaxRSS"):
         parse_usage("", tuple(f for f in USAGE_FIELDS if f != "MaxRSS"))
+
+
+def test_a_usage_line_without_the_peak_keeps_the_peak_recorded_before(tmp_path: Path) -> None:
+    """Two writers record what a task used: the console's watch (sacct told the peak) and
+    hyperion-submit's wait at the task's end (sacct had not told it yet). The newest line replaced
+    the whole usage, so `status`, `usage` and the console opened later showed no peak. Each figure
+    now comes from the newest line that says it."""
+    from dataclasses import replace
+
+    from test_console_fixtures import build_history
+
+    from backends.records.attempts import FinalState, TaskUsage, append_entries
+    from backends.records.history import load_history
+    from backends.watch.usage import usage_from_json
+
+    record = build_history(tmp_path, Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml",
+                           n=3, unfinished=(3,))
+    peak = Usage(max_rss_bytes=50 << 20, elapsed_seconds=10.0, req_mem_bytes=100 << 20).to_json()
+    later = Usage(cpu_seconds=3.0, elapsed_seconds=12.0).to_json()
+    append_entries(str(record), [TaskUsage(1, 1, peak), TaskUsage(1, 1, later)])
+    history = load_history(record)
+    task = {t.value: t for t in history.current.tasks}
+    assert usage_from_json(history.final(task[1]).usage) == Usage(
+        max_rss_bytes=50 << 20, cpu_seconds=3.0, elapsed_seconds=12.0, req_mem_bytes=100 << 20)
+    # the end's own line held the peak (the watch recorded end and usage at once); a usage line follows
+    end = FinalState(1, 3, "4242", task[3].array_task_id, "COMPLETED", 0, None, 33.0, "node01", 0, usage=peak)
+    append_entries(str(record), [end, TaskUsage(1, 3, later)])
+    assert usage_from_json(load_history(record).final(task[3]).usage).max_rss_bytes == 50 << 20
+    assert replace(usage_from_json(load_history(record).final(task[3]).usage), max_rss_bytes=None) == Usage(
+        cpu_seconds=3.0, elapsed_seconds=12.0, req_mem_bytes=100 << 20)

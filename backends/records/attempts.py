@@ -467,6 +467,15 @@ def _moved(raw: dict) -> MovedFile | None:
     return MovedFile(attempt, _int(raw.get("value")), str(raw.get("what") or "log"), source, target)
 
 
+def _filled(newer: dict, older: Mapping[str, object] | None) -> dict:
+    """A usage line's figures, each one it does not say taken from what was recorded before: a
+    writer that recorded usage before accounting told the peak (hyperion-submit's wait at the
+    end) took away the peak an earlier line held, in every face that reads the history."""
+    if not older:
+        return newer
+    return {**older, **{name: value for name, value in newer.items() if value is not None}}
+
+
 class _Fold:
     """The ledger's lines folded as they are fed, a slice of whole lines at a time: the file is
     never held whole (a 900 MB ledger cost 900 MB, and a watcher's `finals_since` a second copy)."""
@@ -506,7 +515,8 @@ class _Fold:
             elif kind == "closed" and _int(raw.get("attempt"), 1) is not None:
                 self.closed.add(raw["attempt"])
             elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
-                self.usages[(raw["attempt"], _int(raw.get("value")))] = raw["usage"]
+                key = (raw["attempt"], _int(raw.get("value")))
+                self.usages[key] = _filled(raw["usage"], self.usages.get(key))
             else:
                 failed += 1
         self.skipped += _nonblank_lines(data) - candidates + failed   # lines without a type: skipped unread
@@ -515,7 +525,7 @@ class _Fold:
         finals = dict(self.finals)
         for key, usage in self.usages.items():      # the newest usage line of an ended task wins
             if key in finals:
-                finals[key] = replace(finals[key], usage=usage)
+                finals[key] = replace(finals[key], usage=_filled(usage, finals[key].usage))
         return Ledger(tuple(self.attempts[n] for n in sorted(self.attempts)), self.starts, finals, self.moved,
                       frozenset(self.closed), self.skipped, self.last_start, self.children)
 
