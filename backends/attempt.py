@@ -28,7 +28,7 @@ from backends.printable import printable
 from backends.records.attempts import LedgerWriter, MovedFile, NewAttempt, attempt_dir, ledger_path
 from backends.records.history import History, archive_current, load_history
 from backends.records.log_owner import Writer, last_writer, writers
-from backends.records.paths import RECORD_SUFFIX, log_stem
+from backends.records.paths import RECORD_SUFFIX, log_stem, moved_name
 from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord, load_record, reattach_command
 from backends.submit.model import SubmitPlan, record_options
 
@@ -477,13 +477,6 @@ def _can_join(record_path: str) -> bool:
     return True
 
 
-def _prefixed(array_name: object, output_file: object) -> bool:
-    """NAME only in the log's folder: moved logs of different values would collide, so they get
-    ``<value>.`` in front."""
-    return isinstance(array_name, str) and isinstance(output_file, str) and \
-        array_name not in os.path.basename(output_file)
-
-
 def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
     """Every existing file the plan would write (task logs, batch scripts), and whose attempt it joins:
     a log goes to the attempt, of this pattern or another sharing it, that wrote it last
@@ -495,8 +488,7 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
     candidates = _log_writers([*([history] if history is not None else []), *others.values()], real)
     own = _own_writers(history)
     latest = history.latest_number if history is not None else 0
-    prefixes = {plan.record_path: _prefixed(plan.options.array.name if plan.options.array else None,
-                                            plan.options.output_file)}
+    naming = {plan.record_path: (plan.options.array.name if plan.options.array else None, plan.options.output_file)}
     moves = []
     for task in plan.tasks:
         if not os.path.lexists(task.log):
@@ -506,12 +498,11 @@ def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
             writer = None                # its history cannot take the move: ours keeps it, as before
         if writer is None:
             writer = Writer(plan.record_path, own.get((task.value, task.log), latest), task.value, None)
-        if writer.record_path not in prefixes:
+        if writer.record_path not in naming:
             current = others[writer.record_path].current
-            prefixes[writer.record_path] = _prefixed(current.array_name, current.options.get("output_file"))
-        name = os.path.basename(task.log)
+            naming[writer.record_path] = (current.array_name, current.options.get("output_file"))
         moves.append(PlannedMove(task.log, writer.record_path, writer.attempt, writer.value, "log",
-                                 f"{writer.value}.{name}" if prefixes[writer.record_path] else name))
+                                 moved_name(*naming[writer.record_path], writer.value, task.log)))
     scripts = history.script_writers if history is not None else {}
     for window in plan.windows:
         if os.path.lexists(window.script_path):    # the attempt that wrote it; unknown: our newest

@@ -8,12 +8,14 @@ written before attempts existed is attempt 1.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from backends.errors import InputError
+from backends.logheader import iso_seconds
 from backends.ranges import compress
 from backends.records.attempts import (
     ATTEMPTS_DIR,
@@ -23,10 +25,16 @@ from backends.records.attempts import (
     NewAttempt,
     append_entries,
     archived_record_path,
+    attempt_dir,
     read_ledger,
 )
-from backends.records.paths import window_script_path
-from backends.records.record import SubmitRecord, TaskRecord, load_record, record_json, write_json_atomic
+from backends.records.paths import RECORD_SUFFIX, moved_name, window_script_path
+from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord, load_record, record_json, write_json_atomic
+
+# A log moved aside unrecorded is looked for under its name and at most this many `.N` after it.
+_MAX_SAME_NAME = 100
+# q/attempts/<N>/ of a 1000001-task array holds its moved logs; more names than this were not ours.
+MAX_ATTEMPT_FILES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -100,9 +108,86 @@ class History:
         moved = self.ledger.moved.get((task.attempt, task.value, "log"))
         if moved is not None:   # in the terms of where that attempt's record was written
             return self.records.get(task.attempt, self.current).rebased(moved.target)
+        unrecorded = self._unrecorded_move(task)
         if self._last_attempt_at.get(task.log, task.attempt) > task.attempt:
-            return None
+            return unrecorded
+        if unrecorded is not None and not os.path.lexists(task.log):
+            return unrecorded
         return task.log
+
+    def _unrecorded_move(self, task: TaskRecord) -> str | None:
+        """The task's log in q/attempts/<N>/ that a rerun moved there and was killed before its
+        ``moved`` line was written (SIGKILL between the hard link and the line): the first of the
+        names a move gives it (`moved_name`, then ``.2``, ``.3``...) that no moved line of this
+        ledger names and that was written after the attempt was submitted (not another pattern's
+        file of the same name, which its own ledger names). Found from one listing of the folder,
+        made only when asked; no file is looked at for a task without such a name."""
+        if not task.log or not self._may_have_written(task):
+            return None
+        names = self._attempt_files(task.attempt)
+        if not names:
+            return None
+        record = self.records.get(task.attempt, self.current)
+        base = moved_name(record.array_name, record.options.get("output_file"), task.value, task.log)
+        if base not in names:        # every task of an ordinary history: no file is looked at
+            return None
+        claimed = self._claimed_names.get(task.attempt, frozenset())
+        folder = attempt_dir(self.record_path, task.attempt)
+        entry = self.entry(task.attempt)
+        submitted = iso_seconds(entry.time if entry else record.submitted_at)
+        for counter in range(1, _MAX_SAME_NAME + 1):
+            name = base if counter == 1 else f"{base}.{counter}"
+            if name not in names:
+                return None
+            if name in claimed or name.endswith(RECORD_SUFFIX):
+                continue
+            try:
+                info = os.lstat(folder / name)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and (submitted is None or info.st_mtime >= submitted):
+                return str(folder / name)
+        return None
+
+    def _may_have_written(self, task: TaskRecord) -> bool:
+        """Whether the task can have written a log (as `log_owner.writers` judges): a local task the
+        ledger never saw start did not, nor did a task that ended without running. A file of its
+        log's name in q/attempts/<N>/ is then another pattern's (log/t.2.log beside log/t.JOB.log,
+        whose moved line is in that pattern's ledger), never this task's."""
+        if task.job_id == LOCAL_JOB and (task.attempt, task.value) not in self.ledger.starts:
+            return False
+        final = self.final(task)
+        return final is None or bool(final.elapsed or final.node)
+
+    def _attempt_files(self, number: int) -> frozenset[str]:
+        """The names in q/attempts/<number>/, listed once per history (bounded: a folder holding
+        more than MAX_ATTEMPT_FILES names was not filled by us, and is not searched)."""
+        cache = self._listings
+        if number not in cache:
+            names: set[str] = set()
+            try:
+                with os.scandir(attempt_dir(self.record_path, number)) as entries:
+                    for entry in entries:
+                        names.add(entry.name)
+                        if len(names) > MAX_ATTEMPT_FILES:
+                            names = set()
+                            break
+            except OSError:
+                pass
+            cache[number] = frozenset(names)
+        return cache[number]
+
+    @cached_property
+    def _listings(self) -> dict[int, frozenset[str]]:
+        return {}
+
+    @cached_property
+    def _claimed_names(self) -> dict[int, frozenset[str]]:
+        """Per attempt, the names in its q/attempts/<N>/ that a moved line of this ledger names."""
+        claimed: dict[int, set[str]] = {}
+        for move in self.ledger.moved.values():
+            claimed.setdefault(move.attempt, set()).add(os.path.basename(move.target))
+        return {number: frozenset(names) for number, names in claimed.items()}
 
     @cached_property
     def _last_attempt_at(self) -> dict[str, int]:

@@ -24,6 +24,17 @@ def is_file_name(value: object) -> bool:
     return True
 
 
+def moved_name(array_name: object, output_file: object, value: int | None, log: str) -> str:
+    """The name a rerun gives a task's log in q/attempts/<N>/ (before `.2`, `.3`... when taken):
+    its own basename, or ``<value>.<basename>`` when NAME is only in the log's folder (the moved
+    logs of different values would have one name). One function, so that a reader can find a log
+    whose ``moved`` line a kill kept from being written (History.log_of)."""
+    name = os.path.basename(log)
+    prefixed = isinstance(array_name, str) and isinstance(output_file, str) and \
+        array_name not in os.path.basename(output_file)
+    return f"{value}.{name}" if prefixed else name
+
+
 def q_dir(output_file: str | Path) -> Path:
     """The ``q`` directory beside the output file (absolute)."""
     return Path(os.path.abspath(output_file)).parent / "q"
