@@ -871,6 +871,45 @@ def test_each_log_moved_aside_is_in_the_ledger_as_soon_as_it_moved(tmp_path, cli
     assert shown.returncode == 0 and "first 2" in shown.stdout, shown.stderr
 
 
+# A rerun killed (SIGKILL) once its first log was moved aside and before the ledger line saying so.
+_KILLED_AFTER_MOVE = """
+import os, signal, sys
+from backends.attempt import LedgerWriter
+from backends.cli.submit import main
+from backends.records.attempts import MovedFile
+real = LedgerWriter.append
+def append(self, *entries):
+    if any(isinstance(e, MovedFile) for e in entries):
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(self, *entries)
+LedgerWriter.append = append
+sys.argv = ["hyperion-submit", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("output", ["log/t.JOB.log", "log/JOB/t.log"])
+def test_a_log_moved_aside_by_a_rerun_killed_before_its_ledger_line_is_still_found(tmp_path, cli_env, output):
+    """SIGKILL between moving attempt 1's log into q/attempts/1/ and the `moved` line: `logs --attempt 1`
+    looked at log/t.1.log (gone, then the next attempt's) and said attempt 1 had no log there."""
+    def run(word: str) -> tuple[str, ...]:
+        return ("--array", "JOB=1:2", "--output-file", output, "--", "sh", "-c", f'echo "{word} $0"', "JOB")
+    assert submit_local(tmp_path, cli_env, *run("first")).returncode == 0
+    record = next((tmp_path / "log").rglob("*.submit.json"))
+    killed = subprocess.run([PY, "-c", _KILLED_AFTER_MOVE, "local", "--cfg", str(TEST_SITE), *run("second")],
+                            cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not (tmp_path / output.replace("JOB", "1")).exists() and not load_history(record).ledger.moved
+    for moment in ("after the kill", "after the next attempt"):
+        shown = _log(Path(f"{record}:1"), cli_env, "--attempt", "1")
+        assert shown.returncode == 0 and "first 1" in shown.stdout, (moment, shown.stderr)
+        assert "first 2" in _log(Path(f"{record}:2"), cli_env, "--attempt", "1").stdout
+        if moment == "after the kill":
+            again = submit_local(tmp_path, cli_env, *run("second"))
+            assert again.returncode == 0, again.stderr
+    assert "second 1" in _log(Path(f"{record}:1"), cli_env).stdout
+
+
 def test_a_log_moved_aside_to_a_name_taken_after_the_look_overwrites_nothing(tmp_path, monkeypatch):
     """Two reruns moving a log aside to the same name at the same instant: each looked, found the name
     free, and renamed, so the second replaced the first's log. Here the other rerun's log appears at the
@@ -1018,6 +1057,46 @@ def test_a_spare_an_earlier_runner_of_the_same_pid_filled_keeps_its_lines(tmp_pa
     after = read_ledger(record)
     assert after.finals[(1, 2)] == ended
     assert after.finals[(2, 1)].state == "COMPLETED"
+
+
+def _reaped_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_the_empty_spare_of_a_killed_local_run_is_removed_by_the_next_run_and_one_with_lines_kept(
+        tmp_path: Path, cli_env) -> None:
+    """A local runner killed with SIGKILL leaves q/<stem>.attempts.jsonl.<pid>.spare, 4 KiB of zeros,
+    and every later run read it with the ledger: one more per killed run, forever. The next run removes
+    such a spare; one holding the ends a full disk sent there, and one a live runner holds, stay."""
+    args = ("--array", "JOB=1:1", "--output-file", "log/t.JOB.log", "--")
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), *args, "sleep", "60"],
+                              cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    ledger = ledger_path(record)
+    child = None
+    try:
+        _wait_for_line(ledger, "child")
+        child = next(json.loads(line)["pid"] for line in ledger.read_text().splitlines() if '"child"' in line)
+        runner.kill()
+        runner.wait(timeout=30)
+    finally:
+        kill_groups(child)
+    [left] = ledger.parent.glob("*.spare")
+    assert left.read_bytes().strip(b"\0") == b""            # the case this is about: nothing in it
+    ended = FinalState(1, 7, "local", 7, "FAILED", 1, reason="cannot write the log: No space left on device")
+    with_lines = ledger.with_name(f"{ledger.name}.{_reaped_pid()}.spare")
+    with_lines.write_bytes(b"\n" + entry_lines([ended]) + b"\0" * 100)
+    held = ledger.with_name(f"{ledger.name}.{_reaped_pid()}.spare")
+    held.write_bytes(b"\0" * 4096)
+    import fcntl
+    with open(held, "rb") as holder:                        # a live runner on another host holds its own
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        done = submit_local(tmp_path, cli_env, *args, "true")
+        assert done.returncode == 0, done.stderr
+    assert sorted(ledger.parent.glob("*.spare")) == sorted([with_lines, held])
+    assert read_ledger(record).finals[(1, 7)] == ended
 
 
 def _fill(disk: Path) -> None:
