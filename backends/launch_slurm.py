@@ -238,6 +238,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             return QUIT if quit_.is_set() else INTERRUPTED
     for line in report(outcome, record.array_name):
         err_stream.line(f"{PROG}: {line}")
+    if outcome.unrecorded:
+        err_stream.line(f"{PROG}: warning: {outcome.unrecorded}")
     if not outcome.ok:
         from backends.retry_hint import retry_command
 

@@ -67,6 +67,19 @@ class FinalsRecorder:
         self.error: str | None = None
         self._unwritten: list[object] = []     # entries the ledger refused (a full disk): tried again
 
+    @property
+    def unrecorded(self) -> str | None:
+        """What a watch says as it ends when the last write of ends failed (a full disk, a ledger
+        you may not write), None when the history holds every end it saw: the states were shown,
+        and without this line nothing told the user that the history lacks them, nor that a later
+        `status` can record them only while Slurm still remembers the job."""
+        if self.error is None:
+            return None
+        count = len(self._unwritten)
+        what = f"the end of {count} task(s) it saw was" if count else "the ends it saw were"
+        return (f"{what} not recorded ({self.error}); once it can be written, hyperion-jobs status "
+                f"{self.record_path} records them, while Slurm still remembers the job")
+
     def observe(self, states: Iterable[TaskState], usage: Mapping[Key, Usage] | None = None) -> list[object]:
         """Record the terminal states among `states` not recorded yet, and new usage of ended tasks."""
         usage = usage or {}

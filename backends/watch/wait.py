@@ -31,6 +31,8 @@ class Outcome:
     exit_status: int
     # Tasks Slurm will never start as asked, with its pending reason (the wait stopped there).
     never_runs: tuple[tuple[TaskRecord, str], ...] = ()
+    # Ends the wait saw and could not write to the ledger (`FinalsRecorder.unrecorded`), None if none.
+    unrecorded: str | None = None
 
 
 def _state_of(task: TaskRecord, states: dict) -> TaskState:
@@ -106,7 +108,7 @@ def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = N
         return bool(found)
 
     last = poller.run(watch, stop, waiting=observer)
-    outcome = outcome_from(record, dict(last.states))
+    outcome = replace(outcome_from(record, dict(last.states)), unrecorded=finals.unrecorded)
     return replace(outcome, never_runs=tuple(found)) if found else outcome
 
 

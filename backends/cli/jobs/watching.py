@@ -137,6 +137,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if final.unconfirmed:     # the one look for requeues of a run that ended lately, as `status` says it
         say_shown_as_recorded([final.unconfirmed])
     ended = _ended(out, _rows_for(history, final, job_history, target))
+    if finals is not None and finals.unrecorded:
+        SafeStream(sys.stderr).line(f"{PROG}: warning: {finals.unrecorded}")
     left_out = unsubmitted_line(history) if history is not None else None
     if left_out:     # the exit status hyperion-submit gave: what sbatch refused never ran
         SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
