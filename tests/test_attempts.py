@@ -1062,46 +1062,6 @@ def test_a_spare_an_earlier_runner_of_the_same_pid_filled_keeps_its_lines(tmp_pa
     assert after.finals[(2, 1)].state == "COMPLETED"
 
 
-def _reaped_pid() -> int:
-    child = subprocess.Popen(["true"])
-    child.wait()
-    return child.pid
-
-
-def test_the_empty_spare_of_a_killed_local_run_is_removed_by_the_next_run_and_one_with_lines_kept(
-        tmp_path: Path, cli_env) -> None:
-    """A local runner killed with SIGKILL leaves q/<stem>.attempts.jsonl.<pid>.spare, 4 KiB of zeros,
-    and every later run read it with the ledger: one more per killed run, forever. The next run removes
-    such a spare; one holding the ends a full disk sent there, and one a live runner holds, stay."""
-    args = ("--array", "JOB=1:1", "--output-file", "log/t.JOB.log", "--")
-    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), *args, "sleep", "60"],
-                              cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
-    ledger = ledger_path(record)
-    child = None
-    try:
-        _wait_for_line(ledger, "child")
-        child = next(json.loads(line)["pid"] for line in ledger.read_text().splitlines() if '"child"' in line)
-        runner.kill()
-        runner.wait(timeout=30)
-    finally:
-        kill_groups(child)
-    [left] = ledger.parent.glob("*.spare")
-    assert left.read_bytes().strip(b"\0") == b""            # the case this is about: nothing in it
-    ended = FinalState(1, 7, "local", 7, "FAILED", 1, reason="cannot write the log: No space left on device")
-    with_lines = ledger.with_name(f"{ledger.name}.{_reaped_pid()}.spare")
-    with_lines.write_bytes(b"\n" + entry_lines([ended]) + b"\0" * 100)
-    held = ledger.with_name(f"{ledger.name}.{_reaped_pid()}.spare")
-    held.write_bytes(b"\0" * 4096)
-    import fcntl
-    with open(held, "rb") as holder:                        # a live runner on another host holds its own
-        fcntl.flock(holder, fcntl.LOCK_EX)
-        done = submit_local(tmp_path, cli_env, *args, "true")
-        assert done.returncode == 0, done.stderr
-    assert sorted(ledger.parent.glob("*.spare")) == sorted([with_lines, held])
-    assert read_ledger(record).finals[(1, 7)] == ended
-
-
 def _fill(disk: Path) -> None:
     fd = os.open(disk / "fill", os.O_WRONLY | os.O_CREAT)
     try:

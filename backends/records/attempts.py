@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import fcntl
 import json
 import math
 import os
@@ -294,13 +293,11 @@ class _Spare:
             path = ledger.with_name(f"{ledger.name}.{os.getpid()}{suffix}{SPARE_SUFFIX}")
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+                break
             except FileExistsError:
                 continue
             except OSError:
                 return None
-            if _hold(fd):
-                break
-            os.close(fd)       # a sweep of another runner took it as it was made: another name
         else:
             return None
         try:
@@ -309,7 +306,6 @@ class _Spare:
             os.close(fd)
             path.unlink(missing_ok=True)
             return None
-        sweep_spares(ledger, keep=path)
         return cls(path, fd, size)
 
     def put(self, data: bytes) -> bool:
@@ -324,69 +320,6 @@ class _Spare:
         os.close(self._fd)
         if not self._used:
             self.path.unlink(missing_ok=True)
-
-
-def _hold(fd: int) -> bool:
-    """Lock a spare we made for as long as its runner lives (the lock goes with the process, even
-    on SIGKILL): a sweep removes only a spare nobody holds. False when a sweep holds it, or removed it
-    between our making it and the lock; True where locks are not to be had (nothing sweeps then)."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-    return os.fstat(fd).st_nlink > 0
-
-
-def sweep_spares(ledger: Path, keep: Path | None = None) -> None:
-    """Remove the spares of the ledger's dead runners that hold nothing (zeros: no line was ever put
-    there). A runner killed with SIGKILL leaves its spare behind, one more per killed run, each read
-    with the ledger ever after. A spare is left alone when it holds any other byte (the ends a full
-    disk sent there: they are the ledger's), when it is not a regular file of at most SPARE_CAP
-    bytes, when its runner's lock is held (a live runner, here or on another host sharing the
-    folder), or when the pid its name gives still runs here (a runner from before the lock)."""
-    prefix = ledger.name + "."
-    try:
-        names = [n for n in os.listdir(ledger.parent) if n.startswith(prefix) and n.endswith(SPARE_SUFFIX)]
-    except OSError:
-        return
-    for name in names[:1000]:
-        path = ledger.parent / name
-        if path == keep or _pid_alive(name[len(prefix):-len(SPARE_SUFFIX)]):
-            continue
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > SPARE_CAP:
-                continue
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)     # held: its runner lives
-            if os.pread(fd, SPARE_CAP + 1, 0).strip(b"\0"):
-                continue                                       # lines: the ledger's, kept
-            now = os.lstat(path)
-            if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
-                os.unlink(path)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-
-
-def _pid_alive(text: str) -> bool:
-    """Whether the pid a spare's name starts with (``<pid>`` or ``<pid>.<n>``) is a process here."""
-    pid = text.split(".")[0]
-    if not pid.isascii() or not pid.isdigit() or not 0 < int(pid) <= PID_MAX:
-        return True                       # not a name we made: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _last_byte(path: Path, size: int) -> bytes:
