@@ -913,6 +913,28 @@ def test_a_log_moved_aside_by_a_rerun_killed_before_its_ledger_line_is_still_fou
     assert "second 1" in _log(Path(f"{record}:1"), cli_env).stdout
 
 
+def test_another_patterns_moved_log_of_the_same_name_is_not_taken_for_a_tasks_log(tmp_path, cli_env):
+    """log/t.JOB.log's task 2 and a single run logging to log/t.2.log share q/attempts/1/ and the moved
+    name t.2.log. With task 2's own log deleted before the rerun (nothing of it moved), the single
+    run's moved log, written after the rerun, was shown as task 2's attempt-1 log."""
+    def run(word: str, *options: str) -> None:
+        done = submit_local(tmp_path, cli_env, *options, "--", "sh", "-c", f'echo "{word} $0"', "JOB")
+        assert done.returncode == 0, done.stderr
+        time.sleep(1.1)                  # the ledger's times are whole seconds
+
+    array = ("--array", "JOB=1:3", "--output-file", "log/t.JOB.log")
+    run("array-1", *array)
+    (tmp_path / "log" / "t.2.log").unlink()
+    run("array-2", *array)
+    run("single-1", "--output-file", "log/t.2.log")
+    run("single-2", "--output-file", "log/t.2.log")
+    assert "single-1" in (tmp_path / "log" / "q" / "attempts" / "1" / "t.2.log").read_text()
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    shown = _log(Path(f"{record}:2"), cli_env, "--attempt", "1")
+    assert "single-1" not in shown.stdout and shown.returncode == 2, (shown.stdout, shown.stderr)
+    assert "array-1 1" in _log(Path(f"{record}:1"), cli_env, "--attempt", "1").stdout
+
+
 def test_a_log_moved_aside_to_a_name_taken_after_the_look_overwrites_nothing(tmp_path, monkeypatch):
     """Two reruns moving a log aside to the same name at the same instant: each looked, found the name
     free, and renamed, so the second replaced the first's log. Here the other rerun's log appears at the

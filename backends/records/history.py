@@ -133,8 +133,11 @@ class History:
             return None
         claimed = self._claimed_names.get(task.attempt, frozenset())
         folder = attempt_dir(self.record_path, task.attempt)
-        entry = self.entry(task.attempt)
-        submitted = iso_seconds(entry.time if entry else record.submitted_at)
+        submitted = self._submitted_at(task.attempt)
+        # moved by the next attempt that planned this log, so last written before it: a file written
+        # later is another pattern's of the same name (log/t.2.log beside log/t.JOB.log)
+        later = [n for n in self._planned_by.get(task.log, ()) if n > task.attempt]
+        moved_by = self._submitted_at(later[0]) if later else None
         for counter in range(1, _MAX_SAME_NAME + 1):
             name = base if counter == 1 else f"{base}.{counter}"
             if name not in names:
@@ -145,9 +148,26 @@ class History:
                 info = os.lstat(folder / name)
             except OSError:
                 continue
-            if stat.S_ISREG(info.st_mode) and (submitted is None or info.st_mtime >= submitted):
+            if stat.S_ISREG(info.st_mode) and (submitted is None or info.st_mtime >= submitted) \
+                    and (moved_by is None or info.st_mtime < moved_by + 1):   # ISO times: whole seconds
                 return str(folder / name)
         return None
+
+    def _submitted_at(self, number: int) -> float | None:
+        """When attempt `number` was submitted (its ledger line, else its record), in epoch seconds."""
+        entry = self.entry(number)
+        record = self.records.get(number)
+        return iso_seconds(entry.time if entry else (record.submitted_at if record else None))
+
+    @cached_property
+    def _planned_by(self) -> dict[str, tuple[int, ...]]:
+        """The attempts that planned a task at each log path, oldest first (asked only when a file
+        named like a moved log is found, so one pass over every task costs nothing ordinarily)."""
+        planned: dict[str, list[int]] = {}
+        for number in self.numbers:
+            for task in self.records[number].tasks:
+                planned.setdefault(task.log, []).append(number)
+        return {log: tuple(numbers) for log, numbers in planned.items()}
 
     def _may_have_written(self, task: TaskRecord) -> bool:
         """Whether the task can have written a log (as `log_owner.writers` judges): a local task the
@@ -165,8 +185,12 @@ class History:
         cache = self._listings
         if number not in cache:
             names: set[str] = set()
+            folder = attempt_dir(self.record_path, number)
             try:
-                with os.scandir(attempt_dir(self.record_path, number)) as entries:
+                # only the folders hyperion made: a symlink in their place is followed by no reader
+                if any(stat.S_ISLNK(os.lstat(path).st_mode) for path in (folder.parent, folder)):
+                    raise NotADirectoryError(str(folder))
+                with os.scandir(folder) as entries:
                     for entry in entries:
                         names.add(entry.name)
                         if len(names) > MAX_ATTEMPT_FILES:
