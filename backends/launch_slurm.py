@@ -227,6 +227,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             outcome = wait(record, progress, stop, floor=plan.site.poll_interval)
         finally:
             progress.close()
+        if outcome.unrecorded:      # said however the wait ends: a hangup or Ctrl-C too
+            err_stream.line(f"{PROG}: warning: {outcome.unrecorded}")
         if outcome.never_runs:
             return _never_runs(record, outcome, err_stream)
         if hangup.is_set():
@@ -238,8 +240,6 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             return QUIT if quit_.is_set() else INTERRUPTED
     for line in report(outcome, record.array_name):
         err_stream.line(f"{PROG}: {line}")
-    if outcome.unrecorded:
-        err_stream.line(f"{PROG}: warning: {outcome.unrecorded}")
     if not outcome.ok:
         from backends.retry_hint import retry_command
 

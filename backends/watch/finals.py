@@ -75,8 +75,14 @@ class FinalsRecorder:
         `status` can record them only while Slurm still remembers the job."""
         if self.error is None:
             return None
-        count = len(self._unwritten)
-        what = f"the end of {count} task(s) it saw was" if count else "the ends it saw were"
+        ends = {(e.attempt, e.value) for e in self._unwritten if isinstance(e, FinalState)}
+        used = {(e.attempt, e.value) for e in self._unwritten if isinstance(e, TaskUsage)} - ends
+        if ends:            # a requeued task's two ends, its usage lines: one task each
+            what = f"the end of {len(ends)} task(s) it saw was"
+        elif used:
+            what = f"what {len(used)} ended task(s) used was"
+        else:
+            what = "the ends it saw were"
         return (f"{what} not recorded ({self.error}); once it can be written, hyperion-jobs status "
                 f"{self.record_path} records them, while Slurm still remembers the job")
 

@@ -127,7 +127,9 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             final = poller.run(observe, stop, waiting)
     except KeyboardInterrupt:
         stop.set()
+        _say_unrecorded(finals)
         return 130
+    _say_unrecorded(finals)         # however the watch ends
     if never:
         what, reason = never[0]
         err = SafeStream(sys.stderr)
@@ -137,8 +139,6 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if final.unconfirmed:     # the one look for requeues of a run that ended lately, as `status` says it
         say_shown_as_recorded([final.unconfirmed])
     ended = _ended(out, _rows_for(history, final, job_history, target))
-    if finals is not None and finals.unrecorded:
-        SafeStream(sys.stderr).line(f"{PROG}: warning: {finals.unrecorded}")
     left_out = unsubmitted_line(history) if history is not None else None
     if left_out:     # the exit status hyperion-submit gave: what sbatch refused never ran
         SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
@@ -455,3 +455,9 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
         parts.append(Text(f"query failed, retrying in {update.interval:.0f} s: {printable(update.error)}",
                           style="red"))
     return Group(*parts)
+
+
+def _say_unrecorded(finals) -> None:
+    """The ends the watch saw and could not write to the history, said as it ends (any way)."""
+    if finals is not None and finals.unrecorded:
+        SafeStream(sys.stderr).line(f"{PROG}: warning: {finals.unrecorded}")
