@@ -177,5 +177,7 @@ def test_a_usage_line_without_the_peak_keeps_the_peak_recorded_before(tmp_path: 
     end = FinalState(1, 3, "4242", task[3].array_task_id, "COMPLETED", 0, None, 33.0, "node01", 0, usage=peak)
     append_entries(str(record), [end, TaskUsage(1, 3, later)])
     assert usage_from_json(load_history(record).final(task[3]).usage).max_rss_bytes == 50 << 20
+    append_entries(str(record), [TaskUsage(1, 3, {**later, "max_rss_bytes": "lots"})])   # a damaged line
+    assert usage_from_json(load_history(record).final(task[3]).usage).max_rss_bytes == 50 << 20
     assert replace(usage_from_json(load_history(record).final(task[3]).usage), max_rss_bytes=None) == Usage(
         cpu_seconds=3.0, elapsed_seconds=12.0, req_mem_bytes=100 << 20)

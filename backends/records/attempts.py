@@ -473,7 +473,8 @@ def _filled(newer: dict, older: Mapping[str, object] | None) -> dict:
     end) took away the peak an earlier line held, in every face that reads the history."""
     if not older:
         return newer
-    return {**older, **{name: value for name, value in newer.items() if value is not None}}
+    return {**older, **{name: value for name, value in newer.items()
+                        if isinstance(value, (int, float)) and not isinstance(value, bool)}}
 
 
 class _Fold:
