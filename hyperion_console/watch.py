@@ -13,6 +13,7 @@ answer is handed over as a `Seen`: rows made by the core, only what changed.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -65,8 +66,9 @@ class Shown:
     read: dict = field(default_factory=dict)     # Key -> the ledger's usage of its end as last read
     # an ask for usage failed and was said: said again once nothing lacks it
     said: threading.Event = field(default_factory=threading.Event)
-    # the watch's thread and the looks beside it both read and replace rows
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # the watch's thread and the looks beside it both read and replace rows, and deliver them while
+    # they hold it: the screen gets the rows in the order they were made (reentrant: `fresh` in it)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
@@ -118,22 +120,24 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             if usage_seen.get(key) != used:
                 usage_seen[key] = used
                 keys[key] = None
-        rows = fresh(task_row(history, tasks[key], update.states, usage) for key in keys if key in tasks)
+        made = tuple(task_row(history, tasks[key], update.states, usage) for key in keys if key in tasks)
         behind = shown_as_recorded(update.unconfirmed) if update.unconfirmed else None
         # every end recorded before (`hyperion-jobs list`, a wait): the states are the attempt history's,
         # and Slurm's answer only said that it ran none of them again
         recorded = update.all_terminal and not ended_here
-        deliver(Seen(rows, update.error, update.all_terminal, update.as_of, update.problem, finals.error,
-                     behind=behind, recorded=recorded))
+        with shown.lock:
+            deliver(Seen(fresh(made), update.error, update.all_terminal, update.as_of, update.problem,
+                         finals.error, behind=behind, recorded=recorded))
         return False
 
     def waiting(update) -> None:
         """A query Slurm has not answered for a while: the status line says so while it lasts; and
         the controller's ends, shown before the final sacct (recorded once the poll is over)."""
         if not stop.is_set():
-            rows = fresh(task_row(history, tasks[s.key], update.states, usage_seen) for s in update.changed
+            made = tuple(task_row(history, tasks[s.key], update.states, usage_seen) for s in update.changed
                          if s.key in tasks)
-            deliver(Seen(rows, None, False, update.as_of, update.problem))
+            with shown.lock:
+                deliver(Seen(fresh(made), None, False, update.as_of, update.problem))
 
     poller.run(observe, stop, waiting)
     watched.set()
@@ -161,9 +165,10 @@ def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: Show
             history = load_history(history.record_path, cached_record(history.record_path))
         except InputError:
             return
-        told = ledger_rows(history, tasks, shown)
-        if told and not stop.is_set():
-            deliver(Seen(told, rows_only=True))
+        with shown.lock:
+            told = ledger_rows(history, tasks, shown)
+            if told and not stop.is_set():
+                deliver(Seen(told, rows_only=True))
 
 
 # Seconds between the asks, after the end, for what ended tasks used while any lacks it:
@@ -186,9 +191,10 @@ def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: Show
             history = load_history(record_path, cached_record(record_path))
         except InputError:
             return
-        told = ledger_rows(history, tasks, shown)
-        if told and not stop.is_set():
-            deliver(Seen(told, rows_only=True))
+        with shown.lock:
+            told = ledger_rows(history, tasks, shown)
+            if told and not stop.is_set():
+                deliver(Seen(told, rows_only=True))
         if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=shown):
             return
 
@@ -271,19 +277,31 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
         return True
     except QueryError as err:    # usage stays "-", said as `hyperion-jobs usage` says it
         used, behind = {}, shown_as_recorded(str(err))
-    rows = tuple(task_row(history, missing[key][0], {}, used) for key in used)
+    made = {key: task_row(history, missing[key][0], {}, used) for key in used}
     if shown is not None:
         if behind:
             shown.said.set()
         else:
             shown.said.clear()
-        with shown.lock:
-            shown.rows.update((key, row) for key, row in zip(used, rows))
-    if not stop.is_set():        # beside a watch, the watch alone says how fresh states are
-        as_of = None if behind else time.time()
-        deliver(Seen(rows, None, all_terminal, as_of, usage_asked=True, behind=behind) if all_terminal
-                else Seen(rows, rows_only=True, usage_asked=True, behind=behind))
+    with shown.lock if shown is not None else contextlib.nullcontext():
+        if shown is not None:    # a task the watch shows running again (requeued) meanwhile keeps its row
+            made = {key: row for key, row in made.items() if _still_ended(shown.rows.get(key), row)}
+            shown.rows.update(made)
+        rows = tuple(made.values())
+        if not stop.is_set():        # beside a watch, the watch alone says how fresh states are
+            as_of = None if behind else time.time()
+            deliver(Seen(rows, None, all_terminal, as_of, usage_asked=True, behind=behind) if all_terminal
+                    else Seen(rows, rows_only=True, usage_asked=True, behind=behind))
     return True
+
+
+def _still_ended(shown: TaskRow | None, row: TaskRow) -> bool:
+    """Whether the row shown (None: none yet) is still the end `row` was built from: not a run
+    Slurm started again since (not ended, or a higher restart count)."""
+    if shown is None:
+        return True
+    return (shown.state is not None and shown.state.is_terminal
+            and (shown.restart_count or 0) <= (row.restart_count or 0))
 
 
 def watch_local(record_path: str, deliver: Callable[[Seen], None], stop: threading.Event,

@@ -935,6 +935,29 @@ def test_another_patterns_moved_log_of_the_same_name_is_not_taken_for_a_tasks_lo
     assert "array-1 1" in _log(Path(f"{record}:1"), cli_env, "--attempt", "1").stdout
 
 
+def test_another_patterns_log_the_rerun_moved_for_it_is_not_taken_for_the_tasks_log(tmp_path, cli_env):
+    """As above, the single run now logging to log/t.2.log between the array's two attempts: the rerun
+    moves that file into q/attempts/1/ for the single run (whose ledger names it), and it was shown as
+    the array's task 2 attempt-1 log (written in the time between the array's attempts)."""
+    def run(word: str, *options: str) -> None:
+        done = submit_local(tmp_path, cli_env, *options, "--", "sh", "-c", f'echo "{word} $0"', "JOB")
+        assert done.returncode == 0, done.stderr
+        time.sleep(1.1)
+
+    array = ("--array", "JOB=1:3", "--output-file", "log/t.JOB.log")
+    run("array-1", *array)
+    (tmp_path / "log" / "t.2.log").unlink()
+    run("single-1", "--output-file", "log/t.2.log")
+    run("array-2", *array)
+    moved = list((tmp_path / "log" / "q" / "attempts" / "1").glob("t.2.log*"))
+    assert len(moved) == 1 and "single-1" in moved[0].read_text(), moved
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    shown = _log(Path(f"{record}:2"), cli_env, "--attempt", "1")
+    assert "single-1" not in shown.stdout and shown.returncode == 2, (shown.stdout, shown.stderr)
+    single = tmp_path / "log" / "q" / "t.2.submit.json"
+    assert "single-1" in _log(single, cli_env, "--attempt", "1").stdout
+
+
 def test_a_log_moved_aside_to_a_name_taken_after_the_look_overwrites_nothing(tmp_path, monkeypatch):
     """Two reruns moving a log aside to the same name at the same instant: each looked, found the name
     free, and renamed, so the second replaced the first's log. Here the other rerun's log appears at the

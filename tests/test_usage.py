@@ -177,7 +177,28 @@ def test_a_usage_line_without_the_peak_keeps_the_peak_recorded_before(tmp_path: 
     end = FinalState(1, 3, "4242", task[3].array_task_id, "COMPLETED", 0, None, 33.0, "node01", 0, usage=peak)
     append_entries(str(record), [end, TaskUsage(1, 3, later)])
     assert usage_from_json(load_history(record).final(task[3]).usage).max_rss_bytes == 50 << 20
-    append_entries(str(record), [TaskUsage(1, 3, {**later, "max_rss_bytes": "lots"})])   # a damaged line
-    assert usage_from_json(load_history(record).final(task[3]).usage).max_rss_bytes == 50 << 20
     assert replace(usage_from_json(load_history(record).final(task[3]).usage), max_rss_bytes=None) == Usage(
         cpu_seconds=3.0, elapsed_seconds=12.0, req_mem_bytes=100 << 20)
+    for damaged in ("lots", float("nan"), -1, 10 ** 30):                 # a damaged or hand-edited line
+        append_entries(str(record), [TaskUsage(1, 3, {**later, "max_rss_bytes": damaged})])
+        assert usage_from_json(load_history(record).final(task[3]).usage).max_rss_bytes == 50 << 20, damaged
+
+
+def test_usage_of_a_run_slurm_requeued_is_not_shown_for_the_next_run(tmp_path: Path) -> None:
+    """Usage lines name the attempt and value, not the run: once Slurm ran the task again, the first
+    run's peak filled the second run's figures, and `usage` never asked accounting for its own."""
+    from test_console_fixtures import build_history
+
+    from backends.records.attempts import FinalState, TaskUsage, append_entries
+    from backends.records.history import load_history
+    from backends.watch.usage import usage_from_json
+
+    record = build_history(tmp_path, Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml",
+                           n=2, unfinished=(2,))
+    task = {t.value: t for t in load_history(record).current.tasks}[2]
+    first = FinalState(1, 2, "4242", task.array_task_id, "NODE_FAIL", None, None, 20.0, "node01", 0)
+    append_entries(str(record), [first, TaskUsage(1, 2, Usage(max_rss_bytes=8 << 30, elapsed_seconds=20.0).to_json())])
+    again = FinalState(1, 2, "4242", task.array_task_id, "COMPLETED", 0, None, 5.0, "node01", 1)
+    append_entries(str(record), [again, TaskUsage(1, 2, Usage(cpu_seconds=4.0).to_json())])
+    final = load_history(record).final(task)
+    assert final.restart_count == 1 and usage_from_json(final.usage) == Usage(cpu_seconds=4.0)

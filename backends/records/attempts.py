@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from backends.errors import InputError
+from backends.figures import is_figure
 from backends.fileio import UnreadableFile, more_than, open_bounded, open_regular
 from backends.printable import printable
 from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
@@ -471,10 +472,8 @@ def _filled(newer: dict, older: Mapping[str, object] | None) -> dict:
     """A usage line's figures, each one it does not say taken from what was recorded before: a
     writer that recorded usage before accounting told the peak (hyperion-submit's wait at the
     end) took away the peak an earlier line held, in every face that reads the history."""
-    if not older:
-        return newer
-    return {**older, **{name: value for name, value in newer.items()
-                        if isinstance(value, (int, float)) and not isinstance(value, bool)}}
+    said = {name: value for name, value in newer.items() if is_figure(value)}
+    return {**older, **said} if older else said
 
 
 class _Fold:
@@ -504,6 +503,8 @@ class _Fold:
                 known = finals.get((entry.attempt, entry.value))
                 if known is None or (entry.restart_count or 0) > (known.restart_count or 0):
                     finals[(entry.attempt, entry.value)] = entry   # first wins, unless Slurm ran it again
+                    if known is not None:    # the usage lines read so far were the earlier run's
+                        self.usages.pop((entry.attempt, entry.value), None)
             elif kind == "start" and (start := _start(raw)) is not None:
                 self.starts[(start.attempt, start.value)] = start
                 self.last_start[start.attempt] = start

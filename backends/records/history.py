@@ -19,6 +19,7 @@ from backends.logheader import iso_seconds
 from backends.ranges import compress
 from backends.records.attempts import (
     ATTEMPTS_DIR,
+    LEDGER_SUFFIX,
     AttemptEntry,
     FinalState,
     Ledger,
@@ -26,6 +27,7 @@ from backends.records.attempts import (
     append_entries,
     archived_record_path,
     attempt_dir,
+    ledger_path,
     read_ledger,
 )
 from backends.records.paths import RECORD_SUFFIX, moved_name, window_script_path
@@ -35,6 +37,17 @@ from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord, load_re
 _MAX_SAME_NAME = 100
 # q/attempts/<N>/ of a 1000001-task array holds its moved logs; more names than this were not ours.
 MAX_ATTEMPT_FILES = 2_000_000
+MAX_OTHER_LEDGERS = 1000     # histories in one q/ read to see which moved logs they name
+
+
+class _Everything:
+    """A set holding every name (a history that could not be read claims them all)."""
+
+    def __contains__(self, _name: object) -> bool:
+        return True
+
+
+_EVERYTHING = _Everything()
 
 
 @dataclass(frozen=True)
@@ -142,7 +155,7 @@ class History:
             name = base if counter == 1 else f"{base}.{counter}"
             if name not in names:
                 return None
-            if name in claimed or name.endswith(RECORD_SUFFIX):
+            if name in claimed or name.endswith(RECORD_SUFFIX) or name in self._claimed_elsewhere(task.attempt):
                 continue
             try:
                 info = os.lstat(folder / name)
@@ -158,6 +171,32 @@ class History:
         entry = self.entry(number)
         record = self.records.get(number)
         return iso_seconds(entry.time if entry else (record.submitted_at if record else None))
+
+    def _claimed_elsewhere(self, number: int) -> frozenset[str] | _Everything:
+        """The names in q/attempts/<number>/ that the moved lines of the other ledgers in this q/
+        name (patterns sharing a log name share that folder); read only once a file named like a
+        moved log is found. A ledger that cannot be read claims every name: when in doubt, a log
+        shown missing is better than another pattern's shown as this task's."""
+        cache = self._elsewhere
+        if number not in cache:
+            names: set[str] = set()
+            ours = ledger_path(self.record_path).name
+            try:
+                ledgers = sorted(p for p in Path(self.record_path).parent.glob(f"*{LEDGER_SUFFIX}") if p.name != ours)
+                if len(ledgers) > MAX_OTHER_LEDGERS:
+                    raise InputError("q/", f"more than {MAX_OTHER_LEDGERS} histories")
+                for ledger in ledgers:
+                    record = ledger.with_name(ledger.name[:-len(LEDGER_SUFFIX)] + RECORD_SUFFIX)
+                    names.update(os.path.basename(m.target) for m in read_ledger(record).moved.values()
+                                 if m.attempt == number)
+                cache[number] = frozenset(names)
+            except (InputError, OSError, ValueError):
+                cache[number] = _EVERYTHING
+        return cache[number]
+
+    @cached_property
+    def _elsewhere(self) -> dict:
+        return {}
 
     @cached_property
     def _planned_by(self) -> dict[str, tuple[int, ...]]:

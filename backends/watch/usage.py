@@ -14,12 +14,12 @@ Partition_Limit or an empty field for "not known".
 """
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from backends.figures import is_figure
 from backends.ranges import expand
 from backends.states import JobState
 
@@ -60,17 +60,6 @@ class Usage:
                         for (name, value), other_value in zip(asdict(self).items(), asdict(other).values())})
 
 
-# No figure of a real task comes near it (an exabyte, 30 billion years); a ledger line with a
-# 400-digit number or a negative limit is damage, and read as "not said".
-MAX_FIGURE = 10 ** 18
-
-
-def _figure(value: object) -> bool:
-    """A number a usage field can hold: finite, 0 or more, at most MAX_FIGURE (int() of an
-    infinity, float() of a 400-digit int, and a negative limit that a retry would halve all fail)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return 0 <= value <= MAX_FIGURE if isinstance(value, int) else math.isfinite(value) and 0 <= value <= MAX_FIGURE
 
 
 def usage_from_json(raw: Mapping[str, object]) -> Usage | None:
@@ -78,7 +67,7 @@ def usage_from_json(raw: Mapping[str, object]) -> Usage | None:
     values = {}
     for name in USAGE_KEYS:
         value = raw.get(name)
-        values[name] = value if _figure(value) else None
+        values[name] = value if is_figure(value) else None
     if all(v is None for v in values.values()):
         return None
     for name in ("max_rss_bytes", "req_mem_bytes", "alloc_cpus"):

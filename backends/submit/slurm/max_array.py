@@ -76,7 +76,8 @@ def read_command(argv: tuple[str, ...], timeout: float = SCONTROL_TIMEOUT,
                 complete = False
     finally:
         # The whole group, even once its leader exited: a child it left holding the pipe lives on.
-        # (Its id stays the group's while any member lives, and is no one else's after.)
+        # (Its id stays the group's while any member lives; once none does, ESRCH, unless the pid
+        # came round again within these microseconds.)
         try:
             os.killpg(child.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
