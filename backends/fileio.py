@@ -144,7 +144,7 @@ def read_bounded_stat(path: str | Path, cap: int, *, allow_pipe: bool = False,
         info = os.fstat(fd)
         if stat.S_IFMT(info.st_mode) != stat.S_IFMT(before.st_mode):  # swapped since the stat
             raise UnreadableFile(f"{kind_of_mode(info.st_mode)}, not a regular file")
-        data = _read_pipe(fd, cap, timeout) if is_pipe else _read_file(fd, cap)
+        data = read_pipe(fd, cap, timeout) if is_pipe else _read_file(fd, cap)
     except OSError as err:
         if isinstance(err, UnreadableFile):
             raise
@@ -202,8 +202,10 @@ def _read_file(fd: int, cap: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _read_pipe(fd: int, cap: int, timeout: float) -> bytes:
-    """Read a pipe until EOF; a FIFO that no program has opened for writing reads as empty."""
+def read_pipe(fd: int, cap: int, timeout: float) -> bytes:
+    """Read a non-blocking pipe until EOF, at most `cap` + 1 bytes (more: it says too much);
+    UnreadableFile when no end of file came within `timeout` s. A FIFO that no program has opened
+    for writing reads as empty."""
     deadline = time.monotonic() + timeout
     chunks: list[bytes] = []
     total = 0

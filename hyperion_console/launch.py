@@ -15,11 +15,20 @@ from backends.launch_slurm import refusal_line, rest_command, submit
 from backends.submit.slurm.sbatch import SubmitError
 
 from .local_runs import LocalRuns
+from .shown import tell
 
 
 class PartlySubmitted(SubmitError):
     """sbatch refused a later window: the windows before it went in, are recorded and watched.
     Not "submit failed" (jobs run), nor a retry refused ("nothing ran"): its own title says so."""
+
+
+def sbatch_teller(app, target) -> Callable[[tuple[str, ...]], None]:
+    """`launch`'s `warn` for a worker thread: what an sbatch that queued its window said on stderr,
+    one notification per call on `target` (titled sbatch, its lines joined), as the CLIs print it."""
+    def warn(lines: tuple[str, ...]) -> None:
+        app.call_from_thread(tell, target, " | ".join(lines), title="sbatch", severity="warning", timeout=10)
+    return warn
 
 
 def launch(plan, announce: Callable[[str], None], kind: str = "submit",

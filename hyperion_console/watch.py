@@ -13,7 +13,6 @@ answer is handed over as a `Seen`: rows made by the core, only what changed.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -80,7 +79,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     runner = runner or stoppable(stop)
     pending = watched_tasks(history)
     if not pending:
-        _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner)
+        _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=Shown())
         return
     ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
@@ -158,17 +157,14 @@ def _usage_beside(history: History, tasks: Mapping[Key, TaskRecord], shown: Show
     end, while `usage` showed their figures. What another writer recorded first (hyperion-submit
     waiting in its terminal) is shown as it is read: not missing, it was never asked for."""
     while not stop.is_set():
-        _deliver_missing_usage(history, deliver, stop, False, runner, budget, shown)
+        _deliver_missing_usage(history, deliver, stop, False, runner, shown, budget)
         if watched.wait(USAGE_BESIDE_WATCH) or stop.is_set():
             return
         try:
             history = load_history(history.record_path, cached_record(history.record_path))
         except InputError:
             return
-        with shown.lock:
-            told = ledger_rows(history, tasks, shown)
-            if told and not stop.is_set():
-                deliver(Seen(told, rows_only=True))
+        _deliver_ledger_rows(history, tasks, shown, deliver, stop)
 
 
 # Seconds between the asks, after the end, for what ended tasks used while any lacks it:
@@ -191,12 +187,19 @@ def _follow_usage(record_path: str, tasks: Mapping[Key, TaskRecord], shown: Show
             history = load_history(record_path, cached_record(record_path))
         except InputError:
             return
-        with shown.lock:
-            told = ledger_rows(history, tasks, shown)
-            if told and not stop.is_set():
-                deliver(Seen(told, rows_only=True))
+        _deliver_ledger_rows(history, tasks, shown, deliver, stop)
         if not _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=shown):
             return
+
+
+def _deliver_ledger_rows(history: History, tasks: Mapping[Key, TaskRecord], shown: Shown,
+                         deliver: Callable[[Seen], None], stop: threading.Event) -> None:
+    """What the ledger holds beyond the rows shown (`ledger_rows`), made and delivered under the
+    lock the watch's thread delivers under: the screen gets rows in the order they were made."""
+    with shown.lock:
+        told = ledger_rows(history, tasks, shown)
+        if told and not stop.is_set():
+            deliver(Seen(told, rows_only=True))
 
 
 def ledger_rows(history: History, tasks: Mapping[Key, TaskRecord], shown: Shown,
@@ -253,8 +256,8 @@ def _ended_with_usage(row: object) -> bool:
 
 
 def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                           all_terminal: bool, runner: Runner, budget: QueryBudget | None = None,
-                           shown: Shown | None = None) -> bool:
+                           all_terminal: bool, runner: Runner, shown: Shown,
+                           budget: QueryBudget | None = None) -> bool:
     """Rows with the usage accounting gives for ended tasks the ledger holds none for (a console or
     a wait that stopped before accounting told it); written into the ledger by the core. A sacct
     that hangs is killed when the console quits, as the watch's own queries are. False when the
@@ -264,7 +267,7 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     every figure."""
     missing = usage_missing(history)
     if not missing:
-        if shown is not None and shown.said.is_set() and not stop.is_set():
+        if shown.said.is_set() and not stop.is_set():
             shown.said.clear()
             deliver(Seen((), rows_only=True, usage_asked=True))
         return False
@@ -278,15 +281,13 @@ def _deliver_missing_usage(history: History, deliver: Callable[[Seen], None], st
     except QueryError as err:    # usage stays "-", said as `hyperion-jobs usage` says it
         used, behind = {}, shown_as_recorded(str(err))
     made = {key: task_row(history, missing[key][0], {}, used) for key in used}
-    if shown is not None:
-        if behind:
-            shown.said.set()
-        else:
-            shown.said.clear()
-    with shown.lock if shown is not None else contextlib.nullcontext():
-        if shown is not None:    # a task the watch shows running again (requeued) meanwhile keeps its row
-            made = {key: row for key, row in made.items() if _still_ended(shown.rows.get(key), row)}
-            shown.rows.update(made)
+    if behind:
+        shown.said.set()
+    else:
+        shown.said.clear()
+    with shown.lock:     # a task the watch shows running again (requeued) meanwhile keeps its row
+        made = {key: row for key, row in made.items() if _still_ended(shown.rows.get(key), row)}
+        shown.rows.update(made)
         rows = tuple(made.values())
         if not stop.is_set():        # beside a watch, the watch alone says how fresh states are
             as_of = None if behind else time.time()

@@ -60,8 +60,6 @@ class Usage:
                         for (name, value), other_value in zip(asdict(self).items(), asdict(other).values())})
 
 
-
-
 def usage_from_json(raw: Mapping[str, object]) -> Usage | None:
     """A Usage from its `to_json` form (as the ledger keeps it); None when nothing in it is a number."""
     values = {}

@@ -54,7 +54,7 @@ from ..checkpoint_read import (
     with_running,
 )
 from ..errors import as_typed, describe_error, guarded
-from ..launch import launch
+from ..launch import launch, sbatch_teller
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..record_cache import cached_record
 from ..widgets.record_list import LOOK_SPACING
@@ -833,15 +833,13 @@ class CheckpointScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
-        def warn(lines: tuple[str, ...]) -> None:                   # what sbatch said while queuing it, as the CLI prints it
-            self.app.call_from_thread(tell, self, " | ".join(lines), title="sbatch", severity="warning", timeout=10)
-
         def begun() -> None:                           # said once nothing refuses it
             self.app.call_from_thread(tell, self, f"resubmitting shards {_cut(retry.expression, 40)}")
 
         try:
             with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
-                status = launch(plan, announce, "resubmit", begun, self.app.local_runs, warn)
+                status = launch(plan, announce, "resubmit", begun, self.app.local_runs,
+                                sbatch_teller(self.app, self))
         finally:                                       # fresh coverage, whatever happened
             self.app.call_from_thread(self.action_reload)
         if status is not None:

@@ -14,7 +14,7 @@ from functools import partial
 from backends.records.history import History
 
 from ..errors import describe_error
-from ..launch import PartlySubmitted
+from ..launch import PartlySubmitted, sbatch_teller
 from ..messages import RetryRefused, RetryRequested, Submitted
 from ..retrying import Refused, preview, run_retry
 from ..shown import tell
@@ -70,12 +70,10 @@ class RetryFlow:
             self.app.call_from_thread(tell, self.screen,
                                       f"retrying values {decision.values} as attempt {decision.attempt}")
 
-        def warn(lines: tuple[str, ...]) -> None:       # what sbatch said while queuing it, as hyperion-jobs retry prints it
-            self.app.call_from_thread(tell, self.app, " | ".join(lines), title="sbatch", severity="warning", timeout=10)
-
         try:
             status = run_retry(decision.record_path, decision.request, decision.confirmed, announce,
-                               self.app.local_runs, begun, warn)
+                               self.app.local_runs, begun,
+                               sbatch_teller(self.app, self.app))
         except Refused as refused:
             self.app.call_from_thread(self.refuse, str(refused))
             return

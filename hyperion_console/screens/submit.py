@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from ..errors import describe_error, guarded
 from ..form import FormValues
-from ..launch import PartlySubmitted, launch
+from ..launch import PartlySubmitted, launch, sbatch_teller
 from ..messages import PreviewUpdated, SubmitRequested, Submitted
 from ..preview import (MAX_PREVIEW_LINES, Preview, build_preview, confirm_question,  # noqa: F401 (re-exported)
                        confirm_windows, preview_text)
@@ -347,11 +347,8 @@ class SubmitScreen(ConsoleScreen):
         def announce(path: str) -> None:
             self.app.call_from_thread(self._sent, path)
 
-        def warn(lines: tuple[str, ...]) -> None:       # what sbatch said while queuing it, as hyperion-submit prints it
-            self.app.call_from_thread(tell, self.app, " | ".join(lines), title="sbatch", severity="warning", timeout=10)
-
         try:
-            status = launch(plan, announce, local_runs=self.app.local_runs, warn=warn)
+            status = launch(plan, announce, local_runs=self.app.local_runs, warn=sbatch_teller(self.app, self.app))
         except PartlySubmitted as exc:     # jobs went in and the Jobs screen watches them: not "submit failed"
             self.app.call_from_thread(tell, self, describe_error(exc), title="partly submitted",
                                       severity="error", timeout=10)

@@ -11,11 +11,11 @@ advice: the refusal is then sbatch's own words, as before.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import time
 
+from backends.fileio import UnreadableFile, read_pipe
 from backends.printable import printable
 from backends.submit.config import MAX_ARRAY_SIZE
 
@@ -50,25 +50,15 @@ def read_command(argv: tuple[str, ...], timeout: float = SCONTROL_TIMEOUT,
     except OSError:
         return None
     assert child.stdout is not None
-    fd = child.stdout.fileno()
-    chunks: list[bytes] = []
-    size = 0
+    os.set_blocking(child.stdout.fileno(), False)
     deadline = time.monotonic() + timeout
-    complete = False
+    data, complete = b"", False
     try:
-        while size <= cap:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                complete = True
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        try:
+            data = read_pipe(child.stdout.fileno(), cap, timeout)
+            complete = len(data) <= cap
+        except UnreadableFile:    # no end of its output in time
+            pass
         if complete:          # its output closed: it is exiting, its status follows
             try:
                 child.wait(timeout=max(deadline - time.monotonic(), 0.1))
@@ -87,9 +77,9 @@ def read_command(argv: tuple[str, ...], timeout: float = SCONTROL_TIMEOUT,
             child.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             pass
-    if not complete or size > cap or child.returncode != 0:
+    if not complete or child.returncode != 0:
         return None
-    return b"".join(chunks).decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace")
 
 
 def cluster_max_array_size() -> int | None:

@@ -204,9 +204,10 @@ def submit_windows(plan: SubmitPlan, warn: Warn | None = None
     for sub in plan.windows:
         _write_script(sub)
     done: list[tuple[PlannedWindow, str]] = []
+    site_file = _site_file(plan)
     for number, sub in enumerate(plan.windows):
         try:
-            done.append((sub, _sbatch(sub, _site_file(plan), warn)))
+            done.append((sub, _sbatch(sub, site_file, warn)))
         except SubmitError as err:
             if not done:
                 raise
