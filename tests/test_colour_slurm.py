@@ -6,12 +6,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from test_console_tmux import screen_text, wait_for_text
+from terminal import Terminal
 from test_jobs_tail import _on_a_terminal
 
 pytestmark = pytest.mark.slurm
@@ -58,16 +57,11 @@ def test_a_coloured_array_s_failures_and_logs_read_as_text(slurm_cluster, tmp_pa
 
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
-    session = f"hyperion-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "110", "-y", "34", "-e", f"PATH={cli_env['PATH']}",
-                    f"hyperion-console --cfg-dir {REPO / 'conf'} {record}"], check=True, cwd=tmp_path)
-    try:
-        wait_for_text(session, "FAILED 2", "part 1 done")
-        subprocess.run(["tmux", "send-keys", "-t", session, "Down"], check=True)
-        wait_for_text(session, "ValueError: bad shard 2", "100%|##########| 100/100")
+    with Terminal(f"hyperion-console --cfg-dir {REPO / 'conf'} {record}", 110, 34, tmp_path, cli_env["PATH"]) as term:
+        term.wait_for_text("FAILED 2", "part 1 done")
+        term.keys("Down")
+        term.wait_for_text("ValueError: bad shard 2", "100%|##########| 100/100")
         time.sleep(0.3)
-        subprocess.run(["tmux", "send-keys", "-t", session, "t"], check=True)
-        text = wait_for_text(session, "last line: ValueError: bad shard 2")
-        assert "\\x1b" not in text and "2026-12-05 11:00:02 | INFO     | work:12 - part 2 starting" in screen_text(session)
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        term.keys("t")
+        text = term.wait_for_text("last line: ValueError: bad shard 2")
+        assert "\\x1b" not in text and "2026-12-05 11:00:02 | INFO     | work:12 - part 2 starting" in term.screen()

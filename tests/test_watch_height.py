@@ -10,20 +10,18 @@ import shutil
 import signal
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
+from terminal import Terminal
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 REPO = Path(__file__).resolve().parents[1]
 TASKS = 30
 
 
-def _screen(session: str) -> list[str]:
-    out = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True,
-                         check=True).stdout
-    return out.rstrip("\n").split("\n")
+def _lines(term: Terminal) -> list[str]:
+    return term.screen().rstrip("\n").split("\n")
 
 
 def _watch_screen(tmp_path: Path, record: Path, env: dict[str, str], lines: int) -> list[str]:
@@ -32,23 +30,18 @@ def _watch_screen(tmp_path: Path, record: Path, env: dict[str, str], lines: int)
     With LINES=24 and COLUMNS=80 exported, as a shell that exported them once (or a tmux server
     started from a test run) hands them on: rich takes them over the terminal's own size, and a
     45-line terminal showed 24 lines of the watch; the live view follows the terminal."""
-    session = f"hyperion-{uuid.uuid4().hex[:8]}"
     watch = shutil.which("hyperion-jobs", path=env["PATH"])
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", str(lines),
-                    "-e", f"PATH={env['PATH']}", f"env LINES=24 COLUMNS=80 {watch} watch {record}; sleep 600"],
-                   check=True, cwd=tmp_path)
-    try:
+    with Terminal(f"env LINES=24 COLUMNS=80 {watch} watch {record}; sleep 600", 100, lines, tmp_path,
+                  env["PATH"]) as term:
         deadline = time.monotonic() + 30
         while True:
-            screen = _screen(session)
+            screen = _lines(term)
             if any("RUNNING" in line for line in screen) and "tasks ended" in screen[0]:
                 time.sleep(1.5)    # a redraw or two more, so the screen is settled
-                return _screen(session)
+                return _lines(term)
             if time.monotonic() > deadline:
                 raise AssertionError("watch showed no running task:\n" + "\n".join(screen))
             time.sleep(0.2)
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 def test_watch_table_fills_the_terminal_and_keeps_its_bottom_lines(tmp_path: Path, cli_env: dict[str, str]) -> None:
