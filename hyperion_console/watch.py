@@ -28,7 +28,8 @@ from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import settled, watched_tasks
 from backends.watch.rows import Key, TaskRow, history_rows, ran_again, task_row, usage_missing
 from backends.watch.usage import usage_from_json
-from backends.watch.slurm.accounting import QueryError, QueryStopped, Runner, stoppable
+from backends.client import QueryStopped
+from backends.watch.slurm.accounting import QueryError, Runner, stoppable
 from backends.watch.targets import fill_missing_usage, shown_as_recorded
 from backends.watch.wait import watcher
 

@@ -2,6 +2,7 @@
 requeues, outages, pacing and the query budget."""
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -734,6 +735,45 @@ def test_a_timed_out_query_leaves_no_process_behind(tmp_path):
     while time.monotonic() < deadline and os_alive(pid):
         time.sleep(0.02)
     assert not os_alive(pid)
+
+
+def test_a_client_that_prints_without_end_is_cut_and_stopped(tmp_path):
+    """A site's squeue wrapper stuck in a loop printed for the whole 30 s timeout, and every byte was
+    kept: gigabytes in the watching process. Now 64 MiB at most is read, then its group is killed."""
+    import resource
+    import time
+
+    from backends.watch.slurm.accounting import run_command
+
+    child = tmp_path / "child"
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    result = run_command(["sh", "-c", f"yes 'x|RUNNING|0' & echo $! > {child}; wait"], timeout=20)
+    assert time.monotonic() - started < 10
+    assert result.returncode == 1 and result.stdout == "" and result.stderr == "sh printed more than 64 MiB: not read"
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 200, grown_mib
+    pid = int(child.read_text())
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and os_alive(pid):
+        time.sleep(0.02)
+    assert not os_alive(pid)
+
+
+def test_a_client_answer_is_read_whole_from_both_streams_and_any_bytes(tmp_path):
+    """stdout and stderr both read (either may fill its pipe first), bytes that are not UTF-8
+    replaced, not raised; a client that cannot be run is a result too, not a traceback."""
+    from backends.watch.slurm.accounting import run_command
+
+    script = ("import sys; sys.stderr.write('w' * 200000); sys.stdout.buffer.write(b'7_1|RUNNING|\\xff\\n' * 20000);"
+              "sys.exit(3)")
+    result = run_command([sys.executable, "-c", script])
+    assert result.returncode == 3 and result.stderr == "w" * 200000
+    assert result.stdout == "7_1|RUNNING|\ufffd\n" * 20000
+    not_runnable = tmp_path / "squeue"
+    not_runnable.write_text("#!/bin/sh\necho hi\n")
+    result = run_command([str(not_runnable)])
+    assert result.returncode == 126 and result.stderr == f"{not_runnable}: cannot run (Permission denied)"
 
 
 def os_alive(pid: int) -> bool:

@@ -638,6 +638,56 @@ def test_a_job_sbatch_queued_without_answering_in_time_is_found_and_cancelled(
                     timeout=30, what="the late job CANCELLED")
 
 
+def test_an_sbatch_that_queues_the_job_then_prints_without_end_is_cut_and_its_job_cancelled(
+        slurm_cluster, test_site, tmp_path, monkeypatch):
+    """A site's sbatch wrapper queued the job, then a logger it started printed for ever: every byte
+    was kept in memory until the 120 s timeout. Now 64 MiB at most is read, the wrapper's group is
+    killed, and the job it queued is found by its script and cancelled, as after a timeout."""
+    import resource
+
+    from backends import launch_slurm
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+    from backends.submit.slurm.sbatch import SubmitError
+
+    wrapper = tmp_path / "chatty-sbatch"
+    wrapper.write_text('#!/bin/sh\nsbatch "$@"\nexec yes "sbatch: debug: still here"\n')
+    wrapper.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(wrapper))
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(*parse_submit_argv(["slurm", "--cfg", str(site), "--array", "JOB=1:2", "--output-file",
+                                          "log/chatty.JOB.log", "--", "sleep", "60"]))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    with pytest.raises(SubmitError) as refused:
+        launch_slurm.submit(plan)
+    said = str(refused.value)
+    assert time.monotonic() - started < 60
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 300
+    assert f"{wrapper} printed more than 64 MiB, not read; script kept at " in said, said
+    assert "cancelled the windows already submitted: " in said, said
+    job = said.rsplit(": ", 1)[1].strip()
+    assert wait_for(lambda: (rows := sacct(job, "State")) and rows[0][0].startswith("CANCELLED"),
+                    timeout=30, what="the chatty wrapper's job CANCELLED")
+
+
+def test_a_refusal_of_thousands_of_lines_is_told_in_one_bounded_line(slurm_cluster, test_site, tmp_path, cli_env):
+    """An sbatch wrapper that refused with a 5000-line error (a site's prolog dumping its config):
+    all of it was joined into one error line of 150 kB."""
+    wrapper = tmp_path / "refusing-sbatch"
+    wrapper.write_text('#!/bin/sh\nfor i in $(seq 5000); do echo "sbatch: error: site check $i failed" >&2; done\n'
+                       'exit 1\n')
+    wrapper.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(wrapper))
+    done = run_cli("hyperion-submit", "slurm", "--cfg", str(site), "--array", "JOB=1:2", "--output-file",
+                   "log/r.JOB.log", "--", "true", cwd=tmp_path, env=cli_env)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and len(lines[0]) < 2600, (len(lines), len(lines[0]))
+    assert "sbatch failed (exit 1): sbatch: error: site check 1 failed | sbatch: error: site check 2 failed" in lines[0]
+    assert "characters); script kept at " in lines[0], lines[0]
+
+
 @pytest.mark.parametrize("signum, status, why", [(signal.SIGINT, 130, "interrupted"),
                                                 (signal.SIGTERM, 130, "interrupted"),
                                                 (signal.SIGQUIT, 131, "quit")],   # Ctrl-\\: was a core dump

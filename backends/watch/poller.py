@@ -37,11 +37,9 @@ from typing import Callable, Mapping, Sequence
 
 from backends.states import LEDGER, JobState, TaskState
 from backends.watch.budget import QueryBudget
+from backends.client import STOP_STEP, CommandResult, QueryStopped
 from backends.watch.slurm.accounting import (
-    STOP_STEP,
-    CommandResult,
     QueryError,
-    QueryStopped,
     Runner,
     SacctRows,
     accounting_only,

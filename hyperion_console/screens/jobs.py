@@ -32,7 +32,8 @@ from backends.retry_hint import unsubmitted_line
 from backends.states import ended_by_slurm, explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
 from backends.watch.rows import local_cancel_text
-from backends.watch.slurm.accounting import QueryStopped, stoppable
+from backends.client import QueryStopped
+from backends.watch.slurm.accounting import stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
 from backends.watch.targets import not_run_text, record_file

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -55,6 +54,7 @@ class Refused:
 SBATCH_TIMEOUT = 120.0   # seconds an sbatch may take (a busy controller answers late, having queued the job)
 MAX_WARNING_LINES = 5    # of what an sbatch that queued the job said on stderr: the rest is counted
 MAX_WARNING_CHARS = 300  # a line longer than that is cut
+MAX_REFUSAL_CHARS = 2000  # of what an sbatch that refused the job said, its lines joined
 
 Warn = Callable[[tuple[str, ...]], None]   # told the lines an sbatch that succeeded said on stderr
 
@@ -131,6 +131,10 @@ def _one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
+
+
 def sbatch_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` without the SBATCH_* variables that would override what the plan asks for."""
     return {name: value for name, value in environ.items() if name not in OWNED_INPUT_VARIABLES}
@@ -140,17 +144,19 @@ def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -
     """Run one sbatch (no shell); the job id, or SubmitError naming the kept script (and, when
     the window's indices reach the cluster's MaxArraySize, the site key that splits them).
     What it said on stderr while queuing the job goes to `warn`, its lines at once."""
-    try:
-        done = subprocess.run(list(sub.sbatch_argv), capture_output=True, text=True, errors="replace",
-                              stdin=subprocess.DEVNULL, timeout=SBATCH_TIMEOUT, env=sbatch_environment(os.environ))
-    except FileNotFoundError:
-        raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}; script kept at {sub.script_path}") from None
-    except subprocess.TimeoutExpired:
-        raise SubmitError(f"{sub.sbatch_argv[0]} did not answer within {SBATCH_TIMEOUT:g} s; script kept at "
-                          f"{sub.script_path}", unanswered=sub.script_path) from None
+    from backends.client import OUTPUT_CAP, run_client
+
+    done = run_client(sub.sbatch_argv, SBATCH_TIMEOUT, env=sbatch_environment(os.environ))
+    if done.failure == "not found":
+        raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}; script kept at {sub.script_path}")
+    if done.failure in ("timeout", "too much"):     # it may have queued the job before it hung
+        said = (f"did not answer within {SBATCH_TIMEOUT:g} s" if done.failure == "timeout"
+                else f"printed more than {OUTPUT_CAP // 2**20} MiB, not read")
+        raise SubmitError(f"{sub.sbatch_argv[0]} {said}; script kept at {sub.script_path}",
+                          unanswered=sub.script_path)
     job_id = parse_job_id(done.stdout) if done.returncode == 0 else None
     if job_id is None:
-        said = _one_line(done.stderr) or _one_line(done.stdout) or "no output"
+        said = _cut(_one_line(done.stderr) or _one_line(done.stdout) or "no output", MAX_REFUSAL_CHARS)
         advice = _array_advice(sub, site_file) if "array" in said.lower() else None
         raise SubmitError(f"sbatch failed (exit {done.returncode}): {said}; script kept at {sub.script_path}"
                           f"{'; ' + advice if advice else ''}")

@@ -11,20 +11,15 @@ task shows its freshest true state.
 from __future__ import annotations
 
 import os
-import signal
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
+from backends.client import CommandResult, run_client
 from backends.ranges import expand
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
 from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage
-
-TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing: a status of a local record loads neither
-if TYPE_CHECKING:
-    import subprocess
 
 # The first 8 are required in every line; later ones (Reason, and whatever else is
 # appended for other readers of the same single query) are read when present.
@@ -48,16 +43,8 @@ _WAITING = frozenset({JobState.PENDING, JobState.REQUEUED, JobState.REQUEUE_HOLD
 # ended more than MinJobAge ago this is the normal answer, not a failure.
 SQUEUE_UNKNOWN_JOB = "Invalid job id specified"
 COMMAND_TIMEOUT = 30.0
-STOP_STEP = 0.1          # how often a running query looks at its stop event
 
 Key = tuple[str, "int | None"]
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 Runner = Callable[[Sequence[str]], CommandResult]
@@ -76,10 +63,6 @@ class QueryError(RuntimeError):
     def __init__(self, message: str, kind: str = "other") -> None:
         super().__init__(message)
         self.kind = kind
-
-
-class QueryStopped(Exception):
-    """The caller's stop event was set while a query ran: its process was killed, there is no answer."""
 
 
 _UNREACHABLE = ("connection refused", "unable to contact slurm controller", "connect failure",
@@ -112,74 +95,14 @@ def slurm_env() -> dict[str, str]:
 
 def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT,
                 stop: threading.Event | None = None) -> CommandResult:
-    """Run one Slurm client; a missing binary or a timeout becomes a non-zero result.
-
-    The client runs in a process group of its own, killed whole (a site's
-    wrapper script and what it started too) when it times out, when `stop` is
-    set (QueryStopped) or when the caller is interrupted (Ctrl-C): a hung
-    squeue must neither hold up a quit nor be left behind.
-    """
-    import subprocess  # here: reading a local record needs no process module at start-up
-
-    try:
-        child = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, errors="replace",
-                                 start_new_session=True, env=slurm_env())
-    except FileNotFoundError:
-        return CommandResult(127, "", f"{argv[0]}: command not found")
-    try:
-        out, err = _communicate(child, timeout, stop)
-    except subprocess.TimeoutExpired:
-        _end(child)
-        return CommandResult(124, "", f"{argv[0]} timed out after {timeout:g} s")
-    except BaseException:      # QueryStopped, KeyboardInterrupt: nothing may outlive the caller
-        _end(child)
-        raise
-    return CommandResult(child.returncode, out, err)
+    """Run one Slurm client in the environment of `slurm_env` (see `backends.client.run_client`)."""
+    return run_client(argv, timeout, stop, slurm_env())
 
 
 def stoppable(stop: threading.Event, timeout: float = COMMAND_TIMEOUT) -> Runner:
     """`run_command` ended by `stop` (QueryStopped, its process killed): the runner of a watch
     that someone may quit while Slurm does not answer."""
     return partial(run_command, timeout=timeout, stop=stop)
-
-
-def _communicate(child: "subprocess.Popen[str]", timeout: float,
-                 stop: threading.Event | None) -> tuple[str, str]:
-    """The child's output once it exits; looks at `stop` every STOP_STEP seconds meanwhile
-    (communicate may be called again after its timeout without losing output)."""
-    import subprocess
-
-    deadline = time.monotonic() + timeout
-    while True:
-        if stop is not None and stop.is_set():
-            raise QueryStopped(f"{child.args[0]} stopped")
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise subprocess.TimeoutExpired(child.args, timeout)
-        try:
-            return child.communicate(timeout=min(left, STOP_STEP) if stop is not None else left)
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _end(child: "subprocess.Popen[str]") -> None:
-    """Kill the child's process group (only while the child is unreaped, so its id is still
-    that group's) and reap it; pipes a stray grandchild keeps open are closed, not waited for."""
-    import subprocess
-
-    if child.returncode is None:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        child.communicate(timeout=1.0)
-    except subprocess.TimeoutExpired:
-        for pipe in (child.stdout, child.stderr):
-            if pipe is not None:
-                pipe.close()
-        child.wait()
 
 
 def sacct_argv(job_ids: Iterable[str]) -> list[str]:
