@@ -184,7 +184,7 @@ def test_a_slow_look_at_the_records_waits_nine_times_its_length_before_the_next(
     long as the console showed the list: the next look waits nine times as long as the last took."""
     import time
 
-    from hyperion_console.widgets.record_list import LOOK_SPACING
+    from hyperion_console.pacing import LOOK_SPACING
 
     record = build_local_record(tmp_path, {1: ("COMPLETED", 0)})
 
@@ -194,12 +194,12 @@ def test_a_slow_look_at_the_records_waits_nine_times_its_length_before_the_next(
             records = app.jobs_screen.query_one("#records")
             await wait_for(pilot, lambda: records.option_count == 1, 10)
             await pilot.pause(0.5)
-            records._looked(True, 1.5)
+            records.pacer.looked(1.5)
             before = records._looking
             records.look_again([tmp_path], str(record))
             assert records._looking is before                 # spaced out: no look begun
-            assert records._look_after >= time.monotonic() + LOOK_SPACING * 1.5 - 1
-            records._looked(True, 0.001)
+            assert records.pacer.after >= time.monotonic() + LOOK_SPACING * 1.5 - 1
+            records.pacer.looked(0.001)
             await pilot.pause(0.1)
             records.look_again([tmp_path], str(record))
             assert records._looking is not before             # a quick walk: looked at again at once

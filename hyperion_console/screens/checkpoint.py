@@ -57,7 +57,7 @@ from ..errors import as_typed, describe_error, guarded
 from ..launch import launch, sbatch_teller
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..record_cache import cached_record
-from ..widgets.record_list import LOOK_SPACING
+from ..pacing import LookPacer
 from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
@@ -237,7 +237,7 @@ class CheckpointScreen(ConsoleScreen):
         self._shown_at = 0.0                       # time.time() when the read on screen started
         self._read_at = 0.0                        # time.time() when that read started
         self._looking: Worker | None = None        # a look for a change under way
-        self._look_after = 0.0                     # (monotonic) no look before: spaced to its length
+        self.pacer = LookPacer()
 
     def compose(self) -> ComposeResult:
         yield console_header()
@@ -291,25 +291,22 @@ class CheckpointScreen(ConsoleScreen):
         if (not self.is_current or self.reading or read is None or read.stamp is None
                 or self.query_one("#ckpt-changed", Static).display     # said: nothing more to learn
                 or (self._looking is not None and not self._looking.is_finished)
-                or time.monotonic() < self._look_after):
+                or not self.pacer.ready()):
             return
         self._looking = self.look_for_change(read)
 
     @work(thread=True, group="checkpoint-change", exit_on_error=False)
     def look_for_change(self, read: CheckpointRead) -> None:
         """Off the interface thread: a stat of a hung NFS folder never freezes the console. The
-        next look waits LOOK_SPACING times as long as this one took: the failed-task tree of 20k
-        records took 0.34 s to stat, every 2 s (17% of a core for as long as the screen showed)."""
+        next look is spaced to this one's length (LookPacer): the failed-task tree of 20k records
+        took 0.34 s to stat, every 2 s (17% of a core for as long as the screen showed)."""
         began = time.monotonic()
         changed = change_stamp(read.checkpoint) != read.stamp
         if get_current_worker().is_cancelled:
             return
-        self.app.call_from_thread(self._looked_for_change, time.monotonic() - began)
+        self.app.call_from_thread(self.pacer.looked, time.monotonic() - began)
         if changed:
             self.app.call_from_thread(self._say_changed, read)
-
-    def _looked_for_change(self, took: float) -> None:
-        self._look_after = time.monotonic() + LOOK_SPACING * took
 
     def _say_changed(self, read: CheckpointRead) -> None:
         """A line under the header says the read shown is out of date (until the next read)."""

@@ -23,20 +23,15 @@ from textual.worker import Worker, get_current_worker
 from backends.records.record import find_records, records_within
 
 from ..messages import RecordsListed
+from ..pacing import LookPacer
 from ..record_cache import cached_record, file_key
 from ..shown import shown
 
 RECENT = 50
-# A look no user asked for walks the search folders this long at most. One cut short (a busy
-# machine, a slow file server) is tried again after LOOK_PAUSE seconds; after CUT_SHORT_LOOKS in a
-# row (a tree too big, a hung NFS folder) the list is read on actions only, never by a pile of
-# background walks, until an action's listing ends.
+# A look no user asked for walks the search folders this long at most; paced by LookPacer: after a
+# few cut short in a row the list is read on actions only, never by a pile of background walks,
+# until an action's listing ends.
 LOOK_SECONDS = 2.0
-LOOK_PAUSE = 30.0
-CUT_SHORT_LOOKS = 3
-# A look that finished but took a while waits this many times as long before the next: background
-# walks of a big tree take at most a tenth of a core (a 1.5 s walk every 4 s took 40%).
-LOOK_SPACING = 9.0
 CURRENT_MARK = "▸ "
 MAX_LABELS = 500
 # A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
@@ -158,8 +153,7 @@ class RecordList(OptionList):
         self._listings = 0            # find_recent calls: a background look begun before one is dropped
         self._looking: Worker | None = None
         self._finding: Worker | None = None     # the last action's listing
-        self.cut_short = 0            # looks in a row that ran out of time
-        self._look_after = 0.0        # (monotonic) no look before this, after one was cut short
+        self.pacer = LookPacer()
 
     def find_recent(self, dirs: list[Path], current: str | None = None) -> None:
         """The records listed again after an action, the open one highlighted."""
@@ -177,7 +171,7 @@ class RecordList(OptionList):
     def look_again(self, dirs: list[Path], current: str | None) -> None:
         """A background look (the Jobs screen's timer): the list is redrawn only if what it lists
         changed. Never a second look while one is under way, nor during an action's listing."""
-        if (self.cut_short >= CUT_SHORT_LOOKS or time.monotonic() < self._look_after
+        if (not self.pacer.ready()
                 or any(w is not None and not w.is_finished for w in (self._looking, self._finding))):
             return
         self._looking = self._look(dirs, current, self._listings)
@@ -189,18 +183,12 @@ class RecordList(OptionList):
         worker = get_current_worker()
         if worker.is_cancelled:      # the console quit meanwhile
             return
-        self.app.call_from_thread(self._looked, listing is not None, time.monotonic() - began)
+        self.app.call_from_thread(self.pacer.looked, time.monotonic() - began, listing is not None)
         if listing is None or listing == self.shown_listing:
             return
         options = listing_options(listing)      # labels of new or rewritten records only are read
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_looked, listing, options, listings)
-
-    def _looked(self, finished: bool, took: float = 0.0) -> None:
-        """Count the looks cut short in a row; wait LOOK_PAUSE after each, and LOOK_SPACING times
-        its length after one that finished."""
-        self.cut_short = 0 if finished else self.cut_short + 1
-        self._look_after = time.monotonic() + (LOOK_SPACING * took if finished else LOOK_PAUSE)
 
     def _show_looked(self, listing: Listing, options: list[Option], listings: int) -> None:
         """A look's listing, unless an action listed the records since it began (its open record
@@ -214,7 +202,7 @@ class RecordList(OptionList):
         # the thread ran on regardless, and its list would mark the record opened before as open.
         if worker.is_cancelled:
             return
-        self.cut_short, self._look_after = 0, 0.0
+        self.pacer.reset()
         self._draw(listing, options, keep_cursor=False)
 
     def _draw(self, listing: Listing, options: list[Option], keep_cursor: bool) -> None:
