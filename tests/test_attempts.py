@@ -627,6 +627,30 @@ def test_a_ledger_line_nested_too_deep_or_naming_a_nul_path_is_skipped_like_a_to
     assert again.returncode == 0, again.stderr
 
 
+def test_a_damaged_ledger_line_is_said_by_status_retry_and_watch_not_a_line_being_written(tmp_path, cli_env):
+    """A byte flipped on disk in the line recording task 2's end: `status` showed 2 as LOST and
+    `retry` planned to run it again, and nothing but `history` said a line was unreadable. A last
+    line without its newline (a writer in the middle of it) is no damage and is not said."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/d.JOB.log",
+                        "--", "true").returncode == 0
+    ledger = tmp_path / "log" / "q" / "d.JOB.attempts.jsonl"
+    record = str(tmp_path / "log" / "q" / "d.JOB.submit.json")
+    lines = ledger.read_bytes().split(b"\n")
+    end = next(i for i, line in enumerate(lines) if b'"final"' in line and b'"value": 2' in line.replace(b'":2', b'": 2'))
+    lines[end] = lines[end].replace(b'"final"', b'"fin\xffal"')
+    ledger.write_bytes(b"\n".join(lines))
+    said = f"hyperion-jobs: warning: 1 line(s) of its ledger {ledger} could not be read (damaged, cut short, or "
+    for argv in (["status", record], ["retry", record, "--dry-run"], ["watch", record]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+        assert "Traceback" not in result.stderr and said in result.stderr, (argv, result.stderr)
+        assert result.stderr.count("could not be read") == 1
+    assert "values: 2" in run_cli("hyperion-jobs", "retry", record, "--dry-run", env=cli_env).stdout
+
+    ledger.write_bytes(b"\n".join(lines[:end] + lines[end + 1:]) + b'{"type":"start","attempt":1,"val')
+    result = run_cli("hyperion-jobs", "status", record, env=cli_env)
+    assert result.returncode == 0 and "could not be read" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("state,flag,figures,proposed", [
     ("OUT_OF_MEMORY", "--mem", '"max_rss_bytes":1%s,"req_mem_bytes":-1' % ("0" * 400), "--mem 200M"),
     ("TIMEOUT", "--time", '"elapsed_seconds":1e300,"time_limit_seconds":-5', "--time 00:20:00"),

@@ -155,7 +155,7 @@ class Ledger:
     finals: Mapping[Key, FinalState] = field(default_factory=dict)
     moved: Mapping[tuple[int, "int | None", str], MovedFile] = field(default_factory=dict)
     closed: frozenset[int] = frozenset()
-    skipped: int = 0                 # lines that were torn, foreign or too long
+    skipped: int = 0                 # lines that were torn, foreign or too long (not an unended last one)
     last_start: Mapping[int, TaskStart] = field(default_factory=dict)   # attempt -> its newest task start
     children: Mapping[Key, TaskChild] = field(default_factory=dict)
     # who owns the ledger file: when someone else, a line of it never names the reader's own
@@ -639,13 +639,16 @@ def read_ledger(record_path: str | Path) -> Ledger:
     except UnreadableFile as err:
         raise InputError("record", f"cannot read its ledger {shown}: {err}") from None
     try:
-        fold, size, lines = _Fold(), 0, 0
+        fold, size, lines, tail = _Fold(), 0, 0, 0
         for data, size in _slices(fd, 0, MAX_LEDGER_BYTES + 1):
             lines += data.count(b"\n")
             if lines > MAX_LEDGER_LINES:
                 raise InputError("record", f"cannot read its ledger {shown}: more than "
                                  f"{MAX_LEDGER_LINES} lines, more than hyperion writes")
+            before = fold.skipped
             fold.feed(data)
+            # a last line without its newline may be one being written: no damage to tell of
+            tail = fold.skipped - before if not data.endswith(b"\n") else 0
         if size > MAX_LEDGER_BYTES:
             raise more_than(MAX_LEDGER_BYTES)
     except OSError as err:
@@ -655,7 +658,7 @@ def read_ledger(record_path: str | Path) -> Ledger:
         os.close(fd)
     for spare in sorted(path.parent.glob(f"{path.name}.*{SPARE_SUFFIX}")):
         fold.feed(b"\n" + (_read_regular(spare, SPARE_CAP) or b"").replace(b"\0", b""))
-    return replace(fold.ledger(), owner=info.st_uid, size=size)
+    return replace(fold.ledger(), owner=info.st_uid, size=size, skipped=fold.skipped - tail)
 
 
 def _read_regular(path: Path, cap: int) -> bytes | None:

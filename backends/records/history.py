@@ -16,6 +16,7 @@ from pathlib import Path
 
 from backends.errors import InputError
 from backends.logheader import iso_seconds
+from backends.printable import printable
 from backends.ranges import compress
 from backends.records.attempts import (
     ATTEMPTS_DIR,
@@ -306,6 +307,10 @@ def load_history(record_path: str | Path, current: SubmitRecord | None = None) -
     ledger = read_ledger(path)
     records: dict[int, SubmitRecord] = {current.attempt: current}
     problems: list[str] = []
+    if ledger.skipped:
+        problems.append(f"{ledger.skipped} line(s) of its ledger {printable(str(ledger_path(path)))} could not be "
+                        "read (damaged, cut short, or written by a newer hyperion): a task they told of may "
+                        "show as not run or LOST, and a retry would run it again")
     for number in sorted({entry.number for entry in ledger.attempts} | _archived_numbers(path)):
         if number in records:
             continue

@@ -64,10 +64,19 @@ def say_shown_as_recorded(problems: Sequence[str]) -> None:
         print(printable(f"{PROG}: {shown_as_recorded(problem)}"), file=sys.stderr)
 
 
+def say_history_problems(history: History | None) -> None:
+    """What of the history could not be read (an archived record, damaged ledger lines): the states
+    shown may be wrong where it spoke, and a retry may rerun work that was done. Said nowhere but
+    `history` before, while `status` showed a completed task as never run and `retry` planned it."""
+    for problem in history.problems if history is not None else ():
+        print(printable(f"{PROG}: warning: {problem}"), file=sys.stderr)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     target = resolve(args.target)
     problems: list[str] = []
     history = load_history(target.record.path, target.record) if target.record is not None else None
+    say_history_problems(history)
     with told_unlisted() as unlisted:
         rows = (history_status(history, problems=problems) if history is not None else
                 status(target, record_dirs(args), problems=problems, unlisted=unlisted))

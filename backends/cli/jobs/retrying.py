@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
+from backends.cli.jobs.commands import record_dirs, say_history_problems, say_shown_as_recorded, told_unlisted
 from backends.cli.jobs.parser import PROG
 from backends.errors import InputError
 from backends.launch import run_plan, working_dir
@@ -48,6 +48,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     with told_unlisted() as unlisted:
         history = history_of(resolve(args.target), record_dirs(args), unlisted=unlisted)
     check_trusted(history.record_path, args.trust_record)
+    say_history_problems(history)
     problems: list[str] = []
     retry = plan_retry(history, history_status(history, problems=problems), request)
     say_shown_as_recorded(problems)

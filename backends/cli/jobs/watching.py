@@ -14,7 +14,8 @@ import time
 from datetime import datetime
 from typing import Sequence
 
-from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded, site_floor
+from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_shown_as_recorded, site_floor,
+                                       told_unlisted)
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError
@@ -92,6 +93,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             job_history = None
     else:
         history = load_history(target.record.path)
+        say_history_problems(history)
     record = target.record or (attempt_record(job_history, target.job_id) if job_history else None)
     floor = site_floor(record)
     finals = None
@@ -172,6 +174,7 @@ def _watch_local(target: Target) -> int:
     task (300 `PENDING` lines for a 300-task array) and scrolled everything else away.
     """
     assert target.record is not None
+    say_history_problems(load_history(target.record.path, target.record))
     out = SafeStream(sys.stdout)
     view = LiveView(target.record.path) if out.isatty() else _LocalLines(out)
     stopped_before = False
