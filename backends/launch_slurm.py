@@ -243,7 +243,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     if not outcome.ok:
         from backends.retry_hint import retry_command
 
-        command = retry_command(plan, rerun)
+        command = retry_command(plan, rerun, (state.state.value for _, state in outcome.bad))
         # after a refused window the same command also submits the values left out: "only those" was untrue
         also = f" and submit {named_values(record.array_name, record.unsubmitted)} (not submitted, below)" \
             if refusal and record.unsubmitted else ""

@@ -56,6 +56,7 @@ class RetryPlan:
     plan: SubmitPlan | None
     sizes: SizeProposal | None = None     # what --mem auto / --time auto chose, and why
     unsubmitted: tuple[int, ...] = ()     # values a refused sbatch window left out, submitted now
+    advice: tuple[str, ...] = ()          # what --mem auto / --time auto would ask for, when not asked
 
     @property
     def values(self) -> tuple[int | None, ...]:
@@ -231,33 +232,50 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         return RetryPlan(history, (), None)
     _refuse_other_commands(history, chosen)
     check_rerun(history.current)
+    advice = size_advice(request, rows, chosen, history)
     request, sizes = resolve_auto(request, rows, chosen, history)
     try:
         site = load_site(history.current.cfg)
     except InputError as err:
         raise InputError("--cfg", f"the submission's site file cannot be used any more: {err}") from None
     return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request, extra)), sizes,
-                     extra)
+                     extra, advice)
 
 
 def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequence[TaskRow],
                  history: History) -> tuple[RetryRequest, SizeProposal | None]:
-    """``--mem auto`` / ``--time auto``: sizes from what the tasks used (retry_sizes), or unchanged.
-
-    The chosen tasks' states decide (OUT_OF_MEMORY, TIMEOUT); every task's
-    MaxRSS counts, since a peak seen anywhere may be what the rerun needs.
-    """
+    """``--mem auto`` / ``--time auto``: sizes from what the tasks used (retry_sizes), or unchanged."""
     if AUTO not in (request.mem, request.time):
         return request, None
+    sizes = _proposal(rows, chosen, history)
+    return replace(request,
+                   mem=sizes.mem if request.mem == AUTO else request.mem,
+                   time=sizes.time if request.time == AUTO else request.time), sizes
+
+
+def size_advice(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequence[TaskRow],
+                history: History) -> tuple[str, ...]:
+    """For a retry that keeps the sizes its OUT_OF_MEMORY or TIMEOUT tasks ran out of: what
+    ``--mem auto`` / ``--time auto`` would ask for, one line each. Without it the plan showed the
+    old `--mem 100M` and nothing else, and a user who followed it got the same OUT_OF_MEMORY."""
+    states = {row.state for row in chosen}
+    kept = {"--mem": JobState.OUT_OF_MEMORY in states and request.mem is None and request.mem_per_cpu is None,
+            "--time": JobState.TIMEOUT in states and request.time is None}
+    if not any(kept.values()):
+        return ()
+    return tuple(f"{flag} auto would ask for {why}" for why in _proposal(rows, chosen, history).reasons
+                 for flag in kept if kept[flag] and why.startswith(f"{flag} "))
+
+
+def _proposal(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History) -> SizeProposal:
+    """Sizes for the chosen tasks by their states (OUT_OF_MEMORY, TIMEOUT); every task's MaxRSS
+    counts, since a peak seen anywhere may be what the rerun needs."""
     picked = {id(row) for row in chosen}
     asked = _asked_by_attempt(history)
     observed = [(row.state_label, _with_request(row.usage or Usage(), asked.get(row.attempt))) if id(row) in picked
                 else ("COMPLETED", row.usage)
                 for row in rows if id(row) in picked or row.usage is not None]
-    sizes = propose_sizes(observed)
-    return replace(request,
-                   mem=sizes.mem if request.mem == AUTO else request.mem,
-                   time=sizes.time if request.time == AUTO else request.time), sizes
+    return propose_sizes(observed)
 
 
 def _asked_by_attempt(history: History) -> dict[int, Usage]:
@@ -307,6 +325,7 @@ def describe_retry(retry: RetryPlan) -> str:
     if retry.sizes is not None:
         lines += [f"  sizes: {why}" for why in retry.sizes.reasons] or \
             ["  sizes: no task ran out of memory or time: --mem and --time as before"]
+    lines += [f"  sizes: as before; {advice}" for advice in retry.advice]
     lines.append(f"  runs in: {retry.history.current.cwd}")
     lines.append(f"  command: {shlex.join(plan.argv)}")
     return printable("\n".join(lines), layout=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from backends.printable import printable
 from backends.ranges import compress
@@ -25,9 +25,17 @@ if TYPE_CHECKING:
     from backends.records.history import History
 
 
-def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None) -> str | None:
-    """``hyperion-jobs retry /abs/q/<stem>.submit.json`` (or `rerun`, the launcher's own
-    command, quoted), or None when no retry could run it.
+def auto_sizes(ended: Iterable[str]) -> tuple[str, ...]:
+    """``--mem auto`` when a task ran OUT_OF_MEMORY, ``--time auto`` when one hit its TIMEOUT (of
+    the states `ended`): the rerun asks for more, where the same sizes would end the same way."""
+    states = set(ended)
+    return (("--mem", "auto") if "OUT_OF_MEMORY" in states else ()) + \
+        (("--time", "auto") if "TIMEOUT" in states else ())
+
+
+def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: Iterable[str] = ()) -> str | None:
+    """``hyperion-jobs retry /abs/q/<stem>.submit.json`` (with `auto_sizes` of the states `ended`;
+    or `rerun`, the launcher's own command, quoted), or None when no retry could run it.
 
     A site file given as a pipe (``--cfg <(...)``) is gone once the run ended and
     `hyperion-jobs retry` (and `hyperion-checkpoint retry --submit`, which reads it too)
@@ -36,7 +44,8 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None) -> str |
     if not os.path.isfile(plan.options.cfg):
         return None
     rerun = rerun if rerun is not None else plan.rerun
-    argv = rerun if rerun is not None else ("hyperion-jobs", "retry", os.path.abspath(plan.record_path))
+    argv = rerun if rerun is not None else ("hyperion-jobs", "retry", os.path.abspath(plan.record_path),
+                                            *auto_sizes(ended))
     return printable(shlex.join(argv))
 
 

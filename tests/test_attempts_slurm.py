@@ -80,6 +80,14 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     (row,) = by_id["tasks"]                                  # its log where it was moved, not the rerun's file
     assert row["state"] == "FAILED" and "/q/attempts/1/" in row["log"]
     assert "ValueError: bad input 5" in Path(row["log"]).read_text()
+    # the first job's failures, as a job id from a notification shows them: true of that job, and
+    # said to be rerun since (it read `2 of 6 task(s) did not succeed` and nothing more)
+    failures = run_cli("hyperion-jobs", "status", first_job, "--dir", str(tmp_path), "--failures", env=cli_env)
+    assert failures.stdout.startswith("2 of 6 task(s) did not succeed (failed 2)"), failures.stdout
+    assert failures.stderr == (f"hyperion-jobs: 2 of these task(s) ran again in a later attempt (now COMPLETED 2): "
+                               f"hyperion-jobs status {record} shows every value's newest run\n"), failures.stderr
+    newest = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env)
+    assert "ran again" not in newest.stderr, newest.stderr
 
     listing = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
     assert [(a["kind"], a["job_ids"], a["values"], a["overrides"]) for a in listing["attempts"]] == [

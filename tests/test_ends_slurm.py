@@ -54,6 +54,7 @@ def test_a_timeout_and_a_cancel_are_not_counted_as_failed(slurm_cluster, tmp_pat
     assert progress[-1] == "done 1/4 failed 1 timeout 1 cancelled 1 running 0 pending 0", stderr
     assert stderr.splitlines()[-1].startswith(
         "hyperion-submit: 3 of 4 task(s) did not succeed (failed 1, timeout 1, cancelled 1); rerun only those with: ")
+    assert stderr.splitlines()[-1].endswith(f"retry {record} --time auto"), stderr   # the same limit times out again
 
     shown = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env)
     assert shown.stdout.splitlines()[0] == (

@@ -41,3 +41,13 @@ def test_shell_words_after_the_retry_stay_its_arguments(tmp_path: Path) -> None:
     # pasted into a shell, it runs hyperion-checkpoint alone: ';', '~' and '$(...)' are quoted
     assert record_retry_command(record) == shlex.join(
         ["hyperion-checkpoint", "retry", "ck;", "rm", "-rf", "~", "$(reboot)"])
+
+
+def test_the_rerun_command_asks_for_more_of_what_tasks_ran_out_of(tmp_path: Path) -> None:
+    """hyperion-submit's last line was `hyperion-jobs retry RECORD` after a TIMEOUT: pasted as is,
+    the rerun had the same limit and timed out again."""
+    from backends.retry_hint import auto_sizes
+
+    assert auto_sizes(["FAILED", "TIMEOUT", "COMPLETED"]) == ("--time", "auto")
+    assert auto_sizes(["OUT_OF_MEMORY", "TIMEOUT"]) == ("--mem", "auto", "--time", "auto")
+    assert auto_sizes(["FAILED", "CANCELLED", "NODE_FAIL"]) == ()

@@ -109,6 +109,13 @@ def test_an_out_of_memory_array_task_is_retried_with_proposed_memory_until_it_fi
     assert (oom["state"], oom["exit_code"], oom["signal"]) == ("OUT_OF_MEMORY", None, None)
     usage = run_cli("hyperion-jobs", "usage", str(record), env=cli_env)   # said 'over 90% of --mem: none'
     assert f"over 90% of --mem: {oom['job_id']}_{oom['task_id']} (reached it)" in usage.stdout, usage.stdout
+    # the command hyperion-submit ends with asks for more memory (the same --mem would end the same way)
+    assert done.stderr.rstrip().endswith(f"rerun only those with: hyperion-jobs retry {record} --mem auto"), done.stderr
+    kept = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env)
+    assert "  sizes: as before; --mem auto would ask for --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request " \
+        in kept.stdout, kept.stdout
+    given = run_cli("hyperion-jobs", "retry", str(record), "--mem", "1G", "--dry-run", env=cli_env)
+    assert given.returncode == 0 and "sizes:" not in given.stdout, given.stdout
     sizes = []
     for _ in range(3):
         preview = run_cli("hyperion-jobs", "retry", str(record), "--mem", "auto", "--dry-run", env=cli_env)

@@ -248,6 +248,27 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
 
 
+def ran_again(history: History | None, rows: Sequence[TaskRow]) -> tuple[int, dict[str, int]]:
+    """How many of a job's unsuccessful `rows` a later attempt of its submission ran again, and how
+    those later runs stand by the ledger (``{"COMPLETED": 7}``; ``not ended`` while unrecorded).
+    `status 4711 --failures` of an attempt since retried said `7 of 40 task(s) did not succeed`,
+    with nothing to say that all 7 were rerun and completed."""
+    if history is None:
+        return 0, {}
+    newest = {task.value: task for task in history.latest_tasks()}
+    counts: dict[str, int] = {}
+    again = 0
+    for row in rows:
+        later = newest.get(row.value)
+        if row.ok or later is None or later.attempt <= row.attempt:
+            continue
+        again += 1
+        final = history.final(later)
+        state = final.state if final is not None else "not ended"
+        counts[state] = counts.get(state, 0) + 1
+    return again, counts
+
+
 def recorded_job(history: History, target: Target) -> tuple[list[TaskRow] | None, bool]:
     """The rows of `target`'s job (or its one task) from the ledger alone, when every task has its
     end and usage recorded, else None: `usage JOB` of a finished job needs no Slurm (with slurmdbd

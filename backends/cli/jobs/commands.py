@@ -28,9 +28,11 @@ from backends.watch.targets import (
     histories_states,
     history_for_job,
     history_status,
+    job_history,
+    job_status,
+    ran_again,
     resolve,
     shown_as_recorded,
-    status,
     task_logs,
 )
 
@@ -77,12 +79,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     problems: list[str] = []
     history = load_history(target.record.path, target.record) if target.record is not None else None
     say_history_problems(history)
+    job_of = None       # a job target's submission
     with told_unlisted() as unlisted:
-        rows = (history_status(history, problems=problems) if history is not None else
-                status(target, record_dirs(args), problems=problems, unlisted=unlisted))
+        if history is not None:
+            rows = history_status(history, problems=problems)
+        else:
+            found, job_of = job_history(target, record_dirs(args), unlisted=unlisted)
+            rows = job_status(found, job_of)
     say_shown_as_recorded(problems)
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
+    _say_ran_again(job_of, rows)
     unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
     if args.failures:
         _print_failures(args, rows)
@@ -99,6 +106,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(tasks_text(rows))
     _say_unsubmitted(history)
     return 0
+
+
+def _say_ran_again(history: History | None, rows: Sequence[TaskRow]) -> None:
+    """Of a job whose failed tasks a later attempt ran again: so, and where their newest states are."""
+    again, states = ran_again(history, rows)
+    if not again:
+        return
+    assert history is not None
+    now = ", ".join(f"{state} {n}" for state, n in sorted(states.items()))
+    print(printable(f"{PROG}: {again} of these task(s) ran again in a later attempt (now {now}): "
+                    f"hyperion-jobs status {shlex.quote(history.record_path)} shows every value's newest run"),
+          file=sys.stderr)
 
 
 def _say_unsubmitted(history: History | None) -> None:
