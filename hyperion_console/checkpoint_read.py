@@ -18,7 +18,7 @@ from backends.watch.budget import QueryBudget
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
 from sharding.resubmit import StillRunning, running_in
-from sharding.run_records import record_checkpoint
+from sharding.run_records import record_checkpoint, records_naming
 from sharding.store import FAILED_FILENAME, MAX_FAILED_DEPTH, Checkpoint
 
 from .errors import as_typed, describe_error
@@ -41,6 +41,17 @@ class CheckpointRead:
     running_problem: str | None = None
     asked: bool = False             # whether `running` was asked (only for the Retry tab and Resubmit)
     stamp: tuple | None = None      # `change_stamp` just before the read: a later one that differs, a change
+    # the records under the console's folders whose command names the checkpoint, newest first (None:
+    # not looked for), and what the look could not do (a folder it could not list, its time up)
+    records_named: tuple[str, ...] | None = None
+    records_told: tuple[str, ...] = ()
+    records_where: tuple[str, ...] = ()  # the folders looked in
+
+    @property
+    def record_found(self) -> str | None:
+        """The record a Resubmit uses without one typed: the only one that names the checkpoint. With
+        several none is chosen, as `hyperion-checkpoint retry --submit` takes only a record it is given."""
+        return self.records_named[0] if self.records_named is not None and len(self.records_named) == 1 else None
 
 
 RUNNING_QUERIES = 2     # the sacct and the squeue of one `still_running` ask
@@ -79,6 +90,24 @@ def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBud
         return read
     running, problem = running_of(record_path, budget, stop)
     return replace(read, running=running, running_problem=problem, asked=True)
+
+
+def with_records_naming(read: CheckpointRead, dirs: list[str]) -> CheckpointRead:
+    """The read with the records under `dirs` whose command names its checkpoint: what
+    `hyperion-checkpoint retry CKPT` asks about without --record (`records_naming`, the same walk and
+    bounds: the newest 20 regular records, each read up to 16 MB, the walk stopped after 3 s), looked
+    for only when shards are missing, as there. Off the interface thread: the walk and the reads may
+    take seconds. A look that fails is said (`records_told`), never raised: the read still shows."""
+    cov = read.coverage
+    if cov is None or len(cov.completed) >= cov.run.total_shards:
+        return read
+    told: list[str] = []
+    try:
+        found = tuple(f.path for f in records_naming(str(read.checkpoint), dirs, told=told))
+    except Exception as exc:
+        found = ()
+        told.append(f"submit records not looked for: {describe_error(exc)}")
+    return replace(read, records_named=found, records_told=tuple(told), records_where=tuple(dirs))
 
 
 def change_stamp(checkpoint: Path) -> tuple:

@@ -1394,3 +1394,151 @@ def test_keys_typed_behind_ctrl_r_never_reach_the_max_array_size_field(tmp_path:
     value, said = asyncio.run(scenario())
     assert value == ""
     assert not any("no retry plan" in n for n in said), said
+
+
+# --- The Checkpoint screen finds the run's submit record as `hyperion-checkpoint retry CKPT` does ---------
+
+def _demo_without_record(tmp_path: Path):
+    """The demo's run (local backend, shards 11-12 missing), opened as `hyperion-console --checkpoint
+    CKPT` from its folder: no record given."""
+    from hyperion_console.demo import prepare_demo
+
+    paths = prepare_demo(tmp_path / "demo", CONF)
+    return paths, make_app(cfg_dir=CONF, checkpoint=paths.checkpoint, search_dirs=[paths.root])
+
+
+def test_the_checkpoint_screen_finds_the_runs_record_and_resubmit_uses_it(tmp_path: Path) -> None:
+    """Opened with --checkpoint alone, the Retry tab said `no submit record: give one above` while
+    `hyperion-checkpoint retry CKPT` finds the records naming the checkpoint by itself. The screen
+    finds it with the same core (`records_naming`), says which it found, and ctrl+r resubmits with it
+    as with a typed record."""
+    from hyperion_console.screens.jobs import JobsScreen
+
+    paths, app = _demo_without_record(tmp_path)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            assert screen.query_one("#record-path").value == str(paths.record)
+            commands = text_of(screen.query_one("#retry-commands"))
+            assert (f"submit record found: {paths.record}, the one under {paths.root} whose command names "
+                    "this checkpoint") in commands, commands
+            assert "no submit record" not in commands and "resubmit runs (local):" in commands
+            assert "--array SHARD=11:12" in commands
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            detail = text_of(app.screen.query_one("#confirm-detail Static"))
+            assert detail.splitlines()[0] == f"record:  {paths.record}"
+            await pilot.press("y")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), 20)
+            await wait_for(pilot, lambda: table_column(app.screen.query_one("#tasks"), "state")
+                           == ["COMPLETED"] * 12, 30)
+            await pilot.press("3")
+            await wait_for(pilot, lambda: "every shard is complete"
+                           in str(screen.query_one("#retry-summary").content), 10)
+
+    asyncio.run(scenario())
+    assert plan_retry(paths.checkpoint).complete
+
+
+def test_several_records_naming_the_checkpoint_are_listed_and_none_is_chosen(tmp_path: Path) -> None:
+    """Two records name the checkpoint: `retry --submit` resubmits only with the record it is given,
+    so the screen chooses none, lists them (their paths escaped: a folder's name may hold a
+    terminal escape) and ctrl+r asks for one. A record typed is left as typed, and Resubmit uses it."""
+    paths, app = _demo_without_record(tmp_path)
+    other = paths.root / "evil\x1b]0;owned\x07" / "q" / "copy.SHARD.submit.json"
+    other.parent.mkdir(parents=True)
+    other.write_bytes(paths.record.read_bytes())
+    os.utime(paths.record, (1, 1))                  # the copy is the newest
+
+    async def scenario() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            field = screen.query_one("#record-path")
+            assert field.value == ""
+            commands = text_of(screen.query_one("#retry-commands"))
+            escaped = str(other).replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+            assert (f"no submit record: 2 under {paths.root} name this checkpoint, newest first: {escaped}, "
+                    f"{paths.record}; give the run's one above (or --record FILE) to resubmit") in commands, commands
+            assert "\x1b" not in commands and "\x07" not in commands
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: "resubmit: give the original submit record (--record FILE)"
+                           in notifications(app), 10)
+            assert not isinstance(app.screen, ConfirmScreen)
+            field.value = str(paths.record)              # the user names the run's record
+            await pilot.press("r")
+            await checkpoint_read(pilot)
+            assert field.value == str(paths.record)
+            commands = text_of(screen.query_one("#retry-commands"))
+            assert "submit record found" not in commands and "no submit record" not in commands
+            assert "resubmit runs (local):" in commands
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert text_of(app.screen.query_one("#confirm-detail Static")).splitlines()[0] \
+                == f"record:  {paths.record}"
+            await pilot.press("n")
+
+    asyncio.run(scenario())
+
+
+def test_no_record_naming_the_checkpoint_is_said_with_where_the_screen_looked(tmp_path: Path) -> None:
+    checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4), failed=(3,))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            commands = text_of(app.checkpoint_screen.query_one("#retry-commands"))
+            assert (f"no submit record: none under {tmp_path} names this checkpoint (its command's "
+                    "--checkpoint DIR, --ckpt DIR); give one above (or --record FILE) to resubmit") in commands
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_a_slurm_run_opened_by_its_checkpoint_alone_is_resubmitted_with_the_record_found(
+        slurm_cluster, tmp_path: Path) -> None:
+    """`hyperion-submit slurm ... --checkpoint ckpt` from a folder, a shard fails once; then
+    `hyperion-console --checkpoint ckpt` from the same folder: the Retry tab finds the run's record
+    (log/q/), and ctrl+r sends only the failed shard to Slurm, as with the record typed."""
+    make_input(tmp_path / "input", 4, 2)
+    fail_id = next(json.loads(t.files[0].read_text().splitlines()[0])["id"]
+                   for t in list_sources(tmp_path / "input") if shard_for(t.task_id, 2, 1) == 2)
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:2",
+        "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--",
+        sys.executable, "-m", "sharding.example", "--input", str(tmp_path / "input"),
+        "--output", str(tmp_path / "output"), "--checkpoint", str(tmp_path / "ckpt"),
+        "--shard-index", "SHARD", "--total-shards", "2", "--minimum-shard-index", "1",
+        "--fail-record", fail_id, "--fail-once"])
+    first = submit(build_plan(site, options))
+    assert not wait(first).ok                       # shard 2 failed: that is the point
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            assert screen.query_one("#record-path").value == first.path
+            await wait_for(pilot, lambda: "hyperion-submit slurm" in text_of(screen.query_one("#retry-commands"))
+                           and "asking Slurm" not in text_of(screen.query_one("#retry-commands")), 20)
+            assert f"submit record found: {first.path}" in text_of(screen.query_one("#retry-commands"))
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: app.screen is app.jobs_screen
+                           and app.jobs_screen.record is not None
+                           and app.jobs_screen.record.jobs[0].job_id != first.jobs[0].job_id, 60)
+            table = app.jobs_screen.query_one("#tasks")
+            assert table_column(table, "attempt") == ["1", "2"]
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 2, 180)
+            await pilot.press("3", "r")
+            await wait_for(pilot, lambda: "every shard is complete"
+                           in text_of(screen.query_one("#retry-summary")), 10)
+
+    asyncio.run(scenario())

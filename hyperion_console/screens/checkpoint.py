@@ -51,6 +51,7 @@ from ..checkpoint_read import (
     read_checkpoint,
     read_named_checkpoint,
     running_of,
+    with_records_naming,
     with_running,
 )
 from ..errors import as_typed, describe_error, guarded
@@ -66,6 +67,7 @@ from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, cons
 from .confirm import ConfirmScreen
 
 MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
+FOUND_LISTED = 5        # records naming the checkpoint listed when several do (none is chosen)
 CHANGE_CHECK_SECONDS = 2.0   # how often the checkpoint on screen is looked at for a change since its read
 
 
@@ -213,6 +215,7 @@ class CheckpointScreen(ConsoleScreen):
         self.checkpoint = checkpoint
         self.given = checkpoint is not None      # else the one the open submission's command names
         self._filled_record: str | None = None   # the record field's text this screen filled in itself
+        self._records_read: CheckpointRead | None = None   # the read that last looked for the run's records
         self.record_path = record
         self.initial_max = max_array_size
         self.plan = None
@@ -372,8 +375,12 @@ class CheckpointScreen(ConsoleScreen):
         typed = self.query_one("#record-path", Input).value.strip()
         self._stop_asking()                        # the read asks again if its answer is needed
         typed_path = os.path.abspath(typed) if typed else None
+        # no record typed (or only the one this screen found): look for the run's, as `retry CKPT` does
+        search = [str(d) for d in self.app.jobs_screen.search_dirs] \
+            if not source and (not typed or typed == self._filled_record) else None
         self._reading = self.read_in_worker(None if source else self.checkpoint, source, typed_path,
-                                            self._running_needed(), typed_path is not None and source == typed_path)
+                                            self._running_needed(), typed_path is not None and source == typed_path,
+                                            search)
         self._show_reading()
         if self._ticker is not None:
             self._ticker.stop()
@@ -397,16 +404,23 @@ class CheckpointScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
     def read_in_worker(self, checkpoint: Path | None, record: str | None = None,
-                       resubmit_record: str | None = None, ask: bool = False, typed: bool = False) -> None:
+                       resubmit_record: str | None = None, ask: bool = False, typed: bool = False,
+                       search: list[str] | None = None) -> None:
         """Read `checkpoint`, or (None) the one `record`'s command names: looking for it stats the
         paths the command names, which a hung NFS mount would hold up, so not on the interface thread.
         `ask`: also whether the record's tasks still run (`_running_needed`). `typed`: `record` is the
-        record field's, a problem with it names the field as the CLI's option, `--record`."""
+        record field's, a problem with it names the field as the CLI's option, `--record`. `search`:
+        the folders to look in for the records naming the checkpoint (no record typed); the one found
+        is the record asked about."""
         worker = get_current_worker()     # cancelled: superseded, or the console quit: stop reading
         if checkpoint is None:
             read = read_named_checkpoint(str(record), worker.cancelled_event, RECORD_OPTION if typed else None)
         else:
             read = read_checkpoint(checkpoint, worker.cancelled_event)
+        if search is not None and isinstance(read, CheckpointRead) and not worker.is_cancelled:
+            read = with_records_naming(read, search)
+            if read.records_named is not None:         # what the field will hold once shown
+                resubmit_record = read.record_found
         if ask and isinstance(read, CheckpointRead) and not worker.is_cancelled:   # the record found it, or it was given
             read = with_running(read, read.found_by or resubmit_record, self.app.query_budget,
                                 worker.cancelled_event)
@@ -449,6 +463,8 @@ class CheckpointScreen(ConsoleScreen):
             if not field.value.strip() or field.value.strip() == self._filled_record:
                 self._filled_record = read.found_by
                 field.value = read.found_by
+        if read.records_named is not None:
+            self._fill_found_record(read)
         if read.coverage is None:
             error = read.error or "the checkpoint could not be read"
             self._forget(error)
@@ -468,6 +484,18 @@ class CheckpointScreen(ConsoleScreen):
         if self._confirm_after_read:
             self._confirm_after_read = False
             self.confirm_resubmit()
+
+    def _fill_found_record(self, read: CheckpointRead) -> None:
+        """The record field, when empty or holding what this screen found before, takes the record the
+        search found (empty when none or several name the checkpoint: which one to rerun is the
+        user's to say, as `retry --submit RECORD` needs it named). A record typed is left alone."""
+        field = self.query_one("#record-path", Input)
+        typed = field.value.strip()
+        if typed and typed != self._filled_record:
+            return
+        self._records_read = read
+        self._filled_record = read.record_found
+        field.value = read.record_found or ""
 
     def _read_ended(self) -> None:
         self._reading = None
@@ -707,9 +735,8 @@ class CheckpointScreen(ConsoleScreen):
         if plan.complete:
             return text
         record_text = self.query_one("#record-path", Input).value.strip()
+        text.append_text(self.records_found_text(record_text))
         if not record_text:
-            text.append("no submit record: give one above (or --record FILE) to resubmit\n",
-                        style="yellow")
             return text
         try:
             record = cached_record(os.path.abspath(record_text))    # a stat while the file is unchanged
@@ -736,6 +763,39 @@ class CheckpointScreen(ConsoleScreen):
         for window in submit_plan.windows:
             text.append_text(shown(f"\n  {shlex.join(window.sbatch_argv)}", "dim", layout=True))
         text.append("\n")
+        return text
+
+    def records_found_text(self, record_text: str) -> Text:
+        """What the look for the run's records found, when it chose the record field's value or left it
+        empty: the record found, or why none was chosen (none or several name the checkpoint), and
+        what the look could not do. Paths as `printable` spells them."""
+        read = self._records_read
+        looked = read is not None and read.records_named is not None and (
+            not record_text or record_text == self._filled_record)
+        text = Text()
+        if not looked:
+            if not record_text:
+                text.append("no submit record: give one above (or --record FILE) to resubmit\n", style="yellow")
+            return text
+        assert read is not None and read.records_named is not None
+        where, named = ", ".join(read.records_where), read.records_named
+        if record_text:
+            text.append_text(shown(f"submit record found: {record_text}, the one under {where} whose command "
+                                   "names this checkpoint", "green"))
+        elif not named:
+            text.append_text(shown(f"no submit record: none under {where} names this checkpoint (its command's "
+                                   "--checkpoint DIR, --ckpt DIR); give one above (or --record FILE) to resubmit",
+                                   "yellow"))
+        else:
+            listed = ", ".join(named[:FOUND_LISTED]) + (f" (+{len(named) - FOUND_LISTED} more)"
+                                                        if len(named) > FOUND_LISTED else "")
+            verb = "names this checkpoint:" if len(named) == 1 else "name this checkpoint, newest first:"
+            text.append_text(shown(f"no submit record: {len(named)} under {where} {verb} {listed}; give the run's "
+                                   "one above (or --record FILE) to resubmit", "yellow"))
+        text.append("\n")
+        for line in read.records_told:
+            text.append_text(shown(line, "yellow"))
+            text.append("\n")
         return text
 
     @on(Button.Pressed, "#resubmit")
