@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 from argparse import Namespace
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from backends.cli.jobs.retrying import request_of
@@ -124,7 +124,8 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
         return Preview(path, None, "", nothing_to_retry(history, request, len(rows)), None, untrusted)
     sizes = proposed_sizes(history, rows, retry.chosen)
     ignored = ignored_sbatch_line(retry.plan.options.backend)
-    lines = (warning_lines(path, untrusted) + ([ignored] if ignored else []) + [describe_retry(retry)]
+    # what auto would ask for is this preview's own `proposed sizes` block, with its button
+    lines = (warning_lines(path, untrusted) + ([ignored] if ignored else []) + [describe_retry(replace(retry, advice=()))]
              + size_lines(retry, sizes))
     return Preview(path, retry, "\n".join(lines), None, sizes, untrusted, request)
 
