@@ -71,9 +71,13 @@ def confirm_windows(plan: SubmitPlan) -> str:
     return line + (f": at most {limit} task(s) each (the site's max_array_size)" if limit else "")
 
 
-def build_preview(form: FormValues) -> Preview:
-    """Plan `form` through the core exactly as `hyperion-submit --dry-run` would; never raises."""
+def build_preview(form: FormValues, no_site: str = "") -> Preview:
+    """Plan `form` through the core exactly as `hyperion-submit --dry-run` would; never raises.
+    `no_site`: the error when the form names no site file because there is none to pick (the
+    screen says where it looked), rather than the core's `--cfg: expected a site YAML path, got ''`."""
     started = time.perf_counter()
+    if not form.cfg and no_site:
+        return Preview(form, error=no_site, field="cfg", seconds=time.perf_counter() - started)
     try:
         argv = form_argv(form)
         site, options = parse_submit_argv(argv, pipes=False)

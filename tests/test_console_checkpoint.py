@@ -1175,6 +1175,30 @@ def test_retry_field_names_the_submit_screens_limit_with_no_checkpoint_either(tm
     assert asyncio.run(scenario()) == "1001 (Submit screen's site file sites/site.yaml)"
 
 
+def test_retry_field_without_a_record_or_a_site_file_says_why_no_limit_is_known(tmp_path: Path, monkeypatch,
+                                                                              cli_env: dict[str, str]) -> None:
+    """Started from an experiment folder with no site file, the field beside "max array size" read
+    `none`, like a limit called none. It says no limit is known and where one is taken from; the
+    windows and the command under them are `hyperion-checkpoint retry`'s without --cfg."""
+    checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
+    monkeypatch.chdir(tmp_path)         # no conf/ here
+
+    async def scenario() -> tuple[str, list[str], list[str]]:
+        app = make_app(cfg_dir="conf", checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            return (screen_lines(app)[3], _window_rows(screen.query_one("#retry-windows")),
+                    text_of(screen.query_one("#retry-commands")).splitlines())
+
+    line, windows, commands = asyncio.run(scenario())
+    assert line.rstrip() == " max array size  none (no submit record, no site file on the Submit screen)"
+    assert commands[0] == "retry fields (hyperion-checkpoint retry --format fields):"
+    cli = run_cli("hyperion-checkpoint", "retry", str(checkpoint), "--format", "fields", env=cli_env, cwd=tmp_path)
+    assert cli.returncode == 0 and windows == cli.stdout.splitlines() == [commands[1].strip()] == ["3,8-12 0 1 12"]
+
+
 def test_a_submit_site_become_a_fifo_never_freezes_the_checkpoint_screen(tmp_path: Path, monkeypatch) -> None:
     """The Submit screen keeps its chosen site listed once the file is gone; replaced by a FIFO a
     writer holds open and sends nothing to, the Checkpoint screen read it as a pipe for the retry

@@ -373,10 +373,11 @@ def test_a_site_problem_marks_the_site_selector_not_an_option_field(tmp_path: Pa
             screen = app.submit_screen
             fill(screen, output_file=str(tmp_path / "t.log"), command="true")
             await pilot.pause()
-            try:
+            if text is None:     # the folder is said, not the core's `--cfg: expected a site YAML path, got ''`
+                expected = (f"--cfg: no site file in {sites} (no .yaml or .yml file in it): start the console "
+                            "with --cfg-dir DIR, the folder of your site YAML files")
+            else:
                 expected = core_error(form_argv(screen.form()))
-            except InputError as exc:                # a field that cannot be split into words
-                expected = str(exc)
             assert expected.startswith(f"{key}: ")
             assert text is None or f"(in the site file {sites / 'bad.yaml'})" in expected
             assert str(screen.query_one("#submit-error").content) == expected
@@ -828,6 +829,74 @@ def test_a_site_file_written_while_the_console_runs_is_listed(tmp_path: Path) ->
     finally:
         if writer is not None:
             writer.kill()
+
+
+def no_site_screen(tmp_path: Path, cfg_dir: Path) -> tuple[list[str], str, list[str], bool, str]:
+    """The Submit screen started from `tmp_path` (a fresh experiment folder) with `cfg_dir` holding
+    no site file: its frame, the selector's text, the notifications after ctrl+s, whether a dialog
+    asked, and the site selector's invalid mark."""
+    from test_console_fixtures import screen_lines
+
+    async def scenario():
+        app = make_app(cfg_dir=cfg_dir, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.press("1")
+            await pilot.pause()
+            lines = screen_lines(app)
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            select = app.submit_screen.query_one("#cfg")
+            return (lines, str(select.query_one("SelectCurrent Static#label").content), notifications(app),
+                    isinstance(app.screen, ConfirmScreen), select.has_class("invalid"))
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("made, why", [
+    (None, "no such folder"),                       # started in an experiment folder: no conf/ there
+    ("empty", "no .yaml or .yml file in it"),
+])
+def test_no_site_file_says_where_the_console_looked_and_how_to_name_the_folder(
+        tmp_path: Path, monkeypatch, made: str | None, why: str) -> None:
+    """Started from an experiment folder (no conf/ in it), the site selector was empty and the only
+    line was `--cfg: expected a site YAML path, got ''`, which said neither where the console had
+    looked nor that --cfg-dir names the folder. The form now says both, the selector says there is
+    no site file, and ctrl+s refuses with the same line, nothing asked."""
+    monkeypatch.chdir(tmp_path)
+    if made:
+        (tmp_path / "conf").mkdir()
+        (tmp_path / "conf" / "notes.txt").write_text("not a site")
+    lines, selector, said, asked, marked = no_site_screen(tmp_path, Path("conf"))
+    message = (f"--cfg: no site file in {tmp_path / 'conf'} ({why}): start the console with --cfg-dir DIR, "
+               "the folder of your site YAML files")
+    pane = "".join("".join(line.split("▕", 1)[-1].split()) for line in lines[1:8])   # wrapped, a path mid-word
+    assert "".join(message.split()) in pane, "\n".join(lines)
+    assert "got ''" not in "\n".join(lines)
+    assert selector == "no site file" and marked
+    assert said == [message] and not asked
+
+
+def test_a_site_file_written_after_a_start_without_one_is_chosen(tmp_path: Path) -> None:
+    """With no site file at the start, one written meanwhile (the user followed the line's advice in
+    another terminal) is chosen as at a start with it, and the line about the missing folder goes."""
+    cfg = tmp_path / "cfg"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=cfg, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            error = screen.query_one("#submit-error")
+            await pilot.pause()
+            assert "(no such folder)" in str(error.content)
+            cfg.mkdir()
+            await wait_for(pilot, lambda: "(no .yaml or .yml file in it)" in str(error.content), 5)
+            (cfg / "site.yaml").write_text((CONF / "submit_test_cluster.yaml").read_text())
+            await wait_for(pilot, lambda: screen.form().cfg == str(cfg / "site.yaml"), 5)
+            fill(screen, output_file=str(tmp_path / "log" / "t.log"), command="true")
+            await pilot.pause()
+            assert str(error.content) == "✓ valid"
+
+    asyncio.run(scenario())
 
 
 def test_a_site_folder_of_hostile_size_is_looked_at_only_so_far(tmp_path: Path) -> None:

@@ -64,6 +64,25 @@ def test_keys_sent_in_one_burst_land_in_the_fields_tab_moved_to(tmp_path: Path, 
             raise AssertionError("GPUs 4 and threads 'some text' not on screen:\n" + text)
 
 
+def test_started_in_an_experiment_folder_the_submit_screen_says_where_site_files_go(
+        tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """`cd exp && hyperion-console`, then 1: the selector was empty and the form said only
+    `--cfg: expected a site YAML path, got ''`. It names the folder looked in and --cfg-dir."""
+    binary = shutil.which("hyperion-console", path=cli_env["PATH"])
+    assert binary, "hyperion-console is not installed (pip install -e .)"
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    with Terminal(binary, 120, 30, exp, cli_env["PATH"]) as term:
+        term.wait_for_text("Hyperion Console — Submit")
+        term.keys("1")
+        text = term.wait_for_text("no site file", "--cfg-dir DIR")
+        pane = "".join("".join(line.split("▕", 1)[-1].split()) for line in text.splitlines()[1:8])
+        said = (f"--cfg: no site file in {exp / 'conf'} (no such folder): start the console with --cfg-dir "
+                "DIR, the folder of your site YAML files")
+        assert "".join(said.split()) in pane, text       # wrapped in the preview pane, a long path mid-word
+        assert "got ''" not in text
+
+
 def test_a_closed_terminal_during_a_local_retry_ends_the_console(tmp_path: Path, cli_env: dict[str, str]) -> None:
     """Closing the terminal (tmux window, ssh) while the console ran a local retry stopped the task but
     left the console running for ever: Textual's output thread died on EIO and the next writes filled

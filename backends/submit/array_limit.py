@@ -22,6 +22,7 @@ class ArrayLimit:
     value: int | None
     path: str = ""            # the site file, "" when the limit came from none
     kind: str = "site file"   # what the file is to the user: the console's "Submit screen's site file"
+    why: str = ""             # without a site file, why there is none (where one was looked for)
 
     @property
     def source(self) -> str:
@@ -29,9 +30,13 @@ class ArrayLimit:
         return f"{self.kind} {shown_path(self.path)}" if self.path else ""
 
     def describe(self) -> str:
-        """`1001 (site file conf/x.yaml)`, `none (site file conf/y.yaml sets no max_array_size)`, `none`."""
+        """`1001 (site file conf/x.yaml)`, `none (site file conf/y.yaml sets no max_array_size)`,
+        `none (WHY no site file)`, `none`. A bare "none" beside the console's max array size, with no
+        site file anywhere, did not say that no limit was known nor where it would have come from."""
         if self.value is None:
-            return f"none ({self.source} sets no max_array_size)" if self.path else "none"
+            if self.path:
+                return f"none ({self.source} sets no max_array_size)"
+            return f"none ({self.why})" if self.why else "none"
         return f"{self.value} ({self.source})" if self.path else str(self.value)
 
 

@@ -66,6 +66,8 @@ from ..widgets.field import Field
 from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
 from .confirm import ConfirmScreen
 
+# The field's hint with neither a record nor a site file on the Submit screen: where a limit is taken from
+NO_SITE_LIMIT = "no submit record, no site file on the Submit screen"
 MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
 FOUND_LISTED = 5        # records naming the checkpoint listed when several do (none is chosen)
 CHANGE_CHECK_SECONDS = 2.0   # how often the checkpoint on screen is looked at for a change since its read
@@ -359,6 +361,8 @@ class CheckpointScreen(ConsoleScreen):
             if record_text:
                 return retry_array_limit(cached_record(os.path.abspath(record_text)), pipes=False)
             site = self.app.submit_screen.selected_site()     # a FIFO (files only here) is refused at once
+            if not site:       # as `hyperion-checkpoint retry` with neither --submit nor --cfg: no limit
+                return ArrayLimit(None, why=NO_SITE_LIMIT)
             return replace(retry_array_limit(None, site, pipes=False), kind="Submit screen's site file")
         except Exception:
             return NO_LIMIT

@@ -56,9 +56,16 @@ SITES_CHECK_SECONDS = 2.0    # how often the site folder is listed again while t
 
 
 def site_files(cfg_dir: Path, max_entries: int = MAX_SITE_ENTRIES) -> list[Path]:
+    """The site files to pick from (see `scan_sites`)."""
+    return scan_sites(cfg_dir, max_entries)[0]
+
+
+def scan_sites(cfg_dir: Path, max_entries: int = MAX_SITE_ENTRIES) -> tuple[list[Path], str]:
     """The site files to pick from: regular files only (a stat, never opened). A FIFO named like
     one, held open by a writer that sends nothing, froze the form for 10 s on every keystroke while
-    the preview read it. Of a folder with more than `max_entries` entries, those first read."""
+    the preview read it. Of a folder with more than `max_entries` entries, those first read. With
+    none, why not (`no such folder`...): the form says it where it would have said the site's
+    problem, found in this one look (the folder may be on a hung file server)."""
     found: list[Path] = []
     try:
         with os.scandir(cfg_dir) as entries:
@@ -68,9 +75,21 @@ def site_files(cfg_dir: Path, max_entries: int = MAX_SITE_ENTRIES) -> list[Path]
                 if (not entry.name.startswith(".") and os.path.splitext(entry.name)[1] in {".yaml", ".yml"}
                         and entry.is_file()):
                     found.append(Path(cfg_dir, entry.name))
-    except OSError:      # gone, unreadable: nothing to pick (the preview names the file's problem)
-        return []
-    return sorted(found)
+    except FileNotFoundError:
+        return [], "no such folder"
+    except NotADirectoryError:
+        return [], "not a folder"
+    except OSError as exc:      # unreadable: nothing to pick
+        return [], f"cannot list it: {exc.strerror or exc}"
+    return sorted(found), "" if found else "no .yaml or .yml file in it"
+
+
+def no_site_message(cfg_dir: Path, why: str) -> str:
+    """The form's line when there is no site file to pick: where the console looked, why it found
+    none and how to name the folder. With an empty `site` the core said `--cfg: expected a site
+    YAML path, got ''`, which named neither (`hyperion-submit` without --cfg names the option)."""
+    return (f"--cfg: no site file in {cfg_dir} ({why}): start the console with --cfg-dir DIR, "
+            "the folder of your site YAML files")
 
 
 def site_labels(sites: list[Path]) -> list[str]:
@@ -108,6 +127,7 @@ class SubmitScreen(ConsoleScreen):
         self.argv: list[str] | None = None
         self.sending = False      # a submission answered yes and not yet recorded
         self.sites: list[Path] = []     # the site files the selector offers
+        self.no_sites = ""              # with none: why (the folder's problem), said by the form
         self._listing: Worker | None = None   # the periodic look at the site folder
         self._asking: ConfirmScreen | None = None   # the confirmation shown, until its answer is acted on
         self._announced = False   # the submission being sent has its record (the Jobs screen opens it)
@@ -119,7 +139,8 @@ class SubmitScreen(ConsoleScreen):
 
     def compose(self) -> ComposeResult:
         yield console_header()
-        sites = self.sites = site_files(self.cfg_dir)
+        sites, self.no_sites = scan_sites(self.cfg_dir)
+        self.sites = sites
         default_site = self.default_site(sites) or Select.NULL
         with Horizontal(id="submit-body"):
             # Not focusable itself: a Tab after Escape landed on it, showing no focus anywhere.
@@ -128,7 +149,8 @@ class SubmitScreen(ConsoleScreen):
                     yield Label("site", classes="form-label")
                     yield Select([(shown(label), str(p)) for label, p in zip(site_labels(sites), sites)],
                                  value=default_site,
-                                 allow_blank=not sites, id="cfg", compact=True)
+                                 allow_blank=not sites, id="cfg", compact=True,
+                                 prompt="no site file" if not sites else "Select")
                 with Horizontal(classes="form-row"):
                     yield Label("backend", classes="form-label")
                     yield Select([("local", "local"), ("slurm", "slurm")], id="backend",
@@ -187,23 +209,33 @@ class SubmitScreen(ConsoleScreen):
     @work(thread=True, group="sites", exit_on_error=False)
     def list_sites(self) -> None:
         """The site folder listed again, off the interface thread (a hung NFS folder never freezes it)."""
-        sites = site_files(self.cfg_dir)
+        sites, why = scan_sites(self.cfg_dir)
         if not get_current_worker().is_cancelled:     # the console quit meanwhile
-            self.app.call_from_thread(self.show_sites, sites)
+            self.app.call_from_thread(self.show_sites, sites, why)
 
-    def show_sites(self, sites: list[Path]) -> None:
+    def show_sites(self, sites: list[Path], why: str = "") -> None:
         """Offer `sites` in the selector, the chosen one kept (listed even once gone from the folder:
-        the preview then says what is wrong with it); nothing is redrawn while the list is open."""
+        the preview then says what is wrong with it); nothing is redrawn while the list is open.
+        None chosen yet (there was none), the one the screen would have started on is chosen; still
+        none, the form says why now (the folder made unreadable, its last file removed)."""
         select = self.query_one("#cfg", Select)
         current = select.value
-        if isinstance(current, str) and Path(current) not in sites:
+        chosen = isinstance(current, str)
+        if chosen and Path(current) not in sites:
             sites = sorted([*sites, Path(current)])
+        if not chosen and why != self.no_sites:
+            self.no_sites = why
+            if not sites:       # with sites, one is chosen below and planned
+                self.refresh_preview()
         if select.expanded or not sites or sites == self.sites:
             return
         self.sites = sites
         with select.prevent(Select.Changed):
             select.set_options([(shown(label), str(p)) for label, p in zip(site_labels(sites), sites)])
-            select.value = current
+            default = current if chosen else self.default_site(sites)
+            select.value = default if Path(default) in sites else current
+        if not chosen:
+            self.refresh_preview()
 
     def form(self) -> FormValues:
         values = {f: self.query_one(f"#{f}", Input).value for f, _, _ in TEXT_FIELDS}
@@ -250,7 +282,7 @@ class SubmitScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False, name="preview failed")
     def build_in_worker(self, form: FormValues, generation: int) -> None:
         """The core plans the form off the interface thread; a newer change drops the result."""
-        preview = build_preview(form)
+        preview = build_preview(form, self.no_site_text())
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._built, preview, generation)
 
@@ -260,6 +292,12 @@ class SubmitScreen(ConsoleScreen):
         self._building = False
         self.show_preview(preview)
 
+    def no_site_text(self) -> str:
+        """What the form says when it names no site file: why there is none to pick, or to pick one."""
+        if self.no_sites:
+            return no_site_message(self.cfg_dir, self.no_sites)
+        return "--cfg: no site file chosen: pick one in the site selector"
+
     def refresh_preview(self) -> None:
         """Plan the form as it is now through the core, here, and show it (a rebuild under way or
         waiting for the keys to pause is dropped: this one is of the latest form)."""
@@ -267,7 +305,7 @@ class SubmitScreen(ConsoleScreen):
         self._pause.cancel()
         self._building = False
         self._planned = self.form()
-        self.show_preview(build_preview(self._planned))
+        self.show_preview(build_preview(self._planned, self.no_site_text()))
 
     def show_preview(self, preview: Preview) -> None:
         """The core's preview of the form, or its one-line error with the field marked."""
