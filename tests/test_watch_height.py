@@ -90,8 +90,8 @@ def test_watch_screen_keeps_slurms_outage_line_on_a_short_terminal(lines: int) -
     from backends.watch.poller import PollUpdate
     from backends.watch.rows import TaskRow
 
-    rows = [TaskRow(v, "500", v, JobState.PENDING, None, None, None, None, f"/exp/log/x.{v}.log", "Priority", None)
-            for v in range(1, 41)]
+    rows = [TaskRow(v, "500", v, JobState.PENDING, None, None, None, None, f"/exp/log/x.{v}.log", None, None,
+                    reason="Priority") for v in range(1, 41)]
     update = PollUpdate({}, (), "squeue failed (rc 1): Unable to contact slurm controller", False, 4.0)
     console = Console(width=80, height=lines, record=True, color_system=None, file=io.StringIO())
     console.print(FittedWatch("exp/log/q/x.JOB.submit.json", update, rows))
@@ -99,3 +99,45 @@ def test_watch_screen_keeps_slurms_outage_line_on_a_short_terminal(lines: int) -
     assert len(screen) <= lines, "\n".join(screen)
     assert "Unable to contact slurm controller" in " ".join(" ".join(screen[-2:]).split())   # wrapped: 2 lines
     assert any(re.fullmatch(r"\.\.\. and (\d+) more: PENDING \1", line) for line in screen), "\n".join(screen)
+
+
+def _screen(rows, lines: int, error: str | None = None) -> list[str]:
+    """The watch screen of `rows` on an 80 x `lines` terminal, as rich's live display gets it."""
+    import io
+
+    from rich.console import Console
+
+    from backends.cli.jobs.watching import FittedWatch
+    from backends.watch.poller import PollUpdate
+
+    console = Console(width=80, height=lines, record=True, color_system=None, file=io.StringIO())
+    console.print(FittedWatch("log4/q/f.JOB.submit.json", PollUpdate({}, (), error, False, 4.0, error), rows))
+    return console.export_text().rstrip("\n").split("\n")
+
+
+@pytest.mark.parametrize("lines", [24, 40, 13])
+@pytest.mark.parametrize("outage", [False, True])
+def test_watch_screen_fills_the_terminal_when_pending_reasons_wrap(lines: int, outage: bool) -> None:
+    """`PENDING (Resources)` wraps to 2 lines at 80 columns: the fitting read lines as rows and a
+    120-task array on 80x24 showed 3 task rows, `... and 94 more` and 12 blank lines."""
+    from backends.states import JobState
+    from backends.watch.rows import TaskRow
+
+    def row(v: int) -> TaskRow:
+        state = JobState.COMPLETED if v <= 23 else JobState.FAILED if v == 24 else \
+            JobState.RUNNING if v == 25 else JobState.PENDING
+        return TaskRow(v, "267", v, state, 5 if state is JobState.FAILED else None, None, None, None,
+                       f"/tmp/h69/exp/log4/f.{v}.log", None, None,
+                       reason="Resources" if state is JobState.PENDING else None)
+
+    error = "squeue failed (rc 1): Unable to contact slurm controller" if outage else None
+    screen = _screen([row(v) for v in range(1, 121)], lines, error)
+    assert lines - 2 <= len(screen) <= lines, "\n".join(screen)     # a 2-line row may leave one line
+    assert any("(Resources)" in line for line in screen), "\n".join(screen)   # the reason did wrap
+    shown = [line for line in screen if re.match(r"│ 267_\d+ ", line)]
+    more = next(line for line in screen if line.startswith("... and "))
+    assert more == f"... and {97 - len(shown)} more: PENDING {97 - len(shown)}", "\n".join(screen)
+    bottom = screen[-3:] if outage else screen[-2:]
+    assert bottom[0].startswith("└") and bottom[1] == more, "\n".join(screen)
+    if outage:
+        assert "Unable to contact slurm controller" in screen[-1]

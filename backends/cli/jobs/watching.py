@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from datetime import datetime
-from typing import Sequence
+from typing import Callable, Sequence
 
 from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_shown_as_recorded, site_floor,
                                        told_unlisted)
@@ -377,24 +377,41 @@ class FittedWatch:
         from rich.segment import Segment
 
         height = options.max_height
-        budget = max(1, height - WATCH_CHROME_LINES)
-        fitting = None
-        for _ in range(4):   # a wrapped counts or status line costs more than guessed: correct by the difference
-            lines = console.render_lines(render_watch(self.name, self.update, self.rows, max_rows=budget),
-                                         options.update(height=None), pad=False)
-            room = height - len(lines)
-            if room >= 0:
-                fitting = lines
-                if room == 0 or len(unfinished_rows(self.rows)) <= budget:
-                    break
-                budget += room
-            elif budget == 1:
-                break
-            else:
-                budget = max(1, budget + room)
-        for line in fitting if fitting is not None else lines:
+
+        def render(budget: int) -> list:
+            return console.render_lines(render_watch(self.name, self.update, self.rows, max_rows=budget),
+                                        options.update(height=None), pad=False)
+
+        for line in fit_rows(render, height, len(unfinished_rows(self.rows))):
             yield from line
             yield Segment.line()
+
+
+def fit_rows(render: Callable[[int], list], height: int, listed: int) -> list:
+    """The lines of the most task rows (at least 1) whose screen is no taller than `height`.
+
+    A row is not a line: a pending reason or a long log path wraps a row to 2 or 3 lines. Reading
+    the lines left over as rows to add swung a 120-task array on 80x24 between 16 rows (too tall)
+    and 2, and after 4 tries it showed 3 rows and 12 blank lines. The screen grows with the rows
+    shown (near enough: a wider cell may rewrap others), so the most that fit are searched for by
+    halving, from the first guess: at most about log2(height) renders."""
+    most = max(1, min(listed, height))         # a row takes a line at least: more never fit
+    fits, fitting = 0, None                    # the most rows known to fit, and their lines
+    too_many = most + 1                        # the fewest rows known not to fit
+    budget = min(most, max(1, height - WATCH_CHROME_LINES))
+    lines = render(budget)
+    while True:
+        if len(lines) <= height:
+            fits, fitting = budget, lines
+            if len(lines) == height:
+                break
+        else:
+            too_many = budget
+        if too_many - fits <= 1:
+            break
+        budget = (fits + too_many) // 2 if fits else max(1, min(budget - (len(lines) - height), too_many - 1))
+        lines = render(budget)
+    return fitting if fitting is not None else lines     # one row too tall still: the live display crops it
 
 
 def unfinished_rows(rows: Sequence[TaskRow]) -> list[TaskRow]:
