@@ -241,13 +241,11 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     for line in report(outcome, record.array_name):
         err_stream.line(f"{PROG}: {line}")
     if not outcome.ok:
-        from backends.retry_hint import retry_command
+        from backends.retry_hint import rerun_failed, retry_command
 
         command = retry_command(plan, rerun, (state.state.value for _, state in outcome.bad))
-        # after a refused window the same command also submits the values left out: "only those" was untrue
-        also = f" and submit {named_values(record.array_name, record.unsubmitted)} (not submitted, below)" \
-            if refusal and record.unsubmitted else ""
-        rerun = f"; rerun {'those' if also else 'only those'}{also} with: {command}" if command else ""
+        left_out = record.unsubmitted if refusal else ()
+        rerun = f"; {rerun_failed(command, record.array_name, left_out)}" if command else ""
         # by how they ended, as the progress line counts them: "3 ... failed" counted a TIMEOUT and a CANCELLED
         ends = bad_ends(outcome)
         err_stream.line(f"{PROG}: {len(outcome.bad)} of {len(record.tasks)} task(s) did not succeed ({ends})"

@@ -60,6 +60,25 @@ def record_retry_command(record: SubmitRecord) -> str:
     return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path))))
 
 
+def usable_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str | None:
+    """`record_retry_command` (`hyperion-jobs retry RECORD` with the `auto_sizes` of the states
+    `ended`), or None when the site file a retry reads is gone (a ``--cfg <(...)`` pipe), as
+    `retry_command` rules at submit time: a command that can only be refused is not offered."""
+    if not os.path.isfile(record.cfg):
+        return None
+    if record.rerun is not None:
+        return record_retry_command(record)
+    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path), *auto_sizes(ended))))
+
+
+def rerun_failed(command: str, name: str | None = None, unsubmitted: Sequence[int] = ()) -> str:
+    """``rerun only those with: COMMAND``, hyperion-submit's words after tasks that did not succeed, and
+    `watch`'s; after a refused window the same command submits the values left out too ("only those"
+    was untrue): ``rerun those and submit JOB=5 (not submitted, below) with: COMMAND``."""
+    also = f" and submit {named_values(name, unsubmitted)} (not submitted, below)" if unsubmitted else ""
+    return f"rerun {'those' if also else 'only those'}{also} with: {command}"
+
+
 def named_values(name: str | None, values: Sequence[int], none: str = "the rest") -> str:
     """``JOB=5,2999``, as every line about a refused sbatch window names values: ``NAME=`` for a
     record without its array's name, `none` when there are no values to name."""

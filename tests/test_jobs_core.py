@@ -504,6 +504,56 @@ def test_plain_watch_lines_show_reasons_restarts_and_how_old_the_states_are():
     assert lines[2] == "Slurm answering again"
 
 
+def test_plain_watch_reattached_says_the_ends_the_ledger_held_in_task_order():
+    """A watch into a pipe after a `status` recorded 500_2 CANCELLED: those ends are never polled, so the
+    log of states read `500_1 COMPLETED`, `500_3 RUNNING` and nothing of 500_2 until the summary."""
+    import io
+    import re
+
+    from backends.cli.jobs.watching import PlainView
+    from backends.states import TaskState
+    from backends.watch.rows import TaskRow
+    from backends.watch.terminal import SafeStream
+
+    def row(task: int, state: JobState, code: int | None = None) -> TaskRow:
+        return TaskRow(task, "500", task, state, code, None, None, None, f"/exp/log/x.{task}.log", None, None)
+
+    out = io.StringIO()
+    view = PlainView("x", SafeStream(out))
+    done, running = TaskState("500", 1, JobState.COMPLETED, 0), TaskState("500", 3, JobState.RUNNING)
+    rows = [row(1, JobState.COMPLETED, 0), row(2, JobState.CANCELLED), row(3, JobState.RUNNING),
+            row(4, JobState.FAILED, 3)]
+    view.show(PollUpdate({done.key: done, running.key: running}, (running, done), None, False, 3.0), rows)
+    ended = TaskState("500", 3, JobState.COMPLETED, 0)
+    rows[2] = row(3, JobState.COMPLETED, 0)
+    view.show(PollUpdate({done.key: done, ended.key: ended}, (ended,), None, True, 3.0), rows)
+    lines = [re.sub(r"^\d\d:\d\d:\d\d ", "", line) for line in out.getvalue().splitlines()]
+    assert lines == ["500_1 COMPLETED exit 0", "500_2 CANCELLED", "500_3 RUNNING", "500_4 FAILED exit 3",
+                     "500_3 COMPLETED exit 0"]
+
+
+def test_watch_summary_ends_with_the_retry_hyperion_submit_names(tmp_path, capsys):
+    """hyperion-submit ends failures with `rerun only those with: hyperion-jobs retry RECORD`; a watch,
+    how to reattach to that wait, listed the failed tasks and left the user to find the record."""
+    from backends.cli.jobs.watching import _ended
+    from backends.retry_hint import usable_retry_command
+    from backends.watch.rows import TaskRow
+    from backends.watch.terminal import SafeStream
+
+    record = make_record(tmp_path)
+    rows = [TaskRow(v, "500", v, state, None, None, None, None, f"/exp/log/x.{v}.log", None, None)
+            for v, state in ((1, JobState.COMPLETED), (2, JobState.CANCELLED))]
+    command = usable_retry_command(record)
+    assert command is not None and record.path in command
+    assert _ended(SafeStream(sys.stdout), rows, command) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == f"  rerun only those with: {command}"
+    assert _ended(SafeStream(sys.stdout), rows, command, "JOB", (7, 8)) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        f"  rerun those and submit JOB=7-8 (not submitted, below) with: {command}"
+    _ended(SafeStream(sys.stdout), rows[:1], command)                 # all succeeded: nothing to rerun
+    assert "rerun" not in capsys.readouterr().out
+
+
 def test_lines_and_the_live_title_show_a_hostile_record_path_escaped(tmp_path):
     """A record made before hyperion-submit refused such paths (or by hand) still reaches the terminal as text:
     every progress line and the live view's title escape it."""
@@ -536,7 +586,7 @@ def test_status_rows_carry_reason_and_restart_count_into_json(tmp_path):
 
 def test_watch_says_while_squeue_hangs_and_ctrl_c_ends_it_at_once(tmp_path, cli_env):
     """hyperion-jobs watch into a pipe while squeue hangs: after 5 s a line says the controller
-    has not answered (nothing was printed until the 30 s timeout); Ctrl-C then exits 130 at once
+    has not answered (nothing was printed until the 30 s timeout), after the recorded ends; Ctrl-C then exits 130 at once
     and the hung squeue is gone with it."""
     import re
     import signal
@@ -553,9 +603,16 @@ def test_watch_says_while_squeue_hangs_and_ctrl_c_ends_it_at_once(tmp_path, cli_
     proc = subprocess.Popen(["hyperion-jobs", "watch", str(record)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        ready, _, _ = select.select([proc.stdout], [], [], 15)
-        line = proc.stdout.readline() if ready else ""
-        assert re.search(r"controller \(squeue\) not answering for [56] s: squeue has not returned yet", line), line
+        said = b""               # the ends the ledger holds (values 1-6) come first, then the notice
+        while b"not answering" not in said and select.select([proc.stdout], [], [], 15)[0]:
+            more = os.read(proc.stdout.fileno(), 65536)
+            said += more
+            if not more:
+                break
+        lines = said.decode().splitlines()
+        assert [line.split()[1] for line in lines[:-1]] == [f"4242_{task}" for task in range(1, 7)], lines
+        assert re.search(r"controller \(squeue\) not answering for [56] s: squeue has not returned yet",
+                         lines[-1]), lines
         asked = time.monotonic()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=5) == 130, proc.stderr.read()

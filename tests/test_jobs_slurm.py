@@ -394,6 +394,37 @@ def test_watch_into_a_pipe_says_each_change_once(slurm_cluster, tmp_path, cli_en
     assert watch.returncode == 1 and "3 tasks: CANCELLED 1, COMPLETED 2" in out, out + err
 
 
+def test_watch_into_a_pipe_after_a_status_recorded_a_cancel_says_it_and_the_retry(slurm_cluster, tmp_path, cli_env,
+                                                                                 test_site):
+    """Reattaching with `watch | cat` after `scancel J_2` and a `status` that recorded it: the log of states
+    printed J_1 and J_3 and never a line of J_2 (its recorded end is not polled), and the summary named
+    no retry where hyperion-submit ends with `rerun only those with: hyperion-jobs retry RECORD`."""
+    submitted = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:3",
+         "--output-file", str(tmp_path / "log" / "r.IDX.log"), "--", "sleep", "8"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    record = tmp_path / "log" / "q" / "r.IDX.submit.json"
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "log" / "r.2.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        subprocess.run(["scancel", f"{job}_2"], check=True)
+        ledger = tmp_path / "log" / "q" / "r.IDX.attempts.jsonl"
+        while "CANCELLED" not in (ledger.read_text() if ledger.exists() else ""):
+            assert time.monotonic() < deadline, "no look recorded the cancel"
+            run_cli("hyperion-jobs", "status", str(record), env=cli_env, timeout=60)
+            time.sleep(0.5)
+        watch = run_cli("hyperion-jobs", "watch", str(record), cwd=tmp_path, env=cli_env, timeout=120)
+    finally:
+        submitted.wait(timeout=120)
+    lines = [line.split(" ", 1)[1] for line in watch.stdout.splitlines() if line[:2].isdigit()]
+    assert lines.count(f"{job}_2 CANCELLED") == 1, watch.stdout
+    assert [line.split()[0] for line in lines[:3]] == [f"{job}_{task}" for task in (1, 2, 3)], watch.stdout
+    assert watch.returncode == 1 and "3 tasks: CANCELLED 1, COMPLETED 2" in watch.stdout, watch.stdout + watch.stderr
+    assert watch.stdout.splitlines()[-1] == f"  rerun only those with: hyperion-jobs retry {shlex.quote(str(record))}"
+
+
 def test_list_shows_the_users_live_jobs_whatever_USER_says(slurm_cluster, tmp_path, cli_env):
     """`$USER` left naming someone else (after `su`, in a container) made `list` show their jobs,
     and the rerun check look for the pattern's scripts among them: Slurm knows the uid."""

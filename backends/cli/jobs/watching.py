@@ -22,7 +22,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
-from backends.retry_hint import record_retry_command, unsubmitted_line
+from backends.retry_hint import rerun_failed, unsubmitted_line, usable_retry_command
 from backends.states import RUNNING_NOW, TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -30,6 +30,7 @@ from backends.watch.progress import PROBLEM_EVERY, staleness
 from backends.watch.requeued import settled, watched_tasks
 from backends.watch.rows import (
     LOCAL_JOB,
+    Key,
     TaskRow,
     exit_status,
     expected_tasks,
@@ -140,7 +141,11 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         return 1
     if final.unconfirmed:     # the one look for requeues of a run that ended lately, as `status` says it
         say_shown_as_recorded([final.unconfirmed])
-    ended = _ended(out, _rows_for(history, final, job_history, target))
+    rows = _rows_for(history, final, job_history, target)
+    retry = usable_retry_command(target.record, (row.state_label for row in rows if not row.ok)) \
+        if target.record is not None else None
+    unsubmitted = history.unsubmitted()[0] if history is not None else ()
+    ended = _ended(out, rows, retry, target.record.array_name if target.record is not None else None, unsubmitted)
     left_out = unsubmitted_line(history) if history is not None else None
     if left_out:     # the exit status hyperion-submit gave: what sbatch refused never ran
         SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
@@ -148,8 +153,11 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     return ended
 
 
-def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None) -> int:
-    """The counts, each task that did not succeed with its log, and the exit status of `status`.
+def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None, name: str | None = None,
+           unsubmitted: Sequence[int] = ()) -> int:
+    """The counts, each task that did not succeed with its log, the command that reruns them (`retry`,
+    hyperion-submit's last line after failures; `name` and `unsubmitted` say the values a refused
+    window left out, which it submits too), and the exit status of `status`.
 
     The values a local run never reached are one line: after a failure at value 2 of 10000,
     9998 lines of `NOT_RUN exit - log ...` buried the one that failed.
@@ -164,6 +172,8 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None) -
     if not_run:
         how = f"; {retry} runs them" if retry else ""     # record_retry_command: printable already
         out.line(f"  NOT_RUN values {compress(not_run)} (the run stopped before them{how})")
+    elif retry and not all(row.ok for row in rows):    # printable already
+        out.line(f"  {rerun_failed(retry, name, unsubmitted)}")
     return exit_status(rows)
 
 
@@ -194,7 +204,7 @@ def _watch_local(target: Target) -> int:
             if ended:
                 break
             time.sleep(1.0)
-    return _ended(out, rows, record_retry_command(target.record))
+    return _ended(out, rows, usable_retry_command(target.record))
 
 
 class _LocalLines:
@@ -224,11 +234,21 @@ def _now() -> str:
 
 def change_text(task: TaskState) -> str:
     """``123_4 PENDING (Priority)``, ``123_4 FAILED exit 3``, ``123_4 RUNNING (restart 1)``."""
-    notes = [printable(task.reason)] if task.reason else []
-    if task.restart_count:
-        notes.append(f"restart {task.restart_count}")
-    code = f" exit {task.exit_code}" if task.exit_code is not None else ""
-    return f"{task.slurm_id} {task.state.value}{code}" + (f" ({'; '.join(notes)})" if notes else "")
+    return _state_text(task.slurm_id, task.state.value, task.exit_code, task.reason, task.restart_count)
+
+
+def ended_row_text(row: TaskRow) -> str:
+    """A row's end as `change_text` says a change: ``123_2 CANCELLED``, ``123_4 FAILED exit 3``."""
+    return _state_text(row.slurm_id, row.state_label, row.exit_code, row.reason, row.restart_count)
+
+
+def _state_text(slurm_id: str, state: str, exit_code: int | None, reason: str | None,
+                restart_count: int | None) -> str:
+    notes = [printable(reason)] if reason else []
+    if restart_count:
+        notes.append(f"restart {restart_count}")
+    code = f" exit {exit_code}" if exit_code is not None else ""
+    return f"{slurm_id} {state}{code}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 class PlainView:
@@ -248,12 +268,11 @@ class PlainView:
         return None
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
-        for task in in_row_order(update.changed, rows):
+        for key, text in in_row_order(self._lines(update, rows), rows):
             # the poller also reports what a line does not show (squeue's row replaced by sacct's, with
             # the signal and node): a line that would read as the last one for this task says nothing new
-            text = change_text(task)
-            if self._said.get(task.key) != text:
-                self._said[task.key] = text
+            if self._said.get(key) != text:
+                self._said[key] = text
                 self.out.line(f"{_now()} {text}")
         stale = staleness(update)
         now = time.monotonic()
@@ -266,12 +285,23 @@ class PlainView:
         self._problem = update.problem
 
 
-def in_row_order(changed: Sequence[TaskState], rows: Sequence[TaskRow]) -> list[TaskState]:
-    """The changes in the table's order (value order, as `status`), not in Slurm's answers' order:
+    def _lines(self, update: PollUpdate, rows: Sequence[TaskRow]) -> list[tuple[Key, str]]:
+        """(task, line) for each change, and for each ended task not said yet that no change names:
+        the ends the ledger held when the watch began (a task a `status` saw cancelled) are never
+        polled, so a reattached watch printed `138_1 COMPLETED` and never a line of `138_2`."""
+        changed = {task.key for task in update.changed}
+        lines = [(task.key, change_text(task)) for task in update.changed]
+        return lines + [((row.job_id, row.task_id), ended_row_text(row)) for row in rows
+                        if row.state is not None and row.state.is_terminal
+                        and (row.job_id, row.task_id) not in changed and (row.job_id, row.task_id) not in self._said]
+
+
+def in_row_order(lines: Sequence[tuple[Key, str]], rows: Sequence[TaskRow]) -> list[tuple[Key, str]]:
+    """The lines in the table's order (value order, as `status`), not in Slurm's answers' order:
     sacct lists an array's ended tasks last one first, so a first snapshot read 6743_89, 6743_88, ..."""
     place = {(row.job_id, row.task_id): index for index, row in enumerate(rows)}
-    return sorted(changed, key=lambda t: (place.get(t.key, len(place)), len(t.job_id), t.job_id,
-                                          -1 if t.task_id is None else t.task_id))
+    return sorted(lines, key=lambda line: (place.get(line[0], len(place)), len(line[0][0]), line[0][0],
+                                           -1 if line[0][1] is None else line[0][1]))
 
 
 def _source(problem: str | None) -> str:
