@@ -111,6 +111,9 @@ def test_an_out_of_memory_array_task_is_retried_with_proposed_memory_until_it_fi
     assert f"over 90% of --mem: {oom['job_id']}_{oom['task_id']} (reached it)" in usage.stdout, usage.stdout
     # the command hyperion-submit ends with asks for more memory (the same --mem would end the same way)
     assert done.stderr.rstrip().endswith(f"rerun only those with: hyperion-jobs retry {record} --mem auto"), done.stderr
+    watched = run_cli("hyperion-jobs", "watch", str(record), env=cli_env)      # its summary names the same
+    assert watched.stdout.rstrip().endswith(f"rerun only those with: hyperion-jobs retry {record} --mem auto"), \
+        watched.stdout
     kept = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env)
     assert "  sizes: as before; --mem auto would ask for --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request " \
         in kept.stdout, kept.stdout
