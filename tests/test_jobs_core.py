@@ -403,6 +403,15 @@ def test_hostile_records_and_logs_are_one_line_exit_2(tmp_path, cli_env, argv, f
     assert sorted(tmp_path.rglob("*")) == before
 
 
+def test_a_record_nested_too_deep_is_said_in_a_users_words(tmp_path, cli_env):
+    """It said `is not JSON: maximum recursion depth exceeded while decoding a JSON object from a
+    unicode string`, Python's words, of a file that is JSON."""
+    paths = _hostile_targets(tmp_path)
+    result = run_cli("hyperion-jobs", "status", paths["NESTED_RECORD"], env=cli_env, timeout=60)
+    assert result.stderr == (f"hyperion-jobs: error: record: {paths['NESTED_RECORD']} is not a record: "
+                             "JSON nested deeper than Python reads\n"), result.stderr
+
+
 TASK_FIELD_EDITS = [
     ("value", "1", 'tasks[0].value: expected an integer from 0 to 1000000000 or null, got "1"'),
     ("value", [1], "tasks[0].value: expected an integer"),

@@ -337,12 +337,14 @@ def load_record(path: str | Path) -> SubmitRecord:
         raw = json.loads(read_bounded(path, MAX_RECORD_BYTES).decode("utf-8"))
     except UnreadableFile as err:
         raise InputError("record", f"cannot read {shown}: {err}") from None
-    except (ValueError, RecursionError) as err:   # bad JSON, bad UTF-8, a 5000-digit number, nesting
+    except RecursionError:      # Python's own words ("maximum recursion depth exceeded ...") say nothing to a user
+        raise InputError("record", f"{shown} is not a record: JSON nested deeper than Python reads") from None
+    except ValueError as err:   # bad JSON, bad UTF-8, a 5000-digit number
         raise InputError("record", f"{shown} is not JSON: {printable(str(err))[:200]}") from None
     if not isinstance(raw, dict):
         kind = {list: "array", str: "string", bool: "boolean", int: "number",
                 float: "number"}.get(type(raw), "null")
-        raise InputError("record", f"{path} is not a hyperion-submit record (a JSON {kind}, not an object)")
+        raise InputError("record", f"{shown} is not a hyperion-submit record (a JSON {kind}, not an object)")
     try:
         return _relocated(path, _left_out_not_run(SubmitRecord(
             path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
