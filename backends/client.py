@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 # step rows is about 6 MB; a site wrapper that loops (or a history of years) is cut here.
 OUTPUT_CAP = 64 * 1024 * 1024
 STOP_STEP = 0.1          # how often a running client's caller looks at its stop event
+EXIT_GRACE = 1.0         # seconds the pipes are read after the client exited
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,17 @@ def run_client(argv: Sequence[str], timeout: float, stop: threading.Event | None
     except BaseException:      # QueryStopped, KeyboardInterrupt: nothing may outlive the caller
         _end(child)
         raise
+    finally:
+        _close(child)
     return CommandResult(child.returncode, out, err)
 
 
 def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
                  stop: threading.Event | None) -> tuple[str, str]:
     """The child's output once it exits, at most OUTPUT_CAP bytes (_TooMuch past that); looks at
-    `stop` every STOP_STEP seconds meanwhile."""
+    `stop` every STOP_STEP seconds meanwhile. Pipes still open EXIT_GRACE seconds after the child
+    exited are left (a site wrapper's `sbatch "$@"; logger &`: its logger holds them for as long as
+    it runs, and the job id sbatch printed was lost to a timeout)."""
     import selectors
     import subprocess
 
@@ -89,7 +94,7 @@ def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise subprocess.TimeoutExpired(child.args, timeout)
-        return min(remaining, STOP_STEP) if stop is not None else remaining
+        return min(remaining, STOP_STEP)
 
     assert child.stdout is not None and child.stderr is not None
     streams = (child.stdout.fileno(), child.stderr.fileno())
@@ -98,7 +103,12 @@ def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
     with selectors.DefaultSelector() as waiting:
         for fd in streams:
             waiting.register(fd, selectors.EVENT_READ)
+        exited_at = None
         while waiting.get_map():
+            if exited_at is None and child.poll() is not None:
+                exited_at = time.monotonic()
+            if exited_at is not None and time.monotonic() - exited_at > EXIT_GRACE:
+                break
             for key, _ in waiting.select(left()):
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
@@ -108,7 +118,7 @@ def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
                 total += len(chunk)
                 if total > OUTPUT_CAP:
                     raise _TooMuch
-    while True:     # both pipes closed: the client is ending
+    while True:     # both pipes closed (or left to a child of its own): the client is ending
         try:
             child.wait(timeout=left())
             break
@@ -126,7 +136,11 @@ def _end(child: "subprocess.Popen[bytes]") -> None:
             os.killpg(child.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+    _close(child)
+    child.wait()
+
+
+def _close(child: "subprocess.Popen[bytes]") -> None:
     for pipe in (child.stdout, child.stderr):
         if pipe is not None:
             pipe.close()
-    child.wait()

@@ -776,6 +776,47 @@ def test_a_client_answer_is_read_whole_from_both_streams_and_any_bytes(tmp_path)
     assert result.returncode == 126 and result.stderr == f"{not_runnable}: cannot run (Permission denied)"
 
 
+def test_an_answer_is_kept_when_a_child_of_the_client_holds_its_pipes(tmp_path):
+    """A site wrapper `sbatch "$@"; logger &`: the logger kept the pipes open, the read waited for
+    their end until the timeout, and the job id sbatch had printed was lost ('did not answer')."""
+    import os
+    import signal
+    import time
+
+    from backends.watch.slurm.accounting import run_command
+
+    logger = tmp_path / "logger"
+    started = time.monotonic()
+    result = run_command(["sh", "-c", f"echo 'Submitted batch job 812'; sleep 60 & echo $! > {logger}; exit 0"],
+                         timeout=20)
+    try:
+        assert result.returncode == 0 and result.stdout == "Submitted batch job 812\n", result
+        assert time.monotonic() - started < 5
+    finally:
+        os.kill(int(logger.read_text()), signal.SIGKILL)
+
+
+def test_a_client_leaves_no_pipe_open(tmp_path):
+    """Each call left its two pipes to the garbage collector: a ResourceWarning per pipe and poll."""
+    import gc
+    import warnings
+
+    from backends.watch.slurm.accounting import run_command
+
+    unclosed: list[str] = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda raised: unclosed.append(str(raised.exc_value))   # a warning raised in __del__
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            for argv in (["sh", "-c", "echo hi"], ["sh", "-c", "yes"], [str(tmp_path / "missing")]):
+                run_command(argv, timeout=2)
+                gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert unclosed == []
+
+
 def os_alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie left for init to reap counts as gone)."""
     from pathlib import Path
