@@ -86,6 +86,8 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     assert failures.stdout.startswith("2 of 6 task(s) did not succeed (failed 2)"), failures.stdout
     assert failures.stderr == (f"hyperion-jobs: 2 of these task(s) ran again in a later attempt (now COMPLETED 2): "
                                f"hyperion-jobs status {record} shows every value's newest run\n"), failures.stderr
+    watched = run_cli("hyperion-jobs", "watch", first_job, "--dir", str(tmp_path), env=cli_env)
+    assert watched.returncode == 1 and watched.stderr.endswith(failures.stderr), watched.stderr
     newest = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env)
     assert "ran again" not in newest.stderr, newest.stderr
 

@@ -89,7 +89,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     say_shown_as_recorded(problems)
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
-    _say_ran_again(job_of, rows)
+    say_ran_again(job_of, rows)
     unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
     if args.failures:
         _print_failures(args, rows)
@@ -108,7 +108,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_ran_again(history: History | None, rows: Sequence[TaskRow]) -> None:
+def say_ran_again(history: History | None, rows: Sequence[TaskRow]) -> None:
     """Of a job whose failed tasks a later attempt ran again: so, and where their newest states are."""
     again, states = ran_again(history, rows)
     if not again:

@@ -14,8 +14,8 @@ import time
 from datetime import datetime
 from typing import Callable, Sequence
 
-from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_shown_as_recorded, site_floor,
-                                       told_unlisted)
+from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_ran_again, say_shown_as_recorded,
+                                       site_floor, told_unlisted)
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError
@@ -146,6 +146,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         if target.record is not None else None
     unsubmitted = history.unsubmitted()[0] if history is not None else ()
     ended = _ended(out, rows, retry, target.record.array_name if target.record is not None else None, unsubmitted)
+    if target.record is None:
+        say_ran_again(job_history, rows)
     left_out = unsubmitted_line(history) if history is not None else None
     if left_out:     # the exit status hyperion-submit gave: what sbatch refused never ran
         SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
