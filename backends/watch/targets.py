@@ -256,11 +256,13 @@ def ran_again(history: History | None, rows: Sequence[TaskRow]) -> tuple[int, di
     if history is None:
         return 0, {}
     newest = {task.value: task for task in history.latest_tasks()}
+    ran = {(t.job_id, t.array_task_id): t for job in {row.job_id for row in rows} for t in history.tasks_of_job(job)}
     counts: dict[str, int] = {}
     again = 0
     for row in rows:
-        later = newest.get(row.value)
-        if row.ok or later is None or later.attempt <= row.attempt:
+        task = ran.get((row.job_id, row.task_id))     # a row Slurm knows and no record names: no attempt
+        later = newest.get(task.value) if task is not None else None
+        if row.ok or task is None or later is None or later.attempt <= task.attempt:
             continue
         again += 1
         final = history.final(later)
