@@ -139,6 +139,29 @@ def test_filters_include_not_completed_unknown_not_run_and_lost(tmp_path: Path) 
     asyncio.run(scenario())
 
 
+def test_filter_keys_in_one_burst_end_on_the_last_filter_and_stay(tmp_path: Path) -> None:
+    """`f f f` read in one burst (tmux send-keys, a fast typist) left the filter flipping between
+    filters for ever, using a whole core: the selector's Changed for each key came after the next
+    key and set the filter back, and that Changed did the same."""
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 2), 3: ("NOT_RUN", None)})
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: app.jobs_screen.table.row_count == 3, 10)
+            jobs = app.jobs_screen
+            for _ in range(3):
+                jobs.action_cycle_filter()         # three keys handled before any message
+            await pilot.pause(1.0)
+            before = len(posted(seen, FilterChanged))
+            await pilot.pause(1.0)
+            assert len(posted(seen, FilterChanged)) == before == 3
+            assert jobs.filter == FILTERS[3] and jobs.query_one("#state-filter").value == FILTERS[3]
+
+    asyncio.run(scenario())
+
+
 def test_local_not_run_tasks_have_their_own_filter(tmp_path: Path) -> None:
     record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 2), 3: ("NOT_RUN", None)})
 

@@ -565,7 +565,10 @@ class JobsScreen(ConsoleScreen):
         self.table.set_filter(name)
         select = self.query_one("#state-filter", Select)
         if select.value != name:
-            select.value = name
+            # its Changed would come after the keys of a burst (`f f f`): each one set back a filter
+            # already passed, whose own Changed did the same, cycling for ever at a core's worth of CPU
+            with select.prevent(Select.Changed):
+                select.value = name
         self.follow_selected()     # the filter may have hidden the task whose log was shown
         self.post_message(FilterChanged(name, self.table.row_count))
 
