@@ -112,12 +112,12 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
             # COMPLETED) and the ones never reached, as after a failure; the caller says "interrupted"
             if last:
                 tell(local_retry_line(plan, last[0].task.value, rerun, why="the run was stopped",
-                                      include_stopped=last[0].kind == "start"))
+                                      include_stopped=last[0].kind == "start", kind=kind))
             raise
-        line = local_retry_line(plan, failed[-1].task.value, rerun) if failed and status == 1 else None
+        line = local_retry_line(plan, failed[-1].task.value, rerun, kind=kind) if failed and status == 1 else None
         if stopped and status == 1:
             line = local_retry_line(plan, stopped[-1].task.value, rerun, include_stopped=stopped[-1].rerun,
-                                    unreached_only=True)
+                                    unreached_only=True, kind=kind)
         tell(line)
         return status
     from backends.launch_slurm import run_slurm  # the Slurm side loads only for Slurm plans

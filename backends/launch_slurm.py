@@ -243,7 +243,10 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     if not outcome.ok:
         from backends.retry_hint import rerun_failed, retry_command
 
-        command = retry_command(plan, rerun, (state.state.value for _, state in outcome.bad))
+        # a retry's own values: `retry RECORD` alone reruns every value still failing, not only these
+        values = [task.value for task, _ in outcome.bad if task.value is not None] \
+            if kind == "retry" and not (refusal and record.unsubmitted) else ()
+        command = retry_command(plan, rerun, (state.state.value for _, state in outcome.bad), values)
         left_out = record.unsubmitted if refusal else ()
         rerun = f"; {rerun_failed(command, record.array_name, left_out)}" if command else ""
         # by how they ended, as the progress line counts them: "3 ... failed" counted a TIMEOUT and a CANCELLED

@@ -33,9 +33,12 @@ def auto_sizes(ended: Iterable[str]) -> tuple[str, ...]:
         (("--time", "auto") if "TIMEOUT" in states else ())
 
 
-def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: Iterable[str] = ()) -> str | None:
-    """``hyperion-jobs retry /abs/q/<stem>.submit.json`` (with `auto_sizes` of the states `ended`;
-    or `rerun`, the launcher's own command, quoted), or None when no retry could run it.
+def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: Iterable[str] = (),
+                  values: Sequence[int] = ()) -> str | None:
+    """``hyperion-jobs retry /abs/q/<stem>.submit.json`` (with ``--values`` `values`, and the
+    `auto_sizes` of the states `ended`; or `rerun`, the launcher's own command, quoted), or None
+    when no retry could run it. A run that was itself a retry names its values: after `retry
+    --values 211,422` the plain command reran every value still failing (1029 where 2 failed).
 
     A site file given as a pipe (``--cfg <(...)``) is gone once the run ended and
     `hyperion-jobs retry` (and `hyperion-checkpoint retry --submit`, which reads it too)
@@ -44,8 +47,9 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: I
     if not os.path.isfile(plan.options.cfg):
         return None
     rerun = rerun if rerun is not None else plan.rerun
+    chosen = ("--values", compress(values)) if values else ()
     argv = rerun if rerun is not None else ("hyperion-jobs", "retry", os.path.abspath(plan.record_path),
-                                            *auto_sizes(ended))
+                                            *chosen, *auto_sizes(ended))
     return printable(shlex.join(argv))
 
 
@@ -109,20 +113,22 @@ STOPS_AT_FAILURE = "a local array stops at its first failure"
 
 def local_retry_line(plan: SubmitPlan, stopped: int | None, rerun: Sequence[str] | None = None,
                      include_stopped: bool = True, unreached_only: bool = False,
-                     why: str = STOPS_AT_FAILURE) -> str | None:
+                     why: str = STOPS_AT_FAILURE, kind: str = "submit") -> str | None:
     """After a local run stopped at the task of value `stopped` (None: a plain job): the values it
     never reached, and the command that reruns them, and `stopped` too when `include_stopped` (it
     failed or was interrupted; a COMPLETED one a retry leaves). `why` says why the rest did not run.
 
     `unreached_only`: None unless values were left unreached (a run stopped for a task's log: the
     line naming the log says the rest, as README promises); else a failed plain job, or the last
-    value, still gets `rerun ... with: COMMAND`. None too when no retry could run it."""
-    command = retry_command(plan, rerun)
-    if command is None:
-        return None
+    value, still gets `rerun ... with: COMMAND`. None too when no retry could run it. A run of
+    `kind` "retry" names its values in the command (see `retry_command`)."""
     array = plan.options.array
     later: Sequence[int] = ([] if array is None or stopped is None else
                             sorted(t.value for t in plan.tasks if t.value is not None and t.value > stopped))
+    rerun_values = ([stopped] if include_stopped and stopped is not None else []) + list(later)
+    command = retry_command(plan, rerun, values=rerun_values if kind == "retry" and array is not None else ())
+    if command is None:
+        return None
     if not later:
         if unreached_only or not include_stopped:
             return None

@@ -627,6 +627,19 @@ def test_a_ledger_line_nested_too_deep_or_naming_a_nul_path_is_skipped_like_a_to
     assert again.returncode == 0, again.stderr
 
 
+def test_a_local_retry_of_one_value_names_it_in_its_rerun_line(tmp_path, cli_env):
+    """Value 2 of a local array failed (3-4 never ran); `retry --values 2` failed again and named
+    `hyperion-jobs retry RECORD`, which would run 3-4 too."""
+    fails = "import sys; sys.exit(1 if sys.argv[1] == '2' else 0)"
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:4", "--output-file", "log/l.JOB.log",
+                        "--", PY, "-c", fails, "JOB").returncode == 1
+    record = tmp_path / "log" / "q" / "l.JOB.submit.json"
+    retried = run_cli("hyperion-jobs", "retry", str(record), "--values", "2", "--yes", cwd=tmp_path, env=cli_env)
+    assert retried.returncode == 1
+    assert retried.stderr.splitlines()[-1] == (f"hyperion-submit: rerun JOB=2 with: hyperion-jobs retry {record} "
+                                               "--values 2"), retried.stderr
+
+
 def test_a_damaged_ledger_line_is_said_by_status_retry_and_watch_not_a_line_being_written(tmp_path, cli_env):
     """A byte flipped on disk in the line recording task 2's end: `status` showed 2 as LOST and
     `retry` planned to run it again, and nothing but `history` said a line was unreadable. A last

@@ -97,6 +97,24 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     assert listing["attempts"][0]["counts"] == {"COMPLETED": 4, "FAILED": 2}
 
 
+def test_after_a_retry_of_some_values_the_rerun_line_names_those_values(slurm_cluster, tmp_path, cli_env):
+    """A user retried 2 of 5 failed values; one failed again. The line said `rerun only those with:
+    hyperion-jobs retry RECORD`, which reruns every value still failing: 4 tasks, where 1 was meant."""
+    (tmp_path / "fail.txt").write_text("1\n2\n3\n4\n5\n")
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:5",
+                    "--output-file", "log/v.JOB.log", "--", PY, "-c", FLAKY, "JOB", cwd=tmp_path, env=cli_env)
+    assert first.returncode == 1, first.stderr
+    record = tmp_path / "log" / "q" / "v.JOB.submit.json"
+    (tmp_path / "fail.txt").write_text("3\n")
+    retried = run_cli("hyperion-jobs", "retry", str(record), "--values", "2,3", "--yes", cwd=tmp_path, env=cli_env)
+    assert retried.returncode == 1, retried.stderr
+    last = retried.stderr.splitlines()[-1]
+    assert last == ("hyperion-submit: 1 of 2 task(s) did not succeed (failed 1); rerun only those with: "
+                    f"hyperion-jobs retry {record} --values 3"), retried.stderr
+    pasted = run_cli(*last.split("with: ", 1)[1].split(), "--dry-run", cwd=tmp_path, env=cli_env)
+    assert "  values: 3\n" in pasted.stdout and "1 task(s) (FAILED 1)" in pasted.stdout, pasted.stdout
+
+
 def test_a_second_submission_while_the_first_runs_is_refused_and_names_the_job(slurm_cluster, tmp_path, cli_env):
     argv = ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
             "--output-file", "log/s.JOB.log", "--", "sleep", "20"]
