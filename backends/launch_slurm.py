@@ -238,7 +238,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         if stop.is_set():
             _cancel_all(record, err_stream, "quit" if quit_.is_set() else "interrupted", outcome)
             return QUIT if quit_.is_set() else INTERRUPTED
-    for line in report(outcome, record.array_name):
+    for line in report(outcome, record.array_name, record.path):
         err_stream.line(f"{PROG}: {line}")
     if not outcome.ok:
         from backends.retry_hint import rerun_failed, retry_command

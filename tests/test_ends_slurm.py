@@ -62,3 +62,31 @@ def test_a_timeout_and_a_cancel_are_not_counted_as_failed(slurm_cluster, tmp_pat
     data = json.loads(run_cli("hyperion-jobs", "status", str(record), "--failures", "--json", env=cli_env).stdout)
     assert data["failed"] == 3                      # kept: every task that did not succeed
     assert data["ends"] == {"failed": 1, "timeout": 1, "cancelled": 1}
+
+
+def test_a_job_cancelled_while_most_of_it_waits_is_told_in_a_few_lines(slurm_cluster, tmp_path, cli_env):
+    """A user cancelled a 40-task array while 2 ran and 38 waited: hyperion-submit ended with 40
+    lines, 38 of them naming a log and two Slurm files as missing, as if logs had been lost."""
+    proc = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:40",
+                             "--max-jobs-run", "2", "--output-file", "log/c.JOB.log", "--", sys.executable, "-c",
+                             PROGRAM, "4"], cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log/q/c.JOB.submit.json"
+    try:
+        _until(record.exists, 60, "the record")
+        job_id = load_history(record).current.jobs[0].job_id
+        _until(lambda: len(_running(job_id)) == 2, 120, "two tasks running")
+        _until(lambda: all((tmp_path / f"log/c.{v}.log").exists() for v in (1, 2)), 30, "their logs")
+        subprocess.run(["scancel", job_id], check=True)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            subprocess.run(["scancel", job_id], check=False)
+    lines = [line for line in stderr.splitlines() if line.startswith("hyperion-submit: ")]
+    ends = lines[lines.index(next(line for line in lines if "JOB=1 (job" in line)):]
+    assert len(ends) == 4, stderr                              # two tasks, the 38 waiting, the last line
+    assert ends[0].startswith(f"hyperion-submit: JOB=1 (job {job_id}_1): CANCELLED; log {tmp_path}/log/c.1.log;")
+    assert ends[2] == ("hyperion-submit: JOB=3-40 (38 tasks): CANCELLED before writing a log or a Slurm file "
+                       "(cancelled while pending)"), stderr
+    assert ends[3].startswith("hyperion-submit: 40 of 40 task(s) did not succeed (cancelled 40); rerun only those")

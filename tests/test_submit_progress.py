@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import io
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from backends.records.record import SubmitRecord, TaskRecord
@@ -117,6 +118,20 @@ def test_outcome_flags_failures_and_missing_logs_and_reports_their_paths(tmp_pat
                                               f"{tmp_path / 'q/slurm-7_2.err'} (missing)")
     good = outcome_from(record, {**states, ("7", 2): _state(2, JobState.COMPLETED)})
     assert [task.value for task, _ in good.bad] == [3]
+
+
+def test_a_run_with_many_failures_names_twenty_and_counts_the_rest(tmp_path):
+    """3000 failed tasks were 3000 lines at the end of the run, burying the summary line."""
+    tasks = tuple(TaskRecord(value=v, job_id="7", array_task_id=v, log=str(tmp_path / f"t.{v}.log"),
+                             slurm_out=None, slurm_err=None) for v in range(1, 31))
+    for task in tasks:
+        Path(task.log).write_text("x\n")
+    record = replace(_record(tmp_path), tasks=tasks)
+    outcome = outcome_from(record, {t.key: t for t in (_state(v, JobState.FAILED, 3) for v in range(1, 31))})
+    lines = report(outcome, "JOB", "/exp/log/q/t.JOB.submit.json")
+    assert len(lines) == 21 and lines[19].startswith("JOB=20 (job 7_20): FAILED exit code 3")
+    assert lines[20] == ("... and 10 more task(s) that did not succeed: "
+                         "hyperion-jobs status /exp/log/q/t.JOB.submit.json --failures groups them")
 
 
 def test_the_last_line_counts_a_completed_task_without_its_log_and_one_never_reported_by_what_happened(tmp_path):

@@ -7,10 +7,12 @@ code 0 and wrote their log; `report` is one line per such task, naming its logs.
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
+from backends.ranges import compress
 from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState, end_counts, ends_text, never_runs, signal_text
 from backends.watch.budget import QueryBudget
@@ -119,20 +121,43 @@ def task_label(task: TaskRecord, array_name: str | None) -> str:
     return f"{array_name or 'task'}={task.value} (job {task.job_id}_{task.array_task_id})"
 
 
-def report(outcome: Outcome, array_name: str | None = None) -> list[str]:
-    """One line per bad task: what it was, how it ended and where its logs are."""
-    lines = []
-    for task, state in outcome.bad:
-        how = state.state.value if state.source != "unknown" else "never reported by Slurm"
-        if state.exit_code or state.state is JobState.FAILED:
-            how += f" exit code {state.exit_code}"
-        if state.signal:
-            how += f" {signal_text(state.signal)}"
-        if state.state.is_success and not os.path.exists(task.log):
-            how += " but the log is missing"
-        lines.append(f"{task_label(task, array_name)}: {how}; log {_said(task.log)}; "
-                     f"slurm {_said(task.slurm_out)} {_said(task.slurm_err)}")
+MAX_REPORTED = 20   # bad tasks told a line each at the end of a run; the rest are counted
+
+
+def report(outcome: Outcome, array_name: str | None = None, record_path: str | None = None) -> list[str]:
+    """A line per bad task: what it was, how it ended and where its logs are; at most MAX_REPORTED,
+    then how many more and where they are grouped. Tasks cancelled without writing a file (a window
+    cancelled while pending) are one line of values: cancelling a 1001-task window printed a
+    thousand lines, each naming three files as missing, as if logs had been lost."""
+    unwritten = [task for task, state in outcome.bad if _cancelled_unwritten(task, state)]
+    grouped = {id(task) for task in unwritten} if len(unwritten) > 1 else set()
+    told = [(task, state) for task, state in outcome.bad if id(task) not in grouped]
+    lines = [_report_line(task, state, array_name) for task, state in told[:MAX_REPORTED]]
+    if len(told) > MAX_REPORTED:
+        where = f": hyperion-jobs status {shlex.quote(record_path)} --failures groups them" if record_path else ""
+        lines.append(f"... and {len(told) - MAX_REPORTED} more task(s) that did not succeed{where}")
+    if len(unwritten) > 1:
+        values = compress(t.value for t in unwritten if t.value is not None)
+        lines.append(f"{array_name or 'task'}={values} ({len(unwritten)} tasks): CANCELLED before writing a log "
+                     "or a Slurm file (cancelled while pending)")
     return lines
+
+
+def _cancelled_unwritten(task: TaskRecord, state: TaskState) -> bool:
+    return (state.state is JobState.CANCELLED and state.source != "unknown" and task.value is not None
+            and not any(path and os.path.exists(path) for path in (task.log, task.slurm_out, task.slurm_err)))
+
+
+def _report_line(task: TaskRecord, state: TaskState, array_name: str | None) -> str:
+    how = state.state.value if state.source != "unknown" else "never reported by Slurm"
+    if state.exit_code or state.state is JobState.FAILED:
+        how += f" exit code {state.exit_code}"
+    if state.signal:
+        how += f" {signal_text(state.signal)}"
+    if state.state.is_success and not os.path.exists(task.log):
+        how += " but the log is missing"
+    return (f"{task_label(task, array_name)}: {how}; log {_said(task.log)}; "
+            f"slurm {_said(task.slurm_out)} {_said(task.slurm_err)}")
 
 
 def bad_ends(outcome: Outcome) -> str:
