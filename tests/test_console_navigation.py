@@ -9,6 +9,7 @@ from pathlib import Path
 from test_console_fixtures import (
     build_checkpoint,
     build_local_record,
+    notifications,
     one_read,
     posted,
     rendered,
@@ -158,6 +159,26 @@ def test_filter_keys_in_one_burst_end_on_the_last_filter_and_stay(tmp_path: Path
             await pilot.pause(1.0)
             assert len(posted(seen, FilterChanged)) == before == 3
             assert jobs.filter == FILTERS[3] and jobs.query_one("#state-filter").value == FILTERS[3]
+
+    asyncio.run(scenario())
+
+
+def test_a_log_search_not_found_says_the_pane_holds_the_logs_last_lines(tmp_path: Path) -> None:
+    """`/00100000` in a 700,000-line log said `not found: 00100000`, a line the file holds above the
+    last lines the pane keeps: the user read the log as lacking it."""
+    record = build_local_record(tmp_path, {1: ("FAILED", 2)})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: jobs.log_pane.view.line_count == 3, 10)
+            jobs.find("log", "part 9", True)
+            await pilot.pause()
+            assert notifications(app)[-1] == "not found in the log pane's 3 line(s), a log's last ones: part 9"
+            jobs.find("log", "part 1", True)
+            await pilot.pause()
+            assert jobs.log_pane.view.match_line == 1
 
     asyncio.run(scenario())
 

@@ -760,16 +760,20 @@ class JobsScreen(ConsoleScreen):
     def find(self, mode: str, text: str, forward: bool) -> None:
         if not text:
             return
+        where = ""
         if mode == "log":
             found = self.log_pane.view.find(text, forward)
             self.log_pane.update_title()
+            # the pane holds a log's last lines, not the whole file: "not found" of a line a 50 MB
+            # log holds further up read as if the log lacked it
+            where = f" in the log pane's {self.log_pane.view.line_count} line(s), a log's last ones"
         else:
             self.unzoom()
             if self.view != "tasks-view":
                 self.action_show_view("tasks-view")
             found = self.table.find(text, forward)
         if not found:
-            tell(self, f"not found: {text}", severity="warning")
+            tell(self, f"not found{where}: {text}", severity="warning")
 
     def go_to_value(self, text: str) -> None:
         try:
