@@ -107,9 +107,10 @@ def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
         while waiting.get_map():
             if exited_at is None and child.poll() is not None:
                 exited_at = time.monotonic()
-            if exited_at is not None and time.monotonic() - exited_at > EXIT_GRACE:
-                break
-            for key, _ in waiting.select(left()):
+            ready = waiting.select(left())
+            if not ready and exited_at is not None and time.monotonic() - exited_at > EXIT_GRACE:
+                break       # nothing more came since the client exited: what is left is its child's
+            for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
                     waiting.unregister(key.fd)

@@ -243,9 +243,10 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     if not outcome.ok:
         from backends.retry_hint import rerun_failed, retry_command
 
-        # a retry's own values: `retry RECORD` alone reruns every value still failing, not only these
-        values = [task.value for task, _ in outcome.bad if task.value is not None] \
-            if kind == "retry" and not (refusal and record.unsubmitted) else ()
+        # a retry's own values (and those a refused window left out): `retry RECORD` alone reruns
+        # every value still failing, not only these
+        values = [task.value for task, _ in outcome.bad if task.value is not None] + \
+            (list(record.unsubmitted) if refusal else []) if kind == "retry" else ()
         command = retry_command(plan, rerun, (state.state.value for _, state in outcome.bad), values)
         left_out = record.unsubmitted if refusal else ()
         rerun = f"; {rerun_failed(command, record.array_name, left_out)}" if command else ""

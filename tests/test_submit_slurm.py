@@ -547,6 +547,11 @@ def test_a_refused_later_window_with_a_failed_task_names_the_retry_as_submitting
         f"hyperion-submit: 1 of 1 task(s) did not succeed (failed 1); rerun those and submit JOB=2999 "
         f"(not submitted, below) with: {retry}",
         f"hyperion-submit: JOB=2999 not submitted (sbatch refused it, above); submit them with: {retry}"]
+    # a retry refused the same way names both values: the plain command reruns every value still failing
+    again = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+    assert again.returncode == 1, again.stderr
+    assert (f"hyperion-submit: 1 of 1 task(s) did not succeed (failed 1); rerun those and submit JOB=2999 "
+            f"(not submitted, below) with: {retry} --values 5,2999") in again.stderr.splitlines(), again.stderr
 
 
 KILLED_AT = {   # the sbatch wrapper's body after counting its call n: where hyperion-submit is killed
