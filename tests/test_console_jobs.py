@@ -470,3 +470,21 @@ def test_a_record_whose_later_window_sbatch_refused_says_the_values_left_out(tmp
             assert "COMPLETED 2" in shown and "JOB=3-4 of attempt 1 not submitted: sbatch failed" in shown
 
     asyncio.run(scenario())
+
+
+def test_the_progress_label_says_100_only_once_every_task_ended(tmp_path: Path) -> None:
+    """199 of 200 tasks ended read `100%` (the bar's label rounds) beside a task still pending."""
+    from test_console_fixtures import build_history
+    from textual.widgets._progress_bar import PercentageStatus
+
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", n=200, unfinished=(200,), failures={})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: jobs.table.row_count == 200, 10)
+            await pilot.pause(0.3)
+            assert str(jobs.query_one("#jobs-progress").query_one(PercentageStatus).render()) == "99%"
+
+    asyncio.run(scenario())
