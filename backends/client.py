@@ -119,24 +119,25 @@ def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
                 total += len(chunk)
                 if total > OUTPUT_CAP:
                     raise _TooMuch
-    while True:     # both pipes closed (or left to a child of its own): the client is ending
+    while child.poll() is None:     # both pipes closed (or left to a child of its own): it is ending
+        step = left()               # raises at the deadline: out of the try, which would swallow it
         try:
-            child.wait(timeout=left())
-            break
+            child.wait(timeout=step)
         except subprocess.TimeoutExpired:
-            continue
+            pass
     out, err = (b"".join(read[fd]).decode(errors="replace") for fd in streams)
     return out, err
 
 
 def _end(child: "subprocess.Popen[bytes]") -> None:
-    """Kill the child's process group (only while the child is unreaped, so its id is still
-    that group's) and reap it; pipes a stray grandchild keeps open are closed, not read."""
-    if child.returncode is None:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    """Kill the child's process group and reap it; pipes a stray grandchild keeps open are closed,
+    not read. Killed also once the child itself exited (reaped while its pipes were read): the group
+    lives on in the children it left, which kept printing until the timeout; its id cannot be
+    taken by another group while one of them lives."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     _close(child)
     child.wait()
 

@@ -76,15 +76,17 @@ def refusal_line(record: SubmitRecord, command: str | None) -> str | None:
                      f"{', '.join(_job_ids(record))}) submitted and recorded in {record.path}{rest}")
 
 
-def rest_command(plan: SubmitPlan, record: SubmitRecord, rerun: Sequence[str] | None = None) -> str | None:
+def rest_command(plan: SubmitPlan, record: SubmitRecord, rerun: Sequence[str] | None = None,
+                 kind: str = "submit") -> str | None:
     """The command that submits the values a refused window left out: `retry_command`'s (a retry
-    of the record submits them, with what failed; the checkpoint bridge finds them still missing).
+    of the record submits them, with what failed; the checkpoint bridge finds them still missing;
+    after a retry, one naming them, since the plain one reruns every value still failing).
     None when none was left out or no retry could run (a site file given as a pipe)."""
     if record.refused is None:
         return None
     from backends.retry_hint import retry_command
 
-    return retry_command(plan, rerun)
+    return retry_command(plan, rerun, values=record.unsubmitted if kind == "retry" else ())
 
 
 def _queued_unanswered(script: str) -> tuple[str, ...]:
@@ -214,7 +216,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             return 1
-        rest = rest_command(plan, record, rerun)
+        rest = rest_command(plan, record, rerun, kind)
         refusal = refusal_line(record, rest)
         if refusal:
             err_stream.line(f"{PROG}: error: {refusal}")

@@ -247,7 +247,7 @@ def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequenc
     """``--mem auto`` / ``--time auto``: sizes from what the tasks used (retry_sizes), or unchanged."""
     if AUTO not in (request.mem, request.time):
         return request, None
-    sizes = _proposal(rows, chosen, history)
+    sizes = _proposal(rows, chosen, history).only(request.mem == AUTO, request.time == AUTO)
     return replace(request,
                    mem=sizes.mem if request.mem == AUTO else request.mem,
                    time=sizes.time if request.time == AUTO else request.time), sizes
@@ -259,12 +259,14 @@ def size_advice(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequence
     ``--mem auto`` / ``--time auto`` would ask for, one line each. Without it the plan showed the
     old `--mem 100M` and nothing else, and a user who followed it got the same OUT_OF_MEMORY."""
     states = {row.state for row in chosen}
-    kept = {"--mem": JobState.OUT_OF_MEMORY in states and request.mem is None and request.mem_per_cpu is None,
-            "--time": JobState.TIMEOUT in states and request.time is None}
-    if not any(kept.values()):
+    mem = JobState.OUT_OF_MEMORY in states and request.mem is None and request.mem_per_cpu is None
+    time = JobState.TIMEOUT in states and request.time is None
+    if not (mem or time):
         return ()
-    return tuple(f"{flag} auto would ask for {why}" for why in _proposal(rows, chosen, history).reasons
-                 for flag in kept if kept[flag] and why.startswith(f"{flag} "))
+    sizes = _proposal(rows, chosen, history)
+    return tuple(f"{flag} auto would ask for {why}" for flag, value, why, kept in
+                 (("--mem", sizes.mem, sizes.mem_why, mem), ("--time", sizes.time, sizes.time_why, time))
+                 if kept and value is not None)
 
 
 def _proposal(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History) -> SizeProposal:
@@ -323,8 +325,9 @@ def describe_retry(retry: RetryPlan) -> str:
             f"--array={w.array_expression} offset {w.offset}" if w.array_expression else "single job"
             for w in plan.windows))
     if retry.sizes is not None:
+        ran_out = " or ".join({"--mem": "memory", "--time": "time"}[flag] for flag in retry.sizes.asked)
         lines += [f"  sizes: {why}" for why in retry.sizes.reasons] or \
-            ["  sizes: no task ran out of memory or time: --mem and --time as before"]
+            [f"  sizes: no task ran out of {ran_out}: {' and '.join(retry.sizes.asked)} as before"]
     lines += [f"  sizes: as before; {advice}" for advice in retry.advice]
     lines.append(f"  runs in: {retry.history.current.cwd}")
     lines.append(f"  command: {shlex.join(plan.argv)}")

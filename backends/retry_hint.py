@@ -53,26 +53,22 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: I
     return printable(shlex.join(argv))
 
 
-def record_retry_command(record: SubmitRecord) -> str:
+def record_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str:
     """The command that reruns what failed in the run `record` is of, by the rule `retry_command`
     follows at submit time: the launcher's own when it had one (kept in the record as `rerun`: a
     run of `hyperion-checkpoint retry --submit` names that command again), else
-    `hyperion-jobs retry RECORD`. For the faces that tell it later: `hyperion-jobs watch`'s line
-    for the values a local run never reached, the console's quit dialog."""
+    `hyperion-jobs retry RECORD` (with the `auto_sizes` of the states `ended`). For the faces that
+    tell it later: `hyperion-jobs watch`'s lines, the console's quit dialog."""
     if record.rerun is not None:
         return printable(record.rerun)
-    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path))))
+    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path), *auto_sizes(ended))))
 
 
 def usable_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str | None:
     """`record_retry_command` (`hyperion-jobs retry RECORD` with the `auto_sizes` of the states
     `ended`), or None when the site file a retry reads is gone (a ``--cfg <(...)`` pipe), as
     `retry_command` rules at submit time: a command that can only be refused is not offered."""
-    if not os.path.isfile(record.cfg):
-        return None
-    if record.rerun is not None:
-        return record_retry_command(record)
-    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path), *auto_sizes(ended))))
+    return record_retry_command(record, ended) if os.path.isfile(record.cfg) else None
 
 
 def rerun_failed(command: str, name: str | None = None, unsubmitted: Sequence[int] = ()) -> str:
@@ -135,9 +131,8 @@ def local_retry_line(plan: SubmitPlan, stopped: int | None, rerun: Sequence[str]
         return f"rerun it with: {command}" if array is None or stopped is None else \
             f"rerun {array.name}={stopped} with: {command}"
     assert array is not None and stopped is not None
-    values = [stopped, *later] if include_stopped else list(later)
     return (f"{array.name}={compress(later)} not run ({why}); "
-            f"rerun {array.name}={compress(values)} with: {command}")
+            f"rerun {array.name}={compress(rerun_values)} with: {command}")
 
 
 def rerun_line(record_path: str, number: int, kind: str = "submit") -> str | None:

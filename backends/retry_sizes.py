@@ -36,9 +36,20 @@ class SizeProposal:
     mem: str | None
     time: str | None
     reasons: tuple[str, ...]
+    mem_why: str | None = None     # the reason about --mem among `reasons`
+    time_why: str | None = None    # the reason about --time
+    asked: tuple[str, ...] = ("--mem", "--time")   # the sizes proposed for (`only`)
 
     def to_json(self) -> dict[str, object]:
         return {"mem": self.mem, "time": self.time, "reasons": list(self.reasons)}
+
+    def only(self, mem: bool, time: bool) -> SizeProposal:
+        """The proposal for the sizes asked for alone: with `--mem auto` only, the --time reason
+        read as if the limit were raised, where the retry keeps it."""
+        mem_why, time_why = self.mem_why if mem else None, self.time_why if time else None
+        asked = tuple(flag for flag, wanted in (("--mem", mem), ("--time", time)) if wanted)
+        return SizeProposal(self.mem if mem else None, self.time if time else None,
+                            tuple(why for why in (mem_why, time_why) if why), mem_why, time_why, asked)
 
 
 def mem_spelling(size_bytes: float) -> str:
@@ -110,4 +121,4 @@ def propose_sizes(tasks: Sequence[tuple[str, Usage]]) -> SizeProposal:
     """
     mem, mem_why = propose_mem(tasks)
     time, time_why = propose_time(tasks)
-    return SizeProposal(mem, time, tuple(why for why in (mem_why, time_why) if why))
+    return SizeProposal(mem, time, tuple(why for why in (mem_why, time_why) if why), mem_why, time_why)

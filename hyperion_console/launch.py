@@ -43,7 +43,7 @@ def launch(plan, announce: Callable[[str], None], kind: str = "submit",
     if plan.options.backend == "slurm":
         record = submit(plan, kind, on_begin, warn=warn)
         announce(str(record.path))
-        refusal = refusal_line(record, rest_command(plan, record))
+        refusal = refusal_line(record, rest_command(plan, record, kind=kind))
         if refusal:   # what went in is watched; the refusal is told in hyperion-submit's words
             raise PartlySubmitted(refusal)
         return None

@@ -90,6 +90,10 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     assert watched.returncode == 1 and watched.stderr.endswith(failures.stderr), watched.stderr
     newest = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env)
     assert "ran again" not in newest.stderr, newest.stderr
+    with open(tmp_path / "log" / "q" / "x.JOB.attempts.jsonl", "ab") as ledger:
+        ledger.write(b'{"type": "fin\xffal"}\n')          # damaged on disk: said by a job id's status too
+    damaged = run_cli("hyperion-jobs", "status", first_job, "--dir", str(tmp_path), env=cli_env)
+    assert "hyperion-jobs: warning: 1 line(s) of its ledger " in damaged.stderr, damaged.stderr
 
     listing = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
     assert [(a["kind"], a["job_ids"], a["values"], a["overrides"]) for a in listing["attempts"]] == [

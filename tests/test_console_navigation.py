@@ -175,7 +175,7 @@ def test_a_log_search_not_found_says_the_pane_holds_the_logs_last_lines(tmp_path
             await wait_for(pilot, lambda: jobs.log_pane.view.line_count == 3, 10)
             jobs.find("log", "part 9", True)
             await pilot.pause()
-            assert notifications(app)[-1] == "not found in the log pane's 3 line(s), a log's last ones: part 9"
+            assert notifications(app)[-1] == "not found in the log pane's 3 line(s) (it keeps a log's last lines): part 9"
             jobs.find("log", "part 1", True)
             await pilot.pause()
             assert jobs.log_pane.view.match_line == 1

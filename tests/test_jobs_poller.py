@@ -796,6 +796,37 @@ def test_an_answer_is_kept_when_a_child_of_the_client_holds_its_pipes(tmp_path):
         os.kill(int(logger.read_text()), signal.SIGKILL)
 
 
+def test_a_client_that_closes_its_pipes_and_hangs_times_out(tmp_path):
+    """A client that closed stdout and stderr, then hung: the wait for its exit swallowed the
+    timeout it raised itself and waited for ever (a watch frozen on one squeue)."""
+    import time
+
+    from backends.watch.slurm.accounting import run_command
+
+    started = time.monotonic()
+    result = run_command(["sh", "-c", "exec >&- 2>&-; sleep 30"], timeout=1)
+    assert result.failure == "timeout" and time.monotonic() - started < 5, result
+
+
+def test_a_child_the_client_left_printing_is_stopped_with_it(tmp_path):
+    """A wrapper exited and left a child that kept printing: it was read until the timeout, and the
+    child, its leader reaped, was not killed with the group; it printed on for ever."""
+    import time
+
+    from backends.watch.slurm.accounting import run_command
+
+    child = tmp_path / "child"
+    started = time.monotonic()
+    result = run_command(["sh", "-c", f"(trap '' PIPE; while true; do echo x; done) & echo $! > {child}; exit 0"],
+                         timeout=2)
+    assert result.failure == "timeout" and time.monotonic() - started < 5, result
+    pid = int(child.read_text())
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and os_alive(pid):
+        time.sleep(0.02)
+    assert not os_alive(pid)
+
+
 def test_a_client_leaves_no_pipe_open(tmp_path):
     """Each call left its two pipes to the garbage collector: a ResourceWarning per pipe and poll."""
     import gc

@@ -92,3 +92,26 @@ def test_a_time_proposal_beyond_what_slurm_handles_is_its_longest_limit() -> Non
     proposal = propose_sizes([("TIMEOUT", Usage(time_limit_seconds=300 * 86400))])
     assert proposal.time == "365-00:00:00" and check_time("--time", proposal.time) == proposal.time
     assert "more than Slurm handles" in proposal.reasons[0]
+
+
+def test_a_retry_with_mem_auto_alone_keeps_the_time_and_says_what_time_auto_would_ask(tmp_path: Path) -> None:
+    """`retry --mem auto` of an OUT_OF_MEMORY and a TIMEOUT task listed `sizes: --time 00:12:00: 1
+    task(s) TIMEOUT ...` as if the limit were raised, where the retry kept 00:06:00."""
+    from test_console_fixtures import build_history
+
+    from backends.records.history import load_history
+    from backends.retry import RetryRequest, describe_retry, plan_retry
+    from backends.watch.rows import history_rows
+
+    conf = Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml"
+    record = build_history(tmp_path, conf, n=3, failures={1: ("OUT_OF_MEMORY", None, None),
+                                                         2: ("TIMEOUT", None, None)})
+    history = load_history(record)
+    rows = history_rows(history, {}, {})
+    text = describe_retry(plan_retry(history, rows, RetryRequest(mem="auto")))
+    assert "\n  sizes: --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request 100M\n" in text, text
+    assert ("\n  sizes: as before; --time auto would ask for --time 00:12:00: 1 task(s) TIMEOUT; "
+            "2x the limit 00:06:00\n") in text, text
+    assert text.count("--time 00:12:00") == 1 and "--mem 200M --time 00:06:00" in text, text
+    kept = describe_retry(plan_retry(history, rows, RetryRequest(mem="auto", values=(2,))))
+    assert "  sizes: no task ran out of memory: --mem as before\n" in kept, kept

@@ -552,6 +552,8 @@ def test_a_refused_later_window_with_a_failed_task_names_the_retry_as_submitting
     assert again.returncode == 1, again.stderr
     assert (f"hyperion-submit: 1 of 1 task(s) did not succeed (failed 1); rerun those and submit JOB=2999 "
             f"(not submitted, below) with: {retry} --values 5,2999") in again.stderr.splitlines(), again.stderr
+    assert again.stderr.splitlines()[-1] == (f"hyperion-submit: JOB=2999 not submitted (sbatch refused it, above); "
+                                             f"submit them with: {retry} --values 2999"), again.stderr
 
 
 KILLED_AT = {   # the sbatch wrapper's body after counting its call n: where hyperion-submit is killed

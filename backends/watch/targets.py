@@ -248,7 +248,7 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
 
 
-def ran_again(history: History | None, rows: Sequence[TaskRow]) -> tuple[int, dict[str, int]]:
+def rerun_later(history: History | None, rows: Sequence[TaskRow]) -> tuple[int, dict[str, int]]:
     """How many of a job's unsuccessful `rows` a later attempt of its submission ran again, and how
     those later runs stand by the ledger (``{"COMPLETED": 7}``; ``not ended`` while unrecorded).
     `status 4711 --failures` of an attempt since retried said `7 of 40 task(s) did not succeed`,

@@ -772,7 +772,7 @@ class JobsScreen(ConsoleScreen):
             self.log_pane.update_title()
             # the pane holds a log's last lines, not the whole file: "not found" of a line a 50 MB
             # log holds further up read as if the log lacked it
-            where = f" in the log pane's {self.log_pane.view.line_count} line(s), a log's last ones"
+            where = f" in the log pane's {self.log_pane.view.line_count} line(s) (it keeps a log's last lines)"
         else:
             self.unzoom()
             if self.view != "tasks-view":

@@ -30,7 +30,7 @@ from backends.watch.targets import (
     history_status,
     job_history,
     job_status,
-    ran_again,
+    rerun_later,
     resolve,
     shown_as_recorded,
     task_logs,
@@ -85,11 +85,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             rows = history_status(history, problems=problems)
         else:
             found, job_of = job_history(target, record_dirs(args), unlisted=unlisted)
+            say_history_problems(job_of)
             rows = job_status(found, job_of)
     say_shown_as_recorded(problems)
     if not rows:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
-    say_ran_again(job_of, rows)
+    say_rerun_later(job_of, rows)
     unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
     if args.failures:
         _print_failures(args, rows)
@@ -108,9 +109,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def say_ran_again(history: History | None, rows: Sequence[TaskRow]) -> None:
+def say_rerun_later(history: History | None, rows: Sequence[TaskRow]) -> None:
     """Of a job whose failed tasks a later attempt ran again: so, and where their newest states are."""
-    again, states = ran_again(history, rows)
+    again, states = rerun_later(history, rows)
     if not again:
         return
     assert history is not None

@@ -14,7 +14,7 @@ import time
 from datetime import datetime
 from typing import Callable, Sequence
 
-from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_ran_again, say_shown_as_recorded,
+from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_rerun_later, say_shown_as_recorded,
                                        site_floor, told_unlisted)
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
@@ -92,6 +92,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             raise InputError("JOB", f"Slurm knows no job {args.target}")
         if found != target:   # an array task's own job id: the task's log paths come from Slurm
             job_history = None
+        say_history_problems(job_history)
     else:
         history = load_history(target.record.path)
         say_history_problems(history)
@@ -147,7 +148,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     unsubmitted = history.unsubmitted()[0] if history is not None else ()
     ended = _ended(out, rows, retry, target.record.array_name if target.record is not None else None, unsubmitted)
     if target.record is None:
-        say_ran_again(job_history, rows)
+        say_rerun_later(job_history, rows)
     left_out = unsubmitted_line(history) if history is not None else None
     if left_out:     # the exit status hyperion-submit gave: what sbatch refused never ran
         SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
