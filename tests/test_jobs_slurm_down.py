@@ -70,7 +70,9 @@ def test_watch_of_a_run_that_ended_lately_says_its_look_for_requeues_failed(tmp_
     ended_just_now(record)
     result = run_cli("hyperion-jobs", "watch", str(record), env=slurm_down(tmp_path, cli_env), timeout=60)
     assert result.returncode == 1, result.stderr      # two tasks failed, one ran out of memory
-    assert result.stdout.startswith("8 tasks: COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1")
+    lines = result.stdout.splitlines()                # into a pipe: a line per recorded end, then the counts
+    assert [line.split()[1] for line in lines[:8]] == [f"4242_{n}" for n in range(1, 9)], result.stdout
+    assert lines[8] == "8 tasks: COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1", result.stdout
     assert result.stderr == f"hyperion-jobs: squeue failed (rc 1): {SQUEUE_DOWN}; shown as last recorded\n"
 
 
