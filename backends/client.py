@@ -39,13 +39,13 @@ class QueryStopped(Exception):
 
 
 class _TooMuch(Exception):
-    """The client printed more than OUTPUT_CAP bytes."""
+    """The client printed more than its cap of bytes."""
 
 
 def run_client(argv: Sequence[str], timeout: float, stop: threading.Event | None = None,
-               env: Mapping[str, str] | None = None) -> CommandResult:
+               env: Mapping[str, str] | None = None, cap: int = OUTPUT_CAP) -> CommandResult:
     """Run `argv` (no shell, stdin empty) in `env`; a binary missing or not runnable, a timeout or
-    more output than OUTPUT_CAP becomes a result with its `failure` said.
+    more output than `cap` bytes becomes a result with its `failure` said.
 
     The client runs in a process group of its own, killed whole (a site's wrapper script and what
     it started too) when it times out, when `stop` is set (QueryStopped) or when the caller is
@@ -62,13 +62,13 @@ def run_client(argv: Sequence[str], timeout: float, stop: threading.Event | None
     except OSError as e:      # not executable, a directory, a bad interpreter line
         return CommandResult(126, "", f"{argv[0]}: cannot run ({e.strerror or e})", "cannot run")
     try:
-        out, err = _communicate(child, timeout, stop)
+        out, err = _communicate(child, timeout, stop, cap)
     except subprocess.TimeoutExpired:
         _end(child)
         return CommandResult(124, "", f"{argv[0]} timed out after {timeout:g} s", "timeout")
     except _TooMuch:
         _end(child)
-        return CommandResult(1, "", f"{argv[0]} printed more than {OUTPUT_CAP // 2**20} MiB: not read", "too much")
+        return CommandResult(1, "", f"{argv[0]} printed more than {_amount(cap)}: not read", "too much")
     except BaseException:      # QueryStopped, KeyboardInterrupt: nothing may outlive the caller
         _end(child)
         raise
@@ -77,9 +77,13 @@ def run_client(argv: Sequence[str], timeout: float, stop: threading.Event | None
     return CommandResult(child.returncode, out, err)
 
 
+def _amount(size: int) -> str:
+    return f"{size // 2**20} MiB" if size % 2**20 == 0 else f"{size:,} bytes"
+
+
 def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
-                 stop: threading.Event | None) -> tuple[str, str]:
-    """The child's output once it exits, at most OUTPUT_CAP bytes (_TooMuch past that); looks at
+                 stop: threading.Event | None, cap: int) -> tuple[str, str]:
+    """The child's output once it exits, at most `cap` bytes (_TooMuch past that); looks at
     `stop` every STOP_STEP seconds meanwhile. Pipes still open EXIT_GRACE seconds after the child
     exited are left (a site wrapper's `sbatch "$@"; logger &`: its logger holds them for as long as
     it runs, and the job id sbatch printed was lost to a timeout)."""
@@ -117,7 +121,7 @@ def _communicate(child: "subprocess.Popen[bytes]", timeout: float,
                     continue
                 read[key.fd].append(chunk)
                 total += len(chunk)
-                if total > OUTPUT_CAP:
+                if total > cap:
                     raise _TooMuch
     while child.poll() is None:     # both pipes closed (or left to a child of its own): it is ending
         step = left()               # raises at the deadline: out of the try, which would swallow it

@@ -18,6 +18,7 @@ from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History
 from backends.records.record import SubmitRecord, reattach_command
+from backends.retry_hint import ran_out_of
 from backends.retry_sizes import SizeProposal, propose_sizes
 from backends.states import JobState
 from backends.submit.array import ArraySpec
@@ -232,8 +233,10 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         return RetryPlan(history, (), None)
     _refuse_other_commands(history, chosen)
     check_rerun(history.current)
-    advice = size_advice(request, rows, chosen, history)
-    request, sizes = resolve_auto(request, rows, chosen, history)
+    proposal = propose(rows, chosen, history) if AUTO in (request.mem, request.time) or \
+        _advised(request, chosen) else None
+    advice = size_advice(request, chosen, proposal)
+    request, sizes = resolve_auto(request, proposal)
     try:
         site = load_site(history.current.cfg)
     except InputError as err:
@@ -242,34 +245,35 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
                      extra, advice)
 
 
-def resolve_auto(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequence[TaskRow],
-                 history: History) -> tuple[RetryRequest, SizeProposal | None]:
-    """``--mem auto`` / ``--time auto``: sizes from what the tasks used (retry_sizes), or unchanged."""
-    if AUTO not in (request.mem, request.time):
+def resolve_auto(request: RetryRequest, proposal: SizeProposal | None) -> tuple[RetryRequest, SizeProposal | None]:
+    """``--mem auto`` / ``--time auto``: the sizes of `proposal` (`propose`), or the request unchanged."""
+    if AUTO not in (request.mem, request.time) or proposal is None:
         return request, None
-    sizes = _proposal(rows, chosen, history).only(request.mem == AUTO, request.time == AUTO)
+    sizes = proposal.only(request.mem == AUTO, request.time == AUTO)
     return replace(request,
                    mem=sizes.mem if request.mem == AUTO else request.mem,
                    time=sizes.time if request.time == AUTO else request.time), sizes
 
 
-def size_advice(request: RetryRequest, rows: Sequence[TaskRow], chosen: Sequence[TaskRow],
-                history: History) -> tuple[str, ...]:
+def _advised(request: RetryRequest, chosen: Sequence[TaskRow]) -> tuple[str, ...]:
+    """The sizes (``--mem``, ``--time``) chosen tasks ran out of that the retry keeps as before."""
+    kept = {"--mem": request.mem is None and request.mem_per_cpu is None, "--time": request.time is None}
+    return tuple(flag for flag in ran_out_of(row.state_label for row in chosen) if kept[flag])
+
+
+def size_advice(request: RetryRequest, chosen: Sequence[TaskRow], proposal: SizeProposal | None) -> tuple[str, ...]:
     """For a retry that keeps the sizes its OUT_OF_MEMORY or TIMEOUT tasks ran out of: what
     ``--mem auto`` / ``--time auto`` would ask for, one line each. Without it the plan showed the
     old `--mem 100M` and nothing else, and a user who followed it got the same OUT_OF_MEMORY."""
-    states = {row.state for row in chosen}
-    mem = JobState.OUT_OF_MEMORY in states and request.mem is None and request.mem_per_cpu is None
-    time = JobState.TIMEOUT in states and request.time is None
-    if not (mem or time):
+    advised = _advised(request, chosen)
+    if proposal is None or not advised:
         return ()
-    sizes = _proposal(rows, chosen, history)
-    return tuple(f"{flag} auto would ask for {why}" for flag, value, why, kept in
-                 (("--mem", sizes.mem, sizes.mem_why, mem), ("--time", sizes.time, sizes.time_why, time))
-                 if kept and value is not None)
+    return tuple(f"{flag} auto would ask for {why}" for flag, value, why in
+                 (("--mem", proposal.mem, proposal.mem_why), ("--time", proposal.time, proposal.time_why))
+                 if flag in advised and value is not None)
 
 
-def _proposal(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History) -> SizeProposal:
+def propose(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History) -> SizeProposal:
     """Sizes for the chosen tasks by their states (OUT_OF_MEMORY, TIMEOUT); every task's MaxRSS
     counts, since a peak seen anywhere may be what the rerun needs."""
     picked = {id(row) for row in chosen}

@@ -25,12 +25,27 @@ if TYPE_CHECKING:
     from backends.records.history import History
 
 
-def auto_sizes(ended: Iterable[str]) -> tuple[str, ...]:
-    """``--mem auto`` when a task ran OUT_OF_MEMORY, ``--time auto`` when one hit its TIMEOUT (of
-    the states `ended`): the rerun asks for more, where the same sizes would end the same way."""
+RAN_OUT = (("OUT_OF_MEMORY", "--mem"), ("TIMEOUT", "--time"))   # a state, the size it ran out of
+
+
+def ran_out_of(ended: Iterable[str]) -> tuple[str, ...]:
+    """``--mem`` when a task ran OUT_OF_MEMORY, ``--time`` when one hit its TIMEOUT (of the
+    states `ended`): the sizes a rerun as before would run out of again."""
     states = set(ended)
-    return (("--mem", "auto") if "OUT_OF_MEMORY" in states else ()) + \
-        (("--time", "auto") if "TIMEOUT" in states else ())
+    return tuple(flag for state, flag in RAN_OUT if state in states)
+
+
+def auto_sizes(ended: Iterable[str]) -> tuple[str, ...]:
+    """``--mem auto`` / ``--time auto`` for the sizes the states `ended` ran out of (`ran_out_of`):
+    the rerun asks for more, where the same sizes would end the same way."""
+    return tuple(part for flag in ran_out_of(ended) for part in (flag, "auto"))
+
+
+def _retry_argv(record_path: str, values: Sequence[int], ended: Iterable[str]) -> str:
+    """``hyperion-jobs retry /abs/RECORD [--values V] [--mem auto] [--time auto]``, quoted."""
+    chosen = ("--values", compress(values)) if values else ()
+    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record_path), *chosen,
+                                 *auto_sizes(ended))))
 
 
 def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: Iterable[str] = (),
@@ -47,10 +62,9 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: I
     if not os.path.isfile(plan.options.cfg):
         return None
     rerun = rerun if rerun is not None else plan.rerun
-    chosen = ("--values", compress(values)) if values else ()
-    argv = rerun if rerun is not None else ("hyperion-jobs", "retry", os.path.abspath(plan.record_path),
-                                            *chosen, *auto_sizes(ended))
-    return printable(shlex.join(argv))
+    if rerun is not None:
+        return printable(shlex.join(rerun))
+    return _retry_argv(plan.record_path, values, ended)
 
 
 def record_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str:
@@ -61,7 +75,7 @@ def record_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str
     tell it later: `hyperion-jobs watch`'s lines, the console's quit dialog."""
     if record.rerun is not None:
         return printable(record.rerun)
-    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record.path), *auto_sizes(ended))))
+    return _retry_argv(record.path, (), ended)
 
 
 def usable_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str | None:

@@ -25,7 +25,7 @@ from backends.launch import working_dir
 from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.trust import trust_problem
-from backends.retry import AUTO, RetryPlan, RetryRequest, describe_retry, plan_retry, resolve_auto
+from backends.retry import RetryPlan, RetryRequest, describe_retry, plan_retry, propose
 from backends.retry_sizes import SizeProposal
 from backends.watch.rows import TaskRow
 from backends.watch.targets import history_status
@@ -93,7 +93,7 @@ def nothing_to_retry(history: History, request: RetryRequest, tasks: int) -> str
 
 def proposed_sizes(history: History, rows: Sequence[TaskRow], chosen: Sequence[TaskRow]) -> SizeProposal:
     """What `--mem auto --time auto` would choose for these rows, and why: the CLI's own rule."""
-    return resolve_auto(RetryRequest(mem=AUTO, time=AUTO), rows, chosen, history)[1]
+    return propose(rows, chosen, history)
 
 
 def warning_lines(record_path: str, untrusted: str | None) -> list[str]:

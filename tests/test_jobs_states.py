@@ -304,9 +304,10 @@ def _answers(sacct: str, squeue: str):
 def test_status_of_an_array_cancelled_mid_task_shows_only_its_tasks(tmp_path):
     """`status 7746` said '4 tasks: CANCELLED 3, COMPLETING 1', the fourth a row 7746 with no task."""
     from backends.watch.rows import state_counts
-    from backends.watch.targets import Target, status
+    from backends.watch.targets import Target, job_history, job_status
 
-    rows = status(Target(None, "7746"), [tmp_path], _answers(SACCT_ARRAY_JOB_ALONE, SQUEUE_CANCELLED_ARRAY))
+    runner = _answers(SACCT_ARRAY_JOB_ALONE, SQUEUE_CANCELLED_ARRAY)
+    rows = job_status(*job_history(Target(None, "7746"), [tmp_path], runner), runner)
     assert [(row.slurm_id, row.state_label) for row in rows] == [
         ("7746_1", "COMPLETING"), ("7746_2", "CANCELLED"), ("7746_3", "CANCELLED")]
     assert state_counts(rows) == {"COMPLETING": 1, "CANCELLED": 2}

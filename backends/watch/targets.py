@@ -227,19 +227,9 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
                  if any(job.job_id == job_id for job in history.records[n].jobs)), history.current)
 
 
-def status(target: Target, dirs: Sequence[Path] = (Path("."),),
-           runner: Runner = run_command, problems: list[str] | None = None,
-           unlisted: Unlisted | None = None) -> list[TaskRow]:
-    """One sacct + squeue for the target's jobs, as rows (QueryError if Slurm does not answer;
-    for a record, see `history_status` for `problems`)."""
-    record = target.record
-    if record is not None:
-        return history_status(load_history(record.path), runner, problems)
-    return job_status(*job_history(target, dirs, runner, unlisted), runner)
-
-
 def job_status(target: Target, history: History | None, runner: Runner = run_command) -> list[TaskRow]:
-    """`status` of a job target `job_history` has found (or not found) the submission of."""
+    """One sacct + squeue for a job target `job_history` has found (or not found) the submission
+    of, as rows (QueryError if Slurm does not answer)."""
     assert target.job_id is not None
     answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
     states = answer.states

@@ -24,12 +24,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from backends.records.history import History
-from backends.retry import RetryRequest
+from backends.retry import AUTO, RetryRequest
 from backends.watch.rows import TaskRow
 
 from ..errors import guarded
 from ..messages import RetryPreviewed
-from ..retrying import AUTO, FIELDS, Preview, preview
+from ..retrying import FIELDS, Preview, preview
 from ..shown import shown
 from ..widgets.field import Field
 from ..widgets.fit_line import FitLine

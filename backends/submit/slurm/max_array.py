@@ -10,12 +10,7 @@ advice: the refusal is then sbatch's own words, as before.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
 
-from backends.fileio import UnreadableFile, read_pipe
 from backends.printable import printable
 from backends.submit.config import MAX_ARRAY_SIZE
 
@@ -42,44 +37,12 @@ def parse_max_array_size(text: str) -> int | None:
 
 def read_command(argv: tuple[str, ...], timeout: float = SCONTROL_TIMEOUT,
                  cap: int = MAX_CONFIG_BYTES) -> str | None:
-    """At most `cap` bytes of what `argv` prints within `timeout` s (None if it cannot run, fails
-    or says more); its process group is killed whatever happens, so nothing is left behind."""
-    try:
-        child = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-    except OSError:
-        return None
-    assert child.stdout is not None
-    os.set_blocking(child.stdout.fileno(), False)
-    deadline = time.monotonic() + timeout
-    data, complete = b"", False
-    try:
-        try:
-            data = read_pipe(child.stdout.fileno(), cap, timeout)
-            complete = len(data) <= cap
-        except UnreadableFile:    # no end of its output in time
-            pass
-        if complete:          # its output closed: it is exiting, its status follows
-            try:
-                child.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                complete = False
-    finally:
-        # The whole group, even once its leader exited: a child it left holding the pipe lives on.
-        # (Its id stays the group's while any member lives; once none does, ESRCH, unless the pid
-        # came round again within these microseconds.)
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        child.stdout.close()
-        try:
-            child.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            pass
-    if not complete or child.returncode != 0:
-        return None
-    return data.decode("utf-8", errors="replace")
+    """What `argv` prints within `timeout` s (None if it cannot run, fails, hangs or says more than
+    `cap` bytes), run as every Slurm client is (`run_client`: its process group killed on a timeout)."""
+    from backends.client import run_client
+
+    done = run_client(argv, timeout, cap=cap)
+    return done.stdout if done.failure is None and done.returncode == 0 else None
 
 
 def cluster_max_array_size() -> int | None:
