@@ -16,7 +16,7 @@ from textual.worker import Worker, WorkerState
 
 from backends.printable import printable
 from backends.records.record import any_record
-from backends.retry_hint import record_retry_command
+from backends.retry_hint import usable_retry_command
 from backends.watch.budget import QueryBudget
 
 from .commands import ConsoleCommands
@@ -37,13 +37,15 @@ SCREENS = ("submit", "jobs", "checkpoint")
 
 
 def _rerun_command(record_path: str) -> str:
-    """What runs a stopped run's rest again, by `hyperion-jobs watch`'s rule (`record_retry_command`):
+    """What runs a stopped run's rest again, by `hyperion-jobs watch`'s rule (`usable_retry_command`):
     a Resubmit's run names `hyperion-checkpoint retry CKPT --submit RECORD`, which finds what is
-    still missing; `hyperion-jobs retry RECORD` would rerun that attempt's shard windows as they were."""
+    still missing; `hyperion-jobs retry RECORD` would rerun that attempt's shard windows as they were.
+    A site file deleted since the run began leaves no retry that could run, so none is offered."""
     try:
-        return record_retry_command(cached_record(record_path))
+        record = cached_record(record_path)
     except Exception:                  # not written yet, or unreadable: the plain rule
         return printable(shlex.join(("hyperion-jobs", "retry", record_path)))
+    return usable_retry_command(record) or printable(f"no retry can run it: its site file {record.cfg} is gone")
 
 
 @dataclass(frozen=True)

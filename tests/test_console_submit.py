@@ -271,6 +271,37 @@ def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path:
     assert _local_states(tmp_path, "q", cli_env) == {1: ("FAILED", code), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
 
 
+def test_the_quit_dialog_offers_no_retry_once_the_runs_site_file_is_gone(tmp_path: Path) -> None:
+    """The quit dialog named `hyperion-jobs retry RECORD` for a run whose site file was deleted
+    meanwhile, a command that can only be refused (`watch` and hyperion-submit offer none then)."""
+    import shutil
+
+    cfg_dir = tmp_path / "conf"
+    shutil.copytree(CONF, cfg_dir)
+    shown: list[str] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=cfg_dir, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _local_run_started(app, pilot, tmp_path, "g", 2, f"echo $$ > {tmp_path}/pid.JOB; sleep 30")
+            await pilot.press("escape", "q")
+            assert isinstance(app.screen, ConfirmScreen)
+            shown.append(app.screen.detail)
+            await pilot.press("n")
+            for site in cfg_dir.glob("*.yaml"):
+                site.unlink()
+            await pilot.press("q")
+            assert isinstance(app.screen, ConfirmScreen)
+            shown.append(app.screen.detail)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: not app.local_runs.active(), 15)
+
+    asyncio.run(scenario())
+    record = tmp_path / "log" / "q" / "g.JOB.submit.json"
+    assert f"hyperion-jobs retry {record}" in shown[0], shown[0]
+    assert "hyperion-jobs retry" not in shown[1] and "no retry can run it: its site file " in shown[1], shown[1]
+
+
 def test_a_console_ending_otherwise_than_by_q_stops_its_local_run_too(tmp_path: Path, cli_env) -> None:
     """An error or a signal ends the app without the quit dialog: the run went on unseen, Python
     waiting for it. The app's unmount stops it; a run planned but not started then never starts."""
