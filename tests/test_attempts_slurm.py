@@ -88,6 +88,15 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
                                f"hyperion-jobs status {record} shows every value's newest run\n"), failures.stderr
     watched = run_cli("hyperion-jobs", "watch", first_job, "--dir", str(tmp_path), env=cli_env)
     assert watched.returncode == 1 and watched.stderr.endswith(failures.stderr), watched.stderr
+    # the job id task 5 printed as its SLURM_JOB_ID: `watch` of it said nothing of the rerun
+    own = subprocess.run(["sacct", "-j", f"{first_job}_5", "-X", "-n", "-P", "-o", "JobIDRaw"],
+                         capture_output=True, text=True).stdout.split()[0]
+    rerun_note = (f"hyperion-jobs: 1 of these task(s) ran again in a later attempt (now COMPLETED 1): "
+                  f"hyperion-jobs status {record} shows every value's newest run\n")
+    for command, status in (("status", 0), ("watch", 1)):
+        of_own = run_cli("hyperion-jobs", command, own, "--dir", str(tmp_path), env=cli_env)
+        assert of_own.returncode == status and of_own.stderr.endswith(rerun_note), (command, of_own.stderr)
+        assert "FAILED" in of_own.stdout, of_own.stdout
     newest = run_cli("hyperion-jobs", "status", str(record), "--failures", env=cli_env)
     assert "ran again" not in newest.stderr, newest.stderr
     with open(tmp_path / "log" / "q" / "x.JOB.attempts.jsonl", "ab") as ledger:

@@ -90,8 +90,9 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             # A record's jobs may be too new for sacct, but squeue knows them at once:
             # a bare id neither knows would be watched forever.
             raise InputError("JOB", f"Slurm knows no job {args.target}")
-        if found != target:   # an array task's own job id: the task's log paths come from Slurm
-            job_history = None
+        # An array task's own job id is watched as ARRAY_TASK, the name Slurm's answers give it
+        # (watched by its own id, the watch waited for ever), with its log from the ledger, as status.
+        target = found
         say_history_problems(job_history)
     else:
         history = load_history(target.record.path)
