@@ -233,16 +233,34 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
         return RetryPlan(history, (), None)
     _refuse_other_commands(history, chosen)
     check_rerun(history.current)
-    proposal = propose(rows, chosen, history) if AUTO in (request.mem, request.time) or \
-        _advised(request, chosen) else None
-    advice = size_advice(request, chosen, proposal)
-    request, sizes = resolve_auto(request, proposal)
+    request, sizes, advice = plan_sizes(rows, chosen, history, request)
     try:
         site = load_site(history.current.cfg)
     except InputError as err:
         raise InputError("--cfg", f"the submission's site file cannot be used any more: {err}") from None
     return RetryPlan(history, chosen, build_plan(site, retry_options(history, chosen, request, extra)), sizes,
                      extra, advice)
+
+
+def plan_sizes(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History,
+               request: RetryRequest) -> tuple[RetryRequest, SizeProposal | None, tuple[str, ...]]:
+    """The request with ``auto`` resolved, what auto chose and why, and the advice for the sizes kept
+    that chosen tasks ran out of: the one rule of `hyperion-jobs retry` and of the checkpoint bridge
+    (`hyperion-checkpoint retry --submit`, whose shards are `chosen`). The proposal is read only when
+    a size is auto or advised (it walks every row's usage)."""
+    proposal = propose(rows, chosen, history) if AUTO in (request.mem, request.time) or \
+        _advised(request, chosen) else None
+    advice = size_advice(request, chosen, proposal)
+    request, sizes = resolve_auto(request, proposal)
+    return request, sizes, advice
+
+
+def size_option(flag: str, text: str | None) -> str | None:
+    """``--mem`` / ``--time`` of a retry as typed: ``auto``, or a size checked as hyperion-submit checks
+    it (InputError naming `flag`); None when not given. `hyperion-jobs retry`'s and the bridge's."""
+    if text == AUTO:
+        return AUTO
+    return check_memory(flag, text) if flag == "--mem" else check_time(flag, text)
 
 
 def resolve_auto(request: RetryRequest, proposal: SizeProposal | None) -> tuple[RetryRequest, SizeProposal | None]:
@@ -328,11 +346,19 @@ def describe_retry(retry: RetryPlan) -> str:
         lines.append("  windows: " + "; ".join(
             f"--array={w.array_expression} offset {w.offset}" if w.array_expression else "single job"
             for w in plan.windows))
-    if retry.sizes is not None:
-        ran_out = " or ".join({"--mem": "memory", "--time": "time"}[flag] for flag in retry.sizes.asked)
-        lines += [f"  sizes: {why}" for why in retry.sizes.reasons] or \
-            [f"  sizes: no task ran out of {ran_out}: {' and '.join(retry.sizes.asked)} as before"]
-    lines += [f"  sizes: as before; {advice}" for advice in retry.advice]
+    lines += [f"  {line}" for line in size_lines(retry.sizes, retry.advice)]
     lines.append(f"  runs in: {retry.history.current.cwd}")
     lines.append(f"  command: {shlex.join(plan.argv)}")
     return printable("\n".join(lines), layout=True)
+
+
+def size_lines(sizes: SizeProposal | None, advice: Sequence[str]) -> list[str]:
+    """``sizes: ...`` lines: why auto chose each size (or that no task ran out of it), and for the
+    sizes kept that tasks ran out of, what auto would ask for. The preview's words in `describe_retry`
+    and in the checkpoint bridge's plan (`hyperion-checkpoint retry --submit`)."""
+    lines: list[str] = []
+    if sizes is not None:
+        ran_out = " or ".join({"--mem": "memory", "--time": "time"}[flag] for flag in sizes.asked)
+        lines += [f"sizes: {why}" for why in sizes.reasons] or \
+            [f"sizes: no task ran out of {ran_out}: {' and '.join(sizes.asked)} as before"]
+    return lines + [f"sizes: as before; {line}" for line in advice]

@@ -41,6 +41,32 @@ def auto_sizes(ended: Iterable[str]) -> tuple[str, ...]:
     return tuple(part for flag in ran_out_of(ended) for part in (flag, "auto"))
 
 
+SIZE_FLAGS = ("--mem", "--time")
+
+
+def with_auto_sizes(argv: Sequence[str], ended: Iterable[str]) -> tuple[str, ...]:
+    """`argv` (a launcher's own rerun command: `hyperion-checkpoint retry CKPT --submit RECORD`) asking
+    for more of what the states `ended` ran out of (`auto_sizes`): the bridge's rerun line named the
+    same command after an OUT_OF_MEMORY, which reran the shard with the same --mem and ran out again.
+    A size the command already gives (``--mem 400M``, ``--mem=400M``) is replaced, never given twice."""
+    wanted = auto_sizes(ended)
+    if not wanted:
+        return tuple(argv)
+    replaced = set(wanted[::2])
+    kept: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        flag = word.split("=", 1)[0]
+        if flag in replaced:
+            skip = "=" not in word        # `--mem 400M`: its value goes with it
+            continue
+        kept.append(word)
+    return (*kept, *wanted)
+
+
 def _retry_argv(record_path: str, values: Sequence[int], ended: Iterable[str]) -> str:
     """``hyperion-jobs retry /abs/RECORD [--values V] [--mem auto] [--time auto]``, quoted."""
     chosen = ("--values", compress(values)) if values else ()
@@ -51,7 +77,8 @@ def _retry_argv(record_path: str, values: Sequence[int], ended: Iterable[str]) -
 def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: Iterable[str] = (),
                   values: Sequence[int] = ()) -> str | None:
     """``hyperion-jobs retry /abs/q/<stem>.submit.json`` (with ``--values`` `values`, and the
-    `auto_sizes` of the states `ended`; or `rerun`, the launcher's own command, quoted), or None
+    `auto_sizes` of the states `ended`; or `rerun`, the launcher's own command, quoted, with those
+    sizes too: `with_auto_sizes`), or None
     when no retry could run it. A run that was itself a retry names its values: after `retry
     --values 211,422` the plain command reran every value still failing (1029 where 2 failed).
 
@@ -63,7 +90,7 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: I
         return None
     rerun = rerun if rerun is not None else plan.rerun
     if rerun is not None:
-        return printable(shlex.join(rerun))
+        return printable(shlex.join(with_auto_sizes(rerun, ended)))
     return _retry_argv(plan.record_path, values, ended)
 
 
@@ -71,10 +98,14 @@ def record_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str
     """The command that reruns what failed in the run `record` is of, by the rule `retry_command`
     follows at submit time: the launcher's own when it had one (kept in the record as `rerun`: a
     run of `hyperion-checkpoint retry --submit` names that command again), else
-    `hyperion-jobs retry RECORD` (with the `auto_sizes` of the states `ended`). For the faces that
-    tell it later: `hyperion-jobs watch`'s lines, the console's quit dialog."""
+    `hyperion-jobs retry RECORD`; either with the `auto_sizes` of the states `ended`. For the faces
+    that tell it later: `hyperion-jobs watch`'s lines, the console's quit dialog."""
     if record.rerun is not None:
-        return printable(record.rerun)
+        try:
+            words = shlex.split(record.rerun)
+        except ValueError:          # the record checks its rerun is shell words; as it is, if not
+            return printable(record.rerun)
+        return printable(shlex.join(with_auto_sizes(words, ended)))
     return _retry_argv(record.path, (), ended)
 
 

@@ -17,7 +17,8 @@ from backends.records.history import load_history
 from backends.watch.budget import QueryBudget
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
-from sharding.resubmit import StillRunning, running_in
+from sharding.resubmit import StillRunning, running_in, shard_sizes
+from sharding.retry import retry_from_coverage
 from sharding.run_records import record_checkpoint, records_naming
 from sharding.store import FAILED_FILENAME, MAX_FAILED_DEPTH, Checkpoint
 
@@ -40,6 +41,9 @@ class CheckpointRead:
     running: StillRunning | None = None
     running_problem: str | None = None
     asked: bool = False             # whether `running` was asked (only for the Retry tab and Resubmit)
+    # `hyperion-checkpoint retry --submit`'s `sizes: ...` lines for the missing shards (asked with `running`)
+    size_lines: tuple[str, ...] = ()
+    sizes_for: str | None = None    # the record (absolute) those lines are of
     stamp: tuple | None = None      # `change_stamp` just before the read: a later one that differs, a change
     # the records under the console's folders whose command names the checkpoint, newest first (None:
     # not looked for), and what the look could not do (a folder it could not list, its time up)
@@ -89,7 +93,24 @@ def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBud
     if read.coverage is None:
         return read
     running, problem = running_of(record_path, budget, stop)
-    return replace(read, running=running, running_problem=problem, asked=True)
+    lines = sizes_of(record_path, read.coverage) if running is None and problem is None else ()
+    return replace(read, running=running, running_problem=problem, asked=True, size_lines=lines,
+                   sizes_for=os.path.abspath(record_path) if record_path else None)
+
+
+def sizes_of(record_path: str | None, cov: Coverage | None) -> tuple[str, ...]:
+    """The ``sizes: ...`` lines `hyperion-checkpoint retry CKPT --submit RECORD --dry-run` prints for
+    the shards missing in `cov` (`shard_sizes`: that they last ended OUT_OF_MEMORY or TIMEOUT, and
+    what ``--mem auto`` / ``--time auto`` would ask for), never raising: () when not known. From the
+    record's ledger, asked once its tasks are known to have ended (`running_of` wrote their ends
+    there): no Slurm call of its own."""
+    if not record_path or cov is None:
+        return ()
+    try:
+        history = load_history(record_path, cached_record(record_path))
+        return tuple(shard_sizes(retry_from_coverage(cov), record_path, history=history).lines())
+    except Exception:
+        return ()
 
 
 def with_records_naming(read: CheckpointRead, dirs: list[str]) -> CheckpointRead:

@@ -51,15 +51,17 @@ class Preview:
     seconds: float = 0.0                     # how long the core took: a slow form is planned in a worker
 
 
-def confirm_question(plan: SubmitPlan) -> str:
+def confirm_question(plan: SubmitPlan, verb: str = "Submit", what: str = "task(s)") -> str:
     """The Submit confirmation's question, from the plan the preview shows: how many tasks, and for
     Slurm how many sbatch calls. `Submit to slurm?` alone hid that 100 tasks at a site limit of 40
-    go out as 3 windows, which only the preview said."""
+    go out as 3 windows, which only the preview said. The Checkpoint screen's Resubmit asks it too
+    (`Resubmit 46 shard(s) to slurm in 1 sbatch call?`): its title named the shards cut to 40
+    characters and the length of the list, `(46 characters)`, which told nothing."""
     backend, tasks = plan.options.backend, len(plan.tasks)
     if backend == "local" or not plan.windows:
-        return f"Submit {tasks} task(s) to {backend}, run here one after another?"
+        return f"{verb} {tasks} {what} to {backend}, run here one after another?"
     calls = len(plan.windows)
-    return f"Submit {tasks} task(s) to {backend} in {calls} sbatch call{'s' if calls > 1 else ''}?"
+    return f"{verb} {tasks} {what} to {backend} in {calls} sbatch call{'s' if calls > 1 else ''}?"
 
 
 def confirm_windows(plan: SubmitPlan) -> str:

@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "in every q/ under the current folder whose command names the checkpoint); submits nothing")
     retry.add_argument("--dry-run", action="store_true",
                        help="with --submit: print what would be submitted (argv, windows, script), submit nothing")
+    retry.add_argument("--mem", metavar="SIZE",
+                       help="with --submit: memory per node instead of the record's, or auto: proposed from what "
+                            "the shards used (as hyperion-jobs retry --mem auto)")
+    retry.add_argument("--time", metavar="DURATION",
+                       help="with --submit: time limit instead of the record's, or auto: twice the limit of "
+                            "TIMEOUT shards")
     retry.add_argument("--trust-record", action="store_true",
                        help="run the record's command even if another user owns it or others may write it")
     return parser
@@ -167,7 +173,8 @@ def _failed(path: str, as_json: bool) -> int:
 
 
 def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, trust: bool = False,
-           dry_run: bool = False, cfg: str | None = None, preview_record: str | None = None) -> int:
+           dry_run: bool = False, cfg: str | None = None, preview_record: str | None = None,
+           mem: str | None = None, time: str | None = None) -> int:
     if max_array_size is not None and fmt in ("ranges", "array") and record is None:
         _fail("--max-array-size", f"needs --format fields or json (--format {fmt} prints one expression without offsets)")
     if cfg is not None and record is not None:
@@ -180,9 +187,14 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
         _fail("--dry-run", "only means something with --submit RECORD (retry alone submits nothing)")
     if preview_record is not None and record is not None:
         _fail("--record", "with --submit the record is --submit's; leave --record out")
+    for flag, value in (("--mem", mem), ("--time", time)):
+        if value is not None and record is None:
+            _fail(flag, "only means something with --submit RECORD (the sizes of a resubmission; "
+                  "retry alone submits nothing)")
     if record is not None:
-        from sharding.resubmit import resubmit
-        return resubmit(path, record, max_array_size, trust=trust, dry_run=dry_run)
+        from sharding.resubmit import check_sizes, resubmit
+        mem, time = check_sizes(mem, time)          # a bad size: one line, before anything is read
+        return resubmit(path, record, max_array_size, trust=trust, dry_run=dry_run, mem=mem, time=time)
     if cfg is not None:
         from sharding.resubmit import retry_limit, site_array_limit
         max_array_size = retry_limit(max_array_size, site_array_limit(cfg))
@@ -240,7 +252,7 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "failed":
         return _failed(path, args.json)
     return _retry(path, args.format, args.max_array_size, args.submit, args.trust_record, args.dry_run,
-                  args.cfg, args.record)
+                  args.cfg, args.record, args.mem, args.time)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

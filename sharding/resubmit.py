@@ -25,6 +25,8 @@ from backends.watch.rows import LOCAL_JOB
 from backends.records.history import History, load_history
 from backends.records.record import SubmitRecord, TaskRecord, load_record, reattach_command
 from backends.records.trust import check_trusted
+from backends.retry import RetryRequest, plan_sizes, size_lines, size_option
+from backends.retry_sizes import SizeProposal
 from backends.submit.array import MAX_VALUES, ArraySpec
 # site_array_limit too: sharding's CLI reaches backends.submit only through this bridge
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, site_array_limit  # noqa: F401
@@ -88,8 +90,65 @@ def _as_int(text: str) -> int | None:
         return None
 
 
-def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = None) -> SubmitOptions:
-    """The record's options with the array restricted to ``plan.missing`` and the run exported."""
+@dataclass(frozen=True)
+class ShardSizes:
+    """The --mem / --time a resubmission asks for instead of the record's (None: the record's), what
+    ``auto`` chose and why, and what auto would ask for where the shards ran out of a size kept."""
+
+    mem: str | None = None
+    time: str | None = None
+    proposal: SizeProposal | None = None
+    advice: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        """``sizes: ...``: `hyperion-jobs retry`'s preview words (`size_lines`)."""
+        return size_lines(self.proposal, self.advice)
+
+
+def check_sizes(mem: str | None, time: str | None) -> tuple[str | None, str | None]:
+    """``--mem SIZE|auto`` and ``--time TIME|auto`` checked as `hyperion-jobs retry` checks them
+    (InputError naming the flag), before anything is read or asked."""
+    return size_option("--mem", mem), size_option("--time", time)
+
+
+def _in_runs(value: int | None, runs: Sequence[tuple[int, int]]) -> bool:
+    return value is not None and any(first <= value <= last for first, last in runs)
+
+
+def shard_sizes(retry: RetryPlan, record_path: str, mem: str | None = None, time: str | None = None,
+                history: History | None = None) -> ShardSizes:
+    """The sizes a resubmission of ``retry``'s missing shards asks for, by `hyperion-jobs retry`'s rule
+    (`plan_sizes`) over the record's rows, the rows of the missing shards being the ones rerun.
+    Without it an OUT_OF_MEMORY shard was resubmitted with the record's --mem, and ran out again.
+
+    With a size ``auto`` the rows are read as `hyperion-jobs retry` reads them (`history_status`: the
+    ledger, and one sacct for the usage it lacks); otherwise, for the advice alone, the ledger's
+    (`check_not_running` just wrote the ends Slurm told): a plan asks Slurm no more than it did.
+    InputError on the flag asked as auto when the rows cannot be read."""
+    from backends.watch.rows import history_rows
+    from backends.watch.slurm.accounting import QueryError
+    from backends.watch.targets import history_status
+
+    auto = "--mem" if mem == "auto" else "--time" if time == "auto" else None
+    try:
+        history = history if history is not None else load_history(os.path.abspath(record_path))
+        rows = history_status(history) if auto else history_rows(history, {})
+    except (InputError, QueryError) as err:
+        if auto is None:
+            raise
+        problem = err.problem if isinstance(err, InputError) else str(err)
+        raise InputError(auto, f"auto needs what the shards used, which cannot be read: {problem}; "
+                         "nothing resubmitted") from None
+    chosen = [row for row in rows if _in_runs(row.value, retry.missing_runs)]
+    request, proposal, advice = plan_sizes(rows, chosen, history, RetryRequest(mem=mem, time=time))
+    return ShardSizes(request.mem, request.time, proposal, advice)
+
+
+def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = None,
+                  sizes: ShardSizes | None = None) -> SubmitOptions:
+    """The record's options with the array restricted to ``plan.missing``, the run exported, and the
+    sizes of `sizes` in place of the record's (a --mem given drops its --mem-per-cpu, as
+    `hyperion-jobs retry --mem` does)."""
     shown = record.path if shown is None else shown
     if plan.complete:
         raise InputError("checkpoint", f"{plan.checkpoint}: every shard is complete; nothing to resubmit")
@@ -104,6 +163,10 @@ def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = Non
     _check_same_run(plan, record, base, shown)
     env = tuple(pair for pair in base.env if pair[0] not in RUN_ENV)
     env += ((RUN_ENV[0], str(plan.run.total_shards)), (RUN_ENV[1], str(plan.run.minimum_shard_index)))
+    if sizes is not None and sizes.mem is not None:
+        base = dataclasses.replace(base, mem=sizes.mem, mem_per_cpu=None)
+    if sizes is not None and sizes.time is not None:
+        base = dataclasses.replace(base, time=sizes.time)
     return dataclasses.replace(base, array=ArraySpec(_array_name(record, shown), plan.missing), env=env)
 
 
@@ -259,9 +322,11 @@ def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = N
     return prepare_from_retry(plan_retry(path, max_array_size), record_path)
 
 
-def prepare_from_retry(retry: RetryPlan, record_path: str, record: SubmitRecord | None = None) -> Resubmission:
+def prepare_from_retry(retry: RetryPlan, record_path: str, record: SubmitRecord | None = None,
+                       sizes: ShardSizes | None = None) -> Resubmission:
     """prepare_resubmit's plan from a retry already planned (the console's, from the coverage on
-    screen): reads the record unless given, and its site file, never the checkpoint again."""
+    screen): reads the record unless given, and its site file, never the checkpoint again; the
+    sizes of `sizes` (`shard_sizes`) in place of the record's."""
     if record is None:
         record = load_record(os.path.abspath(record_path))  # a bad record is an error even with nothing to do
     if retry.complete:
@@ -271,20 +336,22 @@ def prepare_from_retry(retry: RetryPlan, record_path: str, record: SubmitRecord 
     site = load_site(record.cfg)
     limit = retry_limit(retry.max_array_size, ArrayLimit(site.max_array_size, site.path))
     site = dataclasses.replace(site, max_array_size=limit)
-    plan = build_plan(site, retry_options(retry, record, record_path))
+    plan = build_plan(site, retry_options(retry, record, record_path, sizes))
     # a failure's next step, here and in the record (watch and the console name it later): this bridge again
     plan = dataclasses.replace(plan, rerun=rerun_argv(retry.checkpoint, record_path, retry.max_array_size))
     return Resubmission(retry, record, plan)
 
 
 def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None,
-             trust: bool = False, dry_run: bool = False) -> int:
+             trust: bool = False, dry_run: bool = False, mem: str | None = None, time: str | None = None) -> int:
     """Resubmit the missing shards of checkpoint ``path`` like ``record_path``; the exit status.
 
     0 when nothing is missing (nothing is submitted) or every resubmitted task
     succeeded; 1 when a task failed. Bad input raises InputError/ShardingError,
     and so does a record another user owns or others may write, unless `trust`
-    (the record says what runs, as you). `dry_run` prints the plan on stdout instead.
+    (the record says what runs, as you). `dry_run` prints the plan on stdout instead. `mem` and
+    `time` (checked: `check_sizes`; ``auto`` by `hyperion-jobs retry`'s rule) replace the record's;
+    either way the plan says when the shards ran out of a size it keeps (`shard_sizes`).
     """
     err = err or sys.stderr
     check_trusted(os.path.abspath(record_path), trust)
@@ -296,6 +363,12 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         print(printable(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted"), file=err)
         return 0
     settled = check_not_running(record_path, retry)      # dry run too: what the run would refuse, it refuses
+    sizes = shard_sizes(retry, record_path, mem, time)    # the rows of the ended tasks: the ledger's now
+    if sizes.mem is not None or sizes.time is not None:
+        prepared = prepare_from_retry(retry, os.path.abspath(record_path), prepared.record, sizes)
+        plan = prepared.plan
+        assert plan is not None and prepared.record is not None
+    said = [printable(f"  {line}") for line in sizes.lines()]     # under the line naming the command
     # The record the plan follows is (almost always) this one: Slurm is not asked again about it, by the
     # dry run or under the run's lock (where only a submission begun since is asked about)
     same = _same_file(record_path, plan.record_path)
@@ -304,7 +377,7 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     if dry_run:
         if not same:
             check_not_live(plan.record_path)   # what the run would refuse, the dry run refuses
-        print(printable(f"would resubmit {what}"))
+        print("\n".join([printable(f"would resubmit {what}"), *said]))
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
     check = _running_check(os.path.abspath(record_path), retry, settled) if same else None   # before the chdir
@@ -312,7 +385,8 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     plan = dataclasses.replace(plan, rerun=rerun)
     with working_dir(prepared.record.cwd):
         return run_plan(plan, "resubmit",
-                        lambda: print(printable(f"{PROG}: resubmitting {what}"), file=err, flush=True),
+                        lambda: print("\n".join([printable(f"{PROG}: resubmitting {what}"), *said]), file=err,
+                                      flush=True),
                         rerun=rerun, live_check=check)
 
 

@@ -765,7 +765,8 @@ def test_ctrl_r_asks_about_the_checkpoint_as_read_after_the_key(tmp_path: Path, 
             finally:
                 slow.release()
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
-            assert text_of(app.screen.query_one("#confirm-title")) == "Resubmit shards 12?"
+            assert text_of(app.screen.query_one("#confirm-title")) == \
+                "Resubmit 1 shard(s) to local, run here one after another?"
             assert " --array SHARD=12 " in text_of(app.screen.query_one("#confirm-detail Static"))
             assert text_of(screen.query_one("#retry-summary")).startswith("missing 12 ")
             await pilot.press("n")
@@ -1564,5 +1565,37 @@ def test_a_slurm_run_opened_by_its_checkpoint_alone_is_resubmitted_with_the_reco
             await pilot.press("3", "r")
             await wait_for(pilot, lambda: "every shard is complete"
                            in text_of(screen.query_one("#retry-summary")), 10)
+
+    asyncio.run(scenario())
+
+
+def test_resubmit_confirmation_counts_shards_and_sbatch_calls_and_says_the_memory_they_ran_out_of(
+        tmp_path: Path) -> None:
+    """The title was `Resubmit shards 20,48,50,...,1... (46 characters)?`: the shards cut to 40
+    characters and the length of the list. It now counts shards and sbatch calls as the Submit
+    screen does, and the dialog and the Retry tab say, in `hyperion-checkpoint retry --dry-run`'s
+    words, that the shard ran OUT_OF_MEMORY and what --mem auto would ask for."""
+    from test_checkpoint_retry_sizes import oom_run
+
+    ck, record = oom_run(tmp_path)
+    advice = ("sizes: as before; --mem auto would ask for --mem 200M: 1 task(s) OUT_OF_MEMORY; "
+              "2x the request 100M (1.5x the largest MaxRSS 90M is less)")
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, checkpoint=ck, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(200, 50), message_hook=seen.append) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            await _show_tab(pilot, "tab-retry")
+            await wait_for(pilot, lambda: advice in text_of(screen.query_one("#retry-commands")), 10)
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            assert text_of(app.screen.query_one("#confirm-title")) == "Resubmit 1 shard(s) to slurm in 1 sbatch call?"
+            detail = text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
+            assert "shards:  2" in detail and detail[-1] == advice, detail
+            await pilot.press("n")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen) and not posted(seen, ResubmitRequested)
 
     asyncio.run(scenario())

@@ -119,7 +119,7 @@ def test_resubmit_confirmation_fits_a_split_pane(tmp_path: Path, size: tuple[int
             await checkpoint_read(pilot)
             await pilot.press("ctrl+r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
-            await assert_confirmation_fits(pilot, "Resubmit shards 11-12?")
+            await assert_confirmation_fits(pilot, "Resubmit 2 shard(s) to local")
             await pilot.press("escape")
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)

@@ -24,7 +24,7 @@ def test_demo_binary_in_tmux(tmp_path: Path, cli_env: dict[str, str]) -> None:
         term.keys("Right", "Right")
         term.wait_for_text("missing 11-12", "11-12 0 1 12")
         term.keys("C-r")
-        term.wait_for_text("Resubmit shards 11-12?")
+        term.wait_for_text("Resubmit 2 shard(s) to local")
         term.keys("y")
         text = term.wait_for_text("COMPLETED 12", "100%", timeout=60)   # attempt 2: every value
         assert "shard.SHARD.submit.json" in text

@@ -546,3 +546,59 @@ def test_a_retry_runs_tasks_with_the_memory_they_had_not_an_other_retrys(
     assert (tasks[2]["attempt"], tasks[2]["req_mem_bytes"]) == (3, 100 * 1024 ** 2), tasks[2]
     history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
     assert [a["overrides"].get("mem") for a in history["attempts"]] == [None, "600M", "100M"]
+
+
+T_PY = """import sys, time
+from sharding.store import Checkpoint, RunConfig
+checkpoint, shard = sys.argv[2], int(sys.argv[3])      # t.py --checkpoint ckpt S
+run = RunConfig(1, 2)
+store = Checkpoint(checkpoint)
+store.ensure_run(run)
+x = b'\\1' * ((150 if shard == 1 else 10) << 20)
+time.sleep(2)
+store.write_completion(shard, run)
+"""
+
+
+def test_a_sharded_run_whose_shard_ran_out_of_memory_is_resubmitted_with_mem_auto_until_complete(
+        enforced_memory, test_site, tmp_path, cli_env) -> None:
+    """A user's session: a checkpoint recipe of 2 shards, shard 1 needs 150 MB under the site's 100M.
+    `hyperion-checkpoint retry --submit` had no --mem: it reran the shard with 100M, ran out again and
+    named itself as the next step, a loop. Now the dry run says the shard ran out of memory, the
+    rerun line asks for --mem auto, and pasted, it completes the checkpoint."""
+    import shlex
+
+    (tmp_path / "t.py").write_text(T_PY)
+    done, _ = submit(test_site, tmp_path, cli_env, "--mem", "100M", "--array", "S=1:2",
+                     "--output-file", "log/t.S.log", "--", "python", "t.py", "--checkpoint", "ckpt", "S")
+    record = tmp_path / "log" / "q" / "t.S.submit.json"
+    assert done.returncode == 1 and "OUT_OF_MEMORY" in done.stderr, done.stderr
+    assert done.stderr.rstrip().endswith(f"rerun only those with: hyperion-jobs retry {record} --mem auto"), done.stderr
+    status_json(record, cli_env, 2)      # accounting has the shards' usage
+
+    plan = run_cli("hyperion-checkpoint", "retry", "ckpt", "--submit", "log/q/t.S.submit.json", "--dry-run",
+                   cwd=tmp_path, env=cli_env)
+    assert plan.returncode == 0, plan.stderr
+    assert plan.stdout.splitlines()[0].startswith("would resubmit 1 of 2 shard(s) (1) in "), plan.stdout
+    assert plan.stdout.splitlines()[1].startswith(
+        "  sizes: as before; --mem auto would ask for --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request 100M"), \
+        plan.stdout
+
+    # as before (the user's first try): out of memory again, and the next step asks for more memory
+    again = run_cli("hyperion-checkpoint", "retry", "ckpt", "--submit", "log/q/t.S.submit.json", cwd=tmp_path,
+                    env=cli_env, timeout=300)
+    assert again.returncode == 1 and "OUT_OF_MEMORY" in again.stderr, again.stderr
+    assert "  sizes: as before; --mem auto would ask for --mem 200M" in again.stderr, again.stderr
+    command = f"hyperion-checkpoint retry {tmp_path / 'ckpt'} --submit {record} --mem auto"
+    assert again.stderr.rstrip().endswith(f"rerun only those with: {command}"), again.stderr
+    status_json(record, cli_env, 2)
+    watched = run_cli("hyperion-jobs", "watch", str(record), env=cli_env)     # told later: the same command
+    assert watched.stdout.rstrip().endswith(f"rerun only those with: {command}"), watched.stdout
+
+    pasted = run_cli(*shlex.split(command), cwd=tmp_path, env=cli_env, timeout=300)
+    assert pasted.returncode == 0, pasted.stderr
+    assert "  sizes: --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request 100M" in pasted.stderr, pasted.stderr
+    assert " --mem 200M " in pasted.stderr.splitlines()[0], pasted.stderr
+    assert run_cli("hyperion-checkpoint", "retry", "ckpt", cwd=tmp_path, env=cli_env).stdout == ""
+    shown = run_cli("hyperion-checkpoint", "show", "ckpt", "--json", cwd=tmp_path, env=cli_env)
+    assert json.loads(shown.stdout)["counts"]["complete"] == 2, shown.stdout

@@ -51,6 +51,7 @@ from ..checkpoint_read import (
     read_checkpoint,
     read_named_checkpoint,
     running_of,
+    sizes_of,
     with_records_naming,
     with_running,
 )
@@ -59,6 +60,7 @@ from ..launch import launch, sbatch_teller
 from ..messages import CheckpointLoaded, ResubmitRequested, Submitted
 from ..record_cache import cached_record
 from ..pacing import LookPacer
+from ..preview import confirm_question
 from ..sbatch_env import ignored_sbatch_line
 from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
@@ -91,8 +93,11 @@ def _reset_windows(windows: DataTable) -> None:
         windows.add_column(column, key=column)
 
 
-def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str | None) -> str:
-    """What Resubmit will run, where, and whose record says so: plain text, every part escaped."""
+def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str | None,
+                      size_lines: tuple[str, ...] = ()) -> str:
+    """What Resubmit will run, where, and whose record says so, and (`size_lines`) the sizes the
+    shards ran out of that it keeps, in `hyperion-checkpoint retry --dry-run`'s words: plain text,
+    every part escaped."""
     plan, record = prepared.plan, prepared.record
     assert plan is not None and record is not None
     lines = []
@@ -102,9 +107,11 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
     ignored = ignored_sbatch_line(plan.options.backend)
     lines += [ignored] if ignored else []
     lines += [f"record:  {printable(record_path)}",
+              f"shards:  {printable(_cut(prepared.retry.expression))}",
               f"runs in: {printable(record.cwd)}",
               f"command: {printable(shlex.join(plan.argv))}"]
     lines += [f"sbatch:  {printable(shlex.join(window.sbatch_argv))}" for window in plan.windows[:MAX_WINDOW_ROWS]]
+    lines += [printable(line) for line in size_lines]
     return "\n".join(lines)
 
 
@@ -224,6 +231,8 @@ class CheckpointScreen(ConsoleScreen):
         self.coverage: Coverage | None = None     # the read on screen: the Retry tab plans from it
         self.running: StillRunning | None = None  # the record's tasks not ended at that read (Resubmit refuses)
         self.running_problem: str | None = None
+        # the `sizes: ...` lines of `retry --submit RECORD --dry-run` for the record (absolute) they are of
+        self.sizes: tuple[str | None, tuple[str, ...]] = (None, ())
         # whether Slurm was asked about the record for the read on screen: only for the Retry tab and
         # Resubmit (every read asked, each `r` on the Coverage tab one more sacct+squeue)
         self._running_asked = False
@@ -477,6 +486,7 @@ class CheckpointScreen(ConsoleScreen):
             self.coverage, self._shown_read = read.coverage, read
             self._shown_at = self._read_at        # a later read that fails leaves this one shown
             self.running, self.running_problem = read.running, read.running_problem
+            self.sizes = (read.sizes_for, read.size_lines)
             self._running_asked = read.asked
             self.show_coverage(read)
             if not read.asked and self._running_needed():   # the Retry tab was opened during the read
@@ -530,6 +540,7 @@ class CheckpointScreen(ConsoleScreen):
         self._shown_read = None
         self.query_one("#ckpt-changed", Static).display = False     # no read shown: none out of date
         self.running, self.running_problem, self._running_asked = None, None, False
+        self.sizes = (None, ())
         self._stop_asking()
 
     def _running_needed(self) -> bool:
@@ -567,16 +578,24 @@ class CheckpointScreen(ConsoleScreen):
     def ask_running_in_worker(self, record: str) -> None:
         worker = get_current_worker()
         running, problem = running_of(record, self.app.query_budget, worker.cancelled_event)
+        lines = sizes_of(record, self.coverage) if running is None and problem is None else ()
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._show_running, worker, running, problem)
+            self.app.call_from_thread(self._show_running, worker, running, problem, (record, lines))
 
     @guarded
-    def _show_running(self, worker: Worker, running: StillRunning | None, problem: str | None) -> None:
+    def _show_running(self, worker: Worker, running: StillRunning | None, problem: str | None,
+                      sizes: tuple[str | None, tuple[str, ...]] = (None, ())) -> None:
         if worker is not self._asking:        # a read or another ask since: theirs is shown
             return
         self._asking = None
         self.running, self.running_problem, self._running_asked = running, problem, True
+        self.sizes = sizes
         self.refresh_retry()
+
+    def size_lines(self, record_path: str) -> tuple[str, ...]:
+        """The `sizes: ...` lines asked for `record_path` (the CLI's words), () for another record."""
+        asked, lines = self.sizes
+        return lines if asked == os.path.abspath(record_path) else ()
 
     def show_coverage(self, read: CheckpointRead) -> None:
         cov = read.coverage
@@ -767,6 +786,9 @@ class CheckpointScreen(ConsoleScreen):
         for window in submit_plan.windows:
             text.append_text(shown(f"\n  {shlex.join(window.sbatch_argv)}", "dim", layout=True))
         text.append("\n")
+        for line in self.size_lines(record_text):        # the shards ran out of a size kept: say so
+            text.append_text(shown(f"  {line}", "yellow"))
+            text.append("\n")
         return text
 
     def records_found_text(self, record_text: str) -> Text:
@@ -863,8 +885,9 @@ class CheckpointScreen(ConsoleScreen):
                                                     plan.max_array_size))
                 self.run_resubmit(record_path, plan.max_array_size, confirmed)
 
-        self.app.push_screen(ConfirmScreen(f"Resubmit shards {_cut(plan.expression, 40)}?",
-                                           confirmation_text(prepared, record_path, untrusted),
+        self.app.push_screen(ConfirmScreen(confirm_question(prepared.plan, "Resubmit", "shard(s)"),
+                                           confirmation_text(prepared, record_path, untrusted,
+                                                             self.size_lines(record_path)),
                                            yes="Resubmit"), answered)
 
     @work(thread=True, exclusive=True, group="resubmit", exit_on_error=False)

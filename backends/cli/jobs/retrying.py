@@ -10,10 +10,10 @@ from backends.errors import InputError
 from backends.launch import run_plan, working_dir
 from backends.printable import printable
 from backends.records.trust import check_trusted
-from backends.retry import AUTO, RetryPlan, RetryRequest, describe_retry, parse_states, plan_retry
+from backends.retry import RetryPlan, RetryRequest, describe_retry, parse_states, plan_retry, size_option
 from backends.submit.array import parse_values
 from backends.submit.plan import describe_plan
-from backends.submit.resources import check_count, check_memory, check_time
+from backends.submit.resources import check_count, check_memory
 from backends.watch.targets import history_of, history_status, resolve
 
 
@@ -30,9 +30,9 @@ def request_of(args: argparse.Namespace) -> RetryRequest:
         states=parse_states(args.state) if args.state is not None else None,
         values=_values(args.values) if args.values is not None else None,
         num_threads=None if args.num_threads is None else check_count("--num-threads", args.num_threads, minimum=1),
-        mem=AUTO if args.mem == AUTO else check_memory("--mem", args.mem),
+        mem=size_option("--mem", args.mem),
         mem_per_cpu=check_memory("--mem-per-cpu", args.mem_per_cpu),
-        time=AUTO if args.time == AUTO else check_time("--time", args.time),
+        time=size_option("--time", args.time),
         max_jobs_run=None if args.max_jobs_run is None else check_count("--max-jobs-run", args.max_jobs_run,
                                                                          minimum=1))
 
