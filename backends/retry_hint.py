@@ -41,9 +41,6 @@ def auto_sizes(ended: Iterable[str]) -> tuple[str, ...]:
     return tuple(part for flag in ran_out_of(ended) for part in (flag, "auto"))
 
 
-SIZE_FLAGS = ("--mem", "--time")
-
-
 def with_auto_sizes(argv: Sequence[str], ended: Iterable[str]) -> tuple[str, ...]:
     """`argv` (a launcher's own rerun command: `hyperion-checkpoint retry CKPT --submit RECORD`) asking
     for more of what the states `ended` ran out of (`auto_sizes`): the bridge's rerun line named the
