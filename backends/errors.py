@@ -6,6 +6,8 @@ ShardingError derives from `FieldError` too, so every face shows both the same w
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class FieldError(ValueError):
     """Bad input named by its field; CLIs print it as one line and exit 2."""
@@ -54,6 +56,28 @@ def check_working_dir() -> None:
     except OSError as err:
         raise InputError("working directory", f"cannot be reached ({err.strerror or err}): it was deleted "
                          "or moved; cd to a folder that exists") from None
+
+
+def refuse_dash_values(tokens: Sequence[str]) -> None:
+    """InputError naming the option given ``--`` as its value (``--env=--``, ``-n=--``, ``-n--``).
+
+    argparse (3.11, and jsonargparse on it) drops a ``--`` it reads as an option's value and
+    hands the option an empty list, past its type and choices checks: a traceback later
+    (``--limit=--``), or a wrong run (``--output-file=--`` planned its log as ``./[]``). Checked
+    on the tokens, before any parser, so that every option of every CLI is covered alike; only
+    the options: after a bare ``--`` come positional arguments or hyperion-submit's command.
+    """
+    for token in tokens:
+        if token == "--":
+            return
+        if token.startswith("--"):
+            name, sep, value = token.partition("=")
+            if sep and value == "--":
+                raise InputError(name, "'--' is not a value")
+        elif token.startswith("-") and token.endswith("--"):   # -n=-- and -n-- (also -fn--: -n's)
+            head = token[:-2].removesuffix("=")
+            if len(head) >= 2:
+                raise InputError(f"-{head[-1]}", "'--' is not a value")
 
 
 def discard_output(stream: object) -> None:

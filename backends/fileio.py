@@ -95,6 +95,20 @@ def _os_reason(err: OSError) -> str:
     return err.strerror or str(err)
 
 
+def directory_problem(path: str | Path) -> str | None:
+    """Why `path` is no directory (``no such directory: PATH``, ``not a directory: PATH`` or
+    ``cannot read PATH: <reason>``), None when it is one. One stat, not Path.exists()/is_dir():
+    Python 3.11's pathlib swallows only ENOENT, ENOTDIR, EBADF and ELOOP, so a name too long
+    (ENAMETOOLONG) raised out of them as a traceback."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):   # ValueError: a NUL byte
+        return f"no such directory: {path}"
+    except OSError as err:
+        return f"cannot read {path}: {_os_reason(err)}"
+    return None if stat.S_ISDIR(info.st_mode) else f"not a directory: {path}"
+
+
 def _size_text(size: int) -> str:
     """`size` in bytes, KiB or MiB to one decimal, rounded up: rounded down, a file just over a
     1 MiB cap was "1 MiB, larger than the 1 MiB allowed"."""

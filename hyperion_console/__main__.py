@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from backends.errors import FieldError, InputError, check_working_dir
@@ -34,6 +33,7 @@ def check_args(args: argparse.Namespace) -> None:
     notifications; at start-up the user gets one line and exit 2 instead of an
     empty screen.
     """
+    from backends.fileio import directory_problem
     from backends.watch.targets import record_file
     from sharding.store import Checkpoint
 
@@ -50,9 +50,9 @@ def check_args(args: argparse.Namespace) -> None:
     if args.demo and (args.checkpoint or args.record):
         raise InputError("--demo", "builds its own checkpoint and record; leave out --checkpoint/--record")
     if args.cfg_dir is not None:
-        cfg = Path(args.cfg_dir)
-        if not cfg.is_dir():
-            raise InputError("--cfg-dir", f"{'not a directory' if cfg.exists() else 'no such directory'}: {cfg}")
+        problem = directory_problem(args.cfg_dir)   # Path.is_dir() raised for a name too long
+        if problem is not None:
+            raise InputError("--cfg-dir", problem)
     if args.checkpoint:
         store = Checkpoint(args.checkpoint)
         store.require_dir("--checkpoint")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.fileio import directory_problem
 from sharding.errors import ShardingError
 
 
@@ -29,8 +30,9 @@ def list_sources(input_dir: str | Path, pattern: str = "*.jsonl", files_per_part
     if files_per_partition <= 0:
         raise ShardingError("--files-per-partition", f"must be a positive integer, got {files_per_partition}")
     root = Path(input_dir)
-    if not root.is_dir():
-        raise ShardingError("--input", f"not a directory: {root}")
+    problem = directory_problem(root)   # Path.is_dir() raised for a name too long
+    if problem is not None:
+        raise ShardingError("--input", problem)
     files = sorted((p for p in root.glob(pattern) if p.is_file()), key=lambda p: p.name)
     return tuple(SourceTask(task_id_for(i), tuple(files[start:start + files_per_partition]))
                  for i, start in enumerate(range(0, len(files), files_per_partition)))

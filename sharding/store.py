@@ -39,7 +39,7 @@ from pathlib import Path
 from threading import Event
 from typing import Any, Mapping
 
-from backends.fileio import UnreadableFile, kind_of_mode, read_bounded_stat, umask_mode
+from backends.fileio import UnreadableFile, directory_problem, kind_of_mode, read_bounded_stat, umask_mode
 from backends.printable import printable
 from sharding.errors import ReadStopped, ShardingError
 
@@ -373,10 +373,9 @@ class Checkpoint:
 
     def require_dir(self, field: str = "PATH") -> None:
         """A checkpoint given by a user must be an existing directory (a typo is not "run.json missing")."""
-        if not self.path.exists():
-            raise ShardingError(field, f"no such directory: {self.path}")
-        if not self.path.is_dir():
-            raise ShardingError(field, f"not a directory: {self.path}")
+        problem = directory_problem(self.path)   # a name too long is said, not a traceback
+        if problem is not None:
+            raise ShardingError(field, problem)
 
     def _go_on(self) -> None:
         """ReadStopped once the caller's stop event is set (looked at once per file or folder)."""

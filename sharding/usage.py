@@ -10,6 +10,7 @@ import argparse
 import sys
 from typing import NoReturn
 
+from backends.errors import FieldError, refuse_dash_values
 from backends.printable import printable
 
 
@@ -44,3 +45,13 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(self.prog.split()[0], *usage_error(message))
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        """argparse's, after refusing an option given ``--`` (`refuse_dash_values`): argparse
+        would hand it an empty list past its type and choices checks."""
+        tokens = sys.argv[1:] if args is None else list(args)
+        try:
+            refuse_dash_values(tokens)
+        except FieldError as err:
+            fail(self.prog.split()[0], err.field, err.problem)
+        return super().parse_known_args(tokens, namespace)

@@ -119,6 +119,24 @@ def _quoted(text: str, limit: int = 60) -> str:
     return f"'{shown}'" + (f" ({len(text)} characters)" if len(text) > limit else "")
 
 
+_DASH_RANGE = re.compile(r"\s*([0-9]{1,18})\s*-\s*([0-9]{1,18})\s*\Z")
+_STEP = re.compile(r"[^:]*:[^:]*:")
+
+
+def _check_spelling(part: str, whole: str, field: str, separators: str) -> None:
+    """How to write a range given in another spelling: the tools print values as 1-3,7 (Slurm's
+    way), and Slurm's 1-10:3 steps; --array takes START:END only, so say how, not "endpoints must
+    be positive integers, got '1-3'"."""
+    form = "NAME=START:END[,START:END...]" if field == FIELD else "START:END[,START:END...]"
+    dash = _DASH_RANGE.match(part)
+    if dash and "-" not in separators:
+        raise InputError(field, f"{_quoted(whole)}: write the range {dash[1]}-{dash[2]} as "
+                         f"{dash[1]}:{dash[2]} ({form})")
+    if _STEP.match(part) or (dash is None and "-" in part and ":" in part):
+        raise InputError(field, f"{_quoted(whole)}: steps are not supported: {_quoted(part.strip())} "
+                         f"names every few values; list them, or give whole ranges ({form})")
+
+
 def parse_array(text: str) -> ArraySpec:
     """Parse ``NAME=START:END`` (or a comma list of ranges and single values)."""
     name, sep, body = text.partition("=")
@@ -135,6 +153,7 @@ def parse_values(body: str, field: str = FIELD, separators: str = ":", whole: st
     whole = body if whole is None else whole
     values: set[int] = set()
     for part in body.split(","):
+        _check_spelling(part, whole, field, separators)
         lo, sep, hi = part.partition(next((s for s in separators if s in part), separators[0]))
         start = _endpoint(lo.strip(), whole, field)
         end = _endpoint(hi.strip(), whole, field) if sep else start

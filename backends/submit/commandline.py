@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backends.errors import InputError
+from backends.errors import InputError, refuse_dash_values
 from backends.printable import cut, printable, quoted
 from backends.submit.array import MAX_VALUES, SHELL_NAME, parse_array
 from backends.submit.config import KEYS, SiteConfig, load_site_text
@@ -91,11 +91,16 @@ def _parser():
     return parser
 
 
-def _parse(parser, tokens: list[str]):
+def _parse(parser, tokens: list[str], cfg_field: str = "cfg"):
+    """jsonargparse's parse; its error as one InputError. `cfg_field`: how an error of the site text
+    is named (the merged pass's text is the site file's, which the user gave as --cfg)."""
     try:
         return parser.parse_args(tokens)
     except (argparse.ArgumentError, SystemExit, ValueError, TypeError) as err:
-        raise _input_error(str(err), tokens) from None
+        error = _input_error(str(err), tokens)
+        if error.field in ("cfg", "--cfg") and cfg_field != error.field:
+            raise InputError(cfg_field, error.problem) from None
+        raise error from None
 
 
 def _dash_value(field: str, tokens: list[str]) -> str | None:
@@ -157,6 +162,7 @@ def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitReque
     a --cfg that is a pipe is refused at once (the console, whose form lists files, re-reads it
     at every key: a FIFO waited 10 s each time)."""
     head, command = split_command(argv)
+    refuse_dash_values(head)                  # the options only: the command's own argv is its own
     if not head or head[0] not in BACKENDS:
         got = quoted(head[0]) if head else "nothing"
         raise InputError("backend", f"expected 'local' or 'slurm' first, got {got}")
@@ -169,7 +175,9 @@ def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitReque
     # read twice, and a file may change between two reads.
     # The comment keeps jsonargparse from reading a one-key text with an empty value ("mem:")
     # as a file path ('File does not exist: mem:'); it parses the same YAML otherwise.
-    merged = _parse(parser, ["--cfg", "# site file\n" + text] + rest)   # YAML defaults under the command line
+    # A BOM is dropped as YAML drops it at the start of a stream: after the comment it was a stray
+    # character ("did not find expected <document start>" for a file load_site had accepted).
+    merged = _parse(parser, ["--cfg", "# site file\n" + text.removeprefix("\ufeff")] + rest, cfg_field="--cfg")
     # Checked in the order of the console's form, top down, the missing log path and command
     # last: a bad --num-gpus was hidden behind "no command after '--'" until the form was complete.
     num_gpus = check_count("--num-gpus", merged.num_gpus if merged.num_gpus is not None else site.num_gpus, minimum=0, maximum=MAX_GPUS)

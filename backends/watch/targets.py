@@ -49,6 +49,26 @@ Key = tuple[str, "int | None"]
 # Bounded: int() refuses 4300+ digits. No job is 0 (squeue refused it: "squeue failed", exit 1), and
 # 007 is not how Slurm or a record spells job 7.
 _JOB = re.compile(r"^([1-9][0-9]{0,17})(?:_([0-9]{1,18}))?$")
+# What Slurm can hold, verified on Slurm 22.05: squeue refuses a job id above 2**31 - 1 ("Invalid job
+# id"), and scontrol wrapped 4294967296 into another job (logs named its log). Local ids stay below
+# 2**26 (MaxJobId); a federation's ids set bits above them, still within 2**31 - 1 for squeue. An
+# array task id is below MaxArraySize, which Slurm caps at 4000001.
+MAX_JOB_ID = 2**31 - 1
+MAX_TASK_ID = 4_000_000
+
+
+def _job_match(text: str, field: str) -> re.Match[str] | None:
+    """`_JOB`'s match of a job id or JOB_TASK, or None for anything else; an id Slurm cannot hold is
+    refused here, before any Slurm command is asked about it (or answers for another job)."""
+    match = _JOB.match(text)
+    if match is None:
+        return None
+    if int(match.group(1)) > MAX_JOB_ID:
+        raise InputError(field, f"{text!r}: job ids go up to {MAX_JOB_ID}; Slurm holds no job {match.group(1)}")
+    if match.group(2) is not None and int(match.group(2)) > MAX_TASK_ID:
+        raise InputError(field, f"{text!r}: array task ids go up to {MAX_TASK_ID} (Slurm's largest "
+                         f"MaxArraySize is {MAX_TASK_ID + 1}); no job has task {match.group(2)}")
+    return match
 
 
 
@@ -127,7 +147,7 @@ def _some(text: str, folder: Path, found: list[Path]) -> str:
 
 def resolve(text: str, field: str = "JOB|RECORD") -> Target:
     """``1234``, ``1234_5`` or a path to a ``.submit.json`` (or a dir holding one)."""
-    match = _JOB.match(text)
+    match = _job_match(text, field)
     if match:
         task = match.group(2)
         return Target(None, match.group(1), int(task) if task is not None else None)
@@ -394,7 +414,7 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
     For a record, the task of the newest attempt that ran VALUE, or of attempt
     `attempt`; a log a later rerun moved aside is read where it was moved.
     """
-    match = _JOB.match(text)
+    match = _job_match(text, "TASK")
     if match:
         if attempt is not None:
             raise InputError("--attempt", "a job id names its attempt already; use RECORD:VALUE --attempt N")

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from backends.errors import InputError
+from backends.errors import InputError, refuse_dash_values
 
 PROG = "hyperion-jobs"
 DESCRIPTION = "hyperion-jobs: list, status, watch, logs and cancel Slurm (and local) submissions."
@@ -19,6 +20,13 @@ class _Parser(argparse.ArgumentParser):
         if problem == "required" and field == "COMMAND" and commands:   # say which, as for an invalid one
             problem += f" (choose from {', '.join(repr(name) for name in commands[0])})"
         raise InputError(field, problem)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        """argparse's, after refusing an option given ``--`` (`refuse_dash_values`): argparse
+        would hand it an empty list past its type and choices checks (--limit=-- traced back)."""
+        tokens = sys.argv[1:] if args is None else list(args)
+        refuse_dash_values(tokens)
+        return super().parse_known_args(tokens, namespace)
 
 
 def _field_problem(message: str) -> tuple[str, str]:
