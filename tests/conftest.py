@@ -134,6 +134,20 @@ def kill_groups(*groups: int | None) -> None:
             pass
 
 
+def group_members(pgid: int) -> list[str]:
+    """The pids of group `pgid` still running, from /proc: zombies aside (killpg(pgid, 0) counts an
+    orphan that died but that PID 1 has not reaped yet)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if entry.name.isdigit() and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+            found.append(entry.name)
+    return found
+
+
 def make_fifo(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(path)

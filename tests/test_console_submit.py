@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import group_members, kill_groups, run_cli
 from test_console_fixtures import notifications, one_read, posted, table_column, wait_for
 
 from backends.errors import InputError
@@ -269,6 +269,38 @@ def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path:
     assert not (tmp_path / "pid.2").exists()
     code = 128 + (signal.SIGINT if task_obeys else signal.SIGKILL)
     assert _local_states(tmp_path, "q", cli_env) == {1: ("FAILED", code), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
+
+
+def test_stop_and_quit_waits_for_the_tasks_background_jobs_and_records_what_the_task_returned(
+        tmp_path: Path, cli_env) -> None:
+    """A task that traps Ctrl-C, saves and exits 3, leaving `sleep 30 &` (a shell's background job
+    ignores SIGINT): "Stop and quit" ended the console as the script exited and the sleep ran on,
+    orphaned. Now the console waits for the task's whole group (its 10 s, or q again: SIGKILL), and
+    records 3 as hyperion-submit does."""
+    script = (f"trap 'echo saving; exit 3' INT; echo $$ > {tmp_path}/pid.JOB; sleep 30 & "
+              "while :; do sleep 0.1; done")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _local_run_started(app, pilot, tmp_path, "b", 2, script)
+            await pilot.pause(0.3)
+            await pilot.press("escape", "q")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: "saving" in (tmp_path / "log" / "b.1.log").read_text(), 5)
+            await pilot.pause(0.5)
+            assert app.is_running and app.local_runs.active(), "the console ended while `sleep 30 &` runs on"
+            await pilot.press("q")                       # q again: SIGKILL now
+            await wait_for(pilot, lambda: not app.local_runs.active(), 15)
+
+    try:
+        asyncio.run(scenario())
+        assert group_members(int((tmp_path / "pid.1").read_text())) == [], \
+            "the task's background job runs on after the console quit"
+    finally:
+        kill_groups(int((tmp_path / "pid.1").read_text()))
+    assert _local_states(tmp_path, "b", cli_env) == {1: ("FAILED", 3), 2: ("NOT_RUN", None)}
 
 
 def test_the_quit_dialog_offers_no_retry_once_the_runs_site_file_is_gone(tmp_path: Path) -> None:

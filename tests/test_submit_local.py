@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SITE, kill_groups, run_cli
+from conftest import TEST_SITE, group_members, kill_groups, run_cli
 
 from backends.logheader import parse_ended
 from backends.records.record import load_record
@@ -223,7 +223,8 @@ def test_a_second_interrupt_kills_a_task_that_ignores_the_first(tmp_path, cli_en
         kill_groups(group)
         runner.kill()
         runner.wait()
-    assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("FAILED", 130)}
+    # what it died of, SIGKILL (as the console records it), while hyperion-submit exits 130 for the Ctrl-C
+    assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("FAILED", 137)}
 
 
 def test_a_second_hangup_does_not_cut_the_tasks_grace_short(tmp_path, cli_env):
@@ -290,6 +291,107 @@ def test_a_hangup_whose_terminal_is_gone_still_exits_129(tmp_path, cli_env):
         runner.wait()
     assert runner.returncode == 129
     assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: ("FAILED", None)}
+
+
+def _a_run_stopped_with_ctrl_c(tmp_path: Path, cli_env: dict, script: str) -> tuple[subprocess.Popen, int]:
+    """hyperion-submit local (SIGINT at its default, as from a terminal) of a 2-task sh array running `script`
+    after it wrote its process group to `pg`; Ctrl-C once that is there: (the runner, the task's group)."""
+    runner = subprocess.Popen(["hyperion-submit", "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                               "--output-file", "t.JOB.log", "--", "sh", "-c", f"echo $$ > pg; {script}"],
+                              cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    marker = tmp_path / "pg"
+    if not _until(lambda: marker.exists() and marker.read_text().strip()):
+        runner.kill()
+        raise AssertionError("the task never started")
+    time.sleep(0.3)                        # its background job started
+    runner.send_signal(signal.SIGINT)
+    return runner, int(marker.read_text())
+
+
+def test_ctrl_c_ends_the_tasks_background_jobs_before_it_records_the_task(tmp_path, cli_env):
+    """A recipe's `cmd &` ignores SIGINT (a POSIX shell's background job): Ctrl-C ended the script,
+    hyperion-submit said the task ended (FAILED 130) and `sleep 30` ran on, orphaned, writing into
+    the log after its footer. Now the runner waits for the whole group (10 s, or a second Ctrl-C:
+    SIGKILL), and returns only once nothing of the task runs."""
+    runner, group = _a_run_stopped_with_ctrl_c(tmp_path, cli_env, "sleep 30 & wait")
+    try:
+        time.sleep(1)
+        assert runner.poll() is None, "hyperion-submit ended while its task's `sleep 30 &` runs on"
+        assert group_members(group), "the background job is gone already: nothing was tested"
+        runner.send_signal(signal.SIGINT)   # Ctrl-C again: SIGKILL now
+        _, err = runner.communicate(timeout=10)
+        assert runner.returncode == 130 and "Traceback" not in err, err
+        assert group_members(group) == [], "the task's background job runs on after hyperion-submit returned"
+    finally:
+        kill_groups(group)
+        if runner.poll() is None:
+            runner.kill()
+        runner.wait()
+    assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == 130   # sh, killed by SIGINT
+    assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {1: ("FAILED", 130), 2: ("NOT_RUN", None)}
+
+
+def test_ctrl_c_gives_the_tasks_background_jobs_their_grace_to_clean_up(tmp_path, cli_env):
+    """A background worker that saves its state on SIGINT (1 s) was cut off: the runner returned when
+    the shell ended. Now it finishes, and the run returns after it, without waiting the whole 10 s."""
+    done = tmp_path / "saved"
+    worker = (f"import signal, sys, time\ndef save(*_):\n    time.sleep(1); open({str(done)!r}, 'w').close(); "
+              "sys.exit(0)\nsignal.signal(signal.SIGINT, save)\ntime.sleep(30)\n")
+    runner, group = _a_run_stopped_with_ctrl_c(tmp_path, cli_env, f"{shlex.quote(PY)} -c {shlex.quote(worker)} & wait")
+    try:
+        _, err = runner.communicate(timeout=10)
+        assert group_members(group) == [], "the task's background worker runs on after hyperion-submit returned"
+    finally:
+        kill_groups(group)
+        if runner.poll() is None:
+            runner.kill()
+        runner.wait()
+    assert runner.returncode == 130 and done.exists(), err
+
+
+def test_what_a_task_leaves_running_is_killed_before_its_end_is_recorded_and_the_next_task_starts(
+        tmp_path, cli_env):
+    """The task's shell ends, its `( ... ) &` runs on: the task was recorded COMPLETED and the next one
+    started beside it, the late output landing after the log's footer. As slurmstepd at a step's
+    end, what is left of the task's group is killed (SIGKILL) before its end is written."""
+    script = ("for f in bg.*; do [ -f \"$f\" ] && echo \"$f: $(cut -d' ' -f3 /proc/$(cat $f)/stat 2>/dev/null)\"; "
+              "done; (sleep 3; echo late JOB) & echo $! > bg.JOB; echo leader done")
+    started = time.monotonic()
+    result = submit(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "t.JOB.log", "--", "sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 3, "the run waited for the background job instead of ending it"
+    # task 2 saw task 1's leftover gone (no process, or a zombie nobody reaped yet)
+    assert re.search(r"^bg\.1: Z?$", (tmp_path / "t.2.log").read_text(), re.M), (tmp_path / "t.2.log").read_text()
+    time.sleep(3.5)                        # the leftovers' `echo late` would have run by now
+    for value in (1, 2):
+        lines = (tmp_path / f"t.{value}.log").read_text().splitlines()
+        assert lines[-2] == "leader done" and parse_ended(lines[-1])[0] == 0, lines   # the footer is the last line
+    assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {1: ("COMPLETED", 0), 2: ("COMPLETED", 0)}
+
+
+@pytest.mark.parametrize("signum, trap, recorded", [
+    (signal.SIGINT, "trap 'echo saving; exit 3' INT", ("FAILED", 3)),
+    (signal.SIGTERM, "trap 'echo saving; exit 3' TERM", ("FAILED", 3)),
+    (signal.SIGINT, "trap 'echo saving; exit 0' INT", ("COMPLETED", 0)),
+], ids=["ctrl-c-exit-3", "sigterm-exit-3", "ctrl-c-exit-0"])
+def test_a_task_that_handles_the_stop_is_recorded_with_the_code_it_ended_with(tmp_path, cli_env, signum, trap,
+                                                                              recorded):
+    """A task that traps Ctrl-C, saves and exits 3 was recorded 130 by hyperion-submit (footer
+    `# Ended (code 130)`) and 3 by the console. Both now record what it returned (130 or 143 only
+    when the signal killed it); hyperion-submit itself still exits 128 + N."""
+    runner, group = _trapping_run(tmp_path, cli_env, trap)
+    try:
+        runner.send_signal(signum)
+        _, err = runner.communicate(timeout=10)
+    finally:
+        kill_groups(group)
+        if runner.poll() is None:
+            runner.kill()
+        runner.wait()
+    assert runner.returncode == 128 + signum and "Traceback" not in err, err
+    lines = (tmp_path / "t.log").read_text().splitlines()
+    assert lines[-2] == "saving" and parse_ended(lines[-1])[0] == recorded[1], lines
+    assert task_states(tmp_path / "q" / "t.submit.json", cli_env) == {None: recorded}
 
 
 def _group_lives(pgid: int) -> bool:

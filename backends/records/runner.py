@@ -122,6 +122,21 @@ def child_running(pid: int, pid_start: int | None, host: str | None, owner: int 
     return not _is_zombie(pid) or _group_lives(pid, pid_start, owner)
 
 
+def group_running(pgid: int, since: int | None) -> bool:
+    """Whether group `pgid` still has a process this user may signal that is not a zombie, started at
+    or after `since` (the group leader's start time; None: any).
+
+    What a local runner waits for before it records a task's end: `killpg(pgid, 0)` alone counts
+    a member that died but that nobody reaped (its parent gone, and a PID 1 that reaps nothing),
+    and would keep a run waiting for the dead. One system call when the group is gone.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError, OverflowError):   # PermissionError: none we could end
+        return False
+    return _group_lives(pgid, since or 0)
+
+
 def _group_lives(pgid: int, since: int, owner: int | None = None) -> bool:
     """Whether a process of group `pgid` started at or after `since` still runs (not a zombie).
 

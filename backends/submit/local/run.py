@@ -35,7 +35,7 @@ from backends.records.attempts import (
 )
 from backends.records.history import commit_attempt
 from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskRecord
-from backends.records.runner import process_start, runner_fields
+from backends.records.runner import group_running, process_start, runner_fields
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 # Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
@@ -133,8 +133,12 @@ def _returncode(code: int) -> int:
 
 
 def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
-               spawned: Callable[[int], None], group: _RunningGroup | None = None) -> int:
-    """The child's status as Popen gives it: negative when a signal ended it."""
+               spawned: Callable[[int, int | None], None], group: _RunningGroup | None = None,
+               stop: Stop | None = None) -> int:
+    """The child's status as Popen gives it: negative when a signal ended it. Returns (or raises
+    the KeyboardInterrupt that stopped it, with `task_status` the child's status) only once
+    nothing of the task's process group runs any more.
+    """
     env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     try:
         # its own process group: a signal for the task reaches what it started too (a script's python),
@@ -150,38 +154,58 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
     except OSError as err:
         log.write(f"hyperion-submit: {task.argv[0]}: cannot run: {err.strerror or err}\n")
         return 126
+    since = process_start(child.pid)   # the group's members started after it: a reused number is not it
+    ended = threading.Event()
     try:
-        spawned(child.pid)
+        spawned(child.pid, since)
+        watch = _stop_group_on(stop, child.pid, since, ended) if stop is not None else None
         if group is None:                     # a caller of its own: a handler for this task alone
             with _suspended_together() as alone:
                 alone.pgid = child.pid
-                return _wait(child, log)
-        group.pgid = child.pid
-        try:
-            return _wait(child, log)
-        finally:
-            group.pgid = None
+                raw = _wait(child, log)
+        else:
+            group.pgid = child.pid
+            try:
+                raw = _wait(child, log)
+            finally:
+                group.pgid = None
+        if watch is not None and watch.stopping.is_set():
+            watch.done.wait()                 # stopped: the rest of the group has its grace
+        else:
+            _end_leftovers(child.pid, since)
+        return raw
     except KeyboardInterrupt as exc:
-        _stop_group(child, getattr(exc, "signum", signal.SIGINT))
+        exc.task_status = _stop_group(child, since, getattr(exc, "signum", signal.SIGINT))
         raise
+    finally:
+        ended.set()
 
 
 STOP_GRACE = 10.0      # seconds a stopped task's group has before SIGKILL, as Slurm's KillWait
+UNKILLABLE_WAIT = 10.0  # seconds a group sent SIGKILL is waited for (a process stuck in the kernel)
 
 
-def _stop_group(child: subprocess.Popen, signum: int) -> None:
-    """Pass `signum` to the task's group, then SIGKILL it after STOP_GRACE s or at a second Ctrl-C.
+def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> int:
+    """Pass `signum` to the task's group, then SIGKILL it after STOP_GRACE s or at a second Ctrl-C;
+    the child's status once no process of its group runs.
 
     A second Ctrl-C used to end the runner during the wait and leave a task that
-    ignores SIGINT running, recorded as failed.
+    ignores SIGINT running, recorded as failed. The group is waited for, not only its
+    leader: a shell's `cmd &` ignores SIGINT, and ran on after the task was recorded ended.
     """
     _signal_group(child.pid, signum)
     _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
     deadline = time.monotonic() + STOP_GRACE
     while True:
         try:
-            child.wait(timeout=max(0.0, deadline - time.monotonic()))
-            return
+            if child.returncode is None:
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+            elif not group_running(child.pid, since):
+                return child.returncode
+            elif time.monotonic() >= deadline:
+                break
+            else:
+                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
             break
         except KeyboardInterrupt as again:
@@ -190,6 +214,38 @@ def _stop_group(child: subprocess.Popen, signum: int) -> None:
                 break
     _signal_group(child.pid, signal.SIGKILL)
     child.wait()
+    _await_gone(child.pid, since)
+    return child.returncode
+
+
+def _end_leftovers(pgid: int, since: int | None) -> None:
+    """What the task's leader left running in its group is killed (SIGKILL) as its end is recorded.
+
+    As slurmstepd at a step's end (proctrack kills what is left in the step's cgroup at once):
+    a `cmd &` the script did not wait for ran on beside the next task, writing into a log
+    whose footer said it had ended. One system call when nothing is left.
+    """
+    if group_running(pgid, since):
+        _try_signal_group(pgid, signal.SIGKILL)
+        _await_gone(pgid, since)
+
+
+def _await_gone(pgid: int, since: int | None, seconds: float = UNKILLABLE_WAIT) -> None:
+    """Back once group `pgid` has no running process, or after `seconds` (a process SIGKILL cannot
+    end yet, stuck in the kernel, is given up on, as Slurm gives up on an unkillable step)."""
+    deadline = time.monotonic() + seconds
+    while group_running(pgid, since) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _stopped_end(exc: KeyboardInterrupt) -> tuple[int, int | None]:
+    """(exit status, signal that killed it or None) of the task `exc` stopped: what it really ended
+    with (a task that trapped Ctrl-C, saved and exited 3: 3), 128 + N only when the signal killed
+    it; the interrupt's own when no task had started. The console records the same."""
+    raw = getattr(exc, "task_status", None)
+    if raw is None:
+        return _interrupt_code(exc), getattr(exc, "signum", signal.SIGINT)
+    return _returncode(raw), (-raw if raw < 0 else None)
 
 
 class _RunningGroup:
@@ -332,15 +388,18 @@ def _open_log_if_folder(path: str, mode: int):
 
 
 def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int,
-             spawned: Callable[[int], None], group: _RunningGroup | None = None) -> tuple[int, float, int | None]:
+             spawned: Callable[[int, int | None], None], group: _RunningGroup | None = None,
+             stop: Stop | None = None) -> tuple[int, float, int | None]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds, the
     signal that ended it or None). A signal death's status is the shell's 128 + N, as the log's
     footer and a Slurm task's batch script say it.
 
     The log gets `mode`; `environ` is the environment the task's own variables are added
     to and `stdin` its input (/dev/null): the run makes each once for all its tasks.
-    `spawned` gets the child's pid as soon as it runs; `group`, the run's Ctrl-Z handler's
-    (`_suspended_together`), is told it while it runs. A log that cannot be written
+    `spawned` gets the child's pid (and start time) as soon as it runs; `group`, the run's Ctrl-Z
+    handler's (`_suspended_together`), is told it while it runs; `stop`, see `Stop`. The end is
+    written once nothing of the task's process group runs (what it left is killed, see
+    `_end_leftovers`). A log that cannot be written
     (header or footer) raises LogWriteError, one the task removed or replaced LogMissing.
     """
     started = time.monotonic()
@@ -356,10 +415,10 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
             log.flush()
             code = 130
             try:
-                raw = _run_child(task, log, environ, stdin, spawned, group)
+                raw = _run_child(task, log, environ, stdin, spawned, group, stop)
                 code, signum = _returncode(raw), (-raw if raw < 0 else None)
             except KeyboardInterrupt as exc:
-                code = _interrupt_code(exc)
+                code = _stopped_end(exc)[0]
                 raise
             finally:
                 log.flush()
@@ -400,7 +459,8 @@ def run_local(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | None = 
     The record is saved first; each task's start (with this runner's identity)
     and end are appended to the ledger, so a reader after a SIGKILL at any
     instant still sees what ran. KeyboardInterrupt (or `Terminated` for
-    SIGTERM) is passed on, after recording the task as failed with 130 (143).
+    SIGTERM) is passed on, after recording the task with the code it ended with
+    (FAILED 130, 143 when the signal killed it).
     Once `stop` is set the run returns 130 after its task ended (recorded with
     the code it ended with), and the tasks after it are not run.
     """
@@ -441,23 +501,24 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
             ledger.append(TaskStart(attempt, task.value, start, runner["pid"], runner["host"],
                                     runner["pid_start"]))
             emit(LocalEvent("start", task))
-            ended = threading.Event()
 
-            def spawned(pid: int, value: int | None = task.value, ended: threading.Event = ended) -> None:
+            def spawned(pid: int, since: int | None, value: int | None = task.value) -> None:
                 # a runner killed with SIGKILL leaves this process running: status and reruns must see it
                 try:
-                    ledger.append(TaskChild(attempt, value, pid, process_start(pid)))
+                    ledger.append(TaskChild(attempt, value, pid, since))
                 except OSError:
                     pass   # a full disk: the task runs all the same, and its end is still written
-                if stop is not None:
-                    _stop_group_on(stop, pid, ended)
 
             try:
-                code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned, group)
+                code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned, group, stop)
             except KeyboardInterrupt as exc:
-                ledger.append(_final(attempt, task, "FAILED", _interrupt_code(exc), start,
-                                     time.monotonic() - began, runner["host"],
-                                     signum=getattr(exc, "signum", signal.SIGINT)))
+                code, signum = _stopped_end(exc)
+                elapsed = time.monotonic() - began
+                final = _final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
+                               runner["host"], signum=signum)
+                ledger.append(final)
+                if code == 0:    # it finished its work: a rerun of the stopped run need not run it again
+                    emit(LocalEvent("end", task, code, elapsed))
                 raise
             except LogMissing as gone:   # its state as it ended, the reason beside it; the run stops here
                 reason = gone.reason(task.log)
@@ -478,8 +539,6 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
                 emit(LocalEvent("stopped", task, err.code))
                 return 1
-            finally:
-                ended.set()
             final = _final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
                            runner["host"], signum=signum)
             ledger.append(final)
@@ -494,25 +553,44 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
 STOPPED = 128 + signal.SIGINT    # a run stopped through `Stop`, as Ctrl-C stops one
 
 
-def _stop_group_on(stop: Stop, pgid: int, ended: threading.Event) -> None:
+@dataclass(frozen=True)
+class _StopWatch:
+    """What the worker learns from `_stop_group_on`: `stopping` once it signalled the task's group,
+    `done` once nothing of that group runs (or it was killed)."""
+
+    stopping: threading.Event
+    done: threading.Event
+
+
+def _stop_group_on(stop: Stop, pgid: int, since: int | None, ended: threading.Event) -> _StopWatch:
     """A thread that, once `stop.stop` is set while the task runs, does what Ctrl-C does to a
     local run from the main thread (which signal handlers cannot reach from a worker): SIGINT
-    and SIGCONT to the task's group, SIGKILL after STOP_GRACE s or at `stop.kill`."""
-    def watch() -> None:
+    and SIGCONT to the task's group, SIGKILL after STOP_GRACE s or at `stop.kill`, unless
+    the whole group (not only its leader) ended before."""
+    watch = _StopWatch(threading.Event(), threading.Event())
+
+    def run() -> None:
         while not stop.stop.wait(0.25):
             if ended.is_set():
                 return
         if ended.is_set():
             return
-        _try_signal_group(pgid, signal.SIGINT)
-        _try_signal_group(pgid, signal.SIGCONT)
-        deadline = time.monotonic() + STOP_GRACE
-        while not ended.wait(0.1):
-            if stop.kill.is_set() or time.monotonic() >= deadline:
-                _try_signal_group(pgid, signal.SIGKILL)
-                return
+        watch.stopping.set()
+        try:
+            _try_signal_group(pgid, signal.SIGINT)
+            _try_signal_group(pgid, signal.SIGCONT)
+            deadline = time.monotonic() + STOP_GRACE
+            while group_running(pgid, since):
+                if stop.kill.is_set() or time.monotonic() >= deadline:
+                    _try_signal_group(pgid, signal.SIGKILL)
+                    _await_gone(pgid, since)
+                    return
+                stop.kill.wait(0.05)
+        finally:
+            watch.done.set()
 
-    threading.Thread(target=watch, name="hyperion-local-stop", daemon=True).start()
+    threading.Thread(target=run, name="hyperion-local-stop", daemon=True).start()
+    return watch
 
 
 def task_label(task: PlannedTask, array_name: str | None) -> str:
