@@ -76,7 +76,7 @@ def refuse_dash_values(tokens: Sequence[str]) -> None:
                 raise InputError(name, "'--' is not a value")
         elif token.startswith("-") and token.endswith("--"):   # -n=-- and -n-- (also -fn--: -n's)
             head = token[:-2].removesuffix("=")
-            if len(head) >= 2:
+            if len(head) >= 2 and head[-1].isalpha():          # -n5-- is -n given "5--"
                 raise InputError(f"-{head[-1]}", "'--' is not a value")
 
 

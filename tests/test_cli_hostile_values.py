@@ -176,3 +176,12 @@ def test_console_submit_screen_says_how_to_write_the_range(tmp_path: Path) -> No
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_a_glued_short_value_ending_in_dashes_is_a_value_not_a_refusal():
+    """`-n5--` gives -n the value `5--` (argparse's reading): not the `--` the check refuses."""
+    from backends.errors import InputError, refuse_dash_values
+
+    refuse_dash_values(["-n5--", "-n=7--", "--opt=x--", "--env=X=--"])
+    with pytest.raises(InputError, match="^-n: '--' is not a value$"):
+        refuse_dash_values(["-n--"])

@@ -685,3 +685,88 @@ def test_a_stopped_local_array_names_the_retry_of_the_stopped_task_and_the_ones_
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stderr.count("retrying 3 task(s)") == 1, rerun.stderr
     assert task_states(record, cli_env) == {v: ("COMPLETED", 0) for v in range(1, 5)}
+
+
+# A Ctrl-C lands between two statements; these runners raise it at the two places that once lost it.
+_CTRL_C_AS_IT_STARTS = """
+import sys
+from backends.submit.local import run
+real, calls = run.process_start, []
+def interrupted(pid):
+    calls.append(pid)
+    start = real(pid)
+    if len(calls) == 1:
+        raise KeyboardInterrupt
+    return start
+run.process_start = interrupted
+from backends.cli.submit import main
+sys.argv = ["hyperion-submit", *sys.argv[1:]]
+sys.exit(main())
+"""
+_CTRL_C_AS_IT_IS_REAPED = """
+import os, sys
+real, fired = os.waitpid, []
+def waitpid(pid, options):
+    got = real(pid, options)
+    if not fired and got[0] == pid and os.WIFEXITED(got[1]):
+        fired.append(got)
+        raise KeyboardInterrupt
+    return got
+os.waitpid = waitpid
+from backends.cli.submit import main
+sys.argv = ["hyperion-submit", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+def test_a_ctrl_c_right_as_a_task_starts_stops_its_group_too(tmp_path, cli_env):
+    """A Ctrl-C handled between the task's start and the runner's watch of it left the task
+    running, unrecorded, writing `late 1` after a footer that said it ended with 130."""
+    marker = f"{time.time_ns() % 10**6}.25"      # a sleep nobody else runs
+    done = subprocess.run([PY, "-c", _CTRL_C_AS_IT_STARTS, "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                           "--output-file", "t.JOB.log", "--", "sh", "-c", f"sleep {marker}; echo late JOB"],
+                          cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=60)
+    try:
+        assert done.returncode == 130, done.stderr
+        assert _processes_with(f"sleep {marker}") == [], "the task runs on after hyperion-submit returned"
+        shown = json.loads(run_cli("hyperion-jobs", "status", str(tmp_path / "q" / "t.JOB.submit.json"), "--json",
+                                   env=cli_env).stdout)
+        assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "FAILED"), (2, "NOT_RUN")]
+    finally:
+        for pid in _processes_with(f"sleep {marker}"):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def test_a_ctrl_c_right_as_a_failed_task_is_reaped_does_not_record_it_completed(tmp_path, cli_env):
+    """A Ctrl-C handled after the runner reaped a task that exited 1 but before it kept the status:
+    the task was recorded COMPLETED 0 (`JOB=1: ok`) and left out of the rerun line."""
+    done = subprocess.run([PY, "-c", _CTRL_C_AS_IT_IS_REAPED, "local", "--cfg", str(TEST_SITE), "--array", "JOB=1:2",
+                           "--output-file", "t.JOB.log", "--", "sh", "-c", "echo failing; exit 1"],
+                          cwd=tmp_path, env=cli_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert "JOB=1: ok" not in done.stdout + done.stderr
+    shown = json.loads(run_cli("hyperion-jobs", "status", str(tmp_path / "q" / "t.JOB.submit.json"), "--json",
+                               env=cli_env).stdout)
+    assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "FAILED"), (2, "NOT_RUN")]
+    assert "rerun JOB=1-2 with: " in done.stderr, done.stderr
+
+
+def test_a_failed_task_is_recorded_failed_under_a_parent_that_ignores_sigchld(tmp_path, cli_env):
+    """Started by a program that ignores SIGCHLD (inherited across exec), every task read `ok`."""
+    ignoring = ("import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+                "os.execvp(sys.argv[1], sys.argv[1:])")
+    done = subprocess.run([PY, "-c", ignoring, "hyperion-submit", "local", "--cfg", str(TEST_SITE), "--output-file",
+                           "t.log", "--", "sh", "-c", "exit 3"], cwd=tmp_path, env=cli_env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode != 0 and "task: FAILED with exit code 3" in done.stdout, (done.stdout, done.stderr)

@@ -140,6 +140,8 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
     nothing of the task's process group runs any more.
     """
     env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
+    since: int | None = None
+    ended = threading.Event()
     try:
         # its own process group: a signal for the task reaches what it started too (a script's python),
         # as Slurm signals a whole step, and a live group outlives a runner killed with SIGKILL
@@ -154,9 +156,8 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
     except OSError as err:
         log.write(f"hyperion-submit: {task.argv[0]}: cannot run: {err.strerror or err}\n")
         return 126
-    since = process_start(child.pid)   # the group's members started after it: a reused number is not it
-    ended = threading.Event()
-    try:
+    try:                                  # from its first statement: a Ctrl-C here must stop the group too
+        since = process_start(child.pid)  # the group's members started after it: a reused number is not it
         spawned(child.pid, since)
         watch = _stop_group_on(stop, child.pid, since, ended) if stop is not None else None
         if group is None:                     # a caller of its own: a handler for this task alone
@@ -185,9 +186,10 @@ STOP_GRACE = 10.0      # seconds a stopped task's group has before SIGKILL, as S
 UNKILLABLE_WAIT = 10.0  # seconds a group sent SIGKILL is waited for (a process stuck in the kernel)
 
 
-def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> int:
+def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> int | None:
     """Pass `signum` to the task's group, then SIGKILL it after STOP_GRACE s or at a second Ctrl-C;
-    the child's status once no process of its group runs.
+    the child's status once no process of its group runs (None: its status was lost, see
+    `_status_lost`).
 
     A second Ctrl-C used to end the runner during the wait and leave a task that
     ignores SIGINT running, recorded as failed. The group is waited for, not only its
@@ -196,12 +198,15 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> int:
     _signal_group(child.pid, signum)
     _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
     deadline = time.monotonic() + STOP_GRACE
+    lost = False
     while True:
         try:
-            if child.returncode is None:
-                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+            if child.returncode is None and not lost:
+                lost = _status_lost(child)
+                if not lost and child.returncode is None:
+                    child.wait(timeout=max(0.0, deadline - time.monotonic()))
             elif not group_running(child.pid, since):
-                return child.returncode
+                return None if lost else child.returncode
             elif time.monotonic() >= deadline:
                 break
             else:
@@ -213,9 +218,26 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> int:
             if getattr(again, "signum", signal.SIGINT) == signal.SIGINT:
                 break
     _signal_group(child.pid, signal.SIGKILL)
-    child.wait()
+    if not lost and not _status_lost(child):
+        child.wait()
     _await_gone(child.pid, since)
-    return child.returncode
+    return None if lost else child.returncode
+
+
+def _status_lost(child: subprocess.Popen) -> bool:
+    """Whether the child was reaped but its status never reached `child.returncode`: a Ctrl-C
+    landing in `_wait` between the waitpid and the assignment. Popen's wait would then say 0, and
+    a task that failed was recorded COMPLETED 0; unknown, the interrupt's code is recorded instead.
+    Reaps the child here when it has just ended (its status kept)."""
+    if child.returncode is not None:
+        return False
+    try:
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    if pid:
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return False
 
 
 def _end_leftovers(pgid: int, since: int | None) -> None:
