@@ -81,9 +81,6 @@ def _tell_ignored_inputs() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     escape_unencodable_output()
-    # Inherited as ignored (a parent's SIG_IGN), the kernel reaps each task itself and its exit
-    # status is lost: every local task read COMPLETED 0, a failed one too.
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
     if _wants_help(argv) or not argv:
         (sys.stdout if argv else sys.stderr).write(USAGE)

@@ -120,6 +120,9 @@ def _sigterm_interrupts() -> Iterator[None]:
         raise _INTERRUPTS[signum]()
     previous = {signum: signal.signal(signum, terminate) for signum in _INTERRUPTS
                 if signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN}
+    # Inherited as ignored (a parent's SIG_IGN), the kernel reaps each task itself and its exit
+    # status is lost: every local task read COMPLETED 0, a failed one too.
+    previous[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, signal.SIG_DFL) or signal.SIG_DFL
     try:
         yield
     finally:
