@@ -144,6 +144,8 @@ def test_an_error_of_the_merged_pass_names_cfg() -> None:
     ("JOB=1-3,7", "'JOB=1-3,7': write the range 1-3 as 1:3 (NAME=START:END[,START:END...])"),
     ("JOB=1:10:3", "'JOB=1:10:3': steps are not supported: "),
     ("JOB=1-10:3", "'JOB=1-10:3': steps are not supported: "),
+    ("JOB=3-1", "'JOB=3-1': write the range 3-1 as 1:3 "),          # not 3:1, refused next for START > END
+    ("JOB=1-3%2", "'JOB=1-3%2': Slurm's %N limit is --max-jobs-run N here "),
 ])
 def test_array_in_another_spelling_says_how_to_write_it(tmp_path: Path, array: str, problem: str) -> None:
     result = run_cli(*SUBMIT, "--array", array, "--output-file", "log/JOB.log", "--dry-run", "--", "true",

@@ -315,12 +315,15 @@ def test_ctrl_c_ends_the_tasks_background_jobs_before_it_records_the_task(tmp_pa
     SIGKILL), and returns only once nothing of the task runs."""
     runner, group = _a_run_stopped_with_ctrl_c(tmp_path, cli_env, "sleep 30 & wait")
     try:
-        time.sleep(1)
+        time.sleep(1.5)
         assert runner.poll() is None, "hyperion-submit ended while its task's `sleep 30 &` runs on"
         assert group_members(group), "the background job is gone already: nothing was tested"
         runner.send_signal(signal.SIGINT)   # Ctrl-C again: SIGKILL now
         _, err = runner.communicate(timeout=10)
         assert runner.returncode == 130 and "Traceback" not in err, err
+        # the wait was said (the terminal showed `^C` alone for 10 s), and how to cut it short
+        assert err.startswith("hyperion-submit: the task's processes have not ended yet: SIGKILL in "), err
+        assert " s, or at once at Ctrl-C again\n" in err, err
         assert group_members(group) == [], "the task's background job runs on after hyperion-submit returned"
     finally:
         kill_groups(group)
@@ -329,6 +332,8 @@ def test_ctrl_c_ends_the_tasks_background_jobs_before_it_records_the_task(tmp_pa
         runner.wait()
     assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == 130   # sh, killed by SIGINT
     assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {1: ("FAILED", 130), 2: ("NOT_RUN", None)}
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "q" / "t.JOB.submit.json"), env=cli_env).stdout
+    assert "FAILED (killed (SIGKILL) at a second Ctrl-C)" in shown, shown     # why: 137 read as out of memory
 
 
 def test_ctrl_c_gives_the_tasks_background_jobs_their_grace_to_clean_up(tmp_path, cli_env):

@@ -128,10 +128,13 @@ def _check_spelling(part: str, whole: str, field: str, separators: str) -> None:
     way), and Slurm's 1-10:3 steps; --array takes START:END only, so say how, not "endpoints must
     be positive integers, got '1-3'"."""
     form = "NAME=START:END[,START:END...]" if field == FIELD else "START:END[,START:END...]"
+    if "%" in part and field == FIELD:
+        raise InputError(field, f"{_quoted(whole)}: Slurm's %N limit is --max-jobs-run N here ({form})")
     dash = _DASH_RANGE.match(part)
     if dash and "-" not in separators:
+        low, high = sorted((int(dash[1]), int(dash[2])))     # 3-1 as 3:1 was refused next for START > END
         raise InputError(field, f"{_quoted(whole)}: write the range {dash[1]}-{dash[2]} as "
-                         f"{dash[1]}:{dash[2]} ({form})")
+                         f"{low}:{high} ({form})")
     if _STEP.match(part) or (dash is None and "-" in part and ":" in part):
         raise InputError(field, f"{_quoted(whole)}: steps are not supported: {_quoted(part.strip())} "
                          f"names every few values; list them, or give whole ranges ({form})")

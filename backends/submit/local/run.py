@@ -179,7 +179,7 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
             _end_leftovers(child.pid, since)
         return raw
     except KeyboardInterrupt as exc:
-        exc.task_status = _stop_group(child, since, getattr(exc, "signum", signal.SIGINT))
+        exc.task_status, exc.task_killed = _stop_group(child, since, getattr(exc, "signum", signal.SIGINT))
         raise
     finally:
         ended.set()
@@ -189,10 +189,11 @@ STOP_GRACE = 10.0      # seconds a stopped task's group has before SIGKILL, as S
 UNKILLABLE_WAIT = 10.0  # seconds a group sent SIGKILL is waited for (a process stuck in the kernel)
 
 
-def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> int | None:
+def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tuple[int | None, str | None]:
     """Pass `signum` to the task's group, then SIGKILL it after STOP_GRACE s or at a second Ctrl-C;
     the child's status once no process of its group runs (None: its status was lost, see
-    `_status_lost`).
+    `_status_lost`), and why SIGKILL was sent (None: it was not). Said on stderr once the group
+    outlives its first second: the terminal showed nothing but ``^C`` for the 10 s.
 
     A second Ctrl-C used to end the runner during the wait and leave a task that
     ignores SIGINT running, recorded as failed. The group is waited for, not only its
@@ -200,31 +201,48 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> int 
     """
     _signal_group(child.pid, signum)
     _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
-    deadline = time.monotonic() + STOP_GRACE
-    lost = False
+    began = time.monotonic()
+    deadline = began + STOP_GRACE
+    lost = told = False
+    why = f"{STOP_GRACE:g} s after {signal.Signals(signum).name}: its processes did not end"
     while True:
         try:
+            now = time.monotonic()
+            if not told and now - began >= 1.0:
+                told = _say(f"the task's processes have not ended yet: SIGKILL in {deadline - now:.0f} s, "
+                            "or at once at Ctrl-C again")
             if child.returncode is None and not lost:
                 lost = _status_lost(child)
                 if not lost and child.returncode is None:
-                    child.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    child.wait(timeout=max(0.0, min(deadline - now, 0.25 if not told else deadline - now)))
             elif not group_running(child.pid, since):
-                return None if lost else child.returncode
-            elif time.monotonic() >= deadline:
+                return None if lost else child.returncode, None
+            elif now >= deadline:
                 break
             else:
-                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                time.sleep(min(0.05, max(0.0, deadline - now)))
         except subprocess.TimeoutExpired:
-            break
+            if time.monotonic() >= deadline:
+                break
         except KeyboardInterrupt as again:
             # only Ctrl-C again cuts the grace short: a closing terminal sends SIGHUP twice
             if getattr(again, "signum", signal.SIGINT) == signal.SIGINT:
+                why = "at a second Ctrl-C"
                 break
     _signal_group(child.pid, signal.SIGKILL)
     if not lost and not _status_lost(child):
         child.wait()
     _await_gone(child.pid, since)
-    return None if lost else child.returncode
+    return None if lost else child.returncode, f"killed (SIGKILL) {why}"
+
+
+def _say(line: str) -> bool:
+    """One line on stderr, if it can still be written (a hangup's terminal is gone)."""
+    try:
+        print(f"hyperion-submit: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+    return True
 
 
 def _status_lost(child: subprocess.Popen) -> bool:
@@ -540,7 +558,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 code, signum = _stopped_end(exc)
                 elapsed = time.monotonic() - began
                 final = _final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
-                               runner["host"], signum=signum)
+                               runner["host"], reason=getattr(exc, "task_killed", None), signum=signum)
                 ledger.append(final)
                 if code == 0:    # it finished its work: a rerun of the stopped run need not run it again
                     emit(LocalEvent("end", task, code, elapsed))
