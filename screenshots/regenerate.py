@@ -253,8 +253,7 @@ async def shoot_retry(record, size: tuple[int, int], run: bool) -> list[Path]:
             await pilot.pause(0.1)
             if isinstance(app.screen, RetryScreen) and "runs in" in str(app.screen.query_one("#retry-text").content):
                 break
-        await pilot.press("escape")                  # out of the field: the buttons
-        await save("jobs-slurm-retry")
+        await save("jobs-slurm-retry")               # (escape here closed it: the image showed no dialog)
         if run:
             await pilot.press("ctrl+r")
             await save("confirm-retry")
