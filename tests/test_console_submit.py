@@ -269,6 +269,9 @@ def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path:
     assert not (tmp_path / "pid.2").exists()
     code = 128 + (signal.SIGINT if task_obeys else signal.SIGKILL)
     assert _local_states(tmp_path, "q", cli_env) == {1: ("FAILED", code), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "q.JOB.submit.json"), env=cli_env).stdout
+    killed = "FAILED (killed (SIGKILL) at a second stop (q))"      # its 137 is no out-of-memory
+    assert (killed in shown) != task_obeys, shown
 
 
 def test_stop_and_quit_waits_for_the_tasks_background_jobs_and_records_what_the_task_returned(

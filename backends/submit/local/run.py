@@ -233,7 +233,8 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tupl
     if not lost and not _status_lost(child):
         child.wait()
     _await_gone(child.pid, since)
-    return None if lost else child.returncode, f"killed (SIGKILL) {why}"
+    killed = f"killed (SIGKILL) {why}" if lost or child.returncode == -signal.SIGKILL else None
+    return None if lost else child.returncode, killed      # the reason for a 137, not for a code of its own
 
 
 def _say(line: str) -> bool:
@@ -582,8 +583,12 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
                 emit(LocalEvent("stopped", task, err.code))
                 return 1
+            killed = None
+            if stop is not None and stop.stop.is_set() and signum == signal.SIGKILL:   # the console's Stop
+                killed = ("killed (SIGKILL) at a second stop (q)" if stop.kill.is_set() else
+                          f"killed (SIGKILL) {STOP_GRACE:g} s after SIGINT: its processes did not end")
             final = _final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
-                           runner["host"], signum=signum)
+                           runner["host"], killed, signum=signum)
             ledger.append(final)
             emit(LocalEvent("end", task, code, elapsed, final.signal))
             if stop is not None and stop.stop.is_set():
