@@ -91,26 +91,27 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: I
     return _retry_argv(plan.record_path, values, ended)
 
 
-def record_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str:
+def record_retry_command(record: SubmitRecord, ended: Iterable[str] = (), values: Sequence[int] = ()) -> str:
     """The command that reruns what failed in the run `record` is of, by the rule `retry_command`
     follows at submit time: the launcher's own when it had one (kept in the record as `rerun`: a
     run of `hyperion-checkpoint retry --submit` names that command again), else
-    `hyperion-jobs retry RECORD`; either with the `auto_sizes` of the states `ended`. For the faces
-    that tell it later: `hyperion-jobs watch`'s lines, the console's quit dialog."""
+    `hyperion-jobs retry RECORD` (``--values`` `values`, when given); either with the `auto_sizes` of
+    the states `ended`. For the faces that tell it later: `hyperion-jobs watch`'s lines, the console's
+    quit dialog."""
     if record.rerun is not None:
         try:
             words = shlex.split(record.rerun)
         except ValueError:          # the record checks its rerun is shell words; as it is, if not
             return printable(record.rerun)
         return printable(shlex.join(with_auto_sizes(words, ended)))
-    return _retry_argv(record.path, (), ended)
+    return _retry_argv(record.path, values, ended)
 
 
-def usable_retry_command(record: SubmitRecord, ended: Iterable[str] = ()) -> str | None:
+def usable_retry_command(record: SubmitRecord, ended: Iterable[str] = (), values: Sequence[int] = ()) -> str | None:
     """`record_retry_command` (`hyperion-jobs retry RECORD` with the `auto_sizes` of the states
     `ended`), or None when the site file a retry reads is gone (a ``--cfg <(...)`` pipe), as
     `retry_command` rules at submit time: a command that can only be refused is not offered."""
-    return record_retry_command(record, ended) if os.path.isfile(record.cfg) else None
+    return record_retry_command(record, ended, values) if os.path.isfile(record.cfg) else None
 
 
 def rerun_failed(command: str, name: str | None = None, unsubmitted: Sequence[int] = ()) -> str:

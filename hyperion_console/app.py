@@ -102,6 +102,10 @@ class HyperionConsole(App[None]):
         for name in SCREENS:
             self.install_screen(self.screen_named(name), name)
         self.push_screen(self.settings.start)
+        if signal.getsignal(signal.SIGCHLD) is signal.SIG_IGN:
+            # inherited as ignored, the kernel reaps a local run's tasks and their statuses are lost
+            # (a failed task read COMPLETED 0); the runner, in a worker thread, cannot reset it
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         loop = asyncio.get_running_loop()
         for signum in ENDING_SIGNALS:
             previous = signal.getsignal(signum)

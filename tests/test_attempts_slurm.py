@@ -88,6 +88,7 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
                                f"hyperion-jobs status {record} shows every value's newest run\n"), failures.stderr
     watched = run_cli("hyperion-jobs", "watch", first_job, "--dir", str(tmp_path), env=cli_env)
     assert watched.returncode == 1 and watched.stderr.endswith(failures.stderr), watched.stderr
+    assert "rerun" not in watched.stdout, watched.stdout     # both failures ran again, and completed
     # the job id task 5 printed as its SLURM_JOB_ID: `watch` of it said nothing of the rerun
     own = subprocess.run(["sacct", "-j", f"{first_job}_5", "-X", "-n", "-P", "-o", "JobIDRaw"],
                          capture_output=True, text=True).stdout.split()[0]
@@ -126,6 +127,15 @@ def test_after_a_retry_of_some_values_the_rerun_line_names_those_values(slurm_cl
                     f"hyperion-jobs retry {record} --values 3"), retried.stderr
     pasted = run_cli(*last.split("with: ", 1)[1].split(), "--dry-run", cwd=tmp_path, env=cli_env)
     assert "  values: 3\n" in pasted.stdout and "1 task(s) (FAILED 1)" in pasted.stdout, pasted.stdout
+    # a watch of either job id, as from a notification, ends as `watch RECORD` does: with the retry of
+    # what that job failed and no later attempt ran again (it ended with no rerun line at all)
+    history = load_history(record)
+    first_job, retry_job = history.records[1].jobs[0].job_id, history.current.jobs[0].job_id
+    for job, values in ((retry_job, "3"), (first_job, "1,4-5")):
+        watched = run_cli("hyperion-jobs", "watch", job, "--dir", str(tmp_path), env=cli_env)
+        assert watched.returncode == 1, watched.stderr
+        assert watched.stdout.rstrip().endswith(f"rerun only those with: hyperion-jobs retry {record} --values "
+                                                f"{values}"), watched.stdout
 
 
 def test_a_second_submission_while_the_first_runs_is_refused_and_names_the_job(slurm_cluster, tmp_path, cli_env):

@@ -306,6 +306,28 @@ def test_stop_and_quit_waits_for_the_tasks_background_jobs_and_records_what_the_
     assert _local_states(tmp_path, "b", cli_env) == {1: ("FAILED", 3), 2: ("NOT_RUN", None)}
 
 
+def test_a_failed_local_task_is_recorded_failed_under_a_parent_that_ignores_sigchld(tmp_path: Path, cli_env) -> None:
+    """Started where SIGCHLD is ignored (inherited), the kernel reaped the console's local tasks and
+    a task that exited 3 was recorded COMPLETED 0 (the runner, in a worker thread, cannot reset it)."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            fill(app.submit_screen, backend="local", output_file=str(tmp_path / "log" / "c.JOB.log"),
+                 array="JOB=1:2", command="sh -c 'exit 3'")
+            await pilot.pause()
+            await pilot.press("ctrl+s", "y")
+            record = tmp_path / "log" / "q" / "c.JOB.submit.json"
+            await wait_for(pilot, lambda: record.exists() and not app.local_runs.active(), 20)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert _local_states(tmp_path, "c", cli_env) == {1: ("FAILED", 3), 2: ("NOT_RUN", None)}
+
+
 def test_the_quit_dialog_offers_no_retry_once_the_runs_site_file_is_gone(tmp_path: Path) -> None:
     """The quit dialog named `hyperion-jobs retry RECORD` for a run whose site file was deleted
     meanwhile, a command that can only be refused (`watch` and hyperion-submit offer none then)."""

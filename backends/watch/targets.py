@@ -9,7 +9,7 @@ import os
 import pwd
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -263,22 +263,38 @@ def rerun_later(history: History | None, rows: Sequence[TaskRow]) -> tuple[int, 
     those later runs stand by the ledger (``{"COMPLETED": 7}``; ``not ended`` while unrecorded).
     `status 4711 --failures` of an attempt since retried said `7 of 40 task(s) did not succeed`,
     with nothing to say that all 7 were rerun and completed."""
-    if history is None:
-        return 0, {}
-    newest = {task.value: task for task in history.latest_tasks()}
-    ran = {(t.job_id, t.array_task_id): t for job in {row.job_id for row in rows} for t in history.tasks_of_job(job)}
     counts: dict[str, int] = {}
     again = 0
-    for row in rows:
-        task = ran.get((row.job_id, row.task_id))     # a row Slurm knows and no record names: no attempt
-        later = newest.get(task.value) if task is not None else None
-        if row.ok or task is None or later is None or later.attempt <= task.attempt:
+    for _, later in _newest_runs(history, rows):
+        if later is None:
             continue
         again += 1
-        final = history.final(later)
+        final = history.final(later) if history is not None else None
         state = final.state if final is not None else "not ended"
         counts[state] = counts.get(state, 0) + 1
     return again, counts
+
+
+def failed_last(history: History | None, rows: Sequence[TaskRow]) -> list[TaskRow]:
+    """A job's unsuccessful `rows` that no later attempt ran again: what `hyperion-jobs retry RECORD
+    --values` reruns for a watch of that job (a plain retry would rerun every value still failing,
+    another job's too; one a later attempt ran again is not this job's to rerun)."""
+    return [row for row, later in _newest_runs(history, rows) if later is None]
+
+
+def _newest_runs(history: History | None, rows: Sequence[TaskRow]) -> Iterator[tuple[TaskRow, TaskRecord | None]]:
+    """Each unsuccessful row the submission's ledger knows, with its value's run in a later
+    attempt (None when this row's run is still the newest)."""
+    if history is None:
+        return
+    newest = {task.value: task for task in history.latest_tasks()}
+    ran = {(t.job_id, t.array_task_id): t for job in {row.job_id for row in rows} for t in history.tasks_of_job(job)}
+    for row in rows:
+        task = ran.get((row.job_id, row.task_id))     # a row Slurm knows and no record names: no attempt
+        later = newest.get(task.value) if task is not None else None
+        if row.ok or task is None or later is None:
+            continue
+        yield row, later if later.attempt > task.attempt else None
 
 
 def recorded_job(history: History, target: Target) -> tuple[list[TaskRow] | None, bool]:

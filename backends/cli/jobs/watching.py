@@ -41,7 +41,14 @@ from backends.watch.rows import (
     state_counts,
 )
 from backends.watch.slurm.accounting import stoppable
-from backends.watch.targets import Target, attempt_record, job_history as find_job_history, job_status, resolve
+from backends.watch.targets import (
+    Target,
+    attempt_record,
+    failed_last,
+    job_history as find_job_history,
+    job_status,
+    resolve,
+)
 from backends.watch.terminal import SafeStream
 from backends.watch.wait import never_running, task_label, watcher
 
@@ -145,7 +152,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         say_shown_as_recorded([final.unconfirmed])
     rows = _rows_for(history, final, job_history, target)
     retry = usable_retry_command(target.record, (row.state_label for row in rows if not row.ok)) \
-        if target.record is not None else None
+        if target.record is not None else _job_retry(job_history, rows)
     unsubmitted = history.unsubmitted()[0] if history is not None else ()
     ended = _ended(out, rows, retry, target.record.array_name if target.record is not None else None, unsubmitted)
     if target.record is None:
@@ -155,6 +162,17 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         SafeStream(sys.stderr).line(f"{PROG}: {left_out}")
         return max(ended, 1)
     return ended
+
+
+def _job_retry(history: History | None, rows: Sequence[TaskRow]) -> str | None:
+    """The rerun command a watch of a job id ends with, as `watch RECORD`'s: its submission's retry
+    of the values this job failed that no later attempt ran again (None when there are none, or
+    no record of the job was found)."""
+    last = failed_last(history, rows)
+    if history is None or not last:
+        return None
+    values = sorted({row.value for row in last if row.value is not None})
+    return usable_retry_command(history.current, (row.state_label for row in last), values)
 
 
 def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None, name: str | None = None,

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -126,8 +126,8 @@ def _sigterm_interrupts() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, handler in previous.items():   # None: a handler set outside Python, not restorable
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 def _returncode(code: int) -> int:
@@ -137,10 +137,11 @@ def _returncode(code: int) -> int:
 
 def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
                spawned: Callable[[int, int | None], None], group: _RunningGroup | None = None,
-               stop: Stop | None = None) -> int:
+               stop: Stop | None = None, killed: list[str] | None = None) -> int:
     """The child's status as Popen gives it: negative when a signal ended it. Returns (or raises
     the KeyboardInterrupt that stopped it, with `task_status` the child's status) only once
-    nothing of the task's process group runs any more.
+    nothing of the task's process group runs any more. A task `stop`'s watcher SIGKILLed gets
+    why in `killed` (the CLI's Ctrl-C path gives it as `task_killed`).
     """
     env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     since: int | None = None
@@ -175,6 +176,8 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
                 group.pgid = None
         if watch is not None and watch.stopping.is_set():
             watch.done.wait()                 # stopped: the rest of the group has its grace
+            if killed is not None and raw == -signal.SIGKILL and watch.killed:
+                killed.append(watch.killed[0])
         else:
             _end_leftovers(child.pid, since)
         return raw
@@ -199,8 +202,8 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tupl
     ignores SIGINT running, recorded as failed. The group is waited for, not only its
     leader: a shell's `cmd &` ignores SIGINT, and ran on after the task was recorded ended.
     """
-    _signal_group(child.pid, signum)
-    _signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
+    _try_signal_group(child.pid, signum)        # a group we may not signal (sudo) is waited for as it is
+    _try_signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
     began = time.monotonic()
     deadline = began + STOP_GRACE
     lost = told = False
@@ -209,8 +212,9 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tupl
         try:
             now = time.monotonic()
             if not told and now - began >= 1.0:
+                more = " again" if signum == signal.SIGINT else ""
                 told = _say(f"the task's processes have not ended yet: SIGKILL in {deadline - now:.0f} s, "
-                            "or at once at Ctrl-C again")
+                            f"or at once at Ctrl-C{more}")
             if child.returncode is None and not lost:
                 lost = _status_lost(child)
                 if not lost and child.returncode is None:
@@ -227,12 +231,20 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tupl
         except KeyboardInterrupt as again:
             # only Ctrl-C again cuts the grace short: a closing terminal sends SIGHUP twice
             if getattr(again, "signum", signal.SIGINT) == signal.SIGINT:
-                why = "at a second Ctrl-C"
+                why = "at a second Ctrl-C" if signum == signal.SIGINT else "at a Ctrl-C"
                 break
-    _signal_group(child.pid, signal.SIGKILL)
-    if not lost and not _status_lost(child):
-        child.wait()
-    _await_gone(child.pid, since)
+    while True:
+        try:        # a third Ctrl-C, or a closing terminal's signals, must not cut the kill short
+            _try_signal_group(child.pid, signal.SIGKILL)
+            if not lost and not _status_lost(child):
+                try:
+                    child.wait(timeout=UNKILLABLE_WAIT)
+                except subprocess.TimeoutExpired:   # stuck in the kernel (an NFS hang): not waited for ever
+                    lost, why = True, f"{why}; its process did not end (stuck in the kernel?)"
+            _await_gone(child.pid, since)
+            break
+        except KeyboardInterrupt:
+            continue
     killed = f"killed (SIGKILL) {why}" if lost or child.returncode == -signal.SIGKILL else None
     return None if lost else child.returncode, killed      # the reason for a 137, not for a code of its own
 
@@ -278,8 +290,10 @@ def _await_gone(pgid: int, since: int | None, seconds: float = UNKILLABLE_WAIT) 
     """Back once group `pgid` has no running process, or after `seconds` (a process SIGKILL cannot
     end yet, stuck in the kernel, is given up on, as Slurm gives up on an unkillable step)."""
     deadline = time.monotonic() + seconds
+    pause = 0.01          # each look reads /proc: a process stuck for the 10 s is looked at 10 times a second
     while group_running(pgid, since) and time.monotonic() < deadline:
-        time.sleep(0.01)
+        time.sleep(pause)
+        pause = min(0.1, pause * 2)
 
 
 def _stopped_end(exc: KeyboardInterrupt) -> tuple[int, int | None]:
@@ -433,7 +447,7 @@ def _open_log_if_folder(path: str, mode: int):
 
 def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int,
              spawned: Callable[[int, int | None], None], group: _RunningGroup | None = None,
-             stop: Stop | None = None) -> tuple[int, float, int | None]:
+             stop: Stop | None = None, killed: list[str] | None = None) -> tuple[int, float, int | None]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds, the
     signal that ended it or None). A signal death's status is the shell's 128 + N, as the log's
     footer and a Slurm task's batch script say it.
@@ -459,7 +473,7 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
             log.flush()
             code = 130
             try:
-                raw = _run_child(task, log, environ, stdin, spawned, group, stop)
+                raw = _run_child(task, log, environ, stdin, spawned, group, stop, killed)
                 code, signum = _returncode(raw), (-raw if raw < 0 else None)
             except KeyboardInterrupt as exc:
                 code = _stopped_end(exc)[0]
@@ -554,7 +568,9 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                     pass   # a full disk: the task runs all the same, and its end is still written
 
             try:
-                code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned, group, stop)
+                killed: list[str] = []       # why `stop`'s watcher SIGKILLed it, if it did
+                code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned, group, stop,
+                                                 killed)
             except KeyboardInterrupt as exc:
                 code, signum = _stopped_end(exc)
                 elapsed = time.monotonic() - began
@@ -583,12 +599,8 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
                 print(printable(f"hyperion-submit: {reason}"), file=sys.stderr, flush=True)
                 emit(LocalEvent("stopped", task, err.code))
                 return 1
-            killed = None
-            if stop is not None and stop.stop.is_set() and signum == signal.SIGKILL:   # the console's Stop
-                killed = ("killed (SIGKILL) at a second stop (q)" if stop.kill.is_set() else
-                          f"killed (SIGKILL) {STOP_GRACE:g} s after SIGINT: its processes did not end")
             final = _final(attempt, task, "COMPLETED" if code == 0 else "FAILED", code, start, elapsed,
-                           runner["host"], killed, signum=signum)
+                           runner["host"], killed[0] if killed else None, signum=signum)
             ledger.append(final)
             emit(LocalEvent("end", task, code, elapsed, final.signal))
             if stop is not None and stop.stop.is_set():
@@ -608,6 +620,7 @@ class _StopWatch:
 
     stopping: threading.Event
     done: threading.Event
+    killed: list[str] = field(default_factory=list)    # why it sent SIGKILL, once it did
 
 
 def _stop_group_on(stop: Stop, pgid: int, since: int | None, ended: threading.Event) -> _StopWatch:
@@ -630,6 +643,8 @@ def _stop_group_on(stop: Stop, pgid: int, since: int | None, ended: threading.Ev
             deadline = time.monotonic() + STOP_GRACE
             while group_running(pgid, since):
                 if stop.kill.is_set() or time.monotonic() >= deadline:
+                    watch.killed.append("killed (SIGKILL) at a second stop (q)" if stop.kill.is_set() else
+                                        f"killed (SIGKILL) {STOP_GRACE:g} s after SIGINT: its processes did not end")
                     _try_signal_group(pgid, signal.SIGKILL)
                     _await_gone(pgid, since)
                     return
