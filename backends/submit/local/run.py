@@ -233,15 +233,17 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tupl
             if getattr(again, "signum", signal.SIGINT) == signal.SIGINT:
                 why = "at a second Ctrl-C" if signum == signal.SIGINT else "at a Ctrl-C"
                 break
+    _try_signal_group(child.pid, signal.SIGKILL)
+    given_up = time.monotonic() + UNKILLABLE_WAIT      # one bound for the leader and its group, Ctrl-C or not
     while True:
         try:        # a third Ctrl-C, or a closing terminal's signals, must not cut the kill short
-            _try_signal_group(child.pid, signal.SIGKILL)
-            if not lost and not _status_lost(child):
+            lost = lost or _status_lost(child)
+            if not lost and child.returncode is None:
                 try:
-                    child.wait(timeout=UNKILLABLE_WAIT)
+                    child.wait(timeout=max(0.0, given_up - time.monotonic()))
                 except subprocess.TimeoutExpired:   # stuck in the kernel (an NFS hang): not waited for ever
                     lost, why = True, f"{why}; its process did not end (stuck in the kernel?)"
-            _await_gone(child.pid, since)
+            _await_gone(child.pid, since, max(0.0, given_up - time.monotonic()))
             break
         except KeyboardInterrupt:
             continue
@@ -375,7 +377,7 @@ def _wait(child: subprocess.Popen, log) -> int:
             child.returncode = os.waitstatus_to_exitcode(status)
             return child.returncode
         if os.WSTOPSIG(status) in (signal.SIGTTIN, signal.SIGTTOU):
-            _signal_group(child.pid, signal.SIGKILL)    # first: a log that cannot be written must not keep it
+            _try_signal_group(child.pid, signal.SIGKILL)    # first: a log that cannot be written must not keep it
             log.write("hyperion-submit: the task was stopped for using the terminal (tasks run without one; "
                       "their input is /dev/null); ended\n")
             log.flush()
