@@ -182,3 +182,15 @@ def terminal_row(text: str) -> str:
         cells[cursor:cursor + 1] = [char]
         cursor += 1
     return "".join(cells)
+
+
+@pytest.fixture
+def slurm_knows_none_of_these_jobs(tmp_path_factory, monkeypatch) -> None:
+    """squeue, sacct and scontrol that know no job, first on PATH: for console tests whose fixture
+    records name jobs 4242 and 4243, which the test cluster's own ids reach after a few thousand
+    submissions (a real job 4242's MaxRSS then entered a retry preview and changed its picture)."""
+    bin_dir = tmp_path_factory.mktemp("no-such-jobs")
+    for name in ("squeue", "sacct", "scontrol"):
+        (bin_dir / name).write_text("#!/bin/sh\nexit 0\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")

@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
 SIZES = [(60, 20), (80, 24)]
 
+pytestmark = pytest.mark.usefixtures("slurm_knows_none_of_these_jobs")   # see conftest
+
 
 def on_screen(app, text: str) -> bool:
     return any(text in line for line in screen_lines(app))

@@ -2,13 +2,16 @@
 (pytest-textual-snapshot; update with --snapshot-update).
 
 Fixtures live under one fixed directory and times are fixed, so the pictures
-only change when the console's look does.
+only change when the console's look does. Their jobs (4242, 4243) are no job of the
+test cluster's, whose ids reach them after a few thousand submissions: a real job 4242's
+MaxRSS then entered the retry preview. Slurm's clients answer nothing here.
 """
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+import pytest
 from test_console_fixtures import (
     FIXED_ROOT,
     build_checkpoint,
@@ -25,6 +28,9 @@ from hyperion_console.messages import JobsUpdated
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = (80, 24)
+
+
+pytestmark = pytest.mark.usefixtures("slurm_knows_none_of_these_jobs")
 
 
 def fixed_conf() -> Path:
