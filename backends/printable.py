@@ -19,7 +19,7 @@ import sys
 # invisible operators, the deprecated format controls, the BOM). Zero-width (non-)joiners stay:
 # Persian and Indic text and emoji sequences need them.
 _INVISIBLE = "\u200b\u2060-\u2064\u206a-\u206f\ufeff"
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+UNSAFE = _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                      "\ud800-\udfff" + _INVISIBLE + "]")
 # Compiled at first use (`_compiled`): half a millisecond each at every start of a command that
 # never shows multi-line text or writes JSON (hyperion-submit).

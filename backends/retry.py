@@ -8,7 +8,6 @@ runs the plan as the next attempt.
 """
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -29,6 +28,7 @@ from backends.submit.plan import build_plan
 from backends.submit.resources import check_memory, check_time, time_minutes
 from backends.watch.rows import LOCAL_JOB, TaskRow, state_counts
 from backends.watch.usage import Usage, parse_size
+from backends.shellwords import shell_join
 
 # Labels a row can have besides Slurm's states (see TaskRow.state_label).
 EXTRA_LABELS = ("NOT_RUN", "UNKNOWN")
@@ -210,7 +210,7 @@ def _how_run(record: SubmitRecord, shown: str) -> tuple[str, tuple[str, ...], st
 
 def _said(how: tuple[str, tuple[str, ...], str]) -> str:
     backend, command, cwd = how
-    return f"{shlex.join(command)!r} in {cwd} ({backend})"
+    return f"{shell_join(command)!r} in {cwd} ({backend})"
 
 
 def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest) -> RetryPlan:
@@ -348,7 +348,7 @@ def describe_retry(retry: RetryPlan) -> str:
             for w in plan.windows))
     lines += [f"  {line}" for line in size_lines(retry.sizes, retry.advice)]
     lines.append(f"  runs in: {retry.history.current.cwd}")
-    lines.append(f"  command: {shlex.join(plan.argv)}")
+    lines.append(f"  command: {shell_join(plan.argv)}")
     return printable("\n".join(lines), layout=True)
 
 

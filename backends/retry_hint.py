@@ -19,6 +19,7 @@ from backends.printable import printable
 from backends.ranges import compress
 from backends.records.record import SubmitRecord
 from backends.submit.model import SubmitPlan
+from backends.shellwords import shell_join, shell_quote
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -67,8 +68,7 @@ def with_auto_sizes(argv: Sequence[str], ended: Iterable[str]) -> tuple[str, ...
 def _retry_argv(record_path: str, values: Sequence[int], ended: Iterable[str]) -> str:
     """``hyperion-jobs retry /abs/RECORD [--values V] [--mem auto] [--time auto]``, quoted."""
     chosen = ("--values", compress(values)) if values else ()
-    return printable(shlex.join(("hyperion-jobs", "retry", os.path.abspath(record_path), *chosen,
-                                 *auto_sizes(ended))))
+    return shell_join(("hyperion-jobs", "retry", os.path.abspath(record_path), *chosen, *auto_sizes(ended)))
 
 
 def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: Iterable[str] = (),
@@ -87,7 +87,7 @@ def retry_command(plan: SubmitPlan, rerun: Sequence[str] | None = None, ended: I
         return None
     rerun = rerun if rerun is not None else plan.rerun
     if rerun is not None:
-        return printable(shlex.join(with_auto_sizes(rerun, ended)))
+        return shell_join(with_auto_sizes(rerun, ended))
     return _retry_argv(plan.record_path, values, ended)
 
 
@@ -103,7 +103,7 @@ def record_retry_command(record: SubmitRecord, ended: Iterable[str] = (), values
             words = shlex.split(record.rerun)
         except ValueError:          # the record checks its rerun is shell words; as it is, if not
             return printable(record.rerun)
-        return printable(shlex.join(with_auto_sizes(words, ended)))
+        return shell_join(with_auto_sizes(words, ended))
     return _retry_argv(record.path, values, ended)
 
 
@@ -188,7 +188,7 @@ def rerun_line(record_path: str, number: int, kind: str = "submit") -> str | Non
     """
     if number <= 1 or kind != "submit":
         return None
-    record = shlex.quote(record_path)
+    record = shell_quote(record_path)
     earlier = number - 1
     return printable(f"attempt {number} of this --output-file (it ran before): the earlier logs it rewrites "
                      f"were moved to {os.path.join(os.path.dirname(record_path), 'attempts')}/ first; "

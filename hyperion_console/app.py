@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import shlex
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from backends.printable import printable
 from backends.records.record import any_record
 from backends.retry_hint import usable_retry_command
 from backends.watch.budget import QueryBudget
+from backends.shellwords import shell_join
 
 from .commands import ConsoleCommands
 from .driver import surviving
@@ -44,7 +44,7 @@ def _rerun_command(record_path: str) -> str:
     try:
         record = cached_record(record_path)
     except Exception:                  # not written yet, or unreadable: the plain rule
-        return printable(shlex.join(("hyperion-jobs", "retry", record_path)))
+        return shell_join(("hyperion-jobs", "retry", record_path))
     return usable_retry_command(record) or printable(f"no retry can run it: its site file {record.cfg} is gone")
 
 

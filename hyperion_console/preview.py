@@ -6,7 +6,6 @@ Pure but for what build_plan reads on disk (the site file, the logs' folders).
 """
 from __future__ import annotations
 
-import shlex
 import time
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from rich.text import Text
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.model import SubmitPlan
 from backends.submit.plan import build_plan, describe_plan, submit_argv
+from backends.shellwords import shell_join
 
 from .errors import describe_error
 from .form import FormValues, field_of_error, form_argv
@@ -84,7 +84,7 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
         argv = form_argv(form)
         site, options = parse_submit_argv(argv, pipes=False)
         plan = build_plan(site, options)
-        command = shlex.join(["hyperion-submit", *submit_argv(options)])
+        command = shell_join(["hyperion-submit", *submit_argv(options)])
         preview = describe_plan(plan)
         ignored = ignored_sbatch_line(options.backend)
         if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too

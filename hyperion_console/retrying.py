@@ -14,7 +14,6 @@ as the next attempt (`launch(..., "retry")`).
 """
 from __future__ import annotations
 
-import shlex
 from argparse import Namespace
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
@@ -29,6 +28,7 @@ from backends.retry import RetryPlan, RetryRequest, describe_retry, plan_retry, 
 from backends.retry_sizes import SizeProposal
 from backends.watch.rows import TaskRow
 from backends.watch.targets import history_status
+from backends.shellwords import shell_join
 
 from .launch import launch
 from .local_runs import LocalRuns
@@ -62,7 +62,7 @@ class Preview:
     def command(self) -> str | None:
         if self.retry is None or self.retry.plan is None:
             return None
-        return shlex.join(self.retry.plan.argv)
+        return shell_join(self.retry.plan.argv)
 
     @property
     def identity(self) -> tuple | None:

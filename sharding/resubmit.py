@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import sys
 from dataclasses import dataclass
 from typing import Sequence, TextIO
@@ -34,6 +33,7 @@ from backends.submit.config import load_site
 from backends.submit.from_record import array_name, array_values, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan, describe_plan
+from backends.shellwords import shell_join
 from sharding.arrayenv import PREFIXES
 from sharding.retry import RetryPlan, plan_retry
 from sharding.run_records import FoundRecord, flag_values, named_checkpoints
@@ -373,7 +373,7 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     # dry run or under the run's lock (where only a submission begun since is asked about)
     same = _same_file(record_path, plan.record_path)
     what = (f"{retry.missing_count} of {retry.run.total_shards} shard(s) ({retry.expression}) "
-            f"in {prepared.record.cwd}: {shlex.join(plan.argv)}")
+            f"in {prepared.record.cwd}: {shell_join(plan.argv)}")
     if dry_run:
         if not same:
             check_not_live(plan.record_path)   # what the run would refuse, the dry run refuses

@@ -89,9 +89,9 @@ class SubmitRecord:
 
 def reattach_command(path: str | Path) -> str:
     """``hyperion-jobs watch /abs/q/x.submit.json``: waits as hyperion-submit did, same exit statuses."""
-    import shlex
+    from backends.shellwords import shell_quote
 
-    return f"hyperion-jobs watch {shlex.quote(os.path.abspath(path))}"
+    return f"hyperion-jobs watch {shell_quote(os.path.abspath(path))}"
 
 
 def write_json_atomic(path: Path, data: object) -> None:

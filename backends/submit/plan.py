@@ -267,17 +267,17 @@ def _task_label(plan: SubmitPlan, task: PlannedTask) -> str:
 
 def describe_plan(plan: SubmitPlan) -> str:
     """What ``--dry-run`` prints: every command that would run, nothing executed."""
-    import shlex
+    from backends.shellwords import shell_join, shell_quote
 
     lines = [f"# hyperion-submit dry run ({plan.options.backend}); nothing was submitted or written",
-             f"# command line: {shlex.join(plan.argv)}",
+             f"# command line: {shell_join(plan.argv)}",
              f"# record: {plan.record_path}"]
     if plan.options.backend == "local":
         lines.append(f"# {len(plan.tasks)} task(s), run one after another, stopping at the first failure")
         for task in plan.tasks:
-            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in task.env)
+            env = " ".join(f"{k}={shell_quote(v)}" for k, v in task.env)
             lines += [f"{_task_label(plan, task)}: log {task.log}",
-                      f"  {env + ' ' if env else ''}{shlex.join(task.argv)}"]
+                      f"  {env + ' ' if env else ''}{shell_join(task.argv)}"]
         return "\n".join(lines) + "\n"
     shared = plan.options.max_jobs_run and len(plan.windows) > 1
     if shared:
@@ -289,7 +289,7 @@ def describe_plan(plan: SubmitPlan) -> str:
         if window.held:
             what += ", held until a slot frees"
         lines += [f"# window {number}/{len(plan.windows)}: {what}",
-                  f"sbatch argv: {shlex.join(window.sbatch_argv)}",
+                  f"sbatch argv: {shell_join(window.sbatch_argv)}",
                   f"# batch script {window.script_path}:",
                   window.script.rstrip("\n"),
                   "# end of batch script"]

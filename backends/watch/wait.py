@@ -7,7 +7,6 @@ code 0 and wrote their log; `report` is one line per such task, naming its logs.
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
@@ -22,6 +21,7 @@ from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
 from backends.watch.rows import expected, expected_tasks
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import Throttler
+from backends.shellwords import shell_quote
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def report(outcome: Outcome, array_name: str | None = None, record_path: str | N
     told = [(task, state) for task, state in outcome.bad if id(task) not in grouped]
     lines = [_report_line(task, state, array_name) for task, state in told[:MAX_REPORTED]]
     if len(told) > MAX_REPORTED:
-        where = f": hyperion-jobs status {shlex.quote(record_path)} --failures groups them" if record_path else ""
+        where = f": hyperion-jobs status {shell_quote(record_path)} --failures groups them" if record_path else ""
         lines.append(f"... and {len(told) - MAX_REPORTED} more task(s) that did not succeed{where}")
     if len(unwritten) > 1:
         values = compress(t.value for t in unwritten if t.value is not None)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shlex
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from backends.errors import FieldError
 from backends.printable import printable
 from backends.records.trust import trust_problem
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
+from backends.shellwords import shell_join, shell_quote
 from sharding.coverage import Coverage
 from sharding.resubmit import (
     Resubmission,
@@ -109,8 +109,8 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
     lines += [f"record:  {printable(record_path)}",
               f"shards:  {printable(_cut(prepared.retry.expression))}",
               f"runs in: {printable(record.cwd)}",
-              f"command: {printable(shlex.join(plan.argv))}"]
-    lines += [f"sbatch:  {printable(shlex.join(window.sbatch_argv))}" for window in plan.windows[:MAX_WINDOW_ROWS]]
+              f"command: {shell_join(plan.argv)}"]
+    lines += [f"sbatch:  {shell_join(window.sbatch_argv)}" for window in plan.windows[:MAX_WINDOW_ROWS]]
     lines += [printable(line) for line in size_lines]
     return "\n".join(lines)
 
@@ -134,7 +134,7 @@ def retry_flags(typed: int | None, site: ArrayLimit) -> str:
     """The options that make `hyperion-checkpoint retry` print the fields shown: the limit typed
     and the site file that caps it (its path as the user would type it)."""
     flags = "" if typed is None else f" --max-array-size {typed}"
-    return flags + (f" --cfg {shlex.quote(shown_path(site.path))}" if site.value is not None else "")
+    return flags + (f" --cfg {shell_quote(shown_path(site.path))}" if site.value is not None else "")
 
 
 DETAILS_CELL = 18     # characters of a failed record's details in its table cell (80 columns)
@@ -782,9 +782,9 @@ class CheckpointScreen(ConsoleScreen):
         ignored = ignored_sbatch_line(submit_plan.options.backend)
         if ignored:
             text.append_text(shown(f"\n  {ignored}", layout=True))
-        text.append_text(shown(f"\n  {shlex.join(submit_plan.argv)}", layout=True))
+        text.append_text(shown(f"\n  {shell_join(submit_plan.argv)}", layout=True))
         for window in submit_plan.windows:
-            text.append_text(shown(f"\n  {shlex.join(window.sbatch_argv)}", "dim", layout=True))
+            text.append_text(shown(f"\n  {shell_join(window.sbatch_argv)}", "dim", layout=True))
         text.append("\n")
         for line in self.size_lines(record_text):        # the shards ran out of a size kept: say so
             text.append_text(shown(f"  {line}", "yellow"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import shlex
 import stat
 import sys
 from collections.abc import Iterator, Sequence
@@ -35,6 +34,7 @@ from backends.watch.targets import (
     shown_as_recorded,
     task_logs,
 )
+from backends.shellwords import shell_quote
 
 
 NOT_SUBMITTED = "NOT_SUBMITTED"   # the count of values no attempt submitted (as `retry`'s plan names them)
@@ -117,7 +117,7 @@ def say_rerun_later(history: History | None, rows: Sequence[TaskRow]) -> None:
     assert history is not None
     now = ", ".join(f"{state} {n}" for state, n in sorted(states.items()))
     print(printable(f"{PROG}: {again} of these task(s) ran again in a later attempt (now {now}): "
-                    f"hyperion-jobs status {shlex.quote(history.record_path)} shows every value's newest run"),
+                    f"hyperion-jobs status {shell_quote(history.record_path)} shows every value's newest run"),
           file=sys.stderr)
 
 
@@ -367,7 +367,7 @@ def slurm_ended_note(task: str, ended: str | None, slurm_err: str | None, progra
         return None
     again = f" --attempt {attempt}" if attempt is not None else ""
     return printable(f"hyperion-jobs: {task} ended {state.value} (Slurm ended it, not the program); "
-                     f"Slurm's reason: hyperion-jobs logs {shlex.quote(task)}{again} --err")
+                     f"Slurm's reason: hyperion-jobs logs {shell_quote(task)}{again} --err")
 
 
 def site_floor(record: SubmitRecord | None) -> float | None:
@@ -390,7 +390,7 @@ def _earlier_run(logs, task: str) -> tuple[str, str]:
         return "", ""
     attempt, number, state = logs.ran_before
     return (f" in attempt {attempt}", f"; attempt {number} ran it ({state}): hyperion-jobs logs "
-            f"{shlex.quote(task)} --attempt {number}")
+            f"{shell_quote(task)} --attempt {number}")
 
 
 def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = None,

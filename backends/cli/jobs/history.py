@@ -33,9 +33,9 @@ def _shown(key: str, value: object) -> str:
     if isinstance(value, str):
         return value
     if key == "command" and isinstance(value, list):
-        import shlex
+        from backends.shellwords import shell_join
 
-        return shlex.join(str(part) for part in value)
+        return shell_join(str(part) for part in value)
     if key == "env" and isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 for p in value):
         return ",".join(f"{name}={val}" for name, val in value) or "(none)"
     return json.dumps(value)
