@@ -618,6 +618,32 @@ def _refusal(kind: str, exc: InputError) -> InputError:
 LiveCheck = Callable[[History], None]
 
 
+def newest_attempt(history: History) -> int:
+    """The number of the newest attempt a history knows: its records', or a later one's ledger line."""
+    return max(history.latest_number, history.ledger.last_number)
+
+
+def unchanged_since(planned: History, again: str) -> LiveCheck:
+    """The check under the lock of a rerun planned from `planned` some time before (a retry's
+    [y/N] left open while another terminal retried the same record): refused when an attempt
+    began since, which may have rerun the same values (COMPLETED now, they would run again and
+    their newest run be the extra one); `again` is the command that plans from what is there now.
+    Else refused for live tasks, as a new submission is."""
+    expected = newest_attempt(planned)
+
+    def check(history: History) -> None:
+        now = newest_attempt(history)
+        if now != expected:
+            began = "an attempt" if now < expected else f"attempt {now}"
+            raise InputError(FIELD, f"{began} of {history.record_path} began after this rerun was planned "
+                             f"(as attempt {expected + 1}) and may have run the same values; nothing ran: "
+                             f"{again} plans from what it did")
+        live = live_tasks(history)
+        if live:
+            _refuse_live(history, live)
+    return check
+
+
 def check_not_live(record_path: str, live_check: LiveCheck | None = None) -> History | None:
     """The pattern's history (None before its first attempt); InputError while its newest attempt
     still has live tasks (`live_check`'s refusal, when given). `begin_attempt` asks again under the
@@ -658,6 +684,6 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
             on_begin()
         if history is not None:
             archive_current(plan.record_path)
-        number = 1 if history is None else max(history.latest_number, history.ledger.last_number) + 1
+        number = 1 if history is None else newest_attempt(history) + 1
         move_aside(moves)
         yield NewAttempt(number, kind, overrides(history.current if history else None, plan))

@@ -1253,3 +1253,40 @@ def test_an_end_a_full_disk_refused_is_written_once_there_is_room_again(small_di
     assert finals[(1, 3)].state == "CANCELLED"
     assert finals[(1, 4)].state == "FAILED"
     assert recorder.error is None         # kept after all: the console no longer warns they are not
+
+
+def test_a_retry_confirmed_after_another_retry_ran_its_values_runs_nothing(tmp_path, cli_env):
+    """Two terminals: `hyperion-jobs retry RECORD` shows its plan and waits at [y/N]; meanwhile the
+    other terminal's `retry --yes` reruns the same values, which now COMPLETED. Answering y ran them
+    all again as attempt 3 (its preview had said attempt 2), their newest runs the extra ones."""
+    (tmp_path / "fail.txt").write_text("2\n4\n")
+    first = submit_local(tmp_path, cli_env, "--array", "JOB=1:4", "--output-file", "log/t.JOB.log",
+                         "--", PY, "-c", FLAKY, "JOB")
+    assert first.returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    (tmp_path / "fail.txt").write_text("")
+    waiting = subprocess.Popen(["hyperion-jobs", "retry", str(record)], cwd=tmp_path, env=cli_env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        assert waiting.stderr is not None
+        prompt = ""
+        while not prompt.endswith("[y/N] "):       # the plan is shown: the first terminal waits for y
+            char = waiting.stderr.read(1)
+            assert char, prompt
+            prompt += char
+        assert "as attempt 2: 3 task(s)" in prompt and "values: 2-4" in prompt, prompt
+        other = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+        assert other.returncode == 0, other.stderr
+        out, err = waiting.communicate("y\n", timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 2, err
+    assert err == (f"hyperion-jobs: error: record: attempt 2 of {record} began after this rerun was planned "
+                   f"(as attempt 2) and may have run the same values; nothing ran: hyperion-jobs retry "
+                   f"{record} plans from what it did\n"), err
+    shown = status_json(record, cli_env)
+    assert [(t["value"], t["state"], t["attempt"]) for t in shown["tasks"]] == [
+        (1, "COMPLETED", 1), (2, "COMPLETED", 2), (3, "COMPLETED", 2), (4, "COMPLETED", 2)]
+    assert load_history(record).numbers == (1, 2)

@@ -239,3 +239,41 @@ def test_history_shows_a_second_submission_that_moved_from_local_to_slurm(slurm_
     from hyperion_console.widgets.attempts import attempt_lines   # the console's list says it as well
 
     assert [line.overrides for line in attempt_lines(load_history(record), [])] == [{}, {"backend": "slurm"}]
+
+
+def test_a_retry_left_at_its_prompt_while_another_terminal_retried_submits_nothing(
+        slurm_cluster, tmp_path, cli_env):
+    """A user's two terminals: one `hyperion-jobs retry RECORD` waits at [y/N] while the other's
+    `retry --yes` reruns the failed values on Slurm and they complete; the y then queued the same
+    values again as a third attempt (sacct held a second job for them)."""
+    (tmp_path / "fail.txt").write_text("2\n4\n")
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:4",
+                    "--output-file", "log/x.JOB.log", "--", PY, "-c", FLAKY, "JOB", cwd=tmp_path, env=cli_env)
+    assert first.returncode == 1, first.stderr
+    record = tmp_path / "log" / "q" / "x.JOB.submit.json"
+    (tmp_path / "fail.txt").write_text("")
+    waiting = subprocess.Popen(["hyperion-jobs", "retry", str(record)], cwd=tmp_path, env=cli_env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        assert waiting.stderr is not None
+        prompt = ""
+        while not prompt.endswith("[y/N] "):
+            char = waiting.stderr.read(1)
+            assert char, prompt
+            prompt += char
+        assert "as attempt 2: 2 task(s) (FAILED 2)" in prompt and "values: 2,4" in prompt, prompt
+        other = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+        assert other.returncode == 0, other.stderr
+        out, err = waiting.communicate("y\n", timeout=120)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 2 and "submitted job(s)" not in err, err
+    assert f"attempt 2 of {record} began after this rerun was planned" in err
+    history = load_history(record)
+    assert history.numbers == (1, 2)
+    assert history.current.attempt == 2 and history.ledger.last_number == 2
+    shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert [(t["value"], t["state"], t["attempt"]) for t in shown["tasks"]] == [
+        (1, "COMPLETED", 1), (2, "COMPLETED", 2), (3, "COMPLETED", 1), (4, "COMPLETED", 2)]

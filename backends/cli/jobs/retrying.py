@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
+from backends.attempt import unchanged_since
 from backends.cli.jobs.commands import record_dirs, say_history_problems, say_shown_as_recorded, told_unlisted
 from backends.cli.jobs.parser import PROG
 from backends.errors import InputError
@@ -66,5 +68,8 @@ def cmd_retry(args: argparse.Namespace) -> int:
         return 1
     line = (f"{PROG}: retrying {len(retry.values)} task(s) of {printable(history.record_path)} "
             f"(values {retry.value_ranges})")
+    # the plan is from before the prompt: another terminal's retry may have rerun its values since
+    again = f"{PROG} retry {shlex.quote(history.record_path)}"
     with working_dir(history.current.cwd):
-        return run_plan(retry.plan, "retry", lambda: print(line, file=sys.stderr, flush=True))
+        return run_plan(retry.plan, "retry", lambda: print(line, file=sys.stderr, flush=True),
+                        live_check=unchanged_since(history, again))
