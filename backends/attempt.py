@@ -129,7 +129,8 @@ def _pattern(record_path: str | Path) -> str:
     return str(Path(record_path).parent.parent / Path(record_path).name[: -len(RECORD_SUFFIX)])
 
 
-def _history(record_path: str) -> History | None:
+def load_history_if_any(record_path: str) -> History | None:
+    """The pattern's history, None before its first attempt; InputError when it cannot be read."""
     if not Path(record_path).exists():
         return None
     try:
@@ -627,7 +628,7 @@ def unchanged_since(planned: History, again: str) -> LiveCheck:
     """The check under the lock of a rerun planned from `planned` some time before (a retry's
     [y/N] left open while another terminal retried the same record): refused when an attempt
     began since, which may have rerun the same values (COMPLETED now, they would run again and
-    their newest run be the extra one); `again` is the command that plans from what is there now.
+    their newest run be the extra one); `again` says how to plan from what is there now.
     Else refused for live tasks, as a new submission is."""
     expected = newest_attempt(planned)
 
@@ -637,7 +638,7 @@ def unchanged_since(planned: History, again: str) -> LiveCheck:
             began = "an attempt" if now < expected else f"attempt {now}"
             raise InputError(FIELD, f"{began} of {history.record_path} began after this rerun was planned "
                              f"(as attempt {expected + 1}) and may have run the same values; nothing ran: "
-                             f"{again} plans from what it did")
+                             f"{again}")
         live = live_tasks(history)
         if live:
             _refuse_live(history, live)
@@ -648,7 +649,7 @@ def check_not_live(record_path: str, live_check: LiveCheck | None = None) -> His
     """The pattern's history (None before its first attempt); InputError while its newest attempt
     still has live tasks (`live_check`'s refusal, when given). `begin_attempt` asks again under the
     lock: a caller may ask first, so that it says nothing about a rerun that would be refused."""
-    history = _history(record_path)
+    history = load_history_if_any(record_path)
     if history is not None:
         if live_check is not None:
             live_check(history)

@@ -178,18 +178,34 @@ def local_retry_line(plan: SubmitPlan, stopped: int | None, rerun: Sequence[str]
             f"rerun {array.name}={compress(rerun_values)} with: {command}")
 
 
-def rerun_line(record_path: str, number: int, kind: str = "submit") -> str | None:
+def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool = False) -> str | None:
     """What hyperion-submit says when its command line ran before with the same --output-file:
     the run is attempt `number` and the earlier logs it rewrites were moved aside, not lost.
 
     Why: the same command rerun by accident (shell history, a recipe started again) printed
     only `submitted job(s) ...`; the user found yesterday's logs rewritten and nothing saying
     where the old ones went. A retry says its own lines (None for any kind but "submit").
+    `ahead`: said before the run (a dry run, the console's confirmation), so the move is to come.
     """
     if number <= 1 or kind != "submit":
         return None
     record = shell_quote(record_path)
     earlier = number - 1
     return printable(f"attempt {number} of this --output-file (it ran before): the earlier logs it rewrites "
-                     f"were moved to {os.path.join(os.path.dirname(record_path), 'attempts')}/ first; "
+                     f"{'are' if ahead else 'were'} moved to {os.path.join(os.path.dirname(record_path), 'attempts')}/ first; "
                      f"hyperion-jobs history {record}; hyperion-jobs logs {record}:VALUE --attempt {earlier}")
+
+
+def ran_before_line(record_path: str) -> str | None:
+    """`rerun_line` before the run: what a dry run and the console's Submit confirmation say of an
+    --output-file that ran before. A dry run said nothing of it and the console asked `Submit 8
+    task(s) to slurm?` alone; the user learnt after the yes that yesterday's logs were being
+    rewritten. None on a first run, or when the history cannot be read (the run says why)."""
+    from backends.attempt import load_history_if_any, newest_attempt
+    from backends.errors import InputError
+
+    try:
+        history = load_history_if_any(record_path)
+    except InputError:
+        return None
+    return None if history is None else rerun_line(record_path, newest_attempt(history) + 1, ahead=True)

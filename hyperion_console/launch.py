@@ -13,6 +13,7 @@ from typing import Callable
 from backends.launch import run_local_plan
 from backends.launch_slurm import refusal_line, rest_command, submit
 from backends.submit.slurm.sbatch import SubmitError
+from backends.attempt import LiveCheck
 
 from .local_runs import LocalRuns
 from .shown import tell
@@ -33,15 +34,16 @@ def sbatch_teller(app, target) -> Callable[[tuple[str, ...]], None]:
 
 def launch(plan, announce: Callable[[str], None], kind: str = "submit",
            on_begin: Callable[[], None] | None = None, local_runs: LocalRuns | None = None,
-           warn: Callable[[tuple[str, ...]], None] | None = None) -> int | None:
+           warn: Callable[[tuple[str, ...]], None] | None = None, live_check: LiveCheck | None = None) -> int | None:
     """Run `plan`; `on_begin()` once it is not refused, `announce(record_path)` once its record
     exists, `warn(lines)` with what each sbatch that queued its window said on stderr (as
-    hyperion-submit prints them: escaped, bounded; one notification per call). Local: the exit status; while it runs it is
+    hyperion-submit prints them: escaped, bounded; one notification per call); `live_check`, asked
+    under the pattern's lock, as `begin_attempt` asks it. Local: the exit status; while it runs it is
     one of `local_runs`, which a quit stops.
     Slurm: PartlySubmitted after the announce when sbatch refused a later window (those before it
     went in and are watched), in the words hyperion-submit uses."""
     if plan.options.backend == "slurm":
-        record = submit(plan, kind, on_begin, warn=warn)
+        record = submit(plan, kind, on_begin, live_check=live_check, warn=warn)
         announce(str(record.path))
         refusal = refusal_line(record, rest_command(plan, record, kind=kind))
         if refusal:   # what went in is watched; the refusal is told in hyperion-submit's words
@@ -56,7 +58,7 @@ def launch(plan, announce: Callable[[str], None], kind: str = "submit",
 
     local_runs = local_runs or LocalRuns()
     with local_runs.running(str(plan.record_path)) as stop:
-        status = run_local_plan(plan, on_event, kind, on_begin, stop)
+        status = run_local_plan(plan, on_event, kind, on_begin, stop, live_check=live_check)
     if not announced:
         announce(str(plan.record_path))
     return status

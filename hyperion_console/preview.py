@@ -15,6 +15,7 @@ from backends.submit.commandline import parse_submit_argv
 from backends.submit.model import SubmitPlan
 from backends.submit.plan import build_plan, describe_plan, submit_argv
 from backends.shellwords import shell_join
+from backends.retry_hint import ran_before_line
 
 from .errors import describe_error
 from .form import FormValues, field_of_error, form_argv
@@ -49,6 +50,7 @@ class Preview:
     error: str | None = None
     field: str | None = None                 # the form field the error names
     seconds: float = 0.0                     # how long the core took: a slow form is planned in a worker
+    ran_before: str | None = None            # the output file ran before: the run's attempt, its logs moved
 
 
 def confirm_question(plan: SubmitPlan, verb: str = "Submit", what: str = "task(s)") -> str:
@@ -86,6 +88,8 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
         plan = build_plan(site, options)
         command = shell_join(["hyperion-submit", *submit_argv(options)])
         preview = describe_plan(plan)
+        ran_before = ran_before_line(plan.record_path)     # as the dry run says it, under the plan
+        preview += f"# {ran_before}\n" if ran_before else ""
         ignored = ignored_sbatch_line(options.backend)
         if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too
             preview = f"{ignored}\n{preview}"
@@ -93,4 +97,5 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
     except Exception as exc:  # InputError and the like: shown, never raised
         return Preview(form, error=describe_error(exc), field=field_of_error(exc),
                        seconds=time.perf_counter() - started)
-    return Preview(form, tuple(argv), plan, command, text, seconds=time.perf_counter() - started)
+    return Preview(form, tuple(argv), plan, command, text, seconds=time.perf_counter() - started,
+                   ran_before=ran_before)

@@ -29,6 +29,7 @@ from backends.retry_sizes import SizeProposal
 from backends.watch.rows import TaskRow
 from backends.watch.targets import history_status
 from backends.shellwords import shell_join
+from backends.attempt import unchanged_since
 
 from .launch import launch
 from .local_runs import LocalRuns
@@ -152,4 +153,6 @@ def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
         raise Refused("the retry changed since it was confirmed (values, command, directory or record "
                       "owner); nothing ran: press R again")
     with working_dir(history.current.cwd):      # as hyperion-jobs retry: relative paths of the command
-        return launch(retry.plan, announce, "retry", on_begin, local_runs=local_runs, warn=warn)
+        # between the comparison above and the lock, another terminal's retry may begin
+        return launch(retry.plan, announce, "retry", on_begin, local_runs=local_runs, warn=warn,
+                      live_check=unchanged_since(history, "press R again to plan from what it did"))

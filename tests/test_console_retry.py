@@ -20,6 +20,7 @@ from backends.records.history import load_history
 from backends.states import JobState, TaskState
 from backends.submit.commandline import parse_submit_argv
 from backends.submit.plan import build_plan
+from backends.watch.targets import history_status
 from backends.watch.wait import wait
 from hyperion_console.app import make_app
 from hyperion_console.messages import RecordOpened, RetryPreviewed, RetryRefused, RetryRequested
@@ -414,3 +415,31 @@ def test_the_commands_a_refusal_names_paste_as_they_are_in_a_folder_with_a_space
         plan_retry(history, rows, RetryRequest())
     watch = str(refused.value).split("wait for them to end (", 1)[1].split(")", 1)[0]
     assert shlex.split(watch) == ["hyperion-jobs", "watch", str(record)]
+
+
+def test_a_retry_begun_elsewhere_after_the_last_check_is_refused_under_the_lock(tmp_path: Path, cli_env,
+                                                                                 monkeypatch) -> None:
+    """The console compares its confirmed plan with a fresh one, then takes the pattern's lock: a
+    shell's retry that began in between reran the same values, and the console ran them again as
+    one more attempt. Under the lock it is now refused, nothing run."""
+    from conftest import run_cli
+
+    import hyperion_console.retrying as retrying
+    from backends.errors import InputError
+
+    record = local_run_with_a_failure(tmp_path)
+    (tmp_path / "fail.txt").write_text("")
+    history = load_history(str(record))
+    confirmed = retrying.preview(history, history_status(history), {}).identity
+    real_launch = retrying.launch
+
+    def another_terminal_first(*args, **kwargs):     # the shell's retry, at that instant
+        elsewhere = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
+        assert elsewhere.returncode == 0, elsewhere.stderr
+        return real_launch(*args, **kwargs)
+
+    monkeypatch.setattr(retrying, "launch", another_terminal_first)
+    with pytest.raises(InputError, match="attempt 2 of .* began after this rerun was planned .* nothing ran: "
+                                         "press R again to plan from what it did"):
+        retrying.run_retry(str(record), retrying.RetryRequest(), confirmed, lambda path: None)
+    assert load_history(str(record)).numbers == (1, 2)          # the shell's retry, and nothing more

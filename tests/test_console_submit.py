@@ -1169,3 +1169,33 @@ def test_keys_read_with_enter_answer_its_dialog_and_never_reach_the_field(tmp_pa
         assert (on_screen, submitted) == (SubmitScreen, 0)
     else:
         assert (on_screen, submitted) == (JobsScreen, 1)
+
+
+def test_the_confirmation_says_the_output_file_ran_before_and_where_its_logs_go(tmp_path: Path) -> None:
+    """A recipe started again from the console: the question comes with the CLI's attempt line,
+    before the yes (the user learnt only afterwards that yesterday's logs were being rewritten)."""
+    log = tmp_path / "log" / "t.JOB.log"
+    first = run_cli("hyperion-submit", "local", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array",
+                    "JOB=1:2", "--output-file", str(log), "--", "echo", "first run JOB", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    files = sorted((tmp_path / "log").rglob("*"))
+    (tmp_path / "elsewhere").mkdir()    # records listed there are none: the console opens on its Submit screen
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path / "elsewhere"])
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="local", output_file=str(log), array="JOB=1:2", command="echo second run JOB")
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            assert isinstance(app.screen, ConfirmScreen)
+            assert app.screen.detail.startswith(
+                f"attempt 2 of this --output-file (it ran before): the earlier logs it rewrites are moved "
+                f"to {tmp_path / 'log' / 'q' / 'attempts'}/ first")
+            assert "attempt 2 of this --output-file" in str(screen.query_one("#submit-preview").content)
+            await pilot.press("n")
+            await pilot.pause()
+        assert (tmp_path / "log" / "t.1.log").read_text().count("\nfirst run 1\n") == 1   # nothing moved or run
+        assert sorted((tmp_path / "log").rglob("*")) == files
+
+    asyncio.run(scenario())

@@ -207,3 +207,20 @@ def test_two_gres_in_one_gpu_type_would_drop_the_gpus(tmp_path, cli_env):
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("hyperion-submit: error: gpu_types.v100.options: '--gres=gpu:v100:{num_gpus}' "
                                     "sets --gres and that list sets it again ('--gres=lustre:1')"), result.stderr
+
+
+def test_a_dry_run_of_an_output_file_that_ran_before_says_the_attempt_and_moves_nothing(tmp_path, cli_env):
+    argv = ["local", "--cfg", str(TEST_SITE), "--output-file", "logs/t.log", "--", "echo", "hello"]
+    first = run_cli("hyperion-submit", *argv, cwd=tmp_path, env=cli_env)
+    assert first.returncode == 0, first.stderr
+    files = sorted((tmp_path / "logs").rglob("*"))
+    fresh = run_cli("hyperion-submit", "local", "--dry-run", *argv[1:-3], "--output-file", "other.log", "--", "true",
+                    cwd=tmp_path, env=cli_env)
+    assert "attempt" not in fresh.stdout
+    again = run_cli("hyperion-submit", "local", "--dry-run", *argv[1:], cwd=tmp_path, env=cli_env)
+    assert again.returncode == 0, again.stderr
+    record = tmp_path / "logs" / "q" / "t.submit.json"
+    assert (f"# attempt 2 of this --output-file (it ran before): the earlier logs it rewrites are moved to "
+            f"{tmp_path / 'logs' / 'q' / 'attempts'}/ first; hyperion-jobs history {record}") in again.stdout
+    assert sorted((tmp_path / "logs").rglob("*")) == files
+    assert (tmp_path / "logs" / "t.log").read_text().count("\nhello\n") == 1

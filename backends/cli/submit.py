@@ -51,6 +51,10 @@ def _run(argv: Sequence[str]) -> int:
         return BAD_INPUT
     if request.dry_run:   # on a terminal, control characters in paths or arguments are shown escaped
         text = describe_plan(plan)
+        from backends.retry_hint import ran_before_line
+
+        ran_before = ran_before_line(plan.record_path)
+        text += f"# {ran_before}\n" if ran_before else ""
         try:
             sys.stdout.write(printable(text, layout=True) if sys.stdout.isatty() else text)
             sys.stdout.flush()   # here, not at the interpreter's exit, where a reader gone is exit 120

@@ -124,6 +124,7 @@ class SubmitScreen(ConsoleScreen):
         self.cfg_dir = cfg_dir
         self.defaults = defaults or {}
         self.plan = None
+        self.ran_before: str | None = None     # the preview's: this output file ran before
         self.argv: list[str] | None = None
         self.sending = False      # a submission answered yes and not yet recorded
         self.sites: list[Path] = []     # the site files the selector offers
@@ -325,6 +326,7 @@ class SubmitScreen(ConsoleScreen):
             self.post_message(PreviewUpdated(None, message))
             return
         self.plan, self.argv = preview.plan, list(preview.argv or ())
+        self.ran_before = preview.ran_before
         error_box.update(Text("✓ valid", style="green"))
         self.query_one("#submit-command", Static).update(shown("$ " + preview.command, "bold"))
         self.query_one("#submit-preview", Static).update(preview.text or "")
@@ -364,6 +366,8 @@ class SubmitScreen(ConsoleScreen):
         windows = confirm_windows(plan)
         if windows:
             detail = f"{windows}\n\n{detail}"
+        if self.ran_before:       # the CLI says it once the run begins: here before the yes
+            detail = f"{self.ran_before}\n\n{detail}"
 
         def answered(yes: bool | None) -> None:
             if self._asking is not dialog:     # a stale dialog's answer (a newer one asks): never submits

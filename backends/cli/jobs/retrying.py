@@ -69,7 +69,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     line = (f"{PROG}: retrying {len(retry.values)} task(s) of {printable(history.record_path)} "
             f"(values {retry.value_ranges})")
     # the plan is from before the prompt: another terminal's retry may have rerun its values since
-    again = f"{PROG} retry {shell_quote(history.record_path)}"
+    again = f"{PROG} retry {shell_quote(history.record_path)} plans from what it did"
     with working_dir(history.current.cwd):
         return run_plan(retry.plan, "retry", lambda: print(line, file=sys.stderr, flush=True),
                         live_check=unchanged_since(history, again))
