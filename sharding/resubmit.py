@@ -111,10 +111,6 @@ def check_sizes(mem: str | None, time: str | None) -> tuple[str | None, str | No
     return size_option("--mem", mem), size_option("--time", time)
 
 
-def _in_runs(value: int | None, runs: Sequence[tuple[int, int]]) -> bool:
-    return value is not None and any(first <= value <= last for first, last in runs)
-
-
 def shard_sizes(retry: RetryPlan, record_path: str, mem: str | None = None, time: str | None = None,
                 history: History | None = None) -> ShardSizes:
     """The sizes a resubmission of ``retry``'s missing shards asks for, by `hyperion-jobs retry`'s rule
@@ -139,7 +135,8 @@ def shard_sizes(retry: RetryPlan, record_path: str, mem: str | None = None, time
         problem = err.problem if isinstance(err, InputError) else str(err)
         raise InputError(auto, f"auto needs what the shards used, which cannot be read: {problem}; "
                          "nothing resubmitted") from None
-    chosen = [row for row in rows if _in_runs(row.value, retry.missing_runs)]
+    missing = set(retry.missing)      # one look per row: scattered failures are thousands of runs
+    chosen = [row for row in rows if row.value in missing]
     request, proposal, advice = plan_sizes(rows, chosen, history, RetryRequest(mem=mem, time=time))
     return ShardSizes(request.mem, request.time, proposal, advice)
 
