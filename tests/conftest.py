@@ -6,6 +6,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -132,6 +134,19 @@ def kill_groups(*groups: int | None) -> None:
             os.killpg(group, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+@contextmanager
+def reaped(runner: subprocess.Popen, *groups: int | None) -> Iterator[subprocess.Popen]:
+    """The runner and the task groups a test started are gone after the block, however it ends:
+    a failed assertion must not leave a task running beside the next test."""
+    try:
+        yield runner
+    finally:
+        kill_groups(*groups)
+        if runner.poll() is None:
+            runner.kill()
+        runner.wait()
 
 
 def group_members(pgid: int) -> list[str]:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SITE, group_members, kill_groups, run_cli
+from conftest import TEST_SITE, group_members, kill_groups, reaped, run_cli
 
 from backends.logheader import parse_ended
 from backends.records.record import load_record
@@ -233,16 +233,11 @@ def test_a_second_hangup_does_not_cut_the_tasks_grace_short(tmp_path, cli_env):
     """A closing terminal sends SIGHUP twice (bash passes it on, then the kernel): the task still gets its
     10 s to clean up, as the README promises; only a second Ctrl-C kills at once."""
     runner, group = _trapping_run(tmp_path, cli_env, "trap 'echo got-hup; sleep 1; echo cleanup-done; exit 0' HUP")
-    try:
+    with reaped(runner, group):
         runner.send_signal(signal.SIGHUP)
         time.sleep(0.05)
         runner.send_signal(signal.SIGHUP)
         runner.communicate(timeout=20)
-    finally:
-        kill_groups(group)
-        if runner.poll() is None:
-            runner.kill()
-        runner.wait()
     assert runner.returncode == 129
     assert "got-hup\ncleanup-done\n" in (tmp_path / "t.log").read_text()
 
@@ -316,7 +311,7 @@ def test_ctrl_c_ends_the_tasks_background_jobs_before_it_records_the_task(tmp_pa
     the log after its footer. Now the runner waits for the whole group (10 s, or a second Ctrl-C:
     SIGKILL), and returns only once nothing of the task runs."""
     runner, group = _a_run_stopped_with_ctrl_c(tmp_path, cli_env, "sleep 30 & wait")
-    try:
+    with reaped(runner, group):
         time.sleep(1.5)
         assert runner.poll() is None, "hyperion-submit ended while its task's `sleep 30 &` runs on"
         assert group_members(group), "the background job is gone already: nothing was tested"
@@ -327,11 +322,6 @@ def test_ctrl_c_ends_the_tasks_background_jobs_before_it_records_the_task(tmp_pa
         assert err.startswith("hyperion-submit: the task's processes have not ended yet: SIGKILL in "), err
         assert " s, or at once at Ctrl-C again\n" in err, err
         assert group_members(group) == [], "the task's background job runs on after hyperion-submit returned"
-    finally:
-        kill_groups(group)
-        if runner.poll() is None:
-            runner.kill()
-        runner.wait()
     assert parse_ended((tmp_path / "t.1.log").read_text().splitlines()[-1])[0] == 130   # sh, killed by SIGINT
     assert task_states(tmp_path / "q" / "t.JOB.submit.json", cli_env) == {1: ("FAILED", 130), 2: ("NOT_RUN", None)}
     shown = run_cli("hyperion-jobs", "status", str(tmp_path / "q" / "t.JOB.submit.json"), env=cli_env).stdout
@@ -345,14 +335,9 @@ def test_ctrl_c_gives_the_tasks_background_jobs_their_grace_to_clean_up(tmp_path
     worker = (f"import signal, sys, time\ndef save(*_):\n    time.sleep(1); open({str(done)!r}, 'w').close(); "
               "sys.exit(0)\nsignal.signal(signal.SIGINT, save)\ntime.sleep(30)\n")
     runner, group = _a_run_stopped_with_ctrl_c(tmp_path, cli_env, f"{shlex.quote(PY)} -c {shlex.quote(worker)} & wait")
-    try:
+    with reaped(runner, group):
         _, err = runner.communicate(timeout=10)
         assert group_members(group) == [], "the task's background worker runs on after hyperion-submit returned"
-    finally:
-        kill_groups(group)
-        if runner.poll() is None:
-            runner.kill()
-        runner.wait()
     assert runner.returncode == 130 and done.exists(), err
 
 
@@ -387,14 +372,9 @@ def test_a_task_that_handles_the_stop_is_recorded_with_the_code_it_ended_with(tm
     `# Ended (code 130)`) and 3 by the console. Both now record what it returned (130 or 143 only
     when the signal killed it); hyperion-submit itself still exits 128 + N."""
     runner, group = _trapping_run(tmp_path, cli_env, trap)
-    try:
+    with reaped(runner, group):
         runner.send_signal(signum)
         _, err = runner.communicate(timeout=10)
-    finally:
-        kill_groups(group)
-        if runner.poll() is None:
-            runner.kill()
-        runner.wait()
     assert runner.returncode == 128 + signum and "Traceback" not in err, err
     lines = (tmp_path / "t.log").read_text().splitlines()
     assert lines[-2] == "saving" and parse_ended(lines[-1])[0] == recorded[1], lines
