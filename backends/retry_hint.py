@@ -17,12 +17,12 @@ from collections.abc import Iterable, Sequence
 
 from backends.printable import printable
 from backends.ranges import compress
-from backends.records.record import SubmitRecord
-from backends.submit.model import SubmitPlan
 from backends.shellwords import shell_join, shell_quote
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from backends.records.record import SubmitRecord
+    from backends.submit.model import SubmitPlan
     from backends.records.history import History
 
 
@@ -201,6 +201,8 @@ def ran_before_line(record_path: str) -> str | None:
     --output-file that ran before. A dry run said nothing of it and the console asked `Submit 8
     task(s) to slurm?` alone; the user learnt after the yes that yesterday's logs were being
     rewritten. None on a first run, or when the history cannot be read (the run says why)."""
+    if not os.path.exists(record_path):      # a first run: the dry run loads no record reader
+        return None
     from backends.attempt import load_history_if_any, newest_attempt
     from backends.errors import InputError
 
