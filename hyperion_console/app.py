@@ -172,7 +172,7 @@ class HyperionConsole(App[None]):
         confirmation, and the console ends once its task has ended (q again: SIGKILL it now)."""
         active = self.local_runs.active()
         if not active:
-            self.exit()
+            self._quit_leaving_windows()
             return
         if self.local_runs.stopping:
             self.local_runs.stop.kill.set()
@@ -194,6 +194,24 @@ class HyperionConsole(App[None]):
             f"A local run goes on in this console and cannot outlive it. Quitting stops its running task as "
             f"Ctrl-C would (recorded with the code it ends with, 130 if it obeys) and runs none of the rest "
             f"(NOT_RUN); the command under the run runs them again.\n{runs}", yes="Stop and quit"), answered)
+
+    def _quit_leaving_windows(self) -> None:
+        """No local run: quit, but first ask when the Jobs screen's watch is what moves the slots of
+        a --max-jobs-run shared by array windows (a held window waited for ever after a quit)."""
+        line = self.jobs_screen.unwatched_line()
+        if not line:
+            self.exit()
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmScreen(
+            "Quit and leave the array windows unwatched?",
+            f"The Slurm jobs go on after the console quits, but {line}", yes="Quit"), answered)
 
     def on_unmount(self) -> None:
         self.local_runs.close()

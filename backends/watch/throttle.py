@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from backends.records.record import SubmitRecord
+from backends.records.record import SubmitRecord, reattach_command
 from backends.states import JobState, TaskState
 from backends.watch.budget import QueryBudget
 from backends.watch.rows import expected
@@ -90,6 +90,38 @@ def window_loads(windows: Sequence[tuple[str, tuple[int, ...]]], states: Mapping
     return loads
 
 
+def _shared_limit(record: SubmitRecord) -> int | None:
+    """The --max-jobs-run that several windows of `record` share (only then does a watcher move slots)."""
+    limit = record.options.get("max_jobs_run") if isinstance(record.options, dict) else None
+    if record.backend != "slurm" or not isinstance(limit, int) or len(record.jobs) < 2:
+        return None
+    return limit
+
+
+def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
+    """What stops when the last watcher of `record` goes while its windows still have tasks to run.
+
+    `states`: Key -> TaskState or TaskRow (anything with a `state`), the latest known. Slurm runs
+    the jobs on, but only a watcher moves a drained window's slots to the next one: a window
+    submitted held waited for ever once a console quit (with no word) and the others drained.
+    None when nothing waits on a watcher (one window, no --max-jobs-run, every task ended).
+    """
+    limit = _shared_limit(record)
+    if limit is None:
+        return None
+    live = []
+    for job, tasks in expected(record).items():
+        state = [getattr(states.get((job, task)), "state", None) for task in tasks or (None,)]
+        if any(s is None or not s.is_terminal for s in state):
+            live.append(job)
+    if not live:
+        return None
+    return (f"job(s) {','.join(live)} (of {len(record.jobs)} array windows) still have tasks to run under "
+            f"the --max-jobs-run {limit} the windows share, and only a watcher moves a drained window's slots "
+            f"to the next (a window left without one stays held): wait for them again with: "
+            f"{record.reattach or reattach_command(record.path)}")
+
+
 class Throttler:
     """Called with every poll's states; moves slots between windows through scontrol."""
 
@@ -111,8 +143,8 @@ class Throttler:
         ended yet); the others ended and hold no slot. Counted as 'not seen yet',
         they made a drained window look full for ever, and a held one never ran.
         """
-        limit = record.options.get("max_jobs_run") if isinstance(record.options, dict) else None
-        if record.backend != "slurm" or not isinstance(limit, int) or len(record.jobs) < 2:
+        limit = _shared_limit(record)
+        if limit is None:
             return None
         keep = None if watched is None else set(watched)
         windows = [(job, tuple(t for t in tasks or () if keep is None or (job, t) in keep))

@@ -37,6 +37,7 @@ from backends.watch.slurm.accounting import stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
 from backends.watch.targets import not_run_text, record_file
+from backends.watch.throttle import unwatched_line
 from backends.watch.usage_summary import heading_of, summarize_rows, tally_names
 
 from ..errors import describe_error, guarded
@@ -377,6 +378,13 @@ class JobsScreen(ConsoleScreen):
         self.show_record(history)
         self.start_watching(history)
         self.action_reload()
+
+    def unwatched_line(self) -> str | None:
+        """Said before a quit: this watch moves the slots of the open record's windows, and
+        nothing does once the console is gone (`hyperion-jobs watch RECORD` does it again)."""
+        if self.record is None or self._ended:
+            return None
+        return unwatched_line(self.record, self.states)
 
     def show_record(self, record, states: Iterable = ()) -> None:
         """Fill the table with the newest attempt's task of every value: final states from the

@@ -50,6 +50,7 @@ from backends.watch.targets import (
     resolve,
 )
 from backends.watch.terminal import SafeStream
+from backends.watch.throttle import unwatched_line
 from backends.watch.wait import never_running, task_label, watcher
 
 
@@ -120,8 +121,10 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     out = SafeStream(sys.stdout)
     view = LiveView(args.target) if out.isatty() else PlainView(args.target, out)
     never: list[tuple[str, str]] = []
+    latest: dict = {}     # the last poll's states: what a Ctrl-C leaves to no watcher
 
     def observe(update: PollUpdate) -> bool:
+        latest.update(update.states)
         if finals is not None:
             finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
@@ -140,6 +143,9 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop.set()
         _say_unrecorded(finals)
+        left = unwatched_line(history.current, latest) if throttler is not None and history is not None else None
+        if left:
+            SafeStream(sys.stderr).line(f"{PROG}: {left}")
         return 130
     _say_unrecorded(finals)         # however the watch ends
     if never:

@@ -1,0 +1,198 @@
+"""Quitting while the console's watch is what moves the slots of a --max-jobs-run shared by array
+windows: a window submitted held waited for ever once the console had quit without a word."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from test_console_fixtures import posted, wait_for
+
+import hyperion_console.watch as console_watch
+from backends.records.attempts import NewAttempt
+from backends.records.history import commit_attempt
+from backends.states import JobState, TaskState
+from backends.submit.commandline import parse_submit_argv
+from backends.submit.plan import build_plan
+from backends.submit.slurm.sbatch import make_record
+from backends.watch.budget import QueryBudget
+from backends.watch.poller import PollUpdate
+from hyperion_console.app import make_app
+from hyperion_console.messages import JobsUpdated
+from hyperion_console.screens.confirm import ConfirmScreen
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+def windowed_record(root: Path, max_jobs_run: str | None = "2") -> Path:
+    """JOB=1:25 in windows of 10 (jobs 7001-7003, never submitted), --max-jobs-run 2 shared by them."""
+    root.mkdir(parents=True, exist_ok=True)
+    site = root / "win.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001",
+                                                                             "max_array_size: 10"))
+    argv = ["slurm", "--cfg", str(site), "--array", "JOB=1:25", "--output-file",
+            str(root / "exp" / "log" / "w.JOB.log")]
+    argv += ["--max-jobs-run", max_jobs_run] if max_jobs_run else []
+    plan = build_plan(*parse_submit_argv([*argv, "--", "python3", "w.py", "JOB"]))
+    record = make_record(plan, [(w, str(7001 + i)) for i, w in enumerate(plan.windows)], NewAttempt(1))
+    commit_attempt(record, NewAttempt(1))
+    return Path(record.path)
+
+
+def states_of(record_path: Path, ended_jobs: tuple[str, ...]) -> dict:
+    """Every task of `ended_jobs` COMPLETED, the others PENDING (the last window held, as submitted)."""
+    from backends.records.record import load_record
+
+    record = load_record(record_path)
+    return {(t.job_id, t.array_task_id): TaskState(t.job_id, t.array_task_id,
+                                                   JobState.COMPLETED if t.job_id in ended_jobs else JobState.PENDING,
+                                                   0 if t.job_id in ended_jobs else None, None, 1.0, None, "squeue")
+            for t in record.tasks}
+
+
+def test_the_line_names_the_windows_left_and_how_to_watch_them_again(tmp_path: Path) -> None:
+    from backends.records.record import load_record
+    from backends.watch.throttle import unwatched_line
+
+    record = load_record(windowed_record(tmp_path))
+    line = unwatched_line(record, states_of(Path(record.path), ("7001", "7002")))
+    assert line is not None and line.startswith("job(s) 7003 (of 3 array windows) still have tasks to run under "
+                                                "the --max-jobs-run 2 the windows share"), line
+    assert line.endswith(f"wait for them again with: hyperion-jobs watch {record.path}"), line
+    assert unwatched_line(record, states_of(Path(record.path), ("7001", "7002", "7003"))) is None
+    single = load_record(windowed_record(tmp_path / "no-limit", max_jobs_run=None))
+    assert unwatched_line(single, {}) is None
+
+
+class FakePoller:
+    """Stands in for the core's Poller: one answer, then waits to be stopped."""
+
+    def __init__(self, update: PollUpdate) -> None:
+        self.update = update
+        self.budget = QueryBudget()
+
+    def run(self, observer, stop, waiting=None):
+        observer(self.update)
+        stop.wait(30)
+        return self.update
+
+
+def test_q_while_a_held_window_waits_for_the_console_asks_and_names_the_watch(tmp_path: Path, monkeypatch) -> None:
+    record = windowed_record(tmp_path)
+    states = states_of(record, ("7001",))
+    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: any(not m.usage_asked for m in posted(seen, JobsUpdated)), 10)
+            await pilot.pause()
+            await pilot.press("q")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5)
+            said = f"{app.screen.title_text}\n{app.screen.detail}"
+            assert "Quit and leave the array windows unwatched?" in said, said
+            assert "job(s) 7002,7003 (of 3 array windows) still have tasks to run" in said, said
+            assert f"hyperion-jobs watch {record}" in said, said
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.is_running and not isinstance(app.screen, ConfirmScreen)
+            await pilot.press("q")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: not app.is_running, 5)
+
+    asyncio.run(scenario())
+
+
+def test_q_quits_at_once_when_every_window_ended(tmp_path: Path, monkeypatch) -> None:
+    record = windowed_record(tmp_path)
+    states = states_of(record, ("7001", "7002", "7003"))
+    update = PollUpdate(states, tuple(states.values()), None, True, 1.0, None, time.time())
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: any(not m.usage_asked for m in posted(seen, JobsUpdated)), 10)
+            await pilot.pause()
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, 5)
+
+    asyncio.run(scenario())
+
+
+def test_ctrl_c_of_watch_says_what_waits_for_a_watcher(tmp_path: Path, cli_env) -> None:
+    """`hyperion-jobs watch RECORD` stopped with Ctrl-C: the same line as the console's dialog."""
+    record = windowed_record(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # squeue: the first window ran, the second and third wait (the third held); scontrol does nothing
+    rows = "".join(f"7001_{i}|COMPLETED|0:0|0:01|vm|None|0|10:00|1|cpu=1|1|\n" for i in range(1, 10))
+    rows += "7002_[0-9%1]|PENDING|0:0|0:00||JobArrayTaskLimit|0|10:00|1||1|\n"
+    rows += "7003_[0-5%1]|PENDING|0:0|0:00||JobHeldUser|0|10:00|1||1|\n"
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\ncat <<'EOF'\n{rows}EOF\n")
+    for name in ("sacct", "scontrol"):
+        (bin_dir / name).write_text("#!/bin/sh\nexit 0\n")
+    for name in ("squeue", "sacct", "scontrol"):
+        (bin_dir / name).chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}", "PYTHONPATH": str(REPO)}
+    code = "import sys; from backends.cli.jobs import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "watch", str(record)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, (out, err)
+    assert "job(s) 7002,7003 (of 3 array windows) still have tasks to run" in err, err
+    assert f"wait for them again with: hyperion-jobs watch {record}" in err, err
+
+
+def test_a_user_quits_the_console_on_held_windows_and_watch_runs_them(tmp_path: Path, slurm_cluster, cli_env) -> None:
+    """On the real cluster: JOB=1:7 in windows of 3 under --max-jobs-run 1 (the later windows submitted
+    held). q asks, names the watch; after the quit the held windows stay held (the dialog said why),
+    and the command it named runs them to the end."""
+    from conftest import run_cli
+
+    from backends.launch_slurm import submit
+
+    site = tmp_path / "win.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001",
+                                                                             "max_array_size: 3"))
+    plan = build_plan(*parse_submit_argv([
+        "slurm", "--cfg", str(site), "--array", "JOB=1:7", "--max-jobs-run", "1", "--time", "00:02:00",
+        "--output-file", str(tmp_path / "log" / "w.JOB.log"), "--", "sleep", "1"]))
+    record = submit(plan)
+    jobs = [job.job_id for job in record.jobs]
+    try:
+        assert len(jobs) == 3
+
+        async def scenario() -> str:
+            seen: list = []
+            app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+            async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+                await wait_for(pilot, lambda: any(m.as_of is not None for m in posted(seen, JobsUpdated)), 30)
+                await pilot.press("q")
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5)
+                said = app.screen.detail
+                await pilot.press("y")
+                await wait_for(pilot, lambda: not app.is_running, 10)
+            return said
+
+        said = asyncio.run(scenario())
+        assert "(of 3 array windows) still have tasks to run under the --max-jobs-run 1" in said, said
+        assert f"wait for them again with: hyperion-jobs watch {record.path}" in said, said
+        held = subprocess.run(["squeue", "-h", "-j", jobs[2], "-o", "%r"], capture_output=True, text=True)
+        assert "JobHeldUser" in held.stdout or "JobArrayTaskLimit" in held.stdout, held.stdout
+        watched = run_cli("hyperion-jobs", "watch", record.path, env={**cli_env, "PYTHONPATH": str(REPO)},
+                          timeout=300)
+        assert watched.returncode == 0, watched.stderr
+    finally:
+        subprocess.run(["scancel", *jobs], capture_output=True)
