@@ -27,7 +27,8 @@ from backends.records.trust import trust_problem
 from backends.retry import RetryPlan, RetryRequest, describe_retry, plan_retry, propose
 from backends.retry_sizes import SizeProposal
 from backends.watch.rows import TaskRow
-from backends.watch.targets import history_status
+from backends.watch.slurm.accounting import Runner, run_command
+from backends.watch.targets import history_status, shown_as_recorded
 from backends.shellwords import shell_join
 from backends.attempt import unchanged_since
 
@@ -134,15 +135,21 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
 def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
               announce: Callable[[str], None], local_runs: LocalRuns | None = None,
               on_begin: Callable[[], None] | None = None,
-              warn: Callable[[tuple[str, ...]], None] | None = None) -> int | None:
+              warn: Callable[[tuple[str, ...]], None] | None = None,
+              runner: Runner = run_command, told: Callable[[str], None] | None = None) -> int | None:
     """Plan again from Slurm's answer now and run it as the next attempt; Refused if it changed.
 
     `on_begin()` once nothing refuses it (a retry started elsewhere meanwhile does); `warn(lines)`
     for what an sbatch that queued a window said on stderr, as `launch` tells it. Returns the
-    local run's exit status (None for Slurm, which the Jobs screen watches).
+    local run's exit status (None for Slurm, which the Jobs screen watches). Slurm is asked through
+    `runner` (a quit must not wait on a hung query: the console's is stoppable), and what it could
+    not say is `told`, as hyperion-jobs retry says it (the states are the ledger's).
     """
     history = load_history(record_path)
-    rows = history_status(history)
+    problems: list[str] = []
+    rows = history_status(history, runner, problems)
+    for problem in problems if told is not None else ():
+        told(shown_as_recorded(problem))
     try:
         retry = plan_retry(history, rows, request)
     except InputError as err:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 from conftest import submit_real_array
-from test_console_fixtures import build_history, notifications, posted, rendered, table_column, wait_for
+from test_console_fixtures import build_history, ended_just_now, notifications, posted, rendered, table_column, wait_for
 
 from backends.launch import run_local_plan, working_dir
 from backends.records.history import load_history
@@ -443,3 +443,72 @@ def test_a_retry_begun_elsewhere_after_the_last_check_is_refused_under_the_lock(
                                          "press R again to plan from what it did"):
         retrying.run_retry(str(record), retrying.RetryRequest(), confirmed, lambda path: None)
     assert load_history(str(record)).numbers == (1, 2)          # the shell's retry, and nothing more
+
+
+def test_a_quit_while_a_confirmed_retry_waits_on_a_hung_slurm_kills_its_query(tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    """A confirmed Slurm retry asks Slurm about the record first; with the controller hung, q blanked
+    the screen and the console lived on for the query's 30 s (twice), the process left running.
+    The retry's query is the screen's, stoppable: the quit kills it, and nothing is submitted."""
+    record = build_history(tmp_path, SITE)
+    ended_just_now(record)              # a retry asks squeue whether Slurm requeued any of them
+    bin_dir, calls = tmp_path / "hung-slurm", tmp_path / "calls"
+    bin_dir.mkdir()
+    for name in ("squeue", "sacct"):
+        (bin_dir / name).write_text(f"#!/bin/sh\necho $$ >> {calls}\nexec sleep 60\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    def hung() -> list[int]:
+        pids = [int(pid) for pid in calls.read_text().split()] if calls.exists() else []
+        return [pid for pid in pids if Path(f"/proc/{pid}").exists()
+                and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: "FAILED" in table_column(app.jobs_screen.query_one("#tasks"), "state"), 10)
+            await open_preview(pilot, seen)
+            await pilot.press("ctrl+r")
+            assert isinstance(app.screen, ConfirmScreen)
+            asked = len(calls.read_text().split()) if calls.exists() else 0
+            await pilot.press("y")
+            await wait_for(pilot, lambda: calls.exists() and len(calls.read_text().split()) > asked, 10)
+            await pilot.press("q")
+        quit_at = time.monotonic()
+        while hung() and time.monotonic() - quit_at < 5:
+            time.sleep(0.1)
+        assert not hung(), "the retry's query to a hung Slurm outlived the quit"
+        assert load_history(record).numbers == (1,)
+
+    asyncio.run(scenario())
+
+
+def test_a_confirmed_retry_says_when_slurm_could_not_say_whether_it_requeued(tmp_path: Path, monkeypatch) -> None:
+    """As hyperion-jobs retry says it: the states the retry planned from are the ledger's (it said
+    nothing and went on). sbatch is refused here, so nothing reaches the cluster."""
+    record = build_history(tmp_path, SITE)
+    ended_just_now(record)
+    bin_dir = tmp_path / "down"
+    bin_dir.mkdir()
+    for name, text in (("squeue", "squeue: error: Unable to contact slurm controller"),
+                       ("sbatch", "sbatch: error: Batch job submission failed: controller down")):
+        (bin_dir / name).write_text(f"#!/bin/sh\necho '{text}' >&2\nexit 1\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: "FAILED" in table_column(app.jobs_screen.query_one("#tasks"), "state"), 10)
+            await open_preview(pilot, seen)
+            await pilot.press("ctrl+r", "y")
+            await wait_for(pilot, lambda: posted(seen, RetryRefused), 20)
+            said = [(n.title, n.message) for n in app._notifications]
+            assert any(title == "retry" and "Unable to contact slurm controller" in line
+                       and line.endswith("; shown as last recorded") for title, line in said), said
+        assert load_history(record).numbers == (1,)
+
+    asyncio.run(scenario())

@@ -140,7 +140,7 @@ class JobsScreen(ConsoleScreen):
         self.record_path: str | None = None
         self._record_key: tuple | None = None
         self._stop_poll = threading.Event()
-        self._screen_gone = threading.Event()    # the screen is gone: a scancel in flight is killed
+        self.screen_gone = threading.Event()    # the screen is gone: a scancel in flight is killed
         self._ready = False
         self._told_errors: set[str] = set()   # the poll errors told during this outage
         self._ended = False
@@ -252,7 +252,7 @@ class JobsScreen(ConsoleScreen):
 
     def on_unmount(self) -> None:
         self._stop_poll.set()
-        self._screen_gone.set()
+        self.screen_gone.set()
 
     def on_screen_resume(self) -> None:
         """Coming back (after a submit, a resubmit on the Checkpoint screen): fresh records."""
@@ -954,7 +954,7 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, group="cancel", exit_on_error=False)
     def run_cancel(self, targets: list[str]) -> None:
         try:
-            cancel(targets, stoppable(self._screen_gone))
+            cancel(targets, stoppable(self.screen_gone))
         except QueryStopped:        # the console quit while scancel hung: nobody is left to tell
             return
         self.app.call_from_thread(tell, self, "cancelled " + " ".join(targets))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import partial
 
 from backends.records.history import History
+from backends.watch.slurm.accounting import stoppable
 
 from ..errors import describe_error
 from ..launch import PartlySubmitted, sbatch_teller
@@ -66,14 +67,17 @@ class RetryFlow:
         def announce(path: str) -> None:
             self.app.call_from_thread(self.app.post_message, Submitted(path))
 
+        def told(line: str) -> None:
+            self.app.call_from_thread(tell, self.screen, line, title="retry", severity="warning", timeout=10)
+
         def begun() -> None:       # said once nothing refused it: the dialog may be older than the table
             self.app.call_from_thread(tell, self.screen,
                                       f"retrying values {decision.values} as attempt {decision.attempt}")
 
         try:
             status = run_retry(decision.record_path, decision.request, decision.confirmed, announce,
-                               self.app.local_runs, begun,
-                               sbatch_teller(self.app, self.app))
+                               self.app.local_runs, begun, sbatch_teller(self.app, self.app),
+                               stoppable(self.screen.screen_gone), told)
         except Refused as refused:
             self.app.call_from_thread(self.refuse, str(refused))
             return
