@@ -28,7 +28,7 @@ from backends.submit.plan import build_plan
 from backends.submit.resources import check_memory, check_time, time_minutes
 from backends.watch.rows import LOCAL_JOB, TaskRow, state_counts
 from backends.watch.usage import Usage, parse_size
-from backends.shellwords import shell_join
+from backends.shellwords import shell_join, shell_quote
 
 # Labels a row can have besides Slurm's states (see TaskRow.state_label).
 EXTRA_LABELS = ("NOT_RUN", "UNKNOWN")
@@ -210,7 +210,7 @@ def _how_run(record: SubmitRecord, shown: str) -> tuple[str, tuple[str, ...], st
 
 def _said(how: tuple[str, tuple[str, ...], str]) -> str:
     backend, command, cwd = how
-    return f"{shell_join(command)!r} in {cwd} ({backend})"
+    return f"`{shell_join(command)}` in {shell_quote(cwd)} ({backend})"
 
 
 def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest) -> RetryPlan:
@@ -339,7 +339,7 @@ def describe_retry(retry: RetryPlan) -> str:
     counts = ", ".join(f"{state} {n}" for state, n in sorted(state_counts(retry.chosen).items()))
     if retry.unsubmitted:
         counts = ", ".join(filter(None, [counts, f"NOT_SUBMITTED {len(retry.unsubmitted)}"]))
-    lines = [f"retry of {retry.history.record_path} as attempt {retry.history.latest_number + 1}: "
+    lines = [f"retry of {retry.history.record_path} as attempt {retry.history.newest_number + 1}: "
              f"{len(retry.values)} task(s) ({counts})",
              f"  values: {retry.value_ranges}"]
     if plan.windows:

@@ -203,11 +203,10 @@ def ran_before_line(record_path: str) -> str | None:
     rewritten. None on a first run, or when the history cannot be read (the run says why)."""
     if not os.path.exists(record_path):      # a first run: the dry run loads no record reader
         return None
-    from backends.attempt import load_history_if_any, newest_attempt
+    from backends.attempt import next_attempt_number
     from backends.errors import InputError
 
     try:
-        history = load_history_if_any(record_path)
+        return rerun_line(record_path, next_attempt_number(record_path), ahead=True)
     except InputError:
         return None
-    return None if history is None else rerun_line(record_path, newest_attempt(history) + 1, ahead=True)

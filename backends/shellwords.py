@@ -26,10 +26,14 @@ def _ansi_c(char: str) -> str:
         return char
     if char in _NAMED:
         return _NAMED[char]
-    if 0xDC80 <= code <= 0xDCFF:        # the byte surrogateescape stood in for
-        return f"\\x{code - 0xDC00:02x}"
-    # always two (four) hex digits: bash reads no more, so a digit after the escape stays itself
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    # its UTF-8 bytes (a byte surrogateescape stood in for: that byte), each as \xHH, which bash reads
+    # alike in every locale: `\u202e` stays six characters under LC_ALL=C, and `\x85` is one byte
+    # where U+0085 is two. Two hex digits always: bash reads no more, a digit after one stays itself.
+    try:
+        data = char.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:          # a lone surrogate no argument can hold
+        return f"\\u{code:04x}"
+    return "".join(f"\\x{byte:02x}" for byte in data)
 
 
 def shell_quote(word: str) -> str:

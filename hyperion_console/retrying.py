@@ -58,7 +58,7 @@ class Preview:
 
     @property
     def attempt(self) -> int | None:
-        return None if self.retry is None else self.retry.history.latest_number + 1
+        return None if self.retry is None else self.retry.history.newest_number + 1
 
     @property
     def command(self) -> str | None:

@@ -734,7 +734,7 @@ def test_a_retry_never_reruns_values_with_a_command_they_did_not_run(tmp_path, c
     record = str(tmp_path / "log" / "q" / "r.JOB.submit.json")
     retry = run_cli("hyperion-jobs", "retry", record, "--yes", cwd=tmp_path, env=cli_env)
     assert retry.returncode == 2 and retry.stderr.count("\n") == 1, retry.stderr
-    assert (f"values 3-4 last ran \"sh -c 'exit 3'\" in {tmp_path} (local) (attempt 1), not 'true' in "
+    assert (f"values 3-4 last ran `sh -c 'exit 3'` in {tmp_path} (local) (attempt 1), not `true` in "
             f"{tmp_path} (local) as the newest attempt") in retry.stderr
     assert "--values" in retry.stderr
     history = run_cli("hyperion-jobs", "history", record, env=cli_env)
@@ -1290,3 +1290,54 @@ def test_a_retry_confirmed_after_another_retry_ran_its_values_runs_nothing(tmp_p
     assert [(t["value"], t["state"], t["attempt"]) for t in shown["tasks"]] == [
         (1, "COMPLETED", 1), (2, "COMPLETED", 2), (3, "COMPLETED", 2), (4, "COMPLETED", 2)]
     assert load_history(record).numbers == (1, 2)
+
+
+def test_a_retry_confirmed_after_its_folder_moved_away_runs_nothing(tmp_path, cli_env):
+    """`mv log log_old` in another terminal while the retry's [y/N] is open: the y ran the planned
+    values as attempt 1 of a new pattern in a new log/ (kind retry, two values of four), beside a
+    history that now lives in log_old/. It is refused, nothing runs."""
+    (tmp_path / "fail.txt").write_text("2\n3\n")
+    first = submit_local(tmp_path, cli_env, "--array", "JOB=1:4", "--output-file", "log/t.JOB.log",
+                         "--", PY, "-c", FLAKY, "JOB")
+    assert first.returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    waiting = subprocess.Popen(["hyperion-jobs", "retry", str(record)], cwd=tmp_path, env=cli_env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        assert waiting.stderr is not None
+        prompt = ""
+        while not prompt.endswith("[y/N] "):
+            char = waiting.stderr.read(1)
+            assert char, prompt
+            prompt += char
+        (tmp_path / "log").rename(tmp_path / "log_old")
+        out, err = waiting.communicate("y\n", timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 2, err
+    assert err == f"hyperion-jobs: error: record: {record} is gone since this rerun was planned (moved or deleted); " \
+                  "nothing ran\n", err
+    assert [p.name for p in (tmp_path / "log").rglob("*") if p.is_file()] == ["t.JOB.lock"]   # its lock alone
+    assert load_history(str(tmp_path / "log_old" / "q" / "t.JOB.submit.json")).numbers == (1,)
+
+
+def test_a_retry_preview_names_the_attempt_number_it_will_record(tmp_path, cli_env):
+    """An attempt that began and never wrote its record (its runner killed at that instant) left a
+    ledger line ahead of the records: the preview said 'as attempt 2' and the retry recorded 3."""
+    from backends.records.attempts import AttemptEntry, entry_lines, ledger_path
+
+    (tmp_path / "fail.txt").write_text("2\n")
+    first = submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log",
+                         "--", PY, "-c", FLAKY, "JOB")
+    assert first.returncode == 1
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    with open(ledger_path(record), "ab") as ledger:
+        ledger.write(entry_lines([AttemptEntry(2, "submit", "2026-12-06T10:00:00+00:00", "local", ("local",),
+                                               "1-3", {}, 3)]))
+    preview = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", cwd=tmp_path, env=cli_env)
+    assert f"retry of {record} as attempt 3: " in preview.stdout, preview.stdout + preview.stderr
+    (tmp_path / "fail.txt").write_text("")
+    assert run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env).returncode == 0
+    assert load_history(str(record)).current.attempt == 3

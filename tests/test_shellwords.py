@@ -5,26 +5,30 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from conftest import TEST_SITE, run_cli
 
 from backends.printable import UNSAFE
 from backends.shellwords import shell_join
 
 HOSTILE = ["plain", "two words", "esc\x1b[31mred", "line\nbreak", "tab\there\rcr", "it's", "back\\slash",
-           "\x1b12", "q'\x1b\\", "\udce9t\udce9", "\u202eevil", "", "$HOME", "\\x1b"]
+           "\x1b12", "q'\x1b\\", "\udce9t\udce9", "\u202eevil", "", "$HOME", "\\x1b", "nel\x85csi\x9b",
+           "\ufeffbom", "zero\u200bwidth"]
 
 
-def _words_bash_reads(line: str) -> list[str]:
+def _words_bash_reads(line: str, locale: str = "C.UTF-8") -> list[str]:
     """The arguments bash makes of `line`, as a user pasting it would get them."""
     out = subprocess.run(["bash", "-c", f'for a in {line}; do printf "%s\\0" "$a"; done'],
-                         capture_output=True, check=True, env={**os.environ, "LC_ALL": "C.UTF-8"}).stdout
+                         capture_output=True, check=True, env={**os.environ, "LC_ALL": locale}).stdout
     return [os.fsdecode(word) for word in out.split(b"\0")[:-1]]
 
 
-def test_bash_reads_back_every_hostile_word_from_one_visible_line():
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_bash_reads_back_every_hostile_word_from_one_visible_line(locale):
     line = shell_join(HOSTILE)
     assert "\n" not in line and not UNSAFE.search(line)
-    assert _words_bash_reads(line) == HOSTILE
+    assert _words_bash_reads(line, locale) == HOSTILE
 
 
 def test_a_dry_runs_command_lines_paste_back_to_the_arguments_given(tmp_path, cli_env):

@@ -54,7 +54,7 @@ def _run(argv: Sequence[str]) -> int:
         from backends.retry_hint import ran_before_line
 
         ran_before = ran_before_line(plan.record_path)
-        text += f"# {ran_before}\n" if ran_before else ""
+        text = f"# {ran_before}\n{text}" if ran_before else text     # first: a long plan scrolls past its end
         try:
             sys.stdout.write(printable(text, layout=True) if sys.stdout.isatty() else text)
             sys.stdout.flush()   # here, not at the interpreter's exit, where a reader gone is exit 120

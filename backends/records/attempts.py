@@ -199,6 +199,9 @@ _KINDS = {AttemptEntry: "attempt", TaskStart: "start", TaskChild: "child", Final
 _NAMES = {kind: tuple(f.name for f in fields(kind)) for kind in _KINDS}
 
 
+ATTEMPT_LINE = b'"type":"attempt"'     # in every attempt line `_line` writes (keys sorted, no spaces)
+
+
 def _line(entry: object) -> bytes:
     # a shallow copy (not asdict's deep one): entries hold only plain values and dicts
     data = {"type": _KINDS[type(entry)]}
@@ -624,11 +627,17 @@ def _object(line: bytes) -> dict | None:
     return raw if isinstance(raw, dict) else None
 
 
-def read_ledger(record_path: str | Path) -> Ledger:
+def _lines_with(data: bytes, needle: bytes) -> bytes:
+    """The lines of `data` that hold `needle` (a fold of them costs what they are, not the ledger)."""
+    return b"\n".join(line for line in data.split(b"\n") if needle in line) + b"\n" if needle in data else b""
+
+
+def read_ledger(record_path: str | Path, only: bytes | None = None) -> Ledger:
     """The ledger beside a record; an empty one when there is none (records before attempts).
 
     InputError("record", ...) for a ledger that is not a regular file or is larger
     than MAX_LEDGER_BYTES: read as empty, every task it ran would show as never run.
+    `only`: fold the lines holding these bytes alone (`ATTEMPT_LINE`: its attempts, for their numbers).
     """
     path = ledger_path(record_path)
     if not os.path.lexists(path):
@@ -646,7 +655,7 @@ def read_ledger(record_path: str | Path) -> Ledger:
                 raise InputError("record", f"cannot read its ledger {shown}: more than "
                                  f"{MAX_LEDGER_LINES} lines, more than hyperion writes")
             before = fold.skipped
-            fold.feed(data)
+            fold.feed(data if only is None else _lines_with(data, only))
             # a last line without its newline may be one being written: no damage to tell of
             tail = fold.skipped - before if not data.endswith(b"\n") else 0
         if size > MAX_LEDGER_BYTES:

@@ -69,6 +69,12 @@ class History:
     def latest_number(self) -> int:
         return max(self.records, default=self.current.attempt)
 
+    @property
+    def newest_number(self) -> int:
+        """The newest attempt's number: its records', or a later one's ledger line (an attempt that
+        began and never wrote its record). The next attempt is this plus one, as a preview says it."""
+        return max(self.latest_number, self.ledger.last_number)
+
     def entry(self, number: int) -> AttemptEntry | None:
         return next((a for a in self.ledger.attempts if a.number == number), None)
 
@@ -311,7 +317,7 @@ def load_history(record_path: str | Path, current: SubmitRecord | None = None) -
         problems.append(f"{ledger.skipped} line(s) of its ledger {printable(str(ledger_path(path)))} could not be "
                         "read (damaged, cut short, or written by a newer hyperion): a task they told of may "
                         "show as not run or LOST, and a retry would run it again")
-    for number in sorted({entry.number for entry in ledger.attempts} | _archived_numbers(path)):
+    for number in sorted({entry.number for entry in ledger.attempts} | archived_numbers(path)):
         if number in records:
             continue
         try:
@@ -321,7 +327,7 @@ def load_history(record_path: str | Path, current: SubmitRecord | None = None) -
     return History(path, current, ledger, records, tuple(problems))
 
 
-def _archived_numbers(record_path: str) -> set[int]:
+def archived_numbers(record_path: str) -> set[int]:
     """Attempts kept under q/attempts/<N>/ (a record from before the ledger has no ledger line)."""
     name = Path(record_path).name
     try:
