@@ -2,8 +2,10 @@
 share of its start-up, over Python and jsonargparse, is loading the site file and our modules."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import yaml
 from conftest import TEST_SITE
@@ -49,3 +51,36 @@ def test_a_dry_run_compiles_only_the_one_line_escape_pattern(tmp_path):
                             stdin=subprocess.DEVNULL)
     assert "sbatch" in result.stdout
     assert result.stderr.split()[-2:] == ["0", "1"], result.stderr
+
+
+def test_a_local_run_collects_no_garbage_while_starting_and_as_usual_while_its_tasks_run(tmp_path):
+    """The start-up's long-lived objects (jsonargparse, our classes) were walked by some 40 collections
+    before the first task ran (7-11 ms of a 100-task run); they are frozen for the run instead, its
+    own garbage still collected, and an in-process caller gets its collector back as it was."""
+    code = (
+        "import gc, sys\n"
+        "in_main, unfrozen = [], []\n"
+        "def seen(phase, info):\n"
+        "    if phase == 'start' and in_main and not gc.get_freeze_count():\n"
+        "        unfrozen.append(info['generation'])\n"
+        "gc.callbacks.append(seen)\n"
+        "from backends.cli.submit import main\n"
+        "from backends.submit.local import run\n"
+        "real, first = run.run_task, []\n"
+        "def run_task(*args, **kwargs):\n"
+        "    first.append(gc.isenabled())\n"
+        "    return real(*args, **kwargs)\n"
+        "run.run_task = run_task\n"
+        "in_main.append(True)\n"
+        f"status = main(['local', '--cfg', {str(TEST_SITE)!r}, '--array', 'JOB=1:5',\n"
+        "               '--output-file', 'log/t.JOB.log', '--', 'true'])\n"
+        "in_main.clear()\n"
+        "print(status, len(unfrozen), all(first), gc.isenabled(), gc.get_freeze_count(), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}   # this checkout's code
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL, env=env)
+    assert "JOB=5: ok" in result.stdout, result.stderr
+    # status 0; no collection walked the start-up's objects; the collector on while the tasks ran;
+    # after main: on again, nothing left frozen
+    assert result.stderr.split()[-5:] == ["0", "0", "True", "True", "0"], result.stderr

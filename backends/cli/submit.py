@@ -6,9 +6,11 @@ Exit status: 0 every task exited 0; 1 a task or the submission failed;
 """
 from __future__ import annotations
 
+import gc
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from backends.errors import InputError, check_working_dir, reader_gone
 from backends.printable import escape_unencodable_output, printable
@@ -38,7 +40,44 @@ def _wants_help(argv: Sequence[str]) -> bool:
     return any(a in ("-h", "--help") for a in head)
 
 
+@contextmanager
+def _start_up_uncollected() -> Iterator[Callable[[], None]]:
+    """No cyclic garbage collection while the start-up imports and parses; the callable it gives
+    ends that, with what was loaded frozen (`gc.freeze`), before the first task runs.
+
+    The start-up makes some 25 000 objects that live as long as the process (jsonargparse, the
+    record classes) and almost no garbage, yet the collector walked them about 40 times: 7-11 ms
+    of a 100-task run, 7-21 ms of a 1000-task one. Frozen, the collections a long run of tasks
+    still needs (their garbage is collected as before) walk only what the run made; merely
+    re-enabled, the first one walked them all (8-16 ms). Undone at the end, for an in-process
+    caller: its objects are collected as before.
+    """
+    enabled = gc.isenabled()
+    frozen = False
+
+    def start() -> None:
+        nonlocal frozen
+        if enabled and not frozen:
+            gc.freeze()
+            frozen = True
+            gc.enable()
+
+    gc.disable()
+    try:
+        yield start
+    finally:
+        if frozen:
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
 def _run(argv: Sequence[str]) -> int:
+    with _start_up_uncollected() as start_collecting:
+        return _run_collected_after_start(argv, start_collecting)
+
+
+def _run_collected_after_start(argv: Sequence[str], start_collecting: Callable[[], None]) -> int:
     from backends.submit.commandline import parse_submit_request
     from backends.submit.plan import build_plan, describe_plan
 
@@ -65,6 +104,7 @@ def _run(argv: Sequence[str]) -> int:
         return OK
     from backends.launch import run_plan
 
+    start_collecting()   # a run of many tasks makes garbage: collected as usual from here on
     try:
         return run_plan(plan)
     except InputError as err:   # refused before anything ran: another attempt is live
