@@ -196,3 +196,29 @@ def test_a_user_quits_the_console_on_held_windows_and_watch_runs_them(tmp_path: 
         assert watched.returncode == 0, watched.stderr
     finally:
         subprocess.run(["scancel", *jobs], capture_output=True)
+
+
+def test_opening_another_record_says_the_windows_it_leaves_unwatched(tmp_path: Path, monkeypatch) -> None:
+    """Choosing another submission stops this record's watch as a quit does: it said nothing, and the
+    held window waited for ever. The warning names the windows and the watch that moves them again."""
+    record = windowed_record(tmp_path / "a")
+    other = windowed_record(tmp_path / "b", max_jobs_run=None)
+    states = states_of(record, ("7001",))
+    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: any(not m.usage_asked for m in posted(seen, JobsUpdated)), 10)
+            await pilot.pause()
+            app.jobs_screen.open_record(record)              # the same record again: nothing to say
+            app.jobs_screen.open_record(other)
+            await pilot.pause()
+            said = [(n.title, n.message) for n in app._notifications if n.title == "windows left"]
+            assert len(said) == 1, said
+            assert said[0][1].startswith("the record left unwatched: job(s) 7002,7003 (of 3 array windows)")
+            assert said[0][1].endswith(f"wait for them again with: hyperion-jobs watch {record}")
+
+    asyncio.run(scenario())

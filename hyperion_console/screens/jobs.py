@@ -373,6 +373,9 @@ class JobsScreen(ConsoleScreen):
         left_out = unsubmitted_line(history)
         if left_out:          # the status line keeps it; said once too, as `hyperion-jobs status` does
             tell(self, left_out, title="not submitted", severity="warning", timeout=10)
+        left = self.unwatched_line() if self.record_path != str(record.path) else None
+        if left:              # as q asks before a quit: nothing moves those windows' slots from here on
+            tell(self, f"the record left unwatched: {left}", title="windows left", severity="warning", timeout=20)
         self.add_search_dir(Path(record.path).parent.parent.parent)
         remember(record)
         self.show_record(history)
