@@ -1284,8 +1284,8 @@ def test_a_retry_confirmed_after_another_retry_ran_its_values_runs_nothing(tmp_p
             waiting.kill()
     assert waiting.returncode == 2, err
     assert err == (f"hyperion-jobs: error: record: attempt 2 of {record} began after this rerun was planned "
-                   f"(as attempt 2) and may have run the same values; nothing ran: hyperion-jobs retry "
-                   f"{record} plans from what it did\n"), err
+                   f"(as attempt 2) and may have run the same values; nothing ran: the same retry run again "
+                   f"plans from what it did\n"), err
     shown = status_json(record, cli_env)
     assert [(t["value"], t["state"], t["attempt"]) for t in shown["tasks"]] == [
         (1, "COMPLETED", 1), (2, "COMPLETED", 2), (3, "COMPLETED", 2), (4, "COMPLETED", 2)]

@@ -16,7 +16,6 @@ from backends.submit.array import parse_values
 from backends.submit.plan import describe_plan
 from backends.submit.resources import check_count, check_memory
 from backends.watch.targets import history_of, history_status, resolve
-from backends.shellwords import shell_quote
 
 
 def _values(text: str) -> tuple[int, ...]:
@@ -69,7 +68,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     line = (f"{PROG}: retrying {len(retry.values)} task(s) of {printable(history.record_path)} "
             f"(values {retry.value_ranges})")
     # the plan is from before the prompt: another terminal's retry may have rerun its values since
-    again = f"{PROG} retry {shell_quote(history.record_path)} plans from what it did"
+    again = "the same retry run again plans from what it did"     # with the user's own --values, --mem...
     with working_dir(history.current.cwd):
         return run_plan(retry.plan, "retry", lambda: print(line, file=sys.stderr, flush=True),
                         live_check=unchanged_since(history, again))
