@@ -100,7 +100,8 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
                 err.flush()
 
         def on_attempt(attempt: NewAttempt) -> None:
-            note = rerun_line(plan.record_path, attempt.number, attempt.kind)
+            note = rerun_line(plan.record_path, attempt.number, attempt.kind,
+                              array=plan.options.array is not None)
             if note:
                 err.write(f"hyperion-submit: {note}\n")
                 err.flush()

@@ -221,7 +221,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         if refusal:
             err_stream.line(f"{PROG}: error: {refusal}")
         err_stream.line(_describe(record))
-        rerun_note = rerun_line(record.path, record.attempt, kind)
+        rerun_note = rerun_line(record.path, record.attempt, kind, array=plan.options.array is not None)
         if rerun_note:
             err_stream.line(f"{PROG}: {rerun_note}")
         progress = Progress(len(record.tasks), stream=err_stream)

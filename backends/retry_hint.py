@@ -178,7 +178,8 @@ def local_retry_line(plan: SubmitPlan, stopped: int | None, rerun: Sequence[str]
             f"rerun {array.name}={compress(rerun_values)} with: {command}")
 
 
-def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool = False) -> str | None:
+def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool = False,
+               array: bool = True) -> str | None:
     """What hyperion-submit says when its command line ran before with the same --output-file:
     the run is attempt `number` and the earlier logs it rewrites were moved aside, not lost.
 
@@ -186,6 +187,7 @@ def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool 
     only `submitted job(s) ...`; the user found yesterday's logs rewritten and nothing saying
     where the old ones went. A retry says its own lines (None for any kind but "submit").
     `ahead`: said before the run (a dry run, the console's confirmation), so the move is to come.
+    `array`: the pattern is an array's (a plain job's log is named by its record alone).
     """
     if number <= 1 or kind != "submit":
         return None
@@ -193,20 +195,22 @@ def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool 
     earlier = number - 1
     return printable(f"attempt {number} of this --output-file (it ran before): the earlier logs it rewrites "
                      f"{'are' if ahead else 'were'} moved to {os.path.join(os.path.dirname(record_path), 'attempts')}/ first; "
-                     f"hyperion-jobs history {record}; hyperion-jobs logs {record}:VALUE --attempt {earlier}")
+                     f"hyperion-jobs history {record}; hyperion-jobs logs {record}{':VALUE' if array else ''} --attempt {earlier}")
 
 
-def ran_before_line(record_path: str) -> str | None:
+def ran_before_line(plan: SubmitPlan) -> str | None:
     """`rerun_line` before the run: what a dry run and the console's Submit confirmation say of an
     --output-file that ran before. A dry run said nothing of it and the console asked `Submit 8
     task(s) to slurm?` alone; the user learnt after the yes that yesterday's logs were being
     rewritten. None on a first run, or when the history cannot be read (the run says why)."""
+    record_path = plan.record_path
     if not os.path.exists(record_path):      # a first run: the dry run loads no record reader
         return None
     from backends.attempt import next_attempt_number
     from backends.errors import InputError
 
     try:
-        return rerun_line(record_path, next_attempt_number(record_path), ahead=True)
+        return rerun_line(record_path, next_attempt_number(record_path), ahead=True,
+                          array=plan.options.array is not None)
     except InputError:
         return None

@@ -88,7 +88,7 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
         plan = build_plan(site, options)
         command = shell_join(["hyperion-submit", *submit_argv(options)])
         preview = describe_plan(plan)
-        ran_before = ran_before_line(plan.record_path)     # as the dry run says it, first: a long plan is cut
+        ran_before = ran_before_line(plan)     # as the dry run says it, first: a long plan is cut
         preview = f"# {ran_before}\n{preview}" if ran_before else preview
         ignored = ignored_sbatch_line(options.backend)
         if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too

@@ -92,7 +92,7 @@ def _run_collected_after_start(argv: Sequence[str], start_collecting: Callable[[
         text = describe_plan(plan)
         from backends.retry_hint import ran_before_line
 
-        ran_before = ran_before_line(plan.record_path)
+        ran_before = ran_before_line(plan)
         text = f"# {ran_before}\n{text}" if ran_before else text     # first: a long plan scrolls past its end
         try:
             sys.stdout.write(printable(text, layout=True) if sys.stdout.isatty() else text)
