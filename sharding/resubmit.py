@@ -8,6 +8,7 @@ reading HYPERION_ARRAY_* keeps the original total and minimum.
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import sys
@@ -37,6 +38,7 @@ from backends.shellwords import shell_join
 from sharding.arrayenv import PREFIXES
 from sharding.retry import RetryPlan, plan_retry
 from sharding.run_records import FoundRecord, flag_values, named_checkpoints
+from sharding.store import Checkpoint
 
 PROG = "hyperion-checkpoint"
 RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
@@ -302,12 +304,49 @@ def _same_file(one: str, other: str) -> bool:
 def _running_check(record_path: str, retry: RetryPlan, settled: frozenset[tuple[str, str | None]]) -> LiveCheck:
     """The refusal `begin_attempt` makes under the lock: `check_not_running`'s, asking Slurm only about
     tasks it did not just answer for (a submission that began meanwhile; the local run's are looked
-    at again, which asks nobody)."""
+    at again, which asks nobody); then `check_still_missing`."""
     def check(history: History) -> None:
         running = running_in(history, record_path, settled)
         if running is not None:
             raise InputError("--submit", running.refusal(retry))
+        check_still_missing(retry)
     return check
+
+
+def _unchanged_check(retry: RetryPlan) -> LiveCheck:
+    """The check under the lock when the plan follows another record than the one given: its live
+    tasks refused as a new submission's are (`check_not_live`), then `check_still_missing`."""
+    def check(history: History) -> None:
+        check_not_live(history.record_path)
+        check_still_missing(retry)
+    return check
+
+
+def completed_since(retry: RetryPlan) -> list[int]:
+    """The shards `retry` planned as missing that have a manifest now (one more listing of the
+    completion folder)."""
+    done, _ = Checkpoint(retry.checkpoint).completed(retry.run)
+    starts = [first for first, _ in retry.missing_runs]
+    since = []
+    for shard in done:
+        at = bisect.bisect_right(starts, shard) - 1
+        if at >= 0 and shard <= retry.missing_runs[at][1]:
+            since.append(shard)
+    return sorted(since)
+
+
+def check_still_missing(retry: RetryPlan) -> None:
+    """InputError on --submit when a shard planned as missing completed after the checkpoint was read.
+
+    Asked under the output pattern's lock, once no task of the record runs: another terminal's
+    retry that ran (and finished) those shards between this one's read and its Slurm answer
+    left them complete, and the plan made before would run them again over their output."""
+    since = completed_since(retry)
+    if since:
+        raise InputError("--submit", f"shard(s) {compress(since)[:80]} ({len(since)} of the {retry.missing_count} "
+                         f"planned) completed after this retry read {printable(retry.checkpoint)} (another "
+                         "retry ran them meanwhile); nothing resubmitted: run it again to plan from what "
+                         "is missing now")
 
 
 def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = None) -> Resubmission:
@@ -377,7 +416,8 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         print("\n".join([printable(f"would resubmit {what}"), *said]))
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
-    check = _running_check(os.path.abspath(record_path), retry, settled) if same else None   # before the chdir
+    check = (_running_check(os.path.abspath(record_path), retry, settled) if same    # before the chdir
+             else _unchanged_check(retry))
     rerun = rerun_argv(path, record_path, max_array_size, trust)    # paths as given, from here
     plan = dataclasses.replace(plan, rerun=rerun)
     with working_dir(prepared.record.cwd):

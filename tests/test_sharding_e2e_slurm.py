@@ -232,3 +232,44 @@ def test_retry_submit_is_refused_while_the_records_shards_still_run_and_accepted
                     timeout=300)
     assert again.returncode == 0, again.stderr
     assert f"resubmitting 1 of 4 shard(s) ({bad_shard})" in again.stderr
+
+
+@pytest.mark.slurm
+def test_two_terminals_retrying_one_checkpoint_run_its_missing_shards_once(
+        slurm_cluster, test_site, tmp_path, cli_env, monkeypatch, capsys):
+    """The second terminal read the checkpoint while the first's retry still ran shards 2 and 9; by the
+    time Slurm answered it (a slow sacct) they had completed, and it resubmitted them as attempt 3."""
+    import sys
+
+    import sharding.resubmit as resubmit_module
+    from sharding import cli
+
+    (tmp_path / "fail.txt").write_text("2 9\n")
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:9",
+                    "--output-file", "log/s.SHARD.log", "--", sys.executable, "-c", SHARD_JOB, "SHARD",
+                    cwd=tmp_path, env=cli_env, timeout=300)
+    assert first.returncode == 1, first.stderr
+    (tmp_path / "fail.txt").write_text("")
+    record = tmp_path / "log" / "q" / "s.SHARD.submit.json"
+    ckpt = str(tmp_path / "ck")
+    asked = resubmit_module.check_not_running
+    other = []
+
+    def slow_answer(record_path, retry=None):
+        other.append(run_cli("hyperion-checkpoint", "retry", ckpt, "--submit", str(record),
+                             env=cli_env, timeout=300))
+        return asked(record_path, retry)
+
+    monkeypatch.setattr(resubmit_module, "check_not_running", slow_answer)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["retry", "ck", "--submit", str(record)])
+    err = capsys.readouterr().err
+    assert other[0].returncode == 0 and "--array SHARD=2,9" in other[0].stderr, other[0].stderr
+    assert exited.value.code == 2, err
+    assert err.splitlines() == [
+        f"hyperion-checkpoint: error: --submit: shard(s) 2,9 (2 of the 2 planned) completed after this retry "
+        f"read {ckpt} (another retry ran them meanwhile); nothing resubmitted: run it again to plan from "
+        "what is missing now"]
+    history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert [(a["attempt"], a["values"]) for a in history["attempts"]] == [(1, "1-9"), (2, "2,9")]

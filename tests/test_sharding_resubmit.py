@@ -451,3 +451,39 @@ def test_the_preview_does_not_wait_on_a_listing_that_hangs(tmp_path, cli_env, mo
     assert checkpoint_main(["retry", "ck"]) == 0
     assert time.monotonic() - started < 10
     assert "stopped looking for submit records under . after 0.5 s" in capsys.readouterr().err
+
+
+def test_a_retry_whose_shards_another_retry_completed_meanwhile_runs_nothing(tmp_path, cli_env, monkeypatch, capsys):
+    """Two terminals retried one checkpoint: the second read it while the first's shards still ran,
+    and Slurm's answer (`check_not_running`) came once they had ended. The second then submitted its
+    plan as a further attempt and ran the shards the first had just completed, over their output."""
+    import sharding.resubmit as resubmit_module
+    from backends.ranges import compress
+    from sharding import cli
+
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    missing = plan_retry(tmp_path / "ck").missing
+    ckpt = str(tmp_path / "ck")
+    asked = resubmit_module.check_not_running
+    other: list[subprocess.CompletedProcess[str]] = []
+
+    def the_other_terminal_retries_first(record: str, retry=None):
+        # the other terminal's whole retry runs between this one's read and its answer from Slurm
+        other.append(run_cli("hyperion-checkpoint", "retry", ckpt, "--submit", str(record_path), env=cli_env))
+        return asked(record, retry)
+
+    monkeypatch.setattr(resubmit_module, "check_not_running", the_other_terminal_retries_first)
+    monkeypatch.setenv("PATH", cli_env["PATH"])
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["retry", ckpt, "--submit", str(record_path)])
+    err = capsys.readouterr().err
+    assert other[0].returncode == 0, other[0].stderr
+    assert exited.value.code == 2, err
+    shards = compress(missing)
+    assert err.splitlines() == [
+        f"hyperion-checkpoint: error: --submit: shard(s) {shards} ({len(missing)} of the {len(missing)} planned) "
+        f"completed after this retry read {ckpt} (another retry ran them meanwhile); nothing resubmitted: "
+        "run it again to plan from what is missing now"]
+    history = json.loads(run_cli("hyperion-jobs", "history", str(record_path), "--json", env=cli_env).stdout)
+    assert [(a["attempt"], a["kind"]) for a in history["attempts"]] == [(1, "submit"), (2, "resubmit")]
