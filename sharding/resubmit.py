@@ -322,6 +322,16 @@ def _unchanged_check(retry: RetryPlan) -> LiveCheck:
     return check
 
 
+def check_under_lock(record_path: str, plan_record_path: str, retry: RetryPlan,
+                     settled: frozenset[tuple[str, str | None]]) -> LiveCheck:
+    """What `begin_attempt` asks under the lock of a resubmission of `retry` following `record_path`
+    (the CLI's and the console's): its tasks not running, asked again only where Slurm did not just
+    answer (`settled`, of `check_not_running`), and no shard it plans completed since."""
+    if _same_file(record_path, plan_record_path):
+        return _running_check(os.path.abspath(record_path), retry, settled)
+    return _unchanged_check(retry)
+
+
 def completed_since(retry: RetryPlan) -> list[int]:
     """The shards `retry` planned as missing that have a manifest now (one more listing of the
     completion folder)."""
@@ -416,8 +426,7 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         print("\n".join([printable(f"would resubmit {what}"), *said]))
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
-    check = (_running_check(os.path.abspath(record_path), retry, settled) if same    # before the chdir
-             else _unchanged_check(retry))
+    check = check_under_lock(record_path, plan.record_path, retry, settled)     # before the chdir
     rerun = rerun_argv(path, record_path, max_array_size, trust)    # paths as given, from here
     plan = dataclasses.replace(plan, rerun=rerun)
     with working_dir(prepared.record.cwd):

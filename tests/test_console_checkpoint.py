@@ -1599,3 +1599,43 @@ def test_resubmit_confirmation_counts_shards_and_sbatch_calls_and_says_the_memor
             assert not isinstance(app.screen, ConfirmScreen) and not posted(seen, ResubmitRequested)
 
     asyncio.run(scenario())
+
+
+def test_a_resubmit_whose_shards_another_terminal_completed_meanwhile_runs_nothing(tmp_path: Path, cli_env,
+                                                                                     monkeypatch) -> None:
+    """The console's Resubmit read the checkpoint, then asked whether the record's tasks still ran: a
+    `hyperion-checkpoint retry --submit` from a shell that ran the same shards in between left them
+    complete, and the console ran them again as one more attempt. Under the lock it is refused."""
+    import hyperion_console.screens.checkpoint as checkpoint_screen
+
+    make_input(tmp_path / "in", files=4, records=1)
+    first = run_cli("hyperion-submit", "local", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array",
+                    "SHARD=1:4", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--", sys.executable,
+                    "-m", "sharding.example", "--input", "in", "--output", "out", "--checkpoint", "ck",
+                    "--shard-index", "SHARD", "--total-shards", "4", "--minimum-shard-index", "1",
+                    "--fail-record", "doc-0001-0000", "--fail-once", cwd=tmp_path, env=cli_env, timeout=60)
+    assert first.returncode == 1, first.stderr
+    record = tmp_path / "log" / "q" / "s.SHARD.submit.json"
+    asked, other = checkpoint_screen.check_not_running, []
+
+    def the_shell_retries_first(record_path, retry=None):
+        other.append(run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record),
+                             cwd=tmp_path, env=cli_env, timeout=60))
+        return asked(record_path, retry)
+
+    monkeypatch.setattr(checkpoint_screen, "check_not_running", the_shell_retries_first)
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ck", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(200, 50), message_hook=seen.append) as pilot:
+            await checkpoint_read(pilot)
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: any("completed after this retry read" in m for m in notifications(app)), 30)
+        assert other and other[0].returncode == 0, other[0].stderr if other else "the shell never retried"
+
+    asyncio.run(scenario())
+    history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert [(a["attempt"], a["kind"]) for a in history["attempts"]] == [(1, "submit"), (2, "resubmit")]

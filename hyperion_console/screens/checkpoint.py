@@ -35,6 +35,7 @@ from sharding.resubmit import (
     Resubmission,
     StillRunning,
     check_not_running,
+    check_under_lock,
     prepare_from_retry,
     prepare_resubmit,
     retry_array_limit,
@@ -906,7 +907,10 @@ class CheckpointScreen(ConsoleScreen):
             self.app.call_from_thread(tell, self, "every shard is complete; nothing resubmitted")
             self.app.call_from_thread(self.action_reload)
             return
-        check_not_running(record_path, retry)        # tasks may have started since the read: asked again
+        settled = check_not_running(record_path, retry)   # tasks may have started since the read: asked again
+        # asked again under the lock (its paths resolved here, before the chdir): another terminal's
+        # retry may run the same shards between the read and the lock
+        under_lock = check_under_lock(record_path, plan.record_path, retry, settled)
         now = (tuple(plan.argv), prepared.record.cwd, trust_problem(record_path))
         if confirmed is not None and now != confirmed:
             self.app.call_from_thread(tell, self, "the retry changed since it was confirmed (command, "
@@ -923,7 +927,7 @@ class CheckpointScreen(ConsoleScreen):
         try:
             with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
                 status = launch(plan, announce, "resubmit", begun, self.app.local_runs,
-                                sbatch_teller(self.app, self))
+                                sbatch_teller(self.app, self), live_check=under_lock)
         finally:                                       # fresh coverage, whatever happened
             self.app.call_from_thread(self.action_reload)
         if status is not None:
