@@ -708,3 +708,13 @@ def test_status_of_a_retry_s_pending_scattered_values_is_not_cut_by_slurm(slurm_
         assert {t["state"] for t in tasks} <= {"PENDING", "RUNNING"}, tasks
     finally:
         subprocess.run(["scancel", *(job.job_id for job in record.jobs)], capture_output=True)
+
+
+def test_logs_of_a_job_id_that_never_was_says_slurm_knows_no_such_job(slurm_cluster, tmp_path, cli_env):
+    """A mistyped id: `logs` said Slurm "no longer knows" it, as if a job had run and been purged;
+    status and watch say "Slurm knows no job"."""
+    for target in ("2147483647", "2147483647_3"):
+        shown = run_cli("hyperion-jobs", "logs", target, cwd=tmp_path, env=cli_env)
+        assert shown.returncode == 2
+        assert shown.stderr == (f"hyperion-jobs: error: TASK: no record under . and Slurm knows no job {target}; "
+                                "name the record instead (RECORD:VALUE)\n"), shown.stderr

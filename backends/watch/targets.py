@@ -536,6 +536,7 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
         raise InputError("TASK", f"{history.record_path} has no task {text}")
     out, err = job_std_paths(text, runner)
     if out is None and err is None:
-        raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm no longer "
-                                 f"knows {text}; name the record instead (RECORD:VALUE)")
+        # as status and watch say it: the job may be one that never was (a mistyped id), not one purged
+        raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm knows no job "
+                                 f"{text}; name the record instead (RECORD:VALUE)")
     return TaskLogs(text, None, out, err, key=(job, task_id))
