@@ -149,6 +149,23 @@ def reaped(runner: subprocess.Popen, *groups: int | None) -> Iterator[subprocess
         runner.wait()
 
 
+def retry_at_its_prompt(record: Path, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """`hyperion-jobs retry RECORD` left at its [y/N] (a terminal whose user has not answered yet),
+    and what it said up to the question; the caller answers with `communicate` (and reaps it)."""
+    waiting = subprocess.Popen(["hyperion-jobs", "retry", str(record)], cwd=cwd, env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert waiting.stderr is not None
+    prompt = ""
+    while not prompt.endswith("[y/N] "):
+        char = waiting.stderr.read(1)
+        if not char:
+            waiting.kill()
+            waiting.wait()
+            raise AssertionError(f"the retry ended before its question: {prompt}")
+        prompt += char
+    return waiting, prompt
+
+
 def group_members(pgid: int) -> list[str]:
     """The pids of group `pgid` still running, from /proc: zombies aside (killpg(pgid, 0) counts an
     orphan that died but that PID 1 has not reaped yet)."""

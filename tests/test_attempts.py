@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SITE, kill_groups, run_cli, without_rights
+from conftest import TEST_SITE, kill_groups, reaped, retry_at_its_prompt, run_cli, without_rights
 
 from backends.errors import InputError
 from backends.records.attempts import (
@@ -1265,23 +1265,12 @@ def test_a_retry_confirmed_after_another_retry_ran_its_values_runs_nothing(tmp_p
     assert first.returncode == 1
     record = tmp_path / "log" / "q" / "t.JOB.submit.json"
     (tmp_path / "fail.txt").write_text("")
-    waiting = subprocess.Popen(["hyperion-jobs", "retry", str(record)], cwd=tmp_path, env=cli_env,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        assert waiting.stderr is not None
-        prompt = ""
-        while not prompt.endswith("[y/N] "):       # the plan is shown: the first terminal waits for y
-            char = waiting.stderr.read(1)
-            assert char, prompt
-            prompt += char
+    waiting, prompt = retry_at_its_prompt(record, tmp_path, cli_env)
+    with reaped(waiting):
         assert "as attempt 2: 3 task(s)" in prompt and "values: 2-4" in prompt, prompt
         other = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
         assert other.returncode == 0, other.stderr
         out, err = waiting.communicate("y\n", timeout=60)
-    finally:
-        if waiting.poll() is None:
-            waiting.kill()
     assert waiting.returncode == 2, err
     assert err == (f"hyperion-jobs: error: record: attempt 2 of {record} began after this rerun was planned "
                    f"(as attempt 2) and may have run the same values; nothing ran: the same retry run again "
@@ -1301,21 +1290,10 @@ def test_a_retry_confirmed_after_its_folder_moved_away_runs_nothing(tmp_path, cl
                          "--", PY, "-c", FLAKY, "JOB")
     assert first.returncode == 1
     record = tmp_path / "log" / "q" / "t.JOB.submit.json"
-    waiting = subprocess.Popen(["hyperion-jobs", "retry", str(record)], cwd=tmp_path, env=cli_env,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        assert waiting.stderr is not None
-        prompt = ""
-        while not prompt.endswith("[y/N] "):
-            char = waiting.stderr.read(1)
-            assert char, prompt
-            prompt += char
+    waiting, prompt = retry_at_its_prompt(record, tmp_path, cli_env)
+    with reaped(waiting):
         (tmp_path / "log").rename(tmp_path / "log_old")
         out, err = waiting.communicate("y\n", timeout=60)
-    finally:
-        if waiting.poll() is None:
-            waiting.kill()
     assert waiting.returncode == 2, err
     assert err == f"hyperion-jobs: error: record: {record} is gone since this rerun was planned (moved or deleted); " \
                   "nothing ran\n", err

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SITE, run_cli
+from conftest import TEST_SITE, reaped, retry_at_its_prompt, run_cli
 
 from backends.records.history import load_history
 
@@ -252,23 +252,12 @@ def test_a_retry_left_at_its_prompt_while_another_terminal_retried_submits_nothi
     assert first.returncode == 1, first.stderr
     record = tmp_path / "log" / "q" / "x.JOB.submit.json"
     (tmp_path / "fail.txt").write_text("")
-    waiting = subprocess.Popen(["hyperion-jobs", "retry", str(record)], cwd=tmp_path, env=cli_env,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        assert waiting.stderr is not None
-        prompt = ""
-        while not prompt.endswith("[y/N] "):
-            char = waiting.stderr.read(1)
-            assert char, prompt
-            prompt += char
+    waiting, prompt = retry_at_its_prompt(record, tmp_path, cli_env)
+    with reaped(waiting):
         assert "as attempt 2: 2 task(s) (FAILED 2)" in prompt and "values: 2,4" in prompt, prompt
         other = run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env)
         assert other.returncode == 0, other.stderr
         out, err = waiting.communicate("y\n", timeout=120)
-    finally:
-        if waiting.poll() is None:
-            waiting.kill()
     assert waiting.returncode == 2 and "submitted job(s)" not in err, err
     assert f"attempt 2 of {record} began after this rerun was planned" in err
     history = load_history(record)
