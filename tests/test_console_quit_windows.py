@@ -82,11 +82,17 @@ class FakePoller:
         return self.update
 
 
+def _polled_once(monkeypatch, record: Path, ended_jobs: tuple[str, ...]) -> None:
+    """The console's watch of `record` answered once: `ended_jobs` COMPLETED, the others PENDING."""
+    states = states_of(record, ended_jobs)
+    every = {job for job, _ in states}
+    update = PollUpdate(states, tuple(states.values()), None, every <= set(ended_jobs), 1.0, None, time.time())
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+
+
 def test_q_while_a_held_window_waits_for_the_console_asks_and_names_the_watch(tmp_path: Path, monkeypatch) -> None:
     record = windowed_record(tmp_path)
-    states = states_of(record, ("7001",))
-    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
-    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+    _polled_once(monkeypatch, record, ("7001",))
 
     async def scenario() -> None:
         seen: list = []
@@ -113,9 +119,7 @@ def test_q_while_a_held_window_waits_for_the_console_asks_and_names_the_watch(tm
 
 def test_q_quits_at_once_when_every_window_ended(tmp_path: Path, monkeypatch) -> None:
     record = windowed_record(tmp_path)
-    states = states_of(record, ("7001", "7002", "7003"))
-    update = PollUpdate(states, tuple(states.values()), None, True, 1.0, None, time.time())
-    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+    _polled_once(monkeypatch, record, ("7001", "7002", "7003"))
 
     async def scenario() -> None:
         seen: list = []
@@ -203,9 +207,7 @@ def test_opening_another_record_says_the_windows_it_leaves_unwatched(tmp_path: P
     held window waited for ever. The warning names the windows and the watch that moves them again."""
     record = windowed_record(tmp_path / "a")
     other = windowed_record(tmp_path / "b", max_jobs_run=None)
-    states = states_of(record, ("7001",))
-    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
-    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+    _polled_once(monkeypatch, record, ("7001",))
 
     async def scenario() -> None:
         seen: list = []

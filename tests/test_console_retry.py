@@ -445,6 +445,15 @@ def test_a_retry_begun_elsewhere_after_the_last_check_is_refused_under_the_lock(
     assert load_history(str(record)).numbers == (1, 2)          # the shell's retry, and nothing more
 
 
+def _first_on_path(bin_dir: Path, monkeypatch, scripts: dict[str, str]) -> None:
+    """Slurm commands of a cluster in trouble (`scripts`: name -> sh body), found before the real ones."""
+    bin_dir.mkdir()
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
 def test_a_quit_while_a_confirmed_retry_waits_on_a_hung_slurm_kills_its_query(tmp_path: Path,
                                                                                 monkeypatch) -> None:
     """A confirmed Slurm retry asks Slurm about the record first; with the controller hung, q blanked
@@ -452,12 +461,9 @@ def test_a_quit_while_a_confirmed_retry_waits_on_a_hung_slurm_kills_its_query(tm
     The retry's query is the screen's, stoppable: the quit kills it, and nothing is submitted."""
     record = build_history(tmp_path, SITE)
     ended_just_now(record)              # a retry asks squeue whether Slurm requeued any of them
-    bin_dir, calls = tmp_path / "hung-slurm", tmp_path / "calls"
-    bin_dir.mkdir()
-    for name in ("squeue", "sacct"):
-        (bin_dir / name).write_text(f"#!/bin/sh\necho $$ >> {calls}\nexec sleep 60\n")
-        (bin_dir / name).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    calls = tmp_path / "calls"
+    _first_on_path(tmp_path / "hung-slurm", monkeypatch, {name: f"echo $$ >> {calls}\nexec sleep 60"
+                                                         for name in ("squeue", "sacct")})
 
     def hung() -> list[int]:
         pids = [int(pid) for pid in calls.read_text().split()] if calls.exists() else []
@@ -490,13 +496,9 @@ def test_a_confirmed_retry_says_when_slurm_could_not_say_whether_it_requeued(tmp
     nothing and went on). sbatch is refused here, so nothing reaches the cluster."""
     record = build_history(tmp_path, SITE)
     ended_just_now(record)
-    bin_dir = tmp_path / "down"
-    bin_dir.mkdir()
-    for name, text in (("squeue", "squeue: error: Unable to contact slurm controller"),
-                       ("sbatch", "sbatch: error: Batch job submission failed: controller down")):
-        (bin_dir / name).write_text(f"#!/bin/sh\necho '{text}' >&2\nexit 1\n")
-        (bin_dir / name).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _first_on_path(tmp_path / "down", monkeypatch, {
+        "squeue": "echo 'squeue: error: Unable to contact slurm controller' >&2; exit 1",
+        "sbatch": "echo 'sbatch: error: Batch job submission failed: controller down' >&2; exit 1"})
 
     async def scenario() -> None:
         seen = []
