@@ -240,6 +240,13 @@ def _local_live(history: History, task) -> str | None:
     return None if orphan is None else f"{name}, whose runner was killed: kill -- -{orphan} ends it"
 
 
+def refuse_live(history: History) -> None:
+    """InputError while `history`'s newest attempt has live tasks (asks Slurm about those it must)."""
+    live = live_tasks(history)
+    if live:
+        _refuse_live(history, live)
+
+
 def _refuse_live(history: History, live: list[str]) -> None:
     jobs = sorted({item.split("_")[0].split(" ")[0] for item in live})
     shown = ", ".join(live[:5]) + (f" and {len(live) - 5} more" if len(live) > 5 else "")
@@ -648,9 +655,7 @@ def unchanged_since(planned: History, again: str) -> LiveCheck:
             raise InputError(FIELD, f"{began} of {history.record_path} began after this rerun was planned "
                              f"(as attempt {expected + 1}) and may have run the same values; nothing ran: "
                              f"{again}")
-        live = live_tasks(history)
-        if live:
-            _refuse_live(history, live)
+        refuse_live(history)
     return check
 
 
@@ -663,9 +668,7 @@ def check_not_live(record_path: str, live_check: LiveCheck | None = None) -> His
         if live_check is not None:
             live_check(history)
             return history
-        live = live_tasks(history)
-        if live:
-            _refuse_live(history, live)
+        refuse_live(history)
     return history
 
 

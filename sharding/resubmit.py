@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Sequence, TextIO
 
 from backends.attempt import FIELD as ATTEMPT_FIELD
-from backends.attempt import LiveCheck, check_not_live, live_task_records, live_task_records_of, slurm_keys
+from backends.attempt import (LiveCheck, check_not_live, live_task_records, live_task_records_of, refuse_live,
+                              slurm_keys)
 from backends.errors import InputError
 from backends.launch import check_rerun, run_plan, working_dir
 from backends.printable import printable
@@ -41,6 +42,7 @@ from sharding.run_records import FoundRecord, flag_values, named_checkpoints
 from sharding.store import Checkpoint
 
 PROG = "hyperion-checkpoint"
+RUN_AGAIN = "run it again to plan from what is missing now"    # a refused resubmission's advice
 RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
 # A recipe's own flags for the run's shard configuration (hyperion-shard-example's, and their
 # underscore spellings): a record passing other values than run.json is another run's.
@@ -301,7 +303,8 @@ def _same_file(one: str, other: str) -> bool:
         return False
 
 
-def _running_check(record_path: str, retry: RetryPlan, settled: frozenset[tuple[str, str | None]]) -> LiveCheck:
+def _running_check(record_path: str, retry: RetryPlan, settled: frozenset[tuple[str, str | None]],
+                   again: str) -> LiveCheck:
     """The refusal `begin_attempt` makes under the lock: `check_not_running`'s, asking Slurm only about
     tasks it did not just answer for (a submission that began meanwhile; the local run's are looked
     at again, which asks nobody); then `check_still_missing`."""
@@ -309,27 +312,28 @@ def _running_check(record_path: str, retry: RetryPlan, settled: frozenset[tuple[
         running = running_in(history, record_path, settled)
         if running is not None:
             raise InputError("--submit", running.refusal(retry))
-        check_still_missing(retry)
+        check_still_missing(retry, again)
     return check
 
 
-def _unchanged_check(retry: RetryPlan) -> LiveCheck:
+def _unchanged_check(retry: RetryPlan, again: str) -> LiveCheck:
     """The check under the lock when the plan follows another record than the one given: its live
-    tasks refused as a new submission's are (`check_not_live`), then `check_still_missing`."""
+    tasks refused as a new submission's are (`refuse_live`), then `check_still_missing`."""
     def check(history: History) -> None:
-        check_not_live(history.record_path)
-        check_still_missing(retry)
+        refuse_live(history)         # the history begin_attempt just read, not read again under the lock
+        check_still_missing(retry, again)
     return check
 
 
 def check_under_lock(record_path: str, plan_record_path: str, retry: RetryPlan,
-                     settled: frozenset[tuple[str, str | None]]) -> LiveCheck:
+                     settled: frozenset[tuple[str, str | None]], again: str = RUN_AGAIN) -> LiveCheck:
     """What `begin_attempt` asks under the lock of a resubmission of `retry` following `record_path`
     (the CLI's and the console's): its tasks not running, asked again only where Slurm did not just
-    answer (`settled`, of `check_not_running`), and no shard it plans completed since."""
+    answer (`settled`, of `check_not_running`), and no shard it plans completed since (`again`: how
+    the refusal says to plan anew, the CLI's words by default)."""
     if _same_file(record_path, plan_record_path):
-        return _running_check(os.path.abspath(record_path), retry, settled)
-    return _unchanged_check(retry)
+        return _running_check(os.path.abspath(record_path), retry, settled, again)
+    return _unchanged_check(retry, again)
 
 
 def completed_since(retry: RetryPlan) -> list[int]:
@@ -345,18 +349,18 @@ def completed_since(retry: RetryPlan) -> list[int]:
     return sorted(since)
 
 
-def check_still_missing(retry: RetryPlan) -> None:
+def check_still_missing(retry: RetryPlan, again: str = RUN_AGAIN) -> None:
     """InputError on --submit when a shard planned as missing completed after the checkpoint was read.
 
-    Asked under the output pattern's lock, once no task of the record runs: another terminal's
-    retry that ran (and finished) those shards between this one's read and its Slurm answer
+    Asked under the output pattern's lock, once no task of the record runs: tasks that ended between
+    this one's read and its Slurm answer (another terminal's retry, or the record's own last ones)
     left them complete, and the plan made before would run them again over their output."""
     since = completed_since(retry)
     if since:
         raise InputError("--submit", f"shard(s) {compress(since)[:80]} ({len(since)} of the {retry.missing_count} "
-                         f"planned) completed after this retry read {printable(retry.checkpoint)} (another "
-                         "retry ran them meanwhile); nothing resubmitted: run it again to plan from what "
-                         "is missing now")
+                         f"planned) completed after this retry read {printable(retry.checkpoint)} (their "
+                         f"tasks ended meanwhile: the record's own, or another retry's); nothing resubmitted: "
+                         f"{again}")
 
 
 def prepare_resubmit(path: str, record_path: str, max_array_size: int | None = None) -> Resubmission:

@@ -1634,6 +1634,8 @@ def test_a_resubmit_whose_shards_another_terminal_completed_meanwhile_runs_nothi
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             await pilot.press("y")
             await wait_for(pilot, lambda: any("completed after this retry read" in m for m in notifications(app)), 30)
+            refusal = next(m for m in notifications(app) if "completed after this retry read" in m)
+            assert refusal.endswith("nothing resubmitted: press ctrl+r again to plan from what is missing now")
         assert other and other[0].returncode == 0, other[0].stderr if other else "the shell never retried"
 
     asyncio.run(scenario())

@@ -269,7 +269,8 @@ def test_two_terminals_retrying_one_checkpoint_run_its_missing_shards_once(
     assert exited.value.code == 2, err
     assert err.splitlines() == [
         f"hyperion-checkpoint: error: --submit: shard(s) 2,9 (2 of the 2 planned) completed after this retry "
-        f"read {ckpt} (another retry ran them meanwhile); nothing resubmitted: run it again to plan from "
+        f"read {ckpt} (their tasks ended meanwhile: the record's own, "
+        f"or another retry's); nothing resubmitted: run it again to plan from "
         "what is missing now"]
     history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
     assert [(a["attempt"], a["values"]) for a in history["attempts"]] == [(1, "1-9"), (2, "2,9")]

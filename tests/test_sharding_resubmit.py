@@ -483,7 +483,8 @@ def test_a_retry_whose_shards_another_retry_completed_meanwhile_runs_nothing(tmp
     shards = compress(missing)
     assert err.splitlines() == [
         f"hyperion-checkpoint: error: --submit: shard(s) {shards} ({len(missing)} of the {len(missing)} planned) "
-        f"completed after this retry read {ckpt} (another retry ran them meanwhile); nothing resubmitted: "
+        f"completed after this retry read {ckpt} (their tasks ended meanwhile: the record's own, "
+        f"or another retry's); nothing resubmitted: "
         "run it again to plan from what is missing now"]
     history = json.loads(run_cli("hyperion-jobs", "history", str(record_path), "--json", env=cli_env).stdout)
     assert [(a["attempt"], a["kind"]) for a in history["attempts"]] == [(1, "submit"), (2, "resubmit")]

@@ -910,7 +910,8 @@ class CheckpointScreen(ConsoleScreen):
         settled = check_not_running(record_path, retry)   # tasks may have started since the read: asked again
         # asked again under the lock (its paths resolved here, before the chdir): another terminal's
         # retry may run the same shards between the read and the lock
-        under_lock = check_under_lock(record_path, plan.record_path, retry, settled)
+        under_lock = check_under_lock(record_path, plan.record_path, retry, settled,
+                                      "press ctrl+r again to plan from what is missing now")
         now = (tuple(plan.argv), prepared.record.cwd, trust_problem(record_path))
         if confirmed is not None and now != confirmed:
             self.app.call_from_thread(tell, self, "the retry changed since it was confirmed (command, "
