@@ -963,3 +963,42 @@ def test_status_of_an_archived_attempt_record_names_the_live_record_to_retry(tmp
     status = run_cli("hyperion-jobs", "status", str(archived), cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert status.stderr.endswith(f"; submit them with: hyperion-jobs retry {path}\n"), status.stderr
+
+
+def test_status_says_when_accounting_has_not_given_the_usage_of_ended_tasks(tmp_path, cli_env,
+                                                                             slurm_knows_none_of_these_jobs):
+    """Right after a run, sacct had not the tasks' usage yet: the memory, CPU and time columns were left
+    out without a word, as if nothing were measured; the next status showed them."""
+    from test_console_fixtures import build_history, ended_just_now
+
+    record = build_history(tmp_path, Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml")
+    # the fixture's Slurm (first on PATH), that knows none of its jobs, before this interpreter's scripts
+    env = {**cli_env, "PATH": f"{os.environ['PATH'].split(os.pathsep)[0]}{os.pathsep}{cli_env['PATH']}"}
+    early = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=env)
+    assert early.returncode == 0, early.stderr
+    assert "MEM USED/REQ" not in early.stdout
+    assert early.stderr == ("hyperion-jobs: Slurm's accounting has not given the usage of 8 ended task(s) yet "
+                            "(memory, CPU and time used are shown once it has); the next status asks again\n")
+    ended_just_now(record)                               # the ledger holds what each used
+    later = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=env)
+    assert "MEM USED/REQ" in later.stdout and later.stderr == "", later.stderr
+
+
+@pytest.mark.parametrize("answers, shown", [
+    ([("1", "squeue", "RUNNING")], "CANCELLED"),                       # the controller lists its job, not it
+    ([("1", "squeue", "RUNNING"), ("3", "sacct", "PENDING")], "CANCELLED"),   # accounting's lagging range row
+    ([("1", "sacct", "COMPLETED"), ("2", "sacct", "COMPLETED")], "CANCELLED"),  # its job ended, left the controller
+    ([("1", "sacct", "COMPLETED"), ("2", "sacct", "RUNNING")], None),  # accounting behind: not known yet
+    ([("1", "squeue", "RUNNING"), ("3", "squeue", "PENDING")], None),  # the controller still lists it
+    ([], None),                                                       # Slurm said nothing of its job
+])
+def test_one_look_reads_a_task_cancelled_while_pending_as_cancelled(answers, shown):
+    from backends.records.record import TaskRecord
+    from backends.states import TaskState
+    from backends.watch.targets import removed_from_array
+
+    states = {("77", int(task)): TaskState("77", int(task), JobState[state], source=source)
+              for task, source, state in answers}
+    task = TaskRecord(value=3, job_id="77", array_task_id=3, log="t.3.log", slurm_out=None, slurm_err=None)
+    found = removed_from_array([task], states).get(("77", 3))
+    assert (found.state.value if found else None) == shown

@@ -105,8 +105,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(columns(status_table(rows)))
         print(tasks_text(rows))
+        if not problems:          # accounting that did not answer was said already (shown as last recorded)
+            _say_unmeasured(rows)
     _say_unsubmitted(history)
     return 0
+
+
+def _say_unmeasured(rows: Sequence[TaskRow]) -> None:
+    """Ended Slurm tasks whose usage accounting has not given yet: right after a run the memory, CPU
+    and time columns were left out (or showed `-`) without a word, as if nothing were measured."""
+    unmeasured = sum(1 for row in rows if row.job_id != LOCAL_JOB and row.state is not None
+                     and row.state.is_terminal and row.usage is None)
+    if unmeasured:
+        print(f"{PROG}: Slurm's accounting has not given the usage of {unmeasured} ended task(s) yet "
+              "(memory, CPU and time used are shown once it has); the next status asks again", file=sys.stderr)
 
 
 def say_rerun_later(history: History | None, rows: Sequence[TaskRow]) -> None:
