@@ -121,6 +121,32 @@ def test_log_pane_starts_over_when_the_log_is_replaced_just_as_it_is_opened(tmp_
     asyncio.run(scenario())
 
 
+def test_log_pane_shows_the_end_of_20_mb_of_short_lines_written_at_once(tmp_path: Path) -> None:
+    """`seq 1 3000000` (22 MB in a second): the pane read it all through, 4 MiB a poll split line by
+    line, and showed lines 10 s old under `ended COMPLETED` (a 100 MB `yes`: 3 minutes, a core busy)."""
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    log_file = tmp_path / "exp" / "log" / "task.1.log"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            pane = app.jobs_screen.log_pane
+            view = pane.view
+            await wait_for(pilot, lambda: "done with part 1" in view.lines, 10)
+            with open(log_file, "a") as handle:
+                handle.write("y\n" * 10_000_000 + "last line\n")
+            started = time.monotonic()
+            await wait_for(pilot, lambda: view.lines[-1:] == ["last line"], 10)
+            assert time.monotonic() - started < 3
+            assert view.following and rendered(view)[-1].rstrip() == "last line"
+            assert str(pane.query_one("#log-title").content).endswith(" · following")
+            with open(log_file, "a") as handle:                  # then followed as before
+                handle.write("one more\n")
+            await wait_for(pilot, lambda: view.lines[-2:] == ["last line", "one more"], 10)
+
+    asyncio.run(scenario())
+
+
 def test_log_pane_search_finds_highlights_and_stops_following(tmp_path: Path) -> None:
     record = build_local_record(tmp_path, {1: ("RUNNING", None)})
     with open(tmp_path / "exp" / "log" / "task.1.log", "a") as handle:

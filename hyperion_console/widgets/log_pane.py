@@ -30,11 +30,25 @@ from .log_view import MAX_LINE, MAX_LINES, LogView
 LOG_SOURCES: tuple[str, ...] = ("log", "err", "out")
 INITIAL_LINES = 1000       # what the pane shows of a file it opens
 POLL_SECONDS = 0.3
+SKIP_AHEAD = 1024 * 1024   # unread bytes beyond which the pane opens the log again at its end
 
 
 def task_log_path(task, source: str) -> str | None:
     """The task's program log, or Slurm's own .err / .out file."""
     return {"log": task.log, "err": task.slurm_err, "out": task.slurm_out}[source]
+
+
+def _open_at_end(path: str) -> tuple[Follower, list[str], str | None]:
+    """A Follower from the log's last complete line, the last lines before it, and why the path
+    cannot be read (None: it can)."""
+    end = complete_end(path)
+    # made before the last lines are read: it holds the file they come from, so one moved
+    # aside and written anew meanwhile is a restart (made after, a log missing for that
+    # instant gave it no file, and the new log's lines came as if appended to the old)
+    follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
+    problem = log_problem(path)
+    lines = [shown_line(line, MAX_LINE) for line in last_lines(path, INITIAL_LINES, end=end)]
+    return follower, lines, problem
 
 
 class LogTitle(FitLine):
@@ -158,17 +172,19 @@ class LogPane(Vertical):
         read; its problem goes to the title, and the Follower starts over once a
         regular file replaces it.
         """
-        end = complete_end(path)
-        # made before the last lines are read: it holds the file they come from, so one moved
-        # aside and written anew meanwhile is a restart (made after, a log missing for that
-        # instant gave it no file, and the new log's lines came as if appended to the old)
-        follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
-        problem = log_problem(path)
-        lines = [shown_line(line, MAX_LINE) for line in last_lines(path, INITIAL_LINES, end=end)]
+        follower, lines, problem = _open_at_end(path)
         self._deliver(path, stop, lines, None, restart=True, problem=problem)
         restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
+            if follower.unread() > SKIP_AHEAD:
+                # far behind (a burst of short lines): its last lines, as on opening it; reading
+                # through split every line in Python, and the pane said `ended` over lines
+                # minutes old while a core was busy
+                follower, lines, problem = _open_at_end(path)
+                restarts, open_line = follower.restarts, None
+                self._deliver(path, stop, lines, None, restart=True, problem=problem)
+                continue
             lines = follower.read_new()
             restarted = follower.restarts != restarts
             restarts = follower.restarts
