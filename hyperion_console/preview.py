@@ -61,7 +61,10 @@ def confirm_question(plan: SubmitPlan, verb: str = "Submit", what: str = "task(s
     characters and the length of the list, `(46 characters)`, which told nothing."""
     backend, tasks = plan.options.backend, len(plan.tasks)
     if backend == "local" or not plan.windows:
-        return f"{verb} {tasks} {what} to {backend}, run here one after another?"
+        if tasks == 1:
+            return f"{verb} 1 {what} to {backend}, run here?"
+        # as the preview says it: the rest do not run once one fails
+        return f"{verb} {tasks} {what} to {backend}, run here one after another, stopping at the first failure?"
     calls = len(plan.windows)
     return f"{verb} {tasks} {what} to {backend} in {calls} sbatch call{'s' if calls > 1 else ''}?"
 

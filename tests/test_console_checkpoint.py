@@ -766,7 +766,7 @@ def test_ctrl_r_asks_about_the_checkpoint_as_read_after_the_key(tmp_path: Path, 
                 slow.release()
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
             assert text_of(app.screen.query_one("#confirm-title")) == \
-                "Resubmit 1 shard(s) to local, run here one after another?"
+                "Resubmit 1 shard(s) to local, run here?"
             assert " --array SHARD=12 " in text_of(app.screen.query_one("#confirm-detail Static"))
             assert text_of(screen.query_one("#retry-summary")).startswith("missing 12 ")
             await pilot.press("n")

@@ -1189,6 +1189,9 @@ def test_the_confirmation_says_the_output_file_ran_before_and_where_its_logs_go(
             await pilot.pause()
             await pilot.press("ctrl+s")
             assert isinstance(app.screen, ConfirmScreen)
+            # what the preview says of a local array, in the question too
+            assert app.screen.title_text == ("Submit 2 task(s) to local, run here one after another, stopping at "
+                                             "the first failure?")
             assert app.screen.detail.startswith(
                 f"attempt 2 of this --output-file (it ran before): the earlier logs it rewrites are moved "
                 f"to {tmp_path / 'log' / 'q' / 'attempts'}/ first")

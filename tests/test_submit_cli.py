@@ -223,5 +223,6 @@ def test_a_dry_run_of_an_output_file_that_ran_before_says_the_attempt_and_moves_
     assert (f"# attempt 2 of this --output-file (it ran before): the earlier logs it rewrites are moved to "
             f"{tmp_path / 'logs' / 'q' / 'attempts'}/ first; hyperion-jobs history {record}; "
             f"hyperion-jobs logs {record} --attempt 1\n") in again.stdout      # a plain job: no VALUE to name
+    assert "\n# 1 task, run here\n" in again.stdout          # no "stopping at the first failure" of one task
     assert sorted((tmp_path / "logs").rglob("*")) == files
     assert (tmp_path / "logs" / "t.log").read_text().count("\nhello\n") == 1

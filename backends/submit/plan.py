@@ -273,7 +273,8 @@ def describe_plan(plan: SubmitPlan) -> str:
              f"# command line: {shell_join(plan.argv)}",
              f"# record: {plan.record_path}"]
     if plan.options.backend == "local":
-        lines.append(f"# {len(plan.tasks)} task(s), run one after another, stopping at the first failure")
+        lines.append("# 1 task, run here" if len(plan.tasks) == 1 else
+                     f"# {len(plan.tasks)} task(s), run one after another, stopping at the first failure")
         for task in plan.tasks:
             env = " ".join(f"{k}={shell_quote(v)}" for k, v in task.env)
             lines += [f"{_task_label(plan, task)}: log {task.log}",
