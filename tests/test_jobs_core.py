@@ -1002,3 +1002,20 @@ def test_one_look_reads_a_task_cancelled_while_pending_as_cancelled(answers, sho
     task = TaskRecord(value=3, job_id="77", array_task_id=3, log="t.3.log", slurm_out=None, slurm_err=None)
     found = removed_from_array([task], states).get(("77", 3))
     assert (found.state.value if found else None) == shown
+
+
+def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
+    """A task cancelled while pending wrote no log: watch's end named the path as if there to read;
+    hyperion-submit's own report says `(missing)`."""
+    from backends.cli.jobs.watching import _ended
+    from backends.watch.rows import TaskRow
+    from backends.watch.terminal import SafeStream
+
+    written = tmp_path / "x.1.log"
+    written.write_text("# Running: true\n")
+    rows = [TaskRow(v, "500", v, JobState.CANCELLED, None, None, None, None, str(tmp_path / f"x.{v}.log"), None, None)
+            for v in (1, 2)]
+    _ended(SafeStream(sys.stdout), rows)
+    out = capsys.readouterr().out.splitlines()
+    assert f"  500_1 CANCELLED exit - log {written}" in out
+    assert f"  500_2 CANCELLED exit - log {tmp_path / 'x.2.log'} (missing)" in out

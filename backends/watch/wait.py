@@ -156,8 +156,8 @@ def _report_line(task: TaskRecord, state: TaskState, array_name: str | None) -> 
         how += f" {signal_text(state.signal)}"
     if state.state.is_success and not os.path.exists(task.log):
         how += " but the log is missing"
-    return (f"{task_label(task, array_name)}: {how}; log {_said(task.log)}; "
-            f"slurm {_said(task.slurm_out)} {_said(task.slurm_err)}")
+    return (f"{task_label(task, array_name)}: {how}; log {said_path(task.log)}; "
+            f"slurm {said_path(task.slurm_out)} {said_path(task.slurm_err)}")
 
 
 def bad_ends(outcome: Outcome) -> str:
@@ -182,7 +182,7 @@ def bad_ends(outcome: Outcome) -> str:
     return text
 
 
-def _said(path: str | None) -> str:
+def said_path(path: str | None) -> str:
     """A log path as the report names it: a task cancelled while pending wrote none of its files,
     and Slurm's .out and .err were named as if there to read."""
     if path is None:

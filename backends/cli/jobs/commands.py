@@ -327,8 +327,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"
         raise InputError("TASK", f"no {which} log is known for {args.task}")
+    in_place = not (args.err or args.out) and logs.log is None and logs.task is not None    # Slurm's, for its own
     _check_log_file(path, args.task, must_exist=not args.follow or logs.ended is not None, ended=logs.ended,
-                    earlier=_earlier_run(logs, args.task))
+                    earlier=_earlier_run(logs, args.task), program_log=logs.task.log if in_place else None)
     from backends.cli.jobs import log_output   # the tail readers: only `logs` needs them, not status
 
     if args.follow:
@@ -406,13 +407,15 @@ def _earlier_run(logs, task: str) -> tuple[str, str]:
 
 
 def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = None,
-                    earlier: tuple[str, str] = ("", "")) -> None:
+                    earlier: tuple[str, str] = ("", ""), program_log: str | None = None) -> None:
     """The log must be a regular file we may read, opened as `logs` will open it: a FIFO or device
     at a log's path would block or never end, a teammate's log under umask 077 gave an empty
     success (or -f waiting in silence). A task that ended without one (cancelled while pending)
-    will never write it: -f does not wait."""
+    will never write it: -f does not wait. `program_log`: the task's own log, never written, when
+    `path` is Slurm's file read in its place (the message named Slurm's file alone)."""
     from backends.watch.tail import NotRegularLog, open_regular_log   # only `logs` needs the tail readers
 
+    where = f"its run did not write {program_log}, nor Slurm's {path}" if program_log else f"{path} does not exist"
     try:
         open_regular_log(path).close()
     except FileNotFoundError:
@@ -420,9 +423,9 @@ def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = 
             raise InputError("TASK", f"{task} was not run{earlier[0]} (NOT_RUN: its local run ended first) and "
                              f"has no log: {path} does not exist{earlier[1]}") from None
         if ended is not None:
-            raise InputError("TASK", f"{task} ended {ended} and left no log: {path} does not exist") from None
+            raise InputError("TASK", f"{task} ended {ended} and left no log: {where}") from None
         if must_exist:
-            raise InputError("TASK", f"{task} has no log yet: {path} does not exist "
+            raise InputError("TASK", f"{task} has no log yet: {where} "
                              "(not started, or never run; -f waits for it)") from None
     except NotRegularLog:
         raise InputError("TASK", f"the log {path} is not a regular file") from None

@@ -51,7 +51,7 @@ from backends.watch.targets import (
 )
 from backends.watch.terminal import SafeStream
 from backends.watch.throttle import unwatched_line
-from backends.watch.wait import never_running, task_label, watcher
+from backends.watch.wait import never_running, said_path, task_label, watcher
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -196,7 +196,7 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None, n
     for row, one in zip(rows, gathered):
         if not row.ok and not one:
             out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
-                     f"log {printable(row.log or row.slurm_out or '-')}")
+                     f"log {printable(said_path(row.log or row.slurm_out))}")   # `(missing)`: none was written
     if not_run:
         how = f"; {retry} runs them" if retry else ""     # record_retry_command: printable already
         out.line(f"  NOT_RUN values {compress(not_run)} (the run stopped before them{how})")
