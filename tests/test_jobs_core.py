@@ -1019,3 +1019,27 @@ def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert f"  500_1 CANCELLED exit - log {written}" in out
     assert f"  500_2 CANCELLED exit - log {tmp_path / 'x.2.log'} (missing)" in out
+
+
+def test_a_retry_under_its_lock_counts_a_task_cancelled_while_pending_as_ended(tmp_path, monkeypatch):
+    """The retry's plan read task 8 CANCELLED (cancelled while pending, its job's other tasks ended),
+    while the check under the lock took accounting's lagging range row for a live PENDING task and
+    refused the y. Both read one rule now. Slurm's answers are those of the seconds after the scancel."""
+    from test_console_fixtures import build_history
+
+    from backends.attempt import live_tasks
+
+    record = build_history(tmp_path, Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml",
+                           unfinished=(8,))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ended = "".join(f"4242_{v}|4242_{v}|COMPLETED|0:0|00:00:05|vm|2026-12-06T10:00:00|2026-12-06T10:00:05\\n"
+                    for v in range(1, 8))
+    (bin_dir / "sacct").write_text(f"#!/bin/sh\nprintf '{ended}4242_[8]|4242_8|PENDING|0:0|00:00:00|"
+                                   "None assigned|Unknown|Unknown\\n'\n")
+    (bin_dir / "squeue").write_text("#!/bin/sh\nexit 0\n")        # the controller no longer lists the job
+    for tool in ("sacct", "squeue"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    history = load_history(str(record))
+    assert live_tasks(history) == []

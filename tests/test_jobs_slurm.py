@@ -750,6 +750,9 @@ def test_a_task_cancelled_while_pending_reads_cancelled_without_a_watch(slurm_cl
             assert time.monotonic() < deadline, "the job never ended"
             time.sleep(1)
         assert value_3()["state"] == "CANCELLED"                  # and once it has ended
+        table = run_cli("hyperion-jobs", "status", str(record.path), env=cli_env, cwd=tmp_path)
+        # it never started: no usage is awaited of it (the line would say "the next status asks again" for ever)
+        assert "usage of 3 ended task(s)" not in table.stderr, table.stderr
         preview = run_cli("hyperion-jobs", "retry", str(record.path), "--dry-run", env=cli_env, cwd=tmp_path)
         assert "(CANCELLED 1)" in preview.stdout and "UNKNOWN" not in preview.stdout, preview.stdout
         retried = run_cli("hyperion-jobs", "retry", str(record.path), "--yes", env=cli_env, cwd=tmp_path, timeout=120)
@@ -757,7 +760,7 @@ def test_a_task_cancelled_while_pending_reads_cancelled_without_a_watch(slurm_cl
         # attempt 1 of value 3 wrote nothing: its own log is named, not only Slurm's file read in its place
         earlier = run_cli("hyperion-jobs", "logs", f"{record.path}:3", "--attempt", "1", env=cli_env, cwd=tmp_path)
         assert earlier.returncode == 2
-        assert (f"its run did not write {tmp_path / 'log' / 'p.3.log'}, nor Slurm's "
-                f"{tmp_path / 'log' / 'q' / f'slurm-{job}_3.out'}") in earlier.stderr, earlier.stderr
+        assert (f"{tmp_path / 'log' / 'p.3.log'} is a later attempt's, and Slurm's "
+                f"{tmp_path / 'log' / 'q' / f'slurm-{job}_3.out'} does not exist") in earlier.stderr, earlier.stderr
     finally:
         subprocess.run(["scancel", job], check=False)

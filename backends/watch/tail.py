@@ -375,9 +375,11 @@ class Follower:
         faster than it splits lines (20 MB of short lines in a second) is cheaper to open
         again at its end than to read through, which took a core for minutes."""
         try:
-            return max(0, os.stat(self.path).st_size - self.position)
+            info = os.stat(self.path)
         except OSError:
             return 0
+        # a folder or device put at the path is no log to skip into (read_new says what it is)
+        return max(0, info.st_size - self.position) if stat.S_ISREG(info.st_mode) else 0
 
     def _mark_holds(self, fd: int) -> bool:
         """Whether the bytes before `position` are still the ones read last: a log removed and

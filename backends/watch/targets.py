@@ -379,8 +379,8 @@ def removed_from_array(tasks: Sequence[TaskRecord], states: Mapping[Key, TaskSta
         if task.array_task_id is None:
             continue
         state = states.get(key)
-        lagging = (state is not None and state.source == "sacct" and state.state is JobState.PENDING
-                   and task.job_id in listed)        # accounting's range row, behind the controller
+        # accounting's range row, behind the controller: it lists every pending task of its jobs
+        lagging = state is not None and state.source == "sacct" and state.state is JobState.PENDING
         others = [other for other in of_job.get(task.job_id, ()) if other.key != key]
         if (state is not None and not lagging) or not others:
             continue

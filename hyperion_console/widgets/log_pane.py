@@ -90,6 +90,8 @@ class LogPane(Vertical):
         self._pending: list[str] = []
         self._pending_open: str | None = None   # the line still being written, as last read
         self._restart = False
+        self._following = threading.Event()     # the view follows the end (a skip ahead may move it)
+        self._following.set()
         self._problem: str | None = None   # why the log cannot be read (shown in the title)
         self.shown_task = None             # the task whose log is shown (None: none)
         self.end_note: str | None = None   # how the task ended (`ended FAILED (exit 3)`), None while it runs
@@ -177,13 +179,19 @@ class LogPane(Vertical):
         restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
-            if follower.unread() > SKIP_AHEAD:
-                # far behind (a burst of short lines): its last lines, as on opening it; reading
-                # through split every line in Python, and the pane said `ended` over lines
-                # minutes old while a core was busy
+            unread = follower.unread()
+            if unread > SKIP_AHEAD:
+                # far behind (a burst of short lines): reading through split every line in Python,
+                # and the pane said `ended` over lines minutes old while a core was busy. Followed,
+                # its last lines, as on opening it, under a line saying what was left out; scrolled
+                # back (a search's match), nothing moves until End follows again.
+                if not self._following.is_set():
+                    continue
                 follower, lines, problem = _open_at_end(path)
                 restarts, open_line = follower.restarts, None
-                self._deliver(path, stop, lines, None, restart=True, problem=problem)
+                left = f"… {unread / 1e6:.1f} MB of the log not shown (written faster than shown): " \
+                       "hyperion-jobs logs shows every line"
+                self._deliver(path, stop, [left, *lines], None, restart=True, problem=problem)
                 continue
             lines = follower.read_new()
             restarted = follower.restarts != restarts
@@ -241,4 +249,5 @@ class LogPane(Vertical):
 
     def on_log_view_follow_changed(self, event: LogView.FollowChanged) -> None:
         event.stop()
+        (self._following.set if event.following else self._following.clear)()    # the reader's thread asks
         self.update_title()

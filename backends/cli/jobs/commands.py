@@ -115,7 +115,8 @@ def _say_unmeasured(rows: Sequence[TaskRow]) -> None:
     """Ended Slurm tasks whose usage accounting has not given yet: right after a run the memory, CPU
     and time columns were left out (or showed `-`) without a word, as if nothing were measured."""
     unmeasured = sum(1 for row in rows if row.job_id != LOCAL_JOB and row.state is not None
-                     and row.state.is_terminal and row.usage is None)
+                     and row.state.is_terminal and row.usage is None
+                     and row.elapsed is not None)     # one that never started (cancelled while pending) has none
     if unmeasured:
         print(f"{PROG}: Slurm's accounting has not given the usage of {unmeasured} ended task(s) yet "
               "(memory, CPU and time used are shown once it has); the next status asks again", file=sys.stderr)
@@ -411,11 +412,13 @@ def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = 
     """The log must be a regular file we may read, opened as `logs` will open it: a FIFO or device
     at a log's path would block or never end, a teammate's log under umask 077 gave an empty
     success (or -f waiting in silence). A task that ended without one (cancelled while pending)
-    will never write it: -f does not wait. `program_log`: the task's own log, never written, when
-    `path` is Slurm's file read in its place (the message named Slurm's file alone)."""
+    will never write it: -f does not wait. `program_log`: the task's log path, which a later attempt
+    wrote (this run wrote none, so none was moved aside), when `path` is Slurm's file read in its
+    place (the message named Slurm's file alone)."""
     from backends.watch.tail import NotRegularLog, open_regular_log   # only `logs` needs the tail readers
 
-    where = f"its run did not write {program_log}, nor Slurm's {path}" if program_log else f"{path} does not exist"
+    where = (f"{program_log} is a later attempt's, and Slurm's {path} does not exist" if program_log
+             else f"{path} does not exist")
     try:
         open_regular_log(path).close()
     except FileNotFoundError:
