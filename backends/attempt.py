@@ -210,11 +210,6 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]]) -> list[list
                 states = {t.key: t for t in run_squeue(jobs)}
             except QueryError as err:
                 failure = str(err)
-        if failure is None:
-            from backends.watch.targets import removed_from_array
-            # as `status` and the retry's plan read them: a task cancelled while pending is not live
-            # (accounting's lagging range row called it PENDING, and the plan's y was refused)
-            states.update(removed_from_array([t for tasks in slurm_of for t in tasks], states))
     answers: list[list[tuple[TaskRecord, str]] | InputError] = []
     for (history, tasks), slurm in zip(asked, slurm_of):
         local = [(t, _local_live(history, t)) for t in tasks if t.job_id == LOCAL_JOB]

@@ -984,26 +984,6 @@ def test_status_says_when_accounting_has_not_given_the_usage_of_ended_tasks(tmp_
     assert "MEM USED/REQ" in later.stdout and later.stderr == "", later.stderr
 
 
-@pytest.mark.parametrize("answers, shown", [
-    ([("1", "squeue", "RUNNING")], "CANCELLED"),                       # the controller lists its job, not it
-    ([("1", "squeue", "RUNNING"), ("3", "sacct", "PENDING")], "CANCELLED"),   # accounting's lagging range row
-    ([("1", "sacct", "COMPLETED"), ("2", "sacct", "COMPLETED")], "CANCELLED"),  # its job ended, left the controller
-    ([("1", "sacct", "COMPLETED"), ("2", "sacct", "RUNNING")], None),  # accounting behind: not known yet
-    ([("1", "squeue", "RUNNING"), ("3", "squeue", "PENDING")], None),  # the controller still lists it
-    ([], None),                                                       # Slurm said nothing of its job
-])
-def test_one_look_reads_a_task_cancelled_while_pending_as_cancelled(answers, shown):
-    from backends.records.record import TaskRecord
-    from backends.states import TaskState
-    from backends.watch.targets import removed_from_array
-
-    states = {("77", int(task)): TaskState("77", int(task), JobState[state], source=source)
-              for task, source, state in answers}
-    task = TaskRecord(value=3, job_id="77", array_task_id=3, log="t.3.log", slurm_out=None, slurm_err=None)
-    found = removed_from_array([task], states).get(("77", 3))
-    assert (found.state.value if found else None) == shown
-
-
 def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
     """A task cancelled while pending wrote no log: watch's end named the path as if there to read;
     hyperion-submit's own report says `(missing)`."""
@@ -1019,27 +999,3 @@ def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert f"  500_1 CANCELLED exit - log {written}" in out
     assert f"  500_2 CANCELLED exit - log {tmp_path / 'x.2.log'} (missing)" in out
-
-
-def test_a_retry_under_its_lock_counts_a_task_cancelled_while_pending_as_ended(tmp_path, monkeypatch):
-    """The retry's plan read task 8 CANCELLED (cancelled while pending, its job's other tasks ended),
-    while the check under the lock took accounting's lagging range row for a live PENDING task and
-    refused the y. Both read one rule now. Slurm's answers are those of the seconds after the scancel."""
-    from test_console_fixtures import build_history
-
-    from backends.attempt import live_tasks
-
-    record = build_history(tmp_path, Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml",
-                           unfinished=(8,))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    ended = "".join(f"4242_{v}|4242_{v}|COMPLETED|0:0|00:00:05|vm|2026-12-06T10:00:00|2026-12-06T10:00:05\\n"
-                    for v in range(1, 8))
-    (bin_dir / "sacct").write_text(f"#!/bin/sh\nprintf '{ended}4242_[8]|4242_8|PENDING|0:0|00:00:00|"
-                                   "None assigned|Unknown|Unknown\\n'\n")
-    (bin_dir / "squeue").write_text("#!/bin/sh\nexit 0\n")        # the controller no longer lists the job
-    for tool in ("sacct", "squeue"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    history = load_history(str(record))
-    assert live_tasks(history) == []

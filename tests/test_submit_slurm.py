@@ -476,6 +476,13 @@ def test_what_a_successful_sbatch_warns_is_shown_once_per_call_escaped(slurm_clu
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
 
 
+def _but_accounting_lag(stderr: str) -> str:
+    """What status said on stderr but the line on accounting not having a task's usage yet (a task
+    that ended a moment ago: said or not, as slurmdbd keeps up)."""
+    return "".join(line for line in stderr.splitlines(keepends=True)
+                   if not line.startswith("hyperion-jobs: Slurm's accounting has not given the usage"))
+
+
 def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_submits_the_rest(
         slurm_cluster, test_site, cli_env, tmp_path, task):
     """sbatch refusing window 2 after window 1 went in: the scripts were written, window 1 was
@@ -511,7 +518,7 @@ def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_s
     told = (f"hyperion-jobs: JOB=2999 of attempt 1 not submitted: sbatch failed (exit 1): sbatch: error: Batch job "
             f"submission failed: Invalid job array specification; script kept at "
             f"{tmp_path / 'log/q/l.JOB.offset1500.sh'}{advice}; submit them with: {retry}\n")
-    assert status.stderr == told
+    assert _but_accounting_lag(status.stderr) == told
     watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env)   # the record's reattach command
     assert watch.returncode == 1 and watch.stderr == told, watch.stderr
     assert json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)[
@@ -522,7 +529,7 @@ def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_s
     assert rerun.returncode == 0 and "(values 5)" in rerun.stderr, rerun.stderr
     assert load_record(record).attempt == 2
     status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
-    assert status.returncode == 0 and status.stderr == told, status.stderr
+    assert status.returncode == 0 and _but_accounting_lag(status.stderr) == told, status.stderr
 
     site.write_text(site.read_text().replace("max_array_size: 1500", "max_array_size: 1001"))   # the site fixed
     again = run_cli("hyperion-jobs", "retry", str(record), "--yes", env=cli_env, cwd=tmp_path)
@@ -530,7 +537,8 @@ def test_a_refused_later_window_keeps_and_records_the_earlier_ones_and_a_retry_s
     assert "retrying 1 task(s)" in again.stderr and "(values 2999)" in again.stderr
     assert "value=2999 env=2999 " in (tmp_path / "log/l.2999.log").read_text()
     after = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
-    assert after.returncode == 0 and after.stderr == "" and "2 tasks: COMPLETED 2" in after.stdout, after
+    assert after.returncode == 0 and _but_accounting_lag(after.stderr) == "" and "2 tasks: COMPLETED 2" in after.stdout, \
+        after
 
 
 def test_a_refused_later_window_with_a_failed_task_names_the_retry_as_submitting_the_rest_too(

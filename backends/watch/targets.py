@@ -9,7 +9,7 @@ import os
 import pwd
 import re
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from backends.records.attempts import read_ledger
 from backends.records.history import History, load_history
 from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import SubmitRecord, TaskRecord, find_records, load_record
-from backends.states import JobState, TaskState
+from backends.states import TaskState
 from backends.watch.finals import FinalsRecorder
 from backends.watch.requeued import reopened, requeuable
 from backends.watch.rows import (
@@ -353,41 +353,7 @@ def history_status(history: History, runner: Runner = run_command,
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
     FinalsRecorder(history.record_path, [*pending, *rerun], ended, since=history.ledger.size).observe(
         answer.states.values(), answer.usage)
-    shown = {**answer.states, **removed_from_array(pending, answer.states)}     # shown, not recorded
-    return history_rows(history, shown, answer.usage)
-
-
-REMOVED = "cancelled while pending"     # as hyperion-submit's wait says it of such tasks
-
-
-def removed_from_array(tasks: Sequence[TaskRecord], states: Mapping[Key, TaskState]) -> dict[Key, TaskState]:
-    """The array tasks among `tasks` (none ended in the ledger) that one look at Slurm shows were
-    cancelled while pending, as CANCELLED: a pending task cancelled on its own leaves the controller
-    at once and never gets an accounting row of its own (only a pending-range row, for a few
-    seconds), so `status`, `history` and `retry` read it UNKNOWN until a `watch` settled it, also
-    long after its job ended. A task counts when Slurm's answers hold other tasks of its job and
-    either the controller still lists that job (it lists every task of its jobs) or they have all
-    ended (the job left the controller). Shown only: the watch records such an end after two looks
-    `VANISHED_AFTER` apart, and a late accounting row of a task that did run corrects this look."""
-    listed = {state.job_id for state in states.values() if state.source == "squeue"}
-    of_job: dict[str, list[TaskState]] = {}
-    for state in states.values():
-        of_job.setdefault(state.job_id, []).append(state)
-    out: dict[Key, TaskState] = {}
-    for task in tasks:
-        key = (task.job_id, task.array_task_id)
-        if task.array_task_id is None:
-            continue
-        state = states.get(key)
-        # accounting's range row, behind the controller: it lists every pending task of its jobs
-        lagging = state is not None and state.source == "sacct" and state.state is JobState.PENDING
-        others = [other for other in of_job.get(task.job_id, ()) if other.key != key]
-        if (state is not None and not lagging) or not others:
-            continue
-        if task.job_id in listed or all(other.state.is_terminal for other in others):
-            out[key] = TaskState(task.job_id, task.array_task_id, JobState.CANCELLED, source="squeue",
-                                 reason=REMOVED)
-    return out
+    return history_rows(history, answer.states, answer.usage)
 
 
 def histories_states(histories: Sequence[History], runner: Runner = run_command) -> dict[Key, TaskState]:

@@ -179,20 +179,23 @@ class LogPane(Vertical):
         restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
-            unread = follower.unread()
-            if unread > SKIP_AHEAD:
+            follower_start = follower.position
+            if follower.unread() > SKIP_AHEAD:
                 # far behind (a burst of short lines): reading through split every line in Python,
                 # and the pane said `ended` over lines minutes old while a core was busy. Followed,
                 # its last lines, as on opening it, under a line saying what was left out; scrolled
                 # back (a search's match), nothing moves until End follows again.
                 if not self._following.is_set():
                     continue
-                follower, lines, problem = _open_at_end(path)
-                restarts, open_line = follower.restarts, None
-                left = f"… {unread / 1e6:.1f} MB of the log not shown (written faster than shown): " \
-                       "hyperion-jobs logs shows every line"
-                self._deliver(path, stop, [left, *lines], None, restart=True, problem=problem)
-                continue
+                # complete lines far ahead only: a tail that is one long unfinished line (a `\r`
+                # progress bar) is read on as it comes, or each look would open it again
+                if complete_end(path) - follower_start > SKIP_AHEAD:
+                    follower, lines, problem = _open_at_end(path)
+                    restarts, open_line = follower.restarts, None
+                    left = f"… {(follower.position - follower_start) / 1e6:.1f} MB of the log not shown " \
+                           "(written faster than shown): hyperion-jobs logs shows every line"
+                    self._deliver(path, stop, [left, *lines], None, restart=True, problem=problem)
+                    continue
             lines = follower.read_new()
             restarted = follower.restarts != restarts
             restarts = follower.restarts
