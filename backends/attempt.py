@@ -627,11 +627,6 @@ def _refusal(kind: str, exc: InputError) -> InputError:
 LiveCheck = Callable[[History], None]
 
 
-def newest_attempt(history: History) -> int:
-    """The number of the newest attempt a history knows: its records', or a later one's ledger line."""
-    return history.newest_number
-
-
 def next_attempt_number(record_path: str) -> int:
     """The number the pattern's next attempt gets, read without its whole history: the console's
     Submit preview asks it at each pause of the keys, and loading a 1000-task history of six
@@ -646,10 +641,10 @@ def unchanged_since(planned: History, again: str) -> LiveCheck:
     began since, which may have rerun the same values (COMPLETED now, they would run again and
     their newest run be the extra one); `again` says how to plan from what is there now.
     Else refused for live tasks, as a new submission is."""
-    expected = newest_attempt(planned)
+    expected = planned.newest_number
 
     def check(history: History) -> None:
-        now = newest_attempt(history)
+        now = history.newest_number
         if now != expected:
             began = "an attempt" if now < expected else f"attempt {now}"
             raise InputError(FIELD, f"{began} of {history.record_path} began after this rerun was planned "
@@ -702,6 +697,6 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
             on_begin()
         if history is not None:
             archive_current(plan.record_path)
-        number = 1 if history is None else newest_attempt(history) + 1
+        number = 1 if history is None else history.newest_number + 1
         move_aside(moves)
         yield NewAttempt(number, kind, overrides(history.current if history else None, plan))

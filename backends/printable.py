@@ -19,7 +19,7 @@ import sys
 # invisible operators, the deprecated format controls, the BOM). Zero-width (non-)joiners stay:
 # Persian and Indic text and emoji sequences need them.
 _INVISIBLE = "\u200b\u2060-\u2064\u206a-\u206f\ufeff"
-UNSAFE = _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                      "\ud800-\udfff" + _INVISIBLE + "]")
 # Compiled at first use (`_compiled`): half a millisecond each at every start of a command that
 # never shows multi-line text or writes JSON (hyperion-submit).
@@ -49,7 +49,7 @@ def printable(text: str, *, layout: bool = False) -> str:
     With `layout`, tabs and newlines stay as they are (multi-line text such as a
     log); otherwise they are escaped too (one cell, one line).
     """
-    pattern = _compiled(_KEEP_LAYOUT) if layout else _UNSAFE
+    pattern = _compiled(_KEEP_LAYOUT) if layout else UNSAFE
     return pattern.sub(_escape, text) if pattern.search(text) else text
 
 

@@ -38,10 +38,10 @@ def task_log_path(task, source: str) -> str | None:
     return {"log": task.log, "err": task.slurm_err, "out": task.slurm_out}[source]
 
 
-def _open_at_end(path: str) -> tuple[Follower, list[str], str | None]:
-    """A Follower from the log's last complete line, the last lines before it, and why the path
-    cannot be read (None: it can)."""
-    end = complete_end(path)
+def _open_at_end(path: str, end: int | None = None) -> tuple[Follower, list[str], str | None]:
+    """A Follower from the log's last complete line (`end`, when the caller found it already), the
+    last lines before it, and why the path cannot be read (None: it can)."""
+    end = complete_end(path) if end is None else end
     # made before the last lines are read: it holds the file they come from, so one moved
     # aside and written anew meanwhile is a restart (made after, a log missing for that
     # instant gave it no file, and the new log's lines came as if appended to the old)
@@ -179,7 +179,6 @@ class LogPane(Vertical):
         restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
-            follower_start = follower.position
             if follower.unread() > SKIP_AHEAD:
                 # far behind (a burst of short lines): reading through split every line in Python,
                 # and the pane said `ended` over lines minutes old while a core was busy. Followed,
@@ -189,10 +188,11 @@ class LogPane(Vertical):
                     continue
                 # complete lines far ahead only: a tail that is one long unfinished line (a `\r`
                 # progress bar) is read on as it comes, or each look would open it again
-                if complete_end(path) - follower_start > SKIP_AHEAD:
-                    follower, lines, problem = _open_at_end(path)
+                start, end = follower.position, complete_end(path)
+                if end - start > SKIP_AHEAD:
+                    follower, lines, problem = _open_at_end(path, end)
                     restarts, open_line = follower.restarts, None
-                    left = f"… {(follower.position - follower_start) / 1e6:.1f} MB of the log not shown " \
+                    left = f"… {(end - start) / 1e6:.1f} MB of the log not shown " \
                            "(written faster than shown): hyperion-jobs logs shows every line"
                     self._deliver(path, stop, [left, *lines], None, restart=True, problem=problem)
                     continue
