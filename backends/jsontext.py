@@ -20,15 +20,34 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def _safe_key(key: Any) -> Any:
+    return escape_surrogates(key) if isinstance(key, str) else key
+
+
 def json_safe(value: Any) -> Any:
-    """`value` with every string in it (keys too) free of surrogates; other values as they are."""
-    if isinstance(value, str):
-        return escape_surrogates(value)
-    if isinstance(value, dict):
-        return {json_safe(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
+    """`value` with every string in it (keys too) free of surrogates; other values as they are.
+
+    Walked with a stack of its own, not by recursion: a file's JSON (a failed-task record's details,
+    a ledger line's overrides) nested 500 deep is read, and a recursive copy took two frames a
+    level, so `failed --json` and `history --json` traced back (RecursionError) where json.dumps
+    itself writes it."""
+    top: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any]] = [(value, top, 0)]     # (what to copy, into which container, where)
+    while todo:
+        item, into, where = todo.pop()
+        if isinstance(item, str):
+            into[where] = escape_surrogates(item)
+        elif isinstance(item, dict):
+            copy = into[where] = dict.fromkeys(_safe_key(k) for k in item)
+            # pushed last key first, so filled first key first: of two keys that read alike once
+            # escaped, the later one's value wins, as a dict display's would
+            todo.extend((v, copy, _safe_key(k)) for k, v in reversed(item.items()))
+        elif isinstance(item, (list, tuple)):
+            copy = into[where] = [None] * len(item)
+            todo.extend((v, copy, i) for i, v in enumerate(item))
+        else:
+            into[where] = item
+    return top[0]
 
 
 def dumps(value: Any, **options: Any) -> str:

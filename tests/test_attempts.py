@@ -286,6 +286,27 @@ def test_local_retry_reruns_the_failed_and_not_run_values_and_keeps_the_first_lo
     assert len(load_history(record).numbers) == 2
 
 
+def test_history_json_of_a_ledger_whose_overrides_nest_600_deep_prints_them_not_a_traceback(tmp_path, cli_env):
+    """A ledger line is read by json.loads up to its nesting limit (near 1000); `history` showed
+    overrides nested 600 lists deep, but `history --json` escaped them by recursion, two frames a
+    level, and ended in a RecursionError traceback, exit 1."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log",
+                        "--", "true").returncode == 0
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    ledger = ledger_path(record)
+    text = ledger.read_text()
+    assert text.count('"overrides":{}') == 1
+    ledger.write_text(text.replace('"overrides":{}', '"overrides":{"mem":' + "[" * 600 + "]" * 600 + "}"))
+    history = run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env)
+    assert history.returncode == 0, history.stderr[-300:]
+    assert "Traceback" not in history.stderr
+    [attempt] = json.loads(history.stdout)["attempts"]
+    nested, depth = attempt["overrides"]["mem"], 1
+    while nested:
+        nested, depth = nested[0], depth + 1
+    assert depth == 600
+
+
 def test_a_submission_refused_by_a_running_retry_names_the_retry_not_hyperion_submit(tmp_path, cli_env):
     """Every holder of a pattern was called 'hyperion-submit (pid N)', also a hyperion-jobs retry or
     the console, whose user then looked for a hyperion-submit that was not there."""

@@ -216,6 +216,29 @@ def test_corrupt_files_are_warnings_and_the_command_goes_on(tmp_path, cli_env):
     assert len(warnings) == 6 and all(w.startswith("hyperion-checkpoint: warning: ") for w in warnings)
 
 
+def _depth(value) -> int:
+    """How deep lists nest in `value`, counted without recursion."""
+    depth = 0
+    while isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    return depth
+
+
+def test_failed_json_of_a_record_nested_600_deep_prints_it_not_a_traceback(tmp_path, cli_env):
+    """json.loads reads a failed-task record nested 600 lists deep (its limit is near 1000); the
+    JSON output's surrogate escaping copied it by recursion, two frames a level, and `failed --json`
+    ended in a RecursionError traceback, exit 1, where `failed` printed it."""
+    store = Checkpoint(tmp_path)
+    store.ensure_run(RunConfig(0, 2))
+    path = store.write_failed(1, Attempt("55", "1", "0"), {"task_ids": ["p1"]})
+    path.write_text('{"error": ' + "[" * 600 + '"bad \\udce9"' + "]" * 600 + "}\n")
+    result = run_cli("hyperion-checkpoint", "failed", str(tmp_path), "--json", env=cli_env, timeout=60)
+    assert result.returncode == 0, result.stderr[-300:]
+    assert "Traceback" not in result.stderr
+    [record] = json.loads(result.stdout)
+    assert record["shard"] == 1 and _depth(record["details"]["error"]) == 600
+
+
 def test_failed_lists_records_by_attempt(cli_env):
     result = run_cli("hyperion-checkpoint", "failed", str(FIXTURES / "corrupt"), "--json", env=cli_env)
     records = {r["shard"]: r for r in json.loads(result.stdout)}
