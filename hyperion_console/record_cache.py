@@ -24,13 +24,14 @@ _last: tuple[tuple[str, int, int, int], SubmitRecord] | None = None
 
 
 def file_key(path: str | Path) -> tuple[str, int, int, int] | None:
-    """(resolved path, mtime, size, inode), None if the file cannot be stat'ed."""
+    """(resolved path, mtime, size, inode), None if the file cannot be stat'ed (realpath, not
+    Path.resolve: that raises RuntimeError on a symlink loop, and the Jobs screen asks every 2 s)."""
     try:
-        resolved = Path(path).resolve()
+        resolved = os.path.realpath(path)
         info = os.stat(resolved)
-    except OSError:
+    except (OSError, ValueError):
         return None
-    return str(resolved), info.st_mtime_ns, info.st_size, info.st_ino
+    return resolved, info.st_mtime_ns, info.st_size, info.st_ino
 
 
 def cached_record(path: str | Path) -> SubmitRecord:

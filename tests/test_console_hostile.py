@@ -562,3 +562,25 @@ def test_control_characters_pasted_in_the_command_palette_are_drawn_as_escapes(t
             await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen", 10)
 
     asyncio.run(scenario())
+
+
+def test_an_open_record_replaced_by_a_symlink_loop_leaves_the_console_running(tmp_path: Path) -> None:
+    """`rm R; ln -s R R` under an open record: the Jobs screen's check for a newer record every 2 s
+    (Path.resolve raises RuntimeError on a loop) took the console down with a traceback."""
+    record = build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 3)})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=str(record), search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: jobs.record is not None, 10)
+            record.unlink()
+            record.symlink_to(record.name)            # itself
+            await pilot.pause(4.5)                    # two record checks and a records look
+            assert app.is_running and app.return_code is None
+            await pilot.press("r")
+            await pilot.pause(1.0)
+            assert app.is_running
+            assert jobs.record is not None and jobs.table.row_count == 2   # still shown as last read
+
+    asyncio.run(scenario())

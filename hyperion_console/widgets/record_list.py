@@ -10,6 +10,7 @@ shown through `printable`, as text.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,7 +129,7 @@ def list_records(dirs: list[Path], current: str | None, seconds: float | None = 
         if cut:
             return None
     paths = [str(p) for p in found[:RECENT]]
-    current = str(Path(current).resolve()) if current else None
+    current = os.path.realpath(current) if current else None   # Path.resolve raises on a symlink loop
     if current and current not in paths and Path(current).is_file():
         paths.insert(0, current)
     names = distinct_names(paths)
