@@ -146,6 +146,9 @@ def test_an_error_of_the_merged_pass_names_cfg() -> None:
     ("JOB=1-10:3", "'JOB=1-10:3': steps are not supported: "),
     ("JOB=3-1", "'JOB=3-1': write the range 3-1 as 1:3 "),          # not 3:1, refused next for START > END
     ("JOB=1-3%2", "'JOB=1-3%2': Slurm's %N limit is --max-jobs-run N here "),
+    # a negative endpoint is not a step: "steps are not supported: '-1:3' names every few values"
+    ("JOB=-1:3", "'JOB=-1:3': endpoints must be positive integers, got '-1'"),
+    ("JOB=1:-3", "'JOB=1:-3': endpoints must be positive integers, got '-3'"),
 ])
 def test_array_in_another_spelling_says_how_to_write_it(tmp_path: Path, array: str, problem: str) -> None:
     result = run_cli(*SUBMIT, "--array", array, "--output-file", "log/JOB.log", "--dry-run", "--", "true",

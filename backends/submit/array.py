@@ -121,6 +121,7 @@ def _quoted(text: str, limit: int = 60) -> str:
 
 _DASH_RANGE = re.compile(r"\s*([0-9]{1,18})\s*-\s*([0-9]{1,18})\s*\Z")
 _STEP = re.compile(r"[^:]*:[^:]*:")
+_SLURM_STEP = re.compile(r"\s*[0-9]+\s*-\s*[0-9]+\s*:")   # Slurm's 1-10:3
 
 
 def _check_spelling(part: str, whole: str, field: str, separators: str) -> None:
@@ -135,7 +136,7 @@ def _check_spelling(part: str, whole: str, field: str, separators: str) -> None:
         low, high = sorted((int(dash[1]), int(dash[2])))     # 3-1 as 3:1 was refused next for START > END
         raise InputError(field, f"{_quoted(whole)}: write the range {dash[1]}-{dash[2]} as "
                          f"{low}:{high} ({form})")
-    if _STEP.match(part) or (dash is None and "-" in part and ":" in part):
+    if _STEP.match(part) or _SLURM_STEP.match(part):   # not -1:3 or 1:-3: a negative endpoint, said next
         raise InputError(field, f"{_quoted(whole)}: steps are not supported: {_quoted(part.strip())} "
                          f"names every few values; list them, or give whole ranges ({form})")
 
