@@ -121,6 +121,9 @@ YAML_CASES = [
 CLI_CASES = [
     ("both-mem-on-cli", ["--mem", "1G", "--mem-per-cpu", "1G", "--output-file", "log/t.log"], ["true"], "--mem-per-cpu"),
     ("missing-output-file", [], ["true"], "--output-file"),
+    # a second use replaced the first without a word (3-4 ran alone; the logs went to b.log)
+    ("array-twice", ["--array", "JOB=1:2", "--array=JOB=3:4", "--output-file", ARRAY_LOG], ["true"], "--array"),
+    ("output-file-twice", ["--output-file", "log/a.log", "--output-file", "log/b.log"], ["true"], "--output-file"),
     ("missing-separator", ["--output-file", "log/t.log", "true"], None, "--"),
     ("empty-command", ["--output-file", "log/t.log"], [], "command"),
     ("command-is-separator", ["--output-file", "log/t.log"], ["--"], "command"),

@@ -135,6 +135,18 @@ def _refuse_site_only(tokens: list[str]) -> None:
             raise InputError(name, "is a site YAML key, not a command-line option")
 
 
+# Options whose second use would silently replace the first: `--array JOB=1:2 --array JOB=3:4` ran 3-4
+# only, and a second --output-file moved every log. (A resource option given again is an override.)
+SINGLE_USE = {"--array": "give one array (a list is JOB=1:2,4:5)", "--output-file": "give one log path"}
+
+
+def _refuse_repeated(tokens: list[str]) -> None:
+    for option, advice in SINGLE_USE.items():
+        given = [token for token in tokens if token == option or token.startswith(option + "=")]
+        if len(given) > 1:
+            raise InputError(option, f"given more than once; {advice}")
+
+
 def _env(items: list[str] | None, backend: str) -> tuple[tuple[str, str], ...]:
     pairs = []
     for item in items or ():
@@ -168,6 +180,7 @@ def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitReque
         raise InputError("backend", f"expected 'local' or 'slurm' first, got {got}")
     cfg, rest = _cfg_first(head[1:])
     _refuse_site_only(rest)
+    _refuse_repeated(rest)
     site, text = load_site_text(cfg[-1], pipes)
     parser = _parser()
     cli = _parse(parser, rest)                 # what the command line itself says
