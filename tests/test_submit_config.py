@@ -275,10 +275,11 @@ def test_bad_site_poll_interval_is_refused(tmp_path, text):
     assert err.value.field == "poll_interval"
 
 
-@pytest.mark.parametrize("text", ["mem:\n", "sbatch_command:\n", "mem:\ntime:\n"])
+@pytest.mark.parametrize("text", ["mem:\n", "sbatch_command:\n", "mem:\ntime:\n",
+                                  "num_gpus:\nnum_threads:\n"])   # these two: "expected an integer, got None"
 def test_a_key_left_empty_is_unset_whether_or_not_other_keys_follow(tmp_path, text):
     """`mem:` alone was read by jsonargparse as a file path: 'cfg: File does not exist: .../mem:'."""
     site = tmp_path / "site.yaml"
     site.write_text(text)
     _, options = parse_submit_argv(["slurm", "--cfg", str(site), "--output-file", "log/t.log", "--", "true"])
-    assert options.mem is None and options.num_threads == 1
+    assert options.mem is None and options.num_threads == 1 and options.num_gpus == 0

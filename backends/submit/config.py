@@ -189,8 +189,9 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
         raise InputError("sbatch_command", f"{quoted(sbatch)} must be one program name or path (no arguments)")
     max_array = raw.get("max_array_size")
     return SiteConfig(
-        num_gpus=check_count("num_gpus", raw.get("num_gpus", 0), minimum=0, maximum=MAX_GPUS),
-        num_threads=check_count("num_threads", raw.get("num_threads", 1), minimum=1, maximum=MAX_THREADS),
+        # `num_gpus:` left empty is unset, as every other key (it was "expected an integer, got None")
+        num_gpus=check_count("num_gpus", _or(raw.get("num_gpus"), 0), minimum=0, maximum=MAX_GPUS),
+        num_threads=check_count("num_threads", _or(raw.get("num_threads"), 1), minimum=1, maximum=MAX_THREADS),
         mem=check_memory("mem", raw.get("mem")),
         mem_per_cpu=check_memory("mem_per_cpu", raw.get("mem_per_cpu")),
         time=check_time("time", raw.get("time"), from_yaml=True),
@@ -204,6 +205,10 @@ def site_from_mapping(raw: Mapping[str, object], path: str = "") -> SiteConfig:
         poll_interval=_seconds("poll_interval", raw.get("poll_interval")),
         path=path,
     )
+
+
+def _or(value: object, default: object) -> object:
+    return default if value is None else value
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:
