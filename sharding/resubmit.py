@@ -4,7 +4,7 @@ The only `sharding` module that imports `backends` beyond its range math and
 error type. It reuses the original submission's record (q/<stem>.submit.json)
 so the retry runs the same command with the same resources, logs and site file; only the array changes (to the
 missing shards) and the run's shard configuration is exported so a program
-reading HYPERION_ARRAY_* keeps the original total and minimum.
+reading HYPERION_ARRAY_* or Curator's NEMO_CURATOR_SLURM_ARRAY_* keeps the original total and minimum.
 """
 from __future__ import annotations
 
@@ -43,7 +43,11 @@ from sharding.store import Checkpoint
 
 PROG = "hyperion-checkpoint"
 RUN_AGAIN = "run it again to plan from what is missing now"    # a refused resubmission's advice
-RUN_ENV = ("HYPERION_ARRAY_TOTAL_SHARDS", "HYPERION_ARRAY_MINIMUM_SHARD_INDEX")
+# The run's shard configuration, exported to a retry under both prefixes sharding.arrayenv reads: a
+# Curator pipeline reads only NEMO_CURATOR_SLURM_ARRAY_*, else SLURM_ARRAY_TASK_COUNT, which in a retry
+# counts the retried shards ("shard_index 3 is outside the shard range [1, 2]" at every retry).
+RUN_KEYS = ("TOTAL_SHARDS", "MINIMUM_SHARD_INDEX")
+RUN_ENV = tuple(prefix + key for prefix in PREFIXES for key in RUN_KEYS)
 # A recipe's own flags for the run's shard configuration (hyperion-shard-example's, and their
 # underscore spellings): a record passing other values than run.json is another run's.
 SHARD_FLAGS = {"--total-shards": "TOTAL_SHARDS", "--total_shards": "TOTAL_SHARDS",
@@ -163,7 +167,8 @@ def retry_options(plan: RetryPlan, record: SubmitRecord, shown: str | None = Non
     base = submit_options(record, shown)
     _check_same_run(plan, record, base, shown)
     env = tuple(pair for pair in base.env if pair[0] not in RUN_ENV)
-    env += ((RUN_ENV[0], str(plan.run.total_shards)), (RUN_ENV[1], str(plan.run.minimum_shard_index)))
+    run = {"TOTAL_SHARDS": plan.run.total_shards, "MINIMUM_SHARD_INDEX": plan.run.minimum_shard_index}
+    env += tuple((prefix + key, str(run[key])) for prefix in PREFIXES for key in RUN_KEYS)
     if sizes is not None and sizes.mem is not None:
         base = dataclasses.replace(base, mem=sizes.mem, mem_per_cpu=None)
     if sizes is not None and sizes.time is not None:

@@ -274,3 +274,58 @@ def test_two_terminals_retrying_one_checkpoint_run_its_missing_shards_once(
         "what is missing now"]
     history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
     assert [(a["attempt"], a["values"]) for a in history["attempts"]] == [(1, "1-9"), (2, "2,9")]
+
+
+# A NeMo Curator pipeline's view of its shard (nemo_curator/backends/slurm_array.py, SlurmArrayConfig.from_env):
+# Curator's names, else Slurm's; out of range is an error for a checkpointed run; run.json must not change.
+# (The array is named PART: the literal NAME is substituted in the program text, and SHARD is in Curator's names.)
+CURATOR_JOB = """\
+import os, pathlib, sys
+from sharding.store import Attempt, Checkpoint, RunConfig
+def read(name, fallback=None, default=None):
+    text = os.environ.get(name, os.environ.get(fallback) if fallback else None)
+    if text is None and default is None:
+        raise ValueError(f"{name} is not set")
+    return default if text is None else int(text)
+P = "NEMO_CURATOR_SLURM_ARRAY_"
+shard, total = read(P + "SHARD_INDEX", "SLURM_ARRAY_TASK_ID"), read(P + "TOTAL_SHARDS", "SLURM_ARRAY_TASK_COUNT")
+minimum = read(P + "MINIMUM_SHARD_INDEX", default=0)
+if not minimum <= shard < minimum + total:
+    raise ValueError(f"shard_index {shard} is outside the shard range [{minimum}, {minimum + total - 1}]")
+print("shard", shard, "of", total)
+run, store = RunConfig(minimum, total), Checkpoint("ck")
+store.ensure_run(run)
+if shard in {int(s) for s in pathlib.Path("fail.txt").read_text().split()}:
+    store.write_failed(shard, Attempt.from_env(), {"task_ids": [f"p{shard}"], "error": "boom"})
+    sys.exit(1)
+store.write_completion(shard, run)
+"""
+
+
+@pytest.mark.slurm
+def test_a_curator_pipeline_is_retried_with_its_run_and_its_logical_shards(slurm_cluster, test_site, tmp_path,
+                                                                           cli_env):
+    """A Curator pipeline takes its total from SLURM_ARRAY_TASK_COUNT and its shard from SLURM_ARRAY_TASK_ID
+    unless NEMO_CURATOR_SLURM_ARRAY_* say otherwise. `retry --submit` exported only HYPERION_ARRAY_*, so the
+    retried shards 3 and 4 read a total of 2 ("shard_index 3 is outside the shard range [1, 2]") and the
+    same retry was proposed for ever; in a window at an offset the shard read was the physical index."""
+    import sys
+
+    (tmp_path / "fail.txt").write_text("3 4\n")
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "PART=1:4",
+                    "--env", "NEMO_CURATOR_SLURM_ARRAY_MINIMUM_SHARD_INDEX=1", "--output-file", "log/c.PART.log",
+                    "--", sys.executable, "-c", CURATOR_JOB, cwd=tmp_path, env=cli_env, timeout=300)
+    assert first.returncode == 1, first.stderr
+    assert run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path, env=cli_env).stdout == "3-4 0 1 4\n"
+
+    (tmp_path / "fail.txt").write_text("")
+    again = run_cli("hyperion-checkpoint", "retry", "ck", "--submit", "log/q/c.PART.submit.json",
+                    "--max-array-size", "3", cwd=tmp_path, env=cli_env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "offset 3" in again.stderr                       # shards 3, 4 ran as Slurm's tasks 0, 1
+    for shard in (3, 4):
+        log = (tmp_path / "log" / f"c.{shard}.log").read_text()
+        assert f"shard {shard} of 4" in log, log
+    assert run_cli("hyperion-checkpoint", "retry", "ck", cwd=tmp_path, env=cli_env).stdout == ""
+    shards = json.loads(run_cli("hyperion-checkpoint", "shards", "ck", "--json", cwd=tmp_path, env=cli_env).stdout)
+    assert shards["counts"] == {"complete": 4, "incomplete": 0, "failed": 0}

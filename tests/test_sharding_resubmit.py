@@ -37,6 +37,9 @@ def test_retry_options_keep_the_command_and_restrict_the_array(tmp_path, cli_env
     assert options.output_file == record.options["output_file"] and options.backend == "local"
     assert ("HYPERION_ARRAY_TOTAL_SHARDS", "6") in options.env
     assert ("HYPERION_ARRAY_MINIMUM_SHARD_INDEX", "1") in options.env
+    # Curator reads only its own names (else SLURM_ARRAY_TASK_COUNT: 2 here, the retried shards)
+    assert ("NEMO_CURATOR_SLURM_ARRAY_TOTAL_SHARDS", "6") in options.env
+    assert ("NEMO_CURATOR_SLURM_ARRAY_MINIMUM_SHARD_INDEX", "1") in options.env
     with pytest.raises(InputError):
         retry_options(build_retry("ck", RunConfig(0, 3), completed={1, 2}), record)  # shard 0 cannot be an array value
 

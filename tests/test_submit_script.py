@@ -95,6 +95,21 @@ def test_array_name_like_the_scripts_own_variables_reaches_the_program(tmp_path)
     assert parse_ended(lines[-1])[2] < 60
 
 
+@pytest.mark.parametrize("offset,env,seen", [
+    (1001, (), "1003"),                                    # the logical shard, not Slurm's physical 2
+    (0, (), "unset"),                                      # SLURM_ARRAY_TASK_ID is already the shard there
+    (1001, (("NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX", "7"),), "7"),   # the user's --env wins
+])
+def test_a_window_at_an_offset_tells_curator_its_logical_shard(tmp_path, offset, env, seen):
+    """A Curator pipeline reads its shard from NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX, else
+    SLURM_ARRAY_TASK_ID: in a window at offset 1001, task 2 (SHARD=1003) ran shard 2."""
+    show = "import os; print('shard', os.environ.get('NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX', 'unset'))"
+    options = _options(tmp_path, (sys.executable, "-c", show), array=ArraySpec("JOB", (1003,)),
+                       output_file=str(tmp_path / "t.JOB.log"), env=env)
+    assert _run(render_script(options, offset), tmp_path, {"SLURM_ARRAY_TASK_ID": "2"}) == 0
+    assert (tmp_path / f"t.{2 + offset}.log").read_text().splitlines()[2] == f"shard {seen}"
+
+
 def test_non_array_script_keeps_the_name_literal(tmp_path):
     (tmp_path / "dump.py").write_text(DUMPER)
     dump = tmp_path / "argv.json"

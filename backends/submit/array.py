@@ -46,6 +46,10 @@ INTERNAL_PREFIX = "_hyperion_"   # the batch script's own variables (slurm/scrip
 # Curator's submit_array.sh adds SHARD_INDEX_OFFSET); the batch script exports it, sharding.arrayenv
 # reads it, and --env may not set it.
 WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
+# Where NeMo Curator reads its shard (else SLURM_ARRAY_TASK_ID, the physical index in a window at an
+# offset: Curator's submit_array.sh exports SLURM_ARRAY_TASK_ID + SHARD_INDEX_OFFSET there). The batch
+# script of such a window exports NAME's value under it; an --env of the same name comes later and wins.
+CURATOR_INDEX_ENV = "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX"
 RESERVED_PREFIXES = ("LD_", "PYTHON", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_", "BASH",
                      "CUDA_", "NCCL_", "XDG_", "SSH_", "MUNGE_", "PMI", "OMPI_", "TORCH",
                      "COMP_", "READLINE_", INTERNAL_PREFIX)

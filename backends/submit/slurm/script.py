@@ -12,7 +12,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
-from backends.submit.array import INTERNAL_PREFIX, SHELL_NAME, WINDOW_OFFSET_ENV
+from backends.submit.array import CURATOR_INDEX_ENV, INTERNAL_PREFIX, SHELL_NAME, WINDOW_OFFSET_ENV
 from backends.submit.model import launch_prefix
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ def render_script(options: SubmitOptions, offset: int) -> str:
         _check_variable(name, "array name")
         lines += [f"{name}=$(( SLURM_ARRAY_TASK_ID + {int(offset)} ))", f"export {name}",
                   f"export {WINDOW_OFFSET_ENV}={int(offset)}"]
+        if offset:   # at offset 0 Curator's own fallback, SLURM_ARRAY_TASK_ID, is NAME already
+            lines.append(f'export {CURATOR_INDEX_ENV}="${name}"')
     for key, value in options.env:
         _check_variable(key, "environment variable")
         lines.append(f"export {key}={shlex.quote(value)}")
