@@ -342,6 +342,11 @@ def _named(folders: tuple[str, ...], prefix: str) -> str | None:
     return None
 
 
+def _shard_of(text: str | None) -> int | None:
+    """The shard a ``shard_<i>`` folder names; None for none, or a name that is no shard number."""
+    return int(text) if text is not None and _SHARD_DIR.match(text) else None
+
+
 def _each_file_once(paths: list[Path], problems: list[Problem]) -> list[Path]:
     """`paths` without second names of a file already listed (hard links), each of those a Problem."""
     first: dict[tuple[int, int], Path] = {}
@@ -625,15 +630,24 @@ class Checkpoint:
         if len(folders) == 1 and folders[0].startswith(LOCAL_ATTEMPT_PREFIX):
             return None, None    # Curator's record of a run without an array: no shard to retry
         job, task, restart, shard_text = (_named(folders, prefix) for prefix in _ATTEMPT_PREFIXES)
-        if shard_text is not None and not _SHARD_DIR.match(shard_text):
-            what = ("more than 19 digits" if re.fullmatch(r"-?[0-9]+", shard_text, re.ASCII)
-                    else "not an integer")
-            return None, f"failed-task record whose shard '{printable(shard_text[:40])}' is {what}; skipped"
-        shard = None if shard_text is None else int(shard_text)
+        record, problem = self._read_failed_file(path, (job, task, restart, _shard_of(shard_text)))
+        if shard_text is None or _SHARD_DIR.match(shard_text):
+            return record, problem
+        # A folder the user named (NEMO_CURATOR_FAILED_TASKS_DIR=.failed_tasks/shard_3_retry): the record
+        # is kept, under no shard, as a record whose folders name none (it was dropped, and lost to `failed`)
+        what = "more than 19 digits" if re.fullmatch(r"-?[0-9]+", shard_text, re.ASCII) else "not an integer"
+        said = f"failed-task record whose shard '{printable(shard_text[:40])}' is {what}"
+        if record is None:
+            return None, f"{said}; {problem or 'skipped'}"
+        return record, f"{said}: listed under no shard" + (f"; {problem}" if problem else "")
+
+    def _read_failed_file(self, path: Path, names: tuple[str | None, str | None, str | None, int | None]
+                          ) -> tuple[FailedRecord | None, str | None]:
+        job, task, restart, shard = names
         try:
             text, mtime = read_metadata_text(path, follow_symlinks=False)
         except UnreadableMetadata as exc:
-            return self._failed_without_details(path, (job, task, restart, shard), str(exc))
+            return self._failed_without_details(path, names, str(exc))
         details, problem = None, None
         if text.strip():
             try:

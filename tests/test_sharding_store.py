@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from sharding.errors import ShardingError
 from sharding.store import Attempt, Checkpoint, RunConfig
@@ -246,7 +247,8 @@ def test_a_number_too_long_for_any_shard_is_a_skipped_manifest_not_a_traceback(t
 
 def test_curators_record_of_a_run_without_array_is_no_warning_and_a_long_shard_says_why(tmp_path):
     """Curator writes ``.failed_tasks/local_attempt_<uuid>/failed_tasks.json`` for a run without an array:
-    it is no shard's failure and not a layout problem. A 20-digit shard folder is an integer, too long."""
+    it is no shard's failure and not a layout problem. A 20-digit shard folder is an integer, too long:
+    its record is kept under no shard (a user's own folder name must not lose a failure)."""
     store = Checkpoint(tmp_path / "ck")
     store.ensure_run(RunConfig(0, 4))
     local = store.failed_dir / "local_attempt_6f1c0d2e" / "failed_tasks.json"
@@ -256,9 +258,28 @@ def test_curators_record_of_a_run_without_array_is_no_warning_and_a_long_shard_s
     long_shard.mkdir(parents=True)
     (long_shard / "failed_tasks.json").write_text("{}\n")
     records, problems = store.scan_failed()
-    assert records == []
-    assert [(Path(p.path).parent.name, p.message) for p in problems] == [
-        (long_shard.name, f"failed-task record whose shard '{'9' * 20}' is more than 19 digits; skipped")]
+    assert [(Path(r.path).parent.name, r.shard, r.job) for r in records] == [(long_shard.name, None, "1")]
+    assert [(Path(p.path).parent.name, p.message, p.counted) for p in problems] == [
+        (long_shard.name, f"failed-task record whose shard '{'9' * 20}' is more than 19 digits: listed under "
+         "no shard", True)]
+
+
+def test_a_record_in_a_shard_folder_the_user_named_is_listed_under_no_shard(tmp_path, cli_env):
+    """NEMO_CURATOR_FAILED_TASKS_DIR=.failed_tasks/shard_3_retry (Curator lets the folder vary): the record
+    was skipped with a warning, and `failed` did not list a failure the user's run had written."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 4))
+    own = store.failed_dir / "shard_3_retry" / "failed_tasks.json"
+    own.parent.mkdir(parents=True)
+    own.write_text('{"task_ids": ["p000003"], "errors": ["OSError: disk full"]}\n')
+    failed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert failed.returncode == 0, failed.stderr
+    assert "tasks p000003  OSError: disk full" in failed.stdout
+    assert f"{own}: failed-task record whose shard '3_retry' is not an integer: listed under no shard" \
+        in failed.stderr
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env).stdout
+    assert "failed-task records 1 " in shown and "1 in folders naming no shard_<i>" in shown
+    assert "incomplete   4" in shown                      # no shard made failed by it
 
 
 def test_a_read_whose_stop_event_is_set_ends_with_read_stopped(tmp_path):
