@@ -120,8 +120,8 @@ def _show(path: str, as_json: bool) -> int:
     skipped = sum(not p.counted for p in cov.problems)
     if skipped:
         print(f"skipped files {skipped} (see warnings)")
-    if len(cov.problems) > skipped:
-        print(f"failed-task records without readable details {len(cov.problems) - skipped} (see warnings)")
+    if cov.without_details:
+        print(f"failed-task records without readable details {cov.without_details} (see warnings)")
     return 0
 
 

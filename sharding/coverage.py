@@ -68,6 +68,12 @@ class Coverage:
         """Each status's shards as a range expression (``0-2,4-5,7``)."""
         return {status: compress_runs(runs) for status, runs in self.runs().items()}
 
+    @property
+    def without_details(self) -> int:
+        """Failed-task records whose details cannot be read (not JSON, unreadable), which still count.
+        Not the counted problems: a record kept under no shard is one too, and its details read."""
+        return sum(r.details is None and not r.empty for r in self.failed)
+
     def complete_since(self, record: FailedRecord) -> bool:
         """Whether a later attempt completed the shard of this failed-task record: an old failure,
         listed as it was (`failed`: "(shard complete since)"), not a shard still failing."""

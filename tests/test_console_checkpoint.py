@@ -118,6 +118,9 @@ def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: P
     stray = Checkpoint(checkpoint).failed_dir / "slurm_job_1" / "array_task_1" / "restart_0" / "shard_x" / "failed_tasks.json"
     stray.parent.mkdir(parents=True)
     stray.write_text("{}")
+    fifo = stray.parents[1] / "shard_7" / "failed_tasks.json"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
@@ -126,8 +129,11 @@ def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: P
             screen = app.checkpoint_screen
             run = text_of(screen.query_one("#ckpt-run"))
             assert "skipped    1 file that did not fit the layout (listed below the map)" in run, run
+            assert "noted      1 failed-task record in a folder naming no shard number, kept under no shard " \
+                "(listed below the map)" in run, run
             below = text_of(screen.query_one("#ckpt-problems"))
-            assert "shard_x/failed_tasks.json" in below and "shard 'x' is not an integer" in below
+            assert "shard_x/failed_tasks.json" in below
+            assert "shard 'x' is not an integer: listed under no shard" in below
             assert screen.query_one("#ckpt-problems").region.y >= 24      # below the screen, as said
 
     asyncio.run(scenario())

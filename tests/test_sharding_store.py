@@ -280,6 +280,7 @@ def test_a_record_in_a_shard_folder_the_user_named_is_listed_under_no_shard(tmp_
     shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env).stdout
     assert "failed-task records 1 " in shown and "1 in folders naming no shard_<i>" in shown
     assert "incomplete   4" in shown                      # no shard made failed by it
+    assert "without readable details" not in shown         # its details read
 
 
 def test_a_read_whose_stop_event_is_set_ends_with_read_stopped(tmp_path):
