@@ -90,3 +90,9 @@ def test_a_job_cancelled_while_most_of_it_waits_is_told_in_a_few_lines(slurm_clu
     assert ends[2] == ("hyperion-submit: JOB=3-40 (38 tasks): CANCELLED before writing a log or a Slurm file "
                        "(cancelled while pending)"), stderr
     assert ends[3].startswith("hyperion-submit: 40 of 40 task(s) did not succeed (cancelled 40); rerun only those")
+    # the JSON says what the table does: a task that never started has no elapsed time and used no CPU
+    # (sacct's 0.0 of the tasks cancelled while pending read as a run of no time beside the table's -)
+    tasks = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)["tasks"]
+    waited = [t for t in tasks if t["value"] > 2]
+    assert len(waited) == 38 and all(t["state"] == "CANCELLED" for t in waited), tasks
+    assert {(t["elapsed"], t["elapsed_seconds"], t["cpu_seconds"]) for t in waited} == {(None, None, None)}

@@ -80,12 +80,17 @@ class TaskRow:
         return self.state is JobState.COMPLETED and self.exit_code in (0, None)
 
     def to_json(self) -> dict:
+        """As the tables show it: a task that never started has no elapsed time and used no CPU
+        (null, not sacct's 0.0 of a task cancelled while pending, which the table shows as -)."""
+        usage = (self.usage or Usage()).to_json()
+        started = not never_started(self)
+        if not started:
+            usage.update(elapsed_seconds=None, cpu_seconds=None)
         return {"value": self.value, "job_id": self.job_id, "task_id": self.task_id,
                 "slurm_id": self.slurm_id, "state": self.state_label, "exit_code": self.exit_code,
-                "signal": self.signal, "elapsed": self.elapsed, "node": self.node, "log": self.log,
-                "slurm_out": self.slurm_out, "slurm_err": self.slurm_err, "attempt": self.attempt,
-                "reason": self.reason, "restart_count": self.restart_count,
-                **(self.usage or Usage()).to_json()}
+                "signal": self.signal, "elapsed": self.elapsed if started else None, "node": self.node,
+                "log": self.log, "slurm_out": self.slurm_out, "slurm_err": self.slurm_err,
+                "attempt": self.attempt, "reason": self.reason, "restart_count": self.restart_count, **usage}
 
 
 def task_key(job_id: str, task_id: int | None, value: int | None = None) -> Key:
