@@ -752,3 +752,26 @@ def test_logs_of_an_earlier_attempts_task_cancelled_while_pending_name_its_log(s
                 f"{tmp_path / 'log' / 'q' / f'slurm-{job}_3.out'} does not exist") in earlier.stderr, earlier.stderr
     finally:
         subprocess.run(["scancel", job], check=False)
+
+
+def test_a_retry_of_every_third_value_ends_with_each_rerun_completed(slurm_cluster, tmp_path, cli_env, test_site):
+    """Values 3, 6, ..., 30 failed and were retried one at a time: Slurm keeps their pending rest
+    as `3-30:3`, which `squeue -r` lists without its last value. The retry's wait recorded 30
+    CANCELLED after 5 s, while it waited its turn, and it then ran and completed: `status`
+    said CANCELLED and the next `retry` would have run it again."""
+    task = tmp_path / "task.sh"
+    task.write_text('echo "value $1"; sleep 1\n'
+                    'if [ $(( $1 % 3 )) = 0 ] && [ ! -e "$0.$1" ]; then touch "$0.$1"; exit 2; fi\n')
+    record = tmp_path / "log" / "q" / "t.IDX.submit.json"
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:30",
+                    "--max-jobs-run", "4", "--output-file", str(tmp_path / "log" / "t.IDX.log"), "--",
+                    "bash", str(task), "IDX", env=cli_env, cwd=tmp_path, timeout=300)
+    assert first.returncode == 1 and "10 of 30 task(s) did not succeed (failed 10)" in first.stderr, first.stderr
+    retry = run_cli("hyperion-jobs", "retry", str(record), "--max-jobs-run", "1", "--yes",
+                    env=cli_env, cwd=tmp_path, timeout=300)
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert "--array=3-30:3%1" in retry.stderr or "--array=3,6,9" in retry.stderr, retry.stderr
+    status = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert status["counts"] == {"COMPLETED": 30} and status["exit_status"] == 0, status["counts"]
+    again = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env, cwd=tmp_path)
+    assert again.returncode == 0 and "nothing" in (again.stdout + again.stderr).lower(), again.stdout + again.stderr

@@ -400,7 +400,9 @@ class Poller:
             merged = {k: t for k, t in merge(sacct, squeue).items() if self._wanted(t)}
             in_squeue, in_sacct = {t.job_id for t in squeue}, {t.job_id for t in sacct.own}
             ranged = range_only(sacct, squeue)
-            lagging = {k for k in ranged if k in merged and not merged[k].state.is_terminal}
+            # a range row's stepped end is no lag: squeue -r never lists it (see SacctRows.stepped_ends)
+            lagging = {k for k in ranged if k in merged and not merged[k].state.is_terminal
+                       and k not in sacct.stepped_ends}
             merged.update(self._vanished(merged, in_squeue, in_sacct, now, lagging))
             return merged, ranged
         if squeue is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 from backends.client import CommandResult, run_client
-from backends.ranges import expand
+from backends.ranges import expand, stepped_ends
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
 from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage
 
@@ -192,6 +192,8 @@ class SacctRows:
     own: list[TaskState]      # rows naming one task (or a non-array job)
     ranged: list[TaskState]   # expanded from a pending-range row such as 11_[3-5%2]
     usage: dict[Key, Usage] = field(default_factory=dict)   # what each task used (QUERY_FIELDS answers)
+    # the last task of each stepped part of a range row (11_[67-467:50]: 11_467), which squeue -r leaves out
+    stepped_ends: frozenset[Key] = frozenset()
 
 
 def _reason(text: str | None, state: JobState) -> str | None:
@@ -211,6 +213,7 @@ def parse_sacct_rows(text: str) -> SacctRows:
     """
     ranged: list[TaskState] = []
     own: list[TaskState] = []
+    ends: set[Key] = set()
     width = len(QUERY_FIELDS)
     reason_at = SACCT_FIELDS.index("Reason")
     usage = _usage(text)
@@ -237,7 +240,9 @@ def parse_sacct_rows(text: str) -> SacctRows:
         else:
             ranged.extend(TaskState(job, t, state, code, sig, elapsed, node, "sacct", reason)
                           for t in tasks)
-    return SacctRows(own, ranged, usage)
+            if ":" in job_text:
+                ends.update((job, t) for t in stepped_ends(job_text.partition("_")[2].strip("[]")))
+    return SacctRows(own, ranged, usage, frozenset(ends))
 
 
 def _usage(text: str) -> dict[Key, Usage]:
