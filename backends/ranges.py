@@ -49,24 +49,6 @@ def expand(expression: str) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
-def stepped_ends(expression: str) -> tuple[int, ...]:
-    """The last value of each part written with a step: ``"67-467:50,500"`` -> ``(467,)``.
-
-    `squeue -r` expands a pending ``67-467:50`` without its last value (Slurm 22.05: 67, ..., 417),
-    so a task that still waits there is missing from the controller's answer while accounting's
-    range row names it. Same syntax as `expand`; a part without a step gives nothing."""
-    body = expression.strip().split("%", 1)[0]
-    ends = []
-    for part in body.split(",") if body else ():
-        span, colon, step_text = part.partition(":")
-        lo, _, hi = span.partition("-")
-        if colon and lo.isdigit() and hi.isdigit() and step_text.isdigit() and int(step_text) > 0:
-            start, end, step = int(lo), int(hi), int(step_text)
-            if end >= start:
-                ends.append(start + (end - start) // step * step)
-    return tuple(sorted(set(ends)))
-
-
 @dataclass(frozen=True)
 class Window:
     """One submission under an array limit: physical index = logical value - offset."""

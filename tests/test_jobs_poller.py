@@ -957,34 +957,35 @@ def test_a_watch_left_open_overnight_keeps_only_the_last_minute_of_its_calls():
     assert max(held) <= p.budget.per_minute + 1, max(held)
 
 
-def test_the_last_task_of_a_stepped_pending_range_that_squeue_leaves_out_is_not_cancelled():
+def test_the_last_task_of_a_stepped_pending_range_stays_pending():
     """A retry of failures 17, 67, ..., 467 in one window (`--array=17,67,...,467%1`): Slurm keeps
-    the pending rest as 67-467:50 and `squeue -r` lists 67 to 417 only, never 467, while accounting's
-    range row names it. Every watch recorded 467 CANCELLED after 5 s; it then ran and completed, and
-    `status` and `retry` went by the ledger's CANCELLED. Recorded from the cluster (names pruned)."""
-    pending = "".join(f"9597_{t}|PENDING|0|0:00||JobArrayTaskLimit|0|\n" for t in range(67, 418, 50))
+    the pending rest as 67-467:50. `squeue -r` listed 67 to 417 only, never 467, and every watch
+    recorded 467 CANCELLED after 5 s; it then ran and completed, and `status` and `retry` went by
+    the ledger's CANCELLED. The controller's range row names it (recorded from the cluster)."""
     script = Script([ok("9597_17|9598|RUNNING|0:0|00:00:01|vm|a|Unknown|None\n"
                         "9597_[67-467:50%1]|9597|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|"
                         "JobArrayTaskLimit\n")],
-                    [ok(pending + "9597_17|RUNNING|0|0:01|vm|None|0|\n")])
+                    [ok("9597_[67-467:50%1]|PENDING|0|0:00||JobArrayTaskLimit|0|\n"
+                        "9597_17|RUNNING|0|0:01|vm|None|0|\n")])
     clock = Clock()
     p = poller({"9597": tuple(range(17, 468, 50))}, script, clock)
     for step in range(8):
         clock.now = step * 3.0
         update = p.poll_once()
         assert update.states[("9597", 467)].state is JobState.PENDING, clock.now
+    assert all("-r" not in call for call in script.calls)
 
 
-def test_a_stepped_end_cancelled_while_pending_is_still_reported_once_accounting_drops_it():
-    """`scancel 9597_467` of that task: accounting's range row becomes 67-417:50, and the task is then
-    missing from both answers: CANCELLED 5 s later, as any pending task cancelled on its own."""
-    pending = "".join(f"9597_{t}|PENDING|0|0:00||JobArrayTaskLimit|0|\n" for t in range(67, 418, 50))
+def test_the_stepped_end_cancelled_while_pending_is_reported_cancelled():
+    """`scancel 9597_467` of that task: both range rows become 67-417:50, and the task, missing from
+    both answers, is CANCELLED 5 s later, as any pending task cancelled on its own."""
     running = "9597_17|9598|RUNNING|0:0|00:00:01|vm|a|Unknown|None\n"
     script = Script([ok(running + "9597_[67-467:50%1]|9597|PENDING|0:0|00:00:00|None assigned|Unknown|"
                                   "Unknown|JobArrayTaskLimit\n"),
                      ok(running + "9597_[67-417:50%1]|9597|PENDING|0:0|00:00:00|None assigned|Unknown|"
                                   "Unknown|JobArrayTaskLimit\n")],
-                    [ok(pending + "9597_17|RUNNING|0|0:01|vm|None|0|\n")])
+                    [ok("9597_[67-467:50%1]|PENDING|0|0:00||JobArrayTaskLimit|0|\n9597_17|RUNNING|0|0:01|vm|None|0|\n"),
+                     ok("9597_[67-417:50%1]|PENDING|0|0:00||JobArrayTaskLimit|0|\n9597_17|RUNNING|0|0:01|vm|None|0|\n")])
     clock = Clock()
     p = poller({"9597": (17, 417, 467)}, script, clock)
     assert p.poll_once().states[("9597", 467)].state is JobState.PENDING

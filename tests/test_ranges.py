@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backends.ranges import Window, compress, expand, split_windows, stepped_ends
+from backends.ranges import Window, compress, expand, split_windows
 
 
 def test_compress_runs_and_singles():
@@ -40,9 +40,3 @@ def test_windows_cover_everything_below_the_limit(values, limit):
     assert sorted(v for w in windows for v in w.values) == sorted(values)
     assert all(0 <= p < limit for w in windows for p in w.physical)
 
-
-def test_stepped_ends_are_the_last_value_of_each_part_with_a_step():
-    assert stepped_ends("67-467:50%1") == (467,)
-    assert stepped_ends("3-24:3,30,40-46:2") == (24, 46)
-    assert stepped_ends("1-5,9") == () and stepped_ends("") == ()
-    assert stepped_ends("6-25:3") == (24,)          # an end off the step: the last value on it

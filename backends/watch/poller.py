@@ -400,9 +400,7 @@ class Poller:
             merged = {k: t for k, t in merge(sacct, squeue).items() if self._wanted(t)}
             in_squeue, in_sacct = {t.job_id for t in squeue}, {t.job_id for t in sacct.own}
             ranged = range_only(sacct, squeue)
-            # a range row's stepped end is no lag: squeue -r never lists it (see SacctRows.stepped_ends)
-            lagging = {k for k in ranged if k in merged and not merged[k].state.is_terminal
-                       and k not in sacct.stepped_ends}
+            lagging = {k for k in ranged if k in merged and not merged[k].state.is_terminal}
             merged.update(self._vanished(merged, in_squeue, in_sacct, now, lagging))
             return merged, ranged
         if squeue is not None:
@@ -423,7 +421,8 @@ class Poller:
         """Unfinished tasks missing from both answers (see VANISHED_AFTER), as CANCELLED.
 
         A task of a job the controller lists that only a `lagging` pending-range row
-        names counts as missing too: the controller lists every task of its jobs,
+        names counts as missing too: the controller lists every task of its jobs (the
+        waiting rest as a range row, `squeue_argv`),
         and waiting for accounting to drop it from the range took one more poll at
         the idle pace (18 s in all for `watch` of a task cancelled just before).
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 from backends.client import CommandResult, run_client
-from backends.ranges import expand, stepped_ends
+from backends.ranges import expand
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
 from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage
 
@@ -112,9 +112,11 @@ def sacct_argv(job_ids: Iterable[str]) -> list[str]:
 
 
 def squeue_argv(job_ids: Iterable[str]) -> list[str]:
-    """``-r``: pending array tasks one per line instead of ``15_[2-6%1]``;
-    ``-t all``: ended tasks too, while the controller keeps them."""
-    return ["squeue", "-j", ",".join(job_ids), "-r", "-h", "-t", "all",
+    """``-t all``: ended tasks too, while the controller keeps them. No ``-r``: an array's waiting
+    rest comes as its range row (``15_[67-467:50%1]``, whole under `slurm_env`), which `split_job_id`
+    expands; ``-r`` lists a range with a step without its last task (Slurm 22.05: 67 ... 417), and a
+    watch took 467 for a task cancelled while pending, which then ran."""
+    return ["squeue", "-j", ",".join(job_ids), "-h", "-t", "all",
             "-O", ",".join(f"{name}:|" for name in SQUEUE_FIELDS)]
 
 
@@ -192,8 +194,6 @@ class SacctRows:
     own: list[TaskState]      # rows naming one task (or a non-array job)
     ranged: list[TaskState]   # expanded from a pending-range row such as 11_[3-5%2]
     usage: dict[Key, Usage] = field(default_factory=dict)   # what each task used (QUERY_FIELDS answers)
-    # the last task of each stepped part of a range row (11_[67-467:50]: 11_467), which squeue -r leaves out
-    stepped_ends: frozenset[Key] = frozenset()
 
 
 def _reason(text: str | None, state: JobState) -> str | None:
@@ -213,7 +213,6 @@ def parse_sacct_rows(text: str) -> SacctRows:
     """
     ranged: list[TaskState] = []
     own: list[TaskState] = []
-    ends: set[Key] = set()
     width = len(QUERY_FIELDS)
     reason_at = SACCT_FIELDS.index("Reason")
     usage = _usage(text)
@@ -240,9 +239,7 @@ def parse_sacct_rows(text: str) -> SacctRows:
         else:
             ranged.extend(TaskState(job, t, state, code, sig, elapsed, node, "sacct", reason)
                           for t in tasks)
-            if ":" in job_text:
-                ends.update((job, t) for t in stepped_ends(job_text.partition("_")[2].strip("[]")))
-    return SacctRows(own, ranged, usage, frozenset(ends))
+    return SacctRows(own, ranged, usage)
 
 
 def _usage(text: str) -> dict[Key, Usage]:
