@@ -97,16 +97,19 @@ def test_array_name_like_the_scripts_own_variables_reaches_the_program(tmp_path)
 
 @pytest.mark.parametrize("offset,env,seen", [
     (1001, (), "1003"),                                    # the logical shard, not Slurm's physical 2
-    (0, (), "unset"),                                      # SLURM_ARRAY_TASK_ID is already the shard there
+    (0, (), "2"),                                          # the same as SLURM_ARRAY_TASK_ID there
     (1001, (("NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX", "7"),), "7"),   # the user's --env wins
 ])
-def test_a_window_at_an_offset_tells_curator_its_logical_shard(tmp_path, offset, env, seen):
+@pytest.mark.parametrize("inherited", [None, "5"])
+def test_a_window_at_an_offset_tells_curator_its_logical_shard(tmp_path, offset, env, seen, inherited):
     """A Curator pipeline reads its shard from NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX, else
-    SLURM_ARRAY_TASK_ID: in a window at offset 1001, task 2 (SHARD=1003) ran shard 2."""
+    SLURM_ARRAY_TASK_ID: in a window at offset 1001, task 2 (SHARD=1003) ran shard 2. A value left
+    in the submitting shell (sbatch --export=ALL) made every task of an offset-0 window run it."""
     show = "import os; print('shard', os.environ.get('NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX', 'unset'))"
     options = _options(tmp_path, (sys.executable, "-c", show), array=ArraySpec("JOB", (1003,)),
                        output_file=str(tmp_path / "t.JOB.log"), env=env)
-    assert _run(render_script(options, offset), tmp_path, {"SLURM_ARRAY_TASK_ID": "2"}) == 0
+    slurm = {"SLURM_ARRAY_TASK_ID": "2"} | ({"NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": inherited} if inherited else {})
+    assert _run(render_script(options, offset), tmp_path, slurm) == 0
     assert (tmp_path / f"t.{2 + offset}.log").read_text().splitlines()[2] == f"shard {seen}"
 
 

@@ -54,8 +54,10 @@ def render_script(options: SubmitOptions, offset: int) -> str:
         _check_variable(name, "array name")
         lines += [f"{name}=$(( SLURM_ARRAY_TASK_ID + {int(offset)} ))", f"export {name}",
                   f"export {WINDOW_OFFSET_ENV}={int(offset)}"]
-        if offset:   # at offset 0 Curator's own fallback, SLURM_ARRAY_TASK_ID, is NAME already
-            lines.append(f'export {CURATOR_INDEX_ENV}="${name}"')
+        # At every offset, as Curator's submit_array.sh: at offset 0 Curator's fallback,
+        # SLURM_ARRAY_TASK_ID, is NAME too, but a value inherited through --export=ALL (a shell where
+        # one shard was debugged) came first and every task of the window ran that one shard.
+        lines.append(f'export {CURATOR_INDEX_ENV}="${name}"')
     for key, value in options.env:
         _check_variable(key, "environment variable")
         lines.append(f"export {key}={shlex.quote(value)}")
