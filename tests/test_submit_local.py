@@ -89,6 +89,22 @@ def test_name_is_in_env_args_and_log_path(tmp_path, cli_env):
     assert result.stdout.count(": ok") == 2
 
 
+@pytest.mark.parametrize("given,seen", [((), ("1", "2")), (("--env", "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX=9"), ("9", "9"))],
+                         ids=["each-its-value", "env-wins"])
+def test_each_array_task_tells_curator_its_shard_over_one_left_in_the_shell(tmp_path, cli_env, given, seen):
+    """A NeMo Curator pipeline reads its shard from NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX, else
+    SLURM_ARRAY_TASK_ID, which a local task has not: a local retry of a Curator checkpoint failed every
+    task ('... is not set'), and a value left in the shell ran one shard in every task."""
+    show = "import os; print('shard', os.environ.get('NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX'))"
+    env = {**cli_env, "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": "5"}     # debugging shard 5 earlier
+    result = submit(tmp_path, env, "--array", "PART=1:2", *given, "--output-file", "c.PART.log", "--",
+                    PY, "-c", show)
+    assert result.returncode == 0, result.stderr
+    assert [body(tmp_path / f"c.{v}.log") for v in (1, 2)] == [[f"shard {s}"] for s in seen]
+    single = submit(tmp_path, env, "--output-file", "one.log", "--", PY, "-c", show)
+    assert single.returncode == 0 and body(tmp_path / "one.log") == ["shard 5"]   # no array: the shell's
+
+
 def test_log_has_combined_output_and_header_footer(tmp_path, cli_env):
     script = "import sys; print('to out', flush=True); print('to err', file=sys.stderr, flush=True); sys.exit(4)"
     result = submit(tmp_path, cli_env, "--output-file", "t.log", "--", PY, "-c", script)

@@ -47,8 +47,9 @@ INTERNAL_PREFIX = "_hyperion_"   # the batch script's own variables (slurm/scrip
 # reads it, and --env may not set it.
 WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
 # Where NeMo Curator reads its shard (else SLURM_ARRAY_TASK_ID, the physical index in a window at an
-# offset: Curator's submit_array.sh exports SLURM_ARRAY_TASK_ID + SHARD_INDEX_OFFSET there). The batch
-# script of such a window exports NAME's value under it; an --env of the same name comes later and wins.
+# offset: Curator's submit_array.sh exports SLURM_ARRAY_TASK_ID + SHARD_INDEX_OFFSET there). Every
+# array task gets NAME's value under it (the batch script, the local runner); an --env of the same
+# name comes later and wins.
 CURATOR_INDEX_ENV = "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX"
 RESERVED_PREFIXES = ("LD_", "PYTHON", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_", "BASH",
                      "CUDA_", "NCCL_", "XDG_", "SSH_", "MUNGE_", "PMI", "OMPI_", "TORCH",

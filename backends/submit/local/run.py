@@ -36,6 +36,7 @@ from backends.records.attempts import (
 from backends.records.history import commit_attempt
 from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskRecord
 from backends.records.runner import group_running, process_start, runner_fields
+from backends.submit.array import CURATOR_INDEX_ENV
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 # Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
@@ -143,7 +144,9 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
     nothing of the task's process group runs any more. A task `stop`'s watcher SIGKILLed gets
     why in `killed` (the CLI's Ctrl-C path gives it as `task_killed`).
     """
-    env = {**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
+    # the array value where NeMo Curator reads its shard, as the batch script exports it (before --env)
+    shard = {} if task.value is None else {os.fsencode(CURATOR_INDEX_ENV): str(task.value).encode()}
+    env = {**environ, **shard, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
     since: int | None = None
     ended = threading.Event()
     try:
