@@ -152,6 +152,9 @@ def test_overrides_are_checked_by_the_core_and_a_bad_one_is_one_line(tmp_path: P
             error = posted(seen, RetryPreviewed)[-1].error
             assert "\n" not in error and screen.query_one("#retry-run").disabled
             assert rendered(screen.query_one("#retry-error"))[0].startswith("--mem: 'lots' is not a memory size")
+            # not "nothing would run", which read as if no task were left to retry
+            assert [line.rstrip() for line in rendered(screen.query_one("#retry-text"))] == [
+                "nothing runs until the field in red is mended"]
             await pilot.press("ctrl+r")                         # refused: nothing asked, nothing ran
             assert isinstance(app.screen, RetryScreen)
             screen.set_field("mem", "300M")

@@ -134,7 +134,9 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
         self.current, self._planned = result, fields
         error = self.query_one("#retry-error", FitLine)
         error.update(shown(result.error, "bold red") if result.error else shown(""))
-        self.query_one("#retry-text", Static).update(shown(result.text or "nothing would run", layout=True))
+        # under a field's error, "nothing would run" read as if there were nothing to retry
+        idle = "nothing runs until the field in red is mended" if result.error else "nothing would run"
+        self.query_one("#retry-text", Static).update(shown(result.text or idle, layout=True))
         run = self.query_one("#retry-run", Button)
         run.disabled = result.retry is None
         run.label = "Retry…" if result.retry is None else f"Retry {len(result.retry.values)} task(s)…"
