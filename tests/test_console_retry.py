@@ -72,6 +72,8 @@ def test_retry_of_a_local_record_runs_the_failed_values_as_attempt_2_and_lands_o
                            == ["COMPLETED", "COMPLETED", "FAILED", "NOT_RUN", "NOT_RUN"], 10)
             assert "attempt" not in [c.key for c in table.columns]     # one attempt: no column
             (tmp_path / "fail.txt").write_text("")                     # the cause is fixed
+            jobs = app.jobs_screen
+            jobs.show_task(jobs.table.index.keys_of_values([3])[0])       # reading the failed task's log
             screen = await open_preview(pilot, seen)
             first = posted(seen, RetryPreviewed)[-1]
             assert (first.attempt, first.values, first.error) == (2, "3-5", None)
@@ -87,6 +89,9 @@ def test_retry_of_a_local_record_runs_the_failed_values_as_attempt_2_and_lands_o
             await wait_for(pilot, lambda: table_column(table, "attempt") == ["1", "1", "2", "2", "2"]
                            and table_column(table, "state") == ["COMPLETED"] * 5, 30)
             assert rendered(table)[0].startswith("value att job")
+            # the cursor stayed on value 3, now attempt 2's (it went to value 1), and so did the log pane
+            assert (table.selected_task().value, table.selected_task().job_id) == (3, "local")
+            await wait_for(pilot, lambda: jobs.log_pane.path == str(tmp_path / "log" / "t.3.log"), 10)
             await wait_for(pilot, lambda: "local retry finished: exit status 0" in notifications(app), 10)
             assert "retrying values 3-5 as attempt 2" in notifications(app)
         requested = posted(seen, RetryRequested)

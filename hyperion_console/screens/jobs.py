@@ -394,6 +394,9 @@ class JobsScreen(ConsoleScreen):
         ledger, the others unknown until the core reports. `record` is a History or a SubmitRecord."""
         self._stop_poll.set()
         history = record if isinstance(record, History) else load_history(record.path, record)
+        # the same record again (a retry began its next attempt): the cursor stays on its value, not
+        # on the first task (the user was reading the log of one they had retried)
+        looked_at = self.table.selected_task() if self.record_path == history.record_path else None
         self.history, self.record, self.record_path = history, history.current, history.record_path
         self._record_key = file_key(self.record_path)
         self._ended, self._answered, self._polling = False, False, False
@@ -405,6 +408,9 @@ class JobsScreen(ConsoleScreen):
         known = rows_now(history, ended, {})
         self.table.set_columns(column_set(self._columns, len(history.numbers) > 1))
         self.table.show_tasks(latest, [*known, *states])
+        if looked_at is not None and looked_at.value is not None:
+            for key in self.table.index.keys_of_values([looked_at.value]):
+                self.table.move_to_key(key)
         self.state_map.index = self.table.index
         self.state_map.refresh_map()
         self.show_selection(None)
