@@ -202,6 +202,16 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+def exit_note(code: int | None, signal: int | None = None) -> str:
+    """`` (128+SIGSEGV)`` after an exit code of 139 whose signal is not known: how a shell (a batch
+    script, ``bash -c``) reports a program that signal killed (the program may also have exited
+    so itself). Empty for other codes, or when the signal is known and said already."""
+    if code is None or signal or not 128 < code <= 128 + 64:
+        return ""
+    name = signal_name(code - 128)
+    return f" (128+{name})" if name.startswith("SIG") else ""
+
+
 def signal_text(number: int) -> str:
     """``signal 1 (SIGHUP)``: how the views say a task was stopped by a signal."""
     name = signal_name(number)

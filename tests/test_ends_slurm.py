@@ -96,3 +96,16 @@ def test_a_job_cancelled_while_most_of_it_waits_is_told_in_a_few_lines(slurm_clu
     waited = [t for t in tasks if t["value"] > 2]
     assert len(waited) == 38 and all(t["state"] == "CANCELLED" for t in waited), tasks
     assert {(t["elapsed"], t["elapsed_seconds"], t["cpu_seconds"]) for t in waited} == {(None, None, None)}
+
+
+def test_a_program_killed_by_a_signal_under_the_batch_script_says_which(slurm_cluster, tmp_path, cli_env):
+    """A C extension's segfault under Slurm read `FAILED exit code 139` everywhere (the batch script's
+    shell reports a signal's death as 128+N), with nothing saying a signal: now `(128+SIGSEGV)`."""
+    crash = "import os, sys; print('loading model', flush=True); sys.argv[1] == '2' and os.kill(os.getpid(), 11)"
+    ran = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2", "--output-file",
+                  "log/s.JOB.log", "--", sys.executable, "-c", crash, "JOB", cwd=tmp_path, env=cli_env, timeout=300)
+    assert ran.returncode == 1
+    assert "JOB=2 (job " in ran.stderr and "): FAILED exit code 139 (128+SIGSEGV); log " in ran.stderr, ran.stderr
+    failures = run_cli("hyperion-jobs", "status", str(tmp_path / "log/q/s.JOB.submit.json"), "--failures",
+                       env=cli_env)
+    assert "1 FAILED exit 139 (128+SIGSEGV)  values 2  last line: loading model" in failures.stdout, failures.stdout

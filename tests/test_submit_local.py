@@ -105,6 +105,18 @@ def test_each_array_task_tells_curator_its_shard_over_one_left_in_the_shell(tmp_
     assert single.returncode == 0 and body(tmp_path / "one.log") == ["shard 5"]   # no array: the shell's
 
 
+def test_a_shells_report_of_a_signal_says_the_signal(tmp_path, cli_env):
+    """`bash -c` reporting its program's segfault gave `exit code 139` alone; 137 (SIGKILL, the OOM
+    killer's) and 130 too are 128+N. An exit code of 128 or 3 gets no note."""
+    result = submit(tmp_path, cli_env, "--output-file", "s.log", "--", "bash", "-c", 'bash -c "kill -SEGV \\$\\$"')
+    assert result.returncode == 1
+    assert "task: FAILED with exit code 139 (128+SIGSEGV) (" in result.stdout, result.stdout
+    failures = run_cli("hyperion-jobs", "status", str(tmp_path / "q" / "s.submit.json"), "--failures", env=cli_env)
+    assert "1 FAILED exit 139 (128+SIGSEGV)  values -" in failures.stdout, failures.stdout
+    plain = submit(tmp_path, cli_env, "--output-file", "p.log", "--", "bash", "-c", "exit 128")
+    assert "task: FAILED with exit code 128 (" in plain.stdout, plain.stdout
+
+
 def test_log_has_combined_output_and_header_footer(tmp_path, cli_env):
     script = "import sys; print('to out', flush=True); print('to err', file=sys.stderr, flush=True); sys.exit(4)"
     result = submit(tmp_path, cli_env, "--output-file", "t.log", "--", PY, "-c", script)

@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 from backends.ranges import compress
 from backends.records.record import SubmitRecord, TaskRecord
-from backends.states import JobState, TaskState, end_counts, ends_text, never_runs, signal_text
+from backends.states import JobState, TaskState, end_counts, ends_text, exit_note, never_runs, signal_text
 from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
@@ -151,7 +151,7 @@ def _cancelled_unwritten(task: TaskRecord, state: TaskState) -> bool:
 def _report_line(task: TaskRecord, state: TaskState, array_name: str | None) -> str:
     how = state.state.value if state.source != "unknown" else "never reported by Slurm"
     if state.exit_code or state.state is JobState.FAILED:
-        how += f" exit code {state.exit_code}"
+        how += f" exit code {state.exit_code}{exit_note(state.exit_code, state.signal)}"
     if state.signal:
         how += f" {signal_text(state.signal)}"
     if state.state.is_success and not os.path.exists(task.log):

@@ -18,7 +18,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from backends.records.history import History
-from backends.states import signal_text
+from backends.states import exit_note, signal_text
 from backends.watch.triage import FailureGroup, failure_groups, failures_summary
 
 from ..messages import FailureGroupsListed
@@ -33,7 +33,7 @@ def group_title(group: FailureGroup) -> str:
     """``FAILED exit 3 signal 9``: what a user greps for."""
     how = group.state
     if group.exit_code is not None:
-        how += f" exit {group.exit_code}"
+        how += f" exit {group.exit_code}{exit_note(group.exit_code, group.signal)}"
     if group.signal:
         how += f" {signal_text(group.signal)}"
     return how

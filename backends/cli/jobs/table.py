@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backends.printable import printable
-from backends.states import signal_name, signal_text
+from backends.states import exit_note, signal_name, signal_text
 from backends.watch.rows import TaskRow, never_started, state_counts, time_used
 from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
 
@@ -78,7 +78,8 @@ def status_table(rows: Sequence[TaskRow]) -> list[tuple[str, ...]]:
 
 def failure_line(group: FailureGroup) -> str:
     """``  8 FAILED exit 1  values 7,27,31-33  last line: ValueError: ...  e.g. log/x.7.log``."""
-    how = group.state + (f" exit {group.exit_code}" if group.exit_code is not None else "")
+    how = group.state + (f" exit {group.exit_code}{exit_note(group.exit_code, group.signal)}"
+                         if group.exit_code is not None else "")
     how += f" {signal_text(group.signal)}" if group.signal else ""
     line = f"  {group.count:>5} {how}  values {group.value_ranges}"
     line += f"  last line: {group.last_line}" if group.last_line else ""

@@ -684,7 +684,8 @@ def print_event(event: LocalEvent, array_name: str | None = None, out: TextIO | 
         print(f"{label}: FAILED, {how} after {event.elapsed:.1f} s, log {log}", file=out, flush=True)
         print(f"hyperion-submit: {label} {how}; see {log}", file=err, flush=True)
     else:
-        print(f"{label}: FAILED with exit code {event.code} ({event.elapsed:.1f} s), log {log}",
-              file=out, flush=True)
-        print(f"hyperion-submit: {label} failed (exit code {event.code}); see {log}",
-              file=err, flush=True)
+        from backends.states import exit_note   # a failure's path only, as above
+
+        code = f"exit code {event.code}{exit_note(event.code)}"
+        print(f"{label}: FAILED with {code} ({event.elapsed:.1f} s), log {log}", file=out, flush=True)
+        print(f"hyperion-submit: {label} failed ({code}); see {log}", file=err, flush=True)
