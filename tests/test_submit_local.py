@@ -89,20 +89,29 @@ def test_name_is_in_env_args_and_log_path(tmp_path, cli_env):
     assert result.stdout.count(": ok") == 2
 
 
-@pytest.mark.parametrize("given,seen", [((), ("1", "2")), (("--env", "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX=9"), ("9", "9"))],
-                         ids=["each-its-value", "env-wins"])
-def test_each_array_task_tells_curator_its_shard_over_one_left_in_the_shell(tmp_path, cli_env, given, seen):
+TOTAL = ("--env", "NEMO_CURATOR_SLURM_ARRAY_TOTAL_SHARDS=2")
+
+
+@pytest.mark.parametrize("given,seen", [
+    (TOTAL, ("1 1", "2 2")),                                   # sharded: each task its own shard
+    ((), ("None None", "None None")),                          # no total: unsharded, as before
+    ((*TOTAL, "--env", "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX=9"), ("9 1", "9 2")),   # an --env wins
+], ids=["sharded", "unsharded", "env-wins"])
+def test_each_array_task_tells_a_sharded_program_its_shard_over_one_left_in_the_shell(tmp_path, cli_env, given,
+                                                                                    seen):
     """A NeMo Curator pipeline reads its shard from NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX, else
-    SLURM_ARRAY_TASK_ID, which a local task has not: a local retry of a Curator checkpoint failed every
-    task ('... is not set'), and a value left in the shell ran one shard in every task."""
-    show = "import os; print('shard', os.environ.get('NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX'))"
-    env = {**cli_env, "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": "5"}     # debugging shard 5 earlier
+    SLURM_ARRAY_TASK_ID, which a local task has not: a local retry of a Curator checkpoint (which
+    exports the total) failed every task ('... is not set'), and a value left in the shell ran one
+    shard in every task. Without a total a program runs unsharded, as it did."""
+    show = ("import os; print('shard', os.environ.get('NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX'), "
+            "os.environ.get('HYPERION_ARRAY_SHARD_INDEX'))")
+    env = {**cli_env, "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": "5", "HYPERION_ARRAY_SHARD_INDEX": "5"}   # debugging
     result = submit(tmp_path, env, "--array", "PART=1:2", *given, "--output-file", "c.PART.log", "--",
                     PY, "-c", show)
     assert result.returncode == 0, result.stderr
     assert [body(tmp_path / f"c.{v}.log") for v in (1, 2)] == [[f"shard {s}"] for s in seen]
     single = submit(tmp_path, env, "--output-file", "one.log", "--", PY, "-c", show)
-    assert single.returncode == 0 and body(tmp_path / "one.log") == ["shard 5"]   # no array: the shell's
+    assert single.returncode == 0 and body(tmp_path / "one.log") == ["shard 5 5"]   # no array: the shell's
 
 
 def test_a_shells_report_of_a_signal_says_the_signal(tmp_path, cli_env):

@@ -105,12 +105,15 @@ def test_a_window_at_an_offset_tells_curator_its_logical_shard(tmp_path, offset,
     """A Curator pipeline reads its shard from NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX, else
     SLURM_ARRAY_TASK_ID: in a window at offset 1001, task 2 (SHARD=1003) ran shard 2. A value left
     in the submitting shell (sbatch --export=ALL) made every task of an offset-0 window run it."""
-    show = "import os; print('shard', os.environ.get('NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX', 'unset'))"
+    show = ("import os; print('shard', os.environ.get('NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX', 'unset'), "
+            "os.environ.get('HYPERION_ARRAY_SHARD_INDEX', 'unset'))")
     options = _options(tmp_path, (sys.executable, "-c", show), array=ArraySpec("JOB", (1003,)),
                        output_file=str(tmp_path / "t.JOB.log"), env=env)
-    slurm = {"SLURM_ARRAY_TASK_ID": "2"} | ({"NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": inherited} if inherited else {})
+    left = {"NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX": inherited, "HYPERION_ARRAY_SHARD_INDEX": inherited}
+    slurm = {"SLURM_ARRAY_TASK_ID": "2"} | (left if inherited else {})
     assert _run(render_script(options, offset), tmp_path, slurm) == 0
-    assert (tmp_path / f"t.{2 + offset}.log").read_text().splitlines()[2] == f"shard {seen}"
+    ours = str(2 + offset)      # sharding.arrayenv's own name: one left in the shell won there too
+    assert (tmp_path / f"t.{2 + offset}.log").read_text().splitlines()[2] == f"shard {seen} {ours}"
 
 
 def test_non_array_script_keeps_the_name_literal(tmp_path):

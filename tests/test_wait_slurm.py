@@ -114,10 +114,14 @@ def test_max_jobs_run_holds_for_the_whole_windowed_submission(slurm_cluster, tes
 
 # --- 2. requeues -----------------------------------------------------------------------------
 
+@pytest.mark.parametrize("limit", [(), ("--max-jobs-run", "1")], ids=["all-running", "one-at-a-time"])
 def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster, test_site, cli_env,
-                                                                   tmp_path, task):
-    proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/r.JOB.log", "--", task, "JOB", "8",
-                 cwd=tmp_path, env=cli_env)
+                                                                   tmp_path, task, limit):
+    """one-at-a-time: task 2 waits in the array's range while task 1 is requeued; squeue asked without
+    -r folded task 1 into that range's row (`J_[1-2]`, restart 0, reason `JobArrayTaskLimit,None`):
+    status said PENDING (restart 0) and a requeue was never seen (--array-unique keeps its row)."""
+    proc = start(test_site, "--array", "JOB=1:2", *limit, "--output-file", "log/r.JOB.log", "--", task, "JOB",
+                 "8", cwd=tmp_path, env=cli_env)
     try:
         record = record_of(tmp_path, "r.JOB")
         job = record.jobs[0].job_id

@@ -46,11 +46,21 @@ INTERNAL_PREFIX = "_hyperion_"   # the batch script's own variables (slurm/scrip
 # Curator's submit_array.sh adds SHARD_INDEX_OFFSET); the batch script exports it, sharding.arrayenv
 # reads it, and --env may not set it.
 WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
-# Where NeMo Curator reads its shard (else SLURM_ARRAY_TASK_ID, the physical index in a window at an
-# offset: Curator's submit_array.sh exports SLURM_ARRAY_TASK_ID + SHARD_INDEX_OFFSET there). Every
-# array task gets NAME's value under it (the batch script, the local runner); an --env of the same
-# name comes later and wins.
-CURATOR_INDEX_ENV = "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX"
+# Where a sharded program reads its shard: sharding.arrayenv's name first, then NeMo Curator's (else
+# SLURM_ARRAY_TASK_ID, the physical index in a window at an offset: Curator's submit_array.sh exports
+# SLURM_ARRAY_TASK_ID + SHARD_INDEX_OFFSET there). A Slurm array task gets NAME's value under both,
+# over any left in the submitting shell (which --export=ALL passes on: every task ran that shard); a
+# local one where its environment gives a total (`local_shard_env`). An --env of them comes later, wins.
+SHARD_INDEX_ENVS = ("HYPERION_ARRAY_SHARD_INDEX", "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX")
+TOTAL_SHARDS_ENVS = ("HYPERION_ARRAY_TOTAL_SHARDS", "NEMO_CURATOR_SLURM_ARRAY_TOTAL_SHARDS")
+
+
+def local_shard_env(has_total: bool, value: int) -> dict[str, str | None]:
+    """A local array task's shard index variables (None: unset). Set to its value where the task's
+    environment gives a total (`TOTAL_SHARDS_ENVS`: a checkpoint retry's, an --env, the shell's): a
+    sharded program would run no shard, or one left in the shell, where under Slurm
+    SLURM_ARRAY_TASK_ID shards it. Else unset: a program with no total runs unsharded, as before."""
+    return dict.fromkeys(SHARD_INDEX_ENVS, str(value) if has_total else None)
 RESERVED_PREFIXES = ("LD_", "PYTHON", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_", "BASH",
                      "CUDA_", "NCCL_", "XDG_", "SSH_", "MUNGE_", "PMI", "OMPI_", "TORCH",
                      "COMP_", "READLINE_", INTERNAL_PREFIX)

@@ -36,7 +36,7 @@ from backends.records.attempts import (
 from backends.records.history import commit_attempt
 from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskRecord
 from backends.records.runner import group_running, process_start, runner_fields
-from backends.submit.array import CURATOR_INDEX_ENV
+from backends.submit.array import TOTAL_SHARDS_ENVS, local_shard_env
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 # Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
@@ -136,6 +136,23 @@ def _returncode(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
+def _with_shard_index(env: dict[bytes, bytes], task: PlannedTask) -> dict[bytes, bytes]:
+    """`env` with an array task's shard index as the batch script exports it (`local_shard_env`);
+    an --env of the same name is the user's and stays."""
+    if task.value is None:
+        return env
+    given = {name for name, _ in task.env}
+    has_total = any(env.get(os.fsencode(name)) for name in TOTAL_SHARDS_ENVS)
+    for name, value in local_shard_env(has_total, task.value).items():
+        if name in given:
+            continue
+        if value is None:
+            env.pop(os.fsencode(name), None)
+        else:
+            env[os.fsencode(name)] = value.encode()
+    return env
+
+
 def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
                spawned: Callable[[int, int | None], None], group: _RunningGroup | None = None,
                stop: Stop | None = None, killed: list[str] | None = None) -> int:
@@ -144,9 +161,8 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
     nothing of the task's process group runs any more. A task `stop`'s watcher SIGKILLed gets
     why in `killed` (the CLI's Ctrl-C path gives it as `task_killed`).
     """
-    # the array value where NeMo Curator reads its shard, as the batch script exports it (before --env)
-    shard = {} if task.value is None else {os.fsencode(CURATOR_INDEX_ENV): str(task.value).encode()}
-    env = {**environ, **shard, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}}
+    env = _with_shard_index({**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}},
+                            task)
     since: int | None = None
     ended = threading.Event()
     try:

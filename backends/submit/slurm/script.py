@@ -12,7 +12,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
-from backends.submit.array import CURATOR_INDEX_ENV, INTERNAL_PREFIX, SHELL_NAME, WINDOW_OFFSET_ENV
+from backends.submit.array import INTERNAL_PREFIX, SHARD_INDEX_ENVS, SHELL_NAME, WINDOW_OFFSET_ENV
 from backends.submit.model import launch_prefix
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def render_script(options: SubmitOptions, offset: int) -> str:
         # At every offset, as Curator's submit_array.sh: at offset 0 Curator's fallback,
         # SLURM_ARRAY_TASK_ID, is NAME too, but a value inherited through --export=ALL (a shell where
         # one shard was debugged) came first and every task of the window ran that one shard.
-        lines.append(f'export {CURATOR_INDEX_ENV}="${name}"')
+        lines += [f'export {shard}="${name}"' for shard in SHARD_INDEX_ENVS]
     for key, value in options.env:
         _check_variable(key, "environment variable")
         lines.append(f"export {key}={shlex.quote(value)}")

@@ -88,9 +88,13 @@ def _failure(tool: str, result: "CommandResult") -> QueryError:
 
 
 def slurm_env() -> dict[str, str]:
-    """The environment of a Slurm client: a pending array's task list whole. Slurm cuts it past 64
-    characters to `12_[7,17,...,204,...]` (a retry's scattered values), which no parser can expand."""
-    return {**os.environ, "SLURM_BITSTR_LEN": "0"}
+    """The environment of a Slurm client: a pending array's task list whole (Slurm cuts it past 64
+    characters to `12_[7,17,...,204,...]`, a retry's scattered values, which no parser can expand),
+    times as we parse them, and none of the user's SQUEUE_*/SACCT_* defaults: `SQUEUE_ARRAY` is
+    `-r` (see `squeue_argv`), and a partition, user or name filter left tasks out of the answer,
+    which a watch then reads as cancelled."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SQUEUE_", "SACCT_"))}
+    return {**env, "SLURM_BITSTR_LEN": "0", "SLURM_TIME_FORMAT": "standard"}
 
 
 def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT,
@@ -112,11 +116,13 @@ def sacct_argv(job_ids: Iterable[str]) -> list[str]:
 
 
 def squeue_argv(job_ids: Iterable[str]) -> list[str]:
-    """``-t all``: ended tasks too, while the controller keeps them. No ``-r``: an array's waiting
-    rest comes as its range row (``15_[67-467:50%1]``, whole under `slurm_env`), which `split_job_id`
-    expands; ``-r`` lists a range with a step without its last task (Slurm 22.05: 67 ... 417), and a
-    watch took 467 for a task cancelled while pending, which then ran."""
-    return ["squeue", "-j", ",".join(job_ids), "-h", "-t", "all",
+    """``-t all``: ended tasks too, while the controller keeps them. ``--array-unique``, not ``-r``:
+    an array's waiting rest comes as its range row (``15_[67-467:50%1]``, whole under `slurm_env`),
+    which `split_job_id` expands, and every task with a record of its own (started, requeued, held
+    on its own) as its own row. ``-r`` lists a range with a step without its last task (Slurm 22.05:
+    67 ... 417; a watch took 467 for cancelled while it waited, and it then ran); with neither flag a
+    requeued task is folded into the range row, with its restart count 0 and a merged reason."""
+    return ["squeue", "-j", ",".join(job_ids), "--array-unique", "-h", "-t", "all",
             "-O", ",".join(f"{name}:|" for name in SQUEUE_FIELDS)]
 
 
