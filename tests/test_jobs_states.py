@@ -159,7 +159,22 @@ def test_argv_queries_all_jobs_at_once():
     assert sacct_argv(["1"])[-1].split(",")[:3] == ["JobID", "JobIDRaw", "State"]
     assert "MaxRSS" in sacct_argv(["1"])[-1]
     assert squeue_argv(["1", "7"])[:3] == ["squeue", "-j", "1,7"]
-    assert "-r" not in squeue_argv(["1"])   # a stepped range's last task: see the stepped range tests
+    # not -r (a stepped range's last task is left out), nor neither (a requeued task is folded in)
+    assert "-r" not in squeue_argv(["1"]) and "--array-unique" in squeue_argv(["1"])
+
+
+def test_the_users_squeue_and_sacct_defaults_do_not_reach_the_queries(monkeypatch):
+    """SQUEUE_ARRAY=1 in a user's profile is -r again; SQUEUE_PARTITION/USERS hide tasks a watch then
+    reads as cancelled; SLURM_TIME_FORMAT=relative gives times no parser reads."""
+    from backends.watch.slurm.accounting import slurm_env
+
+    for name, value in {"SQUEUE_ARRAY": "1", "SQUEUE_PARTITION": "gpu", "SACCT_FEDERATION": "1",
+                        "SLURM_TIME_FORMAT": "relative", "SLURM_CLUSTERS": "c1"}.items():
+        monkeypatch.setenv(name, value)
+    env = slurm_env()
+    assert not any(k.startswith(("SQUEUE_", "SACCT_")) for k in env)
+    assert env["SLURM_TIME_FORMAT"] == "standard" and env["SLURM_BITSTR_LEN"] == "0"
+    assert env["SLURM_CLUSTERS"] == "c1"          # where sbatch submitted: asked there too
     assert "all" in squeue_argv(["1"])   # ended tasks too, while the controller has them
 
 
