@@ -98,7 +98,7 @@ def _show(path: str, as_json: bool) -> int:
     cov = coverage(path)
     _warn(cov.problems)
     attempts = {r.attempt for r in cov.failed}
-    unnamed = sum(r.shard is None for r in cov.failed)   # a user's own failed-task folder names no shard
+    unnamed = cov.unnamed   # a user's own failed-task folder names no shard
     since = sum(cov.complete_since(r) for r in cov.failed)   # old failures: the shard is complete now
     if as_json:
         data = coverage_json(cov, per_shard=False)

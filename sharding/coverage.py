@@ -69,6 +69,12 @@ class Coverage:
         return {status: compress_runs(runs) for status, runs in self.runs().items()}
 
     @property
+    def unnamed(self) -> int:
+        """Failed-task records kept under no shard: their folders name none, or no shard number
+        (a user's own `NEMO_CURATOR_FAILED_TASKS_DIR`); listed, counted, no shard made failed."""
+        return sum(r.shard is None for r in self.failed)
+
+    @property
     def without_details(self) -> int:
         """Failed-task records whose details cannot be read (not JSON, unreadable), which still count.
         Not the counted problems: a record kept under no shard is one too, and its details read."""

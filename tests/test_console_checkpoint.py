@@ -129,8 +129,8 @@ def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: P
             screen = app.checkpoint_screen
             run = text_of(screen.query_one("#ckpt-run"))
             assert "skipped    1 file that did not fit the layout (listed below the map)" in run, run
-            assert "noted      1 failed-task record in a folder naming no shard number, kept under no shard " \
-                "(listed below the map)" in run, run
+            assert "no shard   1 failed-task record in folders naming no shard (the Failed tab lists them)" \
+                in run, run
             below = text_of(screen.query_one("#ckpt-problems"))
             assert "shard_x/failed_tasks.json" in below
             assert "shard 'x' is not an integer: listed under no shard" in below

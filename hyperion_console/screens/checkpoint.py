@@ -618,10 +618,9 @@ class CheckpointScreen(ConsoleScreen):
         if skipped:
             run_text.append(f"\nskipped    {skipped} file{'s' if skipped > 1 else ''} that did not fit the layout "
                             "(listed below the map)", "yellow")
-        noted = sum(p.counted for p in cov.problems) - cov.without_details   # kept under no shard
-        if noted > 0:
-            run_text.append(f"\nnoted      {noted} failed-task record{'s' if noted > 1 else ''} in a folder naming "
-                            "no shard number, kept under no shard (listed below the map)", "yellow")
+        if cov.unnamed:   # as `show` counts them
+            run_text.append(f"\nno shard   {cov.unnamed} failed-task record{'s' if cov.unnamed > 1 else ''} in "
+                            "folders naming no shard (the Failed tab lists them)", "yellow")
         if cov.without_details:
             counted = cov.without_details
             run_text.append(f"\ndetails    {counted} failed-task record{'s' if counted > 1 else ''} whose details "
