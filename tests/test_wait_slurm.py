@@ -114,13 +114,14 @@ def test_max_jobs_run_holds_for_the_whole_windowed_submission(slurm_cluster, tes
 
 # --- 2. requeues -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("limit", [(), ("--max-jobs-run", "1")], ids=["all-running", "one-at-a-time"])
+@pytest.mark.parametrize("limit", [("JOB=1:2",), ("JOB=1:3", "--max-jobs-run", "1")], ids=["all-running", "one-at-a-time"])
 def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster, test_site, cli_env,
                                                                    tmp_path, task, limit):
-    """one-at-a-time: task 2 waits in the array's range while task 1 is requeued; squeue asked without
-    -r folded task 1 into that range's row (`J_[1-2]`, restart 0, reason `JobArrayTaskLimit,None`):
-    status said PENDING (restart 0) and a requeue was never seen (--array-unique keeps its row)."""
-    proc = start(test_site, "--array", "JOB=1:2", *limit, "--output-file", "log/r.JOB.log", "--", task, "JOB",
+    """one-at-a-time: task 3 waits in the array's range while task 1 is requeued (and 2 starts). squeue
+    asked with neither -r nor --array-unique folds task 1 into that range's row while it completes
+    (`J_[1-3] PENDING Resources,None restart 0`, seen by hand), a second or two this test does not
+    catch reliably; the session is kept as the one a user of `%1` windows would have."""
+    proc = start(test_site, "--array", *limit, "--output-file", "log/r.JOB.log", "--", task, "JOB",
                  "8", cwd=tmp_path, env=cli_env)
     try:
         record = record_of(tmp_path, "r.JOB")
@@ -135,9 +136,11 @@ def test_a_requeued_task_is_waited_for_and_its_restart_count_shown(slurm_cluster
         assert proc.poll() is None, proc.communicate()
         status = run_cli("hyperion-jobs", "status", record.path, "--json", env=cli_env)
         first = json.loads(status.stdout)["tasks"][0]
-        assert first["state"] == "PENDING" and first["restart_count"] == 1 and first["reason"] == "BeginTime"
+        # Slurm's own reason: under %1 the throttle may be named before BeginTime (never both at once)
+        reasons = {"BeginTime", "JobArrayTaskLimit"} if len(limit) > 1 else {"BeginTime"}
+        assert first["state"] == "PENDING" and first["restart_count"] == 1 and first["reason"] in reasons, first
         text = run_cli("hyperion-jobs", "status", record.path, env=cli_env).stdout
-        assert "PENDING (BeginTime; restart 1)" in text
+        assert f"PENDING ({first['reason']}; restart 1)" in text
         subprocess.run(["scontrol", "update", f"JobId={job}_1", "StartTime=now"], check=True)
         out, err = proc.communicate(timeout=120)
     finally:
