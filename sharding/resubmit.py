@@ -428,7 +428,7 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     # dry run or under the run's lock (where only a submission begun since is asked about)
     same = _same_file(record_path, plan.record_path)
     what = (f"{retry.missing_count} of {retry.run.total_shards} shard(s) ({retry.expression}) "
-            f"in {prepared.record.cwd}: {shell_join(plan.argv)}")
+            f"in {prepared.record.cwd}: {shell_join(plan.argv)}{_windows_said(plan, max_array_size)}")
     if dry_run:
         if not same:
             check_not_live(plan.record_path)   # what the run would refuse, the dry run refuses
@@ -443,6 +443,14 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
                         lambda: print("\n".join([printable(f"{PROG}: resubmitting {what}"), *said]), file=err,
                                       flush=True),
                         rerun=rerun, live_check=check)
+
+
+def _windows_said(plan: SubmitPlan, asked: int | None) -> str:
+    """What the hyperion-submit command shown cannot say: windows cut by `--max-array-size` (the
+    command alone would window by its site file's limit)."""
+    if asked is None or plan.site.max_array_size is None or plan.options.backend != "slurm":
+        return ""
+    return f", in windows of at most {plan.site.max_array_size} tasks (--max-array-size)"
 
 
 def preview_record(retry: RetryPlan, record_path: str) -> FoundRecord:

@@ -323,6 +323,9 @@ def test_a_curator_pipeline_is_retried_with_its_run_and_its_logical_shards(slurm
                     "--max-array-size", "3", cwd=tmp_path, env=cli_env, timeout=300)
     assert again.returncode == 0, again.stderr
     assert "offset 3" in again.stderr                       # shards 3, 4 ran as Slurm's tasks 0, 1
+    # the hyperion-submit command it names would window by the site's 1001: the line says what it cannot
+    assert "--array PART=3:4 " in again.stderr and ", in windows of at most 3 tasks (--max-array-size)" \
+        in again.stderr, again.stderr
     for shard in (3, 4):
         log = (tmp_path / "log" / f"c.{shard}.log").read_text()
         assert f"shard {shard} of 4" in log, log
