@@ -31,7 +31,7 @@ def test_a_site_file_of_two_documents_is_refused_as_before(tmp_path):
                              "--", "true"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.startswith(f"hyperion-submit: error: --cfg: {site} is not valid YAML: "
-                                    "but found another document (line ")
+                                    "expected a single document in the stream, but found another document (line ")
     assert "Traceback" not in result.stderr and not (tmp_path / "q").exists()
 
 

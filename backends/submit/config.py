@@ -214,8 +214,11 @@ def _or(value: object, default: object) -> object:
 def _yaml_problem(err: yaml.YAMLError) -> str:
     """PyYAML's own problem and where it is (its str() starts with context, not the cause)."""
     problem, mark = getattr(err, "problem", None), getattr(err, "problem_mark", None)
+    context = getattr(err, "context", None)
+    if problem and problem.startswith("but ") and context:   # "but found another document" alone
+        problem = f"{context}, {problem}"
     if problem and mark is not None:
-        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+        return f"{printable(problem)} (line {mark.line + 1}, column {mark.column + 1})"
     return printable(str(err).splitlines()[0]) if str(err) else type(err).__name__
 
 
