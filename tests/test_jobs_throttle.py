@@ -6,8 +6,14 @@ import pytest
 from backends.ranges import share_slots
 from backends.states import JobState, TaskState
 from backends.watch.budget import QueryBudget
-from backends.watch.slurm.accounting import CommandResult
-from backends.watch.slurm.control import WindowControl, parse_pending_arrays, throttle_argv
+from backends.watch.slurm.accounting import CommandResult, QueryError
+from backends.watch.slurm.control import (
+    WindowControl,
+    parse_pending_arrays,
+    pending_arrays_argv,
+    set_throttle,
+    throttle_argv,
+)
 from backends.watch.throttle import ThrottleChange, Throttler, WindowLoad, plan_changes, window_loads
 
 
@@ -50,6 +56,30 @@ def test_pending_range_rows_name_throttle_and_hold():
                                           "179": WindowControl(None, False)}
     with pytest.raises(ValueError):
         throttle_argv("5", 0)     # 0 would lift the limit
+
+
+def test_a_task_held_or_updated_on_its_own_leaves_its_windows_throttle_and_hold_as_they_are():
+    """squeue --array-unique, as Slurm 22.05 answers after `scontrol hold 180_4` and `scontrol update
+    JobId=180_5 TimeLimit=5`: the window's own row keeps %1 and is not held. Asked without the flag
+    the tasks were folded into ``180_[1-6]|1-6|JobArrayTaskLimit,JobHeldAdmin|`` (no throttle), and
+    read with the flag each row alike, the window was taken for held and released with the user's
+    hold of 180_4."""
+    assert "--array-unique" in pending_arrays_argv(["180"])
+    text = ("180_[1-3,6%1]|1-3,6%1|JobArrayTaskLimit|180|\n180_4|4|JobHeldAdmin|181|\n"
+            "180_5|5|JobArrayTaskLimit|182|\n190_[3]|3|JobHeldUser|190|\n")
+    assert parse_pending_arrays(text) == {"180": WindowControl(1, False), "190": WindowControl(None, True)}
+
+
+def test_a_throttle_raise_slurm_applied_to_the_pending_tasks_of_a_partly_ended_window_is_no_failure():
+    """scontrol update/release of an array with ended tasks exits 1, naming them ('Job has already
+    finished') and the rest ('No error'): the change was made. Taken for a failure, the raise was
+    made again at every poll and a release after it never was."""
+    partly = CommandResult(1, "", "177_1-4: Job has already finished\n177_5-9: No error\n")
+    set_throttle("177", 2, lambda argv: partly)
+    with pytest.raises(QueryError):
+        set_throttle("177", 2, lambda argv: CommandResult(1, "", "177_1-4: Access/permission denied\n"))
+    with pytest.raises(QueryError):
+        set_throttle("177", 2, lambda argv: CommandResult(1, "", "scontrol: error: Invalid job id specified\n"))
 
 
 def test_throttler_reads_the_throttles_once_then_raises_and_releases_through_scontrol():

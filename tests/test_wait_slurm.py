@@ -112,6 +112,50 @@ def test_max_jobs_run_holds_for_the_whole_windowed_submission(slurm_cluster, tes
         assert min(s for s, _ in big) >= max(e for _, e in small)
 
 
+def test_a_reattached_watch_moves_slots_to_a_window_with_a_task_updated_on_its_own(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """The user's session: a windowed submission under --max-jobs-run 2, one waiting task given a
+    shorter limit (`scontrol update JobId=J_9 TimeLimit=5`: a record of its own), the terminal closed
+    (hangup) and `hyperion-jobs watch RECORD` run again. The watch read the big window's throttle from
+    a squeue row that folded that task in and named none: the window stayed at %1 after the small one
+    drained, one task running of two. Its raise, on a window with ended tasks, is asked once (scontrol
+    exits 1 naming the ended tasks; taken for a failure, it was asked again at every poll)."""
+    bin_dir, calls = tmp_path / "wrap", tmp_path / "scontrol.calls"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "scontrol"
+    wrapper.write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {shutil.which("scontrol")} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    # MaxArraySize 1001: 999-1000 (8 s each) in one window, 1001-1010 (physical 0-9, 3 s) in the other
+    proc = start(test_site, "--array", "JOB=999:1010", "--max-jobs-run", "2", "--output-file", "log/u.JOB.log",
+                 "--", "bash", "-c", 'exec "$0" "$1" "$(( $1 > 1000 ? 3 : 8 ))"', task, "JOB",
+                 cwd=tmp_path, env=env)
+    jobs: list[str] = []
+    try:
+        record = record_of(tmp_path, "u.JOB")
+        jobs = [j.job_id for j in record.jobs]
+        small, big = jobs
+        subprocess.run(["scontrol", "update", f"JobId={big}_9", "TimeLimit=5"], check=True, capture_output=True)
+        proc.send_signal(signal.SIGHUP)
+        proc.communicate(timeout=30)
+        assert proc.returncode == 129
+        watch = run_cli(*record.reattach.split(), env=env, timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if jobs:
+            subprocess.run(["scancel", *jobs], capture_output=True)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    rows = wait_for(lambda: (found := sacct_rows(jobs, "JobID,State,Start,End")) and len(found) == 12
+                    and all(r[3] != "Unknown" for r in found) and found, timeout=30, what="twelve sacct rows")
+    assert {r[1] for r in rows} == {"COMPLETED"}
+    spans = {r[0]: (datetime.fromisoformat(r[2]), datetime.fromisoformat(r[3])) for r in rows}
+    assert most_at_once(list(spans.values())) <= 2
+    assert most_at_once([span for job_task, span in spans.items() if job_task.startswith(big + "_")]) == 2
+    raises = calls.read_text().splitlines().count(f"update JobId={big} ArrayTaskThrottle=2")
+    assert raises == 1, calls.read_text()
+
+
 # --- 2. requeues -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("limit", [("JOB=1:2",), ("JOB=1:3", "--max-jobs-run", "1")], ids=["all-running", "one-at-a-time"])

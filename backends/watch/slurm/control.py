@@ -7,9 +7,11 @@ array's range row names them (``177_[3-6%2]`` is throttle 2).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from backends.client import CommandResult
 from backends.watch.slurm.accounting import QueryError, Runner, error_kind, run_command
 
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
@@ -27,9 +29,16 @@ def release_argv(job_id: str) -> list[str]:
 
 
 def pending_arrays_argv(job_ids: Sequence[str]) -> list[str]:
-    """Pending range rows (no ``-r``) with their throttle and reason."""
-    return ["squeue", "-j", ",".join(job_ids), "-h", "-t", "PD",
-            "-O", "JobArrayID:|,ArrayTaskID:|,Reason:|"]
+    """Pending range rows with their throttle and reason, and each row's own job id.
+
+    ``--array-unique`` (as `squeue_argv`): without it a task with a record of its own (held,
+    requeued or updated on its own) is folded into its window's range row, which then names
+    no throttle (``12_[1-9]``) and a merged reason (``JobArrayTaskLimit,JobHeldAdmin``), so a
+    watcher that attached then never moved a drained window's slots. JobID tells the window's
+    own row (the array job's id) from such a task's row.
+    """
+    return ["squeue", "-j", ",".join(job_ids), "--array-unique", "-h", "-t", "PD",
+            "-O", "JobArrayID:|,ArrayTaskID:|,Reason:|,JobID:|"]
 
 
 @dataclass(frozen=True)
@@ -41,13 +50,21 @@ class WindowControl:
 
 
 def parse_pending_arrays(text: str) -> dict[str, WindowControl]:
-    """Per job id: the throttle and hold of its pending range row (``177_[3-6%2]|3-6%2|JobHeldUser|``)."""
+    """Per job id: the throttle and hold of its pending range row (``177_[3-6%2]|3-6%2|JobHeldUser|177|``).
+
+    A row whose JobID is not the array's is one task's own record (``177_4|4|JobHeldAdmin|181|``):
+    its hold is that task's (released with the window, a hold the user put on one task was
+    lifted), and it names no throttle.
+    """
     out: dict[str, WindowControl] = {}
     for line in text.splitlines():
         fields = line.split("|")
         if len(fields) < 3 or "_" not in fields[0]:
             continue
         job = fields[0].split("_", 1)[0]
+        own_id = fields[3].strip() if len(fields) > 3 else ""
+        if own_id.isdigit() and own_id != job:
+            continue
         _, percent, limit = fields[1].partition("%")
         throttle = int(limit) if percent and limit.strip().isdigit() else None
         held = fields[2].strip() in HELD_REASONS
@@ -57,9 +74,22 @@ def parse_pending_arrays(text: str) -> dict[str, WindowControl]:
     return out
 
 
+# scontrol's answer per range of an array's tasks ("12_1-4: Job has already finished" and
+# "12_5-9: No error", exit 1): the change reached every task still pending.
+_PARTIAL = re.compile(r"^\S+: (No error|Job has already finished)$")
+
+
+def _applied(result: CommandResult) -> bool:
+    """Whether a failed scontrol update/release of an array changed every task it could: it
+    exits 1 when some tasks have ended, and the throttle raise (applied) was taken for a
+    failure, asked again at every poll, and a held window's release after it never made."""
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    return result.returncode == 1 and bool(lines) and all(_PARTIAL.match(line) for line in lines)
+
+
 def _run(argv: list[str], runner: Runner) -> str:
     result = runner(argv)
-    if result.returncode != 0:
+    if result.returncode != 0 and not (argv[0] == "scontrol" and _applied(result)):
         message = (result.stderr.strip() or f"exit {result.returncode}").splitlines()[0]
         raise QueryError(f"{' '.join(argv[:2])} failed (rc {result.returncode}): {message}",
                          error_kind(result.returncode, result.stderr))
