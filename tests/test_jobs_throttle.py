@@ -82,13 +82,23 @@ def test_a_throttle_raise_slurm_applied_to_the_pending_tasks_of_a_partly_ended_w
         set_throttle("177", 2, lambda argv: CommandResult(1, "", "scontrol: error: Invalid job id specified\n"))
 
 
-def test_throttler_reads_the_throttles_once_then_raises_and_releases_through_scontrol():
+def test_throttler_reads_the_throttles_then_raises_and_releases_and_reads_them_back():
+    """The throttles are read once, and again only after a change: scontrol's exit status does not
+    say whether an array with ended tasks took it (exit 1 beside "No error")."""
     calls: list[list[str]] = []
+    throttles, held = {"11": 1, "12": 1}, {"12"}
 
     def runner(argv):
         calls.append(list(argv))
         if argv[0] == "squeue":
-            return CommandResult(0, "11_[2-3%1]|2-3%1|JobArrayTaskLimit|\n12_[0-2%1]|0-2%1|JobHeldUser|\n", "")
+            rows = {"11": "2-3", "12": "0-2"}
+            return CommandResult(0, "".join(
+                f"{job}_[{rows[job]}%{throttles[job]}]|{rows[job]}%{throttles[job]}|"
+                f"{'JobHeldUser' if job in held else 'JobArrayTaskLimit'}|\n" for job in rows), "")
+        if argv[1] == "update":
+            throttles[argv[2].split("=")[1]] = int(argv[3].split("=")[1])
+        elif argv[1] == "release":
+            held.discard(argv[2])
         return CommandResult(0, "", "")
 
     budget = QueryBudget()
@@ -99,6 +109,26 @@ def test_throttler_reads_the_throttles_once_then_raises_and_releases_through_sco
     assert calls[0][0] == "squeue" and calls[1] == ["scontrol", "update", "JobId=11", "ArrayTaskThrottle=2"]
     states.update({("11", t): TaskState("11", t, JobState.COMPLETED) for t in (2, 3)})
     assert throttler(states) == (ThrottleChange("12", 2, release=True),)
-    assert calls[2:] == [["scontrol", "update", "JobId=12", "ArrayTaskThrottle=2"], ["scontrol", "release", "12"]]
-    assert throttler(states) == () and len(calls) == 4
-    assert budget.used() == 4
+    assert calls[2][0] == "squeue"          # read back after the raise
+    assert calls[3:] == [["scontrol", "update", "JobId=12", "ArrayTaskThrottle=2"], ["scontrol", "release", "12"]]
+    assert throttler(states) == () and len(calls) == 6 and calls[5][0] == "squeue"
+    assert throttler(states) == () and len(calls) == 6          # nothing changed: not asked again
+    assert budget.used() == 6
+
+
+def test_a_raise_the_controller_did_not_take_is_asked_again():
+    """scontrol's partial answer (exit 1: "Job has already finished" beside "No error") counts as
+    done, so the throttle is read back: a raise the pending tasks did not take is asked once more."""
+    calls: list[list[str]] = []
+
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[2-3%1]|2-3%1|JobArrayTaskLimit|11|\n", "")   # never raised
+        return CommandResult(1, "", "11_1: Job has already finished\n11_2-3: No error\n")
+
+    throttler = Throttler([("10", (1,)), ("11", (1, 2, 3))], 2, QueryBudget(), runner)
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED), ("11", 1): TaskState("11", 1, JobState.COMPLETED)}
+    assert throttler(states) == (ThrottleChange("11", 2),) and throttler.error is None
+    assert throttler(states) == (ThrottleChange("11", 2),)
+    assert [c[0] for c in calls] == ["squeue", "scontrol", "squeue", "scontrol"]

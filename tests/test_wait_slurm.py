@@ -126,9 +126,10 @@ def test_a_reattached_watch_moves_slots_to_a_window_with_a_task_updated_on_its_o
     wrapper.write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {shutil.which("scontrol")} "$@"\n')
     wrapper.chmod(0o755)
     env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
-    # MaxArraySize 1001: 999-1000 (8 s each) in one window, 1001-1010 (physical 0-9, 3 s) in the other
+    # MaxArraySize 1001: 999-1000 (8 s each) in one window, 1001-1010 (physical 0-9, 6 s) in the other:
+    # the big one still has tasks to run two at once well after the watch's raise (3 s ones had run out)
     proc = start(test_site, "--array", "JOB=999:1010", "--max-jobs-run", "2", "--output-file", "log/u.JOB.log",
-                 "--", "bash", "-c", 'exec "$0" "$1" "$(( $1 > 1000 ? 3 : 8 ))"', task, "JOB",
+                 "--", "bash", "-c", 'exec "$0" "$1" "$(( $1 > 1000 ? 6 : 8 ))"', task, "JOB",
                  cwd=tmp_path, env=env)
     jobs: list[str] = []
     try:

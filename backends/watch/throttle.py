@@ -179,4 +179,8 @@ class Throttler:
                 release(change.job_id, self._runner)
             self._control[change.job_id] = WindowControl(change.throttle, False)
             done.append(change)
+        if done:
+            # read back at the next call: scontrol exits 1 on an array with ended tasks, its answer
+            # naming them beside "No error", and only the controller says the change was taken
+            self._control = None
         return tuple(done)
