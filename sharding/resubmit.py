@@ -448,9 +448,10 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
 def _windows_said(plan: SubmitPlan, asked: int | None) -> str:
     """What the hyperion-submit command shown cannot say: windows cut by `--max-array-size` (the
     command alone would window by its site file's limit)."""
-    if asked is None or plan.site.max_array_size is None or plan.options.backend != "slurm":
-        return ""
-    return f", in windows of at most {plan.site.max_array_size} tasks (--max-array-size)"
+    limit = plan.site.max_array_size
+    if asked is None or limit is None or asked > limit or plan.options.backend != "slurm":
+        return ""     # none asked, or capped at the site's limit: the command alone windows the same
+    return f", in windows of at most {limit} tasks (--max-array-size)"
 
 
 def preview_record(retry: RetryPlan, record_path: str) -> FoundRecord:

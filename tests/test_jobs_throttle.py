@@ -132,3 +132,50 @@ def test_a_raise_the_controller_did_not_take_is_asked_again():
     assert throttler(states) == (ThrottleChange("11", 2),) and throttler.error is None
     assert throttler(states) == (ThrottleChange("11", 2),)
     assert [c[0] for c in calls] == ["squeue", "scontrol", "squeue", "scontrol"]
+
+
+def test_a_window_whose_row_names_no_throttle_keeps_the_one_known():
+    """Slurm drops `%N` from the row of an array whose own record holds one waiting task (the others
+    started or have records of their own) and keeps applying it: read back as unknown, the window
+    was never raised again, one task of two running."""
+    calls: list[list[str]] = []
+    rows = iter(["11_[2-5%1]|2-5%1|JobArrayTaskLimit|11|\n",       # first read
+                 "11_5|5|JobArrayTaskLimit|11|\n"])               # 3, 4 have records of their own: no %N
+    throttles = {"11": 1}
+
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, next(rows), "")
+        throttles["11"] = int(argv[3].split("=")[1])
+        return CommandResult(0, "", "")
+
+    throttler = Throttler([("10", (1, 2)), ("11", (1, 2, 3, 4, 5))], 3, QueryBudget(), runner)
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED), ("10", 2): TaskState("10", 2, JobState.RUNNING),
+              ("11", 1): TaskState("11", 1, JobState.COMPLETED)}
+    assert throttler(states) == (ThrottleChange("11", 2),)
+    states.update({("10", 2): TaskState("10", 2, JobState.COMPLETED), ("11", 2): TaskState("11", 2, JobState.RUNNING)})
+    assert throttler(states) == (ThrottleChange("11", 3),)          # 2 known, not unknown
+    assert throttles == {"11": 3}
+
+
+def test_a_release_refused_after_its_raise_reads_the_windows_again_before_asking_again():
+    """A held window whose release is refused (an admin's hold, a non-operator user): the raise before
+    it was taken, and the same two calls were made again at every poll on what was read at the start."""
+    calls: list[list[str]] = []
+
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldAdmin|11|\n", "")
+        if argv[1] == "release":
+            # the error names the refusal, not the harmless line before it
+            return CommandResult(1, "", "11_0: Job has already finished\n11_1-2: Access/permission denied\n")
+        return CommandResult(0, "", "")
+
+    throttler = Throttler([("10", (1,)), ("11", (0, 1, 2))], 2, QueryBudget(), runner)
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED)}
+    assert throttler(states) == () and "permission denied" in (throttler.error or "")
+    throttler(states)
+    assert [c[:2] for c in calls] == [["squeue", "-j"], ["scontrol", "update"], ["scontrol", "release"],
+                                     ["squeue", "-j"], ["scontrol", "update"], ["scontrol", "release"]]

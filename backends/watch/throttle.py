@@ -132,6 +132,7 @@ class Throttler:
         self._budget = budget
         self._runner = runner
         self._control: dict[str, WindowControl] | None = None
+        self._throttles: dict[str, int] = {}   # each window's last known %N (read, or set by us)
         self.error: str | None = None       # the last scontrol/squeue failure, retried next time
 
     @classmethod
@@ -159,28 +160,41 @@ class Throttler:
                 if self._budget.room() < 1:
                     return ()
                 self._budget.charge(1)
-                self._control = dict(pending_arrays([job for job, _ in self._windows], self._runner))
+                self._control = self._known(pending_arrays([job for job, _ in self._windows], self._runner))
             loads = window_loads(self._windows, states, self._control)
             return self._apply(plan_changes(loads, self._limit))
         except QueryError as exc:
             self.error = str(exc)
             return ()
 
+    def _known(self, read: Mapping[str, WindowControl]) -> dict[str, WindowControl]:
+        """`read` with each window's last known throttle where its row names none: Slurm drops the
+        `%N` from the row of an array whose own record holds one waiting task (the others started or
+        have records of their own), and keeps applying it; read as unknown, the window was never
+        raised again (`plan_changes` raises only a known throttle)."""
+        out = {}
+        for job, control in read.items():
+            if control.throttle is None and job in self._throttles:
+                control = WindowControl(self._throttles[job], control.held)
+            elif control.throttle is not None:
+                self._throttles[job] = control.throttle
+            out[job] = control
+        return out
+
     def _apply(self, changes: Sequence[ThrottleChange]) -> tuple[ThrottleChange, ...]:
-        assert self._control is not None
         done = []
         for change in changes:
             calls = 2 if change.release else 1
             if self._budget.room() < calls:
                 break
             self._budget.charge(calls)
+            # read back at the next call, whatever the answer: scontrol exits 1 on an array with
+            # ended tasks (naming them beside "No error"), and a call that failed may have changed
+            # part of it (a raise taken, its release refused): only the controller says
+            self._control = None
             set_throttle(change.job_id, change.throttle, self._runner)
+            self._throttles[change.job_id] = change.throttle
             if change.release:
                 release(change.job_id, self._runner)
-            self._control[change.job_id] = WindowControl(change.throttle, False)
             done.append(change)
-        if done:
-            # read back at the next call: scontrol exits 1 on an array with ended tasks, its answer
-            # naming them beside "No error", and only the controller says the change was taken
-            self._control = None
         return tuple(done)

@@ -90,7 +90,8 @@ def _applied(result: CommandResult) -> bool:
 def _run(argv: list[str], runner: Runner) -> str:
     result = runner(argv)
     if result.returncode != 0 and not (argv[0] == "scontrol" and _applied(result)):
-        message = (result.stderr.strip() or f"exit {result.returncode}").splitlines()[0]
+        said = [line for line in result.stderr.strip().splitlines() if not _PARTIAL.match(line.strip())]
+        message = (said or result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[0]
         raise QueryError(f"{' '.join(argv[:2])} failed (rc {result.returncode}): {message}",
                          error_kind(result.returncode, result.stderr))
     return result.stdout
