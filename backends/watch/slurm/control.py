@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from backends.client import CommandResult
 from backends.watch.slurm.accounting import QueryError, Runner, error_kind, run_command
 
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
@@ -79,19 +78,16 @@ def parse_pending_arrays(text: str) -> dict[str, WindowControl]:
 _PARTIAL = re.compile(r"^\S+: (No error|Job has already finished)$")
 
 
-def _applied(result: CommandResult) -> bool:
-    """Whether a failed scontrol update/release of an array changed every task it could: it
-    exits 1 when some tasks have ended, and the throttle raise (applied) was taken for a
-    failure, asked again at every poll, and a held window's release after it never made."""
-    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
-    return result.returncode == 1 and bool(lines) and all(_PARTIAL.match(line) for line in lines)
-
-
 def _run(argv: list[str], runner: Runner) -> str:
+    """A failure as QueryError, naming the line that refused; an scontrol update/release of an array
+    whose every line is `_PARTIAL` changed every task it could (taken for a failure, the throttle
+    raise was asked again at every poll, and a held window's release after it never made)."""
     result = runner(argv)
-    if result.returncode != 0 and not (argv[0] == "scontrol" and _applied(result)):
-        said = [line for line in result.stderr.strip().splitlines() if not _PARTIAL.match(line.strip())]
-        message = (said or result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[0]
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    refused = [line for line in lines if not _PARTIAL.match(line)]
+    partial = argv[0] == "scontrol" and result.returncode == 1 and lines and not refused
+    if result.returncode != 0 and not partial:
+        message = (refused or lines or [f"exit {result.returncode}"])[0]
         raise QueryError(f"{' '.join(argv[:2])} failed (rc {result.returncode}): {message}",
                          error_kind(result.returncode, result.stderr))
     return result.stdout
