@@ -26,6 +26,8 @@ UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u2
 _KEEP_LAYOUT = ("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
                 "\u2066-\u2069\ud800-\udfff" + _INVISIBLE + "]")
 _SURROGATES = "[\ud800-\udfff]"
+# A byte that is not UTF-8 as repr spells its surrogate (``\udcff``) after an even run of backslashes
+_SURROGATE_REPR = r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])"
 _COMPILED: dict[str, re.Pattern[str]] = {}
 
 
@@ -79,6 +81,8 @@ def escape_unencodable_output() -> None:
 def quoted(value: object, limit: int = 80) -> str:
     """`value`'s repr for a one-line message, cut when long: a 60 KB site value is not worth repeating."""
     text = repr(value)
+    if isinstance(value, str) and _compiled(_SURROGATES).search(value):
+        text = _compiled(_SURROGATE_REPR).sub(r"\1\\x\2", text)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 

@@ -6,7 +6,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backends.printable import printable
+from backends.printable import printable, quoted
 
 
 def test_escape_sequences_become_visible_text() -> None:
@@ -91,3 +91,11 @@ def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_traceback(tmp_path) -> N
     Checkpoint(tmp_path / "cké").ensure_run(RunConfig(1, 2))
     shown = run_cli("hyperion-checkpoint", "show", "cké", cwd=tmp_path, env=env, timeout=60)
     assert shown.returncode == 0 and "ck\\xe9" in shown.stdout, shown.stderr
+
+
+def test_quoted_spells_a_byte_that_is_not_utf8_as_printable_does():
+    """A message quoting a word with byte 0xff says '\\xff', as the paths and logs beside it do; a
+    backslash the user typed before 'udcff' stays theirs."""
+    assert quoted("sl\udcff") == "'sl\\xff'"
+    assert quoted("a\\udcff\udce9") == "'a\\\\udcff\\xe9'"
+    assert quoted("é\ud800") == "'é\\ud800'"     # a lone surrogate that no byte stands for keeps its name

@@ -263,6 +263,14 @@ def test_a_backend_word_of_60000_characters_is_not_repeated_whole(tmp_path, cli_
     _check_rejected(result, tmp_path, "backend")
 
 
+def test_a_backend_word_that_is_not_utf8_is_shown_as_its_byte(tmp_path, cli_env):
+    """A byte 0xff typed as the backend was shown as Python's '\\udcff', not as the byte it is."""
+    result = run_cli("hyperion-submit", "sl\udcff", "--cfg", str(TEST_SITE), "--output-file", "log/t.log",
+                     "--", "true", cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "backend")
+    assert "got 'sl\\xff'" in result.stderr
+
+
 def test_a_value_that_starts_with_a_dash_is_told_how_to_be_given(tmp_path, cli_env):
     """`--mem -1G` said '--mem: expected one argument', though the user gave one."""
     result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--mem", "-1G", "--output-file",
