@@ -13,14 +13,12 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
+from backends.shard_env import PREFIXES, WINDOW_OFFSET_ENV
 from sharding.errors import ShardingError
 
-PREFIXES = ("HYPERION_ARRAY_", "NEMO_CURATOR_SLURM_ARRAY_")
 SLURM_FALLBACK = {"SHARD_INDEX": "SLURM_ARRAY_TASK_ID", "TOTAL_SHARDS": "SLURM_ARRAY_TASK_COUNT"}
-# Set by hyperion-submit's batch script (backends/submit/array.WINDOW_OFFSET_ENV; sharding may not
-# import backends.submit): in a window above the cluster's array limit SLURM_ARRAY_TASK_ID is the
-# physical index, the shard is it plus this.
-WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
+# WINDOW_OFFSET_ENV, set by hyperion-submit's batch script: in a window above the cluster's array
+# limit SLURM_ARRAY_TASK_ID is the physical index, the shard is it plus this.
 TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 MAX_INDEX = 2 ** 63 - 1   # what a checkpoint's readers accept (19 digits)
 FALSE_VALUES = frozenset({"0", "false", "no", "off"})

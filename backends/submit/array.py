@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
+from backends.shard_env import names
 
 FIELD = "--array"
 # Far beyond any real recipe (a record lists every task); a typo such as
@@ -42,17 +43,13 @@ RESERVED_NAMES = frozenset({
     "_",   # bash sets $_ to the previous command's last argument: every task got one log
 })
 INTERNAL_PREFIX = "_hyperion_"   # the batch script's own variables (slurm/script.py)
-# What a window adds to SLURM_ARRAY_TASK_ID, for programs that take their index from Slurm (as
-# Curator's submit_array.sh adds SHARD_INDEX_OFFSET); the batch script exports it, sharding.arrayenv
-# reads it, and --env may not set it.
-WINDOW_OFFSET_ENV = "HYPERION_SUBMIT_ARRAY_OFFSET"
 # Where a sharded program reads its shard: sharding.arrayenv's name first, then NeMo Curator's (else
 # SLURM_ARRAY_TASK_ID, the physical index in a window at an offset: Curator's submit_array.sh exports
 # SLURM_ARRAY_TASK_ID + SHARD_INDEX_OFFSET there). A Slurm array task gets NAME's value under both,
 # over any left in the submitting shell (which --export=ALL passes on: every task ran that shard); a
 # local one where its environment gives a total (`local_shard_env`). An --env of them comes later, wins.
-SHARD_INDEX_ENVS = ("HYPERION_ARRAY_SHARD_INDEX", "NEMO_CURATOR_SLURM_ARRAY_SHARD_INDEX")
-TOTAL_SHARDS_ENVS = ("HYPERION_ARRAY_TOTAL_SHARDS", "NEMO_CURATOR_SLURM_ARRAY_TOTAL_SHARDS")
+SHARD_INDEX_ENVS = names("SHARD_INDEX")
+TOTAL_SHARDS_ENVS = names("TOTAL_SHARDS")
 
 
 def local_shard_env(has_total: bool, value: int) -> dict[str, str | None]:

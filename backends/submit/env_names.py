@@ -23,7 +23,8 @@ task inherits the user's shell, and choosing a GPU there is the user's own call
 from __future__ import annotations
 
 from backends.errors import InputError
-from backends.submit.array import INTERNAL_PREFIX, WINDOW_OFFSET_ENV
+from backends.shard_env import WINDOW_OFFSET_ENV
+from backends.submit.array import INTERNAL_PREFIX
 
 FIELD = "--env"
 

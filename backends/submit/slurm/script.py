@@ -12,7 +12,8 @@ import shlex
 from typing import TYPE_CHECKING
 
 from backends import logheader
-from backends.submit.array import INTERNAL_PREFIX, SHARD_INDEX_ENVS, SHELL_NAME, WINDOW_OFFSET_ENV
+from backends.shard_env import WINDOW_OFFSET_ENV
+from backends.submit.array import INTERNAL_PREFIX, SHARD_INDEX_ENVS, SHELL_NAME
 from backends.submit.model import launch_prefix
 
 if TYPE_CHECKING:
