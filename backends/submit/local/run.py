@@ -502,6 +502,8 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
             finally:
                 log.flush()
                 elapsed = time.monotonic() - started
+                if _ends_mid_line(log):
+                    log.write("\n")
                 log.write(logheader.ended_line(code, logheader.iso_now(), int(elapsed)) + "\n")
                 log.flush()
                 kept = _same_file(task.log, log)
@@ -510,6 +512,28 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
     except OSError as err:
         raise LogWriteError(err, code) from None
     return code, elapsed, signum
+
+
+def _ends_mid_line(log) -> bool:
+    """Whether the task's output stopped mid-line (a message printed without a newline, a `\\r`
+    progress bar): the footer then needs a newline first, or it is glued to that line, no footer
+    line, and `status --failures` gives `fatal: ...# Ended (code 1) at ...` as the last line.
+    The log is open write-only: its last byte is read through /proc (the same file, also when the
+    task replaced the path); where that cannot be read, the footer is written as before."""
+    fd = log.fileno()
+    end = os.lseek(fd, 0, os.SEEK_CUR)
+    if end == 0:
+        return False
+    try:
+        reader = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.pread(reader, 1, end - 1) not in (b"\n", b"")
+    except OSError:
+        return False
+    finally:
+        os.close(reader)
 
 
 def _same_file(path: str, log) -> bool:

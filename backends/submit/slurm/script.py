@@ -90,7 +90,11 @@ def render_script(options: SubmitOptions, offset: int) -> str:
         f'( exec -- "${{{_CMD}[@]}}" ) >> "${_LOG}" 2>&1',
         f"{_RC}=$?",
         # a log the task removed is not made again with the footer alone: the wait then says it is missing
-        f'[ -f "${_LOG}" ] && ' + logheader.bash_footer(_RC).rstrip("\n") + f' >> "${_LOG}"',
+        # output that stopped mid-line (a message printed without a newline, a `\r` progress bar)
+        # gets its newline first: the footer glued to it was no footer line, and `status --failures`
+        # gave `fatal: ...# Ended (code 1) at ...` as the program's last line
+        f'[ -f "${_LOG}" ] && {{ [ -z "$(tail -c 1 -- "${_LOG}")" ] || echo >> "${_LOG}"; '
+        + logheader.bash_footer(_RC).rstrip("\n") + f' >> "${_LOG}"; }}',
         f'exit "${_RC}"',
     ]
     return "\n".join(lines) + "\n"
