@@ -751,9 +751,11 @@ def test_batch_script_and_record_follow_the_umask(slurm_cluster, test_site, cli_
 def test_a_task_slurm_runs_again_keeps_the_log_of_the_run_before(slurm_cluster, test_site, cli_env, tmp_path):
     """A requeued or preempted task: the batch script's `>` emptied the log at the restart, so the first
     run's output was gone while `status` showed `(restart 1)`. Both runs are now in the log, and Slurm's
-    q/slurm-JOB.err keeps its `CANCELLED ... DUE TO JOB REQUEUE` (sbatch's default truncated it)."""
+    q/slurm-JOB.err keeps its `CANCELLED ... DUE TO JOB REQUEUE` (sbatch's default truncated it). A run
+    cut off mid-line does not swallow the restart's marker."""
     proc = start(test_site, "--output-file", "log/r.log", "--", "sh", "-c",
-                 'echo "run ${SLURM_RESTART_COUNT:-0} output"; sleep 60', cwd=tmp_path, env=cli_env)
+                 'echo "run ${SLURM_RESTART_COUNT:-0} output"; printf "step 3/9"; sleep 60', cwd=tmp_path,
+                 env=cli_env)
     log = tmp_path / "log" / "r.log"
     record = tmp_path / "log" / "q" / "r.submit.json"
     try:
@@ -774,6 +776,8 @@ def test_a_task_slurm_runs_again_keeps_the_log_of_the_run_before(slurm_cluster, 
     first = lines.index("run 0 output")
     restarted = next(i for i, line in enumerate(lines) if line.startswith("# Restarted by Slurm (restart 1)"))
     assert lines[0].startswith("# Running: sh -c ") and first < restarted < lines.index("run 1 output")
+    # the first run was cut off mid-line (a progress line without its newline): the marker has its own
+    assert lines[restarted - 1] == "step 3/9"
     assert lines[restarted + 1].startswith("# Running: ") and lines[restarted + 2].startswith("# Started at ")
     # Slurm's own file keeps why the first run ended: the restart reopened it, and it was emptied
     assert f"JOB {job} ON " in slurm_err and "DUE TO JOB REQUEUE" in slurm_err, slurm_err

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 _LOG = INTERNAL_PREFIX + "log"
 _CMD = INTERNAL_PREFIX + "cmd"
 _RC = INTERNAL_PREFIX + "rc"
+# A newline where the log stops mid-line (a message printed without one, a `\r` progress bar): a line
+# of ours written after it stays a line of its own ($(...) drops a final newline, so "" is one or none)
+_LINE_ENDED = f'{{ [ -z "$(tail -c 1 -- "${_LOG}")" ] || echo >> "${_LOG}"; }}'
 
 
 def splice(text: str, name: str | None) -> str:
@@ -76,9 +79,10 @@ def render_script(options: SubmitOptions, offset: int) -> str:
     lines += [
         # A run Slurm restarts (requeued, preempted) keeps the run before it: `>` emptied the log, and
         # the first run's output was gone while the restart count was shown.
+        # (a run cut off mid-line, as a preempted one is, gets its newline first, as the footer below)
         f'if [ "${{SLURM_RESTART_COUNT:-0}}" -gt 0 ] 2>/dev/null && [ -f "${_LOG}" ]; then',
-        f"  echo '{logheader.RESTARTED_PREFIX}'\"$SLURM_RESTART_COUNT\"'); the run before it is above' "
-        f'>> "${_LOG}" || exit 1',
+        f"  {_LINE_ENDED} && echo '{logheader.RESTARTED_PREFIX}'\"$SLURM_RESTART_COUNT\"'); the run before "
+        f'it is above\' >> "${_LOG}" || exit 1',
         "else",
         f'  : > "${_LOG}" || exit 1',
         "fi",
@@ -90,11 +94,9 @@ def render_script(options: SubmitOptions, offset: int) -> str:
         f'( exec -- "${{{_CMD}[@]}}" ) >> "${_LOG}" 2>&1',
         f"{_RC}=$?",
         # a log the task removed is not made again with the footer alone: the wait then says it is missing
-        # output that stopped mid-line (a message printed without a newline, a `\r` progress bar)
-        # gets its newline first: the footer glued to it was no footer line, and `status --failures`
-        # gave `fatal: ...# Ended (code 1) at ...` as the program's last line
-        f'[ -f "${_LOG}" ] && {{ [ -z "$(tail -c 1 -- "${_LOG}")" ] || echo >> "${_LOG}"; '
-        + logheader.bash_footer(_RC).rstrip("\n") + f' >> "${_LOG}"; }}',
+        # output that stopped mid-line gets its newline first: the footer glued to it was no footer
+        # line, and `status --failures` gave `fatal: ...# Ended (code 1) at ...` as the last line
+        f'[ -f "${_LOG}" ] && {{ {_LINE_ENDED}; ' + logheader.bash_footer(_RC).rstrip("\n") + f' >> "${_LOG}"; }}',
         f'exit "${_RC}"',
     ]
     return "\n".join(lines) + "\n"
