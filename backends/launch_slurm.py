@@ -226,7 +226,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             err_stream.line(f"{PROG}: {rerun_note}")
         progress = Progress(len(record.tasks), stream=err_stream)
         try:
-            outcome = wait(record, progress, stop, floor=plan.site.poll_interval)
+            outcome = wait(record, progress, stop, floor=plan.site.poll_interval,
+                           say=lambda line: progress.note(f"{PROG}: {line}"))
         finally:
             progress.close()
         if outcome.unrecorded:      # said however the wait ends: a hangup or Ctrl-C too

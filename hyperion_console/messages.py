@@ -62,13 +62,17 @@ class JobsUpdated(Message):
     failed: the ask for what ended tasks used (`usage_asked`: None then says it answered), or the
     last look for requeues of a run whose every task ended. `recorded`: every task ended and every
     end is the one the attempt history held (Slurm was asked only whether it ran one again).
+    `slots`: what moving slots between the windows of a shared --max-jobs-run could not do (None:
+    nothing failing), said on the status line while it lasts.
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
                  problem: str | None = None, warning: str | None = None, rows_only: bool = False,
-                 usage_asked: bool = False, behind: str | None = None, recorded: bool = False) -> None:
+                 usage_asked: bool = False, behind: str | None = None, recorded: bool = False,
+                 slots: str | None = None) -> None:
         super().__init__()
+        self.slots = slots                # the core's `slots_problem` line while moving slots fails
         self.recorded = recorded
         self.usage_asked = usage_asked
         self.behind = behind

@@ -31,6 +31,7 @@ from backends.watch.usage import usage_from_json
 from backends.client import QueryStopped
 from backends.watch.slurm.accounting import QueryError, Runner, stoppable
 from backends.watch.targets import fill_missing_usage, shown_as_recorded
+from backends.watch.throttle import slots_problem
 from backends.watch.wait import watcher
 
 from .record_cache import cached_record
@@ -55,6 +56,7 @@ class Seen:
     usage_asked: bool = False           # the answer of an ask for what ended tasks used
     behind: str | None = None           # what did not answer (the core's line): the ledger's is shown
     recorded: bool = False              # all ended, every end the ledger's: Slurm only said none ran again
+    slots: str | None = None            # what moving slots between windows could not do (`slots_problem`)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             ended_here.append(True)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
+        slots = None if throttler is None or update.all_terminal else slots_problem(throttler.failure)
         keys = dict.fromkeys(state.key for state in update.changed)
         usage = update.current_usage()           # as `watch` shows it: a running task's time used too
         for key, used in usage.items():          # accounting tells usage a poll or two after the end
@@ -127,7 +130,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         recorded = update.all_terminal and not ended_here
         with shown.lock:
             deliver(Seen(fresh(made), update.error, update.all_terminal, update.as_of, update.problem,
-                         finals.error, behind=behind, recorded=recorded))
+                         finals.error, behind=behind, recorded=recorded, slots=slots))
         return False
 
     def waiting(update) -> None:
@@ -137,7 +140,8 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
             made = tuple(task_row(history, tasks[s.key], update.states, usage_seen) for s in update.changed
                          if s.key in tasks)
             with shown.lock:
-                deliver(Seen(fresh(made), None, False, update.as_of, update.problem))
+                deliver(Seen(fresh(made), None, False, update.as_of, update.problem,
+                             slots=slots_problem(throttler.failure) if throttler is not None else None))
 
     poller.run(observe, stop, waiting)
     watched.set()

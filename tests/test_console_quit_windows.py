@@ -224,3 +224,50 @@ def test_opening_another_record_says_the_windows_it_leaves_unwatched(tmp_path: P
             assert said[0][1].endswith(f"wait for them again with: hyperion-jobs watch {record}")
 
     asyncio.run(scenario())
+
+
+def test_a_refused_raise_of_the_next_window_shows_on_the_status_line_and_once_as_a_notification(
+        tmp_path: Path, monkeypatch) -> None:
+    """The console's watch moves a drained window's slots to the next, and scontrol refuses: the
+    screen showed the next window PENDING with nothing to say why. The core's line is on the status
+    line, beside the other live warnings, with Slurm's words made printable, while it lasts."""
+    from test_console_fixtures import notifications
+
+    from backends.records.record import load_record
+    from backends.watch.slurm.accounting import CommandResult
+    from backends.watch.throttle import Throttler
+
+    record = windowed_record(tmp_path)
+    states = states_of(record, ("7001",))
+    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            return CommandResult(0, "7002_[0-9%1]|0-9%1|JobArrayTaskLimit|7002|\n"
+                                    "7003_[0-4%1]|0-4%1|JobHeldUser|7003|\n", "")
+        return CommandResult(1, "", "slurm_update error: Access/permission denied [red]\x1b[2J\n")
+
+    class Twice(FakePoller):
+        """Two answers alike: a second refusal, the same, is not notified again."""
+        def run(self, observer, stop, waiting=None):
+            observer(self.update)
+            observer(self.update)
+            stop.wait(30)
+            return self.update
+
+    throttler = Throttler.for_record(load_record(record), QueryBudget(), runner)
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (Twice(update), throttler))
+    said = ("could not move free slots to job 7002 (its throttle to 2): scontrol update failed (rc 1): "
+            "slurm_update error: Access/permission denied [red]\\x1b[2J; trying again at the next poll")
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+            status = app.jobs_screen.query_one("#poll-status")
+            await wait_for(pilot, lambda: len([m for m in posted(seen, JobsUpdated) if m.slots]) >= 2, 10)
+            await pilot.pause()
+            assert said in status.line().plain, status.line().plain
+            assert notifications(app).count(said) == 1, notifications(app)
+
+    asyncio.run(scenario())

@@ -14,7 +14,7 @@ from backends.watch.slurm.control import (
     set_throttle,
     throttle_argv,
 )
-from backends.watch.throttle import ThrottleChange, Throttler, WindowLoad, plan_changes, window_loads
+from backends.watch.throttle import ThrottleChange, Throttler, WindowLoad, plan_changes, slots_problem, window_loads
 
 
 @pytest.mark.parametrize("demands,limit,shares", [
@@ -179,3 +179,92 @@ def test_a_release_refused_after_its_raise_reads_the_windows_again_before_asking
     throttler(states)
     assert [c[:2] for c in calls] == [["squeue", "-j"], ["scontrol", "update"], ["scontrol", "release"],
                                      ["squeue", "-j"], ["scontrol", "update"], ["scontrol", "release"]]
+
+
+def test_a_refused_move_is_said_once_with_slurms_words_and_its_end_once():
+    """A held window whose release scontrol refuses (an admin's hold, a user who is no operator):
+    nothing said so, and the user stared at a window PENDING for ever. A watcher polls every few
+    seconds: the line is said once while the same refusal lasts, and once that it went through."""
+    from backends.watch.throttle import SlotsNotice, slots_problem
+
+    refuse = ["11_0-2: Access/permission denied\x1b]52;c;eA==\x07\n"]
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldAdmin|11|\n", "")
+        if argv[1] == "release" and refuse:
+            return CommandResult(1, "", refuse[0])
+        return CommandResult(0, "", "")
+
+    throttler = Throttler([("10", (1,)), ("11", (0, 1, 2))], 2, QueryBudget(), runner)
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED)}
+    notice = SlotsNotice()
+    assert slots_problem(throttler.failure) is None and notice.news(throttler) is None
+    throttler(states)
+    line = slots_problem(throttler.failure)
+    assert line == ("could not release held job 11 to run on the slots the other windows freed: scontrol release "
+                    "failed (rc 1): 11_0-2: Access/permission denied\\x1b]52;c;eA==\\x07; trying again at the next poll")
+    assert notice.news(throttler) == line
+    throttler(states)
+    assert notice.news(throttler) is None          # the same refusal at the next poll: not said again
+    refuse.clear()
+    assert throttler(states) == (ThrottleChange("11", 2, release=True),)
+    assert slots_problem(throttler.failure) is None
+    assert notice.news(throttler) == "slots moved again: job 11 released, up to 2 at once"
+    assert notice.news(throttler) is None
+
+
+def test_a_poll_that_asks_slurm_nothing_leaves_the_refusal_said():
+    """Out of query budget the throttler asks nothing: that is no sign the refusal is over."""
+    from backends.watch.throttle import slots_problem
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[2-3%1]|2-3%1|JobArrayTaskLimit|11|\n", "")
+        return CommandResult(1, "", "slurm_update error: Invalid job id specified\n")
+
+    budget = QueryBudget()
+    throttler = Throttler([("10", (1,)), ("11", (1, 2, 3))], 2, budget, runner)
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED), ("11", 1): TaskState("11", 1, JobState.COMPLETED)}
+    throttler(states)
+    said = slots_problem(throttler.failure)
+    assert said is not None and said.startswith("could not move free slots to job 11 (its throttle to 2): "
+                                                "scontrol update failed (rc 1): slurm_update error: Invalid job id")
+    budget.charge(budget.room())
+    assert throttler(states) == () and slots_problem(throttler.failure) == said
+
+
+def test_hyperion_jobs_watch_says_a_refused_move_once_in_lines_and_under_its_live_table():
+    """`hyperion-jobs watch RECORD` drives the same throttler: piped, a line once per refusal and
+    once when the slots move; on a terminal, a line under the table while the refusal lasts."""
+    import io
+
+    from rich.console import Console
+
+    from backends.cli.jobs.watching import PlainView, render_watch
+    from backends.watch.poller import PollUpdate
+    from backends.watch.terminal import SafeStream
+
+    answers = iter([CommandResult(1, "", "Unable to contact slurm controller\n")] * 2 + [CommandResult(0, "", "")] * 9)
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[2-3%1]|2-3%1|JobArrayTaskLimit|11|\n", "")
+        return next(answers)
+
+    throttler = Throttler([("10", (1,)), ("11", (1, 2, 3))], 2, QueryBudget(), runner)
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED), ("11", 1): TaskState("11", 1, JobState.COMPLETED)}
+    out = io.StringIO()
+    view = PlainView("r.json", SafeStream(out))
+    for poll in range(3):
+        throttler(states)
+        view.slots(throttler)
+        if poll == 0:
+            console = Console(file=io.StringIO(), width=200)
+            console.print(render_watch("r.json", PollUpdate({}, (), None, False, 1.0, None, 1.0), [],
+                                       slots=slots_problem(throttler.failure)))
+            assert "could not move free slots to job 11 (its throttle to 2)" in console.file.getvalue()
+    lines = [line.split(" ", 1)[1] for line in out.getvalue().splitlines()]
+    assert lines == ["could not move free slots to job 11 (its throttle to 2): scontrol update failed (rc 1): "
+                     "Unable to contact slurm controller; trying again at the next poll",
+                     "slots moved again: job 11 up to 2 at once"]

@@ -157,6 +157,49 @@ def test_a_reattached_watch_moves_slots_to_a_window_with_a_task_updated_on_its_o
     assert raises == 1, calls.read_text()
 
 
+REFUSING_RELEASE = """\
+#!/bin/bash
+if [ "$1" = release ] && [ "$(wc -l < {count})" -lt {times} ]; then
+  echo refused >> {count}
+  echo "$2: Access/permission denied" >&2
+  exit 1
+fi
+exec {real} "$@"
+"""
+
+
+def test_a_held_window_whose_release_is_refused_is_said_once_and_again_when_it_runs(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """The user's session on a site where their release of a held window is refused (an admin's hold,
+    a user who is no operator: here our own scontrol's `release`, refused twice): --max-jobs-run 1
+    over two windows, the second submitted held. Nothing said so: the wait showed `pending 2` for
+    as long as the refusal lasted, with no word why. It says what could not be done once (not at each
+    poll), and once that the slots moved; the run then ends as asked."""
+    repo = Path(__file__).resolve().parents[1]
+    bin_dir, count = tmp_path / "wrap", tmp_path / "refused"
+    bin_dir.mkdir()
+    count.write_text("")
+    (bin_dir / "scontrol").write_text(REFUSING_RELEASE.format(count=count, times=2, real=shutil.which("scontrol")))
+    (bin_dir / "scontrol").chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}", "PYTHONPATH": str(repo)}
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=999:1002",
+                     "--max-jobs-run", "1", "--output-file", "log/r.JOB.log", "--", task, "JOB", "1",
+                     cwd=tmp_path, env=env, timeout=300)
+    record = load_record(tmp_path / "log/q/r.JOB.submit.json")
+    subprocess.run(["scancel", *(j.job_id for j in record.jobs)], capture_output=True)
+    assert result.returncode == 0, result.stderr
+    held = record.jobs[1].job_id
+    lines = result.stderr.splitlines()
+    refused = [line for line in lines if line.startswith("hyperion-submit: could not ")]
+    assert refused == [f"hyperion-submit: could not release held job {held} to run on the slots the other "
+                       f"windows freed: scontrol release failed (rc 1): {held}: Access/permission denied; "
+                       "trying again at the next poll"], lines
+    assert count.read_text().count("refused") == 2           # asked again at the next poll, and refused
+    moved = f"hyperion-submit: slots moved again: job {held} released, up to 1 at once"
+    assert lines.count(moved) == 1 and lines.index(refused[0]) < lines.index(moved), lines
+    assert lines[-1] == "done 4/4 failed 0 running 0 pending 0", lines
+
+
 # --- 2. requeues -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("limit", [("JOB=1:2",), ("JOB=1:3", "--max-jobs-run", "1")], ids=["all-running", "one-at-a-time"])

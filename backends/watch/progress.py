@@ -121,6 +121,14 @@ class Progress:
             self.stream.write(f"{stale}\n")
             self._problem = (problem, now)
 
+    def note(self, line: str) -> None:
+        """A line of its own (a warning) above the progress line, which is drawn again under it."""
+        if self.live and self._drawn:
+            self.stream.write("\r\x1b[K" + line + "\n" + (self._last or ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
     def close(self) -> None:
         """End the live line so later output starts on a fresh line."""
         if self.live and self._drawn:

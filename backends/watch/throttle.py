@@ -13,9 +13,10 @@ were (never above N, possibly fewer than N busy).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
+from backends.printable import printable
 from backends.records.record import SubmitRecord, reattach_command
 from backends.states import JobState, TaskState
 from backends.watch.budget import QueryBudget
@@ -44,6 +45,19 @@ class ThrottleChange:
     job_id: str
     throttle: int
     release: bool = False
+
+
+@dataclass(frozen=True)
+class SlotFailure:
+    """The throttler's call Slurm refused (or did not answer): what it was for, and what it said.
+
+    `action`: "read" (the one squeue of the windows' throttles), "raise" (`job_id`'s throttle to
+    `throttle`) or "release" (held `job_id`); `message` the QueryError's text."""
+
+    action: str
+    job_id: str | None = None
+    throttle: int | None = None
+    message: str = ""
 
 
 def _taken(load: WindowLoad) -> int:
@@ -122,8 +136,64 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
             f"{record.reattach or reattach_command(record.path)}")
 
 
+def slots_problem(failure: SlotFailure | None) -> str | None:
+    """The line a watcher shows while its last try to move slots failed (None: nothing failing).
+
+    Nothing else said it: scontrol refused a drained window's slots to the next (no permission to
+    release a hold, the controller down, a job id gone), and the user saw the next window PENDING
+    for ever. The watcher tries again at every poll, so the line says that too."""
+    if failure is None:
+        return None
+    lines = [line for line in failure.message.splitlines() if line.strip()]
+    said = printable(lines[0].strip() if lines else "no answer")
+    job = printable(str(failure.job_id))
+    if failure.action == "read":
+        what = "could not read the array windows' throttles to move free slots between them"
+    elif failure.action == "release":
+        what = f"could not release held job {job} to run on the slots the other windows freed"
+    else:
+        what = f"could not move free slots to job {job} (its throttle to {failure.throttle})"
+    return f"{what}: {said}; trying again at the next poll"
+
+
+def slots_recovered(moved: Sequence[ThrottleChange]) -> str:
+    """What a watcher that said `slots_problem` says once the next try went through."""
+    if not moved:
+        return "slots: Slurm no longer refuses; no window waits for free slots now"
+    done = ", ".join(f"job {printable(c.job_id)} {'released, ' if c.release else ''}up to {c.throttle} at once"
+                     for c in moved)
+    return f"slots moved again: {done}"
+
+
+class SlotsNotice:
+    """What a watch that prints lines says of moving slots: each distinct failure once while the
+    trouble lasts (a watcher polls every few seconds), and once that it went through again."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def news(self, throttler: "Throttler | None") -> str | None:
+        """The line to print after this call of `throttler`, or None (nothing new)."""
+        if throttler is None:
+            return None
+        line = slots_problem(throttler.failure)
+        if line is None:
+            if not self._said:
+                return None
+            self._said.clear()
+            return slots_recovered(throttler.moved)
+        if line in self._said:
+            return None
+        self._said.add(line)
+        return line
+
+
 class Throttler:
-    """Called with every poll's states; moves slots between windows through scontrol."""
+    """Called with every poll's states; moves slots between windows through scontrol.
+
+    `failure`: the last try's refusal (`slots_problem` words it), kept until a later try asks
+    Slurm again and is not refused (a poll that asks nothing, out of budget, leaves it); `moved`:
+    the changes of the last try that went through."""
 
     def __init__(self, windows: Sequence[tuple[str, tuple[int, ...]]], limit: int,
                  budget: QueryBudget, runner: Runner = run_command) -> None:
@@ -133,7 +203,9 @@ class Throttler:
         self._runner = runner
         self._control: dict[str, WindowControl] | None = None
         self._throttles: dict[str, int] = {}   # each window's last known %N (read, or set by us)
-        self.error: str | None = None       # the last scontrol/squeue failure, retried next time
+        self.failure: SlotFailure | None = None     # the last scontrol/squeue failure, retried next time
+        self.moved: tuple[ThrottleChange, ...] = ()
+        self._step: SlotFailure | None = None       # the call being made: what a failure of it was for
 
     @classmethod
     def for_record(cls, record: SubmitRecord, budget: QueryBudget, runner: Runner = run_command,
@@ -152,20 +224,30 @@ class Throttler:
                    for job, tasks in expected(record).items()]
         return cls([(job, tasks) for job, tasks in windows if tasks], limit, budget, runner)
 
+    @property
+    def error(self) -> str | None:
+        """The last failure's text (None: the last try went through)."""
+        return self.failure.message if self.failure is not None else None
+
     def __call__(self, states: Mapping[Key, TaskState]) -> tuple[ThrottleChange, ...]:
         """Apply what `plan_changes` says for these states; the changes made."""
-        self.error = None
+        self._step = None
         try:
             if self._control is None:
                 if self._budget.room() < 1:
                     return ()
                 self._budget.charge(1)
+                self._step = SlotFailure("read")
                 self._control = self._known(pending_arrays([job for job, _ in self._windows], self._runner))
             loads = window_loads(self._windows, states, self._control)
-            return self._apply(plan_changes(loads, self._limit))
+            done = self._apply(plan_changes(loads, self._limit))
         except QueryError as exc:
-            self.error = str(exc)
+            self.failure = replace(self._step or SlotFailure("read"), message=str(exc))
             return ()
+        if self._step is not None:      # Slurm was asked and refused nothing: a failure said is over
+            self.failure = None
+            self.moved = done
+        return done
 
     def _known(self, read: Mapping[str, WindowControl]) -> dict[str, WindowControl]:
         """`read` with each window's last known throttle where its row names none: Slurm drops the
@@ -192,9 +274,11 @@ class Throttler:
             # ended tasks (naming them beside "No error"), and a call that failed may have changed
             # part of it (a raise taken, its release refused): only the controller says
             self._control = None
+            self._step = SlotFailure("raise", change.job_id, change.throttle)
             set_throttle(change.job_id, change.throttle, self._runner)
             self._throttles[change.job_id] = change.throttle
             if change.release:
+                self._step = SlotFailure("release", change.job_id, change.throttle)
                 release(change.job_id, self._runner)
             done.append(change)
         return tuple(done)

@@ -20,7 +20,7 @@ from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
 from backends.watch.rows import expected, expected_tasks
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
-from backends.watch.throttle import Throttler
+from backends.watch.throttle import SlotsNotice, Throttler
 from backends.shellwords import shell_quote
 
 
@@ -88,22 +88,28 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
 
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
          stop: threading.Event | None = None, *, floor: float | None = None,
-         runner: Runner | None = None) -> Outcome:
+         runner: Runner | None = None, say: Callable[[str], None] | None = None) -> Outcome:
     """Poll until every task of `record` is terminal, one can never run, or `stop` is set; judge it.
 
     Each task's final state goes into the submission's ledger as soon as it is seen. The
     observer also hears of a query Slurm has not answered for a while (see Poller.run), so a
-    progress line says it is stale while Slurm hangs.
+    progress line says it is stale while Slurm hangs. `say` hears, once each, what moving slots
+    between the windows of a shared --max-jobs-run could not do (and when it works again,
+    `SlotsNotice`): unsaid, the next window stayed PENDING without a word.
     """
     stop = stop or threading.Event()
     poller, throttler = watcher(record, floor=floor, runner=runner, stop=stop)
     finals = FinalsRecorder(record.path, record.tasks)
     found: list[tuple[TaskRecord, str]] = []
+    notice = SlotsNotice()
 
     def watch(update: PollUpdate) -> bool:
         finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
+            news = notice.news(throttler)
+            if news and say is not None:
+                say(news)
         if observer is not None:
             observer(update)
         found[:] = never_running(record, update.states)

@@ -148,6 +148,7 @@ class JobsScreen(ConsoleScreen):
         self._polling = False
         self._never_told: set = set()
         self._warned: set[str] = set()
+        self._slots_told: set[str] = set()     # moving slots' failures notified while they last
         self._derived_timer = None
         self._ticks = 0
         self._columns = "states"
@@ -403,6 +404,7 @@ class JobsScreen(ConsoleScreen):
         self._told_errors = set()
         self._never_told = set()
         self._warned: set[str] = set()
+        self._slots_told = set()
         latest = history.latest_tasks()
         ended = {record_key(t): t for t in latest if history.final(t) is not None} if history.ledger.finals else {}
         known = rows_now(history, ended, {})
@@ -458,7 +460,7 @@ class JobsScreen(ConsoleScreen):
             if not stop.is_set():
                 self.app.call_from_thread(self.post_message, JobsUpdated(
                     path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning,
-                    seen.rows_only, seen.usage_asked, seen.behind, seen.recorded))
+                    seen.rows_only, seen.usage_asked, seen.behind, seen.recorded, seen.slots))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -507,6 +509,7 @@ class JobsScreen(ConsoleScreen):
                 status.source = "the attempt history"
             self.say_behind("look for requeues", message.behind)
         status.report(message.as_of, message.problem, message.all_terminal)
+        self.say_slots(message.slots)
         # an outage: elapsed stops at the last answer, as the status line says how old that is
         self.table.index.held = (status.as_of or time.time()) if message.problem else None
         self.apply_states(message.changed, message.as_of)
@@ -531,6 +534,17 @@ class JobsScreen(ConsoleScreen):
         if behind and behind not in self._warned:
             self._warned.add(behind)
             tell(self, behind, title=ask, severity="warning", timeout=10)
+
+    def say_slots(self, line: str | None) -> None:
+        """What moving slots between the windows of a shared --max-jobs-run could not do: on the status
+        line while it lasts (None clears it), and a notification once per failure while the trouble
+        lasts. Unsaid, the next window stayed PENDING with nothing to tell why."""
+        self.query_one("#poll-status", PollStatus).note("slots", line)
+        if line is None:
+            self._slots_told.clear()
+        elif line not in self._slots_told:
+            self._slots_told.add(line)
+            tell(self, line, title="moving slots (retrying)", severity="warning", timeout=10)
 
     def apply_states(self, changed: Iterable, as_of: float | None = None) -> None:
         """Update the rows that changed, the map, the summary and the views derived from the rows."""

@@ -50,7 +50,7 @@ from backends.watch.targets import (
     resolve,
 )
 from backends.watch.terminal import SafeStream
-from backends.watch.throttle import unwatched_line
+from backends.watch.throttle import SlotsNotice, slots_problem, unwatched_line
 from backends.watch.wait import never_running, said_path, task_label, watcher
 
 
@@ -129,6 +129,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
+            view.slots(throttler)
         view.show(update, _rows_for(history, update, job_history, target))
         never[:] = _never(target, update)
         return bool(never)
@@ -288,12 +289,19 @@ class PlainView:
         self._problem: str | None = None
         self._problem_at = 0.0
         self._said: dict[tuple[str, int | None], str] = {}
+        self._slots = SlotsNotice()
 
     def __enter__(self) -> "PlainView":
         return self
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+    def slots(self, throttler) -> None:
+        """What moving slots between windows could not do, once per failure, and once that it works again."""
+        news = self._slots.news(throttler)
+        if news:
+            self.out.line(f"{_now()} {news}")
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
         for key, text in in_row_order(self._lines(update, rows), rows):
@@ -361,6 +369,7 @@ class LiveView:
             self.console = Console()
         self.live = Live(console=self.console, auto_refresh=False, transient=False)
         self._shown: tuple[PollUpdate, Sequence[TaskRow]] | None = None
+        self._slots: str | None = None      # `slots_problem` while it lasts: under the table
         self._drawn: tuple[object, float] = (None, 0.0)     # terminal size and monotonic time of the last frame
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -382,6 +391,10 @@ class LiveView:
         except (OSError, ValueError):
             pass
 
+    def slots(self, throttler) -> None:
+        """What moving slots between windows could not do, shown while it lasts (drawn with the next `show`)."""
+        self._slots = slots_problem(throttler.failure)
+
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
         """Redraw; a terminal gone away ends the display, not the watch."""
         self._shown = (update, rows)
@@ -393,7 +406,7 @@ class LiveView:
                 return
             try:
                 size = self.console.size
-                self.live.update(FittedWatch(self.name, *self._shown), refresh=True)
+                self.live.update(FittedWatch(self.name, *self._shown, slots=self._slots), refresh=True)
             except (OSError, ValueError):
                 self.broken = True
                 SafeStream(sys.stdout).lose()
@@ -428,8 +441,8 @@ class FittedWatch:
     40-line terminal blank behind "... and 3 more". Being measured at each refresh, a resized
     terminal is filled at once, not at the next poll."""
 
-    def __init__(self, name: str, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
-        self.name, self.update, self.rows = name, update, rows
+    def __init__(self, name: str, update: PollUpdate, rows: Sequence[TaskRow], slots: str | None = None) -> None:
+        self.name, self.update, self.rows, self.slots = name, update, rows, slots
 
     def __rich_console__(self, console, options):
         from rich.segment import Segment
@@ -437,7 +450,8 @@ class FittedWatch:
         height = options.max_height
 
         def render(budget: int) -> list:
-            return console.render_lines(render_watch(self.name, self.update, self.rows, max_rows=budget),
+            return console.render_lines(render_watch(self.name, self.update, self.rows, max_rows=budget,
+                                                     slots=self.slots),
                                         options.update(height=None), pad=False)
 
         for line in fit_rows(render, height, len(unfinished_rows(self.rows))):
@@ -500,8 +514,9 @@ def left_out_line(left_out: Sequence[TaskRow]) -> str:
     return printable(f"... and {len(left_out)} more: {counts}")
 
 
-def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_rows: int = 20):
-    """The watch screen as a rich renderable (pure: easy to test)."""
+def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_rows: int = 20,
+                 slots: str | None = None):
+    """The watch screen as a rich renderable (pure: easy to test); `slots`: `slots_problem`'s line."""
     from rich.console import Group
     from rich.progress_bar import ProgressBar
     from rich.table import Table
@@ -526,6 +541,8 @@ def render_watch(name: str, update: PollUpdate, rows: Sequence[TaskRow], max_row
     parts = [header, counts, tasks]
     if left_out:
         parts.append(Text(left_out_line(left_out)))
+    if slots:       # printable already
+        parts.append(Text(slots, style="yellow"))
     stale = staleness(update)
     if stale:
         parts.append(Text(stale, style="red"))
