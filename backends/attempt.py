@@ -347,20 +347,22 @@ def _q_folders(plan: SubmitPlan) -> set[Path]:
 
     ``exp/1/log/c.log`` may be task 1 of ``exp/JOB/log/c.log``, whose q/ is
     exp/JOB/log/q: the nearest of a log's last few folders that holds a digit,
-    and beside it every folder whose name could hold a NAME (listed once per
-    parent, whatever the number of tasks).
+    and beside it every folder whose name could be it with a NAME in place of
+    the number (listed once per parent, whatever the number of tasks). Only
+    those are looked into: ``/scratch/user7/exp/log`` looked for a q/ under
+    each of /scratch's thousands of folders, at every submission.
     """
     folders = {Path(plan.q_dir)}
-    places: set[tuple[str, tuple[str, ...]]] = set()    # (parent, the folders below the numbered one)
+    places: set[tuple[str, str, tuple[str, ...]]] = set()   # (parent, the numbered folder, the folders below it)
     for folder in {os.path.dirname(task.log) for task in plan.tasks}:
         folders.add(Path(folder) / "q")
         parts = Path(folder).parts
         for depth in range(1, min(NAME_FOLDER_DEPTH, len(parts) - 1) + 1):
             if any(ch.isdigit() for ch in parts[-depth]):
-                places.add((str(Path(*parts[:-depth])), parts[len(parts) - depth + 1:]))
+                places.add((str(Path(*parts[:-depth])), parts[-depth], parts[len(parts) - depth + 1:]))
                 break
     listed: dict[str, list[str]] = {}
-    for parent, below in places:
+    for parent, numbered, below in places:
         if parent not in listed:
             try:
                 with os.scandir(parent) as entries:
@@ -368,7 +370,8 @@ def _q_folders(plan: SubmitPlan) -> set[Path]:
                                       if not _NAME_START.isdisjoint(e.name) and e.is_dir()]
             except OSError:
                 listed[parent] = []
-        folders |= {Path(parent, other, *below, "q") for other in listed[parent]}
+        folders |= {Path(parent, other, *below, "q") for other in listed[parent]
+                    if _differ_at_a_name(other, numbered)}
     return folders
 
 
@@ -402,14 +405,15 @@ def _neighbours(plan: SubmitPlan) -> list[Path]:
     return unique
 
 
-def refuse_shared_live_logs(plan: SubmitPlan) -> None:
+def refuse_shared_live_logs(plan: SubmitPlan, neighbours: list[Path] | None = None) -> None:
     """Refuse when another pattern's submission still has a task to run or running that writes one of the
     plan's logs (``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs or waits: the new
-    run would truncate the log it writes). Only records whose names could name our logs are read.
+    run would truncate the log it writes). Only records whose names could name our logs are read;
+    `neighbours`: those records when the caller found them already (`_neighbours`).
     """
     real: dict[str, str] = {}
     logs = {_file_key(task.log, real): task.log for task in plan.tasks}
-    for path in _neighbours(plan):
+    for path in _neighbours(plan) if neighbours is None else neighbours:
         try:
             current = load_record(path)
         except InputError:
@@ -466,10 +470,10 @@ def _log_writers(histories: Sequence[History], real: dict[str, str]) -> dict[str
     return found
 
 
-def _sharing_histories(plan: SubmitPlan) -> dict[str, History]:
+def _sharing_histories(plan: SubmitPlan, neighbours: list[Path] | None = None) -> dict[str, History]:
     """The readable histories of the patterns that could share the plan's logs, by record path."""
     found = {}
-    for path in _neighbours(plan):
+    for path in _neighbours(plan) if neighbours is None else neighbours:
         try:
             found[str(path)] = load_history(str(path))
         except InputError:
@@ -486,14 +490,15 @@ def _can_join(record_path: str) -> bool:
     return True
 
 
-def plan_moves(plan: SubmitPlan, history: History | None) -> list[PlannedMove]:
+def plan_moves(plan: SubmitPlan, history: History | None,
+               neighbours: list[Path] | None = None) -> list[PlannedMove]:
     """Every existing file the plan would write (task logs, batch scripts), and whose attempt it joins:
     a log goes to the attempt, of this pattern or another sharing it, that wrote it last
     (`log_owner.last_writer`); when that cannot be told, to our newest attempt that planned it, else to
     our newest attempt (0 before the first). A batch script goes to our newest attempt that submitted
-    it (`History.script_writers`), else to our newest attempt."""
+    it (`History.script_writers`), else to our newest attempt. `neighbours`: see `refuse_shared_live_logs`."""
     real: dict[str, str] = {}
-    others = _sharing_histories(plan)
+    others = _sharing_histories(plan, neighbours)
     candidates = _log_writers([*([history] if history is not None else []), *others.values()], real)
     own = _own_writers(history)
     latest = history.latest_number if history is not None else 0
@@ -688,9 +693,10 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
                 raise InputError(FIELD, f"{printable(plan.record_path)} is gone since this rerun was planned "
                                  "(moved or deleted); nothing ran")
             refuse_unrecorded_jobs(plan.record_path, plan.options.array is not None)
-            refuse_shared_live_logs(plan)
+            neighbours = _neighbours(plan)     # looked for once: under the lock, both see the same folders
+            refuse_shared_live_logs(plan, neighbours)
             check_bookkeeping(plan.record_path)
-            moves = plan_moves(plan, history)
+            moves = plan_moves(plan, history, neighbours)
         except InputError as exc:
             raise _refusal(kind, exc) from None
         if on_begin is not None:

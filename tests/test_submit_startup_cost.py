@@ -84,3 +84,30 @@ def test_a_local_run_collects_no_garbage_while_starting_and_as_usual_while_its_t
     # status 0; no collection walked the start-up's objects; the collector on while the tasks ran;
     # after main: on again, nothing left frozen
     assert result.stderr.split()[-5:] == ["0", "0", "True", "True", "0"], result.stderr
+
+
+def test_a_submission_looks_into_no_sibling_folder_that_cannot_be_its_own_with_a_name(tmp_path):
+    """``/scratch/user7/exp/log/t.log`` looked for a q/ under each folder beside user7 (a NAME folder
+    such as ``userJOB`` could write its logs): on a shared /scratch, thousands of look-ups at every
+    submission. Only the folders that are user7 with a NAME in place of its number are looked into."""
+    for sibling in ("u1", "u2", "alice", "bob3", "user8x", "userJOB"):
+        (tmp_path / sibling).mkdir()
+    exp = tmp_path / "user7" / "exp"
+    exp.mkdir(parents=True)
+    code = (
+        "import os, sys\n"
+        "seen = []\n"
+        "scandir = os.scandir\n"
+        "os.scandir = lambda path='.': (seen.append(os.fspath(path)), scandir(path))[1]\n"
+        "from backends.cli.submit import main\n"
+        f"status = main(['local', '--cfg', {str(TEST_SITE)!r}, '--output-file', 'log/t.log', '--', 'true'])\n"
+        "print(status, *sorted(seen), sep='\\n', file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}   # this checkout's code
+    result = subprocess.run([sys.executable, "-c", code], cwd=exp, capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL, env=env)
+    assert "task: ok" in result.stdout, result.stderr
+    status, *looked = result.stderr.splitlines()
+    assert status == "0"
+    beside = [os.path.relpath(p, tmp_path) for p in looked if not p.startswith(str(tmp_path / "user7"))]
+    assert beside == [".", "userJOB/exp/log/q"], looked     # the listing of tmp_path, and userJOB's q/ alone
