@@ -13,7 +13,7 @@ from typing import Any, NoReturn, Sequence
 from backends import jsontext
 from backends.errors import FieldError, check_working_dir, reader_gone
 from backends.printable import escape_unencodable_output, printable
-from sharding.coverage import Coverage, build_coverage, coverage, coverage_json, too_many_shards
+from sharding.coverage import Coverage, Standing, build_coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
 from sharding.retry import (
     RetryPlan,
@@ -99,11 +99,13 @@ def _show(path: str, as_json: bool) -> int:
     _warn(cov.problems)
     attempts = {r.attempt for r in cov.failed}
     unnamed = cov.unnamed   # a user's own failed-task folder names no shard
-    since = sum(cov.complete_since(r) for r in cov.failed)   # old failures: the shard is complete now
+    standings = [cov.standing(r) for r in cov.failed]
+    since = standings.count(Standing.COMPLETE_SINCE)    # old failures: the shard is complete now
+    after = standings.count(Standing.FAILED_AFTER)      # a rerun of a complete shard failed
     if as_json:
         data = coverage_json(cov, per_shard=False)
         data.update(failed_records=len(cov.failed), failed_attempts=len(attempts), failed_records_without_shard=unnamed,
-                    failed_records_complete_since=since)
+                    failed_records_complete_since=since, failed_records_after_completion=after)
         print(jsontext.dumps(data, indent=2))
         return 0
     run, counts = cov.run, cov.counts()
@@ -117,6 +119,9 @@ def _show(path: str, as_json: bool) -> int:
           + (f", {unnamed} in folders naming no shard_<i> (no shard's)" if unnamed else ""))
     if since:
         print(f"  {since} of them for shards complete since (a later attempt completed them)")
+    if after:
+        print(f"  {after} of them after their shard completed (a rerun failed; "
+              "the shard's manifest stands: retry skips it)")
     skipped = sum(not p.counted for p in cov.problems)
     if skipped:
         print(f"skipped files {skipped} (see warnings)")
@@ -139,20 +144,24 @@ def _shards(path: str, as_json: bool) -> int:
     return 0
 
 
-def _record_json(r: FailedRecord, complete: bool | None) -> dict[str, Any]:
+def _record_json(r: FailedRecord, standing: Standing | None) -> dict[str, Any]:
+    """`shard_complete`: the shard has a manifest (retry skips it); `complete_since`: and it was
+    written at or after this failure (false for a failure after the shard completed)."""
+    known = standing is not None
     return {"path": r.path, "shard": r.shard, "slurm_job": r.job, "array_task": r.array_task,
-            "restart": r.restart, "shard_complete": complete, "details": r.details}
+            "restart": r.restart, "shard_complete": standing is not Standing.FAILING if known else None,
+            "complete_since": standing is Standing.COMPLETE_SINCE if known else None, "details": r.details}
 
 
-def _complete_since(store: Checkpoint, run: RunConfig | None,
-                    records: Sequence[FailedRecord]) -> list[bool | None]:
-    """Per record, whether a later attempt completed its shard (`Coverage.complete_since`, as `show`
+def _standings(store: Checkpoint, run: RunConfig | None,
+               records: Sequence[FailedRecord]) -> list[Standing | None]:
+    """Per record, where it stands against its shard's manifest (`Coverage.standing`, as `show`
     counts them; None without run.json or a shard): an old failure listed as it was read as a shard
     still failing. Skipped manifests are `show`'s and `shards`' to report."""
     if run is None:
         return [None] * len(records)
-    cov = build_coverage(str(store.path), run, store.completed(run)[0], list(records), [])
-    return [None if r.shard is None else cov.complete_since(r) for r in records]
+    cov = build_coverage(str(store.path), run, store.completion_times(run)[0], list(records), [])
+    return [cov.standing(r) for r in records]
 
 
 def _failed(path: str, as_json: bool) -> int:
@@ -162,11 +171,11 @@ def _failed(path: str, as_json: bool) -> int:
     if run is not None:
         problems += [p for p in (outside_run(r, run) for r in records) if p is not None]
     _warn(sorted(problems, key=lambda p: p.path))
-    complete = _complete_since(store, run, records)
+    standings = _standings(store, run, records)
     if as_json:
-        print(jsontext.dumps([_record_json(r, c) for r, c in zip(records, complete)], indent=2))
+        print(jsontext.dumps([_record_json(r, c) for r, c in zip(records, standings)], indent=2))
         return 0
-    for r, c in zip(records, complete):
+    for r, c in zip(records, standings):
         print(printable(record_line(r, c)))     # the console's Failed tab shows the same line
         print(f"    {printable(r.path)}")
     return 0

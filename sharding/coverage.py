@@ -3,7 +3,11 @@
 A shard with a completion manifest is complete even if an older attempt left a
 failed-task record (Curator: old failures cannot make a later success look
 failed); without one it is failed if any attempt recorded failures, else
-incomplete (never ran, still running, crashed or timed out).
+incomplete (never ran, still running, crashed or timed out). A record newer than
+its shard's manifest (a rerun of the complete shard failed) leaves the shard
+complete too: a failed attempt writes no manifest and removes none, and retry
+discovery goes by manifests alone. Such a record is told apart from an old
+failure (`Standing`), never said to be "complete since".
 
 Only complete and failed shards are stored (one per file found); incomplete
 shards are the gaps between them, kept as runs, so a run of 10**12 shards with
@@ -33,6 +37,27 @@ class ShardStatus(str, Enum):
     FAILED = "failed"
 
 
+class Standing(str, Enum):
+    """A failed-task record against its shard's completion manifest: whether the failure is still
+    the shard's news, which is what a user deciding on a retry reads the record for."""
+
+    FAILING = "failing"                 # no manifest: the shard is failed, retry reruns it
+    COMPLETE_SINCE = "complete_since"   # manifest written at or after the failure: an old failure
+    FAILED_AFTER = "failed_after"       # manifest older than the failure: a rerun of the complete
+    #                                     shard failed; the manifest stands, retry skips the shard
+
+
+def standing_of(failed_at: float, completed_at: float | None) -> Standing:
+    """Pure: a failure at `failed_at` of a shard whose manifest was written at `completed_at` (None:
+    it has none). "Complete since" only when the completion is at or after the failure: a shard
+    completed on Monday and rerun (forced) into a failure on Tuesday was said complete since,
+    as if Tuesday's failure were an old one. Equal times count as complete since: a filesystem
+    that keeps whole seconds cannot order them, and that is what the manifest's presence said."""
+    if completed_at is None:
+        return Standing.FAILING
+    return Standing.COMPLETE_SINCE if completed_at >= failed_at else Standing.FAILED_AFTER
+
+
 @dataclass(frozen=True)
 class ShardCoverage:
     shard: int
@@ -50,6 +75,7 @@ class Coverage:
     failures: Mapping[int, tuple[FailedRecord, ...]]   # records per shard in the run's range
     failed: tuple[FailedRecord, ...]        # every readable failed-task record, oldest first
     problems: tuple[Problem, ...]
+    completed_at: Mapping[int, float]       # per completed shard, its manifest's mtime
 
     def counts(self) -> dict[str, int]:
         complete, failed = len(self.completed), len(self.failed_shards)
@@ -80,10 +106,18 @@ class Coverage:
         Not the counted problems: a record kept under no shard is one too, and its details read."""
         return sum(r.details is None and not r.empty for r in self.failed)
 
+    def standing(self, record: FailedRecord) -> Standing | None:
+        """Where this failed-task record stands against its shard's manifest (`standing_of`, the
+        record's time its mtime: Curator's marker is an empty file); None for a record of no shard."""
+        if record.shard is None:
+            return None
+        return standing_of(record.mtime, self.completed_at.get(record.shard))
+
     def complete_since(self, record: FailedRecord) -> bool:
         """Whether a later attempt completed the shard of this failed-task record: an old failure,
-        listed as it was (`failed`: "(shard complete since)"), not a shard still failing."""
-        return record.shard is not None and _contains(self.completed, record.shard)
+        listed as it was (`failed`: "(shard complete since)"), not a shard still failing, nor a
+        failure after the shard completed (`Standing.FAILED_AFTER`)."""
+        return self.standing(record) is Standing.COMPLETE_SINCE
 
     def status_of(self, shard: int) -> ShardStatus:
         if _contains(self.completed, shard):
@@ -122,9 +156,10 @@ def _contains(ordered: tuple[int, ...], value: int) -> bool:
     return index < len(ordered) and ordered[index] == value
 
 
-def build_coverage(checkpoint: str, run: RunConfig, completed: set[int], failed: list[FailedRecord],
+def build_coverage(checkpoint: str, run: RunConfig, completed: Mapping[int, float], failed: list[FailedRecord],
                    problems: list[Problem]) -> Coverage:
-    """Pure: combine what the store read into one status per shard (in time of the files found)."""
+    """Pure: combine what the store read (`completed`: each completed shard's manifest time) into
+    one status per shard (in time of the files found)."""
     per_shard: dict[int, list[FailedRecord]] = {}
     counted: list[FailedRecord] = []
     outside: list[Problem] = []
@@ -139,7 +174,8 @@ def build_coverage(checkpoint: str, run: RunConfig, completed: set[int], failed:
     done = tuple(sorted(s for s in completed if s in run.shards))
     failed_shards = tuple(sorted(s for s in per_shard if s not in completed))
     return Coverage(checkpoint, run, done, failed_shards, {k: tuple(v) for k, v in per_shard.items()},
-                    tuple(counted), tuple(sorted([*problems, *outside], key=lambda p: p.path)))
+                    tuple(counted), tuple(sorted([*problems, *outside], key=lambda p: p.path)),
+                    {s: completed[s] for s in done})
 
 
 def coverage(path: str | Path, stop: Event | None = None) -> Coverage:
@@ -147,7 +183,7 @@ def coverage(path: str | Path, stop: Event | None = None) -> Coverage:
     once `stop` is set (the console's read of a checkpoint the user left or quit)."""
     store = Checkpoint(path, stop)
     run = store.require_run()
-    done, problems = store.completed(run)
+    done, problems = store.completion_times(run)
     failed, failed_problems = store.scan_failed()
     return build_coverage(str(store.path), run, done, failed, problems + failed_problems)
 

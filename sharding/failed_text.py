@@ -6,12 +6,16 @@ Plain text: callers escape it for the terminal or the screen.
 """
 from __future__ import annotations
 
+from sharding.coverage import Standing
 from sharding.error_text import error_text
 from sharding.store import FailedRecord
 from sharding.task_ids import task_ids_text
 
 SUMMARY_LIMIT = 200     # characters of a summary; a foreign record's error text may be megabytes
 COMPLETE_SINCE_NOTE = "  (shard complete since)"
+# A rerun of a complete shard failed: its manifest stands, so `retry` does not rerun it
+FAILED_AFTER_NOTE = "  (failed after its shard completed; retry skips the shard)"
+NOTES = {Standing.COMPLETE_SINCE: COMPLETE_SINCE_NOTE, Standing.FAILED_AFTER: FAILED_AFTER_NOTE}
 
 
 def or_dash(value: object) -> str:
@@ -29,8 +33,9 @@ def record_summary(record: FailedRecord, limit: int = SUMMARY_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def record_line(record: FailedRecord, complete_since: bool | None) -> str:
-    """``shard 2  job 100  array_task 2  restart 0  tasks p1  ValueError: x  (shard complete since)``."""
+def record_line(record: FailedRecord, standing: Standing | None) -> str:
+    """``shard 2  job 100  array_task 2  restart 0  tasks p1  ValueError: x  (shard complete since)``;
+    no note for a shard still failing or a record of no shard (`standing` None)."""
     shard, job, task, restart = (or_dash(v) for v in (record.shard, record.job, record.array_task, record.restart))
-    since = COMPLETE_SINCE_NOTE if complete_since else ""
+    since = NOTES.get(standing, "")
     return f"shard {shard}  job {job}  array_task {task}  restart {restart}  {record_summary(record)}{since}"

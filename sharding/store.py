@@ -326,11 +326,6 @@ def _strict_int(payload: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
-def _read_json(path: Path) -> Any:
-    """A metadata file's JSON; UnreadableMetadata or ValueError (both one line) otherwise."""
-    return parse_metadata_json(read_metadata_text(path)[0])
-
-
 _ATTEMPT_PREFIXES = ("slurm_job_", "array_task_", "restart_", "shard_")
 
 
@@ -485,8 +480,15 @@ class Checkpoint:
 
         Costs time in the number of files in the completion folder, whatever total_shards is.
         """
+        times, problems = self.completion_times(run)
+        return set(times), problems
+
+    def completion_times(self, run: RunConfig | None = None) -> tuple[dict[int, float], list[Problem]]:
+        """`completed`'s shards, each with when its manifest was written (its mtime: a manifest holds
+        no time, and every completion rewrites it), and the manifests that were skipped. A failure
+        recorded after that time is no failure a later attempt completed (`coverage.standing_of`)."""
         run = run or self.require_run()
-        done: set[int] = set()
+        done: dict[int, float] = {}
         problems: list[Problem] = []
         try:
             with os.scandir(self.completion_dir) as entries:
@@ -503,18 +505,20 @@ class Checkpoint:
             if isinstance(found, Problem):
                 problems.append(found)
             else:
-                done.add(found)
+                shard, mtime = found
+                done[shard] = max(mtime, done.get(shard, mtime))   # two names of one shard: the newer
         return done, problems
 
     @staticmethod
-    def _read_manifest(path: Path, run: RunConfig) -> int | Problem:
-        """The shard a manifest completes, or why it does not count (`unknown` unless it is plainly
-        another run's: then this run's shards are not its business)."""
+    def _read_manifest(path: Path, run: RunConfig) -> tuple[int, float] | Problem:
+        """The shard a manifest completes and the manifest's mtime, or why it does not count
+        (`unknown` unless it is plainly another run's: then this run's shards are not its business)."""
         def skipped(message: str, unknown: bool = True) -> Problem:
             return Problem(str(path), f"{message}; skipped", unknown)
 
         try:
-            payload = _read_json(path)
+            text, mtime = read_metadata_text(path)
+            payload = parse_metadata_json(text)
         except (OSError, ValueError) as exc:
             return skipped(f"unreadable completion manifest ({exc})")
         if not isinstance(payload, dict):
@@ -533,7 +537,7 @@ class Checkpoint:
         assert shard is not None
         if shard not in run.shards:
             return skipped(f"completion manifest shard_index {shard} is outside the run's range", unknown=False)
-        return shard
+        return shard, mtime
 
     # failed-task records ----------------------------------------------------
     def write_failed(self, shard: int, attempt: Attempt | None = None,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_console_fixtures import (
+    FIXED_TIME,
     build_checkpoint,
     build_history,
     checkpoint_read,
@@ -36,7 +37,8 @@ from sharding.assign import shard_for
 from sharding.example import make_input
 from sharding.listing import list_sources
 from sharding.retry import format_fields, plan_retry
-from sharding.store import Checkpoint, RunConfig
+from sharding.retry import retry_from_coverage
+from sharding.store import Checkpoint, RunConfig, manifest_name
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -628,13 +630,13 @@ def test_typing_a_max_array_size_plans_from_the_checkpoint_on_screen(tmp_path: P
     checkpoint = build_checkpoint(tmp_path, total=12, complete=(1, 2, 4, 5, 6, 7), failed=(3, 9))
     expected = format_fields(plan_retry(checkpoint, 24))
     reads: list[object] = []
-    completed = Checkpoint.completed
+    completed = Checkpoint.completion_times      # what `completed` and the coverage read both call
 
     def counted(self, *args, **kwargs):
         reads.append(self.path)
         return completed(self, *args, **kwargs)
 
-    monkeypatch.setattr(Checkpoint, "completed", counted)
+    monkeypatch.setattr(Checkpoint, "completion_times", counted)
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
@@ -661,16 +663,17 @@ def test_typing_a_max_array_size_plans_from_the_checkpoint_on_screen(tmp_path: P
 
 
 class SlowReads:
-    """Checkpoint.completed made as slow as a test wants: the n-th call reads the manifests, then
-    returns only once gates[n] is set (a call beyond the gates returns at once). The gate comes
-    after the reading, so a held read holds the checkpoint as it was when it read it."""
+    """Checkpoint.completion_times (the coverage's read of the manifests) made as slow as a test
+    wants: the n-th call reads the manifests, then returns only once gates[n] is set (a call beyond
+    the gates returns at once). The gate comes after the reading, so a held read holds the
+    checkpoint as it was when it read it."""
 
     def __init__(self, monkeypatch, holds: int) -> None:
         import threading
 
         self.gates = [threading.Event() for _ in range(holds)]
         self.calls = 0
-        completed = Checkpoint.completed
+        completed = Checkpoint.completion_times
 
         def slow(store, *args, **kwargs):
             found = completed(store, *args, **kwargs)
@@ -679,7 +682,7 @@ class SlowReads:
                 self.gates[self.calls - 1].wait(5)    # the old console waited here on its own thread
             return found
 
-        monkeypatch.setattr(Checkpoint, "completed", slow)
+        monkeypatch.setattr(Checkpoint, "completion_times", slow)
 
     def release(self) -> None:
         for gate in self.gates:
@@ -1064,6 +1067,38 @@ def test_failed_records_of_shards_a_later_attempt_completed_are_marked(tmp_path:
             await pilot.pause()
             detail = text_of(screen.query_one("#ckpt-failed-detail"))
             assert "complete since" not in detail and "shard_8" in detail
+
+    asyncio.run(scenario())
+
+
+def test_a_failure_newer_than_its_shards_completion_is_not_marked_complete_since(tmp_path: Path) -> None:
+    """Shard 7 completed, then a rerun of it failed (its record is newer than its manifest): it was
+    dimmed and marked "✓ complete since" like shard 6's old failure, as if a later attempt had
+    completed it. It is marked ✓! and not dimmed, and the box says what `failed` says; its manifest
+    stands, so the Retry tab plans nothing for it."""
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 6, 7, 8), failed=(6, 7))
+    store = Checkpoint(checkpoint)
+    run = store.require_run()
+    os.utime(store.completion_dir / manifest_name(run, 7), (FIXED_TIME - 3600, FIXED_TIME - 3600))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            screen = app.checkpoint_screen
+            table = screen.query_one("#ckpt-failed")
+            assert table_column(table, "shard") == ["6 ✓", "7 ✓!"]
+            styles = [str(table.get_cell(row.key, "details").style) for row in table.ordered_rows]
+            assert styles[0] == "dim" and "dim" not in styles[1]
+            table.focus()
+            await pilot.press("down")
+            await pilot.pause()
+            detail = text_of(screen.query_one("#ckpt-failed-detail"))
+            assert "complete since" not in detail
+            assert "shard 7 ✓! completed before, failed after" in detail
+            assert "(failed after its shard completed; retry skips the shard)" in detail
+            assert screen.coverage is not None and retry_from_coverage(screen.coverage).complete
 
     asyncio.run(scenario())
 

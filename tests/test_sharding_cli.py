@@ -13,7 +13,7 @@ from conftest import make_fifo, make_sparse, make_symlink_loop, run_cli, without
 from sharding.assign import shard_for
 from sharding.example import make_input
 from sharding.listing import list_sources
-from sharding.store import Attempt, Checkpoint, RunConfig
+from sharding.store import Attempt, Checkpoint, RunConfig, manifest_name
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
 SITE = Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml"
@@ -739,6 +739,50 @@ def test_failed_says_which_failures_a_later_attempt_completed(tmp_path, cli_env)
                      "shard 3  job 100  array_task 3  restart 0  tasks p2  ValueError: y"]
     as_json = json.loads(run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env).stdout)
     assert [(r["shard"], r["shard_complete"]) for r in as_json] == [(2, True), (3, False)]
+
+
+def test_a_rerun_of_a_complete_shard_that_failed_is_not_complete_since(tmp_path, cli_env):
+    """A user ran an array of 3 (job 100; shard A failed), reran A (job 101: complete), then reran
+    complete shard B by hand (job 102) and it failed. `failed` said "(shard complete since)" of
+    B's new failure too, and `show` counted it among the old failures: B's manifest is older than
+    the failure. Both shards keep their manifests, so retry plans nothing, as the line says."""
+    make_input(tmp_path / "in", files=6, records=2)
+    shard_of = {t.task_id: shard_for(t.task_id, 3, 0) for t in list_sources(tmp_path / "in")}
+    a, b = sorted(set(shard_of.values()))[:2]
+    doc_in = {shard: f"doc-{int(task[1:]):04d}-0001" for task, shard in sorted(shard_of.items(), reverse=True)}
+
+    def array_task(job: str, shard: int, *extra: str) -> int:
+        env = {**cli_env, "SLURM_JOB_ID": job, "SLURM_ARRAY_TASK_ID": str(shard), "SLURM_ARRAY_TASK_COUNT": "3",
+               "SLURM_RESTART_COUNT": "0"}
+        return run_cli("hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+                       "--checkpoint", str(tmp_path / "ck"), *extra, env=env).returncode
+
+    assert [array_task("100", s, "--fail-record", doc_in[a]) for s in range(3)] == [int(s == a) for s in range(3)]
+    assert array_task("101", a) == 0                                   # the retry completed A
+    assert array_task("102", b, "--fail-record", doc_in[b]) == 1       # the rerun of complete B failed
+    store = Checkpoint(tmp_path / "ck")
+    done = {s: (store.completion_dir / manifest_name(RunConfig(0, 3), s)).stat().st_mtime for s in (a, b)}
+    failed_at = {r.job: r.mtime for r in store.failed_records()}
+    assert failed_at["100"] < done[a] and done[b] < failed_at["102"]   # what the files say
+
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert listed.returncode == 0, listed.stderr
+    lines = [line for line in listed.stdout.splitlines() if line.startswith("shard ")]
+    assert [line.split("  (", 1)[1] for line in lines] == [
+        "shard complete since)", "failed after its shard completed; retry skips the shard)"]
+    assert lines[1].startswith(f"shard {b}  job 102  array_task {b}  restart 0  tasks ")
+    as_json = json.loads(run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env).stdout)
+    assert [(r["slurm_job"], r["shard_complete"], r["complete_since"]) for r in as_json] == [
+        ("100", True, True), ("102", True, False)]
+    shown = run_cli("hyperion-checkpoint", "show", str(store.path), env=cli_env).stdout.splitlines()
+    assert shown[shown.index("failed-task records 2 from 2 task run(s)") + 1:][:2] == [
+        "  1 of them for shards complete since (a later attempt completed them)",
+        "  1 of them after their shard completed (a rerun failed; the shard's manifest stands: retry skips it)"]
+    data = json.loads(run_cli("hyperion-checkpoint", "show", str(store.path), "--json", env=cli_env).stdout)
+    assert (data["counts"]["complete"], data["failed_records_complete_since"],
+            data["failed_records_after_completion"]) == (3, 1, 1)
+    retry = run_cli("hyperion-checkpoint", "retry", str(store.path), env=cli_env)
+    assert (retry.returncode, retry.stdout) == (0, "")                 # the manifest stands: B is not planned
 
 
 @pytest.mark.parametrize(("task_ids", "shown"), [

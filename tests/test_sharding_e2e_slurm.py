@@ -52,6 +52,34 @@ def test_twenty_shards_one_fails_and_is_resubmitted(slurm_cluster, test_site, tm
 
 
 @pytest.mark.slurm
+def test_a_forced_rerun_of_a_complete_shard_that_fails_is_not_complete_since(slurm_cluster, test_site, tmp_path,
+                                                                             cli_env):
+    """Three shards complete on the cluster; the user reruns shard 2 from the shell history with a
+    record that now fails. `failed` said "(shard complete since)" of that newer failure; it says it
+    came after the completion, and that retry skips the shard, which retry does (nothing planned)."""
+    make_input(tmp_path / "in", files=6, records=2)
+    doc = next(f"doc-{int(t[1:]):04d}-0001" for t in (f"p{i:06d}" for i in range(6)) if shard_for(t, 3, 1) == 2)
+
+    def submit(array: str, *extra: str):
+        return run_cli(
+            "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", array,
+            "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
+            "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+            "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "3",
+            "--minimum-shard-index", "1", *extra, cwd=tmp_path, env=cli_env, timeout=300)
+
+    assert submit("SHARD=1:3").returncode == 0
+    rerun = submit("SHARD=2:2", "--fail-record", doc)
+    assert rerun.returncode == 1, rerun.stderr
+    ck = str(tmp_path / "ck")
+    listed = run_cli("hyperion-checkpoint", "failed", ck, env=cli_env)
+    lines = [line for line in listed.stdout.splitlines() if line.startswith("shard ")]
+    assert len(lines) == 1 and lines[0].startswith("shard 2  job ")
+    assert lines[0].endswith("  (failed after its shard completed; retry skips the shard)"), lines
+    assert run_cli("hyperion-checkpoint", "retry", ck, env=cli_env).stdout == ""
+
+
+@pytest.mark.slurm
 def test_resubmitting_a_shard_above_the_array_limit_uses_a_window(slurm_cluster, test_site, tmp_path, cli_env):
     """Shard 1003 of 1005 cannot be a physical index (MaxArraySize 1001): it runs at an offset."""
     from sharding.store import Checkpoint, RunConfig

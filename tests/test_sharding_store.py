@@ -303,3 +303,41 @@ def test_a_read_whose_stop_event_is_set_ends_with_read_stopped(tmp_path):
     store.write_failed(3, Attempt("5", "3", "0"), {})
     with pytest.raises(ReadStopped):
         Checkpoint(store.path, stop).scan_failed()
+
+
+@pytest.mark.parametrize(("failed_at", "completed_at", "standing"), [
+    (100.0, None, "failing"),            # no manifest: the shard is failed
+    (100.0, 200.0, "complete_since"),    # a later attempt completed it: an old failure
+    (100.0, 100.0, "complete_since"),    # one second of a coarse filesystem: the manifest's word
+    (200.0, 100.0, "failed_after"),      # a rerun of the complete shard failed after it completed
+])
+def test_a_failure_is_complete_since_only_when_its_shard_completed_at_or_after_it(failed_at, completed_at,
+                                                                                    standing):
+    """A failure newer than its shard's manifest was said "complete since" because the shard had one."""
+    from sharding.coverage import standing_of
+
+    assert standing_of(failed_at, completed_at).value == standing
+
+
+def test_coverage_tells_a_failure_after_the_completion_from_one_a_later_attempt_completed(tmp_path):
+    """Shard 2 failed, then completed; shard 3 completed, then a rerun of it failed; shard 4 failed.
+    Both 2 and 3 are complete (their manifests stand: retry skips both), only 2's failure is old."""
+    from sharding.coverage import Standing, coverage
+    from sharding.retry import plan_retry
+
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 4))
+    times = {}
+    for name, path in (("old", store.write_failed(2, Attempt("100", "2", "0"), {"error": "x"})),
+                       ("done2", store.write_completion(2)), ("done3", store.write_completion(3)),
+                       ("after", store.write_failed(3, Attempt("101", "3", "0"), {"error": "y"})),
+                       ("fail4", store.write_failed(4, Attempt("100", "4", "0"), {"error": "z"}))):
+        times[name] = 1_790_000_000 + 60 * len(times)      # a minute apart, in this order
+        os.utime(path, (times[name], times[name]))
+    assert store.completion_times()[0] == {2: times["done2"], 3: times["done3"]}
+    cov = coverage(store.path)
+    assert {r.shard: cov.standing(r) for r in cov.failed} == {
+        2: Standing.COMPLETE_SINCE, 3: Standing.FAILED_AFTER, 4: Standing.FAILING}
+    assert [r.shard for r in cov.failed if cov.complete_since(r)] == [2]
+    assert cov.completed == (2, 3) and cov.failed_shards == (4,)
+    assert plan_retry(store.path).expression == "1,4"

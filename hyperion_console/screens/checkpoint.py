@@ -30,7 +30,7 @@ from backends.printable import printable
 from backends.records.trust import trust_problem
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
 from backends.shellwords import shell_join, shell_quote
-from sharding.coverage import Coverage
+from sharding.coverage import Coverage, Standing
 from sharding.resubmit import (
     Resubmission,
     StillRunning,
@@ -178,21 +178,28 @@ def beside_details(columns: tuple[str, ...], rows: list[dict[str, Text]]) -> int
 
 
 COMPLETE_SINCE = "✓"   # after the shard of a record a later attempt completed (`failed`: "(shard complete since)")
+FAILED_AFTER = "✓!"    # after the shard of a record newer than its completion (`failed`: "(failed after its shard completed; ...)")
+# Each marked standing: its mark, its colour, and what the box under the table says of it
+MARKS = {Standing.COMPLETE_SINCE: (COMPLETE_SINCE, "green", "complete since: a later attempt completed it"),
+         Standing.FAILED_AFTER: (FAILED_AFTER, "yellow", "completed before, failed after: this failure is newer than "
+                                 "its completion manifest, which stands, so retry skips the shard")}
 
 
 def failed_cells(record: FailedRecord, details_cell: int = DETAILS_CELL,
-                 complete_since: bool = False) -> dict[str, Text]:
+                 standing: Standing | None = None) -> dict[str, Text]:
     """Each column's cell for one failed-task record, escaped; ids and details cut to their columns.
     A record whose shard is complete since is dimmed and its shard marked: after a retry the old
-    failures outnumbered the shards still failing, and looked the same."""
+    failures outnumbered the shards still failing, and looked the same. One newer than its shard's
+    completion is marked, not dimmed: it is no old failure (it was marked complete since)."""
     when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
     details = record_summary(record)     # `failed`'s summary: the raw JSON's first 18 characters told nothing
     ids = (record.shard, record.job, record.array_task, record.restart)
-    style = "dim" if complete_since else ""
+    style = "dim" if standing is Standing.COMPLETE_SINCE else ""
     cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL), style)
              for column, cell in zip(FAILED_COLUMNS, ids)}
-    if complete_since:
-        cells["shard"] = Text.assemble(cells["shard"], (f" {COMPLETE_SINCE}", "green"))
+    if standing in MARKS:
+        mark, colour, _ = MARKS[standing]
+        cells["shard"] = Text.assemble(cells["shard"], (f" {mark}", colour))
     return {**cells, "recorded": shown(when, style), "details": shown(_cell(details, details_cell), style)}
 
 
@@ -647,19 +654,19 @@ class CheckpointScreen(ConsoleScreen):
         for column in columns:
             table.add_column(column, key=column)
         for record in self.failed_by_path.values():
-            cells = failed_cells(record, details, self._complete_since(record))
+            cells = failed_cells(record, details, self._standing(record))
             table.add_row(*(cells[column] for column in columns), key=record.path)
 
     def _failed_columns(self, width: int) -> tuple[tuple[str, ...], int]:
         """The Failed table's columns and details cell at `width`, for the records read."""
         columns = failed_columns(width)
         if columns not in self._beside:      # once per read: a resize must not redo every record's cells
-            rows = [failed_cells(r, DETAILS_CELL, self._complete_since(r)) for r in self.failed_by_path.values()]
+            rows = [failed_cells(r, DETAILS_CELL, self._standing(r)) for r in self.failed_by_path.values()]
             self._beside[columns] = beside_details(columns, rows)
         return columns, details_width(width, self._beside[columns])
 
-    def _complete_since(self, record: FailedRecord) -> bool:
-        return self.coverage is not None and self.coverage.complete_since(record)
+    def _standing(self, record: FailedRecord) -> Standing | None:
+        return None if self.coverage is None else self.coverage.standing(record)
 
     def on_resize(self, event: events.Resize) -> None:
         """Narrower than 80 columns (a split tmux pane), fewer columns, so the details stay on screen;
@@ -680,13 +687,13 @@ class CheckpointScreen(ConsoleScreen):
         record = self.failed_by_path.get(str(event.row_key.value))
         if record is None:
             return
-        complete = self._complete_since(record)
-        since = (f"shard {record.shard} {COMPLETE_SINCE} complete since: a later attempt completed it\n", "green") \
-            if complete else ""
+        standing = self._standing(record)
+        mark, colour, said = MARKS.get(standing, ("", "", ""))     # none: no shard, or the shard still failing
+        since = (f"shard {record.shard} {mark} {said}\n", colour) if mark else ""
         raw = () if record.details is None else (
             "\n\n", ("raw JSON", "bold"), "\n", shown(json.dumps(dict(record.details), sort_keys=True)))
         self.query_one("#ckpt-failed-detail", Static).update(Text.assemble(
-            since, shown(record.path, "dim"), "\n", shown(record_line(record, complete)), *raw))
+            since, shown(record.path, "dim"), "\n", shown(record_line(record, standing)), *raw))
 
     @on(Input.Changed, "#max-array-size")
     @on(Input.Changed, "#record-path")
