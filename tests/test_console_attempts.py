@@ -542,3 +542,37 @@ def test_an_attempts_task_stopped_by_sighup_is_counted_in_its_failures_colour(tm
     # the failures' red, bold; not the dim of a state never reported
     assert (styles["F (SIGHUP)"].color, styles["F (SIGHUP)"].bold) == (styles["F"].color, True)
     assert styles["F (SIGHUP)"].color != styles["CD"].color
+
+
+def test_an_attempts_changed_env_and_command_read_as_hyperion_jobs_history_says_them(
+        tmp_path: Path, cli_env) -> None:
+    """A rerun with --env and another command: the attempts list showed `env=[["A", "1"], ["B", "x y"]]`
+    and `command=["echo", ...]`, raw JSON, where `hyperion-jobs history` says `env=A=1,B=x y`."""
+    from conftest import run_cli
+
+    for extra in ([], ["--env", "A=1", "--env", "B=x y"]):
+        words = ["echo", "JOB"] if not extra else ["echo", "two words", "JOB"]
+        done = run_cli("hyperion-submit", "local", "--cfg", str(SITE), "--array", "JOB=1:2", "--output-file",
+                       "log/e.JOB.log", *extra, "--", *words, cwd=tmp_path, env=cli_env)
+        assert done.returncode == 0, done.stderr
+    record = tmp_path / "log" / "q" / "e.JOB.submit.json"
+    history = run_cli("hyperion-jobs", "history", str(record), cwd=tmp_path, env=cli_env)
+    assert history.returncode == 0, history.stderr
+    assert "env=A=1,B=x y" in history.stdout and "command=echo 'two words' JOB" in history.stdout
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(160, 40), message_hook=seen.append) as pilot:
+            jobs = app.jobs_screen
+            await pilot.pause(0.3)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown) and posted(seen, AttemptShown)[-1].number == 2, 10)
+            listing = [line.rstrip() for line in rendered(jobs.query_one("#attempt-list"))]
+            assert "command=echo 'two words' JOB env=A=1,B=x y" in listing[1], listing
+            await wait_for(pilot, lambda: "attempt 2" in rendered(jobs.query_one("#attempt-detail"))[0], 5)
+            detail = " ".join(line.strip() for line in rendered(jobs.query_one("#attempt-detail")))
+            assert "changed command=echo 'two words' JOB env=A=1,B=x y," in detail, detail
+            assert "[[" not in detail and '["echo"' not in detail
+
+    asyncio.run(scenario())

@@ -9,7 +9,6 @@ ledger: shown through `printable`, as text, one line cut with an ellipsis.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -20,7 +19,7 @@ from textual.containers import Vertical
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from backends.cli.jobs.history import attempt_counts, changes
+from backends.cli.jobs.history import attempt_counts, changed_text, changes
 from backends.records.history import History
 from backends.watch.rows import TaskRow
 
@@ -65,11 +64,6 @@ def attempt_lines(history: History, latest_rows: list[TaskRow]) -> list[AttemptL
             tuple(job.job_id for job in record.jobs), len(record.tasks), entry.values if entry else "",
             counts[number], changes(history, number)))
     return out
-
-
-def changed_text(overrides: Mapping[str, object]) -> str:
-    """``mem=300M time=20``: the options the attempt changed against the one before."""
-    return " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in overrides.items())
 
 
 def when(time: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from backends import jsontext
 from backends.cli.jobs.commands import NOT_SUBMITTED, record_dirs, say_shown_as_recorded, told_unlisted
@@ -28,7 +28,7 @@ def _counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{state} {n}" for state, n in sorted(counts.items())) or "-"
 
 
-def _shown(key: str, value: object) -> str:
+def option_text(key: str, value: object) -> str:
     """An option as a user would type it: the command as a shell line, --env as NAME=VALUE pairs."""
     if isinstance(value, str):
         return value
@@ -41,8 +41,14 @@ def _shown(key: str, value: object) -> str:
     return json.dumps(value)
 
 
+def changed_text(overrides: Mapping[str, object]) -> str:
+    """``mem=300M env=A=1,B=2``: what an attempt changed, in `history`'s words and the console's alike
+    (the console once printed --env and the command as raw JSON lists). Empty when nothing changed."""
+    return " ".join(f"{k}={option_text(k, v)}" for k, v in overrides.items())
+
+
 def _changed(overrides: dict) -> str:
-    return " ".join(f"{k}={_shown(k, v)}" for k, v in overrides.items()) or "-"
+    return changed_text(overrides) or "-"
 
 
 def changes(history: History, number: int) -> dict[str, object]:
