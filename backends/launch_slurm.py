@@ -15,6 +15,7 @@ from typing import Callable, Iterator, Sequence, TextIO
 
 from backends.attempt import LiveCheck, begin_attempt, live_script_jobs
 from backends.printable import printable
+from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
 from backends.records.record import SubmitRecord
 from backends.retry_hint import named_values, not_submitted, rerun_line
@@ -36,9 +37,11 @@ QUIT = 131     # SIGQUIT (Ctrl-\): cancelled as after Ctrl-C, with the shell's c
 
 
 def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None,
-           live_check: LiveCheck | None = None, warn: sbatch.Warn | None = None) -> SubmitRecord:
+           live_check: LiveCheck | None = None, warn: sbatch.Warn | None = None,
+           on_attempt: Callable[[NewAttempt], None] | None = None) -> SubmitRecord:
     """sbatch every window of `plan` as a new attempt and save its record; `warn` is told the
-    lines an sbatch that queued its window said on stderr, once per call (escaped, bounded).
+    lines an sbatch that queued its window said on stderr, once per call (escaped, bounded);
+    `on_attempt` hears the attempt before the first sbatch (its earlier logs moved aside already).
 
     If a window after the first is refused, the windows already queued keep
     running and are recorded: the record names the values left out and sbatch's
@@ -49,6 +52,8 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
     """
     try:
         with begin_attempt(plan, kind, on_begin, live_check) as attempt:
+            if on_attempt is not None:
+                on_attempt(attempt)
             done, refused = sbatch.submit_windows(plan, warn)
             if refused is not None and refused.error.unanswered:
                 note = _cancel_note(_queued_unanswered(refused.error.unanswered), "the job it queued all the same")
@@ -62,6 +67,13 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
         if not queued:
             raise
         raise SubmitError(f"{err}; {_cancel_note(queued)}") from None
+
+
+def _say_rerun(err_stream, plan: SubmitPlan, attempt: NewAttempt) -> None:
+    """`rerun_line` of an --output-file that ran before, on stderr."""
+    note = rerun_line(plan.record_path, attempt.number, attempt.kind, array=plan.options.array is not None)
+    if note:
+        err_stream.line(f"{PROG}: {note}")
 
 
 def refusal_line(record: SubmitRecord, command: str | None) -> str | None:
@@ -211,8 +223,11 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         err_stream.line(f"{PROG}: {ignored}")
     with _stop_on_signals(stop, hangup, quit_):
         try:
+            # said before the first sbatch, as the local backend says it before the first task: a task
+            # may run (and the user look at its log) before sbatch's answer is back
             record = submit(plan, kind, on_begin, live_check,
-                            warn=lambda lines: [err_stream.line(f"{PROG}: {line}") for line in lines])
+                            warn=lambda lines: [err_stream.line(f"{PROG}: {line}") for line in lines],
+                            on_attempt=lambda attempt: _say_rerun(err_stream, plan, attempt))
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             return 1
@@ -221,9 +236,6 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         if refusal:
             err_stream.line(f"{PROG}: error: {refusal}")
         err_stream.line(_describe(record))
-        rerun_note = rerun_line(record.path, record.attempt, kind, array=plan.options.array is not None)
-        if rerun_note:
-            err_stream.line(f"{PROG}: {rerun_note}")
         progress = Progress(len(record.tasks), stream=err_stream)
         try:
             outcome = wait(record, progress, stop, floor=plan.site.poll_interval,

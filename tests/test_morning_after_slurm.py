@@ -127,6 +127,9 @@ def test_the_same_command_line_rerun_says_it_is_attempt_2_and_where_attempt_1s_l
     assert said == [f"hyperion-submit: attempt 3 of this --output-file (it ran before): the earlier logs it "
                     f"rewrites were moved to {record.parent / 'attempts'}/ first; hyperion-jobs history {record}; "
                     f"hyperion-jobs logs {record}:VALUE --attempt 2"], third.stderr
+    # before the submission, as locally before the first task: a task may run before sbatch answers
+    lines = third.stderr.splitlines()
+    assert lines.index(said[0]) < next(i for i, line in enumerate(lines) if "submitted job(s)" in line), lines
     told = subprocess.run(["hyperion-jobs", "logs", f"{record}:2", "--attempt", "2"], cwd=tmp_path, env=cli_env,
                           capture_output=True, text=True, timeout=60)
     assert told.returncode == 0 and "task 2 of attempt 2" in told.stdout, told.stderr
