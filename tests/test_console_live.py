@@ -139,7 +139,7 @@ def test_log_pane_shows_the_end_of_20_mb_of_short_lines_written_at_once(tmp_path
             assert view.following and rendered(view)[-1].rstrip() == "last line"
             assert str(pane.query_one("#log-title").content).endswith(" · following")
             # what was left out is said, not hidden
-            assert view.lines[0].startswith("… ") and view.lines[0].endswith(
+            assert view.lines[0].startswith("… 20.0 MB") and view.lines[0].endswith(
                 " MB of the log not shown (written faster than shown): hyperion-jobs logs shows every line")
             with open(log_file, "a") as handle:                  # then followed as before
                 handle.write("one more\n")
@@ -152,6 +152,8 @@ def test_log_pane_shows_the_end_of_20_mb_of_short_lines_written_at_once(tmp_path
             assert view.lines[-2:] == ["last line", "one more"] and not view.following
             view.scroll_end(animate=False)                      # End: followed again, at the end
             await wait_for(pilot, lambda: view.lines[-1:] == ["end of the second burst"], 10)
+            # what is left out is all above the lines shown: both bursts (it said the second's 2.0 MB)
+            assert view.lines[0].startswith("… 22.0 MB of the log not shown"), view.lines[0]
 
     asyncio.run(scenario())
 

@@ -112,6 +112,18 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
     return [_decode(line) for line in data.split(b"\n")[-n:]]
 
 
+def tail_start(path: str | Path, n: int, end: int | None = None) -> int:
+    """About where `last_lines(path, n, end)`'s first line starts: the bytes of the log above the
+    lines a view shows, which it says it left out (0 for a missing file)."""
+    handle = open_log(path)
+    if handle is None:
+        return 0
+    with handle:
+        end = os.fstat(handle.fileno()).st_size if end is None else end
+        start, _ = _start_of_last(handle, n, end, longest=MAX_TAIL)
+    return max(start, end - MAX_TAIL)      # last_lines reads no further back
+
+
 class Unread(str):
     """An empty piece standing for the start of a line that was not read (`stream_last_lines`)."""
 

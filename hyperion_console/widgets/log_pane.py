@@ -20,7 +20,7 @@ from textual.worker import get_current_worker
 
 from backends.printable import printable
 from backends.watch.line_screen import same_line, shown_line
-from backends.watch.tail import NO_FILE, Follower, complete_end, last_lines, log_problem
+from backends.watch.tail import NO_FILE, Follower, complete_end, last_lines, log_problem, tail_start
 
 from ..errors import guarded
 from ..messages import LogAppended, LogUpdated
@@ -192,7 +192,8 @@ class LogPane(Vertical):
                 if end - start > SKIP_AHEAD:
                     follower, lines, problem = _open_at_end(path, end)
                     restarts, open_line = follower.restarts, None
-                    left = f"… {(end - start) / 1e6:.1f} MB of the log not shown " \
+                    # all above the lines now shown: the lines shown between two skips went with the view
+                    left = f"… {tail_start(path, INITIAL_LINES, end) / 1e6:.1f} MB of the log not shown " \
                            "(written faster than shown): hyperion-jobs logs shows every line"
                     self._deliver(path, stop, [left, *lines], None, restart=True, problem=problem)
                     continue
