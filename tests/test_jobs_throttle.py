@@ -47,7 +47,39 @@ def test_window_loads_count_holding_and_waiting_tasks():
     states = {("a", 1): TaskState("a", 1, JobState.RUNNING), ("a", 2): TaskState("a", 2, JobState.COMPLETED),
               ("a", 3): TaskState("a", 3, JobState.PENDING), ("b", 0): TaskState("b", 0, JobState.COMPLETING)}
     loads = window_loads([("a", (1, 2, 3, 4)), ("b", (0, 1))], states, {"a": WindowControl(2, False)})
-    assert loads == [WindowLoad("a", 1, 2, 2, False), WindowLoad("b", 1, 1, None, False)]
+    assert loads == [WindowLoad("a", 1, 2, 2, False, ended=1), WindowLoad("b", 1, 1, None, False)]
+
+
+def _held_window_runner(calls: list[list[str]]):
+    """Slurm's answers for windows 10 (drained) and 11 (held by JobHeldUser), every call kept."""
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[1-2%1]|1-2%1|JobHeldUser|11|\n", "")
+        return CommandResult(0, "", "")
+    return runner
+
+
+@pytest.mark.parametrize("ours,states,released", [
+    (None, {}, True),                           # a record from before `held` was kept: as before
+    (frozenset({"11"}), {}, True),              # submitted held, nothing of it started: the plan's hold
+    (frozenset(), {}, False),                   # submitted with a share: the user held it since
+    (frozenset({"11"}), {("11", 0): JobState.COMPLETED}, False),   # released by us, then held again
+    (None, {("11", 0): JobState.RUNNING}, False),
+], ids=["unrecorded", "ours", "users", "ours-started-then-held", "unrecorded-started"])
+def test_only_the_plans_own_hold_is_released(ours, states, released):
+    """A user who paused a window with `scontrol hold J` while hyperion-submit waited had it released
+    by the watcher as soon as another window drained: every held window was taken for one the plan
+    submitted held. Only a window submitted held none of whose tasks started is released now; one held
+    otherwise keeps its slots (nothing is moved to the others either: its release must not exceed N)."""
+    calls: list[list[str]] = []
+    throttler = Throttler([("10", (1,)), ("11", (0, 1, 2))], 2, QueryBudget(), _held_window_runner(calls),
+                          ours=ours)
+    seen = {("10", 1): TaskState("10", 1, JobState.COMPLETED),
+            **{key: TaskState(key[0], key[1], state) for key, state in states.items()}}
+    done = throttler(seen)
+    assert (["scontrol", "release", "11"] in calls) is released
+    assert bool(done) is released and throttler.failure is None
 
 
 def test_pending_range_rows_name_throttle_and_hold():

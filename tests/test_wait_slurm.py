@@ -112,6 +112,42 @@ def test_max_jobs_run_holds_for_the_whole_windowed_submission(slurm_cluster, tes
         assert min(s for s, _ in big) >= max(e for _, e in small)
 
 
+def test_a_window_the_user_holds_while_hyperion_submit_waits_stays_held_until_they_release_it(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """The user pauses the second window (`scontrol hold J`, e.g. to free the GPUs for a colleague) while
+    hyperion-submit waits under a shared --max-jobs-run 2. When the first window drained, the watcher
+    took the hold for one of its own and released it: the pause lasted seconds. It stays held now (the
+    freed slot is not given away either), and once the user releases it the run ends as asked."""
+    # MaxArraySize 1001: 999-1000 in one window (3 s tasks), 1001-1004 in the other (8 s), one slot each
+    proc = start(test_site, "--array", "JOB=999:1004", "--max-jobs-run", "2", "--output-file", "log/h.JOB.log",
+                 "--", "bash", "-c", 'exec "$0" "$1" "$(( $1 > 1000 ? 8 : 3 ))"', task, "JOB",
+                 cwd=tmp_path, env=cli_env)
+    try:
+        record = record_of(tmp_path, "h.JOB")
+        first, second = (j.job_id for j in record.jobs)
+        assert [j.held for j in record.jobs] == [False, False]
+        wait_for(lambda: squeue_states(second).get(f"{second}_0") == "RUNNING", what="the second window's first task")
+        # a user's `scontrol hold` (as root here: `uhold` holds as its user would, JobHeldUser)
+        subprocess.run(["scontrol", "uhold", second], check=True, capture_output=True)
+        wait_for(lambda: set(squeue_states(first).values()) == {"COMPLETED"}, timeout=60,
+                 what="the first window drained")
+        time.sleep(12)            # several polls of the wait with a free slot, and 1001 ended
+        reasons = subprocess.run(["squeue", "-j", second, "-r", "-h", "-t", "PD", "-o", "%K %r"],
+                                 capture_output=True, text=True).stdout.split("\n")
+        assert sorted(line for line in reasons if line) == [
+            "1 JobHeldUser", "2 JobHeldUser", "3 JobHeldUser"], reasons
+        # (exit 1 naming the ended task 1001 beside "No error": the held ones are released all the same)
+        subprocess.run(["scontrol", "release", second], capture_output=True)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        if (tmp_path / "log/q/h.JOB.submit.json").exists():
+            subprocess.run(["scancel", *(j.job_id for j in load_record(tmp_path / "log/q/h.JOB.submit.json").jobs)],
+                           capture_output=True)
+    assert proc.returncode == 0, stderr
+    assert stderr.splitlines()[-1] == "done 6/6 failed 0 running 0 pending 0", stderr
+
+
 def test_a_reattached_watch_moves_slots_to_a_window_with_a_task_updated_on_its_own(
         slurm_cluster, test_site, cli_env, tmp_path, task):
     """The user's session: a windowed submission under --max-jobs-run 2, one waiting task given a

@@ -49,6 +49,9 @@ class JobRecord:
     job_id: str
     offset: int
     array_expression: str | None
+    # submitted --hold, waiting for a watcher's release (None: a record from before this was kept, or
+    # a local one): only such a hold is the watcher's to lift, not one the user or an admin put on
+    held: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,10 @@ def _job(raw: dict, index: int) -> JobRecord:
     expression = raw.get("array_expression")
     if expression is not None and not isinstance(expression, str):
         raise _BadField(f"{where}.array_expression: expected text or null, got {_shown(expression)}")
-    return JobRecord(_job_id(raw, where), offset, expression)
+    held = raw.get("held")
+    if held is not None and not isinstance(held, bool):
+        raise _BadField(f"{where}.held: expected true, false or null, got {_shown(held)}")
+    return JobRecord(_job_id(raw, where), offset, expression, held)
 
 
 def _consistent(tasks: tuple[TaskRecord, ...], array_name: object) -> None:

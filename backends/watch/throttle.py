@@ -37,7 +37,9 @@ class WindowLoad:
     running: int
     waiting: int
     throttle: int | None      # None: unknown (counted as if every waiting task could start)
-    held: bool = False
+    held: bool = False        # held, and ours to release (see `Throttler._paused`)
+    ended: int = 0
+    paused: bool = False      # held by the user or an admin: its slots kept for it, never released
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class SlotFailure:
 
 def _taken(load: WindowLoad) -> int:
     """Slots a window may fill without us: what runs, or all its throttle allows if it can start more."""
-    if not load.waiting or load.held:
+    if not load.waiting or load.held:     # (a paused window's throttle waits for its release)
         return load.running
     if load.throttle is None:
         return load.running + load.waiting
@@ -76,7 +78,7 @@ def plan_changes(loads: Sequence[WindowLoad], limit: int) -> tuple[ThrottleChang
     for load in loads:
         if free <= 0:
             break
-        if not load.waiting or (load.throttle is None and not load.held):
+        if not load.waiting or load.paused or (load.throttle is None and not load.held):
             continue
         base = load.running if load.held else max(load.throttle or 0, load.running)
         extra = min(free, load.running + load.waiting - base)
@@ -91,16 +93,18 @@ def window_loads(windows: Sequence[tuple[str, tuple[int, ...]]], states: Mapping
     """Each window's load from the latest states (a task not seen yet is waiting)."""
     loads = []
     for job, tasks in windows:
-        running = waiting = 0
+        running = waiting = ended = 0
         for task in tasks:
             state = states.get((job, task))
             if state is None or (not state.state.is_terminal and state.state not in _HOLDING):
                 waiting += 1
             elif state.state in _HOLDING:
                 running += 1
+            else:
+                ended += 1
         known = control.get(job)
         loads.append(WindowLoad(job, running, waiting, known.throttle if known else None,
-                                bool(known and known.held)))
+                                bool(known and known.held), ended))
     return loads
 
 
@@ -196,8 +200,10 @@ class Throttler:
     the changes of the last try that went through."""
 
     def __init__(self, windows: Sequence[tuple[str, tuple[int, ...]]], limit: int,
-                 budget: QueryBudget, runner: Runner = run_command) -> None:
+                 budget: QueryBudget, runner: Runner = run_command,
+                 ours: "frozenset[str] | None" = None) -> None:
         self._windows = list(windows)
+        self._ours = ours       # the windows submitted held (None: not recorded; any not started)
         self._limit = limit
         self._budget = budget
         self._runner = runner
@@ -222,7 +228,12 @@ class Throttler:
         keep = None if watched is None else set(watched)
         windows = [(job, tuple(t for t in tasks or () if keep is None or (job, t) in keep))
                    for job, tasks in expected(record).items()]
-        return cls([(job, tasks) for job, tasks in windows if tasks], limit, budget, runner)
+        ours = None
+        if all(job.held is not None for job in record.jobs):
+            # a window with a task that ended (not watched again) was released, or never held
+            ours = frozenset(job.job_id for job, (_, tasks) in zip(record.jobs, windows)
+                             if job.held and len(tasks) == len(expected(record).get(job.job_id) or ()))
+        return cls([(job, tasks) for job, tasks in windows if tasks], limit, budget, runner, ours)
 
     @property
     def error(self) -> str | None:
@@ -239,7 +250,7 @@ class Throttler:
                 self._budget.charge(1)
                 self._step = SlotFailure("read")
                 self._control = self._known(pending_arrays([job for job, _ in self._windows], self._runner))
-            loads = window_loads(self._windows, states, self._control)
+            loads = [self._paused(load) for load in window_loads(self._windows, states, self._control)]
             done = self._apply(plan_changes(loads, self._limit))
         except QueryError as exc:
             self.failure = replace(self._step or SlotFailure("read"), message=str(exc))
@@ -248,6 +259,18 @@ class Throttler:
             self.failure = None
             self.moved = done
         return done
+
+    def _paused(self, load: WindowLoad) -> WindowLoad:
+        """`load`, its hold taken for the user's (or an admin's) unless it is the plan's: a window
+        submitted held none of whose tasks started (the watcher lifts that hold before any runs). A
+        user who paused a window with `scontrol hold J` while hyperion-submit waited had it released
+        at the next drained window; now its slots stay its own until they release it."""
+        if not load.held:
+            return load
+        ours = self._ours is None or load.job_id in self._ours
+        if ours and not load.running and not load.ended:
+            return load
+        return replace(load, held=False, paused=True)
 
     def _known(self, read: Mapping[str, WindowControl]) -> dict[str, WindowControl]:
         """`read` with each window's last known throttle where its row names none: Slurm drops the
