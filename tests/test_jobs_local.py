@@ -577,7 +577,7 @@ def test_logs_follow_on_a_terminal_stops_by_itself_when_the_local_task_ends(tmp_
         kill_groups(runner.pid)
         runner.wait()
     text = shown.decode().replace("\r\n", "\n")
-    assert "tick 1\ntick 2\ntick 3\n" in text and "bar 100%# Ended (code 2)" in text, text
+    assert "tick 1\ntick 2\ntick 3\n" in text and "bar 100%\n# Ended (code 2)" in text, text   # the footer on its own line
     assert err == f"hyperion-jobs: task {record} ended FAILED (exit 2); stopped following\n"
 
 
