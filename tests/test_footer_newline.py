@@ -63,3 +63,36 @@ def test_slurm_array_failure_without_newline_groups_by_its_message(tmp_path, tes
                      cwd=tmp_path, env=env)
     assert "values 1-2  last line: fatal: lattice missing for shard 1  e.g." in status.stdout, status.stdout
     assert "# Ended" not in status.stdout
+
+
+def test_local_message_appended_through_dev_stderr_is_kept(tmp_path, test_site, cli_env) -> None:
+    """A decode script that reports its error with `tee -a /dev/stderr` (its own open of the log):
+    the footer overwrote that message, leaving its tail after the footer as the 'last line'."""
+    env = _env(cli_env)
+    message = "fatal: lattice missing for shard 41 in /data/exp/lat.41.gz, cannot continue decoding"
+    result = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--output-file",
+                     str(tmp_path / "log/d.log"), "--", "bash", "-c",
+                     f'echo start; echo "{message}" | tee -a /dev/stderr >/dev/null; exit 1',
+                     cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr
+    lines = (tmp_path / "log/d.log").read_text().splitlines()
+    assert lines[-3:-1] == ["start", message], lines
+    assert lines[-1].startswith("# Ended (code 1) at ")
+    status = run_cli("hyperion-jobs", "status", str(tmp_path / "log/q/d.submit.json"), "--failures",
+                     cwd=tmp_path, env=env)
+    assert f"last line: {message}  e.g." in status.stdout, status.stdout
+
+
+def test_local_log_emptied_by_the_task_gets_no_nul_bytes(tmp_path, test_site, cli_env) -> None:
+    """`echo ... > /dev/stdout` empties the log (as it does on Slurm); the footer followed a run of
+    NUL bytes, on the same line, where our offset still was."""
+    env = _env(cli_env)
+    result = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--output-file",
+                     str(tmp_path / "log/e.log"), "--", "bash", "-c",
+                     'echo first; echo "fatal: x" > /dev/stdout; printf "no newline"; exit 1',
+                     cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr
+    text = (tmp_path / "log/e.log").read_text()
+    assert "\0" not in text
+    lines = text.splitlines()
+    assert lines[:2] == ["fatal: x", "no newline"] and lines[-1].startswith("# Ended (code 1) at "), lines

@@ -441,8 +441,12 @@ class LogWriteError(OSError):
 
 
 def _open_log(path: str, mode: int):
-    """The log opened for writing, with `mode` (the umask's) also when it existed with a wider one."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    """The log opened for writing, with `mode` (the umask's) also when it existed with a wider one.
+    Emptied, then appended to, as the Slurm batch script's `>>`: a task that also writes its log
+    through a path of its own (`echo fatal: x >> /dev/stderr`, `tee -a /dev/stderr`) adds at the
+    end, where our footer then goes too; at our own offset the footer overwrote its last message,
+    and after a `> /dev/stdout` (which empties the file) it left a run of NUL bytes before it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o666)
     try:
         os.fchmod(fd, mode)
     except PermissionError:   # someone else's file we may write: leave its mode alone
@@ -519,9 +523,11 @@ def _ends_mid_line(log) -> bool:
     progress bar): the footer then needs a newline first, or it is glued to that line, no footer
     line, and `status --failures` gives `fatal: ...# Ended (code 1) at ...` as the last line.
     The log is open write-only: its last byte is read through /proc (the same file, also when the
-    task replaced the path); where that cannot be read, the footer is written as before."""
+    task replaced the path); where that cannot be read, the footer is written as before. The end
+    is the file's size, not our offset: what the task wrote through a path of its own is not
+    counted in our offset (the log is opened for appending, see `_open_log`)."""
     fd = log.fileno()
-    end = os.lseek(fd, 0, os.SEEK_CUR)
+    end = os.fstat(fd).st_size
     if end == 0:
         return False
     try:
