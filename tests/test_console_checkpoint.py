@@ -59,8 +59,8 @@ def test_coverage_map_run_json_and_failed_records(tmp_path: Path) -> None:
             assert " 1 2 3 4 5 6 7 8" in " " + legend.splitlines()[1]
             failed = screen.query_one("#ckpt-failed")
             assert table_column(failed, "shard") == ["6"] and table_column(failed, "job") == ["500"]
-            cell = table_column(failed, "details")[0]           # the start, marked cut at 80 columns
-            assert cell == "tasks p000003  In…"
+            cell = table_column(failed, "details")[0]           # whole at 80 columns ("tasks p000003  In…")
+            assert cell == "tasks p000003  InjectedFailure: boom"
             detail = text_of(screen.query_one("#ckpt-failed-detail"))
             assert "slurm_job_500/array_task_6/restart_0/shard_6/failed_tasks.json" in detail
             assert '"error": "InjectedFailure: boom"' in detail   # the raw JSON, still there below
@@ -101,7 +101,7 @@ def test_a_record_in_a_users_own_failed_task_folder_is_listed_with_dashes(tmp_pa
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(120, 24)) as pilot:    # wide enough for the restart column
             await checkpoint_read(pilot)
             screen = app.checkpoint_screen
             failed = screen.query_one("#ckpt-failed")
@@ -885,7 +885,8 @@ async def _show_tab(pilot, tab: str) -> None:
 @pytest.mark.parametrize("size", PANE_SIZES)
 def test_failed_records_details_column_is_on_screen_in_a_split_pane(tmp_path: Path, size: tuple[int, int]) -> None:
     """At 60 columns the six columns pushed the details past the pane's edge: two characters of them
-    showed; the array task and restart, which the record's path below the table names, give way."""
+    showed; the array task and restart, which the record's path below the table names, give way
+    (at 80 too: beside them the details were `tasks p000003  In…`)."""
     checkpoint = build_checkpoint(tmp_path, total=40, complete=tuple(i for i in range(1, 41) if i not in (6, 33)),
                                   failed=(6, 33))
 
@@ -901,16 +902,58 @@ def test_failed_records_details_column_is_on_screen_in_a_split_pane(tmp_path: Pa
             lines = screen_lines(app)
             header = next(line for line in lines if line.split()[:2] == ["shard", "job"])
             assert "recorded" in header and "details" in header, lines
-            assert ("array task" in header and "restart" in header) == (size[0] >= 80), header
+            assert ("array task" in header and "restart" in header) == (size[0] > 80), header
             row = next(line for line in lines if line.split()[:2] == ["6", "500"])
             assert "tasks p000003  In" in row, lines             # the start of the details
-            # cut at 18 characters up to 80 columns; every column past 80 widens the cell (at 120 half
-            # the line stayed empty right of a cut cell)
-            assert ("tasks p000003  InjectedFailure: boom" in row) == (size[0] >= 120), row
+            # the cell takes what the other columns leave: whole from 80 columns (at 120 half the line
+            # stayed empty right of a cell cut at 58 characters; at 80 it was cut at 18)
+            assert ("tasks p000003  InjectedFailure: boom" in row) == (size[0] >= 80), row
             assert "InjectedFailure: boom" in "\n".join(lines[lines.index(row) + 1:])   # and the record below
             assert "array_task_6/restart_0" in "".join(line.strip() for line in lines)
 
     asyncio.run(scenario())
+
+
+def test_at_80_columns_the_failed_tab_shows_the_exception_of_a_slurm_record(tmp_path: Path) -> None:
+    """An 80-column terminal showed six columns and 18 characters of details, `tasks p000003  Va…`,
+    the rest of the line empty to its right; the README has the array task and restart give way
+    to the details. Now they do, and the record's path below the table names them."""
+    from sharding.store import Attempt
+
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 7), failed=())
+    error = "ValueError: could not convert string to float: 'n/a'"
+    Checkpoint(checkpoint).write_failed(6, Attempt("4865123", "6", "0"), {"task_ids": ["p000003"], "error": error})
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            lines = screen_lines(app)
+            header = next(line for line in lines if line.split()[:2] == ["shard", "job"])
+            assert header.split() == ["shard", "job", "recorded", "details"], header
+            row = next(line for line in lines if line.split()[:2] == ["6", "4865123"])
+            assert "tasks p000003  ValueError: could not conver" in row, row
+            assert app.checkpoint_screen.query_one("#ckpt-failed").max_scroll_x == 0
+            assert "array_task_6/restart_0" in "".join(line.strip() for line in lines)
+
+    asyncio.run(scenario())
+
+
+def test_the_array_task_and_restart_give_way_while_they_would_cut_the_details_below_readable() -> None:
+    """Every column only while the details beside them keep READABLE_DETAILS characters, or every
+    record's whole; the details cell takes what the other columns leave at every width."""
+    from hyperion_console.screens.checkpoint import (FAILED_COLUMNS, NARROW_FAILED_COLUMNS, READABLE_DETAILS,
+                                                     FailedFit, failed_layout)
+
+    fit = FailedFit({FAILED_COLUMNS: 47, NARROW_FAILED_COLUMNS: 26}, longest=60)
+    assert failed_layout(80, fit) == (NARROW_FAILED_COLUMNS, 48)
+    assert failed_layout(79, fit) == (NARROW_FAILED_COLUMNS, 47)
+    assert failed_layout(47 + 6 + READABLE_DETAILS, fit) == (FAILED_COLUMNS, READABLE_DETAILS)
+    assert failed_layout(120, fit) == (FAILED_COLUMNS, 67)
+    short = fit._replace(longest=23)               # `tasks p1  ValueError: x`: whole beside every column
+    assert failed_layout(80, short) == (FAILED_COLUMNS, 27)
+    assert failed_layout(60, short)[0] == NARROW_FAILED_COLUMNS
 
 
 def test_the_failed_table_follows_the_pane_width_and_keeps_the_highlighted_record(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from rich.text import Text
 from textual import events, on, work
@@ -42,7 +43,7 @@ from sharding.resubmit import (
     working_dir,
 )
 from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
-from sharding.failed_text import record_line, record_summary
+from sharding.failed_text import SUMMARY_LIMIT, record_line, record_summary
 from sharding.store import FailedRecord
 
 from ..checkpoint_read import (
@@ -138,43 +139,59 @@ def retry_flags(typed: int | None, site: ArrayLimit) -> str:
     return flags + (f" --cfg {shell_quote(shown_path(site.path))}" if site.value is not None else "")
 
 
-DETAILS_CELL = 18     # characters of a failed record's details in its table cell (80 columns)
 ID_CELL = 12          # a job, array task or restart of a failed record (a foreign folder's may be long)
 RECORD_OPTION = "--record"   # the record field is hyperion-checkpoint retry's --record (or --submit's record)
 ARRAY_CELL = 30       # a window's array expression (the fields below it give it whole)
 
 FAILED_COLUMNS = ("shard", "job", "array task", "restart", "recorded", "details")
-# Under 80 columns the six columns left the details off the screen (60 columns: two characters of them).
-# The record's path, shown whole in the box below the table, names its array task and restart.
+# The record's path, shown whole in the box below the table, names its array task and restart: they
+# give way first, so the details (the failure's exception) stay readable.
 NARROW_FAILED_COLUMNS = ("shard", "job", "recorded", "details")
-ALL_FAILED_COLUMNS_FROM = 80  # terminal columns: every column, its details cut at DETAILS_CELL, fits
-
-
-def failed_columns(width: int) -> tuple[str, ...]:
-    """The failed-record table's columns in a terminal `width` columns wide."""
-    return FAILED_COLUMNS if width >= ALL_FAILED_COLUMNS_FROM else NARROW_FAILED_COLUMNS
-
-
+# Characters of details the array task and restart columns never cut the cell below (unless every
+# record's details are shorter): at 80 columns the six columns left the cell 18 characters, the task
+# ids took 15 of them and the exception read `In…`. 40 hold `tasks p000003  ` and 25 of the exception.
+READABLE_DETAILS = 40
 MIN_DETAILS_CELL = 8   # the details never shrink below this: the table scrolls sideways instead
 # Cells beside the ones in the table: the tab pane's padding (2), the details column's own (2) and a
 # vertical scrollbar's (2) once the records overflow the table.
 AROUND_DETAILS = 6
 
 
-def details_width(width: int, beside: int = 0) -> int:
-    """Characters of the details cell in a terminal `width` columns wide: every column past 80 goes
-    to it (at 120 columns the cell stopped after 18 characters, half the line left empty). In the
-    narrow columns, what the other columns (`beside`: their cells, each with its padding) leave:
-    18 pushed the details off a 54-column pane (a local run's job id `local_23846` is 11 wide)."""
-    if width >= ALL_FAILED_COLUMNS_FROM:
-        return DETAILS_CELL + width - ALL_FAILED_COLUMNS_FROM
+class FailedFit(NamedTuple):
+    """What the Failed table's layout needs of the records read, measured once per read: a resize
+    must not redo every record's cells."""
+    beside: dict[tuple[str, ...], int]   # columns -> cells beside the details (each with its padding)
+    longest: int                          # the longest details whole (or the column's heading)
+
+
+def details_width(width: int, beside: int) -> int:
+    """Characters of the details cell in a terminal `width` columns wide: what the other columns
+    (`beside`: their cells, each with its padding) leave. A fixed 18 pushed the details off a
+    54-column pane (a local run's job id `local_23846` is 11 wide) and left 13 columns of an
+    80-column line empty right of `tasks p000003  In…`."""
     return max(MIN_DETAILS_CELL, width - beside - AROUND_DETAILS)
+
+
+def failed_layout(width: int, fit: FailedFit) -> tuple[tuple[str, ...], int]:
+    """The Failed table's columns and details cell in a terminal `width` wide: every column while
+    the details cell beside them keeps READABLE_DETAILS characters (or every record's whole);
+    narrower, the array task and restart give way to the details."""
+    cell = details_width(width, fit.beside[FAILED_COLUMNS])
+    if cell >= min(fit.longest, READABLE_DETAILS):
+        return FAILED_COLUMNS, cell
+    return NARROW_FAILED_COLUMNS, details_width(width, fit.beside[NARROW_FAILED_COLUMNS])
 
 
 def beside_details(columns: tuple[str, ...], rows: list[dict[str, Text]]) -> int:
     """Cells the columns other than the details take, each its widest cell or heading and padding."""
     return sum(max([len(column), *(row[column].cell_len for row in rows)]) + 2
                for column in columns if column != "details")
+
+
+def measure_failed(rows: list[dict[str, Text]]) -> FailedFit:
+    """The FailedFit of the table's rows, their details cells whole (no rows: the headings')."""
+    return FailedFit({columns: beside_details(columns, rows) for columns in (FAILED_COLUMNS, NARROW_FAILED_COLUMNS)},
+                     max([len("details"), *(row["details"].cell_len for row in rows)]))
 
 
 COMPLETE_SINCE = "✓"   # after the shard of a record a later attempt completed (`failed`: "(shard complete since)")
@@ -185,13 +202,13 @@ MARKS = {Standing.COMPLETE_SINCE: (COMPLETE_SINCE, "green", "complete since: a l
                                  "its completion manifest, which stands, so retry skips the shard")}
 
 
-def failed_cells(record: FailedRecord, details_cell: int = DETAILS_CELL,
+def failed_cells(record: FailedRecord, details_cell: int = SUMMARY_LIMIT + 3,
                  standing: Standing | None = None) -> dict[str, Text]:
     """Each column's cell for one failed-task record, escaped; ids and details cut to their columns.
     A record whose shard is complete since is dimmed and its shard marked: after a retry the old
     failures outnumbered the shards still failing, and looked the same. One newer than its shard's
     completion is marked, not dimmed: it is no old failure (it was marked complete since)."""
-    when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details fit 80 columns
+    when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details take the room
     details = record_summary(record)     # `failed`'s summary: the raw JSON's first 18 characters told nothing
     ids = (record.shard, record.job, record.array_task, record.restart)
     style = "dim" if standing is Standing.COMPLETE_SINCE else ""
@@ -246,7 +263,7 @@ class CheckpointScreen(ConsoleScreen):
         self._running_asked = False
         self._asking: Worker | None = None        # that ask, made after the read (the Retry tab opened)
         self.failed_by_path: dict[str, object] = {}
-        self._beside: dict[tuple[str, ...], int] = {}   # columns -> cells beside the details, for these records
+        self._fit: FailedFit | None = None       # the Failed table's records measured, for its layout
         self._failed_layout: tuple[tuple[str, ...], int] | None = None   # the Failed table's columns, details cell
         self._loaded = False
         self._reading: Worker | None = None      # the read whose result will be shown
@@ -273,7 +290,7 @@ class CheckpointScreen(ConsoleScreen):
                     yield Static("", id="ckpt-problems")
             with TabPane("Failed", id="tab-failed"):
                 table = DataTable(id="ckpt-failed", cursor_type="row", zebra_stripes=True)
-                for column in failed_columns(self.app.size.width):
+                for column in failed_layout(self.app.size.width, measure_failed([]))[0]:
                     table.add_column(column, key=column)
                 yield table
                 with VerticalScroll(id="ckpt-failed-detail-box"):   # a long record scrolls, never cut
@@ -544,7 +561,7 @@ class CheckpointScreen(ConsoleScreen):
         self.query_one("#ckpt-failed", DataTable).clear()
         _reset_windows(self.query_one("#retry-windows", DataTable))
         self.query_one("#retry-summary", Static).update(shown(error, "bold red"))
-        self.failed_by_path, self.plan, self.coverage, self._beside = {}, None, None, {}
+        self.failed_by_path, self.plan, self.coverage, self._fit = {}, None, None, None
         self._shown_read = None
         self.query_one("#ckpt-changed", Static).display = False     # no read shown: none out of date
         self.running, self.running_problem, self._running_asked = None, None, False
@@ -640,7 +657,7 @@ class CheckpointScreen(ConsoleScreen):
             problems.append_text(shown(f"{prefix}{problem.path}: {problem.message}", "yellow"))
             problems.append("\n")
         self.query_one("#ckpt-problems", Static).update(problems)
-        self.failed_by_path, self._beside = {record.path: record for record in cov.failed}, {}
+        self.failed_by_path, self._fit = {record.path: record for record in cov.failed}, None
         self.fill_failed(self.app.size.width)
 
     def fill_failed(self, width: int) -> None:
@@ -659,18 +676,16 @@ class CheckpointScreen(ConsoleScreen):
 
     def _failed_columns(self, width: int) -> tuple[tuple[str, ...], int]:
         """The Failed table's columns and details cell at `width`, for the records read."""
-        columns = failed_columns(width)
-        if columns not in self._beside:      # once per read: a resize must not redo every record's cells
-            rows = [failed_cells(r, DETAILS_CELL, self._standing(r)) for r in self.failed_by_path.values()]
-            self._beside[columns] = beside_details(columns, rows)
-        return columns, details_width(width, self._beside[columns])
+        if self._fit is None:      # once per read: a resize must not redo every record's cells
+            self._fit = measure_failed([failed_cells(r, standing=self._standing(r)) for r in self.failed_by_path.values()])
+        return failed_layout(width, self._fit)
 
     def _standing(self, record: FailedRecord) -> Standing | None:
         return None if self.coverage is None else self.coverage.standing(record)
 
     def on_resize(self, event: events.Resize) -> None:
-        """Narrower than 80 columns (a split tmux pane), fewer columns, so the details stay on screen;
-        the record that was highlighted still is."""
+        """Too narrow for every column and readable details (80 columns, a split tmux pane), fewer
+        columns, so the details stay on screen; the record that was highlighted still is."""
         table = self.query_one("#ckpt-failed", DataTable)
         if self._failed_layout == self._failed_columns(event.size.width):
             return
