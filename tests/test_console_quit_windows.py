@@ -257,7 +257,7 @@ def test_a_refused_raise_of_the_next_window_shows_on_the_status_line_and_once_as
 
     throttler = Throttler.for_record(load_record(record), QueryBudget(), runner)
     monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (Twice(update), throttler))
-    said = ("could not move free slots to job 7002 (its throttle to 2): scontrol update failed (rc 1): "
+    said = ("could not move free slots to job 7002: scontrol update failed (rc 1): "
             "slurm_update error: Access/permission denied [red]\\x1b[2J; trying again at the next poll")
 
     async def scenario() -> None:

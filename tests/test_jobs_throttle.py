@@ -260,7 +260,7 @@ def test_a_poll_that_asks_slurm_nothing_leaves_the_refusal_said():
     states = {("10", 1): TaskState("10", 1, JobState.COMPLETED), ("11", 1): TaskState("11", 1, JobState.COMPLETED)}
     throttler(states)
     said = slots_problem(throttler.failure)
-    assert said is not None and said.startswith("could not move free slots to job 11 (its throttle to 2): "
+    assert said is not None and said.startswith("could not move free slots to job 11: "
                                                 "scontrol update failed (rc 1): slurm_update error: Invalid job id")
     budget.charge(budget.room())
     assert throttler(states) == () and slots_problem(throttler.failure) == said
@@ -295,8 +295,51 @@ def test_hyperion_jobs_watch_says_a_refused_move_once_in_lines_and_under_its_liv
             console = Console(file=io.StringIO(), width=200)
             console.print(render_watch("r.json", PollUpdate({}, (), None, False, 1.0, None, 1.0), [],
                                        slots=slots_problem(throttler.failure)))
-            assert "could not move free slots to job 11 (its throttle to 2)" in console.file.getvalue()
+            assert "could not move free slots to job 11" in console.file.getvalue()
     lines = [line.split(" ", 1)[1] for line in out.getvalue().splitlines()]
-    assert lines == ["could not move free slots to job 11 (its throttle to 2): scontrol update failed (rc 1): "
+    assert lines == ["could not move free slots to job 11: scontrol update failed (rc 1): "
                      "Unable to contact slurm controller; trying again at the next poll",
                      "slots moved again: job 11 up to 2 at once"]
+
+
+def test_one_refusal_is_said_once_while_the_window_before_drains_slot_by_slot():
+    """The line named the throttle asked, which grows with each task the window before ends: one
+    lasting refusal was said again (and the console notified again) for every slot freed."""
+    from backends.watch.throttle import SlotsNotice
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[0-5%1]|0-5%1|JobArrayTaskLimit|11|\n", "")
+        return CommandResult(1, "", "11: Access/permission denied\n")
+
+    throttler = Throttler([("10", (1, 2, 3)), ("11", (0, 1, 2, 3, 4, 5))], 4, QueryBudget(), runner)
+    notice, said = SlotsNotice(), []
+    states = {("10", t): TaskState("10", t, JobState.RUNNING) for t in (1, 2, 3)}
+    for ended in (1, 2, 3):                       # 10's tasks end one by one: 2, 3, then 4 slots asked
+        states[("10", ended)] = TaskState("10", ended, JobState.COMPLETED)
+        throttler(states)
+        said.append(notice.news(throttler))
+    assert [line is not None for line in said] == [True, False, False], said
+
+
+def test_a_poll_with_budget_for_the_read_but_not_the_release_does_not_say_the_refusal_is_over():
+    """A release needs two calls: with room for the squeue alone the try stopped before it, and the
+    refusal was taken for over ("slots: Slurm no longer refuses"), then said again at the next poll."""
+    from backends.watch.throttle import SlotsNotice
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldUser|11|\n", "")
+        if argv[1] == "release":
+            return CommandResult(1, "", "11_0-2: Access/permission denied\n")
+        return CommandResult(0, "", "")
+
+    budget = QueryBudget()
+    throttler = Throttler([("10", (1,)), ("11", (0, 1, 2))], 2, budget, runner)
+    notice = SlotsNotice()
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED)}
+    throttler(states)
+    assert notice.news(throttler) is not None
+    budget.charge(budget.room() - 1)              # the squeue fits, the raise and release do not
+    throttler(states)
+    assert throttler.failure is not None and notice.news(throttler) is None

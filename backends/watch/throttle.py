@@ -156,7 +156,8 @@ def slots_problem(failure: SlotFailure | None) -> str | None:
     elif failure.action == "release":
         what = f"could not release held job {job} to run on the slots the other windows freed"
     else:
-        what = f"could not move free slots to job {job} (its throttle to {failure.throttle})"
+        # (not the throttle asked: it grows with each slot freed, and one refusal was said at each)
+        what = f"could not move free slots to job {job}"
     return f"{what}: {said}; trying again at the next poll"
 
 
@@ -212,6 +213,7 @@ class Throttler:
         self.failure: SlotFailure | None = None     # the last scontrol/squeue failure, retried next time
         self.moved: tuple[ThrottleChange, ...] = ()
         self._step: SlotFailure | None = None       # the call being made: what a failure of it was for
+        self._cut = False                           # the last try left changes for lack of budget
 
     @classmethod
     def for_record(cls, record: SubmitRecord, budget: QueryBudget, runner: Runner = run_command,
@@ -242,7 +244,7 @@ class Throttler:
 
     def __call__(self, states: Mapping[Key, TaskState]) -> tuple[ThrottleChange, ...]:
         """Apply what `plan_changes` says for these states; the changes made."""
-        self._step = None
+        self._step, self._cut = None, False
         try:
             if self._control is None:
                 if self._budget.room() < 1:
@@ -255,7 +257,9 @@ class Throttler:
         except QueryError as exc:
             self.failure = replace(self._step or SlotFailure("read"), message=str(exc))
             return ()
-        if self._step is not None:      # Slurm was asked and refused nothing: a failure said is over
+        # Slurm was asked and refused nothing, and nothing was left for lack of budget (a change not
+        # asked is no change taken): a failure said is over
+        if self._step is not None and not self._cut:
             self.failure = None
             self.moved = done
         return done
@@ -291,6 +295,7 @@ class Throttler:
         for change in changes:
             calls = 2 if change.release else 1
             if self._budget.room() < calls:
+                self._cut = True
                 break
             self._budget.charge(calls)
             # read back at the next call, whatever the answer: scontrol exits 1 on an array with

@@ -129,7 +129,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             finals.observe(update.changed, update.usage)
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
-            view.slots(throttler)
+        if throttler is not None:       # every task ended: nothing is tried again, nothing to say
+            view.slots(None if update.all_terminal else throttler)
         view.show(update, _rows_for(history, update, job_history, target))
         never[:] = _never(target, update)
         return bool(never)
@@ -393,7 +394,7 @@ class LiveView:
 
     def slots(self, throttler) -> None:
         """What moving slots between windows could not do, shown while it lasts (drawn with the next `show`)."""
-        self._slots = slots_problem(throttler.failure)
+        self._slots = slots_problem(throttler.failure) if throttler is not None else None
 
     def show(self, update: PollUpdate, rows: Sequence[TaskRow]) -> None:
         """Redraw; a terminal gone away ends the display, not the watch."""
