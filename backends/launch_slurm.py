@@ -19,6 +19,7 @@ from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
 from backends.records.record import SubmitRecord
 from backends.retry_hint import named_values, not_submitted, rerun_line
+from backends.shellwords import shell_quote
 from backends.states import explain_reason
 from backends.submit.model import SubmitPlan
 from backends.submit.site_options import ignored_inputs_line
@@ -67,6 +68,15 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
         if not queued:
             raise
         raise SubmitError(f"{err}; {_cancel_note(queued)}") from None
+
+
+def not_made_line(record_path: str, number: int, array: bool) -> str:
+    """After "attempt N of this --output-file" was said, sbatch refused the first window: no attempt N
+    was made (history lists none), but the earlier logs were moved, and stay where that line said."""
+    folder = os.path.join(os.path.dirname(record_path), "attempts", str(number - 1))
+    return printable(f"nothing was submitted, so there is no attempt {number}: the earlier logs stay in "
+                     f"{folder}/ (hyperion-jobs logs {shell_quote(record_path)}{':VALUE' if array else ''} "
+                     f"--attempt {number - 1})")
 
 
 def _say_rerun(err_stream, plan: SubmitPlan, attempt: NewAttempt) -> None:
@@ -225,11 +235,15 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         try:
             # said before the first sbatch, as the local backend says it before the first task: a task
             # may run (and the user look at its log) before sbatch's answer is back
+            said: list[NewAttempt] = []
             record = submit(plan, kind, on_begin, live_check,
                             warn=lambda lines: [err_stream.line(f"{PROG}: {line}") for line in lines],
-                            on_attempt=lambda attempt: _say_rerun(err_stream, plan, attempt))
+                            on_attempt=lambda attempt: said.append(attempt) or _say_rerun(err_stream, plan, attempt))
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
+            if said and said[0].number > 1 and said[0].kind == "submit":
+                gone = not_made_line(plan.record_path, said[0].number, plan.options.array is not None)
+                err_stream.line(f"{PROG}: {gone}")
             return 1
         rest = rest_command(plan, record, rerun, kind)
         refusal = refusal_line(record, rest)

@@ -858,3 +858,23 @@ def test_logs_err_of_an_empty_slurm_err_says_it_is_empty(slurm_cluster, test_sit
     assert shown.returncode == 0 and shown.stdout == ""
     assert shown.stderr == (f"hyperion-jobs: {err_file} is empty (nothing written to {record}'s Slurm stderr "
                             "file)\n")
+
+
+def test_a_rerun_sbatch_refuses_says_there_is_no_new_attempt_and_where_the_logs_stay(
+        slurm_cluster, test_site, cli_env, tmp_path):
+    """The same line run again with a request the cluster cannot meet: hyperion-submit said "attempt 2 of
+    this --output-file ... the earlier logs ... were moved", then sbatch's refusal, and history listed
+    no attempt 2. It now says, after the refusal, that none was made and where the earlier logs are."""
+    argv = ("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/t.log")
+    first = run_cli(*argv, "--", "echo", "the evening's run", cwd=tmp_path, env=cli_env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    refused = run_cli(*argv, "--mem", "100T", "--", "echo", "again", cwd=tmp_path, env=cli_env, timeout=120)
+    record = tmp_path / "log/q/t.submit.json"
+    lines = refused.stderr.splitlines()
+    assert refused.returncode == 1 and lines[1].startswith("hyperion-submit: error: sbatch failed"), lines
+    assert lines[2] == (f"hyperion-submit: nothing was submitted, so there is no attempt 2: the earlier logs stay "
+                        f"in {record.parent / 'attempts' / '1'}/ (hyperion-jobs logs {record} --attempt 1)"), lines
+    history = run_cli("hyperion-jobs", "history", str(record), cwd=tmp_path, env=cli_env, timeout=60)
+    assert len(history.stdout.splitlines()) == 2, history.stdout          # the header and attempt 1
+    logs = run_cli("hyperion-jobs", "logs", str(record), "--attempt", "1", cwd=tmp_path, env=cli_env, timeout=60)
+    assert logs.returncode == 0 and "the evening's run" in logs.stdout, logs.stderr
