@@ -346,8 +346,8 @@ def _q_folders(plan: SubmitPlan) -> set[Path]:
     """The q/ beside each of the plan's logs, and the q/ of patterns with NAME in a folder.
 
     ``exp/1/log/c.log`` may be task 1 of ``exp/JOB/log/c.log``, whose q/ is
-    exp/JOB/log/q: the nearest of a log's last few folders that holds a digit,
-    and beside it every folder whose name could be it with a NAME in place of
+    exp/JOB/log/q: each of a log's last few folders that holds a digit, and
+    beside it every folder whose name could be it with a NAME in place of
     the number (listed once per parent, whatever the number of tasks). Only
     those are looked into: ``/scratch/user7/exp/log`` looked for a q/ under
     each of /scratch's thousands of folders, at every submission.
@@ -358,9 +358,9 @@ def _q_folders(plan: SubmitPlan) -> set[Path]:
         folders.add(Path(folder) / "q")
         parts = Path(folder).parts
         for depth in range(1, min(NAME_FOLDER_DEPTH, len(parts) - 1) + 1):
+            # every such folder, not the nearest alone: exp/5/v2/c.log is task 5 of exp/JOB/v2/c.log
             if any(ch.isdigit() for ch in parts[-depth]):
                 places.add((str(Path(*parts[:-depth])), parts[-depth], parts[len(parts) - depth + 1:]))
-                break
     listed: dict[str, list[str]] = {}
     for parent, numbered, below in places:
         if parent not in listed:

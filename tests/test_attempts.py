@@ -544,6 +544,7 @@ def _wait_for_line(path: Path, kind: str, timeout: float = 30) -> None:
 @pytest.mark.parametrize("array_log,single_log", [("log/c.JOB.log", "log/c.2.log"),      # NAME in the name
                                                   ("log/JOB/c.log", "log/2/c.log"),     # NAME in the folder
                                                   ("exp/JOB/log/c.log", "exp/2/log/c.log"),   # further up
+                                                  ("exp/JOB/v2/c.log", "exp/2/v2/c.log"),   # a digit below it
                                                   ("log/1JOB/c.log", "log/12/c.log"),   # after a digit
                                                   ("real/c.JOB.log", "link/c.2.log")])  # a linked folder
 def test_a_log_a_running_local_array_has_still_to_write_is_not_taken_by_another_pattern(
