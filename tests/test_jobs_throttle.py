@@ -44,7 +44,7 @@ def test_no_change_while_every_slot_is_taken_or_could_be():
 
 
 def test_window_loads_count_holding_and_waiting_tasks():
-    states = {("a", 1): TaskState("a", 1, JobState.RUNNING), ("a", 2): TaskState("a", 2, JobState.COMPLETED),
+    states = {("a", 1): TaskState("a", 1, JobState.RUNNING), ("a", 2): TaskState("a", 2, JobState.COMPLETED, node="vm"),
               ("a", 3): TaskState("a", 3, JobState.PENDING), ("b", 0): TaskState("b", 0, JobState.COMPLETING)}
     loads = window_loads([("a", (1, 2, 3, 4)), ("b", (0, 1))], states, {"a": WindowControl(2, False)})
     assert loads == [WindowLoad("a", 1, 2, 2, False, ended=1), WindowLoad("b", 1, 1, None, False)]
@@ -66,7 +66,10 @@ def _held_window_runner(calls: list[list[str]]):
     (frozenset(), {}, False),                   # submitted with a share: the user held it since
     (frozenset({"11"}), {("11", 0): JobState.COMPLETED}, False),   # released by us, then held again
     (None, {("11", 0): JobState.RUNNING}, False),
-], ids=["unrecorded", "ours", "users", "ours-started-then-held", "unrecorded-started"])
+    # one value cancelled while it waited (`scancel 11_0`) never ran: the hold is still the plan's, and
+    # taken for the user's the wait hung for ever
+    (frozenset({"11"}), {("11", 0): JobState.CANCELLED}, True),
+], ids=["unrecorded", "ours", "users", "ours-started-then-held", "unrecorded-started", "ours-one-cancelled-waiting"])
 def test_only_the_plans_own_hold_is_released(ours, states, released):
     """A user who paused a window with `scontrol hold J` while hyperion-submit waited had it released
     by the watcher as soon as another window drained: every held window was taken for one the plan
@@ -75,8 +78,9 @@ def test_only_the_plans_own_hold_is_released(ours, states, released):
     calls: list[list[str]] = []
     throttler = Throttler([("10", (1,)), ("11", (0, 1, 2))], 2, QueryBudget(), _held_window_runner(calls),
                           ours=ours)
-    seen = {("10", 1): TaskState("10", 1, JobState.COMPLETED),
-            **{key: TaskState(key[0], key[1], state) for key, state in states.items()}}
+    seen = {("10", 1): TaskState("10", 1, JobState.COMPLETED, node="vm"),
+            **{key: TaskState(key[0], key[1], state, node=None if state is JobState.CANCELLED else "vm")
+               for key, state in states.items()}}
     done = throttler(seen)
     assert (["scontrol", "release", "11"] in calls) is released
     assert bool(done) is released and throttler.failure is None
@@ -235,7 +239,7 @@ def test_a_refused_move_is_said_once_with_slurms_words_and_its_end_once():
     throttler(states)
     line = slots_problem(throttler.failure)
     assert line == ("could not release held job 11 to run on the slots the other windows freed: scontrol release "
-                    "failed (rc 1): 11_0-2: Access/permission denied\\x1b]52;c;eA==\\x07; trying again at the next poll")
+                    "failed (rc 1): Access/permission denied\\x1b]52;c;eA==\\x07; trying again at the next poll")
     assert notice.news(throttler) == line
     throttler(states)
     assert notice.news(throttler) is None          # the same refusal at the next poll: not said again
@@ -343,3 +347,17 @@ def test_a_poll_with_budget_for_the_read_but_not_the_release_does_not_say_the_re
     budget.charge(budget.room() - 1)              # the squeue fits, the raise and release do not
     throttler(states)
     assert throttler.failure is not None and notice.news(throttler) is None
+
+
+def test_a_window_held_again_after_the_watchers_release_is_the_users():
+    """The watcher released window 11 (submitted held); before any of its tasks started the user held
+    it (`scontrol hold 11`): at the next drained window it was taken for the plan's hold again and
+    released, undoing the user's pause."""
+    calls: list[list[str]] = []
+    throttler = Throttler([("10", (1, 2)), ("11", (0, 1, 2))], 2, QueryBudget(), _held_window_runner(calls),
+                          ours=frozenset({"11"}))
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED, node="vm"),
+              ("10", 2): TaskState("10", 2, JobState.RUNNING, node="vm")}
+    assert throttler(states) == (ThrottleChange("11", 1, release=True),)
+    states[("10", 2)] = TaskState("10", 2, JobState.COMPLETED, node="vm")    # held again meanwhile
+    assert throttler(states) == () and calls.count(["scontrol", "release", "11"]) == 1

@@ -13,6 +13,7 @@ were (never above N, possibly fewer than N busy).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -38,7 +39,7 @@ class WindowLoad:
     waiting: int
     throttle: int | None      # None: unknown (counted as if every waiting task could start)
     held: bool = False        # held, and ours to release (see `Throttler._paused`)
-    ended: int = 0
+    ended: int = 0            # tasks that ran and ended (one cancelled while it waited never ran)
     paused: bool = False      # held by the user or an admin: its slots kept for it, never released
 
 
@@ -100,7 +101,7 @@ def window_loads(windows: Sequence[tuple[str, tuple[int, ...]]], states: Mapping
                 waiting += 1
             elif state.state in _HOLDING:
                 running += 1
-            else:
+            elif state.node is not None or (state.elapsed or 0) > 0:
                 ended += 1
         known = control.get(job)
         loads.append(WindowLoad(job, running, waiting, known.throttle if known else None,
@@ -140,6 +141,9 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
             f"{record.reattach or reattach_command(record.path)}")
 
 
+_TASKS_NAMED = re.compile(r"\b\d+_[\d\[\]\-,:%]+: ")
+
+
 def slots_problem(failure: SlotFailure | None) -> str | None:
     """The line a watcher shows while its last try to move slots failed (None: nothing failing).
 
@@ -149,7 +153,9 @@ def slots_problem(failure: SlotFailure | None) -> str | None:
     if failure is None:
         return None
     lines = [line for line in failure.message.splitlines() if line.strip()]
-    said = printable(lines[0].strip() if lines else "no answer")
+    # scontrol names the tasks it refused (`11_2-5: Access/permission denied`), fewer as they end:
+    # the same refusal would read as a new one at each
+    said = printable(_TASKS_NAMED.sub("", lines[0].strip()) if lines else "no answer")
     job = printable(str(failure.job_id))
     if failure.action == "read":
         what = "could not read the array windows' throttles to move free slots between them"
@@ -205,6 +211,7 @@ class Throttler:
                  ours: "frozenset[str] | None" = None) -> None:
         self._windows = list(windows)
         self._ours = ours       # the windows submitted held (None: not recorded; any not started)
+        self._released: set[str] = set()   # released by us: a hold seen on one since is the user's
         self._limit = limit
         self._budget = budget
         self._runner = runner
@@ -271,7 +278,7 @@ class Throttler:
         at the next drained window; now its slots stay its own until they release it."""
         if not load.held:
             return load
-        ours = self._ours is None or load.job_id in self._ours
+        ours = (self._ours is None or load.job_id in self._ours) and load.job_id not in self._released
         if ours and not load.running and not load.ended:
             return load
         return replace(load, held=False, paused=True)
@@ -308,5 +315,6 @@ class Throttler:
             if change.release:
                 self._step = SlotFailure("release", change.job_id, change.throttle)
                 release(change.job_id, self._runner)
+                self._released.add(change.job_id)
             done.append(change)
         return tuple(done)
