@@ -365,9 +365,10 @@ def _q_folders(plan: SubmitPlan) -> set[Path]:
     for parent, numbered, below in places:
         if parent not in listed:
             try:
+                # names only (no stat of each: a shared parent on NFS holds thousands); one that is
+                # no folder has no q/ to list below
                 with os.scandir(parent) as entries:
-                    listed[parent] = [e.name for e in entries
-                                      if not _NAME_START.isdisjoint(e.name) and e.is_dir()]
+                    listed[parent] = [e.name for e in entries if not _NAME_START.isdisjoint(e.name)]
             except OSError:
                 listed[parent] = []
         folders |= {Path(parent, other, *below, "q") for other in listed[parent]

@@ -72,11 +72,12 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
 
 def not_made_line(record_path: str, number: int, array: bool) -> str:
     """After "attempt N of this --output-file" was said, sbatch refused the first window: no attempt N
-    was made (history lists none), but the earlier logs were moved, and stay where that line said."""
-    folder = os.path.join(os.path.dirname(record_path), "attempts", str(number - 1))
+    was made (history lists none), but the earlier logs were moved, and stay where that line said
+    (each in the folder of the attempt that wrote it, not always N-1's: `logs --attempt` finds it)."""
+    folder = os.path.join(os.path.dirname(record_path), "attempts")
     return printable(f"nothing was submitted, so there is no attempt {number}: the earlier logs stay in "
-                     f"{folder}/ (hyperion-jobs logs {shell_quote(record_path)}{':VALUE' if array else ''} "
-                     f"--attempt {number - 1})")
+                     f"{folder}/ (hyperion-jobs history {shell_quote(record_path)}; hyperion-jobs logs "
+                     f"{shell_quote(record_path)}{':VALUE' if array else ''} --attempt {number - 1})")
 
 
 def _say_rerun(err_stream, plan: SubmitPlan, attempt: NewAttempt) -> None:

@@ -873,7 +873,8 @@ def test_a_rerun_sbatch_refuses_says_there_is_no_new_attempt_and_where_the_logs_
     lines = refused.stderr.splitlines()
     assert refused.returncode == 1 and lines[1].startswith("hyperion-submit: error: sbatch failed"), lines
     assert lines[2] == (f"hyperion-submit: nothing was submitted, so there is no attempt 2: the earlier logs stay "
-                        f"in {record.parent / 'attempts' / '1'}/ (hyperion-jobs logs {record} --attempt 1)"), lines
+                        f"in {record.parent / 'attempts'}/ (hyperion-jobs history {record}; hyperion-jobs logs "
+                        f"{record} --attempt 1)"), lines
     history = run_cli("hyperion-jobs", "history", str(record), cwd=tmp_path, env=cli_env, timeout=60)
     assert len(history.stdout.splitlines()) == 2, history.stdout          # the header and attempt 1
     logs = run_cli("hyperion-jobs", "logs", str(record), "--attempt", "1", cwd=tmp_path, env=cli_env, timeout=60)
