@@ -954,6 +954,10 @@ def test_the_array_task_and_restart_give_way_while_they_would_cut_the_details_be
     short = fit._replace(longest=23)               # `tasks p1  ValueError: x`: whole beside every column
     assert failed_layout(80, short) == (FAILED_COLUMNS, 27)
     assert failed_layout(60, short)[0] == NARROW_FAILED_COLUMNS
+    # an empty table (no records yet, or none read): its 7-wide heading fits the 8 the cell never goes
+    # under, and the six columns of a 50-column pane scrolled sideways
+    from hyperion_console.screens.checkpoint import measure_failed
+    assert failed_layout(50, measure_failed([]))[0] == NARROW_FAILED_COLUMNS
 
 
 def test_the_failed_table_follows_the_pane_width_and_keeps_the_highlighted_record(tmp_path: Path) -> None:

@@ -176,9 +176,9 @@ def failed_layout(width: int, fit: FailedFit) -> tuple[tuple[str, ...], int]:
     """The Failed table's columns and details cell in a terminal `width` wide: every column while
     the details cell beside them keeps READABLE_DETAILS characters (or every record's whole);
     narrower, the array task and restart give way to the details."""
-    cell = details_width(width, fit.beside[FAILED_COLUMNS])
-    if cell >= min(fit.longest, READABLE_DETAILS):
-        return FAILED_COLUMNS, cell
+    room = width - fit.beside[FAILED_COLUMNS] - AROUND_DETAILS    # unclamped: an empty table's heading
+    if room >= max(MIN_DETAILS_CELL, min(fit.longest, READABLE_DETAILS)):   # fits in 8, yet 6 columns scrolled
+        return FAILED_COLUMNS, room
     return NARROW_FAILED_COLUMNS, details_width(width, fit.beside[NARROW_FAILED_COLUMNS])
 
 
