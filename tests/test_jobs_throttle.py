@@ -361,3 +361,29 @@ def test_a_window_held_again_after_the_watchers_release_is_the_users():
     assert throttler(states) == (ThrottleChange("11", 1, release=True),)
     states[("10", 2)] = TaskState("10", 2, JobState.COMPLETED, node="vm")    # held again meanwhile
     assert throttler(states) == () and calls.count(["scontrol", "release", "11"]) == 1
+
+
+def test_a_window_the_user_released_gets_the_slots_the_others_freed():
+    """The user held the second window before the watcher first read the throttles, and released it
+    after the first drained: the throttles were read again only after a change of the watcher's, so it
+    ran at its share of 1 for the rest of the run under --max-jobs-run 2. Its tasks' reasons (from the
+    poll, no query) say the hold is gone: the throttles are read again and the free slot moved."""
+    calls: list[list[str]] = []
+    held = {"11"}
+
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, f"11_[1-2%1]|1-2%1|{'JobHeldUser' if held else 'JobArrayTaskLimit'}|11|\n", "")
+        return CommandResult(0, "", "")
+
+    throttler = Throttler([("10", (1,)), ("11", (0, 1, 2))], 2, QueryBudget(), runner, ours=frozenset())
+    states = {("10", 1): TaskState("10", 1, JobState.COMPLETED),
+              ("11", 0): TaskState("11", 0, JobState.COMPLETED),
+              **{("11", t): TaskState("11", t, JobState.PENDING, reason="JobHeldUser") for t in (1, 2)}}
+    assert throttler(states) == () and throttler(states) == () and len(calls) == 1   # paused: kept held
+    held.clear()            # scontrol release 11
+    states.update({("11", t): TaskState("11", t, JobState.PENDING, reason="JobArrayTaskLimit") for t in (1, 2)})
+    assert throttler(states) == (ThrottleChange("11", 2),)
+    assert calls[1][0] == "squeue" and calls[2] == ["scontrol", "update", "JobId=11", "ArrayTaskThrottle=2"]
+    assert ["scontrol", "release", "11"] not in calls

@@ -23,7 +23,7 @@ from backends.states import JobState, TaskState
 from backends.watch.budget import QueryBudget
 from backends.watch.rows import expected
 from backends.watch.slurm.accounting import QueryError, Runner, run_command
-from backends.watch.slurm.control import WindowControl, pending_arrays, release, set_throttle
+from backends.watch.slurm.control import HELD_REASONS, WindowControl, pending_arrays, release, set_throttle
 
 Key = tuple[str, "int | None"]
 # Tasks that hold one of the window's slots as Slurm counts them.
@@ -252,6 +252,8 @@ class Throttler:
     def __call__(self, states: Mapping[Key, TaskState]) -> tuple[ThrottleChange, ...]:
         """Apply what `plan_changes` says for these states; the changes made."""
         self._step, self._cut = None, False
+        if self._control is not None and self._released_since(self._control, states):
+            self._control = None
         try:
             if self._control is None:
                 if self._budget.room() < 1:
@@ -270,6 +272,21 @@ class Throttler:
             self.failure = None
             self.moved = done
         return done
+
+    def _released_since(self, control: Mapping[str, WindowControl], states: Mapping[Key, TaskState]) -> bool:
+        """Whether a window last read held shows no hold in its waiting tasks' own reasons now (the
+        user released it): the throttles are read again only after a change of ours, so a window
+        paused when they were read, then released, ran at its old share for the rest of the run
+        while the slots of the windows that drained sat idle. The poll's reasons cost no query."""
+        for job, tasks in self._windows:
+            known = control.get(job)
+            if known is None or not known.held:
+                continue
+            reasons = {state.reason for task in tasks if (state := states.get((job, task))) is not None
+                       and not state.state.is_terminal and state.state not in _HOLDING and state.reason}
+            if reasons and not reasons & HELD_REASONS:
+                return True
+        return False
 
     def _paused(self, load: WindowLoad) -> WindowLoad:
         """`load`, its hold taken for the user's (or an admin's) unless it is the plan's: a window
