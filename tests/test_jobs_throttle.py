@@ -196,14 +196,14 @@ def test_a_window_whose_row_names_no_throttle_keeps_the_one_known():
 
 
 def test_a_release_refused_after_its_raise_reads_the_windows_again_before_asking_again():
-    """A held window whose release is refused (an admin's hold, a non-operator user): the raise before
+    """A held window whose release is refused (the controller refusing it): the raise before
     it was taken, and the same two calls were made again at every poll on what was read at the start."""
     calls: list[list[str]] = []
 
     def runner(argv):
         calls.append(list(argv))
         if argv[0] == "squeue":
-            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldAdmin|11|\n", "")
+            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldUser|11|\n", "")
         if argv[1] == "release":
             # the error names the refusal, not the harmless line before it
             return CommandResult(1, "", "11_0: Job has already finished\n11_1-2: Access/permission denied\n")
@@ -227,7 +227,7 @@ def test_a_refused_move_is_said_once_with_slurms_words_and_its_end_once():
 
     def runner(argv):
         if argv[0] == "squeue":
-            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldAdmin|11|\n", "")
+            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldUser|11|\n", "")
         if argv[1] == "release" and refuse:
             return CommandResult(1, "", refuse[0])
         return CommandResult(0, "", "")
@@ -387,3 +387,20 @@ def test_a_window_the_user_released_gets_the_slots_the_others_freed():
     assert throttler(states) == (ThrottleChange("11", 2),)
     assert calls[1][0] == "squeue" and calls[2] == ["scontrol", "update", "JobId=11", "ArrayTaskThrottle=2"]
     assert ["scontrol", "release", "11"] not in calls
+
+
+def test_an_operators_hold_on_the_plans_held_window_is_not_released():
+    """`sbatch --hold` makes a user hold (JobHeldUser): an operator's `scontrol hold` on the window the
+    plan submitted held (JobHeldAdmin) was taken for the plan's and released when the first drained."""
+    calls: list[list[str]] = []
+
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, "11_[0-2%1]|0-2%1|JobHeldAdmin|11|\n", "")
+        return CommandResult(0, "", "")
+
+    throttler = Throttler([("10", (1,)), ("11", (0, 1, 2))], 2, QueryBudget(), runner, ours=frozenset({"11"}))
+    assert throttler({("10", 1): TaskState("10", 1, JobState.COMPLETED, node="vm")}) == ()
+    assert [c for c in calls if c[0] == "scontrol"] == []
+    assert parse_pending_arrays("11_[0-2%1]|0-2%1|JobHeldAdmin|11|\n") == {"11": WindowControl(1, True, True)}

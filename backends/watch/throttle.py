@@ -41,6 +41,7 @@ class WindowLoad:
     held: bool = False        # held, and ours to release (see `Throttler._paused`)
     ended: int = 0            # tasks that ran and ended (one cancelled while it waited never ran)
     paused: bool = False      # held by the user or an admin: its slots kept for it, never released
+    admin: bool = False       # an operator's hold (JobHeldAdmin): never the plan's
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def window_loads(windows: Sequence[tuple[str, tuple[int, ...]]], states: Mapping
                 ended += 1
         known = control.get(job)
         loads.append(WindowLoad(job, running, waiting, known.throttle if known else None,
-                                bool(known and known.held), ended))
+                                bool(known and known.held), ended, admin=bool(known and known.admin)))
     return loads
 
 
@@ -296,7 +297,7 @@ class Throttler:
         if not load.held:
             return load
         ours = (self._ours is None or load.job_id in self._ours) and load.job_id not in self._released
-        if ours and not load.running and not load.ended:
+        if ours and not load.admin and not load.running and not load.ended:
             return load
         return replace(load, held=False, paused=True)
 
@@ -308,7 +309,7 @@ class Throttler:
         out = {}
         for job, control in read.items():
             if control.throttle is None and job in self._throttles:
-                control = WindowControl(self._throttles[job], control.held)
+                control = replace(control, throttle=self._throttles[job])
             elif control.throttle is not None:
                 self._throttles[job] = control.throttle
             out[job] = control

@@ -46,6 +46,8 @@ class WindowControl:
 
     throttle: int | None    # None: no limit
     held: bool
+    # held by an operator (JobHeldAdmin): `sbatch --hold` makes a user hold only, so never the plan's
+    admin: bool = False
 
 
 def parse_pending_arrays(text: str) -> dict[str, WindowControl]:
@@ -69,7 +71,8 @@ def parse_pending_arrays(text: str) -> dict[str, WindowControl]:
         held = fields[2].strip() in HELD_REASONS
         known = out.get(job)
         out[job] = WindowControl(throttle if known is None else known.throttle or throttle,
-                                 held or bool(known and known.held))
+                                 held or bool(known and known.held),
+                                 fields[2].strip() == "JobHeldAdmin" or bool(known and known.admin))
     return out
 
 
