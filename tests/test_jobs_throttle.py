@@ -218,7 +218,7 @@ def test_a_release_refused_after_its_raise_reads_the_windows_again_before_asking
 
 
 def test_a_refused_move_is_said_once_with_slurms_words_and_its_end_once():
-    """A held window whose release scontrol refuses (an admin's hold, a user who is no operator):
+    """A held window whose release scontrol refuses (the controller refusing it):
     nothing said so, and the user stared at a window PENDING for ever. A watcher polls every few
     seconds: the line is said once while the same refusal lasts, and once that it went through."""
     from backends.watch.throttle import SlotsNotice, slots_problem
