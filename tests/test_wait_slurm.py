@@ -148,6 +148,46 @@ def test_a_window_the_user_holds_while_hyperion_submit_waits_stays_held_until_th
     assert stderr.splitlines()[-1] == "done 6/6 failed 0 running 0 pending 0", stderr
 
 
+def test_a_window_held_before_the_watch_began_and_released_later_gets_the_freed_slots(
+        slurm_cluster, test_site, cli_env, tmp_path, task):
+    """The user hung up hyperion-submit, paused the second window (`scontrol hold J`), reattached with
+    `hyperion-jobs watch` and released the window once the first had drained: the watch read the
+    throttles once, with the window held, and never again (only after a change of its own), so the
+    window ran one task at a time under --max-jobs-run 2 for the rest of the run."""
+    proc = start(test_site, "--array", "JOB=999:1006", "--max-jobs-run", "2", "--output-file", "log/p.JOB.log",
+                 "--", "bash", "-c", 'exec "$0" "$1" "$(( $1 > 1000 ? 4 : 3 ))"', task, "JOB",
+                 cwd=tmp_path, env=cli_env)
+    try:
+        record = record_of(tmp_path, "p.JOB")
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=30) == 129
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    first, second = (j.job_id for j in record.jobs)
+    watch = None
+    try:
+        subprocess.run(["scontrol", "uhold", second], capture_output=True)   # as the user's `hold`
+        watch = subprocess.Popen(["hyperion-jobs", "watch", record.path], env=cli_env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: set(squeue_states(first).values()) == {"COMPLETED"}, timeout=60,
+                 what="the first window drained")
+        time.sleep(4)                                  # the watch has seen it drained, the window still held
+        released = datetime.now().astimezone()
+        subprocess.run(["scontrol", "release", second], capture_output=True)
+        out, err = watch.communicate(timeout=180)
+    finally:
+        if watch is not None and watch.poll() is None:
+            watch.kill()
+        subprocess.run(["scancel", first, second], capture_output=True)
+    assert watch.returncode == 0, out + err
+    rows = wait_for(lambda: (found := sacct_rows([second], "JobID,State,Start,End")) and len(found) == 6
+                    and all(r[3] != "Unknown" for r in found) and found, timeout=30, what="the window's sacct rows")
+    after = [(datetime.fromisoformat(r[2]).astimezone(), datetime.fromisoformat(r[3]).astimezone())
+             for r in rows if datetime.fromisoformat(r[2]).astimezone() >= released.replace(microsecond=0)]
+    assert len(after) >= 3 and most_at_once(after) == 2, rows
+
+
 def test_a_reattached_watch_moves_slots_to_a_window_with_a_task_updated_on_its_own(
         slurm_cluster, test_site, cli_env, tmp_path, task):
     """The user's session: a windowed submission under --max-jobs-run 2, one waiting task given a
