@@ -404,3 +404,44 @@ def test_an_operators_hold_on_the_plans_held_window_is_not_released():
     assert throttler({("10", 1): TaskState("10", 1, JobState.COMPLETED, node="vm")}) == ()
     assert [c for c in calls if c[0] == "scontrol"] == []
     assert parse_pending_arrays("11_[0-2%1]|0-2%1|JobHeldAdmin|11|\n") == {"11": WindowControl(1, True, True)}
+
+
+def test_a_paused_window_keeps_no_more_slots_than_it_has_tasks_to_run():
+    """Window 10 was raised to %2, then its last waiting task held by the user: it kept both slots,
+    though one task at most could ever start; with the other slot taken too, the held window 12 was
+    never released and nothing ran."""
+    calls: list[list[str]] = []
+
+    def runner(argv):
+        calls.append(list(argv))
+        if argv[0] == "squeue":
+            return CommandResult(0, "10_[5%2]|5%2|JobHeldUser|10|\n12_[0-2%1]|0-2%1|JobHeldUser|12|\n", "")
+        return CommandResult(0, "", "")
+
+    throttler = Throttler([("10", (4, 5)), ("11", (0,)), ("12", (0, 1, 2))], 2, QueryBudget(), runner,
+                          ours=frozenset({"12"}))
+    states = {("10", 4): TaskState("10", 4, JobState.COMPLETED, node="vm"),
+              ("11", 0): TaskState("11", 0, JobState.COMPLETED, node="vm")}
+    assert throttler(states) == (ThrottleChange("12", 1, release=True),)
+
+
+def test_hyperion_submits_wait_releases_its_held_window_after_the_user_let_one_value_through():
+    """`scontrol release 12_1` while hyperion-submit waited: that value ran, and the window's remaining
+    hold (sbatch's own) was taken for the user's: the wait hung. A watcher there since the submission
+    made every release of the window, so the hold is still the plan's; a reattached one cannot tell."""
+    def throttler_for(from_start: bool, calls: list[list[str]]) -> Throttler:
+        def runner(argv):
+            calls.append(list(argv))
+            if argv[0] == "squeue":
+                return CommandResult(0, "12_[0,2%1]|0,2%1|JobHeldUser|12|\n", "")
+            return CommandResult(0, "", "")
+        return Throttler([("10", (0, 1)), ("12", (0, 1, 2))], 2, QueryBudget(), runner, ours=frozenset({"12"}),
+                         from_start=from_start)
+
+    states = {("10", 0): TaskState("10", 0, JobState.COMPLETED, node="vm"),
+              ("10", 1): TaskState("10", 1, JobState.COMPLETED, node="vm"),
+              ("12", 1): TaskState("12", 1, JobState.COMPLETED, node="vm")}
+    waited: list[list[str]] = []
+    assert throttler_for(True, waited)(states) == (ThrottleChange("12", 2, release=True),)
+    reattached: list[list[str]] = []
+    assert throttler_for(False, reattached)(states) == ()

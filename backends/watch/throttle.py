@@ -70,7 +70,9 @@ def _taken(load: WindowLoad) -> int:
         return load.running
     if load.throttle is None:
         return load.running + load.waiting
-    return max(load.throttle, load.running)
+    # never more than it has to run: a paused window at %2 with one task left kept 2 slots, and with
+    # every other slot taken nothing was ever released again
+    return max(load.running, min(load.throttle, load.running + load.waiting))
 
 
 def plan_changes(loads: Sequence[WindowLoad], limit: int) -> tuple[ThrottleChange, ...]:
@@ -209,10 +211,14 @@ class Throttler:
 
     def __init__(self, windows: Sequence[tuple[str, tuple[int, ...]]], limit: int,
                  budget: QueryBudget, runner: Runner = run_command,
-                 ours: "frozenset[str] | None" = None) -> None:
+                 ours: "frozenset[str] | None" = None, from_start: bool = False) -> None:
         self._windows = list(windows)
         self._ours = ours       # the windows submitted held (None: not recorded; any not started)
         self._released: set[str] = set()   # released by us: a hold seen on one since is the user's
+        self._seen_unheld: set[str] = set()   # read not held once: a hold seen since is the user's
+        # watching since the submission (hyperion-submit's wait): every release of a window was ours,
+        # so one that ran tasks is still the plan's hold (`scontrol release J_1` let one value through)
+        self._from_start = from_start
         self._limit = limit
         self._budget = budget
         self._runner = runner
@@ -243,7 +249,8 @@ class Throttler:
             # a window with a task that ended (not watched again) was released, or never held
             ours = frozenset(job.job_id for job, (_, tasks) in zip(record.jobs, windows)
                              if job.held and len(tasks) == len(expected(record).get(job.job_id) or ()))
-        return cls([(job, tasks) for job, tasks in windows if tasks], limit, budget, runner, ours)
+        return cls([(job, tasks) for job, tasks in windows if tasks], limit, budget, runner, ours,
+                   from_start=watched is None)
 
     @property
     def error(self) -> str | None:
@@ -296,8 +303,11 @@ class Throttler:
         at the next drained window; now its slots stay its own until they release it."""
         if not load.held:
             return load
-        ours = (self._ours is None or load.job_id in self._ours) and load.job_id not in self._released
-        if ours and not load.admin and not load.running and not load.ended:
+        job = load.job_id
+        ours = ((self._ours is None or job in self._ours) and job not in self._released
+                and job not in self._seen_unheld and not load.admin)
+        started = load.running or load.ended
+        if ours and (not started or (self._from_start and self._ours is not None)):
             return load
         return replace(load, held=False, paused=True)
 
@@ -308,6 +318,8 @@ class Throttler:
         raised again (`plan_changes` raises only a known throttle)."""
         out = {}
         for job, control in read.items():
+            if not control.held:
+                self._seen_unheld.add(job)
             if control.throttle is None and job in self._throttles:
                 control = replace(control, throttle=self._throttles[job])
             elif control.throttle is not None:
