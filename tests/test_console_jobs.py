@@ -488,3 +488,60 @@ def test_the_progress_label_says_100_only_once_every_task_ended(tmp_path: Path) 
             assert str(jobs.query_one("#jobs-progress").query_one(PercentageStatus).render()) == "99%"
 
     asyncio.run(scenario())
+
+
+def test_a_later_windows_short_task_ids_do_not_cut_the_job_of_an_earlier_windows_last(tmp_path: Path) -> None:
+    """`--array JOB=995:1008` with max_array_size 1001 is two windows: 912636_995..912636_1000, then
+    912637_0..912637_7. The job column was as wide as the first and last task (912636_995, 912637_7),
+    so value 1000 read `912636_10…` at 80 and at 120 columns, where `hyperion-jobs status` says
+    912636_1000."""
+    windows = {"912636": (0, range(995, 1001)), "912637": (1001, range(1001, 1009))}
+    tasks = tuple(TaskRecord(value=v, job_id=job, array_task_id=v - offset, log=str(tmp_path / f"t.{v}.log"),
+                             slurm_out=None, slurm_err=None)
+                  for job, (offset, values) in windows.items() for v in values)
+    record = SubmitRecord(path=str(tmp_path / "q" / "t.JOB.submit.json"), backend="slurm",
+                          argv=("hyperion-submit",), cfg=str(CONF / "submit_test_cluster.yaml"), options={},
+                          script=None, array_name="JOB",
+                          jobs=(JobRecord("912636", 0, "995-1000"), JobRecord("912637", 1001, "0-7")),
+                          tasks=tasks, submitted_at="2026-01-01T00:00:00", cwd=str(tmp_path))
+
+    async def scenario(size: tuple[int, int]) -> list[str]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, (
+                TaskState("912636", 1000, JobState.PENDING, None, None, None, None, reason="JobArrayTaskLimit"),
+                TaskState("912637", 7, JobState.PENDING, None, None, None, None, reason="JobHeldUser"))))
+            await pilot.pause()
+            return screen_lines(app)
+
+    for size in ((80, 24), (120, 40)):
+        lines = asyncio.run(scenario(size))
+        rows = {line.split()[0]: line for line in lines if line.split() and line.split()[0] in {"1000", "1008"}}
+        assert " 912636_1000 " in rows["1000"] and "JobArrayTaskLimit" in rows["1000"], (size, rows)
+        if size[1] >= 40:                                  # below the fold at 24 lines
+            assert " 912637_7 " in rows["1008"] and "JobHeldUser" in rows["1008"], (size, rows)
+        assert not any("912636_10…" in line for line in lines), (size, lines)
+
+
+@pytest.mark.slurm
+def test_a_windowed_array_on_the_cluster_shows_every_job_task_whole(slurm_cluster, tmp_path: Path) -> None:
+    """The speech engineer's run: `--array JOB=998:1003 --max-jobs-run 2` on a site whose
+    max_array_size is 1001 goes out as two sbatch windows (J_998..J_1000, then K_0..K_2); the
+    console watching it showed value 1000 as `J_10…`."""
+    record = submit_real_array(tmp_path / "log" / "w.JOB.log", "JOB=998:1003", "true",
+                               extra=("--max-jobs-run", "2"))
+    first, second = (job.job_id for job in record.jobs)
+
+    async def scenario() -> list[str]:
+        app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 6, 90)
+            return screen_lines(app)
+
+    lines = asyncio.run(scenario())
+    rows = {line.split()[0]: line.split()[1] for line in lines if line.split() and line.split()[0].isdigit()}
+    assert rows["1000"] == f"{first}_1000" and rows["1003"] == f"{second}_2", rows

@@ -148,11 +148,19 @@ def _value_width(index: TaskIndex) -> int:
 
 
 def _job_width(index: TaskIndex) -> int:
-    """JOB_TASK of the first and last task (as shown), 8 to 24 cells."""
+    """The widest JOB_TASK shown, 8 to 24 cells: each job's highest task, not the record's first
+    and last, as array windows (task ids from 0 again: 12637_7 after 12636_1000) and a retry's
+    later job ids are neither (`12636_10…` was cut at every width). One pass at load."""
     if not index.keys:
         return 8
-    widest = max(len(printable(str(job))) + (0 if task is None else len(str(task)) + 1)
-                 for job, task in (index.keys[0], index.keys[-1]))
+    highest: dict[str, int] = {}
+    for job, task in index.keys:
+        if task is not None and task > highest.get(job, -1):
+            highest[job] = task
+        elif job not in highest:
+            highest[job] = -1
+    widest = max(len(printable(str(job))) + (0 if task < 0 else len(str(task)) + 1)
+                 for job, task in highest.items())
     return min(24, max(8, widest))
 
 
