@@ -8,9 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from test_console_fixtures import posted, wait_for
+import pytest
+from conftest import submit_real_array
+from test_console_fixtures import posted, table_column, wait_for
 
 import hyperion_console.watch as console_watch
 from backends.records.attempts import NewAttempt
@@ -67,6 +70,30 @@ def test_the_line_names_the_windows_left_and_how_to_watch_them_again(tmp_path: P
     assert unwatched_line(record, states_of(Path(record.path), ("7001", "7002", "7003"))) is None
     single = load_record(windowed_record(tmp_path / "no-limit", max_jobs_run=None))
     assert unwatched_line(single, {}) is None
+
+
+def paused_states(record_path: Path) -> dict:
+    """7001 ended, 7002 paused by the user (`scontrol uhold 7002`), 7003 waiting on the plan's --hold:
+    squeue says JobHeldUser of both held windows."""
+    states = states_of(record_path, ("7001",))
+    return {key: replace(state, reason=None if state.job_id == "7001" else "JobHeldUser")
+            for key, state in states.items()}
+
+
+def test_the_line_names_a_window_the_user_held_and_how_to_release_it(tmp_path: Path) -> None:
+    """The speech engineer paused the second window with `scontrol uhold` and quit: the dialog told
+    them to wait with `hyperion-jobs watch`, which never releases a hold of theirs, and nothing of the
+    hold, so the run waited for ever. The plan's own hold (7003, submitted --hold) is not named."""
+    from backends.records.record import load_record
+    from backends.watch.throttle import unwatched_line
+
+    record = load_record(windowed_record(tmp_path))
+    line = unwatched_line(record, paused_states(Path(record.path)))
+    assert line is not None and line.endswith(
+        "; job(s) 7002 held (JobHeldUser), which no watcher releases: they run once released "
+        "(scontrol release 7002)"), line
+    assert unwatched_line(record, states_of(Path(record.path), ("7001",))).endswith(
+        f"hyperion-jobs watch {record.path}")              # nothing held: as before
 
 
 class FakePoller:
@@ -271,3 +298,56 @@ def test_a_refused_raise_of_the_next_window_shows_on_the_status_line_and_once_as
             assert notifications(app).count(said) == 1, notifications(app)
 
     asyncio.run(scenario())
+
+
+def test_q_while_the_user_holds_a_window_says_how_to_release_it(tmp_path: Path, monkeypatch) -> None:
+    record = windowed_record(tmp_path)
+    states = paused_states(record)
+    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (FakePoller(update), None))
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: any(not m.usage_asked for m in posted(seen, JobsUpdated)), 10)
+            await pilot.pause()
+            await pilot.press("q")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5)
+            said = " ".join(f"{app.screen.title_text}\n{app.screen.detail}".split())
+            assert "job(s) 7002 held (JobHeldUser), which no watcher releases: they run once released " \
+                   "(scontrol release 7002)" in said, said
+            await pilot.press("y")
+            await wait_for(pilot, lambda: not app.is_running, 5)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_quitting_with_a_window_paused_on_the_cluster_says_how_to_release_it(slurm_cluster, tmp_path: Path) -> None:
+    """The speech engineer's session: `--array JOB=1000:1003 --max-jobs-run 2` goes out as two
+    windows (J_1000, then K_0..K_2, each %1); they pause the second with `scontrol uhold K` while
+    K_0 runs, and quit the console, which asked them to wait with `hyperion-jobs watch` only."""
+    record = submit_real_array(tmp_path / "log" / "p.JOB.log", "JOB=1000:1003", "sleep", "60",
+                               extra=("--max-jobs-run", "2"))
+    first, second = (job.job_id for job in record.jobs)
+    try:
+        async def scenario() -> str:
+            app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+            async with app.run_test(size=(80, 24)) as pilot:
+                table = app.jobs_screen.query_one("#tasks")
+                await wait_for(pilot, lambda: table_column(table, "state")[1] == "RUNNING", 60)
+                subprocess.run(["scontrol", "uhold", second], capture_output=True, timeout=30)
+                await wait_for(pilot, lambda: table_column(table, "reason")[2:] == ["JobHeldUser"] * 2, 60)
+                await pilot.press("q")
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5)
+                said = " ".join(f"{app.screen.title_text}\n{app.screen.detail}".split())
+                await pilot.press("y")
+                await wait_for(pilot, lambda: not app.is_running, 5)
+            return said
+
+        said = asyncio.run(scenario())
+        assert f"job(s) {second} held (JobHeldUser), which no watcher releases: they run once released " \
+               f"(scontrol release {second})" in said, said
+    finally:
+        subprocess.run(["scancel", first, second], capture_output=True, timeout=30)

@@ -138,10 +138,38 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
             live.append(job)
     if not live:
         return None
-    return (f"job(s) {','.join(live)} (of {len(record.jobs)} array windows) still have tasks to run under "
+    line = (f"job(s) {','.join(live)} (of {len(record.jobs)} array windows) still have tasks to run under "
             f"the --max-jobs-run {limit} the windows share, and only a watcher moves a drained window's slots "
             f"to the next (a window left without one stays held): wait for them again with: "
             f"{record.reattach or reattach_command(record.path)}")
+    paused = _paused_windows(record, states, live)
+    if paused:
+        jobs = ",".join(paused)
+        reasons = ",".join(sorted({reason for reasons in paused.values() for reason in reasons}))
+        line += (f"; job(s) {','.join(paused)} held ({reasons}), which no watcher releases: they run once "
+                 f"released (scontrol release {jobs})")
+    return line
+
+
+def _paused_windows(record: SubmitRecord, states: Mapping[Key, object], live: Sequence[str]) -> dict[str, set[str]]:
+    """The `live` windows held by the user or an operator (job id -> the hold reasons): every task
+    still waiting says JobHeldUser/JobHeldAdmin, and the hold is not the plan's (`--hold`, lifted by
+    a watcher before any of its tasks starts). A window paused with `scontrol hold J` and left so
+    was told to wait for `hyperion-jobs watch`, which never releases it: the run waited for ever."""
+    submitted_held = {job.job_id for job in record.jobs if job.held}
+    windows = expected(record)
+    out: dict[str, set[str]] = {}
+    for job in live:
+        known = [state for task in windows.get(job) or (None,) if (state := states.get((job, task))) is not None]
+        waiting = [s for s in known if s.state is not None and not s.state.is_terminal and s.state not in _HOLDING]
+        reasons = {getattr(s, "reason", None) for s in waiting}
+        if not waiting or not reasons <= HELD_REASONS:
+            continue
+        started = any(s.state in _HOLDING or (s.state is not None and s.state.is_terminal
+                                              and (s.node is not None or (s.elapsed or 0) > 0)) for s in known)
+        if job not in submitted_held or "JobHeldAdmin" in reasons or started:
+            out[job] = reasons
+    return out
 
 
 _TASKS_NAMED = re.compile(r"\b\d+_[\d\[\]\-,:%]+: ")
