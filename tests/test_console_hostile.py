@@ -222,7 +222,7 @@ def test_failure_groups_attempts_and_the_retry_preview_show_hostile_text_as_text
             await wait_for(pilot, lambda: attempts.option_count == 2, 10)
             drawn = rendered(attempts) + rendered(jobs.query_one("#attempt-detail"))
             assert no_raw_controls(drawn)
-            assert "command=[\"echo \\u001b]0;own" in drawn[1]     # JSON's own escapes
+            assert "command=$'echo \\x1b]0;own" in drawn[1]     # as `history` says it: shell-quoted
             assert drawn[1].rstrip().endswith("…")
             await pilot.press("R")
             await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
