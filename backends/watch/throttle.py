@@ -64,6 +64,12 @@ class SlotFailure:
     message: str = ""
 
 
+def _ran(state) -> bool:
+    """Whether an ended task ran (a node or a time): one cancelled while it waited never did, and
+    leaves a window's hold the plan's own. `state`: a TaskState or a TaskRow."""
+    return state.node is not None or (state.elapsed or 0) > 0
+
+
 def _taken(load: WindowLoad) -> int:
     """Slots a window may fill without us: what runs, or all its throttle allows if it can start more."""
     if not load.waiting or load.held:     # (a paused window's throttle waits for its release)
@@ -104,7 +110,7 @@ def window_loads(windows: Sequence[tuple[str, tuple[int, ...]]], states: Mapping
                 waiting += 1
             elif state.state in _HOLDING:
                 running += 1
-            elif state.node is not None or (state.elapsed or 0) > 0:
+            elif _ran(state):
                 ended += 1
         known = control.get(job)
         loads.append(WindowLoad(job, running, waiting, known.throttle if known else None,
@@ -146,7 +152,7 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
     if paused:
         jobs = ",".join(paused)
         reasons = ",".join(sorted({reason for reasons in paused.values() for reason in reasons}))
-        line += (f"; job(s) {','.join(paused)} held ({reasons}), which no watcher releases: they run once "
+        line += (f"; job(s) {jobs} held ({reasons}), which no watcher releases: they run once "
                  f"released (scontrol release {jobs})")
     return line
 
@@ -165,8 +171,8 @@ def _paused_windows(record: SubmitRecord, states: Mapping[Key, object], live: Se
         reasons = {getattr(s, "reason", None) for s in waiting}
         if not waiting or not reasons <= HELD_REASONS:
             continue
-        started = any(s.state in _HOLDING or (s.state is not None and s.state.is_terminal
-                                              and (s.node is not None or (s.elapsed or 0) > 0)) for s in known)
+        started = any(s.state in _HOLDING or (s.state is not None and s.state.is_terminal and _ran(s))
+                      for s in known)
         if job not in submitted_held or "JobHeldAdmin" in reasons or started:
             out[job] = reasons
     return out
@@ -270,13 +276,14 @@ class Throttler:
         if limit is None:
             return None
         keep = None if watched is None else set(watched)
+        planned = expected(record)
         windows = [(job, tuple(t for t in tasks or () if keep is None or (job, t) in keep))
-                   for job, tasks in expected(record).items()]
+                   for job, tasks in planned.items()]
         ours = None
         if all(job.held is not None for job in record.jobs):
             # a window with a task that ended (not watched again) was released, or never held
             ours = frozenset(job.job_id for job, (_, tasks) in zip(record.jobs, windows)
-                             if job.held and len(tasks) == len(expected(record).get(job.job_id) or ()))
+                             if job.held and len(tasks) == len(planned.get(job.job_id) or ()))
         return cls([(job, tasks) for job, tasks in windows if tasks], limit, budget, runner, ours,
                    from_start=watched is None)
 
