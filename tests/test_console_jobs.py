@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -545,3 +546,92 @@ def test_a_windowed_array_on_the_cluster_shows_every_job_task_whole(slurm_cluste
     lines = asyncio.run(scenario())
     rows = {line.split()[0]: line.split()[1] for line in lines if line.split() and line.split()[0].isdigit()}
     assert rows["1000"] == f"{first}_1000" and rows["1003"] == f"{second}_2", rows
+
+
+def test_slurm_reasons_show_whole_at_80_columns_beside_an_att_column(tmp_path: Path) -> None:
+    """A retried record (att column) of JOB=1:1000 under job 912636: at 80 columns the 11-cell job
+    ids left the reason 15 cells, and value 1000 read `JobArrayTaskLi…`. The state and node columns
+    now give the cells their texts leave unused (no state here is wider than COMPLETED, no node than
+    node01), and nothing else is cut."""
+    from test_console_fixtures import build_history
+
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", n=1000, failures={},
+                           retried={1: ("COMPLETED", 0)}, job="912636", retry_job="912637")
+    reasons = {997: "JobHeldUser", 998: "Dependency", 999: "BeginTime", 1000: "JobArrayTaskLimit"}
+
+    async def scenario() -> list[str]:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: jobs.table.row_count == 1000, 10)
+            jobs.post_message(JobsUpdated(jobs.record_path, tuple(
+                TaskState("912636", value, JobState.PENDING, None, None, None, None, reason=reason)
+                for value, reason in reasons.items())))
+            await wait_for(pilot, lambda: table_column(jobs.table, "state")[-1] == "PENDING", 10)
+            assert [c.title for c in jobs.table.columns][:2] == ["value", "att"]
+            jobs.table.action_last()
+            await pilot.pause()
+            return screen_lines(app)
+
+    lines = asyncio.run(scenario())
+    rows = {line.split()[0]: line for line in lines if line.split() and line.split()[0].isdigit()}
+    for value, reason in reasons.items():
+        assert f" 912636_{value} " in rows[str(value)] and f" {reason}" in rows[str(value)], rows
+    assert "COMPLETED" in rows["996"] and " node01 " in rows["996"], rows
+    assert not any("…" in line for line in lines if line.split() and line.split()[0].isdigit()), lines
+
+
+def _two_windows(tmp_path: Path, held: bool = False) -> SubmitRecord:
+    """`--array JOB=995:1008` under max_array_size 1001: 912636_995..1000, then 912637_0..7."""
+    windows = {"912636": (0, range(995, 1001)), "912637": (1001, range(1001, 1009))}
+    tasks = tuple(TaskRecord(value=v, job_id=job, array_task_id=v - offset, log=str(tmp_path / f"t.{v}.log"),
+                             slurm_out=None, slurm_err=None)
+                  for job, (offset, values) in windows.items() for v in values)
+    return SubmitRecord(path=str(tmp_path / "q" / "t.JOB.submit.json"), backend="slurm",
+                        argv=("hyperion-submit",), cfg=str(CONF / "submit_test_cluster.yaml"), options={},
+                        script=None, array_name="JOB",
+                        jobs=(JobRecord("912636", 0, "995-1000"), JobRecord("912637", 1001, "0-7", held=held)),
+                        tasks=tasks, submitted_at="2026-01-01T00:00:00", cwd=str(tmp_path))
+
+
+def _first_done_second(reason: str) -> tuple[TaskState, ...]:
+    return (*(TaskState("912636", t, JobState.COMPLETED, 0, None, 3, "vm") for t in range(995, 1001)),
+            *(TaskState("912637", t, JobState.PENDING, None, None, None, None, reason=reason) for t in range(8)))
+
+
+def test_held_line_says_a_paused_window_is_all_that_is_left() -> None:
+    """The core's line, for the console's status line and `hyperion-jobs status`."""
+    from backends.watch.throttle import held_line
+
+    def states(reason: str, record: SubmitRecord) -> dict:
+        return {(s.job_id, s.task_id): s for s in _first_done_second(reason)}
+
+    record = _two_windows(Path("/nowhere"))
+    assert held_line(record, states("JobHeldUser", record)) == "8 tasks held by you (scontrol release 912637)"
+    assert "held by an administrator (JobHeldAdmin" in held_line(record, states("JobHeldAdmin", record))
+    assert held_line(record, states("Priority", record)) is None          # the cluster's to start
+    running = states("JobHeldUser", record)
+    running[("912636", 1000)] = TaskState("912636", 1000, JobState.RUNNING, None, None, 3, "vm")
+    assert held_line(record, running) is None                             # something still runs
+    planned = _two_windows(Path("/nowhere"), held=True)                   # the plan's hold: a watcher's to lift
+    assert held_line(planned, states("JobHeldUser", planned)) is None
+
+
+def test_the_status_line_says_a_window_you_paused_is_all_that_is_left(tmp_path: Path) -> None:
+    """The first window ended, the second paused with `scontrol uhold 912637`: the status line said
+    `states from Slurm 1 s ago` and nothing of the hold the run now waits on, for ever."""
+    record = _two_windows(tmp_path)
+
+    async def scenario(reason: str) -> str:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, _first_done_second(reason), as_of=time.time()))
+            await pilot.pause()
+            return " ".join(" ".join(line.split()) for line in screen_lines(app))
+
+    shown = asyncio.run(scenario("JobHeldUser"))
+    assert "8 tasks held by you (scontrol release 912637)" in shown, shown
+    assert "held by" not in asyncio.run(scenario("Priority"))

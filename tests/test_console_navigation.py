@@ -348,8 +348,8 @@ def test_state_map_of_a_small_array_names_each_cell(tmp_path: Path) -> None:
             await pilot.pause()
             await pilot.press("m")
             state_map = jobs.query_one("#state-map")
-            assert rendered(state_map)[0].startswith("R 1 C 2 C 3 C 4 C 5 C 6 C 7 C 8 C 9 F10 R11 C12")
-            await pilot.click("#state-map", offset=(9 * 4 + 1, 0))     # the cell "F10"
+            assert rendered(state_map)[0].startswith("R  1 C  2 C  3 C  4 C  5 C  6 C  7 C  8 C  9 F 10 R 11 C 12")
+            await pilot.click("#state-map", offset=(9 * 5 + 1, 0))     # the cell "F 10"
             await pilot.pause()
             assert not jobs.map_shown and jobs.query_one("#tasks").selected_task().value == 10
 
@@ -442,3 +442,39 @@ def test_ctrl_s_away_from_the_submit_screen_says_where_it_submits(tmp_path: Path
             assert app.jobs_screen.record_path == str(record)        # the only record, not a new one
 
     asyncio.run(scenario())
+
+
+def test_state_map_cells_stay_apart_at_any_value_width(tmp_path: Path) -> None:
+    """`--array JOB=995:1008` (two windows under max_array_size 1001) drew `C 999 C1000 F1001`: the
+    symbol ran into a value as wide as the widest. Up to 7-digit values (and a negative one), each
+    cell reads symbol, space, value, and cells a space apart."""
+    from backends.records.record import JobRecord, SubmitRecord, TaskRecord
+
+    def record_of(values: list[int]) -> SubmitRecord:
+        tasks = tuple(TaskRecord(value=v, job_id="912636", array_task_id=i, log=str(tmp_path / f"t.{v}.log"),
+                                 slurm_out=None, slurm_err=None) for i, v in enumerate(values))
+        return SubmitRecord(path=str(tmp_path / "q" / f"t{len(values)}.JOB.submit.json"), backend="slurm",
+                            argv=("hyperion-submit",), cfg=str(CONF / "submit_test_cluster.yaml"), options={},
+                            script=None, array_name="JOB", jobs=(JobRecord("912636", 0, f"0-{len(values) - 1}"),),
+                            tasks=tasks, submitted_at="2026-01-01T00:00:00", cwd=str(tmp_path))
+
+    async def scenario(values: list[int]) -> str:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            record = record_of(values)
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, tuple(
+                TaskState("912636", i, JobState.FAILED if v % 2 else JobState.COMPLETED, 1 if v % 2 else 0,
+                          None, 1, "vm") for i, v in enumerate(values))))
+            await pilot.pause()
+            await pilot.press("m")
+            await pilot.pause()
+            return rendered(jobs.query_one("#state-map"))[0]
+
+    assert asyncio.run(scenario(list(range(995, 1009)))).startswith(
+        "F  995 C  996 F  997 C  998 F  999 C 1000 F 1001 C 1002")
+    assert asyncio.run(scenario([999998, 999999, 1000000, 1000001])).startswith(
+        "C  999998 F  999999 C 1000000 F 1000001")
+    assert asyncio.run(scenario([-2, -1, 0, 1])).startswith("C -2 F -1 C  0 F  1")

@@ -137,11 +137,7 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
     limit = _shared_limit(record)
     if limit is None:
         return None
-    live = []
-    for job, tasks in expected(record).items():
-        state = [getattr(states.get((job, task)), "state", None) for task in tasks or (None,)]
-        if any(s is None or not s.is_terminal for s in state):
-            live.append(job)
+    live = _live_windows(record, states)
     if not live:
         return None
     line = (f"job(s) {','.join(live)} (of {len(record.jobs)} array windows) still have tasks to run under "
@@ -155,6 +151,42 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
         line += (f"; job(s) {jobs} held ({reasons}), which no watcher releases: they run once "
                  f"released (scontrol release {jobs})")
     return line
+
+
+def _live_windows(record: SubmitRecord, states: Mapping[Key, object]) -> list[str]:
+    """The job ids of `record` with a task not ended (or not reported yet)."""
+    live = []
+    for job, tasks in expected(record).items():
+        state = [getattr(states.get((job, task)), "state", None) for task in tasks or (None,)]
+        if any(s is None or not s.is_terminal for s in state):
+            live.append(job)
+    return live
+
+
+def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
+    """``3 tasks held by you (scontrol release 12637)`` when all `record` has left to run waits on a
+    hold no watcher lifts (`scontrol uhold J`; an operator's JobHeldAdmin), else None.
+
+    `states`: Key -> TaskState or TaskRow, the latest known. A window the plan submitted held
+    (a watcher releases it) is not one. The table said `PENDING JobHeldUser` and the status line
+    its age only: a run paused and forgotten looked like one waiting for the cluster.
+    """
+    live = _live_windows(record, states)
+    paused = _paused_windows(record, states, live) if live else {}
+    if not paused or set(paused) != set(live):
+        return None
+    windows = expected(record)
+    count = sum(1 for job in paused for task in windows.get(job) or (None,)
+                if (state := states.get((job, task))) is not None and state.state is not None
+                and not state.state.is_terminal)
+    reasons = {reason for reasons in paused.values() for reason in reasons}
+    who = {frozenset({"JobHeldUser"}): "you", frozenset({"JobHeldAdmin"}): "an administrator"}.get(
+        frozenset(reasons), "you and an administrator")
+    jobs = printable(",".join(paused))
+    tasks = f"{count} task{'' if count == 1 else 's'}"
+    if "JobHeldAdmin" in reasons:
+        return f"{tasks} held by {who} (JobHeldAdmin: only an administrator's scontrol release {jobs} lets them run)"
+    return f"{tasks} held by {who} (scontrol release {jobs})"
 
 
 def _paused_windows(record: SubmitRecord, states: Mapping[Key, object], live: Sequence[str]) -> dict[str, set[str]]:

@@ -37,7 +37,7 @@ from backends.watch.slurm.accounting import stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
 from backends.watch.targets import not_run_text, record_file
-from backends.watch.throttle import unwatched_line
+from backends.watch.throttle import held_line, unwatched_line
 from backends.watch.usage_summary import heading_of, summarize_rows, tally_names
 
 from ..errors import describe_error, guarded
@@ -54,7 +54,7 @@ from ..messages import (
 from ..record_cache import cached_record, file_key
 from ..shown import shown, tell
 from ..superseded import unless_superseded
-from ..task_index import FILTERS, record_key, row_state_name, slurm_target
+from ..task_index import FILTERS, TERMINAL_NAMES, record_key, row_state_name, slurm_target
 from ..task_rows import rows_now
 from ..watch import Seen, Shown, ledger_rows, watch_local, watch_slurm
 from ..widgets.attempts import AttemptsView
@@ -535,6 +535,16 @@ class JobsScreen(ConsoleScreen):
             self._warned.add(behind)
             tell(self, behind, title=ask, severity="warning", timeout=10)
 
+    def say_held(self) -> None:
+        """`3 tasks held by you (scontrol release J)` on the status line while a hold is all the
+        record has left to run (the core's `held_line`, as `hyperion-jobs status` says it): the
+        line said only how old the states were, as if the cluster were busy."""
+        counts, line = self.table.index.counts, None
+        waiting = [name for name, n in counts.items() if n and name not in TERMINAL_NAMES]
+        if self.record is not None and self.record.backend == "slurm" and waiting == ["PENDING"]:
+            line = held_line(self.record, self.states)     # the whole record only when all else ended
+        self.query_one("#poll-status", PollStatus).note("held", line)
+
     def say_slots(self, line: str | None) -> None:
         """What moving slots between the windows of a shared --max-jobs-run could not do: on the status
         line while it lasts (None clears it), and a notification once per failure while the trouble
@@ -554,6 +564,7 @@ class JobsScreen(ConsoleScreen):
         self.table.apply(changed, as_of)
         self.state_map.refresh()
         self.update_summary()
+        self.say_held()
         # the task whose log is shown may just have ended: its title stops saying `following`
         self.log_pane.note_end(self.end_note(self.log_pane.shown_task))
         if self.view in ("failures-view", "attempts-view") or self._columns == "usage":

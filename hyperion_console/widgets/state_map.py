@@ -35,6 +35,17 @@ def legend_text(counts: Mapping[str, int]) -> Text:
     return text
 
 
+def wide_cell(symbol: str, label: str, digits: int) -> str:
+    """``C   7``, ``C 999``, ``C1000`` no more: a space always parts the symbol from a value as wide
+    as the widest (`C 999` beside `C1000 F1001` read as one run of letters and digits)."""
+    return f"{symbol} {label:>{digits}}"
+
+
+def wide_cell_width(digits: int) -> int:
+    """A wide cell's cells with the gap after it: symbol, space, `digits`, space."""
+    return digits + 3
+
+
 class StateMap(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"state-map--gutter", "state-map--cursor"}
     DEFAULT_CSS = """
@@ -82,20 +93,23 @@ class StateMap(ScrollView, can_focus=True):
     # -- geometry ---------------------------------------------------------------
     @property
     def digits(self) -> int:
+        """The widest label: the lowest value too (`-5` beside `3`), and a task's place in the record
+        where it has no value."""
         values = self.index.by_value
-        return len(str(max(values))) if values else len(str(len(self.index)))
+        placed = len(str(len(self.index))) if len(values) < len(self.index) else 1
+        return max(placed, *(len(str(v)) for v in (min(values), max(values)))) if values else placed
 
     @property
     def wide(self) -> bool:
         """Small arrays get a cell per task with its value in it (`C 12`), while all fit on screen;
         bigger ones one character per task, the value of each line's first task in a gutter."""
         region = self.scrollable_content_region
-        per_line = max(1, region.width // (self.digits + 2))
+        per_line = max(1, region.width // wide_cell_width(self.digits))
         return -(-len(self.index) // per_line) <= max(1, region.height)
 
     @property
     def cell_width(self) -> int:
-        return self.digits + 2 if self.wide else 1
+        return wide_cell_width(self.digits) if self.wide else 1
 
     @property
     def gutter_width(self) -> int:
@@ -195,7 +209,7 @@ class StateMap(ScrollView, can_focus=True):
             if position == self.cursor:
                 style = style + cursor_style
             if wide:
-                segments.append(Segment(f"{symbol_of(name)}{self._label(position):>{self.digits}}", style))
+                segments.append(Segment(wide_cell(symbol_of(name), self._label(position), self.digits), style))
                 segments.append(Segment(" ", base))
                 continue
             if style != run_style and run:

@@ -29,7 +29,7 @@ from backends.watch.usage_summary import cpu_efficiency, human_bytes
 
 from ..messages import TaskHighlighted
 from ..shown import fit
-from ..task_index import FILTERS, Key, TaskIndex, record_key, slurm_target
+from ..task_index import FILTERS, Key, TaskIndex, record_key, row_state_name, slurm_target
 from ..task_rows import usage_of
 from .states import elapsed_text, short_seconds, style_of
 
@@ -57,6 +57,10 @@ class Column:
     style: Callable[[Row], str] | None = None    # rich style of the cell
     right: bool = False                          # right-justified (numbers)
     measure: Callable[[TaskIndex], int] | None = None   # width from the data, at load
+    # cells one task's state needs here (None: not tracked). A tracked column gives the cells its
+    # widest text so far leaves unused (down to `least`) to a 0-width column short of its own
+    least: int = 0
+    needs: Callable[[object], int] | None = None
 
 
 def _value(row: Row) -> str:
@@ -92,7 +96,10 @@ def _node(row: Row) -> str:
 def _reason(row: Row) -> str:
     """Why a task waits (squeue's %r: Resources, Priority, JobArrayTaskLimit...) or failed unrun,
     and how often Slurm requeued it."""
-    state = row.state
+    return _reason_of(row.state)
+
+
+def _reason_of(state) -> str:
     notes = []
     reason = getattr(state, "reason", None)
     if reason not in (None, "", "None"):
@@ -164,16 +171,31 @@ def _job_width(index: TaskIndex) -> int:
     return min(24, max(8, widest))
 
 
+def _state_needs(state) -> int:
+    return len(row_state_name(state))
+
+
+def _node_needs(state) -> int:
+    return len(printable(getattr(state, "node", None) or ""))
+
+
+def _reason_needs(state) -> int:
+    return len(printable(_reason_of(state)))
+
+
 VALUE = Column("value", "value", 5, _value, right=True, measure=_value_width)
 ATTEMPT = Column("attempt", "att", 3, _attempt, right=True)
 JOB = Column("job", "job", 10, _job, measure=_job_width)
-STATE = Column("state", "state", 13, lambda row: row.name, style=lambda row: style_of(row.name))
-REASON = Column("reason", "reason", 0, _reason, style=_reason_style)
+# 13: OUT_OF_MEMORY. With an att column and 11-cell job ids, 80 columns left the reason 15 cells
+# (`JobArrayTaskLimit` cut): the state and node columns give what their texts so far leave unused
+STATE = Column("state", "state", 13, lambda row: row.name, style=lambda row: style_of(row.name),
+               least=5, needs=_state_needs)
+REASON = Column("reason", "reason", 0, _reason, style=_reason_style, needs=_reason_needs)
 STATE_COLUMNS: tuple[Column, ...] = (
     VALUE, JOB, STATE,
     Column("exit", "exit", 6, _exit),
     Column("elapsed", "elapsed", 9, _elapsed, right=True),
-    Column("node", "node", 10, _node),
+    Column("node", "node", 10, _node, least=4, needs=_node_needs),
     REASON,
 )
 USAGE_COLUMNS: tuple[Column, ...] = (
@@ -185,6 +207,9 @@ USAGE_COLUMNS: tuple[Column, ...] = (
 )
 COLUMNS = STATE_COLUMNS
 COLUMN_SETS = {"states": STATE_COLUMNS, "usage": USAGE_COLUMNS}
+# the columns whose widest text is tracked as states come, whichever set is shown
+COLUMN_SETS_TRACKED: tuple[Column, ...] = tuple(
+    {c.key: c for cs in COLUMN_SETS.values() for c in cs if c.needs is not None}.values())
 
 
 def column_set(name: str, attempts: bool) -> tuple[Column, ...]:
@@ -243,6 +268,7 @@ class TaskTable(ScrollView, can_focus=True):
         self.cursor = 0
         self._cursor_key: Key | None = None
         self._widths: dict[str, int] = {c.key: c.width for c in columns}
+        self._needed: dict[str, int] = {}    # tracked columns: the widest text since the record opened
         self._style_cache: dict[tuple, Style] = {}
 
     # -- data ----------------------------------------------------------------
@@ -257,6 +283,8 @@ class TaskTable(ScrollView, can_focus=True):
     def show_tasks(self, tasks, states=()) -> None:
         """A new record: every task, states unknown until the core reports."""
         self.index.load(tasks, states)
+        self._needed = {}
+        self._note_needs(self.index.states.values())
         self._measure()
         self._cursor_key = None
         self._place_cursor(0)
@@ -275,12 +303,24 @@ class TaskTable(ScrollView, can_focus=True):
 
     def apply(self, changed, as_of: float | None = None) -> bool:
         """Newer states; True when rows entered or left the filtered view."""
+        changed = changed if isinstance(changed, (list, tuple)) else list(changed)
         moved = self.index.apply(changed, as_of)
+        self._note_needs(changed)
         if moved:
             self._keep_cursor()
         else:
             self.refresh()
         return moved
+
+    def _note_needs(self, states) -> None:
+        """The widest text of each tracked column over these states; it only grows, so columns do
+        not move as tasks change."""
+        states = states if isinstance(states, (list, tuple)) else list(states)
+        for column in COLUMN_SETS_TRACKED:
+            if states:
+                widest = max(map(column.needs, states))
+                if widest > self._needed.get(column.key, 0):
+                    self._needed[column.key] = widest
 
     def set_filter(self, name: str) -> None:
         self.index.set_filter(name)
@@ -401,10 +441,29 @@ class TaskTable(ScrollView, can_focus=True):
         return any(key in ticking for key in self.index.shown[top:top + max(1, self.size.height)])
 
     def layout_widths(self, width: int) -> list[int]:
-        """Fixed columns as measured; a 0-width column takes the rest (maybe nothing)."""
+        """Fixed columns as measured; a 0-width column takes the rest (maybe nothing). When the rest
+        is narrower than that column's widest text, tracked columns (last first) give it the cells
+        their own widest text and title leave unused: Slurm's reasons whole at 80 columns, at no
+        cut of a state or node name."""
         widths = [self._widths[c.key] for c in self.columns]
-        fixed = sum(w for w in widths) + GAP * (len(widths) - 1)
-        return [w if w else max(0, width - fixed) for w in widths]
+        rest = width - sum(widths) - GAP * (len(widths) - 1)
+        flexible = [c for c, w in zip(self.columns, widths) if not w]
+        short = max((self._wanted(c) for c in flexible), default=0) - rest
+        for i in reversed(range(len(widths))):
+            column = self.columns[i]
+            if short <= 0:
+                break
+            if not widths[i] or column.needs is None:
+                continue
+            spare = widths[i] - max(column.least, len(column.title), self._needed.get(column.key, 0))
+            given = max(0, min(spare, short))
+            widths[i] -= given
+            rest += given
+            short -= given
+        return [w if w else max(0, rest) for w in widths]
+
+    def _wanted(self, column: Column) -> int:
+        return max(len(column.title), self._needed.get(column.key, 0))
 
     def _style(self, *parts) -> Style:
         cached = self._style_cache.get(parts)

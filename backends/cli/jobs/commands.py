@@ -21,6 +21,7 @@ from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
+from backends.watch.throttle import held_line
 from backends.watch.targets import (
     attempt_record,
     current_user,
@@ -105,10 +106,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(columns(status_table(rows)))
         print(tasks_text(rows))
+        _say_held(history, rows)
         if not problems:          # accounting that did not answer was said already (shown as last recorded)
             _say_unmeasured(rows)
     _say_unsubmitted(history)
     return 0
+
+
+def _say_held(history: History | None, rows: Sequence[TaskRow]) -> None:
+    """`3 tasks held by you (scontrol release J)` when a hold is all that is left to run: the
+    table's `PENDING (JobHeldUser)` did not say that nothing else will move them."""
+    if history is None or history.current.backend != "slurm":
+        return
+    line = held_line(history.current, {(row.job_id, row.task_id): row for row in rows})
+    if line:
+        print(printable(line))
 
 
 def _say_unmeasured(rows: Sequence[TaskRow]) -> None:
