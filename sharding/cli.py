@@ -12,6 +12,7 @@ from typing import Any, NoReturn, Sequence
 
 from backends import jsontext
 from backends.errors import FieldError, check_working_dir, reader_gone
+from backends.ranges import compress
 from backends.printable import escape_unencodable_output, printable
 from sharding.coverage import Coverage, Standing, build_coverage, coverage, coverage_json, too_many_shards
 from sharding.errors import ShardingError
@@ -22,12 +23,14 @@ from sharding.retry import (
     parse_max_array_size,
     plan_json,
     plan_retry,
+    skipped_line,
 )
 from sharding.store import Checkpoint, FailedRecord, Problem, RunConfig, outside_run
 from sharding.failed_text import record_line
 from sharding.usage import OneLineParser, fail
 
 PROG = "hyperion-checkpoint"
+FAILED_AFTER_WORD = "failed_after"   # `shards`' mark of complete shards a rerun failed since (Standing's word)
 FORMATS = ("fields", "json", "ranges", "array")
 
 
@@ -141,6 +144,11 @@ def _shards(path: str, as_json: bool) -> int:
     counts, expressions = cov.counts(), cov.expressions()
     for status, expression in expressions.items():
         print(f"{status:<12} {counts[status]:>6}  {expression}".rstrip())
+    after = cov.failed_after
+    if after:       # among the complete ones, not a status of its own: retry skips them
+        print(f"{FAILED_AFTER_WORD:<12} {len(after):>6}  {compress(after)}  "
+              f"(complete, then a rerun failed: retry skips {'it' if len(after) == 1 else 'them'}; "
+              "hyperion-checkpoint retry says how to rerun one)")
     return 0
 
 
@@ -214,6 +222,9 @@ def _retry(path: str, fmt: str, max_array_size: int | None, record: str | None, 
         line = note.line(plan)
         if line is not None:
             print(printable(f"{PROG}: warning: {line}"), file=sys.stderr)
+    skipped = skipped_line(plan)
+    if skipped is not None:       # on stderr: stdout is the fields a script reads
+        print(printable(f"{PROG}: note: {skipped}"), file=sys.stderr)
     if fmt == "json":
         data = plan_json(plan)
         if notes:

@@ -58,6 +58,14 @@ def standing_of(failed_at: float, completed_at: float | None) -> Standing:
     return Standing.COMPLETE_SINCE if completed_at >= failed_at else Standing.FAILED_AFTER
 
 
+def failed_after_shards(completed_at: Mapping[int, float], failed_at: Mapping[int, float]) -> tuple[int, ...]:
+    """Pure: the complete shards (`completed_at`: each one's manifest time) whose newest failed-task
+    record (`failed_at`) is newer than their manifest (`Standing.FAILED_AFTER`), sorted. Retry skips
+    them, as the manifest says; a user reading "nothing to resubmit" is told of them (`retry.skipped_line`)."""
+    return tuple(sorted(shard for shard, at in failed_at.items()
+                        if shard in completed_at and standing_of(at, completed_at[shard]) is Standing.FAILED_AFTER))
+
+
 @dataclass(frozen=True)
 class ShardCoverage:
     shard: int
@@ -112,6 +120,12 @@ class Coverage:
         if record.shard is None:
             return None
         return standing_of(record.mtime, self.completed_at.get(record.shard))
+
+    @property
+    def failed_after(self) -> tuple[int, ...]:
+        """The complete shards with a failure newer than their manifest (`failed_after_shards`), sorted."""
+        newest = {shard: max(r.mtime for r in records) for shard, records in self.failures.items() if records}
+        return failed_after_shards(self.completed_at, newest)
 
     def complete_since(self, record: FailedRecord) -> bool:
         """Whether a later attempt completed the shard of this failed-task record: an old failure,
@@ -190,6 +204,7 @@ def coverage(path: str | Path, stop: Event | None = None) -> Coverage:
 
 def coverage_json(cov: Coverage, per_shard: bool = True) -> dict[str, Any]:
     """The coverage as JSON; per-shard rows only while there are at most MAX_LISTING shards."""
+    after = cov.failed_after
     data: dict[str, Any] = {
         "checkpoint": cov.checkpoint,
         "minimum_shard_index": cov.run.minimum_shard_index,
@@ -197,10 +212,13 @@ def coverage_json(cov: Coverage, per_shard: bool = True) -> dict[str, Any]:
         "counts": cov.counts(),
         "ranges": cov.expressions(),
         "problems": [p.as_json() for p in cov.problems],
+        # complete shards a rerun failed since: complete to retry (their manifest stands), told apart
+        "failed_after_completion": list(after),
     }
     if per_shard and cov.listable:
-        data["shards"] = [{"shard": s.shard, "status": s.status.value, "failures": s.failures}
-                          for s in cov.shard_rows()]
+        marked = set(after)
+        data["shards"] = [{"shard": s.shard, "status": s.status.value, "failures": s.failures,
+                           "failed_after": s.shard in marked} for s in cov.shard_rows()]
     elif per_shard:
         data["shards"] = None
         data["shards_omitted"] = too_many_shards(cov.run.total_shards)

@@ -37,7 +37,7 @@ from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan, describe_plan
 from backends.shellwords import shell_join
 from sharding.arrayenv import PREFIXES
-from sharding.retry import RetryPlan, plan_retry
+from sharding.retry import RetryPlan, plan_retry, skipped_line
 from sharding.run_records import FoundRecord, flag_values, named_checkpoints
 from sharding.store import Checkpoint
 
@@ -414,8 +414,11 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     retry, plan = prepared.retry, prepared.plan
     for problem in retry.problems:
         print(printable(f"{PROG}: warning: {problem.path}: {problem.message}"), file=err)
+    skipped = skipped_line(retry)
     if plan is None or prepared.record is None:
         print(printable(f"{PROG}: every shard of {retry.checkpoint} is complete; nothing resubmitted"), file=err)
+        if skipped is not None:
+            print(printable(f"{PROG}: note: {skipped}"), file=err)
         return 0
     settled = check_not_running(record_path, retry)      # dry run too: what the run would refuse, it refuses
     sizes = shard_sizes(retry, record_path, mem, time)    # the rows of the ended tasks: the ledger's now
@@ -424,6 +427,8 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         plan = prepared.plan
         assert plan is not None and prepared.record is not None
     said = [printable(f"  {line}") for line in sizes.lines()]     # under the line naming the command
+    if skipped is not None:            # only some shards resubmitted: the ones a rerun failed since are not
+        said.append(printable(f"  note: {skipped}"))
     # The record the plan follows is (almost always) this one: Slurm is not asked again about it, by the
     # dry run or under the run's lock (where only a submission begun since is asked about)
     same = _same_file(record_path, plan.record_path)

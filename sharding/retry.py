@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from backends.ranges import (
     Run,
     RunWindow,
+    compress,
     compress_runs,
     count_run_windows,
     count_runs,
@@ -24,9 +25,9 @@ from backends.ranges import (
     iter_runs,
     split_run_windows,
 )
-from sharding.coverage import Coverage
+from sharding.coverage import Coverage, failed_after_shards
 from sharding.errors import ShardingError
-from sharding.store import MAX_INDEX, Checkpoint, Problem, RunConfig
+from sharding.store import MANIFEST_PREFIX, MAX_INDEX, Checkpoint, Problem, RunConfig, manifest_name
 
 RetryWindow = RunWindow  # offset + logical runs; .expression is the physical --array text
 MAX_WINDOWS = 100_000    # more would be a listing nobody reads (and memory nobody has)
@@ -43,6 +44,9 @@ class RetryPlan:
     windows: tuple[RetryWindow, ...]
     problems: tuple[Problem, ...] = ()
     max_array_size: int | None = None
+    # complete shards whose newest failed-task record is newer than their manifest: not planned
+    # (the manifest decides, as Curator's discovery does), but told (`skipped_line`)
+    failed_after: tuple[int, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -90,8 +94,9 @@ def missing_runs(run: RunConfig, completed: Iterable[int]) -> tuple[Run, ...]:
 
 
 def build_retry(checkpoint: str, run: RunConfig, completed: Iterable[int], problems: Iterable[Problem] = (),
-                max_array_size: int | None = None) -> RetryPlan:
-    """Pure planning from what the store read."""
+                max_array_size: int | None = None, failed_after: Iterable[int] = ()) -> RetryPlan:
+    """Pure planning from what the store read; `failed_after` (`coverage.failed_after_shards`) is
+    carried to be told, never planned."""
     check_max_array_size(max_array_size)
     runs = missing_runs(run, completed)
     windows = count_run_windows(runs, max_array_size)
@@ -99,7 +104,8 @@ def build_retry(checkpoint: str, run: RunConfig, completed: Iterable[int], probl
         raise ShardingError("--max-array-size", f"the {count_runs(runs)} missing shards make {windows} windows of "
                             f"{max_array_size}; more than {MAX_WINDOWS} are not listed (a larger "
                             "--max-array-size makes fewer)")
-    return RetryPlan(checkpoint, run, runs, split_run_windows(runs, max_array_size), tuple(problems), max_array_size)
+    return RetryPlan(checkpoint, run, runs, split_run_windows(runs, max_array_size), tuple(problems), max_array_size,
+                     tuple(sorted(failed_after)))
 
 
 def retry_from_coverage(cov: Coverage, max_array_size: int | None = None) -> RetryPlan:
@@ -109,16 +115,38 @@ def retry_from_coverage(cov: Coverage, max_array_size: int | None = None) -> Ret
     The same plan as plan_retry's; its problems are every file the coverage skipped (failed-task
     records too, none of them `unknown`).
     """
-    return build_retry(cov.checkpoint, cov.run, cov.completed, cov.problems, max_array_size)
+    return build_retry(cov.checkpoint, cov.run, cov.completed, cov.problems, max_array_size, cov.failed_after)
 
 
 def plan_retry(path: str | Path, max_array_size: int | None = None) -> RetryPlan:
-    """Read the checkpoint and plan; a missing or corrupt run.json raises ShardingError."""
+    """Read the checkpoint and plan; a missing or corrupt run.json raises ShardingError. The
+    failed-task records are only listed and stat'ed, never read: the plan goes by manifests, and
+    only says which complete shards failed since (`failed_after`)."""
     check_max_array_size(max_array_size)
     store = Checkpoint(path)
     run = store.require_run()
-    done, problems = store.completed(run)
-    return build_retry(str(store.path), run, done, problems, max_array_size)
+    done, problems = store.completion_times(run)
+    after = failed_after_shards(done, store.failure_times()) if done else ()
+    return build_retry(str(store.path), run, done, problems, max_array_size, after)
+
+
+def skipped_line(plan: RetryPlan) -> str | None:
+    """The line every retry face adds where it says nothing (or only some shards) is resubmitted:
+    the shards whose newest failure is newer than their completion manifest, that retry skips them
+    because the manifest says complete, and how to rerun one (remove its manifest: the layout's
+    name pattern, and the first one's name). None when there are none. Plain text: callers escape it.
+    Without it `retry` said "every shard is complete" while `failed` listed a failure after completion."""
+    shards = plan.failed_after
+    if not shards:
+        return None
+    one = len(shards) == 1
+    first = shards[0]
+    pattern = Checkpoint(plan.checkpoint).completion_dir / f"{MANIFEST_PREFIX}<16 hex>.json"
+    return (f"{len(shards)} shard{'' if one else 's'} ({compress(shards)[:80]}) {'has' if one else 'have'} a "
+            f"failure newer than {'its' if one else 'their'} completion manifest (a rerun failed after "
+            f"{'it' if one else 'they'} completed): retry skips {'it' if one else 'them'} because the manifest "
+            f"says complete; to rerun {'it' if one else 'one'}, remove its manifest, {pattern} (shard {first}'s: "
+            f"{manifest_name(plan.run, first)}), then retry again")
 
 
 def format_fields(plan: RetryPlan) -> list[str]:
@@ -143,4 +171,6 @@ def plan_json(plan: RetryPlan) -> dict[str, Any]:
         "windows": [{"array_expression": w.expression, "shard_index_offset": w.offset,
                      "shards": w.logical} for w in plan.windows],
         "problems": [p.as_json() for p in plan.problems],
+        "failed_after_completion": {"count": len(plan.failed_after), "shards": list(plan.failed_after),
+                                    "note": skipped_line(plan)},
     }

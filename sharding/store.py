@@ -629,11 +629,40 @@ class Checkpoint:
     def failed_records(self) -> list[FailedRecord]:
         return self.scan_failed()[0]
 
-    def _read_failed(self, path: Path) -> tuple[FailedRecord | None, str | None]:
+    def failure_times(self) -> dict[int, float]:
+        """Per shard a failed-task record's folders name, the newest record's mtime, as `scan_failed`
+        would give it, without reading any record: a retry asks only whether a failure is newer than
+        its shard's manifest (`coverage.failed_after`). Files that do not fit are `show`'s and
+        `failed`'s to report; here they are left out."""
+        newest: dict[int, float] = {}
+        for path in self._failed_paths([]):
+            self._go_on()
+            shard = self._record_shard(path)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if shard is not None and stat.S_ISREG(info.st_mode):
+                newest[shard] = max(info.st_mtime, newest.get(shard, info.st_mtime))
+        return newest
+
+    def _folder_names(self, path: Path) -> tuple[str | None, ...] | None:
+        """The job, array task, restart and shard text a record's folders name; None for Curator's
+        record of a run without an array (no shard to retry)."""
         folders = path.relative_to(self.failed_dir).parts[:-1]
         if len(folders) == 1 and folders[0].startswith(LOCAL_ATTEMPT_PREFIX):
+            return None
+        return tuple(_named(folders, prefix) for prefix in _ATTEMPT_PREFIXES)
+
+    def _record_shard(self, path: Path) -> int | None:
+        names = self._folder_names(path)
+        return None if names is None else _shard_of(names[3])
+
+    def _read_failed(self, path: Path) -> tuple[FailedRecord | None, str | None]:
+        names = self._folder_names(path)
+        if names is None:
             return None, None    # Curator's record of a run without an array: no shard to retry
-        job, task, restart, shard_text = (_named(folders, prefix) for prefix in _ATTEMPT_PREFIXES)
+        job, task, restart, shard_text = names
         record, problem = self._read_failed_file(path, (job, task, restart, _shard_of(shard_text)))
         if shard_text is None or _SHARD_DIR.match(shard_text):
             return record, problem

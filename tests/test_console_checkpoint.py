@@ -1150,6 +1150,40 @@ def test_a_failure_newer_than_its_shards_completion_is_not_marked_complete_since
     asyncio.run(scenario())
 
 
+def test_retry_tab_says_which_complete_shards_a_rerun_failed_and_how_to_rerun_one(tmp_path: Path) -> None:
+    """Every shard completed, then a rerun of shard 7 failed (its record is newer than its manifest).
+    The Failed tab said "retry skips the shard", but the Retry tab and ctrl+r said only "every shard
+    is complete: nothing to resubmit". Both now add `hyperion-checkpoint retry`'s note: the shard,
+    that retry skips it because its manifest says complete, and the manifest to remove to rerun it;
+    the Coverage tab counts it. The plan is unchanged: nothing to resubmit."""
+    checkpoint = build_checkpoint(tmp_path, total=8, complete=(1, 2, 3, 4, 5, 6, 7, 8), failed=(7,))
+    store = Checkpoint(checkpoint)
+    run = store.require_run()
+    os.utime(store.completion_dir / manifest_name(run, 7), (FIXED_TIME - 3600, FIXED_TIME - 3600))
+    note = ("1 shard (7) has a failure newer than its completion manifest (a rerun failed after it completed): "
+            "retry skips it because the manifest says complete; to rerun it, remove its manifest, "
+            f"{store.completion_dir}/completed_slurm_array_<16 hex>.json (shard 7's: {manifest_name(run, 7)}), "
+            "then retry again")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            assert "✓! shards  1 complete, then failed in a rerun (7): retry skips it" \
+                in text_of(screen.query_one("#ckpt-run"))
+            await _show_tab(pilot, "tab-retry")
+            assert text_of(screen.query_one("#retry-summary")).split("\n") == [
+                "every shard is complete: nothing to resubmit", note]
+            await pilot.press("ctrl+r")
+            await checkpoint_read(pilot)
+            await wait_for(pilot, lambda: any("nothing to resubmit" in n for n in notifications(app)), 10)
+            assert f"every shard is complete: nothing to resubmit. {note}" in notifications(app)
+            assert retry_from_coverage(screen.coverage).complete
+
+    asyncio.run(scenario())
+
+
 def test_retry_tab_without_a_record_starts_from_the_submit_screens_site_file(tmp_path: Path, monkeypatch) -> None:
     """Without a record the field said "none" while the Submit screen had a site file selected whose
     max_array_size the cluster enforces: the retry fields named indices sbatch refuses. Now it starts

@@ -199,7 +199,7 @@ def test_shards_and_show_on_the_curator_fixture(cli_env):
                                              "failed            1  3"]
     data = json.loads(run_cli("hyperion-checkpoint", "shards", path, "--json", env=cli_env).stdout)
     assert data["counts"] == {"complete": 6, "incomplete": 1, "failed": 1}
-    assert data["shards"][3] == {"shard": 3, "status": "failed", "failures": 2}
+    assert data["shards"][3] == {"shard": 3, "status": "failed", "failures": 2, "failed_after": False}
     show = json.loads(run_cli("hyperion-checkpoint", "show", path, "--json", env=cli_env).stdout)
     assert (show["minimum_shard_index"], show["total_shards"], show["failed_records"], show["failed_attempts"]) == (0, 8, 3, 3)
     text = run_cli("hyperion-checkpoint", "show", path, env=cli_env).stdout

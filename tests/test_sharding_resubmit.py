@@ -491,3 +491,58 @@ def test_a_retry_whose_shards_another_retry_completed_meanwhile_runs_nothing(tmp
         "run it again to plan from what is missing now"]
     history = json.loads(run_cli("hyperion-jobs", "history", str(record_path), "--json", env=cli_env).stdout)
     assert [(a["attempt"], a["kind"]) for a in history["attempts"]] == [(1, "submit"), (2, "resubmit")]
+
+
+def _note(ck: Path, shard: int, total: int, minimum: int) -> str:
+    """The note of `skipped_line` for one shard a rerun failed after it completed, as a user reads it."""
+    from sharding.store import manifest_name
+    return (f"1 shard ({shard}) has a failure newer than its completion manifest (a rerun failed after it "
+            "completed): retry skips it because the manifest says complete; to rerun it, remove its manifest, "
+            f"{ck}/.nemo_curator_metadata/.slurm_array_completion/completed_slurm_array_<16 hex>.json "
+            f"(shard {shard}'s: {manifest_name(RunConfig(minimum, total), shard)}), then retry again")
+
+
+def test_retry_says_which_complete_shards_a_rerun_failed_and_how_to_rerun_one(tmp_path, cli_env):
+    """All 6 shards completed; the user reran shard 2 by hand and it failed. `failed` said "failed
+    after its shard completed; retry skips the shard", but `retry` printed nothing and `retry --submit`
+    said only "every shard ... is complete; nothing resubmitted". Each now says which shard a rerun
+    failed since, that retry skips it (its manifest stands) and which file to remove to rerun it; the
+    plan is unchanged, and removing that file makes retry plan the shard."""
+    first, record = _submit_local(tmp_path, cli_env, fail_args=())
+    assert first.returncode == 0, first.stderr
+    ck = tmp_path / "ck"
+    rerun = run_cli("hyperion-shard-example", "--input", "in", "--output", "out", "--checkpoint", "ck",
+                    "--shard-index", "2", "--total-shards", "6", "--minimum-shard-index", "1",
+                    "--fail-record", "doc-0000-0001", cwd=tmp_path, env=cli_env)
+    assert rerun.returncode == 1, rerun.stderr
+    store = Checkpoint(ck)
+    from sharding.store import manifest_name
+    manifest = store.completion_dir / manifest_name(RunConfig(1, 6), 2)
+    failed_at = max(r.mtime for r in store.failed_records())
+    assert manifest.stat().st_mtime < failed_at          # the order the files say: the failure is newer
+    note = _note(ck, 2, 6, 1)
+
+    preview = run_cli("hyperion-checkpoint", "retry", str(ck), env=cli_env)
+    assert (preview.returncode, preview.stdout) == (0, "")           # nothing planned, as before
+    assert preview.stderr == f"hyperion-checkpoint: note: {note}\n"
+    data = json.loads(run_cli("hyperion-checkpoint", "retry", str(ck), "--format", "json", env=cli_env).stdout)
+    assert (data["complete"], data["failed_after_completion"]) == (True, {"count": 1, "shards": [2], "note": note})
+    nothing = run_cli("hyperion-checkpoint", "retry", str(ck), "--submit", str(record), env=cli_env)
+    assert nothing.returncode == 0, nothing.stderr
+    assert nothing.stderr == (f"hyperion-checkpoint: every shard of {ck} is complete; nothing resubmitted\n"
+                              f"hyperion-checkpoint: note: {note}\n")
+    shards = run_cli("hyperion-checkpoint", "shards", str(ck), env=cli_env).stdout.splitlines()
+    assert shards[:3] == ["complete          6  1-6", "incomplete        0", "failed            0"]
+    assert shards[3] == ("failed_after      1  2  (complete, then a rerun failed: retry skips it; "
+                         "hyperion-checkpoint retry says how to rerun one)")
+
+    (store.completion_dir / manifest_name(RunConfig(1, 6), 4)).unlink()     # shard 4 lost its manifest
+    some = run_cli("hyperion-checkpoint", "retry", str(ck), "--submit", str(record), "--dry-run", env=cli_env)
+    assert some.returncode == 0, some.stderr
+    said = some.stdout.splitlines()
+    assert said[0].startswith("would resubmit 1 of 6 shard(s) (4) in ")
+    assert f"  note: {note}" in said[1:3]
+
+    manifest.unlink()                                  # as the note says: shard 2 is rerun
+    after = run_cli("hyperion-checkpoint", "retry", str(ck), "--format", "ranges", env=cli_env)
+    assert (after.stdout, after.stderr) == ("2,4\n", "")

@@ -96,8 +96,8 @@ def test_the_plan_from_a_coverage_is_the_plan_from_the_checkpoint(tmp_path, fixt
     root = tmp_path / "ck"
     shutil.copytree(FIXTURES / fixture, root)
     read, ours = plan_retry(root, limit), retry_from_coverage(coverage(root), limit)
-    assert (ours.checkpoint, ours.run, ours.missing_runs, ours.windows, ours.max_array_size) \
-        == (read.checkpoint, read.run, read.missing_runs, read.windows, read.max_array_size)
+    assert (ours.checkpoint, ours.run, ours.missing_runs, ours.windows, ours.max_array_size, ours.failed_after) \
+        == (read.checkpoint, read.run, read.missing_runs, read.windows, read.max_array_size, read.failed_after)
     assert format_fields(ours) == format_fields(read)
     assert [p for p in ours.problems if p.unknown] == [p for p in read.problems if p.unknown]
     assert set(read.problems) <= set(ours.problems)

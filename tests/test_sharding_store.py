@@ -341,3 +341,6 @@ def test_coverage_tells_a_failure_after_the_completion_from_one_a_later_attempt_
     assert [r.shard for r in cov.failed if cov.complete_since(r)] == [2]
     assert cov.completed == (2, 3) and cov.failed_shards == (4,)
     assert plan_retry(store.path).expression == "1,4"
+    # told apart from the plan, the same from the records read (coverage) as from their mtimes alone
+    assert cov.failed_after == plan_retry(store.path).failed_after == (3,)
+    assert store.failure_times() == {2: times["old"], 3: times["after"], 4: times["fail4"]}

@@ -28,6 +28,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from backends.errors import FieldError
 from backends.printable import printable
+from backends.ranges import compress
 from backends.records.trust import trust_problem
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
 from backends.shellwords import shell_join, shell_quote
@@ -42,7 +43,8 @@ from sharding.resubmit import (
     retry_array_limit,
     working_dir,
 )
-from sharding.retry import MAX_MISSING_LISTED, format_fields, parse_max_array_size, retry_from_coverage
+from sharding.retry import (MAX_MISSING_LISTED, RetryPlan, format_fields, parse_max_array_size, retry_from_coverage,
+                            skipped_line)
 from sharding.failed_text import SUMMARY_LIMIT, record_line, record_summary
 from sharding.store import FailedRecord
 
@@ -126,10 +128,21 @@ def retry_summary(plan, typed: int | None, site: ArrayLimit) -> Text:
         text = Text.assemble(("missing ", "bold"), _cut(plan.expression),
                              f"  ({plan.missing_count} shard{'' if plan.missing_count == 1 else 's'}, "
                              f"{len(plan.windows)} window{'' if len(plan.windows) == 1 else 's'})")
+    skipped = skipped_line(plan)      # `hyperion-checkpoint retry`'s note, in its words
+    if skipped is not None:
+        text.append("\n")
+        text.append_text(shown(skipped, "yellow"))
     if typed is not None and site.value is not None and site.value < typed:
         text.append("\n")
         text.append_text(shown(f"max array size {site.value}: the {site.source} caps {typed}", "yellow"))
     return text
+
+
+def nothing_to_resubmit(plan: RetryPlan, said: str = "every shard is complete: nothing to resubmit") -> str:
+    """The toast of a Resubmit with nothing missing, and the shards a rerun failed since their
+    completion, which it skips too (`skipped_line`), on the same line: a toast is one."""
+    skipped = skipped_line(plan)
+    return said if skipped is None else f"{said}. {skipped}"
 
 
 def retry_flags(typed: int | None, site: ArrayLimit) -> str:
@@ -645,6 +658,11 @@ class CheckpointScreen(ConsoleScreen):
         if cov.unnamed:   # as `show` counts them
             run_text.append(f"\nno shard   {cov.unnamed} failed-task record{'s' if cov.unnamed > 1 else ''} in "
                             "folders naming no shard (the Failed tab lists them)", "yellow")
+        after = cov.failed_after
+        if after:   # as `shards` marks them: complete, so no colour of the map tells them
+            run_text.append_text(shown(f"\n{FAILED_AFTER} shards  {len(after)} complete, then failed in a rerun "
+                                       f"({_cut(compress(after), 80)}): retry skips {'it' if len(after) == 1 else 'them'} "
+                                       "(the Retry tab says how to rerun one)", "yellow"))
         if cov.without_details:
             counted = cov.without_details
             run_text.append(f"\ndetails    {counted} failed-task record{'s' if counted > 1 else ''} whose details "
@@ -881,7 +899,7 @@ class CheckpointScreen(ConsoleScreen):
             tell(self, "no retry plan (see the Retry tab)", severity="error")
             return
         if plan.complete:
-            tell(self, "every shard is complete: nothing to resubmit", severity="warning")
+            tell(self, nothing_to_resubmit(plan), severity="warning", timeout=15 if plan.failed_after else None)
             return
         record_text = self.query_one("#record-path", Input).value.strip()
         if not record_text:
@@ -900,7 +918,7 @@ class CheckpointScreen(ConsoleScreen):
             raise as_typed(exc, RECORD_OPTION) from None
         prepared = prepare_from_retry(plan, record_path, record)
         if prepared.plan is None or prepared.record is None:
-            tell(self, "every shard is complete: nothing to resubmit", severity="warning")
+            tell(self, nothing_to_resubmit(plan), severity="warning", timeout=15 if plan.failed_after else None)
             return
         untrusted = trust_problem(record_path)
         confirmed = (tuple(prepared.plan.argv), prepared.record.cwd, untrusted)
@@ -929,7 +947,7 @@ class CheckpointScreen(ConsoleScreen):
             str(self.checkpoint), record_path, max_array_size)
         retry, plan = prepared.retry, prepared.plan
         if plan is None or prepared.record is None:
-            self.app.call_from_thread(tell, self, "every shard is complete; nothing resubmitted")
+            self.app.call_from_thread(tell, self, nothing_to_resubmit(retry, "every shard is complete; nothing resubmitted"))
             self.app.call_from_thread(self.action_reload)
             return
         settled = check_not_running(record_path, retry)   # tasks may have started since the read: asked again
