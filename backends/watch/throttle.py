@@ -64,6 +64,12 @@ class SlotFailure:
     message: str = ""
 
 
+def _waiting(state: JobState | None) -> bool:
+    """Whether a task in `state` may still start (counted as waiting for a slot): not ended, and
+    holding none. None (a row with no state yet) is not: only a task not seen at all is."""
+    return state is not None and not state.is_terminal and state not in _HOLDING
+
+
 def _ran(state) -> bool:
     """Whether an ended task ran (a node or a time): one cancelled while it waited never did, and
     leaves a window's hold the plan's own. `state`: a TaskState or a TaskRow."""
@@ -106,7 +112,7 @@ def window_loads(windows: Sequence[tuple[str, tuple[int, ...]]], states: Mapping
         running = waiting = ended = 0
         for task in tasks:
             state = states.get((job, task))
-            if state is None or (not state.state.is_terminal and state.state not in _HOLDING):
+            if state is None or _waiting(state.state):
                 waiting += 1
             elif state.state in _HOLDING:
                 running += 1
@@ -199,7 +205,7 @@ def _paused_windows(record: SubmitRecord, states: Mapping[Key, object], live: Se
     out: dict[str, set[str]] = {}
     for job in live:
         known = [state for task in windows.get(job) or (None,) if (state := states.get((job, task))) is not None]
-        waiting = [s for s in known if s.state is not None and not s.state.is_terminal and s.state not in _HOLDING]
+        waiting = [s for s in known if _waiting(s.state)]
         reasons = {getattr(s, "reason", None) for s in waiting}
         if not waiting or not reasons <= HELD_REASONS:
             continue
@@ -358,7 +364,7 @@ class Throttler:
             if known is None or not known.held:
                 continue
             reasons = {state.reason for task in tasks if (state := states.get((job, task))) is not None
-                       and not state.state.is_terminal and state.state not in _HOLDING and state.reason}
+                       and _waiting(state.state) and state.reason}
             if reasons and not reasons & HELD_REASONS:
                 return True
         return False
