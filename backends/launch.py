@@ -77,7 +77,7 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
     if plan.options.backend == "local":
         from backends.watch.terminal import SafeStream
 
-        from backends.retry_hint import local_retry_line, rerun_line
+        from backends.retry_hint import local_retry_line, new_attempt_line
 
         array_name = plan.options.array.name if plan.options.array else None
         out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)   # a reader gone stops the lines, not the run
@@ -100,11 +100,7 @@ def run_plan(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None
                 err.flush()
 
         def on_attempt(attempt: NewAttempt) -> None:
-            note = rerun_line(plan.record_path, attempt.number, attempt.kind,
-                              array=plan.options.array is not None)
-            if note:
-                err.write(f"hyperion-submit: {note}\n")
-                err.flush()
+            tell(new_attempt_line(plan, attempt))
 
         try:
             status = run_local_plan(plan, on_event, kind, on_begin, on_attempt=on_attempt, live_check=live_check)

@@ -18,7 +18,7 @@ from backends.printable import printable
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
 from backends.records.record import SubmitRecord
-from backends.retry_hint import named_values, not_submitted, rerun_line
+from backends.retry_hint import named_values, new_attempt_line, not_submitted
 from backends.shellwords import shell_quote
 from backends.states import explain_reason
 from backends.submit.model import SubmitPlan
@@ -81,8 +81,8 @@ def not_made_line(record_path: str, number: int, array: bool) -> str:
 
 
 def _say_rerun(err_stream, plan: SubmitPlan, attempt: NewAttempt) -> None:
-    """`rerun_line` of an --output-file that ran before, on stderr."""
-    note = rerun_line(plan.record_path, attempt.number, attempt.kind, array=plan.options.array is not None)
+    """`new_attempt_line` (an --output-file that ran before), on stderr."""
+    note = new_attempt_line(plan, attempt)
     if note:
         err_stream.line(f"{PROG}: {note}")
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from backends.records.record import SubmitRecord
     from backends.submit.model import SubmitPlan
     from backends.records.history import History
+    from backends.records.attempts import NewAttempt
 
 
 RAN_OUT = (("OUT_OF_MEMORY", "--mem"), ("TIMEOUT", "--time"))   # a state, the size it ran out of
@@ -196,6 +197,12 @@ def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool 
     return printable(f"attempt {number} of this --output-file (it ran before): the earlier logs it rewrites "
                      f"{'are' if ahead else 'were'} moved to {os.path.join(os.path.dirname(record_path), 'attempts')}/ first; "
                      f"hyperion-jobs history {record}; hyperion-jobs logs {record}{':VALUE' if array else ''} --attempt {earlier}")
+
+
+def new_attempt_line(plan: SubmitPlan, attempt: NewAttempt) -> str | None:
+    """`rerun_line` of the attempt a run of `plan` just began: what hyperion-submit says before the
+    first task (local) or the first sbatch (Slurm), each backend in the same words."""
+    return rerun_line(plan.record_path, attempt.number, attempt.kind, array=plan.options.array is not None)
 
 
 def ran_before_line(plan: SubmitPlan) -> str | None:
