@@ -63,16 +63,18 @@ class JobsUpdated(Message):
     last look for requeues of a run whose every task ended. `recorded`: every task ended and every
     end is the one the attempt history held (Slurm was asked only whether it ran one again).
     `slots`: what moving slots between the windows of a shared --max-jobs-run could not do (None:
-    nothing failing), said on the status line while it lasts.
+    nothing failing), said on the status line while it lasts; `slots_news`: the core's `SlotsNotice`
+    line to tell once (a refusal new while the trouble lasts, or that the slots move again).
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
                  problem: str | None = None, warning: str | None = None, rows_only: bool = False,
                  usage_asked: bool = False, behind: str | None = None, recorded: bool = False,
-                 slots: str | None = None) -> None:
+                 slots: str | None = None, slots_news: str | None = None) -> None:
         super().__init__()
         self.slots = slots                # the core's `slots_problem` line while moving slots fails
+        self.slots_news = slots_news      # the core's `SlotsNotice` line: told once
         self.recorded = recorded
         self.usage_asked = usage_asked
         self.behind = behind

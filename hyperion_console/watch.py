@@ -31,7 +31,7 @@ from backends.watch.usage import usage_from_json
 from backends.client import QueryStopped
 from backends.watch.slurm.accounting import QueryError, Runner, stoppable
 from backends.watch.targets import fill_missing_usage, shown_as_recorded
-from backends.watch.throttle import slots_problem
+from backends.watch.throttle import SlotsNotice, slots_problem
 from backends.watch.wait import watcher
 
 from .record_cache import cached_record
@@ -57,6 +57,7 @@ class Seen:
     behind: str | None = None           # what did not answer (the core's line): the ledger's is shown
     recorded: bool = False              # all ended, every end the ledger's: Slurm only said none ran again
     slots: str | None = None            # what moving slots between windows could not do (`slots_problem`)
+    slots_news: str | None = None       # `SlotsNotice`'s line to tell once: a new refusal, or that it ended
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,16 @@ class Shown:
 
 
 def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threading.Event,
-                runner: Runner | None = None, budget: QueryBudget | None = None) -> None:
+                runner: Runner | None = None, budget: QueryBudget | None = None,
+                notice: SlotsNotice | None = None) -> None:
     """Poll the unfinished tasks of `history` until they all ended or `stop` is set; first, as
     `hyperion-jobs status` does, ask accounting once what ended tasks used if the ledger lacks it.
     `runner` runs every squeue and sacct (default: processes that `stop` kills); `budget`: the
-    console's, which its other asks of Slurm spend too."""
+    console's, which its other asks of Slurm spend too. `notice`: what decides, as for `hyperion-jobs
+    watch`'s lines, which of moving slots' troubles to tell (the screen keeps one per record, so a
+    watch started again after an action does not tell the same refusal twice)."""
     runner = runner or stoppable(stop)
+    notice = notice or SlotsNotice()
     pending = watched_tasks(history)
     if not pending:
         _deliver_missing_usage(history, deliver, stop, all_terminal=True, runner=runner, shown=Shown())
@@ -117,6 +122,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         if throttler is not None and not update.all_terminal:
             throttler(update.states)
         slots = None if throttler is None or update.all_terminal else slots_problem(throttler.failure)
+        news = notice.news(None if update.all_terminal else throttler)
         keys = dict.fromkeys(state.key for state in update.changed)
         usage = update.current_usage()           # as `watch` shows it: a running task's time used too
         for key, used in usage.items():          # accounting tells usage a poll or two after the end
@@ -130,7 +136,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         recorded = update.all_terminal and not ended_here
         with shown.lock:
             deliver(Seen(fresh(made), update.error, update.all_terminal, update.as_of, update.problem,
-                         finals.error, behind=behind, recorded=recorded, slots=slots))
+                         finals.error, behind=behind, recorded=recorded, slots=slots, slots_news=news))
         return False
 
     def waiting(update) -> None:

@@ -253,6 +253,34 @@ def test_opening_another_record_says_the_windows_it_leaves_unwatched(tmp_path: P
     asyncio.run(scenario())
 
 
+def _moves_refused(monkeypatch, record: Path, refusals: list, polls: int | None = None) -> None:
+    """The console's watch of `record` (7001 ended, 7002 at %1, 7003 held) answers the same `polls`
+    times (default: one per refusal); scontrol answers with `refusals` in turn, then takes each call."""
+    from backends.records.record import load_record
+    from backends.watch.slurm.accounting import CommandResult
+    from backends.watch.throttle import Throttler
+
+    states = states_of(record, ("7001",))
+    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
+    answers = list(refusals)
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            return CommandResult(0, "7002_[0-9%1]|0-9%1|JobArrayTaskLimit|7002|\n"
+                                    "7003_[0-4%1]|0-4%1|JobHeldUser|7003|\n", "")
+        return answers.pop(0) if answers else CommandResult(0, "", "")
+
+    class Polls(FakePoller):
+        def run(self, observer, stop, waiting=None):
+            for _ in range(polls or len(refusals)):
+                observer(self.update)
+            stop.wait(30)
+            return self.update
+
+    throttler = Throttler.for_record(load_record(record), QueryBudget(), runner)
+    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (Polls(update), throttler))
+
+
 def test_a_refused_raise_of_the_next_window_shows_on_the_status_line_and_once_as_a_notification(
         tmp_path: Path, monkeypatch) -> None:
     """The console's watch moves a drained window's slots to the next, and scontrol refuses: the
@@ -260,30 +288,12 @@ def test_a_refused_raise_of_the_next_window_shows_on_the_status_line_and_once_as
     line, beside the other live warnings, with Slurm's words made printable, while it lasts."""
     from test_console_fixtures import notifications
 
-    from backends.records.record import load_record
     from backends.watch.slurm.accounting import CommandResult
-    from backends.watch.throttle import Throttler
 
     record = windowed_record(tmp_path)
-    states = states_of(record, ("7001",))
-    update = PollUpdate(states, tuple(states.values()), None, False, 1.0, None, time.time())
-
-    def runner(argv):
-        if argv[0] == "squeue":
-            return CommandResult(0, "7002_[0-9%1]|0-9%1|JobArrayTaskLimit|7002|\n"
-                                    "7003_[0-4%1]|0-4%1|JobHeldUser|7003|\n", "")
-        return CommandResult(1, "", "slurm_update error: Access/permission denied [red]\x1b[2J\n")
-
-    class Twice(FakePoller):
-        """Two answers alike: a second refusal, the same, is not notified again."""
-        def run(self, observer, stop, waiting=None):
-            observer(self.update)
-            observer(self.update)
-            stop.wait(30)
-            return self.update
-
-    throttler = Throttler.for_record(load_record(record), QueryBudget(), runner)
-    monkeypatch.setattr(console_watch, "watcher", lambda *a, **k: (Twice(update), throttler))
+    # two answers alike: a second refusal, the same, is not notified again
+    _moves_refused(monkeypatch, record, [CommandResult(1, "", "slurm_update error: Access/permission denied "
+                                                              "[red]\x1b[2J\n")] * 2)
     said = ("could not move free slots to job 7002: scontrol update failed (rc 1): "
             "slurm_update error: Access/permission denied [red]\\x1b[2J; trying again at the next poll")
 
@@ -296,6 +306,37 @@ def test_a_refused_raise_of_the_next_window_shows_on_the_status_line_and_once_as
             await pilot.pause()
             assert said in status.line().plain, status.line().plain
             assert notifications(app).count(said) == 1, notifications(app)
+
+    asyncio.run(scenario())
+
+
+def test_the_console_tells_once_that_a_refused_move_went_through_as_hyperion_jobs_watch_prints_it(
+        tmp_path: Path, monkeypatch) -> None:
+    """scontrol refused the raise twice, then took it: `hyperion-jobs watch` printed `slots moved again:
+    job 7002 up to 2 at once`, while the console only dropped the refusal from its status line, the
+    notification that said `trying again at the next poll` never followed by a word that it had worked.
+    The console now tells what the core's SlotsNotice says: the refusal once, and the move once."""
+    from test_console_fixtures import notifications
+
+    from backends.watch.slurm.accounting import CommandResult
+
+    record = windowed_record(tmp_path)
+    # refused, refused again, then taken
+    _moves_refused(monkeypatch, record, [CommandResult(1, "", "slurm_update error: Access/permission denied\n")] * 2,
+                   polls=3)
+    refused = ("could not move free slots to job 7002: scontrol update failed (rc 1): "
+               "slurm_update error: Access/permission denied; trying again at the next poll")
+    moved = "slots moved again: job 7002 up to 2 at once"
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status")
+            await wait_for(pilot, lambda: moved in notifications(app), 10)
+            await pilot.pause()
+            assert notifications(app).count(refused) == 1 and notifications(app).count(moved) == 1, \
+                notifications(app)
+            assert "could not move free slots" not in status.line().plain, status.line().plain
 
     asyncio.run(scenario())
 

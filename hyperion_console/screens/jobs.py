@@ -37,7 +37,7 @@ from backends.watch.slurm.accounting import stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
 from backends.watch.targets import not_run_text, record_file
-from backends.watch.throttle import held_line, unwatched_line
+from backends.watch.throttle import SlotsNotice, held_line, unwatched_line
 from backends.watch.usage_summary import heading_of, summarize_rows, tally_names
 
 from ..errors import describe_error, guarded
@@ -148,7 +148,7 @@ class JobsScreen(ConsoleScreen):
         self._polling = False
         self._never_told: set = set()
         self._warned: set[str] = set()
-        self._slots_told: set[str] = set()     # moving slots' failures notified while they last
+        self._slots_notice = SlotsNotice()      # the open record's: which slots' troubles to tell
         self._derived_timer = None
         self._ticks = 0
         self._columns = "states"
@@ -404,7 +404,7 @@ class JobsScreen(ConsoleScreen):
         self._told_errors = set()
         self._never_told = set()
         self._warned: set[str] = set()
-        self._slots_told = set()
+        self._slots_notice = SlotsNotice()
         latest = history.latest_tasks()
         ended = {record_key(t): t for t in latest if history.final(t) is not None} if history.ledger.finals else {}
         known = rows_now(history, ended, {})
@@ -460,7 +460,7 @@ class JobsScreen(ConsoleScreen):
             if not stop.is_set():
                 self.app.call_from_thread(self.post_message, JobsUpdated(
                     path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning,
-                    seen.rows_only, seen.usage_asked, seen.behind, seen.recorded, seen.slots))
+                    seen.rows_only, seen.usage_asked, seen.behind, seen.recorded, seen.slots, seen.slots_news))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -476,7 +476,7 @@ class JobsScreen(ConsoleScreen):
             recorded = ledger_rows(history, tasks, Shown(rows), watching=False)
             if recorded:
                 deliver(Seen(recorded, rows_only=True))
-        watch_slurm(history, deliver, stop, budget=self.app.query_budget)
+        watch_slurm(history, deliver, stop, budget=self.app.query_budget, notice=self._slots_notice)
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll_local(self, record_path: str, stop: threading.Event) -> None:
@@ -509,7 +509,7 @@ class JobsScreen(ConsoleScreen):
                 status.source = "the attempt history"
             self.say_behind("look for requeues", message.behind)
         status.report(message.as_of, message.problem, message.all_terminal)
-        self.say_slots(message.slots)
+        self.say_slots(message.slots, message.slots_news)
         # an outage: elapsed stops at the last answer, as the status line says how old that is
         self.table.index.held = (status.as_of or time.time()) if message.problem else None
         self.apply_states(message.changed, message.as_of)
@@ -545,16 +545,18 @@ class JobsScreen(ConsoleScreen):
             line = held_line(self.record, self.states)     # the whole record only when all else ended
         self.query_one("#poll-status", PollStatus).note("held", line)
 
-    def say_slots(self, line: str | None) -> None:
+    def say_slots(self, line: str | None, news: str | None = None) -> None:
         """What moving slots between the windows of a shared --max-jobs-run could not do: on the status
-        line while it lasts (None clears it), and a notification once per failure while the trouble
-        lasts. Unsaid, the next window stayed PENDING with nothing to tell why."""
+        line while it lasts (None clears it); and what the core's `SlotsNotice` says to tell, as
+        `hyperion-jobs watch` prints it: each refusal once while the trouble lasts, and once that the
+        slots move again. Unsaid, the next window stayed PENDING with nothing to tell why."""
         self.query_one("#poll-status", PollStatus).note("slots", line)
-        if line is None:
-            self._slots_told.clear()
-        elif line not in self._slots_told:
-            self._slots_told.add(line)
-            tell(self, line, title="moving slots (retrying)", severity="warning", timeout=10)
+        if not news:
+            return
+        if news == line:
+            tell(self, news, title="moving slots (retrying)", severity="warning", timeout=10)
+        else:
+            tell(self, news, title="moving slots", timeout=10)
 
     def apply_states(self, changed: Iterable, as_of: float | None = None) -> None:
         """Update the rows that changed, the map, the summary and the views derived from the rows."""
