@@ -14,8 +14,9 @@ from backends.records.history import load_history
 
 pytestmark = pytest.mark.slurm
 PY = sys.executable
-# Fails (exit 3, after a line naming the value) for the values listed in fail.txt.
-FLAKY = ("import pathlib, sys; v = sys.argv[1]; print('working on', v); "
+# Fails (exit 3, after a line naming the value) for the values listed in fail.txt; runs on while hold.txt is there.
+FLAKY = ("import pathlib, sys, time; v = sys.argv[1]; print('working on', v); "
+         "[time.sleep(0.2) for _ in iter(pathlib.Path('hold.txt').exists, False)]; "
          "bad = pathlib.Path('fail.txt').read_text().split(); "
          "print('ValueError: bad input', v) if v in bad else None; sys.exit(3 if v in bad else 0)")
 
@@ -55,8 +56,24 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
         ("FAILED", 3, "2,5", "ValueError: bad input 2")]           # one cause: only the number differs
 
     (tmp_path / "fail.txt").write_text("")
-    retried = run_cli("hyperion-jobs", "retry", str(record), "--yes", "--mem", "200M", cwd=tmp_path, env=cli_env)
-    assert retried.returncode == 0, retried.stderr
+    (tmp_path / "hold.txt").touch()
+    retrying = subprocess.Popen(["hyperion-jobs", "retry", str(record), "--yes", "--mem", "200M"], cwd=tmp_path,
+                                env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with reaped(retrying):
+        for _ in range(60):
+            history = load_history(record)
+            if history.numbers == (1, 2) and history.current.jobs:
+                break
+            time.sleep(0.5)
+        # the first job's status while the retry runs: it said `(now not ended 2)`, neither which attempt
+        # nor which values, and read as if "not ended" were a state
+        running = run_cli("hyperion-jobs", "status", first_job, "--dir", str(tmp_path), env=cli_env)
+        assert running.stderr == ("hyperion-jobs: 2 of these task(s) were submitted again: attempt 2 reruns "
+                                  "values 2,5 (no end recorded yet); "
+                                  f"hyperion-jobs status {record} shows every value's newest run\n"), running.stderr
+        (tmp_path / "hold.txt").unlink()
+        _, err = retrying.communicate(timeout=300)
+    assert retrying.returncode == 0, err
     history = load_history(record)
     assert history.numbers == (1, 2)
     second_job = history.current.jobs[0].job_id
@@ -84,7 +101,7 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     # said to be rerun since (it read `2 of 6 task(s) did not succeed` and nothing more)
     failures = run_cli("hyperion-jobs", "status", first_job, "--dir", str(tmp_path), "--failures", env=cli_env)
     assert failures.stdout.startswith("2 of 6 task(s) did not succeed (failed 2)"), failures.stdout
-    assert failures.stderr == (f"hyperion-jobs: 2 of these task(s) ran again in a later attempt (now COMPLETED 2): "
+    assert failures.stderr == (f"hyperion-jobs: 2 of these task(s) were submitted again: attempt 2 reran values 2,5 (COMPLETED 2); "
                                f"hyperion-jobs status {record} shows every value's newest run\n"), failures.stderr
     watched = run_cli("hyperion-jobs", "watch", first_job, "--dir", str(tmp_path), env=cli_env)
     assert watched.returncode == 1 and watched.stderr.endswith(failures.stderr), watched.stderr
@@ -92,7 +109,7 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     # the job id task 5 printed as its SLURM_JOB_ID: `watch` of it said nothing of the rerun
     own = subprocess.run(["sacct", "-j", f"{first_job}_5", "-X", "-n", "-P", "-o", "JobIDRaw"],
                          capture_output=True, text=True).stdout.split()[0]
-    rerun_note = (f"hyperion-jobs: 1 of these task(s) ran again in a later attempt (now COMPLETED 1): "
+    rerun_note = (f"hyperion-jobs: 1 of these task(s) were submitted again: attempt 2 reran value 5 (COMPLETED 1); "
                   f"hyperion-jobs status {record} shows every value's newest run\n")
     for command, status in (("status", 0), ("watch", 1)):
         of_own = run_cli("hyperion-jobs", command, own, "--dir", str(tmp_path), env=cli_env)

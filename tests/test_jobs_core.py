@@ -24,7 +24,7 @@ from backends.states import JobState
 from backends.watch.poller import PollUpdate
 from backends.watch.rows import exit_status, expected, job_rows, local_rows, record_rows
 from backends.watch.slurm.accounting import parse_sacct
-from backends.watch.targets import resolve, task_logs
+from backends.watch.targets import LaterRun, later_run_text, resolve, task_logs
 
 
 # A job id above Slurm's largest (MaxJobId, 67043328 by default): the shared test cluster never knows
@@ -999,3 +999,16 @@ def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert f"  500_1 CANCELLED exit - log {written}" in out
     assert f"  500_2 CANCELLED exit - log {tmp_path / 'x.2.log'} (missing)" in out
+
+
+@pytest.mark.parametrize(("run", "said"), [
+    (LaterRun(2, (2, 5), (None, None)), "attempt 2 reruns values 2,5 (no end recorded yet)"),
+    (LaterRun(3, (5,), ("COMPLETED",)), "attempt 3 reran value 5 (COMPLETED 1)"),
+    (LaterRun(2, (2, 3, 7), ("FAILED", None, "COMPLETED")),
+     "attempt 2 reran values 2-3,7 (COMPLETED 1, FAILED 1, 1 with no end recorded yet)"),
+    (LaterRun(2, (None,), (None,)), "attempt 2 reruns the job (no end recorded yet)"),
+])
+def test_a_later_attempt_names_its_values_and_their_ends(run, said):
+    """`status JOB` of a job a retry reran said `(now not ended 1)`: no attempt, no values, and a state
+    that is none; it names them as `status RECORD`'s ATTEMPT column and `history` do."""
+    assert later_run_text(run) == said

@@ -258,21 +258,46 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
 
 
-def rerun_later(history: History | None, rows: Sequence[TaskRow]) -> tuple[int, dict[str, int]]:
-    """How many of a job's unsuccessful `rows` a later attempt of its submission ran again, and how
-    those later runs stand by the ledger (``{"COMPLETED": 7}``; ``not ended`` while unrecorded).
+@dataclass(frozen=True)
+class LaterRun:
+    """The values of a job's unsuccessful tasks that one later attempt ran again, each with its end
+    by the ledger (None while none is recorded: that attempt still runs, or nobody has looked since)."""
+
+    attempt: int
+    values: tuple[int | None, ...]
+    ends: tuple[str | None, ...]
+
+
+def rerun_later(history: History | None, rows: Sequence[TaskRow]) -> list[LaterRun]:
+    """Which later attempts of its submission ran a job's unsuccessful `rows` again, oldest first.
     `status 4711 --failures` of an attempt since retried said `7 of 40 task(s) did not succeed`,
     with nothing to say that all 7 were rerun and completed."""
-    counts: dict[str, int] = {}
-    again = 0
+    runs: dict[int, list[tuple[int | None, str | None]]] = {}
     for _, later in _newest_runs(history, rows):
         if later is None:
             continue
-        again += 1
         final = history.final(later) if history is not None else None
-        state = final.state if final is not None else "not ended"
-        counts[state] = counts.get(state, 0) + 1
-    return again, counts
+        runs.setdefault(later.attempt, []).append((later.value, final.state if final is not None else None))
+    return [LaterRun(number, tuple(v for v, _ in ran), tuple(e for _, e in ran))
+            for number, ran in sorted(runs.items())]
+
+
+def later_run_text(run: LaterRun) -> str:
+    """``attempt 2 reran values 2,5 (COMPLETED 2)``, ``attempt 2 reruns values 2,5 (no end recorded
+    yet)``: the words of `status RECORD`'s ATTEMPT column and `history`. It said `(now not ended 2)`,
+    which named neither the attempt nor the values, and read as a state."""
+    numbers = [v for v in run.values if v is not None]
+    what = (f"value{'s' if len(numbers) > 1 else ''} {compress(numbers)}" if numbers else "the job")
+    counts: dict[str, int] = {}
+    for end in run.ends:
+        if end is not None:
+            counts[end] = counts.get(end, 0) + 1
+    unrecorded = sum(1 for end in run.ends if end is None)
+    said = [f"{state} {n}" for state, n in sorted(counts.items())]
+    if unrecorded:
+        said.append("no end recorded yet" if not counts else f"{unrecorded} with no end recorded yet")
+    verb = "reruns" if unrecorded == len(run.ends) else "reran"
+    return f"attempt {run.attempt} {verb} {what} ({', '.join(said)})"
 
 
 def failed_last(history: History | None, rows: Sequence[TaskRow]) -> list[TaskRow]:

@@ -30,6 +30,7 @@ from backends.watch.targets import (
     history_status,
     job_history,
     job_status,
+    later_run_text,
     rerun_later,
     resolve,
     shown_as_recorded,
@@ -135,13 +136,15 @@ def _say_unmeasured(rows: Sequence[TaskRow]) -> None:
 
 
 def say_rerun_later(history: History | None, rows: Sequence[TaskRow]) -> None:
-    """Of a job whose failed tasks a later attempt ran again: so, and where their newest states are."""
-    again, states = rerun_later(history, rows)
-    if not again:
+    """Of a job whose failed tasks a later attempt ran again: so, which attempt ran which values, and
+    how they ended (the record's status shows each value's newest run)."""
+    runs = rerun_later(history, rows)
+    if not runs:
         return
     assert history is not None
-    now = ", ".join(f"{state} {n}" for state, n in sorted(states.items()))
-    print(printable(f"{PROG}: {again} of these task(s) ran again in a later attempt (now {now}): "
+    again = sum(len(run.values) for run in runs)
+    print(printable(f"{PROG}: {again} of these task(s) were submitted again: "
+                    f"{', '.join(later_run_text(run) for run in runs)}; "
                     f"hyperion-jobs status {shell_quote(history.record_path)} shows every value's newest run"),
           file=sys.stderr)
 
