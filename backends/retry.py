@@ -26,7 +26,7 @@ from backends.submit.from_record import array_name, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
 from backends.submit.resources import check_memory, check_time, time_minutes
-from backends.watch.rows import LOCAL_JOB, TaskRow, state_counts
+from backends.watch.rows import LOCAL_JOB, TaskRow, rerun_by_default, state_counts
 from backends.watch.usage import Usage, parse_size
 from backends.shellwords import shell_join, shell_quote
 
@@ -121,7 +121,7 @@ def choose(rows: Sequence[TaskRow], request: RetryRequest, unsubmitted: Sequence
             return list(rows)
     if request.states is not None:
         return [row for row in rows if row.state_label in request.states]
-    return [row for row in rows if not row.ok]
+    return rerun_by_default(rows)
 
 
 def retry_options(history: History, chosen: Sequence[TaskRow], request: RetryRequest,

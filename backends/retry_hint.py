@@ -123,6 +123,18 @@ def rerun_failed(command: str, name: str | None = None, unsubmitted: Sequence[in
     return f"rerun {'those' if also else 'only those'}{also} with: {command}"
 
 
+def state_groups(ended: Iterable[tuple[str, int | None]]) -> str:
+    """``FAILED value 250 and NOT_RUN values 251-300``: each state of the (state, value) pairs with its
+    values, the group of the lowest value first; a task without a value is ``FAILED task``. How watch
+    names what a retry reruns, so that no group it reruns goes unsaid."""
+    groups: dict[str, list[int]] = {}
+    for state, value in ended:
+        groups.setdefault(state, []).extend(() if value is None else (value,))
+    named = [f"{state} value{'s' if len(values) > 1 else ''} {compress(values)}" if values else f"{state} task"
+             for state, values in sorted(groups.items(), key=lambda g: (min(g[1], default=0), g[0]))]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+
+
 def named_values(name: str | None, values: Sequence[int], none: str = "the rest") -> str:
     """``JOB=5,2999``, as every line about a refused sbatch window names values: ``NAME=`` for a
     record without its array's name, `none` when there are no values to name."""

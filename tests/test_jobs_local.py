@@ -140,6 +140,12 @@ def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(
 
         watch = run_cli("hyperion-jobs", "watch", str(record), env=cli_env, timeout=20)
         assert watch.returncode == 1 and "3 tasks: LOST 1, NOT_RUN 2" in watch.stdout
+        # it said `(the run stopped before them; hyperion-jobs retry RECORD runs them)` of values 2-3 alone,
+        # though that retry reruns the LOST value 1 too, as its plan says
+        assert watch.stdout.splitlines()[-1] == (f"  NOT_RUN values 2-3 (the run stopped before them); rerun LOST "
+                                                 f"value 1 and NOT_RUN values 2-3 with: hyperion-jobs retry {record}")
+        plan = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", cwd=tmp_path, env=cli_env)
+        assert "3 task(s) (LOST 1, NOT_RUN 2)\n  values: 1-3\n" in plan.stdout, plan.stdout
     finally:
         kill_groups(runner.pid, child)
         runner.wait()
@@ -361,8 +367,8 @@ def test_watch_of_a_local_array_that_stopped_names_the_values_not_run_in_one_lin
     closing = watch.stdout.splitlines()[-3:]
     assert closing == ["300 tasks: COMPLETED 249, FAILED 1, NOT_RUN 50",
                        f"  local_250 FAILED exit 3 log {tmp_path}/log/r.250.log",
-                       f"  NOT_RUN values 251-300 (the run stopped before them; hyperion-jobs retry {record} runs them)"
-                       ], watch.stdout[-3000:]
+                       f"  NOT_RUN values 251-300 (the run stopped before them); rerun FAILED value 250 and "
+                       f"NOT_RUN values 251-300 with: hyperion-jobs retry {record}"], watch.stdout[-3000:]
 
 
 def test_logs_of_a_value_a_rerun_never_reached_names_the_attempt_that_ran_it(tmp_path, cli_env, test_site):

@@ -366,7 +366,11 @@ def test_watch_of_a_stopped_resubmission_names_hyperion_checkpoint_retry_for_the
     assert again.stderr.splitlines()[-1].endswith(f"with: {command}"), again.stderr
     watch = run_cli("hyperion-jobs", "watch", str(record_path), env=cli_env, timeout=30)
     assert watch.returncode == 1
-    assert watch.stdout.splitlines()[-1] == f"  NOT_RUN values 2-6 (the run stopped before them; {command} runs them)"
+    # hyperion-submit's words: shard 1 failed, and the command reruns it with the values never reached
+    assert f"not run (a local array stops at its first failure); rerun SHARD=1-6 with: {command}" in again.stderr, \
+        again.stderr
+    assert watch.stdout.splitlines()[-1] == (f"  NOT_RUN values 2-6 (the run stopped before them); "
+                                             f"rerun FAILED value 1 and NOT_RUN values 2-6 with: {command}")
 
 
 def test_the_preview_reads_each_record_once_and_only_regular_ones_beside_the_logs(tmp_path, cli_env, monkeypatch):

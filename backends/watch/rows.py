@@ -194,6 +194,14 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
     return _row(task, states.get(key), log, used)
 
 
+def rerun_by_default(rows: Sequence[TaskRow]) -> list[TaskRow]:
+    """The rows a plain `hyperion-jobs retry RECORD` reruns: every one that did not complete with exit
+    code 0, whatever its state (LOST and NOT_RUN alike). One rule for retry's choice and for the words
+    that name it: watch's closing line said the retry "runs" the NOT_RUN values, where it reran a
+    LOST (or FAILED) one too."""
+    return [row for row in rows if not row.ok]
+
+
 def ran_again(final: FinalState, state: TaskState | None) -> bool:
     """Whether Slurm ran the task again after the end the ledger holds (``scontrol requeue`` of an
     ended task): the controller counts one restart more than that end did. Accounting's rows carry no

@@ -22,7 +22,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
-from backends.retry_hint import rerun_failed, unsubmitted_line, usable_retry_command
+from backends.retry_hint import rerun_failed, state_groups, unsubmitted_line, usable_retry_command
 from backends.states import RUNNING_NOW, TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -38,6 +38,7 @@ from backends.watch.rows import (
     job_rows,
     local_rows,
     pending_tasks,
+    rerun_by_default,
     state_counts,
 )
 from backends.watch.slurm.accounting import stoppable
@@ -200,11 +201,25 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None, n
             out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
                      f"log {printable(said_path(row.log or row.slurm_out))}")   # `(missing)`: none was written
     if not_run:
-        how = f"; {retry} runs them" if retry else ""     # record_retry_command: printable already
-        out.line(f"  NOT_RUN values {compress(not_run)} (the run stopped before them{how})")
+        out.line(f"  {_not_run_line(rows, not_run, retry)}")
     elif retry and not all(row.ok for row in rows):    # printable already
         out.line(f"  {rerun_failed(retry, name, unsubmitted)}")
     return exit_status(rows)
+
+
+def _not_run_line(rows: Sequence[TaskRow], not_run: Sequence[int], retry: str | None) -> str:
+    """``NOT_RUN values 2-3 (the run stopped before them; CMD runs them)``, or, when the retry reruns
+    others too (the LOST or FAILED task the run stopped at: `rerun_by_default`), every group it reruns:
+    ``NOT_RUN values 2-3 (the run stopped before them); rerun LOST value 1 and NOT_RUN values 2-3 with:
+    CMD``. It said only "runs them" of the NOT_RUN values. `retry` is printable already."""
+    stopped = f"NOT_RUN values {compress(not_run)} (the run stopped before them"
+    if not retry:
+        return f"{stopped})"
+    rerun = rerun_by_default(rows)
+    if all(row.state_label == "NOT_RUN" for row in rerun):
+        return f"{stopped}; {retry} runs them)"
+    groups = state_groups((row.state_label, row.value) for row in rerun)
+    return f"{stopped}); {printable('rerun ' + groups)} with: {retry}"
 
 
 def _watch_local(target: Target) -> int:
