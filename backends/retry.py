@@ -26,6 +26,7 @@ from backends.submit.from_record import array_name, submit_options
 from backends.submit.model import SubmitOptions, SubmitPlan
 from backends.submit.plan import build_plan
 from backends.submit.resources import check_memory, check_time, time_minutes
+from backends.watch.asked import asked_by_attempt, with_request
 from backends.watch.rows import LOCAL_JOB, TaskRow, rerun_by_default, state_counts
 from backends.watch.usage import Usage, parse_size
 from backends.shellwords import shell_join, shell_quote
@@ -295,41 +296,11 @@ def propose(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History
     """Sizes for the chosen tasks by their states (OUT_OF_MEMORY, TIMEOUT); every task's MaxRSS
     counts, since a peak seen anywhere may be what the rerun needs."""
     picked = {id(row) for row in chosen}
-    asked = _asked_by_attempt(history)
-    observed = [(row.state_label, _with_request(row.usage or Usage(), asked.get(row.attempt))) if id(row) in picked
+    asked = asked_by_attempt(history)
+    observed = [(row.state_label, with_request(row.usage or Usage(), asked.get(row.attempt))) if id(row) in picked
                 else ("COMPLETED", row.usage)
                 for row in rows if id(row) in picked or row.usage is not None]
     return propose_sizes(observed)
-
-
-def _asked_by_attempt(history: History) -> dict[int, Usage]:
-    """The memory (per node) and time each attempt asked for, from its record's options.
-
-    Slurm's accounting may not say it: for a few seconds after a job ends sacct
-    can show its row with an empty Timelimit and ReqMem, and a usage taken then
-    is kept. A single job that ran out of 60M was offered 6M (1.5x its MaxRSS)."""
-    asked: dict[int, Usage] = {}
-    for number, record in {**history.records, history.current.attempt: history.current}.items():
-        options = record.options
-        try:
-            mem = check_memory("mem", options.get("mem"))
-            per_cpu = check_memory("mem_per_cpu", options.get("mem_per_cpu"))
-            threads = options.get("num_threads") if isinstance(options.get("num_threads"), int) else 1
-            time = check_time("time", options.get("time"))
-        except InputError:      # a record edited by hand: accounting alone decides
-            continue
-        # checked sizes: a bare number is MiB, as sbatch reads --mem=2048
-        mem_bytes = parse_size(mem, "M") if mem else parse_size(per_cpu, "M") * max(1, threads) if per_cpu else None
-        asked[number] = Usage(req_mem_bytes=mem_bytes, time_limit_seconds=time_minutes(time) * 60 if time else None)
-    return asked
-
-
-def _with_request(usage: Usage, asked: Usage | None) -> Usage:
-    """`usage` with what the attempt asked for where Slurm's accounting did not say it."""
-    if asked is None:
-        return usage
-    return replace(usage, req_mem_bytes=usage.req_mem_bytes or asked.req_mem_bytes,
-                   time_limit_seconds=usage.time_limit_seconds or asked.time_limit_seconds)
 
 
 def describe_retry(retry: RetryPlan) -> str:

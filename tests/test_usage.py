@@ -202,3 +202,27 @@ def test_usage_of_a_run_slurm_requeued_is_not_shown_for_the_next_run(tmp_path: P
     append_entries(str(record), [again, TaskUsage(1, 2, Usage(cpu_seconds=4.0).to_json())])
     final = load_history(record).final(task)
     assert final.restart_count == 1 and usage_from_json(final.usage) == Usage(cpu_seconds=4.0)
+
+
+def test_status_shows_the_records_request_and_limit_where_accounting_has_not_given_them(tmp_path: Path, capsys) -> None:
+    """Right after a task ended OUT_OF_MEMORY accounting's row may lack ReqMem and Timelimit for a few
+    seconds, and a usage taken then is kept: `status` showed `3.41M/-` and `00:00:01/-`, though the
+    record knew what it submitted. Each attempt's own request is shown (attempt 2 asked for 300M)."""
+    from test_console_fixtures import build_history
+
+    from backends.cli.jobs import main
+    from backends.records.attempts import TaskUsage, append_entries
+
+    record = build_history(tmp_path, Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml",
+                           n=3, failures={2: ("OUT_OF_MEMORY", None, None)}, retried={2: ("OUT_OF_MEMORY", None)})
+    bare = Usage(max_rss_bytes=3 << 20, cpu_seconds=1.0, elapsed_seconds=1.0)       # no ReqMem, no Timelimit
+    told = Usage(max_rss_bytes=1 << 20, cpu_seconds=1.0, elapsed_seconds=1.0, time_limit_seconds=60.0,
+                 req_mem_bytes=50 << 20)                                            # accounting's word wins
+    append_entries(str(record), [TaskUsage(1, 1, bare.to_json()), TaskUsage(2, 2, bare.to_json()),
+                                 TaskUsage(1, 3, told.to_json())])
+    assert main(["status", str(record)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[1]: line.split() for line in out.splitlines()[1:4]}
+    assert [rows[v][7:10] for v in "123"] == [["3M/100M", "-", "00:00:01/00:06:00"],
+                                               ["3M/300M", "-", "00:00:01/00:06:00"],
+                                               ["1M/50M", "-", "00:00:01/00:01:00"]], out

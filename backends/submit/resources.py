@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from backends.errors import InputError
+from backends.sbatch_time import time_minutes
 from backends.printable import quoted
 
 _MEMORY = re.compile(r"([0-9]{1,18})([KMGTkmgt]?)")
@@ -83,22 +84,6 @@ def check_time(field: str, value: object, *, from_yaml: bool = False) -> str | N
         raise InputError(field, f"{quoted(text)} is above 365-00:00:00, the longest time limit Slurm "
                          "handles (squeue shows longer ones as INVALID)")
     return text
-
-
-def time_minutes(text: str) -> int:
-    """A checked Slurm time as whole minutes, seconds rounded up as Slurm does."""
-    days, dash, clock = text.rpartition("-")
-    parts = [int(p) for p in clock.split(":")]
-    if dash:             # D-HH[:MM[:SS]]
-        parts += [0] * (3 - len(parts))
-        seconds = int(days) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
-    elif len(parts) == 1:  # minutes
-        seconds = parts[0] * 60
-    elif len(parts) == 2:  # MM:SS
-        seconds = parts[0] * 60 + parts[1]
-    else:                  # HH:MM:SS
-        seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
-    return -(-seconds // 60)
 
 
 def check_count(field: str, value: object, *, minimum: int, maximum: int = MAX_COUNT) -> int:

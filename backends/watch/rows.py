@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from backends.records.local_results import read_results, results_key
 from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord
 from backends.records.runner import child_running, runner_gone, runner_to_stop
 from backends.states import EXIT_TOLD, JobState, TaskState, signal_name
+from backends.watch.asked import asked_of, lacks_request, with_request
 from backends.watch.usage import Usage, fill_in, usage_from_json
 
 Key = tuple[str, "int | None"]
@@ -188,10 +189,20 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
     key = (task.job_id, task.array_task_id)
     used = (usage or {}).get(key)
     if final is not None and not ran_again(final, states.get(key)):
-        return final_row(task, final, log, used)
+        return with_plan(history, task, final_row(task, final, log, used))
     if task.job_id == LOCAL_JOB:
         return _local_row(history, task, log)
-    return _row(task, states.get(key), log, used)
+    return with_plan(history, task, _row(task, states.get(key), log, used))
+
+
+def with_plan(history: History, task: TaskRecord, row: TaskRow) -> TaskRow:
+    """`row` with the memory request and time limit its attempt's record submitted where accounting
+    has not given them: right after a task ended OUT_OF_MEMORY `status` showed `1.21M/-` and
+    `00:00:01/-`, though the record knew it asked for 50M and 10 minutes."""
+    if not lacks_request(row.usage):
+        return row
+    assert row.usage is not None
+    return replace(row, usage=with_request(row.usage, asked_of(history.records.get(task.attempt, history.current))))
 
 
 def rerun_by_default(rows: Sequence[TaskRow]) -> list[TaskRow]:

@@ -32,6 +32,7 @@ from backends.watch.rows import (
     pending_tasks,
     task_row,
     usage_missing,
+    with_plan,
 )
 from backends.watch.slurm.accounting import (
     QueryError,
@@ -335,7 +336,8 @@ def recorded_job(history: History, target: Target) -> tuple[list[TaskRow] | None
     finals = [history.final(t) for t in tasks]
     if not tasks or any(f is None or not f.usage for f in finals):
         return None, may_run_again
-    return [final_row(t, f, history.log_of(t)) for t, f in zip(tasks, finals) if f is not None], may_run_again
+    return [with_plan(history, t, final_row(t, f, history.log_of(t))) for t, f in zip(tasks, finals) if f is not None], \
+        may_run_again
 
 
 def shown_as_recorded(problem: str) -> str:
