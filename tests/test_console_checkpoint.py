@@ -1415,6 +1415,27 @@ def test_without_checkpoint_a_submission_whose_command_names_none_says_so(tmp_pa
     asyncio.run(scenario())
 
 
+def test_resubmit_of_a_submission_whose_command_names_no_checkpoint_says_why(tmp_path: Path) -> None:
+    """A recipe script that keeps its checkpoint inside (`./recipe.sh JOB`): on the Checkpoint screen
+    the Retry tab stayed blank and ctrl+r (or the Resubmit button) did nothing at all, not a word. The
+    Retry tab now says what the Coverage tab says, and ctrl+r that there is no retry plan."""
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("3")
+            screen = app.checkpoint_screen
+            run = screen.query_one("#ckpt-run")
+            await wait_for(pilot, lambda: "names none" in text_of(run), 10)
+            summary = screen.query_one("#retry-summary")
+            assert text_of(summary).startswith(f"No checkpoint: the command of {record} names none")
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: "no retry plan (see the Retry tab)" in notifications(app), 10)
+
+    asyncio.run(scenario())
+
+
 def test_without_checkpoint_a_record_typed_that_cannot_be_read_is_said_so_not_to_name_none(tmp_path: Path) -> None:
     """Started without --checkpoint, a record path typed in the Retry tab (then r) that is no file was
     said to name no checkpoint, 'No checkpoint: the command of PATH names none', as if it had been

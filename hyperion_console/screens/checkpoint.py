@@ -452,6 +452,8 @@ class CheckpointScreen(ConsoleScreen):
         self.checkpoint = None
         self.query_one("#ckpt-run", Static).update(shown(message))
         self.refresh_retry()          # the limit a retry would start from, still said in its field
+        # the Retry tab says it too: it was left blank, and Resubmit's "see the Retry tab" pointed there
+        self.query_one("#retry-summary", Static).update(shown(message))
 
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
     def read_in_worker(self, checkpoint: Path | None, record: str | None = None,
@@ -499,7 +501,7 @@ class CheckpointScreen(ConsoleScreen):
             return
         self._read_ended()
         if isinstance(read, NoneNamed):
-            self._confirm_after_read = False
+            asked, self._confirm_after_read = self._confirm_after_read, False
             if read.problem is not None:
                 self._no_checkpoint(f"No checkpoint: {read.problem}; open a submission whose command names its "
                                     "checkpoint, or start with --checkpoint PATH.")
@@ -507,6 +509,8 @@ class CheckpointScreen(ConsoleScreen):
                 self._no_checkpoint(f"No checkpoint: the command of {record} names none (an option such as "
                                     "--checkpoint DIR or --ckpt DIR whose folder holds run.json); start with "
                                     "--checkpoint PATH.")
+            if asked:                  # ctrl+r (or the button) said nothing at all: say there is no plan
+                self.confirm_resubmit()
             return
         if read.found_by is not None:
             self.checkpoint = read.checkpoint
