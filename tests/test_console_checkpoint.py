@@ -1068,6 +1068,31 @@ def test_retry_tab_starts_from_the_records_site_limit_and_says_where_it_came_fro
     asyncio.run(scenario())
 
 
+def test_a_retry_planned_again_draws_its_windows_whole_in_the_first_frame(tmp_path: Path) -> None:
+    """The same plan planned again (a second read of an unchanged checkpoint) showed `1,3-6` for
+    `1,3-6,8-9`, cut to the width of the `array` header without a mark, until `r`: the table sized
+    its columns only when next idle, and a frame drawn before that was never redrawn (the table's
+    size was the same). Every frame, the first one included, draws each window whole."""
+    checkpoint = build_checkpoint(tmp_path, total=40, complete=(2, 5, 7, 12, 15, 17, 22, 25, 27, 32, 35, 37))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-retry")
+            screen = app.checkpoint_screen
+            windows = screen.query_one("#retry-windows")
+            expected = [line.split(" ")[0] for line in format_fields(plan_retry(checkpoint, 10))]
+            assert len(expected) == 5 and all(len(e) > len("array") for e in expected[:4]), expected
+            screen.query_one("#max-array-size").value = "10"
+            await pilot.pause()
+            screen._plan_retry()                      # planned again: drawn before the table is idle
+            drawn = ["".join(segment.text for segment in windows.render_line(y)) for y in range(1, 1 + len(expected))]
+            assert [line.split()[0] for line in drawn] == expected, drawn
+
+    asyncio.run(scenario())
+
+
 def test_first_tab_from_the_tab_bar_lands_in_the_max_array_size_field(tmp_path: Path) -> None:
     """Right, Right, Tab, 500 typed nothing: the first Tab stopped on the plan's scroll around the
     fields. Without a record nor a site file on the Submit screen no limit is known, and the field
@@ -1161,9 +1186,8 @@ def test_retry_tab_says_which_complete_shards_a_rerun_failed_and_how_to_rerun_on
     run = store.require_run()
     os.utime(store.completion_dir / manifest_name(run, 7), (FIXED_TIME - 3600, FIXED_TIME - 3600))
     note = ("1 shard (7) has a failure newer than its completion manifest (a rerun failed after it completed): "
-            "retry skips it because the manifest says complete; to rerun it, remove its manifest, "
-            f"{store.completion_dir}/completed_slurm_array_<16 hex>.json (shard 7's: {manifest_name(run, 7)}), "
-            "then retry again")
+            f"retry skips it because the manifest says complete; to rerun it, remove "
+            f"{store.completion_dir / manifest_name(run, 7)}, then retry again")
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -89,12 +90,21 @@ def _cell(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _reset_windows(windows: DataTable) -> None:
-    """No rows and fresh columns: a column keeps the width of its widest cell ever, so a long plan's
-    array column pushed offset and total off the screen for every plan after it."""
+WINDOW_COLUMNS = ("array", "offset", "minimum", "total", "shards")
+
+
+def _reset_windows(windows: DataTable, rows: Sequence[Sequence[Text]] = ()) -> None:
+    """Fresh columns, as wide as their widest cell, then `rows`: a column keeps the width of its
+    widest cell ever, so a long plan's array column pushed offset and total off the screen for
+    every plan after it. The widths are given, not left to the table's measure when it is next
+    idle: a frame drawn before that (the same plan planned again) kept `1,3-6` on screen for
+    `1,3-6,8-9`, cut to the header's width without a mark, as nothing redrew it."""
     windows.clear(columns=True)
-    for column in ("array", "offset", "minimum", "total", "shards"):
-        windows.add_column(column, key=column)
+    for n, column in enumerate(WINDOW_COLUMNS):
+        width = max([len(column), *(row[n].cell_len for row in rows)])
+        windows.add_column(column, key=column, width=width)
+    for row in rows:
+        windows.add_row(*row)
 
 
 def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str | None,
@@ -765,7 +775,7 @@ class CheckpointScreen(ConsoleScreen):
         summary = self.query_one("#retry-summary", Static)
         windows = self.query_one("#retry-windows", DataTable)
         commands = self.query_one("#retry-commands", Static)
-        _reset_windows(windows)
+        _reset_windows(windows)     # no plan shown while this one is made (or fails)
         self.plan = None
         field = self.query_one("#max-array-size", Field)
         site = self.site_limit()
@@ -786,12 +796,14 @@ class CheckpointScreen(ConsoleScreen):
             return
         self.plan = plan
         summary.update(retry_summary(plan, typed, site))
+        rows = []
         for window, line in zip(plan.windows[:MAX_WINDOW_ROWS], fields):
             expression, offset, minimum, total = line.split(" ")
-            windows.add_row(*(shown(cell) for cell in (_cell(expression, ARRAY_CELL), offset, minimum, total,
-                                                       window.count)))
+            rows.append([shown(cell) for cell in (_cell(expression, ARRAY_CELL), offset, minimum, total,
+                                                       window.count)])
         if len(plan.windows) > MAX_WINDOW_ROWS:
-            windows.add_row(shown(f"... {len(plan.windows) - MAX_WINDOW_ROWS} more"), "", "", "", "")
+            rows.append([shown(f"... {len(plan.windows) - MAX_WINDOW_ROWS} more"), *(Text() for _ in range(4))])
+        _reset_windows(windows, rows)
         commands.update(self.retry_commands(plan, fields, retry_flags(typed, site)))
 
     def retry_commands(self, plan, fields: list[str], flags: str = "") -> Text:
