@@ -183,6 +183,8 @@ def _failed(path: str, as_json: bool) -> int:
     if as_json:
         print(jsontext.dumps([_record_json(r, c) for r, c in zip(records, standings)], indent=2))
         return 0
+    if not records:     # an empty listing read as a command that did nothing, or one that failed quietly
+        print(printable(f"no failed-task records under {store.failed_dir}"))
     for r, c in zip(records, standings):
         print(printable(record_line(r, c)))     # the console's Failed tab shows the same line
         print(f"    {printable(r.path)}")

@@ -247,6 +247,19 @@ def test_failed_lists_records_by_attempt(cli_env):
     assert "shard 9  job 2001  array_task 9  restart 0  tasks p000004  ValueError: bad record" in text.stdout
 
 
+def test_failed_of_a_checkpoint_without_failures_says_so(tmp_path, cli_env):
+    """An empty listing (exit 0, no output) read as a command that did nothing. `--json` stays an
+    empty list for scripts."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    store.write_completion(1)
+    text = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert text.returncode == 0 and text.stdout == f"no failed-task records under {store.failed_dir}\n"
+    assert json.loads(run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env).stdout) == []
+    store.write_failed(2, Attempt("100", "2", "0"), {"task_ids": ["p1"], "error": "ValueError: x"})
+    assert "no failed-task records" not in run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env).stdout
+
+
 # --- hostile files inside a checkpoint: one warning each, skipped, never a hang (issue 13) -----------
 
 def _hostile_checkpoint(root: Path) -> Checkpoint:
