@@ -27,7 +27,7 @@ from backends.ranges import (
 )
 from sharding.coverage import Coverage, failed_after_shards
 from sharding.errors import ShardingError
-from sharding.store import MANIFEST_PREFIX, MAX_INDEX, Checkpoint, Problem, RunConfig, manifest_name
+from sharding.store import MAX_INDEX, Checkpoint, Problem, RunConfig, manifest_name
 
 RetryWindow = RunWindow  # offset + logical runs; .expression is the physical --array text
 MAX_WINDOWS = 100_000    # more would be a listing nobody reads (and memory nobody has)
@@ -133,20 +133,22 @@ def plan_retry(path: str | Path, max_array_size: int | None = None) -> RetryPlan
 def skipped_line(plan: RetryPlan) -> str | None:
     """The line every retry face adds where it says nothing (or only some shards) is resubmitted:
     the shards whose newest failure is newer than their completion manifest, that retry skips them
-    because the manifest says complete, and how to rerun one (remove its manifest: the layout's
-    name pattern, and the first one's name). None when there are none. Plain text: callers escape it.
+    because the manifest says complete, and how to rerun one (remove its manifest, named whole).
+    None when there are none. Plain text: callers escape it.
     Without it `retry` said "every shard is complete" while `failed` listed a failure after completion."""
     shards = plan.failed_after
     if not shards:
         return None
     one = len(shards) == 1
-    first = shards[0]
-    pattern = Checkpoint(plan.checkpoint).completion_dir / f"{MANIFEST_PREFIX}<16 hex>.json"
-    return (f"{len(shards)} shard{'' if one else 's'} ({compress(shards)[:80]}) {'has' if one else 'have'} a "
-            f"failure newer than {'its' if one else 'their'} completion manifest (a rerun failed after "
-            f"{'it' if one else 'they'} completed): retry skips {'it' if one else 'them'} because the manifest "
-            f"says complete; to rerun {'it' if one else 'one'}, remove its manifest, {pattern} (shard {first}'s: "
-            f"{manifest_name(plan.run, first)}), then retry again")
+    manifest = Checkpoint(plan.checkpoint).completion_dir / manifest_name(plan.run, shards[0])
+    listed = compress(shards)
+    listed = listed if len(listed) <= 80 else listed[:79] + "…"
+    how = (f"to rerun it, remove {manifest}" if one else
+           f"to rerun one, remove its manifest (shard {shards[0]}'s: {manifest})")
+    return (f"{len(shards)} shard{'' if one else 's'} ({listed}) {'has' if one else 'have'} a failure newer "
+            f"than {'its' if one else 'their'} completion manifest (a rerun failed after {'it' if one else 'they'} "
+            f"completed): retry skips {'it' if one else 'them'} because the manifest says complete; {how}, "
+            "then retry again")
 
 
 def format_fields(plan: RetryPlan) -> list[str]:

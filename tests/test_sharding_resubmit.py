@@ -501,9 +501,9 @@ def _note(ck: Path, shard: int, total: int, minimum: int) -> str:
     """The note of `skipped_line` for one shard a rerun failed after it completed, as a user reads it."""
     from sharding.store import manifest_name
     return (f"1 shard ({shard}) has a failure newer than its completion manifest (a rerun failed after it "
-            "completed): retry skips it because the manifest says complete; to rerun it, remove its manifest, "
-            f"{ck}/.nemo_curator_metadata/.slurm_array_completion/completed_slurm_array_<16 hex>.json "
-            f"(shard {shard}'s: {manifest_name(RunConfig(minimum, total), shard)}), then retry again")
+            "completed): retry skips it because the manifest says complete; to rerun it, remove "
+            f"{ck}/.nemo_curator_metadata/.slurm_array_completion/{manifest_name(RunConfig(minimum, total), shard)}, "
+            "then retry again")
 
 
 def test_retry_says_which_complete_shards_a_rerun_failed_and_how_to_rerun_one(tmp_path, cli_env):

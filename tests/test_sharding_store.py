@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli
 
 from sharding.errors import ShardingError
-from sharding.store import Attempt, Checkpoint, RunConfig
+from sharding.store import Attempt, Checkpoint, RunConfig, manifest_name
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
 COMPLETION = Path(".nemo_curator_metadata/.slurm_array_completion")
@@ -344,3 +344,20 @@ def test_coverage_tells_a_failure_after_the_completion_from_one_a_later_attempt_
     # told apart from the plan, the same from the records read (coverage) as from their mtimes alone
     assert cov.failed_after == plan_retry(store.path).failed_after == (3,)
     assert store.failure_times() == {2: times["old"], 3: times["after"], 4: times["fail4"]}
+
+
+def test_the_retry_note_of_several_shards_failed_after_completion_names_one_manifest_whole(tmp_path):
+    """What to remove to rerun one, as a path a user can paste (not a name pattern)."""
+    from sharding.retry import plan_retry, skipped_line
+
+    store = Checkpoint(tmp_path / "ck")
+    run = RunConfig(1, 6)
+    store.ensure_run(run)
+    for shard in (2, 3, 5):
+        done = store.write_completion(shard)
+        os.utime(done, (1_790_000_000, 1_790_000_000))
+        store.write_failed(shard, Attempt("101", str(shard), "0"), {"error": "y"})
+    assert skipped_line(plan_retry(store.path)) == (
+        "3 shards (2-3,5) have a failure newer than their completion manifest (a rerun failed after they "
+        "completed): retry skips them because the manifest says complete; to rerun one, remove its manifest "
+        f"(shard 2's: {store.completion_dir / manifest_name(run, 2)}), then retry again")
