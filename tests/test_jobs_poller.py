@@ -994,3 +994,27 @@ def test_the_stepped_end_cancelled_while_pending_is_reported_cancelled():
         clock.now = step * 3.0
         states.append(p.poll_once().states[("9597", 467)].state)
     assert states[0] is JobState.PENDING and states[-1] is JobState.CANCELLED, states
+
+
+def test_accountings_figures_from_before_a_tasks_end_are_not_what_is_recorded_with_it():
+    """A 40-task array: sacct, asked while 15185_5 waited in the pending range row, gave it elapsed 0;
+    the controller then told its run and end, and the wait recorded its end with that 0. `status`
+    showed `ELAPSED 0:00:12` beside `TIME USED 00:00:00/00:10:00` and CPU `-` (the ledger's figure
+    wins over accounting's), for good once an hour had passed. What goes with the end is now no
+    usage (the next sacct adds it); the controller's time used is still shown meanwhile."""
+    request = "10:00|1|cpu=1,mem=100M,node=1,billing=1|1|"
+    tail = "|||00:10:00|100M|1|billing=1,cpu=1,mem=100M,node=1"
+    script = Script([ok(f"5_1|6|RUNNING|0:0|00:00:02|vm|a|Unknown|None{tail}\n"
+                        f"5_[2-3%1]|5|PENDING|0:0|00:00:00|None assigned|a|Unknown|JobArrayTaskLimit{tail}\n")],
+                    [ok(f"5_[2-3%1]|PENDING|0|0:00|(null)|JobArrayTaskLimit|0|{request}\n"),
+                     ok(f"5_1|RUNNING|0|0:30|vm|None|0|{request}\n5_2|COMPLETED|0|0:12|vm|None|0|{request}\n"
+                        f"5_3|RUNNING|0|0:01|vm|None|0|{request}\n")])
+    p = poller({"5": (1, 2, 3)}, script)
+    first = p.poll_once()
+    assert script.tools() == ["squeue", "sacct"]
+    assert first.usage[("5", 2)].elapsed_seconds == 0
+    later = p.poll_once()
+    assert later.states[("5", 2)].state is JobState.COMPLETED
+    assert ("5", 2) not in later.usage                          # nothing of before its end is recorded
+    assert later.current_usage()[("5", 2)].elapsed_seconds == 12   # shown: the controller's word
+    assert later.usage[("5", 1)].elapsed_seconds == 2           # a running task's accounting figures stay

@@ -602,3 +602,45 @@ def test_a_sharded_run_whose_shard_ran_out_of_memory_is_resubmitted_with_mem_aut
     assert run_cli("hyperion-checkpoint", "retry", "ckpt", cwd=tmp_path, env=cli_env).stdout == ""
     shown = run_cli("hyperion-checkpoint", "show", "ckpt", "--json", cwd=tmp_path, env=cli_env)
     assert json.loads(shown.stdout)["counts"]["complete"] == 2, shown.stdout
+
+
+def test_a_task_that_ended_after_a_look_at_its_waiting_row_shows_the_time_it_ran(slurm_cluster, test_site,
+                                                                                  tmp_path, cli_env) -> None:
+    """A morning after: `scancel J_4` of a waiting task made the wait ask sacct, whose pending range row
+    gave tasks 2-3 an elapsed 0; task 2 then ran 4 s and its end went into the ledger with that 0, and
+    the wait was hung up before its last sacct. `status` showed `ELAPSED 0:00:04` beside `TIME USED
+    00:00:00/00:10:00` and CPU `-` (after an hour for good: a figure the ledger holds is not asked again)."""
+    import re
+    import signal
+
+    proc = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "JOB=1:4",
+                             "--max-jobs-run", "1", "--output-file", "log/s.JOB.log", "--", "sleep", "4"],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "s.JOB.submit.json"
+    ledger = tmp_path / "log" / "q" / "s.JOB.attempts.jsonl"
+    job = None
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        job = load_record(record).jobs[0].job_id
+        subprocess.run(["scancel", f"{job}_4"], check=True)
+        ended = '"state":"COMPLETED","task_id":2,'
+        while ended not in (ledger.read_text() if ledger.exists() else "") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert ended in ledger.read_text()
+        proc.send_signal(signal.SIGHUP)                 # the ssh session dropped: no last sacct
+        proc.communicate(timeout=60)
+        status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+        assert status.returncode == 0, status.stderr
+        rows = [re.split(r"  +", line) for line in status.stdout.splitlines()]
+        cells = [dict(zip(rows[0], row)) for row in rows[1:5]]
+        second = cells[1]
+        assert second["STATE"] == "COMPLETED", status.stdout
+        assert second["TIME USED/LIMIT"] == f"0{second['ELAPSED']}/00:10:00", status.stdout
+    finally:
+        if job is not None:
+            subprocess.run(["scancel", job])
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)

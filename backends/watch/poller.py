@@ -213,6 +213,7 @@ class Poller:
         self._polled = False
         self._usage: dict[Key, Usage] = {}
         self._live_usage: dict[Key, Usage] = {}   # the last squeue's, for tasks no sacct answered since
+        self._usage_ended: set[Key] = set()       # tasks whose `_usage` is from a row telling their end
         self._health = {"squeue": _Health(), "sacct": _Health()}
         self._gone: set[str] = set()          # jobs the controller no longer knows (sacct only)
         self._slow = 1.0                      # pace multiplier while Slurm asks us to back off
@@ -312,11 +313,27 @@ class Poller:
         self._as_of = self._wall()
         if source == "squeue":
             self._live_usage = {key: used for key, used in answer.usage.items() if self._watched(key)}
+            self._forget_usage_before_end(answer.states)
             return answer.states
         self._usage.update((key, used) for key, used in answer.usage.items() if self._watched(key))
+        ended = {t.key for t in answer.own if t.state.is_terminal}
+        self._usage_ended.difference_update(answer.usage)
+        self._usage_ended.update(key for key in answer.usage if key in ended)
         for key in answer.usage:
             self._live_usage.pop(key, None)
         return answer
+
+    def _forget_usage_before_end(self, states) -> None:
+        """Drop accounting's figures of a task the controller says ended, taken before its end.
+
+        A sacct asked while the task waited (a pending range row: elapsed 0) or ran (its time and
+        peak so far) is not what it used; recorded with its end, the ledger said `00:00:00/00:10:00`
+        of a task that ran 12 s, and that figure won over accounting's later (`status`, the
+        console's usage). Without them the end is recorded without usage, which the next sacct
+        (the wait's last one, `status`, the console) adds."""
+        for state in states:
+            if state.state.is_terminal and state.key in self._usage and state.key not in self._usage_ended:
+                del self._usage[state.key]
 
     def _failed(self, source: str, exc: QueryError, started: float) -> None:
         """Record a failed query: its source's streak (from `started` if new), the budget, the pace."""
