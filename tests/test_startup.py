@@ -8,6 +8,7 @@ loads (a site's .pth files may load some of them for everyone).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +28,10 @@ print(json.dumps({{"code": code, "out": out.getvalue(), "modules": sorted(sys.mo
 
 
 def _run(call: str, cwd: Path) -> dict:
+    # This checkout first: from a temporary cwd an editable install would import its own tree.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     done = subprocess.run([sys.executable, "-c", _PROBE.format(call=call)], capture_output=True,
-                          text=True, cwd=cwd, check=True)
+                          text=True, cwd=cwd, check=True, env=env)
     return json.loads(done.stdout.splitlines()[-1])
 
 
@@ -58,7 +61,10 @@ def test_status_of_a_local_record_loads_no_parser_planner_scheduler_client_or_ui
     result, heavy = _newly_loaded(
         "__import__('backends.cli.jobs', fromlist=['main']).main(['status', 'log/q/s.JOB.submit.json'])",
         workdir, {"textual", "rich", "jsonargparse", "yaml", "subprocess", "statistics", "tempfile",
-                  "typing", "backends.submit", "backends.launch", "backends.watch.triage"})
+                  "typing", "backends.submit", "backends.launch", "backends.watch.triage",
+                  # a Slurm record's: the hold and slot machinery (scontrol), the usage cells' summary
+                  "backends.watch.throttle", "backends.watch.slurm.control", "backends.watch.budget",
+                  "backends.watch.usage_summary"})
     assert result["code"] == 0
     assert "3 tasks: COMPLETED 3" in result["out"]
     assert heavy == set()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 CALLS_PER_MINUTE = 30
 BURST = 3

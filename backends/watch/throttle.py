@@ -14,8 +14,8 @@ were (never above N, possibly fewer than N busy).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
 
 from backends.printable import printable
 from backends.records.record import SubmitRecord, reattach_command

@@ -21,7 +21,6 @@ from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
-from backends.watch.throttle import held_line
 from backends.watch.targets import (
     attempt_record,
     current_user,
@@ -118,7 +117,9 @@ def _say_held(history: History | None, rows: Sequence[TaskRow]) -> None:
     """`3 tasks held by you (scontrol release J)` when a hold is all that is left to run: the
     table's `PENDING (JobHeldUser)` did not say that nothing else will move them."""
     if history is None or history.current.backend != "slurm":
-        return
+        return                # the hold's module loads the scontrol and slot machinery: a Slurm record's only
+    from backends.watch.throttle import held_line
+
     line = held_line(history.current, {(row.job_id, row.task_id): row for row in rows})
     if line:
         print(printable(line))

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from backends.printable import printable
 from backends.states import exit_note, signal_name, signal_text
 from backends.watch.rows import TaskRow, never_started, state_counts, time_used
-from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -55,6 +54,9 @@ def usage_cells(row: TaskRow) -> tuple[str, str, str]:
     used = row.usage
     if used is None:
         return ("-", "-", "-")
+    # Here, not at the top: a local record has no usage, and the summary module builds five dataclasses.
+    from backends.watch.usage_summary import cpu_efficiency, human_bytes, human_seconds
+
     efficiency = cpu_efficiency([used])
     return (f"{human_bytes(used.max_rss_bytes)}/{human_bytes(used.req_mem_bytes)}",
             "-" if efficiency is None else f"{efficiency:.0%}",

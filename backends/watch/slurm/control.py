@@ -8,8 +8,8 @@ array's range row names them (``177_[3-6%2]`` is throttle 2).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from backends.watch.slurm.accounting import QueryError, Runner, error_kind, run_command
 
