@@ -126,7 +126,7 @@ def plan_retry(path: str | Path, max_array_size: int | None = None) -> RetryPlan
     store = Checkpoint(path)
     run = store.require_run()
     done, problems = store.completion_times(run)
-    after = failed_after_shards(done, store.failure_times()) if done else ()
+    after = failed_after_shards(done, store.failure_times(done)) if done else ()
     return build_retry(str(store.path), run, done, problems, max_array_size, after)
 
 

@@ -344,6 +344,7 @@ def test_coverage_tells_a_failure_after_the_completion_from_one_a_later_attempt_
     # told apart from the plan, the same from the records read (coverage) as from their mtimes alone
     assert cov.failed_after == plan_retry(store.path).failed_after == (3,)
     assert store.failure_times() == {2: times["old"], 3: times["after"], 4: times["fail4"]}
+    assert store.failure_times({3, 5}) == {3: times["after"]}     # a retry asks of the complete ones alone
 
 
 def test_the_retry_note_of_several_shards_failed_after_completion_names_one_manifest_whole(tmp_path):
