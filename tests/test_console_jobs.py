@@ -613,6 +613,13 @@ def test_held_line_says_a_paused_window_is_all_that_is_left() -> None:
     running = states("JobHeldUser", record)
     running[("912636", 1000)] = TaskState("912636", 1000, JobState.RUNNING, None, None, 3, "vm")
     assert held_line(record, running) is None                             # something still runs
+    # held while one of its own tasks ran (`scontrol hold J` after it started): said "8 tasks held"
+    # of a window whose task 0 ran, and `status` printed it beside RUNNING 1
+    own = states("JobHeldUser", record)
+    own[("912637", 0)] = TaskState("912637", 0, JobState.RUNNING, None, None, 3, "vm")
+    assert held_line(record, own) is None
+    own[("912637", 0)] = TaskState("912637", 0, JobState.COMPLETED, 0, None, 3, "vm")     # it ended: 7 left
+    assert held_line(record, own) == "7 tasks held by you (scontrol release 912637)"
     planned = _two_windows(Path("/nowhere"), held=True)                   # the plan's hold: a watcher's to lift
     assert held_line(planned, states("JobHeldUser", planned)) is None
 

@@ -182,9 +182,11 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
     if not paused or set(paused) != set(live):
         return None
     windows = expected(record)
-    count = sum(1 for job in paused for task in windows.get(job) or (None,)
-                if (state := states.get((job, task))) is not None and state.state is not None
-                and not state.state.is_terminal)
+    known = [state for job in paused for task in windows.get(job) or (None,)
+             if (state := states.get((job, task))) is not None]
+    if any(s.state in _HOLDING for s in known):     # a task of a held window still runs: not all left
+        return None
+    count = sum(1 for s in known if _waiting(s.state))
     reasons = {reason for reasons in paused.values() for reason in reasons}
     who = {frozenset({"JobHeldUser"}): "you", frozenset({"JobHeldAdmin"}): "an administrator"}.get(
         frozenset(reasons), "you and an administrator")
