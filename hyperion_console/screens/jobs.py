@@ -38,6 +38,7 @@ from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
 from backends.watch.targets import not_run_text, record_file
 from backends.watch.throttle import SlotsNotice, held_line, unwatched_line
+from backends.watch.slurm.control import HELD_REASONS
 from backends.watch.usage_summary import heading_of, summarize_rows, tally_names
 
 from ..errors import describe_error, guarded
@@ -149,6 +150,7 @@ class JobsScreen(ConsoleScreen):
         self._never_told: set = set()
         self._warned: set[str] = set()
         self._slots_notice = SlotsNotice()      # the open record's: which slots' troubles to tell
+        self._held_keys: set = set()     # the open record's tasks that say a hold (say_held)
         self._derived_timer = None
         self._ticks = 0
         self._columns = "states"
@@ -421,6 +423,8 @@ class JobsScreen(ConsoleScreen):
         status = self.query_one("#poll-status", PollStatus)
         status.start("Slurm" if self.record.backend == "slurm" else "local results")
         status.show_left_out(unsubmitted_line(history))   # as `hyperion-jobs status` says it
+        self._held_keys = set()
+        self.say_held(tuple(self.states.values()))
         self.update_summary()
         if self.view in ("failures-view", "attempts-view"):   # a new submission: its tasks first
             self.query_one("#jobs-views", ContentSwitcher).current = "tasks-view"
@@ -535,15 +539,27 @@ class JobsScreen(ConsoleScreen):
             self._warned.add(behind)
             tell(self, behind, title=ask, severity="warning", timeout=10)
 
-    def say_held(self) -> None:
+    def say_held(self, changed: Sequence = ()) -> None:
         """`3 tasks held by you (scontrol release J)` on the status line while a hold is all the
         record has left to run (the core's `held_line`, as `hyperion-jobs status` says it): the
-        line said only how old the states were, as if the cluster were busy."""
+        line said only how old the states were, as if the cluster were busy. Asked only when a
+        task says a hold (the changes tell which): the whole record is read (0.14 s at 100,000 tasks
+        waiting for the cluster, at every change of their reasons)."""
+        status = self.query_one("#poll-status", PollStatus)
+        for state in changed:
+            key = (state.job_id, state.task_id)
+            if getattr(state, "reason", None) in HELD_REASONS and not state.state.is_terminal:
+                self._held_keys.add(key)
+            else:
+                self._held_keys.discard(key)
+        if not self._held_keys:
+            status.note("held", None)
+            return
         counts, line = self.table.index.counts, None
         waiting = [name for name, n in counts.items() if n and name not in TERMINAL_NAMES]
         if self.record is not None and self.record.backend == "slurm" and waiting == ["PENDING"]:
             line = held_line(self.record, self.states)     # the whole record only when all else ended
-        self.query_one("#poll-status", PollStatus).note("held", line)
+        status.note("held", line)
 
     def say_slots(self, line: str | None, news: str | None = None) -> None:
         """What moving slots between the windows of a shared --max-jobs-run could not do: on the status
@@ -566,7 +582,7 @@ class JobsScreen(ConsoleScreen):
         self.table.apply(changed, as_of)
         self.state_map.refresh()
         self.update_summary()
-        self.say_held()
+        self.say_held(changed)
         # the task whose log is shown may just have ended: its title stops saying `following`
         self.log_pane.note_end(self.end_note(self.log_pane.shown_task))
         if self.view in ("failures-view", "attempts-view") or self._columns == "usage":

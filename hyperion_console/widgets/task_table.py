@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from rich.segment import Segment
@@ -175,12 +176,18 @@ def _state_needs(state) -> int:
     return len(row_state_name(state))
 
 
+@lru_cache(maxsize=4096)
+def _printable_len(text: str) -> int:
+    """Nodes and reasons repeat across 100,000 tasks: escaping each again cost 0.2 s a load."""
+    return len(printable(text))
+
+
 def _node_needs(state) -> int:
-    return len(printable(getattr(state, "node", None) or ""))
+    return _printable_len(getattr(state, "node", None) or "")
 
 
 def _reason_needs(state) -> int:
-    return len(printable(_reason_of(state)))
+    return _printable_len(_reason_of(state))
 
 
 VALUE = Column("value", "value", 5, _value, right=True, measure=_value_width)
