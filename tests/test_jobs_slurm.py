@@ -517,6 +517,12 @@ def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_clust
     assert one.returncode == 0, one.stderr
     (task,) = json.loads(one.stdout)["tasks"]
     assert (task["value"], task["state"]) == (3, "CANCELLED")
+    # its LOG as hyperion-submit's last lines say it: named as if there to read, it never was written
+    for target in (job, str(record)):
+        table = run_cli("hyperion-jobs", "status", target, cwd=tmp_path, env=cli_env).stdout.splitlines()
+        (row,) = [line for line in table if line.startswith(f"{job}_3 ")]
+        assert row.endswith(f"{tmp_path / 'log' / 'p.3.log'} (missing)"), table
+        assert not any(line.endswith("(missing)") for line in table if line is not row), table
     watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
     assert watch.returncode == 1 and "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr
     # its log was never made and never will be: said at once, also with -f (which waited for ever)

@@ -8,6 +8,7 @@ ledger's start and final lines (older local runs: q/<stem>.local.json).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import os
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -107,6 +108,14 @@ def never_started(row: TaskRow | TaskState) -> bool:
     a task it never started (sacct's Start is no help: it holds the cancel's time). `hyperion-jobs
     status` and the console show no elapsed time for it."""
     return row.node is None and not row.elapsed
+
+
+def said_path(path: str | None) -> str:
+    """A log path as the report names it: a task cancelled while pending wrote none of its files,
+    and Slurm's .out and .err were named as if there to read."""
+    if path is None:
+        return "-"
+    return path if os.path.exists(path) else f"{path} (missing)"
 
 
 def time_used(row: TaskRow | TaskState) -> float | None:

@@ -527,6 +527,32 @@ def not_run_text(history: History, task: TaskRecord) -> str:
     return text if earlier is None else f"{text}; attempt {earlier[0]} ran it ({earlier[1]})"
 
 
+def left_no_log(ended: str, path: str, program_log: str | None = None) -> str:
+    """``ended CANCELLED and left no log: PATH does not exist``: why a task that ended has no log to
+    read (cancelled while pending, it never started). `program_log`: the task's own log path, which
+    a later attempt wrote, when `path` is Slurm's file read in its place. `logs` says it after the
+    task's name, the console's log pane in its title: one wording for both."""
+    where = (f"{program_log} is a later attempt's, and Slurm's {path} does not exist" if program_log
+             else f"{path} does not exist")
+    return f"ended {ended} and left no log: {where}"
+
+
+def no_log_reason(history: History, task: TaskRecord, ended: str | None = None) -> str | None:
+    """What `hyperion-jobs logs RECORD:VALUE --attempt N` says of one attempt's task that left no log
+    (`task` as the record holds it, `ended` its state when the ledger has none yet); None when
+    there is a file to read, or the task may still write it. The console's log pane showed
+    `none for this task` of a value a later attempt reran after it was cancelled while pending."""
+    log = history.log_of(task)
+    path = log or task.slurm_out
+    ended = _ended(history, task) or ended
+    if path is None:
+        now = f"{task.log} is a later attempt's" if os.path.lexists(task.log) else f"nothing is at {task.log}"
+        return f"did not run in attempt {task.attempt}: it left no log ({now})"
+    if ended is None or ended == "NOT_RUN" or os.path.lexists(path):
+        return None
+    return left_no_log(ended, path, task.log if log is None else None)
+
+
 def _ended(history: History, task: TaskRecord) -> str | None:
     """The state of a task that will write no more of its log: the ledger's final state, or a local
     task's run that ended before reaching it (NOT_RUN) or whose runner died with it (LOST), which

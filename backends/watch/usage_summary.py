@@ -120,7 +120,7 @@ def summarize(usages: Mapping[Key, Usage], out_of_memory: Iterable[Key] = (),
 def summarize_rows(rows: Mapping[Key, object]) -> UsageSummary | None:
     """The summary of task rows by key (`hyperion-jobs usage` and the console alike): their usage,
     and which of them Slurm ended at a limit; None when no row says anything."""
-    used = {key: used for key, row in rows.items() if (used := _usage_of(row)) is not None}
+    used = {key: used for key, row in rows.items() if (used := usage_of(row)) is not None}
     ended = {key: getattr(row, "state", None) for key, row in rows.items()}
     oom = [key for key, state in ended.items() if state is JobState.OUT_OF_MEMORY]
     late = [key for key, state in ended.items() if state is JobState.TIMEOUT]
@@ -204,8 +204,9 @@ def usage_heading(summary: UsageSummary | None, rows: Iterable[object], tasks: C
     return heading_of(summary, rows, tasks).text(tally((getattr(row, "state", None), 1) for row in rows))
 
 
-def _usage_of(row: object) -> Usage | None:
-    """A row's usage, with the elapsed time its final state holds where Slurm did not give one:
+def usage_of(row: object) -> Usage | None:
+    """A row's usage as the summary counts it, and the console's usage columns show it (their
+    `time/limit` said `-` for local tasks under a summary of their elapsed times), with the elapsed time its final state holds where Slurm did not give one:
     a local task has no accounting, but the ledger says how long it ran. None for a task that never
     started: the controller's request and 0:00 of a pending task are no measure (the summary of a
     running array said "accounting measured 40" of 40, 18 of them pending, its median elapsed 1 s)."""
@@ -230,9 +231,12 @@ def human_bytes(value: float | None) -> str:
 
 
 def human_seconds(value: float | None) -> str:
-    """``93780`` -> ``1-02:03:00``, ``6.4`` -> ``00:00:06`` (Slurm's spelling); None -> ``-``."""
+    """``93780`` -> ``1-02:03:00``, ``6.4`` -> ``00:00:06`` (Slurm's spelling); None -> ``-``.
+    A local task's 0.04 s is ``<00:00:01``: as ``00:00:00`` it read as a time nobody measured."""
     if value is None:
         return "-"
+    if 0 < value < 0.5:
+        return "<00:00:01"
     total = int(round(value))
     days, rest = divmod(total, 86400)
     clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"

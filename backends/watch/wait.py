@@ -18,7 +18,7 @@ from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
-from backends.watch.rows import expected, expected_tasks
+from backends.watch.rows import expected, expected_tasks, said_path  # noqa: F401 (said here before)
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import SlotsNotice, Throttler
 from backends.shellwords import shell_quote
@@ -188,9 +188,3 @@ def bad_ends(outcome: Outcome) -> str:
     return text
 
 
-def said_path(path: str | None) -> str:
-    """A log path as the report names it: a task cancelled while pending wrote none of its files,
-    and Slurm's .out and .err were named as if there to read."""
-    if path is None:
-        return "-"
-    return path if os.path.exists(path) else f"{path} (missing)"

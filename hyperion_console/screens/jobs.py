@@ -36,7 +36,7 @@ from backends.client import QueryStopped
 from backends.watch.slurm.accounting import stoppable
 from backends.watch.slurm.cancel import cancel
 from backends.watch.task_end import ended_words, row_end
-from backends.watch.targets import not_run_text, record_file
+from backends.watch.targets import no_log_reason, not_run_text, record_file
 from backends.watch.throttle import SlotsNotice, held_line, unwatched_line
 from backends.watch.slurm.control import HELD_REASONS
 from backends.watch.usage_summary import heading_of, summarize_rows, tally_names
@@ -905,7 +905,7 @@ class JobsScreen(ConsoleScreen):
         its log where the rerun moved it); nothing when the filter hides every task."""
         if self.view == "attempts-view":
             task = self.attempt_table.selected_task()
-            self.log_pane.show_task(task, None, self.end_note(task))
+            self.log_pane.show_task(task, self.no_log_note(task), self.end_note(task))
         elif self.view == "failures-view":
             self.show_group_log(self.failures_view.selected_group())
         elif self.view != "map-view":
@@ -931,9 +931,21 @@ class JobsScreen(ConsoleScreen):
         if end is None:
             return None
         note = ended_words(end)
-        if self.log_pane.source == "log" and ended_by_slurm(row.state) and task.slurm_err is not None:
+        if self.log_pane.source == "log" and ended_by_slurm(row.state) and task.slurm_err is not None \
+                and os.path.exists(task.slurm_err):     # one cancelled while pending wrote no .err to read
             note += " by Slurm (l: its .err)"
         return note
+
+    def no_log_note(self, task) -> str | None:
+        """Of an earlier attempt's task that left no program log (a later attempt's is at its path):
+        why, as `hyperion-jobs logs RECORD:VALUE --attempt N` says it (the core's `no_log_reason`).
+        The pane said `none for this task` of a task cancelled while pending, which never started."""
+        if task is None or task.log is not None or self.history is None or self.log_pane.source != "log":
+            return None
+        key = (task.job_id, task.array_task_id)
+        held = next((t for t in self.history.tasks_of(task.attempt) if (t.job_id, t.array_task_id) == key), None)
+        end = None if held is None or (row := self.row_of(task)) is None else row_end(row)
+        return None if held is None else no_log_reason(self.history, held, end.state if end else None)
 
     def not_run_note(self, task) -> str | None:
         """For a value the table shows NOT_RUN, what `hyperion-jobs logs` says of it (the attempt that

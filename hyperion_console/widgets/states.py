@@ -128,6 +128,8 @@ def short_seconds(seconds: float | None) -> str:
     ``-`` when not known. (Tables with room use `elapsed_text`.)"""
     if seconds is None:
         return "-"
+    if 0 < seconds < 0.5:
+        return "<1s"          # a local task's 0.04 s: `0s` read as a time nobody measured
     for unit, size in (("s", 1), ("m", 60), ("h", 3600), ("d", 86400)):
         amount = seconds / size
         if unit == "d" or amount < {"s": 100, "m": 100, "h": 48}[unit]:

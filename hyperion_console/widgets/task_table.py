@@ -25,13 +25,12 @@ from textual.strip import Strip
 
 from backends.printable import printable
 from backends.states import never_runs, signal_name
-from backends.watch.rows import never_started, time_used
-from backends.watch.usage_summary import cpu_efficiency, human_bytes
+from backends.watch.rows import never_started
+from backends.watch.usage_summary import cpu_efficiency, human_bytes, usage_of
 
 from ..messages import TaskHighlighted
 from ..shown import fit
 from ..task_index import FILTERS, Key, TaskIndex, record_key, row_state_name, slurm_target
-from ..task_rows import usage_of
 from .states import elapsed_text, short_seconds, style_of
 
 __all__ = ["COLUMNS", "COLUMN_SETS", "Column", "FILTERS", "Row", "TaskTable", "column_set"]
@@ -122,7 +121,8 @@ def _attempt(row: Row) -> str:
 
 
 def _usage(row: Row):
-    return usage_of(row.state)
+    """A row's Usage, or None (not known yet, or a bare TaskState)."""
+    return getattr(row.state, "usage", None)
 
 
 def _memory(row: Row) -> str:
@@ -143,11 +143,18 @@ def _cpu(row: Row) -> str:
 def _time(row: Row) -> str:
     """``3.5m/6m``: elapsed against the time limit, abbreviated to fit 80 columns; ``-/6m`` for a
     task that never started (the core's `time_used`, as `hyperion-jobs status` shows it)."""
-    used = _usage(row)
-    spent = time_used(row.state) if used is not None else None
-    if used is None or (spent is None and used.time_limit_seconds is None):
+    limit = getattr(_usage(row), "time_limit_seconds", None)
+    spent = _spent(row)
+    if spent is None and limit is None:
         return "-"
-    return f"{short_seconds(spent)}/{short_seconds(used.time_limit_seconds)}"
+    return f"{short_seconds(spent)}/{short_seconds(limit)}"
+
+
+def _spent(row: Row) -> float | None:
+    """The elapsed time the usage summary above the table counts (`usage_of`): a local task's from
+    the ledger too (its cell said `-` under a summary of those very times); None when not measured."""
+    measured = None if row.state is None else usage_of(row.state)
+    return None if measured is None else measured.elapsed_seconds
 
 
 def _value_width(index: TaskIndex) -> int:

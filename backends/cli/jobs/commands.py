@@ -22,6 +22,7 @@ from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
 from backends.watch.slurm.cancel import cancel
 from backends.watch.targets import (
+    left_no_log,
     attempt_record,
     current_user,
     histories_states,
@@ -442,7 +443,7 @@ def _check_log_file(path: str, task: str, must_exist: bool, ended: str | None = 
             raise InputError("TASK", f"{task} was not run{earlier[0]} (NOT_RUN: its local run ended first) and "
                              f"has no log: {path} does not exist{earlier[1]}") from None
         if ended is not None:
-            raise InputError("TASK", f"{task} ended {ended} and left no log: {where}") from None
+            raise InputError("TASK", f"{task} {left_no_log(ended, path, program_log)}") from None
         if must_exist:
             raise InputError("TASK", f"{task} has no log yet: {where} "
                              "(not started, or never run; -f waits for it)") from None

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from backends.printable import printable
 from backends.states import exit_note, signal_name, signal_text
-from backends.watch.rows import TaskRow, never_started, state_counts, time_used
+from backends.watch.rows import TaskRow, never_started, said_path, state_counts, time_used
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -45,6 +45,17 @@ def status_cells(row: TaskRow) -> tuple[str, ...]:
             fmt_exit(row), elapsed_cell(row), row.node or "-", row.log or row.slurm_out or "-")
 
 
+def log_cell(row: TaskRow) -> str:
+    """The LOG of `status`: of a task that ended, ``PATH (missing)`` where no file is (`said_path`,
+    as hyperion-submit's last lines say it): a task cancelled while pending never wrote its log
+    nor Slurm's .out, and status named them as if there to read. A task that may still write
+    its log is not looked at."""
+    path = row.log or row.slurm_out
+    if path is None or not (row.state is not None and row.state.is_terminal or row.state_label == "NOT_RUN"):
+        return path or "-"
+    return said_path(path)
+
+
 USAGE_HEADER = ("MEM USED/REQ", "CPU", "TIME USED/LIMIT")
 
 
@@ -72,7 +83,7 @@ def status_table(rows: Sequence[TaskRow]) -> list[tuple[str, ...]]:
         + (USAGE_HEADER if usage else ()) + STATUS_HEADER[-1:]
     table = [header]
     for row in rows:
-        cells = status_cells(row)
+        cells = status_cells(row)[:-1] + (log_cell(row),)
         table.append((*cells[:2], *((str(row.attempt),) if attempts else ()), *cells[2:-1],
                       *(usage_cells(row) if usage else ()), cells[-1]))
     return table
