@@ -162,6 +162,24 @@ def test_corrupt_record_is_one_line_naming_the_problem(tmp_path, capsys, text, p
     assert problem in err
 
 
+@pytest.mark.parametrize("written", ["", "exp/log/q/x.JOB.submit.json", "/", 5])
+@pytest.mark.parametrize("command", ["status", "history", "watch", "usage"])
+def test_a_record_that_names_itself_by_no_absolute_path_is_one_line_exit_2(tmp_path, capsys, monkeypatch,
+                                                                           written, command):
+    """`"path": ""` in a hand-edited record traced back (ValueError: PosixPath('.') has an empty
+    name) in status and watch; a relative path read the ledger from the working directory, and
+    status said every task of a run that completed NOT_RUN."""
+    record = make_record(tmp_path, backend="local")
+    path = Path(record.path)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "path": written}))
+    monkeypatch.chdir(tmp_path)
+    assert main([command, str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"hyperion-jobs: error: record: {path}: path: expected the record's absolute "
+                            f"path, got {json.dumps(written)}\n")
+
+
 def test_logs_of_a_task_without_a_log_yet_is_one_line_exit_2(tmp_path, capsys):
     record = make_record(tmp_path)
     assert main(["logs", f"{record.path}:2"]) == 2

@@ -352,8 +352,8 @@ def load_record(path: str | Path) -> SubmitRecord:
                 float: "number"}.get(type(raw), "null")
         raise InputError("record", f"{shown} is not a hyperion-submit record (a JSON {kind}, not an object)")
     try:
-        return _relocated(path, _left_out_not_run(SubmitRecord(
-            path=str(raw["path"]), backend=str(raw["backend"]), argv=tuple(raw["argv"]),
+        return _relocated(path, _left_out_not_run(_own_path(SubmitRecord(
+            path=raw["path"], backend=str(raw["backend"]), argv=tuple(raw["argv"]),
             cfg=_cfg(raw), options=dict(raw["options"]), script=_text(raw, "script", "", optional=True),
             array_name=raw.get("array_name"),
             jobs=tuple(_job(j, i) for i, j in enumerate(_items(raw, "jobs"))),
@@ -363,7 +363,7 @@ def load_record(path: str | Path) -> SubmitRecord:
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
             rerun=_rerun(raw.get("rerun")),
             unsubmitted=_unsubmitted(raw), refused=_refused(raw.get("refused")),
-        )))
+        ))))
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None
     except _BadField as err:
@@ -371,6 +371,16 @@ def load_record(path: str | Path) -> SubmitRecord:
     except (TypeError, ValueError, AttributeError, OverflowError) as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record "
                          f"({type(err).__name__}: {printable(str(err))[:200]})") from None
+
+
+def _own_path(record: SubmitRecord) -> SubmitRecord:
+    """A record names itself by the absolute path hyperion-submit wrote it at. Checked after the
+    other keys (a file of another kind is told by the key it lacks): `"path": ""` traced back
+    (ValueError: PosixPath('.') has an empty name) and a relative one was read from the working
+    directory, every task of its ledger there NOT_RUN."""
+    if not is_file_name(record.path) or not os.path.isabs(record.path) or not Path(record.path).name:
+        raise _BadField(f"path: expected the record's absolute path, got {_shown(record.path)}")
+    return record
 
 
 def _relocated(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
