@@ -307,6 +307,27 @@ def test_history_json_of_a_ledger_whose_overrides_nest_600_deep_prints_them_not_
     assert depth == 600
 
 
+def test_history_json_of_a_ledger_holding_nan_or_1e999_is_strict_json(tmp_path, cli_env):
+    """json.loads reads NaN, Infinity and 1e999 (as inf) in a ledger line; `history --json` wrote an
+    attempt's overrides holding them back as bare NaN and Infinity, which jq and every strict JSON
+    reader refuse. Read as "not said", as a number of too many digits already was."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log",
+                        "--", "true").returncode == 0
+    record = tmp_path / "log" / "q" / "t.JOB.submit.json"
+    ledger = ledger_path(record)
+    text = ledger.read_text()
+    assert text.count('"overrides":{}') == 1
+    ledger.write_text(text.replace('"overrides":{}', '"overrides":{"mem":NaN,"time":1e999,"x":-Infinity}'))
+    history = run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env)
+    assert history.returncode == 0, history.stderr[-300:]
+
+    def refuse(name: str):
+        raise ValueError(f"{name} is not JSON")
+
+    [attempt] = json.loads(history.stdout, parse_constant=refuse)["attempts"]
+    assert attempt["overrides"] == {"mem": None, "time": None, "x": None}
+
+
 def test_a_submission_refused_by_a_running_retry_names_the_retry_not_hyperion_submit(tmp_path, cli_env):
     """Every holder of a pattern was called 'hyperion-submit (pid N)', also a hyperion-jobs retry or
     the console, whose user then looked for a hyperion-submit that was not there."""

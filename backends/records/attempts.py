@@ -609,9 +609,22 @@ def _nonblank_lines(data: bytes) -> int:
     return count
 
 
+def _not_said(name: str) -> None:
+    """NaN, Infinity or -Infinity in a ledger line (see `_finite`)."""
+    return None
+
+
 def _bounded_int(text: str) -> int | None:
     """An integer of a ledger line; one of more than 19 digits is damage, read as "not said"."""
     return int(text) if len(text.lstrip("-")) <= 19 else None
+
+
+def _finite(text: str) -> float | None:
+    """A number of a ledger line with a fraction or exponent; one JSON cannot spell back (1e999 read
+    as inf, and NaN, Infinity) is damage, read as "not said": `history --json` printed an attempt's
+    overrides holding them as bare NaN and Infinity, which strict JSON readers (jq) refuse."""
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def _object(line: bytes) -> dict | None:
@@ -621,7 +634,7 @@ def _object(line: bytes) -> dict | None:
     if line.lstrip()[:1] != b"{" and not line.startswith(codecs.BOM_UTF8):   # json.loads reads past a BOM
         return None
     try:
-        raw = json.loads(line, parse_int=_bounded_int)
+        raw = json.loads(line, parse_int=_bounded_int, parse_float=_finite, parse_constant=_not_said)
     except (ValueError, RecursionError):    # a line of 100000 '[' is within MAX_LINE
         return None
     return raw if isinstance(raw, dict) else None
