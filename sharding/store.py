@@ -30,6 +30,7 @@ import dataclasses
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -119,14 +120,22 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+def _finite_or_text(text: str) -> float | str:
+    """A number with a fraction or exponent; kept as its text where no float holds it (1e999 is
+    inf), as NaN and Infinity are: `failed --json` printed 1e999 back as bare Infinity."""
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
 def parse_metadata_json(text: str) -> Any:
     """json.loads with bounded integers; ValueError (one line) for anything it cannot read.
 
-    NaN and Infinity (Python's json writes them) are kept as their names: read as floats they
-    would be printed again as bare NaN by `failed --json`, which strict JSON readers refuse.
+    NaN and Infinity (Python's json writes them) are kept as their names, and a number too large
+    for a float (1e999) as its text: read as floats they would be printed again as bare NaN or
+    Infinity by `failed --json`, which strict JSON readers refuse.
     """
     try:
-        return json.loads(text, parse_int=_bounded_int, parse_constant=str)
+        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_or_text, parse_constant=str)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
 

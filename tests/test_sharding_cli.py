@@ -515,6 +515,24 @@ def test_failed_json_is_strict_json_when_a_record_holds_nan(tmp_path, cli_env):
     assert len(records) == 2 and "NaN" in result.stdout and "Infinity" in result.stdout
 
 
+def test_failed_json_is_strict_json_when_a_record_holds_a_number_too_large_for_a_float(tmp_path, cli_env):
+    """json.loads reads 1e999 as inf, and `failed --json` printed it back as bare Infinity, which
+    strict JSON readers refuse; it is kept as the text the record holds, as NaN is kept as its name."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    store.write_failed(1, Attempt("100", "1", "0")).write_text('{"error": "x", "loss": 1e999, "lr": -1E+400}')
+    result = run_cli("hyperion-checkpoint", "failed", str(store.path), "--json", env=cli_env)
+    assert result.returncode == 0, result.stderr
+
+    def refuse(name: str):
+        raise ValueError(f"{name} is not JSON")
+
+    [record] = json.loads(result.stdout, parse_constant=refuse)
+    assert (record["details"]["loss"], record["details"]["lr"]) == ("1e999", "-1E+400")
+    listed = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env).stdout
+    assert "inf" not in listed
+
+
 def test_output_into_a_pipe_closed_early_is_no_traceback(tmp_path, cli_env):
     """`hyperion-checkpoint shards CK --json | head` printed a BrokenPipeError traceback, exit 1."""
     store = Checkpoint(tmp_path / "ck")
