@@ -70,7 +70,7 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
         running = run_cli("hyperion-jobs", "status", first_job, "--dir", str(tmp_path), env=cli_env)
         # (accounting may not have given the first attempt's usage yet: a line of its own, said too)
         assert running.stderr.splitlines()[0] == (
-            "hyperion-jobs: 2 of these task(s) were submitted again: attempt 2 reruns values 2,5 (no end "
+            "hyperion-jobs: 2 of these tasks were submitted again: attempt 2 reruns values 2,5 (no end "
             f"recorded yet); hyperion-jobs status {record} shows every value's newest run"), running.stderr
         (tmp_path / "hold.txt").unlink()
         _, err = retrying.communicate(timeout=300)
@@ -102,7 +102,7 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     # said to be rerun since (it read `2 of 6 task(s) did not succeed` and nothing more)
     failures = run_cli("hyperion-jobs", "status", first_job, "--dir", str(tmp_path), "--failures", env=cli_env)
     assert failures.stdout.startswith("2 of 6 task(s) did not succeed (failed 2)"), failures.stdout
-    assert failures.stderr == (f"hyperion-jobs: 2 of these task(s) were submitted again: attempt 2 reran values 2,5 (COMPLETED 2); "
+    assert failures.stderr == (f"hyperion-jobs: 2 of these tasks were submitted again: attempt 2 reran values 2,5 (COMPLETED 2); "
                                f"hyperion-jobs status {record} shows every value's newest run\n"), failures.stderr
     watched = run_cli("hyperion-jobs", "watch", first_job, "--dir", str(tmp_path), env=cli_env)
     assert watched.returncode == 1 and watched.stderr.endswith(failures.stderr), watched.stderr
@@ -110,7 +110,7 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     # the job id task 5 printed as its SLURM_JOB_ID: `watch` of it said nothing of the rerun
     own = subprocess.run(["sacct", "-j", f"{first_job}_5", "-X", "-n", "-P", "-o", "JobIDRaw"],
                          capture_output=True, text=True).stdout.split()[0]
-    rerun_note = (f"hyperion-jobs: 1 of these task(s) were submitted again: attempt 2 reran value 5 (COMPLETED 1); "
+    rerun_note = (f"hyperion-jobs: 1 of these tasks was submitted again: attempt 2 reran value 5 (COMPLETED 1); "
                   f"hyperion-jobs status {record} shows every value's newest run\n")
     for command, status in (("status", 0), ("watch", 1)):
         of_own = run_cli("hyperion-jobs", command, own, "--dir", str(tmp_path), env=cli_env)

@@ -145,7 +145,8 @@ def say_rerun_later(history: History | None, rows: Sequence[TaskRow]) -> None:
         return
     assert history is not None
     again = sum(len(run.values) for run in runs)
-    print(printable(f"{PROG}: {again} of these task(s) were submitted again: "
+    tasks = "1 of these tasks was" if again == 1 else f"{again} of these tasks were"
+    print(printable(f"{PROG}: {tasks} submitted again: "
                     f"{', '.join(later_run_text(run) for run in runs)}; "
                     f"hyperion-jobs status {shell_quote(history.record_path)} shows every value's newest run"),
           file=sys.stderr)
