@@ -14,9 +14,23 @@ from backends.sbatch_time import time_minutes
 from backends.watch.usage import Usage, parse_size
 
 
+_LAST: list[tuple[SubmitRecord, Usage]] = []     # the records asked of last, by identity
+
+
 def asked_of(record: SubmitRecord) -> Usage:
     """The memory (per node) and time limit `record`'s options asked for, each None where the record
-    does not say it readably (one edited by hand: accounting alone decides then)."""
+    does not say it readably (one edited by hand: accounting alone decides then). Asked per row
+    (every row of a job without a time limit lacks one): the few records of a history are read
+    once, not at each of 100,000 rows."""
+    for known, usage in _LAST:
+        if known is record:
+            return usage
+    usage = _asked_of(record)
+    _LAST[:] = [(record, usage), *_LAST[:7]]
+    return usage
+
+
+def _asked_of(record: SubmitRecord) -> Usage:
     options = record.options
     threads = options.get("num_threads") if isinstance(options.get("num_threads"), int) else 1
     # a bare number is MiB, as sbatch reads --mem=2048
