@@ -25,6 +25,7 @@ from backends.ranges import (
     iter_runs,
     split_run_windows,
 )
+from backends.shellwords import shell_quote
 from sharding.coverage import Coverage, failed_after_shards
 from sharding.errors import ShardingError
 from sharding.store import MAX_INDEX, Checkpoint, Problem, RunConfig, manifest_name
@@ -133,14 +134,14 @@ def plan_retry(path: str | Path, max_array_size: int | None = None) -> RetryPlan
 def skipped_line(plan: RetryPlan) -> str | None:
     """The line every retry face adds where it says nothing (or only some shards) is resubmitted:
     the shards whose newest failure is newer than their completion manifest, that retry skips them
-    because the manifest says complete, and how to rerun one (remove its manifest, named whole).
+    because the manifest says complete, and how to rerun one (remove its manifest, named whole as a shell word).
     None when there are none. Plain text: callers escape it.
     Without it `retry` said "every shard is complete" while `failed` listed a failure after completion."""
     shards = plan.failed_after
     if not shards:
         return None
     one = len(shards) == 1
-    manifest = Checkpoint(plan.checkpoint).completion_dir / manifest_name(plan.run, shards[0])
+    manifest = shell_quote(str(Checkpoint(plan.checkpoint).completion_dir / manifest_name(plan.run, shards[0])))
     listed = compress(shards)
     listed = listed if len(listed) <= 80 else listed[:79] + "…"
     how = (f"to rerun it, remove {manifest}" if one else

@@ -348,10 +348,13 @@ def test_coverage_tells_a_failure_after_the_completion_from_one_a_later_attempt_
 
 
 def test_the_retry_note_of_several_shards_failed_after_completion_names_one_manifest_whole(tmp_path):
-    """What to remove to rerun one, as a path a user can paste (not a name pattern)."""
+    """What to remove to rerun one, as a path a user can paste (not a name pattern), one shell word
+    in a folder whose name holds a space."""
+    import shlex
+
     from sharding.retry import plan_retry, skipped_line
 
-    store = Checkpoint(tmp_path / "ck")
+    store = Checkpoint(tmp_path / "speech ck")
     run = RunConfig(1, 6)
     store.ensure_run(run)
     for shard in (2, 3, 5):
@@ -361,4 +364,5 @@ def test_the_retry_note_of_several_shards_failed_after_completion_names_one_mani
     assert skipped_line(plan_retry(store.path)) == (
         "3 shards (2-3,5) have a failure newer than their completion manifest (a rerun failed after they "
         "completed): retry skips them because the manifest says complete; to rerun one, remove its manifest "
-        f"(shard 2's: {store.completion_dir / manifest_name(run, 2)}), then retry again")
+        f"(shard 2's: {shlex.quote(str(store.completion_dir / manifest_name(run, 2)))}), then retry again")
+    assert "'" in skipped_line(plan_retry(store.path))
