@@ -674,7 +674,8 @@ class CheckpointScreen(ConsoleScreen):
                             "folders naming no shard (the Failed tab lists them)", "yellow")
         after = cov.failed_after
         if after:   # as `shards` marks them: complete, so no colour of the map tells them
-            run_text.append_text(shown(f"\n{FAILED_AFTER} shards  {len(after)} complete, then failed in a rerun "
+            run_text.append("\n")   # the line break is layout: `shown` spells a "\n" of its text as \x0a
+            run_text.append_text(shown(f"{FAILED_AFTER} shards  {len(after)} complete, then failed in a rerun "
                                        f"({_cut(compress(after), 80)}): retry skips {'it' if len(after) == 1 else 'them'} "
                                        "(the Retry tab says how to rerun one)", "yellow"))
         if cov.without_details:
