@@ -177,7 +177,7 @@ def test_a_record_that_names_itself_by_no_absolute_path_is_one_line_exit_2(tmp_p
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (f"hyperion-jobs: error: record: {path}: path: expected the record's absolute "
-                            f"path, got {json.dumps(written)}\n")
+                            f"path (this file's is {path}), got {json.dumps(written)}\n")
 
 
 def test_logs_of_a_task_without_a_log_yet_is_one_line_exit_2(tmp_path, capsys):

@@ -352,7 +352,7 @@ def load_record(path: str | Path) -> SubmitRecord:
                 float: "number"}.get(type(raw), "null")
         raise InputError("record", f"{shown} is not a hyperion-submit record (a JSON {kind}, not an object)")
     try:
-        return _relocated(path, _left_out_not_run(_own_path(SubmitRecord(
+        return _relocated(path, _left_out_not_run(_own_path(path, SubmitRecord(
             path=raw["path"], backend=str(raw["backend"]), argv=tuple(raw["argv"]),
             cfg=_cfg(raw), options=dict(raw["options"]), script=_text(raw, "script", "", optional=True),
             array_name=raw.get("array_name"),
@@ -373,13 +373,15 @@ def load_record(path: str | Path) -> SubmitRecord:
                          f"({type(err).__name__}: {printable(str(err))[:200]})") from None
 
 
-def _own_path(record: SubmitRecord) -> SubmitRecord:
+def _own_path(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
     """A record names itself by the absolute path hyperion-submit wrote it at. Checked after the
     other keys (a file of another kind is told by the key it lacks): `"path": ""` traced back
     (ValueError: PosixPath('.') has an empty name) and a relative one was read from the working
-    directory, every task of its ledger there NOT_RUN."""
+    directory, every task of its ledger there NOT_RUN. No hyperion-submit wrote another kind: a
+    record edited by hand is told what to write."""
     if not is_file_name(record.path) or not os.path.isabs(record.path) or not Path(record.path).name:
-        raise _BadField(f"path: expected the record's absolute path, got {_shown(record.path)}")
+        raise _BadField(f"path: expected the record's absolute path (this file's is "
+                        f"{printable(os.path.abspath(read_from))}), got {_shown(record.path)}")
     return record
 
 
