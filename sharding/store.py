@@ -660,8 +660,8 @@ class Checkpoint:
         """Per shard a failed-task record's folders name (of `shards` only, when given: a retry asks
         about the complete ones), the newest record's mtime, as `scan_failed` would give it, without
         reading any record: a retry asks only whether a failure is newer than its shard's manifest
-        (`coverage.failed_after`). Files that do not fit are `show`'s and `failed`'s to report; here
-        they are left out. One stat per record of those shards, from the walk's own listing: with
+        (`coverage.failed_after`); a hard-linked record is counted once, as `scan_failed` does.
+        Files that do not fit are `show`'s and `failed`'s to report; here they are left out. One stat per record of those shards, from the walk's own listing: with
         Paths, sorting and the hard-link check of `_failed_paths`, 20,000 records added 1.7 s to a
         retry that used to read manifests alone."""
         newest: dict[int, float] = {}
@@ -672,6 +672,25 @@ class Checkpoint:
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_nlink > 1:       # a second name of a record, maybe under another shard's folder
+                return self._failure_times_once(shards)
+            if stat.S_ISREG(info.st_mode):
+                newest[shard] = max(info.st_mtime, newest.get(shard, info.st_mtime))
+        return newest
+
+    def _failure_times_once(self, shards: Container[int] | None) -> dict[int, float]:
+        """`failure_times` counting a hard-linked record once, under the name `failed` counts it by
+        (its name that sorts first): a record linked into a complete shard's folder made retry say
+        that shard failed after it completed while `shards` and `failed` did not."""
+        newest: dict[int, float] = {}
+        for path in self._failed_paths([]):
+            shard = _shard_named(path.relative_to(self.failed_dir).parts[:-1])
+            if shard is None or (shards is not None and shard not in shards):
+                continue
+            try:
+                info = os.lstat(path)
             except OSError:
                 continue
             if stat.S_ISREG(info.st_mode):

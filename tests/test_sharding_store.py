@@ -347,6 +347,24 @@ def test_coverage_tells_a_failure_after_the_completion_from_one_a_later_attempt_
     assert store.failure_times({3, 5}) == {3: times["after"]}     # a retry asks of the complete ones alone
 
 
+def test_a_failed_record_hard_linked_into_another_complete_shard_counts_once_for_retry_as_for_failed(tmp_path):
+    """Retry's quick walk counted the second name too: it said shard 3 failed after it completed
+    while `shards` and `failed` (which count a hard link once) did not."""
+    from sharding.coverage import coverage
+    from sharding.retry import plan_retry
+
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 6))
+    for shard in (2, 3):
+        os.utime(store.write_completion(shard), (1_790_000_000, 1_790_000_000))
+    record = store.write_failed(2, Attempt("101", "2", "0"), {"error": "y"})
+    os.utime(record, (1_790_000_100, 1_790_000_100))
+    second = Path(str(record).replace("array_task_2", "array_task_3").replace("shard_2", "shard_3"))
+    second.parent.mkdir(parents=True)
+    os.link(record, second)
+    assert coverage(store.path).failed_after == plan_retry(store.path).failed_after == (2,)
+
+
 def test_the_retry_note_of_several_shards_failed_after_completion_names_one_manifest_whole(tmp_path):
     """What to remove to rerun one, as a path a user can paste (not a name pattern), one shell word
     in a folder whose name holds a space."""
