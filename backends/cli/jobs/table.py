@@ -48,10 +48,12 @@ def status_cells(row: TaskRow) -> tuple[str, ...]:
 def log_cell(row: TaskRow) -> str:
     """The LOG of `status`: of a task that ended, ``PATH (missing)`` where no file is (`said_path`,
     as hyperion-submit's last lines say it): a task cancelled while pending never wrote its log
-    nor Slurm's .out, and status named them as if there to read. A task that may still write
-    its log is not looked at."""
+    nor Slurm's .out, and status named them as if there to read. Only a task that ended without
+    starting is looked at: one that may still write its log, or that ran, is not (a stat per row
+    of a 100,000-task array on a cold NFS cache)."""
     path = row.log or row.slurm_out
-    if path is None or not (row.state is not None and row.state.is_terminal or row.state_label == "NOT_RUN"):
+    ended = row.state is not None and row.state.is_terminal or row.state_label == "NOT_RUN"
+    if path is None or not ended or not never_started(row):
         return path or "-"
     return said_path(path)
 
