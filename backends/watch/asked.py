@@ -6,6 +6,7 @@ submitted, so every face fills those two figures from it rather than showing `-`
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 
 from backends.records.history import History
@@ -14,19 +15,21 @@ from backends.sbatch_time import time_minutes
 from backends.watch.usage import Usage, parse_size
 
 
-_LAST: list[tuple[SubmitRecord, Usage]] = []     # the records asked of last, by identity
+_ASKED: dict[int, tuple[weakref.ref, Usage]] = {}    # id(record) -> (the record, what it asked)
 
 
 def asked_of(record: SubmitRecord) -> Usage:
     """The memory (per node) and time limit `record`'s options asked for, each None where the record
     does not say it readably (one edited by hand: accounting alone decides then). Asked per row
-    (every row of a job without a time limit lacks one): the few records of a history are read
-    once, not at each of 100,000 rows."""
-    for known, usage in _LAST:
-        if known is record:
-            return usage
+    (every row of a job without a time limit lacks one): a history's records are read once, not
+    at each of 100,000 rows; held weakly, so a console open all day keeps no record it let go."""
+    known = _ASKED.get(id(record))
+    if known is not None and known[0]() is record:
+        return known[1]
     usage = _asked_of(record)
-    _LAST[:] = [(record, usage), *_LAST[:7]]
+    if len(_ASKED) >= 256:
+        _ASKED.clear()
+    _ASKED[id(record)] = (weakref.ref(record), usage)
     return usage
 
 
