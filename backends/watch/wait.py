@@ -18,7 +18,7 @@ from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
-from backends.watch.rows import expected, expected_tasks, said_path  # noqa: F401 (said here before)
+from backends.watch.rows import expected, expected_tasks, said_path
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import SlotsNotice, Throttler
 from backends.shellwords import shell_quote
