@@ -86,6 +86,15 @@ def test_human_bytes(value: int | None, text: str) -> None:
 
 def test_human_seconds_spells_like_slurm() -> None:
     assert (human_seconds(6.4), human_seconds(93780), human_seconds(None)) == ("00:00:06", "1-02:03:00", "-")
+    # one rule in every face for a local task's fraction of a second: `status` said 0:00:00 of a
+    # 0.7 s task while `usage` said 00:00:01, and a 0.04 s one <00:00:01 in `usage`, 0:00:00 in status
+    from backends.cli.jobs.table import fmt_elapsed
+    from hyperion_console.widgets.states import elapsed_text, short_seconds
+
+    faces = (fmt_elapsed, elapsed_text, human_seconds, short_seconds)
+    assert [[face(s) for face in faces] for s in (0.04, 0.7, 1.6, 59.9)] == [
+        ["<0:00:01", "<0:00:01", "<00:00:01", "<1s"], ["<0:00:01", "<0:00:01", "<00:00:01", "<1s"],
+        ["0:00:01", "0:00:01", "00:00:01", "1s"], ["0:00:59", "0:00:59", "00:00:59", "59s"]]
 
 
 def test_a_task_slurm_ended_at_its_limit_counts_whatever_its_sampled_peak_says() -> None:

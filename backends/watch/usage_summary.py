@@ -231,13 +231,15 @@ def human_bytes(value: float | None) -> str:
 
 
 def human_seconds(value: float | None) -> str:
-    """``93780`` -> ``1-02:03:00``, ``6.4`` -> ``00:00:06`` (Slurm's spelling); None -> ``-``.
-    A local task's 0.04 s is ``<00:00:01``: as ``00:00:00`` it read as a time nobody measured."""
+    """``93780`` -> ``1-02:03:00``, ``6.7`` -> ``00:00:06`` (Slurm's spelling, whole seconds
+    gone by, as every elapsed time is shown); None -> ``-``. A local task's 0.04 s is
+    ``<00:00:01``: as ``00:00:00`` it read as a time nobody measured (0.7 s read 00:00:01 here
+    and 0:00:00 in `status`)."""
     if value is None:
         return "-"
-    if 0 < value < 0.5:
+    if 0 < value < 1:
         return "<00:00:01"
-    total = int(round(value))
+    total = int(value)
     days, rest = divmod(total, 86400)
     clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
     return f"{days}-{clock}" if days else clock

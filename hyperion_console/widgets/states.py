@@ -98,9 +98,11 @@ def ordered(names) -> list[str]:
 
 
 def elapsed_text(seconds: float | None) -> str:
-    """`H:MM:SS`, `D-H:MM:SS` past a day (as hyperion-jobs prints it)."""
+    """`H:MM:SS`, `D-H:MM:SS` past a day, `<0:00:01` under a second (as hyperion-jobs prints it)."""
     if seconds is None:
         return ""
+    if 0 < seconds < 1:
+        return "<0:00:01"
     total = int(seconds)
     days, rest = divmod(total, 86400)
     clock = f"{rest // 3600}:{rest // 60 % 60:02d}:{rest % 60:02d}"
@@ -128,12 +130,14 @@ def short_seconds(seconds: float | None) -> str:
     ``-`` when not known. (Tables with room use `elapsed_text`.)"""
     if seconds is None:
         return "-"
-    if 0 < seconds < 0.5:
+    if 0 < seconds < 1:
         return "<1s"          # a local task's 0.04 s: `0s` read as a time nobody measured
     for unit, size in (("s", 1), ("m", 60), ("h", 3600), ("d", 86400)):
         amount = seconds / size
         if unit == "d" or amount < {"s": 100, "m": 100, "h": 48}[unit]:
             break
-    if unit == "s" or amount >= 10:
+    if unit == "s":
+        return f"{int(amount)}s"       # whole seconds gone by, as every elapsed time is shown
+    if amount >= 10:
         return f"{amount:.0f}{unit}"
     return f"{amount:.1f}".rstrip("0").rstrip(".") + unit

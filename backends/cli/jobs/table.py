@@ -13,8 +13,12 @@ if TYPE_CHECKING:
 
 
 def fmt_elapsed(seconds: float | None) -> str:
+    """``H:MM:SS`` of whole seconds gone by; ``<0:00:01`` for a local task's 0.04 s, which read
+    ``0:00:00`` here while `usage` said ``<00:00:01``."""
     if seconds is None:
         return "-"
+    if 0 < seconds < 1:
+        return "<0:00:01"
     total = int(seconds)
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
