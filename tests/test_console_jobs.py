@@ -642,3 +642,37 @@ def test_the_status_line_says_a_window_you_paused_is_all_that_is_left(tmp_path: 
     shown = asyncio.run(scenario("JobHeldUser"))
     assert "8 tasks held by you (scontrol release 912637)" in shown, shown
     assert "held by" not in asyncio.run(scenario("Priority"))
+
+
+def test_the_err_hint_of_a_task_slurm_ended_is_given_only_where_slurm_wrote_one(tmp_path: Path) -> None:
+    """`ended CANCELLED by Slurm (l: its .err)` pointed at an .err a task cancelled while pending never
+    wrote; the row tells it (no node, no time), with no look at the file from the UI thread."""
+    tasks = tuple(TaskRecord(value=i, job_id="4242", array_task_id=i, log=str(tmp_path / f"t.{i}.log"),
+                             slurm_out=str(tmp_path / f"slurm-4242_{i}.out"),
+                             slurm_err=str(tmp_path / f"slurm-4242_{i}.err")) for i in (1, 2))
+    record = SubmitRecord(path=str(tmp_path / "q" / "t.JOB.submit.json"), backend="slurm",
+                          argv=("hyperion-submit",), cfg="conf/submit_test_cluster.yaml", options={},
+                          script=None, array_name="JOB", jobs=(JobRecord("4242", 0, "1-2"),), tasks=tasks,
+                          submitted_at="2026-01-01T00:00:00", cwd=str(tmp_path))
+
+    async def scenario() -> list[str]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, (
+                TaskState("4242", 1, JobState.CANCELLED, None, None, 5.0, "vm"),      # ran, then cancelled
+                TaskState("4242", 2, JobState.CANCELLED, None, None, 0.0, None))))    # cancelled while pending
+            await pilot.pause()
+            jobs.query_one("#tasks").focus()
+            titles = []
+            for key in ("home", "down"):
+                await pilot.press(key)
+                await pilot.pause(0.3)
+                titles.append(str(jobs.query_one("#log-title").content))
+            return titles
+
+    ran, pending = asyncio.run(scenario())
+    assert "t.1.log · ended CANCELLED by Slurm (l: its .err)" in ran, ran
+    assert "CANCELLED" in pending and "(l: its .err)" not in pending, pending

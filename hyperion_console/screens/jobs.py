@@ -31,7 +31,7 @@ from backends.records.history import History, load_history
 from backends.retry_hint import unsubmitted_line
 from backends.states import ended_by_slurm, explain_reason, never_runs
 from backends.watch.requeued import watched_tasks
-from backends.watch.rows import local_cancel_text
+from backends.watch.rows import local_cancel_text, never_started
 from backends.client import QueryStopped
 from backends.watch.slurm.accounting import stoppable
 from backends.watch.slurm.cancel import cancel
@@ -931,8 +931,10 @@ class JobsScreen(ConsoleScreen):
         if end is None:
             return None
         note = ended_words(end)
+        # one cancelled while pending wrote no .err to read: told by the row, not by a look at the
+        # file (this runs on the UI thread at every update; a hung NFS folder would freeze it)
         if self.log_pane.source == "log" and ended_by_slurm(row.state) and task.slurm_err is not None \
-                and os.path.exists(task.slurm_err):     # one cancelled while pending wrote no .err to read
+                and not never_started(row):
             note += " by Slurm (l: its .err)"
         return note
 
