@@ -180,6 +180,18 @@ def test_a_record_that_names_itself_by_no_absolute_path_is_one_line_exit_2(tmp_p
                             f"path (this file's is {path}), got {json.dumps(written)}\n")
 
 
+def test_an_archived_attempt_record_without_an_absolute_path_is_told_the_path_it_stands_for(tmp_path, capsys):
+    """An attempt's copy under q/attempts/1/ stands for q/ (hyperion-submit writes that path into
+    it): the error named the copy's own path, which then read as a moved record (a review)."""
+    record = make_record(tmp_path, backend="local")
+    path = Path(record.path)
+    archived = path.parent / "attempts" / "1" / path.name
+    archived.parent.mkdir(parents=True)
+    archived.write_text(json.dumps({**json.loads(path.read_text()), "path": path.name}))
+    assert main(["status", str(archived)]) == 2
+    assert f"(this file's is {path}), got " in capsys.readouterr().err
+
+
 def test_logs_of_a_task_without_a_log_yet_is_one_line_exit_2(tmp_path, capsys):
     record = make_record(tmp_path)
     assert main(["logs", f"{record.path}:2"]) == 2
@@ -1030,3 +1042,21 @@ def test_a_later_attempt_names_its_values_and_their_ends(run, said):
     """`status JOB` of a job a retry reran said `(now not ended 1)`: no attempt, no values, and a state
     that is none; it names them as `status RECORD`'s ATTEMPT column and `history` do."""
     assert later_run_text(run) == said
+
+
+def test_status_marks_a_missing_log_of_a_task_that_did_not_complete_and_leaves_completed_ones_unlooked(tmp_path):
+    """A task that started and wrote no log (Slurm could not open it: FAILED 0:53 on a node) was
+    unmarked once only never-started tasks were looked at (a review); a completed task's log is not
+    looked for (a stat per row of a 100,000-task array on a cold NFS cache)."""
+    from backends.cli.jobs.table import log_cell
+    from backends.watch.rows import TaskRow
+
+    def row(state: JobState, name: str, node: str | None = "vm", elapsed: float | None = 3.0) -> TaskRow:
+        return TaskRow(1, "99", 1, state, None, None, elapsed, node, str(tmp_path / name), None, None)
+
+    (tmp_path / "there.log").write_text("x\n")
+    assert log_cell(row(JobState.FAILED, "gone.log")) == f"{tmp_path / 'gone.log'} (missing)"
+    assert log_cell(row(JobState.CANCELLED, "gone.log", None, 0.0)) == f"{tmp_path / 'gone.log'} (missing)"
+    assert log_cell(row(JobState.FAILED, "there.log")) == str(tmp_path / "there.log")
+    assert log_cell(row(JobState.COMPLETED, "gone.log")) == str(tmp_path / "gone.log")
+    assert log_cell(row(JobState.RUNNING, "gone.log")) == str(tmp_path / "gone.log")

@@ -381,7 +381,7 @@ def _own_path(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
     record edited by hand is told what to write."""
     if not is_file_name(record.path) or not os.path.isabs(record.path) or not Path(record.path).name:
         raise _BadField(f"path: expected the record's absolute path (this file's is "
-                        f"{printable(os.path.abspath(read_from))}), got {_shown(record.path)}")
+                        f"{printable(str(_stands_for(read_from)))}), got {_shown(record.path)}")
     return record
 
 
@@ -395,9 +395,7 @@ def _relocated(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
     (an attempt's archived copy under q/attempts/N/ stands for q/ itself). A record file read
     from outside any q/ folder is a copy of the file alone, not of its folder: read as written.
     """
-    actual = Path(os.path.abspath(read_from))
-    if actual.parent.parent.name == ATTEMPTS_DIR and actual.parent.name.isdigit():
-        actual = actual.parent.parent.parent / actual.name
+    actual = _stands_for(read_from)
     if actual.parent.name != "q":     # a record file copied out of any q/ (kept, edited): no folder moved
         return record
     written = Path(record.path)
@@ -413,6 +411,15 @@ def _relocated(read_from: str | Path, record: SubmitRecord) -> SubmitRecord:
     return replace(record, tasks=tuple(
         replace(t, log=record.rebased(t.log), slurm_out=t.slurm_out and record.rebased(t.slurm_out),
                 slurm_err=t.slurm_err and record.rebased(t.slurm_err)) for t in record.tasks))
+
+
+def _stands_for(read_from: str | Path) -> Path:
+    """The record path a file read at `read_from` stands for: itself, or for an attempt's archived
+    copy under q/attempts/N/, the record in q/ (the path hyperion-submit wrote into it)."""
+    actual = Path(os.path.abspath(read_from))
+    if actual.parent.parent.name == ATTEMPTS_DIR and actual.parent.name.isdigit():
+        return actual.parent.parent.parent / actual.name
+    return actual
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backends.printable import printable
-from backends.states import exit_note, signal_name, signal_text
+from backends.states import JobState, exit_note, signal_name, signal_text
 from backends.watch.rows import TaskRow, never_started, said_path, state_counts, time_used
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
@@ -53,11 +53,11 @@ def log_cell(row: TaskRow) -> str:
     """The LOG of `status`: of a task that ended, ``PATH (missing)`` where no file is (`said_path`,
     as hyperion-submit's last lines say it): a task cancelled while pending never wrote its log
     nor Slurm's .out, and status named them as if there to read. Only a task that ended without
-    starting is looked at: one that may still write its log, or that ran, is not (a stat per row
-    of a 100,000-task array on a cold NFS cache)."""
+    completing is looked at (a stat per row of a 100,000-task array on a cold NFS cache was the
+    cost of looking at every one); one that may still write its log is not."""
     path = row.log or row.slurm_out
     ended = row.state is not None and row.state.is_terminal or row.state_label == "NOT_RUN"
-    if path is None or not ended or not never_started(row):
+    if path is None or not ended or row.state is JobState.COMPLETED:
         return path or "-"
     return said_path(path)
 
