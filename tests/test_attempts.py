@@ -328,6 +328,16 @@ def test_history_json_of_a_ledger_holding_nan_or_1e999_is_strict_json(tmp_path, 
     assert attempt["overrides"] == {"mem": None, "time": None, "x": None}
 
 
+def test_a_ledger_line_in_utf16_holding_1e999_reads_it_as_not_said_too():
+    """json reads UTF-16 and UTF-32 as well: the bytes of such a line show no exponent to look for,
+    and 1e999 came back as inf past the check that only lines with one pay for (a review)."""
+    from backends.records.attempts import _object
+
+    for encoding in ("utf-16-le", "utf-32-le"):
+        assert _object('{"mem": 1e999, "n": 2}'.encode(encoding)) == {"mem": None, "n": 2}, encoding
+    assert _object(b'{"mem": ' + b"9" * 400 + b'.5, "n": 1.5e3}') == {"mem": None, "n": 1500.0}
+
+
 def test_a_submission_refused_by_a_running_retry_names_the_retry_not_hyperion_submit(tmp_path, cli_env):
     """Every holder of a pattern was called 'hyperion-submit (pid N)', also a hyperion-jobs retry or
     the console, whose user then looked for a hyperion-submit that was not there."""

@@ -627,7 +627,9 @@ def _finite(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-_EXPONENT = re.compile(rb"[0-9][eE]|[0-9]{300}")     # (or 309 digits before a fraction)
+# an exponent, or 300 digits in a row (309 before a fraction read as inf): a run is tried once,
+# from its first digit, not again at each of its digits
+_EXPONENT = re.compile(rb"[0-9][eE]|(?<![0-9])[0-9]{300}")
 
 
 def _object(line: bytes) -> dict | None:
@@ -639,7 +641,7 @@ def _object(line: bytes) -> dict | None:
     try:
         # json reads 1e999 as inf: only a number with an exponent (or 309 digits) can, so only such a line pays a
         # call per float (20% of a 100,000-line ledger's read when every line did)
-        if _EXPONENT.search(line):
+        if b"\x00" in line or _EXPONENT.search(line):     # (json reads UTF-16/32 too: bytes tell nothing)
             raw = json.loads(line, parse_int=_bounded_int, parse_float=_finite, parse_constant=_not_said)
         else:
             raw = json.loads(line, parse_int=_bounded_int, parse_constant=_not_said)
