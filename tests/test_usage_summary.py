@@ -95,6 +95,8 @@ def test_human_seconds_spells_like_slurm() -> None:
     assert [[face(s) for face in faces] for s in (0.04, 0.7, 1.6, 59.9)] == [
         ["<0:00:01", "<0:00:01", "<00:00:01", "<1s"], ["<0:00:01", "<0:00:01", "<00:00:01", "<1s"],
         ["0:00:01", "0:00:01", "00:00:01", "1s"], ["0:00:59", "0:00:59", "00:00:59", "59s"]]
+    # and never rounded up in the console's short cells: 6 s under a 60-minute limit read `60m/60m`
+    assert [short_seconds(s) for s in (599.6, 3594, 86399.5)] == ["9.9m", "59m", "23h"]
 
 
 def test_a_task_slurm_ended_at_its_limit_counts_whatever_its_sampled_peak_says() -> None:

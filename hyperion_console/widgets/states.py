@@ -7,6 +7,8 @@ its name, its abbreviation or its symbol.
 """
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 
 from backends.states import JobState
@@ -136,8 +138,7 @@ def short_seconds(seconds: float | None) -> str:
         amount = seconds / size
         if unit == "d" or amount < {"s": 100, "m": 100, "h": 48}[unit]:
             break
-    if unit == "s":
-        return f"{int(amount)}s"       # whole seconds gone by, as every elapsed time is shown
-    if amount >= 10:
-        return f"{amount:.0f}{unit}"
-    return f"{amount:.1f}".rstrip("0").rstrip(".") + unit
+    # gone by, never rounded up: a task 6 s under its 60 minutes read `60m/60m`
+    if unit == "s" or amount >= 10:
+        return f"{int(amount)}{unit}"
+    return f"{math.floor(amount * 10) / 10:.1f}".rstrip("0").rstrip(".") + unit
