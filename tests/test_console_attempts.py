@@ -329,7 +329,8 @@ def test_usage_columns_and_summary_fit_80_columns_and_show_a_dash_until_known(tm
 def test_usage_summary_counts_the_tasks_hyperion_jobs_usage_counts(tmp_path: Path, cli_env) -> None:
     """A local run that stopped at its failed value 2 (value 3 never ran): `hyperion-jobs usage` says
     "usage of 2 of 3 task(s) (2 ended; run locally: elapsed time only)" above "(0 of 2 tasks)"; the
-    console said "MaxRSS ... (0 of 3)", its MaxRSS counted against every task, and no heading."""
+    console said "MaxRSS ... (0 of 3)", its MaxRSS counted against every task, and no heading. Neither
+    compares the tasks with a --mem or --time limit they did not have."""
     from conftest import run_cli
 
     (tmp_path / "fail.2").write_text("")
@@ -367,6 +368,9 @@ def test_usage_summary_counts_the_tasks_hyperion_jobs_usage_counts(tmp_path: Pat
     assert [t.strip() for t in times] == ["<1s/-", "<1s/-", "-"], times
     assert shown[1].startswith(f"elapsed med {median} p95 {p95} max {top} · "), (shown, cli)
     assert shown[2:] == [cli[0].removeprefix(f"{record}: ")], (shown, cli)
+    # a local run has no --mem or --time: nothing was near one (it said "none" and "0", as if measured)
+    assert cli[-2:] == ["over 90% of --mem: - (no limit set)", "over 90% of --time: - (no limit set)"], cli
+    assert shown[1].endswith("· >90% of --mem -, of --time -"), shown
 
 
 def test_a_value_an_earlier_local_attempt_never_ran_shows_no_log_not_the_rerun_s(tmp_path: Path, cli_env) -> None:

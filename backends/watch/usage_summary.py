@@ -49,6 +49,10 @@ class UsageSummary:
     cpu_efficiency: float | None            # all CPU time / all allocated CPU time
     near_memory_limit: tuple[NearLimit, ...]
     near_time_limit: tuple[NearLimit, ...]
+    # Whether any task had a limit to be near: a local run has none, and "over 90% of --mem: none"
+    # read as if the tasks had been measured against one.
+    memory_limited: bool = True
+    time_limited: bool = True
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -114,6 +118,8 @@ def summarize(usages: Mapping[Key, Usage], out_of_memory: Iterable[Key] = (),
         cpu_efficiency=cpu_efficiency(values),
         near_memory_limit=_near([(k, u.max_rss_bytes, u.req_mem_bytes) for k, u in items], oom),
         near_time_limit=_near([(k, u.elapsed_seconds, u.time_limit_seconds) for k, u in items], late),
+        memory_limited=any(u.req_mem_bytes for u in values),
+        time_limited=any(u.time_limit_seconds for u in values),
     )
 
 
@@ -245,10 +251,11 @@ def human_seconds(value: float | None) -> str:
     return f"{days}-{clock}" if days else clock
 
 
-def _task_list(prefix: str, near: tuple[NearLimit, ...], width: int = 80) -> str:
-    """``PREFIX 12_3 (98%), 12_7 (93%) and 4 more``: the most loaded first, within `width`."""
+def _task_list(prefix: str, near: tuple[NearLimit, ...], limited: bool = True, width: int = 80) -> str:
+    """``PREFIX 12_3 (98%), 12_7 (93%) and 4 more``: the most loaded first, within `width`; ``-
+    (no task had one)`` where no task had the limit to compare with (`limited` false)."""
     if not near:
-        return prefix + "none"
+        return prefix + ("none" if limited else "- (no limit set)")
     shown: list[str] = []
     for i, n in enumerate(near):
         item = f"{n.task} ({'reached it' if n.hit else format(n.fraction, '.0%')})"
@@ -272,6 +279,6 @@ def format_summary(summary: UsageSummary) -> list[str]:
         f"elapsed  median {human_seconds(elapsed.median)}  p95 {human_seconds(elapsed.p95)}  "
         f"max {human_seconds(elapsed.max)}",
         f"CPU efficiency {eff} (CPU time / elapsed x CPUs)",
-        _task_list("over 90% of --mem: ", summary.near_memory_limit),
-        _task_list("over 90% of --time: ", summary.near_time_limit),
+        _task_list("over 90% of --mem: ", summary.near_memory_limit, summary.memory_limited),
+        _task_list("over 90% of --time: ", summary.near_time_limit, summary.time_limited),
     ]

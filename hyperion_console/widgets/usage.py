@@ -35,10 +35,12 @@ def usage_lines(summary: UsageSummary | None) -> tuple[Text, Text]:
                           f"max {human_bytes(rss.max)} ({rss.count} of {summary.tasks}) · ", ("CPU", "bold"),
                           f" {efficiency}")
     near_mem, near_time = len(summary.near_memory_limit), len(summary.near_time_limit)
+    said_mem = str(near_mem) if near_mem or summary.memory_limited else "-"       # no limit to be near
+    said_time = str(near_time) if near_time or summary.time_limited else "-"
     second = Text.assemble(("elapsed", "bold"), f" med {human_seconds(elapsed.median)} "
                            f"p95 {human_seconds(elapsed.p95)} max {human_seconds(elapsed.max)} · >90% of ",
-                           ("--mem", "bold"), " ", (str(near_mem), "bold red" if near_mem else ""), ", of ",
-                           ("--time", "bold"), " ", (str(near_time), "bold red" if near_time else ""))
+                           ("--mem", "bold"), " ", (said_mem, "bold red" if near_mem else ""), ", of ",
+                           ("--time", "bold"), " ", (said_time, "bold red" if near_time else ""))
     if empty:
         first.stylize("dim")
         second.stylize("dim")
