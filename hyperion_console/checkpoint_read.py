@@ -7,6 +7,7 @@ and shows the result whole, so what it shows always comes from one read.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from sharding.errors import ShardingError
 from sharding.resubmit import StillRunning, running_in, shard_sizes
 from sharding.retry import retry_from_coverage
 from sharding.run_records import record_checkpoint, records_naming
-from sharding.store import FAILED_FILENAME, MAX_FAILED_DEPTH, Checkpoint
+from sharding.store import FAILED_FILENAME, MAX_FAILED_DEPTH, Checkpoint, parse_metadata_json
 
 from .errors import as_typed, describe_error
 from .record_cache import cached_record
@@ -185,6 +186,16 @@ def failed_tree_stamp(failed_dir: Path) -> str | None:
     return digest.hexdigest()
 
 
+def one_line(text: str) -> str:
+    """run.json's JSON on one line, keys in the file's order (ours and Curator's are written so):
+    a hand-edited, indented run.json read `{\\x0a  "total_shards": ...` through `shown`. Text that
+    does not parse is shown as it is (the coverage line under it says what is wrong)."""
+    try:
+        return json.dumps(parse_metadata_json(text), separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return text.strip()
+
+
 def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRead:
     """Read as the core reads (a FIFO put there must not hang the console); never raises. Once
     `stop` is set the read ends at its next file, with an error nobody is meant to see. The
@@ -195,7 +206,7 @@ def read_checkpoint(checkpoint: Path, stop: Event | None = None) -> CheckpointRe
     except Exception as exc:      # shown on the screen, as the core words it
         return CheckpointRead(checkpoint, None, error=describe_error(exc))
     try:
-        return CheckpointRead(checkpoint, cov, Checkpoint(checkpoint).read_run_text().strip(), stamp=stamp)
+        return CheckpointRead(checkpoint, cov, one_line(Checkpoint(checkpoint).read_run_text()), stamp=stamp)
     except ShardingError as exc:
         return CheckpointRead(checkpoint, cov, run_problem=exc.problem, stamp=stamp)
 

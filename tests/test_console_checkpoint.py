@@ -142,6 +142,26 @@ def test_skipped_files_are_counted_above_a_map_that_fills_the_screen(tmp_path: P
 
 
 
+def test_an_indented_run_json_reads_as_one_line_of_json(tmp_path: Path) -> None:
+    """A run.json rewritten by hand with indentation (`python -m json.tool`): the screen showed
+    `{\\x0a  "minimum_shard_index": 1,\\x0a ...` (its newlines spelled out); it shows the JSON."""
+    checkpoint = build_checkpoint(tmp_path, total=10, complete=(1, 2))
+    run_path = Checkpoint(checkpoint).run_path
+    payload = json.loads(run_path.read_text())
+    run_path.write_text(json.dumps(payload, indent=2) + "\n")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(200, 40)) as pilot:
+            await checkpoint_read(pilot)
+            run = text_of(app.checkpoint_screen.query_one("#ckpt-run")).split("\n")
+            said = next(line for line in run if line.startswith("run.json"))
+            assert said == "run.json   " + json.dumps(payload, separators=(",", ":")), run
+            assert "\\x0a" not in "".join(run)
+
+    asyncio.run(scenario())
+
+
 def test_a_counted_record_without_readable_details_is_not_called_skipped(tmp_path: Path) -> None:
     """A failed-task record that is not JSON marks its shard failed; the screen said "skipped" of it."""
     checkpoint = build_checkpoint(tmp_path, total=10, complete=(1, 2), failed=(5,))
