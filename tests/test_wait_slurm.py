@@ -117,7 +117,8 @@ def test_a_window_the_user_holds_while_hyperion_submit_waits_stays_held_until_th
     """The user pauses the second window (`scontrol hold J`, e.g. to free the GPUs for a colleague) while
     hyperion-submit waits under a shared --max-jobs-run 2. When the first window drained, the watcher
     took the hold for one of its own and released it: the pause lasted seconds. It stays held now (the
-    freed slot is not given away either), and once the user releases it the run ends as asked."""
+    freed slot is not given away either), `status` of the record and of the window's job id say so,
+    and once the user releases it the run ends as asked."""
     # MaxArraySize 1001: 999-1000 in one window (3 s tasks), 1001-1004 in the other (8 s), one slot each
     proc = start(test_site, "--array", "JOB=999:1004", "--max-jobs-run", "2", "--output-file", "log/h.JOB.log",
                  "--", "bash", "-c", 'exec "$0" "$1" "$(( $1 > 1000 ? 8 : 3 ))"', task, "JOB",
@@ -142,6 +143,11 @@ def test_a_window_the_user_holds_while_hyperion_submit_waits_stays_held_until_th
         # now it is: status says so, and what lets them run
         status = run_cli("hyperion-jobs", "status", str(record.path), env=cli_env)
         assert f"3 tasks held by you (scontrol release {second})" in status.stdout.splitlines(), status.stdout
+        # and so does `status JOB` of the held window (it said nothing of the hold), not of the drained one
+        by_id = run_cli("hyperion-jobs", "status", second, cwd=tmp_path, env=cli_env).stdout
+        assert f"3 tasks held by you (scontrol release {second})" in by_id.splitlines(), by_id
+        assert "held by" not in run_cli("hyperion-jobs", "status", first, cwd=tmp_path, env=cli_env).stdout
+        assert "held by" not in run_cli("hyperion-jobs", "status", f"{second}_2", cwd=tmp_path, env=cli_env).stdout
         # (exit 1 naming the ended task 1001 beside "No error": the held ones are released all the same)
         subprocess.run(["scontrol", "release", second], capture_output=True)
         _, stderr = proc.communicate(timeout=120)
