@@ -781,3 +781,37 @@ def test_a_retry_of_every_third_value_ends_with_each_rerun_completed(slurm_clust
     assert status["counts"] == {"COMPLETED": 30} and status["exit_status"] == 0, status["counts"]
     again = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env, cwd=tmp_path)
     assert again.returncode == 0 and "nothing" in (again.stdout + again.stderr).lower(), again.stdout + again.stderr
+
+
+def test_watch_of_a_job_started_after_a_pending_task_was_cancelled_counts_that_task(slurm_cluster, tmp_path,
+                                                                                    cli_env, test_site):
+    """`hyperion-jobs watch J` started while the run went on, just after `scancel J_3` of a pending task:
+    the controller had dropped J_3 and accounting never gives it a row, so the watch of "every task Slurm
+    knows of J" never learned it existed and ended `3 tasks: COMPLETED 3`, exit 0, while hyperion-submit
+    said JOB=3 was CANCELLED (exit 1). The job's tasks are its record's."""
+    submitted = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:4", "--max-jobs-run", "1",
+         "--output-file", str(tmp_path / "log" / "w.IDX.log"), "--", "sleep", "3"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "w.IDX.submit.json"
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline and submitted.poll() is None:
+            time.sleep(0.1)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        subprocess.run(["scancel", f"{job}_3"], check=True)      # one task at a time: 3 is still pending
+        while time.monotonic() < deadline:                       # gone from the controller's answer
+            listed = subprocess.run(["squeue", "-h", "-j", job, "--array-unique", "-o", "%i"],
+                                    capture_output=True, text=True).stdout.split()
+            if f"{job}_3" not in listed and not any("3" in item for item in listed if "[" in item):
+                break
+            time.sleep(0.2)
+        watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
+        out, err = submitted.communicate(timeout=180)
+    finally:
+        submitted.kill()
+    assert submitted.returncode == 1 and "IDX=3" in err, out + err
+    assert watch.returncode == 1, watch.stdout + watch.stderr
+    assert "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr
+    assert watch.stdout.splitlines()[-1] == (
+        f"  rerun only those with: hyperion-jobs retry {shlex.quote(str(record))} --values 3"), watch.stdout

@@ -71,6 +71,20 @@ def _watch_expected(target: Target, history: History | None) -> dict[str, tuple[
     return {target.job_id: (target.task_id,) if target.task_id is not None else None}
 
 
+def _job_poller(target: Target, job_history: History | None, floor: float | None, cap: float,
+                stop: threading.Event) -> Poller:
+    """The Poller of a bare job id. When its submission was found, the job's tasks are the record's
+    (the ends the ledger holds settled): a task cancelled while pending leaves squeue and never gets
+    an accounting row, so a watch asking Slurm for "every task of the job" never learned it existed
+    and ended `3 tasks: COMPLETED 3`, exit 0, where hyperion-submit said the 4th was CANCELLED."""
+    assert target.job_id is not None
+    tasks = [t for t in job_history.tasks_of_job(target.job_id)
+             if target.task_id is None or t.array_task_id == target.task_id] if job_history is not None else []
+    expected = expected_tasks(tasks) if tasks else _watch_expected(target, None)
+    return Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
+                  runner=stoppable(stop), settled=settled(job_history, tasks) if tasks else None)
+
+
 def _rows_for(history: History | None, update: PollUpdate, job_history: History | None,
               target: Target) -> list[TaskRow]:
     """A record's rows (every value's newest attempt), or a bare job id's with the ledger's final
@@ -117,8 +131,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
                                     settled=ended)
         finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     else:
-        poller, throttler = Poller(_watch_expected(target, None), floor=max(MIN_GAP, floor or MIN_GAP),
-                                   cap=max(args.cap, floor or 0), runner=stoppable(stop)), None
+        poller, throttler = _job_poller(target, job_history, floor, args.cap, stop), None
     out = SafeStream(sys.stdout)
     view = LiveView(args.target) if out.isatty() else PlainView(args.target, out)
     never: list[tuple[str, str]] = []
