@@ -1018,3 +1018,26 @@ def test_accountings_figures_from_before_a_tasks_end_are_not_what_is_recorded_wi
     assert ("5", 2) not in later.usage                          # nothing of before its end is recorded
     assert later.current_usage()[("5", 2)].elapsed_seconds == 12   # shown: the controller's word
     assert later.usage[("5", 1)].elapsed_seconds == 2           # a running task's accounting figures stay
+
+
+def test_a_task_accounting_still_lists_as_pending_shows_the_controllers_time_used():
+    """`status 25` while tasks start: squeue said 25_28 ran for 2 s, sacct (asked in the same look)
+    still listed it in its pending range row with elapsed 0, and TIME USED read 00:00:00/00:10:00
+    beside ELAPSED 0:00:02. The controller's time used is shown (by `status` and by a watch); only
+    accounting's figures are recorded."""
+    from backends.watch.slurm.accounting import query
+
+    request = "10:00|1|cpu=1,mem=100M,node=1,billing=1|1|"
+    tail = "|||00:10:00|100M|1|billing=1,cpu=1,mem=100M,node=1"
+    sacct = ok(f"5_1|6|RUNNING|0:0|00:00:09|vm|a|Unknown|None{tail}\n"
+               f"5_[2-3%2]|5|PENDING|0:0|00:00:00|None assigned|a|Unknown|JobArrayTaskLimit{tail}\n")
+    squeue = ok(f"5_1|RUNNING|0|0:09|vm|None|0|{request}\n5_2|RUNNING|0|0:07|vm|None|0|{request}\n")
+    snapshot = query(["5"], Script([sacct], [squeue]))
+    assert snapshot.states[("5", 2)].state is JobState.RUNNING
+    assert snapshot.usage[("5", 2)].elapsed_seconds == 0                 # accounting's, as recorded
+    assert snapshot.shown_usage()[("5", 2)].elapsed_seconds == 7         # shown: the controller's word
+    assert snapshot.shown_usage()[("5", 2)].time_limit_seconds == 600
+
+    update = poller({"5": (1, 2, 3)}, Script([sacct], [squeue])).poll_once()
+    assert update.states[("5", 2)].state is JobState.RUNNING
+    assert update.current_usage()[("5", 2)].elapsed_seconds == 7          # it read 0 (the range row's)

@@ -50,7 +50,7 @@ from backends.watch.slurm.accounting import (
     run_sacct,
     run_squeue_rows,
 )
-from backends.watch.usage import Usage, fill_in
+from backends.watch.usage import Usage, with_live
 
 Key = tuple[str, "int | None"]
 Nudge = Callable[[Mapping[Key, TaskState]], bool]
@@ -97,12 +97,7 @@ class PollUpdate:
         asks only squeue while it names every task, so accounting's figures of a running task
         went stale, or never came). Only `usage` is recorded: the controller's figures lack
         the peak and the CPU time an ended task's usage has."""
-        if not self.live_usage:
-            return dict(self.usage)
-        out = dict(self.usage)
-        for key, live in self.live_usage.items():
-            out[key] = fill_in(live, out.get(key))
-        return out
+        return with_live(self.usage, self.live_usage)
 
 
 @dataclass
@@ -319,8 +314,8 @@ class Poller:
         ended = {t.key for t in answer.own if t.state.is_terminal}
         self._usage_ended.difference_update(answer.usage)
         self._usage_ended.update(key for key in answer.usage if key in ended)
-        for key in answer.usage:
-            self._live_usage.pop(key, None)
+        for state in answer.own:     # not a pending range row's: a task started since is squeue's still
+            self._live_usage.pop(state.key, None)
         return answer
 
     def _forget_usage_before_end(self, states) -> None:

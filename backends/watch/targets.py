@@ -256,7 +256,7 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     states = answer.states
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
-    return job_rows(states, history, answer.usage, (target.job_id, target.task_id))
+    return job_rows(states, history, answer.shown_usage(), (target.job_id, target.task_id))
 
 
 @dataclass(frozen=True)
@@ -380,7 +380,7 @@ def history_status(history: History, runner: Runner = run_command,
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
     FinalsRecorder(history.record_path, [*pending, *rerun], ended, since=history.ledger.size).observe(
         answer.states.values(), answer.usage)
-    return history_rows(history, answer.states, answer.usage)
+    return history_rows(history, answer.states, answer.shown_usage())
 
 
 def histories_states(histories: Sequence[History], runner: Runner = run_command) -> dict[Key, TaskState]:

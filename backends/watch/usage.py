@@ -155,6 +155,19 @@ def controller_usage(time_used: str, time_limit: str, cpus: str, tres: str, node
                  req_mem_bytes=per_node, alloc_cpus=count)
 
 
+def with_live(usage: Mapping[Key, Usage], live: Mapping[Key, Usage]) -> dict[Key, Usage]:
+    """What each task has used so far, for showing: accounting's `usage`, with the controller's
+    time used and request (`live`, squeue's) first where it answered. Accounting may still list a
+    task that just started in its pending range row (elapsed 0): `status` showed a running task's
+    time used as 00:00:00 beside squeue's elapsed. Only accounting's figures are recorded."""
+    if not live:
+        return dict(usage)
+    out = dict(usage)
+    for key, now in live.items():
+        out[key] = fill_in(now, out.get(key))
+    return out
+
+
 def fill_in(first: Usage | None, then: Usage | None) -> Usage | None:
     """`first`, its unknown figures taken from `then` (either may be None)."""
     if first is None or then is None:

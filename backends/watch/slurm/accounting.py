@@ -19,7 +19,7 @@ from functools import lru_cache, partial
 from backends.client import CommandResult, run_client
 from backends.ranges import expand
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
-from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage
+from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage, with_live
 
 # The first 8 are required in every line; later ones (Reason, and whatever else is
 # appended for other readers of the same single query) are read when present.
@@ -496,7 +496,12 @@ class Snapshot:
     """One sacct and one squeue: every task's freshest state and what the ended ones used."""
 
     states: dict[Key, TaskState]
-    usage: dict[Key, Usage]
+    usage: dict[Key, Usage]                       # accounting's: what is recorded
+    live: dict[Key, Usage] = field(default_factory=dict)   # squeue's time used and request
+
+    def shown_usage(self) -> dict[Key, Usage]:
+        """What to show of each task's usage (`with_live`): squeue's time used first."""
+        return with_live(self.usage, self.live)
 
 
 def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: bool = True,
@@ -508,7 +513,8 @@ def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: b
     if not controller:
         return Snapshot(accounting_only(sacct), sacct.usage)
     asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
-    return Snapshot(merge(sacct, run_squeue(asked, runner)), sacct.usage)
+    squeue = run_squeue_rows(asked, runner)
+    return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage)
 
 
 def _first_line(text: str) -> str:
