@@ -566,3 +566,42 @@ def test_logs_follow_on_a_terminal_draws_a_coloured_bar_still_running_as_text(tm
         proc.kill()
         proc.wait()
         os.close(master)
+
+
+HOSTILE_BYTES = (b"# Started\n"
+                 b"bad utf8: \xff\xfe\xc3\x28 end\n"                       # not UTF-8: was U+FFFD three times
+                 b"\x1b[1;31mERROR\x1b[0m final \x1b]52;c;aGk=\x07 line\r\n"   # its CR was dropped
+                 b"bar 10%\rbar 100%\r\r\n"
+                 b"latin-1 caf\xe9 \xe9t\xe9\n")
+
+
+def test_logs_piped_or_raw_prints_bytes_that_are_not_utf8_and_carriage_returns_as_written(tmp_path, cli_env):
+    """README: `logs` piped or with --raw prints the bytes as written. A log holding bytes that are
+    not UTF-8 (a latin-1 file name, binary data) came out with U+FFFD in their place, and a line's
+    trailing carriage returns (CRLF) were dropped, so `logs TASK > saved.log` was not the log."""
+    from test_jobs_core import make_record
+
+    record = make_record(tmp_path)
+    Path(record.tasks[0].log).write_bytes(HOSTILE_BYTES)
+    piped = subprocess.run(["hyperion-jobs", "logs", f"{record.path}:1", "-n", "4"], env=cli_env,
+                           capture_output=True)
+    assert piped.returncode == 0 and piped.stdout == HOSTILE_BYTES.split(b"\n", 1)[1], piped.stdout
+    whole = subprocess.run(["hyperion-jobs", "logs", f"{record.path}:1", "--raw"], env=cli_env, capture_output=True)
+    assert whole.returncode == 0 and whole.stdout == HOSTILE_BYTES
+    status, out = _on_a_terminal(["hyperion-jobs", "logs", f"{record.path}:1"], cli_env)
+    assert status == 0 and b"\x1b]52" not in out and b"\\x1b]52;c;aGk=\\x07" in out   # a terminal: still escaped
+
+
+def test_a_raw_follower_gives_appended_bytes_as_written(tmp_path):
+    """`logs -f` piped follows with a raw Follower: appended bytes that are not UTF-8 (one split between
+    two reads) and carriage returns come back as written once encoded with surrogateescape."""
+    path = tmp_path / "t.log"
+    path.write_bytes(b"")
+    follower, got = Follower(path, raw=True), []
+    for part in (b"caf\xc3", b"\xa9 \xff\r\n", b"bar 1%\r", b"bar 2%\r\n"):
+        with open(path, "ab") as handle:
+            handle.write(part)
+        got += follower.read_pieces()
+    text = "".join(piece + ("\n" if ends else "") for piece, ends in got)
+    assert text.encode("utf-8", "surrogateescape") == b"caf\xc3\xa9 \xff\r\nbar 1%\rbar 2%\r\n"
+    assert "".join(p for p, _ in Follower(path).read_pieces(flush=True)) == "café \ufffdbar 1%\rbar 2%"  # not raw: as before

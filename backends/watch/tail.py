@@ -174,7 +174,7 @@ def _end_of_long_line(handle, line_end: int) -> tuple[int, bool]:
 
 
 def stream_last_lines(path: str | Path, n: int, end: int | None = None,
-                      whole: bool = True) -> Iterator[tuple[str, bool]]:
+                      whole: bool = True, raw: bool = False) -> Iterator[tuple[str, bool]]:
     """The last `n` lines before byte `end`, as (text, ends a line) pieces of at most about PIECE bytes.
 
     For `hyperion-jobs logs -n N`, where N may be a million lines of a
@@ -182,6 +182,10 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None,
     that cuts the first one), in memory bounded by PIECE whatever N and the
     line lengths. Lines are what `last_lines` gives: a final line without a
     newline counts, trailing carriage returns are dropped.
+
+    `raw` (for `logs` piped or `--raw`): the bytes as written, carriage returns
+    kept and a byte that is not UTF-8 a surrogate (`surrogateescape`), so that
+    encoding a piece back with `surrogateescape` gives the log's own bytes.
 
     Not `whole` (what a terminal shows of them): a line longer than LONG_LINE
     is the first one given, read only from its end (`_end_of_long_line`), as a
@@ -202,11 +206,11 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None,
             if not redrawn:
                 yield Unread(), False
         handle.seek(position)
-        yield from _lines_in_pieces(handle, end - position)
+        yield from _lines_in_pieces(handle, end - position, raw)
 
 
-def _lines_in_pieces(handle, remaining: int) -> Iterator[tuple[str, bool]]:
-    splitter = _Splitter()
+def _lines_in_pieces(handle, remaining: int, raw: bool = False) -> Iterator[tuple[str, bool]]:
+    splitter = _Splitter(raw)
     while remaining > 0:
         data = handle.read(min(BLOCK, remaining))
         if not data:   # truncated meanwhile
@@ -223,10 +227,13 @@ class _Splitter:
     PIECE (a `\r` progress bar, a file of NULs) is handed over in pieces as it
     comes instead of being held until its newline, which may never come.
     Trailing carriage returns of a line are dropped, as `last_lines` does.
+    `raw`: the bytes as they are (for a pipe): every carriage return kept, and a
+    byte that is not UTF-8 decoded as a surrogate (`surrogateescape`), not U+FFFD.
     """
 
-    def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    def __init__(self, raw: bool = False) -> None:
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape" if raw else "replace")
         self._buffer = b""
         self._held_cr = 0        # carriage returns ending what was given of the line: dropped if it ends there
         self._open_line = False  # part of the current line was given already
@@ -274,6 +281,9 @@ class _Splitter:
         return [(self._cut(text, True), True)]
 
     def _cut(self, text: str, ends: bool) -> str:
+        if self._raw:
+            self._open_line = not ends
+            return text
         text = "\r" * self._held_cr + text
         kept = text.rstrip("\r")
         self._held_cr = 0 if ends else len(text) - len(kept)
@@ -321,8 +331,9 @@ class Follower:
     the line still being written.
     """
 
-    def __init__(self, path: str | Path, position: int = 0, keep: int = MAX_KEPT) -> None:
+    def __init__(self, path: str | Path, position: int = 0, keep: int = MAX_KEPT, raw: bool = False) -> None:
         self.path = Path(path)
+        self.raw = raw            # read_pieces gives the bytes as they are (see _Splitter)
         self.position = position
         self.keep = keep
         self._inode: int | None = None
@@ -342,7 +353,7 @@ class Follower:
                     self._mark = os.pread(handle.fileno(), self.position - start, start)
 
     def _reset(self) -> None:
-        self._splitter = _Splitter()
+        self._splitter = _Splitter(self.raw)
         self._screen = LineScreen(self.keep)   # read_new: what a terminal shows of the open line
 
     @property

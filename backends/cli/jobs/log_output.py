@@ -54,13 +54,23 @@ def print_last(path: str, n: int, raw: bool, end: int | None = None, out: TextIO
         for line in shown_lines(pieces, KEEP):
             out.write(shown(line) + "\n")
     else:
-        _write_pieces(stream_last_lines(path, n, end), out)
+        _write_pieces(stream_last_lines(path, n, end, raw=True), out)
 
 
 def _write_pieces(pieces: Iterable[tuple[str, bool]], out: TextIO) -> None:
-    """(text, ends a line) pieces as they are: a line longer than a piece is written as it comes."""
+    """(text, ends a line) pieces as they are: a line longer than a piece is written as it comes.
+
+    The pieces are raw (`surrogateescape`): written to the stream's bytes, they are the log's own
+    bytes, a byte that is not UTF-8 and a carriage return included (it was U+FFFD, the CR dropped)."""
+    binary = getattr(out, "buffer", None)
+    if binary is not None:
+        out.flush()   # what was written as text goes first
     for text, ends in pieces:
-        out.write(text + "\n" if ends else text)
+        text = text + "\n" if ends else text
+        if binary is not None:
+            binary.write(text.encode("utf-8", "surrogateescape"))
+        else:
+            out.write(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def follow(path: str, n: int, raw: bool, out: TextIO | None = None, end: EndWatch | None = None,
@@ -73,7 +83,7 @@ def follow(path: str, n: int, raw: bool, out: TextIO | None = None, end: EndWatc
     # made before the last lines are shown: it keeps the bytes before `start` as they were, so a log
     # written anew while they print is said to start over (made after, it took the new bytes as its
     # mark and followed the new log from the old one's length)
-    follower = Follower(path, start, keep=KEEP) if terminal else Follower(path, start)
+    follower = Follower(path, start, keep=KEEP) if terminal else Follower(path, start, raw=True)
     print_last(path, n, raw, start, out)
     if not Path(path).exists() and (end is None or end.ended() is None):
         print(printable(f"{PROG}: waiting for {path}"), file=sys.stderr)
