@@ -192,7 +192,7 @@ def local_retry_line(plan: SubmitPlan, stopped: int | None, rerun: Sequence[str]
 
 
 def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool = False,
-               array: bool = True) -> str | None:
+               array: bool = True, values: Sequence[int] = ()) -> str | None:
     """What hyperion-submit says when its command line ran before with the same --output-file:
     the run is attempt `number` and the earlier logs it rewrites were moved aside, not lost.
 
@@ -201,20 +201,81 @@ def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool 
     where the old ones went. A retry says its own lines (None for any kind but "submit").
     `ahead`: said before the run (a dry run, the console's confirmation), so the move is to come.
     `array`: the pattern is an array's (a plain job's log is named by its record alone).
+    `values`: the array values this attempt runs. The `--attempt N` named is the attempt that last
+    ran them (whose log is moved), not always the one before: after a retry of 5,9 (attempt 3) an
+    attempt 4 of value 3 named `--attempt 3`, which has no value 3 (`logs` refused it, exit 2).
     """
     if number <= 1 or kind != "submit":
         return None
     record = shell_quote(record_path)
-    earlier = number - 1
+    earlier = _last_runs(record_path, number, values) if array else {}
+    if len(earlier) > 1:
+        attempt = ", ".join(f"--attempt {n} (VALUE {compress(vs)})" for n, vs in sorted(earlier.items()))
+    else:
+        attempt = f"--attempt {next(iter(earlier), number - 1)}"
     return printable(f"attempt {number} of this --output-file (it ran before): the earlier logs it rewrites "
                      f"{'are' if ahead else 'were'} moved to {os.path.join(os.path.dirname(record_path), 'attempts')}/ first; "
-                     f"hyperion-jobs history {record}; hyperion-jobs logs {record}{':VALUE' if array else ''} --attempt {earlier}")
+                     f"hyperion-jobs history {record}; hyperion-jobs logs {record}{':VALUE' if array else ''} {attempt}")
+
+
+def _last_runs(record_path: str, number: int, values: Sequence[int]) -> dict[int, list[int]]:
+    """The attempts before `number` that last ran each of `values` (attempt -> its values, sorted);
+    values no earlier attempt ran are left out; {} when the ledger cannot say (a record older than
+    the ledger, a ledger that cannot be read): the caller names the attempt before."""
+    if not values:
+        return {}
+    from backends.errors import InputError
+    from backends.records.attempts import ATTEMPT_LINE, read_ledger
+
+    try:
+        attempts = sorted(read_ledger(record_path, only=ATTEMPT_LINE).attempts, key=lambda a: -a.number)
+    except (InputError, OSError):
+        return {}
+    numbers = {a.number for a in attempts if a.number < number}
+    if numbers != set(range(1, number)):   # an attempt without its ledger line: who ran what is unknown
+        return {}
+    left, found = set(values), {}
+    for entry in attempts:
+        if entry.number >= number or not left:
+            continue
+        try:
+            ran = _within(entry.values, left)
+        except ValueError:
+            return {}
+        if ran:
+            found[entry.number] = sorted(ran)
+            left -= ran
+    return found
 
 
 def new_attempt_line(plan: SubmitPlan, attempt: NewAttempt) -> str | None:
     """`rerun_line` of the attempt a run of `plan` just began: what hyperion-submit says before the
     first task (local) or the first sbatch (Slurm), each backend in the same words."""
-    return rerun_line(plan.record_path, attempt.number, attempt.kind, array=plan.options.array is not None)
+    return rerun_line(plan.record_path, attempt.number, attempt.kind, array=plan.options.array is not None,
+                      values=_plan_values(plan))
+
+
+def _within(expression: str, values: set[int]) -> set[int]:
+    """Those of `values` an attempt line's ranges (`1-4,9`, as `compress` writes them) hold, found
+    without expanding the ranges (a hand-edited ledger may say `1-1000000000`). ValueError: not ranges."""
+    import bisect
+
+    runs = []
+    for part in expression.split(",") if expression.strip() else ():
+        first, dash, last = part.strip().partition("-")
+        runs.append((int(first), int(last) if dash else int(first)))
+    runs.sort()
+    starts = [first for first, _ in runs]
+    held = set()
+    for value in values:
+        index = bisect.bisect_right(starts, value) - 1
+        if index >= 0 and runs[index][0] <= value <= runs[index][1]:
+            held.add(value)
+    return held
+
+
+def _plan_values(plan: SubmitPlan) -> list[int]:
+    return [t.value for t in plan.tasks if t.value is not None]
 
 
 def ran_before_line(plan: SubmitPlan) -> str | None:
@@ -230,6 +291,6 @@ def ran_before_line(plan: SubmitPlan) -> str | None:
 
     try:
         return rerun_line(record_path, next_attempt_number(record_path), ahead=True,
-                          array=plan.options.array is not None)
+                          array=plan.options.array is not None, values=_plan_values(plan))
     except InputError:
         return None

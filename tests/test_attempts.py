@@ -1372,3 +1372,31 @@ def test_a_retry_preview_names_the_attempt_number_it_will_record(tmp_path, cli_e
     (tmp_path / "fail.txt").write_text("")
     assert run_cli("hyperion-jobs", "retry", str(record), "--yes", cwd=tmp_path, env=cli_env).returncode == 0
     assert load_history(str(record)).current.attempt == 3
+
+
+def test_the_rerun_line_names_the_attempt_that_last_ran_the_values_whose_logs_it_moved(tmp_path, cli_env):
+    """A curation day: the array ran (attempt 1), a retry reran value 2 (attempt 2), then the recipe was
+    run again for value 1 alone (attempt 3). Its line said `hyperion-jobs logs RECORD:VALUE --attempt 2`,
+    the attempt before, which never ran value 1: pasted with VALUE=1 it was refused (exit 2). It names
+    the attempt that ran the value last, whose log was moved; several when the values' runs differ."""
+    site = str(Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml")
+    (tmp_path / "n").write_text("1")
+    argv = ["hyperion-submit", "local", "--cfg", site, "--output-file", "log/c.JOB.log"]
+    command = ["--", "sh", "-c", "echo value JOB of attempt $(cat n)"]
+    first = run_cli(*argv, "--array", "JOB=1:3", *command, cwd=tmp_path, env=cli_env)
+    assert first.returncode == 0, first.stderr
+    record = tmp_path / "log" / "q" / "c.JOB.submit.json"
+    (tmp_path / "n").write_text("2")
+    retry = run_cli("hyperion-jobs", "retry", str(record), "--values", "2", "--yes", cwd=tmp_path, env=cli_env)
+    assert retry.returncode == 0, retry.stderr
+    ahead = run_cli(*argv, "--dry-run", "--array", "JOB=1:3", *command, cwd=tmp_path, env=cli_env)
+    assert (f"hyperion-jobs logs {record}:VALUE --attempt 1 (VALUE 1,3), --attempt 2 (VALUE 2)\n"
+            in ahead.stdout), ahead.stdout
+    (tmp_path / "n").write_text("3")
+    third = run_cli(*argv, "--array", "JOB=1:1", *command, cwd=tmp_path, env=cli_env)
+    assert third.returncode == 0, third.stderr
+    said = [line for line in third.stderr.splitlines() if "attempt 3 of this --output-file" in line]
+    assert len(said) == 1 and said[0].endswith(f"hyperion-jobs logs {record}:VALUE --attempt 1"), third.stderr
+    pasted = said[0].rsplit("; ", 1)[1].replace("VALUE", "1").split()
+    shown = run_cli(*pasted, cwd=tmp_path, env=cli_env)
+    assert shown.returncode == 0 and "value 1 of attempt 1" in shown.stdout, shown.stderr
