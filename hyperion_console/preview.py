@@ -16,6 +16,7 @@ from backends.submit.model import SubmitPlan
 from backends.submit.plan import build_plan, describe_plan, submit_argv
 from backends.shellwords import shell_join
 from backends.retry_hint import ran_before_line
+from backends.submit.torchrun_check import torchrun_warning
 
 from .errors import describe_error
 from .form import FormValues, field_of_error, form_argv
@@ -96,6 +97,9 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
         ignored = ignored_sbatch_line(options.backend)
         if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too
             preview = f"{ignored}\n{preview}"
+        torchrun = torchrun_warning(options.num_gpus, options.command)
+        if torchrun:    # hyperion-submit's warning, on stderr there
+            preview = f"# hyperion-submit: warning: {torchrun}\n{preview}"
         text = preview_text(preview)
     except Exception as exc:  # InputError and the like: shown, never raised
         return Preview(form, error=describe_error(exc), field=field_of_error(exc),

@@ -102,7 +102,10 @@ def test_preview_is_what_hyperion_submit_dry_run_prints(tmp_path: Path, cli_env)
     assert argv[argv.index("GREETING=hello world") - 1] == "--env" and "SHARDS=12" in argv
     dry = run_cli(*argv[:2], "--dry-run", *argv[2:], env=cli_env, cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr
-    assert preview.rstrip("\n") == dry.stdout.rstrip("\n")
+    # two GPUs and `python -c ...`: torchrun would run `python -u python`; both faces warn first
+    warning, _, rest = preview.partition("\n")
+    assert warning == "# " + dry.stderr.strip() and "hyperion-submit: warning: --num-gpus 2" in warning, dry.stderr
+    assert rest.rstrip("\n") == dry.stdout.rstrip("\n")
     assert not (tmp_path / "log").exists()      # planning wrote nothing
 
 

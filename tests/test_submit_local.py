@@ -169,6 +169,37 @@ def test_torchrun_prefix_for_more_than_one_gpu(tmp_path, cli_env):
     assert body(tmp_path / "t.log") == ["torchrun got: --standalone --nnodes=1 --nproc-per-node=2 train --lr 1"]
 
 
+def test_a_command_torchrun_will_not_start_is_warned_about_before_it_runs(tmp_path, cli_env):
+    """`--num-gpus 2 -- python train.py` was accepted without a word: torchrun runs `python -u python
+    train.py`, found out from the log after a wait in the queue. hyperion-submit warns (the prefix
+    is the contract's: the run goes on), naming why, for the interpreter, a name looked for on PATH,
+    a script of another interpreter; a Python file and one GPU are not warned about; a FIFO named
+    first is not opened (it would hang the submission)."""
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "run.sh").write_text("#!/bin/bash\necho hi\n")
+    (tmp_path / "shim").write_text("#!/usr/bin/env python3\nprint('hi')\n")
+    os.mkfifo(tmp_path / "pipe")
+
+    def warned(*command: str, gpus: str = "2") -> str:
+        run = submit(tmp_path, cli_env, "--dry-run", "--num-gpus", gpus, "--output-file", "t.log", "--", *command,
+                     timeout=20)
+        assert run.returncode == 0 and "torchrun" in run.stdout or gpus == "1", (run.stdout, run.stderr)
+        return run.stderr
+
+    said = warned("python", "train.py")
+    assert said.startswith("hyperion-submit: warning: --num-gpus 2 runs the command under torchrun, which starts "
+                           "its first word as a Python script (`python -u python ...`"), said
+    assert "give the script first (-- train.py ARGS)" in said and said.count("\n") == 1
+    assert "python3.11 is" not in warned("python3.11", "x.py") and "interpreter read as a script" in warned("/usr/bin/python3")
+    assert 'hyperion-train is not a file in the working directory (torchrun does not look on PATH); give a Python ' \
+           'file (-- "$(command -v hyperion-train)" ...)' in warned("hyperion-train", "resnet")
+    assert "./run.sh is a script for another interpreter" in warned("./run.sh")
+    assert "pipe is not a regular file" in warned("pipe")
+    assert warned("train.py", "--lr", "1") == "" and warned("./shim") == ""
+    assert warned("python", "train.py", gpus="1") == ""
+    assert not (tmp_path / "t.log").exists()
+
+
 def test_one_gpu_runs_the_command_directly(tmp_path, cli_env):
     result = submit(tmp_path, cli_env, "--num-gpus", "1", "--output-file", "t.log", "--",
                     PY, "-c", "import sys; print(sys.argv)")

@@ -88,6 +88,7 @@ def _run_collected_after_start(argv: Sequence[str], start_collecting: Callable[[
     except InputError as err:   # escaped: the line may quote a hostile file or argument
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
+    _warn_torchrun(plan.options.num_gpus, plan.options.command)
     if request.dry_run:   # on a terminal, control characters in paths or arguments are shown escaped
         text = describe_plan(plan)
         from backends.retry_hint import ran_before_line
@@ -110,6 +111,17 @@ def _run_collected_after_start(argv: Sequence[str], start_collecting: Callable[[
     except InputError as err:   # refused before anything ran: another attempt is live
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
+
+
+def _warn_torchrun(num_gpus: int, command: Sequence[str]) -> None:
+    """Before anything runs (and in a dry run): a command torchrun will not start."""
+    if num_gpus <= 1:
+        return
+    from backends.submit.torchrun_check import torchrun_warning
+
+    line = torchrun_warning(num_gpus, command)
+    if line:
+        print(printable(f"{PROG}: warning: {line}"), file=sys.stderr)
 
 
 def _tell_ignored_inputs() -> None:
