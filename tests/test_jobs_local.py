@@ -146,6 +146,10 @@ def test_local_run_whose_runner_was_killed_keeps_its_task_running_until_it_ends(
                                                  f"value 1 and NOT_RUN values 2-3 with: hyperion-jobs retry {record}")
         plan = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", cwd=tmp_path, env=cli_env)
         assert "3 task(s) (LOST 1, NOT_RUN 2)\n  values: 1-3\n" in plan.stdout, plan.stdout
+        # the LOST task ended with no time: "usage of 0 of 3 task(s) (1 ended; ...)" said no more
+        usage = run_cli("hyperion-jobs", "usage", str(record), env=cli_env).stdout.splitlines()
+        assert usage[0] == (f"{record}: usage of 0 of 3 task(s) (1 ended; run locally: elapsed time only, "
+                            f"1 ended without one recorded)"), usage
     finally:
         kill_groups(runner.pid, child)
         runner.wait()

@@ -185,6 +185,9 @@ class UsageHeading:
 
     def text(self, counts: StateTally) -> str:
         source = "run locally: elapsed time only" if self.local else f"accounting measured {self.measured}"
+        untimed = counts.ended - self.summarized if self.local else 0
+        if untimed > 0:    # a LOST task (its runner killed): "usage of 17 ... (18 ended" said no more
+            source += f", {untimed} ended without one recorded"
         return f"usage of {self.summarized} of {self.total} task(s) ({counts.said()}; {source})"
 
 
