@@ -36,10 +36,11 @@ import re
 import stat
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from threading import Event
 from typing import Any, Mapping
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 
 from backends.fileio import UnreadableFile, directory_problem, kind_of_mode, read_bounded_stat, umask_mode
 from backends.printable import printable
@@ -366,6 +367,28 @@ def _shard_named(folders: tuple[str, ...]) -> int | None:
     return None if names is None else _shard_of(names[3])
 
 
+def _newest_failures(records: Iterable[tuple[tuple[str, ...], Callable[[], os.stat_result]]],
+                     shards: Container[int] | None, listed_once: bool = False) -> dict[int, float] | None:
+    """Per shard the `records` name by their folders (of `shards` only, when given), the newest
+    mtime of a regular file among them; each record is stat'ed (its callable) only when its shard
+    is asked about, and one that cannot be is left out. None at a record with a second name (a hard
+    link), unless `listed_once` (the caller left second names out, as `_failed_paths` does)."""
+    newest: dict[int, float] = {}
+    for folders, stat_of in records:
+        shard = _shard_named(folders)
+        if shard is None or (shards is not None and shard not in shards):
+            continue
+        try:
+            info = stat_of()
+        except OSError:
+            continue
+        if info.st_nlink > 1 and not listed_once:
+            return None
+        if stat.S_ISREG(info.st_mode):
+            newest[shard] = max(info.st_mtime, newest.get(shard, info.st_mtime))
+    return newest
+
+
 def _each_file_once(paths: list[Path], problems: list[Problem]) -> list[Path]:
     """`paths` without second names of a file already listed (hard links), each of those a Problem."""
     first: dict[tuple[int, int], Path] = {}
@@ -664,37 +687,18 @@ class Checkpoint:
         Files that do not fit are `show`'s and `failed`'s to report; here they are left out. One stat per record of those shards, from the walk's own listing: with
         Paths, sorting and the hard-link check of `_failed_paths`, 20,000 records added 1.7 s to a
         retry that used to read manifests alone."""
-        newest: dict[int, float] = {}
         start = len(str(self.failed_dir)) + 1
-        for entry in self._failed_entries([]):
-            shard = _shard_named(tuple(entry.path[start:].split(os.sep)[:-1]))
-            if shard is None or (shards is not None and shard not in shards):
-                continue
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if info.st_nlink > 1:       # a second name of a record, maybe under another shard's folder
-                return self._failure_times_once(shards)
-            if stat.S_ISREG(info.st_mode):
-                newest[shard] = max(info.st_mtime, newest.get(shard, info.st_mtime))
-        return newest
-
-    def _failure_times_once(self, shards: Container[int] | None) -> dict[int, float]:
-        """`failure_times` counting a hard-linked record once, under the name `failed` counts it by
-        (its name that sorts first): a record linked into a complete shard's folder made retry say
-        that shard failed after it completed while `shards` and `failed` did not."""
-        newest: dict[int, float] = {}
-        for path in self._failed_paths([]):
-            shard = _shard_named(path.relative_to(self.failed_dir).parts[:-1])
-            if shard is None or (shards is not None and shard not in shards):
-                continue
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode):
-                newest[shard] = max(info.st_mtime, newest.get(shard, info.st_mtime))
+        listed = ((tuple(entry.path[start:].split(os.sep)[:-1]), partial(entry.stat, follow_symlinks=False))
+                  for entry in self._failed_entries([]))
+        newest = _newest_failures(listed, shards)
+        if newest is None:
+            # A second name of a record, maybe under another shard's folder: counted once, under the
+            # name `failed` counts it by (its name that sorts first): a record linked into a complete
+            # shard's folder made retry say that shard failed after it completed while `shards` and
+            # `failed` did not.
+            once = ((path.relative_to(self.failed_dir).parts[:-1], partial(os.lstat, path))
+                    for path in self._failed_paths([]))
+            newest = _newest_failures(once, shards, listed_once=True)
         return newest
 
     def _folder_names(self, path: Path) -> tuple[str | None, ...] | None:
