@@ -150,7 +150,7 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
             f"the --max-jobs-run {limit} the windows share, and only a watcher moves a drained window's slots "
             f"to the next (a window left without one stays held): wait for them again with: "
             f"{record.reattach or reattach_command(record.path)}")
-    paused = _paused_windows(record, states, live)
+    paused = _paused_windows(record, live)
     if paused:
         jobs = ",".join(paused)
         reasons = ",".join(sorted({reason for reasons in paused.values() for reason in reasons}))
@@ -159,13 +159,14 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
     return line
 
 
-def _live_windows(record: SubmitRecord, states: Mapping[Key, object]) -> list[str]:
-    """The job ids of `record` with a task not ended (or not reported yet)."""
-    live = []
+def _live_windows(record: SubmitRecord, states: Mapping[Key, object]) -> dict[str, list]:
+    """The windows of `record` with a task not ended (or not reported yet): job id -> what `states`
+    knows of its tasks (the ones reported)."""
+    live = {}
     for job, tasks in expected(record).items():
-        state = [getattr(states.get((job, task)), "state", None) for task in tasks or (None,)]
-        if any(s is None or not s.is_terminal for s in state):
-            live.append(job)
+        reported = [states.get((job, task)) for task in tasks or (None,)]
+        if any(getattr(s, "state", None) is None or not s.state.is_terminal for s in reported):
+            live[job] = [s for s in reported if s is not None]
     return live
 
 
@@ -178,12 +179,10 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
     its age only: a run paused and forgotten looked like one waiting for the cluster.
     """
     live = _live_windows(record, states)
-    paused = _paused_windows(record, states, live) if live else {}
+    paused = _paused_windows(record, live)
     if not paused or set(paused) != set(live):
         return None
-    windows = expected(record)
-    known = [state for job in paused for task in windows.get(job) or (None,)
-             if (state := states.get((job, task))) is not None]
+    known = [state for job in paused for state in live[job]]
     if any(s.state in _HOLDING for s in known):     # a task of a held window still runs: not all left
         return None
     count = sum(1 for s in known if _waiting(s.state))
@@ -197,16 +196,14 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
     return f"{tasks} held by {who} (scontrol release {jobs})"
 
 
-def _paused_windows(record: SubmitRecord, states: Mapping[Key, object], live: Sequence[str]) -> dict[str, set[str]]:
-    """The `live` windows held by the user or an operator (job id -> the hold reasons): every task
-    still waiting says JobHeldUser/JobHeldAdmin, and the hold is not the plan's (`--hold`, lifted by
-    a watcher before any of its tasks starts). A window paused with `scontrol hold J` and left so
+def _paused_windows(record: SubmitRecord, live: Mapping[str, Sequence]) -> dict[str, set[str]]:
+    """The `live` windows (`_live_windows`: job id -> its tasks' known states) held by the user or
+    an operator (job id -> the hold reasons): every task still waiting says JobHeldUser/JobHeldAdmin,
+    and the hold is not the plan's (`--hold`, lifted by a watcher before any of its tasks starts). A window paused with `scontrol hold J` and left so
     was told to wait for `hyperion-jobs watch`, which never releases it: the run waited for ever."""
     submitted_held = {job.job_id for job in record.jobs if job.held}
-    windows = expected(record)
     out: dict[str, set[str]] = {}
-    for job in live:
-        known = [state for task in windows.get(job) or (None,) if (state := states.get((job, task))) is not None]
+    for job, known in live.items():
         waiting = [s for s in known if _waiting(s.state)]
         reasons = {getattr(s, "reason", None) for s in waiting}
         if not waiting or not reasons <= HELD_REASONS:
