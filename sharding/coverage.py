@@ -84,6 +84,8 @@ class Coverage:
     failed: tuple[FailedRecord, ...]        # every readable failed-task record, oldest first
     problems: tuple[Problem, ...]
     completed_at: Mapping[int, float]       # per completed shard, its manifest's mtime
+    failed_after: tuple[int, ...]           # complete shards with a failure newer than their manifest
+    #                                         (`failed_after_shards`), sorted
 
     def counts(self) -> dict[str, int]:
         complete, failed = len(self.completed), len(self.failed_shards)
@@ -120,12 +122,6 @@ class Coverage:
         if record.shard is None:
             return None
         return standing_of(record.mtime, self.completed_at.get(record.shard))
-
-    @property
-    def failed_after(self) -> tuple[int, ...]:
-        """The complete shards with a failure newer than their manifest (`failed_after_shards`), sorted."""
-        newest = {shard: max(r.mtime for r in records) for shard, records in self.failures.items() if records}
-        return failed_after_shards(self.completed_at, newest)
 
     def complete_since(self, record: FailedRecord) -> bool:
         """Whether a later attempt completed the shard of this failed-task record: an old failure,
@@ -187,9 +183,11 @@ def build_coverage(checkpoint: str, run: RunConfig, completed: Mapping[int, floa
         counted.append(record)
     done = tuple(sorted(s for s in completed if s in run.shards))
     failed_shards = tuple(sorted(s for s in per_shard if s not in completed))
+    completed_at = {s: completed[s] for s in done}
+    newest = {shard: max(r.mtime for r in records) for shard, records in per_shard.items()}
     return Coverage(checkpoint, run, done, failed_shards, {k: tuple(v) for k, v in per_shard.items()},
                     tuple(counted), tuple(sorted([*problems, *outside], key=lambda p: p.path)),
-                    {s: completed[s] for s in done})
+                    completed_at, failed_after_shards(completed_at, newest))
 
 
 def coverage(path: str | Path, stop: Event | None = None) -> Coverage:
