@@ -701,13 +701,8 @@ class Checkpoint:
             newest = _newest_failures(once, shards, listed_once=True)
         return newest
 
-    def _folder_names(self, path: Path) -> tuple[str | None, ...] | None:
-        """The job, array task, restart and shard text a record's folders name; None for Curator's
-        record of a run without an array (no shard to retry)."""
-        return _folders_name(path.relative_to(self.failed_dir).parts[:-1])
-
     def _read_failed(self, path: Path) -> tuple[FailedRecord | None, str | None]:
-        names = self._folder_names(path)
+        names = _folders_name(path.relative_to(self.failed_dir).parts[:-1])
         if names is None:
             return None, None    # Curator's record of a run without an array: no shard to retry
         job, task, restart, shard_text = names
