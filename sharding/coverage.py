@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from threading import Event
@@ -78,7 +78,7 @@ class ShardCoverage:
 class Coverage:
     checkpoint: str
     run: RunConfig
-    completed: tuple[int, ...]              # shards with a valid manifest, sorted
+    completed: tuple[int, ...] = field(init=False)   # shards with a valid manifest, sorted (completed_at's)
     failed_shards: tuple[int, ...]          # shards with failure records and no manifest, sorted
     failures: Mapping[int, tuple[FailedRecord, ...]]   # records per shard in the run's range
     failed: tuple[FailedRecord, ...]        # every readable failed-task record, oldest first
@@ -86,6 +86,9 @@ class Coverage:
     completed_at: Mapping[int, float]       # per completed shard, its manifest's mtime
     failed_after: tuple[int, ...]           # complete shards with a failure newer than their manifest
     #                                         (`failed_after_shards`), sorted
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "completed", tuple(sorted(self.completed_at)))
 
     def counts(self) -> dict[str, int]:
         complete, failed = len(self.completed), len(self.failed_shards)
@@ -181,13 +184,13 @@ def build_coverage(checkpoint: str, run: RunConfig, completed: Mapping[int, floa
         if record.shard is not None:      # a failure of no known shard is listed, not any shard's
             per_shard.setdefault(record.shard, []).append(record)
         counted.append(record)
-    done = tuple(sorted(s for s in completed if s in run.shards))
+    completed_at = {s: completed[s] for s in sorted(completed) if s in run.shards}
     failed_shards = tuple(sorted(s for s in per_shard if s not in completed))
-    completed_at = {s: completed[s] for s in done}
     newest = {shard: max(r.mtime for r in records) for shard, records in per_shard.items()}
-    return Coverage(checkpoint, run, done, failed_shards, {k: tuple(v) for k, v in per_shard.items()},
-                    tuple(counted), tuple(sorted([*problems, *outside], key=lambda p: p.path)),
-                    completed_at, failed_after_shards(completed_at, newest))
+    return Coverage(checkpoint, run, failed_shards=failed_shards,
+                    failures={k: tuple(v) for k, v in per_shard.items()}, failed=tuple(counted),
+                    problems=tuple(sorted([*problems, *outside], key=lambda p: p.path)),
+                    completed_at=completed_at, failed_after=failed_after_shards(completed_at, newest))
 
 
 def coverage(path: str | Path, stop: Event | None = None) -> Coverage:
