@@ -619,7 +619,8 @@ def test_held_line_says_a_paused_window_is_all_that_is_left() -> None:
     own[("912637", 0)] = TaskState("912637", 0, JobState.RUNNING, None, None, 3, "vm")
     assert held_line(record, own) is None
     own[("912637", 0)] = TaskState("912637", 0, JobState.COMPLETED, 0, None, 3, "vm")     # it ended: 7 left
-    assert held_line(record, own) == "7 tasks held by you (scontrol release 912637)"
+    # by its held tasks: `scontrol release 912637` would say "Job has already finished" of 0, exit 1
+    assert held_line(record, own) == "7 tasks held by you (scontrol release '912637_[1-7]')"
     planned = _two_windows(Path("/nowhere"), held=True)                   # the plan's hold: a watcher's to lift
     assert held_line(planned, states("JobHeldUser", planned)) is None
 

@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from backends.printable import printable
+from backends.ranges import compress
 from backends.records.record import SubmitRecord, reattach_command
+from backends.shellwords import shell_quote
 from backends.states import JobState, TaskState
 from backends.watch.budget import QueryBudget
 from backends.watch.rows import expected
@@ -152,7 +154,7 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
             f"{record.reattach or reattach_command(record.path)}")
     paused = _paused_windows(record, live)
     if paused:
-        jobs = ",".join(paused)
+        jobs = release_words(paused, live)
         reasons = ",".join(sorted({reason for reasons in paused.values() for reason in reasons}))
         line += (f"; job(s) {jobs} held ({reasons}), which no watcher releases: they run once "
                  f"released (scontrol release {jobs})")
@@ -168,6 +170,24 @@ def _live_windows(record: SubmitRecord, states: Mapping[Key, object]) -> dict[st
         if any(getattr(s, "state", None) is None or not s.state.is_terminal for s in reported):
             live[job] = [s for s in reported if s is not None]
     return live
+
+
+def release_words(paused: Mapping[str, object], live: Mapping[str, Sequence]) -> str:
+    """What `scontrol release` is given for the `paused` windows: a window some of whose tasks ended
+    by its held tasks (``'12_[3-4,7]'``, quoted for the shell), another by its job id. `scontrol
+    release 12` of an array with ended tasks releases the held ones but says `Job has already
+    finished` of each ended one and exits 1: the advice pasted looked like it failed."""
+    words = []
+    for job in paused:
+        known = live.get(job, ())
+        held = sorted(s.task_id for s in known if s.task_id is not None and _waiting(s.state)
+                      and getattr(s, "reason", None) in HELD_REASONS)
+        if held and any(s.state is not None and s.state.is_terminal for s in known):
+            words.append(f"{job}_{held[0]}" if len(held) == 1 else f"{job}_[{compress(held)}]")
+        else:
+            words.append(job)
+    said = ",".join(words)
+    return shell_quote(said) if "[" in said else said
 
 
 def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
@@ -189,7 +209,7 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
     reasons = {reason for reasons in paused.values() for reason in reasons}
     who = {frozenset({"JobHeldUser"}): "you", frozenset({"JobHeldAdmin"}): "an administrator"}.get(
         frozenset(reasons), "you and an administrator")
-    jobs = printable(",".join(paused))
+    jobs = printable(release_words(paused, live))
     tasks = f"{count} task{'' if count == 1 else 's'}"
     if "JobHeldAdmin" in reasons:
         return f"{tasks} held by {who} (JobHeldAdmin: only an administrator's scontrol release {jobs} lets them run)"
