@@ -605,3 +605,20 @@ def test_a_raw_follower_gives_appended_bytes_as_written(tmp_path):
     text = "".join(piece + ("\n" if ends else "") for piece, ends in got)
     assert text.encode("utf-8", "surrogateescape") == b"caf\xc3\xa9 \xff\r\nbar 1%\rbar 2%\r\n"
     assert "".join(p for p, _ in Follower(path).read_pieces(flush=True)) == "café \ufffdbar 1%\rbar 2%"  # not raw: as before
+
+
+def test_logs_piped_adds_no_newline_a_log_did_not_end_with(tmp_path, cli_env):
+    """A task killed mid-redraw leaves a log whose last line (a progress bar) has no newline:
+    `logs TASK > saved.log` and `logs -f` piped wrote one after it, so the copy was not the log."""
+    from test_jobs_core import make_record
+
+    record = make_record(tmp_path)
+    unended = b"# Started\nepoch 1\r\nbar 10%\rbar 20%\r"
+    Path(record.tasks[0].log).write_bytes(unended)
+    whole = subprocess.run(["hyperion-jobs", "logs", f"{record.path}:1", "--raw"], env=cli_env, capture_output=True)
+    assert whole.returncode == 0 and whole.stdout == unended, whole.stdout
+    last = subprocess.run(["hyperion-jobs", "logs", f"{record.path}:1", "-n", "1"], env=cli_env, capture_output=True)
+    assert last.returncode == 0 and last.stdout == b"bar 10%\rbar 20%\r", last.stdout
+    follower = Follower(Path(record.tasks[0].log), raw=True)
+    pieces = follower.read_pieces(flush=True)
+    assert "".join(p + ("\n" if ends else "") for p, ends in pieces).encode("utf-8", "surrogateescape") == unended

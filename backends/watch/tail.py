@@ -185,7 +185,8 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None,
 
     `raw` (for `logs` piped or `--raw`): the bytes as written, carriage returns
     kept and a byte that is not UTF-8 a surrogate (`surrogateescape`), so that
-    encoding a piece back with `surrogateescape` gives the log's own bytes.
+    encoding a piece back with `surrogateescape` gives the log's own bytes (a
+    last line without its newline is given as not ending a line: none is added).
 
     Not `whole` (what a terminal shows of them): a line longer than LONG_LINE
     is the first one given, read only from its end (`_end_of_long_line`), as a
@@ -278,6 +279,9 @@ class _Splitter:
         if not (self._buffer or self._open_line):
             return []
         text, self._buffer = self._decoder.decode(self._buffer, final=True), b""
+        if self._raw:     # the bytes as written: a last line without its newline gets none added
+            self._open_line = False
+            return [(text, False)] if text else []
         return [(self._cut(text, True), True)]
 
     def _cut(self, text: str, ends: bool) -> str:
