@@ -16,7 +16,7 @@ from backends.submit.model import SubmitPlan
 from backends.submit.plan import build_plan, describe_plan, submit_argv
 from backends.shellwords import shell_join
 from backends.retry_hint import ran_before_line
-from backends.submit.torchrun_check import torchrun_warning
+from backends.submit.torchrun_check import plan_warning
 
 from .errors import describe_error
 from .form import FormValues, field_of_error, form_argv
@@ -97,7 +97,7 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
         ignored = ignored_sbatch_line(options.backend)
         if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too
             preview = f"{ignored}\n{preview}"
-        torchrun = torchrun_warning(options.num_gpus, options.command)
+        torchrun = plan_warning(plan)
         if torchrun:    # hyperion-submit's warning, on stderr there
             preview = f"# hyperion-submit: warning: {torchrun}\n{preview}"
         text = preview_text(preview)

@@ -200,6 +200,29 @@ def test_a_command_torchrun_will_not_start_is_warned_about_before_it_runs(tmp_pa
     assert not (tmp_path / "t.log").exists()
 
 
+def test_the_torchrun_warning_looks_at_the_first_word_a_task_runs_and_advises_only_what_starts(tmp_path, cli_env):
+    """`-- exp/JOB/train.sh` of an array: each task runs exp/1/train.sh, ..., yet the warning said
+    `exp/JOB/train.sh is not a file in the working directory`, of a Python script that starts. And
+    `-- bash run.sh` was told to give `-- "$(command -v bash)" ...`, which torchrun does not start
+    either (bash is a compiled program): that hint is for a Python console script only."""
+    for value in (1, 2):
+        (tmp_path / "exp" / str(value)).mkdir(parents=True)
+        (tmp_path / "exp" / str(value) / "train").write_text("#!/usr/bin/env python3\nprint('hi')\n")
+        (tmp_path / "exp" / str(value) / "run").write_text("#!/bin/bash\necho hi\n")
+
+    def warned(*command: str) -> str:
+        run = submit(tmp_path, cli_env, "--dry-run", "--num-gpus", "2", "--array", "JOB=1:2",
+                     "--output-file", "t.JOB.log", "--", *command, timeout=20)
+        assert run.returncode == 0 and "torchrun" in run.stdout, (run.stdout, run.stderr)
+        return run.stderr
+
+    assert warned("exp/JOB/train", "--lr", "1") == ""
+    assert "exp/JOB/run is a script for another interpreter" in warned("exp/JOB/run")
+    bash = warned("bash", "run.sh")
+    assert "command -v bash" not in bash and "on PATH is a compiled program, not a Python script; " \
+           "give a Python file (-- SCRIPT.py ...)" in bash, bash
+
+
 def test_one_gpu_runs_the_command_directly(tmp_path, cli_env):
     result = submit(tmp_path, cli_env, "--num-gpus", "1", "--output-file", "t.log", "--",
                     PY, "-c", "import sys; print(sys.argv)")

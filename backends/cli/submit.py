@@ -15,6 +15,10 @@ from contextlib import contextmanager
 from backends.errors import InputError, check_working_dir, reader_gone
 from backends.printable import escape_unencodable_output, printable
 
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from backends.submit.model import SubmitPlan
+
 PROG = "hyperion-submit"
 USAGE = f"""\
 usage: {PROG} <local|slurm> --cfg SITE.yaml --output-file LOG [options] -- COMMAND [ARGS...]
@@ -88,7 +92,7 @@ def _run_collected_after_start(argv: Sequence[str], start_collecting: Callable[[
     except InputError as err:   # escaped: the line may quote a hostile file or argument
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
-    _warn_torchrun(plan.options.num_gpus, plan.options.command)
+    _warn_torchrun(plan)
     if request.dry_run:   # on a terminal, control characters in paths or arguments are shown escaped
         text = describe_plan(plan)
         from backends.retry_hint import ran_before_line
@@ -113,13 +117,13 @@ def _run_collected_after_start(argv: Sequence[str], start_collecting: Callable[[
         return BAD_INPUT
 
 
-def _warn_torchrun(num_gpus: int, command: Sequence[str]) -> None:
+def _warn_torchrun(plan: SubmitPlan) -> None:
     """Before anything runs (and in a dry run): a command torchrun will not start."""
-    if num_gpus <= 1:
+    if plan.options.num_gpus <= 1:
         return
-    from backends.submit.torchrun_check import torchrun_warning
+    from backends.submit.torchrun_check import plan_warning
 
-    line = torchrun_warning(num_gpus, command)
+    line = plan_warning(plan)
     if line:
         print(printable(f"{PROG}: warning: {line}"), file=sys.stderr)
 

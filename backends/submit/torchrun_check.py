@@ -10,29 +10,51 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 from collections.abc import Sequence
+
+from backends.printable import cut
+from backends.shellwords import shell_quote
+from backends.submit.model import SubmitPlan, substitute
 
 _INTERPRETER = re.compile(r"python[0-9.]*")
 _HEAD = 256                     # the first line of a script is all that is read of it
 
 
-def torchrun_warning(num_gpus: int, command: Sequence[str], cwd: str = ".") -> str | None:
-    """One line saying why torchrun will not start `command`, or None when it may (or one GPU)."""
+def plan_warning(plan: SubmitPlan) -> str | None:
+    """`torchrun_warning` of a plan (hyperion-submit's and the console's preview alike): an array's
+    first word is looked at as its first task runs it (`exp/JOB/train` is `exp/1/train` there)."""
+    options = plan.options
+    array = (options.array.name, plan.tasks[0].value) if options.array is not None and plan.tasks else None
+    return torchrun_warning(options.num_gpus, options.command, array=array)
+
+
+def torchrun_warning(num_gpus: int, command: Sequence[str], cwd: str = ".",
+                     array: tuple[str, int | None] | None = None) -> str | None:
+    """One line saying why torchrun will not start `command`, or None when it may (or one GPU).
+    `array`: (NAME, a value) the first word is looked at with (a task runs it substituted)."""
     if num_gpus <= 1 or not command:
         return None
     first = command[0]
     if first.startswith("-"):     # torchrun's own option (-m MODULE)
         return None
+    named = cut(first, 80)        # a name of 100 KB is not repeated (twice) in the warning
     lead = f"--num-gpus {num_gpus} runs the command under torchrun, which starts its first word as a Python script"
     if _INTERPRETER.fullmatch(os.path.basename(first)):
-        return (f"{lead} (`python -u {first} ...`: the interpreter read as a script): give the script "
+        return (f"{lead} (`python -u {named} ...`: the interpreter read as a script): give the script "
                 f"first (-- train.py ARGS) or -- -m MODULE ARGS")
-    why = _not_a_python_file(os.path.join(cwd, first))
+    path = substitute(first, *array) if array is not None else first
+    why = _not_a_python_file(os.path.join(cwd, path))
     if why is None:
         return None
-    hint = f'-- "$(command -v {first})" ...' if os.sep not in first else "-- SCRIPT.py ..."
-    return f"{lead}: {first} {why}; give a Python file ({hint})"
+    if os.sep in first:
+        return f"{lead}: {named} {why}; give a Python file (-- SCRIPT.py ...)"
+    found = shutil.which(path)
+    other = _not_a_python_file(found) if found is not None else None
+    if other is not None:       # `-- bash run.sh`: "$(command -v bash)" would not start either
+        return f"{lead}: {named} {why}, and {cut(found, 80)} on PATH {other}; give a Python file (-- SCRIPT.py ...)"
+    return f'{lead}: {named} {why}; give a Python file (-- "$(command -v {shell_quote(named)})" ...)'
 
 
 def _not_a_python_file(path: str) -> str | None:
