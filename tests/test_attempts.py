@@ -1400,3 +1400,30 @@ def test_the_rerun_line_names_the_attempt_that_last_ran_the_values_whose_logs_it
     pasted = said[0].rsplit("; ", 1)[1].replace("VALUE", "1").split()
     shown = run_cli(*pasted, cwd=tmp_path, env=cli_env)
     assert shown.returncode == 0 and "value 1 of attempt 1" in shown.stdout, shown.stderr
+
+
+def test_the_rerun_line_skips_an_attempt_whose_local_run_stopped_before_the_value(tmp_path, cli_env):
+    """A local array stops at its first failure: attempt 2 of values 1-3 failed at 1, so 2 and 3 never
+    started in it. A rerun of value 3 (attempt 3) named `--attempt 2`, which left no log of 3: pasted, it
+    was refused (exit 2). The log of 3 that was kept is attempt 1's, and that is the attempt named."""
+    site = str(Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml")
+    (tmp_path / "n").write_text("1")
+    argv = ["hyperion-submit", "local", "--cfg", site, "--output-file", "log/c.JOB.log"]
+    command = ["--", "sh", "-c", "echo value JOB of attempt $(cat n); test ! -e fail.JOB"]
+    assert run_cli(*argv, "--array", "JOB=1:3", *command, cwd=tmp_path, env=cli_env).returncode == 0
+    record = tmp_path / "log" / "q" / "c.JOB.submit.json"
+    (tmp_path / "n").write_text("2")
+    (tmp_path / "fail.1").write_text("")
+    assert run_cli(*argv, "--array", "JOB=1:3", *command, cwd=tmp_path, env=cli_env).returncode == 1
+    (tmp_path / "fail.1").unlink()
+    ahead = run_cli(*argv, "--dry-run", "--array", "JOB=1:3", *command, cwd=tmp_path, env=cli_env)
+    assert f"hyperion-jobs logs {record}:VALUE --attempt 1 (VALUE 2-3), --attempt 2 (VALUE 1)\n" in ahead.stdout, \
+        ahead.stdout
+    (tmp_path / "n").write_text("3")
+    third = run_cli(*argv, "--array", "JOB=3:3", *command, cwd=tmp_path, env=cli_env)
+    assert third.returncode == 0, third.stderr
+    said = [line for line in third.stderr.splitlines() if "attempt 3 of this --output-file" in line]
+    assert len(said) == 1 and said[0].endswith(f"hyperion-jobs logs {record}:VALUE --attempt 1"), third.stderr
+    pasted = said[0].rsplit("; ", 1)[1].replace("VALUE", "3").split()
+    shown = run_cli(*pasted, cwd=tmp_path, env=cli_env)
+    assert shown.returncode == 0 and "value 3 of attempt 1" in shown.stdout, shown.stderr

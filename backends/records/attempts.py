@@ -200,6 +200,7 @@ _NAMES = {kind: tuple(f.name for f in fields(kind)) for kind in _KINDS}
 
 
 ATTEMPT_LINE = b'"type":"attempt"'     # in every attempt line `_line` writes (keys sorted, no spaces)
+START_LINE = b'"type":"start"'         # in every local task's start line
 
 
 def _line(entry: object) -> bytes:
