@@ -190,7 +190,10 @@ def test_a_command_torchrun_will_not_start_is_warned_about_before_it_runs(tmp_pa
     assert said.startswith("hyperion-submit: warning: --num-gpus 2 runs the command under torchrun, which starts "
                            "its first word as a Python script (`python -u python ...`"), said
     assert "give the script first (-- train.py ARGS)" in said and said.count("\n") == 1
-    assert "python3.11 is" not in warned("python3.11", "x.py") and "interpreter read as a script" in warned("/usr/bin/python3")
+    assert "interpreter read as a script" in warned("python3.11", "x.py")
+    assert "interpreter read as a script" in warned("/usr/bin/python3")
+    os.symlink("loop", tmp_path / "loop")
+    assert "loop cannot be read (Too many levels of symbolic links)" in warned("./loop")
     assert 'hyperion-train is not a file in the working directory (torchrun does not look on PATH); give a Python ' \
            'file (-- "$(command -v hyperion-train)" ...)' in warned("hyperion-train", "resnet")
     assert "./run.sh is a script for another interpreter" in warned("./run.sh")

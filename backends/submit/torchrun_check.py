@@ -63,16 +63,20 @@ def _not_a_python_file(path: str) -> str | None:
     if path.endswith(".py"):
         return None
     try:
-        mode = os.stat(path).st_mode
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO put there meanwhile opens at once
+    except FileNotFoundError:
         return "is not a file in the working directory (torchrun does not look on PATH)"
-    if not stat.S_ISREG(mode):
-        return None if stat.S_ISDIR(mode) else "is not a regular file"   # a folder with __main__.py runs
+    except OSError as exc:        # a symbolic link loop, a file you may not read: torchrun cannot either
+        return f"cannot be read ({exc.strerror or exc})"
     try:
-        with open(path, "rb", buffering=0) as handle:
-            head = handle.read(_HEAD)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            return None if stat.S_ISDIR(mode) else "is not a regular file"   # a folder with __main__.py runs
+        head = os.read(fd, _HEAD)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     if b"\0" in head:
         return "is a compiled program, not a Python script"
     line = head.split(b"\n", 1)[0]

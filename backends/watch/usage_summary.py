@@ -256,7 +256,7 @@ def human_seconds(value: float | None) -> str:
 
 def _task_list(prefix: str, near: tuple[NearLimit, ...], limited: bool = True, width: int = 80) -> str:
     """``PREFIX 12_3 (98%), 12_7 (93%) and 4 more``: the most loaded first, within `width`; ``-
-    (no task had one)`` where no task had the limit to compare with (`limited` false)."""
+    (no limit set)`` where no task had the limit to compare with (`limited` false)."""
     if not near:
         return prefix + ("none" if limited else "- (no limit set)")
     shown: list[str] = []
