@@ -64,6 +64,9 @@ class UsageSummary:
                                   for n in self.near_memory_limit],
             "near_time_limit": [{"task": n.task, "fraction": n.fraction, "hit": n.hit}
                                 for n in self.near_time_limit],
+            # an empty list above is "none near" only where a task had the limit (not a local run)
+            "memory_limit_set": self.memory_limited,
+            "time_limit_set": self.time_limited,
         }
 
 
