@@ -280,6 +280,9 @@ def _advised(request: RetryRequest, chosen: Sequence[TaskRow]) -> tuple[str, ...
     return tuple(flag for flag in ran_out_of(row.state_label for row in chosen) if kept[flag])
 
 
+ADVICE_WORDS = " auto would ask for "     # a `size_advice` line: its flag, these words, then why
+
+
 def size_advice(request: RetryRequest, chosen: Sequence[TaskRow], proposal: SizeProposal | None) -> tuple[str, ...]:
     """For a retry that keeps the sizes its OUT_OF_MEMORY or TIMEOUT tasks ran out of: what
     ``--mem auto`` / ``--time auto`` would ask for, one line each. Without it the plan showed the
@@ -287,9 +290,16 @@ def size_advice(request: RetryRequest, chosen: Sequence[TaskRow], proposal: Size
     advised = _advised(request, chosen)
     if proposal is None or not advised:
         return ()
-    return tuple(f"{flag} auto would ask for {why}" for flag, value, why in
+    return tuple(f"{flag}{ADVICE_WORDS}{why}" for flag, value, why in
                  (("--mem", proposal.mem, proposal.mem_why), ("--time", proposal.time, proposal.time_why))
                  if flag in advised and value is not None)
+
+
+def advised_flags(advice: Sequence[str]) -> tuple[str, ...]:
+    """The sizes (``--mem``, ``--time``) `size_advice`'s lines name, each line's first word: the ones
+    ``auto`` would change. The checkpoint screen's Resubmit asks auto for these alone, as
+    `hyperion-checkpoint retry --submit RECORD --mem auto --time auto` would for them."""
+    return tuple(line.split(" ", 1)[0] for line in advice if ADVICE_WORDS in line)
 
 
 def propose(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History) -> SizeProposal:

@@ -18,13 +18,29 @@ from backends.records.history import load_history
 from backends.watch.budget import QueryBudget
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
-from sharding.resubmit import StillRunning, running_in, shard_sizes
+from sharding.resubmit import ShardSizes, StillRunning, running_in, shard_sizes, size_flags
 from sharding.retry import retry_from_coverage
 from sharding.run_records import record_checkpoint, records_naming
 from sharding.store import FAILED_FILENAME, MAX_FAILED_DEPTH, Checkpoint, parse_metadata_json
 
 from .errors import as_typed, describe_error
 from .record_cache import cached_record
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """Resubmit with proposed sizes: the ``--mem`` / ``--time`` of `hyperion-checkpoint retry --submit
+    RECORD` it asks (``auto`` for the sizes the advice names, `ShardSizes.proposed`), and what auto
+    chose (`shard_sizes`), or why that cannot be told (`problem`)."""
+
+    mem: str | None
+    time: str | None
+    sizes: ShardSizes | None
+    problem: str | None = None
+
+    def flags(self) -> tuple[str, ...]:
+        """``--mem auto`` / ``--time auto``, as the command line gives them."""
+        return size_flags(self.mem, self.time)
 
 
 @dataclass(frozen=True)
@@ -45,6 +61,8 @@ class CheckpointRead:
     # `hyperion-checkpoint retry --submit`'s `sizes: ...` lines for the missing shards (asked with `running`)
     size_lines: tuple[str, ...] = ()
     sizes_for: str | None = None    # the record (absolute) those lines are of
+    # for a Resubmit whose shards ran out of a size the record keeps: the sizes auto would ask for
+    proposed: Proposed | None = None
     stamp: tuple | None = None      # `change_stamp` just before the read: a later one that differs, a change
     # the records under the console's folders whose command names the checkpoint, newest first (None:
     # not looked for), and what the look could not do (a folder it could not list, its time up)
@@ -87,31 +105,72 @@ def running_of(record_path: str | None, budget: QueryBudget | None = None,
 
 
 def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBudget | None = None,
-                 stop: Event | None = None) -> CheckpointRead:
+                 stop: Event | None = None, propose: bool = False) -> CheckpointRead:
     """The read with whether the record's tasks still run, asked off the interface thread when the
     answer is shown (the Retry tab) or acted on (Resubmit), so the preview and Resubmit say what
-    `retry --submit` would refuse; `asked` says the answer is there."""
+    `retry --submit` would refuse; `asked` says the answer is there. `propose` (a Resubmit): also
+    the sizes auto would ask for where the advice names some (`proposed_of`)."""
     if read.coverage is None:
         return read
     running, problem = running_of(record_path, budget, stop)
-    lines = sizes_of(record_path, read.coverage) if running is None and problem is None else ()
-    return replace(read, running=running, running_problem=problem, asked=True, size_lines=lines,
-                   sizes_for=os.path.abspath(record_path) if record_path else None)
+    advice = advice_of(record_path, read.coverage) if running is None and problem is None else None
+    proposed = proposed_of(record_path, read.coverage, advice, budget, stop) if propose else None
+    return replace(read, running=running, running_problem=problem, asked=True,
+                   size_lines=tuple(advice.lines()) if advice is not None else (),
+                   sizes_for=os.path.abspath(record_path) if record_path else None, proposed=proposed)
+
+
+def advice_of(record_path: str | None, cov: Coverage | None) -> ShardSizes | None:
+    """`shard_sizes` of the shards missing in `cov` with the record's sizes: that they last ended
+    OUT_OF_MEMORY or TIMEOUT, and what ``--mem auto`` / ``--time auto`` would ask for (its advice),
+    never raising: None when not known. From the record's ledger, asked once its tasks are known to
+    have ended (`running_of` wrote their ends there): no Slurm call of its own."""
+    if not record_path or cov is None:
+        return None
+    try:
+        history = load_history(record_path, cached_record(record_path))
+        return shard_sizes(retry_from_coverage(cov), record_path, history=history)
+    except Exception:
+        return None
 
 
 def sizes_of(record_path: str | None, cov: Coverage | None) -> tuple[str, ...]:
     """The ``sizes: ...`` lines `hyperion-checkpoint retry CKPT --submit RECORD --dry-run` prints for
-    the shards missing in `cov` (`shard_sizes`: that they last ended OUT_OF_MEMORY or TIMEOUT, and
-    what ``--mem auto`` / ``--time auto`` would ask for), never raising: () when not known. From the
-    record's ledger, asked once its tasks are known to have ended (`running_of` wrote their ends
-    there): no Slurm call of its own."""
-    if not record_path or cov is None:
-        return ()
+    the shards missing in `cov` (`advice_of`), () when not known."""
+    advice = advice_of(record_path, cov)
+    return () if advice is None else tuple(advice.lines())
+
+
+def proposed_of(record_path: str | None, cov: Coverage | None, advice: ShardSizes | None,
+                budget: QueryBudget | None = None, stop: Event | None = None) -> Proposed | None:
+    """For a Resubmit whose `advice` names sizes the shards ran out of: `shard_sizes` with ``auto``
+    for those (`ShardSizes.proposed`), read as `hyperion-checkpoint retry --submit RECORD --mem auto
+    --time auto` reads them (the ledger, and Slurm for the usage it lacks: its calls spent from
+    `budget` first). None without such advice (or once `stop` is set while waiting for the budget);
+    its `problem` when the sizes cannot be told. Never raises."""
+    if not record_path or cov is None or advice is None:
+        return None
+    mem, time = advice.proposed()
+    if mem is None and time is None:
+        return None
     try:
         history = load_history(record_path, cached_record(record_path))
-        return tuple(shard_sizes(retry_from_coverage(cov), record_path, history=history).lines())
-    except Exception:
-        return ()
+        if budget is not None and _asks_slurm(history):
+            for _ in range(RUNNING_QUERIES):
+                if not budget.spend(stop or Event()):
+                    return None
+        return Proposed(mem, time, shard_sizes(retry_from_coverage(cov), record_path, mem, time, history))
+    except Exception as exc:
+        return Proposed(mem, time, None, describe_error(exc))
+
+
+def _asks_slurm(history) -> bool:
+    """Whether `history_status` (what ``auto`` reads) would ask Slurm about the record: tasks without
+    an end, ended ones whose usage the ledger lacks, ends the controller may have requeued since."""
+    from backends.watch.requeued import requeuable
+    from backends.watch.rows import usage_missing
+
+    return bool(slurm_keys(history) or usage_missing(history) or requeuable(history))
 
 
 def with_records_naming(read: CheckpointRead, dirs: list[str]) -> CheckpointRead:

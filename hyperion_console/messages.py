@@ -152,11 +152,14 @@ class CancelRequested(Message):
 class ResubmitRequested(Message):
     """The user confirmed resubmitting the missing shards of a checkpoint."""
 
-    def __init__(self, checkpoint: str, record_path: str, max_array_size: int | None) -> None:
+    def __init__(self, checkpoint: str, record_path: str, max_array_size: int | None,
+                 mem: str | None = None, time: str | None = None) -> None:
         super().__init__()
         self.checkpoint = checkpoint
         self.record_path = record_path
         self.max_array_size = max_array_size
+        self.mem = mem          # --mem / --time of `hyperion-checkpoint retry --submit` (auto: proposed sizes)
+        self.time = time
 
 
 class CheckpointLoaded(Message):

@@ -26,7 +26,7 @@ from backends.watch.rows import LOCAL_JOB
 from backends.records.history import History, load_history
 from backends.records.record import SubmitRecord, TaskRecord, load_record, reattach_command
 from backends.records.trust import check_trusted
-from backends.retry import RetryRequest, plan_sizes, size_lines, size_option
+from backends.retry import AUTO, RetryRequest, advised_flags, plan_sizes, size_lines, size_option
 from backends.retry_sizes import SizeProposal
 from backends.submit.array import MAX_VALUES, ArraySpec
 # site_array_limit too: sharding's CLI reaches backends.submit only through this bridge
@@ -111,6 +111,20 @@ class ShardSizes:
     def lines(self) -> list[str]:
         """``sizes: ...``: `hyperion-jobs retry`'s preview words (`size_lines`)."""
         return size_lines(self.proposal, self.advice)
+
+    def proposed(self) -> tuple[str | None, str | None]:
+        """The ``--mem`` / ``--time`` to resubmit with the sizes the advice proposes: ``auto`` for each
+        size it names (the shards ran out of it and auto would change it), None for the others;
+        (None, None) without advice. `hyperion-checkpoint retry --submit RECORD --mem auto --time auto`
+        for those sizes alone, as the console's Resubmit with proposed sizes asks it."""
+        flags = advised_flags(self.advice)
+        return (AUTO if "--mem" in flags else None), (AUTO if "--time" in flags else None)
+
+
+def size_flags(mem: str | None, time: str | None) -> tuple[str, ...]:
+    """``--mem MEM --time TIME`` of `hyperion-checkpoint retry --submit`, the ones given."""
+    return tuple(word for flag, value in (("--mem", mem), ("--time", time)) if value is not None
+                 for word in (flag, value))
 
 
 def check_sizes(mem: str | None, time: str | None) -> tuple[str | None, str | None]:

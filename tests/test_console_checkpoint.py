@@ -1759,16 +1759,27 @@ def test_a_slurm_run_opened_by_its_checkpoint_alone_is_resubmitted_with_the_reco
 
 
 def test_resubmit_confirmation_counts_shards_and_sbatch_calls_and_says_the_memory_they_ran_out_of(
-        tmp_path: Path) -> None:
+        tmp_path: Path, cli_env) -> None:
     """The title was `Resubmit shards 20,48,50,...,1... (46 characters)?`: the shards cut to 40
     characters and the length of the list. It now counts shards and sbatch calls as the Submit
     screen does, and the dialog and the Retry tab say, in `hyperion-checkpoint retry --dry-run`'s
-    words, that the shard ran OUT_OF_MEMORY and what --mem auto would ask for."""
+    words, that the shard ran OUT_OF_MEMORY and what --mem auto would ask for. The dialog offered
+    no way to ask for it (only the record's --mem 100M, which ran out): it offers Resubmit with
+    proposed sizes, named as the `hyperion-checkpoint retry ... --mem auto` whose command it shows."""
+    import shlex
+
+    from textual.widgets import Button
     from test_checkpoint_retry_sizes import oom_run
 
     ck, record = oom_run(tmp_path)
     advice = ("sizes: as before; --mem auto would ask for --mem 200M: 1 task(s) OUT_OF_MEMORY; "
               "2x the request 100M (1.5x the largest MaxRSS 90M is less)")
+    cli = ("hyperion-checkpoint", "retry", str(ck), "--submit", str(record), "--max-array-size", "1001", "--mem", "auto")
+    would = run_cli(*cli, "--dry-run", env=cli_env)
+    assert would.returncode == 0, would.stderr
+    command = (would.stdout.splitlines()[0].split(f" in {tmp_path}: ", 1)[1]      # `would resubmit ... in DIR: CMD`
+               .removesuffix(", in windows of at most 1001 tasks (--max-array-size)"))
+    assert "--mem 200M" in command
 
     async def scenario() -> None:
         seen: list = []
@@ -1779,10 +1790,18 @@ def test_resubmit_confirmation_counts_shards_and_sbatch_calls_and_says_the_memor
             await _show_tab(pilot, "tab-retry")
             await wait_for(pilot, lambda: advice in text_of(screen.query_one("#retry-commands")), 10)
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)      # and composed
+                           and bool(app.screen.query("#confirm-detail Static")), 10)
             assert text_of(app.screen.query_one("#confirm-title")) == "Resubmit 1 shard(s) to slurm in 1 sbatch call?"
             detail = text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
-            assert "shards:  2" in detail and detail[-1] == advice, detail
+            assert "shards:  2" in detail and advice in detail, detail
+            assert "--mem 100M" in next(line for line in detail if line.startswith("command: "))
+            assert str(app.screen.query_one("#confirm-other", Button).label) == "Resubmit with proposed sizes"
+            proposed = detail[detail.index(advice) + 1:]
+            assert proposed[:4] == ["", f"Resubmit with proposed sizes (s) runs as: {shlex.join(cli)}",
+                                    "sizes: --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request 100M (1.5x the "
+                                    "largest MaxRSS 90M is less)", f"command: {command}"], proposed
+            assert "--mem=200M" in proposed[4] and proposed[4].startswith("sbatch:  "), proposed
             await pilot.press("n")
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen) and not posted(seen, ResubmitRequested)
@@ -1830,3 +1849,78 @@ def test_a_resubmit_whose_shards_another_terminal_completed_meanwhile_runs_nothi
     asyncio.run(scenario())
     history = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
     assert [(a["attempt"], a["kind"]) for a in history["attempts"]] == [(1, "submit"), (2, "resubmit")]
+
+
+@pytest.mark.slurm
+def test_resubmit_with_proposed_sizes_reruns_a_timed_out_shard_with_time_auto(slurm_cluster, tmp_path: Path,
+                                                                              cli_env) -> None:
+    """A shard ended TIMEOUT under --time 1. The Retry tab and the confirmation said what --time auto
+    would ask for, but Resubmit could only rerun it with the record's --time 1, and it timed out
+    again. The confirmation offers Resubmit with proposed sizes: it runs what `hyperion-checkpoint
+    retry CKPT --submit RECORD --time auto` runs (its dry run's command), sbatch asks for 00:02:00,
+    and the shard, which takes 70 s, completes."""
+    import shlex
+    import subprocess
+
+    from textual.widgets import Button
+
+    from backends.launch import working_dir
+
+    make_input(tmp_path / "input", 2, 1)
+    # shard 2 sleeps past its minute the first time (Slurm's limit is enforced in steps: a task 10 s
+    # over may still finish), then 70 s: more than --time 1 gives, less than twice it
+    mark = tmp_path / "slept"
+    gate = (f's=$1; shift; if [ "$s" = 2 ]; then if [ -e {mark} ]; then sleep 70; else touch {mark}; sleep 170; fi; '
+            'fi; exec "$@" --shard-index "$s"')
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:2", "--time", "1",
+        "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--", "sh", "-c", gate, "gate", "SHARD",
+        sys.executable, "-m", "sharding.example", "--input", str(tmp_path / "input"),
+        "--output", str(tmp_path / "output"), "--checkpoint", str(tmp_path / "ckpt"),
+        "--total-shards", "2", "--minimum-shard-index", "1"])
+    with working_dir(str(tmp_path)):         # the run's directory, which the commands name
+        first = submit(build_plan(site, options))
+    ended = wait(first)
+    assert [(task.value, state.state.value) for task, state in ended.bad] == [(2, "TIMEOUT")]
+    ck, record = tmp_path / "ckpt", Path(first.path)
+    advice = "sizes: as before; --time auto would ask for --time 00:02:00: 1 task(s) TIMEOUT; 2x the limit 00:01:00"
+    cli = ("hyperion-checkpoint", "retry", str(ck), "--submit", str(record), "--max-array-size", "1001",
+           "--time", "auto")
+    would = run_cli(*cli, "--dry-run", env=cli_env)
+    assert would.returncode == 0, would.stderr
+    command = (would.stdout.splitlines()[0].split(f" in {tmp_path}: ", 1)[1]
+               .removesuffix(", in windows of at most 1001 tasks (--max-array-size)"))
+    assert "--time 00:02:00" in command, command
+    new_job: list[str] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=ck, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            await _show_tab(pilot, "tab-retry")
+            await wait_for(pilot, lambda: advice in text_of(screen.query_one("#retry-commands")), 20)
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)      # and composed
+                           and bool(app.screen.query("#confirm-detail Static")), 20)
+            detail = text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
+            assert "--time 1 " in next(line for line in detail if line.startswith("command: ")), detail
+            assert str(app.screen.query_one("#confirm-other", Button).label) == "Resubmit with proposed sizes"
+            proposed = detail[detail.index(advice) + 1:]
+            assert proposed[:4] == ["", f"Resubmit with proposed sizes (s) runs as: {shlex.join(cli)}",
+                                    "sizes: --time 00:02:00: 1 task(s) TIMEOUT; 2x the limit 00:01:00",
+                                    f"command: {command}"], proposed
+            assert "--time=00:02:00" in proposed[4], proposed
+            await pilot.press("s")
+            await wait_for(pilot, lambda: app.screen is app.jobs_screen and app.jobs_screen.record is not None
+                           and app.jobs_screen.record.jobs[0].job_id != first.jobs[0].job_id, 60)
+            new_job.append(app.jobs_screen.record.jobs[0].job_id)
+            table = app.jobs_screen.query_one("#tasks")
+            assert table_column(table, "attempt") == ["1", "2"]
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 2, 180)
+
+    asyncio.run(scenario())
+    limits = subprocess.run(["sacct", "-j", new_job[0], "-X", "-n", "-P", "-o", "JobID,Timelimit,State"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert limits == [f"{new_job[0]}_2|00:02:00|COMPLETED"], limits
+    assert plan_retry(ck).complete

@@ -36,12 +36,15 @@ from backends.shellwords import shell_join, shell_quote
 from sharding.coverage import Coverage, Standing
 from sharding.resubmit import (
     Resubmission,
+    ShardSizes,
     StillRunning,
     check_not_running,
     check_under_lock,
     prepare_from_retry,
     prepare_resubmit,
+    rerun_argv,
     retry_array_limit,
+    shard_sizes,
     working_dir,
 )
 from sharding.retry import (MAX_MISSING_LISTED, RetryPlan, format_fields, parse_max_array_size, retry_from_coverage,
@@ -51,6 +54,7 @@ from sharding.store import FailedRecord
 
 from ..checkpoint_read import (
     CheckpointRead,
+    Proposed,
     change_stamp,
     NoneNamed,
     read_checkpoint,
@@ -71,7 +75,7 @@ from ..shown import shown, tell
 from ..widgets.coverage import CoverageMap
 from ..widgets.field import Field
 from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
-from .confirm import ConfirmScreen
+from .confirm import OTHER, ConfirmScreen
 
 # The field's hint with neither a record nor a site file on the Submit screen: where a limit is taken from
 NO_SITE_LIMIT = "no submit record, no site file on the Submit screen"
@@ -126,6 +130,29 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
               f"command: {shell_join(plan.argv)}"]
     lines += [f"sbatch:  {shell_join(window.sbatch_argv)}" for window in plan.windows[:MAX_WINDOW_ROWS]]
     lines += [printable(line) for line in size_lines]
+    return "\n".join(lines)
+
+
+PROPOSED = "Resubmit with proposed sizes"   # the confirmation's second yes (`Use proposed sizes` in the Jobs screen's Retry)
+
+
+class SizedConfirmScreen(ConfirmScreen):
+    """The Resubmit confirmation when the shards ran out of a size the record keeps: a second yes,
+    PROPOSED (or `s`), resubmits with the sizes auto would ask for."""
+
+    BINDINGS = [Binding("s", f"answer('{OTHER}')", "With proposed sizes")]
+
+
+def proposed_text(prepared: Resubmission, cli: Sequence[str], sizes: ShardSizes) -> str:
+    """The confirmation's block for Resubmit with proposed sizes: the command of `hyperion-checkpoint
+    retry` it runs as (`cli`: with --mem auto / --time auto), the `sizes: ...` lines of what auto
+    chose, then its command and sbatch calls, in `confirmation_text`'s words."""
+    plan = prepared.plan
+    assert plan is not None
+    lines = ["", f"{PROPOSED} (s) runs as: {shell_join(cli)}"]
+    lines += [printable(line) for line in sizes.lines()]
+    lines.append(f"command: {shell_join(plan.argv)}")
+    lines += [f"sbatch:  {shell_join(window.sbatch_argv)}" for window in plan.windows[:MAX_WINDOW_ROWS]]
     return "\n".join(lines)
 
 
@@ -281,6 +308,8 @@ class CheckpointScreen(ConsoleScreen):
         self.running_problem: str | None = None
         # the `sizes: ...` lines of `retry --submit RECORD --dry-run` for the record (absolute) they are of
         self.sizes: tuple[str | None, tuple[str, ...]] = (None, ())
+        # what Resubmit with proposed sizes asks for, of the record (absolute) the read asked about
+        self.proposed: tuple[str | None, Proposed | None] = (None, None)
         # whether Slurm was asked about the record for the read on screen: only for the Retry tab and
         # Resubmit (every read asked, each `r` on the Coverage tab one more sacct+squeue)
         self._running_asked = False
@@ -441,7 +470,7 @@ class CheckpointScreen(ConsoleScreen):
             if not source and (not typed or typed == self._filled_record) else None
         self._reading = self.read_in_worker(None if source else self.checkpoint, source, typed_path,
                                             self._running_needed(), typed_path is not None and source == typed_path,
-                                            search)
+                                            search, self._confirm_after_read)
         self._show_reading()
         if self._ticker is not None:
             self._ticker.stop()
@@ -468,13 +497,14 @@ class CheckpointScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="checkpoint-read", exit_on_error=False)
     def read_in_worker(self, checkpoint: Path | None, record: str | None = None,
                        resubmit_record: str | None = None, ask: bool = False, typed: bool = False,
-                       search: list[str] | None = None) -> None:
+                       search: list[str] | None = None, propose: bool = False) -> None:
         """Read `checkpoint`, or (None) the one `record`'s command names: looking for it stats the
         paths the command names, which a hung NFS mount would hold up, so not on the interface thread.
         `ask`: also whether the record's tasks still run (`_running_needed`). `typed`: `record` is the
         record field's, a problem with it names the field as the CLI's option, `--record`. `search`:
         the folders to look in for the records naming the checkpoint (no record typed); the one found
-        is the record asked about."""
+        is the record asked about. `propose` (a Resubmit): the sizes auto would ask for too, where the
+        shards ran out of some (`with_running`)."""
         worker = get_current_worker()     # cancelled: superseded, or the console quit: stop reading
         if checkpoint is None:
             read = read_named_checkpoint(str(record), worker.cancelled_event, RECORD_OPTION if typed else None)
@@ -486,7 +516,7 @@ class CheckpointScreen(ConsoleScreen):
                 resubmit_record = read.record_found
         if ask and isinstance(read, CheckpointRead) and not worker.is_cancelled:   # the record found it, or it was given
             read = with_running(read, read.found_by or resubmit_record, self.app.query_budget,
-                                worker.cancelled_event)
+                                worker.cancelled_event, propose)
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_read, read, worker, record)
 
@@ -539,6 +569,7 @@ class CheckpointScreen(ConsoleScreen):
             self._shown_at = self._read_at        # a later read that fails leaves this one shown
             self.running, self.running_problem = read.running, read.running_problem
             self.sizes = (read.sizes_for, read.size_lines)
+            self.proposed = (read.sizes_for, read.proposed)
             self._running_asked = read.asked
             self.show_coverage(read)
             if not read.asked and self._running_needed():   # the Retry tab was opened during the read
@@ -593,6 +624,7 @@ class CheckpointScreen(ConsoleScreen):
         self.query_one("#ckpt-changed", Static).display = False     # no read shown: none out of date
         self.running, self.running_problem, self._running_asked = None, None, False
         self.sizes = (None, ())
+        self.proposed = (None, None)
         self._stop_asking()
 
     def _running_needed(self) -> bool:
@@ -847,8 +879,13 @@ class CheckpointScreen(ConsoleScreen):
         for window in submit_plan.windows:
             text.append_text(shown(f"\n  {shell_join(window.sbatch_argv)}", "dim", layout=True))
         text.append("\n")
-        for line in self.size_lines(record_text):        # the shards ran out of a size kept: say so
+        advice = self.size_lines(record_text)
+        for line in advice:        # the shards ran out of a size kept: say so
             text.append_text(shown(f"  {line}", "yellow"))
+            text.append("\n")
+        if advice:                 # and how to ask for what auto would
+            text.append_text(shown(f"  ctrl+r's confirmation offers {PROPOSED} (as --mem auto / --time auto)",
+                                   "yellow"))
             text.append("\n")
         return text
 
@@ -939,26 +976,53 @@ class CheckpointScreen(ConsoleScreen):
             return
         untrusted = trust_problem(record_path)
         confirmed = (tuple(prepared.plan.argv), prepared.record.cwd, untrusted)
+        question = confirm_question(prepared.plan, "Resubmit", "shard(s)")
+        text = confirmation_text(prepared, record_path, untrusted, self.size_lines(record_path))
+        # the shards ran out of a size the record keeps: a second yes resubmits with what auto asks for,
+        # planned by the bridge as `hyperion-checkpoint retry --submit RECORD --mem auto --time auto` plans it
+        proposed = self.proposal(record_path)
+        sized = None
+        if proposed is not None and proposed.sizes is not None:
+            sized = prepare_from_retry(plan, record_path, record, proposed.sizes)
+            assert sized.plan is not None and sized.record is not None
+            cli = (*rerun_argv(str(self.checkpoint), record_path, plan.max_array_size), *proposed.flags())
+            text += "\n" + proposed_text(sized, cli, proposed.sizes)
+        elif proposed is not None:
+            text += "\n\n" + printable(f"{PROPOSED}: not offered: {proposed.problem}")
 
-        def answered(yes: bool | None) -> None:
-            if yes:
+        def answered(yes: bool | str | None) -> None:
+            if yes == OTHER and sized is not None and sized.plan is not None and sized.record is not None:
+                assert proposed is not None
+                self.post_message(ResubmitRequested(str(self.checkpoint), record_text, plan.max_array_size,
+                                                    proposed.mem, proposed.time))
+                self.run_resubmit(record_path, plan.max_array_size, (tuple(sized.plan.argv), sized.record.cwd,
+                                                                     untrusted), (proposed.mem, proposed.time))
+            elif yes is True:
                 self.post_message(ResubmitRequested(str(self.checkpoint), record_text,
                                                     plan.max_array_size))
                 self.run_resubmit(record_path, plan.max_array_size, confirmed)
 
-        self.app.push_screen(ConfirmScreen(confirm_question(prepared.plan, "Resubmit", "shard(s)"),
-                                           confirmation_text(prepared, record_path, untrusted,
-                                                             self.size_lines(record_path)),
-                                           yes="Resubmit"), answered)
+        if sized is None:
+            self.app.push_screen(ConfirmScreen(question, text, yes="Resubmit"), answered)
+        else:
+            self.app.push_screen(SizedConfirmScreen(question, text, yes="Resubmit", other=PROPOSED), answered)
+
+    def proposal(self, record_path: str) -> Proposed | None:
+        """What Resubmit with proposed sizes asks for `record_path` (the read's), None for another record."""
+        asked, proposed = self.proposed
+        return proposed if asked == os.path.abspath(record_path) else None
 
     @work(thread=True, exclusive=True, group="resubmit", exit_on_error=False)
     def run_resubmit(self, record_path: str, max_array_size: int | None,
-                     confirmed: tuple[tuple[str, ...], str, str | None] | None = None) -> None:
+                     confirmed: tuple[tuple[str, ...], str, str | None] | None = None,
+                     sizes: tuple[str | None, str | None] = (None, None)) -> None:
         """The bridge plans the retry; the core runs it exactly as hyperion-checkpoint does.
 
         Planned again here (the checkpoint may have moved on): if the command,
         its directory or the record's ownership differ from what the user
-        confirmed, nothing runs.
+        confirmed, nothing runs. `sizes`, a --mem and a --time (``auto``: Resubmit with proposed
+        sizes), replace the record's as `hyperion-checkpoint retry --submit RECORD --mem MEM --time
+        TIME` replaces them (`shard_sizes`, asked once the record's tasks are known to have ended).
         """
         prepared = prepare_resubmit(
             str(self.checkpoint), record_path, max_array_size)
@@ -968,6 +1032,11 @@ class CheckpointScreen(ConsoleScreen):
             self.app.call_from_thread(self.action_reload)
             return
         settled = check_not_running(record_path, retry)   # tasks may have started since the read: asked again
+        if sizes != (None, None):                         # the rows of the ended tasks: the ledger's now
+            prepared = prepare_from_retry(retry, os.path.abspath(record_path), prepared.record,
+                                          shard_sizes(retry, record_path, *sizes))
+            plan = prepared.plan
+            assert plan is not None and prepared.record is not None
         # asked again under the lock (its paths resolved here, before the chdir): another terminal's
         # retry may run the same shards between the read and the lock
         under_lock = check_under_lock(record_path, plan.record_path, retry, settled,

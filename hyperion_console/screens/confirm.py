@@ -10,9 +10,12 @@ from textual.widgets import Button, Label, Static
 from ..shown import shown
 from .base import console_footer
 
+OTHER = "other"    # the answer of a confirmation's second yes (`other`)
 
-class ConfirmScreen(ModalScreen[bool]):
-    """Dismisses with True only on an explicit yes."""
+
+class ConfirmScreen(ModalScreen["bool | str"]):
+    """Dismisses with True only on an explicit yes; with OTHER on the second yes, `other` (a button
+    between yes and no, e.g. Resubmit with proposed sizes), when there is one."""
 
     # Its own footer lists them: the screen's footer behind the dialog showed that screen's keys
     # (ctrl+s, 1/2/3), none of which work while it is up, and not the y / n / escape that do.
@@ -22,11 +25,12 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("escape", "cancel", "Cancel"),     # its own action: the footer shows one key per action
     ]
 
-    def __init__(self, title: str, detail: str = "", yes: str = "Yes") -> None:
+    def __init__(self, title: str, detail: str = "", yes: str = "Yes", other: str | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.detail = detail
         self.yes = yes
+        self.other = other
         self.answer: bool | None = None     # set as the answer is given, before the dismissal runs
 
     def compose(self) -> ComposeResult:
@@ -36,6 +40,8 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Static(shown(self.detail, layout=True))
             with Horizontal(id="confirm-buttons"):
                 yield Button(self.yes, variant="error", id="confirm-yes", compact=True)
+                if self.other is not None:
+                    yield Button(self.other, variant="warning", id="confirm-other", compact=True)
                 yield Button("No", variant="primary", id="confirm-no", compact=True)
         yield console_footer()
 
@@ -44,13 +50,13 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.action_answer(event.button.id == "confirm-yes")
+        self.action_answer(OTHER if event.button.id == "confirm-other" else event.button.id == "confirm-yes")
 
     def action_cancel(self) -> None:
         """Escape: no."""
         self.action_answer(False)
 
-    def action_answer(self, value: bool) -> None:
+    def action_answer(self, value: bool | str) -> None:
         """The first answer counts: a `y n` read at once (or a click and a key) answers once."""
         if self.answer is None:
             self.answer = value
