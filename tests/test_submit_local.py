@@ -226,6 +226,28 @@ def test_the_torchrun_warning_looks_at_the_first_word_a_task_runs_and_advises_on
            "give a Python file (-- SCRIPT.py ...)" in bash, bash
 
 
+def test_the_torchrun_warning_of_a_script_in_the_working_directory_advises_no_path_lookup(tmp_path, cli_env):
+    """`-- run.sh` (a bash script in the working directory, not on PATH) was told to give
+    `-- "$(command -v run.sh)" ...`: pasted, `command -v run.sh` prints nothing and torchrun is handed
+    an empty word. torchrun opens run.sh where it is; the advice is to name a Python file."""
+    (tmp_path / "run.sh").write_text("#!/bin/bash\necho hi\n")
+    os.mkfifo(tmp_path / "pipe")
+
+    def warned(*command: str) -> str:
+        run = submit(tmp_path, cli_env, "--dry-run", "--num-gpus", "2", "--output-file", "t.log", "--", *command,
+                     timeout=20)
+        assert run.returncode == 0 and "torchrun" in run.stdout, (run.stdout, run.stderr)
+        return run.stderr
+
+    for name, why in (("run.sh", "is a script for another interpreter"), ("pipe", "is not a regular file")):
+        said = warned(name, "--lr", "1")
+        pasted = subprocess.run(["bash", "-c", f"command -v {name}"], cwd=tmp_path, env=cli_env,
+                                capture_output=True, text=True).stdout
+        assert pasted == "", pasted       # what the old advice's "$(command -v ...)" gave
+        assert f"{name} {why}" in said and "command -v" not in said, said
+        assert said.rstrip().endswith("give a Python file (-- SCRIPT.py ...)"), said
+
+
 def test_one_gpu_runs_the_command_directly(tmp_path, cli_env):
     result = submit(tmp_path, cli_env, "--num-gpus", "1", "--output-file", "t.log", "--",
                     PY, "-c", "import sys; print(sys.argv)")

@@ -19,6 +19,7 @@ from backends.shellwords import shell_quote
 from backends.submit.model import SubmitPlan, substitute
 
 _INTERPRETER = re.compile(r"python[0-9.]*")
+_NO_FILE = "is not a file in the working directory (torchrun does not look on PATH)"
 _HEAD = 256                     # the first line of a script is all that is read of it
 
 
@@ -48,7 +49,7 @@ def torchrun_warning(num_gpus: int, command: Sequence[str], cwd: str = ".",
     why = _not_a_python_file(os.path.join(cwd, path))
     if why is None:
         return None
-    if os.sep in first:
+    if os.sep in first or why != _NO_FILE:   # `-- run.sh`, a bash script here: `command -v run.sh` is empty
         return f"{lead}: {named} {why}; give a Python file (-- SCRIPT.py ...)"
     found = shutil.which(path)
     other = _not_a_python_file(found) if found is not None else None
@@ -65,7 +66,7 @@ def _not_a_python_file(path: str) -> str | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO put there meanwhile opens at once
     except FileNotFoundError:
-        return "is not a file in the working directory (torchrun does not look on PATH)"
+        return _NO_FILE
     except OSError as exc:        # a symbolic link loop, a file you may not read: torchrun cannot either
         return f"cannot be read ({exc.strerror or exc})"
     try:
