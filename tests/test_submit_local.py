@@ -180,8 +180,14 @@ def test_a_command_torchrun_will_not_start_is_warned_about_before_it_runs(tmp_pa
     (tmp_path / "shim").write_text("#!/usr/bin/env python3\nprint('hi')\n")
     os.mkfifo(tmp_path / "pipe")
 
-    def warned(*command: str, gpus: str = "2") -> str:
-        run = submit(tmp_path, cli_env, "--dry-run", "--num-gpus", gpus, "--output-file", "t.log", "--", *command,
+    tools = tmp_path.parent / f"{tmp_path.name}-bin"     # a console script installed on PATH
+    tools.mkdir()
+    (tools / "hyperion-train").write_text("#!/usr/bin/env python3\nprint('hi')\n")
+    (tools / "hyperion-train").chmod(0o755)
+
+    def warned(*command: str, gpus: str = "2", path: bool = False) -> str:
+        env = {**cli_env, "PATH": f"{tools}{os.pathsep}{cli_env['PATH']}"} if path else cli_env
+        run = submit(tmp_path, env, "--dry-run", "--num-gpus", gpus, "--output-file", "t.log", "--", *command,
                      timeout=20)
         assert run.returncode == 0 and "torchrun" in run.stdout or gpus == "1", (run.stdout, run.stderr)
         return run.stderr
@@ -195,7 +201,11 @@ def test_a_command_torchrun_will_not_start_is_warned_about_before_it_runs(tmp_pa
     os.symlink("loop", tmp_path / "loop")
     assert "loop cannot be read (Too many levels of symbolic links)" in warned("./loop")
     assert 'hyperion-train is not a file in the working directory (torchrun does not look on PATH); give a Python ' \
-           'file (-- "$(command -v hyperion-train)" ...)' in warned("hyperion-train", "resnet")
+           'file (-- "$(command -v hyperion-train)" ...)' in warned("hyperion-train", "resnet", path=True)
+    # not on PATH either: `"$(command -v hyperion-train)"` pasted is an empty word
+    assert warned("hyperion-train", "resnet").endswith(
+        "hyperion-train is not a file in the working directory, nor a command on PATH; give a Python file "
+        "(-- SCRIPT.py ...)\n")
     assert "./run.sh is a script for another interpreter" in warned("./run.sh")
     assert "pipe is not a regular file" in warned("pipe")
     assert warned("train.py", "--lr", "1") == "" and warned("./shim") == ""

@@ -52,7 +52,10 @@ def torchrun_warning(num_gpus: int, command: Sequence[str], cwd: str = ".",
     if os.sep in first or why != _NO_FILE:   # `-- run.sh`, a bash script here: `command -v run.sh` is empty
         return f"{lead}: {named} {why}; give a Python file (-- SCRIPT.py ...)"
     found = shutil.which(path)
-    other = _not_a_python_file(found) if found is not None else None
+    if found is None:           # `command -v NAME` pasted would hand torchrun an empty word
+        return (f"{lead}: {named} is not a file in the working directory, nor a command on PATH; "
+                f"give a Python file (-- SCRIPT.py ...)")
+    other = _not_a_python_file(found)
     if other is not None:       # `-- bash run.sh`: "$(command -v bash)" would not start either
         return f"{lead}: {named} {why}, and {cut(found, 80)} on PATH {other}; give a Python file (-- SCRIPT.py ...)"
     return f'{lead}: {named} {why}; give a Python file (-- "$(command -v {shell_quote(named)})" ...)'
