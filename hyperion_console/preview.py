@@ -52,6 +52,7 @@ class Preview:
     field: str | None = None                 # the form field the error names
     seconds: float = 0.0                     # how long the core took: a slow form is planned in a worker
     ran_before: str | None = None            # the output file ran before: the run's attempt, its logs moved
+    warning: str | None = None               # hyperion-submit's torchrun warning (the preview's first line)
 
 
 def confirm_question(plan: SubmitPlan, verb: str = "Submit", what: str = "task(s)") -> str:
@@ -105,4 +106,4 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
         return Preview(form, error=describe_error(exc), field=field_of_error(exc),
                        seconds=time.perf_counter() - started)
     return Preview(form, tuple(argv), plan, command, text, seconds=time.perf_counter() - started,
-                   ran_before=ran_before)
+                   ran_before=ran_before, warning=torchrun)

@@ -92,7 +92,8 @@ def test_preview_is_what_hyperion_submit_dry_run_prints(tmp_path: Path, cli_env)
                  array="JOB=1:3", max_jobs_run="2", output_file=str(tmp_path / "log" / "t.JOB.log"),
                  env="SHARDS=12 'GREETING=hello world'", command="python -c 'print(1)' --part JOB")
             await pilot.pause()
-            assert str(screen.query_one("#submit-error").content) == "✓ valid"
+            assert str(screen.query_one("#submit-error").content) == (
+                "✓ valid · ⚠ torchrun will not start this command: see the warning under it")
             return (str(screen.query_one("#submit-command").content),
                     str(screen.query_one("#submit-preview").content))
 
@@ -107,6 +108,33 @@ def test_preview_is_what_hyperion_submit_dry_run_prints(tmp_path: Path, cli_env)
     assert warning == "# " + dry.stderr.strip() and "hyperion-submit: warning: --num-gpus 2" in warning, dry.stderr
     assert rest.rstrip("\n") == dry.stdout.rstrip("\n")
     assert not (tmp_path / "log").exists()      # planning wrote nothing
+
+
+def test_a_torchrun_warning_below_a_long_command_is_said_where_the_screen_shows_it(tmp_path: Path) -> None:
+    """`--num-gpus 2 -- python train.py ...` with a recipe's long arguments, at 80x24: the command
+    filled the preview pane and its warning (the preview's first line) was below the fold; the
+    line above the pane said only `✓ valid`, and the confirmation said nothing of it either."""
+    long_args = " ".join(f"--opt{i} /data/experiments/resnet34/with/a/long/path/{i}" for i in range(12))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="slurm", num_gpus="2", output_file=str(tmp_path / "log" / "t.log"),
+                 command=f"python train.py {long_args}")
+            await pilot.pause()
+            preview = screen.query_one("#submit-preview")
+            assert str(preview.content).startswith("# hyperion-submit: warning: --num-gpus 2 runs the command under")
+            assert preview.region.y >= 24 - 1, preview.region          # below what the screen shows
+            status = screen.query_one("#submit-error")
+            assert status.region.y + status.region.height <= 23, status.region     # on the screen
+            assert str(status.content) == (
+                "✓ valid · ⚠ torchrun will not start this command: see the warning under it")
+            fill(screen, command="train.py " + long_args)                # a Python file: no warning
+            await pilot.pause()
+            assert str(status.content) == "✓ valid"
+
+    asyncio.run(scenario())
 
 
 def test_preview_says_which_sbatch_variables_of_the_environment_are_not_passed(tmp_path: Path, cli_env,

@@ -327,7 +327,11 @@ class SubmitScreen(ConsoleScreen):
             return
         self.plan, self.argv = preview.plan, list(preview.argv or ())
         self.ran_before = preview.ran_before
-        error_box.update(Text("✓ valid", style="green"))
+        valid = Text("✓ valid", style="green")
+        if preview.warning:     # under a long command the preview's warning is below the fold
+            valid.append(" · ⚠ torchrun will not start this command: see the warning under it",
+                         style="bold yellow")
+        error_box.update(valid)
         self.query_one("#submit-command", Static).update(shown("$ " + preview.command, "bold"))
         self.query_one("#submit-preview", Static).update(preview.text or "")
         self.post_message(PreviewUpdated(preview.command, None))
