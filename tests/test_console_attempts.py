@@ -369,7 +369,7 @@ def test_usage_summary_counts_the_tasks_hyperion_jobs_usage_counts(tmp_path: Pat
     assert shown[1].startswith(f"elapsed med {median} p95 {p95} max {top} · "), (shown, cli)
     assert shown[2:] == [cli[0].removeprefix(f"{record}: ")], (shown, cli)
     # a local run has no --mem or --time: nothing was near one (it said "none" and "0", as if measured)
-    assert cli[-2:] == ["over 90% of --mem: - (no limit set)", "over 90% of --time: - (no limit set)"], cli
+    assert cli[-2:] == ["over 90% of --mem: - (no limit enforced)", "over 90% of --time: - (no limit enforced)"], cli
     assert shown[1].endswith("· >90% of --mem -, of --time -"), shown
 
 

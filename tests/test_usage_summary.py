@@ -69,8 +69,8 @@ def test_json_is_plain_data_with_the_spreads_and_the_near_limit_tasks() -> None:
         "cpu_efficiency": None,
         "near_memory_limit": [{"task": "5", "fraction": 0.99, "hit": False}],
         "near_time_limit": [],
-        "memory_limit_set": True,
-        "time_limit_set": False,        # no task had one: its [] is not "none near it"
+        "memory_limit_enforced": True,
+        "time_limit_enforced": False,        # no task had one: its [] is not "none near it"
     }
 
 

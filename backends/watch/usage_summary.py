@@ -65,8 +65,8 @@ class UsageSummary:
             "near_time_limit": [{"task": n.task, "fraction": n.fraction, "hit": n.hit}
                                 for n in self.near_time_limit],
             # an empty list above is "none near" only where a task had the limit (not a local run)
-            "memory_limit_set": self.memory_limited,
-            "time_limit_set": self.time_limited,
+            "memory_limit_enforced": self.memory_limited,
+            "time_limit_enforced": self.time_limited,
         }
 
 
@@ -259,9 +259,9 @@ def human_seconds(value: float | None) -> str:
 
 def _task_list(prefix: str, near: tuple[NearLimit, ...], limited: bool = True, width: int = 80) -> str:
     """``PREFIX 12_3 (98%), 12_7 (93%) and 4 more``: the most loaded first, within `width`; ``-
-    (no limit set)`` where no task had the limit to compare with (`limited` false)."""
+    (no limit enforced)`` where no task had the limit to compare with (`limited` false)."""
     if not near:
-        return prefix + ("none" if limited else "- (no limit set)")
+        return prefix + ("none" if limited else "- (no limit enforced)")
     shown: list[str] = []
     for i, n in enumerate(near):
         item = f"{n.task} ({'reached it' if n.hit else format(n.fraction, '.0%')})"
