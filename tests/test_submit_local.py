@@ -209,6 +209,7 @@ def test_a_command_torchrun_will_not_start_is_warned_about_before_it_runs(tmp_pa
     assert "./run.sh is a script for another interpreter" in warned("./run.sh")
     assert "pipe is not a regular file" in warned("pipe")
     assert warned("train.py", "--lr", "1") == "" and warned("./shim") == ""
+    assert "nosuch.py is not a file in the working directory" in warned("nosuch.py")     # it said nothing
     assert warned("python", "train.py", gpus="1") == ""
     assert not (tmp_path / "t.log").exists()
 

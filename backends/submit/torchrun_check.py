@@ -64,8 +64,8 @@ def torchrun_warning(num_gpus: int, command: Sequence[str], cwd: str = ".",
 def _not_a_python_file(path: str) -> str | None:
     """Why `path` will not run as ``python -u PATH``, None when it may. Only a regular file is
     opened (a FIFO would hang the submission), and only its first bytes are read."""
-    if path.endswith(".py"):
-        return None
+    if path.endswith(".py"):     # its text is Python's to judge; that it is there is ours
+        return _NO_FILE if not os.path.lexists(path) else None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO put there meanwhile opens at once
     except FileNotFoundError:
