@@ -623,6 +623,15 @@ def test_held_line_says_a_paused_window_is_all_that_is_left() -> None:
     assert held_line(record, own) == "7 tasks held by you (scontrol release '912637_[1-7]')"
     planned = _two_windows(Path("/nowhere"), held=True)                   # the plan's hold: a watcher's to lift
     assert held_line(planned, states("JobHeldUser", planned)) is None
+    # some held by you, some by an administrator: it said "2 tasks held by you and an administrator
+    # (JobHeldAdmin: only an administrator's scontrol release ...)" of tasks you may release yourself
+    mixed = states("JobHeldUser", record)
+    for task in (5, 6):
+        mixed[("912637", task)] = TaskState("912637", task, JobState.PENDING, None, None, None, None,
+                                            reason="JobHeldAdmin")
+    assert held_line(record, mixed) == (
+        "8 tasks held: 6 by you (scontrol release '912637_[0-4,7]'), 2 by an administrator (JobHeldAdmin: "
+        "only an administrator's scontrol release '912637_[5-6]' lets them run)")
 
 
 def test_the_status_line_says_a_window_you_paused_is_all_that_is_left(tmp_path: Path) -> None:

@@ -172,17 +172,22 @@ def _live_windows(record: SubmitRecord, states: Mapping[Key, object]) -> dict[st
     return live
 
 
-def release_words(paused: Mapping[str, object], live: Mapping[str, Sequence]) -> str:
-    """What `scontrol release` is given for the `paused` windows: a window some of whose tasks ended
-    by its held tasks (``'12_[3-4,7]'``, quoted for the shell), another by its job id. `scontrol
-    release 12` of an array with ended tasks releases the held ones but says `Job has already
-    finished` of each ended one and exits 1: the advice pasted looked like it failed."""
+def release_words(paused: Mapping[str, set[str]], live: Mapping[str, Sequence], reason: str | None = None) -> str:
+    """What `scontrol release` is given for the `paused` windows (job id -> hold reasons): a window
+    some of whose tasks ended, or that holds tasks for another `reason` too, by its held tasks
+    (``'12_[3-4,7]'``, quoted for the shell), another by its job id. `scontrol release 12` of an
+    array with ended tasks releases the held ones but says `Job has already finished` of each ended
+    one and exits 1: the advice pasted looked like it failed. `reason`: only the tasks held so."""
     words = []
-    for job in paused:
+    for job, reasons in paused.items():
+        if reason is not None and reason not in reasons:
+            continue
         known = live.get(job, ())
-        held = sorted(s.task_id for s in known if s.task_id is not None and _waiting(s.state)
-                      and getattr(s, "reason", None) in HELD_REASONS)
-        if held and any(s.state is not None and s.state.is_terminal for s in known):
+        waiting = [s for s in known if s.task_id is not None and _waiting(s.state)]
+        held = sorted(s.task_id for s in waiting if getattr(s, "reason", None) in HELD_REASONS
+                      and (reason is None or s.reason == reason))
+        ended = any(s.state is not None and s.state.is_terminal for s in known)
+        if held and (ended or len(held) < len(waiting)):
             words.append(f"{job}_{held[0]}" if len(held) == 1 else f"{job}_[{compress(held)}]")
         else:
             words.append(job)
@@ -196,7 +201,8 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
 
     `states`: Key -> TaskState or TaskRow, the latest known. A window the plan submitted held
     (a watcher releases it) is not one. The table said `PENDING JobHeldUser` and the status line
-    its age only: a run paused and forgotten looked like one waiting for the cluster.
+    its age only: a run paused and forgotten looked like one waiting for the cluster. Tasks held
+    by you and by an administrator are said apart: yours you may release.
     """
     live = _live_windows(record, states)
     paused = _paused_windows(record, live)
@@ -205,15 +211,18 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
     known = [state for job in paused for state in live[job]]
     if any(s.state in _HOLDING for s in known):     # a task of a held window still runs: not all left
         return None
-    count = sum(1 for s in known if _waiting(s.state))
-    reasons = {reason for reasons in paused.values() for reason in reasons}
-    who = {frozenset({"JobHeldUser"}): "you", frozenset({"JobHeldAdmin"}): "an administrator"}.get(
-        frozenset(reasons), "you and an administrator")
-    jobs = printable(release_words(paused, live))
-    tasks = f"{count} task{'' if count == 1 else 's'}"
-    if "JobHeldAdmin" in reasons:
-        return f"{tasks} held by {who} (JobHeldAdmin: only an administrator's scontrol release {jobs} lets them run)"
-    return f"{tasks} held by {who} (scontrol release {jobs})"
+    waiting = [s for s in known if _waiting(s.state)]
+    said = {reason: sum(1 for s in waiting if s.reason == reason) for reason in ("JobHeldUser", "JobHeldAdmin")}
+    yours = f"by you (scontrol release {printable(release_words(paused, live, 'JobHeldUser'))})"
+    theirs = (f"by an administrator (JobHeldAdmin: only an administrator's scontrol release "
+              f"{printable(release_words(paused, live, 'JobHeldAdmin'))} lets them run)")
+    if said["JobHeldUser"] and said["JobHeldAdmin"]:
+        return f"{_tasks(len(waiting))} held: {said['JobHeldUser']} {yours}, {said['JobHeldAdmin']} {theirs}"
+    return f"{_tasks(len(waiting))} held {theirs if said['JobHeldAdmin'] else yours}"
+
+
+def _tasks(count: int) -> str:
+    return f"{count} task{'' if count == 1 else 's'}"
 
 
 def _paused_windows(record: SubmitRecord, live: Mapping[str, Sequence]) -> dict[str, set[str]]:
