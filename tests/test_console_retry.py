@@ -522,3 +522,41 @@ def test_a_confirmed_retry_says_when_slurm_could_not_say_whether_it_requeued(tmp
         assert load_history(record).numbers == (1,)
 
     asyncio.run(scenario())
+
+
+
+def test_the_retry_button_shows_its_whole_label_once_the_plan_arrives(tmp_path: Path, monkeypatch) -> None:
+    """The dialog is drawn before its plan (made in a thread) arrives, its button reading `Retry…`; the
+    label then became `Retry 3 task(s)…` but the button kept the width of `Retry…`, and the label
+    wrapped inside it: the screen showed `Retry 3`, cut with nothing to say so (seen in tmux at 100x30
+    after R on a failure group, and after typing `auto` into --mem: `a`, `au`, `aut` are refused)."""
+    record = build_history(tmp_path, SITE)
+    import hyperion_console.screens.retry as retry_screen
+    planned, gate = retry_screen.preview, threading.Event()
+    monkeypatch.setattr(retry_screen, "preview", lambda *args: (gate.wait(10), planned(*args))[1])
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+            await pilot.pause(0.5)
+            await pilot.press("R")
+            await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+            screen = app.screen
+            run = screen.query_one("#retry-run")
+            await pilot.pause(0.3)                  # laid out while the plan is still being made
+            assert "Retry…" in "".join(rendered(run))
+            gate.set()
+            await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+            await pilot.pause(0.3)
+            assert str(run.label) == "Retry 3 task(s)…"
+            assert "Retry 3 task(s)…" in "".join(rendered(run)), rendered(run)
+            screen.set_field("mem", "a")            # refused: `Retry…` again, then mended
+            await wait_for(pilot, lambda: str(run.label) == "Retry…", 10)
+            await pilot.pause(0.3)
+            screen.set_field("mem", "300M")
+            await wait_for(pilot, lambda: str(run.label) == "Retry 3 task(s)…", 10)
+            await pilot.pause(0.3)
+            assert "Retry 3 task(s)…" in "".join(rendered(run)), rendered(run)
+
+    asyncio.run(scenario())

@@ -139,7 +139,13 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
         self.query_one("#retry-text", Static).update(shown(result.text or idle, layout=True))
         run = self.query_one("#retry-run", Button)
         run.disabled = result.retry is None
-        run.label = "Retry…" if result.retry is None else f"Retry {len(result.retry.values)} task(s)…"
+        label = "Retry…" if result.retry is None else f"Retry {len(result.retry.values)} task(s)…"
+        if str(run.label) != label:
+            run.label = label
+            # A Button's label is drawn in the width laid out for the label before it: `Retry…` (drawn
+            # before the plan came, or while a field was refused) left `Retry 3 task(s)…` wrapped in
+            # it, the screen showing `Retry 3`, cut without a mark. Lay the row out again.
+            run.refresh(layout=True)
         sizes = result.sizes
         self.query_one("#retry-use-sizes", Button).disabled = sizes is None or not (sizes.mem or sizes.time)
         self.post_message(RetryPreviewed(result.record_path, result.attempt,
