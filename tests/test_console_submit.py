@@ -114,6 +114,8 @@ def test_a_torchrun_warning_below_a_long_command_is_said_where_the_screen_shows_
     """`--num-gpus 2 -- python train.py ...` with a recipe's long arguments, at 80x24: the command
     filled the preview pane and its warning (the preview's first line) was below the fold; the
     line above the pane said only `✓ valid`, and the confirmation said nothing of it either."""
+    script = tmp_path / "train.py"         # there: a missing one is warned about too
+    script.write_text("print('hi')\n")
     long_args = " ".join(f"--opt{i} /data/experiments/resnet34/with/a/long/path/{i}" for i in range(12))
 
     async def scenario() -> None:
@@ -130,7 +132,7 @@ def test_a_torchrun_warning_below_a_long_command_is_said_where_the_screen_shows_
             assert status.region.y + status.region.height <= 23, status.region     # on the screen
             assert str(status.content) == (
                 "✓ valid · ⚠ torchrun will not start this command: see the warning under it")
-            fill(screen, command="train.py " + long_args)                # a Python file: no warning
+            fill(screen, command=f"{script} " + long_args)               # a Python file: no warning
             await pilot.pause()
             assert str(status.content) == "✓ valid"
 
