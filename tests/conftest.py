@@ -42,6 +42,21 @@ def slurm_cluster() -> None:
         pytest.fail(f"tests/slurm/up.sh failed:\n{result.stdout}\n{result.stderr}")
 
 
+def _enforcing() -> bool:
+    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True).stdout
+    settings = {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in config.splitlines())}
+    return "MEMORY" in settings.get("SelectTypeParameters", "") and (
+        "task/cgroup" in settings.get("TaskPlugin", "") or "OverMemoryKill" in settings.get("JobAcctGatherParams", ""))
+
+
+@pytest.fixture(scope="module")
+def enforced_memory(slurm_cluster) -> None:
+    """The cluster as this tree's up.sh configures it; re-applied (as root) if someone changed it."""
+    if not _enforcing():
+        subprocess.run(["bash", str(SLURM_UP)], capture_output=True, text=True, timeout=300)
+    assert _enforcing(), "the cluster does not enforce --mem: run tests/slurm/up.sh of this tree"
+
+
 @pytest.fixture
 def test_site() -> Path:
     """The site YAML of the test cluster (partitions cpu/gpu, fake v100, MaxArraySize 1001)."""

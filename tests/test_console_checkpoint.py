@@ -1852,28 +1852,29 @@ def test_a_resubmit_whose_shards_another_terminal_completed_meanwhile_runs_nothi
 
 
 @pytest.mark.slurm
-def test_resubmit_with_proposed_sizes_reruns_a_timed_out_shard_with_time_auto(slurm_cluster, tmp_path: Path,
-                                                                              cli_env) -> None:
-    """A shard ended TIMEOUT under --time 1. The Retry tab and the confirmation said what --time auto
-    would ask for, but Resubmit could only rerun it with the record's --time 1, and it timed out
-    again. The confirmation offers Resubmit with proposed sizes: it runs what `hyperion-checkpoint
-    retry CKPT --submit RECORD --time auto` runs (its dry run's command), sbatch asks for 00:02:00,
-    and the shard, which takes 70 s, completes."""
+def test_resubmit_with_proposed_sizes_reruns_a_shard_out_of_memory_with_mem_auto(enforced_memory, tmp_path: Path,
+                                                                                 cli_env) -> None:
+    """A shard ended OUT_OF_MEMORY under --mem 100M. The Retry tab and the confirmation said what
+    --mem auto would ask for, but Resubmit could only rerun it with the record's --mem 100M, and it
+    ran out again. The confirmation offers Resubmit with proposed sizes: it runs what
+    `hyperion-checkpoint retry CKPT --submit RECORD --mem auto` runs (its dry run's command), sbatch
+    asks for 200M, and the shard, which needs 150 MB, completes. (The cluster kills a task at its
+    --mem within seconds; a TIMEOUT took minutes, and Slurm checks the time limit coarsely.)"""
     import shlex
     import subprocess
+    import time
 
     from textual.widgets import Button
 
     from backends.launch import working_dir
 
     make_input(tmp_path / "input", 2, 1)
-    # shard 2 sleeps past its minute the first time (Slurm's limit is enforced in steps: a task 10 s
-    # over may still finish), then 70 s: more than --time 1 gives, less than twice it
-    mark = tmp_path / "slept"
-    gate = (f's=$1; shift; if [ "$s" = 2 ]; then if [ -e {mark} ]; then sleep 70; else touch {mark}; sleep 170; fi; '
-            'fi; exec "$@" --shard-index "$s"')
+    # shard 2 needs 150 MB before it runs: more than --mem 100M, less than the 200M auto asks for
+    # (the cgroup kills it as it reaches 100M, so its MaxRSS stays small and 2x the request wins)
+    need = shlex.quote(sys.executable) + " -c " + shlex.quote("x = b'\\1' * (150 << 20)")
+    gate = f's=$1; shift; if [ "$s" = 2 ]; then {need} || exit 1; fi; exec "$@" --shard-index "$s"'
     site, options = parse_submit_argv([
-        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:2", "--time", "1",
+        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:2", "--mem", "100M",
         "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--", "sh", "-c", gate, "gate", "SHARD",
         sys.executable, "-m", "sharding.example", "--input", str(tmp_path / "input"),
         "--output", str(tmp_path / "output"), "--checkpoint", str(tmp_path / "ckpt"),
@@ -1881,16 +1882,31 @@ def test_resubmit_with_proposed_sizes_reruns_a_timed_out_shard_with_time_auto(sl
     with working_dir(str(tmp_path)):         # the run's directory, which the commands name
         first = submit(build_plan(site, options))
     ended = wait(first)
-    assert [(task.value, state.state.value) for task, state in ended.bad] == [(2, "TIMEOUT")]
+    assert [(task.value, state.state.value) for task, state in ended.bad] == [(2, "OUT_OF_MEMORY")]
     ck, record = tmp_path / "ckpt", Path(first.path)
-    advice = "sizes: as before; --time auto would ask for --time 00:02:00: 1 task(s) TIMEOUT; 2x the limit 00:01:00"
-    cli = ("hyperion-checkpoint", "retry", str(ck), "--submit", str(record), "--max-array-size", "1001",
-           "--time", "auto")
+    # sacct has the task's MaxRSS a little after it ended; the dry runs below and the console's read
+    # name it (`1.5x the largest MaxRSS 1.2M is less`), so all of them wait for it
+    deadline = time.monotonic() + 60
+    while True:
+        shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+        if shown["tasks"][1]["max_rss_bytes"] is not None or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert shown["tasks"][1]["max_rss_bytes"] is not None, shown
+    cli = ("hyperion-checkpoint", "retry", str(ck), "--submit", str(record), "--max-array-size", "1001")
+    plain = run_cli(*cli, "--dry-run", env=cli_env)     # the advice, in the CLI's words
+    assert plain.returncode == 0, plain.stderr
+    advice = plain.stdout.splitlines()[1].strip()
+    assert advice.startswith("sizes: as before; --mem auto would ask for --mem 200M: 1 task(s) OUT_OF_MEMORY; "
+                             "2x the request 100M"), plain.stdout
+    cli += ("--mem", "auto")
     would = run_cli(*cli, "--dry-run", env=cli_env)
     assert would.returncode == 0, would.stderr
     command = (would.stdout.splitlines()[0].split(f" in {tmp_path}: ", 1)[1]
                .removesuffix(", in windows of at most 1001 tasks (--max-array-size)"))
-    assert "--time 00:02:00" in command, command
+    assert "--mem 200M" in command and "100M" not in command, command
+    sizes = would.stdout.splitlines()[1].strip()
+    assert sizes == advice.replace("sizes: as before; --mem auto would ask for ", "sizes: "), would.stdout
     new_job: list[str] = []
 
     async def scenario() -> None:
@@ -1902,25 +1918,25 @@ def test_resubmit_with_proposed_sizes_reruns_a_timed_out_shard_with_time_auto(sl
             await wait_for(pilot, lambda: advice in text_of(screen.query_one("#retry-commands")), 20)
             await pilot.press("ctrl+r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)      # and composed
-                           and bool(app.screen.query("#confirm-detail Static")), 20)
+                           and bool(app.screen.query("#confirm-detail Static"))
+                           and bool(app.screen.query("#confirm-no")), 20)         # its buttons too
             detail = text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
-            assert "--time 1 " in next(line for line in detail if line.startswith("command: ")), detail
+            assert "--mem 100M " in next(line for line in detail if line.startswith("command: ")), detail
             assert str(app.screen.query_one("#confirm-other", Button).label) == "Resubmit with proposed sizes"
             proposed = detail[detail.index(advice) + 1:]
             assert proposed[:4] == ["", f"Resubmit with proposed sizes (s) runs as: {shlex.join(cli)}",
-                                    "sizes: --time 00:02:00: 1 task(s) TIMEOUT; 2x the limit 00:01:00",
-                                    f"command: {command}"], proposed
-            assert "--time=00:02:00" in proposed[4], proposed
+                                    sizes, f"command: {command}"], proposed
+            assert "--mem=200M" in proposed[4] and proposed[4].startswith("sbatch:  "), proposed
             await pilot.press("s")
             await wait_for(pilot, lambda: app.screen is app.jobs_screen and app.jobs_screen.record is not None
                            and app.jobs_screen.record.jobs[0].job_id != first.jobs[0].job_id, 60)
             new_job.append(app.jobs_screen.record.jobs[0].job_id)
             table = app.jobs_screen.query_one("#tasks")
             assert table_column(table, "attempt") == ["1", "2"]
-            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 2, 180)
+            await wait_for(pilot, lambda: table_column(table, "state") == ["COMPLETED"] * 2, 60)
 
     asyncio.run(scenario())
-    limits = subprocess.run(["sacct", "-j", new_job[0], "-X", "-n", "-P", "-o", "JobID,Timelimit,State"],
-                            capture_output=True, text=True, check=True).stdout.split()
-    assert limits == [f"{new_job[0]}_2|00:02:00|COMPLETED"], limits
+    asked = subprocess.run(["sacct", "-j", new_job[0], "-X", "-n", "-P", "-o", "JobID,ReqMem,State"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert asked == [f"{new_job[0]}_2|200M|COMPLETED"], asked
     assert plan_retry(ck).complete

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SLURM_UP, can_drop_rights, run_cli, without_rights
+from conftest import can_drop_rights, run_cli, without_rights
 
 from backends.records.record import load_record
 from backends.watch.rows import usage_missing
@@ -21,21 +21,6 @@ pytestmark = pytest.mark.slurm
 MB = 1000 ** 2
 REPO = Path(__file__).resolve().parents[1]
 HOLD = "import sys, time; x = b'\\1' * (int(sys.argv[1]) << 20); time.sleep(4)"
-
-
-def _enforcing() -> bool:
-    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True).stdout
-    settings = {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in config.splitlines())}
-    return "MEMORY" in settings.get("SelectTypeParameters", "") and (
-        "task/cgroup" in settings.get("TaskPlugin", "") or "OverMemoryKill" in settings.get("JobAcctGatherParams", ""))
-
-
-@pytest.fixture(scope="module")
-def enforced_memory(slurm_cluster) -> None:
-    """The cluster as this tree's up.sh configures it; re-applied (as root) if someone changed it."""
-    if not _enforcing():
-        subprocess.run(["bash", str(SLURM_UP)], capture_output=True, text=True, timeout=300)
-    assert _enforcing(), "the cluster does not enforce --mem: run tests/slurm/up.sh of this tree"
 
 
 def submit(site: Path, tmp_path: Path, env: dict[str, str], *argv: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
