@@ -13,6 +13,7 @@ from test_console_fixtures import (
     build_checkpoint,
     build_history,
     checkpoint_read,
+    confirmation,
     notifications,
     one_read,
     posted,
@@ -439,7 +440,7 @@ def test_quitting_during_a_resubmission_names_hyperion_checkpoint_retry_for_the_
             await wait_for(pilot, lambda: (tmp_path / "pid").exists() and app.local_runs.active(), 20)
             await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), 10)
             await pilot.press("escape", "q")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-detail Static")
             detail = text_of(app.screen.query_one("#confirm-detail Static"))
             assert f"{record}\n  hyperion-checkpoint retry {tmp_path / 'ck'} --submit {record}" in detail, detail
             assert "hyperion-jobs retry" not in detail
@@ -466,7 +467,7 @@ def test_resubmit_confirmation_names_the_command_its_directory_and_a_foreign_own
             record = Path(screen.query_one("#record-path").value).absolute()
             os.chown(record, 65534, 65534)
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-detail Static")
             assert isinstance(app.screen, ConfirmScreen)
             detail = text_of(app.screen.query_one("#confirm-detail Static"))
             lines = detail.splitlines()
@@ -492,7 +493,7 @@ def test_resubmit_runs_nothing_if_the_record_changed_owner_after_the_confirmatio
             screen = app.checkpoint_screen
             record = Path(screen.query_one("#record-path").value).absolute()
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-detail Static")
             detail = text_of(app.screen.query_one("#confirm-detail Static"))
             assert "WARNING" not in detail and detail.splitlines()[0] == f"record:  {record}"
             os.chown(record, 65534, 65534)          # swapped between the question and the answer
@@ -632,7 +633,7 @@ def test_resubmit_preview_says_which_sbatch_variables_of_the_environment_are_not
             runs = commands.index("resubmit runs (slurm):")
             assert commands[runs + 1] == f"  {line}", commands
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-detail Static")
             assert line in text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
             await pilot.press("n")
             await pilot.pause()
@@ -793,7 +794,7 @@ def test_ctrl_r_asks_about_the_checkpoint_as_read_after_the_key(tmp_path: Path, 
                     in text_of(screen.query_one("#ckpt-reading"))
             finally:
                 slow.release()
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-title", "#confirm-detail Static")
             assert text_of(app.screen.query_one("#confirm-title")) == \
                 "Resubmit 1 shard(s) to local, run here?"
             assert " --array SHARD=12 " in text_of(app.screen.query_one("#confirm-detail Static"))
@@ -1642,7 +1643,7 @@ def test_the_checkpoint_screen_finds_the_runs_record_and_resubmit_uses_it(tmp_pa
             assert "no submit record" not in commands and "resubmit runs (local):" in commands
             assert "--array SHARD=11:12" in commands
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-detail Static")
             detail = text_of(app.screen.query_one("#confirm-detail Static"))
             assert detail.splitlines()[0] == f"record:  {paths.record}"
             await pilot.press("y")
@@ -1691,7 +1692,7 @@ def test_several_records_naming_the_checkpoint_are_listed_and_none_is_chosen(tmp
             assert "submit record found" not in commands and "no submit record" not in commands
             assert "resubmit runs (local):" in commands
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-detail Static")
             assert text_of(app.screen.query_one("#confirm-detail Static")).splitlines()[0] \
                 == f"record:  {paths.record}"
             await pilot.press("n")
@@ -1790,8 +1791,7 @@ def test_resubmit_confirmation_counts_shards_and_sbatch_calls_and_says_the_memor
             await _show_tab(pilot, "tab-retry")
             await wait_for(pilot, lambda: advice in text_of(screen.query_one("#retry-commands")), 10)
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)      # and composed
-                           and bool(app.screen.query("#confirm-detail Static")), 10)
+            await confirmation(pilot, "#confirm-title", "#confirm-detail Static", "#confirm-no")
             assert text_of(app.screen.query_one("#confirm-title")) == "Resubmit 1 shard(s) to slurm in 1 sbatch call?"
             detail = text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
             assert "shards:  2" in detail and advice in detail, detail
@@ -1917,9 +1917,7 @@ def test_resubmit_with_proposed_sizes_reruns_a_shard_out_of_memory_with_mem_auto
             await _show_tab(pilot, "tab-retry")
             await wait_for(pilot, lambda: advice in text_of(screen.query_one("#retry-commands")), 20)
             await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)      # and composed
-                           and bool(app.screen.query("#confirm-detail Static"))
-                           and bool(app.screen.query("#confirm-no")), 20)         # its buttons too
+            await confirmation(pilot, "#confirm-detail Static", "#confirm-no", timeout=20)
             detail = text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
             assert "--mem 100M " in next(line for line in detail if line.startswith("command: ")), detail
             assert str(app.screen.query_one("#confirm-other", Button).label) == "Resubmit with proposed sizes"

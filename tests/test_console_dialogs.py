@@ -7,7 +7,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_console_fixtures import build_history, checkpoint_read, posted, rendered, screen_lines, wait_for
+from test_console_fixtures import (build_history, checkpoint_read, confirmation, posted, rendered, screen_lines,
+                                   wait_for)
 from textual.geometry import Region
 from textual.widgets import Button, Input
 
@@ -40,6 +41,7 @@ def assert_fits(app, dialog_id: str) -> None:
 
 async def assert_confirmation_fits(pilot, title: str) -> None:
     """The confirmation on top fits, shows its title, and its whole detail can be scrolled to."""
+    await confirmation(pilot, "#confirm-dialog", "#confirm-detail Static")
     await pilot.pause()
     assert_fits(pilot.app, "#confirm-dialog")
     assert on_screen(pilot.app, title)
@@ -153,6 +155,7 @@ def test_a_confirmation_title_wider_than_the_pane_wraps() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[])
         async with app.run_test(size=(60, 20)) as pilot:
             app.push_screen(ConfirmScreen(f"Resubmit shards {shards}?", "hyperion-submit ...", yes="Resubmit"))
+            await confirmation(pilot, "#confirm-dialog")
             await pilot.pause()
             assert_fits(app, "#confirm-dialog")
             assert on_screen(app, f"{shards}?"), screen_lines(app)
@@ -174,6 +177,7 @@ def test_the_confirmation_footer_lists_its_own_keys(tmp_path: Path, size: tuple[
                 answers: list = []
                 app.push_screen(ConfirmScreen("Submit to slurm?", "hyperion-submit ...", yes="Submit"),
                                 answers.append)
+                await confirmation(pilot, "#confirm-dialog")
                 await pilot.pause()
                 footer = screen_lines(app)[-1].split()
                 assert footer[:6] == ["y", "Yes", "n", "No", "esc", "Cancel"], footer
@@ -221,6 +225,7 @@ def test_a_notification_does_not_cover_a_confirmation_at_80x24(tmp_path: Path) -
             await wait_for(pilot, lambda: toast_on_screen(app), 5)
             await pilot.press("x")
             assert isinstance(app.screen, ConfirmScreen)
+            await confirmation(pilot, "#confirm-dialog")
             await pilot.pause(0.3)
             lines = screen_lines(app)
             dialog = app.screen.query_one("#confirm-dialog").region

@@ -96,6 +96,24 @@ async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1) -
                          f"screen {pilot.app.screen}, notifications {notifications(pilot.app)}")
 
 
+async def confirmation(pilot, *selectors: str, timeout: float = 10.0):
+    """Wait until a confirmation dialog is on top, composed, with `selectors` in it; return it.
+    app.screen is the ConfirmScreen as soon as it is pushed, before its widgets are composed (the
+    detail and the buttons by their own containers, in either order), so a test that waited for
+    the screen alone, or a pause, and queried them at once could fail under load (NoMatches)."""
+    from hyperion_console.screens.confirm import ConfirmScreen
+
+    app = pilot.app
+
+    def composed() -> bool:
+        return (isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted
+                and all(app.screen.query(selector) for selector in selectors))
+
+    composed.__doc__ = f"the confirmation on top, composed, with {', '.join(selectors) or 'its widgets'}"
+    await wait_for(pilot, composed, timeout)
+    return app.screen
+
+
 async def checkpoint_read(pilot, timeout: float = 10.0) -> None:
     """Wait until the Checkpoint screen shows a read of its checkpoint whole: its "reading the
     checkpoint…" line gone, the run (or why it cannot be read) on the Coverage tab. The read runs in

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 from conftest import submit_real_array
-from test_console_fixtures import build_history, ended_just_now, notifications, posted, rendered, table_column, wait_for
+from test_console_fixtures import (build_history, confirmation, ended_just_now, notifications, posted, rendered,
+                                   table_column, wait_for)
 
 from backends.launch import run_local_plan, working_dir
 from backends.records.history import load_history
@@ -84,6 +85,7 @@ def test_retry_of_a_local_record_runs_the_failed_values_as_attempt_2_and_lands_o
             assert "WARNING" not in text
             await pilot.press("ctrl+r")
             assert isinstance(app.screen, ConfirmScreen)
+            await confirmation(pilot, "#confirm-title")
             assert "Retry 3 task(s) as attempt 2?" in str(app.screen.query_one("#confirm-title").content)
             await pilot.press("y")
             await wait_for(pilot, lambda: table_column(table, "attempt") == ["1", "1", "2", "2", "2"]
@@ -199,6 +201,7 @@ def test_a_record_others_may_write_is_named_with_a_warning_before_it_runs(tmp_pa
             assert preview_text(screen).startswith(warning + "\nIts command runs as you.")
             await pilot.press("ctrl+r")
             assert isinstance(app.screen, ConfirmScreen)
+            await confirmation(pilot, "#confirm-detail Static")
             detail = str(app.screen.query_one("#confirm-detail Static").content)
             assert detail.startswith(warning)
             await pilot.press("n")
@@ -399,7 +402,7 @@ def test_retry_preview_says_which_sbatch_variables_of_the_environment_are_not_pa
             assert first == "# hyperion-submit: " + ignored_inputs_line(os.environ)
             assert "SBATCH_GRES, SBATCH_TIMELIMIT from the environment" in first and "PARTITION" not in first
             await pilot.press("ctrl+r")                  # the confirmation repeats the preview
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+            await confirmation(pilot, "#confirm-detail Static")
             assert first in str(app.screen.query_one("#confirm-detail Static").content)
 
     asyncio.run(scenario())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import group_members, kill_groups, run_cli
-from test_console_fixtures import notifications, one_read, posted, table_column, wait_for
+from test_console_fixtures import confirmation, notifications, one_read, posted, table_column, wait_for
 
 from backends.errors import InputError
 from backends.submit.commandline import parse_submit_argv
@@ -606,6 +606,7 @@ def test_enter_in_a_field_submits_after_the_confirmation_as_ctrl_s_does(tmp_path
             await pilot.press(*"echo hi", "enter")
             await pilot.pause()
             assert isinstance(app.screen, ConfirmScreen)
+            await confirmation(pilot, "#confirm-detail Static")
             assert "-- echo hi" in str(app.screen.query_one("#confirm-detail Static").content)
             await pilot.press("n")
             await pilot.pause()
@@ -1157,6 +1158,7 @@ def test_the_submit_confirmation_says_how_many_tasks_and_sbatch_calls(tmp_path: 
             preview = str(screen.query_one("#submit-preview").content)
             await pilot.press("ctrl+s")
             assert isinstance(app.screen, ConfirmScreen)
+            await confirmation(pilot, "#confirm-title", "#confirm-detail Static")
             await pilot.pause()
             title = str(app.screen.query_one("#confirm-title").content)
             detail = str(app.screen.query_one("#confirm-detail Static").content)
