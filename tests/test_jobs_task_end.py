@@ -80,7 +80,7 @@ class _Terminal(io.StringIO):
 
 
 @pytest.mark.parametrize("out,shown", [
-    (io.StringIO(), "one\ntwo\nthree\nfour\n"),
+    (io.StringIO(), "one\ntwo\nthree\nfour"),          # piped: the log's bytes, no newline added
     (_Terminal(), "one\ntwo\nthree\nfour\rfour\n"),     # the open line drawn, then written as a line
 ], ids=["piped", "terminal"])
 def test_follow_reads_what_the_ended_task_left_then_stops(tmp_path, capsys, out, shown):
