@@ -127,6 +127,10 @@ def test_partial_failure_is_retried_as_a_new_attempt_and_nothing_of_the_first_is
     assert [(a["kind"], a["job_ids"], a["values"], a["overrides"]) for a in listing["attempts"]] == [
         ("submit", [first_job], "1-6", {}), ("retry", [second_job], "2,5", {"mem": "200M"})]
     assert listing["attempts"][0]["counts"] == {"COMPLETED": 4, "FAILED": 2}
+    # list named attempt 2's job alone: job 1 of a notification was on no line
+    (line,) = [row for row in run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env).stdout.splitlines()
+               if row.startswith(str(record))]
+    assert line.split()[1:4] == ["slurm", f"{first_job},{second_job}", "6"], line
 
 
 def test_after_a_retry_of_some_values_the_rerun_line_names_those_values(slurm_cluster, tmp_path, cli_env):

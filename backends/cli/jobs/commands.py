@@ -280,9 +280,16 @@ def _record_summary(history: History, states, slurm_ok: bool) -> dict:
     if unsubmitted:   # values a refused sbatch window left out: its tasks alone read as the whole run
         text = f"{text}, {NOT_SUBMITTED} {len(unsubmitted)}"
     return {"record": record.path, "backend": record.backend,
-            "jobs": [j.job_id for j in record.jobs], "tasks": len(rows), "attempts": len(history.numbers),
+            "jobs": _every_job(history), "tasks": len(rows), "attempts": len(history.numbers),
             "submitted_at": record.submitted_at, "states": text, "counts": state_counts(rows),
             **({"unsubmitted": list(unsubmitted)} if unsubmitted else {})}
+
+
+def _every_job(history: History) -> list[str]:
+    """Every attempt's job ids, oldest first: TASKS and STATES count all attempts' values, and a job id
+    remembered from attempt 1 (a notification, a colleague's message) must be found on its line."""
+    records = {**history.records, history.current.attempt: history.current}
+    return list(dict.fromkeys(j.job_id for n in sorted(records) for j in records[n].jobs))
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
