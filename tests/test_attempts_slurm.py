@@ -247,6 +247,47 @@ def test_a_pending_task_cancelled_before_it_started_stays_cancelled_after_the_jo
     assert "values: 3" in retry.stdout
 
 
+def _job_ended(job: str) -> bool:
+    """Whether the controller lists no task of `job` that has not ended (it keeps ended ones a while)."""
+    listed = subprocess.run(["squeue", "-j", job, "--array-unique", "-h", "-t", "all", "-o", "%T"],
+                            capture_output=True, text=True).stdout.split()
+    return all(state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY") for state in listed)
+
+
+def test_a_task_cancelled_while_pending_with_no_watch_running_reads_cancelled_not_unknown(
+        slurm_cluster, tmp_path, cli_env):
+    """The login session dropped (hyperion-submit killed), then `scancel J_3` of a waiting task: Slurm
+    keeps no row of it, and every `status` said UNKNOWN for ever, `list` and `history` too."""
+    runner = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--max-jobs-run", "1",
+         "--output-file", "log/k.JOB.log", "--", "sleep", "3"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    record = tmp_path / "log" / "q" / "k.JOB.submit.json"
+    with reaped(runner):
+        deadline = time.monotonic() + 60
+        while not record.exists():
+            assert time.monotonic() < deadline, "never queued"
+            time.sleep(0.2)
+        runner.kill()
+    job = load_history(record).current.jobs[0].job_id
+    cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
+    assert cancelled.returncode == 0, cancelled.stderr
+    deadline = time.monotonic() + 120
+    while not _job_ended(job):
+        assert time.monotonic() < deadline, "the job never ended"
+        time.sleep(1)
+    assert sacct_tasks(job, 2) == ["1", "2"]          # accounting has the others' rows, none of 3's
+    for _ in range(2):            # the first look records it; the second reads the ledger
+        shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+        assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),
+                                                                       (3, "CANCELLED")], shown["tasks"]
+    assert '"state":"CANCELLED"' in (record.parent / "k.JOB.attempts.jsonl").read_text()
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env).stdout
+    assert "CANCELLED 1, COMPLETED 2" in listed, listed
+    retry = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env)
+    assert "values: 3" in retry.stdout, retry.stdout
+
+
 def test_history_shows_a_second_submission_that_moved_from_local_to_slurm(slurm_cluster, tmp_path, cli_env):
     """`hyperion-submit local` then `hyperion-submit slurm` to the same log: CHANGED said '-' for attempt 2."""
     for backend in ("local", "slurm"):

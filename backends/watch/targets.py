@@ -21,6 +21,7 @@ from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import SubmitRecord, TaskRecord, find_records, load_record
 from backends.states import TaskState
 from backends.watch.finals import FinalsRecorder
+from backends.watch.never_started import never_started
 from backends.watch.requeued import reopened, requeuable
 from backends.watch.rows import (
     LOCAL_JOB,
@@ -375,12 +376,13 @@ def history_status(history: History, runner: Runner = run_command,
         if problems is not None:
             problems.append(str(err))
         return history_rows(history, {})   # only usage or requeues were asked about: the ledger's states stand
-    rerun = reopened(history, again, answer.states)
+    states = {**answer.states, **never_started(pending, answer, history.log_of)}
+    rerun = reopened(history, again, states)
     keys = {(t.job_id, t.array_task_id) for t in rerun}
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
     FinalsRecorder(history.record_path, [*pending, *rerun], ended, since=history.ledger.size).observe(
-        answer.states.values(), answer.usage)
-    return history_rows(history, answer.states, answer.shown_usage())
+        states.values(), answer.usage)
+    return history_rows(history, states, answer.shown_usage())
 
 
 def histories_states(histories: Sequence[History], runner: Runner = run_command) -> dict[Key, TaskState]:
@@ -394,7 +396,9 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command)
     pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     again = [task for history in histories for task in requeuable(history)]
     if pending:
-        return query(pending, runner, controller_also=list(expected_tasks(again))).states
+        answer = query(pending, runner, controller_also=list(expected_tasks(again)))
+        return {**answer.states, **{key: state for h in histories
+                                    for key, state in never_started(pending_tasks(h), answer, h.log_of).items()}}
     if not again:
         return {}
     try:

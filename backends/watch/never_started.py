@@ -1,0 +1,41 @@
+"""Array tasks cancelled while pending, told from one look at Slurm.
+
+Slurm drops an array task cancelled while it waited (`scancel 4321_7`) at once,
+with no accounting row of its own. A watch running at the time sees it go and
+records it CANCELLED; without one (hyperion-submit killed with the login
+session) every later `status` read it UNKNOWN for ever. Once the controller
+lists no task of the job that has not ended (it keeps ended ones a few minutes,
+then none), nothing can start the task; when accounting has
+rows of the job's other tasks but none of this one, and neither its log nor
+Slurm's own output file was ever created (Slurm opens them as a task starts),
+it never ran: it was cancelled while pending.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from backends.records.record import TaskRecord
+from backends.states import JobState, TaskState
+from backends.watch.slurm.accounting import Snapshot
+
+def never_started(tasks: Iterable[TaskRecord], answer: Snapshot,
+                  log_of: Callable[[TaskRecord], str | None]) -> dict[tuple[str, int | None], TaskState]:
+    """CANCELLED states for those of `tasks` (Slurm tasks without a recorded end) that `answer` and
+    the disk show never started and never will (see the module's docstring)."""
+    if answer.live_jobs is None:
+        return {}
+    out: dict[tuple[str, int | None], TaskState] = {}
+    for task in tasks:
+        key = (task.job_id, task.array_task_id)
+        if (key in answer.states or task.array_task_id is None or task.job_id in answer.live_jobs
+                or task.job_id not in answer.accounted_jobs or _any_written(task, log_of)):
+            continue
+        out[key] = TaskState(task.job_id, task.array_task_id, JobState.CANCELLED, source="sacct")
+    return out
+
+
+def _any_written(task: TaskRecord, log_of: Callable[[TaskRecord], str | None]) -> bool:
+    """Whether a file the task would have opened on starting exists (a lookup, never an open: a FIFO
+    or a hung mount named there cannot hold it up beyond the stat)."""
+    return any(path and os.path.lexists(path) for path in (log_of(task), task.slurm_out, task.slurm_err))
