@@ -277,6 +277,10 @@ def test_a_task_cancelled_while_pending_with_no_watch_running_reads_cancelled_no
         assert time.monotonic() < deadline, "the job never ended"
         time.sleep(1)
     assert sacct_tasks(job, 2) == ["1", "2"]          # accounting has the others' rows, none of 3's
+    by_job = json.loads(run_cli("hyperion-jobs", "status", job, "--dir", str(tmp_path), "--json",
+                                env=cli_env).stdout)
+    assert [(t["value"], t["state"]) for t in by_job["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),
+                                                                    (3, "CANCELLED")], by_job["tasks"]
     for _ in range(2):            # the first look records it; the second reads the ledger
         shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
         assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),

@@ -255,6 +255,9 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     assert target.job_id is not None
     answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
     states = answer.states
+    if history is not None:
+        unended = [t for t in history.tasks_of_job(target.job_id) if history.final(t) is None]
+        states = {**states, **never_started(unended, answer, history.log_of)}
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
     return job_rows(states, history, answer.shown_usage(), (target.job_id, target.task_id))
