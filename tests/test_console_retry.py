@@ -563,3 +563,37 @@ def test_the_retry_button_shows_its_whole_label_once_the_plan_arrives(tmp_path: 
             assert "Retry 3 task(s)…" in "".join(rendered(run)), rendered(run)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24)])
+def test_a_long_list_of_values_in_the_retry_dialog_shows_from_its_first_value(tmp_path: Path,
+                                                                              size: tuple[int, int]) -> None:
+    """R on a failure group of 15 values opened the dialog with its values field scrolled to the
+    list's end, cut mid-number: `7,207,227,247,267,287` of `7,27,...,187,207,...` read as another
+    valid list. The field shows the list from its first value; typing still replaces it whole."""
+    from hyperion_console.messages import FailureGroupsListed
+
+    values = list(range(7, 300, 20))
+    listed = ",".join(map(str, values))
+    record = build_history(tmp_path, SITE, n=300,
+                           failures={v: ("FAILED", 3, "ValueError: corrupt input file") for v in values})
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await pilot.pause(0.3)
+            await pilot.press("t")                               # the failure groups: one, 15 values
+            await wait_for(pilot, lambda: posted(seen, FailureGroupsListed), 10)
+            screen = await open_preview(pilot, seen)
+            await pilot.pause(0.2)
+            field = screen.field("values")
+            assert field.value == listed and field.has_focus
+            shown = rendered(field)[0].strip()
+            assert len(shown) < len(listed)                      # the field is narrower than the list
+            assert shown.startswith("7,27,47,"), shown           # from its first value, not its tail
+            assert listed.startswith(shown.rstrip("▌ ")), shown  # a prefix of the list, nothing else
+            await pilot.press("3")                               # the whole list still selected
+            assert field.value == "3"
+
+    asyncio.run(scenario())

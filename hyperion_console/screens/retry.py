@@ -83,8 +83,10 @@ class RetryScreen(ModalScreen["RetryDecision | None"]):
                 with Horizontal(classes="retry-row"):
                     for name in (left, right):
                         yield Label(LABELS[name], classes="retry-label")
+                        # a failure group's values, wider than the field: shown from the first
                         yield Field(self.initial.get(name, ""), placeholder=PLACEHOLDERS[name],
-                                    id=f"retry-{name.replace('_', '-')}", compact=True)
+                                    id=f"retry-{name.replace('_', '-')}", compact=True,
+                                    start_shown=name == "values")
             yield FitLine(id="retry-error")
             with VerticalScroll(id="retry-preview"):
                 yield Static("planning…", id="retry-text", markup=False)

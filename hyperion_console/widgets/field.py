@@ -21,6 +21,7 @@ from rich.text import Text
 from textual import events
 from textual.strip import Strip
 from textual.widgets import Input
+from textual.widgets.input import Selection
 
 from backends.printable import printable
 
@@ -71,6 +72,21 @@ class Field(Input):
     holding a path fits the field's width (see `show_hint`)."""
 
     _hint: tuple[str, str] | None = None     # (whole hint, the path in it) while one is shown
+
+    def __init__(self, *args, start_shown: bool = False, **kwargs) -> None:
+        """`start_shown`: focused, the field selects its whole value as Input does, but with the cursor
+        at its start, so a value wider than the field shows its beginning. Input's select-on-focus put
+        the cursor at the end: a list of values showed its tail from mid-number (`7,207,227` of
+        `...,187,207,227`), which reads as another valid list."""
+        if start_shown:
+            kwargs["select_on_focus"] = False
+        super().__init__(*args, **kwargs)
+        self._start_shown = start_shown
+
+    def on_focus(self, event: events.Focus) -> None:
+        if self._start_shown and not event.from_app_focus:
+            # Selection(end, start): the whole value selected (typing replaces it), the cursor at 0
+            self.selection = Selection(len(self.value), 0)
 
     def show_hint(self, text: str, path: str = "") -> None:
         """Show `text` as the placeholder; when it is wider than the field, `path` in it gives up its
