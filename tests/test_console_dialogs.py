@@ -280,3 +280,52 @@ def test_a_notification_does_not_cover_the_retry_preview_or_the_help_at_80x24(tm
             await wait_for(pilot, lambda: on_screen(app, "squeue did not answer"), 5)   # not lost
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.parametrize("dialog", ["submit-confirmation", "retry", "retry-confirmation", "help"])
+def test_no_toast_of_the_screen_below_shows_beside_a_dialog_at_any_size(tmp_path: Path, dialog: str,
+                                                                        size: tuple[int, int]) -> None:
+    """At 100x30 and larger a toast shown before a dialog opened stayed beside it, on the screen below
+    (the CSS hid only the dialog's own toasts; at 80x24 the dialog happened to cover it). While a
+    confirmation, the retry preview or the help is up no toast shows, whatever the size; those not
+    timed out show again once the dialogs are closed."""
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+    toast = "squeue did not answer in 10 s"
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size, notifications=True, message_hook=seen.append) as pilot:
+            await pilot.pause(0.3)
+            if dialog == "submit-confirmation":
+                await pilot.press("1")
+                for name, value in {"backend": "local", "array": "JOB=1:4",
+                                    "output_file": str(tmp_path / "exp" / "log" / "extract.JOB.log"),
+                                    "command": "hyperion-extract --part JOB --num-parts 4"}.items():
+                    app.submit_screen.set_field(name, value)
+                await pilot.pause()
+            app.notify(toast, title="poll", severity="warning", timeout=60)
+            await wait_for(pilot, lambda: on_screen(app, toast), 5)
+            if dialog == "submit-confirmation":
+                await pilot.press("ctrl+s")
+                await confirmation(pilot, "#confirm-dialog", "#confirm-buttons Button")
+            elif dialog.startswith("retry"):
+                await pilot.press("R")
+                await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
+                await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+                if dialog == "retry-confirmation":
+                    await pilot.press("ctrl+r")
+                    await confirmation(pilot, "#confirm-dialog", "#confirm-buttons Button")
+            else:
+                await pilot.press("question_mark")
+                await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 10)
+            await pilot.pause(0.3)
+            lines = screen_lines(app)
+            assert not any("did not answer" in line for line in lines), "\n".join(lines)
+            while isinstance(app.screen, (ConfirmScreen, RetryScreen, HelpScreen)):
+                await pilot.press("escape")
+                await pilot.pause()
+            await wait_for(pilot, lambda: on_screen(app, toast), 5)        # not lost: shown again
+
+    asyncio.run(scenario())

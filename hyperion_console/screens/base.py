@@ -63,6 +63,32 @@ def console_footer() -> Footer:
     return Footer(compact=True, show_command_palette=False)
 
 
+UNDER_DIALOG = "-under-dialog"    # a screen below a dialog: its toasts hidden (console.tcss)
+
+
+def mark_screens_under_dialogs(app, leaving: Screen | None = None) -> None:
+    """Give every screen below a dialog of the stack (but `leaving`, one being closed) UNDER_DIALOG,
+    and take it from the others."""
+    above = False
+    for screen in reversed(app.screen_stack):
+        screen.set_class(above, UNDER_DIALOG)
+        above = above or (isinstance(screen, HidesToastsBelow) and screen is not leaving)
+
+
+class HidesToastsBelow:
+    """A dialog (every confirmation, the retry preview, the help), while it is up, hides the toasts
+    of the screens below it too, not only its own (console.tcss). Textual keeps a toast on the rack
+    of the screen it was shown on, and a modal screen draws that screen behind it: at 100x30 and
+    larger, and under a confirmation at 80x24 too, a toast shown just before the dialog opened stayed
+    beside it. Those not timed out show again once the dialog is closed."""
+
+    def on_screen_resume(self) -> None:          # pushed, or back on top once a dialog above it closed
+        mark_screens_under_dialogs(self.app)
+
+    def on_unmount(self) -> None:                # closed
+        mark_screens_under_dialogs(self.app, leaving=self)
+
+
 class ConsoleScreen(Screen):
     # A text field takes 1/2/3/q as text; Escape gives them back to the console.
     BINDINGS = [Binding("escape", "leave_field", "Leave field", show=False)]

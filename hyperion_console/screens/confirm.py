@@ -8,12 +8,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from ..shown import shown
-from .base import console_footer
+from .base import HidesToastsBelow, console_footer
 
 OTHER = "other"    # the answer of a confirmation's second yes (`other`)
 
 
-class ConfirmScreen(ModalScreen["bool | str"]):
+class ConfirmScreen(HidesToastsBelow, ModalScreen["bool | str"]):
     """Dismisses with True only on an explicit yes; with OTHER on the second yes, `other` (a button
     between yes and no, e.g. Resubmit with proposed sizes), when there is one."""
 

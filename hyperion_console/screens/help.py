@@ -8,6 +8,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from .base import HidesToastsBelow
+
 KEYS: tuple[tuple[str, str, str], ...] = (
     ("everywhere", "1 / 2 / 3", "Submit / Jobs / Checkpoint screen"),
     ("everywhere", "ctrl+p", "command palette: every action by name"),
@@ -44,7 +46,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(HidesToastsBelow, ModalScreen[None]):
     """Lists the keys; escape or ? closes it."""
 
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close")]

@@ -33,6 +33,7 @@ from ..retrying import FIELDS, Preview, preview
 from ..shown import shown
 from ..widgets.field import Field
 from ..widgets.fit_line import FitLine
+from .base import HidesToastsBelow
 from .confirm import ConfirmScreen
 
 LABELS = {"values": "values", "state": "states", "mem": "--mem", "mem_per_cpu": "--mem-per-cpu",
@@ -55,7 +56,7 @@ class RetryDecision:
     argv: tuple[str, ...]
 
 
-class RetryScreen(ModalScreen["RetryDecision | None"]):
+class RetryScreen(HidesToastsBelow, ModalScreen["RetryDecision | None"]):
     # The dialog is 78x22; in a smaller terminal (a split tmux pane) its fields stack and its
     # blank lines go, so the preview keeps lines and the buttons stay on screen (console.tcss).
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (78, "-wide")]
