@@ -9,7 +9,9 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from conftest import SLURM_UP, run_cli
@@ -491,24 +493,34 @@ def test_a_job_whose_name_is_not_utf8_is_listed_and_its_log_found(slurm_cluster,
         subprocess.run(["scancel", job], check=False)
 
 
-def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_cluster, tmp_path, cli_env, test_site):
-    """A pending task cancelled on its own never gets an accounting row: `status RECORD` showed it from the
-    ledger, but `status JOB` and `watch JOB` left it out (all COMPLETED, exit 0) and `status JOB_TASK`
-    said Slurm knows no such job."""
+@contextmanager
+def _four_tasks_with_3_cancelled_while_pending(tmp_path: Path, cli_env: dict[str, str], test_site: Path,
+                                               name: str) -> Iterator[tuple[subprocess.Popen, Path, str]]:
+    """`hyperion-submit slurm` of IDX=1:4 (`sleep 3`), one task at a time, logs log/NAME.IDX.log, left
+    running; once its record is written, `scancel JOB_3` while task 3 is still pending. Yields the
+    hyperion-submit process (stdout and stderr piped), its record and the job id; kills it on leaving."""
     submitted = subprocess.Popen(
         ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:4", "--max-jobs-run", "1",
-         "--output-file", str(tmp_path / "log" / "p.IDX.log"), "--", "sleep", "3"],
+         "--output-file", str(tmp_path / "log" / f"{name}.IDX.log"), "--", "sleep", "3"],
         cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    record = tmp_path / "log" / "q" / "p.IDX.submit.json"
+    record = tmp_path / "log" / "q" / f"{name}.IDX.submit.json"
     try:
         deadline = time.monotonic() + 60
         while not record.exists() and time.monotonic() < deadline and submitted.poll() is None:
             time.sleep(0.1)
         job = json.loads(record.read_text())["jobs"][0]["job_id"]
         subprocess.run(["scancel", f"{job}_3"], check=True)      # one task at a time: 3 is still pending
-        out, err = submitted.communicate(timeout=180)
+        yield submitted, record, job
     finally:
         submitted.kill()
+
+
+def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_cluster, tmp_path, cli_env, test_site):
+    """A pending task cancelled on its own never gets an accounting row: `status RECORD` showed it from the
+    ledger, but `status JOB` and `watch JOB` left it out (all COMPLETED, exit 0) and `status JOB_TASK`
+    said Slurm knows no such job."""
+    with _four_tasks_with_3_cancelled_while_pending(tmp_path, cli_env, test_site, "p") as (submitted, record, job):
+        out, err = submitted.communicate(timeout=180)
     assert submitted.returncode == 1 and "IDX=3" in err, out + err   # hyperion-submit saw it end
 
     by_job = json.loads(run_cli("hyperion-jobs", "status", job, "--json", cwd=tmp_path, env=cli_env).stdout)
@@ -789,17 +801,8 @@ def test_watch_of_a_job_started_after_a_pending_task_was_cancelled_counts_that_t
     the controller had dropped J_3 and accounting never gives it a row, so the watch of "every task Slurm
     knows of J" never learned it existed and ended `3 tasks: COMPLETED 3`, exit 0, while hyperion-submit
     said JOB=3 was CANCELLED (exit 1). The job's tasks are its record's."""
-    submitted = subprocess.Popen(
-        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:4", "--max-jobs-run", "1",
-         "--output-file", str(tmp_path / "log" / "w.IDX.log"), "--", "sleep", "3"],
-        cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    record = tmp_path / "log" / "q" / "w.IDX.submit.json"
-    try:
+    with _four_tasks_with_3_cancelled_while_pending(tmp_path, cli_env, test_site, "w") as (submitted, record, job):
         deadline = time.monotonic() + 60
-        while not record.exists() and time.monotonic() < deadline and submitted.poll() is None:
-            time.sleep(0.1)
-        job = json.loads(record.read_text())["jobs"][0]["job_id"]
-        subprocess.run(["scancel", f"{job}_3"], check=True)      # one task at a time: 3 is still pending
         while time.monotonic() < deadline:                       # gone from the controller's answer
             listed = subprocess.run(["squeue", "-h", "-j", job, "--array-unique", "-o", "%i"],
                                     capture_output=True, text=True).stdout.split()
@@ -808,8 +811,6 @@ def test_watch_of_a_job_started_after_a_pending_task_was_cancelled_counts_that_t
             time.sleep(0.2)
         watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
         out, err = submitted.communicate(timeout=180)
-    finally:
-        submitted.kill()
     assert submitted.returncode == 1 and "IDX=3" in err, out + err
     assert watch.returncode == 1, watch.stdout + watch.stderr
     assert "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr
