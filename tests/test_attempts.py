@@ -1374,6 +1374,22 @@ def test_a_retry_preview_names_the_attempt_number_it_will_record(tmp_path, cli_e
     assert load_history(str(record)).current.attempt == 3
 
 
+def _a_third_run_of_one_value_names_attempt_1_whose_log_it_shows(tmp_path: Path, cli_env: dict[str, str],
+                                                                 argv: list[str], command: list[str], record: Path,
+                                                                 value: int) -> None:
+    """Run `argv --array JOB=VALUE:VALUE command` as attempt 3 (file n says 3): its one line about the
+    logs it moved ends `hyperion-jobs logs RECORD:VALUE --attempt 1`, and that command, pasted with
+    VALUE filled in, shows attempt 1's log of the value."""
+    (tmp_path / "n").write_text("3")
+    third = run_cli(*argv, "--array", f"JOB={value}:{value}", *command, cwd=tmp_path, env=cli_env)
+    assert third.returncode == 0, third.stderr
+    said = [line for line in third.stderr.splitlines() if "attempt 3 of this --output-file" in line]
+    assert len(said) == 1 and said[0].endswith(f"hyperion-jobs logs {record}:VALUE --attempt 1"), third.stderr
+    pasted = said[0].rsplit("; ", 1)[1].replace("VALUE", str(value)).split()
+    shown = run_cli(*pasted, cwd=tmp_path, env=cli_env)
+    assert shown.returncode == 0 and f"value {value} of attempt 1" in shown.stdout, shown.stderr
+
+
 def test_the_rerun_line_names_the_attempt_that_last_ran_the_values_whose_logs_it_moved(tmp_path, cli_env):
     """A curation day: the array ran (attempt 1), a retry reran value 2 (attempt 2), then the recipe was
     run again for value 1 alone (attempt 3). Its line said `hyperion-jobs logs RECORD:VALUE --attempt 2`,
@@ -1392,14 +1408,7 @@ def test_the_rerun_line_names_the_attempt_that_last_ran_the_values_whose_logs_it
     ahead = run_cli(*argv, "--dry-run", "--array", "JOB=1:3", *command, cwd=tmp_path, env=cli_env)
     assert (f"hyperion-jobs logs {record}:VALUE --attempt 1 (VALUE 1,3), --attempt 2 (VALUE 2)\n"
             in ahead.stdout), ahead.stdout
-    (tmp_path / "n").write_text("3")
-    third = run_cli(*argv, "--array", "JOB=1:1", *command, cwd=tmp_path, env=cli_env)
-    assert third.returncode == 0, third.stderr
-    said = [line for line in third.stderr.splitlines() if "attempt 3 of this --output-file" in line]
-    assert len(said) == 1 and said[0].endswith(f"hyperion-jobs logs {record}:VALUE --attempt 1"), third.stderr
-    pasted = said[0].rsplit("; ", 1)[1].replace("VALUE", "1").split()
-    shown = run_cli(*pasted, cwd=tmp_path, env=cli_env)
-    assert shown.returncode == 0 and "value 1 of attempt 1" in shown.stdout, shown.stderr
+    _a_third_run_of_one_value_names_attempt_1_whose_log_it_shows(tmp_path, cli_env, argv, command, record, 1)
 
 
 def test_the_rerun_line_skips_an_attempt_whose_local_run_stopped_before_the_value(tmp_path, cli_env):
@@ -1419,11 +1428,4 @@ def test_the_rerun_line_skips_an_attempt_whose_local_run_stopped_before_the_valu
     ahead = run_cli(*argv, "--dry-run", "--array", "JOB=1:3", *command, cwd=tmp_path, env=cli_env)
     assert f"hyperion-jobs logs {record}:VALUE --attempt 1 (VALUE 2-3), --attempt 2 (VALUE 1)\n" in ahead.stdout, \
         ahead.stdout
-    (tmp_path / "n").write_text("3")
-    third = run_cli(*argv, "--array", "JOB=3:3", *command, cwd=tmp_path, env=cli_env)
-    assert third.returncode == 0, third.stderr
-    said = [line for line in third.stderr.splitlines() if "attempt 3 of this --output-file" in line]
-    assert len(said) == 1 and said[0].endswith(f"hyperion-jobs logs {record}:VALUE --attempt 1"), third.stderr
-    pasted = said[0].rsplit("; ", 1)[1].replace("VALUE", "3").split()
-    shown = run_cli(*pasted, cwd=tmp_path, env=cli_env)
-    assert shown.returncode == 0 and "value 3 of attempt 1" in shown.stdout, shown.stderr
+    _a_third_run_of_one_value_names_attempt_1_whose_log_it_shows(tmp_path, cli_env, argv, command, record, 3)
