@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 from test_console_fixtures import (
     build_history,
+    console_on,
     posted,
     rendered,
     screen_lines,
@@ -423,9 +424,7 @@ def test_the_newest_of_more_attempts_than_the_list_shows_is_highlighted_in_sight
     record = tmp_path / "log" / "q" / "t.JOB.submit.json"
 
     async def scenario() -> None:
-        seen = []
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        async with console_on(record, [tmp_path], size=(120, 40)) as (app, pilot, seen):
             await pilot.pause(0.3)
             await pilot.press("a")
             await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from backends.records.local_results import local_results_path
@@ -81,6 +82,18 @@ def test_fixtures_read_back_through_the_core(tmp_path: Path) -> None:
     assert cov.counts() == {"complete": 6, "incomplete": 1, "failed": 1}
     rows = local_rows(load_record(build_local_record(tmp_path, {1: ("COMPLETED", 0), 2: ("FAILED", 3)})))
     assert [r.state_label for r in rows] == ["COMPLETED", "FAILED"]
+
+
+@asynccontextmanager
+async def console_on(record: Path, search_dirs: list[Path], size: tuple[int, int] = (80, 24)):
+    """The console opened on `record` (its config from conf/), run headless at `size`: yields
+    (app, pilot, seen), `seen` every message the app posts, for `posted`."""
+    from hyperion_console.app import make_app
+
+    seen: list = []
+    app = make_app(cfg_dir=Path(__file__).resolve().parents[1] / "conf", record=record, search_dirs=search_dirs)
+    async with app.run_test(size=size, message_hook=seen.append) as pilot:
+        yield app, pilot, seen
 
 
 async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 from conftest import submit_real_array
-from test_console_fixtures import (build_history, confirmation, ended_just_now, notifications, posted, rendered,
-                                   table_column, wait_for)
+from test_console_fixtures import (build_history, confirmation, console_on, ended_just_now, notifications, posted,
+                                   rendered, table_column, wait_for)
 
 from backends.launch import run_local_plan, working_dir
 from backends.records.history import load_history
@@ -48,6 +48,16 @@ def local_run_with_a_failure(root: Path) -> Path:
     with working_dir(str(root)):
         assert run_local_plan(plan) == 1
     return Path(plan.record_path)
+
+
+@pytest.fixture
+def held_preview(monkeypatch) -> threading.Event:
+    """The Retry dialog's plan (made in a thread) is made only once the event returned is set (or after
+    10 s); clear it to hold the next one."""
+    import hyperion_console.screens.retry as retry_screen
+    planned, gate = retry_screen.preview, threading.Event()
+    monkeypatch.setattr(retry_screen, "preview", lambda *args: (gate.wait(10), planned(*args))[1])
+    return gate
 
 
 async def open_preview(pilot, seen: list) -> RetryScreen:
@@ -136,16 +146,11 @@ def test_a_retry_run_elsewhere_while_the_dialog_was_open_is_refused_without_sayi
     asyncio.run(scenario())
 
 
-def test_overrides_are_checked_by_the_core_and_a_bad_one_is_one_line(tmp_path: Path, monkeypatch) -> None:
-    record = build_history(tmp_path, SITE)
-    import hyperion_console.screens.retry as retry_screen
-    planned, gate = retry_screen.preview, threading.Event()
-    monkeypatch.setattr(retry_screen, "preview", lambda *args: (gate.wait(10), planned(*args))[1])
+def test_overrides_are_checked_by_the_core_and_a_bad_one_is_one_line(tmp_path: Path, held_preview) -> None:
+    record, gate = build_history(tmp_path, SITE), held_preview
 
     async def scenario() -> None:
-        seen = []
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+        async with console_on(record, [tmp_path]) as (app, pilot, seen):
             await pilot.pause(0.5)
             gate.set()
             screen = await open_preview(pilot, seen)
@@ -528,20 +533,15 @@ def test_a_confirmed_retry_says_when_slurm_could_not_say_whether_it_requeued(tmp
 
 
 
-def test_the_retry_button_shows_its_whole_label_once_the_plan_arrives(tmp_path: Path, monkeypatch) -> None:
+def test_the_retry_button_shows_its_whole_label_once_the_plan_arrives(tmp_path: Path, held_preview) -> None:
     """The dialog is drawn before its plan (made in a thread) arrives, its button reading `Retry…`; the
     label then became `Retry 3 task(s)…` but the button kept the width of `Retry…`, and the label
     wrapped inside it: the screen showed `Retry 3`, cut with nothing to say so (seen in tmux at 100x30
     after R on a failure group, and after typing `auto` into --mem: `a`, `au`, `aut` are refused)."""
-    record = build_history(tmp_path, SITE)
-    import hyperion_console.screens.retry as retry_screen
-    planned, gate = retry_screen.preview, threading.Event()
-    monkeypatch.setattr(retry_screen, "preview", lambda *args: (gate.wait(10), planned(*args))[1])
+    record, gate = build_history(tmp_path, SITE), held_preview
 
     async def scenario() -> None:
-        seen = []
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+        async with console_on(record, [tmp_path], size=(100, 30)) as (app, pilot, seen):
             await pilot.pause(0.5)
             await pilot.press("R")
             await wait_for(pilot, lambda: isinstance(app.screen, RetryScreen), 10)
