@@ -816,3 +816,22 @@ def test_watch_of_a_job_started_after_a_pending_task_was_cancelled_counts_that_t
     assert "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr
     assert watch.stdout.splitlines()[-1] == (
         f"  rerun only those with: hyperion-jobs retry {shlex.quote(str(record))} --values 3"), watch.stdout
+
+
+def test_logs_of_a_job_no_record_submitted_says_its_empty_slurm_file_is_empty(slurm_cluster, tmp_path, cli_env):
+    """`logs JOB` of a job sbatch'ed by hand shows Slurm's stdout file (scontrol's StdOut); when that
+    file was empty it printed nothing at all, exit 0, while `logs JOB --out` of the same file said it
+    is empty. Both say so now."""
+    out = tmp_path / "q" / "slurm-plain.out"
+    out.parent.mkdir()
+    out.write_bytes(b"")
+    job = subprocess.run(["sbatch", "--parsable", "-H", "-o", str(out), "--wrap", "sleep 30"],
+                         capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    try:
+        for extra in ([], ["--out"]):
+            shown = run_cli("hyperion-jobs", "logs", job, *extra, cwd=tmp_path, env=cli_env, timeout=60)
+            assert shown.returncode == 0 and shown.stdout == "", shown.stderr
+            assert shown.stderr == (f"hyperion-jobs: {out} is empty (nothing written to {job}'s Slurm stdout "
+                                    "file)\n"), extra
+    finally:
+        subprocess.run(["scancel", job], check=False)

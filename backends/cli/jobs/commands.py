@@ -387,8 +387,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
             if end is not None:
                 end.close()      # Ctrl-C: a query under way is killed, not waited for
     log_output.print_last(path, args.lines, args.raw)
-    if (args.err or args.out) and _empty(path):
+    if path != logs.log and _empty(path):
         # nothing on stdout and exit 0 read like a command that failed to find the file, or a bug
+        # (also without --out: a job no record submitted shows Slurm's stdout file as its log)
         stream = "stderr" if args.err else "stdout"
         print(printable(f"{PROG}: {path} is empty (nothing written to {args.task}'s Slurm {stream} file)"),
               file=sys.stderr, flush=True)
