@@ -1060,3 +1060,14 @@ def test_status_marks_a_missing_log_of_a_task_that_did_not_complete_and_leaves_c
     assert log_cell(row(JobState.FAILED, "there.log")) == str(tmp_path / "there.log")
     assert log_cell(row(JobState.COMPLETED, "gone.log")) == str(tmp_path / "gone.log")
     assert log_cell(row(JobState.RUNNING, "gone.log")) == str(tmp_path / "gone.log")
+
+
+def test_a_cancel_of_others_jobs_is_refused_before_its_question_unless_by_an_administrator():
+    """scancel refuses anyone's job but your own, after `cancel` asked its question: the refusal comes
+    first, naming each owner; an administrator (root) is asked, with the owners named."""
+    from backends.watch.slurm.cancel import others_jobs, others_refusal
+    others = others_jobs(["41_2", "41_3", "42", "43"], {"41": "ana", "42": "me", "43": "bo"}, "me")
+    assert others == {"41": "ana", "43": "bo"}
+    assert others_refusal(others, admin=False) == ("job 41 is ana's, not yours; job 43 is bo's, not yours; "
+                                                   "nothing cancelled")
+    assert others_refusal(others, admin=True) is None and others_refusal({}, admin=False) is None

@@ -463,6 +463,20 @@ def test_cancel_asks_first_and_no_keeps_the_job(slurm_cluster, tmp_path, cli_env
         subprocess.run(["scancel", job])
 
 
+def test_cancel_of_a_colleagues_job_names_its_owner_in_the_question(slurm_cluster, tmp_path, cli_env):
+    """A mistyped job id of someone else's job: the question said `Cancel 3025? [y/N]` alone (an
+    administrator's y cancelled it; anyone else's y got scancel's `Access/permission denied`)."""
+    job = subprocess.run(["sbatch", "--parsable", "--uid=nobody", "--gid=nogroup", "-H", "-D", "/tmp",
+                          "-o", "/dev/null", "--wrap", "sleep 30"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        kept = run_cli("hyperion-jobs", "cancel", job, env=cli_env, input="n\n")
+        assert kept.returncode == 1 and f"Cancel {job} (job {job} is nobody's)? [y/N]" in kept.stdout, kept.stdout
+        assert Poller({job: None}).poll_once().states[(job, None)].state is JobState.PENDING
+    finally:
+        subprocess.run(["scancel", job])
+
+
 @pytest.mark.parametrize("argv", [["cancel", "99999999", "--yes"], ["cancel", "99999999_1", "--yes"],
                                   ["watch", "99999999"], ["status", "99999999"]])
 def test_a_job_slurm_does_not_know_is_one_line_exit_2(slurm_cluster, cli_env, argv):

@@ -21,7 +21,7 @@ from backends.records.history import History, load_history
 from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
-from backends.watch.slurm.cancel import cancel
+from backends.watch.slurm.cancel import cancel, job_owners, others_jobs, others_refusal
 from backends.watch.targets import (
     left_no_log,
     attempt_record,
@@ -303,8 +303,13 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         else:
             named.append((text, [text]))
     ids = _live_ids(named)
+    others = others_jobs(ids, job_owners(sorted({i.partition("_")[0] for i in ids})), current_user())
+    refused = others_refusal(others, admin=os.getuid() == 0)
+    if refused:
+        raise InputError("JOB", refused)
     if not args.yes:
-        print(f"Cancel {' '.join(ids)}? [y/N] ", end="", flush=True)
+        whose = "".join(f" (job {job} is {printable(user)}'s)" for job, user in others.items())
+        print(f"Cancel {' '.join(ids)}{whose}? [y/N] ", end="", flush=True)
         answer = sys.stdin.readline().strip().lower()
         if answer not in {"y", "yes"}:
             print("not cancelled")

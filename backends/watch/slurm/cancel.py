@@ -30,3 +30,32 @@ def cancel(targets: Sequence[str], runner: Runner = run_command) -> None:
     if result.returncode != 0:
         message = result.stderr.strip() or f"scancel exited with status {result.returncode}"
         raise CancelError(message.splitlines()[0])
+
+
+def owners_argv(job_ids: Sequence[str]) -> list[str]:
+    """The owner of each job (``%F``: an array's own id, for its tasks too)."""
+    return ["squeue", "-h", "-t", "all", "-j", ",".join(job_ids), "-o", "%F|%u"]
+
+
+def job_owners(job_ids: Sequence[str], runner: Runner = run_command) -> dict[str, str]:
+    """Who owns each of `job_ids` the controller lists: {} when squeue fails (scancel, asked next,
+    then says why in its own words)."""
+    result = runner(owners_argv(job_ids))
+    if result.returncode != 0:
+        return {}
+    pairs = (line.split("|", 1) for line in result.stdout.splitlines() if "|" in line)
+    return {job.strip(): user.strip() for job, user in pairs}
+
+
+def others_jobs(ids: Sequence[str], owners: dict[str, str], me: str) -> dict[str, str]:
+    """The jobs of `ids` (JOB or JOB_TASK) someone else owns, with their owner, in `ids`' order."""
+    jobs = dict.fromkeys(i.partition("_")[0] for i in ids)
+    return {job: owners[job] for job in jobs if owners.get(job, me) != me}
+
+
+def others_refusal(others: dict[str, str], admin: bool) -> str | None:
+    """Why a cancel of others' jobs is refused before its question: scancel refuses anyone but an
+    administrator (root here) with "Access/permission denied", after the user answered y."""
+    if not others or admin:
+        return None
+    return "; ".join(f"job {job} is {user}'s, not yours" for job, user in others.items()) + "; nothing cancelled"
