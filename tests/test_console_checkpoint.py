@@ -1565,6 +1565,49 @@ def test_the_narrow_failed_table_fits_a_pane_with_a_local_runs_job_ids(tmp_path:
     assert len(details[0]) >= width - 41, details           # what the other columns leave goes to it
 
 
+@pytest.mark.parametrize("width", [80, 100])
+def test_a_details_cell_holding_escapes_or_wide_characters_is_cut_to_its_column(tmp_path: Path, width: int) -> None:
+    """A record whose error holds ESC sequences was cut to the column first and escaped after (each
+    ESC then 4 cells, `\\x1b`), so at 100 columns its row ran 3 cells past the others, off the screen,
+    cut by the edge with no `…` (`tasks p\\x1b[1mX,[red]id[/red]  \\x1b[31mRED\\x1b[0m`); a CJK
+    error (2 cells a character) did the same. Escaped first and cut in cells, each cell ends in `…`
+    on screen, the table not scrolling sideways, the brackets still shown as they are."""
+    from rich.cells import cell_len
+
+    from sharding.store import Attempt
+
+    path = tmp_path / "checkpoint"
+    store = Checkpoint(path)
+    run = RunConfig(minimum_shard_index=1, total_shards=4)
+    store.ensure_run(run)
+    store.write_completion(1, run)
+    hostile = ("\x1b[31mRED\x1b[0m \x1b]0;title\x07 [bold red]markup[/bold red] " * 4).strip()
+    store.write_failed(2, Attempt(job="9001", array_task="2", restart="0"),
+                       {"task_ids": ["p\x1b[1mX", "[red]id[/red]"], "error": hostile})
+    store.write_failed(3, Attempt(job="9002", array_task="3", restart="0"),
+                       {"task_ids": ["p000003"], "error": "错误：" + "记录无法读取" * 20})
+
+    async def scenario() -> tuple[list[str], int, list[str]]:
+        app = make_app(cfg_dir=CONF, checkpoint=path, search_dirs=[tmp_path])
+        async with app.run_test(size=(width, 24)) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            table = app.checkpoint_screen.query_one("#ckpt-failed")
+            return screen_lines(app), table.max_scroll_x, table_column(table, "details")
+
+    lines, scroll_x, details = asyncio.run(scenario())
+    assert scroll_x == 0, details
+    rows = {line.split()[0]: line for line in lines if line.split()[:1] in (["2"], ["3"]) and "tasks" in line}
+    assert set(rows) == {"2", "3"}, lines
+    assert "\x1b" not in "".join(lines) and "\\x1b[31mRED" in rows["2"], rows
+    for cell in details:
+        assert cell.endswith("…"), details
+    for shard, cell in zip(("2", "3"), details):
+        assert cell.rstrip(" …") in rows[shard], (cell, rows[shard])
+        assert rows[shard].rstrip().endswith("…"), rows[shard]      # the mark is on screen, not cut by the edge
+        assert cell_len(rows[shard].rstrip()) <= width - 2, rows[shard]
+
+
 @pytest.mark.parametrize("size", [(120, 40), (80, 50)])
 def test_the_resubmit_button_follows_a_short_plan_without_a_gap(tmp_path: Path, size: tuple[int, int]) -> None:
     """The plan's scroll filled the tab, so at 120x40 a screenful of blank lines stood between the

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -90,8 +91,12 @@ def _cut(text: str, limit: int = 200) -> str:
 
 
 def _cell(text: str, limit: int) -> str:
-    """One table cell of at most `limit` characters, a cut marked: the whole text is shown elsewhere."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """One table cell of at most `limit` cells, a cut marked: the whole text is shown elsewhere.
+    Escaped first and measured in cells: a record's ESC cut to the column and then spelled `\\x1b`
+    took 4 cells, so its row ran past the column (and off the screen) with no `…`; a CJK
+    character takes 2."""
+    text = printable(text)
+    return text if cell_len(text) <= limit else set_cell_size(text, limit - 1) + "…"
 
 
 WINDOW_COLUMNS = ("array", "offset", "minimum", "total", "shards")
