@@ -184,7 +184,11 @@ def _failed(path: str, as_json: bool) -> int:
         print(jsontext.dumps([_record_json(r, c) for r, c in zip(records, standings)], indent=2))
         return 0
     if not records:     # an empty listing read as a command that did nothing, or one that failed quietly
-        print(printable(f"no failed-task records under {store.failed_dir}"))
+        if problems:    # "no records" after a warning that the folder was not searched read as a contradiction
+            print(printable(f"no readable failed-task records under {store.failed_dir} "
+                            f"({len(problems)} warned about above)"))
+        else:
+            print(printable(f"no failed-task records under {store.failed_dir}"))
     for r, c in zip(records, standings):
         print(printable(record_line(r, c)))     # the console's Failed tab shows the same line
         print(f"    {printable(r.path)}")

@@ -260,6 +260,20 @@ def test_failed_of_a_checkpoint_without_failures_says_so(tmp_path, cli_env):
     assert "no failed-task records" not in run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env).stdout
 
 
+def test_failed_of_a_checkpoint_whose_failed_folder_is_a_symlink_does_not_say_there_are_none(tmp_path, cli_env):
+    """`.failed_tasks` a symlink: a warning that it was not searched, then `no failed-task records
+    under ...`, which read as if it had been."""
+    store = Checkpoint(tmp_path / "ck")
+    store.ensure_run(RunConfig(1, 3))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    store.failed_dir.parent.mkdir(parents=True, exist_ok=True)
+    store.failed_dir.symlink_to(elsewhere)
+    text = run_cli("hyperion-checkpoint", "failed", str(store.path), env=cli_env)
+    assert text.returncode == 0 and "not searched" in text.stderr, text.stderr
+    assert text.stdout == f"no readable failed-task records under {store.failed_dir} (1 warned about above)\n"
+
+
 # --- hostile files inside a checkpoint: one warning each, skipped, never a hang (issue 13) -----------
 
 def _hostile_checkpoint(root: Path) -> Checkpoint:
