@@ -212,13 +212,18 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
     if any(s.state in _HOLDING for s in known):     # a task of a held window still runs: not all left
         return None
     waiting = [s for s in known if _waiting(s.state)]
-    said = {reason: sum(1 for s in waiting if s.reason == reason) for reason in ("JobHeldUser", "JobHeldAdmin")}
-    yours = f"by you (scontrol release {printable(release_words(paused, live, 'JobHeldUser'))})"
-    theirs = (f"by an administrator (JobHeldAdmin: only an administrator's scontrol release "
-              f"{printable(release_words(paused, live, 'JobHeldAdmin'))} lets them run)")
-    if said["JobHeldUser"] and said["JobHeldAdmin"]:
-        return f"{_tasks(len(waiting))} held: {said['JobHeldUser']} {yours}, {said['JobHeldAdmin']} {theirs}"
-    return f"{_tasks(len(waiting))} held {theirs if said['JobHeldAdmin'] else yours}"
+    yours = sum(1 for s in waiting if s.reason == "JobHeldUser")
+    theirs = sum(1 for s in waiting if s.reason == "JobHeldAdmin")
+
+    def held_by(reason: str) -> str:
+        jobs = printable(release_words(paused, live, reason))
+        if reason == "JobHeldUser":
+            return f"by you (scontrol release {jobs})"
+        return f"by an administrator (JobHeldAdmin: only an administrator's scontrol release {jobs} lets them run)"
+
+    if yours and theirs:
+        return f"{_tasks(len(waiting))} held: {yours} {held_by('JobHeldUser')}, {theirs} {held_by('JobHeldAdmin')}"
+    return f"{_tasks(len(waiting))} held {held_by('JobHeldAdmin' if theirs else 'JobHeldUser')}"
 
 
 def _tasks(count: int) -> str:
