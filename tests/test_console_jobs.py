@@ -632,6 +632,11 @@ def test_held_line_says_a_paused_window_is_all_that_is_left() -> None:
     assert held_line(record, mixed) == (
         "8 tasks held: 6 by you (scontrol release '912637_[0-4,7]'), 2 by an administrator (JobHeldAdmin: "
         "only an administrator's scontrol release '912637_[5-6]' lets them run)")
+    # a job asked for by id (`status 912637`): its rows alone, the other window's weighed no more
+    alone = {key: s for key, s in states("JobHeldUser", record).items() if key[0] == "912637"}
+    assert held_line(record, alone) is None                               # 912636 reads as not reported
+    assert held_line(record, alone, jobs=("912637",)) == "8 tasks held by you (scontrol release 912637)"
+    assert held_line(record, states("JobHeldUser", record), jobs=("912636",)) is None   # that one ended
 
 
 def test_the_status_line_says_a_window_you_paused_is_all_that_is_left(tmp_path: Path) -> None:

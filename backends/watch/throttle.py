@@ -14,7 +14,7 @@ were (never above N, possibly fewer than N busy).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from backends.printable import printable
@@ -161,11 +161,14 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
     return line
 
 
-def _live_windows(record: SubmitRecord, states: Mapping[Key, object]) -> dict[str, list]:
-    """The windows of `record` with a task not ended (or not reported yet): job id -> what `states`
-    knows of its tasks (the ones reported)."""
+def _live_windows(record: SubmitRecord, states: Mapping[Key, object],
+                  jobs: Collection[str] | None = None) -> dict[str, list]:
+    """The windows of `record` (those of `jobs` alone, when given) with a task not ended (or not
+    reported yet): job id -> what `states` knows of its tasks (the ones reported)."""
     live = {}
     for job, tasks in expected(record).items():
+        if jobs is not None and job not in jobs:
+            continue
         reported = [states.get((job, task)) for task in tasks or (None,)]
         if any(getattr(s, "state", None) is None or not s.state.is_terminal for s in reported):
             live[job] = [s for s in reported if s is not None]
@@ -195,16 +198,18 @@ def release_words(paused: Mapping[str, set[str]], live: Mapping[str, Sequence], 
     return shell_quote(said) if "[" in said else said
 
 
-def held_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | None:
+def held_line(record: SubmitRecord, states: Mapping[Key, object], jobs: Collection[str] | None = None) -> str | None:
     """``3 tasks held by you (scontrol release 12637)`` when all `record` has left to run waits on a
     hold no watcher lifts (`scontrol uhold J`; an operator's JobHeldAdmin), else None.
 
-    `states`: Key -> TaskState or TaskRow, the latest known. A window the plan submitted held
+    `states`: Key -> TaskState or TaskRow, the latest known. `jobs`: the windows weighed (a job
+    asked for by id: the attempt's other windows, not asked about, would read as not reported);
+    None: all of `record`'s. A window the plan submitted held
     (a watcher releases it) is not one. The table said `PENDING JobHeldUser` and the status line
     its age only: a run paused and forgotten looked like one waiting for the cluster. Tasks held
     by you and by an administrator are said apart: yours you may release.
     """
-    live = _live_windows(record, states)
+    live = _live_windows(record, states, jobs)
     paused = _paused_windows(record, live)
     if not paused or set(paused) != set(live):
         return None

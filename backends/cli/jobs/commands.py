@@ -8,7 +8,6 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 from backends import jsontext
@@ -109,7 +108,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(columns(status_table(rows)))
         print(tasks_text(rows))
-        _say_held(history.current if history is not None else _whole_job_record(found, job_of), rows)
+        if history is not None:
+            _say_held(history.current, rows)
+        else:
+            _say_held(_whole_job_record(found, job_of), rows, jobs=(found.job_id,))
         if not problems:          # accounting that did not answer was said already (shown as last recorded)
             _say_unmeasured(rows)
     _say_unsubmitted(history)
@@ -117,28 +119,24 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _whole_job_record(target: Target, history: History | None) -> SubmitRecord | None:
-    """The part of the attempt that submitted a whole job asked for by id (`status 4711`) that is that
-    job, for its held line: the rows are that job's, and the attempt's other windows (not asked
-    about) would read as not reported. None for one task (`4711_7`): not all its job has left."""
+    """The attempt that submitted a whole job asked for by id (`status 4711`), for its held line (of
+    that job's windows alone). None for one task (`4711_7`): not all its job has left."""
     if history is None or target.task_id is not None or target.job_id is None:
         return None
-    job = target.job_id
-    record = attempt_record(history, job)
-    if not any(j.job_id == job for j in record.jobs):
-        return None
-    return replace(record, jobs=tuple(j for j in record.jobs if j.job_id == job),
-                   tasks=tuple(t for t in record.tasks if t.job_id == job))
+    record = attempt_record(history, target.job_id)
+    return record if any(j.job_id == target.job_id for j in record.jobs) else None
 
 
-def _say_held(record: SubmitRecord | None, rows: Sequence[TaskRow]) -> None:
+def _say_held(record: SubmitRecord | None, rows: Sequence[TaskRow], jobs: Sequence[str] | None = None) -> None:
     """`3 tasks held by you (scontrol release J)` when a hold is all that is left to run: the
     table's `PENDING (JobHeldUser)` did not say that nothing else will move them. Of a record and
-    of a job asked for by id alike (`status 4711` said nothing of the hold `status RECORD` named)."""
+    of a job asked for by id alike (`status 4711` said nothing of the hold `status RECORD` named):
+    `jobs`, the windows asked about (`held_line`'s)."""
     if record is None or record.backend != "slurm":
         return                # the hold's module loads the scontrol and slot machinery: a Slurm record's only
     from backends.watch.throttle import held_line
 
-    line = held_line(record, {(row.job_id, row.task_id): row for row in rows})
+    line = held_line(record, {(row.job_id, row.task_id): row for row in rows}, jobs)
     if line:
         print(printable(line))
 
