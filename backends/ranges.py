@@ -30,11 +30,14 @@ def expand(expression: str) -> tuple[int, ...]:
     pending rest of ``--array=3,6,...,24``, or every 7th task left to retry), in sacct's and
     squeue's job ids alike. Raises ValueError on anything that is not a list of non-negative ranges.
     """
+    return tuple(sorted({value for start, end, step in _spans(expression) for value in range(start, end + 1, step)}))
+
+
+def _spans(expression: str) -> Iterator[tuple[int, int, int]]:
+    """(first, last, step) of each part of a range list (``1-2,6-24:3``; a ``%N`` suffix ignored),
+    no range expanded. ValueError on anything that is not a list of non-negative ranges."""
     body = expression.strip().split("%", 1)[0]
-    if not body:
-        return ()
-    values: set[int] = set()
-    for part in body.split(","):
+    for part in body.split(",") if body else ():
         span, colon, step_text = part.partition(":")
         lo, sep, hi = span.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()) or (colon and not (sep and step_text.isdigit())):
@@ -45,8 +48,7 @@ def expand(expression: str) -> tuple[int, ...]:
             raise ValueError(f"range {part!r} ends before it starts")
         if step < 1:
             raise ValueError(f"range {part!r} has a step of 0")
-        values.update(range(start, end + 1, step))
-    return tuple(sorted(values))
+        yield start, end, step
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,17 @@ def runs_of(ordered: Sequence[int]) -> tuple[Run, ...]:
         else:
             out.append((value, value))
     return tuple(out)
+
+
+def parse_runs(expression: str) -> tuple[Run, ...]:
+    """Inverse of `compress_runs`: ``"1-4,9"`` -> ``((1, 4), (9, 9))``, sorted, no range expanded (a
+    hand-edited ledger may say ``1-1000000000``). ValueError as `expand`, and for a range with a step."""
+    runs = []
+    for start, end, step in _spans(expression):
+        if step != 1 and end > start:
+            raise ValueError(f"not runs: {expression!r} has a range with a step")
+        runs.append((start, end))
+    return tuple(sorted(runs))
 
 
 def gaps(ordered: Sequence[int], first: int, last: int) -> tuple[Run, ...]:

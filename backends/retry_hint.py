@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 
 from backends.printable import printable
-from backends.ranges import compress
+from backends.ranges import compress, parse_runs
 from backends.shellwords import shell_join, shell_quote
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
@@ -271,11 +271,7 @@ def _within(expression: str, values: set[int]) -> set[int]:
     without expanding the ranges (a hand-edited ledger may say `1-1000000000`). ValueError: not ranges."""
     import bisect
 
-    runs = []
-    for part in expression.split(",") if expression.strip() else ():
-        first, dash, last = part.strip().partition("-")
-        runs.append((int(first), int(last) if dash else int(first)))
-    runs.sort()
+    runs = parse_runs(expression)
     starts = [first for first, _ in runs]
     held = set()
     for value in values:

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backends.ranges import Window, compress, expand, split_windows
+from backends.ranges import Window, compress, compress_runs, expand, parse_runs, runs_of, split_windows
 
 
 def test_compress_runs_and_singles():
@@ -23,6 +23,21 @@ def test_expand_reads_slurm_expressions():
 @given(st.sets(st.integers(min_value=0, max_value=5000)))
 def test_expand_inverts_compress(values):
     assert expand(compress(values)) == tuple(sorted(values))
+
+
+def test_parse_runs_reads_ranges_without_expanding_them():
+    assert parse_runs("9,1-4") == ((1, 4), (9, 9))
+    assert parse_runs("1-1000000000000") == ((1, 1000000000000),)      # (expanded, it would not end)
+    assert parse_runs("") == parse_runs("  ") == ()
+    for wrong in ("1:2", "4-1", "x", "1,,2", "-3", "6-24:3"):     # a step's values are no run
+        with pytest.raises(ValueError):
+            parse_runs(wrong)
+
+
+@given(st.sets(st.integers(min_value=0, max_value=5000)))
+def test_parse_runs_inverts_compress_runs(values):
+    runs = runs_of(sorted(values))
+    assert parse_runs(compress_runs(runs)) == runs
 
 
 def test_windows_match_the_design_example():
