@@ -25,8 +25,8 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, kind_of, open_regular
 from backends.printable import printable
-from backends.records.attempts import (ATTEMPT_LINE, LedgerWriter, MovedFile, NewAttempt, attempt_dir, ledger_path,
-                                       read_ledger)
+from backends.records.attempts import (ATTEMPT_LINE, Ledger, LedgerWriter, MovedFile, NewAttempt, attempt_dir,
+                                       ledger_path, read_ledger)
 from backends.records.history import History, archive_current, archived_numbers, load_history
 from backends.records.log_owner import Writer, last_writer, writers
 from backends.records.paths import RECORD_SUFFIX, log_stem, moved_name
@@ -633,11 +633,12 @@ def _refusal(kind: str, exc: InputError) -> InputError:
 LiveCheck = Callable[[History], None]
 
 
-def next_attempt_number(record_path: str) -> int:
+def next_attempt_number(record_path: str, ledger: Ledger | None = None) -> int:
     """The number the pattern's next attempt gets, read without its whole history: the console's
     Submit preview asks it at each pause of the keys, and loading a 1000-task history of six
-    attempts took half a second there. InputError when the record cannot be read."""
-    ledger = read_ledger(record_path, only=ATTEMPT_LINE)
+    attempts took half a second there. InputError when the record cannot be read. `ledger`: its
+    attempt lines, read already (`read_ledger(record_path, only=ATTEMPT_LINE)`)."""
+    ledger = read_ledger(record_path, only=ATTEMPT_LINE) if ledger is None else ledger
     return max(load_record(record_path).attempt, *archived_numbers(record_path), ledger.last_number) + 1
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from backends.records.record import SubmitRecord
     from backends.submit.model import SubmitPlan
     from backends.records.history import History
-    from backends.records.attempts import NewAttempt
+    from backends.records.attempts import Ledger, NewAttempt
 
 
 RAN_OUT = (("OUT_OF_MEMORY", "--mem"), ("TIMEOUT", "--time"))   # a state, the size it ran out of
@@ -192,7 +192,7 @@ def local_retry_line(plan: SubmitPlan, stopped: int | None, rerun: Sequence[str]
 
 
 def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool = False,
-               array: bool = True, values: Sequence[int] = ()) -> str | None:
+               array: bool = True, values: Sequence[int] = (), ledger: Ledger | None = None) -> str | None:
     """What hyperion-submit says when its command line ran before with the same --output-file:
     the run is attempt `number` and the earlier logs it rewrites were moved aside, not lost.
 
@@ -204,11 +204,12 @@ def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool 
     `values`: the array values this attempt runs. The `--attempt N` named is the attempt that last
     ran them (whose log is moved), not always the one before: after a retry of 5,9 (attempt 3) an
     attempt 4 of value 3 named `--attempt 3`, which has no value 3 (`logs` refused it, exit 2).
+    `ledger`: the ledger's attempt lines, read already (`read_ledger(..., only=ATTEMPT_LINE)`).
     """
     if number <= 1 or kind != "submit":
         return None
     record = shell_quote(record_path)
-    earlier = _last_runs(record_path, number, values) if array else {}
+    earlier = _last_runs(record_path, number, values, ledger) if array else {}
     if len(earlier) > 1:
         attempt = ", ".join(f"--attempt {n} (VALUE {compress(vs)})" for n, vs in sorted(earlier.items()))
     else:
@@ -218,19 +219,22 @@ def rerun_line(record_path: str, number: int, kind: str = "submit", ahead: bool 
                      f"hyperion-jobs history {record}; hyperion-jobs logs {record}{':VALUE' if array else ''} {attempt}")
 
 
-def _last_runs(record_path: str, number: int, values: Sequence[int]) -> dict[int, list[int]]:
+def _last_runs(record_path: str, number: int, values: Sequence[int],
+               ledger: Ledger | None = None) -> dict[int, list[int]]:
     """The attempts before `number` that last ran each of `values` (attempt -> its values, sorted);
     values no earlier attempt ran are left out; {} when the ledger cannot say (a record older than
-    the ledger, a ledger that cannot be read): the caller names the attempt before."""
+    the ledger, a ledger that cannot be read): the caller names the attempt before. `ledger`: its
+    attempt lines, read already."""
     if not values:
         return {}
     from backends.errors import InputError
     from backends.records.attempts import ATTEMPT_LINE, START_LINE, read_ledger
 
     try:
-        attempts = sorted(read_ledger(record_path, only=ATTEMPT_LINE).attempts, key=lambda a: -a.number)
+        ledger = read_ledger(record_path, only=ATTEMPT_LINE) if ledger is None else ledger
     except (InputError, OSError):
         return {}
+    attempts = sorted(ledger.attempts, key=lambda a: -a.number)
     numbers = {a.number for a in attempts if a.number < number}
     if numbers != set(range(1, number)):   # an attempt without its ledger line: who ran what is unknown
         return {}
@@ -295,9 +299,11 @@ def ran_before_line(plan: SubmitPlan) -> str | None:
         return None
     from backends.attempt import next_attempt_number
     from backends.errors import InputError
+    from backends.records.attempts import ATTEMPT_LINE, read_ledger
 
     try:
-        return rerun_line(record_path, next_attempt_number(record_path), ahead=True,
-                          array=plan.options.array is not None, values=_plan_values(plan))
+        ledger = read_ledger(record_path, only=ATTEMPT_LINE)     # its attempt lines, read once for both
+        return rerun_line(record_path, next_attempt_number(record_path, ledger), ahead=True,
+                          array=plan.options.array is not None, values=_plan_values(plan), ledger=ledger)
     except InputError:
         return None

@@ -1411,6 +1411,33 @@ def test_the_rerun_line_names_the_attempt_that_last_ran_the_values_whose_logs_it
     _a_third_run_of_one_value_names_attempt_1_whose_log_it_shows(tmp_path, cli_env, argv, command, record, 1)
 
 
+def test_the_line_said_before_a_rerun_reads_the_ledgers_attempt_lines_once(tmp_path, cli_env, monkeypatch):
+    """The dry run's line (and the console's Submit preview's, asked at each pause of the keys) read
+    the ledger's attempt lines twice: for the next attempt's number, then for who last ran each value."""
+    import backends.attempt
+    from backends.records import attempts
+    from backends.retry_hint import ran_before_line
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+
+    argv = ["local", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--output-file", str(tmp_path / "log/c.JOB.log"),
+            "--", "true"]
+    assert run_cli("hyperion-submit", *argv, cwd=tmp_path, env=cli_env).returncode == 0
+    reads = []
+    real = attempts.read_ledger
+
+    def counted(record_path, only=None):
+        reads.append(only)
+        return real(record_path, only)
+
+    for module in (attempts, backends.attempt):
+        monkeypatch.setattr(module, "read_ledger", counted)
+    line = ran_before_line(build_plan(*parse_submit_argv(argv)))
+    assert line is not None and line.startswith("attempt 2 of this --output-file") and \
+        line.endswith(":VALUE --attempt 1"), line
+    assert reads.count(attempts.ATTEMPT_LINE) == 1, reads      # (a local run's start lines are read too)
+
+
 def test_the_rerun_line_skips_an_attempt_whose_local_run_stopped_before_the_value(tmp_path, cli_env):
     """A local array stops at its first failure: attempt 2 of values 1-3 failed at 1, so 2 and 3 never
     started in it. A rerun of value 3 (attempt 3) named `--attempt 2`, which left no log of 3: pasted, it
