@@ -34,6 +34,7 @@ from backends.shellwords import shell_join, shell_quote
 # Labels a row can have besides Slurm's states (see TaskRow.state_label).
 EXTRA_LABELS = ("NOT_RUN", "UNKNOWN")
 AUTO = "auto"   # --mem auto / --time auto: sizes proposed from what the tasks used
+Advice = tuple[str, str]    # a size kept that tasks ran out of (--mem, --time), what auto would ask for and why
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class RetryPlan:
     plan: SubmitPlan | None
     sizes: SizeProposal | None = None     # what --mem auto / --time auto chose, and why
     unsubmitted: tuple[int, ...] = ()     # values a refused sbatch window left out, submitted now
-    advice: tuple[str, ...] = ()          # what --mem auto / --time auto would ask for, when not asked
+    advice: tuple[Advice, ...] = ()       # what --mem auto / --time auto would ask for, when not asked
 
     @property
     def values(self) -> tuple[int | None, ...]:
@@ -244,7 +245,7 @@ def plan_retry(history: History, rows: Sequence[TaskRow], request: RetryRequest)
 
 
 def plan_sizes(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History,
-               request: RetryRequest) -> tuple[RetryRequest, SizeProposal | None, tuple[str, ...]]:
+               request: RetryRequest) -> tuple[RetryRequest, SizeProposal | None, tuple[Advice, ...]]:
     """The request with ``auto`` resolved, what auto chose and why, and the advice for the sizes kept
     that chosen tasks ran out of: the one rule of `hyperion-jobs retry` and of the checkpoint bridge
     (`hyperion-checkpoint retry --submit`, whose shards are `chosen`). The proposal is read only when
@@ -280,26 +281,18 @@ def _advised(request: RetryRequest, chosen: Sequence[TaskRow]) -> tuple[str, ...
     return tuple(flag for flag in ran_out_of(row.state_label for row in chosen) if kept[flag])
 
 
-ADVICE_WORDS = " auto would ask for "     # a `size_advice` line: its flag, these words, then why
-
-
-def size_advice(request: RetryRequest, chosen: Sequence[TaskRow], proposal: SizeProposal | None) -> tuple[str, ...]:
+def size_advice(request: RetryRequest, chosen: Sequence[TaskRow], proposal: SizeProposal | None) -> tuple[Advice, ...]:
     """For a retry that keeps the sizes its OUT_OF_MEMORY or TIMEOUT tasks ran out of: what
-    ``--mem auto`` / ``--time auto`` would ask for, one line each. Without it the plan showed the
-    old `--mem 100M` and nothing else, and a user who followed it got the same OUT_OF_MEMORY."""
+    ``--mem auto`` / ``--time auto`` would ask for, (flag, why) each (`size_lines` words them). Without
+    it the plan showed the old `--mem 100M` and nothing else, and a user who followed it got the same
+    OUT_OF_MEMORY. Its flags are the sizes ``auto`` would change: the checkpoint screen's Resubmit asks
+    auto for these alone, as `hyperion-checkpoint retry --submit RECORD --mem auto --time auto` would."""
     advised = _advised(request, chosen)
     if proposal is None or not advised:
         return ()
-    return tuple(f"{flag}{ADVICE_WORDS}{why}" for flag, value, why in
+    return tuple((flag, why) for flag, value, why in
                  (("--mem", proposal.mem, proposal.mem_why), ("--time", proposal.time, proposal.time_why))
                  if flag in advised and value is not None)
-
-
-def advised_flags(advice: Sequence[str]) -> tuple[str, ...]:
-    """The sizes (``--mem``, ``--time``) `size_advice`'s lines name, each line's first word: the ones
-    ``auto`` would change. The checkpoint screen's Resubmit asks auto for these alone, as
-    `hyperion-checkpoint retry --submit RECORD --mem auto --time auto` would for them."""
-    return tuple(line.split(" ", 1)[0] for line in advice if ADVICE_WORDS in line)
 
 
 def propose(rows: Sequence[TaskRow], chosen: Sequence[TaskRow], history: History) -> SizeProposal:
@@ -333,7 +326,7 @@ def describe_retry(retry: RetryPlan) -> str:
     return printable("\n".join(lines), layout=True)
 
 
-def size_lines(sizes: SizeProposal | None, advice: Sequence[str]) -> list[str]:
+def size_lines(sizes: SizeProposal | None, advice: Sequence[Advice]) -> list[str]:
     """``sizes: ...`` lines: why auto chose each size (or that no task ran out of it), and for the
     sizes kept that tasks ran out of, what auto would ask for. The preview's words in `describe_retry`
     and in the checkpoint bridge's plan (`hyperion-checkpoint retry --submit`)."""
@@ -342,4 +335,4 @@ def size_lines(sizes: SizeProposal | None, advice: Sequence[str]) -> list[str]:
         ran_out = " or ".join({"--mem": "memory", "--time": "time"}[flag] for flag in sizes.asked)
         lines += [f"sizes: {why}" for why in sizes.reasons] or \
             [f"sizes: no task ran out of {ran_out}: {' and '.join(sizes.asked)} as before"]
-    return lines + [f"sizes: as before; {line}" for line in advice]
+    return lines + [f"sizes: as before; {flag} auto would ask for {why}" for flag, why in advice]

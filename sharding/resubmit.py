@@ -26,7 +26,7 @@ from backends.watch.rows import LOCAL_JOB
 from backends.records.history import History, load_history
 from backends.records.record import SubmitRecord, TaskRecord, load_record, reattach_command
 from backends.records.trust import check_trusted
-from backends.retry import AUTO, RetryRequest, advised_flags, plan_sizes, size_lines, size_option
+from backends.retry import AUTO, Advice, RetryRequest, plan_sizes, size_lines, size_option
 from backends.retry_sizes import SizeProposal
 from backends.submit.array import MAX_VALUES, ArraySpec
 # site_array_limit too: sharding's CLI reaches backends.submit only through this bridge
@@ -106,7 +106,7 @@ class ShardSizes:
     mem: str | None = None
     time: str | None = None
     proposal: SizeProposal | None = None
-    advice: tuple[str, ...] = ()
+    advice: tuple[Advice, ...] = ()
 
     def lines(self) -> list[str]:
         """``sizes: ...``: `hyperion-jobs retry`'s preview words (`size_lines`)."""
@@ -117,7 +117,7 @@ class ShardSizes:
         size it names (the shards ran out of it and auto would change it), None for the others;
         (None, None) without advice. `hyperion-checkpoint retry --submit RECORD --mem auto --time auto`
         for those sizes alone, as the console's Resubmit with proposed sizes asks it."""
-        flags = advised_flags(self.advice)
+        flags = {flag for flag, _ in self.advice}
         return (AUTO if "--mem" in flags else None), (AUTO if "--time" in flags else None)
 
 

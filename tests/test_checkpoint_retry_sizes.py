@@ -53,6 +53,20 @@ def test_the_dry_run_says_the_shard_ran_out_of_memory_and_what_auto_would_ask(tm
                         "2x the request 100M (1.5x the largest MaxRSS 90M is less)"), result.stdout
 
 
+@pytest.mark.parametrize("state,asked", [("OUT_OF_MEMORY", ("auto", None)), ("TIMEOUT", (None, "auto"))])
+def test_resubmit_with_proposed_sizes_asks_auto_for_the_sizes_the_advice_names(tmp_path: Path, state, asked) -> None:
+    """The console's Resubmit with proposed sizes asks ``auto`` for what the dry run's advice names alone."""
+    from sharding.resubmit import shard_sizes
+    from sharding.retry import plan_retry
+
+    ck, record = oom_run(tmp_path, {2: (state, None, None)})
+    sizes = shard_sizes(plan_retry(ck), str(record))
+    flag = "--mem" if state == "OUT_OF_MEMORY" else "--time"
+    assert [line.split(" auto would ask for ")[0] for line in sizes.lines()] == [f"sizes: as before; {flag}"]
+    assert sizes.proposed() == asked
+    assert shard_sizes(plan_retry(ck), str(record), mem="400M", time="00:30:00").proposed() == (None, None)
+
+
 def test_mem_auto_resubmits_with_hyperion_jobs_retrys_size_and_says_why(tmp_path: Path, cli_env) -> None:
     ck, record = oom_run(tmp_path)
     result = _retry(ck, record, "--mem", "auto", "--dry-run", env=cli_env)
