@@ -19,7 +19,9 @@ from backends.shellwords import shell_quote
 from backends.submit.model import SubmitPlan, substitute
 
 _INTERPRETER = re.compile(r"python[0-9.]*")
-_NO_FILE = "is not a file in the working directory (torchrun does not look on PATH)"
+_NOT_HERE = "is not a file in the working directory"
+_NO_FILE = f"{_NOT_HERE} (torchrun does not look on PATH)"
+_GIVE_FILE = "give a Python file (-- SCRIPT.py ...)"
 _HEAD = 256                     # the first line of a script is all that is read of it
 
 
@@ -31,10 +33,10 @@ def plan_warning(plan: SubmitPlan) -> str | None:
     return torchrun_warning(options.num_gpus, options.command, array=array)
 
 
-def torchrun_warning(num_gpus: int, command: Sequence[str], cwd: str = ".",
-                     array: tuple[str, int | None] | None = None) -> str | None:
-    """One line saying why torchrun will not start `command`, or None when it may (or one GPU).
-    `array`: (NAME, a value) the first word is looked at with (a task runs it substituted)."""
+def torchrun_warning(num_gpus: int, command: Sequence[str], array: tuple[str, int | None] | None = None) -> str | None:
+    """One line saying why torchrun will not start `command` in the working directory, or None when
+    it may (or one GPU). `array`: (NAME, a value) the first word is looked at with (a task runs it
+    substituted)."""
     if num_gpus <= 1 or not command:
         return None
     first = command[0]
@@ -46,18 +48,17 @@ def torchrun_warning(num_gpus: int, command: Sequence[str], cwd: str = ".",
         return (f"{lead} (`python -u {named} ...`: the interpreter read as a script): give the script "
                 f"first (-- train.py ARGS) or -- -m MODULE ARGS")
     path = substitute(first, *array) if array is not None else first
-    why = _not_a_python_file(os.path.join(cwd, path))
+    why = _not_a_python_file(path)
     if why is None:
         return None
     if os.sep in first or why != _NO_FILE:   # `-- run.sh`, a bash script here: `command -v run.sh` is empty
-        return f"{lead}: {named} {why}; give a Python file (-- SCRIPT.py ...)"
+        return f"{lead}: {named} {why}; {_GIVE_FILE}"
     found = shutil.which(path)
     if found is None:           # `command -v NAME` pasted would hand torchrun an empty word
-        return (f"{lead}: {named} is not a file in the working directory, nor a command on PATH; "
-                f"give a Python file (-- SCRIPT.py ...)")
+        return f"{lead}: {named} {_NOT_HERE}, nor a command on PATH; {_GIVE_FILE}"
     other = _not_a_python_file(found)
     if other is not None:       # `-- bash run.sh`: "$(command -v bash)" would not start either
-        return f"{lead}: {named} {why}, and {cut(found, 80)} on PATH {other}; give a Python file (-- SCRIPT.py ...)"
+        return f"{lead}: {named} {why}, and {cut(found, 80)} on PATH {other}; {_GIVE_FILE}"
     return f'{lead}: {named} {why}; give a Python file (-- "$(command -v {shell_quote(named)})" ...)'
 
 
