@@ -190,6 +190,63 @@ def test_the_confirmation_footer_lists_its_own_keys(tmp_path: Path, size: tuple[
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_the_retry_preview_and_the_help_footers_list_their_own_keys(tmp_path: Path, size: tuple[int, int]) -> None:
+    """Under the retry preview and the help the footer was the Jobs screen's (`f Filter v Views / Find
+    o Records R Retry ... q Quit`): in the preview q typed into the values field, in the help q closed
+    it and f did nothing, and neither listed its own keys. Each now lists exactly its own, and each
+    does what it says."""
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+
+    def footer(app) -> list[str]:
+        return screen_lines(app)[-1].split()
+
+    async def open_retry(pilot, seen: list) -> None:
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, RetryScreen), 10)
+        await wait_for(pilot, lambda: posted(seen, RetryPreviewed), 10)
+        await pilot.pause()
+
+    async def scenario() -> None:
+        seen: list = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await wait_for(pilot, lambda: "Filter" in footer(app), 10)       # the Jobs screen's own
+            await open_retry(pilot, seen)
+            retry = app.screen
+            assert footer(app) == ["tab", "Next", "field", "^r", "Retry", "esc", "Close"], footer(app)
+            await pilot.press("tab")                      # tab: the next field
+            assert retry.focused is retry.field("state")
+            await pilot.press("shift+tab", "q")           # q is typed, as the footer no longer says it quits
+            assert retry.field("values").value == "q" and app.screen is retry
+            assert footer(app) == ["tab", "Next", "field", "^r", "Retry", "esc", "Close"], footer(app)
+            retry.set_field("values", "")
+            await wait_for(pilot, lambda: not retry.current.error and retry._planned == retry.fields(), 10)
+            await pilot.press("ctrl+r")                   # ^r: asks to retry
+            await confirmation(pilot, "#confirm-dialog")
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.screen is retry
+            await pilot.press("shift+tab")                # on the Retry button, the same keys
+            assert retry.focused.id == "retry-run", retry.focused
+            assert footer(app) == ["tab", "Next", "field", "^r", "Retry", "esc", "Close"], footer(app)
+            await pilot.press("escape")                   # esc: closes
+            await pilot.pause()
+            assert not isinstance(app.screen, RetryScreen)
+            for key in ("escape", "question_mark", "q"):  # each key the help's footer names closes it
+                await pilot.press("question_mark")
+                await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 10)
+                await pilot.pause()
+                assert footer(app) == ["esc/?/q", "Close"], footer(app)
+                await pilot.press(key)
+                await pilot.pause()
+                assert not isinstance(app.screen, HelpScreen), key
+                assert app.is_running
+            assert "Filter" in footer(app)               # the Jobs screen's again, once they are closed
+
+    asyncio.run(scenario())
+
+
 def test_a_notification_does_not_cover_a_confirmation_at_80x24(tmp_path: Path) -> None:
     """R's refusal stayed over the `x` dialog opened after it (the toasts lie on the dialog's screen),
     covering its text and buttons. While a confirmation is up the toasts are not shown; they are again

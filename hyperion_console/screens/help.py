@@ -8,7 +8,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from .base import HidesToastsBelow
+from .base import HidesToastsBelow, console_footer
 
 KEYS: tuple[tuple[str, str, str], ...] = (
     ("everywhere", "1 / 2 / 3", "Submit / Jobs / Checkpoint screen"),
@@ -49,7 +49,13 @@ KEYS: tuple[tuple[str, str, str], ...] = (
 class HelpScreen(HidesToastsBelow, ModalScreen[None]):
     """Lists the keys; escape or ? closes it."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "close", "Close")]
+    # Its own footer names the keys that close it (the Jobs screen's footer behind it listed
+    # `f Filter ... q Quit`: f did nothing here, q closed the help) as one entry: the footer shows
+    # one key per action.
+    BINDINGS = [
+        Binding("escape", "close", "Close", key_display="esc/?/q"),
+        Binding("question_mark,q", "close", "Close", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, show_header=True, header_style="bold", expand=True)
@@ -63,6 +69,7 @@ class HelpScreen(HidesToastsBelow, ModalScreen[None]):
             with VerticalScroll():
                 yield Static(table)
             yield Label("up/down, page keys scroll · escape closes", id="help-hint")
+        yield console_footer()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -33,7 +33,7 @@ from ..retrying import FIELDS, Preview, preview
 from ..shown import shown
 from ..widgets.field import Field
 from ..widgets.fit_line import FitLine
-from .base import HidesToastsBelow
+from .base import HidesToastsBelow, console_footer
 from .confirm import ConfirmScreen
 
 LABELS = {"values": "values", "state": "states", "mem": "--mem", "mem_per_cpu": "--mem-per-cpu",
@@ -62,9 +62,13 @@ class RetryScreen(HidesToastsBelow, ModalScreen["RetryDecision | None"]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (78, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (22, "-tall")]
 
+    # Its own footer lists them (as a confirmation's does): the Jobs screen's footer behind it listed
+    # `f Filter v Views ... q Quit`, keys typed into a field here or doing nothing, and not these.
+    # (The app's tab moves the focus, a priority binding; this one only names it in the footer.)
     BINDINGS = [
-        Binding("escape", "close", "Close", show=False),
         Binding("ctrl+r", "retry", "Retry", priority=True),
+        Binding("escape", "close", "Close"),
+        Binding("tab", "app.focus_next", "Next field", priority=True),
     ]
 
     def __init__(self, history: History, rows: Sequence[TaskRow], values: str = "") -> None:
@@ -95,6 +99,7 @@ class RetryScreen(HidesToastsBelow, ModalScreen["RetryDecision | None"]):
                 yield Button("Use proposed sizes", id="retry-use-sizes", compact=True, disabled=True)
                 yield Button("Close", id="retry-close", variant="primary", compact=True)
                 yield Button("Retry…", id="retry-run", variant="error", compact=True, disabled=True)
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.field("values").focus()        # a form: typing fills it; escape closes
