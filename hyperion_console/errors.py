@@ -11,8 +11,17 @@ from backends.errors import FieldError, InputError
 from backends.submit.slurm.sbatch import SubmitError
 
 
+# The CLIs' positional arguments the core names its refusals by (`hyperion-jobs retry TARGET`, the
+# JOB|RECORD typed): a console user typed none of them, but acted on the record open on the screen,
+# which the problem itself names (`RECORD still has 2 live task(s) ...`, `values 3 last ran ...`).
+CLI_POSITIONALS = ("TARGET",)
+
+
 def describe_error(exc: BaseException) -> str:
-    """One line for a notification: InputError already reads `field: problem`."""
+    """One line for a notification: InputError already reads `field: problem`, but for a field
+    only the CLI's command line has (CLI_POSITIONALS), said without it."""
+    if isinstance(exc, FieldError) and exc.field in CLI_POSITIONALS:
+        return exc.problem
     text = str(exc) or type(exc).__name__
     if isinstance(exc, (FieldError, SubmitError)):
         return text  # InputError / ShardingError: `field: problem`; SubmitError: the CLI's own line

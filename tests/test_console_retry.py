@@ -14,7 +14,7 @@ import pytest
 from textual.widgets import Input
 from conftest import submit_real_array
 from test_console_fixtures import (build_history, confirmation, console_on, ended_just_now, notifications, posted,
-                                   rendered, table_column, wait_for)
+                                   rendered, screen_lines, table_column, wait_for)
 
 from backends.launch import run_local_plan, working_dir
 from backends.records.history import load_history
@@ -231,7 +231,7 @@ def test_retry_is_refused_in_one_line_while_tasks_live_or_when_nothing_failed(tm
             await pilot.press("R")
             await wait_for(pilot, lambda: posted(seen, RetryRefused), 10)
             reason = posted(seen, RetryRefused)[-1].reason
-            assert reason == (f"TARGET: {live} still has 1 live task(s) (RUNNING 1) of job(s) 4242; wait for them "
+            assert reason == (f"{live} still has 1 live task(s) (RUNNING 1) of job(s) 4242; wait for them "
                               f"to end (hyperion-jobs watch {live}) or cancel them (hyperion-jobs cancel 4242) first")
             assert not isinstance(app.screen, RetryScreen) and reason in notifications(app)
             jobs.show_record(load_history(done))
@@ -243,6 +243,50 @@ def test_retry_is_refused_in_one_line_while_tasks_live_or_when_nothing_failed(tm
         assert not posted(seen, RetryRequested)
 
     asyncio.run(scenario())
+
+
+def test_a_refused_retry_says_the_problem_not_the_clis_target_argument(tmp_path: Path) -> None:
+    """R while a task still ran showed the toast `TARGET: RECORD still has 1 live task(s) ...`: TARGET
+    is hyperion-jobs retry's positional argument, which a console user never typed. The toast now says
+    the problem alone (it names the record); the CLI's line, from the same core error, keeps TARGET."""
+    from backends.errors import InputError
+    from backends.retry import RetryRequest, plan_retry
+    from backends.watch.rows import history_rows
+
+    live = build_history(tmp_path, SITE, unfinished=(8,))
+    running = TaskState("4242", 8, JobState.RUNNING, node="node01")
+    problem = (f"{live} still has 1 live task(s) (RUNNING 1) of job(s) 4242; wait for them to end "
+               f"(hyperion-jobs watch {live}) or cancel them (hyperion-jobs cancel 4242) first")
+
+    def toast_said(app) -> str:
+        """The toasts' lines on screen (right of the toast's `▌` edge), read together."""
+        return " ".join(line.split("▌ ", 1)[1].strip() for line in screen_lines(app) if "▌ " in line)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, search_dirs=[])
+        async with app.run_test(size=(120, 40), notifications=True, message_hook=seen.append) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(load_history(live))
+            jobs.post_message(jobs_updated(live, running))
+            await pilot.pause()
+            await pilot.press("R")
+            await wait_for(pilot, lambda: "live task(s)" in toast_said(app), 10)
+            assert notifications(app) == [problem]
+            assert posted(seen, RetryRefused)[-1].reason == problem
+            said = toast_said(app)
+            title, first = said.split()[:2]
+            assert title == "retry" and first.startswith("/tmp/"), said    # then the record's path
+            assert "TARGET" not in said, said
+            assert "still has 1 live task(s) (RUNNING 1) of job(s) 4242" in said, said
+            assert not isinstance(app.screen, RetryScreen)
+
+    asyncio.run(scenario())
+    history = load_history(live)       # the CLI's wording is the core's, unchanged
+    with pytest.raises(InputError) as refused:
+        plan_retry(history, history_rows(history, {running.key: running}), RetryRequest())
+    assert str(refused.value) == f"TARGET: {problem}"
 
 
 def jobs_updated(record: Path, *states):
