@@ -272,6 +272,47 @@ def test_logs_follow_prints_a_line_that_never_ends_as_it_comes(tmp_path, cli_env
         proc.wait()
 
 
+@pytest.mark.parametrize("raw", [False, True], ids=["piped", "raw"])
+def test_logs_follow_piped_or_raw_prints_a_running_progress_bar_as_it_comes(tmp_path, cli_env, raw):
+    """A tqdm bar of short redraws (no newline yet): `logs -f | cat` and `logs -f --raw` on a terminal
+    showed nothing of it until its line ended or 1 MiB of redraws had gathered (20,000 redraws, minutes
+    of a real bar), where `tail -f` shows it as it comes. The bytes read go out once the log is read
+    to its end, an é cut between two writes whole."""
+    import select
+    import time
+
+    from test_jobs_core import NEVER_JOB, make_record
+
+    record = make_record(tmp_path, job=NEVER_JOB)
+    log = record.tasks[0].log
+    Path(log).write_bytes(b"start\n")
+    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f", *(["--raw"] if raw else [])],
+                            env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        out, deadline = b"", time.monotonic() + 30
+
+        def read_until(want: bytes) -> bytes:
+            nonlocal out
+            while not out.endswith(want) and time.monotonic() < deadline:
+                if select.select([proc.stdout], [], [], 0.2)[0]:
+                    out += os.read(proc.stdout.fileno(), 1 << 16)
+            return out
+
+        assert read_until(b"start\n") == b"start\n"
+        with open(log, "ab") as handle:
+            handle.write(b"\rtrain   1%|\xe2\x96\x88 | 1/100 caf\xc3")      # é cut after its first byte
+        assert read_until(b"caf") == b"start\n\rtrain   1%|\xe2\x96\x88 | 1/100 caf", out
+        with open(log, "ab") as handle:
+            handle.write(b"\xa9\rtrain   2%|\xe2\x96\x88 | 2/100")
+        assert read_until(b"2/100") == b"start\n\rtrain   1%|\xe2\x96\x88 | 1/100 caf\xc3\xa9\rtrain   2%|\xe2\x96\x88 | 2/100"
+        with open(log, "ab") as handle:
+            handle.write(b" done\nnext\n")
+        assert read_until(b"next\n").endswith(b"2/100 done\nnext\n")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_logs_follow_says_when_the_log_starts_over(tmp_path, cli_env):
     """A log written anew was followed from its start again with no word: into a pipe, the whole
     log came a second time as if appended."""

@@ -262,6 +262,16 @@ class _Splitter:
         self._buffer = buffer[start:]
         return pieces
 
+    def give_held(self) -> list[tuple[str, bool]]:
+        """What is held of the open line, handed over as a piece that does not end it (a follower
+        that has read to the end of the file: a `\r` progress bar's bytes are printed as they come,
+        not once a piece of them has gathered). A UTF-8 sequence cut short stays in the decoder."""
+        if not self._buffer:
+            return []
+        text, self._buffer = self._decoder.decode(self._buffer), b""
+        text = self._cut(text, False)
+        return [(text, False)] if text else []
+
     @property
     def open(self) -> bool:
         """Part of a line was fed and its newline has not come yet."""
@@ -394,6 +404,12 @@ class Follower:
             self._mark = (self._mark + data[-MARK_BYTES:])[-MARK_BYTES:]
         pieces = self._splitter.feed(data)
         return pieces + self._splitter.end() if flush else pieces
+
+    def give_held(self) -> list[tuple[str, bool]]:
+        """The bytes read of the line still being written, as a piece that does not end it; for a
+        raw reader that has caught up (`logs -f` piped or `--raw`: `tail -f` prints a progress bar as
+        it comes; held until its newline or PIECE, a bar of 50-byte redraws showed nothing for minutes)."""
+        return self._splitter.give_held()
 
     def unread(self) -> int:
         """Bytes the file holds beyond what was read (0 when it cannot be looked at).

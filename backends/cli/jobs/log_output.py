@@ -96,8 +96,9 @@ def follow(path: str, n: int, raw: bool, out: TextIO | None = None, end: EndWatc
 
 
 def _follow_piped(follower: Follower, out: TextIO, end: EndWatch | None) -> TaskEnd:
-    """Pieces, not lines: a line that never ends (a \r progress bar) is printed, not held; until
-    the task has ended, then what is left."""
+    """Pieces, not lines: a line that never ends (a \r progress bar) is printed as it comes, not
+    held (once the file is read to its end, what was read of it goes out); until the task has
+    ended, then what is left."""
     said = 0
     while True:
         pieces = follower.read_pieces()
@@ -106,6 +107,10 @@ def _follow_piped(follower: Follower, out: TextIO, end: EndWatch | None) -> Task
             _write_pieces(pieces, out)
             out.flush()
             continue
+        held = follower.give_held()   # read to the end: the line being written goes out as it is
+        if held:
+            _write_pieces(held, out)
+            out.flush()
         ended = _ended(end)
         if ended is not None:
             for pieces in _rest(follower.read_pieces):
