@@ -451,6 +451,27 @@ def test_failures_give_the_last_redraw_of_a_progress_bar_a_task_died_in(tmp_path
         ("FAILED", 3, "extracting: 30/100 frames")], groups
 
 
+def test_failures_mark_a_last_line_cut_to_200_characters(tmp_path, cli_env, test_site):
+    """A task dying with a long message (a shape mismatch listing a tensor, a 2 MB line): `status
+    --failures` showed its first 200 characters as if the line ended there, on the terminal and in
+    --json; the cut is now marked with `…` (the console's failure groups read the same line)."""
+    (tmp_path / "task.py").write_text(
+        "import sys\nv = int(sys.argv[1])\n"
+        "print('RuntimeError: shape mismatch: ' + ' '.join(['[32, 80, 1000]'] * 20) if v == 1 else 'Z' * 2_000_000 + ' TAIL')\n"
+        "sys.exit(3)\n")
+    for value in (1, 2):
+        run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", f"IDX={value}:{value}",
+                "--output-file", f"log/p{value}.IDX.log", "--", sys.executable, "task.py", "IDX", cwd=tmp_path, env=cli_env)
+        shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / f"p{value}.IDX.submit.json"),
+                        "--failures", "--json", env=cli_env)
+        [group] = json.loads(shown.stdout)["groups"]
+        whole = ("RuntimeError: shape mismatch: " + " ".join(["[32, 80, 1000]"] * 20)) if value == 1 else "Z" * 2_000_000
+        assert group["last_line"] == whole[:199] + "…", group["last_line"]
+        text = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / f"p{value}.IDX.submit.json"),
+                       "--failures", env=cli_env).stdout
+        assert f"last line: {whole[:199]}…  e.g. " in text, text
+
+
 def test_cancel_of_a_local_run_whose_runner_was_killed_names_the_task_s_group(tmp_path, cli_env, test_site):
     """After `kill -9` of the runner its task runs on: cancel must not say that nothing runs, but
     which process group to end, as `status` and a refused rerun say it."""

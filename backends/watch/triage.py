@@ -66,7 +66,8 @@ def last_program_line(path: str | None) -> str:
         if text.startswith(STARTED_PREFIX):   # above it only the header: a command may span lines
             return ""
         if text and not text.startswith(RUNNING_PREFIX) and parse_ended(text) is None:
-            return text[:MAX_LINE]
+            # cut with a mark: a traceback's 250-character message read as if it ended there
+            return text if len(text) <= MAX_LINE else text[:MAX_LINE - 1] + "…"
     return ""
 
 
