@@ -808,12 +808,17 @@ def test_a_client_that_closes_its_pipes_and_hangs_times_out(tmp_path):
     assert result.failure == "timeout" and time.monotonic() - started < 5, result
 
 
-def test_a_child_the_client_left_printing_is_stopped_with_it(tmp_path):
+def test_a_child_the_client_left_printing_is_stopped_with_it(tmp_path, monkeypatch):
     """A wrapper exited and left a child that kept printing: it was read until the timeout, and the
     child, its leader reaped, was not killed with the group; it printed on for ever."""
     import time
 
+    import backends.client
     from backends.watch.slurm.accounting import run_command
+
+    # Under load the printing child once stalled past EXIT_GRACE, so the read ended by the grace rule
+    # (a quiet child is left on purpose: a site wrapper's logger), not by the timeout this test is about.
+    monkeypatch.setattr(backends.client, "EXIT_GRACE", 30.0)
 
     child = tmp_path / "child"
     started = time.monotonic()
