@@ -785,3 +785,17 @@ def test_a_local_retry_stopped_by_a_signal_exits_as_its_runner_does(tmp_path, cl
         if master is not None:
             os.close(master)
     assert retry.returncode == 128 + signum
+
+
+def test_logs_err_of_a_local_task_says_its_one_log_holds_both_streams(tmp_path, cli_env, test_site):
+    """`logs RECORD:1 --err` of a local run said `no --err log is known` and nothing of why or where
+    its stderr went (a local task writes one log, stdout and stderr together)."""
+    done = run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "JOB=1:2", "--output-file",
+                   "log/e.JOB.log", "--", "sh", "-c", "echo to-stderr >&2", cwd=tmp_path, env=cli_env)
+    assert done.returncode == 0, done.stderr
+    target = f"{tmp_path / 'log' / 'q' / 'e.JOB.submit.json'}:1"
+    err = run_cli("hyperion-jobs", "logs", target, "--err", env=cli_env)
+    assert err.returncode == 2 and err.stderr == (
+        f"hyperion-jobs: error: TASK: no --err log is known for {target}: a local task has no Slurm files, "
+        f"its one log holds stdout and stderr (hyperion-jobs logs {target})\n"), err.stderr
+    assert "to-stderr" in run_cli("hyperion-jobs", "logs", target, env=cli_env).stdout

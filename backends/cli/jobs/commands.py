@@ -372,6 +372,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
     path = logs.slurm_err if args.err else logs.slurm_out if args.out else (logs.log or logs.slurm_out)
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"
+        if (args.err or args.out) and logs.task is not None and logs.task.job_id == LOCAL_JOB and logs.log:
+            raise InputError("TASK", f"no {which} log is known for {args.task}: a local task has no Slurm "
+                             f"files, its one log holds stdout and stderr (hyperion-jobs logs {shell_quote(args.task)})")
         raise InputError("TASK", f"no {which} log is known for {args.task}")
     in_place = not (args.err or args.out) and logs.log is None and logs.task is not None    # Slurm's, for its own
     _check_log_file(path, args.task, must_exist=not args.follow or logs.ended is not None, ended=logs.ended,
