@@ -292,6 +292,43 @@ def test_a_task_cancelled_while_pending_with_no_watch_running_reads_cancelled_no
     assert "values: 3" in retry.stdout, retry.stdout
 
 
+def test_a_task_cancelled_while_pending_before_the_rest_of_its_array_reads_cancelled_not_unknown(
+        slurm_cluster, tmp_path, cli_env):
+    """No watch running; `scancel J_2` of a waiting task, then `scancel J` of the rest before any
+    started: accounting's one row is `J_[1,3]` CANCELLED, none of 2's. `status` said CANCELLED 2,
+    UNKNOWN 1 for ever (a watch said CANCELLED 3), `status J` left task 2 out, and retry counted it
+    UNKNOWN."""
+    runner = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--output-file",
+         "log/c.JOB.log", "--", "sleep", "1"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    record = tmp_path / "log" / "q" / "c.JOB.submit.json"
+    with reaped(runner):
+        deadline = time.monotonic() + 60
+        while not record.exists():
+            assert time.monotonic() < deadline, "never queued"
+            time.sleep(0.05)
+        runner.kill()
+    job = load_history(record).current.jobs[0].job_id
+    subprocess.run(["scontrol", "hold", job], capture_output=True)   # none of them starts meanwhile
+    for name in (f"{job}_2", job):
+        cancelled = subprocess.run(["scancel", name], capture_output=True, text=True)
+        assert cancelled.returncode == 0, cancelled.stderr
+    deadline = time.monotonic() + 60
+    while not _job_ended(job) or subprocess.run(      # and accounting has its range row's end (it lags)
+            ["sacct", "-j", job, "-X", "-n", "-P", "-o", "JobID,State"], capture_output=True,
+            text=True).stdout.partition(" ")[0] != f"{job}_[1,3]|CANCELLED":   # "CANCELLED by 0"
+        assert time.monotonic() < deadline, "the job never ended"
+        time.sleep(1)
+    by_job = run_cli("hyperion-jobs", "status", job, "--dir", str(tmp_path), env=cli_env).stdout
+    assert f"{job}_2" in by_job and "3 tasks: CANCELLED 3" in by_job, by_job
+    shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+    assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "CANCELLED"), (2, "CANCELLED"),
+                                                                   (3, "CANCELLED")], shown["tasks"]
+    retry = run_cli("hyperion-jobs", "retry", str(record), "--dry-run", env=cli_env)
+    assert "3 task(s) (CANCELLED 3)" in retry.stdout, retry.stdout
+
+
 def test_history_shows_a_second_submission_that_moved_from_local_to_slurm(slurm_cluster, tmp_path, cli_env):
     """`hyperion-submit local` then `hyperion-submit slurm` to the same log: CHANGED said '-' for attempt 2."""
     for backend in ("local", "slurm"):

@@ -6,7 +6,9 @@ records it CANCELLED; without one (hyperion-submit killed with the login
 session) every later `status` read it UNKNOWN for ever. Once the controller
 lists no task of the job that has not ended (it keeps ended ones a few minutes,
 then none), nothing can start the task; when accounting has
-rows of the job's other tasks but none of this one, and neither its log nor
+rows of the job's other tasks but none of this one (their own rows, or the range row of tasks that
+never started either: `J_[1,3]` CANCELLED once the rest of an array was cancelled while pending too),
+and neither its log nor
 Slurm's own output file was ever created (Slurm opens them as a task starts),
 it never ran: it was cancelled while pending.
 """

@@ -499,7 +499,7 @@ class Snapshot:
     usage: dict[Key, Usage]                       # accounting's: what is recorded
     live: dict[Key, Usage] = field(default_factory=dict)   # squeue's time used and request
     live_jobs: frozenset[str] | None = None       # jobs the controller lists a task not ended of; None: not asked
-    accounted_jobs: frozenset[str] = frozenset()  # jobs with a task row of their own in accounting
+    accounted_jobs: frozenset[str] = frozenset()  # jobs with a row in accounting (a task's own or a range's)
 
     def shown_usage(self) -> dict[Key, Usage]:
         """What to show of each task's usage (`with_live`): squeue's time used first."""
@@ -518,7 +518,7 @@ def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: b
     squeue = run_squeue_rows(asked, runner)
     return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage,
                     frozenset(t.job_id for t in squeue.states if not t.state.is_terminal),
-                    frozenset(t.job_id for t in sacct.own))
+                    frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)))
 
 
 def _first_line(text: str) -> str:
