@@ -1062,12 +1062,13 @@ def test_status_marks_a_missing_log_of_a_task_that_did_not_complete_and_leaves_c
     assert log_cell(row(JobState.RUNNING, "gone.log")) == str(tmp_path / "gone.log")
 
 
-def test_a_cancel_of_others_jobs_is_refused_before_its_question_unless_by_an_administrator():
-    """scancel refuses anyone's job but your own, after `cancel` asked its question: the refusal comes
-    first, naming each owner; an administrator (root) is asked, with the owners named."""
-    from backends.watch.slurm.cancel import others_jobs, others_refusal
-    others = others_jobs(["41_2", "41_3", "42", "43"], {"41": "ana", "42": "me", "43": "bo"}, "me")
-    assert others == {"41": "ana", "43": "bo"}
-    assert others_refusal(others, admin=False) == ("job 41 is ana's, not yours; job 43 is bo's, not yours; "
-                                                   "nothing cancelled")
-    assert others_refusal(others, admin=True) is None and others_refusal({}, admin=False) is None
+def test_the_owners_of_others_jobs_are_found_by_uid_and_named():
+    """`cancel` names whose job it asks about (a mistyped id of a colleague's job read `Cancel 3025?`
+    alone): by uid, as a container without a passwd entry for you knows you by number and squeue by
+    name; a job squeue did not list is nobody's to name."""
+    from backends.watch.slurm.cancel import others_jobs, whose
+    owners = {"41": ("1001", "ana"), "42": ("1000", "me"), "43": ("1002", "")}
+    others = others_jobs(["41_2", "41_3", "42", "43", "44"], owners, 1000)
+    assert others == {"41": "ana", "43": "1002"}
+    assert whose(others) == " (job 41 is ana's) (job 43 is 1002's)"
+    assert others_jobs(["42"], {"42": ("1000", "1000")}, 1000) == {}

@@ -20,7 +20,7 @@ from backends.records.history import History, load_history
 from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
 from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
-from backends.watch.slurm.cancel import cancel, job_owners, others_jobs, others_refusal
+from backends.watch.slurm.cancel import CancelError, cancel, job_owners, others_jobs, whose
 from backends.watch.targets import (
     left_no_log,
     attempt_record,
@@ -301,18 +301,17 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         else:
             named.append((text, [text]))
     ids = _live_ids(named)
-    others = others_jobs(ids, job_owners(sorted({i.partition("_")[0] for i in ids})), current_user())
-    refused = others_refusal(others, admin=os.getuid() == 0)
-    if refused:
-        raise InputError("JOB", refused)
+    owned = printable(whose(others_jobs(ids, job_owners(sorted({i.partition("_")[0] for i in ids})), os.getuid())))
     if not args.yes:
-        whose = "".join(f" (job {job} is {printable(user)}'s)" for job, user in others.items())
-        print(f"Cancel {' '.join(ids)}{whose}? [y/N] ", end="", flush=True)
+        print(f"Cancel {' '.join(ids)}{owned}? [y/N] ", end="", flush=True)
         answer = sys.stdin.readline().strip().lower()
         if answer not in {"y", "yes"}:
             print("not cancelled")
             return 1
-    cancel(ids)
+    try:
+        cancel(ids)
+    except CancelError as err:    # scancel's "Access/permission denied" does not say whose job it is
+        raise CancelError(f"{err}{owned}") from None
     print(f"cancelled {' '.join(ids)}")
     return 0
 

@@ -33,29 +33,29 @@ def cancel(targets: Sequence[str], runner: Runner = run_command) -> None:
 
 
 def owners_argv(job_ids: Sequence[str]) -> list[str]:
-    """The owner of each job (``%F``: an array's own id, for its tasks too)."""
-    return ["squeue", "-h", "-t", "all", "-j", ",".join(job_ids), "-o", "%F|%u"]
+    """The owner of each job, uid and name (``%F``: an array's own id, for its tasks too)."""
+    return ["squeue", "-h", "-t", "all", "-j", ",".join(job_ids), "-o", "%F|%U|%u"]
 
 
-def job_owners(job_ids: Sequence[str], runner: Runner = run_command) -> dict[str, str]:
-    """Who owns each of `job_ids` the controller lists: {} when squeue fails (scancel, asked next,
-    then says why in its own words)."""
+def job_owners(job_ids: Sequence[str], runner: Runner = run_command) -> dict[str, tuple[str, str]]:
+    """(uid, name) of the owner of each of `job_ids` the controller lists: {} when squeue fails
+    (scancel, asked next, then says why in its own words)."""
     result = runner(owners_argv(job_ids))
     if result.returncode != 0:
         return {}
-    pairs = (line.split("|", 1) for line in result.stdout.splitlines() if "|" in line)
-    return {job.strip(): user.strip() for job, user in pairs}
+    rows = (line.split("|", 2) for line in result.stdout.splitlines() if line.count("|") >= 2)
+    return {job.strip(): (uid.strip(), name.strip()) for job, uid, name in rows}
 
 
-def others_jobs(ids: Sequence[str], owners: dict[str, str], me: str) -> dict[str, str]:
-    """The jobs of `ids` (JOB or JOB_TASK) someone else owns, with their owner, in `ids`' order."""
+def others_jobs(ids: Sequence[str], owners: dict[str, tuple[str, str]], my_uid: int) -> dict[str, str]:
+    """The jobs of `ids` (JOB or JOB_TASK) another uid owns, with the owner's name, in `ids`' order.
+    By uid: a container without a passwd entry for you knows you by number, squeue by name."""
     jobs = dict.fromkeys(i.partition("_")[0] for i in ids)
-    return {job: owners[job] for job in jobs if owners.get(job, me) != me}
+    return {job: owners[job][1] or owners[job][0] for job in jobs
+            if job in owners and owners[job][0] != str(my_uid)}
 
 
-def others_refusal(others: dict[str, str], admin: bool) -> str | None:
-    """Why a cancel of others' jobs is refused before its question: scancel refuses anyone but an
-    administrator (root here) with "Access/permission denied", after the user answered y."""
-    if not others or admin:
-        return None
-    return "; ".join(f"job {job} is {user}'s, not yours" for job, user in others.items()) + "; nothing cancelled"
+def whose(others: dict[str, str]) -> str:
+    """`` (job 3025 is ana's)``: said in the question and after a refusal of scancel, as an operator or
+    an account coordinator may cancel others' jobs and anyone else may not."""
+    return "".join(f" (job {job} is {user}'s)" for job, user in others.items())
