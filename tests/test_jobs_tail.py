@@ -313,6 +313,40 @@ def test_logs_follow_piped_or_raw_prints_a_running_progress_bar_as_it_comes(tmp_
         proc.wait()
 
 
+def test_logs_follow_piped_of_a_log_written_anew_under_an_open_bar_starts_its_first_line_apart(
+        tmp_path, cli_env):
+    """The bar's bytes go out as they come (no newline yet); a rerun then wrote the log anew: its first
+    line was glued to the old bar (`\rtrain 50%|#####attempt 2 line 1`)."""
+    import select
+    import time
+
+    from test_jobs_core import NEVER_JOB, make_record
+
+    record = make_record(tmp_path, job=NEVER_JOB)
+    log = Path(record.tasks[0].log)
+    log.write_bytes(b"start\n\rtrain 50%|#####")
+    proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        out, deadline = b"", time.monotonic() + 30
+
+        def read_until(want: bytes) -> bytes:
+            nonlocal out
+            while not out.endswith(want) and time.monotonic() < deadline:
+                if select.select([proc.stdout], [], [], 0.2)[0]:
+                    out += os.read(proc.stdout.fileno(), 1 << 16)
+            return out
+
+        assert read_until(b"#####") == b"start\n\rtrain 50%|#####"
+        anew = log.with_name(log.name + ".new")
+        anew.write_bytes(b"attempt 2 line 1\n")
+        os.replace(anew, log)                          # a new file at the path
+        assert read_until(b"attempt 2 line 1\n") == b"start\n\rtrain 50%|#####\nattempt 2 line 1\n", out
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_logs_follow_says_when_the_log_starts_over(tmp_path, cli_env):
     """A log written anew was followed from its start again with no word: into a pipe, the whole
     log came a second time as if appended."""

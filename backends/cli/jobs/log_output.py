@@ -99,18 +99,23 @@ def _follow_piped(follower: Follower, out: TextIO, end: EndWatch | None) -> Task
     """Pieces, not lines: a line that never ends (a \r progress bar) is printed as it comes, not
     held (once the file is read to its end, what was read of it goes out); until the task has
     ended, then what is left."""
-    said = 0
+    said, line_open = 0, False
     while True:
         pieces = follower.read_pieces()
+        if follower.restarts != said and line_open:   # the log written anew: not glued to the old bar
+            _write_pieces([("", True)], out)
+            line_open = False
         said = _say_restart(follower, said)
         if pieces:
             _write_pieces(pieces, out)
             out.flush()
+            line_open = not pieces[-1][1]
             continue
         held = follower.give_held()   # read to the end: the line being written goes out as it is
         if held:
             _write_pieces(held, out)
             out.flush()
+            line_open = True
         ended = _ended(end)
         if ended is not None:
             for pieces in _rest(follower.read_pieces):
