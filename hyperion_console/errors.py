@@ -11,16 +11,18 @@ from backends.errors import FieldError, InputError
 from backends.submit.slurm.sbatch import SubmitError
 
 
+RECORD_FIELDS = ("record", "RECORD")     # how the core names a record it cannot read or pick
 # The CLIs' positional arguments the core names its refusals by (`hyperion-jobs retry TARGET`, the
 # JOB|RECORD typed): a console user typed none of them, but acted on the record open on the screen,
 # which the problem itself names (`RECORD still has 2 live task(s) ...`, `values 3 last ran ...`).
 CLI_POSITIONALS = ("TARGET",)
 
 
-def describe_error(exc: BaseException) -> str:
+def describe_error(exc: BaseException, unnamed: tuple[str, ...] = ()) -> str:
     """One line for a notification: InputError already reads `field: problem`, but for a field
-    only the CLI's command line has (CLI_POSITIONALS), said without it."""
-    if isinstance(exc, FieldError) and exc.field in CLI_POSITIONALS:
+    only the CLI's command line has (CLI_POSITIONALS), or one of `unnamed` (`record` in a retry of
+    the record on the screen), said without it."""
+    if isinstance(exc, FieldError) and (exc.field in CLI_POSITIONALS or exc.field in unnamed):
         return exc.problem
     text = str(exc) or type(exc).__name__
     if isinstance(exc, (FieldError, SubmitError)):
@@ -28,7 +30,6 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-RECORD_FIELDS = ("record", "RECORD")     # how the core names a record it cannot read or pick
 
 
 def as_typed(exc: BaseException, option: str) -> BaseException:

@@ -32,7 +32,7 @@ from backends.watch.targets import history_status, shown_as_recorded
 from backends.shellwords import shell_join
 from backends.attempt import unchanged_since
 
-from .errors import describe_error
+from .errors import RECORD_FIELDS, describe_error
 from .launch import launch
 from .local_runs import LocalRuns
 from .sbatch_env import ignored_sbatch_line
@@ -122,7 +122,7 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
         request = request_from(fields)
         retry = plan_retry(history, rows, request)
     except InputError as err:
-        return Preview(path, None, "", printable(describe_error(err)), None, None)
+        return Preview(path, None, "", printable(describe_error(err, RECORD_FIELDS)), None, None)
     if retry.plan is None:
         return Preview(path, None, "", nothing_to_retry(history, request, len(rows)), None, untrusted)
     sizes = proposed_sizes(history, rows, retry.chosen)
@@ -154,7 +154,7 @@ def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,
     try:
         retry = plan_retry(history, rows, request)
     except InputError as err:
-        raise Refused(printable(describe_error(err))) from None
+        raise Refused(printable(describe_error(err, RECORD_FIELDS))) from None
     if retry.plan is None:
         raise Refused(nothing_to_retry(history, request, len(rows)))
     if identity_of(retry, trust_problem(record_path)) != confirmed:

@@ -289,6 +289,39 @@ def test_a_refused_retry_says_the_problem_not_the_clis_target_argument(tmp_path:
     assert str(refused.value) == f"TARGET: {problem}"
 
 
+def test_a_retry_refused_as_it_launches_says_the_problem_not_the_cores_record_field(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """A task that went live (or a shell's retry) between the preview and Retry is refused by the
+    launch, which names its field `record`: the toast read `record: RECORD still has 1 live task(s)`."""
+    import hyperion_console.retrying as retrying
+    from backends.errors import InputError
+
+    record = local_run_with_a_failure(tmp_path)
+    problem = f"{record} still has 1 live task(s) (RUNNING 1) of job(s) local; wait for them to end"
+
+    def went_live(*args, **kwargs):
+        raise InputError("record", problem)
+
+    monkeypatch.setattr(retrying, "launch", went_live)
+
+    async def scenario() -> None:
+        seen = []
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40), notifications=True, message_hook=seen.append) as pilot:
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: "FAILED" in table_column(table, "state"), 10)
+            (tmp_path / "fail.txt").write_text("")
+            await open_preview(pilot, seen)
+            await pilot.press("ctrl+r")
+            await confirmation(pilot, "#confirm-title")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: posted(seen, RetryRefused), 10)
+            assert posted(seen, RetryRefused)[-1].reason == problem
+            assert notifications(app)[-1] == problem
+
+    asyncio.run(scenario())
+
+
 def jobs_updated(record: Path, *states):
     from hyperion_console.messages import JobsUpdated
 

@@ -14,7 +14,7 @@ from functools import partial
 from backends.records.history import History
 from backends.watch.slurm.accounting import stoppable
 
-from ..errors import describe_error
+from ..errors import RECORD_FIELDS, describe_error
 from ..launch import PartlySubmitted, sbatch_teller
 from ..messages import RetryRefused, RetryRequested, Submitted
 from ..retrying import Refused, preview, run_retry
@@ -85,8 +85,8 @@ class RetryFlow:
             self.app.call_from_thread(tell, self.screen, describe_error(exc), title="retry partly submitted",
                                       severity="error", timeout=10)
             return
-        except Exception as exc:       # sbatch refused, a live task appeared: one line
-            self.app.call_from_thread(self.refuse, describe_error(exc))
+        except Exception as exc:       # sbatch refused, a live task appeared: one line, not `record: ...`
+            self.app.call_from_thread(self.refuse, describe_error(exc, RECORD_FIELDS))
             return
         if status is not None:
             self.app.call_from_thread(tell, self.screen, f"local retry finished: exit status {status}",
