@@ -68,3 +68,15 @@ def test_the_head_names_the_ends_slurm_made_apart_from_the_programs_failures() -
     assert failures_summary(groups, 9) == (
         "5 of 9 task(s) did not succeed (failed 2, timeout 2, cancelled 1), in 3 group(s)")
     assert failures_summary([], 9) == "no failed tasks: every one of 9 task(s) completed or is still live"
+
+
+def test_a_last_line_cut_to_its_length_keeps_a_letter_with_its_accent(tmp_path):
+    """The cut at 199 characters parted `é` (e and U+0301) and showed `e…`; half a joined emoji (man, ZWJ,
+    woman) was shown as a man."""
+    from backends.watch.triage import last_program_line
+
+    for tail, shown in (("e\u0301 and more", "x" * 198 + "…"),
+                        ("\U0001F468\u200d\U0001F469 family", "x" * 198 + "…")):
+        log = tmp_path / "t.log"
+        log.write_text("x" * 198 + tail + "\n", encoding="utf-8")
+        assert last_program_line(str(log)) == shown

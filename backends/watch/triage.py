@@ -67,8 +67,21 @@ def last_program_line(path: str | None) -> str:
             return ""
         if text and not text.startswith(RUNNING_PREFIX) and parse_ended(text) is None:
             # cut with a mark: a traceback's 250-character message read as if it ended there
-            return text if len(text) <= MAX_LINE else text[:MAX_LINE - 1] + "…"
+            return text if len(text) <= MAX_LINE else _cut(text, MAX_LINE - 1) + "…"
     return ""
+
+
+def _cut(text: str, size: int) -> str:
+    """The first `size` characters, or fewer so as not to part a letter from its marks (`é` as e and
+    U+0301 showed `e…`) nor leave an emoji's joiner or variation selector hanging before the mark."""
+    import unicodedata
+
+    while 0 < size < len(text) and (unicodedata.combining(text[size]) or text[size] in _JOINERS):
+        size -= 1
+    return text[:size].rstrip(_JOINERS)
+
+
+_JOINERS = "\u200d\ufe0f"
 
 
 def line_shape(line: str) -> str:
