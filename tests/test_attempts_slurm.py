@@ -254,22 +254,28 @@ def _job_ended(job: str) -> bool:
     return all(state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY") for state in listed)
 
 
-def test_a_task_cancelled_while_pending_with_no_watch_running_reads_cancelled_not_unknown(
-        slurm_cluster, tmp_path, cli_env):
-    """The login session dropped (hyperion-submit killed), then `scancel J_3` of a waiting task: Slurm
-    keeps no row of it, and every `status` said UNKNOWN for ever, `list` and `history` too."""
+def _submitted_then_left(tmp_path: Path, cli_env: dict, stem: str, *args: str) -> tuple[Path, str]:
+    """`hyperion-submit slurm --array JOB=1:3 ARGS` killed as soon as its record is written (the login
+    session dropped): no watch records how its tasks end. The record and its job id."""
     runner = subprocess.Popen(
-        ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--max-jobs-run", "1",
-         "--output-file", "log/k.JOB.log", "--", "sleep", "3"],
+        ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--output-file",
+         f"log/{stem}.JOB.log", *args],
         cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    record = tmp_path / "log" / "q" / "k.JOB.submit.json"
+    record = tmp_path / "log" / "q" / f"{stem}.JOB.submit.json"
     with reaped(runner):
         deadline = time.monotonic() + 60
         while not record.exists():
             assert time.monotonic() < deadline, "never queued"
-            time.sleep(0.2)
+            time.sleep(0.05)
         runner.kill()
-    job = load_history(record).current.jobs[0].job_id
+    return record, load_history(record).current.jobs[0].job_id
+
+
+def test_a_task_cancelled_while_pending_with_no_watch_running_reads_cancelled_not_unknown(
+        slurm_cluster, tmp_path, cli_env):
+    """The login session dropped (hyperion-submit killed), then `scancel J_3` of a waiting task: Slurm
+    keeps no row of it, and every `status` said UNKNOWN for ever, `list` and `history` too."""
+    record, job = _submitted_then_left(tmp_path, cli_env, "k", "--max-jobs-run", "1", "--", "sleep", "3")
     cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
     assert cancelled.returncode == 0, cancelled.stderr
     deadline = time.monotonic() + 120
@@ -298,18 +304,7 @@ def test_a_task_cancelled_while_pending_before_the_rest_of_its_array_reads_cance
     started: accounting's one row is `J_[1,3]` CANCELLED, none of 2's. `status` said CANCELLED 2,
     UNKNOWN 1 for ever (a watch said CANCELLED 3), `status J` left task 2 out, and retry counted it
     UNKNOWN."""
-    runner = subprocess.Popen(
-        ["hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--output-file",
-         "log/c.JOB.log", "--", "sleep", "1"],
-        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    record = tmp_path / "log" / "q" / "c.JOB.submit.json"
-    with reaped(runner):
-        deadline = time.monotonic() + 60
-        while not record.exists():
-            assert time.monotonic() < deadline, "never queued"
-            time.sleep(0.05)
-        runner.kill()
-    job = load_history(record).current.jobs[0].job_id
+    record, job = _submitted_then_left(tmp_path, cli_env, "c", "--", "sleep", "1")
     subprocess.run(["scontrol", "hold", job], capture_output=True)   # none of them starts meanwhile
     for name in (f"{job}_2", job):
         cancelled = subprocess.run(["scancel", name], capture_output=True, text=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -272,15 +273,29 @@ def test_logs_follow_prints_a_line_that_never_ends_as_it_comes(tmp_path, cli_env
         proc.wait()
 
 
+def _reader(proc: subprocess.Popen, seconds: float = 30) -> Callable[[bytes], bytes]:
+    """`read_until(want)`: what `proc` printed so far, read until it ends with `want` (or time is up)."""
+    import select
+    import time
+
+    out, deadline = b"", time.monotonic() + seconds
+
+    def read_until(want: bytes) -> bytes:
+        nonlocal out
+        while not out.endswith(want) and time.monotonic() < deadline:
+            if select.select([proc.stdout], [], [], 0.2)[0]:
+                out += os.read(proc.stdout.fileno(), 1 << 16)
+        return out
+
+    return read_until
+
+
 @pytest.mark.parametrize("raw", [False, True], ids=["piped", "raw"])
 def test_logs_follow_piped_or_raw_prints_a_running_progress_bar_as_it_comes(tmp_path, cli_env, raw):
     """A tqdm bar of short redraws (no newline yet): `logs -f | cat` and `logs -f --raw` on a terminal
     showed nothing of it until its line ended or 1 MiB of redraws had gathered (20,000 redraws, minutes
     of a real bar), where `tail -f` shows it as it comes. The bytes read go out once the log is read
     to its end, an é cut between two writes whole."""
-    import select
-    import time
-
     from test_jobs_core import NEVER_JOB, make_record
 
     record = make_record(tmp_path, job=NEVER_JOB)
@@ -289,19 +304,11 @@ def test_logs_follow_piped_or_raw_prints_a_running_progress_bar_as_it_comes(tmp_
     proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f", *(["--raw"] if raw else [])],
                             env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
-        out, deadline = b"", time.monotonic() + 30
-
-        def read_until(want: bytes) -> bytes:
-            nonlocal out
-            while not out.endswith(want) and time.monotonic() < deadline:
-                if select.select([proc.stdout], [], [], 0.2)[0]:
-                    out += os.read(proc.stdout.fileno(), 1 << 16)
-            return out
-
+        read_until = _reader(proc)
         assert read_until(b"start\n") == b"start\n"
         with open(log, "ab") as handle:
             handle.write(b"\rtrain   1%|\xe2\x96\x88 | 1/100 caf\xc3")      # é cut after its first byte
-        assert read_until(b"caf") == b"start\n\rtrain   1%|\xe2\x96\x88 | 1/100 caf", out
+        assert read_until(b"caf") == b"start\n\rtrain   1%|\xe2\x96\x88 | 1/100 caf"
         with open(log, "ab") as handle:
             handle.write(b"\xa9\rtrain   2%|\xe2\x96\x88 | 2/100")
         assert read_until(b"2/100") == b"start\n\rtrain   1%|\xe2\x96\x88 | 1/100 caf\xc3\xa9\rtrain   2%|\xe2\x96\x88 | 2/100"
@@ -317,9 +324,6 @@ def test_logs_follow_piped_of_a_log_written_anew_under_an_open_bar_starts_its_fi
         tmp_path, cli_env):
     """The bar's bytes go out as they come (no newline yet); a rerun then wrote the log anew: its first
     line was glued to the old bar (`\rtrain 50%|#####attempt 2 line 1`)."""
-    import select
-    import time
-
     from test_jobs_core import NEVER_JOB, make_record
 
     record = make_record(tmp_path, job=NEVER_JOB)
@@ -328,20 +332,12 @@ def test_logs_follow_piped_of_a_log_written_anew_under_an_open_bar_starts_its_fi
     proc = subprocess.Popen(["hyperion-jobs", "logs", f"{record.path}:1", "-f"], env=cli_env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
-        out, deadline = b"", time.monotonic() + 30
-
-        def read_until(want: bytes) -> bytes:
-            nonlocal out
-            while not out.endswith(want) and time.monotonic() < deadline:
-                if select.select([proc.stdout], [], [], 0.2)[0]:
-                    out += os.read(proc.stdout.fileno(), 1 << 16)
-            return out
-
+        read_until = _reader(proc)
         assert read_until(b"#####") == b"start\n\rtrain 50%|#####"
         anew = log.with_name(log.name + ".new")
         anew.write_bytes(b"attempt 2 line 1\n")
         os.replace(anew, log)                          # a new file at the path
-        assert read_until(b"attempt 2 line 1\n") == b"start\n\rtrain 50%|#####\nattempt 2 line 1\n", out
+        assert read_until(b"attempt 2 line 1\n") == b"start\n\rtrain 50%|#####\nattempt 2 line 1\n"
     finally:
         proc.kill()
         proc.wait()

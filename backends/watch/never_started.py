@@ -31,13 +31,14 @@ def never_started(tasks: Iterable[TaskRecord], answer: Snapshot,
     for task in tasks:
         key = (task.job_id, task.array_task_id)
         if (key in answer.states or task.array_task_id is None or task.job_id in answer.live_jobs
-                or task.job_id not in answer.accounted_jobs or _any_written(task, log_of)):
+                or task.job_id not in answer.accounted_jobs or wrote_a_file(task, log_of(task))):
             continue
         out[key] = TaskState(task.job_id, task.array_task_id, JobState.CANCELLED, source="sacct")
     return out
 
 
-def _any_written(task: TaskRecord, log_of: Callable[[TaskRecord], str | None]) -> bool:
-    """Whether a file the task would have opened on starting exists (a lookup, never an open: a FIFO
-    or a hung mount named there cannot hold it up beyond the stat)."""
-    return any(path and os.path.lexists(path) for path in (log_of(task), task.slurm_out, task.slurm_err))
+def wrote_a_file(task: TaskRecord, log: str | None) -> bool:
+    """Whether a file the task would have opened on starting exists: `log` (where its log is now) or
+    Slurm's .out/.err. A lookup, never an open: a FIFO or a hung mount named there cannot hold it up
+    beyond the stat; a dangling symlink counts as written (something was put there)."""
+    return any(path and os.path.lexists(path) for path in (log, task.slurm_out, task.slurm_err))

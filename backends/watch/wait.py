@@ -16,6 +16,7 @@ from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState, end_counts, ends_text, exit_note, never_runs, signal_text
 from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
+from backends.watch.never_started import wrote_a_file
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
 from backends.watch.rows import expected, expected_tasks, said_path
@@ -151,7 +152,7 @@ def report(outcome: Outcome, array_name: str | None = None, record_path: str | N
 
 def _cancelled_unwritten(task: TaskRecord, state: TaskState) -> bool:
     return (state.state is JobState.CANCELLED and state.source != "unknown" and task.value is not None
-            and not any(path and os.path.exists(path) for path in (task.log, task.slurm_out, task.slurm_err)))
+            and not wrote_a_file(task, task.log))
 
 
 def _report_line(task: TaskRecord, state: TaskState, array_name: str | None) -> str:
