@@ -26,9 +26,14 @@ def fit(text: str, width: int) -> str:
     """`text` padded or cut to exactly `width` cells; a cut ends in an ellipsis."""
     if width <= 0:
         return ""
-    if cell_len(text) <= width:
-        return set_cell_size(text, width)
-    return set_cell_size(text, width - 1) + ELLIPSIS
+    return set_cell_size(cut(text, width), width)
+
+
+def cut(text: str, width: int) -> str:
+    """`text` as it is if it takes at most `width` cells, else cut to `width` with an ellipsis."""
+    if width <= 0:
+        return ""
+    return text if cell_len(text) <= width else set_cell_size(text, width - 1) + ELLIPSIS
 
 
 def fit_left(text: str, width: int) -> str:

@@ -1549,20 +1549,26 @@ def test_the_narrow_failed_table_fits_a_pane_with_a_local_runs_job_ids(tmp_path:
     store.write_failed(11, Attempt(job="local_23846", array_task="local", restart="0"),
                        {"task_ids": ["p000016"], "error": "InjectedFailure: record 'doc-0016-0000' failed"})
 
-    async def scenario() -> tuple[list[str], int, list[str]]:
-        app = make_app(cfg_dir=CONF, checkpoint=path, search_dirs=[tmp_path])
-        async with app.run_test(size=(width, 20)) as pilot:
-            await checkpoint_read(pilot)
-            await _show_tab(pilot, "tab-failed")
-            table = app.checkpoint_screen.query_one("#ckpt-failed")
-            return screen_lines(app), table.max_scroll_x, table_column(table, "details")
-
-    lines, scroll_x, details = asyncio.run(scenario())
+    lines, scroll_x, details = _failed_tab(path, tmp_path, (width, 20))
     row = next(line for line in lines if line.split()[:2] == ["11", "local_23846"])
     assert scroll_x == 0, row
     assert details[0].startswith("tasks p") and details[0].endswith("…"), details
     assert details[0] in row, (details, row)
     assert len(details[0]) >= width - 41, details           # what the other columns leave goes to it
+
+
+def _failed_tab(path: Path, search: Path, size: tuple[int, int]) -> tuple[list[str], int, list[str]]:
+    """The console opened on the checkpoint `path`, its Failed tab shown: the screen's lines, how far
+    the tab's table scrolls sideways, and its details column."""
+    async def scenario() -> tuple[list[str], int, list[str]]:
+        app = make_app(cfg_dir=CONF, checkpoint=path, search_dirs=[search])
+        async with app.run_test(size=size) as pilot:
+            await checkpoint_read(pilot)
+            await _show_tab(pilot, "tab-failed")
+            table = app.checkpoint_screen.query_one("#ckpt-failed")
+            return screen_lines(app), table.max_scroll_x, table_column(table, "details")
+
+    return asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("width", [80, 100])
@@ -1587,15 +1593,7 @@ def test_a_details_cell_holding_escapes_or_wide_characters_is_cut_to_its_column(
     store.write_failed(3, Attempt(job="9002", array_task="3", restart="0"),
                        {"task_ids": ["p000003"], "error": "错误：" + "记录无法读取" * 20})
 
-    async def scenario() -> tuple[list[str], int, list[str]]:
-        app = make_app(cfg_dir=CONF, checkpoint=path, search_dirs=[tmp_path])
-        async with app.run_test(size=(width, 24)) as pilot:
-            await checkpoint_read(pilot)
-            await _show_tab(pilot, "tab-failed")
-            table = app.checkpoint_screen.query_one("#ckpt-failed")
-            return screen_lines(app), table.max_scroll_x, table_column(table, "details")
-
-    lines, scroll_x, details = asyncio.run(scenario())
+    lines, scroll_x, details = _failed_tab(path, tmp_path, (width, 24))
     assert scroll_x == 0, details
     rows = {line.split()[0]: line for line in lines if line.split()[:1] in (["2"], ["3"]) and "tasks" in line}
     assert set(rows) == {"2", "3"}, lines

@@ -221,10 +221,10 @@ def held_line(record: SubmitRecord, states: Mapping[Key, object], jobs: Collecti
     theirs = sum(1 for s in waiting if s.reason == "JobHeldAdmin")
 
     def held_by(reason: str) -> str:
-        jobs = printable(release_words(paused, live, reason))
+        words = printable(release_words(paused, live, reason))
         if reason == "JobHeldUser":
-            return f"by you (scontrol release {jobs})"
-        return f"by an administrator (JobHeldAdmin: only an administrator's scontrol release {jobs} lets them run)"
+            return f"by you (scontrol release {words})"
+        return f"by an administrator (JobHeldAdmin: only an administrator's scontrol release {words} lets them run)"
 
     if yours and theirs:
         return f"{_tasks(len(waiting))} held: {yours} {held_by('JobHeldUser')}, {theirs} {held_by('JobHeldAdmin')}"

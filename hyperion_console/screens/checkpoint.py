@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -72,7 +71,7 @@ from ..record_cache import cached_record
 from ..pacing import LookPacer
 from ..preview import confirm_question
 from ..sbatch_env import ignored_sbatch_line
-from ..shown import shown, tell
+from ..shown import cut, shown, tell
 from ..widgets.coverage import CoverageMap
 from ..widgets.field import Field
 from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
@@ -95,8 +94,7 @@ def _cell(text: str, limit: int) -> str:
     Escaped first and measured in cells: a record's ESC cut to the column and then spelled `\\x1b`
     took 4 cells, so its row ran past the column (and off the screen) with no `…`; a CJK
     character takes 2."""
-    text = printable(text)
-    return text if cell_len(text) <= limit else set_cell_size(text, limit - 1) + "…"
+    return cut(printable(text), limit)
 
 
 WINDOW_COLUMNS = ("array", "offset", "minimum", "total", "shards")
