@@ -309,6 +309,30 @@ def test_job_not_in_slurm_yet_never_counts_as_vanished():
     assert update.states == {} and not update.all_terminal
 
 
+def test_empty_answers_about_a_job_slurm_listed_are_said_not_taken_as_fresh_states():
+    """squeue and sacct (a site wrapper, a lagging database) answered with no row at all for a
+    job both had listed: every face said `states from Slurm 0 s ago` each poll for minutes while
+    its states stood still (a task that had ended long before stayed RUNNING, its elapsed ticking)."""
+    clock = Clock()
+    script = Script([EMPTY], [ok("3_1|RUNNING|0|0:01|vm|None|0|\n3_2|PENDING|0|0:00||Priority|0|\n"), EMPTY])
+    p = poller({"3": (1, 2)}, script, clock)
+    first = p.poll_once()
+    assert first.problem is None and first.as_of == 1000.0
+    for _ in range(10):
+        clock.sleep(p.interval)
+        update = p.poll_once()
+    assert update.as_of == 1000.0, update          # nothing was said of the tasks since the first poll
+    assert update.problem is not None and update.problem.startswith(
+        "accounting (sacct) lists none of the watched tasks (for "), update.problem
+    assert "sacct answered with no row of job(s) 3, which Slurm listed before" in update.problem
+    assert update.states[("3", 1)].state is JobState.RUNNING and not update.all_terminal
+    script.sacct = [ok("3_1|7|COMPLETED|0:0|00:00:01|vm|a|b|None\n3_2|8|RUNNING|0:0|00:00:01|vm|a|Unknown|None\n")]
+    clock.sleep(p.interval)
+    recovered = p.poll_once()
+    assert recovered.problem is None and recovered.as_of == 1000.0 + clock.now
+    assert recovered.states[("3", 1)].state is JobState.COMPLETED
+
+
 def test_stale_range_row_does_not_end_a_task_that_started():
     script = Script([ok("9_[1-2]|9|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|None\n"),
                      ok("9_[1-2]|9|CANCELLED by 0|0:0|00:00:00|None assigned|None|x|None\n")],

@@ -287,17 +287,20 @@ class Poller:
 
     # --- asking Slurm ----------------------------------------------------------------------
 
-    def _ask(self, source: str, jobs: list[str], watched: bool = True):
+    def _ask(self, source: str, jobs: list[str], watched: bool = True, expect: Sequence[str] = ()):
         """One squeue or sacct; its answer, or None after recording the failure.
 
         A failure's age counts from the start of the first query that went
-        unanswered; `watched` queries are reported while they are awaited.
+        unanswered; `watched` queries are reported while they are awaited. A sacct
+        naming none of the `expect` jobs Slurm listed before is a failure ("empty").
         """
         self._asked_sacct = self._asked_sacct or source == "sacct"
         started = self._clock()
         self._asking = (source, started) if watched else None
         try:
             answer = (run_squeue_rows if source == "squeue" else run_sacct)(jobs, self._call)
+            if source == "sacct":
+                self._check_listed(expect, answer)
         except QueryError as exc:
             self._failed(source, exc, started)
             return None
@@ -305,7 +308,9 @@ class Poller:
             self._asking = None
         self.budget.charge(1, started)     # when this call went: a poll's second query goes later
         self._health[source] = _Health()
-        self._as_of = self._wall()
+        rows = answer.states if source == "squeue" else [*answer.own, *answer.ranged]
+        if any(self._watched(t.key) for t in rows):   # an answer naming no task tells no state
+            self._as_of = self._wall()
         if source == "squeue":
             self._live_usage = {key: used for key, used in answer.usage.items() if self._watched(key)}
             self._forget_usage_before_end(answer.states)
@@ -317,6 +322,20 @@ class Poller:
         for state in answer.own:     # not a pending range row's: a task started since is squeue's still
             self._live_usage.pop(state.key, None)
         return answer
+
+    def _check_listed(self, jobs: Sequence[str], answer: SacctRows) -> None:
+        """QueryError ("empty") when accounting's answer has no row of any of `jobs` (those whose
+        states wait on it: the controller failed or does not name their tasks) although Slurm
+        listed some of them before: an empty answer (a site wrapper, a purged or lagging database)
+        says nothing of the tasks, and taken as an answer it showed `states from Slurm 0 s ago`
+        each poll while the states stood still (a task that had ended stayed RUNNING). A job not
+        seen yet may simply not be in accounting yet: that is no problem."""
+        named = {t.job_id for t in answer.own} | {t.job_id for t in answer.ranged}
+        seen = {job for job, _ in self._states}
+        if named.intersection(jobs) or not seen.intersection(jobs):
+            return
+        listed = ",".join(j for j in jobs if j in seen)
+        raise QueryError(f"sacct answered with no row of job(s) {listed}, which Slurm listed before", "empty")
 
     def _forget_usage_before_end(self, states) -> None:
         """Drop accounting's figures of a task the controller says ended, taken before its end.
@@ -392,14 +411,16 @@ class Poller:
         need = [j for j in jobs if j in self._gone]
         if squeue is None:
             need = jobs if now >= self._sacct_due else need
+            waiting = list(need)
         else:
             need += [j for j in self._unanswered(live_jobs, rows) if j not in need]
+            waiting = list(need)          # jobs whose states wait on sacct (not only COMPLETING ones)
             need += [j for j in self._completing(rows) if j not in need]
             if self._health["sacct"].kind == "unreachable" and now >= self._sacct_due:
                 need += [j for j in jobs if j not in need]   # free: asked until it answers again
         sacct = None
         if need and self.budget.room(now) >= 1:
-            sacct = self._ask("sacct", need)
+            sacct = self._ask("sacct", need, expect=waiting)
             self._sacct_due = now + self._pace(1, changed=True)
         elif squeue is not None and not need and self._health["sacct"].kind != "unreachable":
             self._health["sacct"] = _Health()    # the controller named every task: no state waits on sacct
@@ -594,6 +615,9 @@ class Poller:
         if health.kind == "rate_limited":
             return (f"{LABELS[source]} is rate-limiting our queries{f' (for {age})' if aged else ''}; "
                     f"polling every {self.interval:.0f} s: {health.error}")
+        if health.kind == "empty":
+            return (f"{LABELS[source]} lists none of the watched tasks{f' (for {age})' if aged else ''}: "
+                    f"{health.error}")
         if health.kind == "unreadable":
             return (f"{LABELS[source]} answers in a form hyperion cannot read{f' (for {age})' if aged else ''}: "
                     f"{health.error}")

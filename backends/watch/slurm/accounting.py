@@ -57,6 +57,7 @@ class QueryError(RuntimeError):
     the call reached no server, so retrying soon costs nothing), "rate_limited"
     (slurmctld asks this user to slow down), "timeout", "unreadable" (it answered, in a form this
     code cannot read: it is answering, so "not answering" would send the user after the daemon),
+    "empty" (it answered with no row of jobs Slurm listed before: nothing said of their tasks),
     or "other".
     """
 
