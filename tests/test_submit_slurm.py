@@ -879,3 +879,24 @@ def test_a_rerun_sbatch_refuses_says_there_is_no_new_attempt_and_where_the_logs_
     assert len(history.stdout.splitlines()) == 2, history.stdout          # the header and attempt 1
     logs = run_cli("hyperion-jobs", "logs", str(record), "--attempt", "1", cwd=tmp_path, env=cli_env, timeout=60)
     assert logs.returncode == 0 and "the evening's run" in logs.stdout, logs.stderr
+
+
+def test_an_sbatch_that_queued_the_job_but_printed_no_job_id_has_its_job_found_and_cancelled(
+        slurm_cluster, test_site, tmp_path, cli_env):
+    """A site's sbatch wrapper queued the job, exited 0 and printed a banner after the id's line
+    (or nothing): hyperion-submit said `sbatch failed (exit 0): ...` and recorded nothing, while
+    the job ran unseen, writing the pattern's logs (seen with a wrapper, `squeue` showed it). Exit
+    0 is sbatch's "queued": the job is found by its script and cancelled, as after a timeout."""
+    wrapper = tmp_path / "banner-sbatch"
+    wrapper.write_text('#!/bin/sh\nsbatch "$@" >/dev/null || exit\necho "sbatch: queued (site banner)"\n')
+    wrapper.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(wrapper))
+    done = run_cli("hyperion-submit", "slurm", "--cfg", str(site), "--array", "JOB=1:2", "--output-file",
+                   "log/banner.JOB.log", "--", "sleep", "60", cwd=tmp_path, env=cli_env)
+    said = done.stderr.strip()
+    assert done.returncode != 0 and "Traceback" not in said, said
+    assert f"{wrapper} exited 0 without a job id (sbatch: queued (site banner)); script kept at " in said, said
+    assert "cancelled the windows already submitted: " in said, said
+    job = said.rsplit(": ", 1)[1].strip()
+    assert wait_for(lambda: (rows := sacct(job, "State")) and rows[0][0].startswith("CANCELLED"),
+                    timeout=30, what="the banner wrapper's job CANCELLED")

@@ -29,7 +29,8 @@ class SubmitError(RuntimeError):
     """sbatch refused a submission; the message is one line with its stderr and the script path.
 
     Windows sbatch accepted before a refusal are kept and recorded (`Refused`), not cancelled.
-    `unanswered` is the script of an sbatch that did not answer in time: it may have queued the
+    `unanswered` is the script of an sbatch that did not answer in time (or exited 0 without a
+    job id a site wrapper's banner hid): it may have queued the
     job unseen, which the caller finds by that script and cancels.
     """
 
@@ -155,6 +156,10 @@ def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -
         raise SubmitError(f"{sub.sbatch_argv[0]} {said}; script kept at {sub.script_path}",
                           unanswered=sub.script_path)
     job_id = parse_job_id(done.stdout) if done.returncode == 0 else None
+    if job_id is None and done.returncode == 0:    # exit 0 is sbatch's "queued": it may run unseen
+        said = _cut(_one_line(done.stdout) or _one_line(done.stderr) or "no output", MAX_REFUSAL_CHARS)
+        raise SubmitError(f"{sub.sbatch_argv[0]} exited 0 without a job id ({said}); script kept at "
+                          f"{sub.script_path}", unanswered=sub.script_path)
     if job_id is None:
         said = _cut(_one_line(done.stderr) or _one_line(done.stdout) or "no output", MAX_REFUSAL_CHARS)
         advice = _array_advice(sub, site_file) if "array" in said.lower() else None
