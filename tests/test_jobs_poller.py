@@ -333,6 +333,26 @@ def test_empty_answers_about_a_job_slurm_listed_are_said_not_taken_as_fresh_stat
     assert recovered.states[("3", 1)].state is JobState.COMPLETED
 
 
+def test_one_empty_answer_of_the_controller_about_a_running_job_does_not_leave_it_to_accounting_for_good():
+    """squeue answered once with no row (a site wrapper, a glitch) while accounting said the job ran:
+    the job was taken as forgotten by the controller (MinJobAge) and squeue was never asked about it
+    again for the rest of the run (every face, seen for minutes), its answers after that unread."""
+    clock = Clock()
+    running = ok("3_1|RUNNING|0|0:01|vm|None|0|\n3_2|PENDING|0|0:00||Priority|0|\n")
+    script = Script([ok("3_1|7|RUNNING|0:0|00:00:01|vm|a|Unknown|None\n3_[2]|3|PENDING|0:0|00:00:00|None|Unknown|Unknown|None\n")],
+                    [running, EMPTY, ok("3_1|COMPLETED|0|0:09|vm|None|0|\n3_2|PENDING|0|0:00||Resources|0|\n")])
+    p = poller({"3": (1, 2)}, script, clock)
+    p.poll_once()
+    clock.sleep(p.interval)
+    p.poll_once()                                   # the empty squeue, and sacct for what it left out
+    assert script.tools() == ["squeue", "squeue", "sacct"]
+    clock.sleep(p.interval)
+    update = p.poll_once()
+    assert script.tools()[3] == "squeue", script.tools()     # the controller is asked again
+    assert update.states[("3", 1)].state is JobState.COMPLETED
+    assert update.states[("3", 2)].reason == "Resources"
+
+
 def test_stale_range_row_does_not_end_a_task_that_started():
     script = Script([ok("9_[1-2]|9|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|None\n"),
                      ok("9_[1-2]|9|CANCELLED by 0|0:0|00:00:00|None assigned|None|x|None\n")],

@@ -444,10 +444,16 @@ class Poller:
         return {}, set()
 
     def _note_gone(self, asked: list[str], squeue, sacct: SacctRows) -> None:
-        """Jobs accounting knows but the controller no longer lists: ask only sacct about them."""
+        """Jobs accounting knows but the controller no longer lists: ask only sacct about them.
+
+        Not a job accounting says still runs or waits: the controller forgets a job only
+        MinJobAge after its end, so its empty answer was no word on it (a site wrapper, a
+        glitch), and taking it for one left the watch on sacct alone for the rest of the run,
+        the controller never asked again once it answered."""
         in_squeue = {t.job_id for t in squeue}
         in_sacct = {t.job_id for t in sacct.own} | {t.job_id for t in sacct.ranged}
-        self._gone.update(j for j in asked if j in in_sacct and j not in in_squeue)
+        live = {t.job_id for t in (*sacct.own, *sacct.ranged) if not t.state.is_terminal}
+        self._gone.update(j for j in asked if j in in_sacct and j not in in_squeue and j not in live)
 
     def _vanished(self, candidates: Mapping[Key, TaskState], in_squeue: set[str],
                   in_sacct: set[str], now: float, lagging: set[Key] = frozenset()) -> dict[Key, TaskState]:
