@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 from test_console_fixtures import build_history, ended_just_now
 
@@ -111,3 +112,34 @@ def test_logs_follow_while_slurm_does_not_answer_goes_on_and_says_once_why_it_ca
     assert " for " not in problem[0].split("; cannot tell")[0], problem[0]
     assert SQUEUE_DOWN in problem[0] and problem[0].endswith(
         f"; cannot tell whether task {record}:7 has ended: following on until Slurm answers or Ctrl-C")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_a_watch_ended_by_its_terminal_closing_kills_the_query_slurm_had_not_answered(tmp_path, cli_env, signum) -> None:
+    """`hyperion-jobs watch` in a tmux pane that was killed (SIGHUP; SIGTERM from `kill`) while
+    squeue hung: the watch died at once, and the squeue it waited for, in a process group of its
+    own, ran on after it (a hung site wrapper's `sleep 600`, reparented to init, seen for minutes).
+    It now ends as Ctrl-C ends it, with the query's whole group, exit 128 + the signal."""
+    from test_jobs_poller import group_gone, hanging_tool, started_groups
+
+    record = build_history(tmp_path, CONF, job="4300", unfinished=(7, 8))
+    pids = tmp_path / "pids"
+    hanging_tool(tmp_path / "bin", "squeue", pids)
+    hanging_tool(tmp_path / "bin", "sacct", pids)
+    env = {**cli_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cli_env['PATH']}"}
+    watch = subprocess.Popen(["hyperion-jobs", "watch", str(record)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        pgid = started_groups(pids)[0]
+        time.sleep(0.5)
+        watch.send_signal(signum)
+        watch.communicate(timeout=10)
+        assert group_gone(pgid), "the hung squeue outlived the watch"
+        assert watch.returncode == 128 + signum
+    finally:
+        watch.kill()
+        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
