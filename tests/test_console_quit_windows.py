@@ -392,3 +392,41 @@ def test_quitting_with_a_window_paused_on_the_cluster_says_how_to_release_it(slu
                f"(scontrol release {second})" in said, said
     finally:
         subprocess.run(["scancel", first, second], capture_output=True, timeout=30)
+
+
+def test_a_hung_scontrol_moving_slots_is_said_by_watch_while_it_lasts(tmp_path: Path, cli_env) -> None:
+    """scontrol hung while the watch moved a drained window's slots: the watch waited its 30 s
+    timeout inside the poll loop, its screen (or its plain lines) standing still with nothing said,
+    no age and no cause, while every other hang says `... not answering for 7 s` at once."""
+    record = windowed_record(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    rows = "".join(f"7001_{i}|COMPLETED|0:0|0:01|vm|None|0|10:00|1|cpu=1|1|\n" for i in range(1, 10))
+    rows += "7002_[0-9%1]|PENDING|0:0|0:00||JobArrayTaskLimit|0|10:00|1||1|\n"
+    rows += "7003_[0-5%1]|PENDING|0:0|0:00||JobHeldUser|0|10:00|1||1|\n"
+    pending = "7002_[0-9%1]|0-9%1|JobArrayTaskLimit|7002|\n7003_[0-5%1]|0-5%1|JobHeldUser|7003|\n"
+    # the poll's squeue, and the throttle's (`-t PD`): the third window waits held, as submitted
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\ncase \"$*\" in *PD*) cat <<'EOF'\n{pending}EOF\n;; "
+                                    f"*) cat <<'EOF'\n{rows}EOF\n;; esac\n")
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho $$ > {tmp_path / 'scontrol.pid'}\nexec sleep 3600\n")
+    for name in ("squeue", "sacct", "scontrol"):
+        (bin_dir / name).chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}", "PYTHONPATH": str(REPO)}
+    code = "import sys; from backends.cli.jobs import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "watch", str(record)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "scontrol.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "scontrol.pid").exists(), "the watch never moved a slot"
+        time.sleep(7)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    said = [line for line in out.splitlines() if "scontrol" in line]
+    assert said and "controller (scontrol) not answering for 5 s: scontrol has not returned yet" in said[0], out
+    pid = int((tmp_path / "scontrol.pid").read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]

@@ -75,7 +75,7 @@ TICK = 0.25                    # how often a nudge is asked between polls
 SLOW_QUERY = 5.0               # a query unanswered this long is a problem while it lasts
 WAITING_EVERY = 1.0            # how often run's `waiting` hears of such a query
 STOP_GRACE = 1.0               # on stop, how long the query's own stop may take to end its process
-LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)"}
+LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)", "scontrol": "controller (scontrol)"}
 
 
 @dataclass(frozen=True)
@@ -380,6 +380,19 @@ class Poller:
             raise
         return call.result()
 
+    def client(self, argv: Sequence[str]) -> CommandResult:
+        """The runner of the queries an observer makes between polls (the throttler's squeue and
+        scontrol, moving --max-jobs-run slots): awaited as a poll's own, so a stop ends it and one
+        unanswered for `slow` s is told to run's `waiting` while it lasts (`controller (scontrol)
+        not answering for 7 s: scontrol has not returned yet`). A hung scontrol held every face's
+        next poll for its 30 s timeout with nothing said: a watch's screen stood still, ageless."""
+        asking = self._asking
+        self._asking = (argv[0], self._clock())
+        try:
+            return self._call(argv)
+        finally:
+            self._asking = asking
+
     def _tell_waiting(self, told: float) -> float:
         """Every WAITING_EVERY s while a watched query is awaited and there is a problem (this
         query is `slow` old, or a source failed earlier, e.g. squeue before this sacct), hand
@@ -614,6 +627,11 @@ class Poller:
                     and now - self._asking[1] >= self._slow_query:
                 lines.append(f"{LABELS[source]} not answering{_for(now - self._asking[1], aged)}: "
                              f"{source} has not returned yet")
+        if self._asking is not None and self._asking[0] not in self._health \
+                and now - self._asking[1] >= self._slow_query:    # an observer's query (`client`)
+            source = self._asking[0]
+            lines.append(f"{LABELS.get(source, source)} not answering{_for(now - self._asking[1], aged)}: "
+                         f"{source} has not returned yet")
         return "; ".join(lines) or None
 
     def _failing_line(self, source: str, health: _Health, now: float, aged: bool = True) -> str:

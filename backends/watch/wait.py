@@ -84,7 +84,8 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
                     floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
                     runner=runner, nudge=LogNudge(watched), settled=settled, budget=budget)
     polled = None if tasks is None else [(t.job_id, t.array_task_id) for t in watched]
-    return poller, Throttler.for_record(record, poller.budget, runner, polled)
+    # through the poller: a hung scontrol is said as a hung squeue is, and a quit ends it
+    return poller, Throttler.for_record(record, poller.budget, poller.client, polled)
 
 
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
