@@ -1079,7 +1079,8 @@ def test_typing_at_a_big_array_shows_each_key_at_once_and_ends_with_the_final_pr
             assert command.endswith("echo JOB --part JOB")
             assert str(screen.query_one("#submit-preview").content) == preview
             assert screen.plan.argv[-4:] == ("echo", "JOB", "--part", "JOB")
-            assert posted(seen, PreviewUpdated)[-1].command_line == command.removeprefix("$ ")
+            # the message is seen when it is handled, a moment after the screen showed its preview
+            await wait_for(pilot, lambda: posted(seen, PreviewUpdated)[-1].command_line == command.removeprefix("$ "), 10)
             await pilot.press("backspace", "backspace", "backspace", "x")     # an error once the keys pause
             await wait_for(pilot, lambda: not screen.updating, 60)
             assert str(screen.query_one("#submit-command").content).endswith("echo JOB --part x")
