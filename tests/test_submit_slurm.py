@@ -476,6 +476,17 @@ def test_what_a_successful_sbatch_warns_is_shown_once_per_call_escaped(slurm_clu
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
 
 
+def test_a_mistyped_sbatch_command_names_the_site_key_and_file(test_site, cli_env, tmp_path, task):
+    """`sbatch_command: sbach` said only `sbatch command not found: sbach`: the user looked for a
+    program, not for the key of their site file that names it."""
+    site = _site_with(tmp_path, test_site, sbatch_command="sbach-not-installed")
+    result = submit(site, "--output-file", "log/m.log", "--", task, "1", "0", cwd=tmp_path, env=cli_env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert (f"sbatch command not found: sbach-not-installed (the site key sbatch_command in {site}); "
+            "script kept at") in result.stderr
+    assert not (tmp_path / "log/q/m.submit.json").exists()
+
+
 def _but_accounting_lag(stderr: str) -> str:
     """What status said on stderr but the line on accounting not having a task's usage yet (a task
     that ended a moment ago: said or not, as slurmdbd keeps up)."""

@@ -149,7 +149,8 @@ def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -
 
     done = run_client(sub.sbatch_argv, SBATCH_TIMEOUT, env=sbatch_environment(os.environ))
     if done.failure == "not found":
-        raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}; script kept at {sub.script_path}")
+        where = f" (the site key sbatch_command in {site_file})" if site_file else " (the site key sbatch_command)"
+        raise SubmitError(f"sbatch command not found: {sub.sbatch_argv[0]}{where}; script kept at {sub.script_path}")
     if done.failure in ("timeout", "too much"):     # it may have queued the job before it hung
         said = (f"did not answer within {SBATCH_TIMEOUT:g} s" if done.failure == "timeout"
                 else f"printed more than {OUTPUT_CAP // 2**20} MiB, not read")
