@@ -849,3 +849,31 @@ def test_logs_of_a_job_no_record_submitted_says_its_empty_slurm_file_is_empty(sl
                                     "file)\n"), extra
     finally:
         subprocess.run(["scancel", job], check=False)
+
+
+def test_logs_of_a_whole_array_no_record_submitted_asks_for_one_task(slurm_cluster, tmp_path, cli_env):
+    """`logs 3142` of a 2-task array sbatch'ed by hand: Slurm answers the array's id with one of its
+    tasks, so `logs` read task 2's file (or, while all pended, named `slurm-3142_4294967294.out`) and
+    called it 3142's. It asks for one task now, as it does of an array a record submitted; a task
+    named reads its own file."""
+    job = subprocess.run(["sbatch", "--parsable", "-H", "--array=1-2", "-o", str(tmp_path / "slurm-%A_%a.out"),
+                          "--wrap", "echo hello $SLURM_ARRAY_TASK_ID"],
+                         capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    try:
+        pending = run_cli("hyperion-jobs", "logs", job, cwd=tmp_path, env=cli_env, timeout=60)
+        assert pending.returncode == 2 and pending.stdout == "", pending.stdout + pending.stderr
+        assert pending.stderr == (f"hyperion-jobs: error: TASK: job {job} is an array; name one task, "
+                                  f"e.g. {job}_1\n")
+        subprocess.run(["scontrol", "release", job], check=True, capture_output=True)
+        deadline = time.monotonic() + 240
+        while not all((tmp_path / f"slurm-{job}_{task}.out").read_text(errors="replace").endswith("\n")
+                      for task in (1, 2) if (tmp_path / f"slurm-{job}_{task}.out").exists()) \
+                or len(list(tmp_path.glob("slurm-*.out"))) < 2:
+            assert time.monotonic() < deadline, "the array did not run within 240 s"
+            time.sleep(0.3)
+        bare = run_cli("hyperion-jobs", "logs", job, cwd=tmp_path, env=cli_env, timeout=60)
+        assert bare.returncode == 2 and f"job {job} is an array; name one task" in bare.stderr, bare.stderr
+        one = run_cli("hyperion-jobs", "logs", f"{job}_1", cwd=tmp_path, env=cli_env, timeout=60)
+        assert one.returncode == 0 and one.stdout == "hello 1\n", one.stdout + one.stderr
+    finally:
+        subprocess.run(["scancel", job], check=False)

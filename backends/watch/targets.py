@@ -594,7 +594,10 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
             raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
                                      f"{next((t.array_task_id for t in ran), 1)}")
         raise InputError("TASK", f"{history.record_path} has no task {text}")
-    out, err = job_std_paths(text, runner)
+    files = job_std_paths(text, runner)
+    out, err = files.out, files.err
+    if task_id is None and files.array_task is not None:
+        raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_{files.array_task}")
     if out is None and err is None:
         # as status and watch say it: the job may be one that never was (a mistyped id), not one purged
         raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm knows no job "

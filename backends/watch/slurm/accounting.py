@@ -542,9 +542,33 @@ def parse_std_paths(text: str) -> tuple[str | None, str | None]:
     return out, err
 
 
-def job_std_paths(slurm_id: str, runner: Runner = run_command) -> tuple[str | None, str | None]:
-    """Slurm's stdout/stderr files of a job or task still known to slurmctld, else (None, None)."""
+@dataclass(frozen=True)
+class JobFiles:
+    """What slurmctld says of a job id: its stdout/stderr files, and, when the id is a whole
+    array's (its tasks have ids of their own), the lowest task index it lists."""
+
+    out: str | None = None
+    err: str | None = None
+    array_task: int | None = None
+
+
+def whole_array_task(text: str, slurm_id: str) -> int | None:
+    """The lowest task index of `scontrol show job -o` lines when `slurm_id` is their ArrayJobId:
+    Slurm answers a whole array's id with one of its tasks (the last, or `%a` as 4294967294 while
+    all pend), whose file is not the one a user asking for "the job's log" meant."""
+    lowest = None
+    for line in text.splitlines():
+        words = dict(word.split("=", 1) for word in line.split() if "=" in word)
+        first = words.get("ArrayTaskId", "").split("-")[0].split(",")[0].split("%")[0].lstrip("[")
+        if words.get("ArrayJobId") == slurm_id and first.isdigit():
+            lowest = int(first) if lowest is None else min(lowest, int(first))
+    return lowest
+
+
+def job_std_paths(slurm_id: str, runner: Runner = run_command) -> JobFiles:
+    """Slurm's stdout/stderr files of a job or task still known to slurmctld, else no files."""
     result = runner(scontrol_argv(slurm_id))
-    if result.returncode != 0:
-        return None, None
-    return parse_std_paths(result.stdout.splitlines()[0] if result.stdout else "")
+    if result.returncode != 0 or not result.stdout:
+        return JobFiles()
+    out, err = parse_std_paths(result.stdout.splitlines()[0])
+    return JobFiles(out, err, whole_array_task(result.stdout, slurm_id))
