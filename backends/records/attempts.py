@@ -368,17 +368,40 @@ def ledger_size(record_path: str | Path) -> int:
     return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
+@dataclass(frozen=True)
+class LedgerNews:
+    """What lines other writers appended to a ledger say of task ends (`ends_since`)."""
+
+    finals: Mapping[Key, int]                       # (attempt, value) -> the highest restart count said
+    # (attempt, value) -> (the restart count of the run they are of, None when no final line of this
+    # reading names it, and the names of the usage figures said, by final and usage lines alike)
+    usage: Mapping[Key, tuple["int | None", frozenset[str]]]
+    offset: int                                     # the offset read up to
+
+
 def finals_since(record_path: str | Path, offset: int) -> tuple[dict[Key, int], int]:
     """The final lines appended to the ledger from byte `offset` on, as (attempt, value) -> the
-    highest restart count said, and the offset read up to: another face (a retry's look at Slurm,
-    a `status`) may record ends a watcher is about to record. At most MAX_LEDGER_BYTES are read, a
-    slice at a time, never through a symlink nor from a FIFO; a ledger that cannot be read, or
-    shrank (replaced), is read from its start or tells nothing."""
+    highest restart count said, and the offset read up to (`ends_since`)."""
+    news = ends_since(record_path, offset)
+    return dict(news.finals), news.offset
+
+
+def figure_names(usage: Mapping[str, object] | None) -> frozenset[str]:
+    """The names of the figures a usage mapping says (the ones a reader takes, `is_figure`)."""
+    return frozenset(name for name, value in (usage or {}).items() if is_figure(value))
+
+
+def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
+    """The final and usage lines appended to the ledger from byte `offset` on: another face (a retry's
+    look at Slurm, a `status`, a watch) may record ends, and what they used, that a watcher is about
+    to record. At most MAX_LEDGER_BYTES are read, a slice at a time, never through a symlink nor from
+    a FIFO; a ledger that cannot be read, or shrank (replaced), is read from its start or tells nothing."""
     try:
         fd = open_regular(ledger_path(record_path), os.O_RDONLY)
     except (OSError, UnreadableFile):
-        return {}, offset
+        return LedgerNews({}, {}, offset)
     told: dict[Key, int] = {}
+    used: dict[Key, tuple[int | None, frozenset[str]]] = {}
     try:
         size = os.fstat(fd).st_size
         start = end = offset if 0 <= offset <= size else 0
@@ -386,13 +409,27 @@ def finals_since(record_path: str | Path, offset: int) -> tuple[dict[Key, int], 
             if not data.endswith(b"\n"):    # a line being written is read whole next time
                 break
             end = upto
-            for key, final in parse_ledger(data).finals.items():
-                told[key] = max(final.restart_count or 0, told.get(key, -1))
+            for line in _typed_lines(data):      # in order: a usage line is of the run ended before it
+                raw = _object(line)
+                kind = raw.get("type") if raw is not None else None
+                if kind == "final" and (final := _final(raw)) is not None:
+                    key, restarts = (final.attempt, final.value), final.restart_count or 0
+                    told[key] = max(restarts, told.get(key, -1))
+                    known = used.get(key)
+                    if known is None or known[0] is None or restarts > known[0]:   # a new run: its own usage
+                        used[key] = (restarts, figure_names(final.usage))
+                    elif restarts == known[0]:
+                        used[key] = (known[0], known[1] | figure_names(final.usage))
+                elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
+                    key = (raw["attempt"], _int(raw.get("value")))
+                    known = used.get(key)
+                    used[key] = (known[0], known[1] | figure_names(raw["usage"])) if known is not None \
+                        else (None, figure_names(raw["usage"]))
     except OSError:
-        return {}, offset
+        return LedgerNews({}, {}, offset)
     finally:
         os.close(fd)
-    return told, end
+    return LedgerNews(told, used, end)
 
 
 # --- reading -----------------------------------------------------------------------------

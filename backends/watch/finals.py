@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from backends.errors import InputError
 from backends.logheader import iso_now
-from backends.records.attempts import FinalState, TaskUsage, append_entries, finals_since, ledger_size
+from backends.records.attempts import FinalState, TaskUsage, append_entries, ends_since, figure_names, ledger_size
 from backends.records.record import TaskRecord
 from backends.states import TaskState
 from backends.watch.usage import Usage
@@ -48,6 +48,13 @@ class FinalsRecorder:
     there (same or later run) is not written again. Only the new bytes are read:
     from `since` (the ledger size of the history the caller read, `Ledger.size`)
     or, without it, from the size at creation.
+
+    Usage likewise: every face that saw a task end learnt what it used from its own sacct, and
+    each wrote it (four faces of a 30-task array: 108 lines, three alike for most tasks). A usage
+    line is written only when it says a figure the ledger holds for that task's run in no line
+    (`ended`'s usage, the lines read since, the lines written here): the same read of the new
+    bytes, once per batch of lines written. Two faces reading and appending at once may both
+    write one (a rare duplicate readers fold); a line is never left out on a guess.
     """
 
     def __init__(self, record_path: str, tasks: Sequence[TaskRecord],
@@ -64,6 +71,11 @@ class FinalsRecorder:
         # ends read from lines other writers appended: (attempt, value) -> highest restart count. Kept,
         # not only used for the batch that read them: a poll may see a task end after the line was read
         self._told: dict[tuple[int, int | None], int] = {}
+        # the usage figures the ledger holds of each task, by (attempt, value): (the restart count of
+        # the run they are of, None when not known, and the figures' names) from `ended`, the lines
+        # other writers appended and the ones written here
+        self._held: dict[tuple[int, int | None], tuple[int | None, frozenset[str]]] = {
+            (t.attempt, t.value): (None, figure_names(u)) for t, u in (ended or {}).values()}
         self.error: str | None = None
         self._unwritten: list[object] = []     # entries the ledger refused (a full disk): tried again
 
@@ -107,13 +119,14 @@ class FinalsRecorder:
                 continue
             self._usage[key] = used.to_json()
             new.append(TaskUsage(task.attempt, task.value, used.to_json()))
-        if any(isinstance(entry, FinalState) for entry in new):
-            new = self._not_recorded_elsewhere(new)
         # What a full disk refused before goes first, once there is room: a watch goes on for hours,
         # and Slurm may forget the job (a pending task cancelled never had an accounting row).
         unwritten, self._unwritten = self._unwritten, []
-        if unwritten:
-            unwritten = self._not_recorded_elsewhere(unwritten)
+        if unwritten or new:
+            self._read_news()                  # once per batch, whatever its size
+            batch: dict[tuple[int, int | None], tuple[int | None, frozenset[str]]] = {}
+            unwritten = self._not_recorded_elsewhere(unwritten, batch)
+            new = self._not_recorded_elsewhere(new, batch)
         if unwritten or new:
             try:
                 append_entries(self.record_path, [*unwritten, *new])
@@ -124,21 +137,54 @@ class FinalsRecorder:
                 self.error = f"cannot write the history {self.record_path}: {err.problem}"
             else:                          # written at last: no longer said as if lost
                 self.error = None
+                self._held.update(batch)   # what the ledger holds now, not a line refused
         return new
 
-    def _not_recorded_elsewhere(self, new: list[object]) -> list[object]:
-        """`new` less the ends another writer put in the ledger since this recorder was made (read
-        only from where it last read)."""
-        told, self._read_to = finals_since(self.record_path, self._read_to)
-        for key, restarts in told.items():
+    def _read_news(self) -> None:
+        """What other writers appended to the ledger since this recorder last looked: their ends and
+        the usage figures they said (read only from where it last read)."""
+        news = ends_since(self.record_path, self._read_to)
+        self._read_to = news.offset
+        for key, restarts in news.finals.items():
             self._told[key] = max(restarts, self._told.get(key, -1))
-        if not self._told:
-            return new
+        for key, told in news.usage.items():
+            self._held[key] = _merged(self._held.get(key), *told)
+
+    def _not_recorded_elsewhere(self, new: list[object],
+                                batch: dict[tuple[int, int | None], tuple[int | None, frozenset[str]]]) -> list[object]:
+        """`new` less the ends another writer put in the ledger since this recorder was made, and
+        less the usage lines that say no figure the ledger holds none of for that task's run; `batch`
+        gains what the lines kept hold (the ledger's once they are written)."""
         kept: list[object] = []
         for entry in new:
-            known = self._told.get((entry.attempt, entry.value), -1) if isinstance(entry, FinalState) else None
-            if known is None or known < (entry.restart_count or 0):
-                kept.append(entry)
-            elif entry.usage is not None:    # the other writer's end may lack what accounting told here
-                kept.append(TaskUsage(entry.attempt, entry.value, entry.usage))
+            if isinstance(entry, FinalState):
+                key, restarts = (entry.attempt, entry.value), entry.restart_count or 0
+                if self._told.get(key, -1) >= restarts:
+                    if entry.usage is None:
+                        continue
+                    entry = TaskUsage(entry.attempt, entry.value, entry.usage)   # the other end may lack it
+                else:
+                    kept.append(entry)
+                    batch[key] = _merged(batch.get(key, self._held.get(key)), restarts, figure_names(entry.usage))
+                    continue
+            if isinstance(entry, TaskUsage):
+                key = (entry.attempt, entry.value)
+                held = batch.get(key, self._held.get(key))
+                figures = figure_names(entry.usage)
+                if held is not None and figures <= held[1]:
+                    continue                   # every figure it says, a line of the ledger says already
+                batch[key] = _merged(held, None, figures)
+            kept.append(entry)
         return kept
+
+
+def _merged(held: tuple[int | None, frozenset[str]] | None, restarts: int | None,
+            figures: frozenset[str]) -> tuple[int | None, frozenset[str]]:
+    """The usage figures held of a task once a line says `figures`: a final line of a later run
+    (`restarts` above the run held) starts anew; a usage line (`restarts` None) is of the run held."""
+    if held is None:
+        return restarts, figures
+    run, said = held
+    if restarts is not None and (run is None or restarts > run):
+        return restarts, figures
+    return run, said | figures
