@@ -143,3 +143,36 @@ def test_a_watch_ended_by_its_terminal_closing_kills_the_query_slurm_had_not_ans
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT], ids=["SIGHUP", "SIGTERM", "SIGINT"])
+def test_logs_follow_ended_while_squeue_hangs_kills_the_query_and_exits_as_the_signal_says(
+        tmp_path, cli_env, signum) -> None:
+    """`hyperion-jobs logs -f` in a tmux pane that was killed (SIGHUP), or sent SIGTERM, died where it
+    stood (killed by the signal), and the squeue it waited for ran on after it; after Ctrl-C too, as
+    the thread running the query was not waited for. It now ends as `watch` does: the query's group
+    killed, exit 128 + the signal."""
+    from test_jobs_poller import group_gone, hanging_tool, started_groups
+
+    record = build_history(tmp_path, CONF, job="4300", unfinished=(7,))
+    pids = tmp_path / "pids"
+    hanging_tool(tmp_path / "bin", "squeue", pids)
+    hanging_tool(tmp_path / "bin", "sacct", pids)
+    env = {**cli_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cli_env['PATH']}"}
+    follow = subprocess.Popen(["hyperion-jobs", "logs", f"{record}:7", "-f"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        pgid = started_groups(pids)[0]
+        time.sleep(0.5)
+        follow.send_signal(signum)
+        out, err = follow.communicate(timeout=10)
+        assert group_gone(pgid), "the hung squeue outlived logs -f"
+        assert follow.returncode == 128 + signum, (follow.returncode, err)
+        assert out.endswith("part 7 done\n") and "Traceback" not in err, (out, err)
+    finally:
+        follow.kill()
+        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -36,6 +36,7 @@ from backends.watch.targets import shown_as_recorded
 Key = tuple[str, "int | None"]
 CAP = 30.0             # longest pause between two polls while nothing changes (watch's default --cap)
 LOCAL_EVERY = 1.0      # a local task's ledger is read at most this often
+CLOSE_WAIT = 5.0       # how long closing waits for the watch thread to kill a query under way (it looks every 0.1 s)
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,11 @@ class SlurmEnd(EndWatch):
         return out
 
     def close(self) -> None:
+        """Stop watching; a query under way is killed with its process group before this returns
+        (the thread is a daemon: left to run, it was frozen at exit and a hung squeue ran on)."""
         self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(CLOSE_WAIT)
 
 
 def end_watch(name: str, key: Key | None, history: History | None, task: TaskRecord | None,

@@ -381,16 +381,20 @@ def cmd_logs(args: argparse.Namespace) -> int:
     from backends.cli.jobs import log_output   # the tail readers: only `logs` needs them, not status
 
     if args.follow:
+        from backends.cli.jobs.signals import signals_stop
         from backends.watch.task_end import end_watch   # the Poller: only `logs -f` needs it
 
         task = logs.task
         record = attempt_record(logs.history, task.job_id) if logs.history and task else None
-        end = end_watch(logs.name, logs.key, logs.history, task, floor=site_floor(record))
-        try:
-            return log_output.follow(path, args.lines, args.raw, end=end, name=logs.name)
-        finally:
-            if end is not None:
-                end.close()      # Ctrl-C: a query under way is killed, not waited for
+        # SIGHUP (its tmux pane killed) and SIGTERM end it as Ctrl-C does: the open line ended, the
+        # query under way killed with its group, exit 129 / 143 (they killed it where it stood)
+        with signals_stop():
+            end = end_watch(logs.name, logs.key, logs.history, task, floor=site_floor(record))
+            try:
+                return log_output.follow(path, args.lines, args.raw, end=end, name=logs.name)
+            finally:
+                if end is not None:
+                    end.close()      # Ctrl-C: a query under way is killed, not waited for
     log_output.print_last(path, args.lines, args.raw)
     if path != logs.log and _empty(path):
         # nothing on stdout and exit 0 read like a command that failed to find the file, or a bug

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from datetime import datetime
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_rerun_later, say_shown_as_recorded,
                                        site_floor, told_unlisted)
 from backends.cli.jobs.parser import PROG
+from backends.cli.jobs.signals import signals_stop
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
 from backends.errors import InputError, interrupt_status
 from backends.printable import printable
@@ -106,41 +105,6 @@ def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
             if not s.state.is_terminal and never_runs(s.reason)]
 
 
-class _Signalled(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, raised in the watch's main thread as Ctrl-C is (`signum`: its status)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__()
-        self.signum = signum
-
-
-@contextmanager
-def _signals_stop() -> Iterator[None]:
-    """SIGTERM and SIGHUP (the terminal closed: a tmux pane killed, an ssh session dropped) end the
-    watch as Ctrl-C does. They killed it at once, and a query Slurm had not answered, in a process
-    group of its own, ran on after it (a hung site wrapper's `sleep` for its 10 minutes, seen). A
-    signal ignored when we start (``nohup``'s SIGHUP) stays ignored; one during the cleanup is not
-    raised again."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stopping = False
-
-    def stop(signum, frame):
-        nonlocal stopping
-        if stopping:
-            return
-        stopping = True
-        raise _Signalled(signum)
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)
-                if signal.getsignal(signum) is not signal.SIG_IGN}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-
-
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     history = job_history = None
     if target.record is None:
@@ -191,7 +155,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         view.show(update, _rows_for(history, update, job_history, target))
 
     try:
-        with _signals_stop(), view:
+        with signals_stop(), view:
             final = poller.run(observe, stop, waiting)
     except KeyboardInterrupt as exc:
         stop.set()
