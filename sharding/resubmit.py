@@ -38,7 +38,7 @@ from backends.submit.plan import build_plan, describe_plan
 from backends.shellwords import shell_join
 from sharding.arrayenv import PREFIXES
 from sharding.retry import RetryPlan, plan_retry, skipped_line
-from sharding.run_records import FoundRecord, flag_values, named_checkpoints
+from sharding.run_records import FoundRecord, flag_values, named_checkpoints, record_command
 from sharding.store import Checkpoint
 
 PROG = "hyperion-checkpoint"
@@ -214,6 +214,8 @@ class Resubmission:
     retry: RetryPlan
     record: SubmitRecord | None
     plan: SubmitPlan | None
+    # a doubt about the record said before it runs (`unnamed_checkpoint`), None when there is none
+    warning: str | None = None
 
 
 def _check_completion_known(retry: RetryPlan) -> None:
@@ -408,7 +410,22 @@ def prepare_from_retry(retry: RetryPlan, record_path: str, record: SubmitRecord 
     plan = build_plan(site, retry_options(retry, record, record_path, sizes))
     # a failure's next step, here and in the record (watch and the console name it later): this bridge again
     plan = dataclasses.replace(plan, rerun=rerun_argv(retry.checkpoint, record_path, retry.max_array_size))
-    return Resubmission(retry, record, plan)
+    return Resubmission(retry, record, plan, unnamed_checkpoint(retry, record, record_path))
+
+
+def unnamed_checkpoint(retry: RetryPlan, record: SubmitRecord, shown: str) -> str | None:
+    """One line when the record's command names no checkpoint (`named_checkpoints`: no --checkpoint DIR,
+    --ckpt DIR, checkpoint_path=DIR naming a folder with a run.json), None when it names this one.
+    Such a record (another stage's, paired with this checkpoint by mistake) passes every check of
+    `_check_same_run`, and its rerun may never write this checkpoint's manifests: the shards stay
+    missing, however often it is resubmitted. A command may name its checkpoint in a file it reads,
+    so this is said, not refused. The CLI prints it on stderr; the console shows the same text."""
+    command = record_command(record)
+    if command is None or named_checkpoints(command, record.cwd):
+        return None
+    return printable(f"the command of {shown} names no checkpoint (no --checkpoint DIR, --ckpt DIR, ...): "
+                     f"nothing shows that its rerun fills {retry.checkpoint}; if it does not, its shards stay "
+                     "missing")
 
 
 def resubmit(path: str, record_path: str, max_array_size: int | None = None, err: TextIO | None = None,
@@ -434,6 +451,8 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         if skipped is not None:
             print(printable(f"{PROG}: note: {skipped}"), file=err)
         return 0
+    if prepared.warning is not None:
+        print(f"{PROG}: warning: {prepared.warning}", file=err, flush=True)
     settled = check_not_running(record_path, retry)      # dry run too: what the run would refuse, it refuses
     sizes = shard_sizes(retry, record_path, mem, time)    # the rows of the ended tasks: the ledger's now
     if sizes.mem is not None or sizes.time is not None:

@@ -550,3 +550,38 @@ def test_retry_says_which_complete_shards_a_rerun_failed_and_how_to_rerun_one(tm
     manifest.unlink()                                  # as the note says: shard 2 is rerun
     after = run_cli("hyperion-checkpoint", "retry", str(ck), "--format", "ranges", env=cli_env)
     assert (after.stdout, after.stderr) == ("2,4\n", "")
+
+
+def test_a_record_whose_command_names_no_checkpoint_is_resubmitted_with_one_warning_naming_both(tmp_path, cli_env):
+    """The extract stage's record paired with the shard stage's checkpoint: its command names no
+    checkpoint, so nothing refuses it, and `retry --submit` (the console's Resubmit alike) said nothing:
+    a rerun that never writes a manifest here leaves the shards missing however often it is resubmitted."""
+    from hyperion_console.screens.checkpoint import confirmation_text
+    from sharding.resubmit import prepare_from_retry
+
+    first, record_path = _submit_local(tmp_path, cli_env)
+    assert first.returncode == 1
+    raw = json.loads(record_path.read_text())
+    command = raw["options"]["command"]
+    at = command.index("--checkpoint")
+    raw["options"]["command"] = command[:at] + command[at + 2:]
+    record_path.write_text(json.dumps(raw))
+    checkpoint = tmp_path / "ck"
+    warning = (f"the command of {record_path} names no checkpoint (no --checkpoint DIR, --ckpt DIR, ...): nothing "
+               f"shows that its rerun fills {checkpoint}; if it does not, its shards stay missing")
+    result = run_cli("hyperion-checkpoint", "retry", str(checkpoint), "--submit", str(record_path), "--dry-run",
+                     env=cli_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == f"hyperion-checkpoint: warning: {warning}\n"
+    assert result.stdout.startswith("would resubmit ")
+    # the console's Resubmit plans through the same core: its preview and confirmation say the same line
+    prepared = prepare_from_retry(plan_retry(checkpoint), str(record_path))
+    assert prepared.warning == warning
+    assert confirmation_text(prepared, str(record_path), None).endswith(f"\nwarning: {warning}")
+    # the run's own record names its checkpoint: no warning
+    raw["options"]["command"] = command
+    record_path.write_text(json.dumps(raw))
+    own = run_cli("hyperion-checkpoint", "retry", str(checkpoint), "--submit", str(record_path), "--dry-run",
+                  env=cli_env)
+    assert own.returncode == 0 and own.stderr == "", own.stderr
+    assert prepare_from_retry(plan_retry(checkpoint), str(record_path)).warning is None

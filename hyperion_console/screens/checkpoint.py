@@ -133,6 +133,8 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
               f"command: {shell_join(plan.argv)}"]
     lines += [f"sbatch:  {shell_join(window.sbatch_argv)}" for window in plan.windows[:MAX_WINDOW_ROWS]]
     lines += [printable(line) for line in size_lines]
+    if prepared.warning is not None:      # `hyperion-checkpoint retry --submit`'s warning, in its words
+        lines += ["", f"warning: {prepared.warning}"]
     return "\n".join(lines)
 
 
@@ -859,7 +861,8 @@ class CheckpointScreen(ConsoleScreen):
             return text
         try:
             record = cached_record(os.path.abspath(record_text))    # a stat while the file is unchanged
-            submit_plan = prepare_from_retry(plan, record_text, record).plan
+            prepared = prepare_from_retry(plan, record_text, record)
+            submit_plan = prepared.plan
         except Exception as exc:
             text.append_text(shown(describe_error(exc), "bold red"))
             text.append("\n")
@@ -874,6 +877,9 @@ class CheckpointScreen(ConsoleScreen):
             text.append("\n")
         elif self._asking is not None:
             text.append("asking Slurm whether the record's tasks still run…\n", style="dim")
+        if prepared.warning is not None:     # `hyperion-checkpoint retry --submit`'s warning, in its words
+            text.append_text(shown(f"warning: {prepared.warning}", "yellow"))
+            text.append("\n")
         text.append_text(shown(f"resubmit runs ({submit_plan.options.backend}):", "bold"))
         ignored = ignored_sbatch_line(submit_plan.options.backend)
         if ignored:
