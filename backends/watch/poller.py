@@ -42,6 +42,7 @@ from backends.watch.slurm.accounting import (
     QueryError,
     Runner,
     SacctRows,
+    LABELS,
     accounting_only,
     controller_code,
     merge,
@@ -49,6 +50,7 @@ from backends.watch.slurm.accounting import (
     run_command,
     run_sacct,
     run_squeue_rows,
+    source_problem,
 )
 from backends.watch.usage import Usage, with_live
 
@@ -75,7 +77,6 @@ TICK = 0.25                    # how often a nudge is asked between polls
 SLOW_QUERY = 5.0               # a query unanswered this long is a problem while it lasts
 WAITING_EVERY = 1.0            # how often run's `waiting` hears of such a query
 STOP_GRACE = 1.0               # on stop, how long the query's own stop may take to end its process
-LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)", "scontrol": "controller (scontrol)"}
 
 
 @dataclass(frozen=True)
@@ -635,17 +636,8 @@ class Poller:
         return "; ".join(lines) or None
 
     def _failing_line(self, source: str, health: _Health, now: float, aged: bool = True) -> str:
-        age = f"{now - health.since:.0f} s"
-        if health.kind == "rate_limited":
-            return (f"{LABELS[source]} is rate-limiting our queries{f' (for {age})' if aged else ''}; "
-                    f"polling every {self.interval:.0f} s: {health.error}")
-        if health.kind == "empty":
-            return (f"{LABELS[source]} lists none of the watched tasks{f' (for {age})' if aged else ''}: "
-                    f"{health.error}")
-        if health.kind == "unreadable":
-            return (f"{LABELS[source]} answers in a form hyperion cannot read{f' (for {age})' if aged else ''}: "
-                    f"{health.error}")
-        return f"{LABELS[source]} not answering{_for(now - health.since, aged)}: {health.error}"
+        return source_problem(source, health.error or "", health.kind, now - health.since if aged else None,
+                              self.interval)
 
     # --- the loop --------------------------------------------------------------------------
 

@@ -36,11 +36,15 @@ from backends.watch.rows import (
     with_plan,
 )
 from backends.watch.slurm.accounting import (
+    LABELS,
+    Failed,
     QueryError,
     Runner,
     Snapshot,
+    failed_text,
     job_std_paths,
     query,
+    query_what_answers,
     run_command,
     run_sacct,
     run_squeue,
@@ -249,17 +253,31 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
                  if any(job.job_id == job_id for job in history.records[n].jobs)), history.current)
 
 
-def job_status(target: Target, history: History | None, runner: Runner = run_command) -> list[TaskRow]:
+def job_status(target: Target, history: History | None, runner: Runner = run_command,
+               unknown: list[str] | None = None) -> list[TaskRow]:
     """One sacct + squeue for a job target `job_history` has found (or not found) the submission
-    of, as rows (QueryError if Slurm does not answer)."""
+    of, as rows (QueryError if Slurm does not answer). With `unknown` and the submission found, a
+    failed look shows what answered, as `history_status` does, and says so in `unknown`."""
     assert target.job_id is not None
-    answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
+    failed: Failed = []
+    if unknown is not None and history is not None:
+        answer, failed = query_what_answers([target.job_id], runner)
+        if len(failed) == 2 and all(err.kind != "empty" for _, err in failed):
+            raise failed[-1][1]          # nothing answered: "Slurm knows no job" would be untrue
+    else:
+        answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
     states = answer.states
+    unended: list[TaskRecord] = []
     if history is not None:
-        unended = [t for t in history.tasks_of_job(target.job_id) if history.final(t) is None]
+        unended = [t for t in history.tasks_of_job(target.job_id) if history.final(t) is None
+                   and (target.task_id is None or t.array_task_id == target.task_id)]
         states = {**states, **never_started(unended, answer, history.log_of)}
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
+    if failed and unknown is not None:
+        line = _unanswered_line(failed, unended, states)
+        if line is not None:
+            unknown.append(line)
     return job_rows(states, history, answer.shown_usage(), (target.job_id, target.task_id))
 
 
@@ -351,7 +369,7 @@ def shown_as_recorded(problem: str) -> str:
 
 
 def history_status(history: History, runner: Runner = run_command,
-                   problems: list[str] | None = None) -> list[TaskRow]:
+                   problems: list[str] | None = None, unknown: list[str] | None = None) -> list[TaskRow]:
     """The latest outcome of every value across attempts, with what each task used.
 
     Only tasks without a final state in the ledger are asked about, ended tasks
@@ -361,6 +379,13 @@ def history_status(history: History, runner: Runner = run_command,
     states and usage Slurm reports are written into the ledger on the way.
     A query about only usage or requeues that fails leaves the ledger's states
     standing; its message is added to `problems`, for the caller to say so.
+
+    A query about tasks without a recorded end that fails raises QueryError, unless `unknown` is
+    given (`status`, which shows what it can): then the rows are what did answer (accounting's
+    word while squeue fails, as a watch shows it; UNKNOWN where nothing answered, or answered
+    with no row: `query_what_answers`), and one line saying which query failed and how many
+    tasks it leaves stale or not known is added to `unknown`. `status` with squeue hung printed
+    nothing for 30 s and exited 1 without its table, though the ledger held most ends.
     """
     pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
     again = requeuable(history)
@@ -368,8 +393,12 @@ def history_status(history: History, runner: Runner = run_command,
     asked = [*pending, *(task for task, _ in missing.values())]
     if not asked and not again:
         return history_rows(history, {})
+    failed: Failed = []
     try:
-        if asked:
+        if asked and pending and unknown is not None:
+            answer, failed = query_what_answers(list(expected_tasks(asked)), runner,
+                                                controller_also=list(expected_tasks(again)))
+        elif asked:
             answer = query(list(expected_tasks([*asked, *again])), runner, controller=bool(pending or again))
         else:
             answer = Snapshot(controller_states(again, runner), {})
@@ -385,7 +414,37 @@ def history_status(history: History, runner: Runner = run_command,
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
     FinalsRecorder(history.record_path, [*pending, *rerun], ended, since=history.ledger.size).observe(
         states.values(), answer.usage)
+    if failed:
+        line = _unanswered_line(failed, pending, states)
+        if line is None:
+            if problems is not None:
+                problems.append(failed_text(failed))
+        elif unknown is not None:
+            unknown.append(line)
     return history_rows(history, states, answer.shown_usage())
+
+
+def _unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[Key, TaskState]) -> str | None:
+    """What a failed look leaves of the tasks without a recorded end: `failed`'s words, then how many
+    are shown as accounting has them while the controller did not answer (stale, maybe), and how
+    many not known (UNKNOWN). None when every one of them is known to have ended (accounting's
+    ends stand, as the ledger's do: only a requeue could be missed, `shown_as_recorded`)."""
+    controller_said = not any(source == "squeue" for source, _ in failed)
+    stale = unknown = 0
+    for task in pending:
+        state = states.get((task.job_id, task.array_task_id))
+        if state is None:
+            unknown += 1
+        elif not state.state.is_terminal and not (controller_said and state.source == "squeue"):
+            stale += 1
+    if not stale and not unknown:
+        return None
+    shown = f"shown as {LABELS['sacct']} has them, which may be behind"
+    if stale == len(pending) or unknown == len(pending):
+        left = shown if stale else "not known (UNKNOWN)"
+        return f"{failed_text(failed)}; the {len(pending)} task(s) with no recorded end are {left}"
+    said = ([f"{stale} are {shown}"] if stale else []) + ([f"{unknown} are not known (UNKNOWN)"] if unknown else [])
+    return f"{failed_text(failed)}; of the {len(pending)} task(s) with no recorded end, {', and '.join(said)}"
 
 
 def histories_states(histories: Sequence[History], runner: Runner = run_command) -> dict[Key, TaskState]:

@@ -82,29 +82,37 @@ def cmd_status(args: argparse.Namespace) -> int:
     problems: list[str] = []
     history = load_history(target.record.path, target.record) if target.record is not None else None
     say_history_problems(history)
+    unknown: list[str] = []   # a failed look at tasks without a recorded end: what it left not known
     job_of = None       # a job target's submission
     with told_unlisted() as unlisted:
         if history is not None:
-            rows = history_status(history, problems=problems)
+            rows = history_status(history, problems=problems, unknown=unknown)
         else:
             found, job_of = job_history(target, record_dirs(args), unlisted=unlisted)
             say_history_problems(job_of)
-            rows = job_status(found, job_of)
+            rows = job_status(found, job_of, unknown=unknown)
     say_shown_as_recorded(problems)
     if not rows:
+        if unknown:
+            raise QueryError(unknown[0])
         raise InputError("JOB", f"Slurm knows no job {args.target}")
     say_rerun_later(job_of, rows)
+    # exit 1 with the table, as `Slurm not answering` is everywhere: the states shown are not all known
+    done = 1 if unknown else 0
+    for line in unknown:
+        print(printable(f"{PROG}: {line}"), file=sys.stderr)
     unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
     if args.failures:
         _print_failures(args, rows)
         _say_unsubmitted(history)    # what never went in is no failure group, but the run is not whole
-        return 0
+        return done
     if args.json:
         # at least 1 while values are left out: the status `watch` exits with for the same record
-        status_code = max(exit_status(rows), 1) if unsubmitted else exit_status(rows)
+        status_code = max(exit_status(rows), 1) if unsubmitted or unknown else exit_status(rows)
         print(jsontext.dumps({"target": args.target, "exit_status": status_code,
                               "counts": state_counts(rows), "tasks": [r.to_json() for r in rows],
-                              **({"unsubmitted": unsubmitted} if unsubmitted else {})}, indent=2))
+                              **({"unsubmitted": unsubmitted} if unsubmitted else {}),
+                              **({"error": "; ".join(unknown)} if unknown else {})}, indent=2))
     else:
         print(columns(status_table(rows)))
         print(tasks_text(rows))
@@ -112,10 +120,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             _say_held(history.current, rows)
         else:
             _say_held(_whole_job_record(found, job_of), rows, jobs=(found.job_id,))
-        if not problems:          # accounting that did not answer was said already (shown as last recorded)
+        if not problems and not unknown:   # accounting that did not answer was said already
             _say_unmeasured(rows)
     _say_unsubmitted(history)
-    return 0
+    return done
 
 
 def _whole_job_record(target: Target, history: History | None) -> SubmitRecord | None:

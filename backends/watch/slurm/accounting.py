@@ -66,6 +66,26 @@ class QueryError(RuntimeError):
         self.kind = kind
 
 
+LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)", "scontrol": "controller (scontrol)"}
+
+
+def source_problem(source: str, error: str, kind: str | None, age: float | None = None,
+                   interval: float | None = None, what: str = "the watched tasks") -> str:
+    """``accounting (sacct) not answering for 40 s: ...``: how every face says that a source failed
+    (a watch's status line, `status` and `list`), `age` its seconds so far (None: said once, no age),
+    `interval` the pace a rate-limited one is polled at, `what` the tasks an empty answer named none of."""
+    label = LABELS.get(source, source)
+    aged = f" for {age:.0f} s" if age is not None else ""
+    if kind == "rate_limited":
+        pace = f"; polling every {interval:.0f} s" if interval is not None else ""
+        return f"{label} is rate-limiting our queries{f' ({aged[1:]})' if aged else ''}{pace}: {error}"
+    if kind == "empty":
+        return f"{label} lists none of {what}{f' ({aged[1:]})' if aged else ''}: {error}"
+    if kind == "unreadable":
+        return f"{label} answers in a form hyperion cannot read{f' ({aged[1:]})' if aged else ''}: {error}"
+    return f"{label} not answering{aged}: {error}"
+
+
 _UNREACHABLE = ("connection refused", "unable to contact slurm controller", "connect failure",
                 "problem talking to the database", "unable to connect to database",
                 "no route to host", "connection reset")
@@ -520,6 +540,45 @@ def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: b
     return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage,
                     frozenset(t.job_id for t in squeue.states if not t.state.is_terminal),
                     frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)))
+
+
+Failed = list[tuple[str, QueryError]]   # (source, why) of each query that gave no answer to take
+
+
+def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
+                       controller_also: Sequence[str] = ()) -> tuple[Snapshot, Failed]:
+    """`query` for a look that shows what it can while a source fails (`status`, `list`): the
+    Snapshot of the sources that answered, and why each other gave nothing to take.
+
+    As the poller takes them: while squeue fails, accounting's rows stand in (`accounting_only`);
+    while sacct fails, the controller's alone."""
+    failed: Failed = []
+    try:
+        sacct: SacctRows | None = run_sacct(job_ids, runner)
+    except QueryError as err:
+        sacct = None
+        failed.append(("sacct", err))
+    asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
+    try:
+        squeue: SqueueRows | None = run_squeue_rows(asked, runner)
+    except QueryError as err:
+        squeue = None
+        failed.append(("squeue", err))
+    accounted = frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)) if sacct is not None else frozenset()
+    if squeue is not None:
+        live = frozenset(t.job_id for t in squeue.states if not t.state.is_terminal)
+        if sacct is not None:
+            return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage, live, accounted), failed
+        return Snapshot(merge(SacctRows([], []), squeue.states), {}, squeue.usage, live), failed
+    if sacct is not None:
+        return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted), failed
+    return Snapshot({}, {}), failed
+
+
+def failed_text(failed: Failed) -> str:
+    """Each failed source in `source_problem`'s words, without an age (said once), `; `-joined."""
+    return "; ".join(source_problem(source, str(err), err.kind, what="the tasks asked about")
+                     for source, err in failed)
 
 
 def _first_line(text: str) -> str:

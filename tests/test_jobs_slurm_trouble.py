@@ -1,0 +1,84 @@
+"""`hyperion-jobs status` and `list` of a real array while one Slurm client misbehaves as a site
+wrapper can: it hangs, or it answers nothing with exit 0. The recorded ends are shown, the rest as
+what did answer says (or UNKNOWN), and one line names the command that did not answer.
+(Only the misbehaving client is a wrapper on PATH; the other is the cluster's own.)"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, submit_real_array
+
+ENDED = 5        # values 1-5 end at once (5 with exit code 3); 6-7 run until cancelled
+
+
+def _wrapper(bin_dir: Path, tool: str, body: str, pids: Path | None = None) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    note = f"echo $$ >> {pids}\n" if pids is not None else ""
+    (bin_dir / tool).write_text(f"#!/bin/sh\n{note}{body}\n")
+    (bin_dir / tool).chmod(0o755)
+
+
+def _accounted_running(job: str, tasks: tuple[int, ...]) -> bool:
+    """Whether accounting has a row of its own saying RUNNING for each of `tasks` (it lags the
+    controller by seconds: a task just started has none yet)."""
+    rows = subprocess.run(["sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State"], capture_output=True,
+                          text=True).stdout.split()
+    return all(f"{job}_{task}|RUNNING" in rows for task in tasks)
+
+
+@pytest.fixture
+def half_ended(slurm_cluster, tmp_path):
+    """A 7-task array whose first 5 ends the ledger holds (a plain `status` recorded them) while
+    values 6-7 run (accounting says so too); cancelled at the end."""
+    script = tmp_path / "task.sh"
+    script.write_text('[ "$1" -le 4 ] && exit 0; [ "$1" = 5 ] && exit 3; sleep 300\n')
+    record = submit_real_array(tmp_path / "log" / "t.JOB.log", "JOB=1:7", "sh", str(script), "JOB",
+                               time_limit="00:06:00")
+    job = record.jobs[0].job_id
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            status = run_cli("hyperion-jobs", "status", record.path, "--json", timeout=120)
+            counts = json.loads(status.stdout)["counts"]
+            if counts.get("COMPLETED") == 4 and counts.get("FAILED") == 1 and _accounted_running(job, (6, 7)):
+                break
+            assert time.monotonic() < deadline, counts
+            time.sleep(2)
+        ledger = Path(record.path.replace(".submit.json", ".attempts.jsonl")).read_text()
+        assert ledger.count('"type":"final"') == ENDED
+        yield record
+    finally:
+        subprocess.run(["scancel", job], check=False)
+
+
+@pytest.mark.slurm
+def test_status_with_squeue_hung_shows_the_table_and_says_which_command_did_not_answer(
+        half_ended, tmp_path, cli_env) -> None:
+    """squeue hung (sacct fine): `status RECORD` printed nothing for 30 s, then exited 1 with
+    `squeue failed (rc 124)` and no table, though the ledger held 5 of the 7 ends. The table comes
+    anyway (accounting's word for the live tasks, as a watch shows it), with one line naming squeue
+    and how long it was waited for; exit 1: the states are not all known."""
+    pids = tmp_path / "pids"
+    _wrapper(tmp_path / "bin", "squeue", "sleep 3600", pids)
+    env = {**cli_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cli_env['PATH']}"}
+    try:
+        result = run_cli("hyperion-jobs", "status", half_ended.path, env=env, timeout=120)
+    finally:
+        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert result.returncode == 1, result.stderr
+    rows = {line.split()[1]: line.split()[2] for line in result.stdout.splitlines()[1:8]}
+    assert rows == {"1": "COMPLETED", "2": "COMPLETED", "3": "COMPLETED", "4": "COMPLETED", "5": "FAILED",
+                    "6": "RUNNING", "7": "RUNNING"}, result.stdout
+    assert result.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
+                             "timed out after 30 s; the 2 task(s) with no recorded end are shown as accounting "
+                             "(sacct) has them, which may be behind\n")
