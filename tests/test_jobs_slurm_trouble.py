@@ -82,3 +82,30 @@ def test_status_with_squeue_hung_shows_the_table_and_says_which_command_did_not_
     assert result.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
                              "timed out after 30 s; the 2 task(s) with no recorded end are shown as accounting "
                              "(sacct) has them, which may be behind\n")
+
+
+@pytest.mark.slurm
+def test_empty_answers_are_said_not_shown_as_unknown_or_as_no_live_jobs(half_ended, tmp_path, cli_env) -> None:
+    """squeue and sacct printing nothing, exit 0 (a site wrapper): `status` showed the live tasks
+    UNKNOWN with nothing on stderr and exit 0; `list`, with squeue alone empty, said "no live Slurm
+    jobs" while the array ran. Each now says which command answered with no row."""
+    job = half_ended.jobs[0].job_id
+    bin_dir = tmp_path / "bin"
+    _wrapper(bin_dir, "squeue", "exit 0")
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=env, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "no live Slurm jobs" not in listed.stdout
+    assert listed.stdout.rstrip().endswith(": not known"), listed.stdout
+    assert (f"hyperion-jobs: controller (squeue) lists none of job(s) {job}: squeue -u "
+            in listed.stderr), listed.stderr
+
+    _wrapper(bin_dir, "sacct", "exit 0")
+    status = run_cli("hyperion-jobs", "status", half_ended.path, env=env, timeout=120)
+    assert status.returncode == 1, status.stderr
+    assert status.stdout.splitlines()[-1] == "7 tasks: COMPLETED 4, FAILED 1, UNKNOWN 2", status.stdout
+    assert status.stderr == (f"hyperion-jobs: controller (squeue) lists none of job(s) {job}: squeue -j {job} "
+                             f"exited 0 with no row; accounting (sacct) lists none of job(s) {job}: sacct -j {job} "
+                             "exited 0 with no row; the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
+    as_json = json.loads(run_cli("hyperion-jobs", "status", half_ended.path, "--json", env=env).stdout)
+    assert as_json["exit_status"] == 1 and "UNKNOWN" in as_json["error"]

@@ -447,18 +447,25 @@ def _unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict
     return f"{failed_text(failed)}; of the {len(pending)} task(s) with no recorded end, {', and '.join(said)}"
 
 
-def histories_states(histories: Sequence[History], runner: Runner = run_command) -> dict[Key, TaskState]:
+def histories_states(histories: Sequence[History], runner: Runner = run_command,
+                     failed: Failed | None = None) -> dict[Key, TaskState]:
     """What Slurm says of several records' tasks, for `list`: one sacct and one squeue for the jobs
     with a task without a final state, and the jobs of ended tasks the controller may have queued
     again (`requeuable`) added to that squeue, or asked in one squeue alone when nothing else is.
 
-    QueryError when the tasks without a final state cannot be asked about; a look for requeues
-    alone that fails leaves the recorded ends standing, as in `history_status`.
+    QueryError when the tasks without a final state cannot be asked about, unless `failed` is given:
+    then what answered (`query_what_answers`), each query that gave nothing to take added to
+    `failed` (an empty answer too). A look for requeues alone that fails leaves the recorded ends
+    standing, as in `history_status`.
     """
     pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     again = [task for history in histories for task in requeuable(history)]
     if pending:
-        answer = query(pending, runner, controller_also=list(expected_tasks(again)))
+        if failed is None:
+            answer = query(pending, runner, controller_also=list(expected_tasks(again)))
+        else:
+            answer, told = query_what_answers(pending, runner, controller_also=list(expected_tasks(again)))
+            failed.extend(told)
         return {**answer.states, **{key: state for h in histories
                                     for key, state in never_started(pending_tasks(h), answer, h.log_of).items()}}
     if not again:

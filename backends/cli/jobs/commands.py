@@ -19,7 +19,7 @@ from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
-from backends.watch.slurm.accounting import QueryError, snapshot, user_jobs
+from backends.watch.slurm.accounting import Failed, QueryError, failed_text, snapshot, source_problem, user_jobs
 from backends.watch.slurm.cancel import CancelError, cancel, job_owners, others_jobs, whose
 from backends.watch.targets import (
     left_no_log,
@@ -239,16 +239,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         except InputError as err:
             print(printable(f"{PROG}: skipping {path}: {err.problem}"), file=sys.stderr)
     say_unlisted(unlisted)
-    states, states_problem, live_problem = {}, None, None
-    try:
-        states = histories_states(histories)
-    except QueryError as err:
-        states_problem = str(err)
-    try:
-        live: list | None = user_jobs(current_user())
-    except QueryError as err:
-        live, live_problem = None, str(err)
-    summaries = [_record_summary(h, states, states_problem is None) for h in histories]
+    failed: Failed = []
+    states = histories_states(histories, failed=failed)
+    states_problem = failed_text(failed) or None
+    live, live_problem = _live_jobs(histories, states, failed)
+    summaries = [_record_summary(h, states, _doubtful(failed)) for h in histories]
     problem = states_problem or live_problem
     if args.json:
         print(jsontext.dumps({"records": summaries, "live": [
@@ -274,13 +269,58 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record_summary(history: History, states, slurm_ok: bool) -> dict:
+def _doubtful(failed: Failed) -> frozenset[str] | None:
+    """The jobs whose states `list` cannot tell: None (all) while a query failed, else those an
+    empty answer named none of (other records' states stand)."""
+    if any(err.kind != "empty" for _, err in failed):
+        return None
+    return frozenset(job for _, err in failed for job in err.jobs)
+
+
+def _live_jobs(histories: Sequence[History], states, failed: Failed) -> tuple[list | None, str | None]:
+    """Your live jobs from `squeue -u`, or None and why not. Not asked when the controller has just
+    timed out on the states' squeue (`list` waited 30 s more for it, 61 s in all, to say `not
+    known`). An empty answer while jobs of your own records still run or wait (as the states'
+    answers say, or they named none of them: `_doubtful`) is no answer either: `list` said "no
+    live Slurm jobs" while 6 of them ran (a site wrapper printing nothing, exit 0)."""
+    hung = next((err for source, err in failed if source == "squeue" and err.kind == "timeout"), None)
+    if hung is not None:
+        return None, None               # said already, in the states' problem
+    try:
+        live = user_jobs(current_user())
+    except QueryError as err:
+        return None, str(err)
+    if live:
+        return live, None
+    silent = {job for _, err in failed if err.kind == "empty" for job in err.jobs}
+    running = {key[0] for key, state in states.items() if not state.state.is_terminal}
+    mine = sorted({t.job_id for h in histories if _owned(h.record_path) for t in pending_tasks(h)
+                   if t.job_id != LOCAL_JOB and (t.job_id in running or t.job_id in silent)}, key=int)
+    if not mine:
+        return live, None
+    though = ("Slurm's other answers have them running or waiting" if running.intersection(mine)
+              else "their tasks have no recorded end")
+    return None, source_problem("squeue", f"squeue -u {current_user()} exited 0 with no row, though {though}",
+                                "empty", what=f"job(s) {','.join(mine)}")
+
+
+def _owned(path: str) -> bool:
+    """Whether the record is yours: a teammate's record under a shared folder is of jobs `squeue -u`
+    rightly leaves out."""
+    try:
+        return os.stat(path).st_uid == os.getuid()
+    except OSError:
+        return False
+
+
+def _record_summary(history: History, states, doubtful: frozenset[str] | None) -> dict:
     """One line of `list`: the newest outcome of every value, over all attempts; "?" only when Slurm
-    did not answer about tasks whose end is not recorded (the recorded ends stand, as in `status`)."""
+    did not answer about tasks whose end is not recorded (the recorded ends stand, as in `status`):
+    `doubtful` their jobs (None: every job)."""
     record = history.current
     rows = history_rows(history, states)
-    known = record.backend == "local" or slurm_ok or not any(
-        t.job_id != LOCAL_JOB for t in pending_tasks(history))
+    known = record.backend == "local" or not any(
+        t.job_id != LOCAL_JOB and (doubtful is None or t.job_id in doubtful) for t in pending_tasks(history))
     text = counts_text(rows) if known else "?"
     unsubmitted = history.unsubmitted()[0]
     if unsubmitted:   # values a refused sbatch window left out: its tasks alone read as the whole run

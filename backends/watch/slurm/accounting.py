@@ -61,9 +61,10 @@ class QueryError(RuntimeError):
     or "other".
     """
 
-    def __init__(self, message: str, kind: str = "other") -> None:
+    def __init__(self, message: str, kind: str = "other", jobs: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.kind = kind
+        self.jobs = tuple(jobs)    # the jobs an "empty" answer named none of
 
 
 LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)", "scontrol": "controller (scontrol)"}
@@ -551,7 +552,12 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
     Snapshot of the sources that answered, and why each other gave nothing to take.
 
     As the poller takes them: while squeue fails, accounting's rows stand in (`accounting_only`);
-    while sacct fails, the controller's alone."""
+    while sacct fails, the controller's alone. An answer with no row of a job of `job_ids` (they
+    have tasks without a recorded end, so Slurm queued them) is no answer ("empty", as the poller's
+    `_check_listed`): squeue's, when accounting has the job still running or waiting, or has no row
+    of it either (the controller forgets a job only MinJobAge after its end, accounting never); and
+    sacct's, when squeue named none of it either. A site wrapper printing nothing, exit 0, showed
+    the live tasks UNKNOWN (or accounting's stale word), and `list` "no live Slurm jobs", as the truth."""
     failed: Failed = []
     try:
         sacct: SacctRows | None = run_sacct(job_ids, runner)
@@ -566,6 +572,17 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
         failed.append(("squeue", err))
     accounted = frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)) if sacct is not None else frozenset()
     if squeue is not None:
+        listed = frozenset(t.job_id for t in squeue.states)
+        running = frozenset(t.job_id for t in (*sacct.own, *sacct.ranged) if not t.state.is_terminal) \
+            if sacct is not None else frozenset()
+        silent = [j for j in job_ids if j not in listed and (j in running or (sacct is not None and j not in accounted))]
+        if silent:
+            ids = ",".join(silent)
+            failed.append(("squeue", QueryError(f"squeue -j {ids} exited 0 with no row", "empty", silent)))
+            unaccounted = [j for j in silent if j not in accounted]
+            if sacct is not None and unaccounted:
+                failed.append(("sacct", QueryError(f"sacct -j {','.join(unaccounted)} exited 0 with no row",
+                                                   "empty", unaccounted)))
         live = frozenset(t.job_id for t in squeue.states if not t.state.is_terminal)
         if sacct is not None:
             return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage, live, accounted), failed
@@ -577,7 +594,8 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
 
 def failed_text(failed: Failed) -> str:
     """Each failed source in `source_problem`'s words, without an age (said once), `; `-joined."""
-    return "; ".join(source_problem(source, str(err), err.kind, what="the tasks asked about")
+    return "; ".join(source_problem(source, str(err), err.kind,
+                                    what=f"job(s) {','.join(err.jobs)}" if err.jobs else "the tasks asked about")
                      for source, err in failed)
 
 
