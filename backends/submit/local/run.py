@@ -36,6 +36,7 @@ from backends.records.attempts import (
 from backends.records.history import commit_attempt
 from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskRecord
 from backends.records.runner import group_running, process_start, runner_fields
+from backends.stop_signals import restore, signals_raise
 from backends.submit.array import TOTAL_SHARDS_ENVS, local_shard_env
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
@@ -102,33 +103,20 @@ _interrupt_code = interrupt_status
 
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """Turn SIGTERM, SIGHUP and SIGQUIT into `Terminated`, `HungUp` and `Quit` (only the main
-    thread may install handlers; a signal ignored when we start, as ``nohup`` ignores SIGHUP,
-    stays ignored)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stopping = False
-
-    def terminate(signum, frame):
-        # the first one says why the run stops; later ones are not raised: a terminal closed on a
-        # stopped run (Ctrl-Z) sends SIGHUP and SIGTERM together (bash, to its stopped jobs), and
-        # the second replaced the first mid-cleanup: the hangup was recorded as 'terminated', 143
-        nonlocal stopping
-        if stopping:
+    """Turn SIGTERM, SIGHUP and SIGQUIT into `Terminated`, `HungUp` and `Quit` (`signals_raise`:
+    only in the main thread; a signal ignored when we start, as ``nohup`` ignores SIGHUP, stays
+    ignored, SIGTERM excepted; only the first one is raised)."""
+    with signals_raise(_INTERRUPTS, lambda signum: _INTERRUPTS[signum](), even_if_ignored={signal.SIGTERM}):
+        if threading.current_thread() is not threading.main_thread():
+            yield
             return
-        stopping = True
-        raise _INTERRUPTS[signum]()
-    previous = {signum: signal.signal(signum, terminate) for signum in _INTERRUPTS
-                if signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN}
-    # Inherited as ignored (a parent's SIG_IGN), the kernel reaps each task itself and its exit
-    # status is lost: every local task read COMPLETED 0, a failed one too.
-    previous[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, signal.SIG_DFL) or signal.SIG_DFL
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():   # None: a handler set outside Python, not restorable
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        # Inherited as ignored (a parent's SIG_IGN), the kernel reaps each task itself and its exit
+        # status is lost: every local task read COMPLETED 0, a failed one too.
+        previous = {signal.SIGCHLD: signal.signal(signal.SIGCHLD, signal.SIG_DFL) or signal.SIG_DFL}
+        try:
+            yield
+        finally:
+            restore(previous)
 
 
 def _returncode(code: int) -> int:
