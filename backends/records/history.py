@@ -75,6 +75,12 @@ class History:
         began and never wrote its record). The next attempt is this plus one, as a preview says it."""
         return max(self.latest_number, self.ledger.last_number)
 
+    @cached_property
+    def attempt_records(self) -> Mapping[int, SubmitRecord]:
+        """Every attempt's record by number, oldest first, the current one among them (`records`
+        leaves out an attempt whose archived record could not be read; the current one is always read)."""
+        return dict(sorted({**self.records, self.current.attempt: self.current}.items()))
+
     def entry(self, number: int) -> AttemptEntry | None:
         return next((a for a in self.ledger.attempts if a.number == number), None)
 
@@ -87,12 +93,9 @@ class History:
 
     @cached_property
     def _unsubmitted(self) -> tuple[tuple[int, ...], SubmitRecord | None]:
-        records = dict(self.records)
-        records.setdefault(self.current.attempt, self.current)
         left: set[int] = set()
         refused: SubmitRecord | None = None
-        for number in sorted(records):
-            record = records[number]
+        for record in self.attempt_records.values():
             left -= {t.value for t in record.tasks if t.value is not None}
             if record.unsubmitted:
                 left |= set(record.unsubmitted)

@@ -55,8 +55,7 @@ def _limit_seconds(text: object) -> float | None:
 
 def asked_by_attempt(history: History) -> dict[int, Usage]:
     """`asked_of` each attempt of `history` by its number."""
-    return {number: asked_of(record)
-            for number, record in {**history.records, history.current.attempt: history.current}.items()}
+    return {number: asked_of(record) for number, record in history.attempt_records.items()}
 
 
 def with_request(usage: Usage, asked: Usage | None) -> Usage:

@@ -334,8 +334,7 @@ def _record_summary(history: History, states, doubtful: frozenset[str] | None) -
 def _every_job(history: History) -> list[str]:
     """Every attempt's job ids, oldest first: TASKS and STATES count all attempts' values, and a job id
     remembered from attempt 1 (a notification, a colleague's message) must be found on its line."""
-    records = {**history.records, history.current.attempt: history.current}
-    return list(dict.fromkeys(j.job_id for n in sorted(records) for j in records[n].jobs))
+    return list(dict.fromkeys(j.job_id for record in history.attempt_records.values() for j in record.jobs))
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
