@@ -17,9 +17,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
+from backends.records.history import History
 from backends.records.record import TaskRecord
 from backends.states import JobState, TaskState
+from backends.watch.rows import unended_tasks
 from backends.watch.slurm.accounting import Snapshot
+
+
+def told_states(answer: Snapshot, histories: Iterable[History]) -> dict[tuple[str, int | None], TaskState]:
+    """What `answer` says of each task, and CANCELLED for each task of `histories` that it and the disk
+    show never started (`never_started`): every Slurm task of every attempt without an end in its
+    ledger (`unended_tasks`), whose job `answer` knows. `status J`, `status RECORD`, `history` and
+    `list` apply the one rule to the same tasks."""
+    states = dict(answer.states)
+    for history in histories:
+        states.update(never_started(unended_tasks(history), answer, history.log_of))
+    return states
+
 
 def never_started(tasks: Iterable[TaskRecord], answer: Snapshot,
                   log_of: Callable[[TaskRecord], str | None]) -> dict[tuple[str, int | None], TaskState]:

@@ -184,6 +184,13 @@ def pending_tasks(history: History) -> tuple[TaskRecord, ...]:
     return tuple(t for t in history.latest_tasks() if history.final(t) is None)
 
 
+def unended_tasks(history: History) -> tuple[TaskRecord, ...]:
+    """The Slurm tasks of every attempt (not only each value's newest) that have no final state in
+    the ledger: a task a later attempt ran again before anyone saw it end is one of them."""
+    return tuple(t for n in history.numbers for t in history.tasks_of(n)
+                 if t.job_id != LOCAL_JOB and history.final(t) is None)
+
+
 def history_rows(history: History, states: Mapping[Key, TaskState],
                  usage: Mapping[Key, Usage] | None = None) -> list[TaskRow]:
     """One row per value: its newest attempt's final state, else Slurm's (or the local runner's) word."""

@@ -21,7 +21,7 @@ from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import SubmitRecord, TaskRecord, find_records, load_record
 from backends.states import TaskState
 from backends.watch.finals import FinalsRecorder
-from backends.watch.never_started import never_started
+from backends.watch.never_started import told_states
 from backends.watch.requeued import reopened, requeuable
 from backends.watch.rows import (
     LOCAL_JOB,
@@ -266,12 +266,11 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
             raise failed[-1][1]          # nothing answered: "Slurm knows no job" would be untrue
     else:
         answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
-    states = answer.states
+    states = told_states(answer, [history] if history is not None else [])
     unended: list[TaskRecord] = []
     if history is not None:
         unended = [t for t in history.tasks_of_job(target.job_id) if history.final(t) is None
                    and (target.task_id is None or t.array_task_id == target.task_id)]
-        states = {**states, **never_started(unended, answer, history.log_of)}
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
     if failed and unknown is not None:
@@ -408,7 +407,7 @@ def history_status(history: History, runner: Runner = run_command,
         if problems is not None:
             problems.append(str(err))
         return history_rows(history, {})   # only usage or requeues were asked about: the ledger's states stand
-    states = {**answer.states, **never_started(pending, answer, history.log_of)}
+    states = told_states(answer, [history])
     rerun = reopened(history, again, states)
     keys = {(t.job_id, t.array_task_id) for t in rerun}
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
@@ -466,8 +465,7 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
         else:
             answer, told = query_what_answers(pending, runner, controller_also=list(expected_tasks(again)))
             failed.extend(told)
-        return {**answer.states, **{key: state for h in histories
-                                    for key, state in never_started(pending_tasks(h), answer, h.log_of).items()}}
+        return told_states(answer, histories)
     if not again:
         return {}
     try:
