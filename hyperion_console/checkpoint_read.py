@@ -166,11 +166,12 @@ def proposed_of(record_path: str | None, cov: Coverage | None, advice: ShardSize
 
 def _asks_slurm(history) -> bool:
     """Whether `history_status` (what ``auto`` reads) would ask Slurm about the record: tasks without
-    an end, ended ones whose usage the ledger lacks, ends the controller may have requeued since."""
+    an end (of any attempt), ended ones whose usage the ledger lacks, ends the controller may have
+    requeued since."""
     from backends.watch.requeued import requeuable
-    from backends.watch.rows import usage_missing
+    from backends.watch.rows import unended_tasks, usage_missing
 
-    return bool(slurm_keys(history) or usage_missing(history) or requeuable(history))
+    return bool(unended_tasks(history) or usage_missing(history) or requeuable(history))
 
 
 def with_records_naming(read: CheckpointRead, dirs: list[str]) -> CheckpointRead:

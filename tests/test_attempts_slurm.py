@@ -324,6 +324,34 @@ def test_a_task_cancelled_while_pending_before_the_rest_of_its_array_reads_cance
     assert "3 task(s) (CANCELLED 3)" in retry.stdout, retry.stdout
 
 
+def test_history_reads_a_superseded_task_cancelled_while_pending_as_cancelled_not_unknown(
+        slurm_cluster, tmp_path, cli_env):
+    """hyperion-submit killed, `scancel J_3` of a waiting task, then value 3 submitted again before any
+    look recorded how J_3 ended: `history` counted attempt 1's task 3 UNKNOWN for ever (only each
+    value's newest task was looked at), while `status J` said CANCELLED."""
+    record, job = _submitted_then_left(tmp_path, cli_env, "h", "--max-jobs-run", "1", "--", "sleep", "1")
+    cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
+    assert cancelled.returncode == 0, cancelled.stderr
+    deadline = time.monotonic() + 300
+    while not _job_ended(job):
+        assert time.monotonic() < deadline, "the job never ended"
+        time.sleep(1)
+    assert sacct_tasks(job, 2) == ["1", "2"]          # accounting has the others' rows, none of 3's
+    again = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=3", "--output-file",
+                    "log/h.JOB.log", "--", "true", cwd=tmp_path, env=cli_env)
+    assert again.returncode == 0, again.stderr
+    assert (1, 3) not in load_history(record).ledger.finals      # superseded with no end recorded
+    for _ in range(2):            # the first look records it; the second reads the ledger
+        shown = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+        assert [a["counts"] for a in shown["attempts"]] == [{"CANCELLED": 1, "COMPLETED": 2},
+                                                            {"COMPLETED": 1}], shown["attempts"]
+    assert load_history(record).ledger.finals[(1, 3)].state == "CANCELLED"
+    by_job = json.loads(run_cli("hyperion-jobs", "status", job, "--dir", str(tmp_path), "--json",
+                                env=cli_env).stdout)
+    assert [(t["value"], t["state"]) for t in by_job["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),
+                                                                    (3, "CANCELLED")], by_job["tasks"]
+
+
 def test_history_shows_a_second_submission_that_moved_from_local_to_slurm(slurm_cluster, tmp_path, cli_env):
     """`hyperion-submit local` then `hyperion-submit slurm` to the same log: CHANGED said '-' for attempt 2."""
     for backend in ("local", "slurm"):

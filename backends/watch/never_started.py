@@ -28,7 +28,9 @@ def told_states(answer: Snapshot, histories: Iterable[History]) -> dict[tuple[st
     """What `answer` says of each task, and CANCELLED for each task of `histories` that it and the disk
     show never started (`never_started`): every Slurm task of every attempt without an end in its
     ledger (`unended_tasks`), whose job `answer` knows. `status J`, `status RECORD`, `history` and
-    `list` apply the one rule to the same tasks."""
+    `list` apply the one rule to the same tasks: `history` kept a task a later attempt reran before
+    anyone saw it end UNKNOWN for ever (only each value's newest was looked at), while `status J` said
+    CANCELLED."""
     states = dict(answer.states)
     for history in histories:
         states.update(never_started(unended_tasks(history), answer, history.log_of))

@@ -32,6 +32,7 @@ from backends.watch.rows import (
     job_rows,
     pending_tasks,
     task_row,
+    unended_tasks,
     usage_missing,
     with_plan,
 )
@@ -369,14 +370,21 @@ def shown_as_recorded(problem: str) -> str:
 
 def history_status(history: History, runner: Runner = run_command,
                    problems: list[str] | None = None, unknown: list[str] | None = None) -> list[TaskRow]:
-    """The latest outcome of every value across attempts, with what each task used.
+    """The latest outcome of every value across attempts, with what each task used (`history_look`)."""
+    return history_rows(history, *history_look(history, runner, problems, unknown))
 
-    Only tasks without a final state in the ledger are asked about, ended tasks
+
+def history_look(history: History, runner: Runner = run_command, problems: list[str] | None = None,
+                 unknown: list[str] | None = None) -> tuple[dict[Key, TaskState], dict[Key, Usage] | None]:
+    """What Slurm says of `history`'s tasks, and the usage to show, for `history_rows`.
+
+    Only tasks without a final state in the ledger are asked about (of every
+    attempt: one a later attempt ran again before anyone saw it end too), ended tasks
     whose usage the ledger does not hold yet, and ended tasks the controller may
     have queued again (`requeuable`): one sacct, plus one squeue when a task may
     still be live (one squeue alone when only a requeue may be news); the final
     states and usage Slurm reports are written into the ledger on the way.
-    A query about only usage or requeues that fails leaves the ledger's states
+    A query about only usage, requeues or superseded tasks that fails leaves the ledger's states
     standing; its message is added to `problems`, for the caller to say so.
 
     A query about tasks without a recorded end that fails raises QueryError, unless `unknown` is
@@ -387,18 +395,21 @@ def history_status(history: History, runner: Runner = run_command,
     nothing for 30 s and exited 1 without its table, though the ledger held most ends.
     """
     pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
+    newest = {(t.job_id, t.array_task_id) for t in pending}
+    superseded = [t for t in unended_tasks(history) if (t.job_id, t.array_task_id) not in newest]
     again = requeuable(history)
     missing = usage_missing(history)
-    asked = [*pending, *(task for task, _ in missing.values())]
+    asked = [*pending, *superseded, *(task for task, _ in missing.values())]
     if not asked and not again:
-        return history_rows(history, {})
+        return {}, None
     failed: Failed = []
     try:
         if asked and pending and unknown is not None:
             answer, failed = query_what_answers(list(expected_tasks(asked)), runner,
                                                 controller_also=list(expected_tasks(again)))
         elif asked:
-            answer = query(list(expected_tasks([*asked, *again])), runner, controller=bool(pending or again))
+            answer = query(list(expected_tasks([*asked, *again])), runner,
+                           controller=bool(pending or superseded or again))
         else:
             answer = Snapshot(controller_states(again, runner), {})
     except QueryError as err:
@@ -406,12 +417,12 @@ def history_status(history: History, runner: Runner = run_command,
             raise
         if problems is not None:
             problems.append(str(err))
-        return history_rows(history, {})   # only usage or requeues were asked about: the ledger's states stand
+        return {}, None   # only usage, requeues or superseded tasks were asked about: the ledger's states stand
     states = told_states(answer, [history])
     rerun = reopened(history, again, states)
     keys = {(t.job_id, t.array_task_id) for t in rerun}
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
-    FinalsRecorder(history.record_path, [*pending, *rerun], ended, since=history.ledger.size).observe(
+    FinalsRecorder(history.record_path, [*pending, *superseded, *rerun], ended, since=history.ledger.size).observe(
         states.values(), answer.usage)
     if failed:
         line = _unanswered_line(failed, pending, states)
@@ -420,7 +431,7 @@ def history_status(history: History, runner: Runner = run_command,
                 problems.append(failed_text(failed))
         elif unknown is not None:
             unknown.append(line)
-    return history_rows(history, states, answer.shown_usage())
+    return states, answer.shown_usage()
 
 
 def _unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[Key, TaskState]) -> str | None:

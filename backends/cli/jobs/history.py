@@ -10,16 +10,20 @@ from backends.cli.jobs.commands import NOT_SUBMITTED, record_dirs, say_shown_as_
 from backends.cli.jobs.table import columns
 from backends.printable import printable
 from backends.records.history import History
-from backends.watch.rows import TaskRow, ended_counts, state_counts, task_row
-from backends.watch.targets import history_of, history_status, resolve
+from backends.states import TaskState
+from backends.watch.rows import Key, TaskRow, ended_counts, history_rows, state_counts, task_row
+from backends.watch.targets import history_look, history_of, resolve
 
 
 def attempt_counts(history: History, latest_rows: list[TaskRow],
-                   count: Callable[[Sequence[TaskRow]], dict[str, int]] = ended_counts) -> dict[int, dict[str, int]]:
+                   count: Callable[[Sequence[TaskRow]], dict[str, int]] = ended_counts,
+                   states: Mapping[Key, TaskState] | None = None) -> dict[int, dict[str, int]]:
     """Per attempt, how its tasks ended (the newest run of a value: as `status` shows it); by
-    `ended_label` (``FAILED (SIGHUP)``) for people, by state with `state_counts` for `--json`."""
+    `ended_label` (``FAILED (SIGHUP)``) for people, by state with `state_counts` for `--json`.
+    `states`: what the look that made `latest_rows` was told (`history_look`), for a task a later
+    attempt ran again with no end in the ledger (its end is written there on the way)."""
     current = {(row.attempt, row.value): row for row in latest_rows}
-    return {number: count([current.get((number, task.value)) or task_row(history, task, {})
+    return {number: count([current.get((number, task.value)) or task_row(history, task, states or {})
                                   for task in history.tasks_of(number)])
             for number in history.numbers}
 
@@ -65,11 +69,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     with told_unlisted() as unlisted:
         history = history_of(resolve(args.target), record_dirs(args), unlisted=unlisted)
     problems: list[str] = []
-    rows = history_status(history, problems=problems)
-    counts = attempt_counts(history, rows)
+    states, usage = history_look(history, problems=problems)
+    rows = history_rows(history, states, usage)
+    counts = attempt_counts(history, rows, states=states)
     # --json keeps state names as keys, as `status --json` does: a script summing "FAILED" still
     # counts a task a signal stopped
-    by_state = attempt_counts(history, rows, state_counts)
+    by_state = attempt_counts(history, rows, state_counts, states)
     say_shown_as_recorded(problems)
     left_out, refused = history.unsubmitted()
     attempts = []
