@@ -451,8 +451,6 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         if skipped is not None:
             print(printable(f"{PROG}: note: {skipped}"), file=err)
         return 0
-    if prepared.warning is not None:
-        print(f"{PROG}: warning: {prepared.warning}", file=err, flush=True)
     settled = check_not_running(record_path, retry)      # dry run too: what the run would refuse, it refuses
     sizes = shard_sizes(retry, record_path, mem, time)    # the rows of the ended tasks: the ledger's now
     if sizes.mem is not None or sizes.time is not None:
@@ -470,10 +468,12 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
     if dry_run:
         if not same:
             check_not_live(plan.record_path)   # what the run would refuse, the dry run refuses
+        _warn(prepared.warning, err)
         print("\n".join([printable(f"would resubmit {what}"), *said]))
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
     check = check_under_lock(record_path, plan.record_path, retry, settled)     # before the chdir
+    _warn(prepared.warning, err)
     rerun = rerun_argv(path, record_path, max_array_size, trust)    # paths as given, from here
     plan = dataclasses.replace(plan, rerun=rerun)
     with working_dir(prepared.record.cwd):
@@ -481,6 +481,12 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
                         lambda: print("\n".join([printable(f"{PROG}: resubmitting {what}"), *said]), file=err,
                                       flush=True),
                         rerun=rerun, live_check=check)
+
+
+def _warn(warning: str | None, err: TextIO) -> None:
+    """`unnamed_checkpoint`'s line, once every check passed: a refusal stays its one line."""
+    if warning is not None:
+        print(f"{PROG}: warning: {warning}", file=err, flush=True)
 
 
 def _windows_said(plan: SubmitPlan, asked: int | None) -> str:

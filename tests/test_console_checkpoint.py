@@ -1836,6 +1836,8 @@ def test_resubmit_confirmation_counts_shards_and_sbatch_calls_and_says_the_memor
             assert text_of(app.screen.query_one("#confirm-title")) == "Resubmit 1 shard(s) to slurm in 1 sbatch call?"
             detail = text_of(app.screen.query_one("#confirm-detail Static")).splitlines()
             assert "shards:  2" in detail and advice in detail, detail
+            # the record's command (`extract.py --part JOB`) names no checkpoint: said first, as the CLI says it
+            assert detail[0].startswith(f"warning: the command of {record} names no checkpoint"), detail
             assert "--mem 100M" in next(line for line in detail if line.startswith("command: "))
             assert str(app.screen.query_one("#confirm-other", Button).label) == "Resubmit with proposed sizes"
             proposed = detail[detail.index(advice) + 1:]

@@ -577,7 +577,7 @@ def test_a_record_whose_command_names_no_checkpoint_is_resubmitted_with_one_warn
     # the console's Resubmit plans through the same core: its preview and confirmation say the same line
     prepared = prepare_from_retry(plan_retry(checkpoint), str(record_path))
     assert prepared.warning == warning
-    assert confirmation_text(prepared, str(record_path), None).endswith(f"\nwarning: {warning}")
+    assert confirmation_text(prepared, str(record_path), None).startswith(f"warning: {warning}\n")
     # the run's own record names its checkpoint: no warning
     raw["options"]["command"] = command
     record_path.write_text(json.dumps(raw))

@@ -125,6 +125,8 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
     if untrusted is not None:
         lines += [f"WARNING: the record {printable(record_path)} {printable(untrusted)}.",
                   "Its command runs as you. Resubmit only if you trust it.", ""]
+    if prepared.warning is not None:      # `hyperion-checkpoint retry --submit`'s warning, in its words
+        lines += [f"warning: {prepared.warning}", ""]
     ignored = ignored_sbatch_line(plan.options.backend)
     lines += [ignored] if ignored else []
     lines += [f"record:  {printable(record_path)}",
@@ -133,8 +135,6 @@ def confirmation_text(prepared: Resubmission, record_path: str, untrusted: str |
               f"command: {shell_join(plan.argv)}"]
     lines += [f"sbatch:  {shell_join(window.sbatch_argv)}" for window in plan.windows[:MAX_WINDOW_ROWS]]
     lines += [printable(line) for line in size_lines]
-    if prepared.warning is not None:      # `hyperion-checkpoint retry --submit`'s warning, in its words
-        lines += ["", f"warning: {prepared.warning}"]
     return "\n".join(lines)
 
 
