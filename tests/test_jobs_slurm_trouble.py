@@ -109,3 +109,32 @@ def test_empty_answers_are_said_not_shown_as_unknown_or_as_no_live_jobs(half_end
                              "exited 0 with no row; the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
     as_json = json.loads(run_cli("hyperion-jobs", "status", half_ended.path, "--json", env=env).stdout)
     assert as_json["exit_status"] == 1 and "UNKNOWN" in as_json["error"]
+
+
+@pytest.mark.slurm
+def test_jobs_slurm_has_no_trace_of_are_unknown_not_a_failure(slurm_cluster, tmp_path, cli_env) -> None:
+    """A record of a job accounting purged (hyperion-submit killed, no look since) or a mistyped one:
+    squeue says 'Invalid job id specified' of one id and prints nothing, exit 0, of several; sacct
+    prints nothing. `status` exited 1 on every run for ever ('squeue -j J exited 0 with no row; ...
+    not known'), and `list` showed it `?` with `live Slurm jobs: not known`. Its tasks are UNKNOWN,
+    as before, and nothing is said to have failed. (Job ids above MaxJobId: never the cluster's.)"""
+    from test_console_fixtures import build_history
+
+    from backends.records.attempts import ledger_path
+
+    conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+    one = build_history(tmp_path / "one", conf, n=2, job="99999999", unfinished=(1, 2))
+    two = build_history(tmp_path / "two", conf, n=2, job="99999998", retry_job="99999999", unfinished=(2,),
+                        failures={1: ("FAILED", 1, "x")}, retried={1: ("COMPLETED", 0), 2: ("COMPLETED", 0)})
+    ledger = ledger_path(two)        # attempt 2 (job 99999999) has no recorded end either
+    ledger.write_text("".join(line + "\n" for line in ledger.read_text().splitlines()
+                              if not (json.loads(line)["type"] == "final" and json.loads(line)["attempt"] == 2)))
+    for record in (one, two):
+        for _ in range(2):
+            status = run_cli("hyperion-jobs", "status", str(record), env=cli_env, timeout=120)
+            assert (status.returncode, status.stderr) == (0, ""), status.stderr
+            assert status.stdout.splitlines()[-1] == "2 tasks: UNKNOWN 2", status.stdout
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "lists none of" not in listed.stderr and "not known" not in listed.stdout, listed.stderr
+    assert listed.stdout.count("UNKNOWN 2") == 2, listed.stdout

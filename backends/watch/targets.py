@@ -438,11 +438,15 @@ def _unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict
     """What a failed look leaves of the tasks without a recorded end: `failed`'s words, then how many
     are shown as accounting has them while the controller did not answer (stale, maybe), and how
     many not known (UNKNOWN). None when every one of them is known to have ended (accounting's
-    ends stand, as the ledger's do: only a requeue could be missed, `shown_as_recorded`)."""
-    controller_said = not any(source == "squeue" for source, _ in failed)
+    ends stand, as the ledger's do: only a requeue could be missed, `shown_as_recorded`). A task
+    the controller did answer about is not stale: an empty answer about an earlier attempt's job
+    left the newest tasks, which squeue listed running, "shown as accounting has them"."""
+    controller_failed = any(source == "squeue" and err.kind != "empty" for source, err in failed)
+    unlisted = {job for source, err in failed if source == "squeue" for job in err.jobs}
     stale = unknown = 0
     for task in pending:
         state = states.get((task.job_id, task.array_task_id))
+        controller_said = not controller_failed and task.job_id not in unlisted
         if state is None:
             unknown += 1
         elif not state.state.is_terminal and not (controller_said and state.source == "squeue"):

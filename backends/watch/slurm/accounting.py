@@ -298,6 +298,9 @@ class SqueueRows:
 
     states: list[TaskState]
     usage: dict[Key, Usage] = field(default_factory=dict)
+    # squeue's own "Invalid job id specified" (exit 1): the controller answered that it knows none of
+    # the ids (it says so of one id; of several it prints nothing, exit 0)
+    unknown_ids: bool = False
 
 
 def parse_squeue(text: str) -> list[TaskState]:
@@ -443,7 +446,7 @@ def run_squeue_rows(job_ids: Sequence[str], runner: Runner = run_command) -> Squ
     result = runner(squeue_argv(job_ids))
     if result.returncode != 0:
         if SQUEUE_UNKNOWN_JOB in result.stderr:
-            return SqueueRows([])
+            return SqueueRows([], unknown_ids=True)
         raise _failure("squeue", result)
     try:
         return parse_squeue_rows(result.stdout)
@@ -557,7 +560,12 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
     `_check_listed`): squeue's, when accounting has the job still running or waiting, or has no row
     of it either (the controller forgets a job only MinJobAge after its end, accounting never); and
     sacct's, when squeue named none of it either. A site wrapper printing nothing, exit 0, showed
-    the live tasks UNKNOWN (or accounting's stale word), and `list` "no live Slurm jobs", as the truth."""
+    the live tasks UNKNOWN (or accounting's stale word), and `list` "no live Slurm jobs", as the truth.
+    A job neither names is no answer only while neither named any job asked and the controller, asked
+    about that job alone, does not say it knows no such job (`_controller_knows_none`): a job accounting
+    purged, a mistyped record or another cluster's job made `status` exit 1 on every run for ever
+    (and `list` show `?` and `live Slurm jobs: not known`), or, as an earlier attempt's, while its
+    newest tasks ran."""
     failed: Failed = []
     try:
         sacct: SacctRows | None = run_sacct(job_ids, runner)
@@ -575,10 +583,15 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
         listed = frozenset(t.job_id for t in squeue.states)
         running = frozenset(t.job_id for t in (*sacct.own, *sacct.ranged) if not t.state.is_terminal) \
             if sacct is not None else frozenset()
-        silent = [j for j in job_ids if j not in listed and (j in running or (sacct is not None and j not in accounted))]
+        mute = sacct is not None and not accounted and not listed and not squeue.unknown_ids
+        silent = [j for j in job_ids if j not in listed and (j in running or mute)]
+        if silent and mute and _controller_knows_none(silent[0], runner):
+            silent = []
         if silent:
             ids = ",".join(silent)
-            failed.append(("squeue", QueryError(f"squeue -j {ids} exited 0 with no row", "empty", silent)))
+            said = (f"squeue -j {ids} said {SQUEUE_UNKNOWN_JOB!r}" if squeue.unknown_ids
+                    else f"squeue -j {ids} exited 0 with no row")
+            failed.append(("squeue", QueryError(said, "empty", silent)))
             unaccounted = [j for j in silent if j not in accounted]
             if sacct is not None and unaccounted:
                 failed.append(("sacct", QueryError(f"sacct -j {','.join(unaccounted)} exited 0 with no row",
@@ -590,6 +603,16 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
     if sacct is not None:
         return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted), failed
     return Snapshot({}, {}), failed
+
+
+def _controller_knows_none(job_id: str, runner: Runner) -> bool:
+    """Whether squeue, asked about `job_id` alone, says it knows no such job ("Invalid job id
+    specified"): what Slurm answers of one id, where of several it prints nothing, exit 0, as a
+    wrapper answering nothing does. Asked only when nothing named any of the jobs asked."""
+    try:
+        return run_squeue_rows([job_id], runner).unknown_ids
+    except QueryError:
+        return False
 
 
 def failed_text(failed: Failed) -> str:

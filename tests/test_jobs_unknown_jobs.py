@@ -1,0 +1,87 @@
+"""Jobs Slurm has no trace of (accounting purged them, a mistyped record, another cluster's job):
+`status` and `list` show their tasks UNKNOWN without calling Slurm's answer a failure, while an
+answer that names nothing at all (a site wrapper printing nothing, exit 0) still is one. Without
+Slurm: a runner answers as Slurm 22.05 does (test_jobs_slurm_trouble.py asks the real cluster)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_console_fixtures import build_history
+
+from backends.records.attempts import ledger_path
+from backends.records.history import load_history
+from backends.watch.slurm.accounting import SQUEUE_UNKNOWN_JOB, CommandResult, query_what_answers
+from backends.watch.targets import history_status
+
+CONF = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+PURGED = "99999997"
+
+
+def slurm(known: dict[str, list[str]], accounted: dict[str, list[str]] | None = None):
+    """squeue as Slurm answers: rows of the `known` jobs it lists; of one id it does not know,
+    exit 1 "Invalid job id specified"; of several, nothing, exit 0. sacct: the `accounted` rows."""
+    def run(argv):
+        if argv[0] != "squeue":
+            ids = argv[argv.index("-j") + 1].split(",")
+            return CommandResult(0, "".join(f"{row}\n" for job in ids for row in (accounted or {}).get(job, [])), "")
+        ids = argv[argv.index("-j") + 1].split(",")
+        rows = [row for job in ids for row in known.get(job, [])]
+        if not rows and len(ids) == 1:
+            return CommandResult(1, "", f"slurm_load_jobs error: {SQUEUE_UNKNOWN_JOB}\n")
+        return CommandResult(0, "".join(f"{row}\n" for row in rows), "")
+    return run
+
+
+def wrapper(argv):
+    """A site wrapper that prints nothing, exit 0, whatever it is asked."""
+    return CommandResult(0, "", "")
+
+
+def test_a_retry_running_while_an_earlier_attempts_job_is_purged_is_no_failure(tmp_path) -> None:
+    """Attempt 1 (job 99999997, purged) left value 3 without an end; attempt 2 reran 1 and 3 and
+    runs. Every `status` exited 1 saying the running tasks were 'shown as accounting (sacct) has
+    them, which may be behind', though squeue had just listed them running."""
+    record = build_history(tmp_path, CONF, n=3, job=PURGED, retry_job="4243", unfinished=(3,),
+                           failures={1: ("FAILED", 1, "x")}, retried={1: ("COMPLETED", 0), 3: ("COMPLETED", 0)})
+    ledger = ledger_path(record)      # attempt 2 has not ended yet
+    ledger.write_text("".join(line + "\n" for line in ledger.read_text().splitlines()
+                              if not (json.loads(line)["type"] == "final" and json.loads(line)["attempt"] == 2)))
+    running = {"4243": [f"4243_{task}|RUNNING|0|0:31|node01|None|0|" for task in (1, 3)]}
+    unknown: list[str] = []
+    problems: list[str] = []
+    rows = history_status(load_history(record), slurm(running), problems=problems, unknown=unknown)
+    assert [(row.value, row.state_label) for row in rows] == [(1, "RUNNING"), (2, "COMPLETED"), (3, "RUNNING")]
+    assert unknown == [] and problems == []
+
+
+def test_tasks_squeue_listed_are_not_said_stale_for_another_jobs_empty_answer(tmp_path) -> None:
+    """Accounting says attempt 1's task 3 still runs (a runaway row: the controller has long
+    forgotten it) while attempt 2 runs: the line said attempt 2's tasks, which squeue had just
+    listed, were 'shown as accounting (sacct) has them, which may be behind', exit 1."""
+    record = build_history(tmp_path, CONF, n=3, job=PURGED, retry_job="4243", unfinished=(3,),
+                           failures={1: ("FAILED", 1, "x")}, retried={1: ("COMPLETED", 0), 3: ("COMPLETED", 0)})
+    ledger = ledger_path(record)
+    ledger.write_text("".join(line + "\n" for line in ledger.read_text().splitlines()
+                              if not (json.loads(line)["type"] == "final" and json.loads(line)["attempt"] == 2)))
+    running = {"4243": [f"4243_{task}|RUNNING|0|0:31|node01|None|0|" for task in (1, 3)]}
+    runaway = {PURGED: [f"{PURGED}_3|99999998|RUNNING|0:0|00:00:31|node01|2026-09-21T12:00:00|Unknown|None"]}
+    unknown: list[str] = []
+    problems: list[str] = []
+    rows = history_status(load_history(record), slurm(running, runaway), problems=problems, unknown=unknown)
+    assert [(row.value, row.state_label) for row in rows] == [(1, "RUNNING"), (2, "COMPLETED"), (3, "RUNNING")]
+    assert unknown == []
+    assert problems == [f"controller (squeue) lists none of job(s) {PURGED}: squeue -j {PURGED} exited 0 with no row"]
+
+
+def test_a_record_whose_jobs_slurm_knows_none_of_is_no_failure(tmp_path) -> None:
+    """Two windows' jobs, both unknown to Slurm: squeue -j A,B printed nothing, exit 0, as a wrapper
+    does, and `status` exited 1 on every run for ever. Asked about one alone, squeue says it knows
+    no such job; a wrapper answering nothing is still said."""
+    answer, failed = query_what_answers(["99999998", PURGED], slurm({}))
+    assert failed == [] and answer.states == {}
+    answer, failed = query_what_answers([PURGED], slurm({}))
+    assert failed == []
+    _, failed = query_what_answers(["99999998", PURGED], wrapper)
+    assert [(source, err.kind, err.jobs) for source, err in failed] == [
+        ("squeue", "empty", ("99999998", PURGED)), ("sacct", "empty", ("99999998", PURGED))]
