@@ -1,8 +1,9 @@
 """Signals that stop a command as Ctrl-C does: raised as an exception in the main thread.
 
-hyperion-submit's local runner (SIGTERM, SIGHUP, SIGQUIT) and hyperion-jobs watch
-(SIGTERM, SIGHUP) both turn them into exceptions, so that their cleanup runs: the
-task that ran is recorded, the query Slurm had not answered is killed with its group.
+hyperion-submit's local runner (SIGTERM, SIGHUP, SIGQUIT) and hyperion-jobs watch and
+logs -f (SIGTERM, SIGHUP: `backends.cli.jobs.signals`) turn them into exceptions, so that
+their cleanup runs: the task that ran is recorded, the query Slurm had not answered is
+killed with its group.
 """
 from __future__ import annotations
 

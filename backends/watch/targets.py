@@ -434,6 +434,10 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     return states, answer.shown_usage()
 
 
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
 def _unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[Key, TaskState]) -> str | None:
     """What a failed look leaves of the tasks without a recorded end: `failed`'s words, then how many
     are shown as accounting has them while the controller did not answer (stale, maybe), and how
@@ -457,7 +461,8 @@ def _unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict
     if stale == len(pending) or unknown == len(pending):
         left = shown if stale else "not known (UNKNOWN)"
         return f"{failed_text(failed)}; the {len(pending)} task(s) with no recorded end are {left}"
-    said = ([f"{stale} are {shown}"] if stale else []) + ([f"{unknown} are not known (UNKNOWN)"] if unknown else [])
+    said = ([f"{stale} {_are(stale)} {shown}"] if stale else []) + \
+        ([f"{unknown} {_are(unknown)} not known (UNKNOWN)"] if unknown else [])
     return f"{failed_text(failed)}; of the {len(pending)} task(s) with no recorded end, {', and '.join(said)}"
 
 

@@ -441,7 +441,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 return log_output.follow(path, args.lines, args.raw, end=end, name=logs.name)
             finally:
                 if end is not None:
-                    end.close()      # Ctrl-C: a query under way is killed, not waited for
+                    end.close()      # Ctrl-C or a signal: a query under way is killed (with its group) before we exit
     log_output.print_last(path, args.lines, args.raw)
     if path != logs.log and _empty(path):
         # nothing on stdout and exit 0 read like a command that failed to find the file, or a bug
