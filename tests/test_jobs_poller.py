@@ -9,7 +9,7 @@ import pytest
 
 from backends.states import LEDGER, JobState, TaskState
 from backends.watch.budget import SPREAD, QueryBudget
-from backends.watch.poller import Poller
+from backends.watch.poller import Poller, PollUpdate
 from backends.watch.slurm.accounting import CommandResult
 
 EMPTY = CommandResult(0, "", "")
@@ -641,8 +641,25 @@ def test_a_failure_counts_from_the_first_query_sent_not_from_when_it_came_back()
 
     p = poller({"3": (1,)}, runner, clock)
     update = p.poll_once()
-    assert update.problem.startswith("controller (squeue) not answering for 60 s: squeue failed (rc 124)")
+    assert update.problem.startswith("controller (squeue) not answering for 1 min 00 s: squeue failed (rc 124)")
     assert "accounting (sacct) not answering for 30 s: sacct failed (rc 124)" in update.problem
+
+
+def test_every_age_a_face_says_of_an_outage_has_one_format():
+    """The console's status line said `states 1 min 32 s old` beside the poller's `not answering
+    for 62 s`, and hyperion-jobs watch said `(92 s ago)`: one function words every age now."""
+    from backends.watch.progress import staleness
+
+    clock = Clock()
+
+    def runner(argv):
+        clock.sleep(61 if argv[0] == "squeue" else 1)
+        return TIMED_OUT[argv[0]]
+
+    update = poller({"3": (1,)}, runner, clock).poll_once()
+    assert update.problem.startswith("controller (squeue) not answering for 1 min 02 s: squeue failed (rc 124)")
+    update = PollUpdate({}, (), None, False, 10.0, update.problem, 1000.0)
+    assert staleness(update, now=1092.0).endswith("(1 min 32 s ago)"), staleness(update, now=1092.0)
 
 
 def test_once_both_sources_answer_after_an_outage_the_problem_is_gone():

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from backends.states import LEDGER, JobState, TaskState
+from backends.watch.ages import age_text
 from backends.watch.budget import QueryBudget
 from backends.client import STOP_STEP, CommandResult, QueryStopped
 from backends.watch.slurm.accounting import (
@@ -698,4 +699,4 @@ class Poller:
 
 def _for(seconds: float, aged: bool) -> str:
     """`` for 40 s`` in the live status line; nothing in a note said once."""
-    return f" for {seconds:.0f} s" if aged else ""
+    return f" for {age_text(seconds)}" if aged else ""

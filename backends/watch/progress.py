@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Mapping, TextIO
 
 from backends.printable import printable
 from backends.states import JobState, end_counts
+from backends.watch.ages import age_text
 from backends.watch.terminal import SafeStream, safe
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def staleness(update: PollUpdate, now: float | None = None) -> str | None:
         return f"{problem}; no answer yet"
     now = time.time() if now is None else now
     clock = time.strftime("%H:%M:%S", time.localtime(update.as_of))
-    return f"{problem}; states as of {clock} ({max(0.0, now - update.as_of):.0f} s ago)"
+    return f"{problem}; states as of {clock} ({age_text(now - update.as_of)} ago)"
 
 
 class Progress:
@@ -138,5 +139,5 @@ class Progress:
 
 
 def _ageless(problem: str) -> str:
-    """The problem without its growing ages, to tell a new problem from the same one later."""
-    return re.sub(r"\d+ s\b", "", problem)
+    """The problem without its growing ages (`age_text`'s), to tell a new problem from the same one later."""
+    return re.sub(r"\d+ (?:h|min|s)\b", "", problem)

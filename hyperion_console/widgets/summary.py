@@ -12,6 +12,8 @@ from typing import Mapping
 
 from rich.text import Text
 
+from backends.watch.ages import age_text
+
 from ..shown import shown
 from .fit_line import FitLine, fit_text, wrap_text
 from .states import abbreviation_of, ordered, style_of
@@ -49,16 +51,6 @@ class StateCounts(FitLine):
 
 
 STATUS_LINES = 3     # what a Slurm outage says, at most: the task table keeps the rest of the screen
-
-
-def age_text(seconds: float) -> str:
-    """3 s, 2 min 05 s, 1 h 03 min: how long ago the states were current."""
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
 
 
 class PollStatus(FitLine):

@@ -19,6 +19,7 @@ from functools import lru_cache, partial
 from backends.client import CommandResult, run_client
 from backends.ranges import expand
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
+from backends.watch.ages import age_text
 from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage, with_live
 
 # The first 8 are required in every line; later ones (Reason, and whatever else is
@@ -76,7 +77,7 @@ def source_problem(source: str, error: str, kind: str | None, age: float | None 
     (a watch's status line, `status` and `list`), `age` its seconds so far (None: said once, no age),
     `interval` the pace a rate-limited one is polled at, `what` the tasks an empty answer named none of."""
     label = LABELS.get(source, source)
-    aged = f" for {age:.0f} s" if age is not None else ""
+    aged = f" for {age_text(age)}" if age is not None else ""
     if kind == "rate_limited":
         pace = f"; polling every {interval:.0f} s" if interval is not None else ""
         return f"{label} is rate-limiting our queries{f' ({aged[1:]})' if aged else ''}{pace}: {error}"
