@@ -71,8 +71,9 @@ class JobsUpdated(Message):
                  all_terminal: bool = False, as_of: float | None = None,
                  problem: str | None = None, warning: str | None = None, rows_only: bool = False,
                  usage_asked: bool = False, behind: str | None = None, recorded: bool = False,
-                 slots: str | None = None, slots_news: str | None = None) -> None:
+                 slots: str | None = None, slots_news: str | None = None, troubles: tuple = ()) -> None:
         super().__init__()
+        self.troubles = troubles          # the core's `problem` lines with when each began: ages that grow
         self.slots = slots                # the core's `slots_problem` line while moving slots fails
         self.slots_news = slots_news      # the core's `SlotsNotice` line: told once
         self.recorded = recorded

@@ -58,6 +58,7 @@ class Seen:
     recorded: bool = False              # all ended, every end the ledger's: Slurm only said none ran again
     slots: str | None = None            # what moving slots between windows could not do (`slots_problem`)
     slots_news: str | None = None       # `SlotsNotice`'s line to tell once: a new refusal, or that it ended
+    troubles: tuple = ()                # `problem`'s lines with when each began (ages grow between answers)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         recorded = update.all_terminal and not ended_here
         with shown.lock:
             deliver(Seen(fresh(made), update.error, update.all_terminal, update.as_of, update.problem,
-                         finals.error, behind=behind, recorded=recorded, slots=slots, slots_news=news))
+                         finals.error, behind=behind, recorded=recorded, slots=slots, slots_news=news,
+                         troubles=update.troubles))
         return False
 
     def waiting(update) -> None:
@@ -147,7 +149,8 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
                          if s.key in tasks)
             with shown.lock:
                 deliver(Seen(fresh(made), None, False, update.as_of, update.problem,
-                             slots=slots_problem(throttler.failure) if throttler is not None else None))
+                             slots=slots_problem(throttler.failure) if throttler is not None else None,
+                             troubles=update.troubles))
 
     poller.run(observe, stop, waiting)
     watched.set()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import os
 import subprocess
 import sys
@@ -585,6 +586,57 @@ def test_a_hanging_slurm_is_said_on_the_status_line_and_quitting_does_not_wait_f
     asyncio.run(scenario())         # returns once the poll thread has ended too
     assert time.monotonic() - quit_at[0] < 2.0
     assert not _runs(int(pids.read_text().split()[0]))
+
+
+GARBLED_SQUEUE = """#!/bin/sh
+# squeue of job 4242: tasks 7 and 8 run, until {flag} exists: then it answers what hyperion cannot read
+if [ -e {flag} ]; then echo 'this is not what squeue prints'; exit 0; fi
+echo '4242_7|RUNNING|0|0:05|node01|None|0|'
+echo '4242_8|RUNNING|0|0:05|node01|None|0|'
+"""
+
+
+def test_an_outage_s_age_on_the_status_line_grows_between_polls(tmp_path: Path, monkeypatch) -> None:
+    """squeue and sacct answering what hyperion cannot read: the status line said `... cannot read
+    (for 1 s)` until the next poll (20 s later) beside `states 11 s old`, which grew each second.
+    Both grow each second while the problem lasts, and in one format (`1 min 05 s` beside `92 s`)."""
+    from test_console_fixtures import build_history
+
+    from hyperion_console.widgets.summary import PollStatus
+
+    bin_dir, flag = tmp_path / "bin", tmp_path / "garble"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(GARBLED_SQUEUE.format(flag=flag))
+    (bin_dir / "sacct").write_text(f"#!/bin/sh\nif [ -e {flag} ]; then echo 'this is not what sacct prints'; fi\n")
+    for tool in ("squeue", "sacct"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
+    said = "controller (squeue) answers in a form hyperion cannot read (for "
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 24)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status", PollStatus)
+            await wait_for(pilot, lambda: status.line().plain.startswith("states from Slurm"), 15)
+            flag.touch()
+            app.jobs_screen.restart_watching()        # the next poll now, not at the idle pace
+            await wait_for(pilot, lambda: said in status.line().plain, 15)
+            first = status.line().plain
+            await pilot.pause(2.2)                    # no poll meanwhile: the next is 20 s away
+            later = status.line().plain
+            assert _cannot_read(later) >= _cannot_read(first) + 2, (first, later)
+            assert _states_age(later) >= _states_age(first) + 2, (first, later)
+            at = time.time() + 70                     # drawn a minute on: both ages in one format
+            assert re.search(r"states 1 min \d\d s old, .* cannot read \(for 1 min \d\d s\)",
+                             status.line(at).plain), status.line(at).plain
+            await pilot.press("q")
+
+    asyncio.run(scenario())
+
+
+def _cannot_read(line: str) -> int:
+    return int(line.split("cannot read (for ")[1].split(" s)")[0])
 
 
 def test_tasks_the_controller_says_ended_are_shown_ended_while_the_final_sacct_hangs(tmp_path: Path,

@@ -662,6 +662,24 @@ def test_every_age_a_face_says_of_an_outage_has_one_format():
     assert staleness(update, now=1092.0).endswith("(1 min 32 s ago)"), staleness(update, now=1092.0)
 
 
+def test_an_outage_said_between_polls_says_how_long_it_lasts_as_of_then():
+    """A face redrawn between polls (the console's status line each second, watch's live screen)
+    kept the age of the last poll: `cannot read (for 1 s)` beside `states 11 s old`, which grew."""
+    from backends.watch.progress import staleness
+
+    clock = Clock()
+    garbage = CommandResult(0, "this is not what squeue prints\nx|y\n", "")
+    update = poller({"3": (1,)}, lambda argv: garbage, clock).poll_once()
+    assert "controller (squeue) answers in a form hyperion cannot read (for 0 s)" in update.problem
+    polled = 1000.0 + clock.now                 # the poller's wall clock at the poll
+    later = update.problem_at(polled + 10)
+    assert "controller (squeue) answers in a form hyperion cannot read (for 10 s)" in later, later
+    assert "accounting (sacct) answers in a form hyperion cannot read (for 10 s)" in later, later
+    assert update.problem_at(polled) == update.problem
+    stale = staleness(update, now=polled + 75)
+    assert "cannot read (for 1 min 15 s)" in stale and "(for 0 s)" not in stale, stale
+
+
 def test_once_both_sources_answer_after_an_outage_the_problem_is_gone():
     """Both daemons refused connections, then came back. squeue lists every task, so sacct was
     not needed and its old failure lingered on the status line ('states 1 s old, retrying:

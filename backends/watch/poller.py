@@ -36,14 +36,12 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from backends.states import LEDGER, JobState, TaskState
-from backends.watch.ages import age_text
 from backends.watch.budget import QueryBudget
 from backends.client import STOP_STEP, CommandResult, QueryStopped
 from backends.watch.slurm.accounting import (
     QueryError,
     Runner,
     SacctRows,
-    LABELS,
     accounting_only,
     controller_code,
     merge,
@@ -81,6 +79,27 @@ STOP_GRACE = 1.0               # on stop, how long the query's own stop may take
 
 
 @dataclass(frozen=True)
+class Trouble:
+    """One failing source as `problem` says it (`source_problem`), its age counted from `since`
+    (time.time() of the start of its first unanswered query): said as of any moment."""
+
+    since: float
+    source: str
+    error: str
+    kind: str | None
+    interval: float
+
+    def at(self, now: float) -> str:
+        return source_problem(self.source, self.error, self.kind, now - self.since, self.interval)
+
+
+def troubles_text(troubles: Sequence[Trouble], now: float | None = None) -> str | None:
+    """Every trouble as of `now` (time.time()), joined as `problem` joins them."""
+    now = time.time() if now is None else now
+    return "; ".join(t.at(now) for t in troubles) or None
+
+
+@dataclass(frozen=True)
 class PollUpdate:
     states: Mapping[Key, TaskState]     # latest known for every task seen so far
     changed: tuple[TaskState, ...]      # only what changed since the last update
@@ -92,6 +111,11 @@ class PollUpdate:
     usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)   # from sacct answers
     live_usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)  # squeue's, newer than sacct's
     unconfirmed: str | None = None      # the failed look for requeues of ended tasks: ends stand as recorded
+    troubles: tuple[Trouble, ...] = field(default=(), compare=False)   # `problem`'s lines, with when each began
+
+    def problem_at(self, now: float | None = None) -> str | None:
+        """`problem` as of `now` (time.time()): its ages grow between polls, as the states' age does."""
+        return troubles_text(self.troubles, now) if self.troubles else self.problem
 
     def current_usage(self) -> dict[Key, Usage]:
         """What each task has used so far, as the newest answer says, for showing: accounting's,
@@ -406,7 +430,8 @@ class Poller:
         if problem is None:
             return told
         self._waiting(PollUpdate(dict(self._states), (), None, False, self.interval,
-                                 problem, self._as_of, dict(self._usage), dict(self._live_usage)))
+                                 problem, self._as_of, dict(self._usage), dict(self._live_usage),
+                                 troubles=self.troubles(now)))
         return now
 
     def _query(self, jobs: list[str], now: float) -> tuple[dict[Key, TaskState], set[Key]]:
@@ -519,7 +544,8 @@ class Poller:
             return ()
         if self._waiting is not None and seen:
             self._waiting(PollUpdate(dict(self._states), seen, None, False, self.interval, self.problem(now),
-                                     self._as_of, dict(self._usage), dict(self._live_usage)))
+                                     self._as_of, dict(self._usage), dict(self._live_usage),
+                                     troubles=self.troubles(now)))
         sacct = self._ask("sacct", list(self._expected))
         if sacct is None:
             self._errors.pop()
@@ -570,9 +596,10 @@ class Poller:
         # paced from the poll's end: a pace counted from its start let the daemon, which sees each
         # call a varying moment after it starts, count 7 calls of a 10 s pace in one minute
         self._schedule(self._clock(), bool(changed))
+        now = self._clock()
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
-                          self._all_terminal(), self.interval, self.problem(), self._as_of,
-                          dict(self._usage), dict(self._live_usage), self._unconfirmed)
+                          self._all_terminal(), self.interval, self.problem(now), self._as_of,
+                          dict(self._usage), dict(self._live_usage), self._unconfirmed, self.troubles(now))
 
     def _requeue_check(self, now: float) -> tuple[TaskState, ...]:
         """Only ended tasks to look at (a record that ended lately): one squeue, for a task Slurm
@@ -621,24 +648,30 @@ class Poller:
         for a note said once, where the age of the first failure read "for 0 s".
         """
         now = self._clock() if now is None else now
-        lines = []
+        return "; ".join(source_problem(source, error, kind, now - since if aged else None, self.interval)
+                         for since, source, error, kind in self._failing(now)) or None
+
+    def troubles(self, now: float | None = None) -> tuple[Trouble, ...]:
+        """The problem's lines with the time.time() each began: a face that redraws between polls
+        says how long each lasts as of the redraw (`troubles_text`), not as of the last poll."""
+        now = self._clock() if now is None else now
+        wall = self._wall() - (self._clock() - now)
+        return tuple(Trouble(wall - (now - since), source, error, kind, self.interval)
+                     for since, source, error, kind in self._failing(now))
+
+    def _failing(self, now: float) -> list[tuple[float, str, str, str | None]]:
+        """Per failing source: since when (clock), the source, its error and kind."""
+        out = []
         for source, health in self._health.items():
             if health.since is not None:
-                lines.append(self._failing_line(source, health, now, aged))
+                out.append((health.since, source, health.error or "", health.kind))
             elif self._asking is not None and self._asking[0] == source \
                     and now - self._asking[1] >= self._slow_query:
-                lines.append(f"{LABELS[source]} not answering{_for(now - self._asking[1], aged)}: "
-                             f"{source} has not returned yet")
+                out.append((self._asking[1], source, f"{source} has not returned yet", None))
         if self._asking is not None and self._asking[0] not in self._health \
                 and now - self._asking[1] >= self._slow_query:    # an observer's query (`client`)
-            source = self._asking[0]
-            lines.append(f"{LABELS.get(source, source)} not answering{_for(now - self._asking[1], aged)}: "
-                         f"{source} has not returned yet")
-        return "; ".join(lines) or None
-
-    def _failing_line(self, source: str, health: _Health, now: float, aged: bool = True) -> str:
-        return source_problem(source, health.error or "", health.kind, now - health.since if aged else None,
-                              self.interval)
+            out.append((self._asking[1], self._asking[0], f"{self._asking[0]} has not returned yet", None))
+        return out
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -693,10 +726,8 @@ class Poller:
 
     def _current(self) -> PollUpdate:
         """What is known now, as an update with no change (for a stop before the first answer)."""
+        now = self._clock()
         return PollUpdate(dict(self._states), (), None, self._all_terminal(), self.interval,
-                          self.problem(), self._as_of, dict(self._usage), dict(self._live_usage))
+                          self.problem(now), self._as_of, dict(self._usage), dict(self._live_usage),
+                          troubles=self.troubles(now))
 
-
-def _for(seconds: float, aged: bool) -> str:
-    """`` for 40 s`` in the live status line; nothing in a note said once."""
-    return f" for {age_text(seconds)}" if aged else ""

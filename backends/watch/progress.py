@@ -63,13 +63,14 @@ def count(states: Mapping[object, TaskState], total: int) -> Counts:
 
 
 def staleness(update: PollUpdate, now: float | None = None) -> str | None:
-    """``accounting (sacct) not answering for 40 s: ...; states as of 12:03:04`` while a problem lasts."""
+    """``accounting (sacct) not answering for 40 s: ...; states as of 12:03:04 (1 min 05 s ago)``
+    while a problem lasts, every age as of `now` (a live view redrawn each second: both grow)."""
     if not update.problem:
         return None
-    problem = printable(update.problem)
+    now = time.time() if now is None else now
+    problem = printable(update.problem_at(now) or update.problem)
     if update.as_of is None:
         return f"{problem}; no answer yet"
-    now = time.time() if now is None else now
     clock = time.strftime("%H:%M:%S", time.localtime(update.as_of))
     return f"{problem}; states as of {clock} ({age_text(now - update.as_of)} ago)"
 

@@ -464,7 +464,8 @@ class JobsScreen(ConsoleScreen):
             if not stop.is_set():
                 self.app.call_from_thread(self.post_message, JobsUpdated(
                     path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning,
-                    seen.rows_only, seen.usage_asked, seen.behind, seen.recorded, seen.slots, seen.slots_news))
+                    seen.rows_only, seen.usage_asked, seen.behind, seen.recorded, seen.slots, seen.slots_news,
+                    seen.troubles))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -512,7 +513,7 @@ class JobsScreen(ConsoleScreen):
             if not self._answered:     # Slurm said nothing: every state shown is the ledger's
                 status.source = "the attempt history"
             self.say_behind("look for requeues", message.behind)
-        status.report(message.as_of, message.problem, message.all_terminal)
+        status.report(message.as_of, message.problem, message.all_terminal, message.troubles)
         self.say_slots(message.slots, message.slots_news)
         # an outage: elapsed stops at the last answer, as the status line says how old that is
         self.table.index.held = (status.as_of or time.time()) if message.problem else None

@@ -13,6 +13,7 @@ from typing import Mapping
 from rich.text import Text
 
 from backends.watch.ages import age_text
+from backends.watch.poller import troubles_text
 
 from ..shown import shown
 from .fit_line import FitLine, fit_text, wrap_text
@@ -69,6 +70,7 @@ class PollStatus(FitLine):
         self.source = ""
         self.as_of: float | None = None
         self.problem: str | None = None
+        self.troubles: tuple = ()          # the problem's lines with when each began: their ages grow
         self.final = False
         self.behind: dict[str, str] = {}   # what did not answer (per ask), so some figures are the ledger's
         # the core's `unsubmitted_line`: values a refused sbatch window left out. Kept while the record
@@ -78,12 +80,16 @@ class PollStatus(FitLine):
     def start(self, source: str) -> None:
         """A new record: nothing known yet (`source`: "Slurm" or "local results")."""
         self.source, self.as_of, self.problem, self.final, self.behind = source, None, None, False, {}
+        self.troubles = ()
         self.refresh(layout=True)
 
-    def report(self, as_of: float | None, problem: str | None, final: bool = False) -> None:
+    def report(self, as_of: float | None, problem: str | None, final: bool = False, troubles: tuple = ()) -> None:
+        """`troubles`: the core's lines of `problem` with when each began (`Trouble`), so its ages are
+        said as of each redraw; without them `problem` is shown as it is."""
         if as_of is not None:
             self.as_of = as_of if self.as_of is None else max(self.as_of, as_of)
         self.problem = problem
+        self.troubles = tuple(troubles) if problem else ()
         self.final = final
         self.refresh(layout=True)
 
@@ -100,9 +106,10 @@ class PollStatus(FitLine):
 
     @property
     def ages(self) -> bool:
-        """Whether the line changes with the time alone (`states from Slurm 3 s ago`): a console left
-        open overnight after the end redrew an unchanging `every task ended` line every second."""
-        return bool(self.source) and not self.final and self.as_of is not None
+        """Whether the line changes with the time alone (`states from Slurm 3 s ago`, a problem's
+        `not answering for 7 s`): a console left open overnight after the end redrew an unchanging
+        `every task ended` line every second."""
+        return bool(self.source) and not self.final and (self.as_of is not None or bool(self.troubles))
 
     def show_left_out(self, line: str | None) -> None:
         """The record just opened: what it left unsubmitted (None: nothing)."""
@@ -130,7 +137,7 @@ class PollStatus(FitLine):
         if self.problem:
             age = "no answer yet" if self.as_of is None else f"states {age_text(now - self.as_of)} old"
             text = Text(f"⚠ {age}, retrying: ", style="bold yellow")
-            text.append_text(shown(self.problem, "yellow"))
+            text.append_text(shown(troubles_text(self.troubles, now) or self.problem, "yellow"))
             return text
         if self.as_of is None:
             return Text(f"asking {self.source}…", style="dim")
