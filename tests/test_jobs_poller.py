@@ -1125,3 +1125,50 @@ def test_a_task_accounting_still_lists_as_pending_shows_the_controllers_time_use
     update = poller({"5": (1, 2, 3)}, Script([sacct], [squeue])).poll_once()
     assert update.states[("5", 2)].state is JobState.RUNNING
     assert update.current_usage()[("5", 2)].elapsed_seconds == 7          # it read 0 (the range row's)
+
+
+def _opened_after_the_end(tmp_path, squeue: str, log_of_3: bool = False):
+    """A record of 4242_1..3 with no end recorded for 2 and 3 (no watch ran), opened later: 2
+    COMPLETED, 3 cancelled while pending (no row in accounting, no log); the core's watcher over it."""
+    from pathlib import Path
+
+    from test_console_fixtures import build_history
+
+    from backends.records.history import load_history
+    from backends.watch.requeued import settled, watched_tasks
+    from backends.watch.wait import watcher
+
+    conf = Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml"
+    history = load_history(str(build_history(tmp_path, conf, n=3, unfinished=(2, 3), failures={})))
+    third = next(t for t in history.current.tasks if t.value == 3)
+    if not log_of_3:
+        Path(third.log).unlink()          # Slurm opens it as the task starts: this one never did
+    script = Script([ok("4242_1|4243|COMPLETED|0:0|00:00:31|vm|a|b|None\n"
+                        "4242_2|4244|COMPLETED|0:0|00:00:32|vm|a|b|None\n")], [ok(squeue)])
+    pending = watched_tasks(history)
+    clock = Clock()
+    poller, _ = watcher(history.current, tasks=pending, settled=settled(history, pending), runner=script)
+    poller._clock, poller._sleep = clock, clock.sleep
+    return poller
+
+
+def test_a_task_cancelled_while_pending_before_the_console_opened_is_cancelled_at_its_first_look(tmp_path):
+    """`scancel J_3` of a pending task with no watch running; the rest of the array ended and the
+    controller forgot the job (MinJobAge). The console's poller said PENDING/unknown for a minute
+    (GONE_VANISHED_AFTER) where `hyperion-jobs status` says CANCELLED at once (`never_started`):
+    the watcher's poller applies that same rule at its first look."""
+    update = _opened_after_the_end(tmp_path, "").poll_once()
+    assert update.states[("4242", 3)].state is JobState.CANCELLED, update.states
+    assert update.states[("4242", 2)].state is JobState.COMPLETED
+    assert update.all_terminal
+
+
+def test_no_task_that_could_still_run_is_cancelled_at_the_first_look(tmp_path):
+    """The same rule's limits: a task whose job the controller still lists unfinished (it may
+    start), or one that wrote its log (it started), is not told CANCELLED from one look."""
+    live = _opened_after_the_end(tmp_path / "live", "4242_[3%1]|PENDING|0|0:00||JobArrayTaskLimit|0|\n")
+    assert live.poll_once().states[("4242", 3)].state is JobState.PENDING
+    live = _opened_after_the_end(tmp_path / "other", "4242_2|RUNNING|0|0:05|vm|None|0|\n")
+    assert ("4242", 3) not in live.poll_once().states
+    started = _opened_after_the_end(tmp_path / "started", "", log_of_3=True)
+    assert ("4242", 3) not in started.poll_once().states

@@ -42,6 +42,7 @@ from backends.watch.slurm.accounting import (
     QueryError,
     Runner,
     SacctRows,
+    Snapshot,
     accounting_only,
     controller_code,
     merge,
@@ -55,6 +56,7 @@ from backends.watch.usage import Usage, with_live
 
 Key = tuple[str, "int | None"]
 Nudge = Callable[[Mapping[Key, TaskState]], bool]
+NeverStarted = Callable[[Snapshot], Mapping[Key, TaskState]]
 
 # A pending array task cancelled on its own leaves the controller at once and,
 # about 4 s later, sacct's pending-range row, and never gets a row of its own.
@@ -65,6 +67,10 @@ Nudge = Callable[[Mapping[Key, TaskState]], bool]
 # no longer lists that has no accounting row while the job's other tasks have
 # theirs, after GONE_VANISHED_AFTER: every task that started has a row, and
 # nothing will start it now (a late accounting row gets that much time).
+# A Poller given `never_started` (backends.watch.never_started, what `hyperion-jobs status` tells
+# from one look) applies it to every poll both daemons answered: a task of a job the controller
+# lists nothing unfinished of, which accounting knows but has no row of, and which never wrote a
+# file, is CANCELLED at once; the console opened on such a record said PENDING for a minute.
 VANISHED_AFTER = 5.0
 GONE_VANISHED_AFTER = 60.0
 BUSY_SECONDS_PER_CALL = 3.0    # after a change: 20 calls a minute from pacing, room left for nudges
@@ -210,7 +216,8 @@ class Poller:
                  wall: Callable[[], float] = time.time,
                  budget: QueryBudget | None = None, nudge: Nudge | None = None,
                  vanished_after: float = VANISHED_AFTER, tick: float = TICK,
-                 slow: float | None = None, settled: Mapping[Key, TaskState] | None = None) -> None:
+                 slow: float | None = None, settled: Mapping[Key, TaskState] | None = None,
+                 never_started: NeverStarted | None = None) -> None:
         if floor <= 0 or cap < floor:
             raise ValueError("need 0 < floor <= cap")
         self._expected = {str(j): (frozenset(t) if t is not None else None)
@@ -227,6 +234,7 @@ class Poller:
         self._waiting: Callable[[PollUpdate], object] | None = None
         self._asking: tuple[str, float] | None = None   # the query awaited now: source, clock at start
         self._vanished_after = vanished_after
+        self._never_started = never_started
         self._missing_since: dict[Key, tuple[float, int, float]] = {}   # first missed, polls, wait
         self._states: dict[Key, TaskState] = {k: replace(t, source=LEDGER) for k, t in (settled or {}).items()
                                               if self._watched(k)}
@@ -475,6 +483,7 @@ class Poller:
             ranged = range_only(sacct, squeue)
             lagging = {k for k in ranged if k in merged and not merged[k].state.is_terminal}
             merged.update(self._vanished(merged, in_squeue, in_sacct, now, lagging))
+            merged.update(self._not_started(squeue, sacct, merged))
             return merged, ranged
         if squeue is not None:
             return {t.key: t for t in squeue if self._wanted(t)}, set()
@@ -482,6 +491,17 @@ class Poller:
             alone = {k: t for k, t in accounting_only(sacct).items() if self._wanted(t)}
             return alone, range_only(sacct, [])
         return {}, set()
+
+    def _not_started(self, squeue, sacct: SacctRows, merged: Mapping[Key, TaskState]) -> dict[Key, TaskState]:
+        """`never_started`'s CANCELLED states from this poll's two answers, as `status` tells them:
+        only of jobs the controller lists no unfinished task of (`live_jobs`). A job asked of
+        accounting alone (`_gone`) is one the controller no longer listed at all: nothing starts."""
+        if self._never_started is None:
+            return {}
+        answer = Snapshot(dict(merged), {}, live_jobs=frozenset(t.job_id for t in squeue if not t.state.is_terminal),
+                          accounted_jobs=frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)))
+        return {key: state for key, state in self._never_started(answer).items()
+                if self._watched(key) and key not in merged and not self._terminal(*key)}
 
     def _note_gone(self, asked: list[str], squeue, sacct: SacctRows) -> None:
         """Jobs accounting knows but the controller no longer lists: ask only sacct about them.

@@ -129,7 +129,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         pending = watched_tasks(history)
         ended = settled(history, pending)
         poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop,
-                                    settled=ended)
+                                    settled=ended, log_of=history.log_of)
         finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
     else:
         poller, throttler = _job_poller(target, job_history, floor, args.cap, stop), None
