@@ -473,14 +473,18 @@ def resubmit(path: str, record_path: str, max_array_size: int | None = None, err
         sys.stdout.write(printable(describe_plan(plan), layout=True))
         return 0
     check = check_under_lock(record_path, plan.record_path, retry, settled)     # before the chdir
-    _warn(prepared.warning, err)
     rerun = rerun_argv(path, record_path, max_array_size, trust)    # paths as given, from here
     plan = dataclasses.replace(plan, rerun=rerun)
     with working_dir(prepared.record.cwd):
-        return run_plan(plan, "resubmit",
-                        lambda: print("\n".join([printable(f"{PROG}: resubmitting {what}"), *said]), file=err,
-                                      flush=True),
+        return run_plan(plan, "resubmit", lambda: _begin(prepared.warning, what, said, err),
                         rerun=rerun, live_check=check)
+
+
+def _begin(warning: str | None, what: str, said: list[str], err: TextIO) -> None:
+    """What a resubmission says once its run is not refused (`run_plan`'s on_begin): a refusal by the
+    live check under the lock stays its one line."""
+    _warn(warning, err)
+    print("\n".join([printable(f"{PROG}: resubmitting {what}"), *said]), file=err, flush=True)
 
 
 def _warn(warning: str | None, err: TextIO) -> None:
