@@ -288,12 +288,38 @@ def test_a_huge_log_without_newlines_is_shown_from_near_its_end_cut(tmp_path: Pa
         app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
         async with app.run_test(size=(100, 30)) as pilot:
             view = app.jobs_screen.log_pane.view
-            await wait_for(pilot, lambda: len(view.lines) == 1, 10)
-            assert view.lines[0] == "\\x00" * MAX_LINE + f" … ({MAX_TAIL - MAX_LINE} more characters)"
+            await wait_for(pilot, lambda: len(view.lines) == 2, 10)
+            assert view.lines[0] == ("… 8.4 MB of the log above not shown (only about its last 32 MiB are read): "
+                                     f"less {log}")
+            assert view.lines[1] == "\\x00" * MAX_LINE + f" … ({MAX_TAIL - MAX_LINE} more characters)"
             with open(log, "ab") as handle:
                 handle.write(b"\nafter\n")
             await wait_for(pilot, lambda: view.lines[-1:] == ["after"], 10)
             assert sum(map(len, view.lines)) < 5 * MAX_LINE
+
+    asyncio.run(scenario())
+
+
+def test_a_last_line_over_32_mib_is_shown_under_a_line_saying_what_above_it_was_not_read(tmp_path: Path) -> None:
+    """A task that printed 40 MiB without a newline: the pane showed one line of `x` (its last
+    32 MiB, cut), the log's first lines and 8 MiB of the line gone without a word, as if the
+    log started there."""
+    root = tmp_path / "my runs"                                    # a path a pasted command must quote
+    record = build_local_record(root, {1: ("RUNNING", None)})
+    log = root / "exp" / "log" / "task.1.log"
+    with open(log, "ab") as handle:
+        handle.write(b"x" * (40 << 20))                            # no newline
+    left = log.stat().st_size - MAX_TAIL                           # 8 MiB of the line and the lines above it
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[root])
+        async with app.run_test(size=(140, 30)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: len(view.lines) >= 2, 10)
+            note = f"… {left / 1e6:.1f} MB of the log above not shown (only about its last 32 MiB are read): less '{log}'"
+            assert note.startswith("… 8.4 MB of the log above not shown")
+            assert view.lines == [note, "x" * MAX_LINE + f" … ({MAX_TAIL - MAX_LINE} more characters)"]
+            assert any(line.startswith("… 8.4 MB of the log above not shown") for line in rendered(view))
 
     asyncio.run(scenario())
 

@@ -99,7 +99,7 @@ def test_log_pane_starts_over_when_the_log_is_replaced_just_as_it_is_opened(tmp_
 
     record = build_local_record(tmp_path, {1: ("RUNNING", None)})
     log_file = tmp_path / "exp" / "log" / "task.1.log"
-    read_last = log_pane.last_lines
+    read_last = log_pane.last_lines_read
 
     def read_then_moved_aside(path, *args, **kwargs):
         lines = read_last(path, *args, **kwargs)
@@ -107,7 +107,7 @@ def test_log_pane_starts_over_when_the_log_is_replaced_just_as_it_is_opened(tmp_
             log_file.rename(log_file.with_suffix(".log.1"))
         return lines
 
-    monkeypatch.setattr(log_pane, "last_lines", read_then_moved_aside)
+    monkeypatch.setattr(log_pane, "last_lines_read", read_then_moved_aside)
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])

@@ -354,6 +354,22 @@ def test_logs_shows_a_progress_bar_as_its_last_redraw_on_a_terminal(tmp_path, cl
     assert run_cli("hyperion-jobs", "logs", f"{record.path}:1", env=cli_env).stdout == log.read_text()
 
 
+def test_logs_on_a_terminal_says_how_much_above_a_line_over_32_mib_is_not_shown(tmp_path, cli_env):
+    """A task that printed 40 MiB without a newline: `logs` showed `(the start of a line of over
+    32 MiB not read; --raw prints it) …` and its end, neither how much of the log was left out (the
+    lines above it too) nor which file holds it; the console's pane said nothing at all."""
+    record = make_record(tmp_path, backend="local")
+    log = Path(record.tasks[0].log)
+    with open(log, "wb") as handle:
+        handle.write(b"epoch 1\n" + b"x" * (40 << 20) + b"end")
+    shown = _on_a_pty(["hyperion-jobs", "logs", f"{record.path}:1", "-n", "2"], cli_env).split("\n")
+    left = log.stat().st_size - 512 * 1024                        # all but the line's last 512 KiB
+    assert shown[0] == (f"… {left / 1e6:.1f} MB of the log above not shown (only about its last 32 MiB are read): "
+                        f"less {log}")
+    assert shown[0].startswith("… 41.4 MB of the log above not shown")
+    assert shown[1] == "…" + "x" * (512 * 1024 - 3) + "end" and shown[2:] == [""]
+
+
 def test_logs_follow_redraws_the_progress_bar_in_place_on_a_terminal(tmp_path, cli_env):
     """`logs -f` showed nothing of a running progress bar until its line ended."""
     record = make_record(tmp_path, job=NEVER_JOB)

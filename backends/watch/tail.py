@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from io import BufferedReader
 from pathlib import Path
 
+from backends.shellwords import shell_quote
+
 from .line_screen import LineScreen
 
 BLOCK = 64 * 1024
@@ -85,13 +87,22 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
     """The last `n` lines before byte `end` (default: end of file); [] if the file is missing.
 
     A final line without a newline counts as a line. At most MAX_TAIL bytes are
-    read, so the first line returned may be cut at its start.
+    read, so the first line returned may be cut at its start (`last_lines_read` says so).
     """
+    return last_lines_read(path, n, end)[0]
+
+
+def last_lines_read(path: str | Path, n: int, end: int | None = None) -> tuple[list[str], int]:
+    """`last_lines`, and the bytes above them it left unread when its MAX_TAIL cap stopped it
+    before the `n` lines' start (a line of over 32 MiB, a progress bar that never ends): the first
+    line it gives is then cut at its start, or lines asked for are missing. 0 when nothing asked
+    for was left out. A view says so (`not_read_note`) instead of showing the cut line as the
+    log's start."""
     if n <= 0:
-        return []
+        return [], 0
     handle = open_log(path)
     if handle is None:
-        return []
+        return [], 0
     with handle:
         position = os.fstat(handle.fileno()).st_size if end is None else end
         chunks: list[bytes] = []
@@ -106,10 +117,20 @@ def last_lines(path: str | Path, n: int, end: int | None = None) -> list[str]:
             newlines += chunk.count(b"\n")
     data = b"".join(reversed(chunks))
     if not data:
-        return []
+        return [], 0
+    left = stop if position == stop and newlines <= n else 0   # the cap, not the lines, ended the read
     if data.endswith(b"\n"):
         data = data[:-1]
-    return [_decode(line) for line in data.split(b"\n")[-n:]]
+    return [_decode(line) for line in data.split(b"\n")[-n:]], left
+
+
+def not_read_note(left: int, path: str | Path) -> str:
+    """The line a view of a log's end shows above what it read when it left the `left` bytes
+    above unread (a line longer than it reads, `last_lines_read`, `stream_last_lines`): how much,
+    and the command that pages through the whole file. The console's log pane and `hyperion-jobs
+    logs` on a terminal say it alike."""
+    return (f"… {left / 1e6:.1f} MB of the log above not shown (only about its last {MAX_TAIL >> 20} MiB "
+            f"are read): less {shell_quote(os.fspath(path))}")
 
 
 def tail_start(path: str | Path, n: int, end: int | None = None) -> int:
@@ -125,7 +146,15 @@ def tail_start(path: str | Path, n: int, end: int | None = None) -> int:
 
 
 class Unread(str):
-    """An empty piece standing for the start of a line that was not read (`stream_last_lines`)."""
+    """An empty piece standing for the start of a line that was not read (`stream_last_lines`);
+    `left`: the bytes of the log above what follows it (`not_read_note` says them)."""
+
+    left: int
+
+    def __new__(cls, left: int = 0) -> "Unread":
+        piece = super().__new__(cls, "")
+        piece.left = left
+        return piece
 
 
 def _start_of_last(handle, n: int, end: int, longest: int | None = None) -> tuple[int, int | None]:
@@ -205,7 +234,7 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None,
         if long_line_end is not None:
             position, redrawn = _end_of_long_line(handle, long_line_end)
             if not redrawn:
-                yield Unread(), False
+                yield Unread(position), False
         handle.seek(position)
         yield from _lines_in_pieces(handle, end - position, raw)
 

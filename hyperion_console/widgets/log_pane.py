@@ -1,6 +1,6 @@
 """The log pane of the Jobs screen: a title naming the file, and the log followed as it grows.
 
-Reading is the core's: `backends.watch.tail.last_lines` for what the file
+Reading is the core's: `backends.watch.tail.last_lines_read` for what the file
 holds when the pane opens it, then a `Follower` that reads only the bytes
 added since (tail -f), in a thread worker. Lines are shown as a terminal shows
 them (`line_screen`): a progress bar is its last redraw, and the one still
@@ -20,7 +20,8 @@ from textual.worker import get_current_worker
 
 from backends.printable import printable
 from backends.watch.line_screen import same_line, shown_line
-from backends.watch.tail import NO_FILE, Follower, complete_end, last_lines, log_problem, tail_start
+from backends.watch.tail import (NO_FILE, Follower, complete_end, last_lines_read, log_problem, not_read_note,
+                                 tail_start)
 
 from ..errors import guarded
 from ..messages import LogAppended, LogUpdated
@@ -38,17 +39,18 @@ def task_log_path(task, source: str) -> str | None:
     return {"log": task.log, "err": task.slurm_err, "out": task.slurm_out}[source]
 
 
-def _open_at_end(path: str, end: int | None = None) -> tuple[Follower, list[str], str | None]:
+def _open_at_end(path: str, end: int | None = None) -> tuple[Follower, list[str], str | None, int]:
     """A Follower from the log's last complete line (`end`, when the caller found it already), the
-    last lines before it, and why the path cannot be read (None: it can)."""
+    last lines before it, why the path cannot be read (None: it can), and the bytes above the
+    lines that were left unread (a line of over MAX_TAIL: `last_lines_read`; 0 when none were)."""
     end = complete_end(path) if end is None else end
     # made before the last lines are read: it holds the file they come from, so one moved
     # aside and written anew meanwhile is a restart (made after, a log missing for that
     # instant gave it no file, and the new log's lines came as if appended to the old)
     follower = Follower(path, end, keep=MAX_LINE)   # the view shows no more of a line
     problem = log_problem(path)
-    lines = [shown_line(line, MAX_LINE) for line in last_lines(path, INITIAL_LINES, end=end)]
-    return follower, lines, problem
+    lines, left = last_lines_read(path, INITIAL_LINES, end=end)
+    return follower, [shown_line(line, MAX_LINE) for line in lines], problem, left
 
 
 class LogTitle(FitLine):
@@ -174,8 +176,11 @@ class LogPane(Vertical):
         read; its problem goes to the title, and the Follower starts over once a
         regular file replaces it.
         """
-        follower, lines, problem = _open_at_end(path)
-        self._deliver(path, stop, lines, None, restart=True, problem=problem)
+        follower, lines, problem, left = _open_at_end(path)
+        # the bytes above a line too long to read whole, said where they are missing (the cut line
+        # read as the log's start, its lines above gone without a word)
+        noted = [not_read_note(left, path)] if left else []
+        self._deliver(path, stop, [*noted, *lines], None, restart=True, problem=problem)
         restarts, open_line = follower.restarts, None
         worker = get_current_worker()
         while not stop.wait(POLL_SECONDS) and not worker.is_cancelled:
@@ -190,7 +195,7 @@ class LogPane(Vertical):
                 # progress bar) is read on as it comes, or each look would open it again
                 start, end = follower.position, complete_end(path)
                 if end - start > SKIP_AHEAD:
-                    follower, lines, problem = _open_at_end(path, end)
+                    follower, lines, problem, _ = _open_at_end(path, end)   # the note below counts them
                     restarts, open_line = follower.restarts, None
                     # all above the lines now shown: the lines shown between two skips went with the view
                     left = f"… {tail_start(path, INITIAL_LINES, end) / 1e6:.1f} MB of the log not shown " \

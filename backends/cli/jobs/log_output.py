@@ -18,10 +18,9 @@ from pathlib import Path
 from backends.cli.jobs.parser import PROG
 from backends.printable import printable
 from backends.watch.line_screen import CutLine, same_line, shown_lines
-from backends.watch.tail import LONG_LINE, PIECE, Follower, Unread, complete_end, stream_last_lines
+from backends.watch.tail import PIECE, Follower, Unread, complete_end, not_read_note, stream_last_lines
 
 KEEP = PIECE     # characters a terminal line keeps; beyond, a note says how many more `--raw` gives
-UNREAD = f"(the start of a line of over {LONG_LINE >> 20} MiB not read; --raw prints it) …"
 POLL_SECONDS = 0.25
 MAX_REST_READS = 64   # reads of what an ended task left (each up to tail.MAX_READ): 256 MiB at most
 
@@ -49,12 +48,22 @@ def print_last(path: str, n: int, raw: bool, end: int | None = None, out: TextIO
     on a terminal, no further back than a line longer than LONG_LINE, shown by its end."""
     out = out or sys.stdout
     if on_terminal(raw, out):   # a line that never ends is read only as far back as its end shows
-        pieces = ((UNREAD if isinstance(text, Unread) else text, ends)
-                  for text, ends in stream_last_lines(path, n, end, whole=False))
-        for line in shown_lines(pieces, KEEP):
+        for line in shown_lines(_noted(path, stream_last_lines(path, n, end, whole=False)), KEEP):
             out.write(shown(line) + "\n")
     else:
         _write_pieces(stream_last_lines(path, n, end, raw=True), out)
+
+
+def _noted(path: str, pieces: Iterable[tuple[str, bool]]) -> Iterator[tuple[str, bool]]:
+    """The pieces, the start of a line left unread (`Unread`) said in a line of its own, how much of
+    the log is above and how to page through it (`tail.not_read_note`, as the console's log pane
+    says it), the line's end then shown after `…`."""
+    for text, ends in pieces:
+        if isinstance(text, Unread):
+            yield not_read_note(text.left, path), True
+            yield "…", ends
+        else:
+            yield text, ends
 
 
 def _write_pieces(pieces: Iterable[tuple[str, bool]], out: TextIO) -> None:
