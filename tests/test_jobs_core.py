@@ -1044,7 +1044,8 @@ def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
     _ended(SafeStream(sys.stdout), rows)
     out = capsys.readouterr().out.splitlines()
     assert f"  500_1 CANCELLED exit - log {written}" in out
-    assert f"  500_2 CANCELLED exit - log {tmp_path / 'x.2.log'} (missing)" in out
+    # it never started (no node, no time): no log was ever to be, not one lost
+    assert "  500_2 CANCELLED exit - log no log (never started)" in out
 
 
 @pytest.mark.parametrize(("run", "said"), [
@@ -1072,7 +1073,8 @@ def test_status_marks_a_missing_log_of_a_task_that_did_not_complete_and_leaves_c
 
     (tmp_path / "there.log").write_text("x\n")
     assert log_cell(row(JobState.FAILED, "gone.log")) == f"{tmp_path / 'gone.log'} (missing)"
-    assert log_cell(row(JobState.CANCELLED, "gone.log", None, 0.0)) == f"{tmp_path / 'gone.log'} (missing)"
+    assert log_cell(row(JobState.CANCELLED, "gone.log", None, 0.0)) == "no log (never started)"   # cancelled pending
+    assert log_cell(row(JobState.CANCELLED, "gone.log")) == f"{tmp_path / 'gone.log'} (missing)"   # it ran
     assert log_cell(row(JobState.FAILED, "there.log")) == str(tmp_path / "there.log")
     assert log_cell(row(JobState.COMPLETED, "gone.log")) == str(tmp_path / "gone.log")
     assert log_cell(row(JobState.RUNNING, "gone.log")) == str(tmp_path / "gone.log")

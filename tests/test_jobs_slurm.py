@@ -543,12 +543,12 @@ def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_clust
     assert one.returncode == 0, one.stderr
     (task,) = json.loads(one.stdout)["tasks"]
     assert (task["value"], task["state"]) == (3, "CANCELLED")
-    # its LOG as hyperion-submit's last lines say it: named as if there to read, it never was written
+    # its LOG: never written, and never to be (it never started), not a log lost
     for target in (job, str(record)):
         table = run_cli("hyperion-jobs", "status", target, cwd=tmp_path, env=cli_env).stdout.splitlines()
         (row,) = [line for line in table if line.startswith(f"{job}_3 ")]
-        assert row.endswith(f"{tmp_path / 'log' / 'p.3.log'} (missing)"), table
-        assert not any(line.endswith("(missing)") for line in table if line is not row), table
+        assert row.endswith("no log (never started)"), table
+        assert not any(line.endswith(("(missing)", "(never started)")) for line in table if line is not row), table
     watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
     assert watch.returncode == 1 and "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr
     # its log was never made and never will be: said at once, also with -f (which waited for ever)
@@ -877,3 +877,44 @@ def test_logs_of_a_whole_array_no_record_submitted_asks_for_one_task(slurm_clust
         assert one.returncode == 0 and one.stdout == "hello 1\n", one.stdout + one.stderr
     finally:
         subprocess.run(["scancel", job], check=False)
+
+
+def test_status_of_a_task_cancelled_while_pending_with_no_watch_shows_its_request_and_no_log(
+        slurm_cluster, tmp_path, cli_env, test_site):
+    """`scancel J_3` while it pends, hyperion-submit's wait gone (killed with the login session): once
+    the job ended, `status` told it CANCELLED by the never-started rule with `-` for memory and time,
+    where Slurm's own rows showed the request (`-/100M`, `-/00:10:00`), and its LOG as
+    `.../p.3.log (missing)`, as if a log had been lost: it never started."""
+    submitted = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:4", "--max-jobs-run", "1",
+         "--output-file", str(tmp_path / "log" / "p.IDX.log"), "--", "sleep", "2"],
+        cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    record = tmp_path / "log" / "q" / "p.IDX.submit.json"
+    job = None
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        submitted.kill()                                   # no watch records the cancel
+        submitted.wait()
+        subprocess.run(["scancel", f"{job}_3"], check=True)     # one task at a time: 3 is still pending
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and subprocess.run(
+                ["squeue", "-h", "-j", job, "-t", "PD,R,CG,S"], capture_output=True, text=True).stdout.strip():
+            time.sleep(1)
+    finally:
+        if submitted.poll() is None:
+            submitted.kill()
+        if job:
+            subprocess.run(["scancel", job], check=False)
+    for target in (str(record), job, str(record)):       # the rule's word, then the ledger's once status wrote it
+        shown = run_cli("hyperion-jobs", "status", target, cwd=tmp_path, env=cli_env, timeout=60)
+        header, *rows = [line.split("  ") for line in shown.stdout.splitlines() if line.startswith(("TASK", job))]
+        header = [cell.strip() for cell in header if cell.strip()]
+        cells = {row[0].strip(): [cell.strip() for cell in row if cell.strip()] for row in rows}
+        three = dict(zip(header, cells[f"{job}_3"]))
+        assert three["STATE"] == "CANCELLED" and three["ELAPSED"] == "-", shown.stdout
+        assert (three["MEM USED/REQ"], three["TIME USED/LIMIT"]) == ("-/100M", "-/00:10:00"), shown.stdout
+        assert three["LOG"] == "no log (never started)", shown.stdout
+        assert "(missing)" not in shown.stdout, shown.stdout

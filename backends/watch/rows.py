@@ -214,11 +214,35 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
 def with_plan(history: History, task: TaskRecord, row: TaskRow) -> TaskRow:
     """`row` with the memory request and time limit its attempt's record submitted where accounting
     has not given them: right after a task ended OUT_OF_MEMORY `status` showed `1.21M/-` and
-    `00:00:01/-`, though the record knew it asked for 50M and 10 minutes."""
+    `00:00:01/-`, though the record knew it asked for 50M and 10 minutes. A task that ended without
+    ever starting (cancelled while pending, told by `never_started`'s rule or a watch's) has no
+    accounting row of its own and never will: it shows the request alone, `-/100M` and `-/00:10:00`,
+    as Slurm's own row of its pending neighbours does, not `-` as if not asked yet."""
+    if row.usage is None and ended_unstarted(row):
+        row = replace(row, usage=Usage())
     if not lacks_request(row.usage):
         return row
     assert row.usage is not None
     return replace(row, usage=with_request(row.usage, asked_of(history.records.get(task.attempt, history.current))))
+
+
+def ended_unstarted(row: TaskRow) -> bool:
+    """A Slurm task that ended without ever starting (cancelled while pending): no node, no time."""
+    return (row.job_id != LOCAL_JOB and row.state is not None and row.state.is_terminal
+            and never_started(row))
+
+
+NO_LOG = "no log (never started)"
+
+
+def log_said(row: TaskRow) -> str:
+    """A row's log as `status` and `watch`'s end name it: ``PATH (missing)`` where no file is
+    (`said_path`), and NO_LOG for a task that ended without ever starting (cancelled while pending):
+    it never opened a log, and `q/slurm-J_4.out (missing)` read as a file lost."""
+    path = row.log or row.slurm_out
+    if path is not None and ended_unstarted(row) and not os.path.exists(path):
+        return NO_LOG
+    return said_path(path)
 
 
 def rerun_by_default(rows: Sequence[TaskRow]) -> list[TaskRow]:

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from backends.printable import printable
 from backends.states import JobState, exit_note, signal_name, signal_text
-from backends.watch.rows import TaskRow, never_started, said_path, state_counts, time_used
+from backends.watch.rows import TaskRow, log_said, never_started, state_counts, time_used
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def log_cell(row: TaskRow) -> str:
     ended = row.state is not None and row.state.is_terminal or row.state_label == "NOT_RUN"
     if path is None or not ended or row.state is JobState.COMPLETED:
         return path or "-"
-    return said_path(path)
+    return log_said(row)     # `no log (never started)` for a task cancelled while pending
 
 
 USAGE_HEADER = ("MEM USED/REQ", "CPU", "TIME USED/LIMIT")

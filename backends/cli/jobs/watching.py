@@ -37,6 +37,7 @@ from backends.watch.rows import (
     expected_tasks,
     history_rows,
     job_rows,
+    log_said,
     local_rows,
     pending_tasks,
     rerun_by_default,
@@ -53,7 +54,7 @@ from backends.watch.targets import (
 )
 from backends.watch.terminal import SafeStream
 from backends.watch.throttle import SlotsNotice, slots_problem, unwatched_line
-from backends.watch.wait import never_running, said_path, task_label, watcher
+from backends.watch.wait import never_running, task_label, watcher
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -213,7 +214,7 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None, n
     for row, one in zip(rows, gathered):
         if not row.ok and not one:
             out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
-                     f"log {printable(said_path(row.log or row.slurm_out))}")   # `(missing)`: none was written
+                     f"log {printable(log_said(row))}")   # `(missing)`: none was written; `no log (never started)`
     if not_run:
         out.line(f"  {_not_run_line(rows, not_run, retry)}")
     elif retry and not all(row.ok for row in rows):    # printable already
