@@ -190,7 +190,11 @@ def live_task_records_of(histories: Sequence[History]) -> list[list[tuple[TaskRe
 def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]]) -> list[list[tuple[TaskRecord, str]] | InputError]:
     """The live ones among each history's tasks without an end: local ones by their runner, Slurm
     ones from one sacct+squeue about all of them (squeue alone when sacct fails), whose ends are
-    written to each history's ledger."""
+    written to each history's ledger, with CANCELLED for those the answer and the disk show were
+    cancelled while pending (`never_started`, the rule `status` applies): a task a new attempt
+    supersedes has its end recorded as it is superseded, before the new attempt writes its log
+    (which made the rule refuse it for ever: every later `status`, `history` and retry asked
+    Slurm about it again)."""
     from backends.watch.rows import expected_tasks   # loaded already: the callers' pending_tasks
 
     slurm_of = [[t for t in tasks if t.job_id != LOCAL_JOB] for _, tasks in asked]
@@ -198,13 +202,17 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]]) -> list[list
     failure: str | None = None
     if any(slurm_of):
         from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
-        from backends.watch.slurm.accounting import QueryError, run_squeue, snapshot
+        from backends.watch.never_started import never_started
+        from backends.watch.slurm.accounting import QueryError, query, run_squeue
         jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
         try:
-            states = snapshot(jobs)
+            answer = query(jobs)
+            states = dict(answer.states)
             for (history, _), slurm in zip(asked, slurm_of):
                 if slurm:
-                    FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(states.values())
+                    told = {**answer.states, **never_started(slurm, answer, history.log_of)}
+                    states.update(told)
+                    FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(told.values())
         except QueryError:
             try:
                 states = {t.key: t for t in run_squeue(jobs)}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -324,11 +325,39 @@ def test_a_task_cancelled_while_pending_before_the_rest_of_its_array_reads_cance
     assert "3 task(s) (CANCELLED 3)" in retry.stdout, retry.stdout
 
 
+def _asking_wrappers(bin_dir: Path, env: dict) -> Path:
+    """sacct and squeue wrappers on PATH that note each call's argv (one line each) in the file
+    returned, then run the cluster's own."""
+    import shutil
+
+    asked = bin_dir / "asked"
+    bin_dir.mkdir()
+    for tool in ("sacct", "squeue"):
+        real = shutil.which(tool, path=env["PATH"])
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {asked}\nexec {real} "$@"\n')
+        (bin_dir / tool).chmod(0o755)
+    return asked
+
+
+def _jobs_asked(asked: Path) -> set[str]:
+    """Every job id a noted sacct or squeue call was asked about (`-j A,B`)."""
+    jobs: set[str] = set()
+    for line in asked.read_text().splitlines() if asked.exists() else ():
+        words = line.split()
+        if "-j" in words:
+            jobs.update(words[words.index("-j") + 1].split(","))
+    return jobs
+
+
 def test_history_reads_a_superseded_task_cancelled_while_pending_as_cancelled_not_unknown(
         slurm_cluster, tmp_path, cli_env):
-    """hyperion-submit killed, `scancel J_3` of a waiting task, then value 3 submitted again before any
-    look recorded how J_3 ended: `history` counted attempt 1's task 3 UNKNOWN for ever (only each
-    value's newest task was looked at), while `status J` said CANCELLED."""
+    """hyperion-submit killed, `scancel J_3` of a waiting task, then the values submitted again before
+    any look recorded how J's tasks ended: `history` counted attempt 1's task 3 UNKNOWN for ever (only
+    each value's newest task was looked at), while `status J` said CANCELLED. And every `history`,
+    `status RECORD` and retry asked sacct and squeue about J again while a task of it had no end in
+    the ledger (one whose rule could no longer tell, its log rewritten by the new attempt, for ever):
+    the resubmission's own look (is anything of J still live?) records J_3 CANCELLED, as `status`
+    tells it, so no later look asks about J (attempt 2 reran every value: J is none's newest)."""
     record, job = _submitted_then_left(tmp_path, cli_env, "h", "--max-jobs-run", "1", "--", "sleep", "1")
     cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
     assert cancelled.returncode == 0, cancelled.stderr
@@ -337,15 +366,18 @@ def test_history_reads_a_superseded_task_cancelled_while_pending_as_cancelled_no
         assert time.monotonic() < deadline, "the job never ended"
         time.sleep(1)
     assert sacct_tasks(job, 2) == ["1", "2"]          # accounting has the others' rows, none of 3's
-    again = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=3", "--output-file",
+    assert (1, 3) not in load_history(record).ledger.finals      # nobody looked
+    again = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--output-file",
                     "log/h.JOB.log", "--", "true", cwd=tmp_path, env=cli_env)
     assert again.returncode == 0, again.stderr
-    assert (1, 3) not in load_history(record).ledger.finals      # superseded with no end recorded
-    for _ in range(2):            # the first look records it; the second reads the ledger
-        shown = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=cli_env).stdout)
+    assert load_history(record).ledger.finals[(1, 3)].state == "CANCELLED"   # recorded as it was superseded
+    asked = _asking_wrappers(tmp_path / "bin", cli_env)
+    env = {**cli_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cli_env['PATH']}"}
+    for _ in range(2):
+        shown = json.loads(run_cli("hyperion-jobs", "history", str(record), "--json", env=env).stdout)
         assert [a["counts"] for a in shown["attempts"]] == [{"CANCELLED": 1, "COMPLETED": 2},
-                                                            {"COMPLETED": 1}], shown["attempts"]
-    assert load_history(record).ledger.finals[(1, 3)].state == "CANCELLED"
+                                                            {"COMPLETED": 3}], shown["attempts"]
+    assert asked.exists() and job not in _jobs_asked(asked), asked.read_text()
     by_job = json.loads(run_cli("hyperion-jobs", "status", job, "--dir", str(tmp_path), "--json",
                                 env=cli_env).stdout)
     assert [(t["value"], t["state"]) for t in by_job["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),
