@@ -85,3 +85,29 @@ def test_a_record_whose_jobs_slurm_knows_none_of_is_no_failure(tmp_path) -> None
     _, failed = query_what_answers(["99999998", PURGED], wrapper)
     assert [(source, err.kind, err.jobs) for source, err in failed] == [
         ("squeue", "empty", ("99999998", PURGED)), ("sacct", "empty", ("99999998", PURGED))]
+
+
+def test_a_task_the_look_just_recorded_is_not_counted_among_those_with_no_recorded_end(tmp_path) -> None:
+    """The first `status` after `scancel J_1` while squeue hung: accounting says J_1 CANCELLED (the
+    look records it) and J_2, J_3 running. The line said 'of the 3 task(s) with no recorded end, 2
+    are shown as accounting (sacct) has them', counting the task it had just recorded."""
+    record = build_history(tmp_path, CONF, n=3, job="4242", unfinished=(1, 2, 3))
+    accounted = {"4242": ["4242_1|4243|CANCELLED by 0|0:15|00:00:05|node01|2026-09-21T12:00:00|"
+                          "2026-09-21T12:00:05|None",
+                          *(f"4242_{task}|{4242 + task}|RUNNING|0:0|00:00:31|node01|2026-09-21T12:00:00|Unknown|None"
+                            for task in (2, 3))]}
+    known = slurm({}, accounted)
+
+    def squeue_hung(argv):
+        if argv[0] == "squeue":
+            return CommandResult(124, "", "squeue timed out after 30 s\n")
+        return known(argv)
+
+    unknown: list[str] = []
+    problems: list[str] = []
+    rows = history_status(load_history(record), squeue_hung, problems=problems, unknown=unknown)
+    assert [(row.value, row.state_label) for row in rows] == [(1, "CANCELLED"), (2, "RUNNING"), (3, "RUNNING")]
+    assert load_history(record).ledger.finals[(1, 1)].state == "CANCELLED"      # recorded by this look
+    assert len(unknown) == 1 and unknown[0].endswith(
+        "; the 2 task(s) with no recorded end are shown as accounting (sacct) has them, which may be behind"), unknown
+    assert problems == []

@@ -422,16 +422,24 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     rerun = reopened(history, again, states)
     keys = {(t.job_id, t.array_task_id) for t in rerun}
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
-    FinalsRecorder(history.record_path, [*pending, *superseded, *rerun], ended, since=history.ledger.size).observe(
-        states.values(), answer.usage)
+    recorder = FinalsRecorder(history.record_path, [*pending, *superseded, *rerun], ended, since=history.ledger.size)
+    recorder.observe(states.values(), answer.usage)
     if failed:
-        line = _unanswered_line(failed, pending, states)
+        # counted after this look's own recordings: the first `status` after a cancel said "of the 3
+        # task(s) with no recorded end" of tasks it had just recorded CANCELLED (unless the write failed)
+        unended = pending if recorder.error is not None else [
+            t for t in pending if not _terminal(states.get((t.job_id, t.array_task_id)))]
+        line = _unanswered_line(failed, unended, states)
         if line is None:
             if problems is not None:
                 problems.append(failed_text(failed))
         elif unknown is not None:
             unknown.append(line)
     return states, answer.shown_usage()
+
+
+def _terminal(state: TaskState | None) -> bool:
+    return state is not None and state.state.is_terminal
 
 
 def _are(count: int) -> str:
