@@ -7,6 +7,7 @@ reported as warnings on stderr and do not stop the command.
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from typing import Any, NoReturn, Sequence
 
@@ -64,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--checkpoint-path", dest="checkpoint_path", help="same as PATH (Curator's spelling)")
         if name != "retry":
             p.add_argument("--json", action="store_true", help="print JSON")
+        for alias in aliases.get(name, []):
+            # argparse runs an alias with its name's parser: `status --help` said `usage: hyperion-checkpoint
+            # show`. The alias gets the same parser under its own name (listed once, as `show (status)`).
+            twin = copy.copy(p)
+            twin.prog = f"{PROG} {alias}"
+            sub.choices[alias] = twin
     retry = sub.choices["retry"]
     retry.add_argument("--format", choices=FORMATS, default="fields",
                        help="fields (default): 'ARRAY_EXPRESSION SHARD_INDEX_OFFSET MINIMUM_SHARD_INDEX TOTAL_SHARDS' "

@@ -908,3 +908,21 @@ def test_show_says_how_many_failed_records_are_of_shards_complete_since(tmp_path
         "  1 of them for shards complete since (a later attempt completed them)"
     data = json.loads(run_cli("hyperion-checkpoint", "show", str(store.path), "--json", env=cli_env).stdout)
     assert (data["failed_records"], data["failed_records_complete_since"]) == (2, 1)
+
+
+def test_status_help_names_status_and_the_listing_names_it_once(capsys):
+    """`hyperion-checkpoint status --help` printed `usage: hyperion-checkpoint show ...` (an argparse
+    alias runs its name's parser): a user who typed `status` read of a command they had not."""
+    from sharding.cli import main
+
+    for command in ("status", "show"):
+        with pytest.raises(SystemExit) as done:
+            main([command, "--help"])
+        assert done.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: hyperion-checkpoint {command} [-h]"), out
+        assert "--checkpoint-path" in out and "--json" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = capsys.readouterr().out
+    assert listing.count("status") == 1 and "show (status)" in listing, listing
