@@ -138,3 +138,41 @@ def test_jobs_slurm_has_no_trace_of_are_unknown_not_a_failure(slurm_cluster, tmp
     assert listed.returncode == 0, listed.stderr
     assert "lists none of" not in listed.stderr and "not known" not in listed.stdout, listed.stderr
     assert listed.stdout.count("UNKNOWN 2") == 2, listed.stdout
+
+
+def _hang(bin_dir: Path, tools: tuple[str, ...], pids: Path) -> dict[str, str]:
+    """`tools` as site wrappers that hang (their pids noted in `pids`, for the cleanup)."""
+    for tool in tools:
+        _wrapper(bin_dir, tool, "sleep 3600", pids)
+    return {"PATH": f"{bin_dir}{os.pathsep}"}
+
+
+def _kill_noted(pids: Path) -> None:
+    for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.slurm
+def test_status_with_squeue_and_sacct_hung_waits_one_timeout_not_both(half_ended, tmp_path, cli_env) -> None:
+    """squeue and sacct both hung: `status RECORD` printed nothing for 60 s (30 s waiting for sacct,
+    then 30 s for squeue) before its table. Both are asked at once: the wait is one timeout."""
+    pids = tmp_path / "pids"
+    env = {**cli_env, "PATH": _hang(tmp_path / "bin", ("squeue", "sacct"), pids)["PATH"] + cli_env["PATH"]}
+    started = time.monotonic()
+    try:
+        result = run_cli("hyperion-jobs", "status", half_ended.path, env=env, timeout=120)
+    finally:
+        _kill_noted(pids)
+    took = time.monotonic() - started
+    assert took < 45, took
+    assert result.returncode == 1, result.stderr
+    rows = {line.split()[1]: line.split()[2] for line in result.stdout.splitlines()[1:8]}
+    assert rows == {"1": "COMPLETED", "2": "COMPLETED", "3": "COMPLETED", "4": "COMPLETED", "5": "FAILED",
+                    "6": "UNKNOWN", "7": "UNKNOWN"}, result.stdout
+    assert result.stderr == ("hyperion-jobs: accounting (sacct) not answering: sacct failed (rc 124): sacct timed "
+                             "out after 30 s; controller (squeue) not answering: squeue failed (rc 124): squeue "
+                             "timed out after 30 s; the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
+

@@ -46,6 +46,12 @@ SQUEUE_UNKNOWN_JOB = "Invalid job id specified"
 COMMAND_TIMEOUT = 30.0
 
 Key = tuple[str, "int | None"]
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (as backends.client)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
+    U = TypeVar("U")
 
 
 Runner = Callable[[Sequence[str]], CommandResult]
@@ -553,7 +559,8 @@ Failed = list[tuple[str, QueryError]]   # (source, why) of each query that gave 
 def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
                        controller_also: Sequence[str] = ()) -> tuple[Snapshot, Failed]:
     """`query` for a look that shows what it can while a source fails (`status`, `list`): the
-    Snapshot of the sources that answered, and why each other gave nothing to take.
+    Snapshot of the sources that answered, and why each other gave nothing to take. sacct and
+    squeue are asked at once (`at_once`): with both hung, the wait is one timeout, not two.
 
     As the poller takes them: while squeue fails, accounting's rows stand in (`accounting_only`);
     while sacct fails, the controller's alone. An answer with no row of a job of `job_ids` (they
@@ -567,18 +574,11 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
     purged, a mistyped record or another cluster's job made `status` exit 1 on every run for ever
     (and `list` show `?` and `live Slurm jobs: not known`), or, as an earlier attempt's, while its
     newest tasks ran."""
-    failed: Failed = []
-    try:
-        sacct: SacctRows | None = run_sacct(job_ids, runner)
-    except QueryError as err:
-        sacct = None
-        failed.append(("sacct", err))
     asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
-    try:
-        squeue: SqueueRows | None = run_squeue_rows(asked, runner)
-    except QueryError as err:
-        squeue = None
-        failed.append(("squeue", err))
+    (sacct, sacct_err), (squeue, squeue_err) = at_once(
+        runner, partial(_answer, run_sacct, job_ids), partial(_answer, run_squeue_rows, asked))
+    failed: Failed = [(source, err) for source, err in (("sacct", sacct_err), ("squeue", squeue_err))
+                      if err is not None]
     accounted = frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)) if sacct is not None else frozenset()
     if squeue is not None:
         listed = frozenset(t.job_id for t in squeue.states)
@@ -604,6 +604,46 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
     if sacct is not None:
         return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted), failed
     return Snapshot({}, {}), failed
+
+
+def _answer(ask: Callable[[Sequence[str], Runner], T], job_ids: Sequence[str],
+            runner: Runner) -> tuple[T | None, QueryError | None]:
+    """`ask`'s answer, or why it gave none."""
+    try:
+        return ask(job_ids, runner), None
+    except QueryError as err:
+        return None, err
+
+
+def at_once(runner: Runner, first: Callable[[Runner], T], second: Callable[[Runner], U]) -> tuple[T, U]:
+    """`first` and `second`, each running its own Slurm client with `runner`, at the same time:
+    `second` in a thread. With sacct and squeue both hung, `status` and `list` waited 30 s for one
+    and then 30 s for the other, saying nothing for a minute; now the wait is one timeout. Each
+    client is still killed with its process group at its own timeout; on Ctrl-C (or any error
+    in `first`) the other's is killed too (the default runner is made stoppable for that; another
+    runner stops with its own stop event, a watch's), and nothing outlives the caller."""
+    stop = threading.Event()
+    run = stoppable(stop) if runner is run_command else runner
+    told: dict[str, object] = {}
+
+    def other() -> None:
+        try:
+            told["answer"] = second(run)
+        except BaseException as err:      # QueryStopped after our stop, or a bug: re-raised below
+            told["error"] = err
+
+    thread = threading.Thread(target=other, name="slurm-query", daemon=True)
+    thread.start()
+    try:
+        answer = first(run)
+        thread.join()
+    except BaseException:
+        stop.set()
+        thread.join()
+        raise
+    if "error" in told:
+        raise told["error"]       # type: ignore[misc]
+    return answer, told["answer"]  # type: ignore[return-value]
 
 
 def _controller_knows_none(job_id: str, runner: Runner) -> bool:
