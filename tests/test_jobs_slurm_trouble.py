@@ -176,3 +176,22 @@ def test_status_with_squeue_and_sacct_hung_waits_one_timeout_not_both(half_ended
                              "out after 30 s; controller (squeue) not answering: squeue failed (rc 124): squeue "
                              "timed out after 30 s; the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
 
+
+@pytest.mark.slurm
+def test_list_with_squeue_hung_shows_accountings_states_as_status_does(half_ended, tmp_path, cli_env) -> None:
+    """squeue hung (sacct fine): `list` showed the record as `?` while `status` of it showed its
+    running tasks as accounting has them. It shows them too, and says that squeue did not answer
+    and that they may be behind; the live jobs stay not known."""
+    pids = tmp_path / "pids"
+    env = {**cli_env, "PATH": _hang(tmp_path / "bin", ("squeue",), pids)["PATH"] + cli_env["PATH"]}
+    try:
+        listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=env, timeout=120)
+    finally:
+        _kill_noted(pids)
+    assert listed.returncode == 0, listed.stderr
+    states = [line.split(None, 5)[5] for line in listed.stdout.splitlines() if line.startswith(half_ended.path)]
+    assert states == ["COMPLETED 4, FAILED 1, RUNNING 2"], listed.stdout
+    assert listed.stdout.rstrip().endswith(": not known"), listed.stdout
+    assert listed.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
+                             "timed out after 30 s; the 2 task(s) with no recorded end are shown as accounting "
+                             "(sacct) has them, which may be behind\n"), listed.stderr

@@ -275,7 +275,7 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
     if failed and unknown is not None:
-        line = _unanswered_line(failed, unended, states)
+        line = unanswered_line(failed, unended, states)
         if line is not None:
             unknown.append(line)
     return job_rows(states, history, answer.shown_usage(), (target.job_id, target.task_id))
@@ -429,7 +429,7 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
         # task(s) with no recorded end" of tasks it had just recorded CANCELLED (unless the write failed)
         unended = pending if recorder.error is not None else [
             t for t in pending if not _terminal(states.get((t.job_id, t.array_task_id)))]
-        line = _unanswered_line(failed, unended, states)
+        line = unanswered_line(failed, unended, states)
         if line is None:
             if problems is not None:
                 problems.append(failed_text(failed))
@@ -446,13 +446,14 @@ def _are(count: int) -> str:
     return "is" if count == 1 else "are"
 
 
-def _unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[Key, TaskState]) -> str | None:
+def unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[Key, TaskState]) -> str | None:
     """What a failed look leaves of the tasks without a recorded end: `failed`'s words, then how many
     are shown as accounting has them while the controller did not answer (stale, maybe), and how
     many not known (UNKNOWN). None when every one of them is known to have ended (accounting's
     ends stand, as the ledger's do: only a requeue could be missed, `shown_as_recorded`). A task
     the controller did answer about is not stale: an empty answer about an earlier attempt's job
-    left the newest tasks, which squeue listed running, "shown as accounting has them"."""
+    left the newest tasks, which squeue listed running, "shown as accounting has them". `status`'s
+    line, and `list`'s of all its records' tasks."""
     controller_failed = any(source == "squeue" and err.kind != "empty" for source, err in failed)
     unlisted = {job for source, err in failed if source == "squeue" for job in err.jobs}
     stale = unknown = 0

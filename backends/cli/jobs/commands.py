@@ -36,6 +36,7 @@ from backends.watch.targets import (
     Target,
     shown_as_recorded,
     task_logs,
+    unanswered_line,
 )
 from backends.shellwords import shell_quote
 
@@ -241,7 +242,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     say_unlisted(unlisted)
     failed: Failed = []
     states = histories_states(histories, failed=failed)
-    states_problem = failed_text(failed) or None
+    states_problem = _states_problem(histories, states, failed)
     live, live_problem = _live_jobs(histories, states, failed)
     summaries = [_record_summary(h, states, _doubtful(failed)) for h in histories]
     problem = states_problem or live_problem
@@ -267,6 +268,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     for problem in dict.fromkeys(p for p in (states_problem, live_problem) if p):
         print(printable(f"{PROG}: {problem}"), file=sys.stderr)
     return 0
+
+
+def _states_problem(histories: Sequence[History], states, failed: Failed) -> str | None:
+    """What a failed look leaves of the records' tasks with no recorded end, in `status`'s words
+    (`unanswered_line`: the tasks shown as accounting has them while squeue failed, which may be
+    behind, and those not known), or only what failed when accounting has them all ended."""
+    if not failed:
+        return None
+    pending = [t for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB]
+    return unanswered_line(failed, pending, states) or failed_text(failed)
 
 
 def _doubtful(failed: Failed) -> frozenset[str] | None:
@@ -315,12 +326,15 @@ def _owned(path: str) -> bool:
 
 def _record_summary(history: History, states, doubtful: frozenset[str] | None) -> dict:
     """One line of `list`: the newest outcome of every value, over all attempts; "?" only when Slurm
-    did not answer about tasks whose end is not recorded (the recorded ends stand, as in `status`):
-    `doubtful` their jobs (None: every job)."""
+    did not answer about tasks whose end is not recorded and nothing that did answer has them (the
+    recorded ends stand, and accounting's word while squeue fails, as in `status`): `doubtful` the
+    jobs of a failed look (None: every job). A record `status` showed with accounting's states during
+    a squeue outage was `?` here."""
     record = history.current
     rows = history_rows(history, states)
     known = record.backend == "local" or not any(
-        t.job_id != LOCAL_JOB and (doubtful is None or t.job_id in doubtful) for t in pending_tasks(history))
+        t.job_id != LOCAL_JOB and (doubtful is None or t.job_id in doubtful)
+        and (t.job_id, t.array_task_id) not in states for t in pending_tasks(history))
     text = counts_text(rows) if known else "?"
     unsubmitted = history.unsubmitted()[0]
     if unsubmitted:   # values a refused sbatch window left out: its tasks alone read as the whole run
