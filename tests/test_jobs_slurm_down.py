@@ -176,3 +176,33 @@ def test_logs_follow_ended_while_squeue_hangs_kills_the_query_and_exits_as_the_s
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_list_of_runs_ended_lately_waits_for_a_hung_squeue_once(tmp_path, cli_env) -> None:
+    """Every end recorded lately (Slurm may requeue them: one squeue asks), squeue hung: `list` waited
+    30 s for that squeue, said nothing of it, then 30 s more for `squeue -u` (60 s in all). It waits
+    once, keeps the recorded counts and says that squeue did not answer, as `status` does."""
+    record = build_history(tmp_path, CONF)
+    ended_just_now(record)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pids = tmp_path / "pids"
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
+    (bin_dir / "squeue").chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    started = time.monotonic()
+    try:
+        result = run_cli("hyperion-jobs", "list", str(tmp_path), env=env, timeout=120)
+    finally:
+        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    took = time.monotonic() - started
+    assert took < 45, took
+    assert result.returncode == 0, result.stderr
+    assert "COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1" in result.stdout
+    assert result.stdout.rstrip().endswith(": not known"), result.stdout
+    assert result.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
+                             "timed out after 30 s; shown as last recorded\n")

@@ -484,7 +484,8 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
     QueryError when the tasks without a final state cannot be asked about, unless `failed` is given:
     then what answered (`query_what_answers`), each query that gave nothing to take added to
     `failed` (an empty answer too). A look for requeues alone that fails leaves the recorded ends
-    standing, as in `history_status`.
+    standing, as in `history_status`, and is added to `failed` too: `list` waited 30 s for it and
+    30 s more for its `squeue -u`, then blamed only that.
     """
     pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     again = [task for history in histories for task in requeuable(history)]
@@ -499,7 +500,9 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
         return {}
     try:
         return controller_states(again, runner)
-    except QueryError:
+    except QueryError as err:     # the recorded ends stand; said, and a hung squeue not asked again
+        if failed is not None:
+            failed.append(("squeue", err))
         return {}
 
 

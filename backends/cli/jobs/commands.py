@@ -273,11 +273,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _states_problem(histories: Sequence[History], states, failed: Failed) -> str | None:
     """What a failed look leaves of the records' tasks with no recorded end, in `status`'s words
     (`unanswered_line`: the tasks shown as accounting has them while squeue failed, which may be
-    behind, and those not known), or only what failed when accounting has them all ended."""
+    behind, and those not known), or what failed, `shown as last recorded` as `status` says it, when
+    no such task is left unknown (accounting has them ended, or only a look for requeues failed)."""
     if not failed:
         return None
     pending = [t for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB]
-    return unanswered_line(failed, pending, states) or failed_text(failed)
+    return unanswered_line(failed, pending, states) or shown_as_recorded(failed_text(failed))
 
 
 def _doubtful(failed: Failed) -> frozenset[str] | None:
