@@ -391,6 +391,21 @@ def figure_names(usage: Mapping[str, object] | None) -> frozenset[str]:
     return frozenset(name for name, value in (usage or {}).items() if is_figure(value))
 
 
+def merged_figures(held: tuple[int | None, frozenset[str]] | None, restarts: int | None,
+                   figures: frozenset[str]) -> tuple[int | None, frozenset[str]]:
+    """The usage figures held of a task, as (the restart count of the run they are of, None when not
+    known, and their names), once a line says `figures`: a final line of a later run (`restarts`
+    above the run held) starts anew, since a requeued task's runs each use their own; a usage line
+    (`restarts` None) is of the run held. One rule for the ledger's reader (`ends_since`) and the
+    writer that skips usage the ledger holds already (backends.watch.finals)."""
+    if held is None:
+        return restarts, figures
+    run, said = held
+    if restarts is not None and (run is None or restarts > run):
+        return restarts, figures
+    return run, said | figures
+
+
 def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
     """The final and usage lines appended to the ledger from byte `offset` on: another face (a retry's
     look at Slurm, a `status`, a watch) may record ends, and what they used, that a watcher is about
@@ -416,15 +431,12 @@ def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
                     key, restarts = (final.attempt, final.value), final.restart_count or 0
                     told[key] = max(restarts, told.get(key, -1))
                     known = used.get(key)
-                    if known is None or known[0] is None or restarts > known[0]:   # a new run: its own usage
-                        used[key] = (restarts, figure_names(final.usage))
-                    elif restarts == known[0]:
-                        used[key] = (known[0], known[1] | figure_names(final.usage))
+                    # an end of an earlier run than the one held says nothing of the run held
+                    if known is None or known[0] is None or restarts >= known[0]:
+                        used[key] = merged_figures(known, restarts, figure_names(final.usage))
                 elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
                     key = (raw["attempt"], _int(raw.get("value")))
-                    known = used.get(key)
-                    used[key] = (known[0], known[1] | figure_names(raw["usage"])) if known is not None \
-                        else (None, figure_names(raw["usage"]))
+                    used[key] = merged_figures(used.get(key), None, figure_names(raw["usage"]))
     except OSError:
         return LedgerNews({}, {}, offset)
     finally:

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from backends.errors import InputError
 from backends.logheader import iso_now
-from backends.records.attempts import FinalState, TaskUsage, append_entries, ends_since, figure_names, ledger_size
+from backends.records.attempts import (FinalState, TaskUsage, append_entries, ends_since, figure_names,
+                                       ledger_size, merged_figures)
 from backends.records.record import TaskRecord
 from backends.states import TaskState
 from backends.watch.usage import Usage
@@ -148,7 +149,7 @@ class FinalsRecorder:
         for key, restarts in news.finals.items():
             self._told[key] = max(restarts, self._told.get(key, -1))
         for key, told in news.usage.items():
-            self._held[key] = _merged(self._held.get(key), *told)
+            self._held[key] = merged_figures(self._held.get(key), *told)
 
     def _not_recorded_elsewhere(self, new: list[object],
                                 batch: dict[tuple[int, int | None], tuple[int | None, frozenset[str]]]) -> list[object]:
@@ -165,7 +166,7 @@ class FinalsRecorder:
                     entry = TaskUsage(entry.attempt, entry.value, entry.usage)   # the other end may lack it
                 else:
                     kept.append(entry)
-                    batch[key] = _merged(batch.get(key, self._held.get(key)), restarts, figure_names(entry.usage))
+                    batch[key] = merged_figures(batch.get(key, self._held.get(key)), restarts, figure_names(entry.usage))
                     continue
             if isinstance(entry, TaskUsage):
                 key = (entry.attempt, entry.value)
@@ -173,18 +174,7 @@ class FinalsRecorder:
                 figures = figure_names(entry.usage)
                 if held is not None and figures <= held[1]:
                     continue                   # every figure it says, a line of the ledger says already
-                batch[key] = _merged(held, None, figures)
+                batch[key] = merged_figures(held, None, figures)
             kept.append(entry)
         return kept
 
-
-def _merged(held: tuple[int | None, frozenset[str]] | None, restarts: int | None,
-            figures: frozenset[str]) -> tuple[int | None, frozenset[str]]:
-    """The usage figures held of a task once a line says `figures`: a final line of a later run
-    (`restarts` above the run held) starts anew; a usage line (`restarts` None) is of the run held."""
-    if held is None:
-        return restarts, figures
-    run, said = held
-    if restarts is not None and (run is None or restarts > run):
-        return restarts, figures
-    return run, said | figures
