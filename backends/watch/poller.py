@@ -43,8 +43,10 @@ from backends.watch.slurm.accounting import (
     Runner,
     SacctRows,
     Snapshot,
+    accounted_job_ids,
     accounting_only,
     controller_code,
+    live_job_ids,
     merge,
     range_only,
     run_command,
@@ -498,8 +500,7 @@ class Poller:
         accounting alone (`_gone`) is one the controller no longer listed at all: nothing starts."""
         if self._never_started is None:
             return {}
-        answer = Snapshot(dict(merged), {}, live_jobs=frozenset(t.job_id for t in squeue if not t.state.is_terminal),
-                          accounted_jobs=frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)))
+        answer = Snapshot(dict(merged), {}, live_jobs=live_job_ids(squeue), accounted_jobs=accounted_job_ids(sacct))
         return {key: state for key, state in self._never_started(answer).items()
                 if self._watched(key) and key not in merged and not self._terminal(*key)}
 

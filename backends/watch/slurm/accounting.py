@@ -523,6 +523,16 @@ def snapshot(job_ids: Sequence[str], runner: Runner = run_command) -> dict[Key, 
     return query(job_ids, runner).states
 
 
+def live_job_ids(squeue_rows: Iterable[TaskState]) -> frozenset[str]:
+    """The jobs the controller lists a task not ended of (`Snapshot.live_jobs`)."""
+    return frozenset(t.job_id for t in squeue_rows if not t.state.is_terminal)
+
+
+def accounted_job_ids(sacct: SacctRows) -> frozenset[str]:
+    """The jobs with a row in accounting, a task's own or a range's (`Snapshot.accounted_jobs`)."""
+    return frozenset(t.job_id for t in (*sacct.own, *sacct.ranged))
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One sacct and one squeue: every task's freshest state and what the ended ones used."""
@@ -549,8 +559,7 @@ def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: b
     asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
     squeue = run_squeue_rows(asked, runner)
     return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage,
-                    frozenset(t.job_id for t in squeue.states if not t.state.is_terminal),
-                    frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)))
+                    live_job_ids(squeue.states), accounted_job_ids(sacct))
 
 
 Failed = list[tuple[str, QueryError]]   # (source, why) of each query that gave no answer to take
@@ -579,7 +588,7 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
         runner, partial(_answer, run_sacct, job_ids), partial(_answer, run_squeue_rows, asked))
     failed: Failed = [(source, err) for source, err in (("sacct", sacct_err), ("squeue", squeue_err))
                       if err is not None]
-    accounted = frozenset(t.job_id for t in (*sacct.own, *sacct.ranged)) if sacct is not None else frozenset()
+    accounted = accounted_job_ids(sacct) if sacct is not None else frozenset()
     if squeue is not None:
         listed = frozenset(t.job_id for t in squeue.states)
         running = frozenset(t.job_id for t in (*sacct.own, *sacct.ranged) if not t.state.is_terminal) \
@@ -597,7 +606,7 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
             if sacct is not None and unaccounted:
                 failed.append(("sacct", QueryError(f"sacct -j {','.join(unaccounted)} exited 0 with no row",
                                                    "empty", unaccounted)))
-        live = frozenset(t.job_id for t in squeue.states if not t.state.is_terminal)
+        live = live_job_ids(squeue.states)
         if sacct is not None:
             return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage, live, accounted), failed
         return Snapshot(merge(SacctRows([], []), squeue.states), {}, squeue.usage, live), failed
