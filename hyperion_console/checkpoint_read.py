@@ -154,24 +154,16 @@ def proposed_of(record_path: str | None, cov: Coverage | None, advice: ShardSize
     if mem is None and time is None:
         return None
     try:
+        from backends.watch.targets import asks_slurm
+
         history = load_history(record_path, cached_record(record_path))
-        if budget is not None and _asks_slurm(history):
+        if budget is not None and asks_slurm(history):   # what `history_status` (``auto``'s read) asks
             for _ in range(RUNNING_QUERIES):
                 if not budget.spend(stop or Event()):
                     return None
         return Proposed(mem, time, shard_sizes(retry_from_coverage(cov), record_path, mem, time, history))
     except Exception as exc:
         return Proposed(mem, time, None, describe_error(exc))
-
-
-def _asks_slurm(history) -> bool:
-    """Whether `history_status` (what ``auto`` reads) would ask Slurm about the record: tasks without
-    an end (of any attempt), ended ones whose usage the ledger lacks, ends the controller may have
-    requeued since."""
-    from backends.watch.requeued import requeuable
-    from backends.watch.rows import unended_tasks, usage_missing
-
-    return bool(unended_tasks(history) or usage_missing(history) or requeuable(history))
 
 
 def with_records_naming(read: CheckpointRead, dirs: list[str]) -> CheckpointRead:

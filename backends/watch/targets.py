@@ -9,7 +9,7 @@ import os
 import pwd
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -374,6 +374,35 @@ def history_status(history: History, runner: Runner = run_command,
     return history_rows(history, *history_look(history, runner, problems, unknown))
 
 
+@dataclass(frozen=True)
+class SlurmAsks:
+    """What `history_look` asks Slurm about a history's tasks."""
+
+    pending: list[TaskRecord]        # each value's newest Slurm task without a final state in the ledger
+    superseded: list[TaskRecord]     # tasks of earlier attempts without one: a later attempt ran them again
+    missing: dict[Key, tuple[TaskRecord, Mapping | None]]   # ended tasks whose usage the ledger lacks
+    again: list[TaskRecord]          # ended tasks the controller may have queued again (`requeuable`)
+
+    def __bool__(self) -> bool:
+        return bool(self.pending or self.superseded or self.missing or self.again)
+
+
+def slurm_asks(history: History) -> SlurmAsks:
+    """The tasks `history_look` asks Slurm about (`SlurmAsks`): none at all when the ledger holds an
+    end, and its usage, of every Slurm task of every attempt and no end may have been queued again."""
+    pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
+    newest = {(t.job_id, t.array_task_id) for t in pending}
+    superseded = [t for t in unended_tasks(history) if (t.job_id, t.array_task_id) not in newest]
+    again = requeuable(history)
+    return SlurmAsks(pending, superseded, usage_missing(history), again)
+
+
+def asks_slurm(history: History) -> bool:
+    """Whether `history_status` would ask Slurm anything about `history` (`slurm_asks`): a caller that
+    spends a budget of Slurm queries (the console's) spends none on a history that asks nothing."""
+    return bool(slurm_asks(history))
+
+
 def history_look(history: History, runner: Runner = run_command, problems: list[str] | None = None,
                  unknown: list[str] | None = None) -> tuple[dict[Key, TaskState], dict[Key, Usage] | None]:
     """What Slurm says of `history`'s tasks, and the usage to show, for `history_rows`.
@@ -394,14 +423,11 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     tasks it leaves stale or not known is added to `unknown`. `status` with squeue hung printed
     nothing for 30 s and exited 1 without its table, though the ledger held most ends.
     """
-    pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
-    newest = {(t.job_id, t.array_task_id) for t in pending}
-    superseded = [t for t in unended_tasks(history) if (t.job_id, t.array_task_id) not in newest]
-    again = requeuable(history)
-    missing = usage_missing(history)
-    asked = [*pending, *superseded, *(task for task, _ in missing.values())]
-    if not asked and not again:
+    asks = slurm_asks(history)
+    if not asks:
         return {}, None
+    pending, superseded, missing, again = asks.pending, asks.superseded, asks.missing, asks.again
+    asked = [*pending, *superseded, *(task for task, _ in missing.values())]
     failed: Failed = []
     try:
         if asked and pending and unknown is not None:
