@@ -681,15 +681,16 @@ def scontrol_argv(slurm_id: str) -> list[str]:
     return ["scontrol", "show", "job", "-o", slurm_id]
 
 
+def scontrol_words(line: str) -> dict[str, str]:
+    """The KEY=VALUE words of one ``scontrol show job -o`` line, by key (a key said twice: its last
+    value); a word without ``=`` is not one."""
+    return dict(word.split("=", 1) for word in line.split() if "=" in word)
+
+
 def parse_std_paths(text: str) -> tuple[str | None, str | None]:
     """StdOut= and StdErr= of a one-line ``scontrol show job -o`` answer."""
-    out = err = None
-    for word in text.split():
-        if word.startswith("StdOut="):
-            out = word[len("StdOut="):] or None
-        elif word.startswith("StdErr="):
-            err = word[len("StdErr="):] or None
-    return out, err
+    words = scontrol_words(text)
+    return words.get("StdOut") or None, words.get("StdErr") or None
 
 
 @dataclass(frozen=True)
@@ -708,7 +709,7 @@ def whole_array_task(text: str, slurm_id: str) -> int | None:
     all pend), whose file is not the one a user asking for "the job's log" meant."""
     lowest = None
     for line in text.splitlines():
-        words = dict(word.split("=", 1) for word in line.split() if "=" in word)
+        words = scontrol_words(line)
         first = words.get("ArrayTaskId", "").split("-")[0].split(",")[0].split("%")[0].lstrip("[")
         if words.get("ArrayJobId") == slurm_id and first.isdigit():
             lowest = int(first) if lowest is None else min(lowest, int(first))
