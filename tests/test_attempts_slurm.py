@@ -272,18 +272,24 @@ def _submitted_then_left(tmp_path: Path, cli_env: dict, stem: str, *args: str) -
     return record, load_history(record).current.jobs[0].job_id
 
 
+def _cancel_the_waiting_third_and_wait(job: str, within: float) -> None:
+    """`scancel J_3` of a task waiting behind `--max-jobs-run 1`, then wait (up to `within` s) for the job
+    to end: accounting has tasks 1 and 2's rows, none of 3's."""
+    cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
+    assert cancelled.returncode == 0, cancelled.stderr
+    deadline = time.monotonic() + within
+    while not _job_ended(job):
+        assert time.monotonic() < deadline, "the job never ended"
+        time.sleep(1)
+    assert sacct_tasks(job, 2) == ["1", "2"]          # accounting has the others' rows, none of 3's
+
+
 def test_a_task_cancelled_while_pending_with_no_watch_running_reads_cancelled_not_unknown(
         slurm_cluster, tmp_path, cli_env):
     """The login session dropped (hyperion-submit killed), then `scancel J_3` of a waiting task: Slurm
     keeps no row of it, and every `status` said UNKNOWN for ever, `list` and `history` too."""
     record, job = _submitted_then_left(tmp_path, cli_env, "k", "--max-jobs-run", "1", "--", "sleep", "3")
-    cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
-    assert cancelled.returncode == 0, cancelled.stderr
-    deadline = time.monotonic() + 120
-    while not _job_ended(job):
-        assert time.monotonic() < deadline, "the job never ended"
-        time.sleep(1)
-    assert sacct_tasks(job, 2) == ["1", "2"]          # accounting has the others' rows, none of 3's
+    _cancel_the_waiting_third_and_wait(job, 120)
     by_job = json.loads(run_cli("hyperion-jobs", "status", job, "--dir", str(tmp_path), "--json",
                                 env=cli_env).stdout)
     assert [(t["value"], t["state"]) for t in by_job["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),
@@ -359,13 +365,7 @@ def test_history_reads_a_superseded_task_cancelled_while_pending_as_cancelled_no
     the resubmission's own look (is anything of J still live?) records J_3 CANCELLED, as `status`
     tells it, so no later look asks about J (attempt 2 reran every value: J is none's newest)."""
     record, job = _submitted_then_left(tmp_path, cli_env, "h", "--max-jobs-run", "1", "--", "sleep", "1")
-    cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
-    assert cancelled.returncode == 0, cancelled.stderr
-    deadline = time.monotonic() + 300
-    while not _job_ended(job):
-        assert time.monotonic() < deadline, "the job never ended"
-        time.sleep(1)
-    assert sacct_tasks(job, 2) == ["1", "2"]          # accounting has the others' rows, none of 3's
+    _cancel_the_waiting_third_and_wait(job, 300)
     assert (1, 3) not in load_history(record).ledger.finals      # nobody looked
     again = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:3", "--output-file",
                     "log/h.JOB.log", "--", "true", cwd=tmp_path, env=cli_env)
