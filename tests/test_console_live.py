@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -537,6 +538,31 @@ def test_a_local_history_that_becomes_unreadable_is_said_and_read_again(tmp_path
     asyncio.run(scenario())
 
 
+def _fake_slurm(tmp_path: Path, monkeypatch, **tools: str) -> None:
+    """The scripts of `tools` (squeue=..., sacct=...) first on PATH, from tmp_path/bin: Slurm's commands
+    answering (or hanging) as the test needs."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, script in tools.items():
+        (bin_dir / name).write_text(script)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+@asynccontextmanager
+async def _console_once_slurm_fails(record: Path, tmp_path: Path, flag: Path):
+    """The console on `record` once its status line shows Slurm's states, then `flag` touched: the
+    fake Slurm commands (`_fake_slurm`) fail from then on. Yields the app, its pilot and the status line."""
+    from hyperion_console.widgets.summary import PollStatus
+
+    app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+    async with app.run_test(size=(120, 24)) as pilot:
+        status = app.jobs_screen.query_one("#poll-status", PollStatus)
+        await wait_for(pilot, lambda: status.line().plain.startswith("states from Slurm"), 15)
+        flag.touch()
+        yield app, pilot, status
+
+
 FAKE_SQUEUE = """#!/bin/sh
 # squeue of job 4242: tasks 7 and 8 run, until {flag} exists: then it hangs as a dead controller does
 if [ -e {flag} ]; then echo $$ >> {pids}; sleep 3600; fi
@@ -554,25 +580,14 @@ def test_a_hanging_slurm_is_said_on_the_status_line_and_quitting_does_not_wait_f
     import backends.watch.poller as poller_module
     from test_console_fixtures import build_history
 
-    from hyperion_console.widgets.summary import PollStatus
-
-    bin_dir, flag, pids = tmp_path / "bin", tmp_path / "hang", tmp_path / "pids"
-    bin_dir.mkdir()
-    (bin_dir / "squeue").write_text(FAKE_SQUEUE.format(flag=flag, pids=pids))
-    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("squeue", "sacct"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    flag, pids = tmp_path / "hang", tmp_path / "pids"
+    _fake_slurm(tmp_path, monkeypatch, squeue=FAKE_SQUEUE.format(flag=flag, pids=pids), sacct="#!/bin/sh\nexit 0\n")
     monkeypatch.setattr(poller_module, "SLOW_QUERY", 1.0, raising=False)   # told after 1 s, not 5
     record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
     quit_at: list[float] = []
 
     async def scenario() -> None:
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=(120, 24)) as pilot:
-            status = app.jobs_screen.query_one("#poll-status", PollStatus)
-            await wait_for(pilot, lambda: status.line().plain.startswith("states from Slurm"), 15)
-            flag.touch()
+        async with _console_once_slurm_fails(record, tmp_path, flag) as (app, pilot, status):
             await wait_for(pilot, lambda: "has not returned yet" in status.line().plain, 20)
             first = status.line().plain
             assert first.startswith("⚠ states ") and "controller (squeue) not answering for " in first
@@ -602,24 +617,14 @@ def test_an_outage_s_age_on_the_status_line_grows_between_polls(tmp_path: Path, 
     Both grow each second while the problem lasts, and in one format (`1 min 05 s` beside `92 s`)."""
     from test_console_fixtures import build_history
 
-    from hyperion_console.widgets.summary import PollStatus
-
-    bin_dir, flag = tmp_path / "bin", tmp_path / "garble"
-    bin_dir.mkdir()
-    (bin_dir / "squeue").write_text(GARBLED_SQUEUE.format(flag=flag))
-    (bin_dir / "sacct").write_text(f"#!/bin/sh\nif [ -e {flag} ]; then echo 'this is not what sacct prints'; fi\n")
-    for tool in ("squeue", "sacct"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    flag = tmp_path / "garble"
+    _fake_slurm(tmp_path, monkeypatch, squeue=GARBLED_SQUEUE.format(flag=flag),
+                sacct=f"#!/bin/sh\nif [ -e {flag} ]; then echo 'this is not what sacct prints'; fi\n")
     record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
     said = "controller (squeue) answers in a form hyperion cannot read (for "
 
     async def scenario() -> None:
-        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
-        async with app.run_test(size=(120, 24)) as pilot:
-            status = app.jobs_screen.query_one("#poll-status", PollStatus)
-            await wait_for(pilot, lambda: status.line().plain.startswith("states from Slurm"), 15)
-            flag.touch()
+        async with _console_once_slurm_fails(record, tmp_path, flag) as (app, pilot, status):
             app.jobs_screen.restart_watching()        # the next poll now, not at the idle pace
             await wait_for(pilot, lambda: said in status.line().plain, 15)
             first = status.line().plain
@@ -648,14 +653,9 @@ def test_tasks_the_controller_says_ended_are_shown_ended_while_the_final_sacct_h
     import backends.watch.poller as poller_module
     from hyperion_console.widgets.summary import PollStatus
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "squeue").write_text("#!/bin/sh\nprintf '4242_7|COMPLETED|0|0:03|vm|None|0|\\n"
-                                    "4242_8|COMPLETED|0|0:03|vm|None|0|\\n'\n")
-    (bin_dir / "sacct").write_text("#!/bin/sh\nsleep 3600\n")
-    for tool in ("squeue", "sacct"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _fake_slurm(tmp_path, monkeypatch, squeue="#!/bin/sh\nprintf '4242_7|COMPLETED|0|0:03|vm|None|0|\\n"
+                                              "4242_8|COMPLETED|0|0:03|vm|None|0|\\n'\n",
+                sacct="#!/bin/sh\nsleep 3600\n")
     monkeypatch.setattr(poller_module, "SLOW_QUERY", 1.0, raising=False)
     record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
 
@@ -679,15 +679,11 @@ def test_an_ended_task_slurm_runs_again_is_shown_running_and_its_first_end_kept(
 
     from backends.records.attempts import read_ledger
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     rows = "".join(f"4242_{task}|COMPLETED|0|0:31|vm|None|0|\\n" for task in (1, 2, 4, 5, 6))
-    (bin_dir / "squeue").write_text(f"#!/bin/sh\nprintf '{rows}4242_3|RUNNING|0|0:02|vm|None|1|\\n"
-                                    "4242_7|RUNNING|0|0:03|vm|None|0|\\n4242_8|RUNNING|0|0:03|vm|None|0|\\n'\n")
-    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("squeue", "sacct"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _fake_slurm(tmp_path, monkeypatch,
+                squeue=f"#!/bin/sh\nprintf '{rows}4242_3|RUNNING|0|0:02|vm|None|1|\\n"
+                       "4242_7|RUNNING|0|0:03|vm|None|0|\\n4242_8|RUNNING|0|0:03|vm|None|0|\\n'\n",
+                sacct="#!/bin/sh\nexit 0\n")
     record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
 
     async def scenario() -> None:
@@ -707,11 +703,8 @@ def test_quitting_does_not_wait_for_a_hanging_sacct_asked_for_missing_usage(tmp_
     console waited for it (up to its 30 s timeout) and left it running."""
     from test_console_fixtures import build_history
 
-    bin_dir, pids = tmp_path / "bin", tmp_path / "pids"
-    bin_dir.mkdir()
-    (bin_dir / "sacct").write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
-    (bin_dir / "sacct").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    pids = tmp_path / "pids"
+    _fake_slurm(tmp_path, monkeypatch, sacct=f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
     record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")     # every task ended, no usage
     quit_at: list[float] = []
 
@@ -732,14 +725,9 @@ def test_quitting_does_not_wait_for_a_hanging_scancel(tmp_path: Path, monkeypatc
     30 s timeout and left it running."""
     from test_console_fixtures import build_history
 
-    bin_dir, pids = tmp_path / "bin", tmp_path / "pids"
-    bin_dir.mkdir()
-    (bin_dir / "scancel").write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n")
-    for tool in ("squeue", "sacct"):          # the watch hears nothing new
-        (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("scancel", "squeue", "sacct"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    pids = tmp_path / "pids"
+    _fake_slurm(tmp_path, monkeypatch, scancel=f"#!/bin/sh\necho $$ >> {pids}\nsleep 3600\n",
+                squeue="#!/bin/sh\nexit 0\n", sacct="#!/bin/sh\nexit 0\n")   # the watch hears nothing new
     record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", unfinished=(7, 8))
     quit_at: list[float] = []
 
