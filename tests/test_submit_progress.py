@@ -10,7 +10,7 @@ from pathlib import Path
 from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
 from backends.submit.slurm.sbatch import parse_job_id
-from backends.watch.poller import PollUpdate
+from backends.watch.poller import PollUpdate, Trouble
 from backends.watch.progress import Progress, count
 from backends.watch.rows import expected
 from backends.watch.wait import bad_ends, outcome_from, report
@@ -84,6 +84,62 @@ def test_live_progress_redraws_one_line_in_place():
     text = out.getvalue()
     assert text.count("\n") == 1 and text.endswith("done 1/1 failed 0 running 0 pending 0\n")
     assert text.count("\r\x1b[K") == 2
+
+
+def _outage(seconds: float) -> PollUpdate:
+    """squeue refused `seconds` ago, the states as old: a poll's update as the poller makes it."""
+    since = time.time() - seconds
+    trouble = Trouble(since, "squeue", "squeue failed (rc 1): Unable to contact slurm controller", "unreachable", 5.0)
+    return PollUpdate({("7", 1): _state(1, JobState.RUNNING)}, (), None, False, 5.0,
+                      trouble.at(time.time()), since, troubles=(trouble,))
+
+
+def test_a_live_line_saying_an_outage_grows_its_ages_between_polls():
+    """hyperion-submit's line was drawn only when a poll reported: `not answering for 5 s` and
+    `(5 s ago)` stood still for a whole poll interval, while watch's and the console's grew each
+    second. Drawn again each second as of then, with the same words (age_text)."""
+    out = io.StringIO()
+    progress = Progress(1, stream=out, live=True)
+    try:
+        progress(_outage(40))
+        deadline = time.monotonic() + 4.0      # no poll meanwhile: two redraws, a second apart
+        while time.monotonic() < deadline and "for 42 s" not in out.getvalue():
+            time.sleep(0.1)
+        drawn = out.getvalue().split("\r\x1b[K")[1:]
+    finally:
+        progress.close()
+    assert "not answering for 40 s" in drawn[0] and "(40 s ago)" in drawn[0], drawn
+    assert len(drawn) >= 3, drawn
+    assert "not answering for 41 s" in drawn[1] and "(41 s ago)" in drawn[1], drawn
+    assert "not answering for 42 s" in drawn[-1] and "(42 s ago)" in drawn[-1], drawn
+    # closed: the line is ended and never drawn again
+    done = out.getvalue()
+    assert done.endswith("\n")
+    time.sleep(1.3)
+    assert out.getvalue() == done
+
+
+def test_a_plain_output_gets_no_line_more_while_an_outage_lasts_between_polls():
+    """A log captured to a file must not get a line per second: the problem is said once per poll
+    (at most each PROBLEM_EVERY s), as before."""
+    out = io.StringIO()
+    progress = Progress(1, stream=out, live=False)
+    progress(_outage(40))
+    said = out.getvalue()
+    time.sleep(1.6)
+    progress.close()
+    assert out.getvalue() == said and said.count("\n") == 2, said
+    assert "\r" not in said and "\x1b" not in said
+
+
+def test_a_live_line_without_a_problem_is_not_drawn_again_between_polls():
+    """Nothing grows on it: no redraw (a terminal over ssh is not written each second for nothing)."""
+    out = io.StringIO()
+    progress = Progress(1, stream=out, live=True)
+    progress(_update(_state(1, JobState.RUNNING)))
+    time.sleep(1.4)
+    progress.close()
+    assert out.getvalue().count("\r\x1b[K") == 1
 
 
 def _record(tmp_path: Path) -> SubmitRecord:

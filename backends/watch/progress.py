@@ -3,12 +3,14 @@
 On a terminal the line is redrawn in place; otherwise (logs, CI, pipes) a
 plain line is printed only when the counts change, so output stays short.
 While a Slurm query fails the line says which source, for how long and how
-old the states are. A stream that stops taking output (terminal gone, pipe
+old the states are; on a terminal those ages grow each second between polls,
+as `hyperion-jobs watch`'s and the console's do (a plain output gets no line more). A stream that stops taking output (terminal gone, pipe
 closed) ends the display, never the wait.
 """
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 _RUNNING = frozenset({JobState.RUNNING, JobState.COMPLETING, JobState.CONFIGURING})
 # A plain (non-tty) output repeats an ongoing problem at most this often.
 PROBLEM_EVERY = 30.0
+# A live line saying a problem is drawn again this often between polls: its ages grow.
+REDRAW_EVERY = 1.0
 
 
 @dataclass(frozen=True)
@@ -88,27 +92,56 @@ class Progress:
         self._last: str | None = None
         self._problem: tuple[str | None, float] = (None, 0.0)
         self._drawn = False
+        # the live line's last update and when it was drawn (monotonic), for the redraws between polls
+        self._shown: PollUpdate | None = None
+        self._drawn_at = 0.0
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     @property
     def broken(self) -> bool:
         return self.stream.broken
 
     def __call__(self, update: PollUpdate) -> None:
+        if self.live:
+            with self._lock:
+                self._shown = update
+                self._draw(update)
+            if update.problem and self._ticker is None and not self._closed.is_set():
+                self._ticker = threading.Thread(target=self._tick, name="hyperion-progress-redraw", daemon=True)
+                self._ticker.start()
+            return
         line = count(update.states, self.total).text
         stale = staleness(update)
-        if self.live:
-            shown = line + (f" [{stale}]" if stale else "")
-            if shown != self._last:
-                self.stream.write("\r\x1b[K" + shown)
-                self.stream.flush()
-                self._drawn = True
-            self._last = shown
-            return
         self._plain_problem(update.problem, stale)
         if line != self._last:
             self.stream.write(line + "\n")
         self.stream.flush()
         self._last = line
+
+    def _draw(self, update: PollUpdate) -> None:
+        """The live line as of now (its ages too), written over the last one if it differs; under the lock."""
+        line = count(update.states, self.total).text
+        stale = staleness(update)
+        shown = line + (f" [{stale}]" if stale else "")
+        if shown != self._last:
+            self.stream.write("\r\x1b[K" + shown)
+            self.stream.flush()
+            self._drawn = True
+        self._last = shown
+        self._drawn_at = time.monotonic()
+
+    def _tick(self) -> None:
+        """Between polls, while the last update says a problem, the line again each REDRAW_EVERY s:
+        `not answering for 5 s` and `(5 s ago)` stood still for a whole poll interval."""
+        while not self._closed.wait(REDRAW_EVERY / 4):
+            with self._lock:
+                update = self._shown
+                if (update is None or not update.problem or self.broken or self._closed.is_set()
+                        or time.monotonic() - self._drawn_at < REDRAW_EVERY):
+                    continue
+                self._draw(update)
 
     def _plain_problem(self, problem: str | None, stale: str | None) -> None:
         """A problem line when one starts, changes source, or every PROBLEM_EVERY s; one when it ends."""
@@ -125,18 +158,23 @@ class Progress:
 
     def note(self, line: str) -> None:
         """A line of its own (a warning) above the progress line, which is drawn again under it."""
-        if self.live and self._drawn:
-            self.stream.write("\r\x1b[K" + line + "\n" + (self._last or ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        with self._lock:
+            if self.live and self._drawn:
+                self.stream.write("\r\x1b[K" + line + "\n" + (self._last or ""))
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
 
     def close(self) -> None:
-        """End the live line so later output starts on a fresh line."""
-        if self.live and self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._drawn = False
+        """End the live line so later output starts on a fresh line (no redraw after it)."""
+        self._closed.set()
+        if self._ticker is not None and self._ticker is not threading.current_thread():
+            self._ticker.join()
+        with self._lock:
+            if self.live and self._drawn:
+                self.stream.write("\n")
+                self.stream.flush()
+                self._drawn = False
 
 
 def _ageless(problem: str) -> str:
