@@ -142,6 +142,34 @@ def test_a_live_line_without_a_problem_is_not_drawn_again_between_polls():
     assert out.getvalue().count("\r\x1b[K") == 1
 
 
+def test_a_live_line_wider_than_the_terminal_is_cut_to_one_row():
+    """On a 120-column terminal the outage's line took two rows; `\\r\\x1b[K` cleared only the
+    second, so each redraw left a row behind (`done 0/6 ... squeue: error: U`, one a second)."""
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    from rich.cells import cell_len
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    with open(slave, "w", encoding="utf-8", closefd=True) as terminal:
+        progress = Progress(1, stream=terminal)
+        assert progress.live
+        progress(_outage(40))
+        progress(_outage(41))
+        progress.close()
+        written = os.read(master, 65536).decode()
+    os.close(master)
+    drawn = [part.rstrip("\r\n") for part in written.split("\r\x1b[K")[1:]]
+    assert len(drawn) == 2, written
+    for line in drawn:
+        assert cell_len(line) <= 99 and line.endswith("\u2026"), line
+        assert line.startswith("done 0/1 failed 0 running 1 pending 0 [controller (squeue) not answering for 4"), line
+    assert "for 40 s" in drawn[0] and "for 41 s" in drawn[1], drawn
+
+
 def _record(tmp_path: Path) -> SubmitRecord:
     tasks = []
     for value in (1, 2, 3):

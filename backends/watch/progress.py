@@ -9,12 +9,13 @@ closed) ends the display, never the wait.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, TextIO
+from typing import TYPE_CHECKING, Callable, Mapping, TextIO
 
 from backends.printable import printable
 from backends.states import JobState, end_counts
@@ -83,7 +84,7 @@ class Progress:
     """Callable observer: ``Poller.run(Progress(total))``; call `close` when done."""
 
     def __init__(self, total: int, stream: TextIO | SafeStream | None = None,
-                 live: bool | None = None) -> None:
+                 live: bool | None = None, columns: Callable[[], int | None] | None = None) -> None:
         import sys
 
         self.total = total
@@ -92,6 +93,7 @@ class Progress:
         self._last: str | None = None
         self._problem: tuple[str | None, float] = (None, 0.0)
         self._drawn = False
+        self.columns = columns      # the terminal's width (default: the stream's own terminal's)
         # the live line's last update and when it was drawn (monotonic), for the redraws between polls
         self._shown: PollUpdate | None = None
         self._drawn_at = 0.0
@@ -124,13 +126,22 @@ class Progress:
         """The live line as of now (its ages too), written over the last one if it differs; under the lock."""
         line = count(update.states, self.total).text
         stale = staleness(update)
-        shown = line + (f" [{stale}]" if stale else "")
+        shown = _fit(line + (f" [{stale}]" if stale else ""), self._columns())
         if shown != self._last:
             self.stream.write("\r\x1b[K" + shown)
             self.stream.flush()
             self._drawn = True
         self._last = shown
         self._drawn_at = time.monotonic()
+
+    def _columns(self) -> int | None:
+        """The terminal's width now (it may have been resized), None if the stream has none."""
+        if self.columns is not None:
+            return self.columns()
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            return None
 
     def _tick(self) -> None:
         """Between polls, while the last update says a problem, the line again each REDRAW_EVERY s:
@@ -175,6 +186,18 @@ class Progress:
                 self.stream.write("\n")
                 self.stream.flush()
                 self._drawn = False
+
+
+def _fit(text: str, columns: int | None) -> str:
+    """The live line cut to one row of the terminal, ending in `…`: `\\r\\x1b[K` clears only the row
+    the cursor is on, so a line that wrapped left its first rows behind at each redraw (a stack of
+    `done 0/6 ... not answering for 5 s: squeue failed (rc 1): squeue: error: U` rows, one a redraw)."""
+    if columns is None or columns < 2:
+        return text
+    from rich.cells import cell_len, set_cell_size   # rich: a dependency (watch and the console draw with it)
+
+    width = columns - 1          # the last column left free: some terminals wrap on writing it
+    return text if cell_len(text) <= width else set_cell_size(text, width - 1) + "\u2026"
 
 
 def _ageless(problem: str) -> str:
