@@ -305,6 +305,36 @@ def test_a_task_cancelled_while_pending_with_no_watch_running_reads_cancelled_no
     assert "values: 3" in retry.stdout, retry.stdout
 
 
+def test_a_waiting_task_cancelled_while_its_array_runs_is_neither_pending_nor_left_out_of_status_j(
+        slurm_cluster, tmp_path, cli_env):
+    """No watch running; `scancel J_3` of a waiting task while task 1 ran. For a second or two accounting
+    still filed it in the waiting range (`J_[2-3%1]`, where squeue said `J_[2%1]`): `status J` showed
+    `J_3 PENDING (JobArrayTaskLimit)`; then it left J_3 out (`2 tasks`) for as long as the array ran,
+    where `status RECORD` showed it UNKNOWN."""
+    record, job = _submitted_then_left(tmp_path, cli_env, "w", "--max-jobs-run", "1", "--", "sleep", "30")
+    try:
+        deadline = time.monotonic() + 60
+        while subprocess.run(["squeue", "-j", f"{job}_1", "-h", "-t", "R"], capture_output=True,
+                             text=True).stdout.strip() == "" or f"{job}_1|RUNNING" not in subprocess.run(
+                ["sacct", "-j", job, "-X", "-n", "-P", "-o", "JobID,State"], capture_output=True, text=True).stdout:
+            assert time.monotonic() < deadline, "task 1 never started"
+            time.sleep(0.5)
+        cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
+        assert cancelled.returncode == 0, cancelled.stderr
+        for _ in range(3):     # at once (accounting lagging the controller), then once it caught up
+            by_job = json.loads(run_cli("hyperion-jobs", "status", job, "--dir", str(tmp_path), "--json",
+                                        env=cli_env).stdout)
+            by_record = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
+            for shown in (by_job, by_record):
+                states = [(t["value"], t["state"]) for t in shown["tasks"]]
+                assert [value for value, _ in states] == [1, 2, 3], states
+                assert states[2][1] != "PENDING" and states[:2] == [(1, "RUNNING"), (2, "PENDING")], states
+            assert by_job["tasks"][2]["state"] == by_record["tasks"][2]["state"], (by_job, by_record)
+            time.sleep(1)
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)
+
+
 def test_a_task_cancelled_while_pending_before_the_rest_of_its_array_reads_cancelled_not_unknown(
         slurm_cluster, tmp_path, cli_env):
     """No watch running; `scancel J_2` of a waiting task, then `scancel J` of the rest before any

@@ -153,6 +153,25 @@ def test_stale_pending_range_row_loses_to_the_controller():
     assert range_only(sacct, squeue) == {("373", 3), ("373", 5)}
 
 
+def test_a_waiting_task_the_controller_dropped_is_not_kept_pending_by_accounting_s_lag():
+    """Recorded 10 ms after `scancel 7554_5` of a waiting task (8 tasks, %2): squeue's range row
+    no longer held 5, sacct's still did, and `hyperion-jobs status 7554` showed `7554_5 PENDING
+    (JobArrayTaskLimit)`; 1.5 s later accounting caught up."""
+    sacct = parse_sacct_rows(
+        "7554_1|7556|RUNNING|0:0|00:00:08|vm|2026-12-07T13:01:57|Unknown|None\n"
+        "7554_2|7557|RUNNING|0:0|00:00:08|vm|2026-12-07T13:01:57|Unknown|None\n"
+        "7554_[3-8%2]|7554|PENDING|0:0|00:00:00|None assigned|Unknown|Unknown|JobArrayTaskLimit\n")
+    squeue = parse_squeue("7554_[3-4,6-8%2]|PENDING|0|0:00||JobArrayTaskLimit|0|\n"
+                          "7554_2|RUNNING|0|0:08|vm|None|0|\n7554_1|RUNNING|0|0:08|vm|None|0|\n")
+    merged = merge(sacct, squeue, one_look=True)
+    assert sorted(task for _, task in merged) == [1, 2, 3, 4, 6, 7, 8]
+    assert merged[("7554", 3)].source == "squeue"
+    # a job the controller does not list (forgotten, or not asked): accounting's range row stands
+    assert merge(sacct, [], one_look=True)[("7554", 5)].state is JobState.PENDING
+    # a watch keeps it: seeing it listed, then gone, is how it tells it was cancelled while pending
+    assert merge(sacct, squeue)[("7554", 5)].state is JobState.PENDING
+
+
 def test_argv_queries_all_jobs_at_once():
     assert sacct_argv(["1", "7"])[:3] == ["sacct", "-j", "1,7"]
     assert "-X" not in sacct_argv(["1"])           # step rows too: MaxRSS lives there

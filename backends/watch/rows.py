@@ -297,7 +297,7 @@ def job_rows(states: Mapping[Key, TaskState], history: History | None = None,
     numbers = history.numbers if history else ()
     by_key = {(t.job_id, t.array_task_id): t for n in numbers for t in history.tasks_of(n)}
     offsets = {j.job_id: j.offset for n in numbers for j in history.records[n].jobs}
-    keys = set(states) | (_ended_keys(history, by_key, job) if history and job else set())
+    keys = set(states) | (_job_keys(by_key, job) if history and job else set())
     rows = []
     for key in sorted(keys, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
         task = by_key.get(key)
@@ -313,11 +313,13 @@ def job_rows(states: Mapping[Key, TaskState], history: History | None = None,
     return rows
 
 
-def _ended_keys(history: History, by_key: Mapping[Key, TaskRecord], job: Key) -> set[Key]:
-    """The tasks of `job` (all of the job's when its task id is None) whose final state the ledger holds."""
+def _job_keys(by_key: Mapping[Key, TaskRecord], job: Key) -> set[Key]:
+    """The recorded tasks of `job` (all of the job's when its task id is None): each is a row, as in
+    `status RECORD`, whether or not Slurm names it. A waiting task cancelled (`scancel J_5`) while
+    the rest of its array ran is named by neither squeue nor sacct: `status J` left its row out
+    (`7 tasks: PENDING 5, RUNNING 2` of 8) where `status RECORD` showed it UNKNOWN."""
     job_id, task_id = job
-    return {key for key, task in by_key.items()
-            if key[0] == job_id and task_id in (None, key[1]) and history.final(task) is not None}
+    return {key for key in by_key if key[0] == job_id and task_id in (None, key[1])}
 
 
 def local_rows(record: SubmitRecord) -> list[TaskRow]:

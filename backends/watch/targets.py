@@ -255,10 +255,12 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
 
 
 def job_status(target: Target, history: History | None, runner: Runner = run_command,
-               unknown: list[str] | None = None) -> list[TaskRow]:
+               unknown: list[str] | None = None, lagging: bool = False) -> list[TaskRow]:
     """One sacct + squeue for a job target `job_history` has found (or not found) the submission
     of, as rows (QueryError if Slurm does not answer). With `unknown` and the submission found, a
-    failed look shows what answered, as `history_status` does, and says so in `unknown`."""
+    failed look shows what answered, as `history_status` does, and says so in `unknown`.
+    `lagging` (`watch J` asking whether Slurm knows J): a waiting task only accounting still names
+    counts (`query`'s); the watch then sees it gone and says it was cancelled while pending."""
     assert target.job_id is not None
     failed: Failed = []
     if unknown is not None and history is not None:
@@ -266,7 +268,7 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
         if len(failed) == 2 and all(err.kind != "empty" for _, err in failed):
             raise failed[-1][1]          # nothing answered: "Slurm knows no job" would be untrue
     else:
-        answer = query([target.job_id], runner)      # with usage: `status 4711` shows what `status RECORD` shows
+        answer = query([target.job_id], runner, lagging=lagging)      # with usage: `status 4711` shows what `status RECORD` shows
     states = told_states(answer, [history] if history is not None else [])
     unended: list[TaskRecord] = []
     if history is not None:

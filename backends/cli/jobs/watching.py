@@ -111,7 +111,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if target.record is None:
         with told_unlisted() as unlisted:
             found, job_history = find_job_history(target, record_dirs(args), unlisted=unlisted)
-        if not job_status(found, job_history):
+        if not job_status(found, job_history, lagging=True):
             # A record's jobs may be too new for sacct, but squeue knows them at once:
             # a bare id neither knows would be watched forever.
             raise InputError("JOB", f"Slurm knows no job {args.target}")

@@ -344,7 +344,8 @@ def parse_squeue_rows(text: str) -> SqueueRows:
     return SqueueRows(out, usage)
 
 
-def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -> dict[Key, TaskState]:
+def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState], *,
+          one_look: bool = False) -> dict[Key, TaskState]:
     """Freshest true state per task (sacct must have been asked before squeue).
 
     squeue's row (the controller's view) > sacct's own non-terminal row >
@@ -355,10 +356,19 @@ def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState]) -
     controller has queued again: squeue then says PENDING/RUNNING (with a
     higher RestartCnt), and that is what the task is. An array job's own row is no task
     (`without_array_job_rows`).
+
+    `one_look` (a `status`, not a watch): a task accounting's range row still has waiting is not
+    taken from it when the controller listed its job and names the task nowhere. The controller's
+    range row (whole, `squeue_argv`) holds every task still waiting, and accounting lags it: right
+    after `scancel J_5` of a waiting task squeue said `J_[3-4,6-8%2]`, sacct still `J_[3-8%2]`, and
+    `status J` showed J_5 `PENDING (JobArrayTaskLimit)`, a task nothing will start. A watch keeps
+    that row: seeing the task listed, then gone, is how it tells it was cancelled while pending.
     """
     rows = sacct if isinstance(sacct, SacctRows) else SacctRows(list(sacct), [])
-    merged: dict[Key, TaskState] = {t.key: t for t in rows.ranged}
     live = {t.key: t for t in squeue}
+    listed = {job for job, _ in live} if one_look else set()
+    merged: dict[Key, TaskState] = {t.key: t for t in rows.ranged
+                                    if t.state.is_terminal or t.job_id not in listed}
     merged.update(live)
     for task in rows.own:
         fresh = live.get(task.key)
@@ -549,16 +559,17 @@ class Snapshot:
 
 
 def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: bool = True,
-          controller_also: Sequence[str] = ()) -> Snapshot:
+          controller_also: Sequence[str] = (), lagging: bool = False) -> Snapshot:
     """States and usage of `job_ids` (QueryError on failure); without `controller`, sacct only.
     `controller_also`: jobs only squeue is asked about, in the same call (ended tasks it may have
-    queued again, whose ends accounting would only repeat)."""
+    queued again, whose ends accounting would only repeat). `lagging`: accounting's waiting tasks
+    the controller no longer names are kept (`merge`'s `one_look` off), for a look that starts a watch."""
     sacct = run_sacct(job_ids, runner)
     if not controller:
         return Snapshot(accounting_only(sacct), sacct.usage)
     asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
     squeue = run_squeue_rows(asked, runner)
-    return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage,
+    return Snapshot(merge(sacct, squeue.states, one_look=not lagging), sacct.usage, squeue.usage,
                     live_job_ids(squeue.states), accounted_job_ids(sacct))
 
 
@@ -608,7 +619,8 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
                                                    "empty", unaccounted)))
         live = live_job_ids(squeue.states)
         if sacct is not None:
-            return Snapshot(merge(sacct, squeue.states), sacct.usage, squeue.usage, live, accounted), failed
+            return Snapshot(merge(sacct, squeue.states, one_look=True), sacct.usage, squeue.usage, live,
+                            accounted), failed
         return Snapshot(merge(SacctRows([], []), squeue.states), {}, squeue.usage, live), failed
     if sacct is not None:
         return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted), failed
