@@ -123,16 +123,16 @@ def test_a_log_left_and_shown_again_keeps_the_lines_its_new_reader_showed(tmp_pa
     (logs / "a.log").write_text("".join(f"a {i}\n" for i in range(1, 6)))
     (logs / "b.log").write_text("b 1\n")
     a, b = (TaskRecord(v, "4242", v, str(logs / f"{n}.log"), None, None) for v, n in ((1, "a"), (2, "b")))
-    real, reads, released = log_pane_module.last_lines, [], threading.Event()
+    real, reads, released = log_pane_module.last_lines_read, [], threading.Event()
 
     def first_read_slow(path, count, end=None):
-        lines = real(path, count, end=end)
+        read = real(path, count, end=end)
         reads.append(path)
         if len(reads) == 1:
             released.wait(20)
-        return lines
+        return read
 
-    monkeypatch.setattr(log_pane_module, "last_lines", first_read_slow)
+    monkeypatch.setattr(log_pane_module, "last_lines_read", first_read_slow)
 
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path / "elsewhere"])
