@@ -239,7 +239,12 @@ def test_a_pending_task_cancelled_before_it_started_stays_cancelled_after_the_jo
     job = load_history(record).current.jobs[0].job_id
     cancelled = subprocess.run(["scancel", f"{job}_3"], capture_output=True, text=True)
     assert cancelled.returncode == 0, cancelled.stderr
-    assert waiting.wait(timeout=180) == 1              # hyperion-submit saw the cancelled task
+    _, err = waiting.communicate(timeout=180)
+    assert waiting.returncode == 1                     # hyperion-submit saw the cancelled task
+    # its closing line names the task's log as status and watch do: never written, not lost (it
+    # read `log .../p.3.log (missing); slurm .../slurm-J_3.out (missing) .../slurm-J_3.err (missing)`)
+    assert f"JOB=3 (job {job}_3): CANCELLED; log no log (never started)\n" in err, err
+    assert "(missing)" not in err, err
     # long after, Slurm has no row of its own for the task; the ledger still says how it ended
     shown = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)
     assert [(t["value"], t["state"]) for t in shown["tasks"]] == [(1, "COMPLETED"), (2, "COMPLETED"),

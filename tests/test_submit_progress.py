@@ -185,8 +185,9 @@ def _record(tmp_path: Path) -> SubmitRecord:
 def test_outcome_flags_failures_and_missing_logs_and_reports_their_paths(tmp_path):
     record = _record(tmp_path)
     assert expected(record) == {"7": (1, 2, 3)}
-    states = {s.key: s for s in (_state(1, JobState.COMPLETED), _state(2, JobState.FAILED, 3),
-                                 _state(3, JobState.COMPLETED))}
+    ran = [replace(s, node="n1", elapsed=5.0) for s in (_state(1, JobState.COMPLETED), _state(2, JobState.FAILED, 3),
+                                                          _state(3, JobState.COMPLETED))]   # each ran on a node
+    states = {s.key: s for s in ran}
     outcome = outcome_from(record, states)
     assert not outcome.ok and outcome.exit_status == 1
     assert [task.value for task, _ in outcome.bad] == [2, 3]
@@ -202,6 +203,21 @@ def test_outcome_flags_failures_and_missing_logs_and_reports_their_paths(tmp_pat
                                               f"{tmp_path / 'q/slurm-7_2.err'} (missing)")
     good = outcome_from(record, {**states, ("7", 2): _state(2, JobState.COMPLETED)})
     assert [task.value for task, _ in good.bad] == [3]
+
+
+def test_a_task_cancelled_while_pending_names_its_log_as_status_and_watch_do(tmp_path):
+    """hyperion-submit's closing line of a task cancelled while pending (no node, no time, no file
+    written) named its log and both Slurm files `(missing)`, as if lost, where `hyperion-jobs status`
+    and watch's end say `no log (never started)`; one that ran and left no log is still `(missing)`."""
+    record = _record(tmp_path)
+    states = {s.key: s for s in (replace(_state(1, JobState.COMPLETED), node="n1", elapsed=5.0),
+                                 replace(_state(2, JobState.COMPLETED), node="n1", elapsed=5.0),
+                                 _state(3, JobState.CANCELLED, None))}
+    assert report(outcome_from(record, states), "JOB") == ["JOB=3 (job 7_3): CANCELLED; log no log (never started)"]
+    ran = {**states, ("7", 3): replace(states[("7", 3)], node="n1", elapsed=2.0)}   # cancelled while running
+    assert report(outcome_from(record, ran), "JOB")[0] == (
+        f"JOB=3 (job 7_3): CANCELLED; log {tmp_path / 't.3.log'} (missing); "
+        f"slurm {tmp_path / 'q/slurm-7_3.out'} (missing) {tmp_path / 'q/slurm-7_3.err'} (missing)")
 
 
 def test_a_run_with_many_failures_names_twenty_and_counts_the_rest(tmp_path):

@@ -148,10 +148,11 @@ def expected_tasks(tasks: Sequence[TaskRecord], jobs: Sequence[str] = ()) -> dic
 
 def record_rows(record: SubmitRecord, states: Mapping[Key, TaskState]) -> list[TaskRow]:
     """One row per record task, in record order; tasks Slurm has not reported stay UNKNOWN."""
-    return [_row(task, states.get((task.job_id, task.array_task_id)), task.log) for task in record.tasks]
+    return [state_row(task, states.get((task.job_id, task.array_task_id)), task.log) for task in record.tasks]
 
 
-def _row(task: TaskRecord, state: TaskState | None, log: str | None, usage: Usage | None = None) -> TaskRow:
+def state_row(task: TaskRecord, state: TaskState | None, log: str | None, usage: Usage | None = None) -> TaskRow:
+    """A task's row as Slurm's last word (`state`, None: not reported) tells it, its log at `log`."""
     return TaskRow(
         value=task.value, job_id=task.job_id, task_id=task.array_task_id,
         state=state.state if state else None, exit_code=state.exit_code if state else None,
@@ -208,7 +209,7 @@ def task_row(history: History, task: TaskRecord, states: Mapping[Key, TaskState]
         return with_plan(history, task, final_row(task, final, log, used))
     if task.job_id == LOCAL_JOB:
         return _local_row(history, task, log)
-    return with_plan(history, task, _row(task, states.get(key), log, used))
+    return with_plan(history, task, state_row(task, states.get(key), log, used))
 
 
 def with_plan(history: History, task: TaskRecord, row: TaskRow) -> TaskRow:
