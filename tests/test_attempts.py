@@ -1282,6 +1282,34 @@ def test_a_rerun_whose_moved_line_the_full_disk_refused_leaves_the_log_where_the
         assert f"first run of {value}" in earlier.stdout, earlier.stdout + earlier.stderr
 
 
+def test_an_earlier_runs_end_written_late_does_not_hide_the_later_runs_peak_memory(tmp_path: Path) -> None:
+    """Another face (a `status`) wrote a requeued task's second end (restart 1) without its peak,
+    then its first end (restart 0) late, with that run's peak. A watch that had read the second end
+    took the first run's figures for the second run's and never wrote the peak accounting told it
+    next (the ledger's reader, ends_since, already left an earlier run's end out of the run held)."""
+    from backends.records.attempts import ends_since, merged_figures
+    from backends.states import JobState, TaskState
+    from backends.watch.finals import FinalsRecorder
+    from backends.watch.usage import Usage
+
+    record = tmp_path / "q" / "u.JOB.submit.json"
+    tasks = [TaskRecord(v, "42", v, f"log.{v}", None, None, 1) for v in (3, 4)]
+    recorder = FinalsRecorder(str(record), tasks)
+    append_entries(record, [FinalState(1, 3, "42", 3, "COMPLETED", 0, restart_count=1,     # the status
+                                       usage={"elapsed_seconds": 5.0})])
+    recorder.observe([TaskState("42", 4, JobState.COMPLETED, 0, elapsed=2.0, node="n1")])   # reads it
+    append_entries(record, [FinalState(1, 3, "42", 3, "FAILED", 1, restart_count=0,        # late
+                                       usage={"max_rss_bytes": 1024})])
+    # one rule, whoever reads: the earlier run's end leaves the later run's figures as they were
+    assert dict(ends_since(record, 0).usage)[(1, 3)] == (1, frozenset({"elapsed_seconds"}))
+    assert merged_figures((1, frozenset({"elapsed_seconds"})), 0, frozenset({"max_rss_bytes"})) == \
+        (1, frozenset({"elapsed_seconds"}))
+    second = TaskState("42", 3, JobState.COMPLETED, 0, elapsed=5.0, node="n1", restart_count=1)
+    recorder.observe([second], {("42", 3): Usage(max_rss_bytes=2048, elapsed_seconds=5.0)})
+    lines = [json.loads(line) for line in ledger_path(record).read_text().splitlines()]
+    assert [line["usage"]["max_rss_bytes"] for line in lines if line.get("type") == "usage"] == [2048], lines
+
+
 def test_an_end_a_full_disk_refused_is_written_once_there_is_room_again(small_disk: Path) -> None:
     """A watcher (hyperion-submit's wait, the console) saw task 3 end while the disk was full: the
     end was shown but not kept, and never tried again though the watch went on for hours and the

@@ -395,12 +395,17 @@ def merged_figures(held: tuple[int | None, frozenset[str]] | None, restarts: int
                    figures: frozenset[str]) -> tuple[int | None, frozenset[str]]:
     """The usage figures held of a task, as (the restart count of the run they are of, None when not
     known, and their names), once a line says `figures`: a final line of a later run (`restarts`
-    above the run held) starts anew, since a requeued task's runs each use their own; a usage line
-    (`restarts` None) is of the run held. One rule for the ledger's reader (`ends_since`) and the
-    writer that skips usage the ledger holds already (backends.watch.finals)."""
+    above the run held) starts anew, since a requeued task's runs each use their own; a final line
+    of an earlier run (read after the later run's: another face wrote it late) says nothing of the
+    run held and leaves it; a usage line (`restarts` None) is of the run held. One rule for the
+    ledger's reader (`ends_since`) and the writer that skips usage the ledger holds already
+    (backends.watch.finals): the writer added an earlier run's figures to the later run's, and
+    skipped writing the later run's peak memory as if held."""
     if held is None:
         return restarts, figures
     run, said = held
+    if restarts is not None and run is not None and restarts < run:
+        return held
     if restarts is not None and (run is None or restarts > run):
         return restarts, figures
     return run, said | figures
@@ -430,10 +435,7 @@ def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
                 if kind == "final" and (final := _final(raw)) is not None:
                     key, restarts = (final.attempt, final.value), final.restart_count or 0
                     told[key] = max(restarts, told.get(key, -1))
-                    known = used.get(key)
-                    # an end of an earlier run than the one held says nothing of the run held
-                    if known is None or known[0] is None or restarts >= known[0]:
-                        used[key] = merged_figures(known, restarts, figure_names(final.usage))
+                    used[key] = merged_figures(used.get(key), restarts, figure_names(final.usage))
                 elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
                     key = (raw["attempt"], _int(raw.get("value")))
                     used[key] = merged_figures(used.get(key), None, figure_names(raw["usage"]))
