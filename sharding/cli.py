@@ -161,9 +161,12 @@ def _shards(path: str, as_json: bool) -> int:
 
 def _record_json(r: FailedRecord, standing: Standing | None) -> dict[str, Any]:
     """`shard_complete`: the shard has a manifest (retry skips it); `complete_since`: and it was
-    written at or after this failure (false for a failure after the shard completed)."""
+    written at or after this failure (false for a failure after the shard completed). `slurm_id`: the
+    task as `hyperion-jobs status --json` gives it (`12358_6`, `job_text`), where the record says;
+    else its folder's job (`slurm_job`, the task's own SLURM_JOB_ID), null without one."""
     known = standing is not None
-    return {"path": r.path, "shard": r.shard, "slurm_job": r.job, "array_task": r.array_task,
+    return {"path": r.path, "shard": r.shard, "slurm_job": r.job, "slurm_id": r.array_id or r.job,
+            "array_task": r.array_task,
             "restart": r.restart, "shard_complete": standing is not Standing.FAILING if known else None,
             "complete_since": standing is Standing.COMPLETE_SINCE if known else None, "details": r.details}
 

@@ -23,6 +23,14 @@ def or_dash(value: object) -> str:
     return "-" if value is None else str(value)
 
 
+def job_text(record: FailedRecord) -> str:
+    """The job of a failed-task record as hyperion-jobs names its task, ``12358_6`` (array job _
+    array task), where the record says so (Hyperion's writer records both); else the job its
+    ``slurm_job_<J>`` folder names (the task's own SLURM_JOB_ID: Curator's records, older ones),
+    ``-`` without one. Every face that names a record's job shows this."""
+    return record.array_id or or_dash(record.job)
+
+
 def record_summary(record: FailedRecord, limit: int = SUMMARY_LIMIT) -> str:
     """``tasks A,B  first error line`` of a record's details, whatever shape a foreign file gave them."""
     details = record.details
@@ -34,8 +42,9 @@ def record_summary(record: FailedRecord, limit: int = SUMMARY_LIMIT) -> str:
 
 
 def record_line(record: FailedRecord, standing: Standing | None) -> str:
-    """``shard 2  job 100  array_task 2  restart 0  tasks p1  ValueError: x  (shard complete since)``;
+    """``shard 2  job 100_2  array_task 2  restart 0  tasks p1  ValueError: x  (shard complete since)``;
     no note for a shard still failing or a record of no shard (`standing` None)."""
-    shard, job, task, restart = (or_dash(v) for v in (record.shard, record.job, record.array_task, record.restart))
+    shard, task, restart = (or_dash(v) for v in (record.shard, record.array_task, record.restart))
+    job = job_text(record)
     since = NOTES.get(standing, "")
     return f"shard {shard}  job {job}  array_task {task}  restart {restart}  {record_summary(record)}{since}"

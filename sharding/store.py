@@ -59,6 +59,12 @@ MAX_FAILED_DEPTH = 16          # folders below .failed_tasks searched; a record 
 _SHARD_DIR = re.compile(r"-?[0-9]{1,19}\Z")
 # Curator's failed-task folder for a run without an array (``local_attempt_<uuid>/failed_tasks.json``).
 LOCAL_ATTEMPT_PREFIX = "local_attempt_"
+# Keys Hyperion's writer adds to a failed-task record's JSON (Curator's readers accept extra keys; its
+# own records lack them): the array job and task, so a record names its task as hyperion-jobs does
+# (``12358_6``), where its ``slurm_job_<J>`` folder holds the task's own job id (SLURM_JOB_ID, 12364).
+ARRAY_JOB_KEY = "slurm_array_job_id"
+ARRAY_TASK_KEY = "slurm_array_task_id"
+_SLURM_ID = re.compile(r"[0-9]{1,19}\Z", re.ASCII)
 
 
 def compact_json(payload: Mapping[str, Any]) -> str:
@@ -191,6 +197,19 @@ def outside_run(record: "FailedRecord", run: RunConfig) -> Problem | None:
                                 f"{run.minimum_shard_index}-{run.maximum_shard_index}; not counted")
 
 
+def slurm_id(value: object) -> str | None:
+    """A Slurm job or array task id a failed-task record's JSON gives (a string of 1-19 ASCII digits,
+    or such an integer), as its canonical decimal text; None for anything else (a hostile record's
+    text, a negative number, true): the record is then named by its job alone."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value) if 0 <= value <= MAX_INDEX else None
+    if isinstance(value, str) and _SLURM_ID.match(value):
+        return str(int(value))
+    return None
+
+
 @dataclass(frozen=True)
 class Attempt:
     """Where one try of one array task writes its failed-task records."""
@@ -198,13 +217,24 @@ class Attempt:
     job: str          # SLURM_JOB_ID, or local_<pid>
     array_task: str   # SLURM_ARRAY_TASK_ID, or "local"
     restart: str      # SLURM_RESTART_COUNT, or "0"
+    array_job: str | None = None   # SLURM_ARRAY_JOB_ID of an array task under Slurm
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Attempt":
         env = os.environ if env is None else env
-        return cls(job=env.get("SLURM_JOB_ID") or f"local_{os.getpid()}",
+        job = env.get("SLURM_JOB_ID")
+        return cls(job=job or f"local_{os.getpid()}",
                    array_task=env.get("SLURM_ARRAY_TASK_ID") or "local",
-                   restart=env.get("SLURM_RESTART_COUNT") or "0")
+                   restart=env.get("SLURM_RESTART_COUNT") or "0",
+                   array_job=(env.get("SLURM_ARRAY_JOB_ID") or None) if job else None)
+
+    def array_keys(self) -> dict[str, str]:
+        """The keys a record of this attempt adds to its JSON: the array job and task ids, when both
+        are Slurm ids (none for a local run or a job that is no array)."""
+        job, task = slurm_id(self.array_job), slurm_id(self.array_task)
+        if job is None or task is None:
+            return {}
+        return {ARRAY_JOB_KEY: job, ARRAY_TASK_KEY: task}
 
     def relative_dir(self, shard: int) -> Path:
         return Path(f"slurm_job_{self.job}", f"array_task_{self.array_task}", f"restart_{self.restart}", f"shard_{shard}")
@@ -215,7 +245,9 @@ class FailedRecord:
     """One attempt's failed-task marker; ``details`` is None for Curator's empty marker (`empty`)
     and for a file that is not JSON (not `empty`: its warning says why). ``shard``, ``job``,
     ``array_task`` and ``restart`` are None where the record's folders do not name them (a
-    ``NEMO_CURATOR_FAILED_TASKS_DIR`` the user chose)."""
+    ``NEMO_CURATOR_FAILED_TASKS_DIR`` the user chose). ``array_id`` is the task as hyperion-jobs
+    names it, ``<array job>_<array task>`` (``12358_6``), where the record's JSON gives both
+    (`record_array_id`; Curator's records and older ones do not): None otherwise."""
 
     path: str
     job: str | None
@@ -226,6 +258,7 @@ class FailedRecord:
     mtime: float
     empty: bool = True
     no_details_reason: str = "not JSON"   # why a record that is not `empty` has no details
+    array_id: str | None = None
 
     @property
     def attempt(self) -> tuple[str | None, ...]:
@@ -365,6 +398,18 @@ def _shard_named(folders: tuple[str, ...]) -> int | None:
     """The shard a record's folders name, None for none."""
     names = _folders_name(folders)
     return None if names is None else _shard_of(names[3])
+
+
+def record_array_id(details: Mapping[str, Any] | None, folder_task: str | None) -> str | None:
+    """``<array job>_<array task>`` of a record whose JSON gives both as Slurm ids (`slurm_id`) and
+    whose ``array_task_<A>`` folder, if it has one, names the same task; None otherwise (Curator's
+    record, an older one, or values that are no ids or contradict the folder: never shown)."""
+    if not isinstance(details, Mapping):
+        return None
+    job, task = slurm_id(details.get(ARRAY_JOB_KEY)), slurm_id(details.get(ARRAY_TASK_KEY))
+    if job is None or task is None or (folder_task is not None and slurm_id(folder_task) != task):
+        return None
+    return f"{job}_{task}"
 
 
 def _newest_failures(records: Iterable[tuple[tuple[str, ...], Callable[[], os.stat_result]]],
@@ -591,7 +636,8 @@ class Checkpoint:
                      details: Mapping[str, Any] | None = None) -> Path:
         """Record that ``shard`` had failed tasks in this attempt (a fresh directory per attempt)."""
         attempt = attempt or Attempt.from_env()
-        text = metadata_text(dict(details)) if details is not None else ""
+        # The array job and task ids join the details (an empty marker stays Curator's empty file)
+        text = metadata_text({**details, **attempt.array_keys()}) if details is not None else ""
         if attempt.job.startswith("local_") and attempt.restart.isascii() and attempt.restart.isdigit():
             return self._write_failed_local(shard, attempt, text)
         path = self._failed_path(shard, attempt)
@@ -735,7 +781,8 @@ class Checkpoint:
             elif loaded is not None:
                 details = {"value": loaded}
         empty = not text.strip() or (problem is None and details is None)   # nothing, or JSON null
-        return FailedRecord(str(path), job, task, restart, shard, details, mtime, empty=empty), problem
+        return FailedRecord(str(path), job, task, restart, shard, details, mtime, empty=empty,
+                            array_id=record_array_id(details, task)), problem
 
     @staticmethod
     def _failed_without_details(path: Path, names: tuple[str | None, str | None, str | None, int | None],

@@ -600,7 +600,7 @@ def test_at_80_columns_windows_and_failed_records_stay_readable(tmp_path: Path) 
             screen.query_one("#ckpt-tabs").active = "tab-failed"
             await pilot.pause()
             failed = screen.query_one("#ckpt-failed")
-            assert table_column(failed, "job") == ["9" * 11 + "…"]
+            assert table_column(failed, "job") == ["9" * 17 + "…"]     # 12345678_1000 and longer tasks show whole
             assert "details" in rendered(failed)[0]
             box = screen.query_one("#ckpt-failed-detail-box")
             assert box.max_scroll_y > 0           # the rest of the record is there to scroll to

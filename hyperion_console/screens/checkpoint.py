@@ -49,7 +49,7 @@ from sharding.resubmit import (
 )
 from sharding.retry import (MAX_MISSING_LISTED, RetryPlan, format_fields, parse_max_array_size, retry_from_coverage,
                             skipped_line)
-from sharding.failed_text import SUMMARY_LIMIT, record_line, record_summary
+from sharding.failed_text import SUMMARY_LIMIT, job_text, record_line, record_summary
 from sharding.store import FailedRecord
 
 from ..checkpoint_read import (
@@ -195,6 +195,7 @@ def retry_flags(typed: int | None, site: ArrayLimit) -> str:
 
 
 ID_CELL = 12          # a job, array task or restart of a failed record (a foreign folder's may be long)
+JOB_CELL = 18         # its job, 12358_6 as hyperion-jobs names the task: a 10-digit job _ a 7-digit task whole
 RECORD_OPTION = "--record"   # the record field is hyperion-checkpoint retry's --record (or --submit's record)
 ARRAY_CELL = 30       # a window's array expression (the fields below it give it whole)
 
@@ -265,9 +266,9 @@ def failed_cells(record: FailedRecord, details_cell: int = SUMMARY_LIMIT + 3,
     completion is marked, not dimmed: it is no old failure (it was marked complete since)."""
     when = dt.datetime.fromtimestamp(record.mtime, dt.timezone.utc).strftime("%m-%d %H:%MZ")   # no year: the details take the room
     details = record_summary(record)     # `failed`'s summary: the raw JSON's first 18 characters told nothing
-    ids = (record.shard, record.job, record.array_task, record.restart)
+    ids = (record.shard, job_text(record), record.array_task, record.restart)
     style = "dim" if standing is Standing.COMPLETE_SINCE else ""
-    cells = {column: shown(_cell("-" if cell is None else str(cell), ID_CELL), style)
+    cells = {column: shown(_cell("-" if cell is None else str(cell), JOB_CELL if column == "job" else ID_CELL), style)
              for column, cell in zip(FAILED_COLUMNS, ids)}
     if standing in MARKS:
         mark, colour, _ = MARKS[standing]
