@@ -918,3 +918,19 @@ def test_status_of_a_task_cancelled_while_pending_with_no_watch_shows_its_reques
         assert (three["MEM USED/REQ"], three["TIME USED/LIMIT"]) == ("-/100M", "-/00:10:00"), shown.stdout
         assert three["LOG"] == "no log (never started)", shown.stdout
         assert "(missing)" not in shown.stdout, shown.stdout
+
+
+def test_watch_of_a_recorded_job_slurm_does_not_know_is_one_line_exit_2(slurm_cluster, tmp_path, cli_env):
+    """A record names job 99999999 (another cluster's, or purged), none of its tasks ended: `watch
+    99999999` waited for ever without a word, since `status J` shows a recorded task Slurm names
+    nowhere as an UNKNOWN row; it says Slurm knows no such job, as it does of an id with no record."""
+    task = TaskRecord(1, "99999999", 1, str(tmp_path / "log" / "x.1.log"),
+                      str(tmp_path / "log" / "q" / "slurm-99999999_1.out"),
+                      str(tmp_path / "log" / "q" / "slurm-99999999_1.err"))
+    save_record(SubmitRecord(
+        path=str(tmp_path / "log" / "q" / "x.JOB.submit.json"), backend="slurm", argv=("hyperion-submit", "slurm"),
+        cfg="conf/submit_test_cluster.yaml", options={}, script=None, array_name="JOB",
+        jobs=(JobRecord("99999999", 0, "1"),), tasks=(task,), submitted_at="2026-12-02T13:00:00", cwd=str(tmp_path)))
+    result = run_cli("hyperion-jobs", "watch", "99999999", cwd=tmp_path, env=cli_env, timeout=30)
+    assert result.returncode == 2, result
+    assert result.stderr == "hyperion-jobs: error: JOB: Slurm knows no job 99999999\n"

@@ -111,9 +111,11 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if target.record is None:
         with told_unlisted() as unlisted:
             found, job_history = find_job_history(target, record_dirs(args), unlisted=unlisted)
-        if not job_status(found, job_history, lagging=True):
+        if not any(row.state is not None for row in job_status(found, job_history, lagging=True)):
             # A record's jobs may be too new for sacct, but squeue knows them at once:
-            # a bare id neither knows would be watched forever.
+            # a bare id neither knows would be watched forever. A recorded task neither names
+            # is a row too (UNKNOWN, as in `status`): a job of a record whose every row is one
+            # is a job Slurm knows nothing of (the watch waited for ever without a word).
             raise InputError("JOB", f"Slurm knows no job {args.target}")
         # An array task's own job id is watched as ARRAY_TASK, the name Slurm's answers give it
         # (watched by its own id, the watch waited for ever), with its log from the ledger, as status.
