@@ -364,8 +364,8 @@ def test_logs_on_a_terminal_says_how_much_above_a_line_over_32_mib_is_not_shown(
         handle.write(b"epoch 1\n" + b"x" * (40 << 20) + b"end")
     shown = _on_a_pty(["hyperion-jobs", "logs", f"{record.path}:1", "-n", "2"], cli_env).split("\n")
     left = log.stat().st_size - 512 * 1024                        # all but the line's last 512 KiB
-    assert shown[0] == (f"… {left / 1e6:.1f} MB of the log above not shown (only about its last 32 MiB are read): "
-                        f"less {log}")
+    assert shown[0] == (f"… {left / 1e6:.1f} MB of the log above not shown (only about its last 512 KiB are read): "
+                        f"less {log}")     # 32 MiB read of a 41.9 MB log, of which 41.4 MB not shown: untrue
     assert shown[0].startswith("… 41.4 MB of the log above not shown")
     assert shown[1] == "…" + "x" * (512 * 1024 - 3) + "end" and shown[2:] == [""]
 

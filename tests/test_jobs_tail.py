@@ -455,7 +455,7 @@ def test_a_terminal_shows_the_end_of_a_long_line_without_redraws_after_a_note(tm
     print_last(str(path), 3, raw=False, out=out)             # looking back stops at the long line
     shown = "é" * 46 + "\x1b[2J\x07end\nlast\n"
     left = path.stat().st_size - len(shown.encode())             # the bytes above what is shown
-    note = f"… {left / 1e6:.1f} MB of the log above not shown (only about its last 32 MiB are read): less {path}"
+    note = f"… {left / 1e6:.1f} MB of the log above not shown (only about its last 100 bytes are read): less {path}"
     assert out.getvalue() == note + "\n…" + "é" * 46 + "\\x07end\nlast\n"   # the clear dropped, the bell an escape
     piped = io.StringIO()
     print_last(str(path), 3, raw=False, out=piped)           # piped: every line asked for, whole

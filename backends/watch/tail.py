@@ -124,13 +124,24 @@ def last_lines_read(path: str | Path, n: int, end: int | None = None) -> tuple[l
     return [_decode(line) for line in data.split(b"\n")[-n:]], left
 
 
-def not_read_note(left: int, path: str | Path) -> str:
+def not_read_note(left: int, path: str | Path, read: int | None = None) -> str:
     """The line a view of a log's end shows above what it read when it left the `left` bytes
     above unread (a line longer than it reads, `last_lines_read`, `stream_last_lines`): how much,
-    and the command that pages through the whole file. The console's log pane and `hyperion-jobs
-    logs` on a terminal say it alike."""
-    return (f"… {left / 1e6:.1f} MB of the log above not shown (only about its last {MAX_TAIL >> 20} MiB "
-            f"are read): less {shell_quote(os.fspath(path))}")
+    how much it reads (`read`: MAX_TAIL, what `last_lines_read` reads; `stream_last_lines` reads
+    a line's last LONG_LINE_END, `Unread.read`), and the command that pages through the whole
+    file. The console's log pane and `hyperion-jobs logs` on a terminal say it alike. `logs` said
+    `41.4 MB of the log above not shown (only about its last 32 MiB are read)` of a 41.9 MB log
+    whose last 512 KiB it showed."""
+    return (f"… {left / 1e6:.1f} MB of the log above not shown (only about its last "
+            f"{_binary_size(MAX_TAIL if read is None else read)} are read): less {shell_quote(os.fspath(path))}")
+
+
+def _binary_size(size: int) -> str:
+    """``32 MiB``, ``512 KiB``, ``100 bytes``: a read's size as the constants are written."""
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} bytes"
 
 
 def tail_start(path: str | Path, n: int, end: int | None = None) -> int:
@@ -147,13 +158,16 @@ def tail_start(path: str | Path, n: int, end: int | None = None) -> int:
 
 class Unread(str):
     """An empty piece standing for the start of a line that was not read (`stream_last_lines`);
-    `left`: the bytes of the log above what follows it (`not_read_note` says them)."""
+    `left`: the bytes of the log above what follows it, `read`: how much of the line's end is
+    read (`not_read_note` says them)."""
 
     left: int
+    read: int | None
 
-    def __new__(cls, left: int = 0) -> "Unread":
+    def __new__(cls, left: int = 0, read: int | None = None) -> "Unread":
         piece = super().__new__(cls, "")
         piece.left = left
+        piece.read = read
         return piece
 
 
@@ -234,7 +248,7 @@ def stream_last_lines(path: str | Path, n: int, end: int | None = None,
         if long_line_end is not None:
             position, redrawn = _end_of_long_line(handle, long_line_end)
             if not redrawn:
-                yield Unread(position), False
+                yield Unread(position, LONG_LINE_END), False
         handle.seek(position)
         yield from _lines_in_pieces(handle, end - position, raw)
 

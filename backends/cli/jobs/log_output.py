@@ -60,7 +60,7 @@ def _noted(path: str, pieces: Iterable[tuple[str, bool]]) -> Iterator[tuple[str,
     says it), the line's end then shown after `…`."""
     for text, ends in pieces:
         if isinstance(text, Unread):
-            yield not_read_note(text.left, path), True
+            yield not_read_note(text.left, path, text.read), True
             yield "…", ends
         else:
             yield text, ends
