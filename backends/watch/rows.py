@@ -287,8 +287,9 @@ def usage_missing(history: History, now: float | None = None) -> dict[Key, tuple
 
 def job_rows(states: Mapping[Key, TaskState], history: History | None = None,
              usage: Mapping[Key, Usage] | None = None, job: Key | None = None) -> list[TaskRow]:
-    """Rows for a bare job id: every task Slurm knows, and every task of `job` (a job id, and a task
-    id or None for all) the ledger saw end, joined with its submission when we have it.
+    """Rows for a bare job id: every task Slurm knows, and every recorded task of `job` (a job id,
+    and a task id or None for all) whether or not Slurm names it (`_job_keys`; UNKNOWN when neither
+    Slurm nor the ledger tells its state), joined with its submission when we have it.
 
     A task of any attempt of `history` is found, with its log where it is now (a
     later rerun moved it aside), not the path a rerun reused. Its final state in the

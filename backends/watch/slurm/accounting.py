@@ -346,7 +346,9 @@ def parse_squeue_rows(text: str) -> SqueueRows:
 
 def merge(sacct: SacctRows | Iterable[TaskState], squeue: Iterable[TaskState], *,
           one_look: bool = False) -> dict[Key, TaskState]:
-    """Freshest true state per task (sacct must have been asked before squeue).
+    """Freshest true state per task, sacct and squeue asked in either order or at once (`at_once`):
+    between the two answers a waiting task can only start or end, which the rules below take from
+    whichever source saw it, so the worst is a state a moment old.
 
     squeue's row (the controller's view) > sacct's own non-terminal row >
     sacct's pending-range row; sacct's own terminal row wins over squeue only
