@@ -151,6 +151,13 @@ def kill_groups(*groups: int | None) -> None:
             pass
 
 
+def kill_noted_groups(pids: Path) -> None:
+    """SIGKILL the process groups of the pids a wrapper script noted in `pids` (one per line), if any:
+    a hung fake squeue/sacct must not outlive its test."""
+    if pids.exists():
+        kill_groups(*(int(p) for p in pids.read_text().split()))
+
+
 @contextmanager
 def reaped(runner: subprocess.Popen, *groups: int | None) -> Iterator[subprocess.Popen]:
     """The runner and the task groups a test started are gone after the block, however it ends:

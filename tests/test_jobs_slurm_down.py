@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import kill_noted_groups, run_cli
 from test_console_fixtures import build_history, ended_just_now
 
 CONF = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
@@ -138,11 +138,7 @@ def test_a_watch_ended_by_its_terminal_closing_kills_the_query_slurm_had_not_ans
         assert watch.returncode == 128 + signum
     finally:
         watch.kill()
-        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_noted_groups(pids)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT], ids=["SIGHUP", "SIGTERM", "SIGINT"])
@@ -171,11 +167,7 @@ def test_logs_follow_ended_while_squeue_hangs_kills_the_query_and_exits_as_the_s
         assert out.endswith("part 7 done\n") and "Traceback" not in err, (out, err)
     finally:
         follow.kill()
-        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_noted_groups(pids)
 
 
 def test_list_of_runs_ended_lately_waits_for_a_hung_squeue_once(tmp_path, cli_env) -> None:
@@ -194,11 +186,7 @@ def test_list_of_runs_ended_lately_waits_for_a_hung_squeue_once(tmp_path, cli_en
     try:
         result = run_cli("hyperion-jobs", "list", str(tmp_path), env=env, timeout=120)
     finally:
-        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_noted_groups(pids)
     took = time.monotonic() - started
     assert took < 45, took
     assert result.returncode == 0, result.stderr

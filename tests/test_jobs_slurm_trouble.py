@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, submit_real_array
+from conftest import kill_noted_groups, run_cli, submit_real_array
 
 ENDED = 5        # values 1-5 end at once (5 with exit code 3); 6-7 run until cancelled
 
@@ -70,11 +69,7 @@ def test_status_with_squeue_hung_shows_the_table_and_says_which_command_did_not_
     try:
         result = run_cli("hyperion-jobs", "status", half_ended.path, env=env, timeout=120)
     finally:
-        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_noted_groups(pids)
     assert result.returncode == 1, result.stderr
     rows = {line.split()[1]: line.split()[2] for line in result.stdout.splitlines()[1:8]}
     assert rows == {"1": "COMPLETED", "2": "COMPLETED", "3": "COMPLETED", "4": "COMPLETED", "5": "FAILED",
@@ -147,14 +142,6 @@ def _hang(bin_dir: Path, tools: tuple[str, ...], pids: Path) -> dict[str, str]:
     return {"PATH": f"{bin_dir}{os.pathsep}"}
 
 
-def _kill_noted(pids: Path) -> None:
-    for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 @pytest.mark.slurm
 def test_status_with_squeue_and_sacct_hung_waits_one_timeout_not_both(half_ended, tmp_path, cli_env) -> None:
     """squeue and sacct both hung: `status RECORD` printed nothing for 60 s (30 s waiting for sacct,
@@ -165,7 +152,7 @@ def test_status_with_squeue_and_sacct_hung_waits_one_timeout_not_both(half_ended
     try:
         result = run_cli("hyperion-jobs", "status", half_ended.path, env=env, timeout=120)
     finally:
-        _kill_noted(pids)
+        kill_noted_groups(pids)
     took = time.monotonic() - started
     assert took < 45, took
     assert result.returncode == 1, result.stderr
@@ -187,7 +174,7 @@ def test_list_with_squeue_hung_shows_accountings_states_as_status_does(half_ende
     try:
         listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=env, timeout=120)
     finally:
-        _kill_noted(pids)
+        kill_noted_groups(pids)
     assert listed.returncode == 0, listed.stderr
     states = [line.split(None, 5)[5] for line in listed.stdout.splitlines() if line.startswith(half_ended.path)]
     assert states == ["COMPLETED 4, FAILED 1, RUNNING 2"], listed.stdout
