@@ -647,7 +647,10 @@ def test_a_long_list_of_values_in_the_retry_dialog_shows_from_its_first_value(tm
                                                                               size: tuple[int, int]) -> None:
     """R on a failure group of 15 values opened the dialog with its values field scrolled to the
     list's end, cut mid-number: `7,207,227,247,267,287` of `7,27,...,187,207,...` read as another
-    valid list. The field shows the list from its first value; typing still replaces it whole."""
+    valid list. The field shows the list from its first value; typing still replaces it whole.
+    Where the field cuts the list, it says so: `7,27,47,...,147,16` at its right edge, no mark,
+    read as the whole list (at 80x24, `1-3,5,7,9-12,14,17-18,` of a group of 31 values); now the
+    cut edge is `…`, at the end while the start shows, at the start once the end shows."""
     from hyperion_console.messages import FailureGroupsListed
 
     values = list(range(7, 300, 20))
@@ -669,8 +672,16 @@ def test_a_long_list_of_values_in_the_retry_dialog_shows_from_its_first_value(tm
             shown = rendered(field)[0].strip()
             assert len(shown) < len(listed)                      # the field is narrower than the list
             assert shown.startswith("7,27,47,"), shown           # from its first value, not its tail
-            assert listed.startswith(shown.rstrip("▌ ")), shown  # a prefix of the list, nothing else
-            await pilot.press("3")                               # the whole list still selected
-            assert field.value == "3"
+            assert shown.endswith("…"), shown                    # cut there, and said so
+            assert listed.startswith(shown[:-1]), shown          # a prefix of the list, nothing else
+            row = next(line for line in screen_lines(app) if "█ values " in line)   # its row, not the plan's
+            assert shown in row, row                             # as the screen shows it
+            await pilot.press("end")                             # the end in sight: the start is cut
+            await pilot.pause(0.2)
+            shown = rendered(field)[0].strip()
+            assert shown.startswith("…") and listed.endswith(shown[1:].rstrip("▌ ")), shown
+            await pilot.press("home")
+            await pilot.press("3")                               # the list replaced by what is typed
+            assert field.value.startswith("3")
 
     asyncio.run(scenario())

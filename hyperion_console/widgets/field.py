@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.strip import Strip
@@ -144,9 +145,32 @@ class Field(Input):
         return len(self.value)
 
     def render_line(self, y: int) -> Strip:
-        """Input's line, with the value's escapes drawn and the cursor and selection placed over them."""
-        if y != 0 or not self._escaped():
+        """Input's line, with the value's escapes drawn and the cursor and selection placed over them,
+        and a value wider than the field marked `…` where it is cut (see `_mark_cuts`)."""
+        if y != 0 or not self.value:
             return super().render_line(y)
+        return self._mark_cuts(super().render_line(y) if not self._escaped() else self._escaped_line())
+
+    def _mark_cuts(self, strip: Strip) -> Strip:
+        """`…` over the first and the last cell the field shows when the value goes on beyond them: a
+        Retry's values `1-3,5,7,9-12,14,17-18,20-21,...` showed `1-3,5,7,9-12,14,17-18,` at the
+        field's edge, a whole list to the eye, the rest out of sight. Not over the cursor's cell."""
+        shown_cells = self._position_to_cell(len(self.value))
+        start = self.scroll_offset.x
+        last = min(strip.cell_length, self.scrollable_content_region.width) - 1   # the last cell on screen
+        cursor = self._position_to_cell(self.cursor_position) - start if self.has_focus else -1
+        cut_left = start > 0 and cursor != 0
+        cut_right = shown_cells > start + last + 1 and cursor != last
+        if not (cut_left or cut_right) or last < 2:
+            return strip
+        parts = strip.divide([1, last, strip.cell_length])
+        if cut_left:
+            parts[0] = _ellipsis_over(parts[0])
+        if cut_right:
+            parts[2] = _ellipsis_over(parts[2])
+        return Strip.join(parts)
+
+    def _escaped_line(self) -> Strip:
         result = self._value
         if self.has_focus:
             if not self.selection.is_empty:
@@ -163,3 +187,9 @@ class Field(Input):
         strip = Strip(list(self.app.console.render(result, self.app.console_options.update_width(self.content_width))))
         strip = strip.crop(self.scroll_offset.x, self.scroll_offset.x + width + 1).extend_cell_length(width + 1)
         return strip.apply_style(self.rich_style)
+
+
+def _ellipsis_over(cell: Strip) -> Strip:
+    """The one cell `cell` holds, drawn as `…` in its style."""
+    segments = [segment for segment in cell if segment.text]
+    return Strip([Segment(ELLIPSIS, segments[0].style if segments else None)], 1)
