@@ -110,6 +110,38 @@ def test_preview_is_what_hyperion_submit_dry_run_prints(tmp_path: Path, cli_env)
     assert not (tmp_path / "log").exists()      # planning wrote nothing
 
 
+def test_the_preview_at_80_columns_breaks_a_path_after_a_slash_not_inside_a_name(tmp_path: Path) -> None:
+    """At 80x24 the preview pane is 38 columns: the command and the dry run wrapped a path where the
+    column ended, `/tmp/hyperion-console-fixtures/submi` over `t/exp/log/extract.JOB.log`, a name
+    cut in two that reads as two names. A line now breaks at a space or after a `/`; a value with
+    markup in it stays the characters typed."""
+    from test_console_fixtures import FIXED_ROOT, fresh, rendered
+
+    root = fresh(FIXED_ROOT / "submit-wrap")      # fixed: where the column ends is the same each run
+    log = root / "experiments" / "extraction_of_features" / "log" / "extract.JOB.log"
+    command = "hyperion-extract --tag '[b]x[/b]' --part JOB --num-parts 4"
+
+    async def scenario() -> tuple[str, list[str]]:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="slurm", array="JOB=1:4", mem="200M", time="00:05:00", output_file=str(log),
+                 command=command)
+            await pilot.pause(0.3)
+            assert str(screen.query_one("#submit-error").content) == "✓ valid"
+            shown = screen.query_one("#submit-command")
+            text = str(shown.content) + "\n" + str(screen.query_one("#submit-preview").content)
+            return text, [line.rstrip() for line in rendered(shown)]
+
+    text, lines = asyncio.run(scenario())
+    assert len(lines) > 3 and all(len(line) <= 38 for line in lines), lines
+    for before, after in zip(lines, lines[1:]):
+        # each line ends after a `/` or before a space of the command: never inside a name
+        assert before.endswith("/") or f"{before.split()[-1]} {after.split()[0]}" in text, (before, after)
+    assert "".join(lines).replace(" ", "") == text.split("\n")[0].replace(" ", ""), lines   # all of it
+    assert "'[b]x[/b]'" in "".join(lines)          # the brackets typed, not bold
+
+
 def test_a_torchrun_warning_below_a_long_command_is_said_where_the_screen_shows_it(tmp_path: Path) -> None:
     """`--num-gpus 2 -- python train.py ...` with a recipe's long arguments, at 80x24: the command
     filled the preview pane and its warning (the preview's first line) was below the fold; the

@@ -29,6 +29,7 @@ from ..preview import (MAX_PREVIEW_LINES, Preview, build_preview, confirm_questi
                        confirm_windows, preview_text)
 from ..shown import shown, tell
 from ..widgets.field import Field
+from ..widgets.path_text import PathText
 from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
 from .confirm import ConfirmScreen
 
@@ -173,8 +174,9 @@ class SubmitScreen(ConsoleScreen):
             with Vertical(id="submit-preview-pane"):
                 yield Static("", id="submit-error")
                 with VerticalScroll(id="submit-preview-scroll"):
-                    yield Static("", id="submit-command")
-                    yield Static("", id="submit-preview")
+                    # a path wraps after a `/`, not in the middle of a name (PathText)
+                    yield PathText("", id="submit-command")
+                    yield PathText("", id="submit-preview")
         yield console_footer()
 
     def default_site(self, sites: list[Path]) -> str:
