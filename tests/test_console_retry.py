@@ -685,3 +685,26 @@ def test_a_long_list_of_values_in_the_retry_dialog_shows_from_its_first_value(tm
             assert field.value.startswith("3")
 
     asyncio.run(scenario())
+
+
+def test_the_retry_preview_breaks_a_long_path_after_a_slash_not_inside_a_name(tmp_path: Path) -> None:
+    """At 80x24 the Retry dialog's preview wrapped the record's path where the pane ended, inside its
+    file name (`.../extract.JOB.submit.jso` over `n as attempt 2`), read as two names; it breaks after
+    a `/` as the Submit preview does (PathText)."""
+    deep = tmp_path / "experiments_of_the_speech_group" / "extraction_of_features"
+    deep.mkdir(parents=True)
+    record = build_history(deep, SITE)
+
+    async def scenario() -> None:
+        async with console_on(record, [deep], size=(80, 24)) as (app, pilot, seen):
+            await pilot.pause(0.5)
+            screen = await open_preview(pilot, seen)
+            await pilot.pause(0.3)
+            lines = [line.rstrip() for line in rendered(screen.query_one("#retry-text"))]
+            shown_path = "".join(line for line in lines if line)[:len("retry of ") + len(str(record)) + 40]
+            assert str(record) in shown_path, lines              # the whole path, in pieces
+            assert any(line.startswith(Path(record).name) or Path(record).name in line for line in lines), lines
+            path_lines = lines[:next(i for i, line in enumerate(lines) if Path(record).name in line)]
+            assert path_lines and all(line.endswith("/") for line in path_lines), lines
+
+    asyncio.run(scenario())

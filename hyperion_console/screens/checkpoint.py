@@ -74,6 +74,7 @@ from ..sbatch_env import ignored_sbatch_line
 from ..shown import cut, shown, tell
 from ..widgets.coverage import CoverageMap
 from ..widgets.field import Field
+from ..widgets.path_text import PathText
 from .base import SLOW_TO_PLAN, ConsoleScreen, TypingPause, console_footer, console_header
 from .confirm import OTHER, ConfirmScreen
 
@@ -368,7 +369,7 @@ class CheckpointScreen(ConsoleScreen):
                     with VerticalScroll(id="retry-plan"):
                         yield Static("", id="retry-summary")
                         yield DataTable(id="retry-windows", cursor_type="row", show_cursor=False)
-                        yield Static("", id="retry-commands")
+                        yield PathText("", id="retry-commands")   # a path wraps after a `/`, not inside a name
                     # under the plan's scroll, not at its end: a record's command line, wrapped, pushed
                     # the button below the screen (at 80x24 too); only who knew ctrl+r could resubmit
                     yield Button("Resubmit missing shards", id="resubmit", variant="error", compact=True)
@@ -813,7 +814,7 @@ class CheckpointScreen(ConsoleScreen):
     def _plan_retry(self) -> None:
         summary = self.query_one("#retry-summary", Static)
         windows = self.query_one("#retry-windows", DataTable)
-        commands = self.query_one("#retry-commands", Static)
+        commands = self.query_one("#retry-commands", PathText)
         _reset_windows(windows)     # no plan shown while this one is made (or fails)
         self.plan = None
         field = self.query_one("#max-array-size", Field)

@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label
 
 from backends.records.history import History
 from backends.retry import AUTO, RetryRequest
@@ -32,6 +32,7 @@ from ..messages import RetryPreviewed
 from ..retrying import FIELDS, Preview, preview
 from ..shown import shown
 from ..widgets.field import Field
+from ..widgets.path_text import PathText
 from ..widgets.fit_line import FitLine
 from .base import HidesToastsBelow, console_footer
 from .confirm import ConfirmScreen
@@ -94,7 +95,7 @@ class RetryScreen(HidesToastsBelow, ModalScreen["RetryDecision | None"]):
                                     start_shown=name == "values")
             yield FitLine(id="retry-error")
             with VerticalScroll(id="retry-preview"):
-                yield Static("planning…", id="retry-text", markup=False)
+                yield PathText("planning…", id="retry-text")     # a path wraps after a `/`, not inside a name
             with Horizontal(id="retry-buttons"):
                 yield Button("Use proposed sizes", id="retry-use-sizes", compact=True, disabled=True)
                 yield Button("Close", id="retry-close", variant="primary", compact=True)
@@ -144,7 +145,7 @@ class RetryScreen(HidesToastsBelow, ModalScreen["RetryDecision | None"]):
         error.update(shown(result.error, "bold red") if result.error else shown(""))
         # under a field's error, "nothing would run" read as if there were nothing to retry
         idle = "nothing runs until the field in red is mended" if result.error else "nothing would run"
-        self.query_one("#retry-text", Static).update(shown(result.text or idle, layout=True))
+        self.query_one("#retry-text", PathText).update(shown(result.text or idle, layout=True))
         run = self.query_one("#retry-run", Button)
         run.disabled = result.retry is None
         label = "Retry…" if result.retry is None else f"Retry {len(result.retry.values)} task(s)…"
