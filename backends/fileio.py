@@ -109,7 +109,7 @@ def directory_problem(path: str | Path) -> str | None:
     return None if stat.S_ISDIR(info.st_mode) else f"not a directory: {path}"
 
 
-def _size_text(size: int) -> str:
+def size_text(size: int) -> str:
     """`size` in bytes, KiB or MiB to one decimal, rounded up: rounded down, a file just over a
     1 MiB cap was "1 MiB, larger than the 1 MiB allowed"."""
     if size < 1024:
@@ -147,7 +147,7 @@ def read_bounded_stat(path: str | Path, cap: int, *, allow_pipe: bool = False,
     if not stat.S_ISREG(before.st_mode) and not (allow_pipe and is_pipe):
         raise UnreadableFile(f"{kind_of_mode(before.st_mode)}, not a regular file")
     if not is_pipe and before.st_size > cap:
-        raise UnreadableFile(f"{_size_text(before.st_size)}, larger than the {_size_text(cap)} allowed")
+        raise UnreadableFile(f"{size_text(before.st_size)}, larger than the {size_text(cap)} allowed")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
@@ -166,7 +166,7 @@ def read_bounded_stat(path: str | Path, cap: int, *, allow_pipe: bool = False,
     finally:
         os.close(fd)
     if len(data) > cap:
-        raise UnreadableFile(f"more than the {_size_text(cap)} allowed")
+        raise UnreadableFile(f"more than the {size_text(cap)} allowed")
     return data, info
 
 
@@ -181,7 +181,7 @@ def open_bounded(path: str | Path, cap: int) -> tuple[int, os.stat_result]:
     if not stat.S_ISREG(before.st_mode):
         raise UnreadableFile(f"{kind_of_mode(before.st_mode)}, not a regular file")
     if before.st_size > cap:
-        raise UnreadableFile(f"{_size_text(before.st_size)}, larger than the {_size_text(cap)} allowed")
+        raise UnreadableFile(f"{size_text(before.st_size)}, larger than the {size_text(cap)} allowed")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
@@ -196,7 +196,7 @@ def open_bounded(path: str | Path, cap: int) -> tuple[int, os.stat_result]:
 
 def more_than(cap: int) -> UnreadableFile:
     """What a file that grew past `cap` while it was read is."""
-    return UnreadableFile(f"more than the {_size_text(cap)} allowed")
+    return UnreadableFile(f"more than the {size_text(cap)} allowed")
 
 
 def _read_file(fd: int, cap: int) -> bytes:

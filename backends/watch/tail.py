@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from io import BufferedReader
 from pathlib import Path
 
+from backends.fileio import size_text
 from backends.shellwords import shell_quote
 
 from .line_screen import LineScreen
@@ -133,15 +134,7 @@ def not_read_note(left: int, path: str | Path, read: int | None = None) -> str:
     `41.4 MB of the log above not shown (only about its last 32 MiB are read)` of a 41.9 MB log
     whose last 512 KiB it showed."""
     return (f"… {left / 1e6:.1f} MB of the log above not shown (only about its last "
-            f"{_binary_size(MAX_TAIL if read is None else read)} are read): less {shell_quote(os.fspath(path))}")
-
-
-def _binary_size(size: int) -> str:
-    """``32 MiB``, ``512 KiB``, ``100 bytes``: a read's size as the constants are written."""
-    for unit, shift in (("MiB", 20), ("KiB", 10)):
-        if size >= 1 << shift and size % (1 << shift) == 0:
-            return f"{size >> shift} {unit}"
-    return f"{size} bytes"
+            f"{size_text(MAX_TAIL if read is None else read)} are read): less {shell_quote(os.fspath(path))}")
 
 
 def tail_start(path: str | Path, n: int, end: int | None = None) -> int:
