@@ -33,6 +33,12 @@ from backends.records.paths import RECORD_SUFFIX, log_stem, moved_name
 from backends.records.record import LOCAL_JOB, SubmitRecord, TaskRecord, load_record, reattach_command
 from backends.submit.model import SubmitPlan, record_options
 
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (as backends.client)
+if TYPE_CHECKING:
+    import threading
+
+    from backends.watch.slurm.accounting import Runner
+
 FIELD = "--output-file"
 # mkdir failures that mean the path given cannot hold logs (checked before anything is written,
 # but access() lets root through where the filesystem still refuses, e.g. under /proc).
@@ -141,14 +147,16 @@ def load_history_if_any(record_path: str) -> History | None:
                          "away or choose another --output-file, so that nothing of it is lost") from None
 
 
-def live_tasks(history: History, logs: frozenset[str] | None = None) -> list[str]:
+def live_tasks(history: History, logs: frozenset[str] | None = None, runner: Runner | None = None) -> list[str]:
     """Slurm ids (or local values) of the newest attempts' tasks that are still pending or running.
 
     With `logs`, only tasks writing one of those logs are asked about. Final
     states seen on the way are written into the ledger. Raises InputError
     when Slurm cannot say (running over live tasks would mix two attempts).
+    `runner`: how Slurm is asked (None: `run_command`; a console's stoppable one, which a quit ends
+    with QueryStopped).
     """
-    return [name for _, name in live_task_records(history, logs)]
+    return [name for _, name in live_task_records(history, logs, runner=runner)]
 
 
 def slurm_keys(history: History) -> frozenset[tuple[str, str | None]]:
@@ -160,18 +168,20 @@ def slurm_keys(history: History) -> frozenset[tuple[str, str | None]]:
 
 
 def live_task_records(history: History, logs: frozenset[str] | None = None,
-                      settled: frozenset[tuple[str, str | None]] = frozenset()) -> list[tuple[TaskRecord, str]]:
+                      settled: frozenset[tuple[str, str | None]] = frozenset(),
+                      runner: Runner | None = None) -> list[tuple[TaskRecord, str]]:
     """`live_tasks` with each task's record: a checkpoint retry names the logical shards (values)
     still running, not only their Slurm ids, which a window's offset makes differ from the shards.
     `settled`: Slurm tasks (`slurm_keys`) the caller found not live a moment ago, not asked again
-    (a ledger it could not write the ends to would have had the same pair sent twice)."""
+    (a ledger it could not write the ends to would have had the same pair sent twice). `runner`: as
+    `live_tasks`'s."""
     # only a pattern submitted before asks: a first submission does without the row builder and
     # the state and usage modules under it (3 ms of its start-up)
     from backends.watch.rows import pending_tasks
 
     pending = [t for t in pending_tasks(history) if (logs is None or t.log in logs)
                and (t.job_id == LOCAL_JOB or (t.job_id, t.array_task_id) not in settled)]
-    answer = _live_of([(history, pending)])[0]
+    answer = _live_of([(history, pending)], runner)[0]
     if isinstance(answer, InputError):
         raise answer
     return answer
@@ -187,7 +197,8 @@ def live_task_records_of(histories: Sequence[History]) -> list[list[tuple[TaskRe
     return _live_of([(history, pending_tasks(history)) for history in histories])
 
 
-def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]]) -> list[list[tuple[TaskRecord, str]] | InputError]:
+def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
+             runner: Runner | None = None) -> list[list[tuple[TaskRecord, str]] | InputError]:
     """The live ones among each history's tasks without an end: local ones by their runner, Slurm
     ones from one sacct+squeue about all of them (squeue alone when sacct fails), whose ends are
     written to each history's ledger, with CANCELLED for those the answer and the disk show were
@@ -203,10 +214,11 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]]) -> list[list
     if any(slurm_of):
         from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
         from backends.watch.never_started import never_started
-        from backends.watch.slurm.accounting import QueryError, query, run_squeue
+        from backends.watch.slurm.accounting import QueryError, query, run_command, run_squeue
+        runner = runner or run_command
         jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
         try:
-            answer = query(jobs)
+            answer = query(jobs, runner)
             states = dict(answer.states)
             for (history, _), slurm in zip(asked, slurm_of):
                 if slurm:
@@ -215,7 +227,7 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]]) -> list[list
                     FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(told.values())
         except QueryError:
             try:
-                states = {t.key: t for t in run_squeue(jobs)}
+                states = {t.key: t for t in run_squeue(jobs, runner)}
             except QueryError as err:
                 failure = str(err)
     answers: list[list[tuple[TaskRecord, str]] | InputError] = []
@@ -248,9 +260,10 @@ def _local_live(history: History, task) -> str | None:
     return None if orphan is None else f"{name}, whose runner was killed: kill -- -{orphan} ends it"
 
 
-def refuse_live(history: History) -> None:
-    """InputError while `history`'s newest attempt has live tasks (asks Slurm about those it must)."""
-    live = live_tasks(history)
+def refuse_live(history: History, runner: Runner | None = None) -> None:
+    """InputError while `history`'s newest attempt has live tasks (asks Slurm about those it must,
+    with `runner`: see `live_tasks`)."""
+    live = live_tasks(history, runner=runner)
     if live:
         _refuse_live(history, live)
 
@@ -284,31 +297,33 @@ def _pattern_scripts(record_path: str | Path, windowed: bool) -> set[str]:
                                           and entry[len(offset):-3].isdigit())}
 
 
-def live_script_jobs(scripts: set[str], timeout: float) -> list[str]:
+def live_script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
     """The user's live jobs whose batch script is one of `scripts` (real paths); [] when squeue
-    cannot say within `timeout` s: neither a refusal nor a cancel is made on a guess."""
+    cannot say within `timeout` s: neither a refusal nor a cancel is made on a guess. `stop` set
+    while squeue runs: QueryStopped (its process killed)."""
     from functools import partial
 
     from backends.watch.slurm.accounting import QueryError, jobs_running_scripts, run_command
     from backends.watch.targets import current_user
 
     try:
-        return jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=timeout))
+        return jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=timeout, stop=stop))
     except QueryError:
         return []
 
 
-def refuse_unrecorded_jobs(record_path: str | Path, windowed: bool = True) -> None:
+def refuse_unrecorded_jobs(record_path: str | Path, windowed: bool = True,
+                           stop: threading.Event | None = None) -> None:
     """InputError while Slurm runs a job from one of this pattern's batch scripts.
 
     The newest attempt's live tasks are refused by its history; this finds the jobs no history
     names as live: a submission killed after sbatch answered and before its record was written
     (or an sbatch that answered too late), or a task requeued after its end was recorded. A new
     attempt would write the same logs as they do. One squeue, only where such a script exists;
-    when it cannot answer, nothing is refused (as before this check).
+    when it cannot answer, nothing is refused (as before this check). `stop`: see `live_script_jobs`.
     """
     scripts = _pattern_scripts(record_path, windowed)
-    jobs = live_script_jobs(scripts, SCRIPT_QUERY_SECONDS) if scripts else []
+    jobs = live_script_jobs(scripts, SCRIPT_QUERY_SECONDS, stop) if scripts else []
     if jobs:
         raise InputError(FIELD, f"Slurm still runs job(s) {', '.join(jobs)} from a batch script of "
                          f"{printable(str(Path(record_path).parent))}, which no record counts as live (a "
@@ -414,11 +429,13 @@ def _neighbours(plan: SubmitPlan) -> list[Path]:
     return unique
 
 
-def refuse_shared_live_logs(plan: SubmitPlan, neighbours: list[Path] | None = None) -> None:
+def refuse_shared_live_logs(plan: SubmitPlan, neighbours: list[Path] | None = None,
+                            runner: Runner | None = None) -> None:
     """Refuse when another pattern's submission still has a task to run or running that writes one of the
     plan's logs (``--output-file log/c.1.log`` while ``log/c.JOB.log``'s task 1 runs or waits: the new
     run would truncate the log it writes). Only records whose names could name our logs are read;
-    `neighbours`: those records when the caller found them already (`_neighbours`).
+    `neighbours`: those records when the caller found them already (`_neighbours`); `runner`: how
+    Slurm is asked (`live_tasks`).
     """
     real: dict[str, str] = {}
     logs = {_file_key(task.log, real): task.log for task in plan.tasks}
@@ -432,7 +449,7 @@ def refuse_shared_live_logs(plan: SubmitPlan, neighbours: list[Path] | None = No
             continue
         ours = logs[_file_key(sorted(shared)[0], real)]
         try:
-            live = live_tasks(load_history(str(path), current), shared)
+            live = live_tasks(load_history(str(path), current), shared, runner)
         except InputError as err:
             raise InputError(FIELD, f"{ours} is also a log of {path}, and whether its task still runs "
                              f"cannot be told ({err.problem})") from None
@@ -638,7 +655,8 @@ def _refusal(kind: str, exc: InputError) -> InputError:
 # What a rerun asks about the history it would follow (InputError to refuse it); None: `live_tasks`
 # refused as a new submission is. A checkpoint retry passes its own (which shards still run), so that
 # Slurm is asked once, under the lock, rather than once before it for the wording and once in it.
-LiveCheck = Callable[[History], None]
+# Its second argument is the runner it asks Slurm with (`live_tasks`'s): the caller's stop ends it.
+LiveCheck = Callable[[History, "Runner | None"], None]
 
 
 def next_attempt_number(record_path: str, ledger: Ledger | None = None) -> int:
@@ -658,57 +676,75 @@ def unchanged_since(planned: History, again: str) -> LiveCheck:
     Else refused for live tasks, as a new submission is."""
     expected = planned.newest_number
 
-    def check(history: History) -> None:
+    def check(history: History, runner: Runner | None = None) -> None:
         now = history.newest_number
         if now != expected:
             began = "an attempt" if now < expected else f"attempt {now}"
             raise InputError(FIELD, f"{began} of {history.record_path} began after this rerun was planned "
                              f"(as attempt {expected + 1}) and may have run the same values; nothing ran: "
                              f"{again}")
-        refuse_live(history)
+        refuse_live(history, runner)
     return check
 
 
-def check_not_live(record_path: str, live_check: LiveCheck | None = None) -> History | None:
+def check_not_live(record_path: str, live_check: LiveCheck | None = None,
+                   runner: Runner | None = None) -> History | None:
     """The pattern's history (None before its first attempt); InputError while its newest attempt
     still has live tasks (`live_check`'s refusal, when given). `begin_attempt` asks again under the
-    lock: a caller may ask first, so that it says nothing about a rerun that would be refused."""
+    lock: a caller may ask first, so that it says nothing about a rerun that would be refused.
+    `runner`: how Slurm is asked (`live_tasks`)."""
     history = load_history_if_any(record_path)
     if history is not None:
         if live_check is not None:
-            live_check(history)
+            live_check(history, runner)
             return history
-        refuse_live(history)
+        refuse_live(history, runner)
     return history
 
 
 @contextmanager
 def begin_attempt(plan: SubmitPlan, kind: str = "submit",
                   on_begin: Callable[[], None] | None = None,
-                  live_check: LiveCheck | None = None) -> Iterator[NewAttempt]:
+                  live_check: LiveCheck | None = None,
+                  stop: threading.Event | None = None) -> Iterator[NewAttempt]:
     """Hold the output pattern and prepare attempt N+1; the caller runs or submits it inside.
 
     InputError (exit 2, nothing submitted) when another submitter holds the
     pattern or its newest attempt still has live tasks. `on_begin` runs once
     neither refuses, so a caller's "resubmitting ..." line is never followed by
     a refusal. `live_check`: see `LiveCheck`.
+
+    `stop` (a caller off the main thread: the console, which a quit closes): set while the checks
+    ask Slurm, their query is killed and QueryStopped raised; set once they are done, QueryStopped
+    too. Either way before anything is moved or submitted: a quit waited for a hung squeue up to a
+    minute, and then the submission went on with nobody left to see it. What the caller does inside
+    (sbatch) is not stopped by it: a job queued must get its record.
     """
+    runner = None
+    if stop is not None:
+        from backends.watch.slurm.accounting import stoppable
+
+        runner = stoppable(stop)
     with ExitStack() as held:
         try:
             held.enter_context(output_lock(plan.record_path))
-            history = check_not_live(plan.record_path, live_check)
+            history = check_not_live(plan.record_path, live_check, runner)
             if history is None and kind != "submit":
                 # its folder moved away while the retry's [y/N] was open: the rerun of a few values
                 # would begin a new pattern as its attempt 1
                 raise InputError(FIELD, f"{printable(plan.record_path)} is gone since this rerun was planned "
                                  "(moved or deleted); nothing ran")
-            refuse_unrecorded_jobs(plan.record_path, plan.options.array is not None)
+            refuse_unrecorded_jobs(plan.record_path, plan.options.array is not None, stop)
             neighbours = _neighbours(plan)     # looked for once: under the lock, both see the same folders
-            refuse_shared_live_logs(plan, neighbours)
+            refuse_shared_live_logs(plan, neighbours, runner)
             check_bookkeeping(plan.record_path)
             moves = plan_moves(plan, history, neighbours)
         except InputError as exc:
             raise _refusal(kind, exc) from None
+        if stop is not None and stop.is_set():     # stopped while a check that asked nobody ran
+            from backends.client import QueryStopped
+
+            raise QueryStopped("stopped before the attempt began: nothing was moved or submitted")
         if on_begin is not None:
             on_begin()
         if history is not None:

@@ -61,8 +61,9 @@ def run_local_plan(plan: SubmitPlan, on_event: Callable[[LocalEvent], None] | No
                    live_check: LiveCheck | None = None) -> int:
     """Run a local plan as a new attempt, holding its output pattern until the last task ends
     (`stop`: how a caller off the main thread stops it, see run_local; `on_attempt`: told the
-    attempt before its first task starts)."""
-    with begin_attempt(plan, kind, on_begin, live_check) as attempt:
+    attempt before its first task starts; `stop.stop` set while the checks before it ask Slurm ends
+    them, nothing run: see `begin_attempt`)."""
+    with begin_attempt(plan, kind, on_begin, live_check, stop.stop if stop is not None else None) as attempt:
         if on_attempt is not None:
             on_attempt(attempt)
         return run_local(plan, on_event, attempt, stop)

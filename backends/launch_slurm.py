@@ -39,10 +39,12 @@ QUIT = 131     # SIGQUIT (Ctrl-\): cancelled as after Ctrl-C, with the shell's c
 
 def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] | None = None,
            live_check: LiveCheck | None = None, warn: sbatch.Warn | None = None,
-           on_attempt: Callable[[NewAttempt], None] | None = None) -> SubmitRecord:
+           on_attempt: Callable[[NewAttempt], None] | None = None,
+           stop: threading.Event | None = None) -> SubmitRecord:
     """sbatch every window of `plan` as a new attempt and save its record; `warn` is told the
     lines an sbatch that queued its window said on stderr, once per call (escaped, bounded);
-    `on_attempt` hears the attempt before the first sbatch (its earlier logs moved aside already).
+    `on_attempt` hears the attempt before the first sbatch (its earlier logs moved aside already);
+    `stop` ends the checks before it (QueryStopped, nothing submitted: `begin_attempt`), never an sbatch.
 
     If a window after the first is refused, the windows already queued keep
     running and are recorded: the record names the values left out and sbatch's
@@ -52,7 +54,7 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
     refused; InputError when the pattern's newest attempt still has live tasks.
     """
     try:
-        with begin_attempt(plan, kind, on_begin, live_check) as attempt:
+        with begin_attempt(plan, kind, on_begin, live_check, stop) as attempt:
             if on_attempt is not None:
                 on_attempt(attempt)
             done, refused = sbatch.submit_windows(plan, warn)

@@ -41,9 +41,12 @@ def launch(plan, announce: Callable[[str], None], kind: str = "submit",
     under the pattern's lock, as `begin_attempt` asks it. Local: the exit status; while it runs it is
     one of `local_runs`, which a quit stops.
     Slurm: PartlySubmitted after the announce when sbatch refused a later window (those before it
-    went in and are watched), in the words hyperion-submit uses."""
+    went in and are watched), in the words hyperion-submit uses.
+    Either way the checks before the run (`begin_attempt`'s questions to Slurm) end when the console
+    closes (`LocalRuns.closing`): QueryStopped, nothing moved, run or submitted."""
+    local_runs = local_runs or LocalRuns()
     if plan.options.backend == "slurm":
-        record = submit(plan, kind, on_begin, live_check=live_check, warn=warn)
+        record = submit(plan, kind, on_begin, live_check=live_check, warn=warn, stop=local_runs.closing)
         announce(str(record.path))
         refusal = refusal_line(record, rest_command(plan, record, kind=kind))
         if refusal:   # what went in is watched; the refusal is told in hyperion-submit's words
@@ -56,7 +59,6 @@ def launch(plan, announce: Callable[[str], None], kind: str = "submit",
             announced.append(True)
             announce(str(plan.record_path))
 
-    local_runs = local_runs or LocalRuns()
     with local_runs.running(str(plan.record_path)) as stop:
         status = run_local_plan(plan, on_event, kind, on_begin, stop, live_check=live_check)
     if not announced:

@@ -45,6 +45,12 @@ class LocalRuns:
             with self._lock:
                 self._records.remove(record_path)
 
+    @property
+    def closing(self) -> threading.Event:
+        """Set once the console closes (`close`): what a worker's Slurm checks before a submission
+        stop on, so that a quit never waits on a hung squeue (sbatch itself is never stopped)."""
+        return self.stop.stop
+
     def active(self) -> list[str]:
         with self._lock:
             return list(self._records)

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import sys
 from dataclasses import dataclass
-from typing import Sequence, TextIO
+from typing import TYPE_CHECKING, Sequence, TextIO
 
 from backends.attempt import FIELD as ATTEMPT_FIELD
 from backends.attempt import (LiveCheck, check_not_live, live_task_records, live_task_records_of, refuse_live,
@@ -40,6 +40,9 @@ from sharding.arrayenv import PREFIXES
 from sharding.retry import RetryPlan, plan_retry, skipped_line
 from sharding.run_records import FoundRecord, flag_values, named_checkpoints, record_command
 from sharding.store import Checkpoint
+
+if TYPE_CHECKING:
+    from backends.watch.slurm.accounting import Runner
 
 PROG = "hyperion-checkpoint"
 RUN_AGAIN = "run it again to plan from what is missing now"    # a refused resubmission's advice
@@ -286,11 +289,12 @@ def _about_record(err: InputError, record_path: str) -> InputError:
 
 
 def running_in(history: History, record_path: str,
-               settled: frozenset[tuple[str, str | None]] = frozenset()) -> StillRunning | None:
+               settled: frozenset[tuple[str, str | None]] = frozenset(),
+               runner: Runner | None = None) -> StillRunning | None:
     """`still_running` of a history already read; `settled`: Slurm tasks found not live a moment
-    ago, not asked about again."""
+    ago, not asked about again; `runner`: how Slurm is asked (`live_tasks`)."""
     try:
-        live = live_task_records(history, settled=settled)
+        live = live_task_records(history, settled=settled, runner=runner)
     except InputError as err:
         if err.field != ATTEMPT_FIELD:
             raise
@@ -329,8 +333,8 @@ def _running_check(record_path: str, retry: RetryPlan, settled: frozenset[tuple[
     """The refusal `begin_attempt` makes under the lock: `check_not_running`'s, asking Slurm only about
     tasks it did not just answer for (a submission that began meanwhile; the local run's are looked
     at again, which asks nobody); then `check_still_missing`."""
-    def check(history: History) -> None:
-        running = running_in(history, record_path, settled)
+    def check(history: History, runner: Runner | None = None) -> None:
+        running = running_in(history, record_path, settled, runner)
         if running is not None:
             raise InputError("--submit", running.refusal(retry))
         check_still_missing(retry, again)
@@ -340,8 +344,8 @@ def _running_check(record_path: str, retry: RetryPlan, settled: frozenset[tuple[
 def _unchanged_check(retry: RetryPlan, again: str) -> LiveCheck:
     """The check under the lock when the plan follows another record than the one given: its live
     tasks refused as a new submission's are (`refuse_live`), then `check_still_missing`."""
-    def check(history: History) -> None:
-        refuse_live(history)         # the history begin_attempt just read, not read again under the lock
+    def check(history: History, runner: Runner | None = None) -> None:
+        refuse_live(history, runner)   # the history begin_attempt just read, not read again under the lock
         check_still_missing(retry, again)
     return check
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from backends.client import QueryStopped
 from backends.records.history import History
 from backends.watch.slurm.accounting import stoppable
 
@@ -78,6 +79,8 @@ class RetryFlow:
             status = run_retry(decision.record_path, decision.request, decision.confirmed, announce,
                                self.app.local_runs, begun, sbatch_teller(self.app, self.app),
                                stoppable(self.screen.screen_gone), told)
+        except QueryStopped:             # the console closed while Slurm was asked: nothing ran, nobody to tell
+            return
         except Refused as refused:
             self.app.call_from_thread(self.refuse, str(refused))
             return

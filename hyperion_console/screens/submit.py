@@ -21,6 +21,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from backends.client import QueryStopped
+
 from ..errors import describe_error, guarded
 from ..form import FormValues
 from ..launch import PartlySubmitted, launch, sbatch_teller
@@ -397,6 +399,8 @@ class SubmitScreen(ConsoleScreen):
 
         try:
             status = launch(plan, announce, local_runs=self.app.local_runs, warn=sbatch_teller(self.app, self.app))
+        except QueryStopped:               # the console closed while Slurm was asked: nothing was submitted
+            return
         except PartlySubmitted as exc:     # jobs went in and the Jobs screen watches them: not "submit failed"
             self.app.call_from_thread(tell, self, describe_error(exc), title="partly submitted",
                                       severity="error", timeout=10)
