@@ -1301,9 +1301,8 @@ def test_an_earlier_runs_end_written_late_does_not_hide_the_later_runs_peak_memo
     append_entries(record, [FinalState(1, 3, "42", 3, "FAILED", 1, restart_count=0,        # late
                                        usage={"max_rss_bytes": 1024})])
     # one rule, whoever reads: the earlier run's end leaves the later run's figures as they were
-    assert dict(ends_since(record, 0).usage)[(1, 3)] == (1, frozenset({"elapsed_seconds"}))
-    assert merged_figures((1, frozenset({"elapsed_seconds"})), 0, frozenset({"max_rss_bytes"})) == \
-        (1, frozenset({"elapsed_seconds"}))
+    assert dict(ends_since(record, 0).usage)[(1, 3)] == (1, {"elapsed_seconds": 5.0})
+    assert merged_figures((1, {"elapsed_seconds": 5.0}), 0, {"max_rss_bytes": 1024}) == (1, {"elapsed_seconds": 5.0})
     second = TaskState("42", 3, JobState.COMPLETED, 0, elapsed=5.0, node="n1", restart_count=1)
     recorder.observe([second], {("42", 3): Usage(max_rss_bytes=2048, elapsed_seconds=5.0)})
     lines = [json.loads(line) for line in ledger_path(record).read_text().splitlines()]
@@ -1484,3 +1483,42 @@ def test_the_rerun_line_skips_an_attempt_whose_local_run_stopped_before_the_valu
     assert f"hyperion-jobs logs {record}:VALUE --attempt 1 (VALUE 2-3), --attempt 2 (VALUE 1)\n" in ahead.stdout, \
         ahead.stdout
     _a_third_run_of_one_value_names_attempt_1_whose_log_it_shows(tmp_path, cli_env, argv, command, record, 3)
+
+
+def test_a_corrected_peak_is_written_again_and_the_same_figures_once(tmp_path: Path) -> None:
+    """Accounting told task 3's peak as 1 MiB at its end, then (a poll later, its batch step filed)
+    as 8 MiB. The writer compared figure names, not values: the ledger held a `max_rss_bytes`, so the
+    corrected one was never written and `hyperion-jobs usage` kept the early, wrong peak. A changed
+    value is written (by this writer and by another face's, which reads the ledger's lines); the
+    same values, told at every poll, are not."""
+    from backends.records.attempts import merged_figures
+    from backends.states import JobState, TaskState
+    from backends.watch.finals import FinalsRecorder
+    from backends.watch.usage import Usage
+
+    held = (0, {"max_rss_bytes": 1024})
+    assert merged_figures(held, None, {"max_rss_bytes": 8192}) == (0, {"max_rss_bytes": 8192})
+    assert merged_figures(held, None, {"cpu_seconds": 1.0}) == (0, {"max_rss_bytes": 1024, "cpu_seconds": 1.0})
+
+    record = tmp_path / "q" / "u.JOB.submit.json"
+    task = TaskRecord(3, "12", 3, "log.3", None, None, 1)
+    ended = TaskState("12", 3, JobState.COMPLETED, 0, elapsed=4.0, node="n1")
+    early, corrected = Usage(max_rss_bytes=1024, elapsed_seconds=4.0), Usage(max_rss_bytes=8192, elapsed_seconds=4.0)
+    watch = FinalsRecorder(str(record), [task])
+    watch.observe([ended], {("12", 3): early})
+    for _ in range(3):                                        # the next polls tell the same
+        watch.observe([ended], {("12", 3): early})
+    watch.observe([ended], {("12", 3): corrected})            # accounting's corrected peak
+    for _ in range(3):
+        watch.observe([ended], {("12", 3): corrected})
+    assert read_ledger(record).finals[(1, 3)].usage["max_rss_bytes"] == 8192
+    assert len(ledger_path(record).read_text().splitlines()) == 2      # the end, and one correction
+
+    # another face (a `status` beside the watch), its usage of the ledger as first read: the same
+    # figures are not written again, a value changed since is
+    other = FinalsRecorder(str(record), [], {("12", 3): (task, early.to_json())}, since=0)
+    other.observe((), {("12", 3): corrected})
+    assert len(ledger_path(record).read_text().splitlines()) == 2
+    other.observe((), {("12", 3): Usage(max_rss_bytes=9000, elapsed_seconds=4.0)})
+    assert read_ledger(record).finals[(1, 3)].usage["max_rss_bytes"] == 9000
+    assert len(ledger_path(record).read_text().splitlines()) == 3

@@ -374,8 +374,9 @@ class LedgerNews:
 
     finals: Mapping[Key, int]                       # (attempt, value) -> the highest restart count said
     # (attempt, value) -> (the restart count of the run they are of, None when no final line of this
-    # reading names it, and the names of the usage figures said, by final and usage lines alike)
-    usage: Mapping[Key, tuple["int | None", frozenset[str]]]
+    # reading names it, and the usage figures said, by name, the newest line's value of each, by
+    # final and usage lines alike)
+    usage: Mapping[Key, tuple["int | None", Mapping[str, object]]]
     offset: int                                     # the offset read up to
 
 
@@ -386,29 +387,31 @@ def finals_since(record_path: str | Path, offset: int) -> tuple[dict[Key, int], 
     return dict(news.finals), news.offset
 
 
-def figure_names(usage: Mapping[str, object] | None) -> frozenset[str]:
-    """The names of the figures a usage mapping says (the ones a reader takes, `is_figure`)."""
-    return frozenset(name for name, value in (usage or {}).items() if is_figure(value))
+def said_figures(usage: Mapping[str, object] | None) -> dict[str, object]:
+    """The figures a usage mapping says, by name (the ones a reader takes, `is_figure`)."""
+    return {name: value for name, value in (usage or {}).items() if is_figure(value)}
 
 
-def merged_figures(held: tuple[int | None, frozenset[str]] | None, restarts: int | None,
-                   figures: frozenset[str]) -> tuple[int | None, frozenset[str]]:
+def merged_figures(held: tuple[int | None, Mapping[str, object]] | None, restarts: int | None,
+                   figures: Mapping[str, object]) -> tuple[int | None, Mapping[str, object]]:
     """The usage figures held of a task, as (the restart count of the run they are of, None when not
-    known, and their names), once a line says `figures`: a final line of a later run (`restarts`
+    known, and the figures by name), once a line says `figures`: a final line of a later run (`restarts`
     above the run held) starts anew, since a requeued task's runs each use their own; a final line
     of an earlier run (read after the later run's: another face wrote it late) says nothing of the
-    run held and leaves it; a usage line (`restarts` None) is of the run held. One rule for the
-    ledger's reader (`ends_since`) and the writer that skips usage the ledger holds already
-    (backends.watch.finals): the writer added an earlier run's figures to the later run's, and
-    skipped writing the later run's peak memory as if held."""
+    run held and leaves it; a usage line (`restarts` None) is of the run held, its values replacing
+    those held (as readers take the newest line's, `_filled`). One rule for the ledger's reader
+    (`ends_since`) and the writer that skips usage the ledger holds already (backends.watch.finals):
+    the writer added an earlier run's figures to the later run's, and skipped writing the later
+    run's peak memory as if held; held as names alone, a corrected value (accounting's peak of a
+    task, higher a poll after its end) read as held and was never written."""
     if held is None:
-        return restarts, figures
+        return restarts, dict(figures)
     run, said = held
     if restarts is not None and run is not None and restarts < run:
         return held
     if restarts is not None and (run is None or restarts > run):
-        return restarts, figures
-    return run, said | figures
+        return restarts, dict(figures)
+    return run, {**said, **figures}
 
 
 def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
@@ -421,7 +424,7 @@ def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
     except (OSError, UnreadableFile):
         return LedgerNews({}, {}, offset)
     told: dict[Key, int] = {}
-    used: dict[Key, tuple[int | None, frozenset[str]]] = {}
+    used: dict[Key, tuple[int | None, Mapping[str, object]]] = {}
     try:
         size = os.fstat(fd).st_size
         start = end = offset if 0 <= offset <= size else 0
@@ -435,10 +438,10 @@ def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
                 if kind == "final" and (final := _final(raw)) is not None:
                     key, restarts = (final.attempt, final.value), final.restart_count or 0
                     told[key] = max(restarts, told.get(key, -1))
-                    used[key] = merged_figures(used.get(key), restarts, figure_names(final.usage))
+                    used[key] = merged_figures(used.get(key), restarts, said_figures(final.usage))
                 elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
                     key = (raw["attempt"], _int(raw.get("value")))
-                    used[key] = merged_figures(used.get(key), None, figure_names(raw["usage"]))
+                    used[key] = merged_figures(used.get(key), None, said_figures(raw["usage"]))
     except OSError:
         return LedgerNews({}, {}, offset)
     finally:

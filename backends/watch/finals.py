@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from backends.errors import InputError
 from backends.logheader import iso_now
-from backends.records.attempts import (FinalState, TaskUsage, append_entries, ends_since, figure_names,
-                                       ledger_size, merged_figures)
+from backends.records.attempts import (FinalState, TaskUsage, append_entries, ends_since, ledger_size,
+                                       merged_figures, said_figures)
 from backends.records.record import TaskRecord
 from backends.states import TaskState
 from backends.watch.usage import Usage
@@ -52,9 +52,11 @@ class FinalsRecorder:
 
     Usage likewise: every face that saw a task end learnt what it used from its own sacct, and
     each wrote it (four faces of a 30-task array: 108 lines, three alike for most tasks). A usage
-    line is written only when it says a figure the ledger holds for that task's run in no line
-    (`ended`'s usage, the lines read since, the lines written here): the same read of the new
-    bytes, once per batch of lines written. Two faces reading and appending at once may both
+    line is written only when it says a figure the ledger holds for that task's run in no line, or
+    with another value than the ledger's newest (`ended`'s usage, the lines read since, the lines
+    written here): the same read of the new bytes, once per batch of lines written. A value
+    accounting corrected (a peak told higher a poll after the end) is written; the same values
+    told at every poll are not. Two faces reading and appending at once may both
     write one (a rare duplicate readers fold); a line is never left out on a guess.
     """
 
@@ -73,10 +75,10 @@ class FinalsRecorder:
         # not only used for the batch that read them: a poll may see a task end after the line was read
         self._told: dict[tuple[int, int | None], int] = {}
         # the usage figures the ledger holds of each task, by (attempt, value): (the restart count of
-        # the run they are of, None when not known, and the figures' names) from `ended`, the lines
+        # the run they are of, None when not known, and the figures by name) from `ended`, the lines
         # other writers appended and the ones written here
-        self._held: dict[tuple[int, int | None], tuple[int | None, frozenset[str]]] = {
-            (t.attempt, t.value): (None, figure_names(u)) for t, u in (ended or {}).values()}
+        self._held: dict[tuple[int, int | None], tuple[int | None, Mapping[str, object]]] = {
+            (t.attempt, t.value): (None, said_figures(u)) for t, u in (ended or {}).values()}
         self.error: str | None = None
         self._unwritten: list[object] = []     # entries the ledger refused (a full disk): tried again
 
@@ -125,7 +127,7 @@ class FinalsRecorder:
         unwritten, self._unwritten = self._unwritten, []
         if unwritten or new:
             self._read_news()                  # once per batch, whatever its size
-            batch: dict[tuple[int, int | None], tuple[int | None, frozenset[str]]] = {}
+            batch: dict[tuple[int, int | None], tuple[int | None, Mapping[str, object]]] = {}
             unwritten = self._not_recorded_elsewhere(unwritten, batch)
             new = self._not_recorded_elsewhere(new, batch)
         if unwritten or new:
@@ -152,10 +154,10 @@ class FinalsRecorder:
             self._held[key] = merged_figures(self._held.get(key), *told)
 
     def _not_recorded_elsewhere(self, new: list[object],
-                                batch: dict[tuple[int, int | None], tuple[int | None, frozenset[str]]]) -> list[object]:
+                                batch: dict[tuple[int, int | None], tuple[int | None, Mapping[str, object]]]) -> list[object]:
         """`new` less the ends another writer put in the ledger since this recorder was made, and
-        less the usage lines that say no figure the ledger holds none of for that task's run; `batch`
-        gains what the lines kept hold (the ledger's once they are written)."""
+        less the usage lines whose every figure the ledger holds, with that value, for that task's
+        run; `batch` gains what the lines kept hold (the ledger's once they are written)."""
         kept: list[object] = []
         for entry in new:
             if isinstance(entry, FinalState):
@@ -166,13 +168,13 @@ class FinalsRecorder:
                     entry = TaskUsage(entry.attempt, entry.value, entry.usage)   # the other end may lack it
                 else:
                     kept.append(entry)
-                    batch[key] = merged_figures(batch.get(key, self._held.get(key)), restarts, figure_names(entry.usage))
+                    batch[key] = merged_figures(batch.get(key, self._held.get(key)), restarts, said_figures(entry.usage))
                     continue
             if isinstance(entry, TaskUsage):
                 key = (entry.attempt, entry.value)
                 held = batch.get(key, self._held.get(key))
-                figures = figure_names(entry.usage)
-                if held is not None and figures <= held[1]:
+                figures = said_figures(entry.usage)
+                if held is not None and all(held[1].get(name) == value for name, value in figures.items()):
                     continue                   # every figure it says, a line of the ledger says already
                 batch[key] = merged_figures(held, None, figures)
             kept.append(entry)
