@@ -182,3 +182,33 @@ def test_list_with_squeue_hung_shows_accountings_states_as_status_does(half_ende
     assert listed.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
                              "timed out after 30 s; the 2 task(s) with no recorded end are shown as accounting "
                              "(sacct) has them, which may be behind\n"), listed.stderr
+
+
+@pytest.mark.slurm
+def test_status_of_a_job_no_record_names_says_which_commands_failed(half_ended, tmp_path, cli_env) -> None:
+    """`status J` of a job whose record is not found (another folder): with squeue and sacct both
+    refused it said only `sacct failed (rc 1): ...` (squeue never named, nor that it was accounting);
+    with squeue alone refused it failed the same way though accounting had every task. Both failed:
+    one line naming each, exit 1, no table. Accounting answered: its table, and one line."""
+    job = half_ended.jobs[0].job_id
+    bin_dir, elsewhere = tmp_path / "bin", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _wrapper(bin_dir, "squeue", 'echo "squeue: error: Unable to contact slurm controller (connect failure)" >&2; exit 1')
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    partly = run_cli("hyperion-jobs", "status", job, "--dir", str(elsewhere), env=env, timeout=120)
+    assert partly.returncode == 1, partly.stderr
+    rows = {line.split()[0]: line.split()[2] for line in partly.stdout.splitlines()[1:8]}
+    assert rows == {f"{job}_{n}": "COMPLETED" for n in range(1, 5)} | {
+        f"{job}_5": "FAILED", f"{job}_6": "RUNNING", f"{job}_7": "RUNNING"}, partly.stdout
+    assert partly.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 1): squeue: error: "
+                             "Unable to contact slurm controller (connect failure); the 2 unended task(s) are shown "
+                             "as accounting (sacct) has them, which may be behind\n")
+
+    _wrapper(bin_dir, "sacct", 'echo "sacct: error: Problem talking to the database: Connection refused" >&2; exit 1')
+    for args in ((job,), (job, "--json"), (f"{job}_6",)):
+        neither = run_cli("hyperion-jobs", "status", *args, "--dir", str(elsewhere), env=env, timeout=120)
+        assert (neither.returncode, neither.stdout) == (1, ""), neither.stdout
+        assert neither.stderr == ("hyperion-jobs: accounting (sacct) not answering: sacct failed (rc 1): sacct: error: "
+                                  "Problem talking to the database: Connection refused; controller (squeue) not "
+                                  "answering: squeue failed (rc 1): squeue: error: Unable to contact slurm "
+                                  "controller (connect failure)\n"), neither.stderr

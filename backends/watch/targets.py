@@ -257,16 +257,15 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
 def job_status(target: Target, history: History | None, runner: Runner = run_command,
                unknown: list[str] | None = None, lagging: bool = False) -> list[TaskRow]:
     """One sacct + squeue for a job target `job_history` has found (or not found) the submission
-    of, as rows (QueryError if Slurm does not answer). With `unknown` and the submission found, a
-    failed look shows what answered, as `history_status` does, and says so in `unknown`.
+    of, as rows (QueryError if Slurm does not answer). With `unknown` (`status`), sacct and squeue
+    are asked at once and a failed look shows what answered, as `history_status` does, and says so
+    in `unknown`; with nothing to show, QueryError names every source that failed, in one line.
     `lagging` (`watch J` asking whether Slurm knows J): a waiting task only accounting still names
     counts (`query`'s); the watch then sees it gone and says it was cancelled while pending."""
     assert target.job_id is not None
     failed: Failed = []
-    if unknown is not None and history is not None:
+    if unknown is not None:
         answer, failed = query_what_answers([target.job_id], runner)
-        if len(failed) == 2 and all(err.kind != "empty" for _, err in failed):
-            raise failed[-1][1]          # nothing answered: "Slurm knows no job" would be untrue
     else:
         answer = query([target.job_id], runner, lagging=lagging)      # with usage: `status 4711` shows what `status RECORD` shows
     states = told_states(answer, [history] if history is not None else [])
@@ -276,11 +275,29 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
                    and (target.task_id is None or t.array_task_id == target.task_id)]
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
+    rows = job_rows(states, history, answer.shown_usage(), (target.job_id, target.task_id))
     if failed and unknown is not None:
-        line = unanswered_line(failed, unended, states)
+        if not rows:     # nothing to show, and "Slurm knows no job" would be untrue: what failed, in one line
+            raise QueryError(failed_text(failed))
+        line = unanswered_line(failed, unended, states) if history is not None else _unrecorded_job_line(failed, states)
         if line is not None:
             unknown.append(line)
-    return job_rows(states, history, answer.shown_usage(), (target.job_id, target.task_id))
+    return rows
+
+
+def _unrecorded_job_line(failed: Failed, states: Mapping[Key, TaskState]) -> str:
+    """What a failed look leaves of a job no record names (`status J`), whose tasks are those the
+    source that answered named: accounting's unended ones may be behind while the controller fails,
+    and the controller no longer lists tasks that ended a while ago. `status J` of such a job
+    said only `sacct failed (rc 1): ...` (never squeue, nor that the other source answered)."""
+    unended = [state for state in states.values() if not state.state.is_terminal and state.source != "squeue"]
+    if any(source == "sacct" for source, _ in failed):
+        left = f"shown as {LABELS['squeue']} has them (tasks that ended a while ago it no longer lists)"
+    elif unended:
+        left = f"the {len(unended)} unended task(s) are shown as {LABELS['sacct']} has them, which may be behind"
+    else:
+        left = f"shown as {LABELS['sacct']} has them"
+    return f"{failed_text(failed)}; {left}"
 
 
 @dataclass(frozen=True)
