@@ -212,3 +212,30 @@ def test_status_of_a_job_no_record_names_says_which_commands_failed(half_ended, 
                                   "Problem talking to the database: Connection refused; controller (squeue) not "
                                   "answering: squeue failed (rc 1): squeue: error: Unable to contact slurm "
                                   "controller (connect failure)\n"), neither.stderr
+
+
+@pytest.mark.slurm
+def test_a_job_the_controller_forgot_while_accounting_has_it_running_is_unknown(half_ended, tmp_path, cli_env) -> None:
+    """slurmdbd missed the end of tasks 6-7 (a controller restart): accounting has them RUNNING for
+    ever while the controller says it knows no such job (`squeue -j J`: 'Invalid job id specified',
+    exit 1, as it says of a job it forgot). `status` showed them RUNNING ("which may be behind") and
+    exited 1 at every run for ever, as if Slurm did not answer. They are UNKNOWN, one line says why,
+    and the exit status is 0: Slurm answered, and no later look will tell more (`--json`'s
+    `exit_status` is 1: they did not all succeed). `list` counts them UNKNOWN, not `?`."""
+    job = half_ended.jobs[0].job_id
+    bin_dir = tmp_path / "bin"
+    _wrapper(bin_dir, "squeue", 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1')
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    line = (f"hyperion-jobs: controller (squeue) knows no job(s) {job}, which accounting (sacct) still has running "
+            f"or waiting: it ended and accounting never filed how (slurmdbd missed its end): squeue -j {job} said "
+            "'Invalid job id specified'; the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
+    for target in (half_ended.path, job):
+        status = run_cli("hyperion-jobs", "status", target, env=env, cwd=tmp_path, timeout=120)
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.splitlines()[-1] == "7 tasks: COMPLETED 4, FAILED 1, UNKNOWN 2", status.stdout
+        assert status.stderr == line, status.stderr
+    as_json = json.loads(run_cli("hyperion-jobs", "status", half_ended.path, "--json", env=env).stdout)
+    assert as_json["exit_status"] == 1 and "knows no job(s)" in as_json["error"]
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=env, timeout=120)
+    states = [line.split(None, 5)[5] for line in listed.stdout.splitlines() if line.startswith(half_ended.path)]
+    assert states == ["COMPLETED 4, FAILED 1, UNKNOWN 2"], listed.stdout

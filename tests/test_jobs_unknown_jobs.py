@@ -71,7 +71,10 @@ def test_tasks_squeue_listed_are_not_said_stale_for_another_jobs_empty_answer(tm
     rows = history_status(load_history(record), slurm(running, runaway), problems=problems, unknown=unknown)
     assert [(row.value, row.state_label) for row in rows] == [(1, "RUNNING"), (2, "COMPLETED"), (3, "RUNNING")]
     assert unknown == []
-    assert problems == [f"controller (squeue) lists none of job(s) {PURGED}: squeue -j {PURGED} exited 0 with no row"]
+    # asked about that job alone, the controller says it knows no such job: a runaway row
+    assert problems == [f"controller (squeue) knows no job(s) {PURGED}, which accounting (sacct) still has running or "
+                        f"waiting: it ended and accounting never filed how (slurmdbd missed its end): squeue -j {PURGED} "
+                        "said 'Invalid job id specified'"]
 
 
 def test_a_record_whose_jobs_slurm_knows_none_of_is_no_failure(tmp_path) -> None:

@@ -281,8 +281,19 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
             raise QueryError(failed_text(failed))
         line = unanswered_line(failed, unended, states) if history is not None else _unrecorded_job_line(failed, states)
         if line is not None:
-            unknown.append(line)
+            unknown.append(settled(failed, line))
     return rows
+
+
+class Settled(str):
+    """A line of `unknown` about tasks Slurm did answer about, whose states no later look will tell
+    (`settled`): said, but no failure to answer (`status` exits 0, as for a job Slurm has no trace of)."""
+
+
+def settled(failed: Failed, line: str) -> str:
+    """`line`, a Settled one when every source that gave nothing to take is a controller that knows
+    none of a job accounting still has running ("forgotten"): asking again would tell no more."""
+    return Settled(line) if all(err.kind == "forgotten" for _, err in failed) else line
 
 
 def _unrecorded_job_line(failed: Failed, states: Mapping[Key, TaskState]) -> str:
@@ -479,7 +490,7 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
             if problems is not None:
                 problems.append(failed_text(failed))
         elif unknown is not None:
-            unknown.append(line)
+            unknown.append(settled(failed, line))
     return states, answer.shown_usage()
 
 
@@ -499,7 +510,7 @@ def unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[
     the controller did answer about is not stale: an empty answer about an earlier attempt's job
     left the newest tasks, which squeue listed running, "shown as accounting has them". `status`'s
     line, and `list`'s of all its records' tasks."""
-    controller_failed = any(source == "squeue" and err.kind != "empty" for source, err in failed)
+    controller_failed = any(source == "squeue" and err.kind not in ("empty", "forgotten") for source, err in failed)
     unlisted = {job for source, err in failed if source == "squeue" for job in err.jobs}
     stale = unknown = 0
     for task in pending:

@@ -33,6 +33,7 @@ from backends.watch.targets import (
     later_run_text,
     rerun_later,
     resolve,
+    Settled,
     Target,
     shown_as_recorded,
     task_logs,
@@ -99,7 +100,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise InputError("JOB", f"Slurm knows no job {args.target}")
     say_rerun_later(job_of, rows)
     # exit 1 with the table, as `Slurm not answering` is everywhere: the states shown are not all known
-    done = 1 if unknown else 0
+    # (not for tasks of a job the controller forgot while accounting has it running: no look will tell more)
+    done = 1 if any(not isinstance(line, Settled) for line in unknown) else 0
     for line in unknown:
         print(printable(f"{PROG}: {line}"), file=sys.stderr)
     unsubmitted = list(history.unsubmitted()[0]) if history is not None else []
@@ -284,9 +286,9 @@ def _states_problem(histories: Sequence[History], states, failed: Failed) -> str
 def _doubtful(failed: Failed) -> frozenset[str] | None:
     """The jobs whose states `list` cannot tell: None (all) while a query failed, else those an
     empty answer named none of (other records' states stand)."""
-    if any(err.kind != "empty" for _, err in failed):
+    if any(err.kind not in ("empty", "forgotten") for _, err in failed):
         return None
-    return frozenset(job for _, err in failed for job in err.jobs)
+    return frozenset(job for _, err in failed if err.kind == "empty" for job in err.jobs)
 
 
 def _live_jobs(histories: Sequence[History], states, failed: Failed) -> tuple[list | None, str | None]:

@@ -65,7 +65,8 @@ class QueryError(RuntimeError):
     (slurmctld asks this user to slow down), "timeout", "unreadable" (it answered, in a form this
     code cannot read: it is answering, so "not answering" would send the user after the daemon),
     "empty" (it answered with no row of jobs Slurm listed before: nothing said of their tasks),
-    or "other".
+    "forgotten" (the controller says it knows no such job, which accounting still has running or
+    waiting: it ended, and accounting never filed how), or "other".
     """
 
     def __init__(self, message: str, kind: str = "other", jobs: Sequence[str] = ()) -> None:
@@ -89,6 +90,9 @@ def source_problem(source: str, error: str, kind: str | None, age: float | None 
         return f"{label} is rate-limiting our queries{f' ({aged[1:]})' if aged else ''}{pace}: {error}"
     if kind == "empty":
         return f"{label} lists none of {what}{f' ({aged[1:]})' if aged else ''}: {error}"
+    if kind == "forgotten":
+        return (f"{label} knows no {what}, which {LABELS['sacct']} still has running or waiting: it ended "
+                f"and accounting never filed how (slurmdbd missed its end){f' ({aged[1:]})' if aged else ''}: {error}")
     if kind == "unreadable":
         return f"{label} answers in a form hyperion cannot read{f' ({aged[1:]})' if aged else ''}: {error}"
     return f"{label} not answering{aged}: {error}"
@@ -610,6 +614,15 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
         silent = [j for j in job_ids if j not in listed and (j in running or mute)]
         if silent and mute and _controller_knows_none(silent[0], runner):
             silent = []
+        # A job the controller says it knows none of, while accounting has it running or waiting: it
+        # ended (the controller forgets a job only MinJobAge after its end) and slurmdbd missed how.
+        # Its tasks were shown RUNNING, "which may be behind", and every `status` exited 1 for ever.
+        forgotten = [j for j in silent if not mute and j in running and (
+            squeue.unknown_ids if len(asked) == 1 else _controller_knows_none(j, runner))]
+        if forgotten:
+            silent = [j for j in silent if j not in forgotten]
+            failed.append(("squeue", QueryError(f"squeue -j {','.join(forgotten)} said {SQUEUE_UNKNOWN_JOB!r}",
+                                                "forgotten", forgotten)))
         if silent:
             ids = ",".join(silent)
             said = (f"squeue -j {ids} said {SQUEUE_UNKNOWN_JOB!r}" if squeue.unknown_ids
@@ -621,8 +634,11 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
                                                    "empty", unaccounted)))
         live = live_job_ids(squeue.states)
         if sacct is not None:
-            return Snapshot(merge(sacct, squeue.states, one_look=True), sacct.usage, squeue.usage, live,
-                            accounted), failed
+            merged = merge(sacct, squeue.states, one_look=True)
+            if forgotten:           # accounting's word that they run or wait is stale: not known
+                merged = {key: state for key, state in merged.items()
+                          if key[0] not in forgotten or state.state.is_terminal}
+            return Snapshot(merged, sacct.usage, squeue.usage, live, accounted), failed
         return Snapshot(merge(SacctRows([], []), squeue.states), {}, squeue.usage, live), failed
     if sacct is not None:
         return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted), failed
