@@ -11,6 +11,8 @@ import re
 import shlex
 from datetime import datetime
 
+from backends.shellwords import shell_join
+
 RUNNING_PREFIX = "# Running: "
 STARTED_PREFIX = "# Started at "
 ENDED_PREFIX = "# Ended (code "
@@ -34,7 +36,9 @@ def iso_seconds(text: str | None) -> float | None:
 
 
 def running_line(argv: list[str] | tuple[str, ...]) -> str:
-    return f"{RUNNING_PREFIX}{shlex.join(argv)}"
+    """The header's command, on one line whatever the arguments hold (`shell_join`: a newline or
+    another control character in ANSI-C quoting, ``$'a\\nb'``), pasteable as it reads."""
+    return f"{RUNNING_PREFIX}{shell_join(argv)}"
 
 
 def started_line(when: str, host: str) -> str:
@@ -48,10 +52,8 @@ def ended_line(code: int, when: str, elapsed: int) -> str:
 def bash_header(running_word: str) -> str:
     """Bash lines printing `running_line` and `started_line` and noting the start time.
 
-    `running_word` is a bash word that expands to ``shlex.join(argv)`` of the
-    launched command, e.g. ``"${hyperion_running//JOB/$JOB}"``: replacing an
-    identifier by digits inside the joined text gives the same text as joining
-    the substituted arguments, so the script can substitute at run time.
+    `running_word` is a bash word that expands to ``shell_join(argv)`` of the launched command
+    (`backends.submit.slurm.script` splices the array variable into it).
     """
     return (
         f"echo {shlex.quote(RUNNING_PREFIX)}{running_word}\n"

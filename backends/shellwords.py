@@ -46,3 +46,28 @@ def shell_quote(word: str) -> str:
 def shell_join(words: Iterable[str]) -> str:
     """`words` as one line of bash words (`shell_quote` of each), for showing and pasting."""
     return " ".join(shell_quote(word) for word in words)
+
+
+def shell_join_around(words: Iterable[str], name: str) -> list[str]:
+    """`shell_join(words)` cut where `name` (a shell variable name) stands in an argument: for any
+    digits, ``digits.join(pieces) == shell_join(w.replace(name, digits) for w in words)``.
+
+    Cut per argument, before quoting: the quoted text of an argument may hold `name`'s letters
+    where the argument does not (``$'a\\nb'`` holds an ``n``). A name and digits are both words
+    `shlex.quote` leaves bare and `_ansi_c` keeps as they are, so a substitution changes no
+    argument's quoting."""
+    pieces = [""]
+    for number, word in enumerate(words):
+        parts = word.split(name)
+        if UNSAFE.search(word):
+            quoted, opening = ["".join(map(_ansi_c, part)) for part in parts], "$'"
+        elif shlex.quote(word) != word:
+            quoted, opening = [part.replace("'", "'\"'\"'") for part in parts], "'"
+        else:
+            quoted, opening = parts, ""
+        if opening:
+            quoted[0] = opening + quoted[0]
+            quoted[-1] += "'"
+        pieces[-1] += (" " if number else "") + quoted[0]
+        pieces += quoted[1:]
+    return pieces

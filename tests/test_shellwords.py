@@ -10,7 +10,7 @@ import pytest
 from conftest import TEST_SITE, run_cli
 
 from backends.printable import UNSAFE
-from backends.shellwords import shell_join
+from backends.shellwords import shell_join, shell_join_around
 
 HOSTILE = ["plain", "two words", "esc\x1b[31mred", "line\nbreak", "tab\there\rcr", "it's", "back\\slash",
            "\x1b12", "q'\x1b\\", "\udce9t\udce9", "\u202eevil", "", "$HOME", "\\x1b", "nel\x85csi\x9b",
@@ -22,6 +22,15 @@ def _words_bash_reads(line: str, locale: str = "C.UTF-8") -> list[str]:
     out = subprocess.run(["bash", "-c", f'for a in {line}; do printf "%s\\0" "$a"; done'],
                          capture_output=True, check=True, env={**os.environ, "LC_ALL": locale}).stdout
     return [os.fsdecode(word) for word in out.split(b"\0")[:-1]]
+
+
+@pytest.mark.parametrize("name", ["JOB", "n", "t", "x1b", "e9"])
+@pytest.mark.parametrize("digits", ["0", "7", "1003"])
+def test_the_join_cut_at_a_name_gives_the_join_of_the_substituted_words(name, digits):
+    """The Slurm log header splices the array value into the joined command: cut in the quoted text,
+    a name among the escapes' letters (`n` of ``\\n``) would have been replaced there too."""
+    words = [*HOSTILE, name, f"a{name}b", f"{name}\n{name}'", f"\x1b{name}", f"{name} {name}"]
+    assert digits.join(shell_join_around(words, name)) == shell_join(w.replace(name, digits) for w in words)
 
 
 @pytest.mark.parametrize("locale", ["C.UTF-8", "C"])

@@ -126,6 +126,23 @@ def test_a_shells_report_of_a_signal_says_the_signal(tmp_path, cli_env):
     assert "task: FAILED with exit code 128 (" in plain.stdout, plain.stdout
 
 
+def test_an_argument_holding_a_newline_keeps_the_log_header_one_line(tmp_path, cli_env):
+    """`# Running:` joined the command with shlex.join: an argument holding a newline spanned two lines
+    of the log, read as a command and a stray line (and `logs` showed it so). The header is one line,
+    a newline or tab in bash's $'...' quoting, and pasted into bash runs the same command."""
+    args = ("printf", "%s|", "two\nlines", "tab\there", "it's")
+    result = submit(tmp_path, cli_env, "--output-file", "n.log", "--", *args)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "n.log").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "# Running: printf '%s|' $'two\\nlines' $'tab\\there' 'it'\"'\"'s'", lines
+    assert lines[1].startswith("# Started at ")
+    pasted = subprocess.run(["bash", "-c", lines[0].removeprefix("# Running: ")], capture_output=True, text=True)
+    assert text.split("\n", 2)[2].startswith(pasted.stdout) and pasted.stdout == "two\nlines|tab\there|it's|"
+    shown = run_cli("hyperion-jobs", "logs", str(tmp_path / "q" / "n.submit.json"), env=cli_env)
+    assert shown.returncode == 0 and shown.stdout.splitlines()[0] == lines[0], shown.stdout
+
+
 def test_log_has_combined_output_and_header_footer(tmp_path, cli_env):
     script = "import sys; print('to out', flush=True); print('to err', file=sys.stderr, flush=True); sys.exit(4)"
     result = submit(tmp_path, cli_env, "--output-file", "t.log", "--", PY, "-c", script)

@@ -84,6 +84,25 @@ def test_rendered_script_passes_every_argument_verbatim(args, task, offset, odd,
         assert parse_ended(log.splitlines()[-1])[0] == exit_with
 
 
+@pytest.mark.parametrize("name", ["JOB", "n", "x1b"])
+def test_the_log_header_is_one_line_whatever_an_argument_holds(tmp_path, monkeypatch, name):
+    """The header's command was shlex.join's: an argument holding a newline spanned two lines of the
+    log. It is `running_line` (ANSI-C quoting) of the arguments the task ran, on one line, also for
+    an array name whose letters the quoting writes (`n` of ``\\n``, `x1b` of ``\\x1b``)."""
+    (tmp_path / "D").write_text(DUMPER)
+    (tmp_path / "P").symlink_to(sys.executable)     # paths without the name's letters: it is substituted
+    monkeypatch.chdir(tmp_path)
+    args = ("a\nb", f"{name}\n{name}", "\x1b[31m", f"\t{name}'", "plain", f"x{name}y")
+    options = _options(tmp_path, ("./P", "D", *args), array=ArraySpec(name, (7,)), output_file=f"t.{name}.log",
+                       env=(("DUMP_TO", str(tmp_path / "argv.json")), ("EXIT_WITH", "0")))
+    assert _run(render_script(options, 0), tmp_path, {"SLURM_ARRAY_TASK_ID": "7"}) == 0
+    expected = [arg.replace(name, "7") for arg in args]
+    assert json.loads((tmp_path / "argv.json").read_text())["argv"] == expected
+    lines = (tmp_path / "t.7.log").read_text().splitlines()
+    assert lines[0] == running_line(["./P", "D", *expected]), lines
+    assert "\n" not in lines[0] and lines[1].startswith("# Started at ")
+
+
 def test_array_name_like_the_scripts_own_variables_reaches_the_program(tmp_path):
     name = "hyperion_start"   # the log header's start-time variable before it got the _hyperion_ prefix
     show = "import os; print('value', os.environ['hyperion_' 'start'])"   # split: not substituted

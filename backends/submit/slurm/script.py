@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from backends import logheader
 from backends.shard_env import WINDOW_OFFSET_ENV
+from backends.shellwords import shell_join, shell_join_around
 from backends.submit.array import INTERNAL_PREFIX, SHARD_INDEX_ENVS, SHELL_NAME
 from backends.submit.model import launch_prefix
 
@@ -37,6 +39,17 @@ def splice(text: str, name: str | None) -> str:
     if not name or name not in text:
         return shlex.quote(text)
     return f'"${name}"'.join(shlex.quote(piece) if piece else "" for piece in text.split(name))
+
+
+def _spliced_join(prefix: Sequence[str], command: Sequence[str], name: str | None) -> str:
+    """One shell word that yields `shell_join` of `prefix` and `command`, NAME in the command's
+    arguments (only: the torchrun prefix is ours) replaced by ``$name``."""
+    ours = shell_join(prefix)
+    if not name:
+        return shlex.quote(" ".join(filter(None, (ours, shell_join(command)))))
+    pieces = shell_join_around(command, name)
+    pieces[0] = " ".join(filter(None, (ours, pieces[0])))
+    return f'"${name}"'.join(shlex.quote(piece) if piece else "" for piece in pieces)
 
 
 def _check_variable(name: str, what: str) -> None:
@@ -73,9 +86,9 @@ def render_script(options: SubmitOptions, offset: int) -> str:
     # NAME is substituted in the command's arguments only: the torchrun prefix is ours
     lines += [f"  {shlex.quote(arg)}" for arg in prefix] + [f"  {splice(arg, name)}" for arg in options.command]
     lines.append(")")
-    # The joined command with NAME spliced equals the join of the substituted
-    # arguments: NAME and its digits are both shlex-safe, quotes never split them.
-    running = " ".join(filter(None, (shlex.join(prefix), splice(shlex.join(options.command), name))))
+    # The header's command (`logheader.running_line`: one line, ANSI-C quoting for a newline) of the
+    # substituted arguments: NAME, where it stands in an argument, spliced into their joined text
+    running = _spliced_join(prefix, options.command, name)
     lines += [
         # A run Slurm restarts (requeued, preempted) keeps the run before it: `>` emptied the log, and
         # the first run's output was gone while the restart count was shown.
