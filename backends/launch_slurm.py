@@ -59,7 +59,7 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
                 on_attempt(attempt)
             done, refused = sbatch.submit_windows(plan, warn)
             if refused is not None and refused.error.unanswered:
-                note = _cancel_note(_queued_unanswered(refused.error.unanswered), "the job it queued all the same")
+                note, _ = _cancel_note(_queued_unanswered(refused.error.unanswered))
                 error = SubmitError(f"{refused.error}{'; ' + note if note else ''}")
                 refused = sbatch.Refused(error, refused.windows)
             record = sbatch.make_record(plan, done, attempt, refused)
@@ -69,17 +69,31 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
         queued = _queued_unanswered(err.unanswered) if err.unanswered else ()   # the first window's, unseen
         if not queued:
             raise
-        raise SubmitError(f"{err}; {_cancel_note(queued)}") from None
+        note, left = _cancel_note(queued)
+        raise SubmitError(f"{err}; {note}", err.unanswered, left) from None
 
 
-def not_made_line(record_path: str, number: int, array: bool) -> str:
+def not_made_line(record_path: str, number: int, array: bool, left_queued: Sequence[str] = ()) -> str:
     """After "attempt N of this --output-file" was said, sbatch refused the first window: no attempt N
     was made (history lists none), but the earlier logs were moved, and stay where that line said
-    (each in the folder of the attempt that wrote it, not always N-1's: `logs --attempt` finds it)."""
+    (each in the folder of the attempt that wrote it, not always N-1's: `logs --attempt` finds it).
+    `left_queued`: the jobs an sbatch that did not answer queued all the same and scancel refused:
+    "nothing was submitted" was said of them too, while they may run and write the logs."""
     folder = os.path.join(os.path.dirname(record_path), "attempts")
-    return printable(f"nothing was submitted, so there is no attempt {number}: the earlier logs stay in "
+    if left_queued:
+        made = (f"no attempt {number} is recorded, but job(s) {', '.join(left_queued)} that sbatch queued all "
+                f"the same could not be cancelled: they may run, writing this --output-file's logs "
+                f"({_check_and_cancel(left_queued)})")
+    else:
+        made = f"nothing was submitted, so there is no attempt {number}"
+    return printable(f"{made}: the earlier logs stay in "
                      f"{folder}/ (hyperion-jobs history {shell_quote(record_path)}; hyperion-jobs logs "
                      f"{shell_quote(record_path)}{':VALUE' if array else ''} --attempt {number - 1})")
+
+
+def _check_and_cancel(job_ids: Sequence[str]) -> str:
+    """How a user sees and cancels jobs left queued: ``squeue --me -j 12,13; scancel 12 13``."""
+    return f"see them with: squeue --me -j {','.join(job_ids)}; cancel them with: scancel {' '.join(job_ids)}"
 
 
 def _say_rerun(err_stream, plan: SubmitPlan, attempt: NewAttempt) -> None:
@@ -121,15 +135,18 @@ def _queued_unanswered(script: str) -> tuple[str, ...]:
     return tuple(live_script_jobs({os.path.realpath(script)}, COMMAND_TIMEOUT))
 
 
-def _cancel_note(job_ids: Sequence[str], what: str = "the windows already submitted") -> str:
-    """Cancel `job_ids` and say so ("" when there is none)."""
+def _cancel_note(job_ids: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """Cancel `job_ids`, the job an sbatch that did not answer queued all the same, and say so ("" when
+    there is none); with the jobs left queued (all of them when scancel failed)."""
     if not job_ids:
-        return ""
+        return "", ()
+    what = "the job it queued all the same"
     try:
         cancel(list(job_ids))
     except (CancelError, OSError) as err:
-        return f"could not cancel {what} ({', '.join(job_ids)}): {err}"
-    return f"cancelled {what}: {', '.join(job_ids)}"
+        return (f"could not cancel {what} ({', '.join(job_ids)}): {err}; it may run "
+                f"({_check_and_cancel(job_ids)})", tuple(job_ids))
+    return f"cancelled {what}: {', '.join(job_ids)}", ()
 
 
 @contextmanager
@@ -245,7 +262,8 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             if said and said[0].number > 1 and said[0].kind == "submit":
-                gone = not_made_line(plan.record_path, said[0].number, plan.options.array is not None)
+                gone = not_made_line(plan.record_path, said[0].number, plan.options.array is not None,
+                                     exc.left_queued)
                 err_stream.line(f"{PROG}: {gone}")
             return 1
         rest = rest_command(plan, record, rerun, kind)

@@ -658,10 +658,67 @@ def test_a_job_sbatch_queued_without_answering_in_time_is_found_and_cancelled(
     with pytest.raises(SubmitError) as refused:
         launch_slurm.submit(plan)
     said = str(refused.value)
-    assert "did not answer within 3 s" in said and "cancelled the windows already submitted: " in said, said
+    assert "did not answer within 3 s" in said and "cancelled the job it queued all the same: " in said, said
     job = said.rsplit(": ", 1)[1].strip()
     assert wait_for(lambda: (rows := sacct(job, "State")) and rows[0][0].startswith("CANCELLED"),
                     timeout=30, what="the late job CANCELLED")
+
+
+def test_a_late_job_scancel_refuses_is_not_said_to_be_unsubmitted(slurm_cluster, test_site, tmp_path, cli_env,
+                                                                   monkeypatch):
+    """A rerun whose sbatch queued the job and answered after the timeout, and scancel of that job
+    failed: the user read `could not cancel ...` and then `nothing was submitted, so there is no
+    attempt 2` while the job was queued, to write this --output-file's logs. Both lines now say the
+    job may run and how to see and cancel it; the exit status stays 1."""
+    import io
+
+    from backends import launch_slurm
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+    from backends.submit.slurm import sbatch as sbatch_module
+
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/late.log", "--",
+                    "true", cwd=tmp_path, env=cli_env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "slow-sbatch").write_text('#!/bin/sh\nsbatch "$@"\nexec sleep 30\n')
+    (tools / "scancel").write_text('#!/bin/sh\necho "scancel: error: Kill job error on job id $1: Access/permission '
+                                   'denied" >&2\nexit 1\n')
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(tools / "slow-sbatch"))
+    monkeypatch.setattr(sbatch_module, "SBATCH_TIMEOUT", 3.0)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(*parse_submit_argv(["slurm", "--cfg", str(site), "--output-file", "log/late.log", "--",
+                                          "sleep", "60"]))
+    err = io.StringIO()
+    try:
+        assert launch_slurm.run_slurm(plan, err=err) == 1
+        lines = err.getvalue().splitlines()
+        record = tmp_path / "log/q/late.submit.json"
+        assert len(lines) == 3 and lines[0].startswith("hyperion-submit: attempt 2 of this --output-file"), lines
+        job = lines[1].rsplit(" ", 1)[1].rstrip(")")
+        assert lines[1].startswith(f"hyperion-submit: error: {tools / 'slow-sbatch'} did not answer within 3 s; "
+                                   f"script kept at {tmp_path / 'log/q/late.sh'}; "), lines
+        assert lines[1].endswith(f"; could not cancel the job it queued all the same ({job}): scancel: error: Kill "
+                                 f"job error on job id {job}: Access/permission denied; it may run (see them with: "
+                                 f"squeue --me -j {job}; cancel them with: scancel {job})"), lines
+        assert lines[2] == (f"hyperion-submit: no attempt 2 is recorded, but job(s) {job} that sbatch queued all the "
+                            f"same could not be cancelled: they may run, writing this --output-file's logs (see them "
+                            f"with: squeue --me -j {job}; cancel them with: scancel {job}): the earlier logs stay in "
+                            f"{record.parent / 'attempts'}/ (hyperion-jobs history {record}; hyperion-jobs logs "
+                            f"{record} --attempt 1)"), lines
+        assert "nothing was submitted" not in err.getvalue()
+        queued = subprocess.run(["squeue", "-h", "-j", job, "-o", "%o"], capture_output=True, text=True).stdout
+        assert queued.strip() == str(tmp_path / "log/q/late.sh")                  # it is queued indeed
+    finally:
+        listed = subprocess.run(["squeue", "--me", "-h", "-o", "%F|%o"], capture_output=True, text=True).stdout
+        mine = {job for job, _, script in (line.partition("|") for line in listed.splitlines())
+                if script.startswith(str(tmp_path))}
+        if mine:
+            subprocess.run(["/usr/bin/scancel", *mine], check=False)
 
 
 def test_an_sbatch_that_queues_the_job_then_prints_without_end_is_cut_and_its_job_cancelled(
@@ -691,7 +748,7 @@ def test_an_sbatch_that_queues_the_job_then_prints_without_end_is_cut_and_its_jo
     assert time.monotonic() - started < 60
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 300
     assert f"{wrapper} printed more than 64 MiB, not read; script kept at " in said, said
-    assert "cancelled the windows already submitted: " in said, said
+    assert "cancelled the job it queued all the same: " in said, said
     job = said.rsplit(": ", 1)[1].strip()
     assert wait_for(lambda: (rows := sacct(job, "State")) and rows[0][0].startswith("CANCELLED"),
                     timeout=30, what="the chatty wrapper's job CANCELLED")
@@ -907,7 +964,7 @@ def test_an_sbatch_that_queued_the_job_but_printed_no_job_id_has_its_job_found_a
     said = done.stderr.strip()
     assert done.returncode != 0 and "Traceback" not in said, said
     assert f"{wrapper} exited 0 without a job id (sbatch: queued (site banner)); script kept at " in said, said
-    assert "cancelled the windows already submitted: " in said, said
+    assert "cancelled the job it queued all the same: " in said, said
     job = said.rsplit(": ", 1)[1].strip()
     assert wait_for(lambda: (rows := sacct(job, "State")) and rows[0][0].startswith("CANCELLED"),
                     timeout=30, what="the banner wrapper's job CANCELLED")

@@ -31,12 +31,14 @@ class SubmitError(RuntimeError):
     Windows sbatch accepted before a refusal are kept and recorded (`Refused`), not cancelled.
     `unanswered` is the script of an sbatch that did not answer in time (or exited 0 without a
     job id a site wrapper's banner hid): it may have queued the
-    job unseen, which the caller finds by that script and cancels.
+    job unseen, which the caller finds by that script and cancels. `left_queued`: the jobs it
+    found so that scancel refused: they may run, though no attempt records them.
     """
 
-    def __init__(self, message: str, unanswered: str | None = None) -> None:
+    def __init__(self, message: str, unanswered: str | None = None, left_queued: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.unanswered = unanswered
+        self.left_queued = left_queued
 
 
 @dataclass(frozen=True)
