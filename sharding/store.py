@@ -43,6 +43,7 @@ from typing import Any, Mapping
 from collections.abc import Callable, Container, Iterable, Iterator
 
 from backends.fileio import UnreadableFile, directory_problem, kind_of_mode, read_bounded_stat, umask_mode
+from backends.job_id import JOB_ID
 from backends.printable import printable
 from sharding.errors import ReadStopped, ShardingError
 
@@ -64,7 +65,6 @@ LOCAL_ATTEMPT_PREFIX = "local_attempt_"
 # (``12358_6``), where its ``slurm_job_<J>`` folder holds the task's own job id (SLURM_JOB_ID, 12364).
 ARRAY_JOB_KEY = "slurm_array_job_id"
 ARRAY_TASK_KEY = "slurm_array_task_id"
-_SLURM_ID = re.compile(r"[0-9]{1,19}\Z", re.ASCII)
 
 
 def compact_json(payload: Mapping[str, Any]) -> str:
@@ -198,16 +198,15 @@ def outside_run(record: "FailedRecord", run: RunConfig) -> Problem | None:
 
 
 def slurm_id(value: object) -> str | None:
-    """A Slurm job or array task id a failed-task record's JSON gives (a string of 1-19 ASCII digits,
-    or such an integer), as its canonical decimal text; None for anything else (a hostile record's
-    text, a negative number, true): the record is then named by its job alone."""
-    if isinstance(value, bool):
+    """A Slurm job or array task id a failed-task record's JSON gives (a job id's text, `JOB_ID`, or
+    an integer), as its canonical decimal text if it is at most MAX_INDEX; None for anything else (a
+    hostile record's text, a negative number, true, "9999999999999999999" as 9999999999999999999):
+    the record is then named by its job alone."""
+    if isinstance(value, str) and JOB_ID.match(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
         return None
-    if isinstance(value, int):
-        return str(value) if 0 <= value <= MAX_INDEX else None
-    if isinstance(value, str) and _SLURM_ID.match(value):
-        return str(int(value))
-    return None
+    return str(value) if 0 <= value <= MAX_INDEX else None
 
 
 @dataclass(frozen=True)

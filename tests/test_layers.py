@@ -165,7 +165,8 @@ def test_sharding_uses_only_pure_backends_math_outside_the_bridge(graph):
     pure = {"backends", "backends.ranges", "backends.errors", "backends.printable", "backends.fileio",
             "backends.jsontext",   # text formatting like printable: no process, no state
             "backends.shellwords",  # a path shown as one shell word (what to remove): text too
-            "backends.shard_env"}  # the shard variables' names, which both sides must spell alike
+            "backends.shard_env",  # the shard variables' names, which both sides must spell alike
+            "backends.job_id"}     # a Slurm job id's text, which both sides must read alike
     # and reading submit records: which of them name a checkpoint (no launcher, no submit planner)
     readers = {"sharding.run_records": pure | {"backends.records", "backends.records.record"}}
     offending = sorted(f"{m} -> {i}" for m in graph if _within(m, "sharding") and m != "sharding.resubmit"

@@ -119,6 +119,16 @@ def test_a_record_whose_array_job_is_a_5000_digit_number_is_named_by_its_folders
     assert listed.returncode == 0 and listed.stdout.startswith("shard 6  job 12364  "), listed.stderr
 
 
+@pytest.mark.parametrize("huge", ["9" * 19, 10 ** 19 - 1])     # above 2**63-1, as text and as a number
+def test_a_19_digit_array_job_above_the_largest_id_is_refused_as_text_as_it_is_as_a_number(tmp_path, huge):
+    """A record's array job of 19 nines was taken as text and refused as the number it spells: the one
+    record was named `9999999999999999999_6` or by its folder's job, by how its JSON wrote the id."""
+    store = _store(tmp_path)
+    path = store.write_failed(6, Attempt("12364", "6", "0"), DETAILS)
+    path.write_text(json.dumps({"error": "x", ARRAY_JOB_KEY: huge, ARRAY_TASK_KEY: "6"}))
+    assert job_text(_one(store)) == "12364"
+
+
 def test_the_consoles_job_cell_shows_a_long_array_task_whole(tmp_path):
     """The Failed table cut a job at 12 cells: `67108863_4000000` read `67108863_40…`, another task."""
     store = _store(tmp_path)

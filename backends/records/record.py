@@ -16,6 +16,7 @@ from pathlib import Path
 
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, read_bounded, umask_mode
+from backends.job_id import JOB_ID
 from backends.printable import printable
 from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
 
@@ -24,9 +25,6 @@ MAX_TASKS = 100_000          # tasks of one submission (submit.array.MAX_VALUES)
 MAX_NUMBER = 10 ** 9         # the largest array value (submit.array.MAX_VALUE) and physical task id
 LOCAL_JOB = "local"                      # the job id of every task of a local run
 MAX_ATTEMPT = 10 ** 6        # attempts of one output pattern a record may claim to be
-# What sbatch --parsable gives (a cluster name after ';' is not kept): a job id reaches sacct,
-# squeue and scancel as an argument, where "--user=root" would be read as an option.
-_JOB_ID = re.compile(r"[0-9]{1,19}\Z")
 
 
 @dataclass(frozen=True)
@@ -215,7 +213,7 @@ def _text(raw: dict, key: str, where: str, optional: bool = False) -> str | None
 
 def _job_id(raw: dict, where: str) -> str:
     value = raw["job_id"]
-    if not isinstance(value, str) or not (value == LOCAL_JOB or _JOB_ID.match(value)):
+    if not isinstance(value, str) or not (value == LOCAL_JOB or JOB_ID.match(value)):
         raise _BadField(f"{where}.job_id: expected a Slurm job id (digits) or \"{LOCAL_JOB}\", got {_shown(value)}")
     return value
 
