@@ -202,7 +202,7 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
     """The live ones among each history's tasks without an end: local ones by their runner, Slurm
     ones from one sacct+squeue about all of them (squeue alone when sacct fails), whose ends are
     written to each history's ledger, with CANCELLED for those the answer and the disk show were
-    cancelled while pending (`never_started`, the rule `status` applies): a task a new attempt
+    cancelled while pending (`told_states`, the rule `status` applies): a task a new attempt
     supersedes has its end recorded as it is superseded, before the new attempt writes its log
     (which made the rule refuse it for ever: every later `status`, `history` and retry asked
     Slurm about it again)."""
@@ -213,7 +213,7 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
     failure: str | None = None
     if any(slurm_of):
         from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
-        from backends.watch.never_started import never_started
+        from backends.watch.never_started import told_states
         from backends.watch.slurm.accounting import QueryError, query, run_command, run_squeue
         runner = runner or run_command
         jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
@@ -222,7 +222,7 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
             states = dict(answer.states)
             for (history, _), slurm in zip(asked, slurm_of):
                 if slurm:
-                    told = {**answer.states, **never_started(slurm, answer, history.log_of)}
+                    told = told_states(answer, [history], tasks=slurm)
                     states.update(told)
                     FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(told.values())
         except QueryError:

@@ -1,4 +1,4 @@
-"""When one look at Slurm says an array task was cancelled while pending (`never_started`), and when
+"""When one look at Slurm says an array task was cancelled while pending (`cancelled_while_pending`), and when
 it must not: a task that may still start, or that left a file behind, is not declared cancelled."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from backends.records.record import TaskRecord
 from backends.states import JobState, TaskState
-from backends.watch.never_started import never_started
+from backends.watch.never_started import cancelled_while_pending
 from backends.watch.slurm.accounting import Snapshot
 
 
@@ -26,7 +26,7 @@ def _answer(**changes) -> Snapshot:
 
 
 def test_a_task_of_an_ended_job_with_no_row_and_no_file_reads_cancelled(tmp_path):
-    (settled,) = never_started([_task(tmp_path, 2)], _answer(), lambda t: t.log).values()
+    (settled,) = cancelled_while_pending([_task(tmp_path, 2)], _answer(), lambda t: t.log).values()
     assert (settled.key, settled.state) == (("900", 2), JobState.CANCELLED)
 
 
@@ -37,17 +37,17 @@ def test_a_task_of_an_ended_job_with_no_row_and_no_file_reads_cancelled(tmp_path
     _answer(states={("900", 2): TaskState("900", 2, JobState.PENDING)}),   # Slurm names the task
 ], ids=["not-asked", "job-live", "no-accounting", "task-named"])
 def test_a_task_slurm_may_still_run_or_name_is_left_as_it_is(tmp_path, answer):
-    assert never_started([_task(tmp_path, 2)], answer, lambda t: t.log) == {}
+    assert cancelled_while_pending([_task(tmp_path, 2)], answer, lambda t: t.log) == {}
 
 
 @pytest.mark.parametrize("written", ["t.2.log", "slurm-900_2.out", "slurm-900_2.err"])
 def test_a_task_that_left_a_file_started_and_is_not_declared_cancelled(tmp_path, written):
     (tmp_path / written).write_text("")
-    assert never_started([_task(tmp_path, 2)], _answer(), lambda t: t.log) == {}
+    assert cancelled_while_pending([_task(tmp_path, 2)], _answer(), lambda t: t.log) == {}
 
 
 def test_a_log_moved_aside_by_a_later_rerun_counts_as_written(tmp_path):
     moved = tmp_path / "attempts" / "1" / "t.2.log"
     moved.parent.mkdir(parents=True)
     moved.write_text("# Running: sleep 3\n")
-    assert never_started([_task(tmp_path, 2)], _answer(), lambda t: str(moved)) == {}
+    assert cancelled_while_pending([_task(tmp_path, 2)], _answer(), lambda t: str(moved)) == {}

@@ -24,20 +24,23 @@ from backends.watch.rows import unended_tasks
 from backends.watch.slurm.accounting import Snapshot
 
 
-def told_states(answer: Snapshot, histories: Iterable[History]) -> dict[tuple[str, int | None], TaskState]:
+def told_states(answer: Snapshot, histories: Iterable[History],
+                tasks: Iterable[TaskRecord] | None = None) -> dict[tuple[str, int | None], TaskState]:
     """What `answer` says of each task, and CANCELLED for each task of `histories` that it and the disk
-    show never started (`never_started`): every Slurm task of every attempt without an end in its
-    ledger (`unended_tasks`), whose job `answer` knows. `status J`, `status RECORD`, `history` and
-    `list` apply the one rule to the same tasks: `history` kept a task a later attempt reran before
-    anyone saw it end UNKNOWN for ever (only each value's newest was looked at), while `status J` said
-    CANCELLED."""
+    show never started (`cancelled_while_pending`): every Slurm task of every attempt without an end in
+    its ledger (`unended_tasks`), whose job `answer` knows; `tasks`: those (Slurm tasks without a
+    recorded end) instead, of the one history given. `status J`, `status RECORD`, `history`, `list` and
+    a new attempt's check of the one before apply the one rule to the same tasks: `history` kept a task a
+    later attempt reran before anyone saw it end UNKNOWN for ever (only each value's newest was looked
+    at), while `status J` said CANCELLED."""
     states = dict(answer.states)
     for history in histories:
-        states.update(never_started(unended_tasks(history), answer, history.log_of))
+        asked = unended_tasks(history) if tasks is None else tasks
+        states.update(cancelled_while_pending(asked, answer, history.log_of))
     return states
 
 
-def never_started(tasks: Iterable[TaskRecord], answer: Snapshot,
+def cancelled_while_pending(tasks: Iterable[TaskRecord], answer: Snapshot,
                   log_of: Callable[[TaskRecord], str | None]) -> dict[tuple[str, int | None], TaskState]:
     """CANCELLED states for those of `tasks` (Slurm tasks without a recorded end) that `answer` and
     the disk show never started and never will (see the module's docstring)."""

@@ -16,7 +16,7 @@ from backends.records.record import SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState, end_counts, ends_text, exit_note, never_runs, signal_text
 from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
-from backends.watch.never_started import never_started, wrote_a_file
+from backends.watch.never_started import cancelled_while_pending, wrote_a_file
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
 from backends.watch.rows import NO_LOG, expected, expected_tasks, log_said, said_path, state_row
@@ -80,7 +80,7 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
     `runner`, queries run as processes that `stop` kills (a quit never waits
     for a hung squeue). A watched task without a recorded end (none of `settled`) that Slurm's
     answers and the disk show never started is told CANCELLED at the first poll that shows it, by
-    `never_started`, as `hyperion-jobs status` tells it; `log_of`: where a task's log is now (the
+    `cancelled_while_pending`, as `hyperion-jobs status` tells it; `log_of`: where a task's log is now (the
     history's, default: the record's path)."""
     runner = runner or (stoppable(stop) if stop is not None else run_command)
     watched = record.tasks if tasks is None else tuple(tasks)
@@ -89,7 +89,7 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
     poller = Poller(expected(record) if tasks is None else expected_tasks(watched),
                     floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
                     runner=runner, nudge=LogNudge(watched), settled=settled, budget=budget,
-                    never_started=lambda answer: never_started(unended, answer, where))
+                    never_started=lambda answer: cancelled_while_pending(unended, answer, where))
     polled = None if tasks is None else [(t.job_id, t.array_task_id) for t in watched]
     # through the poller: a hung scontrol is said as a hung squeue is, and a quit ends it
     return poller, Throttler.for_record(record, poller.budget, poller.client, polled)
