@@ -1,11 +1,13 @@
 """Shared fixtures: the real Slurm cluster, the test site file, running the CLIs."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,6 +80,15 @@ def run_cli(*argv: str, cwd: Path | str | None = None, env: dict[str, str] | Non
     path_env = env if env is not None else {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run(list(argv), cwd=cwd, env=path_env, capture_output=True, text=True,
                           timeout=timeout, input=input)
+
+
+def first_job_once_recorded(record: Path, within: float = 60) -> str:
+    """The first job id of `record`, once a hyperion-submit started in the background wrote it (waited
+    for up to `within` s)."""
+    deadline = time.monotonic() + within
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return json.loads(record.read_text())["jobs"][0]["job_id"]
 
 
 def submit_real_array(output_file: Path, array: str, *command: str, time_limit: str = "00:02:00",

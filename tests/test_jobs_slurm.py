@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from conftest import SLURM_UP, run_cli
+from conftest import SLURM_UP, first_job_once_recorded, run_cli
 
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, save_record
 from backends.states import JobState
@@ -575,9 +575,7 @@ def test_status_of_an_array_whose_pending_values_are_evenly_spaced(slurm_cluster
     job = None
     try:
         deadline = time.monotonic() + 60
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        job = first_job_once_recorded(record)
         shown = None
         while time.monotonic() < deadline:
             shown = run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env, timeout=60)
@@ -892,10 +890,7 @@ def test_status_of_a_task_cancelled_while_pending_with_no_watch_shows_its_reques
     record = tmp_path / "log" / "q" / "p.IDX.submit.json"
     job = None
     try:
-        deadline = time.monotonic() + 60
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        job = first_job_once_recorded(record)
         submitted.kill()                                   # no watch records the cancel
         submitted.wait()
         subprocess.run(["scancel", f"{job}_3"], check=True)     # one task at a time: 3 is still pending

@@ -31,6 +31,15 @@ def _accounted_running(job: str, tasks: tuple[int, ...]) -> bool:
     return all(f"{job}_{task}|RUNNING" in rows for task in tasks)
 
 
+# The ends of `half_ended`'s values 1-5, as `status` shows them whatever Slurm's tools answer
+HALF_ENDED = {"1": "COMPLETED", "2": "COMPLETED", "3": "COMPLETED", "4": "COMPLETED", "5": "FAILED"}
+
+
+def _status_rows(result) -> dict[str, str]:
+    """Value -> state of the 7 rows of a `hyperion-jobs status` table of `half_ended`."""
+    return {line.split()[1]: line.split()[2] for line in result.stdout.splitlines()[1:8]}
+
+
 @pytest.fixture
 def half_ended(slurm_cluster, tmp_path):
     """A 7-task array whose first 5 ends the ledger holds (a plain `status` recorded them) while
@@ -71,9 +80,7 @@ def test_status_with_squeue_hung_shows_the_table_and_says_which_command_did_not_
     finally:
         kill_noted_groups(pids)
     assert result.returncode == 1, result.stderr
-    rows = {line.split()[1]: line.split()[2] for line in result.stdout.splitlines()[1:8]}
-    assert rows == {"1": "COMPLETED", "2": "COMPLETED", "3": "COMPLETED", "4": "COMPLETED", "5": "FAILED",
-                    "6": "RUNNING", "7": "RUNNING"}, result.stdout
+    assert _status_rows(result) == {**HALF_ENDED, "6": "RUNNING", "7": "RUNNING"}, result.stdout
     assert result.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
                              "timed out after 30 s; the 2 task(s) with no recorded end are shown as accounting "
                              "(sacct) has them, which may be behind\n")
@@ -156,9 +163,7 @@ def test_status_with_squeue_and_sacct_hung_waits_one_timeout_not_both(half_ended
     took = time.monotonic() - started
     assert took < 45, took
     assert result.returncode == 1, result.stderr
-    rows = {line.split()[1]: line.split()[2] for line in result.stdout.splitlines()[1:8]}
-    assert rows == {"1": "COMPLETED", "2": "COMPLETED", "3": "COMPLETED", "4": "COMPLETED", "5": "FAILED",
-                    "6": "UNKNOWN", "7": "UNKNOWN"}, result.stdout
+    assert _status_rows(result) == {**HALF_ENDED, "6": "UNKNOWN", "7": "UNKNOWN"}, result.stdout
     assert result.stderr == ("hyperion-jobs: accounting (sacct) not answering: sacct failed (rc 124): sacct timed "
                              "out after 30 s; controller (squeue) not answering: squeue failed (rc 124): squeue "
                              "timed out after 30 s; the 2 task(s) with no recorded end are not known (UNKNOWN)\n")

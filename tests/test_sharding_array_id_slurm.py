@@ -7,25 +7,18 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 from test_console_fixtures import checkpoint_read, table_column
+from test_sharding_e2e_slurm import run_four_shards_one_failing
 
 from hyperion_console.app import make_app
 from sharding.assign import shard_for
-from sharding.example import make_input
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 @pytest.mark.slurm
 def test_a_failed_shards_record_names_the_task_as_hyperion_jobs_does(slurm_cluster, test_site, tmp_path, cli_env):
-    make_input(tmp_path / "in", files=4, records=2)
     bad_shard = shard_for("p000002", 4, 1)      # holds doc-0002-0001
-    ran = run_cli(
-        "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:4",
-        "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
-        "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
-        "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "4",
-        "--minimum-shard-index", "1", "--fail-record", "doc-0002-0001",
-        cwd=tmp_path, env=cli_env, timeout=300)
+    ran = run_four_shards_one_failing(tmp_path, test_site, cli_env)
     assert ran.returncode == 1, ran.stderr
     record = tmp_path / "log" / "q" / "shard.SHARD.submit.json"
     status = json.loads(run_cli("hyperion-jobs", "status", str(record), "--json", env=cli_env).stdout)

@@ -9,6 +9,19 @@ from sharding.assign import shard_for
 from sharding.example import make_input
 
 
+def run_four_shards_one_failing(tmp_path: Path, test_site: Path, cli_env: dict[str, str]):
+    """`hyperion-submit slurm` of the example over 4 shards of 2 records each (SHARD=1:4, log/shard.SHARD.log,
+    checkpoint ck/), the record doc-0002-0001 failing: its shard is `shard_for("p000002", 4, 1)`."""
+    make_input(tmp_path / "in", files=4, records=2)
+    return run_cli(
+        "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:4",
+        "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
+        "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+        "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "4",
+        "--minimum-shard-index", "1", "--fail-record", "doc-0002-0001",
+        cwd=tmp_path, env=cli_env, timeout=300)
+
+
 @pytest.mark.slurm
 def test_twenty_shards_one_fails_and_is_resubmitted(slurm_cluster, test_site, tmp_path, cli_env):
     make_input(tmp_path / "in", files=20, records=3)
@@ -199,15 +212,8 @@ def test_a_failed_resubmission_names_hyperion_checkpoint_retry_as_the_next_step(
     The line names that command, ready to paste, and pasted it resubmits the shard still missing."""
     import shlex
 
-    make_input(tmp_path / "in", files=4, records=2)
     bad_shard = shard_for("p000002", 4, 1)      # holds doc-0002-0001, which fails every time
-    first = run_cli(
-        "hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "SHARD=1:4",
-        "--output-file", str(tmp_path / "log" / "shard.SHARD.log"), "--",
-        "hyperion-shard-example", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
-        "--checkpoint", str(tmp_path / "ck"), "--shard-index", "SHARD", "--total-shards", "4",
-        "--minimum-shard-index", "1", "--fail-record", "doc-0002-0001",
-        cwd=tmp_path, env=cli_env, timeout=300)
+    first = run_four_shards_one_failing(tmp_path, test_site, cli_env)
     record = tmp_path / "log" / "q" / "shard.SHARD.submit.json"
     assert first.returncode == 1, first.stderr
     assert first.stderr.splitlines()[-1] == (

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import can_drop_rights, run_cli, without_rights
+from conftest import can_drop_rights, first_job_once_recorded, run_cli, without_rights
 
 from backends.records.record import load_record
 from backends.watch.rows import usage_missing
@@ -606,9 +606,7 @@ def test_a_task_that_ended_after_a_look_at_its_waiting_row_shows_the_time_it_ran
     job = None
     try:
         deadline = time.monotonic() + 60
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        job = load_record(record).jobs[0].job_id
+        job = first_job_once_recorded(record)
         subprocess.run(["scancel", f"{job}_4"], check=True)
         ended = '"state":"COMPLETED","task_id":2,'
         while ended not in (ledger.read_text() if ledger.exists() else "") and time.monotonic() < deadline:
