@@ -551,6 +551,7 @@ def test_a_job_id_shows_the_pending_task_cancelled_before_it_started(slurm_clust
         assert not any(line.endswith(("(missing)", "(never started)")) for line in table if line is not row), table
     watch = run_cli("hyperion-jobs", "watch", job, cwd=tmp_path, env=cli_env, timeout=120)
     assert watch.returncode == 1 and "4 tasks: CANCELLED 1, COMPLETED 3" in watch.stdout, watch.stdout + watch.stderr
+    assert f"  {job}_3 CANCELLED exit - no log (never started)\n" in watch.stdout, watch.stdout   # not `log no log`
     # its log was never made and never will be: said at once, also with -f (which waited for ever)
     for follow in ([], ["-f"]):
         logs = run_cli("hyperion-jobs", "logs", f"{job}_3", *follow, cwd=tmp_path, env=cli_env, timeout=30)

@@ -213,7 +213,8 @@ def test_a_task_cancelled_while_pending_names_its_log_as_status_and_watch_do(tmp
     states = {s.key: s for s in (replace(_state(1, JobState.COMPLETED), node="n1", elapsed=5.0),
                                  replace(_state(2, JobState.COMPLETED), node="n1", elapsed=5.0),
                                  _state(3, JobState.CANCELLED, None))}
-    assert report(outcome_from(record, states), "JOB") == ["JOB=3 (job 7_3): CANCELLED; log no log (never started)"]
+    # `no log (never started)` once, not `log no log (never started)`
+    assert report(outcome_from(record, states), "JOB") == ["JOB=3 (job 7_3): CANCELLED; no log (never started)"]
     ran = {**states, ("7", 3): replace(states[("7", 3)], node="n1", elapsed=2.0)}   # cancelled while running
     assert report(outcome_from(record, ran), "JOB")[0] == (
         f"JOB=3 (job 7_3): CANCELLED; log {tmp_path / 't.3.log'} (missing); "

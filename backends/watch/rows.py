@@ -236,14 +236,25 @@ def ended_unstarted(row: TaskRow) -> bool:
 NO_LOG = "no log (never started)"
 
 
+def no_log(row: TaskRow) -> bool:
+    """Whether `row` is a task that ended without ever starting (cancelled while pending) and left
+    no log: it never opened one (`log_said` says NO_LOG of it)."""
+    path = row.log or row.slurm_out
+    return path is not None and ended_unstarted(row) and not os.path.exists(path)
+
+
 def log_said(row: TaskRow) -> str:
     """A row's log as `status` and `watch`'s end name it: ``PATH (missing)`` where no file is
     (`said_path`), and NO_LOG for a task that ended without ever starting (cancelled while pending):
     it never opened a log, and `q/slurm-J_4.out (missing)` read as a file lost."""
-    path = row.log or row.slurm_out
-    if path is not None and ended_unstarted(row) and not os.path.exists(path):
-        return NO_LOG
-    return said_path(path)
+    return NO_LOG if no_log(row) else said_path(row.log or row.slurm_out)
+
+
+def log_words(row: TaskRow) -> str:
+    """`log_said` as a line's words, where a path follows the word `log`: ``log PATH``, ``log PATH
+    (missing)``, and NO_LOG alone, which names no file (watch's and hyperion-submit's closing lines
+    read `CANCELLED exit - log no log (never started)`)."""
+    return NO_LOG if no_log(row) else f"log {said_path(row.log or row.slurm_out)}"
 
 
 def rerun_by_default(rows: Sequence[TaskRow]) -> list[TaskRow]:

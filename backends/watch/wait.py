@@ -19,7 +19,7 @@ from backends.watch.finals import FinalsRecorder
 from backends.watch.never_started import cancelled_while_pending, wrote_a_file
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
-from backends.watch.rows import NO_LOG, expected, expected_tasks, log_said, said_path, state_row
+from backends.watch.rows import expected, expected_tasks, log_words, no_log, said_path, state_row
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import SlotsNotice, Throttler
 from backends.shellwords import shell_quote
@@ -171,12 +171,14 @@ def _report_line(task: TaskRecord, state: TaskState, array_name: str | None) -> 
         how += f" {signal_text(state.signal)}"
     if state.state.is_success and not os.path.exists(task.log):
         how += " but the log is missing"
-    # the LOG of status and watch's end: `no log (never started)` for a task cancelled while pending
-    log = log_said(state_row(task, state if state.source != "unknown" else None, task.log))
+    # the log as watch's end names it: `log PATH`, `log PATH (missing)`, or `no log (never started)`
+    # for a task cancelled while pending (it read `log no log (never started)`)
+    row = state_row(task, state if state.source != "unknown" else None, task.log)
+    log = log_words(row)
     slurm = [path for path in (task.slurm_out, task.slurm_err) if path is not None and os.path.exists(path)]
-    if log == NO_LOG and not slurm:     # it wrote no Slurm file either: three `(missing)` read as files lost
-        return f"{task_label(task, array_name)}: {how}; log {log}"
-    return (f"{task_label(task, array_name)}: {how}; log {log}; "
+    if no_log(row) and not slurm:     # it wrote no Slurm file either: three `(missing)` read as files lost
+        return f"{task_label(task, array_name)}: {how}; {log}"
+    return (f"{task_label(task, array_name)}: {how}; {log}; "
             f"slurm {said_path(task.slurm_out)} {said_path(task.slurm_err)}")
 
 

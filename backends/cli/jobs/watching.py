@@ -37,8 +37,8 @@ from backends.watch.rows import (
     expected_tasks,
     history_rows,
     job_rows,
-    log_said,
     local_rows,
+    log_words,
     pending_tasks,
     rerun_by_default,
     state_counts,
@@ -215,8 +215,8 @@ def _ended(out: SafeStream, rows: Sequence[TaskRow], retry: str | None = None, n
     not_run = [row.value for row, one in zip(rows, gathered) if one]
     for row, one in zip(rows, gathered):
         if not row.ok and not one:
-            out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} "
-                     f"log {printable(log_said(row))}")   # `(missing)`: none was written; `no log (never started)`
+            # `log PATH (missing)`: none was written; `no log (never started)`: none was to be
+            out.line(f"  {row.slurm_id} {row.state_text} exit {fmt_exit(row)} {printable(log_words(row))}")
     if not_run:
         out.line(f"  {_not_run_line(rows, not_run, retry)}")
     elif retry and not all(row.ok for row in rows):    # printable already
