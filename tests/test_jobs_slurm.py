@@ -930,3 +930,62 @@ def test_watch_of_a_recorded_job_slurm_does_not_know_is_one_line_exit_2(slurm_cl
     result = run_cli("hyperion-jobs", "watch", "99999999", cwd=tmp_path, env=cli_env, timeout=30)
     assert result.returncode == 2, result
     assert result.stderr == "hyperion-jobs: error: JOB: Slurm knows no job 99999999\n"
+
+
+def test_watch_of_a_record_whose_jobs_slurm_does_not_know_is_one_line_exit_2(slurm_cluster, tmp_path, cli_env):
+    """A record of jobs Slurm has no trace of (purged from accounting, another cluster's, a fixture's),
+    none of whose tasks has a recorded end: `watch RECORD` waited for ever and printed nothing, where
+    `watch J` of such a job says `Slurm knows no job J`. It says so too, naming the record and the
+    job(s), exit 2. (Job ids above MaxJobId: never the cluster's.)"""
+    from test_console_fixtures import build_history
+
+    conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+    one = build_history(tmp_path / "one", conf, n=2, job="99999999", unfinished=(1, 2))
+    two = build_history(tmp_path / "two", conf, n=2, job="99999998", retry_job="99999999", unfinished=(1, 2),
+                        retried={1: ("COMPLETED", 0)})      # value 1's newest run: attempt 2, job 99999999
+    Path(str(two).replace(".submit.json", ".attempts.jsonl")).write_text(
+        "".join(line + "\n" for line in Path(str(two).replace(".submit.json", ".attempts.jsonl")).read_text()
+                .splitlines() if json.loads(line)["type"] != "final"))
+    for record, said in ((one, "no job 99999999"), (two, "none of jobs 99999998,99999999")):
+        started = time.monotonic()
+        result = run_cli("hyperion-jobs", "watch", str(record), cwd=tmp_path, env=cli_env, timeout=60)
+        assert (result.returncode, result.stdout) == (2, ""), result
+        assert result.stderr == f"hyperion-jobs: error: RECORD: Slurm knows {said}, which {record} submitted\n"
+        assert time.monotonic() - started < 15
+    # a record whose every end is recorded is watched to its end as before: its ends, its counts
+    ended = build_history(tmp_path / "ended", conf, job="99999999")
+    result = run_cli("hyperion-jobs", "watch", str(ended), cwd=tmp_path, env=cli_env, timeout=60)
+    assert result.returncode == 1 and "knows" not in result.stderr, result
+    assert "8 tasks: COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1" in result.stdout.splitlines(), result.stdout
+
+
+def test_watch_of_a_record_slurm_does_not_know_waits_while_slurm_does_not_answer(slurm_cluster, tmp_path, cli_env):
+    """While squeue and sacct fail, a job Slurm did not answer about is not a job it does not know:
+    the watch goes on and says Slurm is not answering, as before; once both answer, naming none of
+    the record's jobs, it says Slurm knows no such job (exit 2)."""
+    from test_console_fixtures import build_history
+
+    conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+    record = build_history(tmp_path, conf, n=2, job="99999999", unfinished=(1, 2))
+    down, bin_dir = tmp_path / "down", tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("squeue", "sacct"):
+        (bin_dir / tool).write_text(
+            f"#!/bin/sh\nif [ -e {down} ]; then echo 'Unable to contact slurm controller (connect failure)' >&2; "
+            f"exit 1; fi\nexec {shutil.which(tool)} \"$@\"\n")
+        (bin_dir / tool).chmod(0o755)
+    down.touch()
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    watch = subprocess.Popen(["hyperion-jobs", "watch", str(record)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        first = watch.stdout.readline()
+        assert "not answering" in first and "connect failure" in first, first
+        time.sleep(6)                                  # three more looks, every 2 s: still waiting
+        assert watch.poll() is None, watch.communicate()
+        down.unlink()
+        out, err = watch.communicate(timeout=30)
+    finally:
+        watch.kill()
+    assert watch.returncode == 2, (out, err)
+    assert err == f"hyperion-jobs: error: RECORD: Slurm knows no job 99999999, which {record} submitted\n"

@@ -23,8 +23,10 @@ from backends.errors import InputError, interrupt_status
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
+from backends.records.record import TaskRecord
 from backends.retry_hint import rerun_failed, state_groups, unsubmitted_line, usable_retry_command
 from backends.states import RUNNING_NOW, TaskState, explain_reason, never_runs
+from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
 from backends.watch.progress import PROBLEM_EVERY, staleness
@@ -51,6 +53,7 @@ from backends.watch.targets import (
     job_history as find_job_history,
     job_status,
     resolve,
+    slurm_knows_none,
 )
 from backends.watch.terminal import SafeStream
 from backends.watch.throttle import SlotsNotice, slots_problem, unwatched_line
@@ -106,8 +109,56 @@ def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
             if not s.state.is_terminal and never_runs(s.reason)]
 
 
+UNKNOWN_LOOK_EVERY = 60.0   # seconds between two looks at whether Slurm knows a watched record's jobs at all
+
+
+class UnknownJobs:
+    """Whether Slurm knows nothing of the jobs a watched record's tasks wait in (another cluster's, a
+    purged one, a test fixture's): with no end recorded, `watch RECORD` of it waited for ever and
+    printed nothing, where `watch J` says `Slurm knows no job J`.
+
+    Only asked while no task has a state, from Slurm or from the ledger, and only after a poll both
+    daemons answered: a query that failed or timed out is an outage, which the watch waits out and
+    says, not a job Slurm does not know. Then one look as `status` takes it (`slurm_knows_none`, charged
+    to the watch's budget, at most every UNKNOWN_LOOK_EVERY s) tells it: a site wrapper answering
+    nothing (exit 0) is no answer, and a job squeue knows from the moment sbatch queued it is named."""
+
+    def __init__(self, history: History, tasks: Sequence[TaskRecord], budget: QueryBudget) -> None:
+        self.jobs = sorted({t.job_id for t in tasks if t.job_id != LOCAL_JOB and history.final(t) is None},
+                           key=lambda job: (len(job), job))
+        self.record = history.record_path
+        self.budget = budget
+        self.known = not self.jobs
+        self.looked_at: float | None = None
+
+    def none_known(self, update: PollUpdate, rows: Sequence[TaskRow]) -> bool:
+        """True once Slurm, answering, names none of the jobs and nothing else gives a task a state."""
+        if self.known:
+            return False
+        if update.states or any(row.state is not None for row in rows):
+            self.known = True         # Slurm, or the ledger, told a state: a watch as ever
+            return False
+        if update.error or update.problem:
+            return False              # not answering: the watch goes on, and says so
+        now = time.monotonic()
+        if self.looked_at is not None and now - self.looked_at < UNKNOWN_LOOK_EVERY:
+            return False
+        calls = 3 if len(self.jobs) > 1 else 2    # sacct and squeue; of several jobs, squeue of one alone
+        if self.budget.room(now) < calls:
+            return False
+        self.looked_at = now
+        self.budget.charge(calls, now)
+        return slurm_knows_none(self.jobs)
+
+    def line(self) -> str:
+        """``Slurm knows no job 4242, which /x/log/q/x.JOB.submit.json submitted``."""
+        jobs = ",".join(self.jobs)
+        said = f"no job {jobs}" if len(self.jobs) == 1 else f"none of jobs {jobs}"
+        return f"Slurm knows {said}, which {self.record} submitted"
+
+
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
-    history = job_history = None
+    history = job_history = unknown = None
     if target.record is None:
         with told_unlisted() as unlisted:
             found, job_history = find_job_history(target, record_dirs(args), unlisted=unlisted)
@@ -134,6 +185,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop,
                                     settled=ended, log_of=history.log_of)
         finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
+        unknown = UnknownJobs(history, pending, poller.budget)
     else:
         poller, throttler = _job_poller(target, job_history, floor, args.cap, stop), None
     out = SafeStream(sys.stdout)
@@ -142,6 +194,9 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     latest: dict = {}     # the last poll's states: what a Ctrl-C leaves to no watcher
 
     def observe(update: PollUpdate) -> bool:
+        if unknown is not None and unknown.none_known(update, _rows_for(history, update, job_history, target)):
+            # as `watch J` of such a job says it (bad input, exit 2): nothing would ever be shown
+            raise InputError("RECORD", unknown.line())
         latest.update(update.states)
         if finals is not None:
             finals.observe(update.changed, update.usage)
