@@ -194,7 +194,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     latest: dict = {}     # the last poll's states: what a Ctrl-C leaves to no watcher
 
     def observe(update: PollUpdate) -> bool:
-        if unknown is not None and unknown.none_known(update, _rows_for(history, update, job_history, target)):
+        if unknown is not None and not unknown.known \
+                and unknown.none_known(update, _rows_for(history, update, job_history, target)):
             # as `watch J` of such a job says it (bad input, exit 2): nothing would ever be shown
             raise InputError("RECORD", unknown.line())
         latest.update(update.states)
