@@ -142,32 +142,84 @@ def test_a_live_line_without_a_problem_is_not_drawn_again_between_polls():
     assert out.getvalue().count("\r\x1b[K") == 1
 
 
-def test_a_live_line_wider_than_the_terminal_is_cut_to_one_row():
-    """On a 120-column terminal the outage's line took two rows; `\\r\\x1b[K` cleared only the
-    second, so each redraw left a row behind (`done 0/6 ... squeue: error: U`, one a second)."""
+def _drawn_on_a_pty(columns: int, *updates: PollUpdate) -> list[str]:
+    """What a Progress on a real terminal `columns` wide drew for `updates`: each draw's text."""
     import fcntl
     import os
+    import select
     import struct
     import termios
 
-    from rich.cells import cell_len
-
     master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
     with open(slave, "w", encoding="utf-8", closefd=True) as terminal:
         progress = Progress(1, stream=terminal)
         assert progress.live
-        progress(_outage(40))
-        progress(_outage(41))
+        for update in updates:
+            progress(update)
         progress.close()
-        written = os.read(master, 65536).decode()
+        written = b""
+        while select.select([master], [], [], 0.2)[0]:   # a pty's read may give one write's bytes
+            written += os.read(master, 65536)
     os.close(master)
-    drawn = [part.rstrip("\r\n") for part in written.split("\r\x1b[K")[1:]]
-    assert len(drawn) == 2, written
+    return [part.decode().rstrip("\r\n") for part in written.split(b"\r\x1b[K")[1:]]
+
+
+def test_a_live_line_wider_than_the_terminal_is_cut_to_one_row():
+    """On a 120-column terminal the outage's line took two rows; `\\r\\x1b[K` cleared only the
+    second, so each redraw left a row behind (`done 0/6 ... squeue: error: U`, one a second)."""
+    from rich.cells import cell_len
+
+    drawn = _drawn_on_a_pty(100, _outage(40), _outage(41))
+    assert len(drawn) == 2, drawn
     for line in drawn:
-        assert cell_len(line) <= 99 and line.endswith("\u2026"), line
+        assert cell_len(line) <= 99 and "\u2026" in line, line
         assert line.startswith("done 0/1 failed 0 running 1 pending 0 [controller (squeue) not answering for 4"), line
     assert "for 40 s" in drawn[0] and "for 41 s" in drawn[1], drawn
+
+
+def _outage_saying(seconds: float, error: str, answered: bool = True) -> PollUpdate:
+    """squeue failing with `error` for `seconds`; `answered`: it answered before (states that old)."""
+    since = time.time() - seconds
+    trouble = Trouble(since, "squeue", error, "unreachable", 5.0)
+    return PollUpdate({("7", 1): _state(1, JobState.RUNNING)}, (), None, False, 5.0,
+                      trouble.at(time.time()), since if answered else None, troubles=(trouble,))
+
+
+def test_a_live_line_on_a_narrow_terminal_keeps_its_growing_age_and_cuts_the_error_text():
+    """On 60 and 80 columns the cut at the line's end took `... (40 s ago)` and `not answering for
+    40 s` off: each second's redraw drew the same `done 0/1 ... [controller (squeue)…`, and the
+    user could not tell the line was live. The error text between them is cut (with `…`), the
+    counts and the age at the end stay; cells counted, a wide character two."""
+    from rich.cells import cell_len
+
+    long_error = "squeue failed (rc 1): squeue: error: Unable to contact slurm controller (connect failure)"
+    wide_error = "squeue failed (rc 1): squeue: エラー: Slurm コントローラに接続できません (接続失敗) " * 2
+    for columns in (60, 80):
+        for error in (long_error, wide_error):
+            drawn = _drawn_on_a_pty(columns, _outage_saying(40, error), _outage_saying(41, error))
+            assert len(drawn) == 2, (columns, drawn)
+            for line, age in zip(drawn, ("40 s", "41 s")):
+                assert cell_len(line) <= columns - 1, (columns, line)
+                assert line.startswith("done 0/1 failed 0 running 1 pending 0 ["), (columns, line)
+                assert line.endswith(f"\u2026 ({age} ago)]"), (columns, line)
+            # no answer since the submission: `for 40 s` is what grows, kept as the error text goes
+            drawn = _drawn_on_a_pty(columns, _outage_saying(40, error, False), _outage_saying(41, error, False))
+            assert len(drawn) == 2, (columns, drawn)
+            for line, age in zip(drawn, ("40 s", "41 s")):
+                assert cell_len(line) <= columns - 1, (columns, line)
+                assert line.startswith("done 0/1 failed 0 running 1 pending 0 [contro"), (columns, line)
+                assert f"\u2026 for {age}" in line and "\u2026" in line, (columns, line)
+
+
+def test_a_live_line_that_fits_is_the_whole_line():
+    """Wide enough, nothing is cut: the counts and every word of the outage, as a plain output says them."""
+    update = _outage(40)
+    drawn = _drawn_on_a_pty(250, update)
+    clock = time.strftime("%H:%M:%S", time.localtime(update.as_of))
+    assert drawn == ["done 0/1 failed 0 running 1 pending 0 [controller (squeue) not answering for 40 s: "
+                     "squeue failed (rc 1): Unable to contact slurm controller; "
+                     f"states as of {clock} (40 s ago)]"]
 
 
 def _record(tmp_path: Path) -> SubmitRecord:
@@ -251,3 +303,40 @@ def test_parsable_sbatch_output():
     assert parse_job_id("1234;cluster\n") == "1234"
     assert parse_job_id("") is None
     assert parse_job_id("Submitted batch job 12") is None
+
+
+def test_the_live_lines_parts_join_to_what_a_plain_output_says():
+    """The parts the live line is cut by say the same words as `staleness` (two sources failing,
+    a control code in an error: escaped alike), so a wide terminal sees the plain output's line."""
+    from backends.watch.progress import _line_parts, staleness
+
+    now = time.time()
+    troubles = (Trouble(now - 40, "squeue", "squeue failed (rc 1): x\x1b[31m", "unreachable", 5.0),
+                Trouble(now - 20, "sacct", "sacct: rate limit", "rate_limited", 30.0))
+    update = PollUpdate({}, (), None, False, 5.0, "; ".join(t.at(now) for t in troubles), now - 40,
+                        troubles=troubles)
+    assert "".join(part[0] for part in _line_parts("L", update, now)) == f"L [{staleness(update, now)}]"
+    assert "\x1b" not in "".join(part[0] for part in _line_parts("L", update, now))
+    for plain in (PollUpdate({}, (), None, False, 5.0, "squeue refused", None),
+                  replace(update, as_of=None)):    # no answer yet
+        assert "".join(part[0] for part in _line_parts("L", plain, now)) == f"L [{staleness(plain, now)}]"
+
+
+def test_a_narrow_live_line_with_two_sources_down_and_no_answer_grows_one_age():
+    """squeue and sacct both failing since the submission: the line keeps the first source's
+    `for N s` (not both: `for 30 s… for 30 s…` read as two things), and it grows."""
+    from rich.cells import cell_len
+
+    def down(seconds: float) -> PollUpdate:
+        since = time.time() - seconds
+        troubles = (Trouble(since, "squeue", "squeue: error: Unable to contact slurm controller", "unreachable", 5.0),
+                    Trouble(since, "sacct", "sacct: error: Problem talking to the database", "unreachable", 5.0))
+        return PollUpdate({}, (), None, False, 5.0, "; ".join(t.at(time.time()) for t in troubles), None,
+                          troubles=troubles)
+
+    for columns in (60, 80):
+        drawn = _drawn_on_a_pty(columns, down(30), down(31))
+        assert len(drawn) == 2, drawn
+        for line, age in zip(drawn, ("30 s", "31 s")):
+            assert cell_len(line) <= columns - 1 and line.count(f"for {age}") == 1, line
+            assert line.startswith("done 0/1 failed 0 running 0 pending 1 [contro"), line

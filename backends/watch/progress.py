@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, TextIO
 from backends.printable import printable
 from backends.states import JobState, end_counts
 from backends.watch.ages import age_text
+from backends.watch.row_fit import fit_row
 from backends.watch.terminal import SafeStream, safe
 
 if TYPE_CHECKING:
@@ -80,6 +81,37 @@ def staleness(update: PollUpdate, now: float | None = None) -> str | None:
     return f"{problem}; states as of {clock} ({age_text(now - update.as_of)} ago)"
 
 
+def _line_parts(line: str, update: PollUpdate, now: float | None = None) -> list[tuple[str, int] | tuple[str, int, bool]]:
+    """The live line as `fit_row`'s parts, joined `line [staleness]`. On a narrow terminal the
+    clock goes first, then each source's error text, then which source fails; the counts and the
+    ages that grow each second stay (`(N s ago)` at the end; with no answer yet, the first
+    source's `for N s`), so each redraw is seen."""
+    if not update.problem:
+        return [(line, 4)]
+    now = time.time() if now is None else now
+    parts: list[tuple[str, int] | tuple[str, int, bool]] = [(line, 4), (" [", 4)]
+    troubles = update.troubles or ()
+    for i, trouble in enumerate(troubles):
+        said = ("; " if i else "") + trouble.at(now)
+        error = trouble.error if trouble.error and said.endswith(trouble.error) else ""
+        head = said[:len(said) - len(error)]
+        aged = f"for {age_text(now - trouble.since)}"
+        found = head.find(aged)
+        if found < 0:
+            parts.append((printable(head), 2))
+        else:      # ` for 40 s` (` (for 40 s`) kept longer than the words around it, and whole: it grows
+            start, end = len(head[:found].rstrip(" (")), found + len(aged)
+            grows = 3 if i == 0 and update.as_of is None else 2
+            parts += [(printable(head[:start]), 2), (head[start:end], grows, True), (printable(head[end:]), 2)]
+        parts.append((printable(error), 1))
+    if not troubles:
+        parts.append((printable(update.problem), 1))
+    if update.as_of is None:
+        return parts + [("; no answer yet", 2, True), ("]", 4)]
+    clock = time.strftime("%H:%M:%S", time.localtime(update.as_of))
+    return parts + [(f"; states as of {clock}", 0), (f" ({age_text(now - update.as_of)} ago)]", 4)]
+
+
 class Progress:
     """Callable observer: ``Poller.run(Progress(total))``; call `close` when done."""
 
@@ -124,9 +156,7 @@ class Progress:
 
     def _draw(self, update: PollUpdate) -> None:
         """The live line as of now (its ages too), written over the last one if it differs; under the lock."""
-        line = count(update.states, self.total).text
-        stale = staleness(update)
-        shown = _fit(line + (f" [{stale}]" if stale else ""), self._columns())
+        shown = fit_row(_line_parts(count(update.states, self.total).text, update), self._columns(), "\u2026")
         if shown != self._last:
             self.stream.write("\r\x1b[K" + shown)
             self.stream.flush()
@@ -139,7 +169,7 @@ class Progress:
         if self.columns is not None:
             return self.columns()
         try:
-            return os.get_terminal_size(self.stream.fileno()).columns
+            return os.get_terminal_size(self.stream.fileno()).columns or None   # 0: a pty never sized
         except (AttributeError, OSError, ValueError):
             return None
 
@@ -186,18 +216,6 @@ class Progress:
                 self.stream.write("\n")
                 self.stream.flush()
                 self._drawn = False
-
-
-def _fit(text: str, columns: int | None) -> str:
-    """The live line cut to one row of the terminal, ending in `…`: `\\r\\x1b[K` clears only the row
-    the cursor is on, so a line that wrapped left its first rows behind at each redraw (a stack of
-    `done 0/6 ... not answering for 5 s: squeue failed (rc 1): squeue: error: U` rows, one a redraw)."""
-    if columns is None or columns < 2:
-        return text
-    from rich.cells import cell_len, set_cell_size   # rich: a dependency (watch and the console draw with it)
-
-    width = columns - 1          # the last column left free: some terminals wrap on writing it
-    return text if cell_len(text) <= width else set_cell_size(text, width - 1) + "\u2026"
 
 
 def _ageless(problem: str) -> str:
