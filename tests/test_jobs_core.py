@@ -391,6 +391,28 @@ def test_logs_follow_redraws_the_progress_bar_in_place_on_a_terminal(tmp_path, c
         assert "\x1b" not in term.text
 
 
+def test_logs_follow_cuts_a_wide_open_line_to_one_row_of_a_narrow_terminal(tmp_path, cli_env):
+    """The open line of `logs -f` is cut to the terminal's row by cells: a CJK progress line (two
+    cells a character) on 40 columns stays one row at each redraw, none left behind above it. The
+    width is the terminal's, not an exported `$COLUMNS` (80 here, from a wider window): taken from
+    shutil, the line was cut to 79 cells, wrapped, and each redraw left its first row behind."""
+    from rich.cells import cell_len
+    from terminal import Terminal
+
+    record = make_record(tmp_path, job=NEVER_JOB)
+    log = Path(record.tasks[0].log)
+    log.write_text("start\n")
+    command = f"env COLUMNS=80 LINES=24 hyperion-jobs logs {record.path}:1 -f"
+    with Terminal(command, 40, 10, tmp_path, cli_env["PATH"]) as term:
+        term.wait_for_text("start")
+        for percent in (10, 20, 30):
+            with open(log, "a") as handle:
+                handle.write(f"\r進捗 {percent}%: データを読み込んでいます、しばらくお待ちください")
+            rows = [row for row in term.wait_for_text(f"進捗 {percent}%").splitlines() if row.strip()]
+            assert rows[0] == "start" and len(rows) == 2, rows
+            assert rows[1].startswith(f"進捗 {percent}%: データ") and cell_len(rows[1]) <= 39, rows
+
+
 # --- hostile records and logs: one line, exit 2, never a hang (issue 13) ----------------------------
 
 def _hostile_targets(tmp_path: Path) -> dict[str, str]:

@@ -9,7 +9,6 @@ closed) ends the display, never the wait.
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, TextIO
 from backends.printable import printable
 from backends.states import JobState, end_counts
 from backends.watch.ages import age_text
-from backends.watch.row_fit import fit_row
+from backends.watch.row_fit import fit_row, stream_columns
 from backends.watch.terminal import SafeStream, safe
 
 if TYPE_CHECKING:
@@ -166,12 +165,7 @@ class Progress:
 
     def _columns(self) -> int | None:
         """The terminal's width now (it may have been resized), None if the stream has none."""
-        if self.columns is not None:
-            return self.columns()
-        try:
-            return os.get_terminal_size(self.stream.fileno()).columns or None   # 0: a pty never sized
-        except (AttributeError, OSError, ValueError):
-            return None
+        return self.columns() if self.columns is not None else stream_columns(self.stream)
 
     def _tick(self) -> None:
         """Between polls, while the last update says a problem, the line again each REDRAW_EVERY s:

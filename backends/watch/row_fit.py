@@ -9,11 +9,21 @@ sees the line change each second.
 """
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 # (text, keep) or (text, keep, whole): the parts with the least keep are cut first; a whole one
 # (`for 40 s`) is left out rather than cut.
 Part = "tuple[str, int] | tuple[str, int, bool]"
+
+
+def stream_columns(stream: object) -> int | None:
+    """The width of the terminal `stream` writes to, asked now (it may have been resized); None when
+    it has none. Never `$COLUMNS`: exported once, it stays what it was when the window is narrowed."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or None   # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):   # no fileno (a StringIO), not a terminal, closed
+        return None
 
 
 def fit_row(parts: str | Sequence[Part], columns: int | None, mark: str = "") -> str:

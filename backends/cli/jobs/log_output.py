@@ -221,7 +221,7 @@ def _redraw(follower: Follower, out: TextIO, drawn: int, shown_open: str | None,
     if open_line is None:
         text += _over("", drawn) + "\r" if drawn else ""   # it went (a truncated log): blanked
         return _write(out, text, 0, None)
-    fitted = _fit(shown(open_line).expandtabs(8))   # a tab is up to 8 columns: the fit must count them
+    fitted = _fit(shown(open_line).expandtabs(8), out)   # a tab is up to 8 columns: the fit must count them
     return _write(out, text + _over(fitted, drawn), _columns(fitted), open_line)
 
 
@@ -238,12 +238,14 @@ def _over(text: str, drawn: int) -> str:
     return "\r" + text + " " * max(0, drawn - _columns(text))
 
 
-def _fit(text: str) -> str:
+def _fit(text: str, out: TextIO) -> str:
+    """The open line cut to one row of `out`'s terminal as wide as it is now (cells counted; no
+    mark: it is the log's text). shutil's size took an exported `$COLUMNS` over the terminal's:
+    on a narrower window the line wrapped and each redraw left a row behind."""
     import shutil
 
-    from rich.cells import set_cell_size  # only while a line is being redrawn
-    width = max(1, shutil.get_terminal_size().columns - 1)
-    return set_cell_size(text, width) if _columns(text) > width else text
+    from backends.watch.row_fit import fit_row, stream_columns  # only while a line is being redrawn
+    return fit_row(text, stream_columns(out) or shutil.get_terminal_size().columns)
 
 
 def _columns(text: str) -> int:
