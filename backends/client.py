@@ -68,17 +68,15 @@ def run_client(argv: Sequence[str], timeout: float, stop: threading.Event | None
         return CommandResult(124, "", f"{argv[0]} timed out after {timeout:g} s", "timeout")
     except _TooMuch:
         _end(child)
-        return CommandResult(1, "", f"{argv[0]} printed more than {_amount(cap)}: not read", "too much")
+        from backends.fileio import size_text   # the words of every other cap (`32 MiB`, `512 KiB`)
+
+        return CommandResult(1, "", f"{argv[0]} printed more than {size_text(cap)}: not read", "too much")
     except BaseException:      # QueryStopped, KeyboardInterrupt: nothing may outlive the caller
         _end(child)
         raise
     finally:
         _close(child)
     return CommandResult(child.returncode, out, err)
-
-
-def _amount(size: int) -> str:
-    return f"{size // 2**20} MiB" if size % 2**20 == 0 else f"{size:,} bytes"
 
 
 def _communicate(child: "subprocess.Popen[bytes]", timeout: float,

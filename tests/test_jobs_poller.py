@@ -839,6 +839,15 @@ def test_a_client_that_prints_without_end_is_cut_and_stopped(tmp_path):
     assert not os_alive(pid)
 
 
+def test_a_client_cut_at_a_cap_says_it_as_every_other_cap_is_said():
+    """A cap that is not whole MiB was said in bytes (`printed more than 524,288 bytes`) where a
+    file over a cap says `more than the 512 KiB allowed`: one wording (fileio.size_text)."""
+    from backends.client import run_client
+
+    result = run_client(["sh", "-c", "yes x"], timeout=20, cap=512 * 1024)
+    assert (result.returncode, result.stderr) == (1, "sh printed more than 512 KiB: not read")
+
+
 def test_a_client_answer_is_read_whole_from_both_streams_and_any_bytes(tmp_path):
     """stdout and stderr both read (either may fill its pipe first), bytes that are not UTF-8
     replaced, not raised; a client that cannot be run is a result too, not a traceback."""
