@@ -44,6 +44,23 @@ def test_status_and_watch_of_a_local_array_that_stopped_at_a_failure(tmp_path, c
     assert logs.returncode == 0 and "value 2" in logs.stdout
 
 
+def test_status_names_no_log_of_a_value_the_local_run_never_reached_rather_than_a_missing_one(
+        tmp_path, cli_env, test_site) -> None:
+    """`status` of a local array that stopped at value 2's failure showed value 3's LOG as
+    `.../r.3.log (missing)`, which reads as a log that was lost; the run never reached it, so it never
+    wrote one: `no log (never started)`, as for a Slurm task cancelled while pending."""
+    (tmp_path / "task.sh").write_text('[ "$IDX" = 2 ] && exit 4; exit 0\n')
+    run_cli("hyperion-submit", "local", "--cfg", str(test_site), "--array", "IDX=1:3",
+            "--output-file", "log/r.IDX.log", "--", "bash", "task.sh", cwd=tmp_path, env=cli_env)
+    record = tmp_path / "log" / "q" / "r.IDX.submit.json"
+    status = run_cli("hyperion-jobs", "status", str(record), env=cli_env)
+    assert status.returncode == 0, status.stderr
+    rows = {line.split()[0]: line for line in status.stdout.splitlines() if line.startswith("local_")}
+    assert rows["local_3"].split()[2] == "NOT_RUN" and rows["local_3"].endswith("no log (never started)"), rows
+    assert "(missing)" not in status.stdout, status.stdout
+    assert rows["local_2"].endswith(f"{tmp_path}/log/r.2.log"), rows
+
+
 def test_logs_follow_of_a_value_the_ended_local_run_never_reached_says_so_instead_of_waiting(
         tmp_path, cli_env, test_site) -> None:
     """`logs RECORD:3 -f` of a NOT_RUN value printed "waiting for .../r.3.log" for ever: the run

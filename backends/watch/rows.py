@@ -237,10 +237,12 @@ NO_LOG = "no log (never started)"
 
 
 def no_log(row: TaskRow) -> bool:
-    """Whether `row` is a task that ended without ever starting (cancelled while pending) and left
-    no log: it never opened one (`log_said` says NO_LOG of it)."""
+    """Whether `row` is a task that ended without ever starting (cancelled while pending, or a local
+    value its run never reached, NOT_RUN) and left no log: it never opened one (`log_said` says
+    NO_LOG of it; `.../r.3.log (missing)` read as a log that was lost)."""
     path = row.log or row.slurm_out
-    return path is not None and ended_unstarted(row) and not os.path.exists(path)
+    unstarted = ended_unstarted(row) or row.state_label == "NOT_RUN"
+    return path is not None and unstarted and not os.path.exists(path)
 
 
 def log_said(row: TaskRow) -> str:
