@@ -15,6 +15,7 @@ from test_console_fixtures import (
     build_local_record,
     checkpoint_read,
     notifications,
+    rendered,
     table_column,
     text_of,
     wait_for,
@@ -444,3 +445,32 @@ def test_the_screenshot_script_answers_help_without_regenerating(tmp_path: Path)
     assert (wrong.returncode, wrong.stdout) == (2, "")
     assert wrong.stderr.startswith("regenerate.py: error: ") and wrong.stderr.count("\n") == 1, wrong.stderr
     assert sorted((p.name, p.stat().st_mtime_ns) for p in (REPO / "screenshots").iterdir()) == before
+
+
+def test_a_confirmation_breaks_a_long_path_after_a_slash_not_inside_a_name() -> None:
+    """At 80 columns the checkpoint's Resubmit confirmation (the demo's) showed its record as
+    `.../demo/exp/log/q/shard.SHAR` over `D.submit.json`, read as two names: every confirmation
+    (Submit, Resubmit, Retry, cancel) breaks a path after a `/` as the previews do (PathText)."""
+    from textual.app import App
+
+    import hyperion_console.app as console_app
+
+    class Bare(App):
+        CSS_PATH = Path(console_app.__file__).parent / console_app.HyperionConsole.CSS_PATH   # the dialog's width
+
+    record = "/home/ana.user/.cache/hyperion-console/demo/exp/log/q/shard.SHARD.submit.json"
+    detail = f"record:  {record}\nshards:  11-12"
+
+    async def scenario() -> None:
+        app = Bare()
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.push_screen(ConfirmScreen("Resubmit 2 shard(s)?", detail, yes="Resubmit"))
+            await pilot.pause(0.3)
+            lines = [line.rstrip() for line in rendered(app.screen.query_one("#confirm-detail Static"))]
+            joined = "".join(line for line in lines)
+            assert record in joined, lines                       # the whole path, in pieces
+            assert any(line.startswith("shard.SHARD.submit.json") for line in lines), lines
+            path_lines = lines[:next(i for i, line in enumerate(lines) if line.startswith("shard.SHARD"))]
+            assert path_lines[-1].endswith("/q/"), lines
+
+    asyncio.run(scenario())

@@ -5,9 +5,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Label
 
 from ..shown import shown
+from ..widgets.path_text import PathText
 from .base import HidesToastsBelow, console_footer
 
 OTHER = "other"    # the answer of a confirmation's second yes (`other`)
@@ -37,7 +38,7 @@ class ConfirmScreen(HidesToastsBelow, ModalScreen["bool | str"]):
         with Vertical(id="confirm-dialog"):
             yield Label(shown(self.title_text), id="confirm-title")
             with VerticalScroll(id="confirm-detail"):
-                yield Static(shown(self.detail, layout=True))
+                yield PathText(shown(self.detail, layout=True))   # a path wraps after a `/`, not inside a name
             with Horizontal(id="confirm-buttons"):
                 yield Button(self.yes, variant="error", id="confirm-yes", compact=True)
                 if self.other is not None:
