@@ -169,6 +169,48 @@ def test_logs_follow_stops_by_itself_when_the_task_ends(slurm_cluster, tmp_path,
     assert again.stderr == f"hyperion-jobs: task {job}_1 ended FAILED (exit 3); stopped following\n"
 
 
+def test_logs_follow_of_a_waiting_task_says_it_waits_and_why(slurm_cluster, tmp_path, cli_env, test_site):
+    """`logs -f` of a task pending behind a `%1` throttle printed nothing of the task until it started
+    writing (only `waiting for PATH`): a waiting task read like a hung command. Now one stderr line
+    says it waits and Slurm's reason, from the polls it makes anyway (once, not once a poll), and
+    the log follows once the task runs; a task named as RECORD:VALUE is also named by its Slurm id."""
+    script = tmp_path / "task.sh"
+    script.write_text('echo "value $IDX"; [ "$IDX" = 1 ] && sleep 30; exit 0\n')
+    submit = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(test_site), "--array", "IDX=1:2", "--max-jobs-run", "1",
+         "--output-file", str(tmp_path / "log" / "w.IDX.log"), "--", "bash", str(script)],
+        env=cli_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "log" / "q" / "w.IDX.submit.json"
+    followers: list[subprocess.Popen] = []
+    try:
+        job = first_job_once_recorded(record)
+        deadline = time.monotonic() + 120      # task 1 runs: task 2 waits behind the throttle
+        while not (tmp_path / "log" / "w.1.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (tmp_path / "log" / "w.1.log").exists(), "task 1 did not start within 120 s"
+        for name in (f"{record}:2", f"{job}_2"):
+            followers.append(subprocess.Popen(["hyperion-jobs", "logs", name, "-f", "--dir", str(tmp_path)],
+                                              env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                              text=True))
+        said = [follow.communicate(timeout=180) for follow in followers]
+    finally:
+        for follow in followers:
+            if follow.poll() is None:
+                follow.kill()
+        submit.communicate(timeout=180)
+        if record.exists():
+            subprocess.run(["scancel", first_job_once_recorded(record, 0)], check=False)
+    log = tmp_path / "log" / "w.2.log"
+    for follow, name, (out, err) in zip(followers, (f"{record}:2", f"{job}_2"), said):
+        assert follow.returncode == 0, err
+        assert "value 2" in out.splitlines(), out
+        who = name if name == f"{job}_2" else f"{name} ({job}_2)"
+        assert err.splitlines() == [
+            f"hyperion-jobs: waiting for {log}",
+            f"hyperion-jobs: task {who} is waiting (PENDING: JobArrayTaskLimit); its log will follow once it starts",
+            f"hyperion-jobs: task {name} ended COMPLETED (exit 0); stopped following"], err
+
+
 FLAKY = """#!/bin/bash
 if [ -e {flag} ]; then echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi
 exec {real} "$@"

@@ -24,7 +24,7 @@ from backends.errors import InputError
 from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.record import LOCAL_JOB, TaskRecord
-from backends.states import EXIT_TOLD, signal_name
+from backends.states import EXIT_TOLD, WAITING, signal_name
 from backends.watch.finals import FinalsRecorder
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -87,6 +87,18 @@ def cannot_tell_text(name: str, problem: str) -> str:
     """Said once while Slurm does not answer: following goes on, and why its end may pass unseen."""
     return (f"{printable(problem)}; cannot tell whether task {printable(name)} has ended: "
             "following on until Slurm answers or Ctrl-C")
+
+
+def waiting_text(name: str, row: TaskRow) -> str:
+    """Said while the task waits to start (and again when why it waits changes): following a log
+    not yet written looked like a hung command. ``task 12_2 is waiting (PENDING: JobArrayTaskLimit);
+    its log will follow once it starts``; a task named otherwise (RECORD:VALUE) with its Slurm id."""
+    notes = [printable(row.reason)] if row.reason else []
+    if row.restart_count:
+        notes.append(f"restart {row.restart_count}")
+    why = row.state_label + (f": {'; '.join(notes)}" if notes else "")
+    who = printable(name) if name == row.slurm_id else f"{printable(name)} ({row.slurm_id})"
+    return f"task {who} is waiting ({why}); its log will follow once it starts"
 
 
 def answers_again_text(name: str) -> str:
@@ -162,6 +174,8 @@ class SlurmEnd(EndWatch):
         self._end: TaskEnd | None = None
         self._notes: list[str] = []
         self._told = False
+        self._waiting: tuple | None = None     # the wait last said (state, reason); None: not waiting
+        self._looked = False                   # whether a poll has named the task yet
         ended = settled(history, [task]) if history is not None and task is not None else {}
         self._finals = (FinalsRecorder(history.record_path, [task], settled=ended, since=history.ledger.size)
                         if history is not None and task is not None else None)
@@ -198,7 +212,24 @@ class SlurmEnd(EndWatch):
         elif not failing and self._told:
             self._told = False     # the user was told the end may pass unseen: now it will not
             self._note(answers_again_text(self._name))
+        if update.changed or not self._looked:
+            self._say_waiting(update)
         return False
+
+    def _say_waiting(self, update: PollUpdate) -> None:
+        """One line while the task waits to start, one more per change of why (its state or Slurm's
+        reason): from the states the poll brought, no query of its own; nothing per poll."""
+        if self._key not in update.states:
+            return
+        self._looked = True
+        row = self._row(update)
+        if row is None or row.state not in WAITING:
+            self._waiting = None    # started (or ended): a later wait (a requeue) is said again
+            return
+        now = (row.state, row.reason)
+        if now != self._waiting:
+            self._waiting = now
+            self._note(waiting_text(self._name, row))
 
     def _row(self, update: PollUpdate) -> TaskRow | None:
         if self._history is not None and self._task is not None:
