@@ -297,17 +297,23 @@ def _pattern_scripts(record_path: str | Path, windowed: bool) -> set[str]:
                                           and entry[len(offset):-3].isdigit())}
 
 
-def live_script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
-    """The user's live jobs whose batch script is one of `scripts` (real paths); [] when squeue
-    cannot say within `timeout` s: neither a refusal nor a cancel is made on a guess. `stop` set
-    while squeue runs: QueryStopped (its process killed)."""
+def script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
+    """The user's live jobs whose batch script is one of `scripts` (real paths); QueryError when
+    squeue cannot say within `timeout` s. `stop` set while squeue runs: QueryStopped (its process killed)."""
     from functools import partial
 
-    from backends.watch.slurm.accounting import QueryError, jobs_running_scripts, run_command
+    from backends.watch.slurm.accounting import jobs_running_scripts, run_command
     from backends.watch.targets import current_user
 
+    return jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=timeout, stop=stop))
+
+
+def live_script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
+    """`script_jobs`, [] when squeue cannot say: neither a refusal nor a cancel is made on a guess."""
+    from backends.watch.slurm.accounting import QueryError
+
     try:
-        return jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=timeout, stop=stop))
+        return script_jobs(scripts, timeout, stop)
     except QueryError:
         return []
 

@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TextIO
 
-from backends.attempt import LiveCheck, begin_attempt, live_script_jobs
+from backends.attempt import LiveCheck, begin_attempt, script_jobs
 from backends.printable import printable
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
@@ -26,7 +26,7 @@ from backends.submit.site_options import ignored_inputs_line
 from backends.submit.slurm import sbatch
 from backends.submit.slurm.sbatch import SubmitError
 from backends.watch.progress import Progress
-from backends.watch.slurm.accounting import COMMAND_TIMEOUT
+from backends.watch.slurm.accounting import COMMAND_TIMEOUT, QueryError
 from backends.watch.slurm.cancel import CancelError, cancel
 from backends.watch.terminal import SafeStream, safe
 from backends.watch.wait import Outcome, bad_ends, report, task_label, wait
@@ -59,31 +59,43 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
                 on_attempt(attempt)
             done, refused = sbatch.submit_windows(plan, warn)
             if refused is not None and refused.error.unanswered:
-                note, _ = _cancel_note(_queued_unanswered(refused.error.unanswered))
+                queued, failure = _queued_unanswered(refused.error.unanswered)
+                note = (_unknown_note(refused.error.unanswered, failure) if failure is not None
+                        else _cancel_note(queued)[0])
                 error = SubmitError(f"{refused.error}{'; ' + note if note else ''}")
                 refused = sbatch.Refused(error, refused.windows)
             record = sbatch.make_record(plan, done, attempt, refused)
             commit_attempt(record, attempt)
             return record
     except SubmitError as err:
-        queued = _queued_unanswered(err.unanswered) if err.unanswered else ()   # the first window's, unseen
+        if not err.unanswered:
+            raise
+        queued, failure = _queued_unanswered(err.unanswered)   # the first window's, unseen
+        if failure is not None:     # "nothing was submitted" would be a guess: say what is known
+            raise SubmitError(f"{err}; {_unknown_note(err.unanswered, failure)}", err.unanswered,
+                              maybe_queued=True) from None
         if not queued:
             raise
         note, left = _cancel_note(queued)
         raise SubmitError(f"{err}; {note}", err.unanswered, left) from None
 
 
-def not_made_line(record_path: str, number: int, array: bool, left_queued: Sequence[str] = ()) -> str:
+def not_made_line(record_path: str, number: int, array: bool, left_queued: Sequence[str] = (),
+                  maybe_queued: bool = False) -> str:
     """After "attempt N of this --output-file" was said, sbatch refused the first window: no attempt N
     was made (history lists none), but the earlier logs were moved, and stay where that line said
     (each in the folder of the attempt that wrote it, not always N-1's: `logs --attempt` finds it).
     `left_queued`: the jobs an sbatch that did not answer queued all the same and scancel refused:
-    "nothing was submitted" was said of them too, while they may run and write the logs."""
+    "nothing was submitted" was said of them too, while they may run and write the logs.
+    `maybe_queued`: whether sbatch queued a job all the same could not be told (squeue failed)."""
     folder = os.path.join(os.path.dirname(record_path), "attempts")
     if left_queued:
         made = (f"no attempt {number} is recorded, but job(s) {', '.join(left_queued)} that sbatch queued all "
                 f"the same could not be cancelled: they may run, writing this --output-file's logs "
                 f"({_check_and_cancel(left_queued)})")
+    elif maybe_queued:
+        made = (f"no attempt {number} is recorded, though sbatch may have queued a job all the same, which would "
+                "write this --output-file's logs (see the line above)")
     else:
         made = f"nothing was submitted, so there is no attempt {number}"
     return printable(f"{made}: the earlier logs stay in "
@@ -128,11 +140,23 @@ def rest_command(plan: SubmitPlan, record: SubmitRecord, rerun: Sequence[str] | 
     return retry_command(plan, rerun, values=record.unsubmitted if kind == "retry" else ())
 
 
-def _queued_unanswered(script: str) -> tuple[str, ...]:
+def _queued_unanswered(script: str) -> tuple[tuple[str, ...], str | None]:
     """The job an sbatch that did not answer in time queued all the same, found by its batch script
     (no other live job runs it: `begin_attempt` refused those). Its id never reached us: it would
-    have run unseen, writing the logs the next attempt writes too."""
-    return tuple(live_script_jobs({os.path.realpath(script)}, COMMAND_TIMEOUT))
+    have run unseen, writing the logs the next attempt writes too. With why squeue could not say
+    (None when it answered): then none is known, and none may be said not to be."""
+    try:
+        return tuple(script_jobs({os.path.realpath(script)}, COMMAND_TIMEOUT)), None
+    except QueryError as err:
+        return (), str(err)
+
+
+def _unknown_note(script: str, failure: str) -> str:
+    """What is known when the look for the job an unanswered sbatch may have queued failed too: that
+    it cannot be told, how to look, and what the next submission does about such a job."""
+    return (f"whether it queued a job all the same cannot be told: {failure}; check with: squeue --me "
+            f"-o '%i %o' (a job whose command is {script} is it; scancel it if it should not run); the next "
+            "submission to this --output-file looks for such a job first and refuses while one runs")
 
 
 def _cancel_note(job_ids: Sequence[str]) -> tuple[str, tuple[str, ...]]:
@@ -263,7 +287,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             err_stream.line(f"{PROG}: error: {exc}")
             if said and said[0].number > 1 and said[0].kind == "submit":
                 gone = not_made_line(plan.record_path, said[0].number, plan.options.array is not None,
-                                     exc.left_queued)
+                                     exc.left_queued, exc.maybe_queued)
                 err_stream.line(f"{PROG}: {gone}")
             return 1
         rest = rest_command(plan, record, rerun, kind)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -717,6 +718,76 @@ def test_a_late_job_scancel_refuses_is_not_said_to_be_unsubmitted(slurm_cluster,
         listed = subprocess.run(["squeue", "--me", "-h", "-o", "%F|%o"], capture_output=True, text=True).stdout
         mine = {job for job, _, script in (line.partition("|") for line in listed.splitlines())
                 if script.startswith(str(tmp_path))}
+        if mine:
+            subprocess.run(["/usr/bin/scancel", *mine], check=False)
+
+
+def test_a_late_job_squeue_cannot_look_for_is_not_said_to_be_unsubmitted(slurm_cluster, test_site, tmp_path, cli_env,
+                                                                       monkeypatch):
+    """A rerun whose sbatch queued the job and answered after the timeout, and the squeue that looks for
+    that job by its script failed too: the user read only the timeout and then `nothing was submitted,
+    so there is no attempt 2` while the job was queued to write this --output-file's logs. Now the
+    error says whether a job was queued cannot be told and why, how to check, and what the next
+    submission does; the next line says no attempt is recorded though a job may be queued; exit 1.
+    The next submission, squeue answering, is refused naming the job, as the line says."""
+    import io
+
+    from backends import launch_slurm
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+    from backends.submit.slurm import sbatch as sbatch_module
+
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/late.log", "--",
+                    "true", cwd=tmp_path, env=cli_env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    tools, down = tmp_path / "bin", tmp_path / "down"
+    tools.mkdir()
+    # squeue fails only once sbatch has queued the job: the checks before it answer as usual
+    (tools / "slow-sbatch").write_text(f'#!/bin/sh\nsbatch "$@"\ntouch {shlex.quote(str(down))}\nexec sleep 30\n')
+    (tools / "squeue").write_text(f"#!/bin/sh\nif [ -e {shlex.quote(str(down))} ]; then echo 'squeue: error: Unable to contact "
+                                  f"slurm controller (connect failure)' >&2; exit 1; fi\n"
+                                  f'exec {shutil.which("squeue")} "$@"\n')
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(tools / "slow-sbatch"))
+    monkeypatch.setattr(sbatch_module, "SBATCH_TIMEOUT", 3.0)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(*parse_submit_argv(["slurm", "--cfg", str(site), "--output-file", "log/late.log", "--",
+                                          "sleep", "60"]))
+    err = io.StringIO()
+    script = tmp_path / "log/q/late.sh"
+    record = tmp_path / "log/q/late.submit.json"
+    try:
+        assert launch_slurm.run_slurm(plan, err=err) == 1
+        lines = err.getvalue().splitlines()
+        assert len(lines) == 3 and lines[0].startswith("hyperion-submit: attempt 2 of this --output-file"), lines
+        assert lines[1] == (f"hyperion-submit: error: {tools / 'slow-sbatch'} did not answer within 3 s; script kept "
+                            f"at {script}; whether it queued a job all the same cannot be told: squeue failed (rc 1): "
+                            "squeue: error: Unable to contact slurm controller (connect failure); check with: squeue "
+                            f"--me -o '%i %o' (a job whose command is {script} is it; scancel it if it should not "
+                            "run); the next submission to this --output-file looks for such a job first and refuses "
+                            "while one runs"), lines
+        assert lines[2] == ("hyperion-submit: no attempt 2 is recorded, though sbatch may have queued a job all the "
+                            "same, which would write this --output-file's logs (see the line above): the earlier logs "
+                            f"stay in {record.parent / 'attempts'}/ (hyperion-jobs history {record}; hyperion-jobs "
+                            f"logs {record} --attempt 1)"), lines
+        assert "nothing was submitted" not in err.getvalue()
+        listed = subprocess.run(["/usr/bin/squeue", "--me", "-h", "-o", "%F|%o"], capture_output=True,
+                                text=True, check=False).stdout
+        queued = [job for job, _, command in (line.partition("|") for line in listed.splitlines())
+                  if command == str(script)]
+        assert len(queued) == 1, listed                                   # a job was queued indeed
+        down.unlink()
+        again = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/late.log", "--",
+                        "true", cwd=tmp_path, env=cli_env, timeout=120)
+        assert again.returncode == 2 and f"Slurm still runs job(s) {queued[0]} from a batch script" in again.stderr, \
+            again.stderr
+    finally:
+        listed = subprocess.run(["/usr/bin/squeue", "--me", "-h", "-o", "%F|%o"], capture_output=True,
+                                text=True, check=False).stdout
+        mine = {job for job, _, command in (line.partition("|") for line in listed.splitlines())
+                if command.startswith(str(tmp_path))}
         if mine:
             subprocess.run(["/usr/bin/scancel", *mine], check=False)
 

@@ -32,13 +32,16 @@ class SubmitError(RuntimeError):
     `unanswered` is the script of an sbatch that did not answer in time (or exited 0 without a
     job id a site wrapper's banner hid): it may have queued the
     job unseen, which the caller finds by that script and cancels. `left_queued`: the jobs it
-    found so that scancel refused: they may run, though no attempt records them.
+    found so that scancel refused: they may run, though no attempt records them. `maybe_queued`:
+    the look for such a job failed (squeue did not answer), so whether one was queued is not known.
     """
 
-    def __init__(self, message: str, unanswered: str | None = None, left_queued: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str, unanswered: str | None = None, left_queued: tuple[str, ...] = (),
+                 maybe_queued: bool = False) -> None:
         super().__init__(message)
         self.unanswered = unanswered
         self.left_queued = left_queued
+        self.maybe_queued = maybe_queued
 
 
 @dataclass(frozen=True)
