@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TextIO
 
 from backends.attempt import LiveCheck, begin_attempt, script_jobs
+from backends.client import QueryStopped
 from backends.printable import printable
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
@@ -262,7 +263,9 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
     0 only if every task COMPLETED with exit code 0 and wrote its log; 1
     otherwise, and at once (everything submitted cancelled) when Slurm says a
     task can never run as asked; 130 after SIGINT/SIGTERM (131 after SIGQUIT), having cancelled
-    everything submitted (or after `stop` was set by the caller); 129 after
+    everything submitted (or after `stop` was set by the caller; set while the checks before the first
+    sbatch ask Slurm, it ends them at once and nothing is submitted, an sbatch started is never
+    stopped); 129 after
     SIGHUP, with the jobs left queued (the record's `reattach` command waits
     for them again). An sbatch refusal prints one line and gives 1; when it
     refused a later window, the windows that went in are waited for as usual
@@ -282,7 +285,13 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             said: list[NewAttempt] = []
             record = submit(plan, kind, on_begin, live_check,
                             warn=lambda lines: [err_stream.line(f"{PROG}: {line}") for line in lines],
-                            on_attempt=lambda attempt: said.append(attempt) or _say_rerun(err_stream, plan, attempt))
+                            on_attempt=lambda attempt: said.append(attempt) or _say_rerun(err_stream, plan, attempt),
+                            stop=stop)
+        except QueryStopped:    # a signal while the checks before sbatch asked Slurm: none was started
+            why, status = (("hangup", HANGUP) if hangup.is_set() else ("quit", QUIT) if quit_.is_set()
+                           else ("interrupted", INTERRUPTED))
+            err_stream.line(f"{PROG}: {why}; nothing was submitted")
+            return status
         except SubmitError as exc:
             err_stream.line(f"{PROG}: error: {exc}")
             if said and said[0].number > 1 and said[0].kind == "submit":
