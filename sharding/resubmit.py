@@ -137,7 +137,7 @@ def check_sizes(mem: str | None, time: str | None) -> tuple[str | None, str | No
 
 
 def shard_sizes(retry: RetryPlan, record_path: str, mem: str | None = None, time: str | None = None,
-                history: History | None = None) -> ShardSizes:
+                history: History | None = None, runner: Runner | None = None) -> ShardSizes:
     """The sizes a resubmission of ``retry``'s missing shards asks for, by `hyperion-jobs retry`'s rule
     (`plan_sizes`) over the record's rows, the rows of the missing shards being the ones rerun.
     Without it an OUT_OF_MEMORY shard was resubmitted with the record's --mem, and ran out again.
@@ -145,15 +145,16 @@ def shard_sizes(retry: RetryPlan, record_path: str, mem: str | None = None, time
     With a size ``auto`` the rows are read as `hyperion-jobs retry` reads them (`history_status`: the
     ledger, and one sacct for the usage it lacks); otherwise, for the advice alone, the ledger's
     (`check_not_running` just wrote the ends Slurm told): a plan asks Slurm no more than it did.
-    InputError on the flag asked as auto when the rows cannot be read."""
+    InputError on the flag asked as auto when the rows cannot be read. `runner`: how that sacct is
+    asked (`run_command` by default)."""
     from backends.watch.rows import history_rows
-    from backends.watch.slurm.accounting import QueryError
+    from backends.watch.slurm.accounting import QueryError, run_command
     from backends.watch.targets import history_status
 
     auto = "--mem" if mem == "auto" else "--time" if time == "auto" else None
     try:
         history = history if history is not None else load_history(os.path.abspath(record_path))
-        rows = history_status(history) if auto else history_rows(history, {})
+        rows = history_status(history, runner or run_command) if auto else history_rows(history, {})
     except (InputError, QueryError) as err:
         if auto is None:
             raise
@@ -268,8 +269,10 @@ def still_running(record_path: str) -> StillRunning | None:
     return _asked(record_path)[0]
 
 
-def _asked(record_path: str) -> tuple[StillRunning | None, frozenset[tuple[str, str | None]]]:
-    """`still_running`, and the Slurm tasks it asked about (`slurm_keys`)."""
+def _asked(record_path: str, runner: Runner | None = None) -> tuple[StillRunning | None,
+                                                                    frozenset[tuple[str, str | None]]]:
+    """`still_running`, and the Slurm tasks it asked about (`slurm_keys`); `runner`: how Slurm is
+    asked (`live_tasks`)."""
     path = os.path.abspath(record_path)
     if not os.path.exists(path):
         return None, frozenset()
@@ -279,7 +282,7 @@ def _asked(record_path: str) -> tuple[StillRunning | None, frozenset[tuple[str, 
         if err.field != ATTEMPT_FIELD:
             raise
         raise _about_record(err, record_path) from None
-    return running_in(history, record_path), slurm_keys(history)
+    return running_in(history, record_path, runner=runner), slurm_keys(history)
 
 
 def _about_record(err: InputError, record_path: str) -> InputError:
@@ -311,10 +314,13 @@ def _still(live: Sequence[tuple[TaskRecord, str]], record_path: str) -> StillRun
     return StillRunning(os.path.abspath(record_path), tuple(shards), tuple(jobs), len(live))
 
 
-def check_not_running(record_path: str, retry: RetryPlan | None = None) -> frozenset[tuple[str, str | None]]:
+def check_not_running(record_path: str, retry: RetryPlan | None = None,
+                      runner: Runner | None = None) -> frozenset[tuple[str, str | None]]:
     """InputError on --submit while the record still has tasks that have not ended (`still_running`);
-    else the Slurm tasks Slurm was asked about and said are not live (`settled` of `running_in`)."""
-    running, asked = _asked(record_path)
+    else the Slurm tasks Slurm was asked about and said are not live (`settled` of `running_in`).
+    `runner`: how Slurm is asked (`live_tasks`; the console's stoppable one, which its quit ends
+    with QueryStopped)."""
+    running, asked = _asked(record_path, runner)
     if running is not None:
         raise InputError("--submit", running.refusal(retry))
     return asked

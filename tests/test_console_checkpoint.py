@@ -1869,10 +1869,10 @@ def test_a_resubmit_whose_shards_another_terminal_completed_meanwhile_runs_nothi
     record = tmp_path / "log" / "q" / "s.SHARD.submit.json"
     asked, other = checkpoint_screen.check_not_running, []
 
-    def the_shell_retries_first(record_path, retry=None):
+    def the_shell_retries_first(record_path, retry=None, runner=None):
         other.append(run_cli("hyperion-checkpoint", "retry", str(tmp_path / "ck"), "--submit", str(record),
                              cwd=tmp_path, env=cli_env, timeout=60))
-        return asked(record_path, retry)
+        return asked(record_path, retry, runner)
 
     monkeypatch.setattr(checkpoint_screen, "check_not_running", the_shell_retries_first)
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_console_fixtures import build_history, posted, table_column, wait_for
+from test_console_fixtures import build_checkpoint, build_history, checkpoint_read, posted, table_column, wait_for
 
 from backends.records.history import load_history
 from hyperion_console.app import make_app
@@ -133,6 +133,53 @@ def test_q_while_a_confirmed_retry_waits_on_a_hung_squeue_under_the_lock_quits_a
     while _live(calls) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _live(calls), "the check's squeue outlived the quit"
+    time.sleep(1)
+    assert not marker.exists(), "sbatch ran after the console quit"
+    assert load_history(str(record)).numbers == (1,)
+    assert _logs_in_place(record) == before
+
+
+@pytest.mark.parametrize("hung", ["before-the-lock", "under-the-lock"])
+def test_q_while_a_confirmed_checkpoint_resubmit_waits_on_a_hung_slurm_quits_at_once(
+        tmp_path: Path, monkeypatch, hung: str) -> None:
+    """Checkpoint screen, ctrl+r, y: before taking the pattern's lock the Resubmit asks Slurm again
+    whether the record's tasks still run (its task 8 has no recorded end: sacct, then squeue). With
+    the controller hung from then on, q blanked the screen and the console lived on for a minute
+    (30 s each). under-the-lock: every task ended, and the look for a job running the pattern's
+    batch script hangs (stoppable since begin_attempt took a stop): the quit is as quick."""
+    checkpoint = build_checkpoint(tmp_path)                  # shards 6 and 8 missing
+    record = build_history(tmp_path, SITE, unfinished=(8,) if hung == "before-the-lock" else ())
+    if hung == "under-the-lock":
+        (record.parent / "extract.JOB.sh").write_text("#!/bin/bash\n")
+    calls, marker, flag = tmp_path / "calls", tmp_path / "sbatch-called", tmp_path / "hang-from-now"
+    # the read's own look at Slurm (before the question) answers; Slurm hangs once the question is up
+    _hung_slurm(tmp_path / "bin", monkeypatch, calls, "*" if hung == "before-the-lock" else "*%o*", marker)
+    for name in ("sacct", "squeue"):
+        script = tmp_path / "bin" / name
+        script.write_text(script.read_text().replace("case", f"[ -e {flag} ] || exit 0\ncase", 1))
+    before = _logs_in_place(record)
+    timings: dict[str, float] = {}
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20)
+            flag.touch()
+            await pilot.press("y")
+            await wait_for(pilot, lambda: bool(_live(calls)), 20)
+            await pilot.press("q")
+            timings["q"] = time.monotonic()
+            await wait_for(pilot, lambda: not app.is_running, 5)
+
+    asyncio.run(scenario())
+    quit_took = time.monotonic() - timings["q"]
+    assert quit_took < 5, f"the quit waited {quit_took:.0f} s on the hung Slurm query"
+    deadline = time.monotonic() + 3
+    while _live(calls) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _live(calls), "the Resubmit's query to a hung Slurm outlived the quit"
     time.sleep(1)
     assert not marker.exists(), "sbatch ran after the console quit"
     assert load_history(str(record)).numbers == (1,)

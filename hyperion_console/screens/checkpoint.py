@@ -27,11 +27,13 @@ from textual.widgets import Button, DataTable, Input, Label, Static, TabbedConte
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from backends.client import QueryStopped
 from backends.errors import FieldError
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.trust import trust_problem
 from backends.submit.array_limit import NO_LIMIT, ArrayLimit, retry_limit, shown_path
+from backends.watch.slurm.accounting import stoppable
 from backends.shellwords import shell_join, shell_quote
 from sharding.coverage import Coverage, Standing
 from sharding.resubmit import (
@@ -1042,10 +1044,17 @@ class CheckpointScreen(ConsoleScreen):
             self.app.call_from_thread(tell, self, nothing_to_resubmit(retry, "every shard is complete; nothing resubmitted"))
             self.app.call_from_thread(self.action_reload)
             return
-        settled = check_not_running(record_path, retry)   # tasks may have started since the read: asked again
-        if sizes != (None, None):                         # the rows of the ended tasks: the ledger's now
-            prepared = prepare_from_retry(retry, os.path.abspath(record_path), prepared.record,
-                                          shard_sizes(retry, record_path, *sizes))
+        # Slurm asked as the checks under the lock ask it (`launch`): a quit kills the query, and the
+        # worker ends with nothing submitted and nobody left to tell
+        runner = stoppable(self.app.local_runs.closing)
+        try:
+            settled = check_not_running(record_path, retry, runner)   # tasks may have started since the read
+            # the rows of the ended tasks: the ledger's now
+            sized = shard_sizes(retry, record_path, *sizes, runner=runner) if sizes != (None, None) else None
+        except QueryStopped:
+            return
+        if sized is not None:
+            prepared = prepare_from_retry(retry, os.path.abspath(record_path), prepared.record, sized)
             plan = prepared.plan
             assert plan is not None and prepared.record is not None
         # asked again under the lock (its paths resolved here, before the chdir): another terminal's
@@ -1069,8 +1078,12 @@ class CheckpointScreen(ConsoleScreen):
             with working_dir(prepared.record.cwd):     # as `hyperion-checkpoint retry --submit`
                 status = launch(plan, announce, "resubmit", begun, self.app.local_runs,
                                 sbatch_teller(self.app, self), live_check=under_lock)
-        finally:                                       # fresh coverage, whatever happened
+        except QueryStopped:                           # the console closed while Slurm was asked: nothing ran
+            return
+        except BaseException:                          # fresh coverage, whatever happened
             self.app.call_from_thread(self.action_reload)
+            raise
+        self.app.call_from_thread(self.action_reload)
         if status is not None:
             severity = "information" if status == 0 else "error"
             self.app.call_from_thread(tell, self, f"local retry finished: exit status {status}",
