@@ -7,6 +7,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -337,6 +338,56 @@ def test_quitting_during_a_local_run_asks_then_stops_it_and_records_it(tmp_path:
     shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "q.JOB.submit.json"), env=cli_env).stdout
     killed = "FAILED (killed (SIGKILL) at a second stop (q))"      # its 137 is no out-of-memory
     assert (killed in shown) != task_obeys, shown
+
+
+_HOLD_STATUS = """
+import ctypes, sys, time
+if ctypes.CDLL(None, use_errno=True).ptrace(0x4206, int(sys.argv[1]), None, None) != 0:   # PTRACE_SEIZE
+    sys.exit(f"cannot attach: errno {ctypes.get_errno()}")
+print("attached", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_quitting_a_local_run_whose_task_never_gives_its_status_back_ends_within_the_kill_bound(
+        tmp_path: Path, cli_env) -> None:
+    """A debugger (here: a bare ptrace) is attached to the running task. Stop and quit, then q again:
+    the task is SIGKILLed and dies, but the console's worker waited for its status with a blocking
+    waitpid, which the attached process holds until it lets go (a minute here; for ever for a
+    process stuck in the kernel), so the console never ended. The worker now gives its leader the
+    10 s after SIGKILL the CLI gives it, and records it as the CLI does (the interrupt's code, and
+    why), the rest NOT_RUN."""
+    script = f"echo $$ > {tmp_path}/pid.JOB; sleep 60"
+    holder: list[subprocess.Popen] = []
+    quit_at: list[float] = []
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _local_run_started(app, pilot, tmp_path, "h", 3, script)
+            leader = int((tmp_path / "pid.1").read_text())
+            holder.append(subprocess.Popen([sys.executable, "-c", _HOLD_STATUS, str(leader), "60"],
+                                           stdout=subprocess.PIPE, text=True))
+            assert holder[0].stdout.readline() == "attached\n", "no ptrace here"
+            await pilot.press("escape", "q")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await pilot.pause(0.5)
+            await pilot.press("q")                       # q again: SIGKILL now
+            quit_at.append(time.monotonic())
+            await wait_for(pilot, lambda: not app.local_runs.active(), 20)
+
+    try:
+        asyncio.run(scenario())
+        took = time.monotonic() - quit_at[0]
+    finally:
+        for process in holder:
+            process.kill()
+            process.wait()
+    assert took < 15, f"the quit waited {took:.0f} s for the killed task's status"
+    assert _local_states(tmp_path, "h", cli_env) == {1: ("FAILED", 130), 2: ("NOT_RUN", None), 3: ("NOT_RUN", None)}
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "h.JOB.submit.json"), env=cli_env).stdout
+    assert "killed (SIGKILL) at a second stop (q); its process did not end (stuck in the kernel?)" in shown, shown
 
 
 def test_stop_and_quit_waits_for_the_tasks_background_jobs_and_records_what_the_task_returned(

@@ -174,13 +174,18 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         if group is None:                     # a caller of its own: a handler for this task alone
             with _suspended_together() as alone:
                 alone.pgid = child.pid
-                raw = _wait(child, log)
+                raw = _wait(child, log, watch)
         else:
             group.pgid = child.pid
             try:
-                raw = _wait(child, log)
+                raw = _wait(child, log, watch)
             finally:
                 group.pgid = None
+        if raw is None:                       # stopped, and its status never came (see _wait): as the CLI's
+            if killed is not None:
+                killed.append(f"{watch.killed[0] if watch and watch.killed else 'stopped'}; its process did "
+                              "not end (stuck in the kernel?)")
+            return STOPPED
         if watch is not None and watch.stopping.is_set():
             watch.done.wait()                 # stopped: the rest of the group has its grace
             if killed is not None and raw == -signal.SIGKILL and watch.killed:
@@ -368,16 +373,27 @@ def _suspended_together() -> Iterator[_RunningGroup]:
         signal.signal(signal.SIGTSTP, signal.SIG_DFL if previous is None else previous)
 
 
-def _wait(child: subprocess.Popen, log) -> int:
+def _wait(child: subprocess.Popen, log, watch: _StopWatch | None = None) -> int | None:
     """The child's exit status; a task stopped for using the terminal is ended, not waited on for ever.
 
     In its own process group the task is not the terminal's foreground: reading
     it (a password prompt on /dev/tty) stops it with SIGTTIN, as a batch job has
     no terminal at all. The log says why, and the task fails.
+
+    `watch` (a console worker's run, which no Ctrl-C interrupts): once it stopped the task's group,
+    the leader is waited for until its `give_up_at` (UNKILLABLE_WAIT after its SIGKILL, or after
+    the group ended), then None: a leader SIGKILL cannot end (stuck in the kernel) or whose
+    status another process holds (a debugger attached to it) kept a quit waiting for ever. The
+    CLI's Ctrl-C path bounds it in `_stop_group`.
     """
     while True:
         try:
-            _, status = os.waitpid(child.pid, os.WUNTRACED)
+            if watch is None:
+                _, status = os.waitpid(child.pid, os.WUNTRACED)
+            else:
+                status = _wait_watched(child, watch)
+                if status is None:
+                    return None
         except ChildProcessError:    # SIGCHLD ignored (inherited): the kernel reaped it; Popen knows how
             return child.wait()
         if not os.WIFSTOPPED(status):
@@ -388,6 +404,24 @@ def _wait(child: subprocess.Popen, log) -> int:
             log.write("hyperion-submit: the task was stopped for using the terminal (tasks run without one; "
                       "their input is /dev/null); ended\n")
             log.flush()
+
+
+def _wait_watched(child: subprocess.Popen, watch: _StopWatch) -> int | None:
+    """`os.waitpid(child.pid, os.WUNTRACED)`'s status, looked for at most every WATCHED_STEP s (sooner
+    at first: a short task's end is seen within about its own length); None once `watch` gave up
+    on the leader (`_wait`)."""
+    pause = 0.001
+    while True:
+        pid, status = os.waitpid(child.pid, os.WUNTRACED | os.WNOHANG)
+        if pid:
+            return status
+        if watch.done.is_set() and watch.give_up_at and time.monotonic() >= watch.give_up_at[0]:
+            return None
+        time.sleep(pause)
+        pause = min(WATCHED_STEP, pause * 2)
+
+
+WATCHED_STEP = 0.05   # how often a console run looks whether its task's leader ended
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -660,6 +694,7 @@ class _StopWatch:
     stopping: threading.Event
     done: threading.Event
     killed: list[str] = field(default_factory=list)    # why it sent SIGKILL, once it did
+    give_up_at: list[float] = field(default_factory=list)   # when the worker stops waiting for the leader
 
 
 def _stop_group_on(stop: Stop, pgid: int, since: int | None, ended: threading.Event) -> _StopWatch:
@@ -685,10 +720,13 @@ def _stop_group_on(stop: Stop, pgid: int, since: int | None, ended: threading.Ev
                     watch.killed.append("killed (SIGKILL) at a second stop (q)" if stop.kill.is_set() else
                                         f"killed (SIGKILL) {STOP_GRACE:g} s after SIGINT: its processes did not end")
                     _try_signal_group(pgid, signal.SIGKILL)
+                    watch.give_up_at.append(time.monotonic() + UNKILLABLE_WAIT)
                     _await_gone(pgid, since)
                     return
                 stop.kill.wait(0.05)
         finally:
+            if not watch.give_up_at:
+                watch.give_up_at.append(time.monotonic() + UNKILLABLE_WAIT)
             watch.done.set()
 
     threading.Thread(target=run, name="hyperion-local-stop", daemon=True).start()
