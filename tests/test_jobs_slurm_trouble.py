@@ -244,3 +244,46 @@ def test_a_job_the_controller_forgot_while_accounting_has_it_running_is_unknown(
     listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=env, timeout=120)
     states = [line.split(None, 5)[5] for line in listed.stdout.splitlines() if line.startswith(half_ended.path)]
     assert states == ["COMPLETED 4, FAILED 1, UNKNOWN 2"], listed.stdout
+
+
+@pytest.mark.slurm
+def test_status_of_a_job_no_record_names_with_squeue_hung_waits_one_timeout(half_ended, tmp_path, cli_env) -> None:
+    """`status J` whose record is not found (another folder) with squeue hung took 60 s (90 s with
+    sacct hung too), where README promises one 30 s timeout: the look at whether J is an array task's
+    own id waited for squeue, and then `status` asked it again. That look is the status's look now
+    (sacct and squeue at once); an array task's own id still shows its task, and what did not answer
+    the first look is not asked again."""
+    job = half_ended.jobs[0].job_id
+    own = subprocess.run(["sacct", "-X", "-n", "-P", "-j", f"{job}_6", "-o", "JobIDRaw"], capture_output=True,
+                         text=True, check=True).stdout.split()[0]
+    assert own != job, own
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    whole = {f"{job}_{n}": "COMPLETED" for n in range(1, 5)} | {
+        f"{job}_5": "FAILED", f"{job}_6": "RUNNING", f"{job}_7": "RUNNING"}
+    for n, (hung, target, rows, line) in enumerate((
+            (("squeue",), job, whole,
+             "the 2 unended task(s) are shown as accounting (sacct) has them, which may be behind"),
+            (("squeue",), own, {f"{job}_6": "RUNNING"},
+             "the 1 unended task(s) are shown as accounting (sacct) has them, which may be behind"),
+            (("squeue", "sacct"), job, None, None))):
+        bin_dir, pids = tmp_path / f"bin{n}", tmp_path / f"pids{n}"
+        env = {**cli_env, "PATH": _hang(bin_dir, hung, pids)["PATH"] + cli_env["PATH"]}
+        started = time.monotonic()
+        try:
+            result = run_cli("hyperion-jobs", "status", target, "--dir", str(elsewhere), env=env, timeout=150)
+        finally:
+            kill_noted_groups(pids)
+        took = time.monotonic() - started
+        assert took < 45, (target, hung, took)
+        assert result.returncode == 1, result.stderr
+        if rows is None:       # nothing answered: one line naming each, no table
+            assert result.stdout == "", result.stdout
+            assert result.stderr == ("hyperion-jobs: accounting (sacct) not answering: sacct failed (rc 124): sacct "
+                                     "timed out after 30 s; controller (squeue) not answering: squeue failed (rc 124): "
+                                     "squeue timed out after 30 s\n"), result.stderr
+            continue
+        shown = {cells.split()[0]: cells.split()[2] for cells in result.stdout.splitlines()[1:-1]}
+        assert shown == rows, result.stdout
+        assert result.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
+                                 f"timed out after 30 s; {line}\n"), result.stderr

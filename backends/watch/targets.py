@@ -9,7 +9,7 @@ import os
 import pwd
 import re
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,8 @@ from backends.watch.slurm.accounting import (
     QueryError,
     Runner,
     Snapshot,
+    Told,
+    ask_at_once,
     failed_text,
     job_std_paths,
     query,
@@ -191,20 +193,29 @@ def history_for_job(job_id: str, dirs: Sequence[Path], unlisted: Unlisted | None
     return None
 
 
-def array_task_of(job_id: str, runner: Runner = run_command) -> tuple[str, int] | None:
+def array_task_of(job_id: str, runner: Runner = run_command,
+                  looked: list[Told] | None = None) -> tuple[str, int] | None:
     """The array task a bare job id stands for, as (array job id, task id); None if it is none or
     Slurm cannot say.
 
     Slurm gives every array task a job id of its own: the SLURM_JOB_ID a program prints, a
     failed-task record's slurm_job_* folder, Slurm's mails. Records know the array's id.
+    With `looked` (`status J`, which asks both next), sacct and squeue are asked at once and the look
+    is added to it, to be taken again: with squeue hung `status J` waited for it here and then again.
     """
-    for ask in (run_squeue, lambda ids, run: run_sacct(ids, run).own):
+    if looked is not None:
+        told = ask_at_once([job_id], runner)
+        looked.append(told)
+        answers: Iterable[list[TaskState] | None] = (
+            told.squeue.states if told.squeue is not None else None, told.sacct.own if told.sacct is not None else None)
+    else:
+        answers = _asked_in_turn(job_id, runner)
+    for rows in answers:
         # the controller first: accounting may still file a task that ended a moment ago under its own
         # id; accounting only when the controller does not know the job (any more) or does not answer
-        try:
-            keys = {(row.job_id, row.task_id) for row in ask([job_id], runner)}
-        except QueryError:
+        if rows is None:
             continue
+        keys = {(row.job_id, row.task_id) for row in rows}
         if len(keys) == 1:
             ((job, task),) = keys
             if job != job_id and task is not None:
@@ -212,6 +223,15 @@ def array_task_of(job_id: str, runner: Runner = run_command) -> tuple[str, int] 
         if keys:
             return None
     return None
+
+
+def _asked_in_turn(job_id: str, runner: Runner) -> Iterator[list[TaskState] | None]:
+    """squeue's rows of `job_id`, then (only if asked for them) sacct's own rows; None for one that failed."""
+    for ask in (run_squeue, lambda ids, run: run_sacct(ids, run).own):
+        try:
+            yield ask([job_id], runner)
+        except QueryError:
+            yield None
 
 
 def history_of(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runner = run_command,
@@ -236,13 +256,13 @@ def located(target: Target, dirs: Sequence[Path] = (Path("."),), runner: Runner 
 
 
 def job_history(target: Target, dirs: Sequence[Path], runner: Runner = run_command,
-                unlisted: Unlisted | None = None) -> tuple[Target, History | None]:
+                unlisted: Unlisted | None = None, looked: list[Told] | None = None) -> tuple[Target, History | None]:
     """A job target and the submission under `dirs` that made it; an array task's own job id that no
-    record submitted becomes ARRAY_TASK, which records know."""
+    record submitted becomes ARRAY_TASK, which records know. `looked`: `array_task_of`'s."""
     assert target.job_id is not None
     history = history_for_job(target.job_id, dirs, unlisted)
     if history is None and target.task_id is None:
-        named = array_task_of(target.job_id, runner)
+        named = array_task_of(target.job_id, runner, looked)
         if named is not None:
             return Target(None, *named), history_for_job(named[0], dirs)   # the same folders: told once
     return target, history
@@ -255,17 +275,24 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
 
 
 def job_status(target: Target, history: History | None, runner: Runner = run_command,
-               unknown: list[str] | None = None, lagging: bool = False) -> list[TaskRow]:
+               unknown: list[str] | None = None, lagging: bool = False, looked: Sequence[Told] = ()) -> list[TaskRow]:
     """One sacct + squeue for a job target `job_history` has found (or not found) the submission
     of, as rows (QueryError if Slurm does not answer). With `unknown` (`status`), sacct and squeue
     are asked at once and a failed look shows what answered, as `history_status` does, and says so
     in `unknown`; with nothing to show, QueryError names every source that failed, in one line.
     `lagging` (`watch J` asking whether Slurm knows J): a waiting task only accounting still names
-    counts (`query`'s); the watch then sees it gone and says it was cancelled while pending."""
+    counts (`query`'s); the watch then sees it gone and says it was cancelled while pending.
+    `looked` (with `unknown`): `job_history`'s look at the job id a moment ago, taken as this one's
+    when the target is that id, else (an array task's own id, now ARRAY_TASK) what failed to answer
+    then is not asked again: one timeout, as README says, not one for each look."""
     assert target.job_id is not None
     failed: Failed = []
     if unknown is not None:
-        answer, failed = query_what_answers([target.job_id], runner)
+        told = None
+        if looked:
+            told = looked[-1] if looked[-1].job_ids == (target.job_id,) else \
+                ask_at_once([target.job_id], runner, not_again=looked[-1])
+        answer, failed = query_what_answers([target.job_id], runner, told=told)
     else:
         answer = query([target.job_id], runner, lagging=lagging)      # with usage: `status 4711` shows what `status RECORD` shows
     states = told_states(answer, [history] if history is not None else [])

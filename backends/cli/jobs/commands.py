@@ -19,7 +19,15 @@ from backends.printable import printable
 from backends.records.history import History, load_history
 from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
-from backends.watch.slurm.accounting import Failed, QueryError, failed_text, snapshot, source_problem, user_jobs
+from backends.watch.slurm.accounting import (
+    Failed,
+    QueryError,
+    Told,
+    failed_text,
+    snapshot,
+    source_problem,
+    user_jobs,
+)
 from backends.watch.slurm.cancel import CancelError, cancel, job_owners, others_jobs, whose
 from backends.watch.targets import (
     left_no_log,
@@ -90,9 +98,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         if history is not None:
             rows = history_status(history, problems=problems, unknown=unknown)
         else:
-            found, job_of = job_history(target, record_dirs(args), unlisted=unlisted)
+            looked: list[Told] = []    # the look at whether J is an array task's own id, taken again
+            found, job_of = job_history(target, record_dirs(args), unlisted=unlisted, looked=looked)
             say_history_problems(job_of)
-            rows = job_status(found, job_of, unknown=unknown)
+            rows = job_status(found, job_of, unknown=unknown, looked=looked)
     say_shown_as_recorded(problems)
     if not rows:
         if unknown:

@@ -582,8 +582,40 @@ def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: b
 Failed = list[tuple[str, QueryError]]   # (source, why) of each query that gave no answer to take
 
 
+@dataclass(frozen=True)
+class Told:
+    """One look at `job_ids` (squeue asked about `asked`): each source's answer, or why it gave none.
+    `ask_at_once` takes it, `query_what_answers` reads it; a command that asked already (`status J`
+    finding out whether J is an array task's own id) hands it on instead of asking again."""
+
+    job_ids: tuple[str, ...]
+    asked: tuple[str, ...]
+    sacct: SacctRows | None
+    sacct_err: QueryError | None
+    squeue: SqueueRows | None
+    squeue_err: QueryError | None
+
+
+def ask_at_once(job_ids: Sequence[str], runner: Runner = run_command, *, controller_also: Sequence[str] = (),
+                not_again: Told | None = None) -> Told:
+    """sacct about `job_ids` and squeue about them and `controller_also`, at once (`at_once`). A
+    source that gave no answer in `not_again`, a look a moment ago in the same command, is not asked
+    again: its failure stands (a hung squeue was waited for twice, 60 s where `status` promises one
+    timeout)."""
+    asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
+    sacct_failed = not_again.sacct_err if not_again is not None else None
+    squeue_failed = not_again.squeue_err if not_again is not None else None
+    ask_sacct = partial(_answer, run_sacct, job_ids) if sacct_failed is None else lambda run: (None, sacct_failed)
+    ask_squeue = partial(_answer, run_squeue_rows, asked) if squeue_failed is None else lambda run: (None, squeue_failed)
+    if sacct_failed is not None or squeue_failed is not None:      # one to ask at most: no thread
+        (sacct, sacct_err), (squeue, squeue_err) = ask_sacct(runner), ask_squeue(runner)
+    else:
+        (sacct, sacct_err), (squeue, squeue_err) = at_once(runner, ask_sacct, ask_squeue)
+    return Told(tuple(job_ids), tuple(asked), sacct, sacct_err, squeue, squeue_err)
+
+
 def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
-                       controller_also: Sequence[str] = ()) -> tuple[Snapshot, Failed]:
+                       controller_also: Sequence[str] = (), told: Told | None = None) -> tuple[Snapshot, Failed]:
     """`query` for a look that shows what it can while a source fails (`status`, `list`): the
     Snapshot of the sources that answered, and why each other gave nothing to take. sacct and
     squeue are asked at once (`at_once`): with both hung, the wait is one timeout, not two.
@@ -599,10 +631,12 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
     about that job alone, does not say it knows no such job (`_controller_knows_none`): a job accounting
     purged, a mistyped record or another cluster's job made `status` exit 1 on every run for ever
     (and `list` show `?` and `live Slurm jobs: not known`), or, as an earlier attempt's, while its
-    newest tasks ran."""
-    asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
-    (sacct, sacct_err), (squeue, squeue_err) = at_once(
-        runner, partial(_answer, run_sacct, job_ids), partial(_answer, run_squeue_rows, asked))
+    newest tasks ran. `told`: that look, already made (`ask_at_once`), of the same `job_ids`."""
+    if told is None:
+        told = ask_at_once(job_ids, runner, controller_also=controller_also)
+    assert told.job_ids == tuple(job_ids), (told.job_ids, job_ids)
+    asked = list(told.asked)
+    sacct, sacct_err, squeue, squeue_err = told.sacct, told.sacct_err, told.squeue, told.squeue_err
     failed: Failed = [(source, err) for source, err in (("sacct", sacct_err), ("squeue", squeue_err))
                       if err is not None]
     accounted = accounted_job_ids(sacct) if sacct is not None else frozenset()
