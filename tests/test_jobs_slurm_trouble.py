@@ -287,3 +287,32 @@ def test_status_of_a_job_no_record_names_with_squeue_hung_waits_one_timeout(half
         assert shown == rows, result.stdout
         assert result.stderr == ("hyperion-jobs: controller (squeue) not answering: squeue failed (rc 124): squeue "
                                  f"timed out after 30 s; {line}\n"), result.stderr
+
+
+@pytest.mark.slurm
+def test_watch_of_a_job_the_controller_forgot_ends_with_its_tasks_unknown(half_ended, tmp_path, cli_env) -> None:
+    """slurmdbd missed the end of tasks 6-7 (accounting has them RUNNING for ever) and the controller
+    forgot the job (`squeue -j J`: 'Invalid job id specified', exit 1). `status` says so, but `watch`
+    of the record or of the job showed them RUNNING and polled for ever. It ends at its first poll:
+    6-7 UNKNOWN, the line `status` gives, exit 1 (not every task completed), no end recorded."""
+    job = half_ended.jobs[0].job_id
+    bin_dir, elsewhere = tmp_path / "bin", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _wrapper(bin_dir, "squeue", 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1')
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    ledger = Path(half_ended.path.replace(".submit.json", ".attempts.jsonl"))
+    before = ledger.read_text()
+    line = (f"hyperion-jobs: controller (squeue) knows no job(s) {job}, which accounting (sacct) still has running "
+            f"or waiting: it ended and accounting never filed how (slurmdbd missed its end): squeue -j {job} said "
+            "'Invalid job id specified'; the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
+    for args in ((half_ended.path,), (job,), (job, "--dir", str(elsewhere))):
+        try:
+            watched = run_cli("hyperion-jobs", "watch", *args, env=env, cwd=tmp_path, timeout=60)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"watch {' '.join(args)} still polling after 60 s: {exc.stdout!r}") from None
+        assert watched.returncode == 1, (args, watched.stdout, watched.stderr)
+        assert "7 tasks: COMPLETED 4, FAILED 1, UNKNOWN 2" in watched.stdout.splitlines(), watched.stdout
+        unknown = [cells.split()[:2] for cells in watched.stdout.splitlines() if "UNKNOWN exit" in cells]
+        assert unknown == [[f"{job}_6", "UNKNOWN"], [f"{job}_7", "UNKNOWN"]], watched.stdout
+        assert watched.stderr == line, (args, watched.stderr)
+    assert ledger.read_text() == before       # nothing recorded of tasks nobody knows the end of

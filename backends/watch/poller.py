@@ -39,6 +39,7 @@ from backends.states import LEDGER, JobState, TaskState
 from backends.watch.budget import QueryBudget
 from backends.client import STOP_STEP, CommandResult, QueryStopped
 from backends.watch.slurm.accounting import (
+    SQUEUE_UNKNOWN_JOB,
     QueryError,
     Runner,
     SacctRows,
@@ -120,6 +121,10 @@ class PollUpdate:
     live_usage: Mapping[Key, Usage] = field(default_factory=dict, compare=False)  # squeue's, newer than sacct's
     unconfirmed: str | None = None      # the failed look for requeues of ended tasks: ends stand as recorded
     troubles: tuple[Trouble, ...] = field(default=(), compare=False)   # `problem`'s lines, with when each began
+    # jobs the controller knows none of while accounting has them running or waiting ("forgotten",
+    # `Poller._forget`): their unended tasks, dropped from `states`, are not known and never will be
+    forgotten: str | None = None                # `source_problem`'s words for them (None: none)
+    unknown: frozenset[Key] = frozenset()       # the tasks that leaves not known (UNKNOWN)
 
     def problem_at(self, now: float | None = None) -> str | None:
         """`problem` as of `now` (time.time()): its ages grow between polls, as the states' age does."""
@@ -247,6 +252,9 @@ class Poller:
         self._usage_ended: set[Key] = set()       # tasks whose `_usage` is from a row telling their end
         self._health = {"squeue": _Health(), "sacct": _Health()}
         self._gone: set[str] = set()          # jobs the controller no longer knows (sacct only)
+        self._forgotten: dict[str, str] = {}  # job -> the controller's word that it knows none of it
+        self._unknown: set[Key] = set()       # unended tasks of those jobs: not known, never will be
+        self._squeue_unknown = False          # the last squeue said "Invalid job id specified"
         self._slow = 1.0                      # pace multiplier while Slurm asks us to back off
         self._as_of: float | None = None
         self._last_poll = float("-inf")
@@ -274,6 +282,8 @@ class Poller:
         return tasks is None or key[1] in tasks
 
     def _job_done(self, job_id: str) -> bool:
+        if job_id in self._forgotten:     # no look will tell more of its unended tasks
+            return True
         tasks = self._expected[job_id]
         if tasks is None:
             seen = [s for (j, _), s in self._states.items() if j == job_id]
@@ -348,6 +358,7 @@ class Poller:
         if any(self._watched(t.key) for t in rows):   # an answer naming no task tells no state
             self._as_of = self._wall()
         if source == "squeue":
+            self._squeue_unknown = answer.unknown_ids
             self._live_usage = {key: used for key, used in answer.usage.items() if self._watched(key)}
             self._forget_usage_before_end(answer.states)
             return answer.states
@@ -476,7 +487,55 @@ class Poller:
             self._health["sacct"] = _Health()    # the controller named every task: no state waits on sacct
         if sacct is not None and squeue is not None:
             self._note_gone(need, squeue, sacct)
-        return self._combine(squeue, sacct, now)
+            self._forget(live_jobs, need, squeue, sacct)
+        candidates, ranged = self._combine(squeue, sacct, now)
+        if self._forgotten:
+            candidates = {key: state for key, state in candidates.items()
+                          if key[0] not in self._forgotten or state.state.is_terminal}
+        return candidates, ranged
+
+    def _forget(self, asked: list[str], need: list[str], squeue, sacct: SacctRows) -> None:
+        """Jobs the controller says it knows none of ("Invalid job id specified", asked about alone)
+        while accounting still has them running or waiting: they ended (the controller forgets a
+        job only MinJobAge after its end) and slurmdbd missed how (a controller restart). Their
+        unended tasks are not known, and no poll will tell more: a watch (hyperion-submit's wait,
+        the console) showed them RUNNING and polled for ever, as `status` did before it said so.
+        One squeue of the job alone when several were asked (of several, Slurm prints nothing)."""
+        in_squeue = {t.job_id for t in squeue}
+        live = {t.job_id for t in (*sacct.own, *sacct.ranged) if not t.state.is_terminal}
+        for job in [j for j in need if j in asked and j in live and j not in in_squeue]:
+            if asked == [job]:
+                knows_none = self._squeue_unknown
+            else:
+                knows_none = self._knows_none(job)
+            if knows_none:
+                self._forgotten[job] = f"squeue -j {job} said {SQUEUE_UNKNOWN_JOB!r}"
+        for key, state in list(self._states.items()):
+            if key[0] in self._forgotten and not state.state.is_terminal:
+                del self._states[key]
+        self._unknown |= {key for key in self._watched_keys() if key[0] in self._forgotten
+                         and not self._terminal(*key)}
+        self._unknown |= {t.key for t in (*sacct.own, *sacct.ranged) if t.job_id in self._forgotten
+                          and self._wanted(t) and not self._terminal(*t.key)}
+
+    def _knows_none(self, job: str) -> bool:
+        """Whether squeue, asked about `job` alone, says it knows no such job (charged as any call)."""
+        started = self._clock()
+        if self.budget.room(started) < 1:
+            return False
+        try:
+            return run_squeue_rows([job], self._call).unknown_ids
+        except QueryError:
+            return False
+        finally:
+            self.budget.charge(1, started)
+
+    def _forgotten_text(self) -> str | None:
+        if not self._forgotten:
+            return None
+        jobs = sorted(self._forgotten, key=int)
+        return source_problem("squeue", "; ".join(self._forgotten[j] for j in jobs), "forgotten",
+                              what=f"job(s) {','.join(jobs)}")
 
     def _combine(self, squeue, sacct: SacctRows | None, now: float) -> tuple[dict[Key, TaskState], set[Key]]:
         if squeue is not None and sacct is not None:
@@ -620,7 +679,8 @@ class Poller:
         now = self._clock()
         return PollUpdate(dict(self._states), changed, "; ".join(self._errors) or None,
                           self._all_terminal(), self.interval, self.problem(now), self._as_of,
-                          dict(self._usage), dict(self._live_usage), self._unconfirmed, self.troubles(now))
+                          dict(self._usage), dict(self._live_usage), self._unconfirmed, self.troubles(now),
+                          self._forgotten_text(), frozenset(self._unknown))
 
     def _requeue_check(self, now: float) -> tuple[TaskState, ...]:
         """Only ended tasks to look at (a record that ended lately): one squeue, for a task Slurm

@@ -97,7 +97,12 @@ def _rows_for(history: History | None, update: PollUpdate, job_history: History 
     usage = update.current_usage()
     if history is not None:
         return history_rows(history, update.states, usage)
-    return job_rows(update.states, job_history, usage, (str(target.job_id), target.task_id))
+    rows = job_rows(update.states, job_history, usage, (str(target.job_id), target.task_id))
+    shown = {(row.job_id, row.task_id) for row in rows}
+    unknown = [TaskRow(None, job, task, None, None, None, None, None, None, None, None)     # UNKNOWN
+               for job, task in sorted(update.unknown, key=lambda k: (k[0], -1 if k[1] is None else k[1]))
+               if (job, task) not in shown]
+    return sorted([*rows, *unknown], key=lambda row: (row.job_id, -1 if row.task_id is None else row.task_id))
 
 
 def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
@@ -135,8 +140,8 @@ class UnknownJobs:
         """True once Slurm, answering, names none of the jobs and nothing else gives a task a state."""
         if self.known:
             return False
-        if update.states or any(row.state is not None for row in rows):
-            self.known = True         # Slurm, or the ledger, told a state: a watch as ever
+        if update.states or update.unknown or any(row.state is not None for row in rows):
+            self.known = True         # Slurm, or the ledger, told a state (or of a job it forgot): a watch as ever
             return False
         if update.error or update.problem:
             return False              # not answering: the watch goes on, and says so
@@ -233,6 +238,10 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if final.unconfirmed:     # the one look for requeues of a run that ended lately, as `status` says it
         say_shown_as_recorded([final.unconfirmed])
     rows = _rows_for(history, final, job_history, target)
+    if final.forgotten:       # why its tasks are UNKNOWN, as `status` says it: the watch waited for ever
+        not_known = sum(1 for row in rows if row.state is None and (row.job_id, row.task_id) in final.unknown)
+        SafeStream(sys.stderr).line(f"{PROG}: {final.forgotten}; the {not_known} task(s) with no recorded end "
+                                    "are not known (UNKNOWN)")
     retry = usable_retry_command(target.record, (row.state_label for row in rows if not row.ok)) \
         if target.record is not None else _job_retry(job_history, rows)
     unsubmitted = history.unsubmitted()[0] if history is not None else ()
