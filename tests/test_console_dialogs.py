@@ -386,3 +386,40 @@ def test_no_toast_of_the_screen_below_shows_beside_a_dialog_at_any_size(tmp_path
             await wait_for(pilot, lambda: on_screen(app, toast), 5)        # not lost: shown again
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_arrow_and_page_keys_scroll_a_confirmation_longer_than_its_box(tmp_path: Path,
+                                                                         size: tuple[int, int]) -> None:
+    """A Resubmit of 30 shards in 5 windows at 80x24: the confirmation showed its command up to
+    `--checkpoint ck`, the rest (the other arguments, each sbatch argv) under the box, and down, page
+    down and end did nothing with the focus on its buttons (where it opens): only tab to the text,
+    which nothing says, or the mouse reached them. They now scroll the text from the buttons too."""
+    detail = "\n".join(f"sbatch argv {n}: sbatch --array=0-7 --partition=cpu /exp/log/q/shard.SHARD.sh"
+                       for n in range(1, 41))
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=size) as pilot:
+            app.push_screen(ConfirmScreen("Resubmit 30 shard(s) to slurm in 5 sbatch calls?", detail,
+                                          yes="Resubmit"))
+            await confirmation(pilot, "#confirm-dialog", "#confirm-detail Static")
+            await pilot.pause()
+            scroll = app.screen.query_one("#confirm-detail")
+            assert isinstance(app.focused, Button) and scroll.max_scroll_y > 0
+            assert not on_screen(app, "sbatch argv 40:")
+            await pilot.press("down")
+            await pilot.pause()
+            assert scroll.scroll_y == 1, scroll.scroll_y
+            await pilot.press("pagedown")
+            await pilot.pause()
+            assert scroll.scroll_y > 1 + 1, scroll.scroll_y
+            await pilot.press("end")
+            await pilot.pause()
+            assert on_screen(app, "sbatch argv 40:"), screen_lines(app)
+            await pilot.press("home")
+            await pilot.pause()
+            assert scroll.scroll_y == 0 and on_screen(app, "sbatch argv 1:")
+            assert isinstance(app.screen, ConfirmScreen) and isinstance(app.focused, Button)   # nothing answered
+
+    asyncio.run(scenario())

@@ -24,6 +24,14 @@ class ConfirmScreen(HidesToastsBelow, ModalScreen["bool | str"]):
         Binding("y", "answer(True)", "Yes"),
         Binding("n", "answer(False)", "No"),
         Binding("escape", "cancel", "Cancel"),     # its own action: the footer shows one key per action
+        # The text scrolls from the buttons too (the focus opens there): a Resubmit's windows and argv
+        # went on below the box at 80x24, and only tab to the text, which nothing says, reached them.
+        Binding("down", "scroll_detail('scroll_down')", show=False),
+        Binding("up", "scroll_detail('scroll_up')", show=False),
+        Binding("pagedown", "scroll_detail('scroll_page_down')", show=False),
+        Binding("pageup", "scroll_detail('scroll_page_up')", show=False),
+        Binding("end", "scroll_detail('scroll_end')", show=False),
+        Binding("home", "scroll_detail('scroll_home')", show=False),
     ]
 
     def __init__(self, title: str, detail: str = "", yes: str = "Yes", other: str | None = None) -> None:
@@ -52,6 +60,9 @@ class ConfirmScreen(HidesToastsBelow, ModalScreen["bool | str"]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_answer(OTHER if event.button.id == "confirm-other" else event.button.id == "confirm-yes")
+
+    def action_scroll_detail(self, how: str) -> None:
+        getattr(self.query_one("#confirm-detail", VerticalScroll), how)(animate=False)
 
     def action_cancel(self) -> None:
         """Escape: no."""
