@@ -320,6 +320,35 @@ def test_escape_leaves_every_text_field(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_escape_on_the_checkpoint_screen_reaches_the_tab_bar_from_the_resubmit_button(tmp_path: Path) -> None:
+    """ctrl+r takes the focus from a field to the Resubmit button (so keys typed behind it change
+    nothing), and it stayed there: back on the screen after the Resubmit, escape, left and right did
+    nothing, and the Coverage and Failed tabs were reached only by shift+tab, which nothing says.
+    Escape from the button (or the plan, or the failed-task table) lands on the tab bar as from a field."""
+    checkpoint = build_checkpoint(tmp_path)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, checkpoint=checkpoint, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.checkpoint_screen
+            tabs = screen.query_one("#ckpt-tabs")
+            await pilot.press("right", "right")                 # Retry tab
+            screen.query_one("#max-array-size").focus()
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            if not isinstance(app.screen, CheckpointScreen):    # a confirmation: no
+                await pilot.press("n")
+                await pilot.pause()
+            assert app.focused is screen.query_one("#resubmit")
+            await pilot.press("escape", "left")
+            assert tabs.active == "tab-failed", tabs.active
+            screen.query_one("#ckpt-failed").focus()
+            await pilot.press("escape", "left")
+            assert tabs.active == "tab-coverage", tabs.active
+
+    asyncio.run(scenario())
+
+
 def test_focus_is_visible_on_the_task_table_and_the_log(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])

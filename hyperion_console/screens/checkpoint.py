@@ -433,6 +433,13 @@ class CheckpointScreen(ConsoleScreen):
         """Escape from the Retry tab's fields lands on the tab bar: left/right and 1/2/3/q work."""
         return self.query_one("#ckpt-tabs", TabbedContent).query_one(Tabs)
 
+    def action_leave_field(self) -> None:
+        """Escape lands on the tab bar from anywhere below it, not only from a field: ctrl+r leaves the
+        focus on the Resubmit button, where escape, left and right did nothing after the Resubmit."""
+        tabs = self.home_focus()
+        if self.focused is not tabs:
+            self.set_focus(tabs)
+
     def open(self, checkpoint: Path, record: Path | None = None) -> None:
         self.checkpoint = checkpoint
         self.given = True
