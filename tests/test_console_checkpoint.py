@@ -1981,3 +1981,35 @@ def test_resubmit_with_proposed_sizes_reruns_a_shard_out_of_memory_with_mem_auto
                            capture_output=True, text=True, check=True).stdout.split()
     assert asked == [f"{new_job[0]}_2|200M|COMPLETED"], asked
     assert plan_retry(ck).complete
+
+
+def test_started_with_a_record_the_checkpoint_screen_follows_the_submission_opened_on_the_jobs_screen(
+        tmp_path: Path) -> None:
+    """`hyperion-console --record A` (no --checkpoint): the Checkpoint screen showed A's checkpoint, and
+    kept showing it once the Jobs screen opened B, whose command names another checkpoint: the record
+    field held A as the console was started with it, which counted as a record the user typed. Coverage,
+    failed records and Resubmit were A's while Jobs showed B. The record the console was started with is
+    the screen's own filling, followed as the Jobs screen changes; one typed in the field still wins."""
+    from hyperion_console.demo import prepare_demo
+
+    first = prepare_demo(tmp_path / "a", CONF)
+    second = prepare_demo(tmp_path / "b", CONF)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=first.record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.checkpoint_screen
+            await pilot.press("3")
+            await wait_for(pilot, lambda: screen.coverage is not None, 20)
+            assert str(screen.checkpoint) == str(first.checkpoint)
+            await pilot.press("2")
+            app.jobs_screen.open_record(second.record)
+            await wait_for(pilot, lambda: str(app.jobs_screen.record_path) == str(second.record), 10)
+            await pilot.press("3")
+            await wait_for(pilot, lambda: screen.coverage is not None
+                           and str(screen.coverage.checkpoint) == str(second.checkpoint), 20)
+            assert str(screen.checkpoint) == str(second.checkpoint)
+            assert screen.query_one("#record-path").value == str(second.record)
+            assert str(second.checkpoint) in text_of(screen.query_one("#ckpt-run"))
+
+    asyncio.run(scenario())

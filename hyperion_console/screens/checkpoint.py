@@ -307,7 +307,9 @@ class CheckpointScreen(ConsoleScreen):
         super().__init__(id="checkpoint")
         self.checkpoint = checkpoint
         self.given = checkpoint is not None      # else the one the open submission's command names
-        self._filled_record: str | None = None   # the record field's text this screen filled in itself
+        # the record field's text this screen filled in itself; without --checkpoint, the --record the
+        # console started with too: the field follows the Jobs screen's record, as for one found
+        self._filled_record: str | None = str(record) if record is not None and checkpoint is None else None
         self._records_read: CheckpointRead | None = None   # the read that last looked for the run's records
         self.record_path = record
         self.initial_max = max_array_size
