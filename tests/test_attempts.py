@@ -717,6 +717,34 @@ def test_a_damaged_ledger_line_is_said_by_status_retry_and_watch_not_a_line_bein
     assert result.returncode == 0 and "could not be read" not in result.stderr, result.stderr
 
 
+def test_a_ledger_whose_end_a_crash_zeroed_says_so_rather_than_showing_its_tasks_never_ran(tmp_path, cli_env):
+    """A crash can leave the end of a file it was writing as NUL bytes (delayed allocation), and a
+    hostile ledger can end in a 300 MB run of them or a line of 100000 '[': a last line without its
+    newline was taken for a line being written, so the ends it hid were lost without a word (`status`
+    showed the values NOT_RUN and `retry` planned to run them again, also the ones that completed).
+    Only a line hyperion writes ('{' first) may be one being written."""
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:3", "--output-file", "log/z.JOB.log",
+                        "--", "true").returncode == 0
+    ledger = tmp_path / "log" / "q" / "z.JOB.attempts.jsonl"
+    record = str(tmp_path / "log" / "q" / "z.JOB.submit.json")
+    original = ledger.read_bytes()
+    said = f"hyperion-jobs: warning: 1 line(s) of its ledger {ledger} could not be read (damaged, cut short, or "
+    first_start = original.index(b'"type":"start"')
+    kept = original[:original.rfind(b"\n", 0, first_start) + 1]       # the attempt line alone
+    for tail in (b"\0" * (len(original) - len(kept)), b"[" * 100000 + b"]" * 100000):
+        ledger.write_bytes(kept + tail)
+        if tail.startswith(b"\0"):
+            with open(ledger, "r+b") as handle:          # and a sparse run of NULs far past MAX_LINE
+                handle.truncate(300 * 1024 * 1024)
+        for argv in (["status", record], ["retry", record, "--dry-run"]):
+            result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+            assert "Traceback" not in result.stderr and said in result.stderr, (argv, result.stderr)
+            assert result.stderr.count("could not be read") == 1, result.stderr
+    ledger.write_bytes(kept + b'{"type":"start","attempt":1,"val')   # a line being written: said not
+    result = run_cli("hyperion-jobs", "status", record, env=cli_env)
+    assert result.returncode == 0 and "could not be read" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("state,flag,figures,proposed", [
     ("OUT_OF_MEMORY", "--mem", '"max_rss_bytes":1%s,"req_mem_bytes":-1' % ("0" * 400), "--mem 200M"),
     ("TIMEOUT", "--time", '"elapsed_seconds":1e300,"time_limit_seconds":-5', "--time 00:20:00"),

@@ -732,10 +732,16 @@ def read_ledger(record_path: str | Path, only: bytes | None = None) -> Ledger:
             if lines > MAX_LEDGER_LINES:
                 raise InputError("record", f"cannot read its ledger {shown}: more than "
                                  f"{MAX_LEDGER_LINES} lines, more than hyperion writes")
+            cut = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1
+            head, last = (data, b"") if cut == len(data) else (data[:cut], data[cut:])
+            fold.feed(head if only is None else _lines_with(head, only))
             before = fold.skipped
-            fold.feed(data if only is None else _lines_with(data, only))
-            # a last line without its newline may be one being written: no damage to tell of
-            tail = fold.skipped - before if not data.endswith(b"\n") else 0
+            fold.feed(last if only is None else _lines_with(last, only))
+            # a last line without its newline may be one being written, no damage to tell of: but only
+            # a line hyperion writes ('{' first); NULs a crash left at the end, or anything else there,
+            # is damage (all of it went unsaid, and the tasks it hid showed as never run), as are the
+            # damaged lines before it
+            tail = fold.skipped - before if last.lstrip()[:1] == b"{" else 0
         if size > MAX_LEDGER_BYTES:
             raise more_than(MAX_LEDGER_BYTES)
     except OSError as err:
