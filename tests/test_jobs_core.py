@@ -509,6 +509,22 @@ def test_a_record_with_a_task_field_of_the_wrong_type_is_one_line_and_list_skips
     assert f"skipping {bad.path}: " in listed.stderr and "Traceback" not in listed.stderr
 
 
+def test_a_record_holding_a_100000_digit_number_says_so_not_pythons_advice(tmp_path, cli_env):
+    """A value of 100000 digits was refused in Python's words, "Exceeds the limit (4300 digits) for integer
+    string conversion: value has 100000 digits; use sys.set_int_max_str_digits() to increase the limit":
+    advice to change the interpreter, on every command and in `list`'s skip line."""
+    bad = make_record(tmp_path)
+    text = Path(bad.path).read_text()
+    Path(bad.path).write_text(text.replace('"value": 1\n', '"value": ' + "1" * 100000 + "\n", 1))
+    problem = f"hyperion-jobs: error: record: {bad.path} is not JSON: a number of 100000 digits (at most 4300)\n"
+    for argv in (["status", bad.path], ["history", bad.path], ["usage", bad.path], ["logs", f"{bad.path}:2"],
+                 ["retry", bad.path, "--dry-run"]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+        assert result.returncode == 2 and result.stderr == problem, (argv, result.stderr)
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env, timeout=60)
+    assert "a number of 100000 digits" in listed.stderr and "sys.set_int_max_str_digits" not in listed.stderr
+
+
 def test_a_record_naming_no_site_file_is_still_read(tmp_path, cli_env):
     """`"cfg": ""` (a record made by hand or by a tool that had none): refusing it as "expected a path"
     made `logs JOB_1 -f` follow Slurm's .out instead of the task's log, and `status` lose the record."""

@@ -329,6 +329,19 @@ def _attempt(raw: object) -> int:
     return raw
 
 
+MAX_RECORD_DIGITS = 4300   # what int() reads (a shorter wrong number is refused by its field's check)
+
+
+def _record_int(text: str) -> int:
+    """An integer of a record; a longer one is damage, said in a user's words: Python's own ("Exceeds
+    the limit (4300 digits) for integer string conversion ...; use sys.set_int_max_str_digits() to
+    increase the limit") told the user to change the interpreter."""
+    digits = len(text.lstrip("-"))
+    if digits > MAX_RECORD_DIGITS:
+        raise ValueError(f"a number of {digits} digits (at most {MAX_RECORD_DIGITS})")
+    return int(text)
+
+
 def load_record(path: str | Path) -> SubmitRecord:
     """Read a record; InputError("record", ...) for a missing, corrupt, foreign or hostile file.
 
@@ -337,7 +350,7 @@ def load_record(path: str | Path) -> SubmitRecord:
     """
     shown = printable(str(path))
     try:
-        raw = json.loads(read_bounded(path, MAX_RECORD_BYTES).decode("utf-8"))
+        raw = json.loads(read_bounded(path, MAX_RECORD_BYTES).decode("utf-8"), parse_int=_record_int)
     except UnreadableFile as err:
         raise InputError("record", f"cannot read {shown}: {err}") from None
     except RecursionError:      # Python's own words ("maximum recursion depth exceeded ...") say nothing to a user
