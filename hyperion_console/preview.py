@@ -16,6 +16,7 @@ from backends.submit.model import SubmitPlan
 from backends.submit.plan import build_plan, describe_plan, submit_argv
 from backends.shellwords import shell_join
 from backends.retry_hint import ran_before_line
+from backends.submit.substitution_check import plan_notes
 from backends.submit.torchrun_check import plan_warning
 
 from .errors import describe_error
@@ -53,6 +54,8 @@ class Preview:
     seconds: float = 0.0                     # how long the core took: a slow form is planned in a worker
     ran_before: str | None = None            # the output file ran before: the run's attempt, its logs moved
     warning: str | None = None               # hyperion-submit's torchrun warning (the preview's first line)
+    # hyperion-submit's warnings of the array NAME replaced after `$` or inside a longer name (`$JOB`)
+    substitution: tuple[str, ...] = ()
 
 
 def confirm_question(plan: SubmitPlan, verb: str = "Submit", what: str = "task(s)") -> str:
@@ -99,11 +102,14 @@ def build_preview(form: FormValues, no_site: str = "") -> Preview:
         if ignored:     # what `hyperion-submit slurm` says on stderr: its submissions drop them too
             preview = f"{ignored}\n{preview}"
         torchrun = plan_warning(plan)
-        if torchrun:    # hyperion-submit's warning, on stderr there
-            preview = f"# hyperion-submit: warning: {torchrun}\n{preview}"
+        substitution = plan_notes(plan)
+        # hyperion-submit's warnings, on stderr there in this order
+        warnings = ([torchrun] if torchrun else []) + list(substitution)
+        if warnings:
+            preview = "".join(f"# hyperion-submit: warning: {line}\n" for line in warnings) + preview
         text = preview_text(preview)
     except Exception as exc:  # InputError and the like: shown, never raised
         return Preview(form, error=describe_error(exc), field=field_of_error(exc),
                        seconds=time.perf_counter() - started)
     return Preview(form, tuple(argv), plan, command, text, seconds=time.perf_counter() - started,
-                   ran_before=ran_before, warning=torchrun)
+                   ran_before=ran_before, warning=torchrun, substitution=substitution)

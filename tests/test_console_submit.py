@@ -172,6 +172,43 @@ def test_a_torchrun_warning_below_a_long_command_is_said_where_the_screen_shows_
     asyncio.run(scenario())
 
 
+def test_the_preview_warns_of_the_array_name_replaced_after_a_dollar_and_still_submits(tmp_path: Path,
+                                                                                     cli_env) -> None:
+    """`--array JOB=1:2 -- bash -c 'test $JOB -ne 3'` runs `test $1 -ne 3` (the contract's literal
+    substitution): every task failed, and the form said `✓ valid`. The preview now starts with
+    hyperion-submit's own warning line, the line above it says to look, and the form still submits."""
+    log = tmp_path / "log" / "w.JOB.log"
+
+    async def scenario() -> str:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.submit_screen
+            fill(screen, backend="local", array="JOB=1:2", output_file=str(log), command="bash -c 'test $JOB -ne 3'")
+            await pilot.pause()
+            status = screen.query_one("#submit-error")
+            assert str(status.content) == (
+                "✓ valid · ⚠ --array replaces JOB after $ or inside a longer name: see the warning under it")
+            assert not screen.query(".invalid") and screen.plan is not None
+            preview = str(screen.query_one("#submit-preview").content)
+            fill(screen, command="bash -c 'test JOB -ne 3'")          # the value in the text: no warning
+            await pilot.pause()
+            assert str(status.content) == "✓ valid"
+            fill(screen, command="bash -c 'test $JOB -ne 3'")
+            await pilot.pause()
+            await pilot.press("ctrl+s")                                # a warning, not an error: it asks
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            return preview
+
+    preview = asyncio.run(scenario())
+    dry = run_cli("hyperion-submit", "local", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--dry-run",
+                  "--array", "JOB=1:2", "--output-file", str(log), "--", "bash", "-c", "test $JOB -ne 3",
+                  env=cli_env, cwd=tmp_path)
+    first, _, rest = preview.partition("\n")
+    assert first == "# " + dry.stderr.strip() and "has $JOB: it becomes $1 before the shell sees it" in first, \
+        (first, dry.stderr)
+    assert rest.rstrip("\n") == dry.stdout.rstrip("\n")
+
+
 def test_preview_says_which_sbatch_variables_of_the_environment_are_not_passed(tmp_path: Path, cli_env,
                                                                              monkeypatch) -> None:
     """`hyperion-submit slurm` says so on stderr; the console's submissions drop the same variables,

@@ -93,6 +93,7 @@ def _run_collected_after_start(argv: Sequence[str], start_collecting: Callable[[
         print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
         return BAD_INPUT
     _warn_torchrun(plan)
+    _warn_substitution(plan)
     if request.dry_run:   # on a terminal, control characters in paths or arguments are shown escaped
         text = describe_plan(plan)
         from backends.retry_hint import ran_before_line
@@ -125,6 +126,16 @@ def _warn_torchrun(plan: SubmitPlan) -> None:
 
     line = plan_warning(plan)
     if line:
+        print(printable(f"{PROG}: warning: {line}"), file=sys.stderr)
+
+
+def _warn_substitution(plan: SubmitPlan) -> None:
+    """Before anything runs (and in a dry run): an array NAME replaced after `$` or inside a longer name."""
+    if plan.options.array is None:
+        return
+    from backends.submit.substitution_check import plan_notes
+
+    for line in plan_notes(plan):
         print(printable(f"{PROG}: warning: {line}"), file=sys.stderr)
 
 

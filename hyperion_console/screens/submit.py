@@ -332,9 +332,14 @@ class SubmitScreen(ConsoleScreen):
         self.plan, self.argv = preview.plan, list(preview.argv or ())
         self.ran_before = preview.ran_before
         valid = Text("✓ valid", style="green")
-        if preview.warning:     # under a long command the preview's warning is below the fold
-            valid.append(" · ⚠ torchrun will not start this command: see the warning under it",
-                         style="bold yellow")
+        # under a long command the preview's warnings are below the fold: said here, where it shows
+        said = ["torchrun will not start this command"] if preview.warning else []
+        if preview.substitution and preview.plan.options.array is not None:
+            said.append(f"--array replaces {preview.plan.options.array.name} after $ or inside a longer name")
+        if said:
+            many = bool(preview.warning) + len(preview.substitution) > 1
+            valid.append(shown(f" · ⚠ {' · ⚠ '.join(said)}: see the warning{'s' if many else ''} under it",
+                               "bold yellow"))
         error_box.update(valid)
         self.query_one("#submit-command", Static).update(shown("$ " + preview.command, "bold"))
         self.query_one("#submit-preview", Static).update(preview.text or "")
