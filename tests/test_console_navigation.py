@@ -365,6 +365,46 @@ def test_focus_is_visible_on_the_task_table_and_the_log(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_focus_is_visible_on_the_selectors_as_on_the_fields(tmp_path: Path) -> None:
+    """Tabbing onto the Submit form's site, backend or mem scope selector (or the Jobs screen's
+    state filter) changed only its background, from colour 234 to 235 in a 256-colour terminal: a
+    keyboard user could not see where the focus was, where a field shows its cursor. Focused, a
+    selector is tinted (another colour, not a grey one step lighter) and its arrow is a block."""
+    from rich.color import ColorSystem
+
+    def look(app, widget) -> tuple[int, bool]:
+        """The 256-colour background under the selector's value, and whether its arrow is reversed."""
+        cells, x = [], 0
+        for segment in app.screen._compositor.render_strips()[widget.region.y]:
+            if widget.region.x <= x < widget.region.right:
+                cells.append(segment)
+            x += segment.cell_length
+        value = next(s for s in cells if s.text.strip() and "▼" not in s.text)
+        arrow = next(s for s in cells if "▼" in s.text)
+        return value.style.bgcolor.downgrade(ColorSystem.EIGHT_BIT).number, bool(arrow.style.reverse)
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            for name in ("cfg", "backend", "mem_scope", "state-filter"):
+                if name == "state-filter":          # the Jobs screen's
+                    app.set_focus(None)
+                    await pilot.press("2")
+                    await pilot.pause()
+                widget = app.screen.query_one(f"#{name}")
+                app.set_focus(None)
+                await pilot.pause()
+                blurred, blurred_arrow = look(app, widget)
+                widget.focus()
+                await pilot.pause()
+                focused, arrow = look(app, widget)
+                assert blurred in range(232, 256) and not blurred_arrow, (widget.id, blurred)
+                assert focused not in range(232, 256) and arrow, (widget.id, focused)   # a hue, a block
+                assert not widget.expanded
+
+    asyncio.run(scenario())
+
+
 def test_state_map_of_a_small_array_names_each_cell(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])

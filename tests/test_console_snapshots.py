@@ -68,6 +68,20 @@ def test_snapshot_submit_invalid(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=fill(None, root, time="soon"))
 
 
+def test_snapshot_submit_selector_focused(snap_compare) -> None:
+    """The backend selector with the keyboard's focus: tinted, its arrow a block (it was a grey one
+    step lighter than the others, 234 to 235 in 256 colours)."""
+    app, root = submit_app()
+    before = fill(None, root)
+
+    async def run_before(pilot) -> None:
+        await before(pilot)
+        pilot.app.submit_screen.query_one("#backend").focus()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_snapshot_jobs(snap_compare) -> None:
     root = fresh(FIXED_ROOT / "jobs")
     record = build_local_record(root, {1: ("COMPLETED", 0), 2: ("COMPLETED", 0), 3: ("FAILED", 3),
