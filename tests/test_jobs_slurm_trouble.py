@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import kill_noted_groups, run_cli, submit_real_array
+from conftest import TEST_SITE, kill_noted_groups, run_cli, submit_real_array
 
 ENDED = 5        # values 1-5 end at once (5 with exit code 3); 6-7 run until cancelled
 
@@ -21,6 +21,24 @@ def _wrapper(bin_dir: Path, tool: str, body: str, pids: Path | None = None) -> N
     note = f"echo $$ >> {pids}\n" if pids is not None else ""
     (bin_dir / tool).write_text(f"#!/bin/sh\n{note}{body}\n")
     (bin_dir / tool).chmod(0o755)
+
+
+def _forgetting_wrappers(bin_dir: Path) -> None:
+    """A controller that forgot every job it is asked about by id (`squeue -j J`: 'Invalid job id
+    specified', exit 1; its other answers the cluster's own) and accounting that missed every end
+    (slurmdbd's COMPLETED rows read RUNNING): a job whose end slurmdbd missed, without waiting for
+    MinJobAge (300 s) and a controller restart."""
+    import shutil
+    squeue, sacct = shutil.which("squeue"), shutil.which("sacct")
+    _wrapper(bin_dir, "squeue", 'case " $* " in *" -j "*) echo "slurm_load_jobs error: Invalid job id specified" >&2; '
+                                f'exit 1;; esac\nexec {squeue} "$@"')
+    _wrapper(bin_dir, "sacct", f'{sacct} "$@" | sed s/COMPLETED/RUNNING/g')
+
+
+def _forgotten_line(prog: str, job: str, count: int) -> str:
+    return (f"{prog}: controller (squeue) knows no job(s) {job}, which accounting (sacct) still has running "
+            f"or waiting: it ended and accounting never filed how (slurmdbd missed its end): squeue -j {job} said "
+            f"'Invalid job id specified'; the {count} task(s) with no recorded end are not known (UNKNOWN)")
 
 
 def _accounted_running(job: str, tasks: tuple[int, ...]) -> bool:
@@ -316,3 +334,29 @@ def test_watch_of_a_job_the_controller_forgot_ends_with_its_tasks_unknown(half_e
         assert unknown == [[f"{job}_6", "UNKNOWN"], [f"{job}_7", "UNKNOWN"]], watched.stdout
         assert watched.stderr == line, (args, watched.stderr)
     assert ledger.read_text() == before       # nothing recorded of tasks nobody knows the end of
+
+
+@pytest.mark.slurm
+def test_submit_wait_of_a_job_the_controller_forgot_says_why_its_tasks_are_unknown(slurm_cluster, tmp_path,
+                                                                                     cli_env) -> None:
+    """hyperion-submit's wait of a job the controller forgot while accounting has it running ended
+    (the shared poller), but its closing lines called the tasks 'never reported by Slurm', though
+    accounting reported them RUNNING. They are `not known (UNKNOWN)` with `status`'s line saying
+    why; exit 1 (README: a task whose end is not known did not succeed)."""
+    _forgetting_wrappers(tmp_path / "bin")
+    env = {**cli_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cli_env['PATH']}"}
+    try:
+        result = run_cli("hyperion-submit", "slurm", "--cfg", str(TEST_SITE), "--array", "JOB=1:2", "--output-file",
+                         "log/f.JOB.log", "--", "true", cwd=tmp_path, env=env, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"hyperion-submit still waiting after 120 s: {exc.stderr!r}") from None
+    from backends.records.history import load_history
+    job = load_history(tmp_path / "log" / "q" / "f.JOB.submit.json").current.jobs[0].job_id
+    assert result.returncode == 1, result.stderr
+    assert "never reported by Slurm" not in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    for value in (1, 2):
+        assert any(line.startswith(f"hyperion-submit: JOB={value} (job {job}_{value}): not known (UNKNOWN); log ")
+                   for line in lines), result.stderr
+    assert _forgotten_line("hyperion-submit", job, 2) in lines, result.stderr
+    assert lines[-1].startswith("hyperion-submit: 2 of 2 task(s) did not succeed (unknown 2)"), result.stderr

@@ -126,6 +126,13 @@ class PollUpdate:
     forgotten: str | None = None                # `source_problem`'s words for them (None: none)
     unknown: frozenset[Key] = frozenset()       # the tasks that leaves not known (UNKNOWN)
 
+    def forgotten_line(self, not_known: int) -> str | None:
+        """`status`'s line of the jobs the controller forgot (None: none), `not_known` the tasks
+        shown UNKNOWN for it: said alike by watch, hyperion-submit's wait, logs -f and the console."""
+        if self.forgotten is None:
+            return None
+        return f"{self.forgotten}; the {not_known} task(s) with no recorded end are not known (UNKNOWN)"
+
     def problem_at(self, now: float | None = None) -> str | None:
         """`problem` as of `now` (time.time()): its ages grow between polls, as the states' age does."""
         return troubles_text(self.troubles, now) if self.troubles else self.problem

@@ -36,6 +36,11 @@ class Outcome:
     never_runs: tuple[tuple[TaskRecord, str], ...] = ()
     # Ends the wait saw and could not write to the ledger (`FinalsRecorder.unrecorded`), None if none.
     unrecorded: str | None = None
+    # Tasks of a job the controller forgot while accounting has it running (`PollUpdate.unknown`):
+    # not known, and why in `status`'s words (`PollUpdate.forgotten_line`); they read "never
+    # reported by Slurm", though accounting reported them RUNNING
+    unknown: frozenset[tuple[str, int | None]] = frozenset()
+    forgotten: str | None = None
 
 
 def _state_of(task: TaskRecord, states: dict) -> TaskState:
@@ -126,6 +131,10 @@ def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = N
 
     last = poller.run(watch, stop, waiting=observer)
     outcome = replace(outcome_from(record, dict(last.states)), unrecorded=finals.unrecorded)
+    if last.forgotten:
+        unknown = frozenset(key for task, state in outcome.bad if state.source == "unknown"
+                            and (key := (task.job_id, task.array_task_id)) in last.unknown)
+        outcome = replace(outcome, unknown=unknown, forgotten=last.forgotten_line(len(unknown)))
     return replace(outcome, never_runs=tuple(found)) if found else outcome
 
 
@@ -147,7 +156,8 @@ def report(outcome: Outcome, array_name: str | None = None, record_path: str | N
     unwritten = [task for task, state in outcome.bad if _cancelled_unwritten(task, state)]
     grouped = {id(task) for task in unwritten} if len(unwritten) > 1 else set()
     told = [(task, state) for task, state in outcome.bad if id(task) not in grouped]
-    lines = [_report_line(task, state, array_name) for task, state in told[:MAX_REPORTED]]
+    lines = [_report_line(task, state, array_name, (task.job_id, task.array_task_id) in outcome.unknown)
+             for task, state in told[:MAX_REPORTED]]
     if len(told) > MAX_REPORTED:
         where = f": hyperion-jobs status {shell_quote(record_path)} --failures groups them" if record_path else ""
         lines.append(f"... and {len(told) - MAX_REPORTED} more task(s) that did not succeed{where}")
@@ -155,6 +165,8 @@ def report(outcome: Outcome, array_name: str | None = None, record_path: str | N
         values = compress(t.value for t in unwritten if t.value is not None)
         lines.append(f"{array_name or 'task'}={values} ({len(unwritten)} tasks): CANCELLED before writing a log "
                      "or a Slurm file (cancelled while pending)")
+    if outcome.forgotten:     # why those tasks are not known, as `status` and `watch` say it
+        lines.append(outcome.forgotten)
     return lines
 
 
@@ -163,8 +175,9 @@ def _cancelled_unwritten(task: TaskRecord, state: TaskState) -> bool:
             and not wrote_a_file(task, task.log))
 
 
-def _report_line(task: TaskRecord, state: TaskState, array_name: str | None) -> str:
-    how = state.state.value if state.source != "unknown" else "never reported by Slurm"
+def _report_line(task: TaskRecord, state: TaskState, array_name: str | None, forgotten: bool = False) -> str:
+    how = state.state.value if state.source != "unknown" else \
+        "not known (UNKNOWN)" if forgotten else "never reported by Slurm"
     if state.exit_code or state.state is JobState.FAILED:
         how += f" exit code {state.exit_code}{exit_note(state.exit_code, state.signal)}"
     if state.signal:

@@ -240,8 +240,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     rows = _rows_for(history, final, job_history, target)
     if final.forgotten:       # why its tasks are UNKNOWN, as `status` says it: the watch waited for ever
         not_known = sum(1 for row in rows if row.state is None and (row.job_id, row.task_id) in final.unknown)
-        SafeStream(sys.stderr).line(f"{PROG}: {final.forgotten}; the {not_known} task(s) with no recorded end "
-                                    "are not known (UNKNOWN)")
+        SafeStream(sys.stderr).line(f"{PROG}: {final.forgotten_line(not_known)}")
     retry = usable_retry_command(target.record, (row.state_label for row in rows if not row.ok)) \
         if target.record is not None else _job_retry(job_history, rows)
     unsubmitted = history.unsubmitted()[0] if history is not None else ()
