@@ -360,3 +360,22 @@ def test_submit_wait_of_a_job_the_controller_forgot_says_why_its_tasks_are_unkno
                    for line in lines), result.stderr
     assert _forgotten_line("hyperion-submit", job, 2) in lines, result.stderr
     assert lines[-1].startswith("hyperion-submit: 2 of 2 task(s) did not succeed (unknown 2)"), result.stderr
+
+
+@pytest.mark.slurm
+def test_logs_follow_of_a_task_of_a_job_the_controller_forgot_ends_with_status_line(half_ended, tmp_path,
+                                                                                    cli_env) -> None:
+    """`logs -f` of a task of a job the controller forgot while accounting has it running followed
+    for ever (the poller ended, but the task's row had no state, so no end). It stops with `status`'s
+    line and exit 0, as `logs -f` exits once a task has ended (the line is its outcome)."""
+    job = half_ended.jobs[0].job_id
+    _wrapper(tmp_path / "bin", "squeue", 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1')
+    env = {**cli_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cli_env['PATH']}"}
+    for task in (f"{job}_6", f"{half_ended.path}:7"):
+        try:
+            followed = run_cli("hyperion-jobs", "logs", task, "-f", env=env, cwd=tmp_path, timeout=60)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"logs {task} -f still following after 60 s: {exc.stderr!r}") from None
+        assert followed.returncode == 0, (task, followed.stderr)
+        assert followed.stderr.splitlines()[-1] == f"{_forgotten_line('hyperion-jobs', job, 1)}; stopped following", \
+            (task, followed.stderr)

@@ -46,6 +46,9 @@ class TaskEnd:
     state: str
     exit_code: int | None = None
     signal: int | None = None
+    # a task of a job the controller forgot while accounting has it running (`PollUpdate.unknown`):
+    # it ended, how is not known; `status`'s line saying so (`PollUpdate.forgotten_line`)
+    unknown: str | None = None
 
     def said(self) -> str:
         """``FAILED (exit 3)``, ``TIMEOUT``, ``CANCELLED (SIGKILL)``: the signal by its name, as
@@ -79,7 +82,9 @@ def ended_words(end: TaskEnd) -> str:
 
 
 def ended_text(name: str, end: TaskEnd) -> str:
-    """The one stderr line `logs -f` ends with."""
+    """The one stderr line `logs -f` ends with: of a task whose end is not known, `status`'s line."""
+    if end.unknown is not None:
+        return f"{printable(end.unknown)}; stopped following"
     return f"task {printable(name)} {ended_words(end)}; stopped following"
 
 
@@ -198,8 +203,16 @@ class SlurmEnd(EndWatch):
             self._note(shown_as_recorded(last.unconfirmed))
         row = self._row(last)
         end = row_end(row) if row is not None else None
+        if end is None and self._forgotten(last):     # it followed for ever: no poll tells more
+            end = TaskEnd("UNKNOWN", unknown=last.forgotten_line(1))
         with self._lock:
             self._end = end
+
+    def _forgotten(self, update: PollUpdate) -> bool:
+        """Whether the task is one of a job the controller forgot while accounting has it running."""
+        job, task = self._key
+        return update.forgotten is not None and (
+            self._key in update.unknown or (task is None and any(key[0] == job for key in update.unknown)))
 
     def _observe(self, update: PollUpdate) -> bool:
         if self._finals is not None and update.changed:
