@@ -379,3 +379,27 @@ def test_logs_follow_of_a_task_of_a_job_the_controller_forgot_ends_with_status_l
         assert followed.returncode == 0, (task, followed.stderr)
         assert followed.stderr.splitlines()[-1] == f"{_forgotten_line('hyperion-jobs', job, 1)}; stopped following", \
             (task, followed.stderr)
+
+
+@pytest.mark.slurm
+def test_status_of_a_job_no_record_names_the_controller_forgot_shows_its_tasks_unknown(half_ended, tmp_path,
+                                                                                       cli_env) -> None:
+    """`status J` of a job no record names, which the controller forgot while accounting has tasks
+    6-7 running: `status J_6` printed one line and exited 1 with no table, `status J` the ended
+    rows alone with '...; shown as accounting (sacct) has them', where `watch J` shows 6-7 UNKNOWN.
+    The rows come UNKNOWN with `status RECORD`'s line, exit 0 as `status RECORD` of it exits."""
+    job = half_ended.jobs[0].job_id
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _wrapper(tmp_path / "bin", "squeue", 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1')
+    env = {**cli_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cli_env['PATH']}"}
+    for target, unknown in ((f"{job}_6", (6,)), (job, (6, 7))):
+        result = run_cli("hyperion-jobs", "status", target, "--dir", str(elsewhere), env=env, cwd=tmp_path,
+                         timeout=120)
+        assert result.returncode == 0, (target, result.stdout, result.stderr)
+        shown = {cells.split()[0]: cells.split()[2] for cells in result.stdout.splitlines()
+                 if cells.startswith(f"{job}_")}
+        assert {task for task, state in shown.items() if state == "UNKNOWN"} == {f"{job}_{t}" for t in unknown}, \
+            result.stdout
+        assert len(shown) == (1 if target != job else 7), result.stdout
+        assert result.stderr == f"{_forgotten_line('hyperion-jobs', job, len(unknown))}\n", (target, result.stderr)

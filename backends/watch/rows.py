@@ -298,6 +298,12 @@ def usage_missing(history: History, now: float | None = None) -> dict[Key, tuple
     return out
 
 
+def unknown_row(job_id: str, task_id: int | None) -> TaskRow:
+    """A task of a bare job id with no state (UNKNOWN): one of a job the controller forgot while
+    accounting has it running (`PollUpdate.unknown`, `Snapshot.unknown`), shown by `watch J` and `status J`."""
+    return TaskRow(None, job_id, task_id, None, None, None, None, None, None, None, None)
+
+
 def job_rows(states: Mapping[Key, TaskState], history: History | None = None,
              usage: Mapping[Key, Usage] | None = None, job: Key | None = None) -> list[TaskRow]:
     """Rows for a bare job id: every task Slurm knows, and every recorded task of `job` (a job id,

@@ -33,6 +33,7 @@ from backends.watch.rows import (
     pending_tasks,
     task_row,
     unended_tasks,
+    unknown_row,
     usage_missing,
     with_plan,
 )
@@ -303,10 +304,16 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     if target.task_id is not None:
         states = {k: v for k, v in states.items() if k[1] == target.task_id}
     rows = job_rows(states, history, answer.shown_usage(), (target.job_id, target.task_id))
+    forgotten = [] if history is not None else \
+        [key for key in answer.unknown if target.task_id is None or key[1] == target.task_id]
+    if forgotten:      # a job no record names, the controller forgot: its unended tasks UNKNOWN, as `watch J` shows
+        rows = sorted([*rows, *(unknown_row(*key) for key in forgotten)],
+                      key=lambda row: (row.job_id, -1 if row.task_id is None else row.task_id))
     if failed and unknown is not None:
         if not rows:     # nothing to show, and "Slurm knows no job" would be untrue: what failed, in one line
             raise QueryError(failed_text(failed))
-        line = unanswered_line(failed, unended, states) if history is not None else _unrecorded_job_line(failed, states)
+        line = unanswered_line(failed, unended, states) if history is not None else \
+            _unrecorded_job_line(failed, states, len(forgotten))
         if line is not None:
             unknown.append(settled(failed, line))
     return rows
@@ -323,12 +330,16 @@ def settled(failed: Failed, line: str) -> str:
     return Settled(line) if all(err.kind == "forgotten" for _, err in failed) else line
 
 
-def _unrecorded_job_line(failed: Failed, states: Mapping[Key, TaskState]) -> str:
+def _unrecorded_job_line(failed: Failed, states: Mapping[Key, TaskState], forgotten: int = 0) -> str:
     """What a failed look leaves of a job no record names (`status J`), whose tasks are those the
     source that answered named: accounting's unended ones may be behind while the controller fails,
     and the controller no longer lists tasks that ended a while ago. `status J` of such a job
     said only `sacct failed (rc 1): ...` (never squeue, nor that the other source answered)."""
     unended = [state for state in states.values() if not state.state.is_terminal and state.source != "squeue"]
+    if forgotten and not unended and all(err.kind == "forgotten" for _, err in failed):
+        # `status RECORD`'s and `watch J`'s words for them (it said "shown as accounting has them",
+        # and, with every task unended, no table at all)
+        return f"{failed_text(failed)}; the {forgotten} task(s) with no recorded end are not known (UNKNOWN)"
     if any(source == "sacct" for source, _ in failed):
         left = f"shown as {LABELS['squeue']} has them (tasks that ended a while ago it no longer lists)"
     elif unended:

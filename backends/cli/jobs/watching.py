@@ -44,6 +44,7 @@ from backends.watch.rows import (
     pending_tasks,
     rerun_by_default,
     state_counts,
+    unknown_row,
 )
 from backends.watch.slurm.accounting import stoppable
 from backends.watch.targets import (
@@ -99,7 +100,7 @@ def _rows_for(history: History | None, update: PollUpdate, job_history: History 
         return history_rows(history, update.states, usage)
     rows = job_rows(update.states, job_history, usage, (str(target.job_id), target.task_id))
     shown = {(row.job_id, row.task_id) for row in rows}
-    unknown = [TaskRow(None, job, task, None, None, None, None, None, None, None, None)     # UNKNOWN
+    unknown = [unknown_row(job, task)
                for job, task in sorted(update.unknown, key=lambda k: (k[0], -1 if k[1] is None else k[1]))
                if (job, task) not in shown]
     return sorted([*rows, *unknown], key=lambda row: (row.job_id, -1 if row.task_id is None else row.task_id))

@@ -558,6 +558,9 @@ class Snapshot:
     live: dict[Key, Usage] = field(default_factory=dict)   # squeue's time used and request
     live_jobs: frozenset[str] | None = None       # jobs the controller lists a task not ended of; None: not asked
     accounted_jobs: frozenset[str] = frozenset()  # jobs with a row in accounting (a task's own or a range's)
+    # unended tasks of jobs the controller forgot while accounting has them running ("forgotten"):
+    # dropped from `states`, not known (UNKNOWN); `status J` of a job no record names shows them
+    unknown: frozenset[Key] = frozenset()
 
     def shown_usage(self) -> dict[Key, Usage]:
         """What to show of each task's usage (`with_live`): squeue's time used first."""
@@ -669,10 +672,11 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
         live = live_job_ids(squeue.states)
         if sacct is not None:
             merged = merge(sacct, squeue.states, one_look=True)
+            dropped = frozenset(key for key, state in merged.items()
+                                if key[0] in forgotten and not state.state.is_terminal)
             if forgotten:           # accounting's word that they run or wait is stale: not known
-                merged = {key: state for key, state in merged.items()
-                          if key[0] not in forgotten or state.state.is_terminal}
-            return Snapshot(merged, sacct.usage, squeue.usage, live, accounted), failed
+                merged = {key: state for key, state in merged.items() if key not in dropped}
+            return Snapshot(merged, sacct.usage, squeue.usage, live, accounted, dropped), failed
         return Snapshot(merge(SacctRows([], []), squeue.states), {}, squeue.usage, live), failed
     if sacct is not None:
         return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted), failed
