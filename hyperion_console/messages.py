@@ -65,14 +65,18 @@ class JobsUpdated(Message):
     `slots`: what moving slots between the windows of a shared --max-jobs-run could not do (None:
     nothing failing), said on the status line while it lasts; `slots_news`: the core's `SlotsNotice`
     line to tell once (a refusal new while the trouble lasts, or that the slots move again).
+    `forgotten`: `status`'s line of tasks of a job the controller knows none of while accounting
+    has it running (UNKNOWN): kept on the status line, as `watch` ends with it.
     """
 
     def __init__(self, record_path: str, changed: Sequence[Any], error: str | None = None,
                  all_terminal: bool = False, as_of: float | None = None,
                  problem: str | None = None, warning: str | None = None, rows_only: bool = False,
                  usage_asked: bool = False, behind: str | None = None, recorded: bool = False,
-                 slots: str | None = None, slots_news: str | None = None, troubles: tuple = ()) -> None:
+                 slots: str | None = None, slots_news: str | None = None, troubles: tuple = (),
+                 forgotten: str | None = None) -> None:
         super().__init__()
+        self.forgotten = forgotten        # the core's line of tasks of a job the controller forgot (UNKNOWN)
         self.troubles = troubles          # the core's `problem` lines with when each began: ages that grow
         self.slots = slots                # the core's `slots_problem` line while moving slots fails
         self.slots_news = slots_news      # the core's `SlotsNotice` line: told once

@@ -59,6 +59,9 @@ class Seen:
     slots: str | None = None            # what moving slots between windows could not do (`slots_problem`)
     slots_news: str | None = None       # `SlotsNotice`'s line to tell once: a new refusal, or that it ended
     troubles: tuple = ()                # `problem`'s lines with when each began (ages grow between answers)
+    # `status`'s line of tasks of a job the controller forgot while accounting has it running
+    # (`PollUpdate.forgotten_line`): why they are UNKNOWN, where the watch ended without a word
+    forgotten: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         slots = None if throttler is None or update.all_terminal else slots_problem(throttler.failure)
         news = notice.news(None if update.all_terminal else throttler)
         keys = dict.fromkeys(state.key for state in update.changed)
+        keys.update(dict.fromkeys(update.unknown))     # dropped, not changed: shown UNKNOWN (`fresh`: once)
         usage = update.current_usage()           # as `watch` shows it: a running task's time used too
         for key, used in usage.items():          # accounting tells usage a poll or two after the end
             if usage_seen.get(key) != used:
@@ -135,11 +139,13 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         behind = shown_as_recorded(update.unconfirmed) if update.unconfirmed else None
         # every end recorded before (`hyperion-jobs list`, a wait): the states are the attempt history's,
         # and Slurm's answer only said that it ran none of them again
-        recorded = update.all_terminal and not ended_here
+        recorded = update.all_terminal and not ended_here and not update.unknown   # none of those is recorded
+        forgotten = update.forgotten_line(sum(1 for key in update.unknown if key in tasks)) \
+            if update.forgotten else None
         with shown.lock:
             deliver(Seen(fresh(made), update.error, update.all_terminal, update.as_of, update.problem,
                          finals.error, behind=behind, recorded=recorded, slots=slots, slots_news=news,
-                         troubles=update.troubles))
+                         troubles=update.troubles, forgotten=forgotten))
         return False
 
     def waiting(update) -> None:

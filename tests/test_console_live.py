@@ -952,3 +952,45 @@ def test_usage_another_writer_recorded_without_a_peak_keeps_the_peak_the_console
     assert [row.usage for row in told] == [Usage(max_rss_bytes=50 << 20, cpu_seconds=3.0, elapsed_seconds=12.0,
                                                  req_mem_bytes=100 << 20)]
     assert shown.rows[key].usage == told[0].usage
+
+
+@pytest.mark.slurm
+def test_the_watch_of_a_job_the_controller_forgot_says_why_its_tasks_are_unknown(slurm_cluster, tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    """A job the controller forgot (`squeue -j J`: 'Invalid job id specified') while accounting has
+    it running (slurmdbd missed its end: its COMPLETED rows read RUNNING): the console's watch ended
+    with its tasks UNKNOWN and not a word why (`every task ended: final states from Slurm`), where
+    `status` and `watch` say it. The status line keeps `status`'s line."""
+    import shutil
+
+    from hyperion_console.widgets.summary import PollStatus
+
+    record = submit_real_array(tmp_path / "log" / "g.JOB.log", "JOB=1:2", "true")
+    job = record.jobs[0].job_id
+    deadline = time.monotonic() + 120
+    while subprocess.run(["sacct", "-X", "-n", "-P", "-j", job, "-o", "State"], capture_output=True, text=True,
+                         check=False).stdout.split() != ["COMPLETED", "COMPLETED"]:
+        assert time.monotonic() < deadline, "the array did not end in accounting"
+        time.sleep(1)
+    squeue, sacct = shutil.which("squeue"), shutil.which("sacct")
+    _fake_slurm(tmp_path, monkeypatch,
+                squeue=('#!/bin/sh\ncase " $* " in *" -j "*) echo "slurm_load_jobs error: Invalid job id '
+                        f'specified" >&2; exit 1;; esac\nexec {squeue} "$@"\n'),
+                sacct=f'#!/bin/sh\n{sacct} "$@" | sed s/COMPLETED/RUNNING/g\n')
+    line = (f"controller (squeue) knows no job(s) {job}, which accounting (sacct) still has running or waiting: "
+            f"it ended and accounting never filed how (slurmdbd missed its end): squeue -j {job} said 'Invalid job "
+            "id specified'; the 2 task(s) with no recorded end are not known (UNKNOWN)")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record.path, search_dirs=[tmp_path])
+        async with app.run_test(size=(120, 30)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status", PollStatus)
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: status.final, 30)
+            await pilot.pause(0.5)
+            assert table_column(table, "state") == ["UNKNOWN", "UNKNOWN"]
+            shown_line = status.line().plain
+            assert shown_line.startswith("⚠ every task ended: final states from Slurm · "), shown_line
+            assert line in shown_line, shown_line
+
+    asyncio.run(scenario())

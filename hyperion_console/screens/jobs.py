@@ -465,7 +465,7 @@ class JobsScreen(ConsoleScreen):
                 self.app.call_from_thread(self.post_message, JobsUpdated(
                     path, seen.rows, seen.error, seen.all_terminal, seen.as_of, seen.problem, seen.warning,
                     seen.rows_only, seen.usage_asked, seen.behind, seen.recorded, seen.slots, seen.slots_news,
-                    seen.troubles))
+                    seen.troubles, seen.forgotten))
         return deliver
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
@@ -514,6 +514,8 @@ class JobsScreen(ConsoleScreen):
                 status.source = "the attempt history"
             self.say_behind("look for requeues", message.behind)
         status.report(message.as_of, message.problem, message.all_terminal, message.troubles)
+        if message.forgotten:    # why its tasks are UNKNOWN, as `status` and `watch` say it: it ended without a word
+            status.note("forgotten", message.forgotten)
         self.say_slots(message.slots, message.slots_news)
         # an outage: elapsed stops at the last answer, as the status line says how old that is
         self.table.index.held = (status.as_of or time.time()) if message.problem else None
