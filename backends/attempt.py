@@ -205,7 +205,8 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
     cancelled while pending (`told_states`, the rule `status` applies): a task a new attempt
     supersedes has its end recorded as it is superseded, before the new attempt writes its log
     (which made the rule refuse it for ever: every later `status`, `history` and retry asked
-    Slurm about it again)."""
+    Slurm about it again). A job the controller knows none of while accounting still has it running
+    (`forgotten_jobs`) has no live task: it ended, as `status` and `watch` say."""
     from backends.watch.rows import expected_tasks   # loaded already: the callers' pending_tasks
 
     slurm_of = [[t for t in tasks if t.job_id != LOCAL_JOB] for _, tasks in asked]
@@ -214,7 +215,7 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
     if any(slurm_of):
         from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
         from backends.watch.never_started import told_states
-        from backends.watch.slurm.accounting import QueryError, query, run_command, run_squeue
+        from backends.watch.slurm.accounting import QueryError, forgotten_jobs, query, run_command, run_squeue
         runner = runner or run_command
         jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
         try:
@@ -225,6 +226,12 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
                     told = told_states(answer, [history], tasks=slurm)
                     states.update(told)
                     FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(told.values())
+            # a job the controller knows none of while accounting has it running (slurmdbd missed its
+            # end): `status` and `watch` say its tasks ended UNKNOWN and offer a retry, which this
+            # refused for ever as live, with "wait for them" (nothing to wait for) or a cancel Slurm refuses
+            forgotten = forgotten_jobs(answer, runner)
+            states = {key: state for key, state in states.items()
+                      if key[0] not in forgotten or state.state.is_terminal}
         except QueryError:
             try:
                 states = {t.key: t for t in run_squeue(jobs, runner)}

@@ -114,3 +114,30 @@ def test_a_task_the_look_just_recorded_is_not_counted_among_those_with_no_record
     assert len(unknown) == 1 and unknown[0].endswith(
         "; the 2 task(s) with no recorded end are shown as accounting (sacct) has them, which may be behind"), unknown
     assert problems == []
+
+
+def test_a_job_the_controller_forgot_while_accounting_has_it_running_leaves_no_live_task(tmp_path) -> None:
+    """slurmdbd missed the end of job J (accounting has its tasks RUNNING for ever; squeue -j J: 'Invalid
+    job id specified'). `status` and `watch` say its tasks ended UNKNOWN and `watch` ends with 'rerun
+    only those with: hyperion-jobs retry RECORD', but that retry (and a new submission to the same
+    --output-file) was refused for ever: 'still has 2 live task(s) (RUNNING 2) ...; wait for them to
+    end ... or cancel them'. They are not live; nothing is recorded of them. The controller listing
+    them, or a squeue wrapper answering nothing (exit 0), keeps them live as before."""
+    from backends.attempt import live_tasks
+
+    record = build_history(tmp_path, CONF, n=2, job=PURGED, unfinished=(1, 2))
+    runaway = {PURGED: [f"{PURGED}_{task}|{int(PURGED) - task}|RUNNING|0:0|00:00:31|node01|2026-09-21T12:00:00|"
+                        "Unknown|None" for task in (1, 2)]}
+    ledger = ledger_path(record).read_text()
+    rows = history_status(load_history(record), slurm({}, runaway))     # what `retry` plans from
+    assert [row.state_label for row in rows] == ["UNKNOWN", "UNKNOWN"]   # not RUNNING: not live
+    assert live_tasks(load_history(record), runner=slurm({}, runaway)) == []   # begin_attempt's check
+    assert ledger_path(record).read_text() == ledger          # no end is made up for them
+    running = {PURGED: [f"{PURGED}_{task}|RUNNING|0|0:31|node01|None|0|" for task in (1, 2)]}
+    assert live_tasks(load_history(record), runner=slurm(running, runaway)) == [f"{PURGED}_1", f"{PURGED}_2"]
+    accounted = slurm({}, runaway)
+
+    def squeue_wrapper(argv):
+        return wrapper(argv) if argv[0] == "squeue" else accounted(argv)
+
+    assert live_tasks(load_history(record), runner=squeue_wrapper) == [f"{PURGED}_1", f"{PURGED}_2"]

@@ -46,6 +46,7 @@ from backends.watch.slurm.accounting import (
     Told,
     ask_at_once,
     failed_text,
+    forgotten_jobs,
     job_std_paths,
     query,
     query_what_answers,
@@ -510,6 +511,7 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     pending, superseded, missing, again = asks.pending, asks.superseded, asks.missing, asks.again
     asked = [*pending, *superseded, *(task for task, _ in missing.values())]
     failed: Failed = []
+    merged = False      # `query`'s answer, which takes accounting's word for a job the controller forgot
     try:
         if asked and pending and unknown is not None:
             answer, failed = query_what_answers(list(expected_tasks(asked)), runner,
@@ -517,6 +519,7 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
         elif asked:
             answer = query(list(expected_tasks([*asked, *again])), runner,
                            controller=bool(pending or superseded or again))
+            merged = True
         else:
             answer = Snapshot(controller_states(again, runner), {})
     except QueryError as err:
@@ -531,6 +534,9 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
     recorder = FinalsRecorder(history.record_path, [*pending, *superseded, *rerun], ended, since=history.ledger.size)
     recorder.observe(states.values(), answer.usage)
+    if merged and (forgotten := forgotten_jobs(answer, runner)):
+        # slurmdbd missed their end: not RUNNING, as `status` says (a retry was refused for ever as live)
+        states = {key: state for key, state in states.items() if key[0] not in forgotten or state.state.is_terminal}
     if failed:
         # counted after this look's own recordings: the first `status` after a cancel said "of the 3
         # task(s) with no recorded end" of tasks it had just recorded CANCELLED (unless the write failed)

@@ -723,6 +723,22 @@ def at_once(runner: Runner, first: Callable[[Runner], T], second: Callable[[Runn
     return answer, told["answer"]  # type: ignore[return-value]
 
 
+def forgotten_jobs(answer: Snapshot, runner: Runner = run_command) -> frozenset[str]:
+    """The jobs `answer` (`query`'s) has a task not ended of while the controller listed no unended
+    task of them, and that squeue, asked about each alone, says it knows none of ("Invalid job id
+    specified"): they ended (the controller forgets a job only MinJobAge after its end) and
+    accounting never filed how (slurmdbd missed its end). No task of theirs runs or will, as
+    `status` and `watch` say them ("forgotten"). One squeue per such job, none in the usual case (a
+    job accounting has running is listed by the controller); a squeue that fails or answers
+    nothing (a site wrapper) forgets nothing, and so does an answer the controller was not asked for."""
+    if answer.live_jobs is None:
+        return frozenset()
+    live = answer.live_jobs
+    unended = sorted({key[0] for key, state in answer.states.items()
+                      if not state.state.is_terminal and key[0] not in live})
+    return frozenset(job for job in unended if _controller_knows_none(job, runner))
+
+
 def _controller_knows_none(job_id: str, runner: Runner) -> bool:
     """Whether squeue, asked about `job_id` alone, says it knows no such job ("Invalid job id
     specified"): what Slurm answers of one id, where of several it prints nothing, exit 0, as a
