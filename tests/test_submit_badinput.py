@@ -375,6 +375,21 @@ def test_a_site_number_yaml_reads_in_another_base_is_refused_not_changed(tmp_pat
     assert "write the number in plain decimal digits" in result.stderr
 
 
+@pytest.mark.parametrize("number,digits", [("0x" + "f" * 50000, 50000), ("0b" + "1" * 19, 19)],
+                         ids=["hex-50000-digits", "binary-19-digits"])
+def test_a_site_number_of_too_many_digits_in_another_base_names_its_field(tmp_path, cli_env, number, digits):
+    """`num_threads: 0xfff...` (50000 f) was `--cfg: site.yaml cannot be read as a site file (ValueError)`:
+    no field, line or reason, where 50000 decimal digits said all three."""
+    site = tmp_path / "site.yaml"
+    site.write_text("".join(row for row in TEST_SITE.read_text().splitlines(keepends=True)
+                            if not row.startswith("num_threads:")) + f"num_threads: {number}\n")
+    line = len(site.read_text().splitlines())
+    result = run_cli("hyperion-submit", "slurm", "--cfg", str(site), "--dry-run", "--output-file", "log/t.log",
+                     "--", "true", cwd=tmp_path, env=cli_env, timeout=60)
+    _check_rejected(result, tmp_path, "num_threads")
+    assert f"a number of {digits} digits (line {line}, column 14); site numbers have at most 18" in result.stderr
+
+
 def _special_files(tmp_path: Path) -> dict[str, Path]:
     log = tmp_path / "log"
     log.mkdir()

@@ -257,8 +257,8 @@ def _check_scalar(field: str, event: yaml.ScalarEvent, frame: _Frame | None) -> 
                          f"({_where(event)}); site values are plain text")
     is_int = event.tag == _INT_TAG or (event.tag is None and event.implicit[0]
                                        and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _INT_TAG)
-    if is_int and sum(ch.isdigit() for ch in value) > MAX_INT_DIGITS:
-        raise InputError(field, f"{item}a number of {sum(ch.isdigit() for ch in value)} digits "
+    if is_int and _int_digits(value) > MAX_INT_DIGITS:
+        raise InputError(field, f"{item}a number of {_int_digits(value)} digits "
                          f"({_where(event)}); site numbers have at most {MAX_INT_DIGITS}")
     # `poll_interval: 1:30.5` is a YAML 1.1 base-60 float (90.5), as `1:30` is a base-60 integer
     is_float = not is_int and ":" in value and (event.tag == _FLOAT_TAG or (
@@ -270,6 +270,15 @@ def _check_scalar(field: str, event: yaml.ScalarEvent, frame: _Frame | None) -> 
         number = build(yaml.ScalarNode(_FLOAT_TAG if is_float else _INT_TAG, value))
         raise InputError(field, f"{item}YAML reads {value} ({_where(event)}) as the {kind} number {number}; "
                          "write the number in plain decimal digits")
+
+
+def _int_digits(text: str) -> int:
+    """How many digits an integer's text holds: `0x` + 50000 `f` is 50000 (the `f`s are no isdigit(),
+    and their decimal, 60206 digits, was past what Python converts: a bare ValueError, no field said)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if digits[:2].lower() == "0x":
+        return sum(ch in "0123456789abcdefABCDEF" for ch in digits[2:])
+    return sum(ch.isdigit() for ch in (digits[2:] if digits[:2].lower() == "0b" else digits))
 
 
 def _int_base(text: str) -> str | None:
