@@ -96,6 +96,15 @@ YAML_CASES = [
     ("deep-mapping", "gpu_types:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(20)), "gpu_types.k0.k1.k2.k3.k4.k5.k6"),
     ("number-of-5000-digits", "num_threads: " + "9" * 5000 + "\n", "num_threads"),
     ("quoted-number-of-5000-digits", 'num_threads: "' + "9" * 5000 + '"\n', "num_threads"),
+    # a tag whose value does not read as the tag says was a traceback (KeyError, IndexError, AttributeError)
+    # or '--cfg: site.yaml cannot be read as a site file (ValueError)'
+    ("tagged-bool-not-a-bool", "num_threads: !!bool maybe\n", "num_threads"),
+    ("tagged-int-empty", 'num_threads: !!int ""\n', "num_threads"),
+    ("tagged-float-empty", "poll_interval: !!float ''\n", "poll_interval"),
+    ("tagged-timestamp-not-a-date", "time: !!timestamp x\n", "time"),
+    ("tagged-int-not-a-number", "num_threads: !!int abc\n", "num_threads"),
+    ("tagged-int-in-a-list", "base_options: [--qos=x, !!int '']\n", "base_options"),
+    ("hex-without-digits", "num_threads: 0x_\n", "num_threads"),
     ("threads-beyond-bound", _site(num_threads=10 ** 9), "num_threads"),
     ("gpus-beyond-bound", _site(num_gpus=5000), "num_gpus"),
     ("max-array-size-2-63", _site(max_array_size=2 ** 63), "max_array_size"),

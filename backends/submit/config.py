@@ -32,6 +32,9 @@ MAX_ARRAY_SIZE = 4_000_001   # Slurm's own ceiling for MaxArraySize
 _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 _RESOLVER = yaml.SafeLoader("")
+# what a scalar of each tag must read as: `num_threads: !!bool maybe` was a KeyError traceback
+_TYPED_TAGS = {_INT_TAG: "an integer", _FLOAT_TAG: "a number", "tag:yaml.org,2002:bool": "true or false",
+               "tag:yaml.org,2002:timestamp": "a date"}
 # A site may ask for slower polling than the default pace, not for none at all.
 MAX_POLL_INTERVAL = 3600.0
 
@@ -260,6 +263,14 @@ def _check_scalar(field: str, event: yaml.ScalarEvent, frame: _Frame | None) -> 
     if is_int and _int_digits(value) > MAX_INT_DIGITS:
         raise InputError(field, f"{item}a number of {_int_digits(value)} digits "
                          f"({_where(event)}); site numbers have at most {MAX_INT_DIGITS}")
+    tag = event.tag if event.tag not in (None, "!") else (
+        _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) if event.tag is None and event.implicit[0] else None)
+    if tag in _TYPED_TAGS:
+        try:   # `!!int ""`, `!!float ""` (IndexError), `!!timestamp x` (AttributeError), `0x_` (ValueError)
+            _RESOLVER.yaml_constructors[tag](_RESOLVER, yaml.ScalarNode(tag, value))
+        except (ValueError, KeyError, IndexError, AttributeError, TypeError, OverflowError):
+            raise InputError(field, f"{item}YAML cannot read {quoted(value)} ({_where(event)}) as "
+                             f"{_TYPED_TAGS[tag]}") from None
     # `poll_interval: 1:30.5` is a YAML 1.1 base-60 float (90.5), as `1:30` is a base-60 integer
     is_float = not is_int and ":" in value and (event.tag == _FLOAT_TAG or (
         event.tag is None and event.implicit[0]
