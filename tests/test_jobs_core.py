@@ -525,6 +525,24 @@ def test_a_record_holding_a_100000_digit_number_says_so_not_pythons_advice(tmp_p
     assert "a number of 100000 digits" in listed.stderr and "sys.set_int_max_str_digits" not in listed.stderr
 
 
+def test_a_record_whose_array_name_is_not_a_shell_identifier_is_refused_by_every_command(tmp_path, cli_env):
+    """`"array_name": "J\\u001b[31mOB"` was shown by status, list and history; only retry refused it, as
+    `--array: name ... is not a shell identifier`, a flag the user never gave."""
+    good = make_record(tmp_path / "good")
+    bad = make_record(tmp_path / "bad")
+    path = Path(bad.path)
+    path.write_text(path.read_text().replace('"array_name": "JOB"', '"array_name": "J\\u001b[31mOB\\u0007[bold]"', 1))
+    problem = (f'hyperion-jobs: error: record: {bad.path}: array_name: "J\\u001b[31mOB\\u0007[bold]" '
+               "is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)\n")
+    for argv in (["status", bad.path], ["history", bad.path], ["usage", bad.path], ["retry", bad.path, "--dry-run"]):
+        result = run_cli("hyperion-jobs", *argv, env=cli_env, timeout=60)
+        assert result.returncode == 2 and result.stderr == problem, (argv, result.stderr)
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env, timeout=60)
+    assert listed.returncode == 0 and good.path in listed.stdout and bad.path not in listed.stdout
+    assert f"skipping {bad.path}: " in listed.stderr and "array_name: " in listed.stderr
+    assert "\x1b" not in listed.stdout + listed.stderr
+
+
 def test_a_record_naming_no_site_file_is_still_read(tmp_path, cli_env):
     """`"cfg": ""` (a record made by hand or by a tool that had none): refusing it as "expected a path"
     made `logs JOB_1 -f` follow Slurm's .out instead of the task's log, and `status` lose the record."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import time
 from collections.abc import Iterable, Sequence
@@ -181,6 +182,10 @@ def _rerun(value: object) -> str | None:
     return shlex.join(words) if tuple(words[:2]) == RERUN_PROGRAM else None
 
 
+# the array NAME hyperion-submit takes (backends.submit.array.SHELL_NAME, a layer above records)
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
 class _BadField(ValueError):
     """A record field of the wrong type or out of bounds: `field: problem`, one line."""
 
@@ -238,6 +243,9 @@ def _consistent(tasks: tuple[TaskRecord, ...], array_name: object) -> None:
     otherwise was planned into a retry without --array that ran the command once with NAME."""
     if array_name is not None and not isinstance(array_name, str):
         raise _BadField(f"array_name: expected text or null, got {_shown(array_name)}")
+    if array_name is not None and not _SHELL_NAME.match(array_name):
+        # status, list and history showed such a record; retry then refused it naming --array, never given
+        raise _BadField(f"array_name: {_shown(array_name)} is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)")
     for index, task in enumerate(tasks):
         if (task.value is None) != (array_name is None):
             said = "has no value, but the record is an array" if task.value is None else \
