@@ -64,6 +64,25 @@ def test_first_final_wins_and_torn_or_foreign_lines_are_skipped(tmp_path: Path) 
     assert ledger.skipped == 4
 
 
+def test_a_final_line_whose_state_is_no_end_is_damage_not_an_end(tmp_path: Path, cli_env) -> None:
+    """A final line saying `FAIL\\u001b[31m[bold]ED` made its task UNKNOWN in status and retry, over
+    Slurm's FAILED, and was not counted as damage: nothing said the ledger was wrong."""
+    record = tmp_path / "q" / "x.JOB.submit.json"
+    kept = FinalState(1, 1, "12", 1, "FAILED", 3)
+    append_entries(record, [kept, FinalState(1, 2, "12", 2, "FAIL\x1b[31m[bold]ED", 1),
+                            FinalState(1, 3, "12", 3, "RUNNING"), FinalState(1, 4, "12", 4, "")])
+    ledger = read_ledger(record)
+    assert ledger.finals == {(1, 1): kept} and ledger.skipped == 3
+    # as a user sees it: the usual warning, and the task is not UNKNOWN
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/z.JOB.log",
+                        "--", "sh", "-c", "exit $((JOB - 1))").returncode == 1
+    ours = tmp_path / "log" / "q" / "z.JOB.attempts.jsonl"
+    ours.write_bytes(ours.read_bytes().replace(b'"state":"FAILED"', b'"state":"FAIL\\u001b[31m[bold]ED"'))
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "z.JOB.submit.json"), env=cli_env)
+    assert f"warning: 1 line(s) of its ledger {ours} could not be read" in shown.stderr, shown.stderr
+    assert "UNKNOWN" not in shown.stdout and "\x1b" not in shown.stdout + shown.stderr, shown.stdout
+
+
 def test_junk_lines_up_to_the_line_cap_are_counted_without_being_parsed(tmp_path: Path, monkeypatch) -> None:
     """A ledger of tiny junk lines (a Python step each: 14 s per 100 MB) keeps every valid line,
     and what is not a JSON object by its first byte never reaches json.loads."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import functools
 import json
 import math
 import os
@@ -38,6 +39,7 @@ from backends.figures import is_figure
 from backends.fileio import UnreadableFile, more_than, open_bounded, open_regular
 from backends.printable import printable
 from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
+from backends.states import JobState
 
 LEDGER_SUFFIX = ".attempts.jsonl"
 SPARE_SUFFIX = ".spare"
@@ -508,7 +510,7 @@ def _child(raw: dict) -> TaskChild | None:
 def _final(raw: dict) -> FinalState | None:
     attempt = _int(raw.get("attempt"))
     state = raw.get("state")
-    if attempt is None or not isinstance(state, str) or not state:
+    if attempt is None or not isinstance(state, str) or not _is_end(state):
         return None
     usage = raw.get("usage")
     return FinalState(attempt, _int(raw.get("value")), str(raw.get("job_id") or ""), _int(raw.get("task_id")),
@@ -516,6 +518,16 @@ def _final(raw: dict) -> FinalState | None:
                       _opt_str(raw.get("node")), _int(raw.get("restart_count")), _opt_str(raw.get("reason")),
                       usage if isinstance(usage, dict) else None, _opt_str(raw.get("time")),
                       _opt_str(raw.get("start")))
+
+
+@functools.lru_cache(maxsize=256)   # a 10k-task ledger repeats a handful of spellings
+def _is_end(state: str) -> bool:
+    """A state a task ends in, as every writer of a final line says one: any other word
+    (`FAIL\\u001b[31m[bold]ED`) made the task UNKNOWN over Slurm's FAILED, its line not said as damage."""
+    try:
+        return JobState.parse(state).is_terminal
+    except ValueError:
+        return False
 
 
 def _moved(raw: dict) -> MovedFile | None:
