@@ -44,7 +44,7 @@ from collections.abc import Callable, Container, Iterable, Iterator
 
 from backends.fileio import UnreadableFile, directory_problem, kind_of_mode, read_bounded_stat, umask_mode
 from backends.job_id import JOB_ID
-from backends.printable import printable
+from backends.printable import printable, quoted
 from sharding.errors import ReadStopped, ShardingError
 
 METADATA_DIRNAME = ".nemo_curator_metadata"
@@ -145,6 +145,17 @@ def parse_metadata_json(text: str) -> Any:
         return json.loads(text, parse_int=_bounded_int, parse_float=_finite_or_text, parse_constant=str)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+
+
+def _status_said(status: object) -> str:
+    """What a manifest's status is, in a user's words: `{}` said "has status None" (Python's)."""
+    if status is None:
+        return "has no status (a completed shard's says 'completed')"
+    if isinstance(status, str):
+        return f"has status {quoted(status)}, not 'completed'"
+    if isinstance(status, (list, dict)):
+        return f"has {'a list' if isinstance(status, list) else 'an object'} for its status, not 'completed'"
+    return f"has status {json.dumps(status)[:80]}, not 'completed'"   # true, 5, as the file says them
 
 
 def _warn(message: str) -> None:
@@ -615,7 +626,7 @@ class Checkpoint:
         if not isinstance(payload, dict):
             return skipped("completion manifest is not a JSON object")
         if payload.get("status") != "completed":
-            return skipped(f"completion manifest has status {payload.get('status')!r}, not 'completed'")
+            return skipped(f"completion manifest {_status_said(payload.get('status'))}")
         values = {k: _strict_int(payload, k) for k in ("minimum_shard_index", "shard_index", "total_shards")}
         missing = [k for k, v in values.items() if v is None]
         if missing:

@@ -245,6 +245,27 @@ def test_a_number_too_long_for_any_shard_is_a_skipped_manifest_not_a_traceback(t
     assert f"a number of {len(number.lstrip('-'))} digits (at most 19)" in problems[0].message
 
 
+@pytest.mark.parametrize("payload,said", [
+    ("{}", "completion manifest has no status (a completed shard's says 'completed'); skipped"),
+    ('{"status": null}', "completion manifest has no status (a completed shard's says 'completed'); skipped"),
+    ('{"status": true}', "completion manifest has status true, not 'completed'; skipped"),
+    ('{"status": [[]]}', "completion manifest has a list for its status, not 'completed'; skipped"),
+    ('{"status": "done"}', "completion manifest has status 'done', not 'completed'; skipped"),
+], ids=["empty", "null", "true", "list", "done"])
+def test_a_manifest_without_a_status_says_so_not_pythons_none(tmp_path, cli_env, payload, said):
+    """`{}` (or `"status": null`) was said as "completion manifest has status None, not 'completed'"
+    in show and in the console: Python's None, a word the file never held."""
+    store = Checkpoint(tmp_path)
+    store.ensure_run(RunConfig(0, 2))
+    store.write_completion(0)
+    bad = store.completion_dir / "completed_slurm_array_bad.json"
+    bad.write_text(payload)
+    done, problems = store.completed()
+    assert done == {0} and [p.message for p in problems] == [said]
+    shown = run_cli("hyperion-checkpoint", "show", str(tmp_path), env=cli_env, timeout=60)
+    assert f"hyperion-checkpoint: warning: {bad}: {said}\n" in shown.stderr and "None" not in shown.stderr
+
+
 def test_curators_record_of_a_run_without_array_is_no_warning_and_a_long_shard_says_why(tmp_path):
     """Curator writes ``.failed_tasks/local_attempt_<uuid>/failed_tasks.json`` for a run without an array:
     it is no shard's failure and not a layout problem. A 20-digit shard folder is an integer, too long:
