@@ -83,6 +83,31 @@ def test_a_final_line_whose_state_is_no_end_is_damage_not_an_end(tmp_path: Path,
     assert "UNKNOWN" not in shown.stdout and "\x1b" not in shown.stdout + shown.stderr, shown.stdout
 
 
+def test_ledger_lines_with_negative_or_string_ids_are_counted_as_damage(tmp_path: Path, cli_env) -> None:
+    """`"value": -1` or `"task_id": "2"` dropped the line without a word: a local run's tasks showed
+    NOT_RUN (and a retry ran them again) with no warning that its ledger was damaged."""
+    record = tmp_path / "q" / "x.JOB.submit.json"
+    kept = FinalState(1, 1, "12", 1, "FAILED", 3)
+    append_entries(record, [kept])
+    with open(ledger_path(record), "ab") as handle:
+        handle.write(b'{"type":"final","attempt":1,"value":-1,"job_id":"12","task_id":1,"state":"FAILED"}\n'
+                     b'{"type":"final","attempt":1,"value":2,"job_id":"12","task_id":"2","state":"FAILED"}\n'
+                     b'{"type":"final","attempt":1,"value":"3","job_id":"12","task_id":3,"state":"FAILED"}\n'
+                     b'{"type":"start","attempt":1,"value":-2,"time":"t"}\n'
+                     b'{"type":"child","attempt":1,"value":"2","pid":5}\n'
+                     b'{"type":"usage","attempt":1,"value":true,"usage":{"max_rss_bytes":5}}\n')
+    ledger = read_ledger(record)
+    assert ledger.finals == {(1, 1): kept} and ledger.starts == {} and ledger.children == {}
+    assert ledger.skipped == 6
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/z.JOB.log",
+                        "--", "true").returncode == 0
+    ours = tmp_path / "log" / "q" / "z.JOB.attempts.jsonl"
+    ours.write_bytes(ours.read_bytes().replace(b'"value":1', b'"value":-1').replace(b'"task_id":2', b'"task_id":"2"'))
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "z.JOB.submit.json"), env=cli_env)
+    assert shown.returncode == 0 and "line(s) of its ledger" in shown.stderr, shown.stderr
+    assert f"warning: 4 line(s) of its ledger {ours} could not be read" in shown.stderr, shown.stderr
+
+
 def test_junk_lines_up_to_the_line_cap_are_counted_without_being_parsed(tmp_path: Path, monkeypatch) -> None:
     """A ledger of tiny junk lines (a Python step each: 14 s per 100 MB) keeps every valid line,
     and what is not a JSON object by its first byte never reaches json.loads."""

@@ -441,8 +441,9 @@ def ends_since(record_path: str | Path, offset: int) -> LedgerNews:
                     key, restarts = (final.attempt, final.value), final.restart_count or 0
                     told[key] = max(restarts, told.get(key, -1))
                     used[key] = merged_figures(used.get(key), restarts, said_figures(final.usage))
-                elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
-                    key = (raw["attempt"], _int(raw.get("value")))
+                elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict) \
+                        and _id(raw, "value") != _DAMAGED:
+                    key = (raw["attempt"], _id(raw, "value"))
                     used[key] = merged_figures(used.get(key), None, said_figures(raw["usage"]))
     except OSError:
         return LedgerNews({}, {}, offset)
@@ -457,6 +458,19 @@ def _int(raw: object, minimum: int | None = None) -> int | None:
     if isinstance(raw, bool) or not isinstance(raw, int):
         return None
     return raw if minimum is None or raw >= minimum else None
+
+
+_DAMAGED = -1   # what `_id` reads a damaged id as: no task's (values and task ids are never negative)
+
+
+def _id(raw: dict, key: str) -> int | None:
+    """A task's value or array task id: null (a plain job's) or an integer from 0. Anything else
+    (`"value": -1`, `"task_id": "2"`) is _DAMAGED: its line was dropped without a word (keyed to no
+    task, a local task showed NOT_RUN), and a string value read as null named a plain job's task."""
+    found = raw.get(key)
+    if found is None:
+        return None
+    return found if not isinstance(found, bool) and isinstance(found, int) and found >= 0 else _DAMAGED
 
 
 def _opt_str(raw: object) -> str | None:
@@ -487,10 +501,10 @@ def _attempt_entry(raw: dict) -> AttemptEntry | None:
 
 
 def _start(raw: dict) -> TaskStart | None:
-    attempt = _int(raw.get("attempt"), 1)
-    if attempt is None:
+    attempt, value = _int(raw.get("attempt"), 1), _id(raw, "value")
+    if attempt is None or value == _DAMAGED:
         return None
-    return TaskStart(attempt, _int(raw.get("value")), str(raw.get("time") or ""), _pid(raw.get("pid")),
+    return TaskStart(attempt, value, str(raw.get("time") or ""), _pid(raw.get("pid")),
                      _opt_str(raw.get("host")), _int(raw.get("pid_start")))
 
 
@@ -501,19 +515,19 @@ def _pid(raw: object) -> int | None:
 
 
 def _child(raw: dict) -> TaskChild | None:
-    attempt, pid = _int(raw.get("attempt"), 1), _pid(raw.get("pid"))
-    if attempt is None or pid is None:
+    attempt, pid, value = _int(raw.get("attempt"), 1), _pid(raw.get("pid")), _id(raw, "value")
+    if attempt is None or pid is None or value == _DAMAGED:
         return None
-    return TaskChild(attempt, _int(raw.get("value")), pid, _int(raw.get("pid_start")))
+    return TaskChild(attempt, value, pid, _int(raw.get("pid_start")))
 
 
 def _final(raw: dict) -> FinalState | None:
     attempt = _int(raw.get("attempt"))
-    state = raw.get("state")
-    if attempt is None or not isinstance(state, str) or not _is_end(state):
+    state, value, task_id = raw.get("state"), _id(raw, "value"), _id(raw, "task_id")
+    if attempt is None or not isinstance(state, str) or not _is_end(state) or _DAMAGED in (value, task_id):
         return None
     usage = raw.get("usage")
-    return FinalState(attempt, _int(raw.get("value")), str(raw.get("job_id") or ""), _int(raw.get("task_id")),
+    return FinalState(attempt, value, str(raw.get("job_id") or ""), task_id,
                       state, _int(raw.get("exit_code")), _int(raw.get("signal")), _number(raw.get("elapsed")),
                       _opt_str(raw.get("node")), _int(raw.get("restart_count")), _opt_str(raw.get("reason")),
                       usage if isinstance(usage, dict) else None, _opt_str(raw.get("time")),
@@ -531,11 +545,11 @@ def _is_end(state: str) -> bool:
 
 
 def _moved(raw: dict) -> MovedFile | None:
-    attempt = _int(raw.get("attempt"), 0)
+    attempt, value = _int(raw.get("attempt"), 0), _id(raw, "value")
     source, target = raw.get("source"), raw.get("target")
-    if attempt is None or not is_file_name(source) or not is_file_name(target):
+    if attempt is None or not is_file_name(source) or not is_file_name(target) or value == _DAMAGED:
         return None
-    return MovedFile(attempt, _int(raw.get("value")), str(raw.get("what") or "log"), source, target)
+    return MovedFile(attempt, value, str(raw.get("what") or "log"), source, target)
 
 
 def _filled(newer: dict, older: Mapping[str, object] | None) -> dict:
@@ -586,8 +600,9 @@ class _Fold:
                 self.moved[(move.attempt, move.value, move.what)] = move
             elif kind == "closed" and _int(raw.get("attempt"), 1) is not None:
                 self.closed.add(raw["attempt"])
-            elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict):
-                key = (raw["attempt"], _int(raw.get("value")))
+            elif kind == "usage" and _int(raw.get("attempt")) is not None and isinstance(raw.get("usage"), dict) \
+                    and _id(raw, "value") != _DAMAGED:
+                key = (raw["attempt"], _id(raw, "value"))
                 self.usages[key] = _filled(raw["usage"], self.usages.get(key))
             else:
                 failed += 1
