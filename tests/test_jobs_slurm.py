@@ -1001,6 +1001,41 @@ def test_watch_of_a_record_whose_jobs_slurm_does_not_know_is_one_line_exit_2(slu
     assert "8 tasks: COMPLETED 5, FAILED 2, OUT_OF_MEMORY 1" in result.stdout.splitlines(), result.stdout
 
 
+def test_watch_of_a_record_with_some_ends_recorded_whose_jobs_slurm_does_not_know_ends_them_unknown(
+        slurm_cluster, tmp_path, cli_env):
+    """A record some of whose tasks have their end in the ledger while the job of the others is one
+    Slurm has no trace of (purged from accounting): `watch RECORD` showed the recorded ends, then
+    waited for ever, saying every 30 s `sacct answered with no row of job(s) J, which Slurm listed
+    before` (the ledger had listed them, not Slurm), where `status` shows those tasks UNKNOWN. It
+    ends as `status` shows it: the recorded ends, the others UNKNOWN, one line saying Slurm knows no
+    job J, exit 1 (not every task succeeded). Decided on the unended tasks' jobs only: a retry whose
+    own job is unknown while attempt 1's ends are recorded ends so too. (Job ids above MaxJobId.)"""
+    from test_console_fixtures import build_history
+
+    conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+    some = build_history(tmp_path / "some", conf, n=8, job="99999999", unfinished=(1, 2))
+    retried = build_history(tmp_path / "retried", conf, n=8, job="99999999", retry_job="99999998",
+                            retried={3: ("COMPLETED", 0), 5: ("COMPLETED", 0)})
+    ledger = Path(str(retried).replace(".submit.json", ".attempts.jsonl"))
+    ledger.write_text("".join(line + "\n" for line in ledger.read_text().splitlines()
+                              if json.loads(line).get("job_id") != "99999998" or json.loads(line)["type"] != "final"))
+    for record, job, counts, unknown in (
+            (some, "99999999", "8 tasks: COMPLETED 3, FAILED 2, OUT_OF_MEMORY 1, UNKNOWN 2", ("99999999_1", "99999999_2")),
+            (retried, "99999998", "8 tasks: COMPLETED 5, OUT_OF_MEMORY 1, UNKNOWN 2", ("99999998_3", "99999998_5"))):
+        started = time.monotonic()
+        result = run_cli("hyperion-jobs", "watch", str(record), cwd=tmp_path, env=cli_env, timeout=60)
+        assert result.returncode == 1, result
+        assert result.stderr == (f"hyperion-jobs: Slurm knows no job {job}, which {record} submitted; "
+                                 "the 2 task(s) with no recorded end are not known (UNKNOWN)\n"), result
+        lines = result.stdout.splitlines()
+        assert counts in lines, result.stdout
+        assert all(any(line.startswith(f"  {task} UNKNOWN exit - log ") for line in lines) for task in unknown), lines
+        assert "listed before" not in result.stdout, result.stdout
+        assert time.monotonic() - started < 15
+        status = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=cli_env, timeout=60)
+        assert counts in status.stdout.splitlines(), status      # as status shows the same record
+
+
 def test_watch_of_a_record_slurm_does_not_know_waits_while_slurm_does_not_answer(slurm_cluster, tmp_path, cli_env):
     """While squeue and sacct fail, a job Slurm did not answer about is not a job it does not know:
     the watch goes on and says Slurm is not answering, as before; once both answer, naming none of

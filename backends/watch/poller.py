@@ -385,7 +385,9 @@ class Poller:
         each poll while the states stood still (a task that had ended stayed RUNNING). A job not
         seen yet may simply not be in accounting yet: that is no problem."""
         named = {t.job_id for t in answer.own} | {t.job_id for t in answer.ranged}
-        seen = {job for job, _ in self._states}
+        # the ledger's ends are no listing: a record with some ends recorded whose job accounting purged
+        # was said, every 30 s for ever, to have "no row of job(s) J, which Slurm listed before"
+        seen = {job for (job, _), state in self._states.items() if state.source != LEDGER}
         if named.intersection(jobs) or not seen.intersection(jobs):
             return
         listed = ",".join(j for j in jobs if j in seen)

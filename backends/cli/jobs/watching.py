@@ -25,7 +25,7 @@ from backends.ranges import compress
 from backends.records.history import History, load_history
 from backends.records.record import TaskRecord
 from backends.retry_hint import rerun_failed, state_groups, unsubmitted_line, usable_retry_command
-from backends.states import RUNNING_NOW, TaskState, explain_reason, never_runs
+from backends.states import LEDGER, RUNNING_NOW, TaskState, explain_reason, never_runs
 from backends.watch.budget import QueryBudget
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
@@ -119,30 +119,40 @@ UNKNOWN_LOOK_EVERY = 60.0   # seconds between two looks at whether Slurm knows a
 
 
 class UnknownJobs:
-    """Whether Slurm knows nothing of the jobs a watched record's tasks wait in (another cluster's, a
-    purged one, a test fixture's): with no end recorded, `watch RECORD` of it waited for ever and
-    printed nothing, where `watch J` says `Slurm knows no job J`.
+    """Whether Slurm knows nothing of the jobs a watched record's unended tasks wait in (another
+    cluster's, a purged one, a test fixture's): `watch RECORD` of it waited for ever, where `watch J`
+    says `Slurm knows no job J`. With no end recorded it is refused so (`line`, exit 2); with some
+    ends recorded the watch ends with those shown and the others UNKNOWN (`ended_line`, exit 1), as
+    `status` shows them: it waited for ever, saying every 30 s that sacct had no row of a job "Slurm
+    listed before" (the ledger had).
 
-    Only asked while no task has a state, from Slurm or from the ledger, and only after a poll both
-    daemons answered: a query that failed or timed out is an outage, which the watch waits out and
-    says, not a job Slurm does not know. Then one look as `status` takes it (`slurm_knows_none`, charged
-    to the watch's budget, at most every UNKNOWN_LOOK_EVERY s) tells it: a site wrapper answering
-    nothing (exit 0) is no answer, and a job squeue knows from the moment sbatch queued it is named."""
+    Decided on the unended tasks' jobs only (`jobs`): a recorded end says nothing of whether Slurm
+    knows them now. Asked only while Slurm gives none of those jobs' tasks a state, and only after
+    a poll both daemons answered: a query that failed or timed out is an outage, which the watch
+    waits out and says, not a job Slurm does not know. Then one look as `status` takes it
+    (`slurm_knows_none`, charged to the watch's budget, at most every UNKNOWN_LOOK_EVERY s) tells
+    it: a site wrapper answering nothing (exit 0) is no answer, and a job squeue knows from the
+    moment sbatch queued it is named."""
 
     def __init__(self, history: History, tasks: Sequence[TaskRecord], budget: QueryBudget) -> None:
-        self.jobs = sorted({t.job_id for t in tasks if t.job_id != LOCAL_JOB and history.final(t) is None},
-                           key=lambda job: (len(job), job))
+        unended = [t for t in tasks if t.job_id != LOCAL_JOB and history.final(t) is None]
+        self.jobs = sorted({t.job_id for t in unended}, key=lambda job: (len(job), job))
+        self.unended = frozenset((t.job_id, t.array_task_id) for t in unended)
         self.record = history.record_path
         self.budget = budget
         self.known = not self.jobs
         self.looked_at: float | None = None
+        self.gone = False         # Slurm knows none of `jobs`: the unended tasks are not known (UNKNOWN)
 
     def none_known(self, update: PollUpdate, rows: Sequence[TaskRow]) -> bool:
-        """True once Slurm, answering, names none of the jobs and nothing else gives a task a state."""
+        """True once Slurm, answering, names none of the jobs and gives none of their tasks a state."""
         if self.known:
             return False
-        if update.states or update.unknown or any(row.state is not None for row in rows):
-            self.known = True         # Slurm, or the ledger, told a state (or of a job it forgot): a watch as ever
+        told = any(key in self.unended or (key[0] in self.jobs and state.source != LEDGER)
+                   for key, state in update.states.items())
+        if told or update.unknown or any(row.state is not None and (row.job_id, row.task_id) in self.unended
+                                         for row in rows):
+            self.known = True         # Slurm told a state (or of a job it forgot): a watch as ever
             return False
         if update.error or update.problem:
             return False              # not answering: the watch goes on, and says so
@@ -154,13 +164,19 @@ class UnknownJobs:
             return False
         self.looked_at = now
         self.budget.charge(calls, now)
-        return slurm_knows_none(self.jobs)
+        self.gone = slurm_knows_none(self.jobs)
+        return self.gone
 
     def line(self) -> str:
         """``Slurm knows no job 4242, which /x/log/q/x.JOB.submit.json submitted``."""
         jobs = ",".join(self.jobs)
         said = f"no job {jobs}" if len(self.jobs) == 1 else f"none of jobs {jobs}"
         return f"Slurm knows {said}, which {self.record} submitted"
+
+    def ended_line(self, rows: Sequence[TaskRow]) -> str:
+        """`line` and the tasks it leaves UNKNOWN, as the line of jobs the controller forgot says it."""
+        not_known = sum(1 for row in rows if row.state is None and (row.job_id, row.task_id) in self.unended)
+        return f"{self.line()}; the {not_known} task(s) with no recorded end are not known (UNKNOWN)"
 
 
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
@@ -200,10 +216,13 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     latest: dict = {}     # the last poll's states: what a Ctrl-C leaves to no watcher
 
     def observe(update: PollUpdate) -> bool:
-        if unknown is not None and not unknown.known \
-                and unknown.none_known(update, _rows_for(history, update, job_history, target)):
-            # as `watch J` of such a job says it (bad input, exit 2): nothing would ever be shown
-            raise InputError("RECORD", unknown.line())
+        gone = False
+        if unknown is not None and not unknown.known:
+            rows = _rows_for(history, update, job_history, target)
+            gone = unknown.none_known(update, rows)
+            if gone and not any(row.state is not None for row in rows):
+                # as `watch J` of such a job says it (bad input, exit 2): nothing would ever be shown
+                raise InputError("RECORD", unknown.line())
         latest.update(update.states)
         if finals is not None:
             finals.observe(update.changed, update.usage)
@@ -213,7 +232,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
             view.slots(None if update.all_terminal else throttler)
         view.show(update, _rows_for(history, update, job_history, target))
         never[:] = _never(target, update)
-        return bool(never)
+        return bool(never) or gone    # gone: the recorded ends are shown, the rest is not known
 
     def waiting(update: PollUpdate) -> None:
         """A query Slurm has not answered for a while: said while it lasts, as a failure is."""
@@ -242,6 +261,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     if final.forgotten:       # why its tasks are UNKNOWN, as `status` says it: the watch waited for ever
         not_known = sum(1 for row in rows if row.state is None and (row.job_id, row.task_id) in final.unknown)
         SafeStream(sys.stderr).line(f"{PROG}: {final.forgotten_line(not_known)}")
+    if unknown is not None and unknown.gone:    # as the forgotten line: why its tasks are UNKNOWN
+        SafeStream(sys.stderr).line(f"{PROG}: {unknown.ended_line(rows)}")
     retry = usable_retry_command(target.record, (row.state_label for row in rows if not row.ok)) \
         if target.record is not None else _job_retry(job_history, rows)
     unsubmitted = history.unsubmitted()[0] if history is not None else ()
