@@ -39,7 +39,6 @@ from backends.figures import is_figure
 from backends.fileio import UnreadableFile, more_than, open_bounded, open_regular
 from backends.printable import printable
 from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
-from backends.states import JobState
 
 LEDGER_SUFFIX = ".attempts.jsonl"
 SPARE_SUFFIX = ".spare"
@@ -538,6 +537,8 @@ def _final(raw: dict) -> FinalState | None:
 def _is_end(state: str) -> bool:
     """A state a task ends in, as every writer of a final line says one: any other word
     (`FAIL\\u001b[31m[bold]ED`) made the task UNKNOWN over Slurm's FAILED, its line not said as damage."""
+    from backends.states import JobState   # only a ledger with final lines: a first local run does without it
+
     try:
         return JobState.parse(state).is_terminal
     except ValueError:
