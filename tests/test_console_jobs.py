@@ -445,6 +445,48 @@ def test_the_record_list_is_as_high_as_its_records_up_to_four_lines(tmp_path: Pa
     assert lines[5].startswith("1 task"), lines[:7]
 
 
+def test_the_record_list_says_what_list_says_of_each_record_in_fixed_columns(tmp_path: Path, cli_env) -> None:
+    """A retried record's line said `4243   3 rerun  att 2`: the newest attempt's job and tasks only,
+    where `hyperion-jobs list` and the task table beside it said 8 tasks of jobs 4242,4243; and `att 2`
+    was put in before the date, so the dates of a retried and a plain record sat at different
+    columns, and a long job list pushed the name off an 80-column screen. Each line now says the
+    jobs, tasks and attempts `list` says, a long job list cut after whole ids with `…`, the dates in
+    one column and the folder that tells two same-named records apart on screen."""
+    import json
+
+    from conftest import run_cli
+    from test_console_fixtures import build_history
+
+    site = CONF / "submit_test_cluster.yaml"
+    retried = build_history(tmp_path / "a", site, retried={3: ("COMPLETED", 0), 5: ("COMPLETED", 0),
+                                                            6: ("FAILED", 1)})
+    plain = build_history(tmp_path / "b", site)
+    long_ids = build_history(tmp_path / "c", site, retried={3: ("COMPLETED", 0)}, job="104748", retry_job="104782")
+    listed = run_cli("hyperion-jobs", "list", "--json", str(tmp_path), env=cli_env)
+    said = {r["record"]: r for r in json.loads(listed.stdout)["records"]}
+    assert {said[str(p)]["tasks"] for p in (retried, plain, long_ids)} == {8}, listed.stdout
+
+    async def scenario() -> tuple[dict[str, str], list[str]]:
+        app = make_app(cfg_dir=CONF, record=retried, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            records = app.jobs_screen.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 3, 10)
+            await pilot.pause()
+            return ({records.get_option_at_index(i).id: records.get_option_at_index(i).prompt.plain
+                     for i in range(3)}, screen_lines(app))
+
+    labels, lines = asyncio.run(scenario())
+    for path, jobs in ((retried, "4242,4243"), (plain, "4242"), (long_ids, "104748…")):
+        summary = said[str(path)]
+        attempts = f"att {summary['attempts']}" if summary["attempts"] > 1 else ""
+        assert f"slurm {jobs:<12} {summary['tasks']:>5} tasks {attempts:<6} 09-21 " in labels[str(path)], labels
+    assert ",".join(said[str(retried)]["jobs"]) == "4242,4243" and said[str(retried)]["attempts"] == 2
+    assert len({label.index("09-21") for label in labels.values()}) == 1, labels
+    shown = [line for line in lines if "extract.JOB" in line]
+    assert len(shown) == 3 and all(line.rstrip().endswith("extract.JOB.…") for line in shown), lines[:5]
+    assert sorted(line.split("  ")[-1].split("/")[0].strip() for line in shown) == ["a", "b", "c"], shown
+
+
 def test_a_record_whose_later_window_sbatch_refused_says_the_values_left_out(tmp_path: Path) -> None:
     """Opened later (--record, the list, a restart), a record sbatch refused a window of showed
     `COMPLETED 2` and nothing else, as if whole: the status line now keeps what `hyperion-jobs status`

@@ -305,6 +305,27 @@ def _with_attempt(task: TaskRecord, number: int) -> TaskRecord:
                       task.slurm_err, number)
 
 
+@dataclass(frozen=True)
+class Totals:
+    """What `hyperion-jobs list` says of a submission over all its attempts: every attempt's job ids
+    (oldest first: a job id remembered from attempt 1, a notification's or a colleague's, is found on
+    its line), its values (each counted once, whichever attempt ran it last) and its attempts.
+    The console's record list says the same: it named the newest attempt's jobs and tasks alone
+    (`2 rerun` of a 12-task array, where `list` and the task table beside it said 12)."""
+
+    jobs: tuple[str, ...]
+    tasks: int
+    attempts: int
+
+
+def totals(history: History) -> Totals:
+    """The jobs, task count and attempt count `list` shows for `history` (no Slurm asked: the task
+    count is that of `latest_tasks`, one per value, without building the tasks)."""
+    jobs = tuple(dict.fromkeys(j.job_id for record in history.attempt_records.values() for j in record.jobs))
+    values = {task.value for number in history.numbers for task in history.records[number].tasks}
+    return Totals(jobs, len(values), len(history.numbers))
+
+
 def load_history(record_path: str | Path, current: SubmitRecord | None = None) -> History:
     """Every attempt of the submission whose newest record is `record_path`.
 

@@ -380,7 +380,7 @@ class JobsScreen(ConsoleScreen):
         if left:              # as q asks before a quit: nothing moves those windows' slots from here on
             tell(self, f"the record left unwatched: {left}", title="windows left", severity="warning", timeout=20)
         self.add_search_dir(Path(record.path).parent.parent.parent)
-        remember(record)
+        remember(history)
         self.show_record(history)
         self.start_watching(history)
         self.action_reload()

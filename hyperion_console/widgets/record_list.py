@@ -21,6 +21,8 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
+from backends.records.attempts import archived_record_path, ledger_path
+from backends.records.history import History, archived_numbers, load_history, totals
 from backends.records.record import find_records, records_within
 
 from ..messages import RecordsListed
@@ -35,33 +37,63 @@ RECENT = 50
 LOOK_SECONDS = 2.0
 CURRENT_MARK = "▸ "
 MAX_LABELS = 500
-# A label needs the whole record parsed (half a second for 100k tasks): bigger files found on
+# A label needs the whole record (and its attempts' records and ledger) parsed (half a second for 100k tasks): bigger files found on
 # the way are listed by name and size until opened.
 LABEL_MAX_BYTES = 4 * 1024 * 1024
+JOBS_WIDTH = 12          # the job ids' column: `10748,10782…` (every id is in `hyperion-jobs list`)
 # ((path, mtime, size, inode), name shown) -> label: the list is read again after every action, the
 # records are not.
 _labels: dict[tuple[tuple[str, int, int, int], str], Text] = {}
 
 
-def describe(record, name: str) -> Text:
-    """backend, job ids, task count, submission time and file name of one record."""
-    jobs = ",".join(j.job_id for j in record.jobs) or record.backend
+def describe(history: History, name: str) -> Text:
+    """backend, job ids, task count, attempt count, submission time and file name of one record, in
+    columns of fixed width (the dates of a retried and a plain record sat at different columns, a
+    long job list pushed the name off the screen), the counts `hyperion-jobs list` shows (`totals`)."""
+    record = history.current
+    counted = totals(history)
+    jobs = fit_ids(counted.jobs, JOBS_WIDTH) or record.backend
     when = record.submitted_at[5:16].replace("T", " ")
-    attempt = f"att {record.attempt}  " if getattr(record, "attempt", 1) > 1 else ""   # as the table says
-    # A retry's record holds only the values it reran; the table beside it shows every value.
-    noun = ("rerun" if getattr(record, "kind", "submit") in ("retry", "resubmit")
-            else "task" if len(record.tasks) == 1 else "tasks")
-    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<10} ", "cyan"),
-                         f"{len(record.tasks):>5} {noun:<5}  ", (attempt, "yellow"), shown(f"{when}  ", "dim"),
-                         shown(name, "dim"))
+    attempts = f"att {counted.attempts}" if counted.attempts > 1 else ""
+    noun = "task" if counted.tasks == 1 else "tasks"
+    return Text.assemble(shown(f"{record.backend:<5} ", "bold"), shown(f"{jobs:<{JOBS_WIDTH}} ", "cyan"),
+                         f"{counted.tasks:>5} {noun:<5} ", (f"{attempts:<6} ", "yellow"),
+                         shown(f"{when}  ", "dim"), shown(name, "dim"))
 
 
-def remember(record) -> None:
-    """The Jobs screen has this record in hand: its label needs no second read."""
-    key = file_key(record.path)
+def fit_ids(ids: tuple[str, ...], width: int) -> str:
+    """`ids` comma-joined within `width` characters: as many whole ids as fit, then `…` (never a
+    cut id, which would name a job that is not the record's)."""
+    text = ",".join(ids)
+    if len(text) <= width:
+        return text
+    kept: list[str] = []
+    for job in ids:
+        if len(",".join(kept + [job])) + 1 > width:     # room for the "…"
+            break
+        kept.append(job)
+    return ",".join(kept) + "…" if kept else ids[0][: width - 1] + "…"
+
+
+def remember(history: History) -> None:
+    """The Jobs screen has this record's history in hand: its label needs no second read."""
+    key = file_key(history.record_path)
     if key is not None:
-        name = Path(record.path).name
-        _labels[key, name] = describe(record, name)
+        name = Path(history.record_path).name
+        _labels[key, name] = describe(history, name)
+
+
+def history_bytes(path: Path) -> int:
+    """The bytes a label reads: the record, its ledger and every attempt's archived record (the
+    current record is a hard link of its own archived copy: counted once)."""
+    seen: dict[tuple[int, int], int] = {}
+    for one in (path, ledger_path(path), *(archived_record_path(path, n) for n in archived_numbers(str(path)))):
+        try:
+            info = os.stat(one)
+        except OSError:
+            continue
+        seen[info.st_dev, info.st_ino] = info.st_size
+    return sum(seen.values())
 
 
 def distinct_names(paths: list[str]) -> dict[str, str]:
@@ -89,12 +121,14 @@ def record_label(path: Path, current: bool = False, name: str | None = None) -> 
     name = name or path.name
     key = file_key(path)
     label = _labels.get((key, name)) if key is not None else None
-    if label is None and key is not None and key[2] > LABEL_MAX_BYTES:
+    size = history_bytes(path) if label is None and key is not None else 0
+    if label is None and size > LABEL_MAX_BYTES:
         return mark + Text.assemble(shown(name, "dim"),
-                                    (f"  ({key[2] / 1e6:.0f} MB record: enter opens it)", "dim"))
+                                    (f"  ({size / 1e6:.0f} MB record: enter opens it)", "dim"))
     if label is None:
         try:
-            label = describe(cached_record(path), name)
+            record = cached_record(path)
+            label = describe(load_history(record.path, record), name)
         except Exception:
             return mark + shown(name, "red") + Text("  (unreadable)", style="red")
         if key is not None:

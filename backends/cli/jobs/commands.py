@@ -16,7 +16,7 @@ from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elap
 from backends.errors import InputError
 from backends.fileio import kind_of_mode
 from backends.printable import printable
-from backends.records.history import History, load_history
+from backends.records.history import History, load_history, totals
 from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
 from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
 from backends.watch.slurm.accounting import (
@@ -351,16 +351,11 @@ def _record_summary(history: History, states, doubtful: frozenset[str] | None) -
     unsubmitted = history.unsubmitted()[0]
     if unsubmitted:   # values a refused sbatch window left out: its tasks alone read as the whole run
         text = f"{text}, {NOT_SUBMITTED} {len(unsubmitted)}"
+    counted = totals(history)       # as the console's record list says them
     return {"record": record.path, "backend": record.backend,
-            "jobs": _every_job(history), "tasks": len(rows), "attempts": len(history.numbers),
+            "jobs": list(counted.jobs), "tasks": counted.tasks, "attempts": counted.attempts,
             "submitted_at": record.submitted_at, "states": text, "counts": state_counts(rows),
             **({"unsubmitted": list(unsubmitted)} if unsubmitted else {})}
-
-
-def _every_job(history: History) -> list[str]:
-    """Every attempt's job ids, oldest first: TASKS and STATES count all attempts' values, and a job id
-    remembered from attempt 1 (a notification, a colleague's message) must be found on its line."""
-    return list(dict.fromkeys(j.job_id for record in history.attempt_records.values() for j in record.jobs))
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
