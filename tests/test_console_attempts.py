@@ -284,6 +284,36 @@ def test_attempts_are_listed_and_each_ones_tasks_and_logs_can_be_read(tmp_path: 
     asyncio.run(scenario())
 
 
+def test_j_and_k_move_in_the_attempts_and_failure_groups_lists_as_in_the_task_table(tmp_path: Path) -> None:
+    """`a` then j/k did nothing (only up/down moved) while the task table under the list, and the log,
+    take j/k: every list of the Jobs screen takes them."""
+    record = build_history(tmp_path, SITE, retried=RETRIED)
+
+    async def scenario() -> None:
+        async with console_on(record, [tmp_path]) as (app, pilot, seen):
+            jobs = app.jobs_screen
+            await pilot.pause(0.3)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)
+            listing = jobs.query_one("#attempt-list")
+            assert listing.has_focus and posted(seen, AttemptShown)[-1].number == 2
+            await pilot.press("k")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 1, 5)
+            assert rendered(jobs.query_one("#attempt-detail"))[0].startswith("▸ attempt 1 (submit)")
+            await pilot.press("j")
+            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 2, 5)
+            await pilot.press("t")
+            await wait_for(pilot, lambda: posted(seen, FailureGroupsListed), 10)
+            groups = jobs.query_one("#failure-list")
+            assert groups.has_focus and groups.highlighted == 0
+            await pilot.press("j")
+            assert groups.highlighted == 1
+            await pilot.press("k")
+            assert groups.highlighted == 0
+
+    asyncio.run(scenario())
+
+
 def usage_row(task: int, state: JobState, usage: Usage | None) -> SimpleNamespace:
     """A row as the core's usage wiring makes it (TaskRow.usage)."""
     return SimpleNamespace(job_id="4242", task_id=task, state=state, exit_code=0, signal=None, elapsed=60.0,

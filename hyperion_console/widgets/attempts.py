@@ -29,6 +29,7 @@ from ..superseded import unless_superseded
 from ..task_rows import attempt_rows, attempt_tasks, rows_now
 from .fit_line import FitLine
 from .keyed_line import KeyedLine
+from .list_keys import LIST_KEYS
 from .states import abbreviation_of, ordered, style_of
 from .task_table import TaskTable
 
@@ -106,6 +107,8 @@ def attempt_detail(line: AttemptLine) -> str:
 
 class AttemptList(OptionList):
     """The attempts, oldest first; the option id is the attempt number."""
+
+    BINDINGS = LIST_KEYS
 
     def __init__(self, **kwargs) -> None:
         super().__init__(compact=True, **kwargs)

@@ -26,6 +26,7 @@ from ..shown import shown
 from ..superseded import unless_superseded
 from ..task_rows import rows_now
 from .keyed_line import KeyedLine
+from .list_keys import LIST_KEYS
 from .states import style_of
 
 
@@ -56,6 +57,8 @@ def group_text(group: FailureGroup) -> Text:
 
 class FailureList(OptionList):
     """The groups, largest first; the option id is the group's position in `groups`."""
+
+    BINDINGS = LIST_KEYS
 
     def __init__(self, **kwargs) -> None:
         super().__init__(compact=True, **kwargs)

@@ -29,6 +29,7 @@ from ..messages import RecordsListed
 from ..pacing import LookPacer
 from ..record_cache import cached_record, file_key
 from ..shown import shown
+from .list_keys import LIST_KEYS
 
 RECENT = 50
 # A look no user asked for walks the search folders this long at most; paced by LookPacer: after a
@@ -179,6 +180,8 @@ def listing_options(listing: Listing) -> list[Option]:
 
 class RecordList(OptionList):
     """Newest first; each option's id is the record's path; the open record is marked."""
+
+    BINDINGS = LIST_KEYS
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
