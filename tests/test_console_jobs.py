@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import submit_real_array
-from test_console_fixtures import build_local_record, notifications, posted, screen_lines, table_column, wait_for
+from test_console_fixtures import build_history, build_local_record, notifications, posted, screen_lines, table_column, wait_for
 
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
@@ -108,6 +108,35 @@ def test_log_pane_follows_the_selected_task_live(tmp_path: Path) -> None:
             await wait_for(pilot, lambda: log.lines[-1:] == ["a line written while watching"], 10)
             await pilot.press("l")                        # local tasks have no q/ .err
             assert "none for this task" in str(jobs.query_one("#log-title").content)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.usefixtures("slurm_knows_none_of_these_jobs")
+def test_an_empty_log_says_so_in_the_pane_as_hyperion_jobs_logs_does(tmp_path: Path) -> None:
+    """`l` on a task whose q/slurm-*.err is empty showed an empty pane under the title: a user could
+    not tell an empty file from a pane that failed to load. It says it is empty, in `logs`'s words."""
+    from backends.records.record import load_record
+
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+    err = Path(load_record(record).tasks[0].slurm_err)
+    err.parent.mkdir(parents=True, exist_ok=True)
+    err.write_text("")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(80, 24)) as pilot:
+            jobs = app.jobs_screen
+            log, title = jobs.query_one("#log"), jobs.query_one("#log-title")
+            await wait_for(pilot, lambda: "extract.1.log" in str(title.content) and log.lines, 10)
+            await pilot.press("l")                       # Slurm's .err of task 1: 0 bytes
+            empty = "(empty: 0 bytes, nothing written to the task's Slurm stderr file)"
+            await wait_for(pilot, lambda: any(line.startswith(empty) for line in screen_lines(app)), 10)
+            assert str(err) in str(title.content) and log.lines == []
+            with open(err, "a") as handle:                # written to: the note gives way to the line
+                handle.write("slurmstepd: error: something\n")
+            await wait_for(pilot, lambda: log.lines == ["slurmstepd: error: something"], 10)
+            assert not any(empty in line for line in screen_lines(app))
 
     asyncio.run(scenario())
 

@@ -137,6 +137,14 @@ def not_read_note(left: int, path: str | Path, read: int | None = None) -> str:
             f"{size_text(MAX_TAIL if read is None else read)} are read): less {shell_quote(os.fspath(path))}")
 
 
+def empty_words(whose: str, source: str) -> str:
+    """`nothing written to 4242_3's Slurm stderr file`: what `hyperion-jobs logs` and the console's
+    log pane say of a log of 0 bytes (`source`: `err`, `out`, or `log`, the program's), so that an
+    empty file is not read as a log that failed to load, or a command that found nothing."""
+    what = {"err": "Slurm stderr file", "out": "Slurm stdout file"}.get(source, "log")
+    return f"nothing written to {whose}'s {what}"
+
+
 def tail_start(path: str | Path, n: int, end: int | None = None) -> int:
     """About where `last_lines(path, n, end)`'s first line starts: the bytes of the log above the
     lines a view shows, which it says it left out (0 for a missing file)."""

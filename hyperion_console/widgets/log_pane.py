@@ -20,8 +20,8 @@ from textual.worker import get_current_worker
 
 from backends.printable import printable
 from backends.watch.line_screen import same_line, shown_line
-from backends.watch.tail import (NO_FILE, Follower, complete_end, last_lines_read, log_problem, not_read_note,
-                                 tail_start)
+from backends.watch.tail import (NO_FILE, Follower, complete_end, empty_words, last_lines_read, log_problem,
+                                 not_read_note, tail_start)
 
 from ..errors import guarded
 from ..messages import LogAppended, LogUpdated
@@ -246,6 +246,12 @@ class LogPane(Vertical):
         if restart:
             view.clear()
         added = view.append(lines, open_line)
+        # read, and not a byte in it: said (as `hyperion-jobs logs` says it), not a blank pane
+        empty = view.line_count == 0 and self._problem is None
+        note = f"(empty: 0 bytes, {empty_words('the task', self.source)})" if empty else None
+        if note != view.empty_note:
+            view.empty_note = note
+            view.refresh()
         self.update_title()
         self.post_message(LogAppended(message.path, added, view.following, restart))
 

@@ -85,6 +85,9 @@ class LogView(ScrollView, can_focus=True):
         self._following = True
         self.find_text = ""
         self.match_line: int | None = None
+        # said dim on the first row while no line is held and the file was read: an empty file is
+        # not a pane that failed to load (None: nothing said)
+        self.empty_note: str | None = None
 
     @property
     def following(self) -> bool:
@@ -110,6 +113,7 @@ class LogView(ScrollView, can_focus=True):
 
     def clear(self) -> None:
         self._lines, self._open, self._width, self.match_line = [], None, 0, None
+        self.empty_note = None
         self.following = True
         self._resize_virtual()
         self.scroll_to(0, 0, animate=False, force=True)
@@ -200,6 +204,9 @@ class LogView(ScrollView, can_focus=True):
         base = self.rich_style
         index = int(self.scroll_y) + y
         if index >= self.line_count:
+            if index == 0 and self.empty_note:     # text, never markup: it names no file's content
+                note = Text(self.empty_note, style=base + Style(dim=True))
+                return Strip(note.render(self.app.console), note.cell_len).crop_extend(0, width, base)
             return Strip.blank(width, base)
         line = self._line(index)
         text = Text(line)

@@ -467,8 +467,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if path != logs.log and _empty(path):
         # nothing on stdout and exit 0 read like a command that failed to find the file, or a bug
         # (also without --out: a job no record submitted shows Slurm's stdout file as its log)
-        stream = "stderr" if args.err else "stdout"
-        print(printable(f"{PROG}: {path} is empty (nothing written to {args.task}'s Slurm {stream} file)"),
+        from backends.watch.tail import empty_words    # the words the console's log pane says too
+
+        print(printable(f"{PROG}: {path} is empty ({empty_words(args.task, 'err' if args.err else 'out')})"),
               file=sys.stderr, flush=True)
     note = slurm_ended_note(args.task, logs.ended, logs.slurm_err, program_log=path == logs.log,
                             attempt=args.attempt)
