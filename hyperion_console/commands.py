@@ -37,7 +37,7 @@ ACTIONS: tuple[tuple[str, str, str | None, str], ...] = (
     ("Switch log source", "Jobs: program log, q/ .err, q/ .out", "jobs", "cycle_log"),
     ("Zoom log", "Jobs: the selected task's log over the whole screen (z / escape: back)", "jobs", "zoom_log"),
     ("Reload recent submissions", "Jobs: search for q/*.submit.json again", "jobs", "reload"),
-    ("Reload checkpoint", "Checkpoint: read it again", "checkpoint", "reload"),
+    ("Reload checkpoint", "Checkpoint: read it again", "checkpoint", "reread"),
     ("Resubmit missing shards", "Checkpoint: retry through the core (asks first)", "checkpoint",
      "resubmit"),
     ("Help", "keys and screens", None, "help"),

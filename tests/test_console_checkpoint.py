@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -1460,6 +1461,36 @@ def test_without_checkpoint_a_submission_whose_command_names_none_says_so(tmp_pa
             assert text_of(run).startswith(f"No checkpoint: the command of {record} names none")
 
     asyncio.run(scenario())
+
+
+def test_r_that_finds_no_checkpoint_again_says_it_looked(tmp_path: Path) -> None:
+    """`r` on the Checkpoint screen when the open record names no checkpoint redrew the same message:
+    nothing told the user it had read again. Each `r` now says it looked (the time) and found none; the
+    first showing says nothing more than the message. So with no submission at all."""
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml")
+    looked = re.compile(r"looked again at \d\d:\d\d:\d\d: still no checkpoint")
+
+    def told(app) -> list[str]:
+        return [note for note in notifications(app) if looked.search(note)]
+
+    async def scenario(record: Path | None, words: str) -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path / "empty"])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("3")
+            run = app.checkpoint_screen.query_one("#ckpt-run")
+            await wait_for(pilot, lambda: words in text_of(run), 10)
+            before = text_of(run)
+            await pilot.pause(0.3)
+            assert told(app) == []
+            await pilot.press("r")
+            await wait_for(pilot, lambda: len(told(app)) == 1, 10)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: len(told(app)) == 2, 10)
+            assert text_of(run) == before
+
+    (tmp_path / "empty").mkdir()
+    asyncio.run(scenario(record, "names none"))
+    asyncio.run(scenario(None, "No checkpoint: start with --checkpoint PATH"))
 
 
 def test_resubmit_of_a_submission_whose_command_names_no_checkpoint_says_why(tmp_path: Path) -> None:

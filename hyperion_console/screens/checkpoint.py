@@ -297,7 +297,7 @@ class PlanAndButton(Vertical):
 class CheckpointScreen(ConsoleScreen):
     SUB_TITLE = "Checkpoint"
     BINDINGS = [
-        Binding("r", "reload", "Reload"),
+        Binding("r", "reread", "Reload"),
         Binding("ctrl+r", "resubmit", "Resubmit", priority=True),
         Binding("ctrl+s", "submit_elsewhere", "Submit", show=False),
     ]
@@ -332,6 +332,8 @@ class CheckpointScreen(ConsoleScreen):
         self._reading: Worker | None = None      # the read whose result will be shown
         self._read_started = 0.0
         self._confirm_after_read = False          # ctrl+r: ask once the checkpoint is read
+        self._reread_asked = False                 # `r`: a read that finds no checkpoint again says so
+        self._none_said: str | None = None         # the "No checkpoint: ..." on screen (None: none)
         self._ticker: Timer | None = None          # the seconds of the read under way, shown
         self._pause = TypingPause(self, self.refresh_retry)
         self._retry_seconds = 0.0                  # how long the last retry plan took
@@ -471,13 +473,21 @@ class CheckpointScreen(ConsoleScreen):
         except Exception:
             return NO_LIMIT
 
+    def action_reread(self) -> None:
+        """`r`: read again; when it finds no checkpoint again, a notification says it looked (the
+        same "No checkpoint: ..." redrawn gave no sign that it had)."""
+        self._reread_asked = True
+        self.action_reload()
+
     @guarded
     def action_reload(self) -> None:
         """Read the checkpoint again, off the interface thread; a read under way is superseded."""
         source = None if self.given else self._record_to_search()
         if not self.given and source is None:   # (one given on the command line is always read)
+            again, self._reread_asked = self._reread_asked, False
             self._no_checkpoint("No checkpoint: start with --checkpoint PATH (or --demo), or open a submission "
-                                "whose command names its checkpoint (--checkpoint DIR, --ckpt DIR) on the Jobs screen.")
+                                "whose command names its checkpoint (--checkpoint DIR, --ckpt DIR) on the Jobs screen.",
+                                again)
             return
         self._read_started, self._read_at = time.monotonic(), time.time()
         typed = self.query_one("#record-path", Input).value.strip()
@@ -502,10 +512,15 @@ class CheckpointScreen(ConsoleScreen):
             return os.path.abspath(typed)
         return self.app.jobs_screen.record_path or (os.path.abspath(typed) if typed else None)
 
-    def _no_checkpoint(self, message: str) -> None:
-        """Nothing to read: say how to get a checkpoint on screen; no tab keeps an earlier one."""
+    def _no_checkpoint(self, message: str, again: bool = False) -> None:
+        """Nothing to read: say how to get a checkpoint on screen; no tab keeps an earlier one.
+        `again`: the user asked (`r`); the same message as before is told to have been looked at anew."""
+        if again and message == self._none_said:
+            tell(self, f"looked again at {dt.datetime.now().strftime('%H:%M:%S')}: still no checkpoint",
+                 title="checkpoint", timeout=4)
         if self.coverage is not None:
             self._forget(message)
+        self._none_said = message
         self.checkpoint = None
         self.query_one("#ckpt-run", Static).update(shown(message))
         self.refresh_retry()          # the limit a retry would start from, still said in its field
@@ -558,15 +573,16 @@ class CheckpointScreen(ConsoleScreen):
         if worker is not self._reading or worker.is_cancelled:
             return
         self._read_ended()
+        again, self._reread_asked = self._reread_asked, False
         if isinstance(read, NoneNamed):
             asked, self._confirm_after_read = self._confirm_after_read, False
             if read.problem is not None:
                 self._no_checkpoint(f"No checkpoint: {read.problem}; open a submission whose command names its "
-                                    "checkpoint, or start with --checkpoint PATH.")
+                                    "checkpoint, or start with --checkpoint PATH.", again)
             else:
                 self._no_checkpoint(f"No checkpoint: the command of {record} names none (an option such as "
                                     "--checkpoint DIR or --ckpt DIR whose folder holds run.json); start with "
-                                    "--checkpoint PATH.")
+                                    "--checkpoint PATH.", again)
             if asked:                  # ctrl+r (or the button) said nothing at all: say there is no plan
                 self.confirm_resubmit()
             return
@@ -578,6 +594,7 @@ class CheckpointScreen(ConsoleScreen):
                 field.value = read.found_by
         if read.records_named is not None:
             self._fill_found_record(read)
+        self._none_said = None
         if read.coverage is None:
             error = read.error or "the checkpoint could not be read"
             self._forget(error)
@@ -626,7 +643,7 @@ class CheckpointScreen(ConsoleScreen):
         Textual runs ConsoleScreen's handler too, which tells the error (a super() call told it twice)."""
         if event.worker is self._reading and event.state == WorkerState.ERROR:
             self._read_ended()
-            self._confirm_after_read = False
+            self._confirm_after_read = self._reread_asked = False
 
     def _forget(self, error: str) -> None:
         """The checkpoint cannot be read now: no tab keeps showing what it held before (a removed
