@@ -360,6 +360,9 @@ def test_submit_wait_of_a_job_the_controller_forgot_says_why_its_tasks_are_unkno
                    for line in lines), result.stderr
     assert _forgotten_line("hyperion-submit", job, 2) in lines, result.stderr
     assert lines[-1].startswith("hyperion-submit: 2 of 2 task(s) did not succeed (unknown 2)"), result.stderr
+    # the last progress line counts them as the closing line does: it read `... running 0 pending 2`
+    counts = [line for line in lines if line.startswith("done ")]
+    assert counts[-1] == "done 0/2 failed 0 unknown 2 running 0 pending 0", result.stderr
 
 
 @pytest.mark.slurm

@@ -60,6 +60,29 @@ def test_plain_progress_prints_a_line_only_when_counts_change_and_says_how_old_s
     ]
 
 
+def test_the_last_line_of_a_job_the_controller_forgot_counts_its_tasks_unknown_not_pending():
+    """A wait ended for a job the controller forgot (its unended tasks dropped from the states,
+    `PollUpdate.unknown`) left `done 1/4 failed 0 running 0 pending 3` above the closing lines, which
+    say `(unknown 3)`: tasks nobody will ever know the end of read as waiting to start."""
+    done = _state(1, JobState.COMPLETED)
+    running = [_state(task, JobState.RUNNING) for task in (2, 3, 4)]
+    unknown = frozenset(state.key for state in running)
+    forgotten = replace(_update(done), all_terminal=True, forgotten="controller (squeue) knows no job(s) 7",
+                        unknown=unknown)
+    for live in (False, True):
+        out = io.StringIO()
+        progress = Progress(4, stream=out, live=live, columns=lambda: 200)
+        progress(_update(done, *running))
+        progress(forgotten)
+        progress.close()
+        shown = out.getvalue().replace("\r\x1b[K", "\n").split("\n")
+        lines = [line for line in shown if line]
+        assert lines == ["done 1/4 failed 0 running 3 pending 0",
+                         "done 1/4 failed 0 unknown 3 running 0 pending 0"], (live, out.getvalue())
+    assert count({done.key: done}, 4, unknown).text == "done 1/4 failed 0 unknown 3 running 0 pending 0"
+    assert count({done.key: done}, 4).text == "done 1/4 failed 0 running 0 pending 3"     # none forgotten
+
+
 class Gone(io.StringIO):
     """A stream whose terminal went away: every write fails with EIO."""
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, TextIO
+from typing import TYPE_CHECKING, Callable, Collection, Mapping, TextIO
 
 from backends.printable import printable
 from backends.states import JobState, end_counts
@@ -40,7 +40,8 @@ class Counts:
     running: int
     pending: int  # includes tasks Slurm has not reported yet
     reason: str | None = None   # the commonest pending reason Slurm gives
-    ended: tuple[tuple[str, int], ...] = ()   # ended by Slurm: (("timeout", 2), ("cancelled", 1))
+    # ended by Slurm: (("timeout", 2), ("cancelled", 1)); ("unknown", 3): a forgotten job's tasks
+    ended: tuple[tuple[str, int], ...] = ()
 
     @property
     def text(self) -> str:
@@ -53,11 +54,14 @@ class Counts:
                 f"running {self.running} pending {self.pending}{why}")
 
 
-def count(states: Mapping[object, TaskState], total: int) -> Counts:
-    """Counts over `total` expected tasks; a task not seen yet counts as pending."""
+def count(states: Mapping[object, TaskState], total: int, unknown: Collection[object] = ()) -> Counts:
+    """Counts over `total` expected tasks; a task not seen yet counts as pending. `unknown` are
+    tasks whose end is not known and never will be (`PollUpdate.unknown`: the controller forgot
+    their job, their states dropped): counted `unknown`, as the closing line counts them, not pending."""
     done = sum(1 for s in states.values() if s.state.is_success)
-    ends = end_counts((s.state.value, s.signal) for s in states.values()
-                      if s.state.is_terminal and not s.state.is_success)
+    ends = end_counts([*((s.state.value, s.signal) for s in states.values()
+                         if s.state.is_terminal and not s.state.is_success),
+                       *("UNKNOWN" for key in unknown if key not in states)])
     failed = ends.pop("failed", 0)
     ended = tuple(ends.items())
     running = sum(1 for s in states.values() if s.state in _RUNNING)
@@ -145,7 +149,7 @@ class Progress:
                 self._ticker = threading.Thread(target=self._tick, name="hyperion-progress-redraw", daemon=True)
                 self._ticker.start()
             return
-        line = count(update.states, self.total).text
+        line = count(update.states, self.total, update.unknown).text
         stale = staleness(update)
         self._plain_problem(update.problem, stale)
         if line != self._last:
@@ -155,7 +159,8 @@ class Progress:
 
     def _draw(self, update: PollUpdate) -> None:
         """The live line as of now (its ages too), written over the last one if it differs; under the lock."""
-        shown = fit_row(_line_parts(count(update.states, self.total).text, update), self._columns(), "\u2026")
+        counts = count(update.states, self.total, update.unknown)
+        shown = fit_row(_line_parts(counts.text, update), self._columns(), "\u2026")
         if shown != self._last:
             self.stream.write("\r\x1b[K" + shown)
             self.stream.flush()
