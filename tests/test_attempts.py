@@ -108,6 +108,35 @@ def test_ledger_lines_with_negative_or_string_ids_are_counted_as_damage(tmp_path
     assert f"warning: 4 line(s) of its ledger {ours} could not be read" in shown.stderr, shown.stderr
 
 
+def test_ledger_lines_with_ids_of_more_than_19_digits_are_counted_as_damage(tmp_path: Path, cli_env) -> None:
+    """A value or task id of 20 digits was read as null (as a negative or string one was before
+    0fe3b3b): its line was dropped without a word or, a final one, read as the end of a plain job's
+    task (value null). It is one of the 'N line(s) of its ledger ... could not be read'; a long number
+    elsewhere (a usage figure) is still read as not said, its line kept."""
+    record = tmp_path / "q" / "x.JOB.submit.json"
+    kept = FinalState(1, 1, "12", 1, "FAILED", 3)
+    append_entries(record, [kept])
+    long = b"12345678901234567890"
+    with open(ledger_path(record), "ab") as handle:
+        handle.write(b'{"type":"final","attempt":1,"value":' + long + b',"job_id":"12","task_id":null,"state":"FAILED"}\n'
+                     b'{"type":"final","attempt":1,"value":null,"job_id":"12","task_id":' + long + b',"state":"FAILED"}\n'
+                     b'{"type":"start","attempt":1,"value":-' + long + b',"time":"t"}\n'
+                     b'{"type":"child","attempt":1,"value":' + long + b',"pid":5}\n'
+                     b'{"type":"usage","attempt":1,"value":' + long + b',"usage":{"max_rss_bytes":5}}\n'
+                     b'{"type":"final","attempt":1,"value":4,"job_id":"12","task_id":4,"state":"COMPLETED",'
+                     b'"exit_code":0,"usage":{"max_rss_bytes":' + long + b'}}\n')
+    ledger = read_ledger(record)
+    assert ledger.finals == {(1, 1): kept, (1, 4): FinalState(1, 4, "12", 4, "COMPLETED", 0, usage={"max_rss_bytes": None})}
+    assert ledger.starts == {} and ledger.children == {} and ledger.skipped == 5
+    assert submit_local(tmp_path, cli_env, "--array", "JOB=1:2", "--output-file", "log/z.JOB.log",
+                        "--", "true").returncode == 0
+    ours = tmp_path / "log" / "q" / "z.JOB.attempts.jsonl"
+    ours.write_bytes(ours.read_bytes().replace(b'"value":1}', b'"value":' + long + b'}'))    # start, child, final
+    shown = run_cli("hyperion-jobs", "status", str(tmp_path / "log" / "q" / "z.JOB.submit.json"), env=cli_env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"warning: 3 line(s) of its ledger {ours} could not be read" in shown.stderr, shown.stderr
+
+
 def test_junk_lines_up_to_the_line_cap_are_counted_without_being_parsed(tmp_path: Path, monkeypatch) -> None:
     """A ledger of tiny junk lines (a Python step each: 14 s per 100 MB) keeps every valid line,
     and what is not a JSON object by its first byte never reaches json.loads."""

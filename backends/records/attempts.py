@@ -697,9 +697,21 @@ def _not_said(name: str) -> None:
     return None
 
 
-def _bounded_int(text: str) -> int | None:
-    """An integer of a ledger line; one of more than 19 digits is damage, read as "not said"."""
-    return int(text) if len(text.lstrip("-")) <= 19 else None
+_TOO_LONG = object()   # `_object`'s reading of an integer of more than 19 digits, while the line is read
+
+
+def _said_long(raw: object, top: bool = True) -> object:
+    """`raw` with each integer of more than 19 digits read as "not said" (None), but a task's value or
+    task id (`_id`'s keys), which stays _TOO_LONG, damage: read as null, it named a plain job's task
+    (its line the end of a single job's task), as a string one did (`_id`)."""
+    if raw is _TOO_LONG:
+        return None
+    if isinstance(raw, list):
+        return [_said_long(item, False) for item in raw]
+    if isinstance(raw, dict):
+        return {key: item if top and key in ("value", "task_id") and item is _TOO_LONG else _said_long(item, False)
+                for key, item in raw.items()}
+    return raw
 
 
 def _finite(text: str) -> float | None:
@@ -721,13 +733,24 @@ def _object(line: bytes) -> dict | None:
         return None
     if line.lstrip()[:1] != b"{" and not line.startswith(codecs.BOM_UTF8):   # json.loads reads past a BOM
         return None
+    too_long: list[str] = []
+
+    def bounded_int(text: str) -> object:
+        """An integer of the line; one of more than 19 digits is damage: _TOO_LONG (`_said_long`)."""
+        if len(text.lstrip("-")) <= 19:
+            return int(text)
+        too_long.append(text)
+        return _TOO_LONG
+
     try:
         # json reads 1e999 as inf: only a number with an exponent (or 309 digits) can, so only such a line pays a
         # call per float (20% of a 100,000-line ledger's read when every line did)
         if b"\x00" in line or _EXPONENT.search(line):     # (json reads UTF-16/32 too: bytes tell nothing)
-            raw = json.loads(line, parse_int=_bounded_int, parse_float=_finite, parse_constant=_not_said)
+            raw = json.loads(line, parse_int=bounded_int, parse_float=_finite, parse_constant=_not_said)
         else:
-            raw = json.loads(line, parse_int=_bounded_int, parse_constant=_not_said)
+            raw = json.loads(line, parse_int=bounded_int, parse_constant=_not_said)
+        if too_long and isinstance(raw, dict):
+            raw = _said_long(raw)
     except (ValueError, RecursionError):    # a line of 100000 '[' is within MAX_LINE
         return None
     return raw if isinstance(raw, dict) else None
