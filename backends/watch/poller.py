@@ -47,6 +47,8 @@ from backends.watch.slurm.accounting import (
     accounted_job_ids,
     accounting_only,
     controller_code,
+    controller_knows_none,
+    forgotten_among,
     live_job_ids,
     merge,
     range_only,
@@ -512,13 +514,9 @@ class Poller:
         One squeue of the job alone when several were asked (of several, Slurm prints nothing)."""
         in_squeue = {t.job_id for t in squeue}
         live = {t.job_id for t in (*sacct.own, *sacct.ranged) if not t.state.is_terminal}
-        for job in [j for j in need if j in asked and j in live and j not in in_squeue]:
-            if asked == [job]:
-                knows_none = self._squeue_unknown
-            else:
-                knows_none = self._knows_none(job)
-            if knows_none:
-                self._forgotten[job] = f"squeue -j {job} said {SQUEUE_UNKNOWN_JOB!r}"
+        for job in forgotten_among([j for j in need if j in asked], live, in_squeue,
+                                   lambda j: self._squeue_unknown if asked == [j] else self._knows_none(j)):
+            self._forgotten[job] = f"squeue -j {job} said {SQUEUE_UNKNOWN_JOB!r}"
         for key, state in list(self._states.items()):
             if key[0] in self._forgotten and not state.state.is_terminal:
                 del self._states[key]
@@ -533,9 +531,7 @@ class Poller:
         if self.budget.room(started) < 1:
             return False
         try:
-            return run_squeue_rows([job], self._call).unknown_ids
-        except QueryError:
-            return False
+            return controller_knows_none(job, self._call)
         finally:
             self.budget.charge(1, started)
 

@@ -631,7 +631,7 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
     sacct's, when squeue named none of it either. A site wrapper printing nothing, exit 0, showed
     the live tasks UNKNOWN (or accounting's stale word), and `list` "no live Slurm jobs", as the truth.
     A job neither names is no answer only while neither named any job asked and the controller, asked
-    about that job alone, does not say it knows no such job (`_controller_knows_none`): a job accounting
+    about that job alone, does not say it knows no such job (`controller_knows_none`): a job accounting
     purged, a mistyped record or another cluster's job made `status` exit 1 on every run for ever
     (and `list` show `?` and `live Slurm jobs: not known`), or, as an earlier attempt's, while its
     newest tasks ran. `told`: that look, already made (`ask_at_once`), of the same `job_ids`."""
@@ -649,13 +649,13 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
             if sacct is not None else frozenset()
         mute = sacct is not None and not accounted and not listed and not squeue.unknown_ids
         silent = [j for j in job_ids if j not in listed and (j in running or mute)]
-        if silent and mute and _controller_knows_none(silent[0], runner):
+        if silent and mute and controller_knows_none(silent[0], runner):
             silent = []
         # A job the controller says it knows none of, while accounting has it running or waiting: it
         # ended (the controller forgets a job only MinJobAge after its end) and slurmdbd missed how.
         # Its tasks were shown RUNNING, "which may be behind", and every `status` exited 1 for ever.
-        forgotten = [j for j in silent if not mute and j in running and (
-            squeue.unknown_ids if len(asked) == 1 else _controller_knows_none(j, runner))]
+        forgotten = [] if mute else forgotten_among(silent, running, listed, lambda j: squeue.unknown_ids
+                                                    if len(asked) == 1 else controller_knows_none(j, runner))
         if forgotten:
             silent = [j for j in silent if j not in forgotten]
             failed.append(("squeue", QueryError(f"squeue -j {','.join(forgotten)} said {SQUEUE_UNKNOWN_JOB!r}",
@@ -733,16 +733,28 @@ def forgotten_jobs(answer: Snapshot, runner: Runner = run_command) -> frozenset[
     nothing (a site wrapper) forgets nothing, and so does an answer the controller was not asked for."""
     if answer.live_jobs is None:
         return frozenset()
-    live = answer.live_jobs
-    unended = sorted({key[0] for key, state in answer.states.items()
-                      if not state.state.is_terminal and key[0] not in live})
-    return frozenset(job for job in unended if _controller_knows_none(job, runner))
+    unended = sorted({key[0] for key, state in answer.states.items() if not state.state.is_terminal})
+    return frozenset(forgotten_among(unended, unended, answer.live_jobs,
+                                     lambda job: controller_knows_none(job, runner)))
 
 
-def _controller_knows_none(job_id: str, runner: Runner) -> bool:
+def forgotten_among(jobs: Iterable[str], unended: Collection[str], listed: Collection[str],
+                    knows_none: Callable[[str], bool]) -> list[str]:
+    """The jobs of `jobs` the controller forgot while accounting has them running or waiting: the
+    one rule of `status` (`query_what_answers`), `watch` (the poller) and a retry's look
+    (`forgotten_jobs`). A job is forgotten when accounting has a task of it not ended (`unended`),
+    the controller's answer does not list it (`listed`: the jobs it named, or named live), and
+    squeue, asked about that job alone, says it knows no such job (`knows_none`:
+    `controller_knows_none`, or the answer to that very question already had): it ended, as the
+    controller forgets a job only MinJobAge after its end, and slurmdbd missed how. `knows_none`
+    is asked only of a job the other two conditions hold for (one squeue each, none usually)."""
+    return [job for job in jobs if job in unended and job not in listed and knows_none(job)]
+
+
+def controller_knows_none(job_id: str, runner: Runner) -> bool:
     """Whether squeue, asked about `job_id` alone, says it knows no such job ("Invalid job id
     specified"): what Slurm answers of one id, where of several it prints nothing, exit 0, as a
-    wrapper answering nothing does. Asked only when nothing named any of the jobs asked."""
+    wrapper answering nothing does. A squeue that fails says nothing of it (False)."""
     try:
         return run_squeue_rows([job_id], runner).unknown_ids
     except QueryError:
