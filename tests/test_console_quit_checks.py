@@ -52,6 +52,22 @@ def _logs_in_place(record: Path) -> list[str]:
     return sorted(p.name for p in (record.parent.parent).glob("extract.*.log"))
 
 
+def _assert_quit_left_nothing(quit_at: float, calls: Path, marker: Path, record: Path, before: list[str],
+                              query: str) -> None:
+    """The quit returned at once, its hung `query` did not outlive it, sbatch never ran, no attempt 2
+    was begun (half or whole) and no log was moved aside."""
+    quit_took = time.monotonic() - quit_at
+    assert quit_took < 5, f"the quit waited {quit_took:.0f} s on {query}"
+    deadline = time.monotonic() + 3
+    while _live(calls) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _live(calls), f"{query} outlived the quit"
+    time.sleep(1)
+    assert not marker.exists(), "sbatch ran after the console quit"
+    assert load_history(str(record)).numbers == (1,)
+    assert _logs_in_place(record) == before
+
+
 @pytest.mark.parametrize("hung", ["live-tasks", "script-jobs"])
 def test_q_while_a_confirmed_submit_waits_on_a_hung_slurm_quits_at_once_and_submits_nothing(
         tmp_path: Path, monkeypatch, hung: str) -> None:
@@ -86,16 +102,7 @@ def test_q_while_a_confirmed_submit_waits_on_a_hung_slurm_quits_at_once_and_subm
             await wait_for(pilot, lambda: not app.is_running, 5)
 
     asyncio.run(scenario())
-    quit_took = time.monotonic() - timings["q"]
-    assert quit_took < 5, f"the quit waited {quit_took:.0f} s on the hung Slurm query"
-    deadline = time.monotonic() + 3
-    while _live(calls) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _live(calls), "the check's query to a hung Slurm outlived the quit"
-    time.sleep(1)
-    assert not marker.exists(), "sbatch ran after the console quit"
-    assert load_history(str(record)).numbers == (1,)            # no attempt 2, half begun or whole
-    assert _logs_in_place(record) == before                       # nothing moved aside
+    _assert_quit_left_nothing(timings["q"], calls, marker, record, before, "the check's query to a hung Slurm")
 
 
 def test_q_while_a_confirmed_retry_waits_on_a_hung_squeue_under_the_lock_quits_at_once(
@@ -127,16 +134,7 @@ def test_q_while_a_confirmed_retry_waits_on_a_hung_squeue_under_the_lock_quits_a
             await wait_for(pilot, lambda: not app.is_running, 5)
 
     asyncio.run(scenario())
-    quit_took = time.monotonic() - timings["q"]
-    assert quit_took < 5, f"the quit waited {quit_took:.0f} s on the hung squeue"
-    deadline = time.monotonic() + 3
-    while _live(calls) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _live(calls), "the check's squeue outlived the quit"
-    time.sleep(1)
-    assert not marker.exists(), "sbatch ran after the console quit"
-    assert load_history(str(record)).numbers == (1,)
-    assert _logs_in_place(record) == before
+    _assert_quit_left_nothing(timings["q"], calls, marker, record, before, "the check's squeue")
 
 
 @pytest.mark.parametrize("hung", ["before-the-lock", "under-the-lock"])
@@ -174,13 +172,4 @@ def test_q_while_a_confirmed_checkpoint_resubmit_waits_on_a_hung_slurm_quits_at_
             await wait_for(pilot, lambda: not app.is_running, 5)
 
     asyncio.run(scenario())
-    quit_took = time.monotonic() - timings["q"]
-    assert quit_took < 5, f"the quit waited {quit_took:.0f} s on the hung Slurm query"
-    deadline = time.monotonic() + 3
-    while _live(calls) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _live(calls), "the Resubmit's query to a hung Slurm outlived the quit"
-    time.sleep(1)
-    assert not marker.exists(), "sbatch ran after the console quit"
-    assert load_history(str(record)).numbers == (1,)
-    assert _logs_in_place(record) == before
+    _assert_quit_left_nothing(timings["q"], calls, marker, record, before, "the Resubmit's query to a hung Slurm")

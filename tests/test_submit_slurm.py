@@ -665,6 +665,26 @@ def test_a_job_sbatch_queued_without_answering_in_time_is_found_and_cancelled(
                     timeout=30, what="the late job CANCELLED")
 
 
+def _late_rerun_plan(tmp_path: Path, test_site: Path, cli_env: dict, monkeypatch, tools: Path):
+    """Attempt 1 of `log/late.log` ran; the plan of attempt 2, whose sbatch is `tools/slow-sbatch`
+    (it answers after the 3 s timeout), with `tools` (made executable) first on PATH."""
+    from backends.submit.commandline import parse_submit_argv
+    from backends.submit.plan import build_plan
+    from backends.submit.slurm import sbatch as sbatch_module
+
+    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/late.log", "--",
+                    "true", cwd=tmp_path, env=cli_env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    site = _site_with(tmp_path, test_site, sbatch_command=str(tools / "slow-sbatch"))
+    monkeypatch.setattr(sbatch_module, "SBATCH_TIMEOUT", 3.0)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    return build_plan(*parse_submit_argv(["slurm", "--cfg", str(site), "--output-file", "log/late.log", "--",
+                                          "sleep", "60"]))
+
+
 def test_a_late_job_scancel_refuses_is_not_said_to_be_unsubmitted(slurm_cluster, test_site, tmp_path, cli_env,
                                                                    monkeypatch):
     """A rerun whose sbatch queued the job and answered after the timeout, and scancel of that job
@@ -674,26 +694,13 @@ def test_a_late_job_scancel_refuses_is_not_said_to_be_unsubmitted(slurm_cluster,
     import io
 
     from backends import launch_slurm
-    from backends.submit.commandline import parse_submit_argv
-    from backends.submit.plan import build_plan
-    from backends.submit.slurm import sbatch as sbatch_module
 
-    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/late.log", "--",
-                    "true", cwd=tmp_path, env=cli_env, timeout=300)
-    assert first.returncode == 0, first.stderr
     tools = tmp_path / "bin"
     tools.mkdir()
     (tools / "slow-sbatch").write_text('#!/bin/sh\nsbatch "$@"\nexec sleep 30\n')
     (tools / "scancel").write_text('#!/bin/sh\necho "scancel: error: Kill job error on job id $1: Access/permission '
                                    'denied" >&2\nexit 1\n')
-    for tool in tools.iterdir():
-        tool.chmod(0o755)
-    site = _site_with(tmp_path, test_site, sbatch_command=str(tools / "slow-sbatch"))
-    monkeypatch.setattr(sbatch_module, "SBATCH_TIMEOUT", 3.0)
-    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
-    monkeypatch.chdir(tmp_path)
-    plan = build_plan(*parse_submit_argv(["slurm", "--cfg", str(site), "--output-file", "log/late.log", "--",
-                                          "sleep", "60"]))
+    plan = _late_rerun_plan(tmp_path, test_site, cli_env, monkeypatch, tools)
     err = io.StringIO()
     try:
         assert launch_slurm.run_slurm(plan, err=err) == 1
@@ -733,13 +740,7 @@ def test_a_late_job_squeue_cannot_look_for_is_not_said_to_be_unsubmitted(slurm_c
     import io
 
     from backends import launch_slurm
-    from backends.submit.commandline import parse_submit_argv
-    from backends.submit.plan import build_plan
-    from backends.submit.slurm import sbatch as sbatch_module
 
-    first = run_cli("hyperion-submit", "slurm", "--cfg", str(test_site), "--output-file", "log/late.log", "--",
-                    "true", cwd=tmp_path, env=cli_env, timeout=300)
-    assert first.returncode == 0, first.stderr
     tools, down = tmp_path / "bin", tmp_path / "down"
     tools.mkdir()
     # squeue fails only once sbatch has queued the job: the checks before it answer as usual
@@ -747,14 +748,7 @@ def test_a_late_job_squeue_cannot_look_for_is_not_said_to_be_unsubmitted(slurm_c
     (tools / "squeue").write_text(f"#!/bin/sh\nif [ -e {shlex.quote(str(down))} ]; then echo 'squeue: error: Unable to contact "
                                   f"slurm controller (connect failure)' >&2; exit 1; fi\n"
                                   f'exec {shutil.which("squeue")} "$@"\n')
-    for tool in tools.iterdir():
-        tool.chmod(0o755)
-    site = _site_with(tmp_path, test_site, sbatch_command=str(tools / "slow-sbatch"))
-    monkeypatch.setattr(sbatch_module, "SBATCH_TIMEOUT", 3.0)
-    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
-    monkeypatch.chdir(tmp_path)
-    plan = build_plan(*parse_submit_argv(["slurm", "--cfg", str(site), "--output-file", "log/late.log", "--",
-                                          "sleep", "60"]))
+    plan = _late_rerun_plan(tmp_path, test_site, cli_env, monkeypatch, tools)
     err = io.StringIO()
     script = tmp_path / "log/q/late.sh"
     record = tmp_path / "log/q/late.submit.json"
