@@ -215,7 +215,8 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
     if any(slurm_of):
         from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
         from backends.watch.never_started import told_states
-        from backends.watch.slurm.accounting import QueryError, forgotten_jobs, query, run_command, run_squeue
+        from backends.watch.slurm.accounting import (QueryError, forgotten_jobs, query, run_command, run_squeue,
+                                                     without_forgotten)
         runner = runner or run_command
         jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
         try:
@@ -230,8 +231,7 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
             # end): `status` and `watch` say its tasks ended UNKNOWN and offer a retry, which this
             # refused for ever as live, with "wait for them" (nothing to wait for) or a cancel Slurm refuses
             forgotten = forgotten_jobs(answer, runner)
-            states = {key: state for key, state in states.items()
-                      if key[0] not in forgotten or state.state.is_terminal}
+            states = without_forgotten(states, forgotten)
         except QueryError:
             try:
                 states = {t.key: t for t in run_squeue(jobs, runner)}

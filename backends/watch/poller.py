@@ -49,6 +49,7 @@ from backends.watch.slurm.accounting import (
     controller_code,
     controller_knows_none,
     forgotten_among,
+    without_forgotten,
     live_job_ids,
     merge,
     range_only,
@@ -501,8 +502,7 @@ class Poller:
             self._forget(live_jobs, need, squeue, sacct)
         candidates, ranged = self._combine(squeue, sacct, now)
         if self._forgotten:
-            candidates = {key: state for key, state in candidates.items()
-                          if key[0] not in self._forgotten or state.state.is_terminal}
+            candidates = without_forgotten(candidates, self._forgotten)
         return candidates, ranged
 
     def _forget(self, asked: list[str], need: list[str], squeue, sacct: SacctRows) -> None:

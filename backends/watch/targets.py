@@ -47,6 +47,7 @@ from backends.watch.slurm.accounting import (
     ask_at_once,
     failed_text,
     forgotten_jobs,
+    without_forgotten,
     job_std_paths,
     query,
     query_what_answers,
@@ -536,7 +537,7 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     recorder.observe(states.values(), answer.usage)
     if merged and (forgotten := forgotten_jobs(answer, runner)):
         # slurmdbd missed their end: not RUNNING, as `status` says (a retry was refused for ever as live)
-        states = {key: state for key, state in states.items() if key[0] not in forgotten or state.state.is_terminal}
+        states = without_forgotten(states, forgotten)
     if failed:
         # counted after this look's own recordings: the first `status` after a cancel said "of the 3
         # task(s) with no recorded end" of tasks it had just recorded CANCELLED (unless the write failed)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
@@ -672,11 +672,9 @@ def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
         live = live_job_ids(squeue.states)
         if sacct is not None:
             merged = merge(sacct, squeue.states, one_look=True)
-            dropped = frozenset(key for key, state in merged.items()
-                                if key[0] in forgotten and not state.state.is_terminal)
-            if forgotten:           # accounting's word that they run or wait is stale: not known
-                merged = {key: state for key, state in merged.items() if key not in dropped}
-            return Snapshot(merged, sacct.usage, squeue.usage, live, accounted, dropped), failed
+            kept = without_forgotten(merged, forgotten) if forgotten else merged
+            return Snapshot(kept, sacct.usage, squeue.usage, live, accounted,
+                            frozenset(merged.keys() - kept.keys())), failed
         return Snapshot(merge(SacctRows([], []), squeue.states), {}, squeue.usage, live), failed
     if sacct is not None:
         return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted), failed
@@ -749,6 +747,12 @@ def forgotten_among(jobs: Iterable[str], unended: Collection[str], listed: Colle
     controller forgets a job only MinJobAge after its end, and slurmdbd missed how. `knows_none`
     is asked only of a job the other two conditions hold for (one squeue each, none usually)."""
     return [job for job in jobs if job in unended and job not in listed and knows_none(job)]
+
+
+def without_forgotten(states: Mapping[Key, TaskState], forgotten: Collection[str]) -> dict[Key, TaskState]:
+    """`states` less the unended tasks of `forgotten` jobs (`forgotten_among`): accounting's word that
+    they run or wait is stale, and they are not known; their ends stand."""
+    return {key: state for key, state in states.items() if key[0] not in forgotten or state.state.is_terminal}
 
 
 def controller_knows_none(job_id: str, runner: Runner) -> bool:
