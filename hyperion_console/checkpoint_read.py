@@ -14,6 +14,7 @@ from pathlib import Path
 from threading import Event
 
 from backends.attempt import slurm_keys
+from backends.records.attempts import ledger_path
 from backends.records.history import load_history
 from backends.watch.budget import QueryBudget
 from sharding.coverage import Coverage, coverage
@@ -58,6 +59,7 @@ class CheckpointRead:
     running: StillRunning | None = None
     running_problem: str | None = None
     asked: bool = False             # whether `running` was asked (only for the Retry tab and Resubmit)
+    running_stamp: tuple | None = None   # `ledger_stamp` of the record just before `running` was asked
     # `hyperion-checkpoint retry --submit`'s `sizes: ...` lines for the missing shards (asked with `running`)
     size_lines: tuple[str, ...] = ()
     sizes_for: str | None = None    # the record (absolute) those lines are of
@@ -78,6 +80,19 @@ class CheckpointRead:
 
 
 RUNNING_QUERIES = 2     # the sacct and the squeue of one `still_running` ask
+
+
+def ledger_stamp(record_path: str | None) -> tuple | None:
+    """The record's ledger (q/<stem>.attempts.jsonl) as a stat sees it: every face writes a task's end
+    there (hyperion-submit's wait, the Jobs screen's watch, `hyperion-jobs status`), so a stamp that
+    differs from one taken before an ask is an end (or an attempt) the ask may not know. None: no ledger."""
+    if not record_path:
+        return None
+    try:
+        st = os.stat(ledger_path(record_path))
+    except (OSError, ValueError):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def running_of(record_path: str | None, budget: QueryBudget | None = None,
@@ -112,10 +127,11 @@ def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBud
     the sizes auto would ask for where the advice names some (`proposed_of`)."""
     if read.coverage is None:
         return read
+    stamp = ledger_stamp(record_path)     # before the ask: an end written during it is a change
     running, problem = running_of(record_path, budget, stop)
     advice = advice_of(record_path, read.coverage) if running is None and problem is None else None
     proposed = proposed_of(record_path, read.coverage, advice, budget, stop) if propose else None
-    return replace(read, running=running, running_problem=problem, asked=True,
+    return replace(read, running=running, running_problem=problem, asked=True, running_stamp=stamp,
                    size_lines=tuple(advice.lines()) if advice is not None else (),
                    sizes_for=os.path.abspath(record_path) if record_path else None, proposed=proposed)
 

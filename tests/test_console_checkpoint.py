@@ -344,6 +344,54 @@ def test_resubmit_is_refused_while_the_records_shards_still_run(slurm_cluster, t
         subprocess.run(["scancel", job], check=False)
 
 
+def test_the_retry_tabs_still_running_line_goes_once_the_tasks_end(slurm_cluster, tmp_path: Path) -> None:
+    """The Retry tab said `shard(s) 2-3 ... still running in job(s) J ...: Resubmit refuses until they
+    end` after they had ended (TIMEOUT, FAILED: no manifest, no failed-task record, so the checkpoint
+    did not change): the Jobs screen and hyperion-submit said the tasks ended, the tab kept the line
+    until `r` or another screen. An end written to the record's ledger (by the Jobs screen's watch,
+    hyperion-submit's wait, `hyperion-jobs status`) makes the tab ask again, and the line goes."""
+    import subprocess
+    import time
+
+    make_input(tmp_path / "input", 3, 1)
+    go = tmp_path / "go"
+    gate = f's=$1; shift; [ "$s" = 1 ] || until [ -e {go} ]; do sleep 0.5; done; [ "$s" = 1 ] || exit 3; exec "$@" --shard-index "$s"'
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:3",
+        "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--",
+        "sh", "-c", gate, "gate", "SHARD", sys.executable, "-m", "sharding.example",
+        "--input", str(tmp_path / "input"), "--output", str(tmp_path / "output"),
+        "--checkpoint", str(tmp_path / "ckpt"), "--total-shards", "3", "--minimum-shard-index", "1"])
+    first = submit(build_plan(site, options))
+    job = first.jobs[0].job_id
+    try:
+        deadline = time.monotonic() + 240
+        while not (Checkpoint(tmp_path / "ckpt").run_path.is_file()
+                   and plan_retry(tmp_path / "ckpt").expression == "2-3"):
+            assert time.monotonic() < deadline, "shard 1 never completed"
+            time.sleep(1)
+
+        async def scenario() -> None:
+            app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path, search_dirs=[tmp_path])
+            async with app.run_test(size=(240, 50)) as pilot:
+                await checkpoint_read(pilot)
+                screen = app.checkpoint_screen
+                said = f"shard(s) 2-3 (2 of the 2 listed missing) still running in job(s) {job}"
+                await _show_tab(pilot, "tab-retry")
+                await wait_for(pilot, lambda: said in text_of(screen.query_one("#retry-commands")).replace("\n", " "),
+                               20)
+                go.touch()          # both fail (exit 3): no manifest, no failed-task record
+                await asyncio.to_thread(wait, load_record(first.path))     # hyperion-submit's wait: ends in the ledger
+                await wait_for(pilot, lambda: "still running"
+                               not in text_of(screen.query_one("#retry-commands")).replace("\n", " "), 120)
+                assert screen.running is None
+
+        asyncio.run(scenario())
+    finally:
+        go.touch()
+        subprocess.run(["scancel", job], check=False)
+
+
 @pytest.mark.slurm
 def test_the_checkpoint_screen_asks_slurm_only_for_the_retry_tab_within_the_consoles_budget(
         slurm_cluster, tmp_path: Path, monkeypatch) -> None:

@@ -58,6 +58,7 @@ from ..checkpoint_read import (
     CheckpointRead,
     Proposed,
     change_stamp,
+    ledger_stamp,
     NoneNamed,
     read_checkpoint,
     read_named_checkpoint,
@@ -325,6 +326,8 @@ class CheckpointScreen(ConsoleScreen):
         # Resubmit (every read asked, each `r` on the Coverage tab one more sacct+squeue)
         self._running_asked = False
         self._asking: Worker | None = None        # that ask, made after the read (the Retry tab opened)
+        self._running_stamp: tuple | None = None  # the record's ledger just before `running` was asked
+        self._ledger_look: Worker | None = None   # a look at that ledger under way (_check_running_ended)
         self.failed_by_path: dict[str, object] = {}
         self._fit: FailedFit | None = None       # the Failed table's records measured, for its layout
         self._failed_layout: tuple[tuple[str, ...], int] | None = None   # the Failed table's columns, details cell
@@ -385,6 +388,33 @@ class CheckpointScreen(ConsoleScreen):
         self.action_reload()
         self._loaded = True
         self.set_interval(CHANGE_CHECK_SECONDS, self._check_changed)
+        self.set_interval(CHANGE_CHECK_SECONDS, self._check_running_ended)
+
+    def _check_running_ended(self) -> None:
+        """While the read on screen says tasks of the record still run: whether the record's ledger
+        changed since that was asked. A task that ends without a manifest or a failed-task record
+        (TIMEOUT, CANCELLED, a command that exits before the pipeline runs) leaves the checkpoint as it
+        was, so its look never told it: the Retry tab said `still running ...: Resubmit refuses until
+        they end` while the Jobs screen and hyperion-submit said the tasks had ended."""
+        if (not self.is_current or self.reading or self.running is None or self._asking is not None
+                or (self._ledger_look is not None and not self._ledger_look.is_finished)):
+            return
+        self._ledger_look = self.look_at_ledger(self.running.record_path, self._running_stamp)
+
+    @work(thread=True, group="ledger-look", exit_on_error=False)
+    def look_at_ledger(self, record: str, stamp: tuple | None) -> None:
+        """Off the interface thread, as the checkpoint's look: a stat of a hung mount never freezes it."""
+        if ledger_stamp(record) != stamp and not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._ledger_changed, record, stamp)
+
+    def _ledger_changed(self, record: str, stamp: tuple | None) -> None:
+        """Ask again: now if the Retry tab shows (its ledger answers for the ends written there, so
+        tasks all ended cost no Slurm call), else when it is shown; not if a read or an ask came since."""
+        if self.running is None or self.running.record_path != record or self._running_stamp != stamp:
+            return
+        self._running_asked = False
+        if self._running_needed():
+            self._ask_running()
 
     def _check_changed(self) -> None:
         """Every few seconds on this screen, while a read is shown and none is under way: whether
@@ -603,6 +633,7 @@ class CheckpointScreen(ConsoleScreen):
             self.coverage, self._shown_read = read.coverage, read
             self._shown_at = self._read_at        # a later read that fails leaves this one shown
             self.running, self.running_problem = read.running, read.running_problem
+            self._running_stamp = read.running_stamp
             self.sizes = (read.sizes_for, read.size_lines)
             self.proposed = (read.sizes_for, read.proposed)
             self._running_asked = read.asked
@@ -696,18 +727,20 @@ class CheckpointScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="running-ask", exit_on_error=False)
     def ask_running_in_worker(self, record: str) -> None:
         worker = get_current_worker()
+        stamp = ledger_stamp(record)      # before the ask: an end written during it is a change
         running, problem = running_of(record, self.app.query_budget, worker.cancelled_event)
         lines = sizes_of(record, self.coverage) if running is None and problem is None else ()
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._show_running, worker, running, problem, (record, lines))
+            self.app.call_from_thread(self._show_running, worker, running, problem, (record, lines), stamp)
 
     @guarded
     def _show_running(self, worker: Worker, running: StillRunning | None, problem: str | None,
-                      sizes: tuple[str | None, tuple[str, ...]] = (None, ())) -> None:
+                      sizes: tuple[str | None, tuple[str, ...]] = (None, ()), stamp: tuple | None = None) -> None:
         if worker is not self._asking:        # a read or another ask since: theirs is shown
             return
         self._asking = None
         self.running, self.running_problem, self._running_asked = running, problem, True
+        self._running_stamp = stamp
         self.sizes = sizes
         self.refresh_retry()
 
