@@ -1036,6 +1036,47 @@ def test_watch_of_a_record_with_some_ends_recorded_whose_jobs_slurm_does_not_kno
         assert counts in status.stdout.splitlines(), status      # as status shows the same record
 
 
+def test_watch_of_a_record_whose_attempt_1_job_slurm_does_not_know_ends_when_attempt_2_s_job_ends(
+        slurm_cluster, tmp_path, cli_env):
+    """A record waiting on two jobs: attempt 1's (purged from accounting, or never this cluster's:
+    values 1-2 with no recorded end) and attempt 2's, a real array rerunning values 3 and 5. Once the
+    real job ended, `watch RECORD` waited for ever on attempt 1's tasks (a state Slurm gave attempt
+    2's tasks made every job 'known'). Decided per job: it ends once attempt 2's job ended, its ends
+    recorded, attempt 1's unended tasks UNKNOWN with the line of a job Slurm knows nothing of, exit 1
+    (not every task succeeded), as `status` shows the record. (Attempt 1's job id: above MaxJobId.)"""
+    from test_console_fixtures import build_history
+
+    job = subprocess.run(["sbatch", "--parsable", "--array=3,5", "-o", str(tmp_path / "slurm-%A_%a.out"),
+                          "--wrap", "sleep 5"], capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    try:
+        conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+        record = build_history(tmp_path, conf, n=8, job="99999999", unfinished=(1, 2), retry_job=job,
+                               retried={3: ("COMPLETED", 0), 5: ("COMPLETED", 0)})
+        ledger = Path(str(record).replace(".submit.json", ".attempts.jsonl"))
+        ledger.write_text("".join(line + "\n" for line in ledger.read_text().splitlines()   # attempt 2 runs
+                                  if json.loads(line).get("job_id") != job or json.loads(line)["type"] != "final"))
+        started = time.monotonic()
+        try:
+            result = run_cli("hyperion-jobs", "watch", str(record), cwd=tmp_path, env=cli_env, timeout=120)
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"watch still waited 120 s after it started: {exc.stdout!r}")
+    finally:
+        subprocess.run(["scancel", job], check=False)
+    assert result.returncode == 1, result
+    assert result.stderr == (f"hyperion-jobs: Slurm knows no job 99999999, which {record} submitted; "
+                             "the 2 task(s) with no recorded end are not known (UNKNOWN)\n"), result
+    lines = result.stdout.splitlines()
+    assert any(line.endswith(f"{job}_3 COMPLETED exit 0") for line in lines), lines   # seen to end, then the end
+    assert "8 tasks: COMPLETED 5, OUT_OF_MEMORY 1, UNKNOWN 2" in lines, result.stdout
+    assert all(any(line.startswith(f"  99999999_{task} UNKNOWN exit - log ") for line in lines) for task in (1, 2))
+    assert time.monotonic() - started < 90
+    recorded = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert sorted(e["value"] for e in recorded if e["type"] == "final" and e["job_id"] == job) == [3, 5]
+    assert not any(e["type"] == "final" and e["value"] in (1, 2) for e in recorded)   # nothing made up
+    status = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=cli_env, timeout=60)
+    assert "8 tasks: COMPLETED 5, OUT_OF_MEMORY 1, UNKNOWN 2" in status.stdout.splitlines(), status
+
+
 def test_watch_of_a_record_slurm_does_not_know_waits_while_slurm_does_not_answer(slurm_cluster, tmp_path, cli_env):
     """While squeue and sacct fail, a job Slurm did not answer about is not a job it does not know:
     the watch goes on and says Slurm is not answering, as before; once both answer, naming none of

@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from backends.states import LEDGER, JobState, TaskState
 from backends.watch.budget import QueryBudget
@@ -264,6 +264,7 @@ class Poller:
         self._gone: set[str] = set()          # jobs the controller no longer knows (sacct only)
         self._forgotten: dict[str, str] = {}  # job -> the controller's word that it knows none of it
         self._unknown: set[Key] = set()       # unended tasks of those jobs: not known, never will be
+        self._not_known: set[str] = set()     # jobs Slurm has no trace of (`not_known`): done, their tasks unknown
         self._squeue_unknown = False          # the last squeue said "Invalid job id specified"
         self._slow = 1.0                      # pace multiplier while Slurm asks us to back off
         self._as_of: float | None = None
@@ -292,7 +293,7 @@ class Poller:
         return tasks is None or key[1] in tasks
 
     def _job_done(self, job_id: str) -> bool:
-        if job_id in self._forgotten:     # no look will tell more of its unended tasks
+        if job_id in self._forgotten or job_id in self._not_known:   # no look will tell more of its unended tasks
             return True
         tasks = self._expected[job_id]
         if tasks is None:
@@ -524,6 +525,16 @@ class Poller:
                          and not self._terminal(*key)}
         self._unknown |= {t.key for t in (*sacct.own, *sacct.ranged) if t.job_id in self._forgotten
                           and self._wanted(t) and not self._terminal(*t.key)}
+
+    def not_known(self, jobs: Collection[str]) -> None:
+        """Take `jobs` as jobs Slurm has no trace of (sacct and squeue, both answering, name none of
+        them: purged from accounting, another cluster's), as a watch of a record found them
+        (`unknown_jobs.UnknownJobs`): they are asked about no more, their unended tasks have no
+        state and never will, and the poll ends once the other jobs' tasks ended (a record whose
+        attempt 1 waits in such a job was watched for ever after attempt 2's job ended). Not
+        `forgotten`: nothing of them is in `unknown`, whose line says the controller forgot them."""
+        self._not_known |= {job for job in jobs if job in self._expected and not any(
+            j == job and state.source != LEDGER for (j, _), state in self._states.items())}
 
     def _knows_none(self, job: str) -> bool:
         """Whether squeue, asked about `job` alone, says it knows no such job (charged as any call)."""

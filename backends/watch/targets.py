@@ -351,17 +351,16 @@ def _unrecorded_job_line(failed: Failed, states: Mapping[Key, TaskState], forgot
     return f"{failed_text(failed)}; {left}"
 
 
-def slurm_knows_none(job_ids: Sequence[str], runner: Runner = run_command) -> bool:
-    """Whether Slurm has no trace of any of `job_ids`: sacct and squeue both answered, as `status`
-    takes answers (`query_what_answers`: an empty answer of a site wrapper is no answer, unless
-    squeue, asked about one job alone, says it knows no such job), and neither names any of them.
-    False while either fails: a job Slurm did not answer about is not a job it does not know."""
+def jobs_slurm_knows_none(job_ids: Sequence[str], runner: Runner = run_command) -> frozenset[str]:
+    """Those of `job_ids` Slurm has no trace of: sacct and squeue both answered, as `status` takes
+    answers (`query_what_answers`: an empty answer of a site wrapper is no answer, unless squeue,
+    asked about one job alone, says it knows no such job), and neither names it. None of them while
+    either fails: a job Slurm did not answer about is not a job it does not know."""
     answer, failed = query_what_answers(list(job_ids), runner)
     if failed:
-        return False
-    asked = set(job_ids)
-    return not any(job in asked for job, _ in answer.states) and not (answer.accounted_jobs & asked) \
-        and not ((answer.live_jobs or frozenset()) & asked)
+        return frozenset()
+    named = {job for job, _ in answer.states} | answer.accounted_jobs | (answer.live_jobs or frozenset())
+    return frozenset(job for job in job_ids if job not in named)
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,8 @@ from backends.errors import InputError, interrupt_status
 from backends.printable import printable
 from backends.ranges import compress
 from backends.records.history import History, load_history
-from backends.records.record import TaskRecord
 from backends.retry_hint import rerun_failed, state_groups, unsubmitted_line, usable_retry_command
-from backends.states import LEDGER, RUNNING_NOW, TaskState, explain_reason, never_runs
-from backends.watch.budget import QueryBudget
+from backends.states import RUNNING_NOW, TaskState, explain_reason, never_runs
 from backends.watch.finals import FinalsRecorder
 from backends.watch.poller import MIN_GAP, Poller, PollUpdate
 from backends.watch.progress import PROBLEM_EVERY, staleness
@@ -54,10 +52,10 @@ from backends.watch.targets import (
     job_history as find_job_history,
     job_status,
     resolve,
-    slurm_knows_none,
 )
 from backends.watch.terminal import SafeStream
 from backends.watch.throttle import SlotsNotice, slots_problem, unwatched_line
+from backends.watch.unknown_jobs import UnknownJobs
 from backends.watch.wait import never_running, task_label, watcher
 
 
@@ -115,70 +113,6 @@ def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
             if not s.state.is_terminal and never_runs(s.reason)]
 
 
-UNKNOWN_LOOK_EVERY = 60.0   # seconds between two looks at whether Slurm knows a watched record's jobs at all
-
-
-class UnknownJobs:
-    """Whether Slurm knows nothing of the jobs a watched record's unended tasks wait in (another
-    cluster's, a purged one, a test fixture's): `watch RECORD` of it waited for ever, where `watch J`
-    says `Slurm knows no job J`. With no end recorded it is refused so (`line`, exit 2); with some
-    ends recorded the watch ends with those shown and the others UNKNOWN (`ended_line`, exit 1), as
-    `status` shows them: it waited for ever, saying every 30 s that sacct had no row of a job "Slurm
-    listed before" (the ledger had).
-
-    Decided on the unended tasks' jobs only (`jobs`): a recorded end says nothing of whether Slurm
-    knows them now. Asked only while Slurm gives none of those jobs' tasks a state, and only after
-    a poll both daemons answered: a query that failed or timed out is an outage, which the watch
-    waits out and says, not a job Slurm does not know. Then one look as `status` takes it
-    (`slurm_knows_none`, charged to the watch's budget, at most every UNKNOWN_LOOK_EVERY s) tells
-    it: a site wrapper answering nothing (exit 0) is no answer, and a job squeue knows from the
-    moment sbatch queued it is named."""
-
-    def __init__(self, history: History, tasks: Sequence[TaskRecord], budget: QueryBudget) -> None:
-        unended = [t for t in tasks if t.job_id != LOCAL_JOB and history.final(t) is None]
-        self.jobs = sorted({t.job_id for t in unended}, key=lambda job: (len(job), job))
-        self.unended = frozenset((t.job_id, t.array_task_id) for t in unended)
-        self.record = history.record_path
-        self.budget = budget
-        self.known = not self.jobs
-        self.looked_at: float | None = None
-        self.gone = False         # Slurm knows none of `jobs`: the unended tasks are not known (UNKNOWN)
-
-    def none_known(self, update: PollUpdate, rows: Sequence[TaskRow]) -> bool:
-        """True once Slurm, answering, names none of the jobs and gives none of their tasks a state."""
-        if self.known:
-            return False
-        told = any(key in self.unended or (key[0] in self.jobs and state.source != LEDGER)
-                   for key, state in update.states.items())
-        if told or update.unknown or any(row.state is not None and (row.job_id, row.task_id) in self.unended
-                                         for row in rows):
-            self.known = True         # Slurm told a state (or of a job it forgot): a watch as ever
-            return False
-        if update.error or update.problem:
-            return False              # not answering: the watch goes on, and says so
-        now = time.monotonic()
-        if self.looked_at is not None and now - self.looked_at < UNKNOWN_LOOK_EVERY:
-            return False
-        calls = 3 if len(self.jobs) > 1 else 2    # sacct and squeue; of several jobs, squeue of one alone
-        if self.budget.room(now) < calls:
-            return False
-        self.looked_at = now
-        self.budget.charge(calls, now)
-        self.gone = slurm_knows_none(self.jobs)
-        return self.gone
-
-    def line(self) -> str:
-        """``Slurm knows no job 4242, which /x/log/q/x.JOB.submit.json submitted``."""
-        jobs = ",".join(self.jobs)
-        said = f"no job {jobs}" if len(self.jobs) == 1 else f"none of jobs {jobs}"
-        return f"Slurm knows {said}, which {self.record} submitted"
-
-    def ended_line(self, rows: Sequence[TaskRow]) -> str:
-        """`line` and the tasks it leaves UNKNOWN, as the line of jobs the controller forgot says it."""
-        not_known = sum(1 for row in rows if row.state is None and (row.job_id, row.task_id) in self.unended)
-        return f"{self.line()}; the {not_known} task(s) with no recorded end are not known (UNKNOWN)"
-
-
 def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     history = job_history = unknown = None
     if target.record is None:
@@ -207,7 +141,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop,
                                     settled=ended, log_of=history.log_of)
         finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
-        unknown = UnknownJobs(history, pending, poller.budget)
+        unknown = UnknownJobs(history, pending, poller)
     else:
         poller, throttler = _job_poller(target, job_history, floor, args.cap, stop), None
     out = SafeStream(sys.stdout)
@@ -216,13 +150,10 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
     latest: dict = {}     # the last poll's states: what a Ctrl-C leaves to no watcher
 
     def observe(update: PollUpdate) -> bool:
-        gone = False
-        if unknown is not None and not unknown.known:
-            rows = _rows_for(history, update, job_history, target)
-            gone = unknown.none_known(update, rows)
-            if gone and not any(row.state is not None for row in rows):
-                # as `watch J` of such a job says it (bad input, exit 2): nothing would ever be shown
-                raise InputError("RECORD", unknown.line())
+        gone = unknown is not None and unknown.none_known(update)
+        if gone and not any(row.state is not None for row in _rows_for(history, update, job_history, target)):
+            # as `watch J` of such a job says it (bad input, exit 2): nothing would ever be shown
+            raise InputError("RECORD", unknown.line())
         latest.update(update.states)
         if finals is not None:
             finals.observe(update.changed, update.usage)
@@ -262,7 +193,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         not_known = sum(1 for row in rows if row.state is None and (row.job_id, row.task_id) in final.unknown)
         SafeStream(sys.stderr).line(f"{PROG}: {final.forgotten_line(not_known)}")
     if unknown is not None and unknown.gone:    # as the forgotten line: why its tasks are UNKNOWN
-        SafeStream(sys.stderr).line(f"{PROG}: {unknown.ended_line(rows)}")
+        SafeStream(sys.stderr).line(f"{PROG}: {unknown.ended_line(final)}")
     retry = usable_retry_command(target.record, (row.state_label for row in rows if not row.ok)) \
         if target.record is not None else _job_retry(job_history, rows)
     unsubmitted = history.unsubmitted()[0] if history is not None else ()
