@@ -32,6 +32,7 @@ from backends.client import QueryStopped
 from backends.watch.slurm.accounting import QueryError, Runner, stoppable
 from backends.watch.targets import fill_missing_usage, shown_as_recorded
 from backends.watch.throttle import SlotsNotice, slots_problem
+from backends.watch.unknown_jobs import UnknownJobs
 from backends.watch.wait import watcher
 
 from .record_cache import cached_record
@@ -60,7 +61,8 @@ class Seen:
     slots_news: str | None = None       # `SlotsNotice`'s line to tell once: a new refusal, or that it ended
     troubles: tuple = ()                # `problem`'s lines with when each began (ages grow between answers)
     # `status`'s line of tasks of a job the controller forgot while accounting has it running
-    # (`PollUpdate.forgotten_line`): why they are UNKNOWN, where the watch ended without a word
+    # (`PollUpdate.forgotten_line`), or `watch`'s of a job Slurm knows nothing of (`UnknownJobs.ended_line`):
+    # why they are UNKNOWN, where the watch ended without a word (or never ended)
     forgotten: str | None = None
 
 
@@ -108,6 +110,8 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
                                                  poller.budget),
                      name="hyperion-missing-usage", daemon=True).start()
     finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
+    # jobs Slurm knows nothing of (purged, another cluster's): the watch asked about them for ever
+    unknown = UnknownJobs(history, pending, poller)
     usage_seen: dict = {}
     ended_here: list[bool] = []   # a task ended while watched (not one of the ledger's ends)
 
@@ -121,6 +125,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     def observe(update) -> bool:
         if stop.is_set():
             return True
+        gone = unknown.none_known(update)      # every other job ended: the rest is not known, never will be
         finals.observe(update.changed, update.usage)   # accounting's figures only
         if not ended_here and any(s.state.is_terminal and s.source != LEDGER for s in update.changed):
             ended_here.append(True)
@@ -139,14 +144,16 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
         behind = shown_as_recorded(update.unconfirmed) if update.unconfirmed else None
         # every end recorded before (`hyperion-jobs list`, a wait): the states are the attempt history's,
         # and Slurm's answer only said that it ran none of them again
-        recorded = update.all_terminal and not ended_here and not update.unknown   # none of those is recorded
+        recorded = (update.all_terminal or gone) and not ended_here and not update.unknown   # none of those is recorded
         forgotten = update.forgotten_line(sum(1 for key in update.unknown if key in tasks)) \
             if update.forgotten else None
+        if gone:       # why those tasks are UNKNOWN, in `watch`'s words
+            forgotten = "; ".join(line for line in (forgotten, unknown.ended_line(update)) if line)
         with shown.lock:
-            deliver(Seen(fresh(made), update.error, update.all_terminal, update.as_of, update.problem,
+            deliver(Seen(fresh(made), update.error, update.all_terminal or gone, update.as_of, update.problem,
                          finals.error, behind=behind, recorded=recorded, slots=slots, slots_news=news,
                          troubles=update.troubles, forgotten=forgotten))
-        return False
+        return gone
 
     def waiting(update) -> None:
         """A query Slurm has not answered for a while: the status line says so while it lasts; and

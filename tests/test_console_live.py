@@ -994,3 +994,45 @@ def test_the_watch_of_a_job_the_controller_forgot_says_why_its_tasks_are_unknown
             assert line in shown_line, shown_line
 
     asyncio.run(scenario())
+
+
+@pytest.mark.slurm
+def test_the_watch_of_a_record_whose_attempt_1_job_slurm_does_not_know_ends_when_attempt_2_s_job_ends(
+        slurm_cluster, tmp_path: Path) -> None:
+    """A record waiting on attempt 1's job, which Slurm knows nothing of (purged from accounting:
+    values 1-2 with no recorded end), and attempt 2's, a real array rerunning values 3 and 5: the
+    Jobs screen showed `states from Slurm 4 s ago` for ever after attempt 2 ended (and `asking
+    Slurm…` for ever of a record whose only job Slurm does not know), polling Slurm, with no word
+    why values 1-2 were UNKNOWN. It ends once attempt 2's job ended, those two UNKNOWN, the status
+    line keeping `watch`'s line. (Attempt 1's job id: above MaxJobId.)"""
+    from test_console_fixtures import build_history
+
+    from hyperion_console.widgets.summary import PollStatus
+
+    job = subprocess.run(["sbatch", "--parsable", "--array=3,5", "-o", str(tmp_path / "slurm-%A_%a.out"),
+                          "--wrap", "sleep 5"], capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    record = build_history(tmp_path, CONF / "submit_test_cluster.yaml", n=8, job="99999999", unfinished=(1, 2),
+                           retry_job=job, retried={3: ("COMPLETED", 0), 5: ("COMPLETED", 0)})
+    ledger = Path(str(record).replace(".submit.json", ".attempts.jsonl"))
+    ledger.write_text("".join(line + "\n" for line in ledger.read_text().splitlines()    # attempt 2 runs
+                              if json.loads(line).get("job_id") != job or json.loads(line)["type"] != "final"))
+    line = (f"Slurm knows no job 99999999, which {record} submitted; "
+            "the 2 task(s) with no recorded end are not known (UNKNOWN)")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(160, 30)) as pilot:
+            status = app.jobs_screen.query_one("#poll-status", PollStatus)
+            table = app.jobs_screen.query_one("#tasks")
+            await wait_for(pilot, lambda: status.final, 90)
+            await pilot.pause(0.5)
+            assert table_column(table, "state") == ["UNKNOWN", "UNKNOWN", "COMPLETED", "COMPLETED", "COMPLETED",
+                                                    "OUT_OF_MEMORY", "COMPLETED", "COMPLETED"]
+            shown_line = status.line().plain
+            assert shown_line.startswith("⚠ every task ended: final states from Slurm · "), shown_line
+            assert line in shown_line, shown_line
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        subprocess.run(["scancel", job], check=False)
