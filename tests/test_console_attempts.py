@@ -284,10 +284,14 @@ def test_attempts_are_listed_and_each_ones_tasks_and_logs_can_be_read(tmp_path: 
     asyncio.run(scenario())
 
 
-def test_j_and_k_move_in_the_attempts_and_failure_groups_lists_as_in_the_task_table(tmp_path: Path) -> None:
+def test_j_k_g_and_G_move_in_the_attempts_failure_groups_and_record_lists_as_in_the_task_table(
+        tmp_path: Path) -> None:
     """`a` then j/k did nothing (only up/down moved) while the task table under the list, and the log,
-    take j/k: every list of the Jobs screen takes them."""
-    record = build_history(tmp_path, SITE, retried=RETRIED)
+    take j/k; g/G (first/last row) likewise moved the task table, the state map and the log but not
+    the attempts list, the failure groups nor the record list: every list of the Jobs screen takes them."""
+    record = build_history(tmp_path / "a", SITE, retried=RETRIED)
+    for name in ("b", "c"):
+        build_history(tmp_path / name, SITE)
 
     async def scenario() -> None:
         async with console_on(record, [tmp_path]) as (app, pilot, seen):
@@ -297,19 +301,34 @@ def test_j_and_k_move_in_the_attempts_and_failure_groups_lists_as_in_the_task_ta
             await wait_for(pilot, lambda: posted(seen, AttemptShown), 10)
             listing = jobs.query_one("#attempt-list")
             assert listing.has_focus and posted(seen, AttemptShown)[-1].number == 2
-            await pilot.press("k")
-            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 1, 5)
-            assert rendered(jobs.query_one("#attempt-detail"))[0].startswith("▸ attempt 1 (submit)")
-            await pilot.press("j")
-            await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 2, 5)
+            for first, last in (("k", "j"), ("g", "G")):
+                await pilot.press(first)
+                await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 1, 5)
+                assert rendered(jobs.query_one("#attempt-detail"))[0].startswith("▸ attempt 1 (submit)")
+                await pilot.press(last)
+                await wait_for(pilot, lambda: posted(seen, AttemptShown)[-1].number == 2, 5)
             await pilot.press("t")
             await wait_for(pilot, lambda: posted(seen, FailureGroupsListed), 10)
             groups = jobs.query_one("#failure-list")
-            assert groups.has_focus and groups.highlighted == 0
+            assert groups.has_focus and groups.highlighted == 0 and groups.option_count >= 2
             await pilot.press("j")
             assert groups.highlighted == 1
             await pilot.press("k")
             assert groups.highlighted == 0
+            await pilot.press("G")
+            assert groups.highlighted == groups.option_count - 1
+            await pilot.press("g")
+            assert groups.highlighted == 0
+            records = jobs.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 3, 10)
+            await pilot.press("escape", "o")
+            assert records.has_focus
+            await pilot.press("G")
+            assert records.highlighted == 2
+            await pilot.press("g")
+            assert records.highlighted == 0
+            await pilot.press("G", "enter")
+            await wait_for(pilot, lambda: jobs.record_path == records.paths[2], 10)
 
     asyncio.run(scenario())
 
