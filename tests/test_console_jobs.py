@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 from conftest import submit_real_array
-from test_console_fixtures import build_history, build_local_record, notifications, posted, screen_lines, table_column, wait_for
+from test_console_fixtures import (
+    build_history,
+    build_local_record,
+    console_on,
+    notifications,
+    posted,
+    screen_lines,
+    table_column,
+    wait_for,
+)
 
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord
 from backends.states import JobState, TaskState
@@ -304,11 +313,12 @@ def test_choosing_a_recent_submission_opens_it(tmp_path: Path) -> None:
             records = app.jobs_screen.query_one("#records")
             await wait_for(pilot, lambda: records.option_count == 2, 10)
             assert {records.get_option_at_index(i).id for i in range(2)} == {str(first), str(second)}
-            # Both are task.JOB.submit.json: each line names the folder that tells them apart.
+            # Both are task.JOB.submit.json: each line names the folder that tells them apart (and
+            # not the `.submit.json` both end with).
             labels = {records.get_option_at_index(i).id: records.get_option_at_index(i).prompt.plain
                       for i in range(2)}
-            assert labels[str(first)].endswith("a/exp/log/q/task.JOB.submit.json")
-            assert labels[str(second)].endswith("b/exp/log/q/task.JOB.submit.json")
+            assert labels[str(first)].endswith("a/exp/log/q/task.JOB")
+            assert labels[str(second)].endswith("b/exp/log/q/task.JOB")
             table = app.jobs_screen.query_one("#tasks")
             # none given: the newest is open, and highlighted (Enter did nothing until an arrow key
             # had highlighted one)
@@ -333,6 +343,31 @@ def test_record_may_be_named_by_its_q_directory(tmp_path: Path) -> None:
         assert posted(seen, RecordOpened)[0].record_path == str(record)
 
     asyncio.run(scenario())
+
+
+def test_at_80_columns_the_record_list_shows_what_tells_records_apart_not_their_shared_suffix(tmp_path: Path) -> None:
+    """At 80 columns the name column holds about 24 cells: `a/exp/log/q/task.JOB.sub…` and
+    `b/exp/log/q/task.JOB.sub…`, half of it the `.submit.json` every record ends with. Shown without
+    it, the names read whole; the record opened is still the file itself."""
+    first = build_local_record(tmp_path / "a", {1: ("COMPLETED", 0)})
+    second = build_local_record(tmp_path / "b", {1: ("FAILED", 1)})
+
+    async def scenario() -> list:
+        async with console_on(first, [tmp_path]) as (app, pilot, seen):
+            jobs = app.jobs_screen
+            records = jobs.query_one("#records")
+            await wait_for(pilot, lambda: records.option_count == 2, 10)
+            await pilot.pause(0.3)
+            lines = [line.rstrip() for line in screen_lines(app)[1:3]]
+            assert sorted(line[-21:] for line in lines) == [" a/exp/log/q/task.JOB", " b/exp/log/q/task.JOB"], lines
+            assert not any("…" in line or ".submit" in line for line in lines), lines
+            await pilot.press("o")
+            await pilot.press("down" if records.paths.index(str(second)) == 1 else "up", "enter")
+            await wait_for(pilot, lambda: jobs.record_path == str(second), 10)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert [m.record_path for m in posted(seen, RecordOpened)] == [str(first), str(second)]
 
 
 def test_record_names_grow_only_as_far_as_they_clash() -> None:
@@ -512,8 +547,9 @@ def test_the_record_list_says_what_list_says_of_each_record_in_fixed_columns(tmp
     assert ",".join(said[str(retried)]["jobs"]) == "4242,4243" and said[str(retried)]["attempts"] == 2
     assert len({label.index("09-21") for label in labels.values()}) == 1, labels
     shown = [line for line in lines if "extract.JOB" in line]
-    assert len(shown) == 3 and all(line.rstrip().endswith("extract.JOB.…") for line in shown), lines[:5]
-    assert sorted(line.split("  ")[-1].split("/")[0].strip() for line in shown) == ["a", "b", "c"], shown
+    # the whole name: without the .submit.json all three share, it fits (it was `a/exp/log/q/extract.JOB.…`)
+    assert len(shown) == 3 and all(line.rstrip().endswith("/exp/log/q/extract.JOB") for line in shown), lines[:5]
+    assert sorted(line.rstrip().split("  ")[-1].split("/")[0].strip() for line in shown) == ["a", "b", "c"], shown
 
 
 def test_a_record_whose_later_window_sbatch_refused_says_the_values_left_out(tmp_path: Path) -> None:

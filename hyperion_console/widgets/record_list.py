@@ -23,6 +23,7 @@ from textual.worker import Worker, get_current_worker
 
 from backends.records.attempts import archived_record_path, ledger_path
 from backends.records.history import History, archived_numbers, load_history, totals
+from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import find_records, records_within
 
 from ..messages import RecordsListed
@@ -81,7 +82,8 @@ def remember(history: History) -> None:
     key = file_key(history.record_path)
     if key is not None:
         name = Path(history.record_path).name
-        _labels[key, name] = describe(history, name)
+        for label_name in {name, *without_shared_suffix({name: name}).values()}:
+            _labels[key, label_name] = describe(history, label_name)
 
 
 def history_bytes(path: Path) -> int:
@@ -115,6 +117,17 @@ def distinct_names(paths: list[str]) -> dict[str, str]:
             return {path: str(Path(*parts[path][-depth[path]:])) for path in paths}
         for path in clashing:
             depth[path] += 1
+
+
+def without_shared_suffix(names: dict[str, str]) -> dict[str, str]:
+    """The names shown without the `.submit.json` every one of them ends with: at 80 columns the
+    name's column holds about 24 cells, and 12 went to the suffix all records share
+    (`a/exp/log/q/extract.JOB.…`), not to what tells them apart. Where one name lacks the suffix
+    (a record opened by a name of its own) every name stays whole. The path itself is the option's
+    id: the record opened, and every dialog naming it, have it whole."""
+    if names and all(name.endswith(RECORD_SUFFIX) and len(name) > len(RECORD_SUFFIX) for name in names.values()):
+        return {path: name[: -len(RECORD_SUFFIX)] for path, name in names.items()}
+    return names
 
 
 def record_label(path: Path, current: bool = False, name: str | None = None) -> Text:
@@ -167,7 +180,7 @@ def list_records(dirs: list[Path], current: str | None, seconds: float | None = 
     current = os.path.realpath(current) if current else None   # Path.resolve raises on a symlink loop
     if current and current not in paths and Path(current).is_file():
         paths.insert(0, current)
-    names = distinct_names(paths)
+    names = without_shared_suffix(distinct_names(paths))
     return Listing(tuple(paths), tuple(names[p] for p in paths), tuple(file_key(p) for p in paths),
                    current, tuple(unlisted))
 
