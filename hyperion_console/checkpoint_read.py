@@ -14,9 +14,11 @@ from pathlib import Path
 from threading import Event
 
 from backends.attempt import slurm_keys
+from backends.client import QueryStopped
 from backends.records.attempts import ledger_path
 from backends.records.history import load_history
 from backends.watch.budget import QueryBudget
+from backends.watch.slurm.accounting import Runner, stoppable
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
 from sharding.resubmit import ShardSizes, StillRunning, running_in, shard_sizes, size_flags
@@ -95,13 +97,21 @@ def ledger_stamp(record_path: str | None) -> tuple | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def runner_of(stop: Event | None) -> Runner | None:
+    """How the screen's reads ask Slurm: ended by `stop` (the worker's cancel: a newer read, the
+    screen gone, the console quit), as the Jobs screen's watch is (`stoppable`). A hung sacct or
+    squeue kept a quit waiting for its timeout (30 s each)."""
+    return stoppable(stop) if stop is not None else None
+
+
 def running_of(record_path: str | None, budget: QueryBudget | None = None,
                stop: Event | None = None) -> tuple[StillRunning | None, str | None]:
     """`still_running` of the record (its ledger, and one Slurm query when tasks have no end there),
     never raising: (None, why) when it cannot be told; a record that cannot be read is the
     preview's to say. The record is parsed once (the preview's cached copy), and Slurm is asked only
     when the ledger leaves a Slurm task open, its two calls spent from `budget` first (waiting for
-    room, as the console's watch does; (None, None) once `stop` is set meanwhile)."""
+    room, as the console's watch does; (None, None) once `stop` is set meanwhile, also while Slurm is
+    asked: the query is killed)."""
     if not record_path:
         return None, None
     try:
@@ -114,7 +124,9 @@ def running_of(record_path: str | None, budget: QueryBudget | None = None,
             for _ in range(RUNNING_QUERIES):
                 if not budget.spend(stop or Event()):
                     return None, None
-        return running_in(history, record_path), None
+        return running_in(history, record_path, runner=runner_of(stop)), None
+    except QueryStopped:
+        return None, None
     except Exception as exc:
         return None, describe_error(exc)
 
@@ -162,7 +174,8 @@ def proposed_of(record_path: str | None, cov: Coverage | None, advice: ShardSize
     """For a Resubmit whose `advice` names sizes the shards ran out of: `shard_sizes` with ``auto``
     for those (`ShardSizes.proposed`), read as `hyperion-checkpoint retry --submit RECORD --mem auto
     --time auto` reads them (the ledger, and Slurm for the usage it lacks: its calls spent from
-    `budget` first). None without such advice (or once `stop` is set while waiting for the budget);
+    `budget` first). None without such advice (or once `stop` is set while waiting for the budget or
+    while Slurm is asked);
     its `problem` when the sizes cannot be told. Never raises."""
     if not record_path or cov is None or advice is None:
         return None
@@ -177,7 +190,10 @@ def proposed_of(record_path: str | None, cov: Coverage | None, advice: ShardSize
             for _ in range(RUNNING_QUERIES):
                 if not budget.spend(stop or Event()):
                     return None
-        return Proposed(mem, time, shard_sizes(retry_from_coverage(cov), record_path, mem, time, history))
+        return Proposed(mem, time, shard_sizes(retry_from_coverage(cov), record_path, mem, time, history,
+                                               runner_of(stop)))
+    except QueryStopped:
+        return None
     except Exception as exc:
         return Proposed(mem, time, None, describe_error(exc))
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_console_fixtures import build_checkpoint, build_history, checkpoint_read, posted, table_column, wait_for
+from test_console_fixtures import build_checkpoint, build_history, checkpoint_read, posted, table_column, text_of, wait_for
 
 from backends.records.history import load_history
 from hyperion_console.app import make_app
@@ -27,14 +27,16 @@ CONF = REPO / "conf"
 SITE = CONF / "submit_test_cluster.yaml"
 
 
-def _hung_slurm(bin_dir: Path, monkeypatch, calls: Path, hang_on: str, marker: Path) -> None:
+def _hung_slurm(bin_dir: Path, monkeypatch, calls: Path, hang_on: str, marker: Path,
+                from_flag: Path | None = None) -> None:
     """sacct and squeue hang (each call's pid appended to `calls`) when their arguments match the
-    shell pattern `hang_on`, else answer nothing; sbatch only leaves `marker` and refuses (nothing
-    ever reaches the real cluster)."""
+    shell pattern `hang_on` (and, with `from_flag`, once that file exists), else answer nothing;
+    sbatch only leaves `marker` and refuses (nothing ever reaches the real cluster)."""
     bin_dir.mkdir()
+    gate = f"[ -e {from_flag} ] || exit 0\n" if from_flag is not None else ""
     for name in ("sacct", "squeue"):
-        (bin_dir / name).write_text(f"#!/bin/sh\ncase \"$*\" in {hang_on}) echo $$ >> {calls}; exec sleep 120;; esac\n"
-                                    "exit 0\n")
+        (bin_dir / name).write_text(f"#!/bin/sh\n{gate}case \"$*\" in {hang_on}) echo $$ >> {calls}; "
+                                    "exec sleep 120;; esac\nexit 0\n")
     (bin_dir / "sbatch").write_text(f"#!/bin/sh\necho \"$@\" >> {marker}\n"
                                     "echo 'sbatch: error: not on this test' >&2; exit 1\n")
     for name in ("sacct", "squeue", "sbatch"):
@@ -137,24 +139,24 @@ def test_q_while_a_confirmed_retry_waits_on_a_hung_squeue_under_the_lock_quits_a
     _assert_quit_left_nothing(timings["q"], calls, marker, record, before, "the check's squeue")
 
 
-@pytest.mark.parametrize("hung", ["before-the-lock", "under-the-lock"])
-def test_q_while_a_confirmed_checkpoint_resubmit_waits_on_a_hung_slurm_quits_at_once(
+@pytest.mark.parametrize("hung", ["before-the-lock", "under-the-lock", "retry-tab"])
+def test_q_while_the_checkpoint_screen_waits_on_a_hung_slurm_quits_at_once(
         tmp_path: Path, monkeypatch, hung: str) -> None:
     """Checkpoint screen, ctrl+r, y: before taking the pattern's lock the Resubmit asks Slurm again
     whether the record's tasks still run (its task 8 has no recorded end: sacct, then squeue). With
     the controller hung from then on, q blanked the screen and the console lived on for a minute
     (30 s each). under-the-lock: every task ended, and the look for a job running the pattern's
-    batch script hangs (stoppable since begin_attempt took a stop): the quit is as quick."""
+    batch script hangs (stoppable since begin_attempt took a stop): the quit is as quick.
+    retry-tab: no Resubmit; the Retry tab's own read asks whether task 8 still runs, and its worker
+    passed no stop to sacct and squeue: q waited out their timeouts, where the Jobs screen's watch
+    is killed with the quit."""
     checkpoint = build_checkpoint(tmp_path)                  # shards 6 and 8 missing
-    record = build_history(tmp_path, SITE, unfinished=(8,) if hung == "before-the-lock" else ())
+    record = build_history(tmp_path, SITE, unfinished=() if hung == "under-the-lock" else (8,))
     if hung == "under-the-lock":
         (record.parent / "extract.JOB.sh").write_text("#!/bin/bash\n")
     calls, marker, flag = tmp_path / "calls", tmp_path / "sbatch-called", tmp_path / "hang-from-now"
     # the read's own look at Slurm (before the question) answers; Slurm hangs once the question is up
-    _hung_slurm(tmp_path / "bin", monkeypatch, calls, "*" if hung == "before-the-lock" else "*%o*", marker)
-    for name in ("sacct", "squeue"):
-        script = tmp_path / "bin" / name
-        script.write_text(script.read_text().replace("case", f"[ -e {flag} ] || exit 0\ncase", 1))
+    _hung_slurm(tmp_path / "bin", monkeypatch, calls, "*%o*" if hung == "under-the-lock" else "*", marker, flag)
     before = _logs_in_place(record)
     timings: dict[str, float] = {}
 
@@ -162,14 +164,21 @@ def test_q_while_a_confirmed_checkpoint_resubmit_waits_on_a_hung_slurm_quits_at_
         app = make_app(cfg_dir=CONF, checkpoint=checkpoint, record=record, search_dirs=[tmp_path])
         async with app.run_test(size=(120, 40)) as pilot:
             await checkpoint_read(pilot)
-            await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20)
-            flag.touch()
-            await pilot.press("y")
+            screen = app.checkpoint_screen
+            if hung == "retry-tab":
+                flag.touch()
+                screen.query_one("#ckpt-tabs").active = "tab-retry"     # the tab that asks whether it runs
+            else:
+                await pilot.press("ctrl+r")
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20)
+                flag.touch()
+                await pilot.press("y")
             await wait_for(pilot, lambda: bool(_live(calls)), 20)
+            if hung == "retry-tab":
+                assert "asking Slurm" in text_of(screen.query_one("#retry-commands"))
             await pilot.press("q")
             timings["q"] = time.monotonic()
             await wait_for(pilot, lambda: not app.is_running, 5)
 
     asyncio.run(scenario())
-    _assert_quit_left_nothing(timings["q"], calls, marker, record, before, "the Resubmit's query to a hung Slurm")
+    _assert_quit_left_nothing(timings["q"], calls, marker, record, before, "the Checkpoint screen's query to a hung Slurm")
