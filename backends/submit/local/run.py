@@ -38,6 +38,7 @@ from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskReco
 from backends.records.runner import group_running, process_start, runner_fields
 from backends.stop_signals import restore, signals_raise
 from backends.submit.array import TOTAL_SHARDS_ENVS, local_shard_env
+from backends.submit.local.group_stop import stop_group, try_signal_group
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
 # Room claimed ahead for the lines that say a full disk failed a task (a few hundred bytes each).
@@ -200,27 +201,39 @@ def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
         ended.set()
 
 
-STOP_GRACE = 10.0      # seconds a stopped task's group has before SIGKILL, as Slurm's KillWait
 UNKILLABLE_WAIT = 10.0  # seconds a group sent SIGKILL is waited for (a process stuck in the kernel)
 
 
 def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tuple[int | None, str | None]:
-    """Pass `signum` to the task's group, then SIGKILL it after STOP_GRACE s or at a second Ctrl-C;
-    the child's status once no process of its group runs (None: its status was lost, see
-    `_status_lost`), and why SIGKILL was sent (None: it was not). Said on stderr once the group
+    """Pass `signum` to the task's group, then SIGKILL it after STOP_GRACE s or at a second Ctrl-C
+    (`stop_group`); the child's status once no process of its group runs (None: its status was lost,
+    see `_status_lost`), and why SIGKILL was sent (None: it was not). Said on stderr once the group
     outlives its first second: the terminal showed nothing but ``^C`` for the 10 s.
 
     A second Ctrl-C used to end the runner during the wait and leave a task that
     ignores SIGINT running, recorded as failed. The group is waited for, not only its
     leader: a shell's `cmd &` ignores SIGINT, and ran on after the task was recorded ended.
     """
-    _try_signal_group(child.pid, signum)        # a group we may not signal (sudo) is waited for as it is
-    _try_signal_group(child.pid, signal.SIGCONT)    # a stopped task gets it too, as Slurm does
     began = time.monotonic()
-    deadline = began + STOP_GRACE
     lost = told = False
-    why = f"{STOP_GRACE:g} s after {signal.Signals(signum).name}: its processes did not end"
-    while True:
+    cut: str | None = None
+
+    def interrupted(again: KeyboardInterrupt) -> None:
+        nonlocal cut
+        # only Ctrl-C again cuts the grace short: a closing terminal sends SIGHUP twice
+        if getattr(again, "signum", signal.SIGINT) == signal.SIGINT:
+            cut = "at a second Ctrl-C" if signum == signal.SIGINT else "at a Ctrl-C"
+
+    def ended() -> bool:
+        try:
+            return (child.returncode is not None or lost) and not group_running(child.pid, since)
+        except KeyboardInterrupt as again:
+            interrupted(again)
+            return False
+
+    def pause(deadline: float) -> None:
+        """The leader waited for (reaped here, its status kept) until it ends, then its group."""
+        nonlocal lost, told
         try:
             now = time.monotonic()
             if not told and now - began >= 1.0:
@@ -231,21 +244,16 @@ def _stop_group(child: subprocess.Popen, since: int | None, signum: int) -> tupl
                 lost = _status_lost(child)
                 if not lost and child.returncode is None:
                     child.wait(timeout=max(0.0, min(deadline - now, 0.25 if not told else deadline - now)))
-            elif not group_running(child.pid, since):
-                return None if lost else child.returncode, None
-            elif now >= deadline:
-                break
             else:
                 time.sleep(min(0.05, max(0.0, deadline - now)))
         except subprocess.TimeoutExpired:
-            if time.monotonic() >= deadline:
-                break
+            pass
         except KeyboardInterrupt as again:
-            # only Ctrl-C again cuts the grace short: a closing terminal sends SIGHUP twice
-            if getattr(again, "signum", signal.SIGINT) == signal.SIGINT:
-                why = "at a second Ctrl-C" if signum == signal.SIGINT else "at a Ctrl-C"
-                break
-    _try_signal_group(child.pid, signal.SIGKILL)
+            interrupted(again)
+
+    why = stop_group(child.pid, signum, ended, lambda: cut, pause)
+    if why is None:
+        return None if lost else child.returncode, None
     given_up = time.monotonic() + UNKILLABLE_WAIT      # one bound for the leader and its group, Ctrl-C or not
     while True:
         try:        # a third Ctrl-C, or a closing terminal's signals, must not cut the kill short
@@ -296,7 +304,7 @@ def _end_leftovers(pgid: int, since: int | None) -> None:
     whose footer said it had ended. One system call when nothing is left.
     """
     if group_running(pgid, since):
-        _try_signal_group(pgid, signal.SIGKILL)
+        try_signal_group(pgid, signal.SIGKILL)
         _await_gone(pgid, since)
 
 
@@ -358,13 +366,13 @@ def _suspended_together() -> Iterator[_RunningGroup]:
         suspending = True
         try:
             if pgid is not None:
-                _try_signal_group(pgid, signal.SIGTSTP)
+                try_signal_group(pgid, signal.SIGTSTP)
             signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)   # returns once continued
         finally:
             signal.signal(signal.SIGTSTP, suspend)
             if pgid is not None:
-                _try_signal_group(pgid, signal.SIGCONT)
+                try_signal_group(pgid, signal.SIGCONT)
             suspending = False
     signal.signal(signal.SIGTSTP, suspend)
     try:
@@ -400,7 +408,7 @@ def _wait(child: subprocess.Popen, log, watch: _StopWatch | None = None) -> int 
             child.returncode = os.waitstatus_to_exitcode(status)
             return child.returncode
         if os.WSTOPSIG(status) in (signal.SIGTTIN, signal.SIGTTOU):
-            _try_signal_group(child.pid, signal.SIGKILL)    # first: a log that cannot be written must not keep it
+            try_signal_group(child.pid, signal.SIGKILL)    # first: a log that cannot be written must not keep it
             log.write("hyperion-submit: the task was stopped for using the terminal (tasks run without one; "
                       "their input is /dev/null); ended\n")
             log.flush()
@@ -422,21 +430,6 @@ def _wait_watched(child: subprocess.Popen, watch: _StopWatch) -> int | None:
 
 
 WATCHED_STEP = 0.05   # how often a console run looks whether its task's leader ended
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except ProcessLookupError:   # the whole group ended already
-        pass
-
-
-def _try_signal_group(pgid: int, signum: int) -> None:
-    """From a signal handler: a group we may not signal (a task run through sudo) is left as it is."""
-    try:
-        _signal_group(pgid, signum)
-    except OSError:
-        pass
 
 
 class LogMissing(Exception):
@@ -699,9 +692,9 @@ class _StopWatch:
 
 def _stop_group_on(stop: Stop, pgid: int, since: int | None, ended: threading.Event) -> _StopWatch:
     """A thread that, once `stop.stop` is set while the task runs, does what Ctrl-C does to a
-    local run from the main thread (which signal handlers cannot reach from a worker): SIGINT
-    and SIGCONT to the task's group, SIGKILL after STOP_GRACE s or at `stop.kill`, unless
-    the whole group (not only its leader) ended before."""
+    local run from the main thread (which signal handlers cannot reach from a worker), the same
+    `stop_group`: SIGINT and SIGCONT to the task's group, SIGKILL after STOP_GRACE s or at
+    `stop.kill`, unless the whole group (not only its leader) ended before."""
     watch = _StopWatch(threading.Event(), threading.Event())
 
     def run() -> None:
@@ -712,18 +705,13 @@ def _stop_group_on(stop: Stop, pgid: int, since: int | None, ended: threading.Ev
             return
         watch.stopping.set()
         try:
-            _try_signal_group(pgid, signal.SIGINT)
-            _try_signal_group(pgid, signal.SIGCONT)
-            deadline = time.monotonic() + STOP_GRACE
-            while group_running(pgid, since):
-                if stop.kill.is_set() or time.monotonic() >= deadline:
-                    watch.killed.append("killed (SIGKILL) at a second stop (q)" if stop.kill.is_set() else
-                                        f"killed (SIGKILL) {STOP_GRACE:g} s after SIGINT: its processes did not end")
-                    _try_signal_group(pgid, signal.SIGKILL)
-                    watch.give_up_at.append(time.monotonic() + UNKILLABLE_WAIT)
-                    _await_gone(pgid, since)
-                    return
-                stop.kill.wait(0.05)
+            why = stop_group(pgid, signal.SIGINT, lambda: not group_running(pgid, since),
+                             lambda: "at a second stop (q)" if stop.kill.is_set() else None,
+                             lambda deadline: stop.kill.wait(0.05))
+            if why is not None:
+                watch.killed.append(f"killed (SIGKILL) {why}")
+                watch.give_up_at.append(time.monotonic() + UNKILLABLE_WAIT)
+                _await_gone(pgid, since)
         finally:
             if not watch.give_up_at:
                 watch.give_up_at.append(time.monotonic() + UNKILLABLE_WAIT)
