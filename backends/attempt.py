@@ -217,7 +217,10 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
         from backends.watch.never_started import told_states
         from backends.watch.slurm.accounting import (QueryError, forgotten_jobs, query, run_command, run_squeue,
                                                      without_forgotten)
-        runner = runner or run_command
+        from backends.cluster import clusters_of, for_cluster
+
+        runner = for_cluster(runner or run_command,
+                             clusters_of([history.cluster for (history, _), slurm in zip(asked, slurm_of) if slurm]))
         jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
         try:
             answer = query(jobs, runner)

@@ -58,14 +58,14 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
         with begin_attempt(plan, kind, on_begin, live_check, stop) as attempt:
             if on_attempt is not None:
                 on_attempt(attempt)
-            done, refused = sbatch.submit_windows(plan, warn)
+            done, refused, cluster = sbatch.submit_windows(plan, warn)
             if refused is not None and refused.error.unanswered:
                 queued, failure = _queued_unanswered(refused.error.unanswered)
                 note = (_unknown_note(refused.error.unanswered, failure) if failure is not None
                         else _cancel_note(queued)[0])
                 error = SubmitError(f"{refused.error}{'; ' + note if note else ''}")
                 refused = sbatch.Refused(error, refused.windows)
-            record = sbatch.make_record(plan, done, attempt, refused)
+            record = sbatch.make_record(plan, done, attempt, refused, cluster)
             commit_attempt(record, attempt)
             return record
     except SubmitError as err:

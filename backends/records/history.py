@@ -75,6 +75,14 @@ class History:
         began and never wrote its record). The next attempt is this plus one, as a preview says it."""
         return max(self.latest_number, self.ledger.last_number)
 
+    @property
+    def cluster(self) -> str | None:
+        """The Slurm cluster its jobs were queued on (`SubmitRecord.cluster`; None: the local one):
+        every attempt's, joined as `clusters_of` joins them when a site file changed between them."""
+        from backends.cluster import clusters_of
+
+        return clusters_of([record.cluster for record in self.attempt_records.values()])
+
     @cached_property
     def attempt_records(self) -> Mapping[int, SubmitRecord]:
         """Every attempt's record by number, oldest first, the current one among them (`records`

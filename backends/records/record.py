@@ -17,6 +17,7 @@ from pathlib import Path
 from backends.errors import InputError
 from backends.fileio import UnreadableFile, read_bounded, umask_mode
 from backends.job_id import JOB_ID
+from backends.cluster import is_cluster_name
 from backends.printable import printable
 from backends.records.paths import ATTEMPTS_DIR, RECORD_SUFFIX, is_file_name
 
@@ -78,6 +79,10 @@ class SubmitRecord:
     # run and are this record; `refused` is sbatch's line for the rest (None when all went in).
     unsubmitted: tuple[int, ...] = ()
     refused: str | None = None
+    # The Slurm cluster sbatch queued the jobs on when the site file sent them to one (`--clusters`,
+    # `-M`: sbatch answered "N;NAME"); None: the local cluster (and every record before it was kept).
+    # Every squeue, sacct, scancel and scontrol about these jobs asks it (backends.cluster).
+    cluster: str | None = None
     # (old folder, new folder) when read from a folder moved or copied since it was written
     moved: tuple[str, str] | None = None
 
@@ -128,6 +133,8 @@ def record_json(record: SubmitRecord) -> dict:
     del data["moved"]
     if not record.unsubmitted and record.refused is None:   # every window went in: as records always were
         del data["unsubmitted"], data["refused"]
+    if record.cluster is None:      # the local cluster: as records always were
+        del data["cluster"]
     return data
 
 
@@ -328,6 +335,16 @@ def _refused(raw: object) -> str | None:
     return raw[:MAX_REFUSED]
 
 
+def _cluster(raw: object) -> str | None:
+    """The cluster the jobs were queued on (None, or absent: the local one); a name that is not a
+    plain Slurm cluster name would reach squeue's argv, so it is the record's damage."""
+    if raw is None:
+        return None
+    if not is_cluster_name(raw):
+        raise _BadField(f"cluster: expected a Slurm cluster name (letters, digits, _ . -) or null, got {_shown(raw)}")
+    return raw
+
+
 def _attempt(raw: object) -> int:
     """Records written before attempts existed have none: they are attempt 1."""
     if raw is None:
@@ -381,6 +398,7 @@ def load_record(path: str | Path) -> SubmitRecord:
             reattach=raw.get("reattach") if isinstance(raw.get("reattach"), str) else None,
             rerun=_rerun(raw.get("rerun")),
             unsubmitted=_unsubmitted(raw), refused=_refused(raw.get("refused")),
+            cluster=_cluster(raw.get("cluster")),
         ))))
     except KeyError as err:
         raise InputError("record", f"{shown} is not a hyperion-submit record (no {printable(str(err))[:80]} key)") from None

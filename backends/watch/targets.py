@@ -56,6 +56,7 @@ from backends.watch.slurm.accounting import (
     run_squeue,
 )
 from backends.watch.usage import Usage
+from backends.cluster import clusters_of, for_cluster
 
 Key = tuple[str, "int | None"]
 # Bounded: int() refuses 4300+ digits. No job is 0 (squeue refused it: "squeue failed", exit 1), and
@@ -290,6 +291,7 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     then is not asked again: one timeout, as README says, not one for each look."""
     assert target.job_id is not None
     failed: Failed = []
+    runner = for_cluster(runner, history.cluster if history is not None else None)
     if unknown is not None:
         told = None
         if looked:
@@ -508,6 +510,7 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     asks = slurm_asks(history)
     if not asks:
         return {}, None
+    runner = for_cluster(runner, history.cluster)
     pending, superseded, missing, again = asks.pending, asks.superseded, asks.missing, asks.again
     asked = [*pending, *superseded, *(task for task, _ in missing.values())]
     failed: Failed = []
@@ -602,6 +605,7 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
     """
     pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     again = [task for history in histories for task in requeuable(history)]
+    runner = for_cluster(runner, clusters_of([history.cluster for history in histories]))
     if pending:
         if failed is None:
             answer = query(pending, runner, controller_also=list(expected_tasks(again)))
@@ -631,6 +635,7 @@ def fill_missing_usage(history: History, runner: Runner = run_command) -> dict[K
     missing = usage_missing(history)
     if not missing:
         return {}
+    runner = for_cluster(runner, history.cluster)
     answer = query(list(expected_tasks([task for task, _ in missing.values()])), runner, controller=False)
     FinalsRecorder(history.record_path, [], missing).observe((), answer.usage)
     return {key: used for key, used in answer.usage.items() if key in missing}

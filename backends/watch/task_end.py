@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from backends.cluster import for_cluster
 from backends.errors import InputError
 from backends.printable import printable
 from backends.records.history import History, load_history
@@ -186,7 +187,8 @@ class SlurmEnd(EndWatch):
                         if history is not None and task is not None else None)
         expected = {key[0]: (key[1],) if key[1] is not None else None}
         self._poller = Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
-                              runner=runner or stoppable(self._stop),
+                              runner=for_cluster(runner or stoppable(self._stop),
+                                                 history.cluster if history is not None else None),
                               nudge=LogNudge([task]) if task is not None else None, settled=ended)
         self._thread = threading.Thread(target=self._run, daemon=True, name="logs -f end")
         self._thread.start()

@@ -20,6 +20,7 @@ from backends.watch.never_started import cancelled_while_pending, wrote_a_file
 from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
 from backends.watch.rows import expected, expected_tasks, log_words, no_log, said_path, state_row
+from backends.cluster import for_cluster
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import SlotsNotice, Throttler
 from backends.shellwords import shell_quote
@@ -87,7 +88,7 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
     answers and the disk show never started is told CANCELLED at the first poll that shows it, by
     `cancelled_while_pending`, as `hyperion-jobs status` tells it; `log_of`: where a task's log is now (the
     history's, default: the record's path)."""
-    runner = runner or (stoppable(stop) if stop is not None else run_command)
+    runner = for_cluster(runner or (stoppable(stop) if stop is not None else run_command), record.cluster)
     watched = record.tasks if tasks is None else tuple(tasks)
     unended = [t for t in watched if (t.job_id, t.array_task_id) not in (settled or {})]
     where = log_of or (lambda task: task.log)

@@ -27,6 +27,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
+from backends.cluster import for_cluster
 from backends.records.history import History, load_history
 from backends.retry_hint import unsubmitted_line
 from backends.states import ended_by_slurm, explain_reason, never_runs
@@ -1023,7 +1024,8 @@ class JobsScreen(ConsoleScreen):
     @work(thread=True, group="cancel", exit_on_error=False)
     def run_cancel(self, targets: list[str]) -> None:
         try:
-            cancel(targets, stoppable(self.screen_gone))
+            cancel(targets, for_cluster(stoppable(self.screen_gone),
+                                        self.history.cluster if self.history is not None else None))
         except QueryStopped:        # the console quit while scancel hung: nobody is left to tell
             return
         self.app.call_from_thread(tell, self, "cancelled " + " ".join(targets))

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from backends import jsontext
+from backends.cluster import clusters_of, for_cluster
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table, tasks_text
 from backends.errors import InputError
@@ -22,8 +23,10 @@ from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel
 from backends.watch.slurm.accounting import (
     Failed,
     QueryError,
+    Runner,
     Told,
     failed_text,
+    run_command,
     snapshot,
     source_problem,
     user_jobs,
@@ -360,16 +363,20 @@ def _record_summary(history: History, states, doubtful: frozenset[str] | None) -
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     named: list[tuple[str, list[str]]] = []   # (what the user typed, its scancel ids)
+    clusters: list[str | None] = []           # the clusters the records' jobs were queued on
     for text in args.targets:
         target = resolve(text, "JOB")
         if target.record is not None:
             if target.record.backend != "slurm":
                 raise InputError("JOB", local_cancel_text(text, load_history(target.record.path, target.record)))
             named.append((text, [j.job_id for j in target.record.jobs]))
+            clusters.append(target.record.cluster)
         else:
             named.append((text, [text]))
-    ids = _live_ids(named)
-    owned = printable(whose(others_jobs(ids, job_owners(sorted({i.partition("_")[0] for i in ids})), os.getuid())))
+    runner = for_cluster(run_command, clusters_of(clusters))
+    ids = _live_ids(named, runner)
+    owned = printable(whose(others_jobs(ids, job_owners(sorted({i.partition("_")[0] for i in ids}), runner),
+                                        os.getuid())))
     if not args.yes:
         print(f"Cancel {' '.join(ids)}{owned}? [y/N] ", end="", flush=True)
         answer = sys.stdin.readline().strip().lower()
@@ -377,21 +384,21 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             print("not cancelled")
             return 1
     try:
-        cancel(ids)
+        cancel(ids, runner)
     except CancelError as err:    # scancel's "Access/permission denied" does not say whose job it is
         raise CancelError(f"{err}{owned}") from None
     print(f"cancelled {' '.join(ids)}")
     return 0
 
 
-def _live_ids(named: Sequence[tuple[str, list[str]]]) -> list[str]:
+def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_command) -> list[str]:
     """The scancel ids that still have a task to cancel.
 
     scancel exits 0 for a job that already ended, so without this check
     ``cancel`` would report "cancelled" for a no-op. A target Slurm does not
     know, or whose every task has ended, is refused before anything is cancelled.
     """
-    states = snapshot(sorted({i.partition("_")[0] for _, ids in named for i in ids}))
+    states = snapshot(sorted({i.partition("_")[0] for _, ids in named for i in ids}), runner)
     live: list[str] = []
     for text, ids in named:
         known = [s for i in ids for s in _states_of(i, states)]

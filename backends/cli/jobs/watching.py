@@ -44,6 +44,7 @@ from backends.watch.rows import (
     state_counts,
     unknown_row,
 )
+from backends.cluster import for_cluster
 from backends.watch.slurm.accounting import stoppable
 from backends.watch.targets import (
     Target,
@@ -86,7 +87,8 @@ def _job_poller(target: Target, job_history: History | None, floor: float | None
              if target.task_id is None or t.array_task_id == target.task_id] if job_history is not None else []
     expected = expected_tasks(tasks) if tasks else _watch_expected(target, None)
     return Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
-                  runner=stoppable(stop), settled=settled(job_history, tasks) if tasks else None)
+                  runner=for_cluster(stoppable(stop), job_history.cluster if job_history is not None else None),
+                  settled=settled(job_history, tasks) if tasks else None)
 
 
 def _rows_for(history: History | None, update: PollUpdate, job_history: History | None,

@@ -14,9 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from backends.cluster import clusters_of, is_cluster_name
 from backends.fileio import umask_mode
 from backends.logheader import iso_now
 from backends.printable import printable
+from backends.job_id import JOB_ID
 from backends.ranges import Window
 from backends.records.attempts import NewAttempt
 from backends.records.record import JobRecord, SubmitRecord, TaskRecord, reattach_command
@@ -81,7 +83,8 @@ def task_records(plan: SubmitPlan, planned: PlannedWindow, job_id: str,
 
 
 def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]],
-                attempt: NewAttempt = NewAttempt(), refused: Refused | None = None) -> SubmitRecord:
+                attempt: NewAttempt = NewAttempt(), refused: Refused | None = None,
+                cluster: str | None = None) -> SubmitRecord:
     """The record of the submitted windows (`done`: each planned window with its job id).
 
     After a `refused` later window the record is that of the values that went in (its options'
@@ -103,16 +106,29 @@ def make_record(plan: SubmitPlan, done: Sequence[tuple[PlannedWindow, str]],
         rerun=shlex.join(plan.rerun) if plan.rerun else None,
         unsubmitted=refused.values if refused is not None else (),
         refused=str(refused.error) if refused is not None else None,
+        cluster=cluster,
     )
 
 
 def parse_job_id(stdout: str) -> str | None:
     """The job id from ``sbatch --parsable`` output (``1234`` or ``1234;cluster``)."""
+    answer = parse_sbatch_answer(stdout)
+    return answer[0] if answer is not None else None
+
+
+def parse_sbatch_answer(stdout: str) -> tuple[str, str | None] | None:
+    """The job id and the cluster sbatch --parsable named (``1234;NAME``, when the site file's
+    --clusters sent the job to one; None for ``1234``, the local cluster); None when the last line
+    is neither, or names a cluster that is not a plain Slurm name (it would reach squeue's argv)."""
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
     if not lines:
         return None
-    job_id = lines[-1].split(";", 1)[0]
-    return job_id if job_id.isdigit() else None
+    job_id, semicolon, cluster = lines[-1].partition(";")
+    if not JOB_ID.match(job_id):
+        return None
+    if not semicolon:
+        return job_id, None
+    return (job_id, cluster) if is_cluster_name(cluster) and "," not in cluster else None
 
 
 # --- running sbatch -------------------------------------------------------------------------
@@ -146,8 +162,8 @@ def sbatch_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if name not in OWNED_INPUT_VARIABLES}
 
 
-def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -> str:
-    """Run one sbatch (no shell); the job id, or SubmitError naming the kept script (and, when
+def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -> tuple[str, str | None]:
+    """Run one sbatch (no shell); the job id and the cluster it names (None: the local one), or SubmitError naming the kept script (and, when
     the window's indices reach the cluster's MaxArraySize, the site key that splits them).
     What it said on stderr while queuing the job goes to `warn`, its lines at once."""
     from backends.client import OUTPUT_CAP, run_client
@@ -161,7 +177,8 @@ def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -
                 else f"printed more than {OUTPUT_CAP // 2**20} MiB, not read")
         raise SubmitError(f"{sub.sbatch_argv[0]} {said}; script kept at {sub.script_path}",
                           unanswered=sub.script_path)
-    job_id = parse_job_id(done.stdout) if done.returncode == 0 else None
+    answer = parse_sbatch_answer(done.stdout) if done.returncode == 0 else None
+    job_id, cluster = answer if answer is not None else (None, None)
     if job_id is None and done.returncode == 0:    # exit 0 is sbatch's "queued": it may run unseen
         said = _cut(_one_line(done.stdout) or _one_line(done.stderr) or "no output", MAX_REFUSAL_CHARS)
         raise SubmitError(f"{sub.sbatch_argv[0]} exited 0 without a job id ({said}); script kept at "
@@ -174,7 +191,7 @@ def _sbatch(sub: PlannedWindow, site_file: str = "", warn: Warn | None = None) -
     said = sbatch_warnings(done.stderr, job_id) if warn is not None else ()
     if said:
         warn(said)
-    return job_id
+    return job_id, cluster
 
 
 def _array_advice(sub: PlannedWindow, site_file: str) -> str | None:
@@ -213,21 +230,24 @@ def _write_script(sub: PlannedWindow) -> None:
 
 
 def submit_windows(plan: SubmitPlan, warn: Warn | None = None
-                   ) -> tuple[list[tuple[PlannedWindow, str]], Refused | None]:
-    """Write the scripts and sbatch every window: each window queued with its job id, and the
-    refusal of a later window (None when all went in). SubmitError when the first is refused:
+                   ) -> tuple[list[tuple[PlannedWindow, str]], Refused | None, str | None]:
+    """Write the scripts and sbatch every window: each window queued with its job id, the
+    refusal of a later window (None when all went in) and the cluster sbatch named (`clusters_of`). SubmitError when the first is refused:
     nothing was queued (or, `unanswered`, an sbatch that timed out may have queued it unseen).
     `warn` is told what each sbatch that queued its window said on stderr (`sbatch_warnings`)."""
     for sub in plan.windows:
         _write_script(sub)
     done: list[tuple[PlannedWindow, str]] = []
+    clusters: list[str | None] = []
     site_file = _site_file(plan)
     for number, sub in enumerate(plan.windows):
         try:
-            done.append((sub, _sbatch(sub, site_file, warn)))
+            job_id, cluster = _sbatch(sub, site_file, warn)
         except SubmitError as err:
             if not done:
                 raise
-            return done, Refused(err, tuple(plan.windows[number:]))
-    return done, None
+            return done, Refused(err, tuple(plan.windows[number:])), clusters_of(clusters)
+        done.append((sub, job_id))
+        clusters.append(cluster)
+    return done, None, clusters_of(clusters)
 

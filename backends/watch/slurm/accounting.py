@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 from backends.client import CommandResult, run_client
+from backends.cluster import OnCluster
 from backends.ranges import expand
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
 from backends.watch.ages import age_text
@@ -698,7 +699,11 @@ def at_once(runner: Runner, first: Callable[[Runner], T], second: Callable[[Runn
     in `first`) the other's is killed too (the default runner is made stoppable for that; another
     runner stops with its own stop event, a watch's), and nothing outlives the caller."""
     stop = threading.Event()
-    run = stoppable(stop) if runner is run_command else runner
+    run: Runner = runner
+    if runner is run_command:
+        run = stoppable(stop)
+    elif isinstance(runner, OnCluster) and runner.runner is run_command:    # the default, asking a named cluster
+        run = OnCluster(stoppable(stop), runner.cluster)
     told: dict[str, object] = {}
 
     def other() -> None:

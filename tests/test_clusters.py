@@ -1,0 +1,109 @@
+"""The cluster sbatch queued a record's jobs on (a site file's --clusters / -M): read from sbatch's
+answer, kept in the record (absent: the local cluster), checked as a plain Slurm name, and put as
+-M NAME into every squeue, sacct, scancel and scontrol about that record's jobs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from backends.client import CommandResult
+from backends.cluster import OnCluster, for_cluster, is_cluster_name, on_cluster, without_cluster_lines
+from backends.errors import InputError
+from backends.records.history import load_history
+from backends.records.record import JobRecord, SubmitRecord, TaskRecord, load_record, record_json, save_record
+from backends.submit.slurm.sbatch import parse_job_id, parse_sbatch_answer
+from backends.watch.slurm.accounting import run_sacct, run_squeue_rows, sacct_argv, scontrol_argv, squeue_argv
+from backends.watch.slurm.cancel import cancel, cancel_argv
+from backends.watch.slurm.control import throttle_argv
+from backends.watch.targets import history_status
+
+
+def test_sbatch_answers_the_cluster_it_queued_the_job_on():
+    assert parse_sbatch_answer("13750;localcluster\n") == ("13750", "localcluster")
+    assert parse_sbatch_answer("13750\n") == ("13750", None)
+    assert parse_job_id("13750;localcluster\n") == "13750"
+    for hostile in ("12;--user=root", "12;a b", "12;x;y", "12;a,b", "12;", "12;\x1b[31mred"):
+        assert parse_sbatch_answer(hostile) is None, hostile
+
+
+@pytest.mark.parametrize("argv", [squeue_argv(["12"]), sacct_argv(["12"]), cancel_argv(["12_3"]),
+                                  scontrol_argv("12_3"), throttle_argv("12", 4)])
+def test_every_client_about_a_records_jobs_asks_its_cluster(argv):
+    assert on_cluster(argv, "gpu-west") == [argv[0], "-M", "gpu-west", *argv[1:]]
+    assert on_cluster(argv, None) == argv      # the local cluster: as before
+
+
+def test_sbatch_and_names_that_are_no_cluster_name_never_get_minus_m():
+    assert on_cluster(["sbatch", "--parsable", "x.sh"], "west") == ["sbatch", "--parsable", "x.sh"]
+    for bad in ("-x", "--user=root", "a b", "", "a;b", "é", "a" * 65, "a,,b"):
+        assert not is_cluster_name(bad), bad
+        with pytest.raises(ValueError):
+            on_cluster(["squeue"], bad)
+    assert is_cluster_name("west,east") and is_cluster_name("local_cluster-2.b")
+
+
+def test_a_cluster_header_line_is_no_row():
+    rows = "12_1|COMPLETED|0:0|00:00:02|vm|\n"
+    assert without_cluster_lines(f"CLUSTER: west\n{rows}") == rows
+    seen: list[list[str]] = []
+
+    def runner(argv):
+        seen.append(list(argv))
+        return CommandResult(0, "CLUSTER: west\n", "")
+
+    asked = for_cluster(runner, "west")
+    assert run_squeue_rows(["12"], asked).states == []     # only the header: no row, not "unreadable"
+    assert run_sacct(["12"], asked).own == []
+    cancel(["12"], asked)
+    assert [argv[:3] for argv in seen] == [["squeue", "-M", "west"], ["sacct", "-M", "west"], ["scancel", "-M", "west"]]
+    assert for_cluster(runner, None) is runner and for_cluster(asked, "west") is asked
+    assert isinstance(asked, OnCluster)
+
+
+def _record(tmp_path: Path, cluster: str | None) -> SubmitRecord:
+    path = tmp_path / "q" / "x.JOB.submit.json"
+    path.parent.mkdir(exist_ok=True)
+    record = SubmitRecord(
+        path=str(path), backend="slurm", argv=("hyperion-submit",), cfg="", options={}, script=None,
+        array_name="JOB", jobs=(JobRecord("424242", 0, "1-2"),),
+        tasks=tuple(TaskRecord(v, "424242", v, str(tmp_path / f"x.{v}.log"), None, None) for v in (1, 2)),
+        submitted_at="2026-01-01T00:00:00+00:00", cwd=str(tmp_path), cluster=cluster)
+    save_record(record)
+    return record
+
+
+def test_the_record_keeps_the_cluster_and_an_old_record_is_the_local_one(tmp_path):
+    record = _record(tmp_path, "gpu-west")
+    assert load_record(record.path).cluster == "gpu-west"
+    assert load_history(record.path).cluster == "gpu-west"
+    local = _record(tmp_path, None)
+    assert "cluster" not in record_json(local)            # written as records always were
+    assert load_record(local.path).cluster is None
+
+
+def test_status_of_a_record_asks_its_cluster(tmp_path):
+    record = _record(tmp_path, "gpu-west")
+    seen: list[list[str]] = []
+
+    def runner(argv):
+        seen.append(list(argv))
+        return CommandResult(0, "", "")
+
+    history_status(load_history(record.path), runner, unknown=[])
+    assert seen and all(argv[1:3] == ["-M", "gpu-west"] for argv in seen), seen
+
+
+@pytest.mark.parametrize("bad", ["--user=root", "a b", 7, "x;rm -rf ~"])
+def test_a_record_whose_cluster_is_no_name_is_one_line(tmp_path, bad):
+    record = _record(tmp_path, "west")
+    data = json.loads(Path(record.path).read_text())
+    data["cluster"] = bad
+    Path(record.path).write_text(json.dumps(data))
+    with pytest.raises(InputError, match="cluster: expected a Slurm cluster name"):
+        load_record(record.path)
+    done = run_cli("hyperion-jobs", "status", record.path, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "cluster: expected a Slurm cluster name" in done.stderr, done.stderr

@@ -1,0 +1,109 @@
+"""A site file that sends the jobs to a named cluster (`--clusters=NAME`, sbatch's -M): hyperion-submit's
+wait, status and retry ask that cluster, against the real cluster.
+
+The test cluster is the only one there is, so the local cluster is made another one for the commands
+the test runs: SLURM_CONF names a copy of slurm.conf whose ClusterName is `elsewhere` and whose
+controller port nobody listens on, as on the login node of another cluster. Only what asks the
+cluster by its name (-M, found through slurmdbd) reaches the jobs. Before the record kept the
+cluster sbatch answered for, the wait said "controller (squeue) not answering" until it was killed,
+and status showed every task UNKNOWN.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TEST_SITE, run_cli
+
+pytestmark = pytest.mark.slurm
+
+
+def _config() -> dict[str, str]:
+    text = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True).stdout
+    return {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in text.splitlines())}
+
+
+def _unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def elsewhere(slurm_cluster, tmp_path, cli_env) -> tuple[str, dict[str, str]]:
+    """The test cluster's name, and an environment whose local cluster is another one."""
+    config = _config()
+    name, conf = config.get("ClusterName", ""), Path(config.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
+    listed = subprocess.run(["sacctmgr", "-n", "-P", "list", "cluster", "format=cluster"],
+                            capture_output=True, text=True).stdout.split()
+    if not name or name not in listed or not conf.is_file():
+        pytest.skip(f"cluster {name!r} is not registered in slurmdbd (sacctmgr list cluster: {listed})")
+    lines = [line for line in conf.read_text().splitlines()
+             if not line.strip().lower().startswith(("clustername", "slurmctldport"))]
+    copy = tmp_path / "elsewhere" / "slurm.conf"
+    copy.parent.mkdir()
+    copy.write_text("\n".join([*lines, "ClusterName=elsewhere", f"SlurmctldPort={_unused_port()}", ""]))
+    return name, {**cli_env, "SLURM_CONF": str(copy)}
+
+
+def _site(tmp_path: Path, cluster: str) -> Path:
+    text = TEST_SITE.read_text().replace("base_options:\n", f"base_options:\n  - --clusters={cluster}\n", 1)
+    assert f"--clusters={cluster}" in text
+    site = tmp_path / "site.yaml"
+    site.write_text(text)
+    return site
+
+
+def _states(record: Path, env: dict[str, str], cwd: Path) -> dict[int, tuple[str, int]]:
+    done = run_cli("hyperion-jobs", "status", "--json", str(record), cwd=cwd, env=env, timeout=60)
+    return {t["value"]: (t["state"], t["attempt"]) for t in json.loads(done.stdout)["tasks"]}
+
+
+def test_an_array_sent_to_a_named_cluster_is_waited_for_shown_and_retried_there(elsewhere, tmp_path):
+    cluster, env = elsewhere
+    site = _site(tmp_path, cluster)
+    task = tmp_path / "task.sh"
+    task.write_text("#!/bin/bash\nsleep 6\ncase $1 in 2|4) exit 3;; esac\n")
+    task.chmod(0o755)
+    record = tmp_path / "log" / "q" / "t.V.submit.json"
+    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:4",
+                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        # asked while the tasks run (no end in the ledger yet): Slurm's answer, not UNKNOWN
+        live = _states(record, env, tmp_path)
+        assert set(live) == {1, 2, 3, 4}
+        assert {state for state, _ in live.values()} <= {"PENDING", "RUNNING", "COMPLETED", "FAILED"}, live
+        out, err = submit.communicate(timeout=120)
+        assert json.loads(record.read_text())["cluster"] == cluster
+    finally:
+        if submit.poll() is None:
+            submit.kill()
+            submit.communicate()
+    assert submit.returncode == 1, err
+    assert "not answering" not in err
+    assert "T=" not in err and "V=2 (job" in err and "V=4 (job" in err and "V=1 (job" not in err
+    assert _states(record, env, tmp_path) == {1: ("COMPLETED", 1), 2: ("FAILED", 1), 3: ("COMPLETED", 1),
+                                              4: ("FAILED", 1)}
+
+    retried = run_cli("hyperion-jobs", "retry", "--yes", str(record), cwd=tmp_path, env=env, timeout=120)
+    assert retried.returncode == 1, retried.stderr
+    assert "retrying 2 task(s)" in retried.stderr and "not answering" not in retried.stderr, retried.stderr
+    second = json.loads(record.read_text())
+    assert (second["attempt"], second["cluster"]) == (2, cluster)
+    assert [t["value"] for t in second["tasks"]] == [2, 4]
+    assert _states(record, env, tmp_path) == {1: ("COMPLETED", 1), 2: ("FAILED", 2), 3: ("COMPLETED", 1),
+                                              4: ("FAILED", 2)}
+    # the retry went to the named cluster: accounting there has its job
+    job = second["jobs"][0]["job_id"]
+    there = subprocess.run(["sacct", "-M", cluster, "-j", job, "-X", "-n", "-P", "-o", "jobid,state"],
+                           capture_output=True, text=True, env=env).stdout.split()
+    assert sorted(there) == [f"{job}_2|FAILED", f"{job}_4|FAILED"]
