@@ -11,7 +11,6 @@ and status showed every task UNKNOWN.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
