@@ -110,3 +110,25 @@ def test_one_rule_says_slurm_ended_a_task_for_logs_and_the_console() -> None:
     for state in JobState:
         noted = slurm_ended_note("r:1", state.value, "q/slurm-1_1.err", program_log=True) is not None
         assert noted == (state in slurms), state
+
+
+def test_a_program_that_ran_to_its_end_is_not_told_as_ended_by_slurm() -> None:
+    """A task whose worker alone was killed for memory ends OUT_OF_MEMORY while its program writes
+    `# Ended (code 0)`: `logs` and the console said "Slurm ended it, not the program". The log's
+    footer code (sacct says 0:125 either way) now picks the words; a kill's code (137), or no footer,
+    keeps them."""
+    from backends.cli.jobs.commands import slurm_ended_note
+    from backends.watch.task_end import program_end_words
+
+    assert program_end_words("OUT_OF_MEMORY", 0) == "the program ended (code 0); a process of it was OOM-killed"
+    assert program_end_words("OUT_OF_MEMORY", 2) == "the program ended (code 2); a process of it was OOM-killed"
+    assert program_end_words("TIMEOUT", 0) == "the program ended (code 0); Slurm then ended the task"
+    assert program_end_words("OUT_OF_MEMORY", 137) is None       # the program itself was killed
+    assert program_end_words("OUT_OF_MEMORY", None) is None      # no footer: it stopped mid-run
+    assert slurm_ended_note("r:7", "OUT_OF_MEMORY", "q/slurm-1_7.err", program_log=True, program_code=0) == (
+        "hyperion-jobs: r:7 ended OUT_OF_MEMORY: the program ended (code 0); a process of it was OOM-killed; "
+        "Slurm's reason: hyperion-jobs logs r:7 --err")
+    assert slurm_ended_note("r:7", "OUT_OF_MEMORY", "q/slurm-1_7.err", program_log=True, program_code=137) == (
+        "hyperion-jobs: r:7 ended OUT_OF_MEMORY (Slurm ended it, not the program); "
+        "Slurm's reason: hyperion-jobs logs r:7 --err")
+    assert slurm_ended_note("r:7", "COMPLETED", "q/slurm-1_7.err", program_log=True, program_code=0) is None

@@ -627,3 +627,90 @@ def test_a_task_that_ended_after_a_look_at_its_waiting_row_shows_the_time_it_ran
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=30)
+
+
+WORKER_PY = """import subprocess, sys
+from sharding.store import Checkpoint, RunConfig
+checkpoint, shard = sys.argv[2], int(sys.argv[3])      # w.py --checkpoint ckpt S
+run = RunConfig(1, 3)
+store = Checkpoint(checkpoint)
+store.ensure_run(run)
+if shard == 1:      # a worker holding 180 MB under --mem 100M: the cgroup kills it, the shard carries on
+    worker = subprocess.run([sys.executable, "-c", "import time; x = b'\\\\1' * (180 << 20); time.sleep(3)"])
+    print(f"worker ended {worker.returncode}", flush=True)
+if shard == 3:      # the program itself holds 180 MB: the kill ends it
+    x = b'\\1' * (180 << 20)
+store.write_completion(shard, run)
+print(f"shard {shard} complete", flush=True)
+"""
+
+
+def test_a_shard_whose_worker_alone_was_killed_for_memory_is_told_as_the_program_ending_not_slurm(
+        enforced_memory, test_site, tmp_path, cli_env) -> None:
+    """A research engineer's recipe: shard 1's worker process ran past --mem 100M and the cgroup killed
+    it; the shard carried on, wrote its completion manifest and its log's `# Ended (code 0)`. Slurm calls
+    the task OUT_OF_MEMORY (sacct's ExitCode 0:125, as for a program the kill ended), and `logs` said
+    `ended OUT_OF_MEMORY (Slurm ended it, not the program)`, the console `ended OUT_OF_MEMORY by Slurm`:
+    untrue of a program that ran to its end. Shard 3, whose program the kill ended, keeps those words."""
+    import asyncio
+
+    from test_console_fixtures import wait_for
+
+    from hyperion_console.app import make_app
+
+    (tmp_path / "w.py").write_text(WORKER_PY)
+    done, jobs = submit(test_site, tmp_path, cli_env, "--mem", "100M", "--array", "S=1:3",
+                        "--output-file", "log/w.S.log", "--", "python3", "w.py", "--checkpoint", "ckpt", "S")
+    record = tmp_path / "log" / "q" / "w.S.submit.json"
+    assert done.returncode == 1 and "S=1 " in done.stderr and "S=3 " in done.stderr, done.stderr
+    assert "out-of-memory 2" in done.stderr, done.stderr
+    # Slurm's state stays; the rerun line still asks for more memory (a process was killed for want of it)
+    assert done.stderr.rstrip().endswith(f"rerun only those with: hyperion-jobs retry {record} --mem auto"), done.stderr
+    # sacct tells the two alike: its exit code is no help, the log's footer is
+    rows = {}
+    for _ in range(60):
+        rows = {task: sacct for task in (1, 3)
+                if (sacct := subprocess.run(["sacct", "-j", f"{jobs[0]}_{task}", "-X", "-P", "-n", "-o", "State,ExitCode"],
+                                            capture_output=True, text=True, check=False).stdout.strip())}
+        if len(rows) == 2:
+            break
+        time.sleep(1)
+    assert rows == {1: "OUT_OF_MEMORY|0:125", 3: "OUT_OF_MEMORY|0:125"}, rows
+    log = (tmp_path / "log" / "w.1.log").read_text()
+    assert "worker ended -9" in log and "shard 1 complete" in log, log
+    assert log.splitlines()[-1].startswith("# Ended (code 0) at "), log
+    assert (tmp_path / "log" / "w.3.log").read_text().splitlines()[-1].startswith("# Ended (code 137) at ")
+
+    name = "log/q/w.S.submit.json"
+    shown = run_cli("hyperion-jobs", "logs", f"{name}:1", cwd=tmp_path, env=cli_env)
+    assert shown.returncode == 0 and "shard 1 complete" in shown.stdout, shown.stderr
+    assert shown.stderr == (f"hyperion-jobs: {name}:1 ended OUT_OF_MEMORY: the program ended (code 0); a process "
+                            f"of it was OOM-killed; Slurm's reason: hyperion-jobs logs {name}:1 --err\n"), shown.stderr
+    killed = run_cli("hyperion-jobs", "logs", f"{name}:3", cwd=tmp_path, env=cli_env)
+    assert killed.stderr == (f"hyperion-jobs: {name}:3 ended OUT_OF_MEMORY (Slurm ended it, not the program); "
+                             f"Slurm's reason: hyperion-jobs logs {name}:3 --err\n"), killed.stderr
+    # the checkpoint's own retry reruns shard 3 alone: shard 1 is complete
+    assert run_cli("hyperion-checkpoint", "retry", "ckpt", cwd=tmp_path, env=cli_env).stdout.startswith("3 ")
+
+    async def scenario() -> list[str]:
+        app = make_app(cfg_dir=REPO / "conf", record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            jobs_screen = app.jobs_screen
+            title = jobs_screen.query_one("#log-title")
+            await wait_for(pilot, lambda: jobs_screen.selected_task() is not None, 20)
+            jobs_screen.query_one("#tasks").focus()
+            titles = []
+            for key, ended in (("home", "ended OUT_OF_MEMORY: "), ("down", "ended COMPLETED"),
+                               ("down", "ended OUT_OF_MEMORY by")):
+                await pilot.press(key)
+                await wait_for(pilot, lambda ended=ended: ended in str(title.content), 20)
+                titles.append(str(title.content))
+            await pilot.press("up", "up")        # back to shard 1: its words come again, never shard 2's code
+            await wait_for(pilot, lambda: "w.1.log" in str(title.content) and "(code 0)" in str(title.content), 20)
+            return titles
+
+    first, second, third = asyncio.run(scenario())
+    assert first.endswith("w.1.log · ended OUT_OF_MEMORY: the program ended (code 0); a process of it was "
+                          "OOM-killed (l: its .err)"), first
+    assert second.endswith("w.2.log · ended COMPLETED (exit 0)"), second
+    assert third.endswith("w.3.log · ended OUT_OF_MEMORY by Slurm (l: its .err)"), third

@@ -43,7 +43,13 @@ def _signature(path: str | None) -> tuple[int, int] | None:
 
 
 def has_footer(path: str) -> bool:
-    """Whether the last line of `path` is the batch script's ``# Ended (code N) ...`` footer.
+    """Whether the last line of `path` is the batch script's ``# Ended (code N) ...`` footer."""
+    return footer_code(path) is not None
+
+
+def footer_code(path: str) -> int | None:
+    """The code of the batch script's ``# Ended (code N) ...`` footer when it is the last line of
+    `path` (the program ran to its end, with that code), else None.
 
     Opened as the log viewers open it: a FIFO put at a log's path would hold a plain open()
     for ever, and with it the wait that asked.
@@ -51,16 +57,17 @@ def has_footer(path: str) -> bool:
     try:
         handle = open_log(path)
         if handle is None:
-            return False
+            return None
         with handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - TAIL_BYTES))
             tail = handle.read().decode("utf-8", "replace")
     except OSError:
-        return False
+        return None
     lines = [line for line in tail.splitlines() if line.strip()]
-    return bool(lines) and parse_ended(lines[-1]) is not None
+    ended = parse_ended(lines[-1]) if lines else None
+    return None if ended is None else ended[0]
 
 
 class LogNudge:

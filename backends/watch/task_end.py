@@ -82,6 +82,27 @@ def ended_words(end: TaskEnd) -> str:
     return f"ended {end.said()}"
 
 
+def program_end_words(state: str, program_code: int | None) -> str | None:
+    """Of a task Slurm ended (TIMEOUT, CANCELLED, OUT_OF_MEMORY, ...; `ended_by_slurm`) whose program
+    log ends with its `# Ended (code N)` footer: what that footer tells, said after the state by
+    `hyperion-jobs logs`' stderr line and the console's log pane title (``ended OUT_OF_MEMORY: the
+    program ended (code 0); a process of it was OOM-killed``).
+
+    The cgroup's memory kill of one child (a worker, a `python -c` the script ran) makes the task
+    OUT_OF_MEMORY while the program carries on to its end: both faces said "Slurm ended it, not the
+    program" of a program that wrote its footer, code 0 (and a shard its completion manifest).
+    sacct cannot tell the two apart (ExitCode 0:125 whether the program ended 0 or was killed); the
+    footer can. None without a footer, or with a code above 128 (the program itself died of a
+    signal, 137 the memory kill's SIGKILL): then Slurm ended it, as the faces say without this.
+    """
+    if program_code is None or program_code > 128:
+        return None
+    ended = f"the program ended (code {program_code})"
+    if state == "OUT_OF_MEMORY":
+        return f"{ended}; a process of it was OOM-killed"
+    return f"{ended}; Slurm then ended the task"
+
+
 def ended_text(name: str, end: TaskEnd) -> str:
     """The one stderr line `logs -f` ends with: of a task whose end is not known, `status`'s line."""
     if end.unknown is not None:

@@ -36,7 +36,7 @@ from backends.watch.rows import local_cancel_text, never_started
 from backends.client import QueryStopped
 from backends.watch.slurm.accounting import stoppable
 from backends.watch.slurm.cancel import cancel
-from backends.watch.task_end import ended_words, row_end
+from backends.watch.task_end import ended_words, program_end_words, row_end
 from backends.watch.targets import no_log_reason, not_run_text, record_file
 from backends.watch.throttle import SlotsNotice, held_line, unwatched_line
 from backends.watch.slurm.control import HELD_REASONS
@@ -48,6 +48,7 @@ from ..messages import (
     FailureGroupChosen,
     FilterChanged,
     JobsUpdated,
+    LogAppended,
     RecordOpened,
     RecordsListed,
     TaskHighlighted,
@@ -939,8 +940,15 @@ class JobsScreen(ConsoleScreen):
         # file (this runs on the UI thread at every update; a hung NFS folder would freeze it)
         if self.log_pane.source == "log" and ended_by_slurm(row.state) and task.slurm_err is not None \
                 and not never_started(row):
-            note += " by Slurm (l: its .err)"
+            # its program ran to its end (the footer, the pane's last line read): said so, as `logs` says it
+            told = program_end_words(row.state.value, self.log_pane.footer_code(task))
+            note += f": {told} (l: its .err)" if told else " by Slurm (l: its .err)"
         return note
+
+    @guarded
+    def on_log_appended(self, message: LogAppended) -> None:
+        """The lines read may end with the program log's footer: the title says what it tells."""
+        self.log_pane.note_end(self.end_note(self.log_pane.shown_task))
 
     def no_log_note(self, task) -> str | None:
         """Of an earlier attempt's task that left no program log (a later attempt's is at its path):

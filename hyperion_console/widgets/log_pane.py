@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.worker import get_current_worker
 
+from backends.logheader import parse_ended
 from backends.printable import printable
 from backends.watch.line_screen import same_line, shown_line
 from backends.watch.tail import (NO_FILE, Follower, complete_end, empty_words, last_lines_read, log_problem,
@@ -108,6 +109,16 @@ class LogPane(Vertical):
 
     def on_unmount(self) -> None:
         self._stop.set()
+
+    def footer_code(self, task) -> int | None:
+        """The code of the `# Ended (code N)` footer when it is the last line shown of `task`'s program
+        log (the program ran to its end), else None (another task's lines, or .err, are shown): what
+        `hyperion-jobs logs` reads at the file's end, from the lines read."""
+        if task is None or task is not self.shown_task or self.source != "log" or self.path != task.log:
+            return None
+        last = self.view.last_line
+        ended = None if last is None else parse_ended(last)
+        return None if ended is None else ended[0]
 
     def cycle_source(self) -> None:
         self.source = LOG_SOURCES[(LOG_SOURCES.index(self.source) + 1) % len(LOG_SOURCES)]

@@ -108,6 +108,11 @@ class LogView(ScrollView, can_focus=True):
     def line_count(self) -> int:
         return len(self._lines) + (self._open is not None)
 
+    @property
+    def last_line(self) -> str | None:
+        """The last line held (the one still being written, if any); None when none is."""
+        return self._line(self.line_count - 1) if self.line_count else None
+
     def _line(self, index: int) -> str:
         return self._lines[index] if index < len(self._lines) else self._open or ""
 

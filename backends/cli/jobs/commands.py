@@ -478,8 +478,10 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
         print(printable(f"{PROG}: {path} is empty ({empty_words(args.task, 'err' if args.err else 'out')})"),
               file=sys.stderr, flush=True)
+    from backends.watch.nudge import footer_code     # the `# Ended (code N)` line, if the log ends with it
+
     note = slurm_ended_note(args.task, logs.ended, logs.slurm_err, program_log=path == logs.log,
-                            attempt=args.attempt)
+                            attempt=args.attempt, program_code=footer_code(path) if path == logs.log else None)
     if note:
         print(note, file=sys.stderr, flush=True)
     return 0
@@ -494,12 +496,16 @@ def _empty(path: str) -> bool:
 
 
 def slurm_ended_note(task: str, ended: str | None, slurm_err: str | None, program_log: bool,
-                     attempt: int | None = None) -> str | None:
+                     attempt: int | None = None, program_code: int | None = None) -> str | None:
     """After the program log of a task Slurm ended (TIMEOUT, CANCELLED, ...): one line saying so.
 
     Slurm kills the batch script with the program, so such a log mostly stops mid-run without
-    its `# Ended` line and reads like a task still running or hung; Slurm's reason is in q/.err."""
+    its `# Ended` line and reads like a task still running or hung; Slurm's reason is in q/.err.
+    `program_code`: the code of the log's `# Ended (code N)` footer, when it is its last line: a
+    program that ran to its end is said to have (`task_end.program_end_words`), as the console's
+    log pane title says it."""
     from backends.states import JobState, ended_by_slurm
+    from backends.watch.task_end import program_end_words
 
     try:
         state = JobState(ended) if ended is not None else None
@@ -508,7 +514,9 @@ def slurm_ended_note(task: str, ended: str | None, slurm_err: str | None, progra
     if not program_log or slurm_err is None or state is None or not ended_by_slurm(state):
         return None
     again = f" --attempt {attempt}" if attempt is not None else ""
-    return printable(f"hyperion-jobs: {task} ended {state.value} (Slurm ended it, not the program); "
+    told = program_end_words(state.value, program_code)
+    how = f": {told}" if told else " (Slurm ended it, not the program)"
+    return printable(f"hyperion-jobs: {task} ended {state.value}{how}; "
                      f"Slurm's reason: hyperion-jobs logs {shell_quote(task)}{again} --err")
 
 
