@@ -56,6 +56,7 @@ class Preview:
     sizes: SizeProposal | None
     untrusted: str | None
     request: RetryRequest | None = None
+    confirm_text: str = ""              # the text the confirmation repeats: the preview's, less its button
 
     @property
     def attempt(self) -> int | None:
@@ -106,12 +107,28 @@ def warning_lines(record_path: str, untrusted: str | None) -> list[str]:
             "Its command runs as you. Retry only if you trust it.", ""]
 
 
-def size_lines(retry: RetryPlan, sizes: SizeProposal) -> list[str]:
+def size_lines(retry: RetryPlan, sizes: SizeProposal, request: RetryRequest | None = None,
+               button: bool = True) -> list[str]:
+    """The sizes the core proposes and why, and whether this retry gives them: the fields `request`
+    holds (the button fills them in, or typed alike). `button`: the preview's words, which name its
+    Use proposed sizes; the confirmation has no such button. The preview kept saying `(Use proposed
+    sizes fills them in)` once the button had filled `--mem 200M` in, and the confirmation repeated it."""
     if retry.sizes is not None:      # "auto" asked for: describe_retry says it
         return []
     if not sizes.reasons:
         return ["proposed sizes: - (no task ran out of memory or time)"]
-    return ["proposed sizes (Use proposed sizes fills them in):"] + [f"  {why}" for why in sizes.reasons]
+    proposed = [(flag, value) for flag, value in (("--mem", sizes.mem), ("--time", sizes.time)) if value]
+    given = {"--mem": request.mem if request else None, "--time": request.time if request else None}
+    used = [flag for flag, value in proposed if given[flag] == value]
+    left = [flag for flag, _ in proposed if flag not in used]
+    if not left:
+        how = "given"
+    elif button:
+        how = "Use proposed sizes fills them in" if not used else \
+            f"{' '.join(used)} given; Use proposed sizes fills in {' '.join(left)}"
+    else:
+        how = "not given" if not used else f"{' '.join(used)} given, {' '.join(left)} not"
+    return [f"proposed sizes ({how}):"] + [f"  {why}" for why in sizes.reasons]
 
 
 def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]) -> Preview:
@@ -128,9 +145,9 @@ def preview(history: History, rows: Sequence[TaskRow], fields: Mapping[str, str]
     sizes = proposed_sizes(history, rows, retry.chosen)
     ignored = ignored_sbatch_line(retry.plan.options.backend)
     # what auto would ask for is this preview's own `proposed sizes` block, with its button
-    lines = (warning_lines(path, untrusted) + ([ignored] if ignored else []) + [describe_retry(replace(retry, advice=()))]
-             + size_lines(retry, sizes))
-    return Preview(path, retry, "\n".join(lines), None, sizes, untrusted, request)
+    lines = (warning_lines(path, untrusted) + ([ignored] if ignored else []) + [describe_retry(replace(retry, advice=()))])
+    return Preview(path, retry, "\n".join(lines + size_lines(retry, sizes, request)), None, sizes, untrusted, request,
+                   "\n".join(lines + size_lines(retry, sizes, request, button=False)))
 
 
 def run_retry(record_path: str, request: RetryRequest, confirmed: tuple,

@@ -708,3 +708,62 @@ def test_the_retry_preview_breaks_a_long_path_after_a_slash_not_inside_a_name(tm
             assert path_lines and all(line.endswith("/") for line in path_lines), lines
 
     asyncio.run(scenario())
+
+
+def test_once_the_proposed_sizes_are_filled_in_the_preview_and_confirmation_say_they_are_given(tmp_path: Path) -> None:
+    """After "Use proposed sizes" filled `--mem 200M` in, the preview still said `proposed sizes (Use
+    proposed sizes fills them in):`, and the confirmation, which has no such button, repeated it."""
+    record = build_history(tmp_path, SITE)        # value 6 ended OUT_OF_MEMORY under --mem 100M
+
+    async def scenario() -> tuple[str, str, str, str]:
+        async with console_on(record, [tmp_path]) as (app, pilot, seen):
+            await pilot.pause(0.5)
+            screen = await open_preview(pilot, seen)
+            await wait_for(pilot, lambda: "proposed sizes" in preview_text(screen), 10)
+            before = preview_text(screen)
+            await pilot.press("ctrl+r")
+            await confirmation(pilot, "#confirm-detail Static")
+            asked_before = str(app.screen.query_one("#confirm-detail Static").content)
+            await pilot.press("n")
+            assert isinstance(app.screen, RetryScreen)
+            screen.query_one("#retry-use-sizes").focus()
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: "--mem 200M" in (posted(seen, RetryPreviewed)[-1].command or ""), 10)
+            await wait_for(pilot, lambda: "--mem 200M" in preview_text(screen), 10)
+            after = preview_text(screen)
+            await pilot.press("ctrl+r")
+            await confirmation(pilot, "#confirm-detail Static")
+            asked = str(app.screen.query_one("#confirm-detail Static").content)
+            await pilot.press("n")
+            return before, asked_before, after, asked
+
+    before, asked_before, after, asked = asyncio.run(scenario())
+    reason = "  --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request 100M"
+    assert f"proposed sizes (Use proposed sizes fills them in):\n{reason}" in before, before
+    assert f"proposed sizes (not given):\n{reason}" in asked_before, asked_before
+    assert f"proposed sizes (given):\n{reason}" in after and "fills them in" not in after, after
+    assert f"proposed sizes (given):\n{reason}" in asked and "Use proposed sizes" not in asked, asked
+
+
+def test_proposed_sizes_say_which_of_them_the_fields_give() -> None:
+    """--mem filled in, --time not: each named as it stands, in the preview's and the confirmation's words."""
+    from types import SimpleNamespace
+
+    from backends.retry import RetryRequest
+    from backends.retry_sizes import SizeProposal
+    from hyperion_console.retrying import size_lines
+
+    sizes = SizeProposal("200M", "00:12:00", ("--mem 200M: why", "--time 00:12:00: why"))
+    plan = SimpleNamespace(sizes=None)
+    heads = {(mem, time, button): size_lines(plan, sizes, RetryRequest(mem=mem, time=time), button)[0]
+             for mem in (None, "200M") for time in (None, "00:12:00") for button in (True, False)}
+    assert heads == {
+        (None, None, True): "proposed sizes (Use proposed sizes fills them in):",
+        (None, None, False): "proposed sizes (not given):",
+        ("200M", None, True): "proposed sizes (--mem given; Use proposed sizes fills in --time):",
+        ("200M", None, False): "proposed sizes (--mem given, --time not):",
+        (None, "00:12:00", True): "proposed sizes (--time given; Use proposed sizes fills in --mem):",
+        (None, "00:12:00", False): "proposed sizes (--time given, --mem not):",
+        ("200M", "00:12:00", True): "proposed sizes (given):",
+        ("200M", "00:12:00", False): "proposed sizes (given):"}
+    assert size_lines(plan, sizes, RetryRequest(mem="300M"), False)[1:] == ["  --mem 200M: why", "  --time 00:12:00: why"]

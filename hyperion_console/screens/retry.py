@@ -206,5 +206,5 @@ class RetryScreen(HidesToastsBelow, ModalScreen["RetryDecision | None"]):
                 self.dismiss(decision)
 
         self.app.push_screen(ConfirmScreen(
-            f"Retry {len(retry.values)} task(s) as attempt {decision.attempt}?", result.text, yes="Retry"),
+            f"Retry {len(retry.values)} task(s) as attempt {decision.attempt}?", result.confirm_text, yes="Retry"),
             answered)
