@@ -111,3 +111,35 @@ def test_a_submission_looks_into_no_sibling_folder_that_cannot_be_its_own_with_a
     assert status == "0"
     beside = [os.path.relpath(p, tmp_path) for p in looked if not p.startswith(str(tmp_path / "user7"))]
     assert beside == [".", "userJOB/exp/log/q"], looked     # the listing of tmp_path, and userJOB's q/ alone
+
+
+def test_the_command_line_is_parsed_once_with_the_site_file_under_it(tmp_path, monkeypatch):
+    """jsonargparse parsed the command line twice, alone and under --cfg's site file (2-3 ms of every start);
+    what the command line itself says (which memory scope, whose --time) is read from the one parse."""
+    import jsonargparse
+
+    from backends.submit.commandline import parse_submit_request
+
+    parses = []
+    parse = jsonargparse.ArgumentParser.parse_args
+    monkeypatch.setattr(jsonargparse.ArgumentParser, "parse_args",
+                        lambda self, *args, **kwargs: (parses.append(args), parse(self, *args, **kwargs))[1])
+    monkeypatch.chdir(tmp_path)
+    site = tmp_path / "site.yaml"
+    site.write_text(TEST_SITE.read_text())
+
+    def request(*options):
+        parses.clear()
+        got = parse_submit_request(["slurm", "--cfg", str(site), "--output-file", "log/t.JOB.log", *options,
+                                    "--", "true"])
+        return len(parses), got.options, got.dry_run
+
+    assert request() == (1, request()[1], False)
+    count, options, dry = request("--mem-per-cpu=2G", "--time", "01:00:00", "--dry-run", "--array", "JOB=1:3")
+    assert (count, dry) == (1, True)
+    assert (options.mem, options.mem_per_cpu, options.time) == (None, "2G", "01:00:00")   # the site's mem: 100M replaced
+    count, options, _ = request("--mem", "8G", "--num-threads", "2", "--max-jobs-run", "2", "--array", "JOB=1:3",
+                                "--env", "A=1", "--env=B=2")
+    assert count == 1
+    assert (options.mem, options.mem_per_cpu, options.time, options.num_threads) == ("8G", None, "00:10:00", 2)
+    assert (options.max_jobs_run, options.env, options.array.values) == (2, (("A", "1"), ("B", "2")), (1, 2, 3))

@@ -12,6 +12,7 @@ import argparse
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from backends.errors import InputError, refuse_dash_values
 from backends.printable import cut, printable, quoted
@@ -169,6 +170,24 @@ def _memory(site: SiteConfig, cli) -> tuple[str | None, str | None]:
     return site.mem, site.mem_per_cpu
 
 
+def _given(option: str, tokens: list[str]) -> bool:
+    return any(token == option or token.startswith(option + "=") for token in tokens)
+
+
+def _command_line_said(merged, tokens: list[str]) -> SimpleNamespace:
+    """What the command line itself says: each option's value in the merged parse if `tokens` give it
+    (--cfg is applied first, so the command line's value is the one kept), else None.
+
+    One jsonargparse parse, not a second one of the command line alone (2-3 ms of every start):
+    an option is given only as ``--name VALUE`` or ``--name=VALUE`` (no abbreviations, and a
+    ``--name`` in a value's place is argparse's 'expected one argument'), and the site file sets
+    none of --output-file, --array, --max-jobs-run, --env or --dry-run (not site keys).
+    """
+    said = {key: getattr(merged, key) if key not in KEYS or _given("--" + key.replace("_", "-"), tokens) else None
+            for key in PORTABLE}
+    return SimpleNamespace(**said, env=merged.env, dry_run=merged.dry_run)
+
+
 def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitRequest:
     """Parse and validate a full hyperion-submit argv (without the program name); without `pipes`,
     a --cfg that is a pipe is refused at once (the console, whose form lists files, re-reads it
@@ -183,7 +202,6 @@ def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitReque
     _refuse_repeated(rest)
     site, text = load_site_text(cfg[-1], pipes)
     parser = _parser()
-    cli = _parse(parser, rest)                 # what the command line itself says
     # The text already read and checked, not the path: a pipe (--cfg <(...)) cannot be
     # read twice, and a file may change between two reads.
     # The comment keeps jsonargparse from reading a one-key text with an empty value ("mem:")
@@ -191,6 +209,7 @@ def parse_submit_request(argv: Sequence[str], pipes: bool = True) -> SubmitReque
     # A BOM is dropped as YAML drops it at the start of a stream: after the comment it was a stray
     # character ("did not find expected <document start>" for a file load_site had accepted).
     merged = _parse(parser, ["--cfg", "# site file\n" + text.removeprefix("\ufeff")] + rest, cfg_field="--cfg")
+    cli = _command_line_said(merged, rest)
     # Checked in the order of the console's form, top down, the missing log path and command
     # last: a bad --num-gpus was hidden behind "no command after '--'" until the form was complete.
     num_gpus = check_count("--num-gpus", merged.num_gpus if merged.num_gpus is not None else site.num_gpus, minimum=0, maximum=MAX_GPUS)
