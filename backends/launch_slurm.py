@@ -15,6 +15,7 @@ from typing import Callable, Iterator, Sequence, TextIO
 
 from backends.attempt import LiveCheck, begin_attempt, script_jobs
 from backends.client import QueryStopped
+from backends.cluster import for_cluster
 from backends.printable import printable
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
@@ -27,7 +28,7 @@ from backends.submit.site_options import ignored_inputs_line
 from backends.submit.slurm import sbatch
 from backends.submit.slurm.sbatch import SubmitError
 from backends.watch.progress import Progress
-from backends.watch.slurm.accounting import COMMAND_TIMEOUT, QueryError
+from backends.watch.slurm.accounting import COMMAND_TIMEOUT, QueryError, run_command
 from backends.watch.slurm.cancel import CancelError, cancel
 from backends.watch.terminal import SafeStream, safe
 from backends.watch.wait import Outcome, bad_ends, report, task_label, wait
@@ -224,7 +225,7 @@ def _cancel_all(record: SubmitRecord, err: SafeStream, why: str = "interrupted",
     (the wait's last word) saw end were not cancelled (it said 40 tasks when 35 had not ended)."""
     job_ids = _job_ids(record)
     try:
-        cancel(job_ids)
+        cancel(job_ids, for_cluster(run_command, record.cluster))   # a site file's -M: scancel asks that cluster
     except (CancelError, OSError) as exc:
         err.line(f"{PROG}: could not cancel {' '.join(job_ids)}: {printable(str(exc))}")
         return

@@ -106,3 +106,43 @@ def test_an_array_sent_to_a_named_cluster_is_waited_for_shown_and_retried_there(
     there = subprocess.run(["sacct", "-M", cluster, "-j", job, "-X", "-n", "-P", "-o", "jobid,state"],
                            capture_output=True, text=True, env=env).stdout.split()
     assert sorted(there) == [f"{job}_2|FAILED", f"{job}_4|FAILED"]
+
+
+def test_an_interrupted_wait_cancels_the_jobs_on_the_named_cluster(elsewhere, tmp_path):
+    """SIGTERM (or Ctrl-C) during hyperion-submit's wait cancels what it queued. With a site file's
+    --clusters the scancel asked the local cluster: 'could not cancel J: ... Unable to contact slurm
+    controller', and the jobs ran on."""
+    cluster, env = elsewhere
+    site = _site(tmp_path, cluster)
+    task = tmp_path / "task.sh"
+    task.write_text("#!/bin/bash\nsleep 120\n")
+    task.chmod(0o755)
+    record = tmp_path / "log" / "q" / "t.V.submit.json"
+    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
+                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = None
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        time.sleep(2)
+        submit.terminate()
+        _, err = submit.communicate(timeout=90)
+    finally:
+        if submit.poll() is None:
+            submit.kill()
+            submit.communicate()
+        if job is not None:     # whatever the run did, nothing of this test is left on the shared cluster
+            subprocess.run(["scancel", "-M", cluster, job], capture_output=True)
+    assert "could not cancel" not in err, err
+    assert f"cancelled job(s) {job}" in err, err
+    deadline = time.monotonic() + 30
+    while True:
+        there = subprocess.run(["sacct", "-M", cluster, "-j", job, "-X", "-n", "-P", "-o", "state"],
+                               capture_output=True, text=True).stdout.splitlines()
+        if (there and all(state.startswith("CANCELLED") for state in there)) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert there and all(state.startswith("CANCELLED") for state in there), there
