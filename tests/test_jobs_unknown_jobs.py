@@ -141,3 +141,28 @@ def test_a_job_the_controller_forgot_while_accounting_has_it_running_leaves_no_l
         return wrapper(argv) if argv[0] == "squeue" else accounted(argv)
 
     assert live_tasks(load_history(record), runner=squeue_wrapper) == [f"{PURGED}_1", f"{PURGED}_2"]
+
+
+def test_the_look_at_jobs_slurm_may_not_know_asks_the_watchs_cluster_and_runner(tmp_path) -> None:
+    """A record a site file's --clusters sent to another cluster: the watch's look at whether Slurm
+    knows its job asked the local cluster (no -M, not the watch's stoppable runner), which knows none
+    of that cluster's jobs (or its own job of that id): the watch ended on a job that runs, or never
+    ended where the local controller does not answer."""
+    from backends.cluster import for_cluster
+    from backends.watch.poller import Poller, PollUpdate
+    from backends.watch.unknown_jobs import UnknownJobs
+
+    record = build_history(tmp_path, CONF, n=2, job=PURGED, unfinished=(1, 2))
+    history = load_history(record)
+    asked: list[list[str]] = []
+    known = slurm({})
+
+    def far(argv):
+        asked.append(list(argv))
+        return known(argv)
+
+    poller = Poller({PURGED: (1, 2)}, runner=for_cluster(far, "far"))
+    unknown = UnknownJobs(history, history.current.tasks, poller)
+    assert unknown.none_known(PollUpdate({}, (), None, False)) is True
+    assert unknown.gone == [PURGED]
+    assert asked and all(argv[1:3] == ["-M", "far"] for argv in asked), asked

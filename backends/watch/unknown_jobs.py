@@ -80,7 +80,7 @@ class UnknownJobs:
             return
         self.looked_at = now
         budget.charge(calls, now)
-        gone = jobs_slurm_knows_none(candidates)
+        gone = jobs_slurm_knows_none(candidates, self.poller.client)   # the watch's cluster (-M) and stop
         if gone:
             self.gone = sorted({*self.gone, *gone}, key=lambda job: (len(job), job))
             self.poller.not_known(gone)
