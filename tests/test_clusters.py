@@ -107,3 +107,23 @@ def test_a_record_whose_cluster_is_no_name_is_one_line(tmp_path, bad):
     done = run_cli("hyperion-jobs", "status", record.path, cwd=tmp_path, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.splitlines()) == 1 and "cluster: expected a Slurm cluster name" in done.stderr, done.stderr
+
+
+def test_list_asks_each_records_jobs_on_its_own_cluster(tmp_path):
+    """`hyperion-jobs list` of a folder holding records from before a site file's --clusters (the
+    local cluster) and after it: every record's jobs were asked on the named cluster (one -M for
+    all), where the local ones are not known (or another job of that id is)."""
+    from backends.watch.targets import histories_states
+
+    (tmp_path / "far").mkdir()
+    (tmp_path / "here").mkdir()
+    far, here = _record(tmp_path / "far", "gpu-west"), _record(tmp_path / "here", None)
+    seen: list[list[str]] = []
+
+    def runner(argv):
+        seen.append(list(argv))
+        return CommandResult(0, "", "")
+
+    histories_states([load_history(far.path), load_history(here.path)], runner, failed=[])
+    assert {argv[0] for argv in seen if argv[1:3] == ["-M", "gpu-west"]} >= {"sacct", "squeue"}, seen
+    assert {argv[0] for argv in seen if "-M" not in argv} >= {"sacct", "squeue"}, seen

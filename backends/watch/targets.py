@@ -56,7 +56,7 @@ from backends.watch.slurm.accounting import (
     run_squeue,
 )
 from backends.watch.usage import Usage
-from backends.cluster import clusters_of, for_cluster
+from backends.cluster import for_cluster
 
 Key = tuple[str, "int | None"]
 # Bounded: int() refuses 4300+ digits. No job is 0 (squeue refused it: "squeue failed", exit 1), and
@@ -603,9 +603,17 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
     standing, as in `history_status`, and is added to `failed` too: `list` waited 30 s for it and
     30 s more for its `squeue -u`, then blamed only that.
     """
+    by_cluster: dict[str | None, list[History]] = {}
+    for history in histories:
+        by_cluster.setdefault(history.cluster, []).append(history)
+    if len(by_cluster) > 1:     # records of several clusters (a site file's -M came or went): each asks its own
+        states: dict[Key, TaskState] = {}
+        for group in by_cluster.values():
+            states.update(histories_states(group, runner, failed))
+        return states
     pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     again = [task for history in histories for task in requeuable(history)]
-    runner = for_cluster(runner, clusters_of([history.cluster for history in histories]))
+    runner = for_cluster(runner, histories[0].cluster if histories else None)
     if pending:
         if failed is None:
             answer = query(pending, runner, controller_also=list(expected_tasks(again)))
