@@ -1107,3 +1107,47 @@ def test_watch_of_a_record_slurm_does_not_know_waits_while_slurm_does_not_answer
         watch.kill()
     assert watch.returncode == 2, (out, err)
     assert err == f"hyperion-jobs: error: RECORD: Slurm knows no job 99999999, which {record} submitted\n"
+
+
+def test_status_of_a_record_whose_attempt_1_job_slurm_does_not_know_says_why_and_promises_no_usage(
+        slurm_cluster, tmp_path, cli_env):
+    """`status RECORD` of a record whose attempt 1's job Slurm knows nothing of (purged from accounting,
+    another cluster's: values 1-2 with no recorded end, 4 ended tasks without usage), attempt 2's real
+    job having ended: it showed values 1-2 UNKNOWN with no word why, where `watch` says Slurm knows no
+    such job, and said on every run that accounting 'has not given the usage of 4 ended task(s) yet;
+    the next status asks again' of ends accounting will never give. It now says `watch`'s line, exit 0,
+    and promises nothing; while Slurm does not answer, the failure line as before, not that line.
+    (Attempt 1's job id: above MaxJobId.)"""
+    from test_console_fixtures import build_history
+
+    job = subprocess.run(["sbatch", "--parsable", "--array=3,5", "-o", str(tmp_path / "slurm-%A_%a.out"),
+                          "--wrap", "sleep 1"], capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+    record = build_history(tmp_path, conf, n=8, job="99999999", unfinished=(1, 2), retry_job=job,
+                           retried={3: ("COMPLETED", 0), 5: ("COMPLETED", 0)})
+    ledger = Path(str(record).replace(".submit.json", ".attempts.jsonl"))
+    ledger.write_text("".join(line + "\n" for line in ledger.read_text().splitlines()   # nobody looked since
+                              if json.loads(line).get("job_id") != job or json.loads(line)["type"] != "final"))
+    deadline = time.monotonic() + 60
+    while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
+        assert time.monotonic() < deadline, f"job {job} still in squeue after 60 s"
+        time.sleep(1)
+    said = (f"hyperion-jobs: Slurm knows no job 99999999, which {record} submitted; "
+            "the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
+    for _ in range(2):      # the first records attempt 2's ends and usage; the second asks again
+        status = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=cli_env, timeout=60)
+        assert status.returncode == 0, status
+        assert "8 tasks: COMPLETED 5, OUT_OF_MEMORY 1, UNKNOWN 2" in status.stdout.splitlines(), status
+        assert status.stderr == said, status.stderr     # no "has not given the usage of 4 ended task(s) yet"
+    as_json = run_cli("hyperion-jobs", "status", "--json", str(record), cwd=tmp_path, env=cli_env, timeout=60)
+    assert json.loads(as_json.stdout)["error"] == said.removeprefix("hyperion-jobs: ").rstrip("\n"), as_json
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sacct").write_text("#!/bin/sh\necho 'sacct: error: Problem talking to the database: "
+                                   "Connection refused' >&2\nexit 1\n")
+    (bin_dir / "sacct").chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    down = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=env, timeout=60)
+    assert down.returncode == 1, down
+    assert "Slurm knows no job" not in down.stderr and "sacct" in down.stderr, down.stderr
+    assert "has not given the usage" not in down.stderr, down.stderr

@@ -137,7 +137,8 @@ def test_jobs_slurm_has_no_trace_of_are_unknown_not_a_failure(slurm_cluster, tmp
     squeue says 'Invalid job id specified' of one id and prints nothing, exit 0, of several; sacct
     prints nothing. `status` exited 1 on every run for ever ('squeue -j J exited 0 with no row; ...
     not known'), and `list` showed it `?` with `live Slurm jobs: not known`. Its tasks are UNKNOWN,
-    as before, and nothing is said to have failed. (Job ids above MaxJobId: never the cluster's.)"""
+    as before, and nothing is said to have failed: `status` says why, as `watch` does (exit 0).
+    (Job ids above MaxJobId: never the cluster's.)"""
     from test_console_fixtures import build_history
 
     from backends.records.attempts import ledger_path
@@ -152,7 +153,9 @@ def test_jobs_slurm_has_no_trace_of_are_unknown_not_a_failure(slurm_cluster, tmp
     for record in (one, two):
         for _ in range(2):
             status = run_cli("hyperion-jobs", "status", str(record), env=cli_env, timeout=120)
-            assert (status.returncode, status.stderr) == (0, ""), status.stderr
+            assert (status.returncode, status.stderr) == (0, (
+                f"hyperion-jobs: Slurm knows no job 99999999, which {record} submitted; the 2 task(s) "
+                "with no recorded end are not known (UNKNOWN)\n")), status.stderr
             assert status.stdout.splitlines()[-1] == "2 tasks: UNKNOWN 2", status.stdout
     listed = run_cli("hyperion-jobs", "list", str(tmp_path), env=cli_env, timeout=120)
     assert listed.returncode == 0, listed.stderr

@@ -359,10 +359,27 @@ def jobs_slurm_knows_none(job_ids: Sequence[str], runner: Runner = run_command) 
     asked about one job alone, says it knows no such job), and neither names it. None of them while
     either fails: a job Slurm did not answer about is not a job it does not know."""
     answer, failed = query_what_answers(list(job_ids), runner)
-    if failed:
-        return frozenset()
+    return frozenset() if failed else unnamed_jobs(answer, job_ids)
+
+
+def unnamed_jobs(answer: Snapshot, job_ids: Iterable[str]) -> frozenset[str]:
+    """Those of `job_ids` an answer of both sources (`query_what_answers` with nothing failed) names
+    nothing of: no task's state, no accounting row, no live task. Slurm knows none of them."""
     named = {job for job, _ in answer.states} | answer.accounted_jobs | (answer.live_jobs or frozenset())
     return frozenset(job for job in job_ids if job not in named)
+
+
+def knows_none_line(record: str, jobs: Sequence[str], not_known: int | None = None) -> str:
+    """``Slurm knows no job 4242, which /x/log/q/x.JOB.submit.json submitted``, and with `not_known`
+    the tasks it leaves UNKNOWN (``; the 2 task(s) with no recorded end are not known (UNKNOWN)``):
+    `watch RECORD`'s, the console's and `status RECORD`'s words for a record's jobs Slurm has no
+    trace of (`jobs_slurm_knows_none`)."""
+    ids = ",".join(jobs)
+    said = f"no job {ids}" if len(jobs) == 1 else f"none of jobs {ids}"
+    line = f"Slurm knows {said}, which {record} submitted"
+    if not_known is None:
+        return line
+    return f"{line}; the {not_known} task(s) with no recorded end are not known (UNKNOWN)"
 
 
 @dataclass(frozen=True)
@@ -506,6 +523,11 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     with no row: `query_what_answers`), and one line saying which query failed and how many
     tasks it leaves stale or not known is added to `unknown`. `status` with squeue hung printed
     nothing for 30 s and exited 1 without its table, though the ledger held most ends.
+
+    With `unknown`, when both sources answered and some of the tasks without a recorded end are of
+    jobs Slurm knows none of (`unnamed_jobs`, as `watch RECORD` decides it: purged from accounting,
+    another cluster's), `watch`'s line saying so (`knows_none_line`) is added to `unknown` as a
+    Settled line (exit 0): `status` showed them UNKNOWN with no word why.
     """
     asks = slurm_asks(history)
     if not asks:
@@ -540,6 +562,12 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     if merged and (forgotten := forgotten_jobs(answer, runner)):
         # slurmdbd missed their end: not RUNNING, as `status` says (a retry was refused for ever as live)
         states = without_forgotten(states, forgotten)
+    if pending and unknown is not None and not failed:
+        gone = sorted(unnamed_jobs(answer, {t.job_id for t in asked}), key=lambda job: (len(job), job))
+        of_gone = [t for t in pending if t.job_id in gone and (t.job_id, t.array_task_id) not in states]
+        if of_gone:
+            jobs = sorted({t.job_id for t in of_gone}, key=lambda job: (len(job), job))
+            unknown.append(Settled(knows_none_line(history.record_path, jobs, len(of_gone))))
     if failed:
         # counted after this look's own recordings: the first `status` after a cancel said "of the 3
         # task(s) with no recorded end" of tasks it had just recorded CANCELLED (unless the write failed)

@@ -14,7 +14,7 @@ from backends.records.history import History
 from backends.records.record import LOCAL_JOB, TaskRecord
 from backends.states import LEDGER
 from backends.watch.poller import Poller, PollUpdate
-from backends.watch.targets import jobs_slurm_knows_none
+from backends.watch.targets import jobs_slurm_knows_none, knows_none_line
 
 UNKNOWN_LOOK_EVERY = 60.0   # seconds between two looks at whether Slurm knows a watched record's jobs at all
 
@@ -87,15 +87,13 @@ class UnknownJobs:
 
     def line(self) -> str:
         """``Slurm knows no job 4242, which /x/log/q/x.JOB.submit.json submitted``."""
-        jobs = ",".join(self.gone)
-        said = f"no job {jobs}" if len(self.gone) == 1 else f"none of jobs {jobs}"
-        return f"Slurm knows {said}, which {self.record} submitted"
+        return knows_none_line(self.record, self.gone)
 
     def ended_line(self, update: PollUpdate) -> str | None:
         """`line` and the tasks it leaves UNKNOWN, as the line of jobs the controller forgot says it
-        (None: no such job)."""
+        (None: no such job). `status RECORD` says the same (`knows_none_line`)."""
         if not self.gone:
             return None
         gone = set(self.gone)
         not_known = sum(1 for key in self.unended if key[0] in gone and key not in update.states)
-        return f"{self.line()}; the {not_known} task(s) with no recorded end are not known (UNKNOWN)"
+        return knows_none_line(self.record, self.gone, not_known)
