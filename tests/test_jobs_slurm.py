@@ -1151,3 +1151,9 @@ def test_status_of_a_record_whose_attempt_1_job_slurm_does_not_know_says_why_and
     assert down.returncode == 1, down
     assert "Slurm knows no job" not in down.stderr and "sacct" in down.stderr, down.stderr
     assert "has not given the usage" not in down.stderr, down.stderr
+
+    ended = build_history(tmp_path / "ended", conf, n=4, job="99999997", unfinished=())   # every end recorded
+    for _ in range(2):
+        status = run_cli("hyperion-jobs", "status", str(ended), cwd=tmp_path, env=cli_env, timeout=60)
+        assert (status.returncode, status.stderr) == (0, ""), status    # no usage promised of job 99999997
+        assert status.stdout.splitlines()[-1] == "4 tasks: COMPLETED 3, FAILED 1", status.stdout

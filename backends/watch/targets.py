@@ -470,9 +470,10 @@ def shown_as_recorded(problem: str) -> str:
 
 
 def history_status(history: History, runner: Runner = run_command,
-                   problems: list[str] | None = None, unknown: list[str] | None = None) -> list[TaskRow]:
+                   problems: list[str] | None = None, unknown: list[str] | None = None,
+                   knows_none: set[str] | None = None) -> list[TaskRow]:
     """The latest outcome of every value across attempts, with what each task used (`history_look`)."""
-    return history_rows(history, *history_look(history, runner, problems, unknown))
+    return history_rows(history, *history_look(history, runner, problems, unknown, knows_none))
 
 
 @dataclass(frozen=True)
@@ -505,7 +506,8 @@ def asks_slurm(history: History) -> bool:
 
 
 def history_look(history: History, runner: Runner = run_command, problems: list[str] | None = None,
-                 unknown: list[str] | None = None) -> tuple[dict[Key, TaskState], dict[Key, Usage] | None]:
+                 unknown: list[str] | None = None,
+                 knows_none: set[str] | None = None) -> tuple[dict[Key, TaskState], dict[Key, Usage] | None]:
     """What Slurm says of `history`'s tasks, and the usage to show, for `history_rows`.
 
     Only tasks without a final state in the ledger are asked about (of every
@@ -524,10 +526,13 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     tasks it leaves stale or not known is added to `unknown`. `status` with squeue hung printed
     nothing for 30 s and exited 1 without its table, though the ledger held most ends.
 
-    With `unknown`, when both sources answered and some of the tasks without a recorded end are of
-    jobs Slurm knows none of (`unnamed_jobs`, as `watch RECORD` decides it: purged from accounting,
-    another cluster's), `watch`'s line saying so (`knows_none_line`) is added to `unknown` as a
-    Settled line (exit 0): `status` showed them UNKNOWN with no word why.
+    With `unknown`, when both sources answered: the jobs asked about that Slurm knows none of
+    (`unnamed_jobs`, as `watch RECORD` decides it: purged from accounting, another cluster's) are
+    added to `knows_none`, so that no usage is promised of them (of a record whose tasks all ended,
+    a job whose ends lack usage accounting names nothing of is looked at: `jobs_slurm_knows_none`),
+    and when some of the tasks without a recorded end are theirs (UNKNOWN), `watch`'s line saying
+    so (`knows_none_line`) is added to `unknown` as a Settled line: `status` showed them UNKNOWN
+    with no word why.
     """
     asks = slurm_asks(history)
     if not asks:
@@ -562,8 +567,17 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     if merged and (forgotten := forgotten_jobs(answer, runner)):
         # slurmdbd missed their end: not RUNNING, as `status` says (a retry was refused for ever as live)
         states = without_forgotten(states, forgotten)
+    if merged and knows_none is not None and missing:
+        # all ended: accounting naming none of a job whose ends lack usage, the look that tells
+        # whether Slurm knows it at all (both sources), for that job alone: `status` of a record
+        # accounting purged promised its usage on every run, for ever
+        unnamed = unnamed_jobs(answer, {task.job_id for task, _ in missing.values()})
+        if unnamed:
+            knows_none.update(jobs_slurm_knows_none(sorted(unnamed), runner))
     if pending and unknown is not None and not failed:
         gone = sorted(unnamed_jobs(answer, {t.job_id for t in asked}), key=lambda job: (len(job), job))
+        if knows_none is not None:
+            knows_none.update(gone)
         of_gone = [t for t in pending if t.job_id in gone and (t.job_id, t.array_task_id) not in states]
         if of_gone:
             jobs = sorted({t.job_id for t in of_gone}, key=lambda job: (len(job), job))

@@ -97,9 +97,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     say_history_problems(history)
     unknown: list[str] = []   # a failed look at tasks without a recorded end: what it left not known
     job_of = None       # a job target's submission
+    knows_none: set[str] = set()   # jobs Slurm, answering, knows nothing of: no usage will come of them
     with told_unlisted() as unlisted:
         if history is not None:
-            rows = history_status(history, problems=problems, unknown=unknown)
+            rows = history_status(history, problems=problems, unknown=unknown, knows_none=knows_none)
         else:
             looked: list[Told] = []    # the look at whether J is an array task's own id, taken again
             found, job_of = job_history(target, record_dirs(args), unlisted=unlisted, looked=looked)
@@ -135,8 +136,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             _say_held(history.current, rows)
         else:
             _say_held(_whole_job_record(found, job_of), rows, jobs=(found.job_id,))
-        if not problems and not unknown:   # accounting that did not answer was said already
-            _say_unmeasured(rows)
+        # accounting that did not answer was said already (a Settled line: Slurm did answer)
+        if not problems and all(isinstance(line, Settled) for line in unknown):
+            _say_unmeasured(rows, knows_none)
     _say_unsubmitted(history)
     return done
 
@@ -164,10 +166,13 @@ def _say_held(record: SubmitRecord | None, rows: Sequence[TaskRow], jobs: Sequen
         print(printable(line))
 
 
-def _say_unmeasured(rows: Sequence[TaskRow]) -> None:
+def _say_unmeasured(rows: Sequence[TaskRow], knows_none: set[str] | frozenset[str] = frozenset()) -> None:
     """Ended Slurm tasks whose usage accounting has not given yet: right after a run the memory, CPU
-    and time columns were left out (or showed `-`) without a word, as if nothing were measured."""
-    unmeasured = sum(1 for row in rows if row.job_id != LOCAL_JOB and row.state is not None
+    and time columns were left out (or showed `-`) without a word, as if nothing were measured.
+    Not those of a job Slurm knows nothing of (`knows_none`: purged from accounting, another
+    cluster's), whose usage never comes: `status` promised it on every run, for ever."""
+    unmeasured = sum(1 for row in rows if row.job_id != LOCAL_JOB and row.job_id not in knows_none
+                     and row.state is not None
                      and row.state.is_terminal and row.usage is None
                      and row.elapsed is not None)     # one that never started (cancelled while pending) has none
     if unmeasured:
