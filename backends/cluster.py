@@ -19,8 +19,11 @@ CLUSTER_CLIENTS = frozenset({"squeue", "sacct", "scancel", "scontrol"})
 
 
 def is_cluster_name(value: object) -> bool:
-    """Whether `value` is one Slurm cluster name, or a comma list of them (``a,b``)."""
-    return isinstance(value, str) and all(_NAME.match(part) for part in value.split(","))
+    """Whether `value` is one Slurm cluster name, or a comma list of them (``a,b``). ``all`` (any
+    case) is none: ``-M all`` asks every cluster (``scancel -M all J`` cancels J on each), and sbatch
+    never answers it."""
+    return isinstance(value, str) and all(_NAME.match(part) and part.lower() != "all"
+                                          for part in value.split(","))
 
 
 def clusters_of(names: Sequence[str | None]) -> str | None:

@@ -25,6 +25,7 @@ def test_sbatch_answers_the_cluster_it_queued_the_job_on():
     assert parse_sbatch_answer("13750;localcluster\n") == ("13750", "localcluster")
     assert parse_sbatch_answer("13750\n") == ("13750", None)
     assert parse_job_id("13750;localcluster\n") == "13750"
+    assert parse_sbatch_answer("13750;all\n") is None      # -M all would ask every cluster
     for hostile in ("12;--user=root", "12;a b", "12;x;y", "12;a,b", "12;", "12;\x1b[31mred"):
         assert parse_sbatch_answer(hostile) is None, hostile
 
@@ -38,7 +39,7 @@ def test_every_client_about_a_records_jobs_asks_its_cluster(argv):
 
 def test_sbatch_and_names_that_are_no_cluster_name_never_get_minus_m():
     assert on_cluster(["sbatch", "--parsable", "x.sh"], "west") == ["sbatch", "--parsable", "x.sh"]
-    for bad in ("-x", "--user=root", "a b", "", "a;b", "é", "a" * 65, "a,,b"):
+    for bad in ("-x", "--user=root", "a b", "", "a;b", "é", "a" * 65, "a,,b", "all", "ALL", "west,All"):
         assert not is_cluster_name(bad), bad
         with pytest.raises(ValueError):
             on_cluster(["squeue"], bad)
@@ -96,7 +97,7 @@ def test_status_of_a_record_asks_its_cluster(tmp_path):
     assert seen and all(argv[1:3] == ["-M", "gpu-west"] for argv in seen), seen
 
 
-@pytest.mark.parametrize("bad", ["--user=root", "a b", 7, "x;rm -rf ~"])
+@pytest.mark.parametrize("bad", ["--user=root", "a b", 7, "x;rm -rf ~", "all", "All", "west,ALL"])
 def test_a_record_whose_cluster_is_no_name_is_one_line(tmp_path, bad):
     record = _record(tmp_path, "west")
     data = json.loads(Path(record.path).read_text())

@@ -341,7 +341,7 @@ def _cluster(raw: object) -> str | None:
     if raw is None:
         return None
     if not is_cluster_name(raw):
-        raise _BadField(f"cluster: expected a Slurm cluster name (letters, digits, _ . -) or null, got {_shown(raw)}")
+        raise _BadField(f"cluster: expected a Slurm cluster name (letters, digits, _ . -; not all) or null, got {_shown(raw)}")
     return raw
 
 
