@@ -307,29 +307,50 @@ def _pattern_scripts(record_path: str | Path, windowed: bool) -> set[str]:
                                           and entry[len(offset):-3].isdigit())}
 
 
-def script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
-    """The user's live jobs whose batch script is one of `scripts` (real paths); QueryError when
-    squeue cannot say within `timeout` s. `stop` set while squeue runs: QueryStopped (its process killed)."""
+def site_cluster(plan: SubmitPlan) -> str | None:
+    """The cluster the plan's site file sends its jobs to (its last ``--clusters``/``-M``), where a
+    job whose sbatch never answered is looked for; None for the local one (or a value that is no
+    plain cluster name: it would reach argv)."""
+    from backends.cluster import is_cluster_name
+    from backends.submit.site_options import option_value
+
+    if plan.site is None:
+        return None
+    try:
+        named = option_value(plan.site.sbatch_options(plan.options.num_gpus), "clusters")
+    except InputError:
+        return None
+    return named if is_cluster_name(named) else None
+
+
+def script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None,
+                cluster: str | None = None) -> list[str]:
+    """The user's live jobs whose batch script is one of `scripts` (real paths), on `cluster` (None:
+    the local one); QueryError when squeue cannot say within `timeout` s. `stop` set while squeue
+    runs: QueryStopped (its process killed)."""
     from functools import partial
 
+    from backends.cluster import for_cluster
     from backends.watch.slurm.accounting import jobs_running_scripts, run_command
     from backends.watch.targets import current_user
 
-    return jobs_running_scripts(scripts, current_user(), partial(run_command, timeout=timeout, stop=stop))
+    return jobs_running_scripts(scripts, current_user(),
+                                for_cluster(partial(run_command, timeout=timeout, stop=stop), cluster))
 
 
-def live_script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
+def live_script_jobs(scripts: set[str], timeout: float, stop: threading.Event | None = None,
+                     cluster: str | None = None) -> list[str]:
     """`script_jobs`, [] when squeue cannot say: neither a refusal nor a cancel is made on a guess."""
     from backends.watch.slurm.accounting import QueryError
 
     try:
-        return script_jobs(scripts, timeout, stop)
+        return script_jobs(scripts, timeout, stop, cluster)
     except QueryError:
         return []
 
 
 def refuse_unrecorded_jobs(record_path: str | Path, windowed: bool = True,
-                           stop: threading.Event | None = None) -> None:
+                           stop: threading.Event | None = None, cluster: str | None = None) -> None:
     """InputError while Slurm runs a job from one of this pattern's batch scripts.
 
     The newest attempt's live tasks are refused by its history; this finds the jobs no history
@@ -337,14 +358,17 @@ def refuse_unrecorded_jobs(record_path: str | Path, windowed: bool = True,
     (or an sbatch that answered too late), or a task requeued after its end was recorded. A new
     attempt would write the same logs as they do. One squeue, only where such a script exists;
     when it cannot answer, nothing is refused (as before this check). `stop`: see `live_script_jobs`.
+    `cluster`: where to look (the site file's --clusters, `site_cluster`; None: the local cluster).
     """
+    from backends.cluster import copyable
+
     scripts = _pattern_scripts(record_path, windowed)
-    jobs = live_script_jobs(scripts, SCRIPT_QUERY_SECONDS, stop) if scripts else []
+    jobs = live_script_jobs(scripts, SCRIPT_QUERY_SECONDS, stop, cluster) if scripts else []
     if jobs:
         raise InputError(FIELD, f"Slurm still runs job(s) {', '.join(jobs)} from a batch script of "
                          f"{printable(str(Path(record_path).parent))}, which no record counts as live (a "
                          "submission killed after sbatch answered, a task requeued after it ended): it "
-                         f"writes these logs too; wait for it or scancel {' '.join(jobs)} before "
+                         f"writes these logs too; wait for it or {copyable(['scancel', *jobs], cluster)} before "
                          "submitting to the same --output-file again")
 
 
@@ -750,7 +774,7 @@ def begin_attempt(plan: SubmitPlan, kind: str = "submit",
                 # would begin a new pattern as its attempt 1
                 raise InputError(FIELD, f"{printable(plan.record_path)} is gone since this rerun was planned "
                                  "(moved or deleted); nothing ran")
-            refuse_unrecorded_jobs(plan.record_path, plan.options.array is not None, stop)
+            refuse_unrecorded_jobs(plan.record_path, plan.options.array is not None, stop, site_cluster(plan))
             neighbours = _neighbours(plan)     # looked for once: under the lock, both see the same folders
             refuse_shared_live_logs(plan, neighbours, runner)
             check_bookkeeping(plan.record_path)

@@ -44,6 +44,16 @@ def on_cluster(argv: Sequence[str], cluster: str | None) -> list[str]:
     return [argv[0], "-M", cluster, *argv[1:]]
 
 
+def copyable(argv: Sequence[str], cluster: str | None) -> str:
+    """The command line a user copies to ask about (or cancel) jobs on `cluster`: `argv` with
+    ``-M NAME`` (`on_cluster`), each word shell-quoted; a name that is no cluster name is left out
+    (nothing read from a file is printed as a command word unchecked)."""
+    from backends.shellwords import shell_quote
+
+    words = on_cluster(argv, cluster) if is_cluster_name(cluster) else list(argv)
+    return " ".join(shell_quote(word) for word in words)
+
+
 def without_cluster_lines(text: str) -> str:
     """An answer of a client asked with -M without the ``CLUSTER: NAME`` line some Slurm versions
     print before each cluster's rows (even with -h): it is no row."""

@@ -13,9 +13,9 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TextIO
 
-from backends.attempt import LiveCheck, begin_attempt, script_jobs
+from backends.attempt import LiveCheck, begin_attempt, script_jobs, site_cluster
 from backends.client import QueryStopped
-from backends.cluster import for_cluster
+from backends.cluster import copyable, for_cluster
 from backends.printable import printable
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt
@@ -61,9 +61,10 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
                 on_attempt(attempt)
             done, refused, cluster = sbatch.submit_windows(plan, warn)
             if refused is not None and refused.error.unanswered:
-                queued, failure = _queued_unanswered(refused.error.unanswered)
-                note = (_unknown_note(refused.error.unanswered, failure) if failure is not None
-                        else _cancel_note(queued)[0])
+                asked = cluster or site_cluster(plan)      # where the unanswered window went too
+                queued, failure = _queued_unanswered(refused.error.unanswered, asked)
+                note = (_unknown_note(refused.error.unanswered, failure, asked) if failure is not None
+                        else _cancel_note(queued, asked)[0])
                 error = SubmitError(f"{refused.error}{'; ' + note if note else ''}")
                 refused = sbatch.Refused(error, refused.windows)
             record = sbatch.make_record(plan, done, attempt, refused, cluster)
@@ -72,29 +73,31 @@ def submit(plan: SubmitPlan, kind: str = "submit", on_begin: Callable[[], None] 
     except SubmitError as err:
         if not err.unanswered:
             raise
-        queued, failure = _queued_unanswered(err.unanswered)   # the first window's, unseen
+        asked = site_cluster(plan)      # the site file's --clusters: where sbatch sent it
+        queued, failure = _queued_unanswered(err.unanswered, asked)   # the first window's, unseen
         if failure is not None:     # "nothing was submitted" would be a guess: say what is known
-            raise SubmitError(f"{err}; {_unknown_note(err.unanswered, failure)}", err.unanswered,
+            raise SubmitError(f"{err}; {_unknown_note(err.unanswered, failure, asked)}", err.unanswered,
                               maybe_queued=True) from None
         if not queued:
             raise
-        note, left = _cancel_note(queued)
+        note, left = _cancel_note(queued, asked)
         raise SubmitError(f"{err}; {note}", err.unanswered, left) from None
 
 
 def not_made_line(record_path: str, number: int, array: bool, left_queued: Sequence[str] = (),
-                  maybe_queued: bool = False) -> str:
+                  maybe_queued: bool = False, cluster: str | None = None) -> str:
     """After "attempt N of this --output-file" was said, sbatch refused the first window: no attempt N
     was made (history lists none), but the earlier logs were moved, and stay where that line said
     (each in the folder of the attempt that wrote it, not always N-1's: `logs --attempt` finds it).
     `left_queued`: the jobs an sbatch that did not answer queued all the same and scancel refused:
     "nothing was submitted" was said of them too, while they may run and write the logs.
-    `maybe_queued`: whether sbatch queued a job all the same could not be told (squeue failed)."""
+    `maybe_queued`: whether sbatch queued a job all the same could not be told (squeue failed).
+    `cluster`: the one they were queued on (a site file's --clusters; None: the local one)."""
     folder = os.path.join(os.path.dirname(record_path), "attempts")
     if left_queued:
         made = (f"no attempt {number} is recorded, but job(s) {', '.join(left_queued)} that sbatch queued all "
                 f"the same could not be cancelled: they may run, writing this --output-file's logs "
-                f"({_check_and_cancel(left_queued)})")
+                f"({_check_and_cancel(left_queued, cluster)})")
     elif maybe_queued:
         made = (f"no attempt {number} is recorded, though sbatch may have queued a job all the same, which would "
                 "write this --output-file's logs (see the line above)")
@@ -105,9 +108,11 @@ def not_made_line(record_path: str, number: int, array: bool, left_queued: Seque
                      f"{shell_quote(record_path)}{':VALUE' if array else ''} --attempt {number - 1})")
 
 
-def _check_and_cancel(job_ids: Sequence[str]) -> str:
-    """How a user sees and cancels jobs left queued: ``squeue --me -j 12,13; scancel 12 13``."""
-    return f"see them with: squeue --me -j {','.join(job_ids)}; cancel them with: scancel {' '.join(job_ids)}"
+def _check_and_cancel(job_ids: Sequence[str], cluster: str | None = None) -> str:
+    """How a user sees and cancels jobs left queued: ``squeue --me -j 12,13; scancel 12 13``, with
+    ``-M NAME`` for the cluster a site file's --clusters sent them to (`copyable`)."""
+    return (f"see them with: {copyable(['squeue', '--me', '-j', ','.join(job_ids)], cluster)}; "
+            f"cancel them with: {copyable(['scancel', *job_ids], cluster)}")
 
 
 def _say_rerun(err_stream, plan: SubmitPlan, attempt: NewAttempt) -> None:
@@ -142,36 +147,37 @@ def rest_command(plan: SubmitPlan, record: SubmitRecord, rerun: Sequence[str] | 
     return retry_command(plan, rerun, values=record.unsubmitted if kind == "retry" else ())
 
 
-def _queued_unanswered(script: str) -> tuple[tuple[str, ...], str | None]:
+def _queued_unanswered(script: str, cluster: str | None = None) -> tuple[tuple[str, ...], str | None]:
     """The job an sbatch that did not answer in time queued all the same, found by its batch script
     (no other live job runs it: `begin_attempt` refused those). Its id never reached us: it would
     have run unseen, writing the logs the next attempt writes too. With why squeue could not say
-    (None when it answered): then none is known, and none may be said not to be."""
+    (None when it answered): then none is known, and none may be said not to be. Asked on `cluster`."""
     try:
-        return tuple(script_jobs({os.path.realpath(script)}, COMMAND_TIMEOUT)), None
+        return tuple(script_jobs({os.path.realpath(script)}, COMMAND_TIMEOUT, cluster=cluster)), None
     except QueryError as err:
         return (), str(err)
 
 
-def _unknown_note(script: str, failure: str) -> str:
+def _unknown_note(script: str, failure: str, cluster: str | None = None) -> str:
     """What is known when the look for the job an unanswered sbatch may have queued failed too: that
     it cannot be told, how to look, and what the next submission does about such a job."""
-    return (f"whether it queued a job all the same cannot be told: {failure}; check with: squeue --me "
-            f"-o '%i %o' (a job whose command is {script} is it; scancel it if it should not run); the next "
+    return (f"whether it queued a job all the same cannot be told: {failure}; check with: "
+            f"{copyable(['squeue', '--me', '-o', '%i %o'], cluster)} (a job whose command is {script} is it; "
+            f"{copyable(['scancel'], cluster)} it if it should not run); the next "
             "submission to this --output-file looks for such a job first and refuses while one runs")
 
 
-def _cancel_note(job_ids: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+def _cancel_note(job_ids: Sequence[str], cluster: str | None = None) -> tuple[str, tuple[str, ...]]:
     """Cancel `job_ids`, the job an sbatch that did not answer queued all the same, and say so ("" when
     there is none); with the jobs left queued (all of them when scancel failed)."""
     if not job_ids:
         return "", ()
     what = "the job it queued all the same"
     try:
-        cancel(list(job_ids))
-    except (CancelError, OSError) as err:
+        cancel(list(job_ids), for_cluster(run_command, cluster))
+    except (CancelError, OSError, ValueError) as err:
         return (f"could not cancel {what} ({', '.join(job_ids)}): {err}; it may run "
-                f"({_check_and_cancel(job_ids)})", tuple(job_ids))
+                f"({_check_and_cancel(job_ids, cluster)})", tuple(job_ids))
     return f"cancelled {what}: {', '.join(job_ids)}", ()
 
 
@@ -297,7 +303,7 @@ def run_slurm(plan: SubmitPlan, err: TextIO | None = None,
             err_stream.line(f"{PROG}: error: {exc}")
             if said and said[0].number > 1 and said[0].kind == "submit":
                 gone = not_made_line(plan.record_path, said[0].number, plan.options.array is not None,
-                                     exc.left_queued, exc.maybe_queued)
+                                     exc.left_queued, exc.maybe_queued, site_cluster(plan))
                 err_stream.line(f"{PROG}: {gone}")
             return 1
         rest = rest_command(plan, record, rerun, kind)

@@ -128,3 +128,42 @@ def test_list_asks_each_records_jobs_on_its_own_cluster(tmp_path):
     histories_states([load_history(far.path), load_history(here.path)], runner, failed=[])
     assert {argv[0] for argv in seen if argv[1:3] == ["-M", "gpu-west"]} >= {"sacct", "squeue"}, seen
     assert {argv[0] for argv in seen if "-M" not in argv} >= {"sacct", "squeue"}, seen
+
+
+def test_the_commands_printed_to_copy_ask_the_named_cluster(tmp_path, monkeypatch):
+    """The hints a user copies (see/cancel jobs an unanswered sbatch queued, check for one, cancel a
+    job no record names) asked the local cluster, where a site file's --clusters job is not."""
+    from backends import attempt
+    from backends.cluster import copyable
+    from backends.launch_slurm import _check_and_cancel, _unknown_note, not_made_line
+
+    assert copyable(["scancel", "12", "13"], "west") == "scancel -M west 12 13"
+    assert copyable(["squeue", "--me", "-o", "%i %o"], None) == "squeue --me -o '%i %o'"
+    assert copyable(["scancel", "12"], "all") == "scancel 12"          # no name: never printed as one
+    assert _check_and_cancel(["12", "13"], "west") == (
+        "see them with: squeue -M west --me -j 12,13; cancel them with: scancel -M west 12 13")
+    assert _check_and_cancel(["12"]) == "see them with: squeue --me -j 12; cancel them with: scancel 12"
+    note = _unknown_note("/x/q/t.sh", "squeue timed out", "west")
+    assert "check with: squeue -M west --me -o '%i %o' (a job whose command is /x/q/t.sh is it; " \
+           "scancel -M west it if" in note, note
+    line = not_made_line(str(tmp_path / "log" / "q" / "t.submit.json"), 2, False, ("12",), cluster="west")
+    assert "(see them with: squeue -M west --me -j 12; cancel them with: scancel -M west 12)" in line, line
+
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "t.sh").write_text("#!/bin/bash\n")
+    asked = []
+    monkeypatch.setattr(attempt, "live_script_jobs",
+                        lambda scripts, timeout, stop, cluster=None: asked.append(cluster) or ["77"])
+    with pytest.raises(InputError) as refused:
+        attempt.refuse_unrecorded_jobs(tmp_path / "q" / "t.submit.json", False, None, "west")
+    assert asked == ["west"] and "wait for it or scancel -M west 77 before" in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize("items, named", [
+    (["--clusters=west"], "west"), (["-M", "west"], "west"), (["-Mwest"], "west"), (["-HM", "west"], "west"),
+    (["--partition=x", "--clusters", "a,b"], "a,b"), (["--partition=x"], None),
+    (["--comment", "-Mx"], None), (["-M", "a", "--clusters=b"], "b")])
+def test_the_site_files_cluster_is_read_in_every_spelling(items, named):
+    from backends.submit.site_options import option_value
+
+    assert option_value(items, "clusters") == named

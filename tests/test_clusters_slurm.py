@@ -146,3 +146,28 @@ def test_an_interrupted_wait_cancels_the_jobs_on_the_named_cluster(elsewhere, tm
             break
         time.sleep(1)
     assert there and all(state.startswith("CANCELLED") for state in there), there
+
+
+def test_a_job_no_record_names_is_found_and_shown_on_the_named_cluster(elsewhere, tmp_path):
+    """A job from this pattern's batch script that no record names (a submission killed after sbatch
+    answered) refuses the next submission. With a site file's --clusters it was looked for on the
+    local cluster only: not found, and a second submission wrote the same logs; the hint said
+    'scancel J' without -M."""
+    cluster, env = elsewhere
+    site = _site(tmp_path, cluster)
+    q = tmp_path / "log" / "q"
+    q.mkdir(parents=True)
+    script = q / "t.sh"
+    script.write_text("#!/bin/bash\nsleep 120\n")
+    queued = subprocess.run(["sbatch", "-M", cluster, "--parsable", "-o", "/dev/null", "-t", "5", str(script)],
+                            capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert queued.returncode == 0, queued.stderr
+    job = queued.stdout.strip().split(";")[0]
+    try:
+        done = run_cli("hyperion-submit", "slurm", "--cfg", str(site), "--output-file", str(tmp_path / "log" / "t.log"),
+                       "--", "true", cwd=tmp_path, env=env, timeout=120)
+    finally:
+        subprocess.run(["scancel", "-M", cluster, job], capture_output=True, check=False)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert f"Slurm still runs job(s) {job}" in done.stderr, done.stderr
+    assert f"wait for it or scancel -M {cluster} {job} before" in done.stderr, done.stderr

@@ -219,6 +219,44 @@ def check_options(field: str, items: object, *, allow_gpu: bool = False) -> tupl
     return tuple(checked)
 
 
+def option_value(items: Sequence[str], wanted: str) -> str | None:
+    """The value the last item of a checked option list that sets the long option `wanted` gives it,
+    in any spelling sbatch reads (``--clusters=a``, ``--clu a``, ``-Ma``, ``-M a``); None if none does."""
+    found = None
+    for pos, item in enumerate(items):
+        following = items[pos + 1] if pos + 1 < len(items) else None
+        if item.startswith("--"):
+            name, equals, value = item[2:].partition("=")
+            if name and resolve_long(name) == (wanted,):
+                found = value if equals else following
+        elif item.startswith("-") and (pos == 0 or not _takes_next(items[pos - 1])):
+            for at, letter in enumerate(item[1:], start=1):
+                option = SBATCH_SHORT_OPTIONS.get(letter)
+                if option is None:
+                    break
+                if SBATCH_LONG_OPTIONS[option] == "r":
+                    if option == wanted:
+                        found = item[at + 1:] or following
+                    break
+    return found
+
+
+def _takes_next(item: str) -> bool:
+    """Whether a checked option item leaves its value to the next item (``--clusters``, ``-M``)."""
+    if item.startswith("--"):
+        name, equals, _ = item[2:].partition("=")
+        found = resolve_long(name) if name and not equals else ()
+        return len(found) == 1 and SBATCH_LONG_OPTIONS[found[0]] == "r"
+    if item.startswith("-"):
+        for at, letter in enumerate(item[1:], start=1):
+            option = SBATCH_SHORT_OPTIONS.get(letter)
+            if option is None:
+                return False
+            if SBATCH_LONG_OPTIONS[option] == "r":
+                return at == len(item) - 1
+    return False
+
+
 def gres_items(items: Sequence[str]) -> tuple[str, ...]:
     """The items of a checked option list that set --gres, as written (``--gres x`` for a separate value)."""
     found = []
