@@ -167,3 +167,36 @@ def test_the_site_files_cluster_is_read_in_every_spelling(items, named):
     from backends.submit.site_options import option_value
 
     assert option_value(items, "clusters") == named
+
+
+def test_lists_live_jobs_are_asked_on_the_records_clusters_too(tmp_path, monkeypatch, capsys):
+    """`hyperion-jobs list`'s live jobs came from `squeue -u USER` on the local cluster only: a
+    running -M record's jobs were missing, and the empty answer was said to be a problem ('squeue
+    -u USER exited 0 with no row, though Slurm's other answers have them running')."""
+    from backends.cli.jobs import commands
+    from backends.states import JobState, TaskState
+    from backends.watch.slurm.accounting import LiveJob
+
+    far = _record(tmp_path, "gpu-west")
+    asked = []
+
+    def user_jobs(user, runner=None):
+        cluster = getattr(runner, "cluster", None)
+        asked.append(cluster)
+        return [LiveJob("424242_1", JobState.RUNNING, 5.0, "n1", "x.JOB")] if cluster == "gpu-west" else []
+
+    monkeypatch.setattr(commands, "user_jobs", user_jobs)
+    states = {("424242", 1): TaskState("424242", 1, JobState.RUNNING, source="squeue")}
+    live, problem = commands._live_jobs([load_history(far.path)], states, [])
+    assert asked == [None, "gpu-west"] and problem is None, (asked, problem)
+    assert [(j.job_id, j.cluster) for j in live] == [("424242_1", "gpu-west")]
+
+    from backends.cli.jobs import main
+
+    monkeypatch.setattr(commands, "histories_states", lambda histories, failed: states)
+    assert main(["list", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "no row" not in err and "not known" not in out, (out, err)
+    table = out.split("\n\n", 1)[1].splitlines()
+    assert table[0].split() == ["JOBID", "CLUSTER", "STATE", "ELAPSED", "NODE", "NAME"], out
+    assert table[1].split()[:3] == ["424242_1", "gpu-west", "RUNNING"], out

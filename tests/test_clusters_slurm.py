@@ -171,3 +171,40 @@ def test_a_job_no_record_names_is_found_and_shown_on_the_named_cluster(elsewhere
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert f"Slurm still runs job(s) {job}" in done.stderr, done.stderr
     assert f"wait for it or scancel -M {cluster} {job} before" in done.stderr, done.stderr
+
+
+def test_list_shows_the_live_jobs_of_a_record_on_a_named_cluster(elsewhere, tmp_path, cli_env):
+    """`hyperion-jobs list`'s live jobs were `squeue -u USER` on the local cluster only: a running -M
+    record's jobs were not among them. Asked from the cluster itself (local = named), each is listed once."""
+    cluster, env = elsewhere
+    site = _site(tmp_path, cluster)
+    task = tmp_path / "task.sh"
+    task.write_text("#!/bin/bash\nsleep 60\n")
+    task.chmod(0o755)
+    record = tmp_path / "log" / "q" / "t.V.submit.json"
+    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
+                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = None
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        listed = run_cli("hyperion-jobs", "list", "--json", str(tmp_path / "log"), cwd=tmp_path, env=env, timeout=120)
+        here = run_cli("hyperion-jobs", "list", "--json", str(tmp_path / "log"), cwd=tmp_path, env=cli_env, timeout=120)
+    finally:
+        submit.terminate()
+        try:
+            submit.communicate(timeout=60)
+        finally:
+            if submit.poll() is None:
+                submit.kill()
+                submit.communicate()
+            if job is not None:
+                subprocess.run(["scancel", "-M", cluster, job], capture_output=True, check=False)
+    live = json.loads(listed.stdout)["live"]
+    assert any(j["job_id"].startswith(f"{job}_") and j["cluster"] == cluster for j in live), listed.stdout
+    assert "no row" not in listed.stdout + listed.stderr, listed
+    mine = [j["job_id"] for j in json.loads(here.stdout)["live"] if j["job_id"].startswith(f"{job}_")]
+    assert mine and len(mine) == len(set(mine)), here.stdout      # the named cluster is the local one: once

@@ -8,6 +8,7 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from backends import jsontext
@@ -268,7 +269,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(jsontext.dumps({"records": summaries, "live": [
             {"job_id": j.job_id, "state": j.state.value, "elapsed": j.elapsed, "node": j.node,
-             "name": j.name} for j in live or ()], "error": problem}, indent=2))
+             "name": j.name, "cluster": j.cluster} for j in live or ()], "error": problem}, indent=2))
         return 0
     if summaries:
         print(columns([("RECORD", "BACKEND", "JOBS", "TASKS", "SUBMITTED", "STATES")] + [
@@ -277,7 +278,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         print(printable(f"no submit records under {' '.join(args.dirs)}"))
     print()
-    if live:
+    if live and any(j.cluster for j in live):      # a site file's --clusters: which cluster runs each
+        print(columns([("JOBID", "CLUSTER", "STATE", "ELAPSED", "NODE", "NAME")] + [
+            (j.job_id, j.cluster or "(local)", j.state.value, fmt_elapsed(j.elapsed), j.node or "-", j.name)
+            for j in live]))
+    elif live:
         print(columns([("JOBID", "STATE", "ELAPSED", "NODE", "NAME")] + [
             (j.job_id, j.state.value, fmt_elapsed(j.elapsed), j.node or "-", j.name) for j in live]))
     elif live is None:      # "no live Slurm jobs" when squeue did not answer sent users to resubmit
@@ -313,14 +318,30 @@ def _live_jobs(histories: Sequence[History], states, failed: Failed) -> tuple[li
     timed out on the states' squeue (`list` waited 30 s more for it, 61 s in all, to say `not
     known`). An empty answer while jobs of your own records still run or wait (as the states'
     answers say, or they named none of them: `_doubtful`) is no answer either: `list` said "no
-    live Slurm jobs" while 6 of them ran (a site wrapper printing nothing, exit 0)."""
+    live Slurm jobs" while 6 of them ran (a site wrapper printing nothing, exit 0).
+
+    The local cluster is asked, and each cluster a listed record's jobs were queued on (a site
+    file's --clusters, one squeue -M NAME each, its rows labelled with it): asked the local one
+    only, a running -M record's jobs were missing and the empty answer was taken for a problem.
+    A row the local answer has too (the named cluster is the local one) is kept once. When one
+    look fails, the others' rows are shown with why the list may miss some; none then is not known."""
     hung = next((err for source, err in failed if source == "squeue" and err.kind == "timeout"), None)
     if hung is not None:
         return None, None               # said already, in the states' problem
-    try:
-        live = user_jobs(current_user())
-    except QueryError as err:
-        return None, str(err)
+    live: list = []
+    errors: list[str] = []
+    named = dict.fromkeys(name for h in histories if h.cluster for name in h.cluster.split(","))
+    for cluster in (None, *named):
+        try:
+            rows = user_jobs(current_user(), for_cluster(run_command, cluster))
+        except (QueryError, ValueError) as err:
+            errors.append(str(err))
+            continue
+        seen = {(j.job_id, j.state, j.name) for j in live}
+        live.extend(replace(j, cluster=cluster) for j in rows if (j.job_id, j.state, j.name) not in seen)
+    if errors:
+        why = "; ".join(errors)
+        return (live, f"{why} (the live jobs listed may miss some)") if live else (None, why)
     if live:
         return live, None
     silent = {job for _, err in failed if err.kind == "empty" for job in err.jobs}

@@ -487,6 +487,7 @@ class LiveJob:
     elapsed: float | None
     node: str | None
     name: str
+    cluster: str | None = None    # the named cluster squeue -M was asked (a site file's --clusters); None: the local one
 
 
 def parse_user_squeue(text: str) -> list[LiveJob]:
