@@ -392,6 +392,58 @@ def test_the_retry_tabs_still_running_line_goes_once_the_tasks_end(slurm_cluster
         subprocess.run(["scancel", job], check=False)
 
 
+def test_a_ledger_change_seen_during_a_read_asks_nothing_beside_the_reads_ask(tmp_path: Path, monkeypatch) -> None:
+    """The Retry tab's look at the record's ledger (tasks said to still run) that ended while an `r`
+    was reading started a second ask of Slurm beside the read's own (two more sacct+squeue of the
+    console's budget, and "asking Slurm..." under a read that was about to answer). A look that ends
+    during a read asks nothing: the read asks when its answer is needed."""
+    import threading
+
+    import hyperion_console.screens.checkpoint as screen_module
+    from sharding.resubmit import StillRunning
+
+    async def scenario() -> None:
+        app = _demo_app(tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await checkpoint_read(pilot)
+            screen = app.checkpoint_screen
+            await _show_tab(pilot, "tab-retry")
+            await wait_for(pilot, lambda: screen._asking is None and screen._running_asked, 10)
+            record = screen.query_one("#record-path").value
+            looking, seen = threading.Event(), threading.Event()
+            real_stamp = screen_module.ledger_stamp
+
+            def held_stamp(path):                  # the look's stat, held until the read is under way
+                if not looking.is_set():
+                    looking.set()
+                    seen.wait(10)
+                    return ("a", "changed", "ledger")
+                return real_stamp(path)
+
+            asks = []
+            monkeypatch.setattr(screen_module, "ledger_stamp", held_stamp)
+            monkeypatch.setattr(screen_module, "running_of", lambda *a, **k: asks.append(a) or (None, None))
+            screen._running_stamp = ("the", "ledger", "asked")
+            screen.running = StillRunning(record, (11,), ("local",), 1)      # as an ask said
+            screen.refresh_retry()
+            await wait_for(pilot, looking.is_set, 5)      # the 2 s look has begun
+            slow = SlowReads(monkeypatch, holds=1)
+            try:
+                await pilot.press("r")
+                await wait_for(pilot, lambda: screen.query_one("#ckpt-reading").display, 3)
+                seen.set()                                # the look ends: the ledger changed
+                await pilot.pause(0.5)
+                assert screen.reading
+                assert asks == [] and screen._asking is None
+                assert "asking Slurm" not in text_of(screen.query_one("#retry-commands"))
+            finally:
+                seen.set()
+                slow.release()
+            await checkpoint_read(pilot)
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.slurm
 def test_the_checkpoint_screen_asks_slurm_only_for_the_retry_tab_within_the_consoles_budget(
         slurm_cluster, tmp_path: Path, monkeypatch) -> None:

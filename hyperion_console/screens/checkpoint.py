@@ -409,8 +409,11 @@ class CheckpointScreen(ConsoleScreen):
 
     def _ledger_changed(self, record: str, stamp: tuple | None) -> None:
         """Ask again: now if the Retry tab shows (its ledger answers for the ends written there, so
-        tasks all ended cost no Slurm call), else when it is shown; not if a read or an ask came since."""
-        if self.running is None or self.running.record_path != record or self._running_stamp != stamp:
+        tasks all ended cost no Slurm call), else when it is shown; not if a read or an ask came since,
+        nor while a read is under way (it asks itself when its answer is needed: a look that ended
+        during an `r` started a second ask beside the read's, two more sacct+squeue of the budget)."""
+        if (self.reading or self.running is None or self.running.record_path != record
+                or self._running_stamp != stamp):
             return
         self._running_asked = False
         if self._running_needed():
