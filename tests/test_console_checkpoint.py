@@ -292,31 +292,48 @@ def test_resubmit_on_slurm_lands_on_jobs_and_completes_the_run(slurm_cluster, tm
     asyncio.run(scenario())
 
 
+def _gated_run(tmp_path: Path, shards: int, fail: bool = False):
+    """A sharded run submitted to Slurm (`--array SHARD=1:shards`) whose shard 1 completes while the
+    others wait for the file tmp_path/go; then they run, or with `fail` exit 3 (no manifest, no
+    failed-task record: the checkpoint does not change). Returns (record, job id, go) once shard 1's
+    manifest is written; nothing watches the job."""
+    import subprocess
+    import time
+
+    make_input(tmp_path / "input", shards, 1)
+    go = tmp_path / "go"
+    fails = '[ "$s" = 1 ] || exit 3; ' if fail else ""
+    gate = (f's=$1; shift; [ "$s" = 1 ] || until [ -e {go} ]; do sleep 0.5; done; {fails}'
+            'exec "$@" --shard-index "$s"')
+    site, options = parse_submit_argv([
+        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", f"SHARD=1:{shards}",
+        "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--",
+        "sh", "-c", gate, "gate", "SHARD", sys.executable, "-m", "sharding.example",
+        "--input", str(tmp_path / "input"), "--output", str(tmp_path / "output"),
+        "--checkpoint", str(tmp_path / "ckpt"), "--total-shards", str(shards), "--minimum-shard-index", "1"])
+    record = submit(build_plan(site, options))
+    job = record.jobs[0].job_id
+    try:
+        deadline = time.monotonic() + 240
+        while not (Checkpoint(tmp_path / "ckpt").run_path.is_file()
+                   and plan_retry(tmp_path / "ckpt").expression == f"2-{shards}"):
+            assert time.monotonic() < deadline, "shard 1 never completed"
+            time.sleep(1)
+    except BaseException:
+        go.touch()
+        subprocess.run(["scancel", job], check=False)
+        raise
+    return record, job, go
+
+
 def test_resubmit_is_refused_while_the_records_shards_still_run(slurm_cluster, tmp_path: Path) -> None:
     """Shards still running have no manifest yet and were planned as missing: Resubmit asked, and ran
     them a second time. The Retry tab says which still run, and Resubmit is refused with the line
     `hyperion-checkpoint retry --submit` prints, before any question; nothing is submitted."""
     import subprocess
-    import time
 
-    make_input(tmp_path / "input", 4, 1)
-    go = tmp_path / "go"
-    gate = f's=$1; shift; [ "$s" = 1 ] || until [ -e {go} ]; do sleep 0.5; done; exec "$@" --shard-index "$s"'
-    site, options = parse_submit_argv([
-        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:4",
-        "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--",
-        "sh", "-c", gate, "gate", "SHARD", sys.executable, "-m", "sharding.example",
-        "--input", str(tmp_path / "input"), "--output", str(tmp_path / "output"),
-        "--checkpoint", str(tmp_path / "ckpt"), "--total-shards", "4", "--minimum-shard-index", "1"])
-    first = submit(build_plan(site, options))
-    job = first.jobs[0].job_id
+    first, job, go = _gated_run(tmp_path, 4)
     try:
-        deadline = time.monotonic() + 240
-        while not (Checkpoint(tmp_path / "ckpt").run_path.is_file()
-                   and plan_retry(tmp_path / "ckpt").expression == "2-4"):
-            assert time.monotonic() < deadline, "shard 1 never completed"
-            time.sleep(1)
-
         async def scenario() -> None:
             app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path, search_dirs=[tmp_path])
             async with app.run_test(size=(240, 50)) as pilot:
@@ -351,26 +368,9 @@ def test_the_retry_tabs_still_running_line_goes_once_the_tasks_end(slurm_cluster
     until `r` or another screen. An end written to the record's ledger (by the Jobs screen's watch,
     hyperion-submit's wait, `hyperion-jobs status`) makes the tab ask again, and the line goes."""
     import subprocess
-    import time
 
-    make_input(tmp_path / "input", 3, 1)
-    go = tmp_path / "go"
-    gate = f's=$1; shift; [ "$s" = 1 ] || until [ -e {go} ]; do sleep 0.5; done; [ "$s" = 1 ] || exit 3; exec "$@" --shard-index "$s"'
-    site, options = parse_submit_argv([
-        "slurm", "--cfg", str(CONF / "submit_test_cluster.yaml"), "--array", "SHARD=1:3",
-        "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "s.SHARD.log"), "--",
-        "sh", "-c", gate, "gate", "SHARD", sys.executable, "-m", "sharding.example",
-        "--input", str(tmp_path / "input"), "--output", str(tmp_path / "output"),
-        "--checkpoint", str(tmp_path / "ckpt"), "--total-shards", "3", "--minimum-shard-index", "1"])
-    first = submit(build_plan(site, options))
-    job = first.jobs[0].job_id
+    first, job, go = _gated_run(tmp_path, 3, fail=True)
     try:
-        deadline = time.monotonic() + 240
-        while not (Checkpoint(tmp_path / "ckpt").run_path.is_file()
-                   and plan_retry(tmp_path / "ckpt").expression == "2-3"):
-            assert time.monotonic() < deadline, "shard 1 never completed"
-            time.sleep(1)
-
         async def scenario() -> None:
             app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path, search_dirs=[tmp_path])
             async with app.run_test(size=(240, 50)) as pilot:
