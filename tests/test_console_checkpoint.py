@@ -361,12 +361,14 @@ def test_resubmit_is_refused_while_the_records_shards_still_run(slurm_cluster, t
         subprocess.run(["scancel", job], check=False)
 
 
-def test_the_retry_tabs_still_running_line_goes_once_the_tasks_end(slurm_cluster, tmp_path: Path) -> None:
-    """The Retry tab said `shard(s) 2-3 ... still running in job(s) J ...: Resubmit refuses until they
-    end` after they had ended (TIMEOUT, FAILED: no manifest, no failed-task record, so the checkpoint
-    did not change): the Jobs screen and hyperion-submit said the tasks ended, the tab kept the line
-    until `r` or another screen. An end written to the record's ledger (by the Jobs screen's watch,
-    hyperion-submit's wait, `hyperion-jobs status`) makes the tab ask again, and the line goes."""
+def _retry_text(screen) -> str:
+    return text_of(screen.query_one("#retry-commands")).replace("\n", " ")
+
+
+def _on_the_retry_tab_saying_still_running(tmp_path: Path, then) -> None:
+    """A gated run (`_gated_run(tmp_path, 3, fail=True)`) on the Checkpoint screen, its Retry tab
+    saying shards 2-3 still run; then `await then(pilot, said, record, go)` (`said`: the line's start),
+    and the job cancelled whatever happened."""
     import subprocess
 
     first, job, go = _gated_run(tmp_path, 3, fail=True)
@@ -375,21 +377,31 @@ def test_the_retry_tabs_still_running_line_goes_once_the_tasks_end(slurm_cluster
             app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path, search_dirs=[tmp_path])
             async with app.run_test(size=(240, 50)) as pilot:
                 await checkpoint_read(pilot)
-                screen = app.checkpoint_screen
                 said = f"shard(s) 2-3 (2 of the 2 listed missing) still running in job(s) {job}"
                 await _show_tab(pilot, "tab-retry")
-                await wait_for(pilot, lambda: said in text_of(screen.query_one("#retry-commands")).replace("\n", " "),
-                               20)
-                go.touch()          # both fail (exit 3): no manifest, no failed-task record
-                await asyncio.to_thread(wait, load_record(first.path))     # hyperion-submit's wait: ends in the ledger
-                await wait_for(pilot, lambda: "still running"
-                               not in text_of(screen.query_one("#retry-commands")).replace("\n", " "), 120)
-                assert screen.running is None
+                await wait_for(pilot, lambda: said in _retry_text(app.checkpoint_screen), 20)
+                await then(pilot, said, first, go)
 
         asyncio.run(scenario())
     finally:
         go.touch()
         subprocess.run(["scancel", job], check=False)
+
+
+def test_the_retry_tabs_still_running_line_goes_once_the_tasks_end(slurm_cluster, tmp_path: Path) -> None:
+    """The Retry tab said `shard(s) 2-3 ... still running in job(s) J ...: Resubmit refuses until they
+    end` after they had ended (TIMEOUT, FAILED: no manifest, no failed-task record, so the checkpoint
+    did not change): the Jobs screen and hyperion-submit said the tasks ended, the tab kept the line
+    until `r` or another screen. An end written to the record's ledger (by the Jobs screen's watch,
+    hyperion-submit's wait, `hyperion-jobs status`) makes the tab ask again, and the line goes."""
+    async def then(pilot, said: str, first, go: Path) -> None:
+        screen = pilot.app.checkpoint_screen
+        go.touch()          # both fail (exit 3): no manifest, no failed-task record
+        await asyncio.to_thread(wait, load_record(first.path))     # hyperion-submit's wait: ends in the ledger
+        await wait_for(pilot, lambda: "still running" not in _retry_text(screen), 120)
+        assert screen.running is None
+
+    _on_the_retry_tab_saying_still_running(tmp_path, then)
 
 
 def test_a_ledger_change_seen_during_a_read_asks_nothing_beside_the_reads_ask(tmp_path: Path, monkeypatch) -> None:
@@ -442,6 +454,36 @@ def test_a_ledger_change_seen_during_a_read_asks_nothing_beside_the_reads_ask(tm
             await checkpoint_read(pilot)
 
     asyncio.run(scenario())
+
+
+def test_the_retry_tabs_still_running_line_goes_when_tasks_end_with_nobody_watching(slurm_cluster,
+                                                                                   tmp_path: Path) -> None:
+    """hyperion-submit stopped by a hangup ("job(s) left queued") and no Jobs screen on the record:
+    nothing writes the tasks' ends to the ledger, so the Retry tab's look at it never saw them, and
+    `shard(s) 2-3 ... still running ...: Resubmit refuses until they end` stayed after both had
+    ended FAILED, until `r`. The tab now asks Slurm again while it shows that line, every
+    RUNNING_RECHECK_SECONDS (30 s), charged to the console's query budget: the line goes."""
+    import time
+
+    from hyperion_console.checkpoint_read import RUNNING_QUERIES, ledger_stamp
+    from hyperion_console.screens.checkpoint import CHANGE_CHECK_SECONDS
+
+    async def then(pilot, said: str, first, go: Path) -> None:
+        app, screen = pilot.app, pilot.app.checkpoint_screen
+        # the first ask wrote shard 1's end to the ledger, which asks once more: settled first
+        await wait_for(pilot, lambda: screen._asking is None
+                       and ledger_stamp(str(first.path)) == screen._running_stamp, 20)
+        await pilot.pause(2 * CHANGE_CHECK_SECONDS + 1)
+        assert said in _retry_text(screen)
+        go.touch()          # both fail (exit 3): no manifest, no failed-task record, no watch
+        began = time.monotonic()
+        await wait_for(pilot, lambda: "still running" not in _retry_text(screen), 90)
+        assert screen.running is None and screen.running_problem is None
+        assert time.monotonic() - began < 30 + 15
+        assert app.query_budget.used() >= 2 * RUNNING_QUERIES    # the first ask and the one again
+        assert not app.jobs_screen.is_mounted                    # no Jobs screen watched meanwhile
+
+    _on_the_retry_tab_saying_still_running(tmp_path, then)
 
 
 @pytest.mark.slurm

@@ -60,6 +60,7 @@ from ..checkpoint_read import (
     change_stamp,
     ledger_stamp,
     NoneNamed,
+    RUNNING_QUERIES,
     read_checkpoint,
     read_named_checkpoint,
     running_of,
@@ -86,6 +87,9 @@ NO_SITE_LIMIT = "no submit record, no site file on the Submit screen"
 MAX_WINDOW_ROWS = 200   # retry windows listed on screen; the CLI prints them all
 FOUND_LISTED = 5        # records naming the checkpoint listed when several do (none is chosen)
 CHANGE_CHECK_SECONDS = 2.0   # how often the checkpoint on screen is looked at for a change since its read
+# how old the Retry tab's "still running" answer may grow before Slurm is asked again (its two calls
+# charged to the console's query budget): a task ending with nobody watching writes no ledger
+RUNNING_RECHECK_SECONDS = 30.0
 
 
 def _cut(text: str, limit: int = 200) -> str:
@@ -328,6 +332,7 @@ class CheckpointScreen(ConsoleScreen):
         self._asking: Worker | None = None        # that ask, made after the read (the Retry tab opened)
         self._running_stamp: tuple | None = None  # the record's ledger just before `running` was asked
         self._ledger_look: Worker | None = None   # a look at that ledger under way (_check_running_ended)
+        self._running_at = 0.0                    # time.monotonic() when `running` was answered
         self.failed_by_path: dict[str, object] = {}
         self._fit: FailedFit | None = None       # the Failed table's records measured, for its layout
         self._failed_layout: tuple[tuple[str, ...], int] | None = None   # the Failed table's columns, details cell
@@ -395,9 +400,19 @@ class CheckpointScreen(ConsoleScreen):
         changed since that was asked. A task that ends without a manifest or a failed-task record
         (TIMEOUT, CANCELLED, a command that exits before the pipeline runs) leaves the checkpoint as it
         was, so its look never told it: the Retry tab said `still running ...: Resubmit refuses until
-        they end` while the Jobs screen and hyperion-submit said the tasks had ended."""
+        they end` while the Jobs screen and hyperion-submit said the tasks had ended. Only a face that
+        watches writes an end to the ledger: with none (hyperion-submit ended by a hangup, "job(s)
+        left queued"), an answer RUNNING_RECHECK_SECONDS old is asked again (of Slurm, within the
+        console's query budget) while the Retry tab shows it, else when that tab is next shown."""
         if (not self.is_current or self.reading or self.running is None or self._asking is not None
                 or (self._ledger_look is not None and not self._ledger_look.is_finished)):
+            return
+        if time.monotonic() - self._running_at >= RUNNING_RECHECK_SECONDS:
+            self._running_asked = False
+            # only with room for its sacct+squeue now (else at a later tick): it never waits in the
+            # budget ahead of the Jobs screen's watch
+            if self._running_needed() and self.app.query_budget.allows(RUNNING_QUERIES):
+                self._ask_running()
             return
         self._ledger_look = self.look_at_ledger(self.running.record_path, self._running_stamp)
 
@@ -637,6 +652,7 @@ class CheckpointScreen(ConsoleScreen):
             self._shown_at = self._read_at        # a later read that fails leaves this one shown
             self.running, self.running_problem = read.running, read.running_problem
             self._running_stamp = read.running_stamp
+            self._running_at = time.monotonic()
             self.sizes = (read.sizes_for, read.size_lines)
             self.proposed = (read.sizes_for, read.proposed)
             self._running_asked = read.asked
@@ -744,6 +760,7 @@ class CheckpointScreen(ConsoleScreen):
         self._asking = None
         self.running, self.running_problem, self._running_asked = running, problem, True
         self._running_stamp = stamp
+        self._running_at = time.monotonic()
         self.sizes = sizes
         self.refresh_retry()
 
