@@ -14,6 +14,7 @@ import json
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,38 @@ def elsewhere(slurm_cluster, tmp_path, cli_env) -> tuple[str, dict[str, str]]:
     copy.parent.mkdir()
     copy.write_text("\n".join([*lines, "ClusterName=elsewhere", f"SlurmctldPort={_unused_port()}", ""]))
     return name, {**cli_env, "SLURM_CONF": str(copy)}
+
+
+@contextmanager
+def _submitting(cluster: str, tmp_path: Path, env: dict[str, str], seconds: int):
+    """hyperion-submit of a 2-task array on `cluster` whose tasks sleep `seconds`, running in the background: yields
+    the process and the job id once its record names it; whatever the test did, the process is stopped
+    and nothing of it is left on the shared cluster."""
+    site = _site(tmp_path, cluster)
+    task = tmp_path / "task.sh"
+    task.write_text(f"#!/bin/bash\nsleep {seconds}\n")
+    task.chmod(0o755)
+    record = tmp_path / "log" / "q" / "t.V.submit.json"
+    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
+                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = None
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+        yield submit, job
+    finally:
+        if submit.poll() is None:
+            submit.terminate()
+            try:
+                submit.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                submit.kill()
+                submit.communicate()
+        if job is not None:
+            subprocess.run(["scancel", "-M", cluster, job], capture_output=True)
 
 
 def _site(tmp_path: Path, cluster: str) -> Path:
@@ -113,29 +146,10 @@ def test_an_interrupted_wait_cancels_the_jobs_on_the_named_cluster(elsewhere, tm
     --clusters the scancel asked the local cluster: 'could not cancel J: ... Unable to contact slurm
     controller', and the jobs ran on."""
     cluster, env = elsewhere
-    site = _site(tmp_path, cluster)
-    task = tmp_path / "task.sh"
-    task.write_text("#!/bin/bash\nsleep 120\n")
-    task.chmod(0o755)
-    record = tmp_path / "log" / "q" / "t.V.submit.json"
-    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
-                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    job = None
-    try:
-        deadline = time.monotonic() + 30
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+    with _submitting(cluster, tmp_path, env, 120) as (submit, job):
         time.sleep(2)
         submit.terminate()
         _, err = submit.communicate(timeout=90)
-    finally:
-        if submit.poll() is None:
-            submit.kill()
-            submit.communicate()
-        if job is not None:     # whatever the run did, nothing of this test is left on the shared cluster
-            subprocess.run(["scancel", "-M", cluster, job], capture_output=True)
     assert "could not cancel" not in err, err
     assert f"cancelled job(s) {job}" in err, err
     deadline = time.monotonic() + 30
@@ -177,32 +191,9 @@ def test_list_shows_the_live_jobs_of_a_record_on_a_named_cluster(elsewhere, tmp_
     """`hyperion-jobs list`'s live jobs were `squeue -u USER` on the local cluster only: a running -M
     record's jobs were not among them. Asked from the cluster itself (local = named), each is listed once."""
     cluster, env = elsewhere
-    site = _site(tmp_path, cluster)
-    task = tmp_path / "task.sh"
-    task.write_text("#!/bin/bash\nsleep 60\n")
-    task.chmod(0o755)
-    record = tmp_path / "log" / "q" / "t.V.submit.json"
-    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
-                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    job = None
-    try:
-        deadline = time.monotonic() + 30
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        job = json.loads(record.read_text())["jobs"][0]["job_id"]
+    with _submitting(cluster, tmp_path, env, 60) as (_, job):
         listed = run_cli("hyperion-jobs", "list", "--json", str(tmp_path / "log"), cwd=tmp_path, env=env, timeout=120)
         here = run_cli("hyperion-jobs", "list", "--json", str(tmp_path / "log"), cwd=tmp_path, env=cli_env, timeout=120)
-    finally:
-        submit.terminate()
-        try:
-            submit.communicate(timeout=60)
-        finally:
-            if submit.poll() is None:
-                submit.kill()
-                submit.communicate()
-            if job is not None:
-                subprocess.run(["scancel", "-M", cluster, job], capture_output=True, check=False)
     live = json.loads(listed.stdout)["live"]
     assert any(j["job_id"].startswith(f"{job}_") and j["cluster"] == cluster for j in live), listed.stdout
     assert "no row" not in listed.stdout + listed.stderr, listed

@@ -721,21 +721,22 @@ def test_once_the_proposed_sizes_are_filled_in_the_preview_and_confirmation_say_
             screen = await open_preview(pilot, seen)
             await wait_for(pilot, lambda: "proposed sizes" in preview_text(screen), 10)
             before = preview_text(screen)
-            await pilot.press("ctrl+r")
-            await confirmation(pilot, "#confirm-detail Static")
-            asked_before = str(app.screen.query_one("#confirm-detail Static").content)
-            await pilot.press("n")
+
+            async def asked() -> str:       # the confirmation's words, then No
+                await pilot.press("ctrl+r")
+                await confirmation(pilot, "#confirm-detail Static")
+                words = str(app.screen.query_one("#confirm-detail Static").content)
+                await pilot.press("n")
+                return words
+
+            asked_before = await asked()
             assert isinstance(app.screen, RetryScreen)
             screen.query_one("#retry-use-sizes").focus()
             await pilot.press("enter")
             await wait_for(pilot, lambda: "--mem 200M" in (posted(seen, RetryPreviewed)[-1].command or ""), 10)
             await wait_for(pilot, lambda: "--mem 200M" in preview_text(screen), 10)
             after = preview_text(screen)
-            await pilot.press("ctrl+r")
-            await confirmation(pilot, "#confirm-detail Static")
-            asked = str(app.screen.query_one("#confirm-detail Static").content)
-            await pilot.press("n")
-            return before, asked_before, after, asked
+            return before, asked_before, after, await asked()
 
     before, asked_before, after, asked = asyncio.run(scenario())
     reason = "  --mem 200M: 1 task(s) OUT_OF_MEMORY; 2x the request 100M"
