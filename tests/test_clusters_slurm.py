@@ -199,3 +199,21 @@ def test_list_shows_the_live_jobs_of_a_record_on_a_named_cluster(elsewhere, tmp_
     assert "no row" not in listed.stdout + listed.stderr, listed
     mine = [j["job_id"] for j in json.loads(here.stdout)["live"] if j["job_id"].startswith(f"{job}_")]
     assert mine and len(mine) == len(set(mine)), here.stdout      # the named cluster is the local one: once
+
+
+def test_list_of_an_ended_record_of_a_cluster_since_gone_says_no_failure(slurm_cluster, tmp_path, cli_env):
+    """`hyperion-jobs list` of a folder holding an old record of a cluster that is gone (every end
+    recorded) asked `squeue -M` of that cluster for the live jobs on every run: 'squeue failed (rc 1):
+    squeue: error: No cluster 'oldwest' known by database. (the live jobs listed may miss some)',
+    or 'live Slurm jobs for USER: not known' with no job of yours queued. Only the clusters of
+    records with a task without a recorded end are asked."""
+    from test_console_fixtures import build_history
+
+    record = build_history(tmp_path, Path(TEST_SITE), n=4, job="99999997")       # every end recorded
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps({**data, "cluster": "oldwest"}))
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path), cwd=tmp_path, env=cli_env, timeout=120)
+    assert listed.returncode == 0 and listed.stderr == "", listed
+    assert "not known" not in listed.stdout, listed.stdout
+    as_json = run_cli("hyperion-jobs", "list", "--json", str(tmp_path), cwd=tmp_path, env=cli_env, timeout=120)
+    assert json.loads(as_json.stdout)["error"] is None, as_json.stdout

@@ -330,7 +330,10 @@ def _live_jobs(histories: Sequence[History], states, failed: Failed) -> tuple[li
         return None, None               # said already, in the states' problem
     live: list = []
     errors: list[str] = []
-    named = dict.fromkeys(name for h in histories if h.cluster for name in h.cluster.split(","))
+    # only records with a task without a recorded end: an old record of a cluster since gone (or down)
+    # made every list say its squeue failed, and "not known" for the live jobs, of jobs long ended
+    named = dict.fromkeys(name for h in histories if h.cluster and any(
+        t.job_id != LOCAL_JOB for t in pending_tasks(h)) for name in h.cluster.split(","))
     for cluster in (None, *named):
         try:
             rows = user_jobs(current_user(), for_cluster(run_command, cluster))
