@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing: a local status loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")   # [A-Za-z0-9], not \w: no other script's letters
 CLUSTER_CLIENTS = frozenset({"squeue", "sacct", "scancel", "scontrol"})
