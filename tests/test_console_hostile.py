@@ -78,6 +78,23 @@ def test_a_log_full_of_control_sequences_and_markup_is_shown_as_text(tmp_path: P
     asyncio.run(scenario())
 
 
+def test_bytes_of_a_log_that_are_not_utf8_show_as_a_replacement_in_the_log_pane(tmp_path: Path) -> None:
+    """As `hyperion-jobs logs` shows them on a terminal (README): `\ufffd`, not the raw byte, no crash."""
+    record = build_local_record(tmp_path, {1: ("RUNNING", None)})
+    (tmp_path / "exp" / "log" / "task.1.log").write_bytes(b"caf\xe9 au lait\nnext\n")
+
+    async def scenario() -> None:
+        app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+        async with app.run_test(size=(100, 30)) as pilot:
+            view = app.jobs_screen.log_pane.view
+            await wait_for(pilot, lambda: len(view.lines) == 2, 10)
+            await pilot.pause()
+            assert view.lines == ["caf\ufffd au lait", "next"]
+            assert "caf\ufffd au lait" in [line.rstrip() for line in rendered(view)]
+
+    asyncio.run(scenario())
+
+
 def test_a_record_with_hostile_paths_is_shown_escaped(tmp_path: Path) -> None:
     """Every widget that shows record text: list label, log title, notifications, status line."""
     log_dir = tmp_path / f"run[/]{OSC0}"

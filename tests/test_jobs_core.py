@@ -291,6 +291,18 @@ def test_logs_prints_the_bytes_as_they_are_when_piped_or_raw(tmp_path, cli_env):
     assert raw == HOSTILE_LOG
 
 
+def test_bytes_of_a_log_that_are_not_utf8_show_as_a_replacement_on_a_terminal_and_as_they_are_piped(tmp_path, cli_env):
+    """A program that printed latin-1 (`caf\\xe9`): a terminal shows `\ufffd` as `less` does (README),
+    never the raw byte nor a traceback; a pipe gets the byte itself."""
+    record = make_record(tmp_path)
+    Path(record.tasks[0].log).write_bytes(b"caf\xe9 au lait\nnext\n")
+    shown = _on_a_pty(["hyperion-jobs", "logs", f"{record.path}:1"], cli_env)
+    assert shown == "caf\ufffd au lait\nnext\n"
+    piped = subprocess.run(["hyperion-jobs", "logs", f"{record.path}:1"], env=cli_env, capture_output=True,
+                           timeout=60)
+    assert piped.returncode == 0 and piped.stdout == b"caf\xe9 au lait\nnext\n"
+
+
 class _OnAPty:
     """`argv` running with stdout on a terminal (a pty), what it writes read as it comes."""
 
