@@ -221,14 +221,20 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+def _made_line(paths: Sequence[Path], records: int) -> str:
+    """One line for what make-input wrote: 2000 files named one per line drowned the terminal."""
+    names = paths[0].name if len(paths) == 1 else f"{paths[0].name} .. {paths[-1].name}"
+    return f"wrote {len(paths)} file(s) of {records} record(s) in {printable(str(paths[0].parent))}: {names}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args: argparse.Namespace | None = None
     try:
         check_working_dir()   # else a deleted cwd reads as 'cannot write' of the argument named
         if argv[:1] == ["make-input"]:
-            for path in make_input(**vars(input_parser().parse_args(argv[1:]))):
-                _say(str(path))
+            opts = input_parser().parse_args(argv[1:])
+            _say(_made_line(make_input(**vars(opts)), opts.records))
             _flush_stdout()
             return 0
         args = run_parser().parse_args(argv)

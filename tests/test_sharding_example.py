@@ -99,6 +99,8 @@ def test_make_input_command(tmp_path, cli_env):
     assert result.returncode == 0
     files = sorted((tmp_path / "d").glob("*.jsonl"))
     assert len(files) == 3 and all(len(f.read_text().splitlines()) == 4 for f in files)
+    # one line, not one per file (2000 files named one a line drowned the terminal)
+    assert result.stdout == f"wrote 3 file(s) of 4 record(s) in {tmp_path / 'd'}: part-00000.jsonl .. part-00002.jsonl\n"
 
 
 @pytest.mark.parametrize("index", ["0", "4"])
