@@ -61,6 +61,17 @@ def test_resolve_job_task_and_record(tmp_path):
     assert err.value.field == "JOB|RECORD"
 
 
+@pytest.mark.parametrize("command", ["status", "watch", "usage", "history"])
+def test_record_value_typed_to_a_command_of_the_whole_record_names_the_record_to_give(tmp_path, cli_env, command):
+    """`logs RECORD:VALUE` works, so users type `watch RECORD:VALUE` too: it was 'neither a job id nor a
+    submit record' of a record that exists. One line names the record to give instead, exit 2."""
+    record = make_record(tmp_path)
+    result = run_cli("hyperion-jobs", command, f"{record.path}:2", env=cli_env, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"hyperion-jobs: error: JOB|RECORD: '{record.path}:2' names one task of a record "
+                             f"(RECORD:VALUE, the form logs takes); give the record itself, '{record.path}'\n")
+
+
 def test_record_rows_join_states_and_keep_unknown_tasks(tmp_path):
     record = make_record(tmp_path)
     assert expected(record) == {"500": (1, 2, 3)}

@@ -167,8 +167,20 @@ def resolve(text: str, field: str = "JOB|RECORD") -> Target:
     path = record_file(text)
     if path is None:
         _refuse_local_id(text, field)
+        head, value = _record_value(text)
+        if value is not None and record_file(head) is not None:   # `logs`'s form, typed to status or watch
+            raise InputError(field, f"{text!r} names one task of a record (RECORD:VALUE, the form logs "
+                                    f"takes); give the record itself, {head!r}")
         raise InputError(field, f"{text!r} is neither a job id (1234, 1234_5) nor a submit record")
     return Target(load_record(path))
+
+
+def _record_value(text: str) -> tuple[str, int | None]:
+    """``RECORD:VALUE`` split into the record's text and the value; (text, None) when it has no such end."""
+    head, sep, tail_text = text.rpartition(":")
+    if sep and tail_text.isascii() and tail_text.isdigit() and len(tail_text) <= 18:
+        return head, int(tail_text)
+    return text, None
 
 
 def _refuse_local_id(text: str, field: str) -> None:
@@ -733,10 +745,7 @@ def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
         if attempt is not None:
             raise InputError("--attempt", "a job id names its attempt already; use RECORD:VALUE --attempt N")
         return _job_task_logs(text, match.group(1), match.group(2), dirs, runner, unlisted)
-    path_text, value = text, None
-    head, sep, tail_text = text.rpartition(":")
-    if sep and tail_text.isascii() and tail_text.isdigit() and len(tail_text) <= 18:
-        path_text, value = head, int(tail_text)
+    path_text, value = _record_value(text)
     path = record_file(path_text)
     if path is None:
         _refuse_local_id(text, "TASK")
