@@ -1109,6 +1109,36 @@ def test_status_says_when_accounting_has_not_given_the_usage_of_ended_tasks(tmp_
     assert "MEM USED/REQ" in later.stdout and later.stderr == "", later.stderr
 
 
+def test_status_says_when_accounting_gave_only_the_allocation_row_of_ended_tasks(tmp_path, cli_env):
+    """Right after a run sacct had each task's allocation row (its request, limit and time) but not yet
+    its batch step's MaxRSS and CPU time: `status` showed `-/100M` and `-` in the memory and CPU
+    columns without a word, where README says it names the tasks accounting has not measured yet.
+    Once the hour in which a peak is still asked for is over, it no longer promises one."""
+    from test_console_fixtures import build_history
+
+    record = build_history(tmp_path, Path(__file__).resolve().parents[1] / "conf" / "submit_test_cluster.yaml")
+    bin_dir = tmp_path / "slurm-bin"
+    bin_dir.mkdir()
+    rows = "".join(f"4242_{v}|{4242 + v}|COMPLETED|0:0|00:00:31|node01|2026-09-21T11:59:29|"
+                   f"2026-09-21T12:00:00|None|||00:06:00|100M|1|billing=1,cpu=1,mem=100M,node=1\n"
+                   for v in range(1, 9))      # MaxRSS and TotalCPU empty: the steps not in yet
+    (bin_dir / "sacct").write_text(f"#!/bin/sh\ncat <<'EOF'\n{rows}EOF\n")
+    (bin_dir / "squeue").write_text("#!/bin/sh\nexit 0\n")
+    for name in ("sacct", "squeue"):
+        (bin_dir / name).chmod(0o755)
+    env = {**cli_env, "PATH": f"{bin_dir}{os.pathsep}{cli_env['PATH']}"}
+    early = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=env)
+    assert early.returncode == 0, early.stderr
+    assert "-/100M" in early.stdout, early.stdout
+    assert early.stderr == ("hyperion-jobs: Slurm's accounting has not given the usage of 8 ended task(s) yet "
+                            "(memory, CPU and time used are shown once it has); the next status asks again\n")
+    # the ends were recorded long ago (the fixture's 2026-09-21): past the hour, no peak is asked for
+    # again, and none is promised
+    later = run_cli("hyperion-jobs", "status", str(record), cwd=tmp_path, env=env)
+    assert later.returncode == 0 and "-/100M" in later.stdout, later.stdout
+    assert later.stderr == "", later.stderr
+
+
 def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
     """A task cancelled while pending wrote no log: watch's end named the path as if there to read;
     hyperion-submit's own report says `(missing)`."""

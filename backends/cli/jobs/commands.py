@@ -6,7 +6,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +20,16 @@ from backends.fileio import kind_of_mode
 from backends.printable import printable
 from backends.records.history import History, load_history, totals
 from backends.records.record import LOCAL_JOB, SubmitRecord, find_records
-from backends.watch.rows import TaskRow, exit_status, history_rows, local_cancel_text, pending_tasks, state_counts
+from backends.watch.rows import (
+    Key,
+    TaskRow,
+    exit_status,
+    history_rows,
+    local_cancel_text,
+    pending_tasks,
+    state_counts,
+    usage_missing,
+)
 from backends.watch.slurm.accounting import (
     Failed,
     QueryError,
@@ -101,11 +110,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     knows_none: set[str] = set()   # jobs Slurm, answering, knows nothing of: no usage will come of them
     with told_unlisted() as unlisted:
         if history is not None:
+            awaited = set(usage_missing(history))     # before the look: what it asks accounting for
             rows = history_status(history, problems=problems, unknown=unknown, knows_none=knows_none)
         else:
             looked: list[Told] = []    # the look at whether J is an array task's own id, taken again
             found, job_of = job_history(target, record_dirs(args), unlisted=unlisted, looked=looked)
             say_history_problems(job_of)
+            awaited = set(usage_missing(job_of)) if job_of is not None else set()
             rows = job_status(found, job_of, unknown=unknown, looked=looked)
     say_shown_as_recorded(problems)
     if not rows:
@@ -139,7 +150,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             _say_held(_whole_job_record(found, job_of), rows, jobs=(found.job_id,))
         # accounting that did not answer was said already (a Settled line: Slurm did answer)
         if not problems and all(isinstance(line, Settled) for line in unknown):
-            _say_unmeasured(rows, knows_none)
+            _say_unmeasured(rows, knows_none, awaited)
     _say_unsubmitted(history)
     return done
 
@@ -167,15 +178,20 @@ def _say_held(record: SubmitRecord | None, rows: Sequence[TaskRow], jobs: Sequen
         print(printable(line))
 
 
-def _say_unmeasured(rows: Sequence[TaskRow], knows_none: set[str] | frozenset[str] = frozenset()) -> None:
+def _say_unmeasured(rows: Sequence[TaskRow], knows_none: set[str] | frozenset[str] = frozenset(),
+                    awaited: Collection[Key] = frozenset()) -> None:
     """Ended Slurm tasks whose usage accounting has not given yet: right after a run the memory, CPU
     and time columns were left out (or showed `-`) without a word, as if nothing were measured.
     Not those of a job Slurm knows nothing of (`knows_none`: purged from accounting, another
-    cluster's), whose usage never comes: `status` promised it on every run, for ever."""
+    cluster's), whose usage never comes: `status` promised it on every run, for ever. A task
+    accounting told only its request and time of (its allocation row, the steps' MaxRSS not in yet)
+    counts too while the next status asks for its peak (`awaited`, `usage_missing`'s keys): its
+    `-/100M` was said by no word either."""
     unmeasured = sum(1 for row in rows if row.job_id != LOCAL_JOB and row.job_id not in knows_none
-                     and row.state is not None
-                     and row.state.is_terminal and row.usage is None
-                     and row.elapsed is not None)     # one that never started (cancelled while pending) has none
+                     and row.state is not None and row.state.is_terminal
+                     and row.elapsed is not None     # one that never started (cancelled while pending) has none
+                     and (row.usage is None or ((row.job_id, row.task_id) in awaited
+                                                and row.usage.max_rss_bytes is None)))
     if unmeasured:
         print(f"{PROG}: Slurm's accounting has not given the usage of {unmeasured} ended task(s) yet "
               "(memory, CPU and time used are shown once it has); the next status asks again", file=sys.stderr)
