@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from backends.errors import FieldError, InputError, check_working_dir
@@ -112,6 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_working_dir()
         check_args(args)
         check_stdin()           # before --demo builds anything and before Textual starts
+        if args.demo:           # a few seconds of local runs before the screen changes: say what they are
+            from .demo import SHARDS, demo_root
+
+            where = demo_root(Path(args.demo_dir) if args.demo_dir else None)
+            print(printable(f"{PROG}: building the demo checkpoint in {where} (a local run of {SHARDS} shards)..."),
+                  file=sys.stderr, flush=True)
         app = make_app(cfg_dir=args.cfg_dir or "conf", checkpoint=args.checkpoint, record=args.record,
                        demo=args.demo, demo_dir=args.demo_dir)
     except Exception as exc:  # InputError and friends: one line, exit 2

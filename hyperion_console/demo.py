@@ -62,13 +62,19 @@ def demo_argv(root: Path, site: Path, fail_id: str) -> list[str]:
             "--fail-record", fail_id, "--fail-once"]
 
 
+def demo_root(root: Path | None = None) -> Path:
+    """Where the demo is built; InputError for a folder there that an earlier --demo did not make
+    (it would be wiped). Asked before the console says it builds, so a refusal is its one line."""
+    root = (root or DEFAULT_ROOT).absolute()
+    if root.exists() and not (root / MARKER).exists():
+        raise InputError("--demo-dir", f"{root} exists and is not a demo directory; choose another")
+    return root
+
+
 def prepare_demo(root: Path | None = None, cfg_dir: Path | None = None) -> DemoPaths:
     """Build the demo from scratch in `root` (only a directory this function made is wiped)."""
-    root = (root or DEFAULT_ROOT).absolute()
+    root = demo_root(root)
     if root.exists():
-        if not (root / MARKER).exists():
-            raise InputError(
-                "--demo-dir", f"{root} exists and is not a demo directory; choose another")
         shutil.rmtree(root)
     root.mkdir(parents=True)
     (root / MARKER).write_text("made by hyperion-console --demo; deleted on the next --demo\n")
