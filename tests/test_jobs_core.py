@@ -1204,3 +1204,16 @@ def test_the_owners_of_others_jobs_are_found_by_uid_and_named():
     assert others == {"41": "ana", "43": "1002"}
     assert whose(others) == " (job 41 is ana's) (job 43 is 1002's)"
     assert others_jobs(["42"], {"42": ("1000", "1000")}, 1000) == {}
+
+
+def test_help_names_every_command_in_its_first_line(capsys):
+    """`hyperion-jobs --help` said 'list, status, watch, logs and cancel': usage, history and retry,
+    which users look for there, were only in the list of commands below it."""
+    from backends.cli.jobs.parser import build_parser
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    described = capsys.readouterr().out.split("\n\n")[1].replace("\n", " ")
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert commands and all(name in described for name in commands), (described, list(commands))

@@ -8,7 +8,8 @@ from pathlib import Path
 from backends.errors import InputError, refuse_dash_values
 
 PROG = "hyperion-jobs"
-DESCRIPTION = "hyperion-jobs: list, status, watch, logs and cancel Slurm (and local) submissions."
+DESCRIPTION = ("hyperion-jobs: list, status, watch, logs, usage, history, retry and cancel Slurm (and local) "
+               "submissions.")
 
 
 class _Parser(argparse.ArgumentParser):
