@@ -1162,6 +1162,25 @@ def test_watch_summary_says_a_log_never_written_is_missing(tmp_path, capsys):
     assert not any("log no log" in line for line in out), out
 
 
+def test_watch_table_says_no_log_of_a_task_cancelled_while_pending_as_status_does(tmp_path):
+    """watch's live table named the log path of a task cancelled while pending (none was ever written),
+    where `status` and watch's own closing lines say `no log (never started)` (h200)."""
+    import io
+
+    from rich.console import Console
+
+    from backends.watch.rows import TaskRow
+
+    never = TaskRow(3, "500", 3, JobState.CANCELLED, None, None, None, None, str(tmp_path / "slow.3.log"), None, None)
+    running = TaskRow(1, "500", 1, JobState.RUNNING, None, None, 5.0, "vm", str(tmp_path / "slow.1.log"), None, None)
+    console = Console(width=160, record=True, color_system=None, file=io.StringIO())
+    console.print(render_watch("x", PollUpdate({}, (), None, False, 4.0), [running, never]))
+    text = console.export_text()
+    line = next(line for line in text.splitlines() if "500_3" in line)
+    assert "no log (never started)" in line and "slow.3.log" not in line, text
+    assert str(tmp_path / "slow.1.log") in text       # a running task's log is named, unlooked at
+
+
 @pytest.mark.parametrize(("run", "said"), [
     (LaterRun(2, (2, 5), (None, None)), "attempt 2 reruns values 2,5 (no end recorded yet)"),
     (LaterRun(3, (5,), ("COMPLETED",)), "attempt 3 reran value 5 (COMPLETED 1)"),

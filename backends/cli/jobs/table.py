@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from backends.printable import printable
 from backends.states import JobState, exit_note, signal_name, signal_text
-from backends.watch.rows import TaskRow, log_said, never_started, state_counts, time_used
+from backends.watch.rows import NO_LOG, TaskRow, log_said, never_started, no_log, state_counts, time_used
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -45,8 +45,12 @@ STATUS_HEADER = ("TASK", "VALUE", "STATE", "EXIT", "ELAPSED", "NODE", "LOG")
 
 
 def status_cells(row: TaskRow) -> tuple[str, ...]:
+    """A row's cells under STATUS_HEADER; its LOG the path, or `no log (never started)` for a task
+    cancelled while pending (watch's live table named a log never written, where status and watch's
+    closing lines say so; `status` marks a missing log too, `log_cell`)."""
     return (row.slurm_id, "-" if row.value is None else str(row.value), row.state_text,
-            fmt_exit(row), elapsed_cell(row), row.node or "-", row.log or row.slurm_out or "-")
+            fmt_exit(row), elapsed_cell(row), row.node or "-",
+            NO_LOG if no_log(row) else row.log or row.slurm_out or "-")
 
 
 def log_cell(row: TaskRow) -> str:
