@@ -29,6 +29,19 @@ def is_cluster_name(value: object) -> bool:
                                           for part in value.split(","))
 
 
+def same_cluster(one: str | None, other: str | None) -> bool:
+    """Whether two cluster values (None: the local cluster) name the same cluster(s): Slurm takes a
+    name in any case (``squeue -M LocalCluster`` asks localcluster), so ``-M`` typed in another case
+    than sbatch answered is no other cluster."""
+    return (one or "").lower() == (other or "").lower() and (one is None) == (other is None)
+
+
+def cluster_words(cluster: str | None) -> str:
+    """``cluster NAME`` or ``the local cluster``: where a job was looked for, in a line that says
+    Slurm knows no such job (the user may have meant another cluster: -M NAME)."""
+    return f"cluster {cluster}" if cluster else "the local cluster"
+
+
 def clusters_of(names: Sequence[str | None]) -> str | None:
     """One value for the clusters several sbatch answers named: None when none named one (the local
     cluster), else the distinct names in their first order joined with commas."""
@@ -85,6 +98,6 @@ class OnCluster:
 
 def for_cluster(runner: Callable[[Sequence[str]], Any], cluster: str | None) -> Callable[[Sequence[str]], Any]:
     """`runner` asking `cluster` (the runner itself for the local cluster, or when it already asks it)."""
-    if cluster is None or (isinstance(runner, OnCluster) and runner.cluster == cluster):
+    if cluster is None or (isinstance(runner, OnCluster) and same_cluster(runner.cluster, cluster)):
         return runner
     return OnCluster(runner, cluster)

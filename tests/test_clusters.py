@@ -193,10 +193,89 @@ def test_lists_live_jobs_are_asked_on_the_records_clusters_too(tmp_path, monkeyp
 
     from backends.cli.jobs import main
 
-    monkeypatch.setattr(commands, "histories_states", lambda histories, failed: states)
+    monkeypatch.setattr(commands, "histories_states", lambda histories, failed, knows_none=None: states)
     assert main(["list", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert "no row" not in err and "not known" not in out, (out, err)
     table = out.split("\n\n", 1)[1].splitlines()
     assert table[0].split() == ["JOBID", "CLUSTER", "STATE", "ELAPSED", "NODE", "NAME"], out
     assert table[1].split()[:3] == ["424242_1", "gpu-west", "RUNNING"], out
+
+
+def _slurm_asked(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose squeue, sacct, scontrol and scancel only write down that they were asked."""
+    import os
+
+    bin_dir, asked = tmp_path / "bin", tmp_path / "asked"
+    bin_dir.mkdir()
+    for name in ("squeue", "sacct", "scontrol", "scancel"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {asked}\nexit 0\n')
+        (bin_dir / name).chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, asked
+
+
+JOB_COMMANDS = [("status", "424242"), ("watch", "424242"), ("logs", "424242_1"), ("usage", "424242"),
+                ("history", "424242"), ("cancel", "424242")]
+
+
+@pytest.mark.parametrize("command,target", JOB_COMMANDS)
+@pytest.mark.parametrize("bad,said", [("all", "'all' asks every cluster"), ("ALL", "'all' asks every cluster"),
+                                      ("west,east", "name one cluster"), ("a b", "is not a Slurm cluster name"),
+                                      ("x;rm", "is not a Slurm cluster name"), ("", "is not a Slurm cluster name")])
+def test_minus_m_that_is_no_one_cluster_is_one_line_and_asks_nothing(tmp_path, command, target, bad, said):
+    """`-M NAME` of a job id reaches squeue's argv: `all` (job J on every cluster, `scancel -M all J`
+    cancels each), a list, or no name at all is refused before anything is asked."""
+    env, asked = _slurm_asked(tmp_path)
+    done = run_cli("hyperion-jobs", command, f"--clusters={bad}", target, cwd=tmp_path, env=env, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.startswith("hyperion-jobs: error: -M/--clusters: ") and said in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and not asked.exists(), (done.stderr, asked.exists())
+
+
+@pytest.mark.parametrize("command,target,by_id", [(command, target, by_id) for command, target in JOB_COMMANDS
+                                                  for by_id in (False, True)
+                                                  if not (by_id and command == "cancel")])  # no --dir: no record of an id
+@pytest.mark.parametrize("cluster", ["gpu-west", None])
+def test_minus_m_naming_another_cluster_than_the_records_is_refused(tmp_path, command, target, by_id, cluster):
+    """A record's jobs ran on the cluster it names (none: the local one); `-M east` with the record, or
+    with a job id it names, would ask east about another job of that id (or none): refused, one line,
+    nothing asked. The record's own cluster, in any case, is taken."""
+    record = _record(tmp_path, cluster)
+    env, asked = _slurm_asked(tmp_path)
+    named = target if by_id else record.path + (":1" if command == "logs" else "")
+    done = run_cli("hyperion-jobs", command, "-M", "east", named, cwd=tmp_path, env=env, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", done
+    ran = f"cluster {cluster}" if cluster else "the local cluster (the record names none)"
+    assert done.stderr == (f"hyperion-jobs: error: -M/--clusters: the jobs of {record.path} ran on {ran}, not on "
+                           "east: leave out -M east (a record's jobs are asked of its own cluster)\n"), done.stderr
+    assert not asked.exists(), asked.read_text()
+    if cluster is not None and command == "status":
+        same = run_cli("hyperion-jobs", command, "-M", cluster.upper(), named, cwd=tmp_path, env=env, timeout=60)
+        assert "-M/--clusters" not in same.stderr, same.stderr
+        assert asked.exists() and all(line.split()[1:3] == ["-M", cluster] for line in asked.read_text().splitlines())
+
+
+def test_cancel_asks_each_records_cluster_and_minus_m_for_the_job_ids(tmp_path, monkeypatch, capsys):
+    """`cancel RECORD J`: one runner for all asked the record's cluster about J too (and `scancel -M
+    gpu-west 424242 777` cancelled another job 777, or none); records of two clusters were cancelled
+    on both (`-M a,b`). Each record's jobs are asked of its cluster, the job ids of -M's (or the local)."""
+    from backends.cli.jobs import commands, main
+
+    record = _record(tmp_path, "gpu-west")
+    seen: list[list[str]] = []
+
+    def runner(argv):
+        seen.append(list(argv))
+        if argv[0] == "squeue" and "-O" in argv:      # the state look: every job asked about runs
+            ids = argv[argv.index("-j") + 1].split(",")
+            return CommandResult(0, "".join(f"{job}|RUNNING|0|0:31|node01|None|0|\n" for job in ids), "")
+        return CommandResult(0, "", "")
+
+    monkeypatch.setattr(commands, "run_command", runner)
+    assert main(["cancel", "--yes", record.path, "777"]) == 0
+    cancelled = [argv for argv in seen if argv[0] == "scancel"]
+    assert cancelled == [["scancel", "-M", "gpu-west", "424242"], ["scancel", "777"]], seen
+    assert capsys.readouterr().out == "cancelled 424242 on cluster gpu-west; 777\n"
+    seen.clear()
+    assert main(["cancel", "--yes", "-M", "GPU-WEST", record.path, "777"]) == 0
+    assert [argv for argv in seen if argv[0] == "scancel"] == [["scancel", "-M", "GPU-WEST", "424242", "777"]], seen

@@ -217,3 +217,41 @@ def test_list_of_an_ended_record_of_a_cluster_since_gone_says_no_failure(slurm_c
     assert "not known" not in listed.stdout, listed.stdout
     as_json = run_cli("hyperion-jobs", "list", "--json", str(tmp_path), cwd=tmp_path, env=cli_env, timeout=120)
     assert json.loads(as_json.stdout)["error"] is None, as_json.stdout
+
+
+def test_a_job_id_no_record_names_is_asked_of_the_cluster_minus_m_names(elsewhere, tmp_path):
+    """A job queued on another cluster (a user's own `sbatch -M`, a site that sends jobs elsewhere)
+    that no record names: `status J`, `logs J`, `cancel J` and `watch J` asked the local cluster
+    only ('not answering' here, `Slurm knows no job J` where the local cluster answers). With
+    `-M NAME`, as squeue, sacct and scancel take it, they ask NAME."""
+    cluster, env = elsewhere
+    out = tmp_path / "job.out"
+    queued = subprocess.run(["sbatch", "-M", cluster, "--parsable", "-o", str(out), "-t", "5",
+                             "--wrap", "echo hello from elsewhere; sleep 120"],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+    assert queued.returncode == 0, queued.stderr
+    job = queued.stdout.strip().split(";")[0]
+    try:
+        here = run_cli("hyperion-jobs", "status", job, cwd=tmp_path, env=env, timeout=120)
+        assert here.returncode == 1 and "not answering" in here.stderr, here
+        there = run_cli("hyperion-jobs", "status", "--json", "-M", cluster, job, cwd=tmp_path, env=env, timeout=120)
+        assert there.returncode == 0, there
+        assert [t["state"] for t in json.loads(there.stdout)["tasks"]] in (["PENDING"], ["RUNNING"]), there.stdout
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        logs = run_cli("hyperion-jobs", "logs", "--clusters", cluster, job, cwd=tmp_path, env=env, timeout=120)
+        assert (logs.returncode, logs.stdout) == (0, "hello from elsewhere\n"), logs
+        assert run_cli("hyperion-jobs", "logs", job, cwd=tmp_path, env=env, timeout=120).returncode == 2
+        kept = run_cli("hyperion-jobs", "cancel", "--yes", job, cwd=tmp_path, env=env, timeout=120)
+        assert kept.returncode == 1 and "cancelled" not in kept.stdout, kept
+        cancelled = run_cli("hyperion-jobs", "cancel", "--yes", "-M", cluster, job, cwd=tmp_path, env=env, timeout=120)
+        assert cancelled.returncode == 0, cancelled
+        assert cancelled.stdout == f"cancelled {job} on cluster {cluster}\n", cancelled.stdout
+        watched = run_cli("hyperion-jobs", "watch", "-M", cluster, job, cwd=tmp_path, env=env, timeout=120)
+        assert watched.returncode == 1 and "1 task: CANCELLED 1" in watched.stdout, watched
+    finally:
+        subprocess.run(["scancel", "-M", cluster, job], capture_output=True, check=False)
+    there = subprocess.run(["sacct", "-M", cluster, "-j", job, "-X", "-n", "-P", "-o", "state"],
+                           capture_output=True, text=True).stdout.split()
+    assert there and there[0].startswith("CANCELLED"), there

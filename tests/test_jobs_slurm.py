@@ -789,8 +789,9 @@ def test_logs_of_a_job_id_that_never_was_says_slurm_knows_no_such_job(slurm_clus
     for target in ("2147483647", "2147483647_3"):
         shown = run_cli("hyperion-jobs", "logs", target, cwd=tmp_path, env=cli_env)
         assert shown.returncode == 2
-        assert shown.stderr == (f"hyperion-jobs: error: TASK: no record under . and Slurm knows no job {target}; "
-                                "name the record instead (RECORD:VALUE)\n"), shown.stderr
+        assert shown.stderr == (f"hyperion-jobs: error: TASK: no record under . and Slurm knows no job {target} "
+                                "(scontrol on the local cluster); name the record instead (RECORD:VALUE) or another "
+                                "cluster (-M NAME)\n"), shown.stderr
 
 
 def test_logs_of_an_earlier_attempts_task_cancelled_while_pending_name_its_log(slurm_cluster, tmp_path, cli_env):
@@ -961,7 +962,7 @@ def test_status_of_a_task_cancelled_while_pending_with_no_watch_shows_its_reques
 def test_watch_of_a_recorded_job_slurm_does_not_know_is_one_line_exit_2(slurm_cluster, tmp_path, cli_env):
     """A record names job 99999999 (another cluster's, or purged), none of its tasks ended: `watch
     99999999` waited for ever without a word, since `status J` shows a recorded task Slurm names
-    nowhere as an UNKNOWN row; it says Slurm knows no such job, as it does of an id with no record."""
+    nowhere as an UNKNOWN row; it says Slurm knows no such job, in `watch RECORD`'s words."""
     task = TaskRecord(1, "99999999", 1, str(tmp_path / "log" / "x.1.log"),
                       str(tmp_path / "log" / "q" / "slurm-99999999_1.out"),
                       str(tmp_path / "log" / "q" / "slurm-99999999_1.err"))
@@ -971,7 +972,8 @@ def test_watch_of_a_recorded_job_slurm_does_not_know_is_one_line_exit_2(slurm_cl
         jobs=(JobRecord("99999999", 0, "1"),), tasks=(task,), submitted_at="2026-12-02T13:00:00", cwd=str(tmp_path)))
     result = run_cli("hyperion-jobs", "watch", "99999999", cwd=tmp_path, env=cli_env, timeout=30)
     assert result.returncode == 2, result
-    assert result.stderr == "hyperion-jobs: error: JOB: Slurm knows no job 99999999\n"
+    assert result.stderr == (f"hyperion-jobs: error: JOB: Slurm knows no job 99999999, which "
+                             f"{tmp_path / 'log' / 'q' / 'x.JOB.submit.json'} submitted\n"), result.stderr
 
 
 def test_watch_of_a_record_whose_jobs_slurm_does_not_know_is_one_line_exit_2(slurm_cluster, tmp_path, cli_env):
@@ -1107,6 +1109,68 @@ def test_watch_of_a_record_slurm_does_not_know_waits_while_slurm_does_not_answer
         watch.kill()
     assert watch.returncode == 2, (out, err)
     assert err == f"hyperion-jobs: error: RECORD: Slurm knows no job 99999999, which {record} submitted\n"
+
+
+def test_a_job_id_slurm_knows_nothing_of_is_said_so_by_status_of_the_id_and_by_list(slurm_cluster, tmp_path, cli_env):
+    """Job ids above MaxJobId, which Slurm cannot hold. `status 99999997` of a record's job (values 3-4
+    with no recorded end, 1-2 ended without usage) showed 3-4 UNKNOWN with no word why, where `status
+    RECORD` says Slurm knows no such job, and promised the usage of 1-2 on every run; `list` showed
+    `UNKNOWN 2` without a word. Both now say `status RECORD`'s line. A job id no record names is one
+    line saying neither squeue nor accounting on the cluster asked has it (it named no cluster)."""
+    from test_console_fixtures import build_history
+
+    conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+    record = build_history(tmp_path / "a", conf, n=4, job="99999997", unfinished=(3, 4))
+    said = (f"hyperion-jobs: Slurm knows no job 99999997, which {record} submitted; "
+            "the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
+    for _ in range(2):
+        status = run_cli("hyperion-jobs", "status", "99999997", "--dir", str(tmp_path / "a"),
+                         cwd=tmp_path, env=cli_env, timeout=60)
+        assert status.returncode == 0, status
+        assert status.stdout.splitlines()[-1] == "4 tasks: COMPLETED 2, UNKNOWN 2", status.stdout
+        assert status.stderr == said, status.stderr      # no "has not given the usage of 2 ended task(s) yet"
+    one = run_cli("hyperion-jobs", "status", "99999997_4", "--dir", str(tmp_path / "a"), cwd=tmp_path, env=cli_env,
+                  timeout=60)
+    assert one.stderr == said.replace("the 2 task(s)", "the 1 task(s)"), one.stderr
+    listed = run_cli("hyperion-jobs", "list", str(tmp_path / "a"), cwd=tmp_path, env=cli_env, timeout=60)
+    assert listed.returncode == 0 and listed.stderr == said, listed
+    assert "COMPLETED 2, UNKNOWN 2" in listed.stdout, listed.stdout
+    unnamed = run_cli("hyperion-jobs", "status", "99999999", cwd=tmp_path, env=cli_env, timeout=60)
+    assert (unnamed.returncode, unnamed.stdout) == (2, ""), unnamed
+    assert unnamed.stderr == ("hyperion-jobs: error: JOB: Slurm knows no job 99999999: neither squeue nor accounting "
+                              "(sacct) on the local cluster has it (another cluster's job: -M NAME)\n"), unnamed.stderr
+    name = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True).stdout
+    cluster = next(line.split("=", 1)[1].strip() for line in name.splitlines() if line.startswith("ClusterName"))
+    there = run_cli("hyperion-jobs", "status", "-M", cluster, "99999999_2", cwd=tmp_path, env=cli_env, timeout=60)
+    assert there.stderr == (f"hyperion-jobs: error: JOB: Slurm knows no job 99999999_2: neither squeue nor accounting "
+                            f"(sacct) on cluster {cluster} has it\n"), there.stderr
+
+
+def test_status_of_an_ended_record_accounting_purged_asks_no_sacct_twice(slurm_cluster, tmp_path):
+    """`status RECORD` of a record whose every task has its end recorded but whose job accounting no
+    longer has (purged; here an id above MaxJobId): sacct for the usage, then, to tell whether Slurm
+    knows the job at all, sacct again with squeue: 3 queries a run where the second sacct repeated
+    the first. Now the first sacct's answer is taken: sacct, squeue, and no usage promised."""
+    from test_console_fixtures import build_history
+
+    from backends.records.history import load_history
+    from backends.watch.slurm.accounting import run_command
+    from backends.watch.targets import history_status
+
+    conf = Path(__file__).parents[1] / "conf" / "submit_test_cluster.yaml"
+    record = build_history(tmp_path, conf, n=3, job="99999995")
+    asked: list[str] = []
+
+    def counted(argv):
+        asked.append(argv[0])
+        return run_command(argv)
+
+    knows_none: set[str] = set()
+    unknown: list[str] = []
+    rows = history_status(load_history(record), counted, problems=[], unknown=unknown, knows_none=knows_none)
+    assert asked == ["sacct", "squeue"], asked
+    assert knows_none == {"99999995"} and unknown == [], (knows_none, unknown)
+    assert [row.state_label for row in rows] == ["COMPLETED", "COMPLETED", "FAILED"]
 
 
 def test_status_of_a_record_whose_attempt_1_job_slurm_does_not_know_says_why_and_promises_no_usage(

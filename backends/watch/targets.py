@@ -40,11 +40,13 @@ from backends.watch.rows import (
 from backends.watch.slurm.accounting import (
     LABELS,
     Failed,
+    SacctRows,
     QueryError,
     Runner,
     Snapshot,
     Told,
     ask_at_once,
+    ask_controller,
     failed_text,
     forgotten_jobs,
     without_forgotten,
@@ -56,7 +58,7 @@ from backends.watch.slurm.accounting import (
     run_squeue,
 )
 from backends.watch.usage import Usage
-from backends.cluster import for_cluster
+from backends.cluster import cluster_words, for_cluster
 
 Key = tuple[str, "int | None"]
 # Bounded: int() refuses 4300+ digits. No job is 0 (squeue refused it: "squeue failed", exit 1), and
@@ -291,7 +293,8 @@ def attempt_record(history: History, job_id: str) -> SubmitRecord:
 
 
 def job_status(target: Target, history: History | None, runner: Runner = run_command,
-               unknown: list[str] | None = None, lagging: bool = False, looked: Sequence[Told] = ()) -> list[TaskRow]:
+               unknown: list[str] | None = None, lagging: bool = False, looked: Sequence[Told] = (),
+               knows_none: set[str] | None = None) -> list[TaskRow]:
     """One sacct + squeue for a job target `job_history` has found (or not found) the submission
     of, as rows (QueryError if Slurm does not answer). With `unknown` (`status`), sacct and squeue
     are asked at once and a failed look shows what answered, as `history_status` does, and says so
@@ -300,7 +303,11 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     counts (`query`'s); the watch then sees it gone and says it was cancelled while pending.
     `looked` (with `unknown`): `job_history`'s look at the job id a moment ago, taken as this one's
     when the target is that id, else (an array task's own id, now ARRAY_TASK) what failed to answer
-    then is not asked again: one timeout, as README says, not one for each look."""
+    then is not asked again: one timeout, as README says, not one for each look.
+    A record's job Slurm, both sources answering, knows nothing of (purged, another cluster's): with
+    `unknown`, `status RECORD`'s line (`knows_none_line`) when tasks of it have no recorded end, and
+    the job added to `knows_none` (no usage is promised of it): `status J` showed them UNKNOWN
+    without a word and promised the ended tasks' usage on every run."""
     assert target.job_id is not None
     failed: Failed = []
     runner = for_cluster(runner, history.cluster if history is not None else None)
@@ -325,6 +332,8 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     if forgotten:      # a job no record names, the controller forgot: its unended tasks UNKNOWN, as `watch J` shows
         rows = sorted([*rows, *(unknown_row(*key) for key in forgotten)],
                       key=lambda row: (row.job_id, -1 if row.task_id is None else row.task_id))
+    if unknown is not None and not failed and history is not None:
+        say_unknown_jobs(unnamed_jobs(answer, [target.job_id]), history, unended, states, unknown, knows_none)
     if failed and unknown is not None:
         if not rows:     # nothing to show, and "Slurm knows no job" would be untrue: what failed, in one line
             raise QueryError(failed_text(failed))
@@ -333,6 +342,20 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
         if line is not None:
             unknown.append(settled(failed, line))
     return rows
+
+
+def say_unknown_jobs(gone: Iterable[str], history: History, tasks: Sequence[TaskRecord],
+                     states: Mapping[Key, TaskState], unknown: list[str], knows_none: set[str] | None) -> None:
+    """Jobs of `history` Slurm, both sources answering, knows nothing of (`gone`): added to
+    `knows_none`, and `knows_none_line` of those of `tasks` (without a recorded end) no state was
+    given, a Settled line in `unknown`: `status RECORD`'s and `status J`'s words alike."""
+    gone = set(gone)
+    if knows_none is not None:
+        knows_none.update(gone)
+    of_gone = [t for t in tasks if t.job_id in gone and (t.job_id, t.array_task_id) not in states]
+    if of_gone:
+        jobs = sorted({t.job_id for t in of_gone}, key=lambda job: (len(job), job))
+        unknown.append(Settled(knows_none_line(history.record_path, jobs, len(of_gone))))
 
 
 class Settled(str):
@@ -365,12 +388,15 @@ def _unrecorded_job_line(failed: Failed, states: Mapping[Key, TaskState], forgot
     return f"{failed_text(failed)}; {left}"
 
 
-def jobs_slurm_knows_none(job_ids: Sequence[str], runner: Runner = run_command) -> frozenset[str]:
+def jobs_slurm_knows_none(job_ids: Sequence[str], runner: Runner = run_command,
+                          unaccounted: bool = False) -> frozenset[str]:
     """Those of `job_ids` Slurm has no trace of: sacct and squeue both answered, as `status` takes
     answers (`query_what_answers`: an empty answer of a site wrapper is no answer, unless squeue,
     asked about one job alone, says it knows no such job), and neither names it. None of them while
-    either fails: a job Slurm did not answer about is not a job it does not know."""
-    answer, failed = query_what_answers(list(job_ids), runner)
+    either fails: a job Slurm did not answer about is not a job it does not know. `unaccounted`:
+    sacct answered a moment ago with no row of any of them; squeue alone is asked (`ask_controller`)."""
+    told = ask_controller(job_ids, runner, SacctRows([], [])) if unaccounted else None
+    answer, failed = query_what_answers(list(job_ids), runner, told=told)
     return frozenset() if failed else unnamed_jobs(answer, job_ids)
 
 
@@ -584,16 +610,10 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
         # whether Slurm knows it at all (both sources), for that job alone: `status` of a record
         # accounting purged promised its usage on every run, for ever
         unnamed = unnamed_jobs(answer, {task.job_id for task, _ in missing.values()})
-        if unnamed:
-            knows_none.update(jobs_slurm_knows_none(sorted(unnamed), runner))
+        if unnamed:     # accounting, asked just now, had no row of them: the controller alone is asked
+            knows_none.update(jobs_slurm_knows_none(sorted(unnamed), runner, unaccounted=True))
     if pending and unknown is not None and not failed:
-        gone = sorted(unnamed_jobs(answer, {t.job_id for t in asked}), key=lambda job: (len(job), job))
-        if knows_none is not None:
-            knows_none.update(gone)
-        of_gone = [t for t in pending if t.job_id in gone and (t.job_id, t.array_task_id) not in states]
-        if of_gone:
-            jobs = sorted({t.job_id for t in of_gone}, key=lambda job: (len(job), job))
-            unknown.append(Settled(knows_none_line(history.record_path, jobs, len(of_gone))))
+        say_unknown_jobs(unnamed_jobs(answer, {t.job_id for t in asked}), history, pending, states, unknown, knows_none)
     if failed:
         # counted after this look's own recordings: the first `status` after a cancel said "of the 3
         # task(s) with no recorded end" of tasks it had just recorded CANCELLED (unless the write failed)
@@ -646,7 +666,7 @@ def unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[
 
 
 def histories_states(histories: Sequence[History], runner: Runner = run_command,
-                     failed: Failed | None = None) -> dict[Key, TaskState]:
+                     failed: Failed | None = None, knows_none: set[str] | None = None) -> dict[Key, TaskState]:
     """What Slurm says of several records' tasks, for `list`: one sacct and one squeue for the jobs
     with a task without a final state, and the jobs of ended tasks the controller may have queued
     again (`requeuable`) added to that squeue, or asked in one squeue alone when nothing else is.
@@ -656,6 +676,8 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
     `failed` (an empty answer too). A look for requeues alone that fails leaves the recorded ends
     standing, as in `history_status`, and is added to `failed` too: `list` waited 30 s for it and
     30 s more for its `squeue -u`, then blamed only that.
+    `knows_none` (with `failed`): the jobs asked about that Slurm, both sources answering, names
+    nothing of (`unnamed_jobs`), for `list` to say so (`knows_none_lines`), as `status RECORD` does.
     """
     by_cluster: dict[str | None, list[History]] = {}
     for history in histories:
@@ -663,7 +685,7 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
     if len(by_cluster) > 1:     # records of several clusters (a site file's -M came or went): each asks its own
         states: dict[Key, TaskState] = {}
         for group in by_cluster.values():
-            states.update(histories_states(group, runner, failed))
+            states.update(histories_states(group, runner, failed, knows_none))
         return states
     pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
     again = [task for history in histories for task in requeuable(history)]
@@ -674,6 +696,8 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
         else:
             answer, told = query_what_answers(pending, runner, controller_also=list(expected_tasks(again)))
             failed.extend(told)
+            if knows_none is not None and not told:
+                knows_none.update(unnamed_jobs(answer, pending))
         return told_states(answer, histories)
     if not again:
         return {}
@@ -683,6 +707,16 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
         if failed is not None:
             failed.append(("squeue", err))
         return {}
+
+
+def knows_none_lines(histories: Sequence[History], states: Mapping[Key, TaskState], gone: Iterable[str]) -> list[str]:
+    """`status RECORD`'s line (`knows_none_line`) of each record whose tasks without a recorded end wait
+    in jobs Slurm knows nothing of (`gone`): `list` showed `UNKNOWN 3` with no word why."""
+    lines: list[str] = []
+    for history in histories:
+        pending = [t for t in pending_tasks(history) if t.job_id != LOCAL_JOB]
+        say_unknown_jobs(gone, history, pending, states, lines, None)
+    return lines
 
 
 def controller_states(tasks: Sequence[TaskRecord], runner: Runner = run_command) -> dict[Key, TaskState]:
@@ -734,17 +768,18 @@ def _pick_task(tasks: Sequence[TaskRecord], text: str, value: int | None, where:
 
 def task_logs(text: str, dirs: Sequence[Path] = (Path("."),),
               runner: Runner = run_command, attempt: int | None = None,
-              unlisted: Unlisted | None = None) -> TaskLogs:
+              unlisted: Unlisted | None = None, cluster: str | None = None) -> TaskLogs:
     """Logs of ``JOB_TASK``, ``JOB``, ``RECORD`` or ``RECORD:VALUE`` (VALUE: the logical NAME).
 
     For a record, the task of the newest attempt that ran VALUE, or of attempt
     `attempt`; a log a later rerun moved aside is read where it was moved.
+    `cluster`: the one a job id no record names is asked of (-M; None: the local one).
     """
     match = _job_match(text, "TASK")
     if match:
         if attempt is not None:
             raise InputError("--attempt", "a job id names its attempt already; use RECORD:VALUE --attempt N")
-        return _job_task_logs(text, match.group(1), match.group(2), dirs, runner, unlisted)
+        return _job_task_logs(text, match.group(1), match.group(2), dirs, runner, unlisted, cluster)
     path_text, value = _record_value(text)
     path = record_file(path_text)
     if path is None:
@@ -851,8 +886,9 @@ def _numbers(history: History) -> str:
 
 
 def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Path],
-                   runner: Runner, unlisted: Unlisted | None = None) -> TaskLogs:
+                   runner: Runner, unlisted: Unlisted | None = None, cluster: str | None = None) -> TaskLogs:
     asked = Target(None, job, int(task_text) if task_text is not None else None)
+    runner = for_cluster(runner, cluster)
     target, history = job_history(asked, dirs, runner, unlisted)
     if target != asked:       # an array task's own job id (its SLURM_JOB_ID): read as ARRAY_TASK
         text = f"{target.job_id}_{target.task_id}"
@@ -874,5 +910,6 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
     if out is None and err is None:
         # as status and watch say it: the job may be one that never was (a mistyped id), not one purged
         raise InputError("TASK", f"no record under {', '.join(map(str, dirs))} and Slurm knows no job "
-                                 f"{text}; name the record instead (RECORD:VALUE)")
+                                 f"{text} (scontrol on {cluster_words(cluster)}); name the record instead "
+                                 f"(RECORD:VALUE){'' if cluster else ' or another cluster (-M NAME)'}")
     return TaskLogs(text, None, out, err, key=(job, task_id))

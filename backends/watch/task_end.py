@@ -194,7 +194,8 @@ class SlurmEnd(EndWatch):
     the ends it sees written into the ledger as `watch` writes them."""
 
     def __init__(self, name: str, key: Key, history: History | None, task: TaskRecord | None,
-                 floor: float | None = None, runner: Runner | None = None, cap: float = CAP) -> None:
+                 floor: float | None = None, runner: Runner | None = None, cap: float = CAP,
+                 cluster: str | None = None) -> None:
         self._name, self._key, self._history, self._task = name, key, history, task
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -209,7 +210,7 @@ class SlurmEnd(EndWatch):
         expected = {key[0]: (key[1],) if key[1] is not None else None}
         self._poller = Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
                               runner=for_cluster(runner or stoppable(self._stop),
-                                                 history.cluster if history is not None else None),
+                                                 history.cluster if history is not None else cluster),
                               nudge=LogNudge([task]) if task is not None else None, settled=ended)
         self._thread = threading.Thread(target=self._run, daemon=True, name="logs -f end")
         self._thread.start()
@@ -295,8 +296,10 @@ class SlurmEnd(EndWatch):
 
 
 def end_watch(name: str, key: Key | None, history: History | None, task: TaskRecord | None,
-              floor: float | None = None, runner: Runner | None = None) -> EndWatch | None:
-    """How to learn when the task followed ends; None when nothing names it (nothing to ask)."""
+              floor: float | None = None, runner: Runner | None = None,
+              cluster: str | None = None) -> EndWatch | None:
+    """How to learn when the task followed ends; None when nothing names it (nothing to ask).
+    `cluster`: the one a job id no record names is asked of (-M); a record's jobs, of its own."""
     if history is not None and task is not None:
         if task.job_id == LOCAL_JOB:
             return LocalEnd(name, history.record_path, task)
@@ -308,4 +311,4 @@ def end_watch(name: str, key: Key | None, history: History | None, task: TaskRec
         return SlurmEnd(name, (task.job_id, task.array_task_id), history, task, floor, runner)
     if key is None:
         return None
-    return SlurmEnd(name, key, None, None, floor, runner)
+    return SlurmEnd(name, key, None, None, floor, runner, cluster=cluster)

@@ -12,7 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from backends import jsontext
-from backends.cluster import clusters_of, for_cluster
+from backends.cluster import cluster_words, for_cluster
+from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table, tasks_text
 from backends.errors import InputError
@@ -51,6 +52,7 @@ from backends.watch.targets import (
     history_status,
     job_history,
     job_status,
+    knows_none_lines,
     later_run_text,
     rerun_later,
     resolve,
@@ -101,9 +103,12 @@ def say_history_problems(history: History | None) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    asked = asked_cluster(args)
     target = resolve(args.target)
     problems: list[str] = []
     history = load_history(target.record.path, target.record) if target.record is not None else None
+    if history is not None:
+        check_record_cluster(history.record_path, history.cluster, asked)
     say_history_problems(history)
     unknown: list[str] = []   # a failed look at tasks without a recorded end: what it left not known
     job_of = None       # a job target's submission
@@ -114,15 +119,21 @@ def cmd_status(args: argparse.Namespace) -> int:
             rows = history_status(history, problems=problems, unknown=unknown, knows_none=knows_none)
         else:
             looked: list[Told] = []    # the look at whether J is an array task's own id, taken again
-            found, job_of = job_history(target, record_dirs(args), unlisted=unlisted, looked=looked)
+            found, job_of = job_history(target, record_dirs(args), for_cluster(run_command, asked),
+                                        unlisted=unlisted, looked=looked)
+            if job_of is not None:
+                check_record_cluster(job_of.record_path, job_of.cluster, asked)
             say_history_problems(job_of)
             awaited = set(usage_missing(job_of)) if job_of is not None else set()
-            rows = job_status(found, job_of, unknown=unknown, looked=looked)
+            # a record's jobs are asked of its own cluster (`job_status`), the same one -M named
+            rows = job_status(found, job_of, for_cluster(run_command, asked if job_of is None else None),
+                              unknown=unknown, looked=looked, knows_none=knows_none)
     say_shown_as_recorded(problems)
     if not rows:
         if unknown:
             raise QueryError(unknown[0])
-        raise InputError("JOB", f"Slurm knows no job {args.target}")
+        raise InputError("JOB", no_job_text(args.target, job_of.cluster if job_of is not None else asked,
+                                            hint=job_of is None and asked is None))
     say_rerun_later(job_of, rows)
     # exit 1 with the table, as `Slurm not answering` is everywhere: the states shown are not all known
     # (not for tasks of a job the controller forgot while accounting has it running: no look will tell more)
@@ -153,6 +164,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             _say_unmeasured(rows, knows_none, awaited)
     _say_unsubmitted(history)
     return done
+
+
+def no_job_text(job: str, cluster: str | None, hint: bool = False) -> str:
+    """``Slurm knows no job J: neither squeue nor accounting (sacct) on the local cluster has it``:
+    both answered and named nothing of J. Which cluster was asked is said, and (`hint`, a job id no
+    record names and no -M) how to ask another: a job sent elsewhere read as one that never was."""
+    told = f"Slurm knows no job {job}: neither squeue nor accounting (sacct) on {cluster_words(cluster)} has it"
+    return f"{told} (another cluster's job: -M NAME)" if hint else told
 
 
 def _whole_job_record(target: Target, history: History | None) -> SubmitRecord | None:
@@ -277,7 +296,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(printable(f"{PROG}: skipping {path}: {err.problem}"), file=sys.stderr)
     say_unlisted(unlisted)
     failed: Failed = []
-    states = histories_states(histories, failed=failed)
+    gone: set[str] = set()        # jobs Slurm, answering, knows nothing of
+    states = histories_states(histories, failed=failed, knows_none=gone)
     states_problem = _states_problem(histories, states, failed)
     live, live_problem = _live_jobs(histories, states, failed)
     summaries = [_record_summary(h, states, _doubtful(failed)) for h in histories]
@@ -305,7 +325,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"live Slurm jobs for {current_user()}: not known")
     else:
         print(f"no live Slurm jobs for {current_user()}")
-    for problem in dict.fromkeys(p for p in (states_problem, live_problem) if p):
+    problems = dict.fromkeys(p for p in (states_problem, live_problem) if p)
+    for problem in [*knows_none_lines(histories, states, gone), *problems]:     # why some tasks are UNKNOWN first
         print(printable(f"{PROG}: {problem}"), file=sys.stderr)
     return 0
 
@@ -407,36 +428,57 @@ def _record_summary(history: History, states, doubtful: frozenset[str] | None) -
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    named: list[tuple[str, list[str]]] = []   # (what the user typed, its scancel ids)
-    clusters: list[str | None] = []           # the clusters the records' jobs were queued on
+    asked = asked_cluster(args)
+    named: dict[str | None, list[tuple[str, list[str]]]] = {}   # per cluster: (what the user typed, its scancel ids)
     for text in args.targets:
         target = resolve(text, "JOB")
         if target.record is not None:
             if target.record.backend != "slurm":
                 raise InputError("JOB", local_cancel_text(text, load_history(target.record.path, target.record)))
-            named.append((text, [j.job_id for j in target.record.jobs]))
-            clusters.append(target.record.cluster)
+            check_record_cluster(target.record.path, target.record.cluster, asked)
+            cluster = target.record.cluster if asked is None else asked    # the same cluster, as -M spells it
+            named.setdefault(cluster, []).append((text, [j.job_id for j in target.record.jobs]))
         else:
-            named.append((text, [text]))
-    runner = for_cluster(run_command, clusters_of(clusters))
-    ids = _live_ids(named, runner)
-    owned = printable(whose(others_jobs(ids, job_owners(sorted({i.partition("_")[0] for i in ids}), runner),
-                                        os.getuid())))
+            named.setdefault(asked, []).append((text, [text]))
+    groups = [_Cancelling(cluster, for_cluster(run_command, cluster), targets) for cluster, targets in named.items()]
+    said = "; ".join(group.text for group in groups)
     if not args.yes:
-        print(f"Cancel {' '.join(ids)}{owned}? [y/N] ", end="", flush=True)
+        print(f"Cancel {said}? [y/N] ", end="", flush=True)
         answer = sys.stdin.readline().strip().lower()
         if answer not in {"y", "yes"}:
             print("not cancelled")
             return 1
-    try:
-        cancel(ids, runner)
-    except CancelError as err:    # scancel's "Access/permission denied" does not say whose job it is
-        raise CancelError(f"{err}{owned}") from None
-    print(f"cancelled {' '.join(ids)}")
+    done: list[str] = []
+    for group in groups:
+        try:
+            cancel(group.ids, group.runner)
+        except CancelError as err:    # scancel's "Access/permission denied" does not say whose job it is
+            before = f"; cancelled {'; '.join(done)} before it" if done else ""
+            raise CancelError(f"{err}{group.owned}{before}") from None
+        done.append(group.where(group.ids))
+    print(f"cancelled {'; '.join(done)}")
     return 0
 
 
-def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_command) -> list[str]:
+class _Cancelling:
+    """The targets `cancel` asks one cluster about (each record's own; the job ids' -M or the local
+    one): with one runner for all of them, the job ids of `cancel RECORD J` were asked of the
+    record's cluster, and the jobs of records of two clusters of both (scancel -M a,b)."""
+
+    def __init__(self, cluster: str | None, runner: Runner, targets: Sequence[tuple[str, list[str]]]) -> None:
+        self.cluster, self.runner = cluster, runner
+        self.ids = _live_ids(targets, runner, cluster)
+        owners = job_owners(sorted({i.partition("_")[0] for i in self.ids}), runner)
+        self.owned = printable(whose(others_jobs(self.ids, owners, os.getuid())))
+        self.text = f"{self.where(self.ids)}{self.owned}"
+
+    def where(self, ids: Sequence[str]) -> str:
+        """``4711 4712_3``, and ``on cluster NAME`` for a named one."""
+        return " ".join(ids) + (f" on cluster {self.cluster}" if self.cluster else "")
+
+
+def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_command,
+              cluster: str | None = None) -> list[str]:
     """The scancel ids that still have a task to cancel.
 
     scancel exits 0 for a job that already ended, so without this check
@@ -448,7 +490,7 @@ def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_comma
     for text, ids in named:
         known = [s for i in ids for s in _states_of(i, states)]
         if not known:
-            raise InputError("JOB", _unknown_to_slurm(text, states))
+            raise InputError("JOB", _unknown_to_slurm(text, states, cluster))
         kept = [i for i in ids if any(not s.state.is_terminal for s in _states_of(i, states))]
         if not kept:
             ended = ", ".join(sorted({s.state.value for s in known}))
@@ -457,14 +499,14 @@ def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_comma
     return live
 
 
-def _unknown_to_slurm(text: str, states) -> str:
+def _unknown_to_slurm(text: str, states, cluster: str | None = None) -> str:
     """Why there is nothing to cancel for a target Slurm did not report. A pending array task
     cancelled before Slurm split it off leaves no accounting row: a second `cancel 4711_3` said
     "Slurm knows no job 4711_3" of a task the user had just cancelled. A record under the current
     folder that holds its end says which; else that Slurm knows the job but not that task."""
     job, _, task = text.partition("_")
     if not task or not task.isdigit() or not _states_of(job, states):
-        return f"Slurm knows no job {text}; nothing to cancel"
+        return f"{no_job_text(text, cluster)}; nothing to cancel"
     history = history_for_job(job, [Path(".")])
     final = None
     if history is not None:
@@ -486,8 +528,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
         raise InputError("-n", "must be zero or more")
     if args.attempt is not None and args.attempt < 1:
         raise InputError("--attempt", f"attempts are numbered from 1, got {args.attempt}")
+    asked = asked_cluster(args)
     with told_unlisted() as unlisted:
-        logs = task_logs(args.task, record_dirs(args), attempt=args.attempt, unlisted=unlisted)
+        logs = task_logs(args.task, record_dirs(args), attempt=args.attempt, unlisted=unlisted, cluster=asked)
+    if logs.history is not None:
+        check_record_cluster(logs.history.record_path, logs.history.cluster, asked)
     path = logs.slurm_err if args.err else logs.slurm_out if args.out else (logs.log or logs.slurm_out)
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"
@@ -509,7 +554,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
         # SIGHUP (its tmux pane killed) and SIGTERM end it as Ctrl-C does: the open line ended, the
         # query under way killed with its group, exit 129 / 143 (they killed it where it stood)
         with signals_stop():
-            end = end_watch(logs.name, logs.key, logs.history, task, floor=site_floor(record))
+            end = end_watch(logs.name, logs.key, logs.history, task, floor=site_floor(record), cluster=asked)
             try:
                 return log_output.follow(path, args.lines, args.raw, end=end, name=logs.name)
             finally:

@@ -6,12 +6,15 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from backends import jsontext
+from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
 from backends.cli.jobs.commands import NOT_SUBMITTED, record_dirs, say_shown_as_recorded, told_unlisted
 from backends.cli.jobs.table import columns
+from backends.cluster import for_cluster
 from backends.printable import printable
 from backends.records.history import History
 from backends.states import TaskState
 from backends.watch.rows import Key, TaskRow, ended_counts, history_rows, state_counts, task_row
+from backends.watch.slurm.accounting import run_command
 from backends.watch.targets import history_look, history_of, resolve
 
 
@@ -66,8 +69,11 @@ def changes(history: History, number: int) -> dict[str, object]:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    asked = asked_cluster(args)
     with told_unlisted() as unlisted:
-        history = history_of(resolve(args.target), record_dirs(args), unlisted=unlisted)
+        history = history_of(resolve(args.target), record_dirs(args), for_cluster(run_command, asked),
+                             unlisted=unlisted)
+    check_record_cluster(history.record_path, history.cluster, asked)
     problems: list[str] = []
     states, usage = history_look(history, problems=problems)
     rows = history_rows(history, states, usage)

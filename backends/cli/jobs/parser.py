@@ -41,6 +41,13 @@ def _field_problem(message: str) -> tuple[str, str]:
     return "arguments", message
 
 
+def _clusters(p: argparse.ArgumentParser) -> None:
+    """``-M NAME`` / ``--clusters NAME``, as squeue, sacct and scancel take it (`clusters.asked_cluster`)."""
+    p.add_argument("-M", "--clusters", metavar="NAME",
+                   help="the Slurm cluster a job id no record names is asked of (as squeue -M); "
+                        "a record's jobs are asked of the cluster it names")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
@@ -56,16 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--failures", action="store_true",
                    help="group the tasks that did not succeed by state, exit code and last log line")
     p.add_argument("--dir", action="append", type=Path, help="where to look for records of a job id")
+    _clusters(p)
 
     p = sub.add_parser("history", help="the attempts of a submission: time, job ids, counts, overrides")
     p.add_argument("target", metavar="JOB|RECORD")
     p.add_argument("--json", action="store_true")
     p.add_argument("--dir", action="append", type=Path)
+    _clusters(p)
 
     p = sub.add_parser("usage", help="what the tasks used: MaxRSS, elapsed, CPU efficiency, tasks near a limit")
     p.add_argument("target", metavar="JOB|RECORD")
     p.add_argument("--json", action="store_true")
     p.add_argument("--dir", action="append", type=Path)
+    _clusters(p)
 
     p = sub.add_parser("retry", help="rerun the tasks whose latest attempt did not complete with exit code 0")
     p.add_argument("target", metavar="JOB|RECORD")
@@ -87,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="JOB|RECORD")
     p.add_argument("--cap", type=float, default=30.0, help="longest poll interval, seconds (default 30)")
     p.add_argument("--dir", action="append", type=Path)
+    _clusters(p)
 
     p = sub.add_parser("logs", help="last lines of a task's log; -f follows it")
     p.add_argument("task", metavar="TASK", help="JOB_TASK, JOB (not an array: name one task), RECORD or RECORD:VALUE")
@@ -99,8 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", action="store_true",
                    help="print control characters as they are (default on a terminal: shown as escapes)")
     p.add_argument("--dir", action="append", type=Path)
+    _clusters(p)
 
     p = sub.add_parser("cancel", help="scancel jobs or tasks (asks first unless --yes)")
     p.add_argument("targets", nargs="+", metavar="JOB[_TASK]|RECORD")
     p.add_argument("--yes", "-y", action="store_true")
+    _clusters(p)
     return parser

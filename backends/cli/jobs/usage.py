@@ -4,10 +4,12 @@ from __future__ import annotations
 import argparse
 
 from backends import jsontext
+from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
 from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
+from backends.cluster import for_cluster
 from backends.printable import printable
 from backends.watch.rows import task_key
-from backends.watch.slurm.accounting import QueryError
+from backends.watch.slurm.accounting import QueryError, run_command
 from backends.watch.targets import (
     history_status,
     job_status,
@@ -19,8 +21,11 @@ from backends.watch.usage_summary import format_summary, summarize, summarize_ro
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
+    asked = asked_cluster(args)
     with told_unlisted() as unlisted:
-        target, history = located(resolve(args.target), record_dirs(args), unlisted=unlisted)
+        target, history = located(resolve(args.target), record_dirs(args), for_cluster(run_command, asked),
+                                  unlisted=unlisted)
+    check_record_cluster(history.record_path, history.cluster, asked)
     problems: list[str] = []
     if target.record is None:
         # a job id is that job's tasks, as `status JOB` shows them: `usage 6958` of attempt 1 summed up

@@ -14,8 +14,9 @@ import time
 from datetime import datetime
 from typing import Callable, Sequence
 
-from backends.cli.jobs.commands import (record_dirs, say_history_problems, say_rerun_later, say_shown_as_recorded,
-                                       site_floor, told_unlisted)
+from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
+from backends.cli.jobs.commands import (no_job_text, record_dirs, say_history_problems, say_rerun_later,
+                                       say_shown_as_recorded, site_floor, told_unlisted)
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.signals import signals_stop
 from backends.cli.jobs.table import STATUS_HEADER, fmt_exit, status_cells, tasks_text
@@ -45,13 +46,14 @@ from backends.watch.rows import (
     unknown_row,
 )
 from backends.cluster import for_cluster
-from backends.watch.slurm.accounting import stoppable
+from backends.watch.slurm.accounting import run_command, stoppable
 from backends.watch.targets import (
     Target,
     attempt_record,
     failed_last,
     job_history as find_job_history,
     job_status,
+    knows_none_line,
     resolve,
 )
 from backends.watch.terminal import SafeStream
@@ -63,10 +65,13 @@ from backends.watch.wait import never_running, task_label, watcher
 def cmd_watch(args: argparse.Namespace) -> int:
     if not args.cap >= 1 or args.cap == float("inf"):   # also refuses nan
         raise InputError("--cap", f"must be a number of seconds, at least 1, got {args.cap:g}")
+    asked = asked_cluster(args)
     target = resolve(args.target)
+    if target.record is not None and asked is not None:     # every attempt's cluster, as the watch asks them
+        check_record_cluster(target.record.path, load_history(target.record.path).cluster, asked)
     if target.record is not None and target.record.backend == "local":
         return _watch_local(target)
-    return _watch_slurm(target, args)
+    return _watch_slurm(target, args, asked)
 
 
 def _watch_expected(target: Target, history: History | None) -> dict[str, tuple[int, ...] | None]:
@@ -77,7 +82,7 @@ def _watch_expected(target: Target, history: History | None) -> dict[str, tuple[
 
 
 def _job_poller(target: Target, job_history: History | None, floor: float | None, cap: float,
-                stop: threading.Event) -> Poller:
+                stop: threading.Event, asked: str | None = None) -> Poller:
     """The Poller of a bare job id. When its submission was found, the job's tasks are the record's
     (the ends the ledger holds settled): a task cancelled while pending leaves squeue and never gets
     an accounting row, so a watch asking Slurm for "every task of the job" never learned it existed
@@ -87,7 +92,7 @@ def _job_poller(target: Target, job_history: History | None, floor: float | None
              if target.task_id is None or t.array_task_id == target.task_id] if job_history is not None else []
     expected = expected_tasks(tasks) if tasks else _watch_expected(target, None)
     return Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
-                  runner=for_cluster(stoppable(stop), job_history.cluster if job_history is not None else None),
+                  runner=for_cluster(stoppable(stop), job_history.cluster if job_history is not None else asked),
                   settled=settled(job_history, tasks) if tasks else None)
 
 
@@ -115,17 +120,22 @@ def _never(target: Target, update: PollUpdate) -> list[tuple[str, str]]:
             if not s.state.is_terminal and never_runs(s.reason)]
 
 
-def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
+def _watch_slurm(target: Target, args: argparse.Namespace, asked: str | None = None) -> int:
     history = job_history = unknown = None
     if target.record is None:
         with told_unlisted() as unlisted:
-            found, job_history = find_job_history(target, record_dirs(args), unlisted=unlisted)
-        if not any(row.state is not None for row in job_status(found, job_history, lagging=True)):
+            found, job_history = find_job_history(target, record_dirs(args), for_cluster(run_command, asked),
+                                                  unlisted=unlisted)
+        if job_history is not None:
+            check_record_cluster(job_history.record_path, job_history.cluster, asked)
+        runner = for_cluster(run_command, asked if job_history is None else None)   # a record's: its own
+        if not any(row.state is not None for row in job_status(found, job_history, runner, lagging=True)):
             # A record's jobs may be too new for sacct, but squeue knows them at once:
             # a bare id neither knows would be watched forever. A recorded task neither names
             # is a row too (UNKNOWN, as in `status`): a job of a record whose every row is one
             # is a job Slurm knows nothing of (the watch waited for ever without a word).
-            raise InputError("JOB", f"Slurm knows no job {args.target}")
+            raise InputError("JOB", no_job_text(args.target, asked, hint=asked is None) if job_history is None
+                             else knows_none_line(job_history.record_path, [str(found.job_id)]))
         # An array task's own job id is watched as ARRAY_TASK, the name Slurm's answers give it
         # (watched by its own id, the watch waited for ever), with its log from the ledger, as status.
         target = found
@@ -145,7 +155,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace) -> int:
         finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
         unknown = UnknownJobs(history, pending, poller)
     else:
-        poller, throttler = _job_poller(target, job_history, floor, args.cap, stop), None
+        poller, throttler = _job_poller(target, job_history, floor, args.cap, stop, asked), None
     out = SafeStream(sys.stdout)
     view = LiveView(args.target) if out.isatty() else PlainView(args.target, out)
     never: list[tuple[str, str]] = []

@@ -576,8 +576,8 @@ def query(job_ids: Sequence[str], runner: Runner = run_command, *, controller: b
     queued again, whose ends accounting would only repeat). `lagging`: accounting's waiting tasks
     the controller no longer names are kept (`merge`'s `one_look` off), for a look that starts a watch."""
     sacct = run_sacct(job_ids, runner)
-    if not controller:
-        return Snapshot(accounting_only(sacct), sacct.usage)
+    if not controller:     # with the jobs accounting has rows of: whether it named a job (`unnamed_jobs`)
+        return Snapshot(accounting_only(sacct), sacct.usage, accounted_jobs=accounted_job_ids(sacct))
     asked = [*job_ids, *(job for job in controller_also if job not in job_ids)]
     squeue = run_squeue_rows(asked, runner)
     return Snapshot(merge(sacct, squeue.states, one_look=not lagging), sacct.usage, squeue.usage,
@@ -617,6 +617,14 @@ def ask_at_once(job_ids: Sequence[str], runner: Runner = run_command, *, control
     else:
         (sacct, sacct_err), (squeue, squeue_err) = at_once(runner, ask_sacct, ask_squeue)
     return Told(tuple(job_ids), tuple(asked), sacct, sacct_err, squeue, squeue_err)
+
+
+def ask_controller(job_ids: Sequence[str], runner: Runner, accounting: SacctRows) -> Told:
+    """A look at `job_ids` whose accounting answer was had a moment ago (`accounting`, its rows of
+    them): squeue alone is asked. `status RECORD` of a record whose job accounting purged asked sacct
+    the same question twice in a row (3 queries where 2 tell as much)."""
+    squeue, squeue_err = _answer(run_squeue_rows, job_ids, runner)
+    return Told(tuple(job_ids), tuple(job_ids), accounting, None, squeue, squeue_err)
 
 
 def query_what_answers(job_ids: Sequence[str], runner: Runner = run_command, *,
