@@ -215,15 +215,13 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
     if any(slurm_of):
         from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
         from backends.watch.never_started import told_states
-        from backends.watch.slurm.accounting import (QueryError, forgotten_jobs, query, run_command, run_squeue,
-                                                     without_forgotten)
-        from backends.cluster import clusters_of, for_cluster
+        from backends.watch.by_cluster import without_unended
+        from backends.watch.slurm.accounting import QueryError, run_command
 
-        runner = for_cluster(runner or run_command,
-                             clusters_of([history.cluster for (history, _), slurm in zip(asked, slurm_of) if slurm]))
-        jobs = list(expected_tasks([t for tasks in slurm_of for t in tasks]))
+        groups = _by_cluster([(history, slurm) for (history, _), slurm in zip(asked, slurm_of)],
+                             runner or run_command)
         try:
-            answer = query(jobs, runner)
+            answer, forgotten = _asked_of_each(groups)
             states = dict(answer.states)
             for (history, _), slurm in zip(asked, slurm_of):
                 if slurm:
@@ -233,11 +231,10 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
             # a job the controller knows none of while accounting has it running (slurmdbd missed its
             # end): `status` and `watch` say its tasks ended UNKNOWN and offer a retry, which this
             # refused for ever as live, with "wait for them" (nothing to wait for) or a cancel Slurm refuses
-            forgotten = forgotten_jobs(answer, runner)
-            states = without_forgotten(states, forgotten)
+            states = without_unended(states, forgotten)
         except QueryError:
             try:
-                states = {t.key: t for t in run_squeue(jobs, runner)}
+                states = _controller_of_each(groups)
             except QueryError as err:
                 failure = str(err)
     answers: list[list[tuple[TaskRecord, str]] | InputError] = []
@@ -254,6 +251,43 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
                 live.append((task, task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}"))
         answers.append(live)
     return answers
+
+
+def _by_cluster(asked: Sequence[tuple[History, Sequence[TaskRecord]]], runner: Runner) -> list[tuple[Runner, list]]:
+    """The Slurm tasks of each history grouped by the cluster their attempt queued them on, each group
+    with `runner` asking that cluster: a retry's look at an attempt of the local cluster asked
+    ``-M other`` after an earlier retry went there, found nothing live and recorded no end."""
+    from backends.cluster import for_cluster
+    from backends.watch.by_cluster import by_cluster
+
+    pairs = [(history, task) for history, tasks in asked for task in tasks]
+    groups = by_cluster(pairs, lambda pair: pair[0].cluster_of(pair[1]), lambda pair: pair[1].attempt)
+    return [(for_cluster(runner, cluster), [task for _, task in group]) for cluster, group in groups.items()]
+
+
+def _asked_of_each(groups: Sequence[tuple[Runner, list]]):
+    """One sacct and one squeue per cluster (`_by_cluster`), merged, and the tasks of the jobs each
+    controller forgot (`forgotten_keys`). QueryError when any fails."""
+    from backends.watch.by_cluster import forgotten_keys, merged_answers, task_keys
+    from backends.watch.rows import expected_tasks
+    from backends.watch.slurm.accounting import forgotten_jobs, query
+
+    parts, forgotten = [], []
+    for run, tasks in groups:
+        answer = query(list(expected_tasks(tasks)), run)
+        parts.append((task_keys(tasks), answer))
+        forgotten.append(forgotten_jobs(answer, run))
+    return merged_answers(parts), forgotten_keys(parts, forgotten)
+
+
+def _controller_of_each(groups: Sequence[tuple[Runner, list]]) -> dict:
+    """One squeue per cluster (`_by_cluster`), merged: the states while accounting fails."""
+    from backends.watch.by_cluster import merged_answers, task_keys
+    from backends.watch.rows import expected_tasks
+    from backends.watch.slurm.accounting import Snapshot, run_squeue
+
+    return merged_answers([(task_keys(tasks), Snapshot({t.key: t for t in run_squeue(list(expected_tasks(tasks)), run)}, {}))
+                           for run, tasks in groups]).states
 
 
 def _local_live(history: History, task) -> str | None:

@@ -98,7 +98,7 @@ def watch_slurm(history: History, deliver: Callable[[Seen], None], stop: threadi
     ended = settled(history, pending)
     poller, throttler = watcher(history.current, tasks=pending, floor=site_floor(history.current),
                                 cap=CAP_SECONDS, stop=stop, runner=runner, settled=ended, budget=budget,
-                                log_of=history.log_of)
+                                log_of=history.log_of, cluster_of=history.cluster_of)
     tasks = {(t.job_id, t.array_task_id): t for t in pending}
     # the ledger's usage read at first, of the ends it holds (the screen shows them)
     shown = Shown(read={key: final.usage for key, final in ((k, history.final(t)) for k, t in tasks.items())

@@ -275,7 +275,7 @@ def test_cancel_asks_each_records_cluster_and_minus_m_for_the_job_ids(tmp_path, 
     assert main(["cancel", "--yes", record.path, "777"]) == 0
     cancelled = [argv for argv in seen if argv[0] == "scancel"]
     assert cancelled == [["scancel", "-M", "gpu-west", "424242"], ["scancel", "777"]], seen
-    assert capsys.readouterr().out == "cancelled 424242 on cluster gpu-west; 777\n"
+    assert capsys.readouterr().out == "cancelled 424242 on cluster gpu-west, and 777 on the local cluster\n"
     seen.clear()
     assert main(["cancel", "--yes", "-M", "GPU-WEST", record.path, "777"]) == 0
     assert [argv for argv in seen if argv[0] == "scancel"] == [["scancel", "-M", "GPU-WEST", "424242", "777"]], seen

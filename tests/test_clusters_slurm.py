@@ -255,3 +255,64 @@ def test_a_job_id_no_record_names_is_asked_of_the_cluster_minus_m_names(elsewher
     there = subprocess.run(["sacct", "-M", cluster, "-j", job, "-X", "-n", "-P", "-o", "state"],
                            capture_output=True, text=True).stdout.split()
     assert there and there[0].startswith("CANCELLED"), there
+
+
+def test_a_record_whose_retry_went_to_a_named_cluster_asks_each_attempt_on_its_own(elsewhere, tmp_path, cli_env):
+    """Attempt 1 queued without -M (the local cluster), its retry after the site file gained
+    --clusters=NAME: every query about attempt 1's job asked `-M NAME` (on another cluster its tasks
+    were UNKNOWN and their ends lost). One cluster cannot show the UNKNOWN (here the local cluster is
+    NAME, and under `elsewhere`'s SLURM_CONF attempt 1's local cluster cannot be reached at all), so
+    the squeue and sacct the commands run are recorded: attempt 1's job is asked without -M, attempt
+    2's with -M NAME, never both in one query; the states are right; one cluster's look is one of each."""
+    import shutil
+
+    cluster, _ = elsewhere
+    wrap, calls = tmp_path / "wrap", tmp_path / "calls"
+    wrap.mkdir()
+    for client in ("squeue", "sacct"):
+        (wrap / client).write_text(f'#!/bin/bash\necho "{client} $*" >> {calls}\nexec {shutil.which(client)} "$@"\n')
+        (wrap / client).chmod(0o755)
+    env = {**cli_env, "PATH": f"{wrap}:{cli_env['PATH']}"}
+    site = tmp_path / "site.yaml"
+    site.write_text(TEST_SITE.read_text())
+    task = tmp_path / "task.sh"
+    task.write_text('#!/bin/bash\nsleep 2\n[ "$1" = 1 ]\n')
+    task.chmod(0o755)
+    record = tmp_path / "log" / "q" / "t.V.submit.json"
+    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
+                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
+                              cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        submit.kill()          # no wait: attempt 1's ends are not in the ledger
+        submit.communicate()
+    first = json.loads(record.read_text())["jobs"][0]["job_id"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ended = subprocess.run(["sacct", "-j", first, "-X", "-n", "-P", "-o", "state"], capture_output=True,
+                               text=True).stdout.split()
+        if len(ended) == 2 and all(state in ("COMPLETED", "FAILED") for state in ended):
+            break
+        time.sleep(1)
+    site.write_text(_site(tmp_path / "wrap", cluster).read_text())        # the site file now sends jobs to NAME
+    retried = run_cli("hyperion-jobs", "retry", "--yes", str(record), cwd=tmp_path, env=env, timeout=120)
+    assert retried.returncode == 1 and "retrying 1 task(s)" in retried.stderr, retried.stderr
+    second = json.loads(record.read_text())
+    assert (second["attempt"], second["cluster"]) == (2, cluster)
+    later = second["jobs"][0]["job_id"]
+    assert _states(record, env, tmp_path) == {1: ("COMPLETED", 1), 2: ("FAILED", 2)}
+    asked = calls.read_text().splitlines()
+    of_first = [line for line in asked if first in line.replace(",", " ").split()]
+    of_later = [line for line in asked if later in line.replace(",", " ").split()]
+    assert of_first and of_later, asked
+    assert all("-M" not in line.split() for line in of_first), of_first
+    assert all(f"-M {cluster} " in line for line in of_later), of_later
+
+    calls.unlink()
+    done = run_cli("hyperion-jobs", "status", later, cwd=tmp_path, env=env, timeout=60)
+    assert done.returncode == 0 and "1 task: FAILED 1" in done.stdout, (done.stdout, done.stderr)
+    asked = calls.read_text().splitlines()
+    assert sorted(line.split()[:3] for line in asked) == [["sacct", "-M", cluster], ["squeue", "-M", cluster]], asked

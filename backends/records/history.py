@@ -83,6 +83,12 @@ class History:
 
         return clusters_of([record.cluster for record in self.attempt_records.values()])
 
+    def cluster_of(self, task: TaskRecord) -> str | None:
+        """The cluster `task`'s own attempt queued it on (None: the local one): the one to ask about
+        it. Asked of `cluster`, every attempt's joined, an attempt of the local cluster was asked
+        ``-M other`` after a retry went to another, and its tasks were UNKNOWN."""
+        return self.attempt_records.get(task.attempt, self.current).cluster
+
     @cached_property
     def attempt_records(self) -> Mapping[int, SubmitRecord]:
         """Every attempt's record by number, oldest first, the current one among them (`records`

@@ -36,7 +36,9 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Mapping, Sequence
 
 from backends.states import LEDGER, JobState, TaskState
+from backends.cluster import for_cluster
 from backends.watch.budget import QueryBudget
+from backends.watch.by_cluster import joined_rows
 from backends.client import STOP_STEP, CommandResult, QueryStopped
 from backends.watch.slurm.accounting import (
     SQUEUE_UNKNOWN_JOB,
@@ -234,13 +236,17 @@ class Poller:
                  budget: QueryBudget | None = None, nudge: Nudge | None = None,
                  vanished_after: float = VANISHED_AFTER, tick: float = TICK,
                  slow: float | None = None, settled: Mapping[Key, TaskState] | None = None,
-                 never_started: NeverStarted | None = None) -> None:
+                 never_started: NeverStarted | None = None,
+                 clusters: Mapping[str, str | None] | None = None) -> None:
         if floor <= 0 or cap < floor:
             raise ValueError("need 0 < floor <= cap")
         self._expected = {str(j): (frozenset(t) if t is not None else None)
                           for j, t in expected.items()}
         self._floor, self._cap, self._busy, self._idle = floor, cap, busy, idle
         self._runner = runner
+        # each job's cluster when they are on more than one (`runner` then asks the local one): asked
+        # with one -M, an earlier attempt's jobs on another cluster were UNKNOWN for the whole watch
+        self._clusters = dict(clusters) if clusters and len(set(clusters.values())) > 1 else None
         self._sleep = sleep
         self._clock, self._wall = clock, wall
         self.budget = budget or QueryBudget(clock=clock)
@@ -355,7 +361,9 @@ class Poller:
         started = self._clock()
         self._asking = (source, started) if watched else None
         try:
-            answer = (run_squeue_rows if source == "squeue" else run_sacct)(jobs, self._call)
+            parts = [(run_squeue_rows if source == "squeue" else run_sacct)(group, run)
+                     for run, group in self.by_cluster(jobs, self._call)]
+            answer = parts[0] if len(parts) == 1 else joined_rows(parts)
             if source == "sacct":
                 self._check_listed(expect, answer)
         except QueryError as exc:
@@ -363,7 +371,7 @@ class Poller:
             return None
         finally:
             self._asking = None
-        self.budget.charge(1, started)     # when this call went: a poll's second query goes later
+        self.budget.charge(len(parts), started)     # when this call went: a poll's second query goes later
         self._health[source] = _Health()
         rows = answer.states if source == "squeue" else [*answer.own, *answer.ranged]
         if any(self._watched(t.key) for t in rows):   # an answer naming no task tells no state
@@ -420,6 +428,16 @@ class Poller:
             self.budget.charge(1, started)
         if exc.kind in ("rate_limited", "timeout"):
             self._slow = min(MAX_SLOWDOWN, self._slow * 2)
+
+    def by_cluster(self, jobs: Sequence[str], run: Runner) -> list[tuple[Runner, list[str]]]:
+        """`jobs` by the cluster each is asked on, each group with `run` asking it: one group, `run`
+        itself, unless the watched jobs are on more than one cluster (`clusters`)."""
+        if self._clusters is None:
+            return [(run, list(jobs))]
+        groups: dict[str | None, list[str]] = {}
+        for job in jobs:
+            groups.setdefault(self._clusters.get(job), []).append(job)
+        return [(for_cluster(run, cluster), group) for cluster, group in groups.items()]
 
     def _call(self, argv: Sequence[str]) -> CommandResult:
         """The runner, awaited so that a stop ends the wait at once and a slow answer is told.
@@ -542,7 +560,7 @@ class Poller:
         if self.budget.room(started) < 1:
             return False
         try:
-            return controller_knows_none(job, self._call)
+            return controller_knows_none(job, self.by_cluster([job], self._call)[0][0])
         finally:
             self.budget.charge(1, started)
 

@@ -20,6 +20,7 @@ from backends.records.history import History, load_history
 from backends.records.paths import RECORD_SUFFIX
 from backends.records.record import SubmitRecord, TaskRecord, find_records, load_record
 from backends.states import TaskState
+from backends.watch.by_cluster import by_cluster, forgotten_keys, merged_answers, task_keys, without_unended
 from backends.watch.finals import FinalsRecorder
 from backends.watch.never_started import told_states
 from backends.watch.requeued import reopened, requeuable
@@ -49,7 +50,6 @@ from backends.watch.slurm.accounting import (
     ask_controller,
     failed_text,
     forgotten_jobs,
-    without_forgotten,
     job_std_paths,
     query,
     query_what_answers,
@@ -310,7 +310,8 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     without a word and promised the ended tasks' usage on every run."""
     assert target.job_id is not None
     failed: Failed = []
-    runner = for_cluster(runner, history.cluster if history is not None else None)
+    # the cluster of the attempt that submitted the job, not every attempt's (`History.cluster_of`)
+    runner = for_cluster(runner, attempt_record(history, target.job_id).cluster if history is not None else None)
     if unknown is not None:
         told = None
         if looked:
@@ -526,6 +527,11 @@ class SlurmAsks:
     def __bool__(self) -> bool:
         return bool(self.pending or self.superseded or self.missing or self.again)
 
+    @property
+    def tasks(self) -> list[TaskRecord]:
+        """Every task asked about, each once per list it is in."""
+        return [*self.pending, *self.superseded, *(task for task, _ in self.missing.values()), *self.again]
+
 
 def slurm_asks(history: History) -> SlurmAsks:
     """The tasks `history_look` asks Slurm about (`SlurmAsks`): none at all when the ledger holds an
@@ -575,43 +581,36 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     asks = slurm_asks(history)
     if not asks:
         return {}, None
-    runner = for_cluster(runner, history.cluster)
     pending, superseded, missing, again = asks.pending, asks.superseded, asks.missing, asks.again
     asked = [*pending, *superseded, *(task for task, _ in missing.values())]
+    parts: list[tuple[frozenset[Key], Snapshot]] = []
     failed: Failed = []
-    merged = False      # `query`'s answer, which takes accounting's word for a job the controller forgot
-    try:
-        if asked and pending and unknown is not None:
-            answer, failed = query_what_answers(list(expected_tasks(asked)), runner,
-                                                controller_also=list(expected_tasks(again)))
-        elif asked:
-            answer = query(list(expected_tasks([*asked, *again])), runner,
-                           controller=bool(pending or superseded or again))
-            merged = True
-        else:
-            answer = Snapshot(controller_states(again, runner), {})
-    except QueryError as err:
-        if pending:
-            raise
-        if problems is not None:
-            problems.append(str(err))
-        return {}, None   # only usage, requeues or superseded tasks were asked about: the ledger's states stand
+    forgotten: list[frozenset[str]] = []
+    for cluster, group in split_asks(history, asks).items():
+        try:
+            told, group_failed, gone = _ask_cluster(group, for_cluster(runner, cluster), unknown is not None,
+                                                    knows_none)
+        except QueryError as err:
+            if group.pending:
+                raise
+            if problems is not None:
+                problems.append(str(err))
+            continue   # only usage, requeues or superseded tasks were asked about: the ledger's states stand
+        parts.append((task_keys(group.tasks), told))
+        failed.extend(group_failed)
+        forgotten.append(gone)
+    if not parts:
+        return {}, None
+    answer = merged_answers(parts)
     states = told_states(answer, [history])
     rerun = reopened(history, again, states)
     keys = {(t.job_id, t.array_task_id) for t in rerun}
     ended = {key: told for key, told in missing.items() if key not in keys}   # a new run's usage is not the first's
     recorder = FinalsRecorder(history.record_path, [*pending, *superseded, *rerun], ended, since=history.ledger.size)
     recorder.observe(states.values(), answer.usage)
-    if merged and (forgotten := forgotten_jobs(answer, runner)):
+    if gone_keys := forgotten_keys(parts, forgotten):
         # slurmdbd missed their end: not RUNNING, as `status` says (a retry was refused for ever as live)
-        states = without_forgotten(states, forgotten)
-    if merged and knows_none is not None and missing:
-        # all ended: accounting naming none of a job whose ends lack usage, the look that tells
-        # whether Slurm knows it at all (both sources), for that job alone: `status` of a record
-        # accounting purged promised its usage on every run, for ever
-        unnamed = unnamed_jobs(answer, {task.job_id for task, _ in missing.values()})
-        if unnamed:     # accounting, asked just now, had no row of them: the controller alone is asked
-            knows_none.update(jobs_slurm_knows_none(sorted(unnamed), runner, unaccounted=True))
+        states = without_unended(states, gone_keys)
     if pending and unknown is not None and not failed:
         say_unknown_jobs(unnamed_jobs(answer, {t.job_id for t in asked}), history, pending, states, unknown, knows_none)
     if failed:
@@ -626,6 +625,47 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
         elif unknown is not None:
             unknown.append(settled(failed, line))
     return states, answer.shown_usage()
+
+
+def split_asks(history: History, asks: SlurmAsks) -> dict[str | None, SlurmAsks]:
+    """`asks` by the cluster each task's attempt queued it on (`History.cluster_of`), the newest
+    attempt's cluster last (`by_cluster`): one entry, `asks` itself, when all are on one."""
+    order = by_cluster(asks.tasks, history.cluster_of)
+    if len(order) <= 1:
+        return {cluster: asks for cluster in order}
+
+    def of(cluster: str | None, tasks: Iterable[TaskRecord]) -> list[TaskRecord]:
+        return [task for task in tasks if history.cluster_of(task) == cluster]
+
+    return {cluster: SlurmAsks(of(cluster, asks.pending), of(cluster, asks.superseded),
+                               {key: told for key, told in asks.missing.items()
+                                if history.cluster_of(told[0]) == cluster}, of(cluster, asks.again))
+            for cluster in order}
+
+
+def _ask_cluster(asks: SlurmAsks, runner: Runner, unknown: bool,
+                 knows_none: set[str] | None) -> tuple[Snapshot, Failed, frozenset[str]]:
+    """`history_look`'s questions about one cluster's tasks, asked with `runner` (which asks that
+    cluster): the answer, what gave nothing to take (with `unknown`: `query_what_answers`), and the
+    jobs the controller forgot (`forgotten_jobs`, of `query`'s answer, which takes accounting's word
+    for them). QueryError when a query fails (without `unknown`, or of tasks without an end)."""
+    pending, superseded, missing, again = asks.pending, asks.superseded, asks.missing, asks.again
+    asked = [*pending, *superseded, *(task for task, _ in missing.values())]
+    if asked and pending and unknown:
+        answer, failed = query_what_answers(list(expected_tasks(asked)), runner,
+                                            controller_also=list(expected_tasks(again)))
+        return answer, failed, frozenset()
+    if not asked:
+        return Snapshot(controller_states(again, runner), {}), [], frozenset()
+    answer = query(list(expected_tasks([*asked, *again])), runner, controller=bool(pending or superseded or again))
+    if knows_none is not None and missing:
+        # all ended: accounting naming none of a job whose ends lack usage, the look that tells
+        # whether Slurm knows it at all (both sources), for that job alone: `status` of a record
+        # accounting purged promised its usage on every run, for ever
+        unnamed = unnamed_jobs(answer, {task.job_id for task, _ in missing.values()})
+        if unnamed:     # accounting, asked just now, had no row of them: the controller alone is asked
+            knows_none.update(jobs_slurm_knows_none(sorted(unnamed), runner, unaccounted=True))
+    return answer, [], forgotten_jobs(answer, runner)
 
 
 def _terminal(state: TaskState | None) -> bool:
@@ -679,34 +719,39 @@ def histories_states(histories: Sequence[History], runner: Runner = run_command,
     `knows_none` (with `failed`): the jobs asked about that Slurm, both sources answering, names
     nothing of (`unnamed_jobs`), for `list` to say so (`knows_none_lines`), as `status RECORD` does.
     """
-    by_cluster: dict[str | None, list[History]] = {}
-    for history in histories:
-        by_cluster.setdefault(history.cluster, []).append(history)
-    if len(by_cluster) > 1:     # records of several clusters (a site file's -M came or went): each asks its own
-        states: dict[Key, TaskState] = {}
-        for group in by_cluster.values():
-            states.update(histories_states(group, runner, failed, knows_none))
-        return states
-    pending = sorted({t.job_id for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB})
-    again = [task for history in histories for task in requeuable(history)]
-    runner = for_cluster(runner, histories[0].cluster if histories else None)
+    asked = by_cluster([*((h, t, True) for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB),
+                        *((h, t, False) for h in histories for t in requeuable(h))],
+                       lambda item: item[0].cluster_of(item[1]), lambda item: item[1].attempt)
+    parts: list[tuple[frozenset[Key], Snapshot]] = []
+    for cluster, group in asked.items():     # records (or attempts) of several clusters: each asks its own
+        pending = sorted({task.job_id for _, task, unended in group if unended})
+        again = [task for _, task, unended in group if not unended]
+        answer = _cluster_states(pending, again, for_cluster(runner, cluster), failed, knows_none)
+        if answer is not None:
+            parts.append((task_keys(task for _, task, _ in group), answer))
+    return told_states(merged_answers(parts), histories) if parts else {}
+
+
+def _cluster_states(pending: list[str], again: list[TaskRecord], runner: Runner,
+                    failed: Failed | None, knows_none: set[str] | None = None) -> Snapshot | None:
+    """`histories_states`'s look at one cluster (`runner` asks it): its jobs with a task without a
+    final state (`pending`) and its ended tasks that may have been queued again; None when only
+    those were asked about and squeue failed (added to `failed`). The jobs of `pending` both
+    sources answered with no row of are added to `knows_none`."""
     if pending:
         if failed is None:
-            answer = query(pending, runner, controller_also=list(expected_tasks(again)))
-        else:
-            answer, told = query_what_answers(pending, runner, controller_also=list(expected_tasks(again)))
-            failed.extend(told)
-            if knows_none is not None and not told:
-                knows_none.update(unnamed_jobs(answer, pending))
-        return told_states(answer, histories)
-    if not again:
-        return {}
+            return query(pending, runner, controller_also=list(expected_tasks(again)))
+        answer, told = query_what_answers(pending, runner, controller_also=list(expected_tasks(again)))
+        failed.extend(told)
+        if knows_none is not None and not told:
+            knows_none.update(unnamed_jobs(answer, pending))
+        return answer
     try:
-        return controller_states(again, runner)
+        return Snapshot(controller_states(again, runner), {})
     except QueryError as err:     # the recorded ends stand; said, and a hung squeue not asked again
         if failed is not None:
             failed.append(("squeue", err))
-        return {}
+        return None
 
 
 def knows_none_lines(histories: Sequence[History], states: Mapping[Key, TaskState], gone: Iterable[str]) -> list[str]:
@@ -726,13 +771,16 @@ def controller_states(tasks: Sequence[TaskRecord], runner: Runner = run_command)
 
 
 def fill_missing_usage(history: History, runner: Runner = run_command) -> dict[Key, Usage]:
-    """What ended tasks used, for those whose usage the ledger lacks (`usage_missing`): one sacct,
-    written into the ledger as `history_status` writes it. {} when nothing is missing."""
+    """What ended tasks used, for those whose usage the ledger lacks (`usage_missing`): one sacct per
+    cluster their attempts ran on (`by_cluster`), written into the ledger as `history_status` writes
+    it. {} when nothing is missing."""
     missing = usage_missing(history)
     if not missing:
         return {}
-    runner = for_cluster(runner, history.cluster)
-    answer = query(list(expected_tasks([task for task, _ in missing.values()])), runner, controller=False)
+    tasks = [task for task, _ in missing.values()]
+    answer = merged_answers([(task_keys(group), query(list(expected_tasks(group)), for_cluster(runner, cluster),
+                                                      controller=False))
+                             for cluster, group in by_cluster(tasks, history.cluster_of).items()])
     FinalsRecorder(history.record_path, [], missing).observe((), answer.usage)
     return {key: used for key, used in answer.usage.items() if key in missing}
 

@@ -210,7 +210,7 @@ class SlurmEnd(EndWatch):
         expected = {key[0]: (key[1],) if key[1] is not None else None}
         self._poller = Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
                               runner=for_cluster(runner or stoppable(self._stop),
-                                                 history.cluster if history is not None else cluster),
+                                                 _cluster(history, task) if history is not None else cluster),
                               nudge=LogNudge([task]) if task is not None else None, settled=ended)
         self._thread = threading.Thread(target=self._run, daemon=True, name="logs -f end")
         self._thread.start()
@@ -312,3 +312,11 @@ def end_watch(name: str, key: Key | None, history: History | None, task: TaskRec
     if key is None:
         return None
     return SlurmEnd(name, key, None, None, floor, runner, cluster=cluster)
+
+
+def _cluster(history: History | None, task: TaskRecord | None) -> str | None:
+    """The cluster to ask about the followed task: its own attempt's (`History.cluster_of`); asked
+    of every attempt's, `logs -f` of an attempt 1 task after a retry on another cluster never ended."""
+    if history is None:
+        return None
+    return history.cluster_of(task) if task is not None else history.cluster

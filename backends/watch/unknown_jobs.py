@@ -74,13 +74,15 @@ class UnknownJobs:
         now = time.monotonic()
         if self.looked_at is not None and now - self.looked_at < UNKNOWN_LOOK_EVERY:
             return
-        calls = 3 if len(candidates) > 1 else 2    # sacct and squeue; of several jobs, squeue of one alone
+        groups = self.poller.by_cluster(candidates, self.poller.client)   # each job's cluster (-M), the watch's stop
+        # sacct and squeue per cluster; of several jobs, squeue of one alone
+        calls = sum(3 if len(jobs) > 1 else 2 for _, jobs in groups)
         budget = self.poller.budget
         if budget.room(now) < calls:
             return
         self.looked_at = now
         budget.charge(calls, now)
-        gone = jobs_slurm_knows_none(candidates, self.poller.client)   # the watch's cluster (-M) and stop
+        gone = [job for run, jobs in groups for job in jobs_slurm_knows_none(jobs, run)]
         if gone:
             self.gone = sorted({*self.gone, *gone}, key=lambda job: (len(job), job))
             self.poller.not_known(gone)

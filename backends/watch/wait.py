@@ -21,6 +21,7 @@ from backends.watch.nudge import LogNudge
 from backends.watch.poller import MIN_GAP, Key, Poller, PollUpdate
 from backends.watch.rows import expected, expected_tasks, log_words, no_log, said_path, state_row
 from backends.cluster import for_cluster
+from backends.watch.by_cluster import job_clusters
 from backends.watch.slurm.accounting import Runner, run_command, stoppable
 from backends.watch.throttle import SlotsNotice, Throttler
 from backends.shellwords import shell_quote
@@ -77,7 +78,8 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
             stop: threading.Event | None = None,
             settled: Mapping[Key, TaskState] | None = None,
             budget: QueryBudget | None = None,
-            log_of: Callable[[TaskRecord], str | None] | None = None) -> tuple[Poller, Throttler | None]:
+            log_of: Callable[[TaskRecord], str | None] | None = None,
+            cluster_of: Callable[[TaskRecord], str | None] | None = None) -> tuple[Poller, Throttler | None]:
     """The Poller for a record (nudged by its task logs) and, for a windowed
     --max-jobs-run, the Throttler that keeps its slots busy; `floor` is the
     site's poll_interval. `tasks` (default: the record's) are the tasks to
@@ -87,18 +89,28 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
     for a hung squeue). A watched task without a recorded end (none of `settled`) that Slurm's
     answers and the disk show never started is told CANCELLED at the first poll that shows it, by
     `cancelled_while_pending`, as `hyperion-jobs status` tells it; `log_of`: where a task's log is now (the
-    history's, default: the record's path)."""
-    runner = for_cluster(runner or (stoppable(stop) if stop is not None else run_command), record.cluster)
+    history's, default: the record's path); `cluster_of`: the cluster each task is asked on (the
+    history's `cluster_of`, default: the record's), when the tasks are of several attempts."""
+    runner = runner or (stoppable(stop) if stop is not None else run_command)
     watched = record.tasks if tasks is None else tuple(tasks)
+    clusters = job_clusters(watched, cluster_of or (lambda task: record.cluster))
+    mixed = len(set(clusters.values())) > 1      # the Poller asks each job on its own cluster
+    if mixed and cluster_of is not None:         # two clusters' equal job ids: the newest attempt's is watched
+        watched = tuple(t for t in watched if cluster_of(t) == clusters[t.job_id])
+    else:
+        runner = for_cluster(runner, next(iter(clusters.values()), record.cluster))
     unended = [t for t in watched if (t.job_id, t.array_task_id) not in (settled or {})]
     where = log_of or (lambda task: task.log)
     poller = Poller(expected(record) if tasks is None else expected_tasks(watched),
                     floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
                     runner=runner, nudge=LogNudge(watched), settled=settled, budget=budget,
-                    never_started=lambda answer: cancelled_while_pending(unended, answer, where))
+                    never_started=lambda answer: cancelled_while_pending(unended, answer, where),
+                    clusters=clusters if mixed else None)
     polled = None if tasks is None else [(t.job_id, t.array_task_id) for t in watched]
     # through the poller: a hung scontrol is said as a hung squeue is, and a quit ends it
-    return poller, Throttler.for_record(record, poller.budget, poller.client, polled)
+    # the throttler moves the newest attempt's window slots: on its cluster
+    client = for_cluster(poller.client, record.cluster) if mixed else poller.client
+    return poller, Throttler.for_record(record, poller.budget, client, polled)
 
 
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,

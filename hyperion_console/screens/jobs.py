@@ -27,7 +27,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, ProgressBar, Select, Static
 
-from backends.cluster import for_cluster
 from backends.records.history import History, load_history
 from backends.retry_hint import unsubmitted_line
 from backends.states import ended_by_slurm, explain_reason, never_runs
@@ -35,7 +34,7 @@ from backends.watch.requeued import watched_tasks
 from backends.watch.rows import local_cancel_text, never_started
 from backends.client import QueryStopped
 from backends.watch.slurm.accounting import stoppable
-from backends.watch.slurm.cancel import cancel
+from backends.watch.slurm.cancel import cancel_each, cluster_groups
 from backends.watch.task_end import ended_words, program_end_words, row_end
 from backends.watch.targets import no_log_reason, not_run_text, record_file
 from backends.watch.throttle import SlotsNotice, held_line, unwatched_line
@@ -998,7 +997,8 @@ class JobsScreen(ConsoleScreen):
             return
         state = self.table.state_of(task)
         self._confirm_cancel([slurm_target(task)], [state],
-                             f"{slurm_target(task)} already ended ({row_state_name(state)})")
+                             f"{slurm_target(task)} already ended ({row_state_name(state)})",
+                             {slurm_target(task): self._cluster_of(task)})
 
     @guarded
     def action_cancel_job(self) -> None:
@@ -1006,9 +1006,15 @@ class JobsScreen(ConsoleScreen):
             tell(self, "no submission selected", severity="warning")
             return
         jobs = sorted({task.job_id for task in self.tasks.values()})
-        self._confirm_cancel(jobs, [self.states.get(key) for key in self.tasks], "every task already ended")
+        clusters = {task.job_id: self._cluster_of(task) for task in self.tasks.values()}
+        self._confirm_cancel(jobs, [self.states.get(key) for key in self.tasks], "every task already ended", clusters)
 
-    def _confirm_cancel(self, targets: list[str], states: list, ended: str) -> None:
+    def _cluster_of(self, task) -> str | None:
+        """The cluster `task`'s attempt queued it on (`History.cluster_of`): scancel asks it."""
+        return self.history.cluster_of(task) if self.history is not None else None
+
+    def _confirm_cancel(self, targets: list[str], states: list, ended: str,
+                        clusters: dict[str, str | None]) -> None:
         if self.record is None or self.record_path is None:
             tell(self, "no submission selected", severity="warning")
             return
@@ -1024,16 +1030,15 @@ class JobsScreen(ConsoleScreen):
         def answered(yes: bool | None) -> None:
             if yes:
                 self.post_message(CancelRequested(targets))
-                self.run_cancel(targets)
+                self.run_cancel(targets, clusters)
 
         self.app.push_screen(ConfirmScreen("Cancel with scancel?", "scancel " + " ".join(targets),
                                            yes="Cancel"), answered)
 
     @work(thread=True, group="cancel", exit_on_error=False)
-    def run_cancel(self, targets: list[str]) -> None:
-        try:
-            cancel(targets, for_cluster(stoppable(self.screen_gone),
-                                        self.history.cluster if self.history is not None else None))
+    def run_cancel(self, targets: list[str], clusters: dict[str, str | None]) -> None:
+        try:        # one scancel per cluster, each target on its attempt's
+            cancel_each(cluster_groups(targets, clusters), stoppable(self.screen_gone))
         except QueryStopped:        # the console quit while scancel hung: nobody is left to tell
             return
         self.app.call_from_thread(tell, self, "cancelled " + " ".join(targets))

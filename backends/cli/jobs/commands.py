@@ -440,8 +440,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             named.setdefault(cluster, []).append((text, [j.job_id for j in target.record.jobs]))
         else:
             named.setdefault(asked, []).append((text, [text]))
-    groups = [_Cancelling(cluster, for_cluster(run_command, cluster), targets) for cluster, targets in named.items()]
-    said = "; ".join(group.text for group in groups)
+    groups = [_Cancelling(cluster, for_cluster(run_command, cluster), targets, len(named) > 1)
+              for cluster, targets in named.items()]
+    said = ", and ".join(group.text for group in groups)
     if not args.yes:
         print(f"Cancel {said}? [y/N] ", end="", flush=True)
         answer = sys.stdin.readline().strip().lower()
@@ -453,10 +454,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         try:
             cancel(group.ids, group.runner)
         except CancelError as err:    # scancel's "Access/permission denied" does not say whose job it is
-            before = f"; cancelled {'; '.join(done)} before it" if done else ""
+            before = f"; cancelled {', and '.join(done)} before it" if done else ""
             raise CancelError(f"{err}{group.owned}{before}") from None
         done.append(group.where(group.ids))
-    print(f"cancelled {'; '.join(done)}")
+    print(f"cancelled {', and '.join(done)}")
     return 0
 
 
@@ -465,16 +466,19 @@ class _Cancelling:
     one): with one runner for all of them, the job ids of `cancel RECORD J` were asked of the
     record's cluster, and the jobs of records of two clusters of both (scancel -M a,b)."""
 
-    def __init__(self, cluster: str | None, runner: Runner, targets: Sequence[tuple[str, list[str]]]) -> None:
-        self.cluster, self.runner = cluster, runner
+    def __init__(self, cluster: str | None, runner: Runner, targets: Sequence[tuple[str, list[str]]],
+                 among: bool = False) -> None:
+        self.cluster, self.runner, self.among = cluster, runner, among
         self.ids = _live_ids(targets, runner, cluster)
         owners = job_owners(sorted({i.partition("_")[0] for i in self.ids}), runner)
         self.owned = printable(whose(others_jobs(self.ids, owners, os.getuid())))
         self.text = f"{self.where(self.ids)}{self.owned}"
 
     def where(self, ids: Sequence[str]) -> str:
-        """``4711 4712_3``, and ``on cluster NAME`` for a named one."""
-        return " ".join(ids) + (f" on cluster {self.cluster}" if self.cluster else "")
+        """``4711 4712_3``, and ``on cluster NAME`` for a named one (``on the local cluster`` beside
+        another cluster's group, `among`)."""
+        where = f" on cluster {self.cluster}" if self.cluster else " on the local cluster" if self.among else ""
+        return " ".join(ids) + where
 
 
 def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_command,

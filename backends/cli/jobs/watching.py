@@ -92,7 +92,8 @@ def _job_poller(target: Target, job_history: History | None, floor: float | None
              if target.task_id is None or t.array_task_id == target.task_id] if job_history is not None else []
     expected = expected_tasks(tasks) if tasks else _watch_expected(target, None)
     return Poller(expected, floor=max(MIN_GAP, floor or MIN_GAP), cap=max(cap, floor or 0),
-                  runner=for_cluster(stoppable(stop), job_history.cluster if job_history is not None else asked),
+                  runner=for_cluster(stoppable(stop), attempt_record(job_history, target.job_id).cluster
+                                     if job_history is not None else asked),
                   settled=settled(job_history, tasks) if tasks else None)
 
 
@@ -151,7 +152,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace, asked: str | None = N
         pending = watched_tasks(history)
         ended = settled(history, pending)
         poller, throttler = watcher(history.current, floor=floor, cap=args.cap, tasks=pending, stop=stop,
-                                    settled=ended, log_of=history.log_of)
+                                    settled=ended, log_of=history.log_of, cluster_of=history.cluster_of)
         finals = FinalsRecorder(history.record_path, pending, settled=ended, since=history.ledger.size)
         unknown = UnknownJobs(history, pending, poller)
     else:

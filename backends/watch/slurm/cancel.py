@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from backends.errors import InputError
 from backends.watch.slurm.accounting import Runner, run_command
@@ -30,6 +30,30 @@ def cancel(targets: Sequence[str], runner: Runner = run_command) -> None:
     if result.returncode != 0:
         message = result.stderr.strip() or f"scancel exited with status {result.returncode}"
         raise CancelError(message.splitlines()[0])
+
+
+def cluster_groups(targets: Sequence[str], clusters: Mapping[str, str | None]) -> list[tuple[str | None, list[str]]]:
+    """`targets` by the cluster `clusters` names for each (absent: the local one), in first order:
+    `cancel_each`'s groups of one record's jobs or tasks (the console's cancel)."""
+    groups: dict[str | None, list[str]] = {}
+    for target in targets:
+        groups.setdefault(clusters.get(target), []).append(target)
+    return list(groups.items())
+
+
+def cancel_each(groups: Sequence[tuple[str | None, Sequence[str]]], runner: Runner = run_command) -> None:
+    """`cancel` of each group's jobs or tasks on its cluster (None: the local one), one scancel per
+    cluster: joined into one ``scancel -M a,b``, each id was cancelled on both clusters, a stranger's
+    job of the same id too. CancelError of the first that fails, naming those cancelled before it."""
+    from backends.cluster import for_cluster
+
+    done: list[str] = []
+    for cluster, targets in groups:
+        try:
+            cancel(targets, for_cluster(runner, cluster))
+        except CancelError as err:
+            raise CancelError(f"{err}" + (f" (cancelled {' '.join(done)} before it)" if done else "")) from None
+        done.extend(targets)
 
 
 def owners_argv(job_ids: Sequence[str]) -> list[str]:
