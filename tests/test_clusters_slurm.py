@@ -52,23 +52,30 @@ def elsewhere(slurm_cluster, tmp_path, cli_env) -> tuple[str, dict[str, str]]:
 
 
 @contextmanager
+def _submit_in_background(site: Path, script: str, values: str, tmp_path: Path,
+                          env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
+    """hyperion-submit of an array V=`values` running `script` (bash, given V), started in the
+    background: the process and the record's path, once the record is there (or 30 s have passed)."""
+    task = tmp_path / "task.sh"
+    task.write_text(f"#!/bin/bash\n{script}\n")
+    task.chmod(0o755)
+    record = tmp_path / "log" / "q" / "t.V.submit.json"
+    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", f"V={values}",
+                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return submit, record
+
+
 def _submitting(cluster: str, tmp_path: Path, env: dict[str, str], seconds: int):
     """hyperion-submit of a 2-task array on `cluster` whose tasks sleep `seconds`, running in the background: yields
     the process and the job id once its record names it; whatever the test did, the process is stopped
     and nothing of it is left on the shared cluster."""
-    site = _site(tmp_path, cluster)
-    task = tmp_path / "task.sh"
-    task.write_text(f"#!/bin/bash\nsleep {seconds}\n")
-    task.chmod(0o755)
-    record = tmp_path / "log" / "q" / "t.V.submit.json"
-    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
-                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    submit, record = _submit_in_background(_site(tmp_path, cluster), f"sleep {seconds}", "1:2", tmp_path, env)
     job = None
     try:
-        deadline = time.monotonic() + 30
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
         job = json.loads(record.read_text())["jobs"][0]["job_id"]
         yield submit, job
     finally:
@@ -99,17 +106,8 @@ def _states(record: Path, env: dict[str, str], cwd: Path) -> dict[int, tuple[str
 def test_an_array_sent_to_a_named_cluster_is_waited_for_shown_and_retried_there(elsewhere, tmp_path):
     cluster, env = elsewhere
     site = _site(tmp_path, cluster)
-    task = tmp_path / "task.sh"
-    task.write_text("#!/bin/bash\nsleep 6\ncase $1 in 2|4) exit 3;; esac\n")
-    task.chmod(0o755)
-    record = tmp_path / "log" / "q" / "t.V.submit.json"
-    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:4",
-                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    submit, record = _submit_in_background(site, "sleep 6\ncase $1 in 2|4) exit 3;; esac", "1:4", tmp_path, env)
     try:
-        deadline = time.monotonic() + 30
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
         # asked while the tasks run (no end in the ledger yet): Slurm's answer, not UNKNOWN
         live = _states(record, env, tmp_path)
         assert set(live) == {1, 2, 3, 4}
@@ -275,20 +273,9 @@ def test_a_record_whose_retry_went_to_a_named_cluster_asks_each_attempt_on_its_o
     env = {**cli_env, "PATH": f"{wrap}:{cli_env['PATH']}"}
     site = tmp_path / "site.yaml"
     site.write_text(TEST_SITE.read_text())
-    task = tmp_path / "task.sh"
-    task.write_text('#!/bin/bash\nsleep 2\n[ "$1" = 1 ]\n')
-    task.chmod(0o755)
-    record = tmp_path / "log" / "q" / "t.V.submit.json"
-    submit = subprocess.Popen(["hyperion-submit", "slurm", "--cfg", str(site), "--array", "V=1:2",
-                               "--output-file", str(tmp_path / "log" / "t.V.log"), "--", str(task), "V"],
-                              cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not record.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        submit.kill()          # no wait: attempt 1's ends are not in the ledger
-        submit.communicate()
+    submit, record = _submit_in_background(site, 'sleep 2\n[ "$1" = 1 ]', "1:2", tmp_path, cli_env)
+    submit.kill()          # no wait: attempt 1's ends are not in the ledger
+    submit.communicate()
     first = json.loads(record.read_text())["jobs"][0]["job_id"]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
