@@ -9,7 +9,9 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import signal
+import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
@@ -63,6 +65,27 @@ def test_ctrl_z_is_handled_by_one_handler_for_the_whole_run(tmp_path, monkeypatc
     assert run_local(plan) == 0
     assert calls.count(signal.SIGTSTP) == 2        # set at the start of the run, reset at its end
     assert signal.getsignal(signal.SIGTSTP) == before
+
+
+def test_a_local_arrays_program_is_looked_up_on_path_once_not_by_every_task(tmp_path, monkeypatch):
+    """Popen given a bare name searched PATH in each child: a failed exec in every directory before
+    /usr/bin (nine on a login PATH) for every task of `-- true`. The run looks the name up once and
+    starts that file; each task's argv[0] is still what the user typed."""
+    plan = _plan(tmp_path, monkeypatch)
+    started: list[tuple[str, str | None]] = []
+    looked: list[str] = []
+    popen, which = subprocess.Popen, shutil.which
+
+    class Recorded(popen):
+        def __init__(self, args, *rest, **options) -> None:
+            started.append((args[0], options.get("executable")))
+            super().__init__(args, *rest, **options)
+
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: (looked.append(name), which(name, *a, **k))[1])
+    assert run_local(plan) == 0
+    assert started == [("true", which("true"))] * TASKS
+    assert looked == ["true"]
 
 
 def test_the_record_is_what_asdict_made_without_copying_each_value(tmp_path, monkeypatch):

@@ -901,3 +901,47 @@ def test_a_failed_task_is_recorded_failed_under_a_parent_that_ignores_sigchld(tm
                            "t.log", "--", "sh", "-c", "exit 3"], cwd=tmp_path, env=cli_env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode != 0 and "task: FAILED with exit code 3" in done.stdout, (done.stdout, done.stderr)
+
+
+def _tool(folder: Path, name: str, script: str) -> Path:
+    """An executable shell script `folder/name` (the folder made)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / name
+    tool.write_text(f"#!/bin/sh\n{script}\n")
+    tool.chmod(0o755)
+    return tool
+
+
+def test_a_program_replaced_or_removed_mid_run_is_found_as_a_path_search_finds_it(tmp_path, cli_env):
+    """The run looks a bare name up on PATH once (not in every task's child); a later task still
+    runs what a PATH search finds then: task 1 puts a new version in place (mv), whose task 2
+    removes it, and task 3 runs the copy further along PATH, as a shell whose hashed program is
+    gone searches again."""
+    first, later = tmp_path / "bin1", tmp_path / "bin2"
+    new = _tool(tmp_path / "new", "tool", 'echo "new $JOB"; rm "$0"')
+    _tool(first, "tool", f'echo "old $JOB"; mv {shlex.quote(str(new))} "$0"')
+    _tool(later, "tool", 'echo "further along PATH $JOB"')
+    env = {**cli_env, "PATH": f"{first}{os.pathsep}{later}{os.pathsep}{cli_env['PATH']}"}
+    result = submit(tmp_path, env, "--array", "JOB=1:3", "--output-file", "log/t.JOB.log", "--", "tool")
+    assert result.returncode == 0, result.stderr
+    assert [body(tmp_path / "log" / f"t.{v}.log") for v in (1, 2, 3)] == [
+        ["old 1"], ["new 2"], ["further along PATH 3"]]
+
+
+def test_a_program_is_looked_up_in_the_tasks_own_path_per_name_with_argv0_as_typed(tmp_path, cli_env):
+    """`--env PATH=...` is the PATH the task's program is found in (not the runner's); a NAME in the
+    program's name finds each task's own program; the program sees argv[0] as typed (`sh`, not
+    /usr/bin/sh), as `ps` shows it."""
+    mine, runners = tmp_path / "mine", tmp_path / "runners"
+    for value in (1, 2):
+        _tool(mine, f"tool_{value}", f'echo "mine {value} $JOB"')
+        _tool(runners, f"tool_{value}", 'echo "the runner\'s PATH"')
+    env = {**cli_env, "PATH": f"{runners}{os.pathsep}{cli_env['PATH']}"}
+    result = submit(tmp_path, env, "--array", "JOB=1:2", "--output-file", "log/t.JOB.log",
+                    "--env", f"PATH={mine}{os.pathsep}{cli_env['PATH']}", "--", "tool_JOB")
+    assert result.returncode == 0, result.stderr
+    assert [body(tmp_path / "log" / f"t.{v}.log") for v in (1, 2)] == [["mine 1 1"], ["mine 2 2"]]
+    shown = submit(tmp_path, cli_env, "--output-file", "sh.log", "--",
+                   "sh", "-c", "tr '\\000' ' ' < /proc/$$/cmdline; echo")
+    assert shown.returncode == 0, shown.stderr
+    assert body(tmp_path / "sh.log") == ["sh -c tr '\\000' ' ' < /proc/$$/cmdline; echo "]

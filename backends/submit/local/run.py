@@ -38,6 +38,7 @@ from backends.records.record import LOCAL_JOB, JobRecord, SubmitRecord, TaskReco
 from backends.records.runner import group_running, process_start, runner_fields
 from backends.stop_signals import restore, signals_raise
 from backends.submit.array import TOTAL_SHARDS_ENVS, local_shard_env
+from backends.submit.local.command_path import CommandPaths
 from backends.submit.local.group_stop import stop_group, try_signal_group
 from backends.submit.model import PlannedTask, SubmitPlan, record_options
 
@@ -142,23 +143,38 @@ def _with_shard_index(env: dict[bytes, bytes], task: PlannedTask) -> dict[bytes,
     return env
 
 
+def _start(argv: tuple[str, ...], env: dict[bytes, bytes], stdin: int, log,
+           paths: CommandPaths | None) -> subprocess.Popen:
+    """The task's process, in its own process group: a signal for the task reaches what it started
+    too (a script's python), as Slurm signals a whole step, and a live group outlives a runner
+    killed with SIGKILL. A bare name is started from the file `paths` found for it (no PATH search
+    per task); should that file fail to start, PATH is searched as before, whose error stands."""
+    executable = paths.executable(argv[0], env) if paths is not None else None
+    if executable is not None:
+        try:
+            return subprocess.Popen(list(argv), executable=executable, stdin=stdin, stdout=log,
+                                    stderr=subprocess.STDOUT, env=env, process_group=0)
+        except OSError:
+            paths.failed(argv[0], env)
+    return subprocess.Popen(list(argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env,
+                            process_group=0)
+
+
 def _run_child(task: PlannedTask, log, environ: dict[bytes, bytes], stdin: int,
                spawned: Callable[[int, int | None], None], group: _RunningGroup | None = None,
-               stop: Stop | None = None, killed: list[str] | None = None) -> int:
+               stop: Stop | None = None, killed: list[str] | None = None,
+               paths: CommandPaths | None = None) -> int:
     """The child's status as Popen gives it: negative when a signal ended it. Returns (or raises
     the KeyboardInterrupt that stopped it, with `task_status` the child's status) only once
     nothing of the task's process group runs any more. A task `stop`'s watcher SIGKILLed gets
-    why in `killed` (the CLI's Ctrl-C path gives it as `task_killed`).
+    why in `killed` (the CLI's Ctrl-C path gives it as `task_killed`); `paths`: see `_start`.
     """
     env = _with_shard_index({**environ, **{os.fsencode(name): os.fsencode(value) for name, value in task.env}},
                             task)
     since: int | None = None
     ended = threading.Event()
     try:
-        # its own process group: a signal for the task reaches what it started too (a script's python),
-        # as Slurm signals a whole step, and a live group outlives a runner killed with SIGKILL
-        child = subprocess.Popen(list(task.argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                 process_group=0)
+        child = _start(task.argv, env, stdin, log, paths)
     except FileNotFoundError:
         log.write(f"hyperion-submit: {task.argv[0]}: command not found\n")
         return 127
@@ -487,7 +503,8 @@ def _open_log_if_folder(path: str, mode: int):
 
 def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: int,
              spawned: Callable[[int, int | None], None], group: _RunningGroup | None = None,
-             stop: Stop | None = None, killed: list[str] | None = None) -> tuple[int, float, int | None]:
+             stop: Stop | None = None, killed: list[str] | None = None,
+             paths: CommandPaths | None = None) -> tuple[int, float, int | None]:
     """Run one task with its output (stdout and stderr) in its log; (exit status, seconds, the
     signal that ended it or None). A signal death's status is the shell's 128 + N, as the log's
     footer and a Slurm task's batch script say it.
@@ -495,7 +512,8 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
     The log gets `mode`; `environ` is the environment the task's own variables are added
     to and `stdin` its input (/dev/null): the run makes each once for all its tasks.
     `spawned` gets the child's pid (and start time) as soon as it runs; `group`, the run's Ctrl-Z
-    handler's (`_suspended_together`), is told it while it runs; `stop`, see `Stop`. The end is
+    handler's (`_suspended_together`), is told it while it runs; `stop`, see `Stop`; `paths`, the
+    run's lookups of the program (`CommandPaths`, once per name; None: PATH searched). The end is
     written once nothing of the task's process group runs (what it left is killed, see
     `_end_leftovers`). A log that cannot be written
     (header or footer) raises LogWriteError, one the task removed or replaced LogMissing.
@@ -513,7 +531,7 @@ def run_task(task: PlannedTask, mode: int, environ: dict[bytes, bytes], stdin: i
             log.flush()
             code = 130
             try:
-                raw = _run_child(task, log, environ, stdin, spawned, group, stop, killed)
+                raw = _run_child(task, log, environ, stdin, spawned, group, stop, killed, paths)
                 code, signum = _returncode(raw), (-raw if raw < 0 else None)
             except KeyboardInterrupt as exc:
                 code = _stopped_end(exc)[0]
@@ -617,6 +635,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
     runner = runner_fields()
     mode = umask_mode()           # once: reading the umask costs a /proc read
     environ = dict(os.environb)   # once, as bytes: Popen would encode every variable for every task
+    paths = CommandPaths()        # each program looked up in PATH once, not by a failed exec per directory
     with open(os.devnull, "rb") as devnull, _suspended_together() as group:   # once: for every task
         for task in sorted(plan.tasks, key=lambda t: (t.value is not None, t.value or 0)):
             if stop is not None and stop.stop.is_set():
@@ -636,7 +655,7 @@ def _run_all(plan: SubmitPlan, emit: Callable[[LocalEvent], None], attempt: int,
             try:
                 killed: list[str] = []       # why `stop`'s watcher SIGKILLed it, if it did
                 code, elapsed, signum = run_task(task, mode, environ, devnull.fileno(), spawned, group, stop,
-                                                 killed)
+                                                 killed, paths)
             except KeyboardInterrupt as exc:
                 code, signum = _stopped_end(exc)
                 elapsed = time.monotonic() - began
