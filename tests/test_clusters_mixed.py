@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+from conftest import run_cli
+from test_clusters import _slurm_asked
+
 from backends.client import CommandResult
 from backends.records.attempts import NewAttempt
 from backends.records.history import commit_attempt, load_history
@@ -24,14 +28,14 @@ LOCAL_SACCT = "424242_1|424243|COMPLETED|0:0|00:00:05|n1|2026-01-01T00:00:00|202
 WEST_SQUEUE = "500_2|RUNNING|0|00:00:07|w1|None|0\n"
 
 
-def _history(tmp_path: Path, later_job: str = "500"):
+def _history(tmp_path: Path, later_job: str = "500", first_cluster: str | None = None):
     path = tmp_path / "q" / "x.JOB.submit.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     first = SubmitRecord(
         path=str(path), backend="slurm", argv=("hyperion-submit",), cfg="", options={}, script=None,
         array_name="JOB", jobs=(JobRecord("424242", 0, "1-2"),),
         tasks=tuple(TaskRecord(v, "424242", v, str(tmp_path / f"x.{v}.log"), None, None) for v in (1, 2)),
-        submitted_at="2026-01-01T00:00:00+00:00", cwd=str(tmp_path))
+        submitted_at="2026-01-01T00:00:00+00:00", cwd=str(tmp_path), cluster=first_cluster)
     commit_attempt(first, NewAttempt(1))
     second = replace(first, attempt=2, kind="retry", cluster=WEST, jobs=(JobRecord(later_job, 0, "2"),),
                      tasks=(TaskRecord(2, later_job, 2, str(tmp_path / "x.2.log"), None, None, 2),))
@@ -201,3 +205,43 @@ def test_equal_job_ids_of_two_clusters_are_never_taken_for_each_other(tmp_path):
                                            "2026-01-02T00:00:03\n"})
     rows = history_status(history, runner, unknown=[])
     assert [(r.value, r.attempt, r.state) for r in rows] == [(1, 1, JobState.COMPLETED), (2, 2, JobState.FAILED)], rows
+
+
+@pytest.mark.parametrize("first", ["east", None])
+def test_minus_m_is_checked_against_the_cluster_of_the_attempt_that_ran_the_job(tmp_path, first):
+    """-M with a job id a record names, or with the record, of attempts on two clusters: compared with
+    every attempt's clusters joined (`east,gpu-west`), `status -M east 424242` of attempt 1's job on
+    east was refused ("ran on cluster east,gpu-west, not on east"), and of a local attempt 1 and a
+    retry on gpu-west, `status -M gpu-west 424242` was taken and the local cluster asked without a
+    word. The job's own attempt's cluster is taken and asked; another is refused naming that one."""
+    record = _history(tmp_path, first_cluster=first).record_path
+    env, asked = _slurm_asked(tmp_path)
+    ran = f"cluster {first}" if first else "the local cluster"
+
+    def jobs(*argv: str):
+        asked.unlink(missing_ok=True)
+        return run_cli("hyperion-jobs", *argv, cwd=tmp_path, env=env, timeout=60)
+
+    def clusters_asked() -> set:
+        return {_cluster(line.split()) for line in asked.read_text().splitlines()} if asked.exists() else set()
+
+    taken = [("status", WEST, "500"), ("usage", WEST, "500"), ("status", WEST, record), ("watch", WEST, "500")]
+    if first:   # -M names no local cluster
+        taken += [("status", first, "424242"), ("history", first, "424242"), ("logs", first, "424242_1")]
+    for command, cluster, target in taken:
+        done = jobs(command, "-M", cluster, target)
+        assert "-M/--clusters" not in done.stderr, (command, target, done.stderr)
+        if target != record and command != "history":    # a record's every attempt is asked, each on its own
+            # (logs without -f reads the log, asking nothing)
+            assert clusters_asked() == ({cluster} if command != "logs" else set()), (command, target, done.stderr)
+    refused = [(("status", "-M", WEST, "424242"), f"job 424242 of {record} ran on {ran}, not on {WEST}"),
+               (("logs", "-M", WEST, f"{record}:1"), f"job 424242 of {record} ran on {ran}, not on {WEST}"),
+               (("watch", "-M", "north", record), f"the jobs of {record} ran on {ran} and cluster {WEST}, not on north"),
+               (("cancel", "-M", first or "north", record), f"job 500 of {record} ran on cluster {WEST}, not on "
+                                                             f"{first or 'north'}")]
+    for argv, said in refused:
+        done = jobs(*argv)
+        assert done.returncode == 2 and done.stdout == "", (argv, done)
+        assert done.stderr == (f"hyperion-jobs: error: -M/--clusters: {said}: leave out -M {argv[2]} (a record's "
+                               "jobs are asked of their own attempt's cluster)\n"), (argv, done.stderr)
+        assert not asked.exists(), (argv, asked.read_text())

@@ -8,9 +8,14 @@ asks NAME. A record's jobs ran where the record says: an ``-M`` naming another i
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
-from backends.cluster import is_cluster_name, same_cluster
+from backends.cluster import cluster_words, is_cluster_name, same_cluster
 from backends.errors import InputError
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from backends.records.history import History
 
 FIELD = "-M/--clusters"
 
@@ -40,3 +45,26 @@ def check_record_cluster(record_path: str, cluster: str | None, asked: str | Non
     ran = f"cluster {cluster}" if cluster else "the local cluster (the record names none)"
     raise InputError(FIELD, f"the jobs of {record_path} ran on {ran}, not on {asked}: leave out -M {asked} "
                      "(a record's jobs are asked of its own cluster)")
+
+
+def check_history_cluster(history: History, asked: str | None, jobs: Sequence[str] = ()) -> None:
+    """`check_record_cluster` of a record whose attempts may have run on different clusters: `-M`
+    must name the cluster of the attempt that submitted `jobs` (the job ids asked about), or, of
+    the record itself, one of its attempts' clusters. Compared with every attempt's clusters joined
+    (``east,gpu-west``), `-M east` of attempt 1's job was refused in words naming no cluster, and
+    with a local attempt 1 and a retry on gpu-west, `status -M gpu-west J` of attempt 1's job was
+    taken and the local cluster asked without a word."""
+    if asked is None:
+        return
+    clusters = list(dict.fromkeys(record.cluster for record in history.attempt_records.values()))
+    if len(clusters) == 1:      # one cluster for every attempt: the record's words
+        check_record_cluster(history.record_path, clusters[0], asked)
+        return
+    from backends.watch.targets import attempt_record
+
+    ran = list(dict.fromkeys(attempt_record(history, job).cluster for job in jobs)) if jobs else clusters
+    if (all if jobs else any)(same_cluster(asked, cluster) for cluster in ran):
+        return
+    whose = f"job {','.join(jobs)} of {history.record_path}" if jobs else f"the jobs of {history.record_path}"
+    raise InputError(FIELD, f"{whose} ran on {' and '.join(map(cluster_words, ran))}, not on {asked}: leave out "
+                     f"-M {asked} (a record's jobs are asked of their own attempt's cluster)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from backends import jsontext
 from backends.cluster import cluster_words, for_cluster
-from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
+from backends.cli.jobs.clusters import asked_cluster, check_history_cluster
 from backends.cli.jobs.parser import PROG
 from backends.cli.jobs.table import columns, counts_text, failure_line, fmt_elapsed, status_table, tasks_text
 from backends.errors import InputError
@@ -108,7 +108,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     problems: list[str] = []
     history = load_history(target.record.path, target.record) if target.record is not None else None
     if history is not None:
-        check_record_cluster(history.record_path, history.cluster, asked)
+        check_history_cluster(history, asked)
     say_history_problems(history)
     unknown: list[str] = []   # a failed look at tasks without a recorded end: what it left not known
     job_of = None       # a job target's submission
@@ -122,7 +122,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             found, job_of = job_history(target, record_dirs(args), for_cluster(run_command, asked),
                                         unlisted=unlisted, looked=looked)
             if job_of is not None:
-                check_record_cluster(job_of.record_path, job_of.cluster, asked)
+                check_history_cluster(job_of, asked, [str(found.job_id)])
             say_history_problems(job_of)
             awaited = set(usage_missing(job_of)) if job_of is not None else set()
             # a record's jobs are asked of its own cluster (`job_status`), the same one -M named
@@ -132,7 +132,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not rows:
         if unknown:
             raise QueryError(unknown[0])
-        raise InputError("JOB", no_job_text(args.target, job_of.cluster if job_of is not None else asked,
+        raise InputError("JOB", no_job_text(args.target, attempt_record(job_of, str(found.job_id)).cluster
+                                            if job_of is not None else asked,
                                             hint=job_of is None and asked is None))
     say_rerun_later(job_of, rows)
     # exit 1 with the table, as `Slurm not answering` is everywhere: the states shown are not all known
@@ -435,9 +436,11 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         if target.record is not None:
             if target.record.backend != "slurm":
                 raise InputError("JOB", local_cancel_text(text, load_history(target.record.path, target.record)))
-            check_record_cluster(target.record.path, target.record.cluster, asked)
+            ids = [j.job_id for j in target.record.jobs]     # the newest attempt's: on its cluster
+            if asked is not None:
+                check_history_cluster(load_history(target.record.path, target.record), asked, ids)
             cluster = target.record.cluster if asked is None else asked    # the same cluster, as -M spells it
-            named.setdefault(cluster, []).append((text, [j.job_id for j in target.record.jobs]))
+            named.setdefault(cluster, []).append((text, ids))
         else:
             named.setdefault(asked, []).append((text, [text]))
     groups = [_Cancelling(cluster, for_cluster(run_command, cluster), targets, len(named) > 1)
@@ -536,7 +539,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     with told_unlisted() as unlisted:
         logs = task_logs(args.task, record_dirs(args), attempt=args.attempt, unlisted=unlisted, cluster=asked)
     if logs.history is not None:
-        check_record_cluster(logs.history.record_path, logs.history.cluster, asked)
+        # the task read (and followed) ran on its attempt's cluster
+        check_history_cluster(logs.history, asked, [logs.task.job_id] if logs.task is not None else [])
     path = logs.slurm_err if args.err else logs.slurm_out if args.out else (logs.log or logs.slurm_out)
     if path is None:
         which = "--err" if args.err else "--out" if args.out else "program"

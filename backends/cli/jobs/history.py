@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from backends import jsontext
-from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
+from backends.cli.jobs.clusters import asked_cluster, check_history_cluster
 from backends.cli.jobs.commands import NOT_SUBMITTED, record_dirs, say_shown_as_recorded, told_unlisted
 from backends.cli.jobs.table import columns
 from backends.cluster import for_cluster
@@ -15,7 +15,7 @@ from backends.records.history import History
 from backends.states import TaskState
 from backends.watch.rows import Key, TaskRow, ended_counts, history_rows, state_counts, task_row
 from backends.watch.slurm.accounting import run_command
-from backends.watch.targets import history_look, history_of, resolve
+from backends.watch.targets import history_look, located, resolve
 
 
 def attempt_counts(history: History, latest_rows: list[TaskRow],
@@ -71,9 +71,9 @@ def changes(history: History, number: int) -> dict[str, object]:
 def cmd_history(args: argparse.Namespace) -> int:
     asked = asked_cluster(args)
     with told_unlisted() as unlisted:
-        history = history_of(resolve(args.target), record_dirs(args), for_cluster(run_command, asked),
-                             unlisted=unlisted)
-    check_record_cluster(history.record_path, history.cluster, asked)
+        target, history = located(resolve(args.target), record_dirs(args), for_cluster(run_command, asked),
+                                  unlisted=unlisted)
+    check_history_cluster(history, asked, [str(target.job_id)] if target.record is None else [])
     problems: list[str] = []
     states, usage = history_look(history, problems=problems)
     rows = history_rows(history, states, usage)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from backends import jsontext
-from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
+from backends.cli.jobs.clusters import asked_cluster, check_history_cluster
 from backends.cli.jobs.commands import record_dirs, told_unlisted, say_shown_as_recorded
 from backends.cluster import for_cluster
 from backends.printable import printable
@@ -25,7 +25,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
     with told_unlisted() as unlisted:
         target, history = located(resolve(args.target), record_dirs(args), for_cluster(run_command, asked),
                                   unlisted=unlisted)
-    check_record_cluster(history.record_path, history.cluster, asked)
+    check_history_cluster(history, asked, [str(target.job_id)] if target.record is None else [])
     problems: list[str] = []
     if target.record is None:
         # a job id is that job's tasks, as `status JOB` shows them: `usage 6958` of attempt 1 summed up

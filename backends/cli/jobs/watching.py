@@ -14,7 +14,7 @@ import time
 from datetime import datetime
 from typing import Callable, Sequence
 
-from backends.cli.jobs.clusters import asked_cluster, check_record_cluster
+from backends.cli.jobs.clusters import asked_cluster, check_history_cluster
 from backends.cli.jobs.commands import (no_job_text, record_dirs, say_history_problems, say_rerun_later,
                                        say_shown_as_recorded, site_floor, told_unlisted)
 from backends.cli.jobs.parser import PROG
@@ -68,7 +68,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     asked = asked_cluster(args)
     target = resolve(args.target)
     if target.record is not None and asked is not None:     # every attempt's cluster, as the watch asks them
-        check_record_cluster(target.record.path, load_history(target.record.path).cluster, asked)
+        check_history_cluster(load_history(target.record.path), asked)
     if target.record is not None and target.record.backend == "local":
         return _watch_local(target)
     return _watch_slurm(target, args, asked)
@@ -128,7 +128,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace, asked: str | None = N
             found, job_history = find_job_history(target, record_dirs(args), for_cluster(run_command, asked),
                                                   unlisted=unlisted)
         if job_history is not None:
-            check_record_cluster(job_history.record_path, job_history.cluster, asked)
+            check_history_cluster(job_history, asked, [str(found.job_id)])
         runner = for_cluster(run_command, asked if job_history is None else None)   # a record's: its own
         if not any(row.state is not None for row in job_status(found, job_history, runner, lagging=True)):
             # A record's jobs may be too new for sacct, but squeue knows them at once:
