@@ -245,3 +245,15 @@ def test_minus_m_is_checked_against_the_cluster_of_the_attempt_that_ran_the_job(
         assert done.stderr == (f"hyperion-jobs: error: -M/--clusters: {said}: leave out -M {argv[2]} (a record's "
                                "jobs are asked of their own attempt's cluster)\n"), (argv, done.stderr)
         assert not asked.exists(), (argv, asked.read_text())
+
+
+def test_cancel_of_a_record_whose_job_slurm_knows_nothing_of_names_the_job(tmp_path):
+    """`cancel RECORD` of a record whose (newest attempt's) job neither squeue nor sacct names said
+    "Slurm knows no job q/x.JOB.submit.json": the record's path, as if it were a job id."""
+    _history(tmp_path)
+    env, asked = _slurm_asked(tmp_path)
+    done = run_cli("hyperion-jobs", "cancel", "--yes", "q/x.JOB.submit.json", cwd=tmp_path, env=env, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr == ("hyperion-jobs: error: JOB: Slurm knows no job 500, which q/x.JOB.submit.json submitted: "
+                           f"neither squeue nor accounting (sacct) on cluster {WEST} has it; nothing to cancel\n"), done
+    assert "scancel" not in asked.read_text()

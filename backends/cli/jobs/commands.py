@@ -52,6 +52,7 @@ from backends.watch.targets import (
     history_status,
     job_history,
     job_status,
+    knows_none_line,
     knows_none_lines,
     later_run_text,
     rerun_later,
@@ -171,8 +172,13 @@ def no_job_text(job: str, cluster: str | None, hint: bool = False) -> str:
     """``Slurm knows no job J: neither squeue nor accounting (sacct) on the local cluster has it``:
     both answered and named nothing of J. Which cluster was asked is said, and (`hint`, a job id no
     record names and no -M) how to ask another: a job sent elsewhere read as one that never was."""
-    told = f"Slurm knows no job {job}: neither squeue nor accounting (sacct) on {cluster_words(cluster)} has it"
+    told = f"Slurm knows no job {job}: {neither_has(cluster)}"
     return f"{told} (another cluster's job: -M NAME)" if hint else told
+
+
+def neither_has(cluster: str | None, jobs: int = 1) -> str:
+    """Which cluster's squeue and sacct, both answering, named nothing of the job(s) asked about."""
+    return f"neither squeue nor accounting (sacct) on {cluster_words(cluster)} has {'it' if jobs == 1 else 'them'}"
 
 
 def _whole_job_record(target: Target, history: History | None) -> SubmitRecord | None:
@@ -496,8 +502,9 @@ def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_comma
     live: list[str] = []
     for text, ids in named:
         known = [s for i in ids for s in _states_of(i, states)]
-        if not known:
-            raise InputError("JOB", _unknown_to_slurm(text, states, cluster))
+        if not known:     # a record's jobs (`ids`) are named, not the record as if it were a job id
+            raise InputError("JOB", _unknown_to_slurm(text, states, cluster) if ids == [text]
+                             else f"{knows_none_line(text, ids)}: {neither_has(cluster, len(ids))}; nothing to cancel")
         kept = [i for i in ids if any(not s.state.is_terminal for s in _states_of(i, states))]
         if not kept:
             ended = ", ".join(sorted({s.state.value for s in known}))
