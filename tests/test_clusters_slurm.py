@@ -51,7 +51,6 @@ def elsewhere(slurm_cluster, tmp_path, cli_env) -> tuple[str, dict[str, str]]:
     return name, {**cli_env, "SLURM_CONF": str(copy)}
 
 
-@contextmanager
 def _submit_in_background(site: Path, script: str, values: str, tmp_path: Path,
                           env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
     """hyperion-submit of an array V=`values` running `script` (bash, given V), started in the
@@ -69,6 +68,7 @@ def _submit_in_background(site: Path, script: str, values: str, tmp_path: Path,
     return submit, record
 
 
+@contextmanager
 def _submitting(cluster: str, tmp_path: Path, env: dict[str, str], seconds: int):
     """hyperion-submit of a 2-task array on `cluster` whose tasks sleep `seconds`, running in the background: yields
     the process and the job id once its record names it; whatever the test did, the process is stopped
