@@ -159,6 +159,18 @@ def live_tasks(history: History, logs: frozenset[str] | None = None, runner: Run
     return [name for _, name in live_task_records(history, logs, runner=runner)]
 
 
+@dataclass(frozen=True)
+class LiveAnswer:
+    """One history's answer of `_live_of`: its live tasks, or the InputError saying Slurm could not
+    tell; and `ledger_known`, the ledger's size once the ask appended the ends it learned, when no
+    other face appended between the history's reading and that write (`FinalsRecorder.known_to`;
+    None when it wrote nothing). The console's Retry tab takes the ledger up to there as answered:
+    its own write is no end to ask Slurm about again."""
+
+    live: list[tuple[TaskRecord, str]] | InputError
+    ledger_known: int | None = None
+
+
 def slurm_keys(history: History) -> frozenset[tuple[str, str | None]]:
     """(job id, array task id) of the history's Slurm tasks without an end in the ledger: the ones
     `live_task_records` asks Slurm about."""
@@ -175,6 +187,14 @@ def live_task_records(history: History, logs: frozenset[str] | None = None,
     `settled`: Slurm tasks (`slurm_keys`) the caller found not live a moment ago, not asked again
     (a ledger it could not write the ends to would have had the same pair sent twice). `runner`: as
     `live_tasks`'s."""
+    return live_task_answer(history, logs, settled, runner)[0]
+
+
+def live_task_answer(history: History, logs: frozenset[str] | None = None,
+                     settled: frozenset[tuple[str, str | None]] = frozenset(),
+                     runner: Runner | None = None) -> tuple[list[tuple[TaskRecord, str]], int | None]:
+    """`live_task_records`, and how far the ask's own write of the ends it learned took the ledger
+    (`LiveAnswer.ledger_known`)."""
     # only a pattern submitted before asks: a first submission does without the row builder and
     # the state and usage modules under it (3 ms of its start-up)
     from backends.watch.rows import pending_tasks
@@ -182,9 +202,9 @@ def live_task_records(history: History, logs: frozenset[str] | None = None,
     pending = [t for t in pending_tasks(history) if (logs is None or t.log in logs)
                and (t.job_id == LOCAL_JOB or (t.job_id, t.array_task_id) not in settled)]
     answer = _live_of([(history, pending)], runner)[0]
-    if isinstance(answer, InputError):
-        raise answer
-    return answer
+    if isinstance(answer.live, InputError):
+        raise answer.live
+    return answer.live, answer.ledger_known
 
 
 def live_task_records_of(histories: Sequence[History]) -> list[list[tuple[TaskRecord, str]] | InputError]:
@@ -194,11 +214,11 @@ def live_task_records_of(histories: Sequence[History]) -> list[list[tuple[TaskRe
     raises when Slurm could not tell about its jobs (one failed answer fails each history that asked)."""
     from backends.watch.rows import pending_tasks
 
-    return _live_of([(history, pending_tasks(history)) for history in histories])
+    return [answer.live for answer in _live_of([(history, pending_tasks(history)) for history in histories])]
 
 
 def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
-             runner: Runner | None = None) -> list[list[tuple[TaskRecord, str]] | InputError]:
+             runner: Runner | None = None) -> list[LiveAnswer]:
     """The live ones among each history's tasks without an end: local ones by their runner, Slurm
     ones from one sacct+squeue about all of them (squeue alone when sacct fails), whose ends are
     written to each history's ledger, with CANCELLED for those the answer and the disk show were
@@ -211,6 +231,7 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
 
     slurm_of = [[t for t in tasks if t.job_id != LOCAL_JOB] for _, tasks in asked]
     states: dict = {}
+    known: dict[int, int | None] = {}      # by the history's place in `asked`: `LiveAnswer.ledger_known`
     failure: str | None = None
     if any(slurm_of):
         from backends.watch.finals import FinalsRecorder  # only a Slurm history asks Slurm
@@ -223,11 +244,13 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
         try:
             answer, forgotten = _asked_of_each(groups)
             states = dict(answer.states)
-            for (history, _), slurm in zip(asked, slurm_of):
+            for place, ((history, _), slurm) in enumerate(zip(asked, slurm_of)):
                 if slurm:
                     told = told_states(answer, [history], tasks=slurm)
                     states.update(told)
-                    FinalsRecorder(history.record_path, slurm, since=history.ledger.size).observe(told.values())
+                    recorder = FinalsRecorder(history.record_path, slurm, since=history.ledger.size)
+                    recorder.observe(told.values())
+                    known[place] = recorder.known_to
             # a job the controller knows none of while accounting has it running (slurmdbd missed its
             # end): `status` and `watch` say its tasks ended UNKNOWN and offer a retry, which this
             # refused for ever as live, with "wait for them" (nothing to wait for) or a cancel Slurm refuses
@@ -237,19 +260,20 @@ def _live_of(asked: Sequence[tuple[History, Sequence[TaskRecord]]],
                 states = _controller_of_each(groups)
             except QueryError as err:
                 failure = str(err)
-    answers: list[list[tuple[TaskRecord, str]] | InputError] = []
-    for (history, tasks), slurm in zip(asked, slurm_of):
+    answers: list[LiveAnswer] = []
+    for place, ((history, tasks), slurm) in enumerate(zip(asked, slurm_of)):
         local = [(t, _local_live(history, t)) for t in tasks if t.job_id == LOCAL_JOB]
         live: list[tuple[TaskRecord, str]] = [(t, name) for t, name in local if name is not None]
         if slurm and failure is not None:
-            answers.append(InputError(FIELD, f"cannot tell whether job(s) {', '.join(expected_tasks(slurm))} of the "
-                                      f"earlier attempt still run ({failure}); nothing was submitted, try again"))
+            answers.append(LiveAnswer(InputError(FIELD, f"cannot tell whether job(s) {', '.join(expected_tasks(slurm))} "
+                                                 f"of the earlier attempt still run ({failure}); nothing was "
+                                                 "submitted, try again")))
             continue
         for task in slurm:
             state = states.get((task.job_id, task.array_task_id))
             if state is not None and not state.state.is_terminal:
                 live.append((task, task.job_id if task.array_task_id is None else f"{task.job_id}_{task.array_task_id}"))
-        answers.append(live)
+        answers.append(LiveAnswer(live, known.get(place)))
     return answers
 
 

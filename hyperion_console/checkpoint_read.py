@@ -21,7 +21,7 @@ from backends.watch.budget import QueryBudget
 from backends.watch.slurm.accounting import Runner, stoppable
 from sharding.coverage import Coverage, coverage
 from sharding.errors import ShardingError
-from sharding.resubmit import ShardSizes, StillRunning, running_in, shard_sizes, size_flags
+from sharding.resubmit import ShardSizes, StillRunning, running_answer, shard_sizes, size_flags
 from sharding.retry import retry_from_coverage
 from sharding.run_records import record_checkpoint, records_naming
 from sharding.store import FAILED_FILENAME, MAX_FAILED_DEPTH, Checkpoint, parse_metadata_json
@@ -61,7 +61,7 @@ class CheckpointRead:
     running: StillRunning | None = None
     running_problem: str | None = None
     asked: bool = False             # whether `running` was asked (only for the Retry tab and Resubmit)
-    running_stamp: tuple | None = None   # `ledger_stamp` of the record just before `running` was asked
+    running_stamp: tuple | None = None   # `ledger_stamp` of the record `running` answers for (`running_of`)
     # `hyperion-checkpoint retry --submit`'s `sizes: ...` lines for the missing shards (asked with `running`)
     size_lines: tuple[str, ...] = ()
     sizes_for: str | None = None    # the record (absolute) those lines are of
@@ -105,30 +105,48 @@ def runner_of(stop: Event | None) -> Runner | None:
 
 
 def running_of(record_path: str | None, budget: QueryBudget | None = None,
-               stop: Event | None = None) -> tuple[StillRunning | None, str | None]:
+               stop: Event | None = None) -> tuple[StillRunning | None, str | None, tuple | None]:
     """`still_running` of the record (its ledger, and one Slurm query when tasks have no end there),
-    never raising: (None, why) when it cannot be told; a record that cannot be read is the
+    never raising: (None, why, ...) when it cannot be told; a record that cannot be read is the
     preview's to say. The record is parsed once (the preview's cached copy), and Slurm is asked only
     when the ledger leaves a Slurm task open, its two calls spent from `budget` first (waiting for
-    room, as the console's watch does; (None, None) once `stop` is set meanwhile, also while Slurm is
-    asked: the query is killed)."""
+    room, as the console's watch does; (None, None, ...) once `stop` is set meanwhile, also while Slurm
+    is asked: the query is killed). Last, the `ledger_stamp` the answer accounts for (`answered_stamp`):
+    a later stamp that differs is an end (or an attempt) it may not know."""
+    before = ledger_stamp(record_path)     # before the ask: an end written during it is a change
     if not record_path:
-        return None, None
+        return None, None, before
     try:
         record = cached_record(record_path)
     except Exception:
-        return None, None
+        return None, None, before
     try:
         history = load_history(record_path, record)
         if budget is not None and slurm_keys(history):
             for _ in range(RUNNING_QUERIES):
                 if not budget.spend(stop or Event()):
-                    return None, None
-        return running_in(history, record_path, runner=runner_of(stop)), None
+                    return None, None, before
+        running, known = running_answer(history, record_path, runner=runner_of(stop))
+        return running, None, answered_stamp(record_path, before, known)
     except QueryStopped:
-        return None, None
+        return None, None, before
     except Exception as exc:
-        return None, describe_error(exc)
+        return None, describe_error(exc), before
+
+
+def answered_stamp(record_path: str, before: tuple | None, known: int | None) -> tuple | None:
+    """The ledger stamp an answer accounts for: the one taken before the ask, or the one after when the
+    ledger's only change since is the ask's own write of the ends it learned (`known`, the ledger's
+    size after that write, is its size now, in the same file). The Retry tab's look compared with the
+    stamp before, saw that write as news, and asked Slurm again (two calls of the query budget) after
+    every ask that learned an end while other tasks still ran. An end another face wrote during the
+    ask makes the sizes differ: the stamp before is kept, and the look asks again."""
+    if known is None:
+        return before
+    after = ledger_stamp(record_path)
+    if after is None or after[1] != known or (before is not None and before[0] != after[0]):
+        return before
+    return after
 
 
 def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBudget | None = None,
@@ -139,8 +157,7 @@ def with_running(read: CheckpointRead, record_path: str | None, budget: QueryBud
     the sizes auto would ask for where the advice names some (`proposed_of`)."""
     if read.coverage is None:
         return read
-    stamp = ledger_stamp(record_path)     # before the ask: an end written during it is a change
-    running, problem = running_of(record_path, budget, stop)
+    running, problem, stamp = running_of(record_path, budget, stop)
     advice = advice_of(record_path, read.coverage) if running is None and problem is None else None
     proposed = proposed_of(record_path, read.coverage, advice, budget, stop) if propose else None
     return replace(read, running=running, running_problem=problem, asked=True, running_stamp=stamp,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence, TextIO
 
 from backends.attempt import FIELD as ATTEMPT_FIELD
-from backends.attempt import (LiveCheck, check_not_live, live_task_records, live_task_records_of, refuse_live,
+from backends.attempt import (LiveCheck, check_not_live, live_task_answer, live_task_records_of, refuse_live,
                               slurm_keys)
 from backends.errors import InputError
 from backends.launch import check_rerun, run_plan, working_dir
@@ -296,13 +296,21 @@ def running_in(history: History, record_path: str,
                runner: Runner | None = None) -> StillRunning | None:
     """`still_running` of a history already read; `settled`: Slurm tasks found not live a moment
     ago, not asked about again; `runner`: how Slurm is asked (`live_tasks`)."""
+    return running_answer(history, record_path, settled, runner)[0]
+
+
+def running_answer(history: History, record_path: str,
+                   settled: frozenset[tuple[str, str | None]] = frozenset(),
+                   runner: Runner | None = None) -> tuple[StillRunning | None, int | None]:
+    """`running_in`, and the ledger's size once the ask wrote the ends it learned there, when nothing
+    else was appended meanwhile (`LiveAnswer.ledger_known`): the console takes that write as known."""
     try:
-        live = live_task_records(history, settled=settled, runner=runner)
+        live, known = live_task_answer(history, settled=settled, runner=runner)
     except InputError as err:
         if err.field != ATTEMPT_FIELD:
             raise
         raise _about_record(err, record_path) from None
-    return _still(live, record_path)
+    return _still(live, record_path), known
 
 
 def _still(live: Sequence[tuple[TaskRecord, str]], record_path: str) -> StillRunning | None:

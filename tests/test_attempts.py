@@ -603,6 +603,29 @@ def test_usage_learnt_after_the_end_is_kept_with_the_final_state(tmp_path: Path)
     assert len(ledger_path(record).read_text().splitlines()) == 2
 
 
+def test_a_recorder_says_where_its_own_write_left_the_ledger_only_when_nothing_else_came_between(
+        tmp_path: Path) -> None:
+    """The console's Retry tab takes its ask's own write of the ends it learned as known, not as news
+    to ask Slurm about again (`FinalsRecorder.known_to`): only when nothing another face wrote lies
+    between the ledger it read and that write; such an end is news the ask may not know."""
+    from backends.records.attempts import ledger_size
+    from backends.states import JobState, TaskState
+    from backends.watch.finals import FinalsRecorder
+
+    record = tmp_path / "q" / "u.JOB.submit.json"
+    append_entries(record, [FinalState(1, 1, "12", 1, "COMPLETED", 0)])
+    tasks = [TaskRecord(v, "12", v, f"log.{v}", None, None, 1) for v in (3, 4, 5)]
+    alone = FinalsRecorder(str(record), tasks, since=ledger_size(record))
+    alone.observe([TaskState("12", 3, JobState.RUNNING)])
+    assert alone.known_to is None                                  # nothing written
+    alone.observe([TaskState("12", 3, JobState.FAILED, 1)])
+    assert alone.known_to == ledger_size(record)
+    crossed = FinalsRecorder(str(record), tasks, since=ledger_size(record))
+    append_entries(record, [FinalState(1, 5, "12", 5, "COMPLETED", 0)])     # another face, meanwhile
+    crossed.observe([TaskState("12", 4, JobState.FAILED, 1)])
+    assert read_ledger(record).finals[(1, 4)].state == "FAILED" and crossed.known_to is None
+
+
 def test_history_shows_a_changed_command_and_environment_as_typed(tmp_path, cli_env):
     """The CHANGED column of a resubmission: the command as a shell line, --env as NAME=VALUE, not JSON."""
     assert submit_local(tmp_path, cli_env, "--env", "A=1", "--output-file", "log/h.log", "--", "true").returncode == 0

@@ -434,7 +434,7 @@ def test_a_ledger_change_seen_during_a_read_asks_nothing_beside_the_reads_ask(tm
 
             asks = []
             monkeypatch.setattr(screen_module, "ledger_stamp", held_stamp)
-            monkeypatch.setattr(screen_module, "running_of", lambda *a, **k: asks.append(a) or (None, None))
+            monkeypatch.setattr(screen_module, "running_of", lambda *a, **k: asks.append(a) or (None, None, None))
             screen._running_stamp = ("the", "ledger", "asked")
             screen.running = StillRunning(record, (11,), ("local",), 1)      # as an ask said
             screen.refresh_retry()
@@ -470,7 +470,7 @@ def test_the_retry_tabs_still_running_line_goes_when_tasks_end_with_nobody_watch
 
     async def then(pilot, said: str, first, go: Path) -> None:
         app, screen = pilot.app, pilot.app.checkpoint_screen
-        # the first ask wrote shard 1's end to the ledger, which asks once more: settled first
+        # the first ask wrote shard 1's end to the ledger (no news: its stamp is the ledger's after it)
         await wait_for(pilot, lambda: screen._asking is None
                        and ledger_stamp(str(first.path)) == screen._running_stamp, 20)
         await pilot.pause(2 * CHANGE_CHECK_SECONDS + 1)
@@ -539,6 +539,78 @@ def test_the_checkpoint_screen_asks_slurm_only_for_the_retry_tab_within_the_cons
         subprocess.run(["scancel", job], check=False)
 
 
+def _task_ended(job: str, task: int, env: dict[str, str]) -> bool:
+    """Whether accounting says the array task ended (what the console's sacct will be told); `env`:
+    the test's own, whose sacct is not one a test counts."""
+    import subprocess
+
+    state = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", f"{job}_{task}"],
+                           capture_output=True, text=True, env=env).stdout.split()
+    return bool(state) and state[0].split()[0] in ("COMPLETED", "CANCELLED", "FAILED")
+
+
+@pytest.mark.slurm
+def test_an_ask_that_records_an_end_is_not_followed_by_a_second_ask(slurm_cluster, tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """The Retry tab stamped the record's ledger before asking Slurm, and the ask writes there the
+    ends it learns: the look 2 s later saw that write as news and asked Slurm again (sacct+squeue,
+    two more calls of the console's budget) after every ask that learned an end while other shards
+    still ran. Counted on the real cluster: the tab's ask that records shard 1's end, and `r`'s ask
+    that records shard 2's (cancelled), are each one sacct+squeue, with no second pair after them."""
+    import subprocess
+    import time
+
+    from test_checkpoint_queries_slurm import calls, counting_path
+
+    from backends.records.history import load_history
+    from hyperion_console.checkpoint_read import ledger_stamp
+    from hyperion_console.screens.checkpoint import CHANGE_CHECK_SECONDS
+
+    first, job, go = _gated_run(tmp_path, 3)
+    try:
+        own = dict(os.environ)
+        deadline = time.monotonic() + 60
+        while not _task_ended(job, 1, own):           # so that the tab's ask learns its end
+            assert time.monotonic() < deadline, "shard 1's task never ended"
+            time.sleep(0.5)
+        env, log = counting_path(tmp_path, own)
+        monkeypatch.setenv("PATH", env["PATH"])
+
+        def ended() -> set:
+            return {key[1] for key in load_history(str(first.path)).ledger.finals}
+
+        async def scenario() -> None:
+            app = make_app(cfg_dir=CONF, checkpoint=tmp_path / "ckpt", record=first.path, search_dirs=[tmp_path])
+            async with app.run_test(size=(240, 50)) as pilot:
+                await checkpoint_read(pilot)
+                screen = app.checkpoint_screen
+                assert ended() == set()
+                await _show_tab(pilot, "tab-retry")
+                said = f"shard(s) 2-3 (2 of the 2 listed missing) still running in job(s) {job}"
+                await wait_for(pilot, lambda: said in _retry_text(screen), 20)
+                assert ended() == {1}                          # the ask wrote shard 1's end
+                await pilot.pause(2 * CHANGE_CHECK_SECONDS + 1)    # the ledger looked at, twice
+                assert calls(log) == ["sacct", "squeue"] and app.query_budget.used() == 2
+                assert screen._running_stamp == ledger_stamp(str(first.path))
+
+                subprocess.run(["scancel", f"{job}_2"], check=True)
+                deadline = time.monotonic() + 60
+                while not _task_ended(job, 2, own):
+                    assert time.monotonic() < deadline, "shard 2's task never ended"
+                    await pilot.pause(0.5)
+                await pilot.press("r")                         # the read asks itself: the Retry tab shows
+                said = f"shard(s) 3 (1 of the 2 listed missing) still running in job(s) {job}"
+                await wait_for(pilot, lambda: said in _retry_text(screen), 20)
+                assert ended() == {1, 2}
+                await pilot.pause(2 * CHANGE_CHECK_SECONDS + 1)
+                assert calls(log) == ["sacct", "squeue"] * 2 and app.query_budget.used() == 4
+
+        asyncio.run(scenario())
+    finally:
+        go.touch()
+        subprocess.run(["scancel", job], check=False)
+
+
 def test_asking_whether_a_records_tasks_run_parses_the_record_once(tmp_path: Path, monkeypatch) -> None:
     """The ask parsed the record twice (the preview's cached copy, then again for its history): a
     100,000-task record is half a second of parsing at every read. Once, and not again while unchanged."""
@@ -551,8 +623,8 @@ def test_asking_whether_a_records_tasks_run_parses_the_record_once(tmp_path: Pat
     for module in (history_module, record_cache):
         monkeypatch.setattr(module, "load_record",
                             lambda path, *args, real=module.load_record: loads.append(path) or real(path, *args))
-    assert running_of(str(record)) == (None, None)
-    assert running_of(str(record)) == (None, None)
+    assert running_of(str(record))[:2] == (None, None)
+    assert running_of(str(record))[:2] == (None, None)
     assert loads == [str(record)]
 
 

@@ -239,9 +239,13 @@ class LedgerWriter:
         self._torn = False
         self._spare = _Spare.claim(self.path, reserve) if reserve else None
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> tuple[int, int] | None:
+        """Append `data` whole; the (start, end) file offsets it took in the ledger, None when nothing
+        (or the spare) took it. O_APPEND leaves the descriptor's offset at the end of its own write,
+        whatever another writer appended after it: a reader of the span knows whether its write was
+        the only one since it last read (`FinalsRecorder.known_to`)."""
         if not data:
-            return
+            return None
         if not self._checked:
             self._checked = True
             size = os.fstat(self._fd).st_size
@@ -262,8 +266,10 @@ class LedgerWriter:
             if err.errno not in (errno.ENOSPC, errno.EDQUOT) or self._spare is None \
                     or not self._spare.put(b"\n" + data[cut:]):
                 raise OSError(err.errno, err.strerror, str(self.path)) from None   # the line names it
-        else:
-            self._torn = False
+            return None
+        self._torn = False
+        end = os.lseek(self._fd, 0, os.SEEK_CUR)
+        return end - len(data), end
 
     def append(self, *entries: object) -> None:
         self.write(entry_lines(entries))
@@ -352,12 +358,14 @@ def open_for_append(path: Path) -> int:
         raise InputError("record", f"its ledger {printable(str(path))} is {err}, not a regular file") from None
 
 
-def append_entries(record_path: str | Path, entries: Iterable[object]) -> None:
-    """Append entries to the ledger of the record at `record_path` (one write)."""
+def append_entries(record_path: str | Path, entries: Iterable[object]) -> tuple[int, int] | None:
+    """Append entries to the ledger of the record at `record_path` (one write); the span it took
+    (`LedgerWriter.write`), None when there was nothing to write."""
     data = entry_lines(entries)
-    if data:
-        with LedgerWriter(ledger_path(record_path)) as writer:
-            writer.write(data)
+    if not data:
+        return None
+    with LedgerWriter(ledger_path(record_path)) as writer:
+        return writer.write(data)
 
 
 def ledger_size(record_path: str | Path) -> int:

@@ -81,6 +81,18 @@ class FinalsRecorder:
             (t.attempt, t.value): (None, said_figures(u)) for t, u in (ended or {}).values()}
         self.error: str | None = None
         self._unwritten: list[object] = []     # entries the ledger refused (a full disk): tried again
+        # the ledger's size up to which it holds only `since`'s bytes and this recorder's lines, None once
+        # another writer's bytes (or a failed write's) came between; said by `known_to` once written
+        self._only_ours: int | None = self._read_to
+        self._wrote = False
+
+    @property
+    def known_to(self) -> int | None:
+        """The ledger's size after this recorder's writes, when each began where the caller's reading
+        (`since`) or its previous write ended: nothing another face wrote lies between. A face that
+        notices ends by the ledger's stat (the console's Retry tab) takes these lines as its own, not
+        as news to ask Slurm about again. None before any write, or once other bytes came between."""
+        return self._only_ours if self._wrote else None
 
     @property
     def unrecorded(self) -> str | None:
@@ -132,15 +144,18 @@ class FinalsRecorder:
             new = self._not_recorded_elsewhere(new, batch)
         if unwritten or new:
             try:
-                append_entries(self.record_path, [*unwritten, *new])
+                span = append_entries(self.record_path, [*unwritten, *new])
             except OSError as err:
                 self.error = f"cannot write the history {self.record_path}: {err.strerror or err}"
                 self._unwritten = [*unwritten, *new]
+                self._only_ours = None             # a part of a line may have gone in
             except InputError as err:      # not a regular file: the states are shown, not kept
                 self.error = f"cannot write the history {self.record_path}: {err.problem}"
             else:                          # written at last: no longer said as if lost
                 self.error = None
                 self._held.update(batch)   # what the ledger holds now, not a line refused
+                self._wrote = True
+                self._only_ours = span[1] if span is not None and span[0] == self._only_ours else None
         return new
 
     def _read_news(self) -> None:

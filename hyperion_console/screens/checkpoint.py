@@ -330,7 +330,7 @@ class CheckpointScreen(ConsoleScreen):
         # Resubmit (every read asked, each `r` on the Coverage tab one more sacct+squeue)
         self._running_asked = False
         self._asking: Worker | None = None        # that ask, made after the read (the Retry tab opened)
-        self._running_stamp: tuple | None = None  # the record's ledger just before `running` was asked
+        self._running_stamp: tuple | None = None  # the record's ledger `running` answers for (`running_of`)
         self._ledger_look: Worker | None = None   # a look at that ledger under way (_check_running_ended)
         self._running_at = 0.0                    # time.monotonic() when `running` was answered
         self.failed_by_path: dict[str, object] = {}
@@ -746,8 +746,7 @@ class CheckpointScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="running-ask", exit_on_error=False)
     def ask_running_in_worker(self, record: str) -> None:
         worker = get_current_worker()
-        stamp = ledger_stamp(record)      # before the ask: an end written during it is a change
-        running, problem = running_of(record, self.app.query_budget, worker.cancelled_event)
+        running, problem, stamp = running_of(record, self.app.query_budget, worker.cancelled_event)
         lines = sizes_of(record, self.coverage) if running is None and problem is None else ()
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_running, worker, running, problem, (record, lines), stamp)
