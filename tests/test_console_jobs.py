@@ -798,3 +798,44 @@ def test_the_err_hint_of_a_task_slurm_ended_is_given_only_where_slurm_wrote_one(
     ran, pending = asyncio.run(scenario())
     assert "t.1.log · ended CANCELLED by Slurm (l: its .err)" in ran, ran
     assert "CANCELLED" in pending and "(l: its .err)" not in pending, pending
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_log_title_says_the_program_ended_and_a_process_was_oom_killed_at_80_columns(tmp_path: Path,
+                                                                                         width: int) -> None:
+    """A task whose program ended with code 0 (its log's footer) while Slurm counted an OOM kill of
+    one child process: at 80 to 100 columns the log pane's title was cut at its end, `… · ended
+    OUT_OF_MEMORY: the program ended…` (with a longer path, `…/experi…`: nothing of the end at all),
+    hiding the code and the kill it is about. The title now says both in shorter words (the .err
+    hint too where it fits), and gives up the start of the path first."""
+    from backends.logheader import ended_line
+
+    log_dir = tmp_path / "experiments" / "curation-run-2026-01" / "log"
+    tasks = tuple(TaskRecord(value=i, job_id="4242", array_task_id=i, log=str(log_dir / f"t.{i}.log"),
+                             slurm_out=str(log_dir / f"slurm-4242_{i}.out"),
+                             slurm_err=str(log_dir / f"slurm-4242_{i}.err")) for i in (1,))
+    log_dir.mkdir(parents=True)
+    (log_dir / "t.1.log").write_text(f"shard 1 complete\n{ended_line(0, '2026-01-01T00:05:00', 300)}\n")
+    record = SubmitRecord(path=str(log_dir / "q" / "t.JOB.submit.json"), backend="slurm",
+                          argv=("hyperion-submit",), cfg="conf/submit_test_cluster.yaml", options={},
+                          script=None, array_name="JOB", jobs=(JobRecord("4242", 0, "1"),), tasks=tasks,
+                          submitted_at="2026-01-01T00:00:00", cwd=str(tmp_path))
+
+    async def scenario() -> str:
+        app = make_app(cfg_dir=CONF, search_dirs=[tmp_path])
+        async with app.run_test(size=(width, 30)) as pilot:
+            await pilot.press("escape", "2")
+            jobs = app.jobs_screen
+            jobs.show_record(record)
+            jobs.post_message(JobsUpdated(record.path, (
+                TaskState("4242", 1, JobState.OUT_OF_MEMORY, 0, 125, 300.0, "vm"),)))
+            await pilot.pause()
+            jobs.query_one("#tasks").focus()
+            await pilot.press("home")
+            await wait_for(pilot, lambda: "(code 0)" in str(jobs.query_one("#log-title").content), 10)
+            region = jobs.query_one("#log-title").region
+            return screen_lines(app)[region.y][region.x:region.right]
+
+    title = asyncio.run(scenario())
+    assert "/t.1.log · ended OUT_OF_MEMORY: program exit 0, a process OOM-killed" in title, title
+    assert title.startswith("log [log]: …") and title.endswith(" (l: its .err)") == (width >= 100), title

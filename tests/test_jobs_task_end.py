@@ -125,6 +125,9 @@ def test_a_program_that_ran_to_its_end_is_not_told_as_ended_by_slurm() -> None:
     assert program_end_words("TIMEOUT", 0) == "the program ended (code 0); Slurm then ended the task"
     assert program_end_words("OUT_OF_MEMORY", 137) is None       # the program itself was killed
     assert program_end_words("OUT_OF_MEMORY", None) is None      # no footer: it stopped mid-run
+    # the console's title at 80 columns: the same, shorter
+    assert program_end_words("TIMEOUT", 0, short=True) == "program exit 0, then Slurm ended it"
+    assert program_end_words("OUT_OF_MEMORY", 137, short=True) is None
     assert slurm_ended_note("r:7", "OUT_OF_MEMORY", "q/slurm-1_7.err", program_log=True, program_code=0) == (
         "hyperion-jobs: r:7 ended OUT_OF_MEMORY: the program ended (code 0); a process of it was OOM-killed; "
         "Slurm's reason: hyperion-jobs logs r:7 --err")

@@ -82,7 +82,7 @@ def ended_words(end: TaskEnd) -> str:
     return f"ended {end.said()}"
 
 
-def program_end_words(state: str, program_code: int | None) -> str | None:
+def program_end_words(state: str, program_code: int | None, short: bool = False) -> str | None:
     """Of a task Slurm ended (TIMEOUT, CANCELLED, OUT_OF_MEMORY, ...; `ended_by_slurm`) whose program
     log ends with its `# Ended (code N)` footer: what that footer tells, said after the state by
     `hyperion-jobs logs`' stderr line and the console's log pane title (``ended OUT_OF_MEMORY: the
@@ -94,9 +94,14 @@ def program_end_words(state: str, program_code: int | None) -> str | None:
     sacct cannot tell the two apart (ExitCode 0:125 whether the program ended 0 or was killed); the
     footer can. None without a footer, or with a code above 128 (the program itself died of a
     signal, 137 the memory kill's SIGKILL): then Slurm ended it, as the faces say without this.
+    `short`: the same in fewer words (``program exit 0, a process OOM-killed``), for a line of 80
+    columns that also names the log (the console's title cut the long words to `the program ended…`).
     """
     if program_code is None or program_code > 128:
         return None
+    if short:
+        ended = f"program exit {program_code}"
+        return f"{ended}, a process OOM-killed" if state == "OUT_OF_MEMORY" else f"{ended}, then Slurm ended it"
     ended = f"the program ended (code {program_code})"
     if state == "OUT_OF_MEMORY":
         return f"{ended}; a process of it was OOM-killed"

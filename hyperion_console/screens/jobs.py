@@ -63,7 +63,7 @@ from ..widgets.attempts import AttemptsView
 from ..widgets.failures import FailuresView, group_title
 from ..widgets.find_bar import FindBar
 from ..widgets.fit_line import FitLine
-from ..widgets.log_pane import LogPane
+from ..widgets.log_pane import EndNote, LogPane
 from ..widgets.log_view import LogView
 from ..widgets.record_list import RecordList, remember
 from ..widgets.state_map import StateMap, legend_text
@@ -924,12 +924,14 @@ class JobsScreen(ConsoleScreen):
             return self.table.state_of(task)
         return self.attempt_table.state_of(task)
 
-    def end_note(self, task) -> str | None:
+    def end_note(self, task) -> EndNote | None:
         """`ended FAILED (exit 3)` for the log pane's title once the row shown says the task ended:
         the core's `row_end`, the rule `hyperion-jobs logs -f` stops following by, in its words (the
         title said `following` for ever, the CLI `ended FAILED (exit 3); stopped following`). None
         while it may write more. Slurm ended it: `ended TIMEOUT by Slurm (l: its .err)` on the
-        program log, which stops mid-run without its `# Ended` line (`logs` says so on stderr)."""
+        program log, which stops mid-run without its `# Ended` line (`logs` says so on stderr).
+        The wordings, fullest first: a program that ran to its end is also said shorter, for a title
+        too narrow for `logs`' words (at 80 columns they were cut to `the program ended…`)."""
         row = self.row_of(task)
         end = None if row is None else row_end(row)
         if end is None:
@@ -940,9 +942,13 @@ class JobsScreen(ConsoleScreen):
         if self.log_pane.source == "log" and ended_by_slurm(row.state) and task.slurm_err is not None \
                 and not never_started(row):
             # its program ran to its end (the footer, the pane's last line read): said so, as `logs` says it
-            told = program_end_words(row.state.value, self.log_pane.footer_code(task))
-            note += f": {told} (l: its .err)" if told else " by Slurm (l: its .err)"
-        return note
+            code = self.log_pane.footer_code(task)
+            told = program_end_words(row.state.value, code)
+            if told is None:
+                return (f"{note} by Slurm (l: its .err)",)
+            short = f"{note}: {program_end_words(row.state.value, code, short=True)}"
+            return f"{note}: {told} (l: its .err)", f"{short} (l: its .err)", short
+        return (note,)
 
     @guarded
     def on_log_appended(self, message: LogAppended) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -54,28 +55,42 @@ def _open_at_end(path: str, end: int | None = None) -> tuple[Follower, list[str]
     return follower, [shown_line(line, MAX_LINE) for line in lines], problem, left
 
 
+# How the task shown ended, in one or more wordings, fullest first (`JobsScreen.end_note`)
+EndNote = tuple[str, ...]
+PATH_ROOM = 8              # cells of the path a title keeps at least (`…t.1.log`) before its words give way
+
+
 class LogTitle(FitLine):
     """`log [SOURCE]: PATH · following` (`· ended FAILED (exit 3)` once the task ended); a cut
-    shortens the path from its start."""
+    shortens the path from its start, and takes a shorter wording of the end before the path is
+    down to PATH_ROOM cells."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(Text(""), **kwargs)
-        self.parts: tuple[str, str, str] = ("", "", "")
+        self.parts: tuple[str, str, tuple[str, ...]] = ("", "", ("",))
 
-    def show(self, prefix: str, path: str = "", suffix: str = "") -> None:
-        self.parts = (prefix, printable(path), suffix)
-        self.update(Text(prefix + self.parts[1] + suffix))
+    def show(self, prefix: str, path: str = "", *suffixes: str) -> None:
+        """`suffixes`: what follows the path, fullest first (the content, read by tests, is the fullest)."""
+        self.parts = (prefix, printable(path), suffixes or ("",))
+        self.update(Text(prefix + self.parts[1] + self.parts[2][0]))
 
     def render(self) -> Text:
-        prefix, path, suffix = self.parts
-        width = self.size.width
-        whole = Text(prefix + path + suffix)
-        if whole.cell_len <= width or not path:
-            return fit_text(whole, width)
-        room = width - len(prefix) - len(suffix)
-        if room < 8:
-            return fit_text(whole, width)
-        return Text(prefix) + fit_text(Text(path), room, cut_start=True) + Text(suffix, style="bold")
+        prefix, path, suffixes = self.parts
+        return title_text(prefix, path, suffixes, self.size.width)
+
+
+def title_text(prefix: str, path: str, suffixes: tuple[str, ...], width: int) -> Text:
+    """The title within `width` cells: the fullest suffix that leaves the path PATH_ROOM cells (or all
+    of it), the path cut from its start; else the shortest, cut at its end. A title whose end words
+    were longer than the line lost them: `log [log]: /a/long/path/… ` said nothing of how it ended."""
+    whole = Text(prefix + path + suffixes[0])
+    if whole.cell_len <= width or not path:
+        return fit_text(whole, width)
+    for suffix in suffixes:
+        room = width - cell_len(prefix) - cell_len(suffix)
+        if room >= min(PATH_ROOM, cell_len(path)):
+            return Text(prefix) + fit_text(Text(path), room, cut_start=True) + Text(suffix, style="bold")
+    return fit_text(Text(prefix + path + suffixes[-1]), width)
 
 
 class LogPane(Vertical):
@@ -97,7 +112,7 @@ class LogPane(Vertical):
         self._following.set()
         self._problem: str | None = None   # why the log cannot be read (shown in the title)
         self.shown_task = None             # the task whose log is shown (None: none)
-        self.end_note: str | None = None   # how the task ended (`ended FAILED (exit 3)`), None while it runs
+        self.end_note: EndNote | None = None   # how the task ended (`ended FAILED (exit 3)`), None while it runs
 
     def compose(self) -> ComposeResult:
         yield LogTitle(id="log-title")
@@ -123,7 +138,7 @@ class LogPane(Vertical):
     def cycle_source(self) -> None:
         self.source = LOG_SOURCES[(LOG_SOURCES.index(self.source) + 1) % len(LOG_SOURCES)]
 
-    def show_task(self, task, not_run: str | None = None, ended: str | None = None) -> None:
+    def show_task(self, task, not_run: str | None = None, ended: EndNote | None = None) -> None:
         """Point the pane at the task's chosen log; without one (or no task), show nothing.
         `not_run`: why a task its ended local run never reached has none (nothing to wait for);
         `ended`: how the task ended, for the title instead of `following` (None: it may write more)."""
@@ -151,7 +166,7 @@ class LogPane(Vertical):
             self.update_title()
             self.follow(path, self._stop)
 
-    def note_end(self, note: str | None) -> None:
+    def note_end(self, note: EndNote | None) -> None:
         """Say in the title how the task shown ended (or no longer say it: Slurm requeued it).
 
         The file is still read after the end: a late flush (stdout buffered to the exit, a network
@@ -174,9 +189,8 @@ class LogPane(Vertical):
             suffix = "" if following else " · scrolled (End: last line)"
         else:
             suffix = " · following" if following else " · scrolled (End: follow)"
-        if self.end_note:
-            suffix = f" · {self.end_note}{suffix}"
-        self.query_one("#log-title", LogTitle).show(f"log [{self.source}]: ", self.path, suffix)
+        suffixes = tuple(f" · {note}{suffix}" for note in self.end_note) if self.end_note else (suffix,)
+        self.query_one("#log-title", LogTitle).show(f"log [{self.source}]: ", self.path, *suffixes)
 
     # -- reading (thread) ------------------------------------------------------------
     @work(thread=True, exclusive=True, group="log", exit_on_error=False)
