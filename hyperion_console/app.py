@@ -197,7 +197,8 @@ class HyperionConsole(App[None]):
 
     def _quit_leaving_windows(self) -> None:
         """No local run: quit, but first ask when the Jobs screen's watch is what moves the slots of
-        a --max-jobs-run shared by array windows (a held window waited for ever after a quit)."""
+        a --max-jobs-run shared by array windows (a held window waited for ever after a quit); not
+        while another process's watch moves them too (`JobsScreen.unwatched_line`)."""
         line = self.jobs_screen.unwatched_line()
         if not line:
             self.exit()

@@ -3,6 +3,7 @@ windows: a window submitted held waited for ever once the console had quit witho
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -161,7 +162,9 @@ def test_q_quits_at_once_when_every_window_ended(tmp_path: Path, monkeypatch) ->
 
 
 def test_ctrl_c_of_watch_says_what_waits_for_a_watcher(tmp_path: Path, cli_env) -> None:
-    """`hyperion-jobs watch RECORD` stopped with Ctrl-C: the same line as the console's dialog."""
+    """`hyperion-jobs watch RECORD` stopped with Ctrl-C: the same line as the console's dialog. While
+    it watches, it says so by its lock on the record, which a console's quit looks for (it asks only
+    when no other watch moves the windows on)."""
     record = windowed_record(tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -179,11 +182,13 @@ def test_ctrl_c_of_watch_says_what_waits_for_a_watcher(tmp_path: Path, cli_env) 
     proc = subprocess.Popen([sys.executable, "-c", code, "watch", str(record)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     time.sleep(4)
+    assert _flock_held(record)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, (out, err)
     assert "job(s) 7002,7003 (of 3 array windows) still have tasks to run" in err, err
     assert f"wait for them again with: hyperion-jobs watch {record}" in err, err
+    assert not _flock_held(record)
 
 
 def test_a_user_quits_the_console_on_held_windows_and_watch_runs_them(tmp_path: Path, slurm_cluster, cli_env) -> None:
@@ -226,6 +231,67 @@ def test_a_user_quits_the_console_on_held_windows_and_watch_runs_them(tmp_path: 
                           timeout=300)
         assert watched.returncode == 0, watched.stderr
     finally:
+        subprocess.run(["scancel", *jobs], capture_output=True)
+
+
+def _flock_held(path: Path) -> bool:
+    """Whether the kernel lists a flock on `path`'s file (/proc/locks: what another process holds)."""
+    inode = path.stat().st_ino
+    return any(line.split()[1] == "FLOCK" and line.split()[5].rsplit(":", 1)[-1] == str(inode)
+               for line in Path("/proc/locks").read_text().splitlines() if len(line.split()) > 5)
+
+
+@pytest.mark.slurm
+def test_q_quits_at_once_while_a_waiting_hyperion_submit_moves_the_windows(tmp_path: Path, slurm_cluster,
+                                                                            cli_env) -> None:
+    """hyperion-submit of JOB=1:7 in windows of 3 under --max-jobs-run 1 still waiting in another
+    terminal: it moves the windows' slots on, yet q on the console watching the same record asked
+    "Quit and leave the array windows unwatched?". Now q quits at once while it waits; once it is
+    gone (a hangup: "job(s) left queued"), q asks, as the console is then what moves them."""
+    site = tmp_path / "win.yaml"
+    site.write_text((CONF / "submit_test_cluster.yaml").read_text().replace("max_array_size: 1001",
+                                                                             "max_array_size: 3"))
+    record = tmp_path / "log" / "q" / "w.JOB.submit.json"
+    env = {**cli_env, "PYTHONPATH": str(REPO)}
+    submitter = subprocess.Popen(
+        ["hyperion-submit", "slurm", "--cfg", str(site), "--array", "JOB=1:7", "--max-jobs-run", "1",
+         "--time", "00:02:00", "--output-file", str(tmp_path / "log" / "w.JOB.log"), "--", "sleep", "20"],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    jobs: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (record.exists() and _flock_held(record)):     # its wait has begun
+            assert time.monotonic() < deadline and submitter.poll() is None, "hyperion-submit never said it waits"
+            time.sleep(0.2)
+        jobs = [job["job_id"] for job in json.loads(record.read_text())["jobs"]]
+        assert len(jobs) == 3
+
+        async def quit_once_polled() -> str | None:
+            """q once the console's watch answered: the dialog's text, None when it quit at once."""
+            seen: list = []
+            app = make_app(cfg_dir=CONF, record=record, search_dirs=[tmp_path])
+            async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+                await wait_for(pilot, lambda: any(m.as_of is not None for m in posted(seen, JobsUpdated)), 30)
+                await pilot.press("q")
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) or not app.is_running, 5)
+                if not app.is_running:
+                    return None
+                said = f"{app.screen.title_text}\n{app.screen.detail}"
+                await pilot.press("y")
+                await wait_for(pilot, lambda: not app.is_running, 5)
+            return said
+
+        assert asyncio.run(quit_once_polled()) is None
+        os.killpg(submitter.pid, signal.SIGHUP)                   # the other terminal closed
+        _, err = submitter.communicate(timeout=60)
+        assert submitter.returncode == 129 and "left queued" in err, err
+        said = asyncio.run(quit_once_polled())
+        assert said is not None and "Quit and leave the array windows unwatched?" in said, said
+        assert f"wait for them again with: hyperion-jobs watch {record}" in said, said
+    finally:
+        if submitter.poll() is None:
+            os.killpg(submitter.pid, signal.SIGKILL)
+            submitter.communicate()
         subprocess.run(["scancel", *jobs], capture_output=True)
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from backends.ranges import compress
 from backends.records.record import SubmitRecord, TaskRecord
@@ -113,6 +114,19 @@ def watcher(record: SubmitRecord, *, floor: float | None = None, runner: Runner 
     return poller, Throttler.for_record(record, poller.budget, client, polled)
 
 
+@contextmanager
+def announced(record_path: str, throttler: Throttler | None) -> Iterator[None]:
+    """While a watch with a throttler runs: it moves the windows' slots, which a console about to quit
+    looks for (`backends.watch.movers`); the module is loaded only for such a watch."""
+    if throttler is None:
+        yield
+        return
+    from backends.watch.movers import moving_slots
+
+    with moving_slots(record_path):
+        yield
+
+
 def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = None,
          stop: threading.Event | None = None, *, floor: float | None = None,
          runner: Runner | None = None, say: Callable[[str], None] | None = None) -> Outcome:
@@ -142,7 +156,8 @@ def wait(record: SubmitRecord, observer: Callable[[PollUpdate], None] | None = N
         found[:] = never_running(record, update.states)
         return bool(found)
 
-    last = poller.run(watch, stop, waiting=observer)
+    with announced(record.path, throttler):
+        last = poller.run(watch, stop, waiting=observer)
     outcome = replace(outcome_from(record, dict(last.states)), unrecorded=finals.unrecorded)
     if last.forgotten:
         unknown = frozenset(key for task, state in outcome.bad if state.source == "unknown"

@@ -388,10 +388,17 @@ class JobsScreen(ConsoleScreen):
 
     def unwatched_line(self) -> str | None:
         """Said before a quit: this watch moves the slots of the open record's windows, and
-        nothing does once the console is gone (`hyperion-jobs watch RECORD` does it again)."""
+        nothing does once the console is gone (`hyperion-jobs watch RECORD` does it again). None
+        while another process's watch moves them too (a hyperion-submit still waiting in another
+        terminal, `hyperion-jobs watch`): the quit asked, though they went on being moved."""
         if self.record is None or self._ended:
             return None
-        return unwatched_line(self.record, self.states)
+        line = unwatched_line(self.record, self.states)
+        if line is None:
+            return None
+        from backends.watch.movers import moved_elsewhere   # only a windowed record's quit asks
+
+        return None if moved_elsewhere(self.record.path) else line
 
     def show_record(self, record, states: Iterable = ()) -> None:
         """Fill the table with the newest attempt's task of every value: final states from the

@@ -59,7 +59,7 @@ from backends.watch.targets import (
 from backends.watch.terminal import SafeStream
 from backends.watch.throttle import SlotsNotice, slots_problem, unwatched_line
 from backends.watch.unknown_jobs import UnknownJobs
-from backends.watch.wait import never_running, task_label, watcher
+from backends.watch.wait import announced, never_running, task_label, watcher
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -183,7 +183,7 @@ def _watch_slurm(target: Target, args: argparse.Namespace, asked: str | None = N
         view.show(update, _rows_for(history, update, job_history, target))
 
     try:
-        with signals_stop(), view:
+        with signals_stop(), view, announced(history.record_path if history is not None else "", throttler):
             final = poller.run(observe, stop, waiting)
     except KeyboardInterrupt as exc:
         stop.set()
