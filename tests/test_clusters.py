@@ -175,6 +175,7 @@ def test_lists_live_jobs_are_asked_on_the_records_clusters_too(tmp_path, monkeyp
     -u USER exited 0 with no row, though Slurm's other answers have them running')."""
     from backends.cli.jobs import commands
     from backends.states import JobState, TaskState
+    from backends.watch.slurm import accounting
     from backends.watch.slurm.accounting import LiveJob
 
     far = _record(tmp_path, "gpu-west")
@@ -185,7 +186,7 @@ def test_lists_live_jobs_are_asked_on_the_records_clusters_too(tmp_path, monkeyp
         asked.append(cluster)
         return [LiveJob("424242_1", JobState.RUNNING, 5.0, "n1", "x.JOB")] if cluster == "gpu-west" else []
 
-    monkeypatch.setattr(commands, "user_jobs", user_jobs)
+    monkeypatch.setattr(accounting, "user_jobs", user_jobs)   # imported by `_live_jobs` as it asks
     states = {("424242", 1): TaskState("424242", 1, JobState.RUNNING, source="squeue")}
     live, problem = commands._live_jobs([load_history(far.path)], states, [])
     assert asked == [None, "gpu-west"] and problem is None, (asked, problem)

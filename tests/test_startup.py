@@ -64,7 +64,9 @@ def test_status_of_a_local_record_loads_no_parser_planner_scheduler_client_or_ui
                   "typing", "backends.submit", "backends.launch", "backends.watch.triage",
                   # a Slurm record's: the hold and slot machinery (scontrol), the usage cells' summary
                   "backends.watch.throttle", "backends.watch.slurm.control", "backends.watch.budget",
-                  "backends.watch.usage_summary"})
+                  "backends.watch.usage_summary",
+                  # sacct and squeue's parsers and the client runner: a local record asks Slurm nothing
+                  "backends.watch.slurm.accounting", "backends.client"})
     assert result["code"] == 0
     assert "3 tasks: COMPLETED 3" in result["out"]
     assert heavy == set()

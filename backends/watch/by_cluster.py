@@ -15,11 +15,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from backends.records.record import TaskRecord
 from backends.states import TaskState
-from backends.watch.slurm.accounting import Key, SacctRows, Snapshot, SqueueRows
 
+# sacct and squeue's answers (`backends.watch.slurm.accounting`) are imported where they are merged:
+# `status` of a local record groups its tasks here and asks Slurm nothing.
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (as backends.client)
 if TYPE_CHECKING:
     from typing import TypeVar
+
+    from backends.watch.slurm.accounting import Key, SacctRows, Snapshot, SqueueRows
 
     T = TypeVar("T")
 
@@ -67,6 +70,8 @@ def merged_answers(parts: Sequence[tuple[frozenset[Key], Snapshot]]) -> Snapshot
     on the other cluster's word)."""
     if len(parts) == 1:
         return parts[0][1]
+    from backends.watch.slurm.accounting import Snapshot
+
     shared = shared_jobs([keys for keys, _ in parts])
     states: dict = {}
     usage: dict = {}
@@ -105,6 +110,8 @@ def joined_rows(parts: Sequence[SacctRows] | Sequence[SqueueRows]) -> SacctRows 
     """The answers of one client asked on several clusters (a watch's poll, each cluster its own jobs),
     as one: each job id is asked on one cluster only (`job_clusters`), so no task is named twice.
     squeue's "knows no such job" holds of the whole only when every cluster said it."""
+    from backends.watch.slurm.accounting import SacctRows, SqueueRows
+
     usage: dict = {}
     for part in parts:
         usage.update(part.usage)

@@ -21,7 +21,10 @@ from backends.records.history import History
 from backends.records.record import TaskRecord
 from backends.states import JobState, TaskState
 from backends.watch.rows import unended_tasks
-from backends.watch.slurm.accounting import Snapshot
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing: a local record's status loads no sacct parser
+if TYPE_CHECKING:
+    from backends.watch.slurm.accounting import Snapshot
 
 
 def told_states(answer: Snapshot, histories: Iterable[History],

@@ -38,27 +38,16 @@ from backends.watch.rows import (
     usage_missing,
     with_plan,
 )
-from backends.watch.slurm.accounting import (
-    LABELS,
-    Failed,
-    SacctRows,
-    QueryError,
-    Runner,
-    Snapshot,
-    Told,
-    ask_at_once,
-    ask_controller,
-    failed_text,
-    forgotten_jobs,
-    job_std_paths,
-    query,
-    query_what_answers,
-    run_command,
-    run_sacct,
-    run_squeue,
-)
-from backends.watch.usage import Usage
+from backends.watch.slurm.runner import QueryError, Runner, run_command
 from backends.cluster import cluster_words, for_cluster
+
+# Slurm's answers (`backends.watch.slurm.accounting`: sacct and squeue, their parsers, the usage and
+# states they give) are imported by each function that asks Slurm: `status` of a local record, or of
+# one whose every end and usage the ledger holds, asks nothing and loads none of it.
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (as backends.client)
+if TYPE_CHECKING:
+    from backends.watch.slurm.accounting import Failed, Snapshot, Told
+    from backends.watch.usage import Usage
 
 Key = tuple[str, "int | None"]
 # Bounded: int() refuses 4300+ digits. No job is 0 (squeue refused it: "squeue failed", exit 1), and
@@ -221,6 +210,8 @@ def array_task_of(job_id: str, runner: Runner = run_command,
     With `looked` (`status J`, which asks both next), sacct and squeue are asked at once and the look
     is added to it, to be taken again: with squeue hung `status J` waited for it here and then again.
     """
+    from backends.watch.slurm.accounting import ask_at_once
+
     if looked is not None:
         told = ask_at_once([job_id], runner)
         looked.append(told)
@@ -245,6 +236,8 @@ def array_task_of(job_id: str, runner: Runner = run_command,
 
 def _asked_in_turn(job_id: str, runner: Runner) -> Iterator[list[TaskState] | None]:
     """squeue's rows of `job_id`, then (only if asked for them) sacct's own rows; None for one that failed."""
+    from backends.watch.slurm.accounting import run_sacct, run_squeue
+
     for ask in (run_squeue, lambda ids, run: run_sacct(ids, run).own):
         try:
             yield ask([job_id], runner)
@@ -308,6 +301,8 @@ def job_status(target: Target, history: History | None, runner: Runner = run_com
     `unknown`, `status RECORD`'s line (`knows_none_line`) when tasks of it have no recorded end, and
     the job added to `knows_none` (no usage is promised of it): `status J` showed them UNKNOWN
     without a word and promised the ended tasks' usage on every run."""
+    from backends.watch.slurm.accounting import ask_at_once, failed_text, query, query_what_answers
+
     assert target.job_id is not None
     failed: Failed = []
     # the cluster of the attempt that submitted the job, not every attempt's (`History.cluster_of`)
@@ -375,6 +370,8 @@ def _unrecorded_job_line(failed: Failed, states: Mapping[Key, TaskState], forgot
     source that answered named: accounting's unended ones may be behind while the controller fails,
     and the controller no longer lists tasks that ended a while ago. `status J` of such a job
     said only `sacct failed (rc 1): ...` (never squeue, nor that the other source answered)."""
+    from backends.watch.slurm.accounting import LABELS, failed_text
+
     unended = [state for state in states.values() if not state.state.is_terminal and state.source != "squeue"]
     if forgotten and not unended and all(err.kind == "forgotten" for _, err in failed):
         # `status RECORD`'s and `watch J`'s words for them (it said "shown as accounting has them",
@@ -396,6 +393,8 @@ def jobs_slurm_knows_none(job_ids: Sequence[str], runner: Runner = run_command,
     asked about one job alone, says it knows no such job), and neither names it. None of them while
     either fails: a job Slurm did not answer about is not a job it does not know. `unaccounted`:
     sacct answered a moment ago with no row of any of them; squeue alone is asked (`ask_controller`)."""
+    from backends.watch.slurm.accounting import SacctRows, ask_controller, query_what_answers
+
     told = ask_controller(job_ids, runner, SacctRows([], [])) if unaccounted else None
     answer, failed = query_what_answers(list(job_ids), runner, told=told)
     return frozenset() if failed else unnamed_jobs(answer, job_ids)
@@ -581,6 +580,8 @@ def history_look(history: History, runner: Runner = run_command, problems: list[
     asks = slurm_asks(history)
     if not asks:
         return {}, None
+    from backends.watch.slurm.accounting import failed_text
+
     pending, superseded, missing, again = asks.pending, asks.superseded, asks.missing, asks.again
     asked = [*pending, *superseded, *(task for task, _ in missing.values())]
     parts: list[tuple[frozenset[Key], Snapshot]] = []
@@ -649,6 +650,8 @@ def _ask_cluster(asks: SlurmAsks, runner: Runner, unknown: bool,
     cluster): the answer, what gave nothing to take (with `unknown`: `query_what_answers`), and the
     jobs the controller forgot (`forgotten_jobs`, of `query`'s answer, which takes accounting's word
     for them). QueryError when a query fails (without `unknown`, or of tasks without an end)."""
+    from backends.watch.slurm.accounting import Snapshot, forgotten_jobs, query, query_what_answers
+
     pending, superseded, missing, again = asks.pending, asks.superseded, asks.missing, asks.again
     asked = [*pending, *superseded, *(task for task, _ in missing.values())]
     if asked and pending and unknown:
@@ -684,6 +687,8 @@ def unanswered_line(failed: Failed, pending: Sequence[TaskRecord], states: dict[
     the controller did answer about is not stale: an empty answer about an earlier attempt's job
     left the newest tasks, which squeue listed running, "shown as accounting has them". `status`'s
     line, and `list`'s of all its records' tasks."""
+    from backends.watch.slurm.accounting import LABELS, failed_text
+
     controller_failed = any(source == "squeue" and err.kind not in ("empty", "forgotten") for source, err in failed)
     unlisted = {job for source, err in failed if source == "squeue" for job in err.jobs}
     stale = unknown = 0
@@ -738,6 +743,8 @@ def _cluster_states(pending: list[str], again: list[TaskRecord], runner: Runner,
     final state (`pending`) and its ended tasks that may have been queued again; None when only
     those were asked about and squeue failed (added to `failed`). The jobs of `pending` both
     sources answered with no row of are added to `knows_none`."""
+    from backends.watch.slurm.accounting import Snapshot, query, query_what_answers
+
     if pending:
         if failed is None:
             return query(pending, runner, controller_also=list(expected_tasks(again)))
@@ -767,6 +774,8 @@ def knows_none_lines(histories: Sequence[History], states: Mapping[Key, TaskStat
 def controller_states(tasks: Sequence[TaskRecord], runner: Runner = run_command) -> dict[Key, TaskState]:
     """One squeue alone about the jobs of `tasks`: whether Slurm queued an ended task again is the
     controller's word only (its restart count), so accounting is not asked."""
+    from backends.watch.slurm.accounting import run_squeue
+
     return {state.key: state for state in run_squeue(list(expected_tasks(tasks)), runner)}
 
 
@@ -777,6 +786,8 @@ def fill_missing_usage(history: History, runner: Runner = run_command) -> dict[K
     missing = usage_missing(history)
     if not missing:
         return {}
+    from backends.watch.slurm.accounting import query
+
     tasks = [task for task, _ in missing.values()]
     answer = merged_answers([(task_keys(group), query(list(expected_tasks(group)), for_cluster(runner, cluster),
                                                       controller=False))
@@ -951,6 +962,8 @@ def _job_task_logs(text: str, job: str, task_text: str | None, dirs: Sequence[Pa
             raise InputError("TASK", f"job {job} is an array; name one task, e.g. {job}_"
                                      f"{next((t.array_task_id for t in ran), 1)}")
         raise InputError("TASK", f"{history.record_path} has no task {text}")
+    from backends.watch.slurm.accounting import job_std_paths
+
     files = job_std_paths(text, runner)
     out, err = files.out, files.err
     if task_id is None and files.array_task is not None:

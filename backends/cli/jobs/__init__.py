@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from backends.cli.jobs.parser import PROG, build_parser
 from backends.errors import InputError, check_working_dir, interrupt_status, reader_gone
 from backends.printable import escape_unencodable_output, printable
-from backends.watch.slurm.accounting import QueryError
+from backends.watch.slurm.runner import QueryError
 from backends.watch.slurm.cancel import CancelError
 
 # Each command's module is imported only when it runs: `status` need not load

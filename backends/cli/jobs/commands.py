@@ -31,17 +31,7 @@ from backends.watch.rows import (
     state_counts,
     usage_missing,
 )
-from backends.watch.slurm.accounting import (
-    Failed,
-    QueryError,
-    Runner,
-    Told,
-    failed_text,
-    run_command,
-    snapshot,
-    source_problem,
-    user_jobs,
-)
+from backends.watch.slurm.runner import QueryError, Runner, run_command
 from backends.watch.slurm.cancel import CancelError, cancel, job_owners, others_jobs, whose
 from backends.watch.targets import (
     left_no_log,
@@ -64,6 +54,12 @@ from backends.watch.targets import (
     unanswered_line,
 )
 from backends.shellwords import shell_quote
+
+# Slurm's answers (sacct and squeue, `backends.watch.slurm.accounting`) are imported where a command
+# asks Slurm: `status` of a local record asks nothing and loads none of it.
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (as backends.client)
+if TYPE_CHECKING:
+    from backends.watch.slurm.accounting import Failed, Told
 
 
 NOT_SUBMITTED = "NOT_SUBMITTED"   # the count of values no attempt submitted (as `retry`'s plan names them)
@@ -345,6 +341,8 @@ def _states_problem(histories: Sequence[History], states, failed: Failed) -> str
     no such task is left unknown (accounting has them ended, or only a look for requeues failed)."""
     if not failed:
         return None
+    from backends.watch.slurm.accounting import failed_text
+
     pending = [t for h in histories for t in pending_tasks(h) if t.job_id != LOCAL_JOB]
     return unanswered_line(failed, pending, states) or shown_as_recorded(failed_text(failed))
 
@@ -372,6 +370,8 @@ def _live_jobs(histories: Sequence[History], states, failed: Failed) -> tuple[li
     hung = next((err for source, err in failed if source == "squeue" and err.kind == "timeout"), None)
     if hung is not None:
         return None, None               # said already, in the states' problem
+    from backends.watch.slurm.accounting import source_problem, user_jobs
+
     live: list = []
     errors: list[str] = []
     # only records with a task without a recorded end: an old record of a cluster since gone (or down)
@@ -498,6 +498,8 @@ def _live_ids(named: Sequence[tuple[str, list[str]]], runner: Runner = run_comma
     ``cancel`` would report "cancelled" for a no-op. A target Slurm does not
     know, or whose every task has ended, is refused before anything is cancelled.
     """
+    from backends.watch.slurm.accounting import snapshot
+
     states = snapshot(sorted({i.partition("_")[0] for _, ids in named for i in ids}), runner)
     live: list[str] = []
     for text, ids in named:

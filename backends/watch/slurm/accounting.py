@@ -16,12 +16,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
-from backends.client import CommandResult, run_client
+from backends.client import CommandResult
 from backends.cluster import OnCluster
 from backends.ranges import expand
 from backends.states import EXIT_TOLD, REQUEUE_PRONE, JobState, TaskState
 from backends.watch.ages import age_text
 from backends.watch.usage import USAGE_FIELDS, Usage, controller_usage, parse_usage, with_live
+# re-exported: what asks Slurm names them from here; what only may (a local record's status), from runner
+from backends.watch.slurm.runner import COMMAND_TIMEOUT, QueryError, Runner, run_command, slurm_env  # noqa: F401
 
 # The first 8 are required in every line; later ones (Reason, and whatever else is
 # appended for other readers of the same single query) are read when present.
@@ -44,7 +46,6 @@ _WAITING = frozenset({JobState.PENDING, JobState.REQUEUED, JobState.REQUEUE_HOLD
 # What squeue prints (rc 1) when none of the ids is known any more: for jobs that
 # ended more than MinJobAge ago this is the normal answer, not a failure.
 SQUEUE_UNKNOWN_JOB = "Invalid job id specified"
-COMMAND_TIMEOUT = 30.0
 
 Key = tuple[str, "int | None"]
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (as backends.client)
@@ -53,27 +54,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
     U = TypeVar("U")
-
-
-Runner = Callable[[Sequence[str]], CommandResult]
-
-
-class QueryError(RuntimeError):
-    """sacct or squeue failed in a way worth retrying (rc, timeout, garbage).
-
-    `kind` says how to retry: "unreachable" (the daemon refused the connection:
-    the call reached no server, so retrying soon costs nothing), "rate_limited"
-    (slurmctld asks this user to slow down), "timeout", "unreadable" (it answered, in a form this
-    code cannot read: it is answering, so "not answering" would send the user after the daemon),
-    "empty" (it answered with no row of jobs Slurm listed before: nothing said of their tasks),
-    "forgotten" (the controller says it knows no such job, which accounting still has running or
-    waiting: it ended, and accounting never filed how), or "other".
-    """
-
-    def __init__(self, message: str, kind: str = "other", jobs: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.jobs = tuple(jobs)    # the jobs an "empty" answer named none of
 
 
 LABELS = {"squeue": "controller (squeue)", "sacct": "accounting (sacct)", "scontrol": "controller (scontrol)"}
@@ -119,22 +99,6 @@ def error_kind(returncode: int, stderr: str) -> str:
 def _failure(tool: str, result: "CommandResult") -> QueryError:
     return QueryError(f"{tool} failed (rc {result.returncode}): {_first_line(result.stderr)}",
                       error_kind(result.returncode, result.stderr))
-
-
-def slurm_env() -> dict[str, str]:
-    """The environment of a Slurm client: a pending array's task list whole (Slurm cuts it past 64
-    characters to `12_[7,17,...,204,...]`, a retry's scattered values, which no parser can expand),
-    times as we parse them, and none of the user's SQUEUE_*/SACCT_* defaults: `SQUEUE_ARRAY` is
-    `-r` (see `squeue_argv`), and a partition, user or name filter left tasks out of the answer,
-    which a watch then reads as cancelled."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SQUEUE_", "SACCT_"))}
-    return {**env, "SLURM_BITSTR_LEN": "0", "SLURM_TIME_FORMAT": "standard"}
-
-
-def run_command(argv: Sequence[str], timeout: float = COMMAND_TIMEOUT,
-                stop: threading.Event | None = None) -> CommandResult:
-    """Run one Slurm client in the environment of `slurm_env` (see `backends.client.run_client`)."""
-    return run_client(argv, timeout, stop, slurm_env())
 
 
 def stoppable(stop: threading.Event, timeout: float = COMMAND_TIMEOUT) -> Runner:

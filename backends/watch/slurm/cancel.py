@@ -5,7 +5,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from backends.errors import InputError
-from backends.watch.slurm.accounting import Runner, run_command
+from backends.watch.slurm.runner import Runner, run_command
 
 _TARGET = re.compile(r"^\d+(_\d+)?$")
 
