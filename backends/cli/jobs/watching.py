@@ -190,6 +190,11 @@ def _watch_slurm(target: Target, args: argparse.Namespace, asked: str | None = N
         _say_unrecorded(finals)
         left = unwatched_line(history.current, latest) if throttler is not None and history is not None else None
         if left:
+            from backends.watch.movers import moved_elsewhere
+
+            # a hyperion-submit still waiting elsewhere moves them on (this watch's own lock is gone)
+            left = None if moved_elsewhere(history.record_path) else left
+        if left:
             SafeStream(sys.stderr).line(f"{PROG}: {left}")
         return interrupt_status(exc)
     _say_unrecorded(finals)         # however the watch ends
