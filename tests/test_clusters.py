@@ -256,6 +256,37 @@ def test_minus_m_naming_another_cluster_than_the_records_is_refused(tmp_path, co
         assert asked.exists() and all(line.split()[1:3] == ["-M", cluster] for line in asked.read_text().splitlines())
 
 
+def test_cancel_of_a_job_id_a_record_names_asks_the_cluster_status_finds_it_on(tmp_path, monkeypatch, capsys):
+    """`status 424242` found the record's job on gpu-west; `cancel 424242` asked the local cluster
+    ("Slurm knows no job 424242", or a local job 424242 of yours was the one cancelled). It looks the
+    job up in the records under --dir (the working folder by default), as status does."""
+    from backends.cli.jobs import commands, main
+
+    _record(tmp_path, "gpu-west")
+    seen: list[list[str]] = []
+
+    def runner(argv):
+        seen.append(list(argv))
+        if argv[0] == "squeue" and "-O" in argv:
+            ids = argv[argv.index("-j") + 1].split(",")
+            return CommandResult(0, "".join(f"{job}|RUNNING|0|0:31|node01|None|0|\n" for job in ids), "")
+        return CommandResult(0, "", "")
+
+    monkeypatch.setattr(commands, "run_command", runner)
+    monkeypatch.chdir(tmp_path)
+    assert main(["cancel", "--yes", "424242"]) == 0
+    assert [argv for argv in seen if argv[0] == "scancel"] == [["scancel", "-M", "gpu-west", "424242"]], seen
+    assert all(argv[1:3] == ["-M", "gpu-west"] for argv in seen), seen
+    assert capsys.readouterr().out == "cancelled 424242 on cluster gpu-west\n"
+    seen.clear()
+    assert main(["cancel", "--yes", "-M", "east", "424242"]) == 2     # the record says where it ran
+    assert "-M/--clusters" in capsys.readouterr().err and seen == []
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert main(["cancel", "--yes", "--dir", str(elsewhere), "424242"]) == 0   # no record there: local
+    assert [argv for argv in seen if argv[0] == "scancel"] == [["scancel", "424242"]], seen
+
+
 def test_cancel_asks_each_records_cluster_and_minus_m_for_the_job_ids(tmp_path, monkeypatch, capsys):
     """`cancel RECORD J`: one runner for all asked the record's cluster about J too (and `scancel -M
     gpu-west 424242 777` cancelled another job 777, or none); records of two clusters were cancelled

@@ -448,7 +448,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             cluster = target.record.cluster if asked is None else asked    # the same cluster, as -M spells it
             named.setdefault(cluster, []).append((text, ids))
         else:
-            named.setdefault(asked, []).append((text, [text]))
+            named.setdefault(_job_cluster(target, asked, record_dirs(args)), []).append((text, [text]))
     groups = [_Cancelling(cluster, for_cluster(run_command, cluster), targets, len(named) > 1)
               for cluster, targets in named.items()]
     said = ", and ".join(group.text for group in groups)
@@ -468,6 +468,19 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         done.append(group.where(group.ids))
     print(f"cancelled {', and '.join(done)}")
     return 0
+
+
+def _job_cluster(target: Target, asked: str | None, dirs: Sequence[Path]) -> str | None:
+    """The cluster to cancel a job id on: that of the attempt of a record under `dirs` that
+    submitted it, as `status J` finds it (checked against -M), else -M's, else the local one. `cancel
+    4711` of a record's job on gpu-west asked the local cluster, where `status 4711` found it: "Slurm
+    knows no job 4711", or a job 4711 of yours there was the one cancelled."""
+    assert target.job_id is not None
+    history = history_for_job(target.job_id, dirs)
+    if history is None:
+        return asked
+    check_history_cluster(history, asked, [target.job_id])
+    return attempt_record(history, target.job_id).cluster if asked is None else asked
 
 
 class _Cancelling:

@@ -115,5 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cancel", help="scancel jobs or tasks (asks first unless --yes)")
     p.add_argument("targets", nargs="+", metavar="JOB[_TASK]|RECORD")
     p.add_argument("--yes", "-y", action="store_true")
+    p.add_argument("--dir", action="append", type=Path, help="where to look for records of a job id")
     _clusters(p)
     return parser
