@@ -1196,6 +1196,12 @@ def test_status_of_a_record_whose_attempt_1_job_slurm_does_not_know_says_why_and
     while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() < deadline, f"job {job} still in squeue after 60 s"
         time.sleep(1)
+    # and until accounting has its steps' peaks: before, status rightly promises attempt 2's usage
+    while len([rss for rss in subprocess.run(["sacct", "-n", "-P", "-j", job, "-o", "JobID,MaxRSS"],
+                                             capture_output=True, text=True).stdout.split()
+               if rss.partition("|")[0].endswith(".batch") and rss.partition("|")[2]]) < 2:
+        assert time.monotonic() < deadline + 60, f"job {job}'s steps have no MaxRSS in accounting after 60 s"
+        time.sleep(1)
     said = (f"hyperion-jobs: Slurm knows no job 99999999, which {record} submitted; "
             "the 2 task(s) with no recorded end are not known (UNKNOWN)\n")
     for _ in range(2):      # the first records attempt 2's ends and usage; the second asks again
