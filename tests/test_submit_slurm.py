@@ -618,12 +618,16 @@ def test_a_job_only_completing_after_a_cancel_does_not_hold_the_pattern(slurm_cl
     from backends.attempt import refuse_unrecorded_jobs
 
     proc = start(test_site, "--array", "JOB=1:2", "--output-file", "log/c.JOB.log", "--",
-                 "bash", "-c", "trap 'sleep 20' TERM; sleep 300 & wait", cwd=tmp_path, env=cli_env)
+                 "bash", "-c", "trap 'sleep 20' TERM; echo armed; sleep 300 & wait", cwd=tmp_path, env=cli_env)
     record = tmp_path / "log/q/c.JOB.submit.json"
     try:
         wait_for(record.exists, what="the record")
         job = load_record(record).jobs[0].job_id
         wait_for(lambda: running_tasks(job), what="a running task")
+        # RUNNING in squeue before bash has set its trap (a loaded node): the cancel's SIGTERM then
+        # ended it at once, never COMPLETING (CI failed so once)
+        wait_for(lambda: any("armed" in log.read_text(errors="replace").splitlines() for log in (tmp_path / "log").glob("c.*.log")),
+                 what="the task's trap")
         with pytest.raises(InputError) as refused:          # running: it holds the pattern
             refuse_unrecorded_jobs(record, windowed=True)
         assert f"Slurm still runs job(s) {job} " in refused.value.problem
