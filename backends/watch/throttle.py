@@ -140,13 +140,20 @@ def unwatched_line(record: SubmitRecord, states: Mapping[Key, object]) -> str | 
     `states`: Key -> TaskState or TaskRow (anything with a `state`), the latest known. Slurm runs
     the jobs on, but only a watcher moves a drained window's slots to the next one: a window
     submitted held waited for ever once a console quit (with no word) and the others drained.
-    None when nothing waits on a watcher (one window, no --max-jobs-run, every task ended).
+    None when nothing waits on a watcher (one window, no --max-jobs-run, every task ended), or when
+    another process's watch still moves them (a hyperion-submit waiting in another terminal, or
+    `hyperion-jobs watch`: `backends.watch.movers`); the caller's own watch must have let go of its
+    lock by then.
     """
     limit = _shared_limit(record)
     if limit is None:
         return None
     live = _live_windows(record, states)
     if not live:
+        return None
+    from backends.watch.movers import moved_elsewhere   # only a windowed record's
+
+    if moved_elsewhere(record.path):
         return None
     line = (f"job(s) {','.join(live)} (of {len(record.jobs)} array windows) still have tasks to run under "
             f"the --max-jobs-run {limit} the windows share, and only a watcher moves a drained window's slots "

@@ -393,12 +393,7 @@ class JobsScreen(ConsoleScreen):
         terminal, `hyperion-jobs watch`): the quit asked, though they went on being moved."""
         if self.record is None or self._ended:
             return None
-        line = unwatched_line(self.record, self.states)
-        if line is None:
-            return None
-        from backends.watch.movers import moved_elsewhere   # only a windowed record's quit asks
-
-        return None if moved_elsewhere(self.record.path) else line
+        return unwatched_line(self.record, self.states)
 
     def show_record(self, record, states: Iterable = ()) -> None:
         """Fill the table with the newest attempt's task of every value: final states from the

@@ -188,12 +188,8 @@ def _watch_slurm(target: Target, args: argparse.Namespace, asked: str | None = N
     except KeyboardInterrupt as exc:
         stop.set()
         _say_unrecorded(finals)
+        # this watch's own lock on the record is gone: another's (a hyperion-submit waiting) is seen
         left = unwatched_line(history.current, latest) if throttler is not None and history is not None else None
-        if left:
-            from backends.watch.movers import moved_elsewhere
-
-            # a hyperion-submit still waiting elsewhere moves them on (this watch's own lock is gone)
-            left = None if moved_elsewhere(history.record_path) else left
         if left:
             SafeStream(sys.stderr).line(f"{PROG}: {left}")
         return interrupt_status(exc)
